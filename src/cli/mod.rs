@@ -1,0 +1,147 @@
+//! The command line: clap definitions of every subcommand and flag (wrk/oha habits), unit
+//! parsing ([`units`]) and the one place where raw flags become a validated plan ([`plan`]).
+
+pub mod plan;
+pub mod units;
+
+use clap::{Args, Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// reqlife: where the time of a request goes, under load.
+#[derive(Debug, Parser)]
+#[command(name = "reqlife", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Load-test a URL (or, with no URL, the embedded target started in-process) and report.
+    Run(RunArgs),
+    /// Run the embedded target on its own.
+    Serve(ServeArgs),
+    /// Re-render the report of a saved RunRecord (`run -o FILE`).
+    Report(ReportArgs),
+}
+
+fn duration_arg(s: &str) -> Result<Duration, String> {
+    units::parse_duration(s).map_err(|e| e.0)
+}
+
+fn count_arg(s: &str) -> Result<u64, String> {
+    units::parse_count(s).map_err(|e| e.0)
+}
+
+/// Flags of `reqlife run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The URL to load (http:// or https://). Without one, the embedded target is started
+    /// in-process on a free loopback port and tested.
+    pub url: Option<String>,
+
+    /// Connections to keep open, spread over the threads.
+    #[arg(short = 'c', long = "connections", default_value = "50", value_parser = count_arg)]
+    pub connections: u64,
+
+    /// Worker threads, one single-threaded runtime each [default: the number of cores].
+    #[arg(short = 't', long = "threads", value_parser = count_arg)]
+    pub threads: Option<u64>,
+
+    /// How long to send for (e.g. 10s, 2m) [default: 10s unless -n is given].
+    #[arg(short = 'd', long = "duration", value_parser = duration_arg)]
+    pub duration: Option<Duration>,
+
+    /// How many requests to send in all (e.g. 100000, 10k); conflicts with -d.
+    #[arg(short = 'n', long = "requests", value_parser = count_arg)]
+    pub requests: Option<u64>,
+
+    /// HTTP method.
+    #[arg(short = 'm', long = "method", default_value = "GET")]
+    pub method: String,
+
+    /// A request header, `Name: value` (repeatable).
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+
+    /// Request body.
+    #[arg(long = "body")]
+    pub body: Option<String>,
+
+    /// Read the request body from a file.
+    #[arg(long = "body-file")]
+    pub body_file: Option<PathBuf>,
+
+    /// Per-request timeout, connect included.
+    #[arg(long = "timeout", default_value = "10s", value_parser = duration_arg)]
+    pub timeout: Duration,
+
+    /// A period at the start that is sent but not recorded.
+    #[arg(long = "warmup", default_value = "0s", value_parser = duration_arg)]
+    pub warmup: Duration,
+
+    /// Interval of the time series kept in the record.
+    #[arg(long = "interval", default_value = "1s", value_parser = duration_arg)]
+    pub interval: Duration,
+
+    /// Do not verify the server's TLS certificate.
+    #[arg(long = "insecure", short = 'k')]
+    pub insecure: bool,
+
+    /// Trust the CA certificates in this PEM file (in addition to the webpki roots).
+    #[arg(long = "cacert")]
+    pub cacert: Option<PathBuf>,
+
+    /// Print the full percentile spectrum of the total latency (wrk2 style).
+    #[arg(long = "latency")]
+    pub latency: bool,
+
+    /// Write the full RunRecord (JSON) to this file.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+
+    /// Print the summary as JSON on stdout instead of the text report.
+    #[arg(long = "json")]
+    pub json: bool,
+
+    /// No progress bar.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}
+
+/// Flags of `reqlife serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long = "addr", default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+
+    /// Serve HTTPS (a self-signed certificate unless --cert/--key are given).
+    #[arg(long = "tls")]
+    pub tls: bool,
+
+    /// Certificate chain (PEM) for --tls.
+    #[arg(long = "cert", requires = "key")]
+    pub cert: Option<PathBuf>,
+
+    /// Private key (PEM) for --tls.
+    #[arg(long = "key", requires = "cert")]
+    pub key: Option<PathBuf>,
+}
+
+/// Flags of `reqlife report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// A RunRecord written by `reqlife run -o FILE`.
+    pub file: PathBuf,
+
+    /// Print the full percentile spectrum of the total latency.
+    #[arg(long = "latency")]
+    pub latency: bool,
+
+    /// Print the summary JSON instead of the text report.
+    #[arg(long = "json")]
+    pub json: bool,
+}

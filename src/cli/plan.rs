@@ -1,0 +1,402 @@
+//! Raw flags become a validated [`RunPlan`] here, and only here: every check of user input
+//! and every message about bad input lives in this file. A [`PlanError`] is one line naming
+//! what is wrong and what is valid; the binary exits with code 2 on it.
+
+use super::RunArgs;
+use crate::model::{LoadModel, RunPlan, Scheme, StopRule, Target, TlsPlan};
+use std::net::ToSocketAddrs;
+use std::time::Duration;
+
+/// Bad input: one line naming what is wrong and what is valid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PlanError(pub String);
+
+fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
+    Err(PlanError(msg.into()))
+}
+
+/// Default length of a run when neither `-d` nor `-n` is given.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+/// Upper bound on connections, far above what one process can hold open usefully.
+pub const MAX_CONNECTIONS: u64 = 1_000_000;
+/// Largest response head accepted.
+pub const MAX_HEADER_BYTES: usize = 64 * 1024;
+
+/// Builds the plan of `reqlife run` for `url` (the user's, or the embedded target's).
+pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
+    let target = parse_target(url)?;
+    let connections = args.connections;
+    if connections == 0 {
+        return err("-c/--connections must be at least 1");
+    }
+    if connections > MAX_CONNECTIONS {
+        return err(format!(
+            "-c/--connections {connections} is too many: at most {MAX_CONNECTIONS}"
+        ));
+    }
+    let connections = connections as usize;
+    let threads = match args.threads {
+        Some(0) => return err("-t/--threads must be at least 1"),
+        Some(t) if t as usize > connections => {
+            return err(format!(
+                "-t/--threads {t} is more than -c/--connections {connections}: each thread needs at least one connection"
+            ))
+        }
+        Some(t) => t as usize,
+        None => default_threads().min(connections),
+    };
+    let stop = match (args.duration, args.requests) {
+        (Some(_), Some(_)) => {
+            return err("-d/--duration and -n/--requests conflict: give one of them")
+        }
+        (Some(d), None) if d.is_zero() => return err("-d/--duration must be more than 0"),
+        (Some(d), None) => StopRule::Duration(d),
+        (None, Some(0)) => return err("-n/--requests must be at least 1"),
+        (None, Some(n)) => StopRule::Requests(n),
+        (None, None) => StopRule::Duration(DEFAULT_DURATION),
+    };
+    if args.timeout.is_zero() {
+        return err("--timeout must be more than 0 (e.g. 10s)");
+    }
+    if args.interval < Duration::from_millis(10) {
+        return err("--interval must be at least 10ms (e.g. 1s)");
+    }
+    let method = args.method.trim().to_string();
+    if method.is_empty() || !method.bytes().all(is_token_byte) {
+        return err(format!(
+            "invalid method '{}': expected a token such as GET, POST, PUT, DELETE, HEAD",
+            args.method
+        ));
+    }
+    let headers = args
+        .headers
+        .iter()
+        .map(|h| parse_header(h))
+        .collect::<Result<Vec<_>, _>>()?;
+    let body = match (&args.body, &args.body_file) {
+        (Some(_), Some(_)) => return err("--body and --body-file conflict: give one of them"),
+        (Some(b), None) => b.as_bytes().to_vec(),
+        (None, Some(path)) => std::fs::read(path).map_err(|e| {
+            PlanError(format!(
+                "cannot read body file '{}': {}",
+                path.display(),
+                io_reason(&e)
+            ))
+        })?,
+        (None, None) => Vec::new(),
+    };
+    if let Some(path) = &args.cacert {
+        check_cacert(path)?;
+    }
+    Ok(RunPlan {
+        target,
+        method,
+        headers,
+        body,
+        load: LoadModel::Closed { connections },
+        threads,
+        stop,
+        warmup: args.warmup,
+        timeout: args.timeout,
+        interval: args.interval,
+        tls: TlsPlan {
+            insecure: args.insecure,
+            cacert: args.cacert.clone(),
+        },
+        max_header_bytes: MAX_HEADER_BYTES,
+    })
+}
+
+/// The number of cores (the default thread count).
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+const URL_FORMS: &str = "expected http://host[:port][/path] or https://host[:port][/path]";
+
+/// Parses and resolves the URL of a run.
+pub fn parse_target(url: &str) -> Result<Target, PlanError> {
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e| PlanError(format!("invalid URL '{url}': {e}; {URL_FORMS}")))?;
+    let scheme = match uri.scheme_str() {
+        Some("http") => Scheme::Http,
+        Some("https") => Scheme::Https,
+        Some(other) => {
+            return err(format!(
+                "unsupported scheme '{other}' in URL '{url}': reqlife speaks http:// and https://"
+            ))
+        }
+        None => return err(format!("invalid URL '{url}': no scheme; {URL_FORMS}")),
+    };
+    let authority = match uri.authority() {
+        Some(a) if !a.host().is_empty() => a,
+        _ => return err(format!("invalid URL '{url}': no host; {URL_FORMS}")),
+    };
+    if authority.as_str().contains('@') {
+        return err(format!(
+            "invalid URL '{url}': user information (user@host) is not supported; use -H 'Authorization: ...'"
+        ));
+    }
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let port = authority.port_u16().unwrap_or(match scheme {
+        Scheme::Http => 80,
+        Scheme::Https => 443,
+    });
+    if port == 0 {
+        return err(format!(
+            "invalid URL '{url}': port 0 cannot be connected to"
+        ));
+    }
+    let path_and_query = uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .filter(|p| !p.is_empty())
+        .unwrap_or("/")
+        .to_string();
+    let path_and_query = if path_and_query.starts_with('/') {
+        path_and_query
+    } else {
+        format!("/{path_and_query}")
+    };
+    let addr = (host.as_str(), port)
+        .to_socket_addrs()
+        .map_err(|e| PlanError(format!("cannot resolve host '{host}': {e}")))?
+        .next()
+        .ok_or_else(|| PlanError(format!("cannot resolve host '{host}': no address found")))?;
+    Ok(Target {
+        url: url.to_string(),
+        scheme,
+        host,
+        port,
+        path_and_query,
+        addr,
+    })
+}
+
+/// RFC 9110 token characters (methods and header names).
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// Parses `Name: value`.
+fn parse_header(raw: &str) -> Result<(String, String), PlanError> {
+    let bad = |why: &str| {
+        PlanError(format!(
+            "invalid header '{raw}': {why}; expected 'Name: value', e.g. -H 'Content-Type: application/json'"
+        ))
+    };
+    let (name, value) = raw.split_once(':').ok_or_else(|| bad("no ':'"))?;
+    let name = name.trim();
+    if name.is_empty() || !name.bytes().all(is_token_byte) {
+        return Err(bad(
+            "the name is empty or has characters not allowed in a header name",
+        ));
+    }
+    let value = value.trim();
+    if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+        return Err(bad("the value holds a line break"));
+    }
+    Ok((name.to_string(), value.to_string()))
+}
+
+/// Checks that a CA file is readable and holds at least one PEM certificate.
+fn check_cacert(path: &std::path::Path) -> Result<(), PlanError> {
+    let data = std::fs::read(path).map_err(|e| {
+        PlanError(format!(
+            "cannot read CA file '{}': {}",
+            path.display(),
+            io_reason(&e)
+        ))
+    })?;
+    let certs = rustls_pemfile::certs(&mut data.as_slice())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| PlanError(format!("invalid CA file '{}': {e}", path.display())))?;
+    if certs.is_empty() {
+        return err(format!(
+            "invalid CA file '{}': no PEM certificate found (expected -----BEGIN CERTIFICATE-----)",
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
+/// The OS's reason for an I/O error without the "(os error N)" suffix.
+fn io_reason(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn args(extra: &[&str]) -> RunArgs {
+        let mut argv = vec!["reqlife", "run"];
+        argv.extend_from_slice(extra);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Run(a) => a,
+            _ => unreachable!(),
+        }
+    }
+
+    fn plan(extra: &[&str]) -> Result<RunPlan, PlanError> {
+        build(&args(extra), "http://127.0.0.1:8080/x?y=1")
+    }
+
+    #[test]
+    fn targets() {
+        // (url, scheme, host, port, path)
+        let rows = [
+            (
+                "http://127.0.0.1:8080/",
+                Scheme::Http,
+                "127.0.0.1",
+                8080,
+                "/",
+            ),
+            ("http://127.0.0.1", Scheme::Http, "127.0.0.1", 80, "/"), // default port, root path
+            (
+                "https://localhost/a?b=c",
+                Scheme::Https,
+                "localhost",
+                443,
+                "/a?b=c",
+            ),
+            ("http://[::1]:9000/p", Scheme::Http, "::1", 9000, "/p"), // IPv6 literal
+        ];
+        for (url, scheme, host, port, path) in rows {
+            let t = parse_target(url).unwrap();
+            assert_eq!(
+                (t.scheme, t.host.as_str(), t.port, t.path_and_query.as_str()),
+                (scheme, host, port, path),
+                "{url}"
+            );
+            assert_eq!(t.addr.port(), port);
+        }
+    }
+
+    #[test]
+    fn bad_targets() {
+        // (url, a part the message must hold)
+        let rows = [
+            ("ftp://127.0.0.1/", "unsupported scheme 'ftp'"),
+            ("127.0.0.1:8080", "no scheme"),
+            ("http://", "invalid URL"),
+            ("http://exa mple.com/", "invalid URL"),
+            ("http://127.0.0.1:0/", "port 0"),
+            ("http://u:p@127.0.0.1/", "user information"),
+            (
+                "http://no-such-host.invalid/",
+                "cannot resolve host 'no-such-host.invalid'",
+            ),
+        ];
+        for (url, want) in rows {
+            let e = parse_target(url).unwrap_err().0;
+            assert!(e.contains(want), "{url}: {e}");
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let p = plan(&[]).unwrap();
+        assert_eq!(p.connections(), 50);
+        assert_eq!(p.threads, default_threads().min(50));
+        assert_eq!(p.stop, StopRule::Duration(DEFAULT_DURATION));
+        assert_eq!(p.timeout, Duration::from_secs(10));
+        assert_eq!(p.method, "GET");
+        assert!(p.body.is_empty());
+    }
+
+    #[test]
+    fn flags_become_the_plan() {
+        let p = plan(&[
+            "-c",
+            "5",
+            "-t",
+            "2",
+            "-n",
+            "10k",
+            "-m",
+            "POST",
+            "-H",
+            "A: b",
+            "-H",
+            "X-Y:z",
+            "--body",
+            "hi",
+            "--timeout",
+            "1.5s",
+            "--warmup",
+            "2s",
+        ])
+        .unwrap();
+        assert_eq!(p.connections(), 5);
+        assert_eq!(p.threads, 2);
+        assert_eq!(p.stop, StopRule::Requests(10_000));
+        assert_eq!(p.method, "POST");
+        assert_eq!(
+            p.headers,
+            vec![("A".into(), "b".into()), ("X-Y".into(), "z".into())]
+        );
+        assert_eq!(p.body, b"hi");
+        assert_eq!(p.timeout, Duration::from_millis(1500));
+        assert_eq!(p.warmup, Duration::from_secs(2));
+        assert_eq!(p.target.path_and_query, "/x?y=1");
+    }
+
+    #[test]
+    fn threads_default_to_no_more_than_connections() {
+        let p = plan(&["-c", "1"]).unwrap();
+        assert_eq!(p.threads, 1);
+    }
+
+    #[test]
+    fn bad_flags() {
+        // (flags, a part the message must hold)
+        let rows: &[(&[&str], &str)] = &[
+            (&["-c", "0"], "at least 1"),
+            (&["-t", "0"], "at least 1"),
+            (&["-c", "2", "-t", "4"], "more than -c/--connections"),
+            (&["-d", "1s", "-n", "5"], "conflict"),
+            (&["-d", "0s"], "more than 0"),
+            (&["-n", "0"], "at least 1"),
+            (&["--timeout", "0s"], "--timeout"),
+            (&["-m", "GE T"], "invalid method"),
+            (&["-H", "NoColon"], "no ':'"),
+            (&["-H", ": v"], "name is empty"),
+            (&["--body", "a", "--body-file", "/etc/hostname"], "conflict"),
+            (
+                &["--body-file", "/no/such/file"],
+                "cannot read body file '/no/such/file'",
+            ),
+            (&["--cacert", "/no/such/ca.pem"], "cannot read CA file"),
+            (&["--cacert", "/etc/hostname"], "no PEM certificate"),
+        ];
+        for (flags, want) in rows {
+            let e = plan(flags).unwrap_err().0;
+            assert!(e.contains(want), "{flags:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn unit_errors_come_from_clap_with_the_flag_named() {
+        let e = Cli::try_parse_from(["reqlife", "run", "-d", "10x"]).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("--duration"), "{msg}");
+        assert!(msg.contains("ns, us, ms, s, m or h"), "{msg}");
+        assert_eq!(e.exit_code(), 2);
+    }
+}

@@ -1,0 +1,204 @@
+//! Parsing of human units on the command line: durations (`10s`, `2m`, `1.5ms`, `250us`,
+//! `1h`, a bare number is seconds, as in wrk) and counts (`100`, `10k`, `1.5M`, `2G`).
+//! Every error names what was given and what is valid.
+
+use std::time::Duration;
+
+/// A unit-parsing error: the message names the input and the valid forms.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UnitError(pub String);
+
+const DURATION_FORMS: &str = "a number with a unit: ns, us, ms, s, m or h (e.g. 10s, 1.5ms, 2m)";
+const COUNT_FORMS: &str = "a whole number, optionally with k, M or G (e.g. 1000, 10k, 1.5M)";
+
+/// Splits `12.5ms` into (`12.5`, `ms`).
+fn split_number(s: &str) -> (&str, &str) {
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    (&s[..end], &s[end..])
+}
+
+fn parse_number(num: &str) -> Option<f64> {
+    if num.is_empty() || num.starts_with('.') && num.len() == 1 {
+        return None;
+    }
+    num.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// Parses a duration such as `10s`, `1.5ms`, `2m`, `250us`, `1h` or `30` (seconds).
+pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
+    let s = input.trim();
+    let bad = || {
+        UnitError(format!(
+            "invalid duration '{input}': expected {DURATION_FORMS}"
+        ))
+    };
+    let (num, unit) = split_number(s);
+    let value = parse_number(num).ok_or_else(bad)?;
+    let scale_ns = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "" | "s" | "sec" => 1e9,
+        "m" | "min" => 60e9,
+        "h" => 3600e9,
+        _ => return Err(bad()),
+    };
+    let ns = value * scale_ns;
+    if ns > 1e18 {
+        return Err(UnitError(format!(
+            "duration '{input}' is too long: at most about 31 years"
+        )));
+    }
+    Ok(Duration::from_nanos(ns.round() as u64))
+}
+
+/// Parses a count such as `100`, `10k`, `1.5M` or `2G` (powers of 1000).
+pub fn parse_count(input: &str) -> Result<u64, UnitError> {
+    let s = input.trim();
+    let bad = || UnitError(format!("invalid count '{input}': expected {COUNT_FORMS}"));
+    let (num, unit) = split_number(s);
+    let value = parse_number(num).ok_or_else(bad)?;
+    let scale = match unit {
+        "" => 1.0,
+        "k" | "K" => 1e3,
+        "M" | "m" => 1e6,
+        "G" | "g" => 1e9,
+        _ => return Err(bad()),
+    };
+    let total = value * scale;
+    if total.fract() != 0.0 {
+        return Err(UnitError(format!(
+            "invalid count '{input}': it is not a whole number ({total})"
+        )));
+    }
+    if total > 1e18 {
+        return Err(UnitError(format!("count '{input}' is too large")));
+    }
+    Ok(total as u64)
+}
+
+/// Formats a duration given in nanoseconds in a human unit with 2 decimals
+/// (`812ns`, `35.20us`, `1.25ms`, `2.00s`).
+pub fn human_ns(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.0}ns")
+    } else if ns < 1e6 {
+        format!("{:.2}us", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.2}ms", ns / 1e6)
+    } else {
+        format!("{:.2}s", ns / 1e9)
+    }
+}
+
+/// Formats a byte count with binary prefixes (`512B`, `1.50KiB`, `3.20MiB`).
+pub fn human_bytes(bytes: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes;
+    let mut i = 0;
+    while v >= 1024.0 && i < UNITS.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{v:.0}B")
+    } else {
+        format!("{v:.2}{}", UNITS[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        // (input, expected nanoseconds)
+        let rows: &[(&str, u64)] = &[
+            ("10s", 10_000_000_000),   // seconds
+            ("30", 30_000_000_000),    // a bare number is seconds (wrk)
+            ("1.5ms", 1_500_000),      // decimals
+            ("250us", 250_000),        // microseconds
+            ("250µs", 250_000),        // micro sign
+            ("100ns", 100),            // nanoseconds
+            ("2m", 120_000_000_000),   // minutes
+            ("1h", 3_600_000_000_000), // hours
+            (" 3s ", 3_000_000_000),   // surrounding spaces
+            ("0.5s", 500_000_000),     // fraction of a second
+            ("0s", 0),                 // zero is a valid duration (callers reject it)
+        ];
+        for (input, ns) in rows {
+            assert_eq!(
+                parse_duration(input).map(|d| d.as_nanos() as u64),
+                Ok(*ns),
+                "{input}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_durations_name_the_valid_forms() {
+        // each is rejected: no number, unknown unit, two dots, negative, units only
+        for input in [
+            "",
+            "s",
+            "10x",
+            "1.2.3s",
+            "-5s",
+            "ms",
+            "abc",
+            "10 parsecs",
+            "nan",
+            "inf",
+        ] {
+            let err = parse_duration(input).unwrap_err().0;
+            assert!(err.contains(&format!("'{input}'")), "{err}");
+            assert!(err.contains("ns, us, ms, s, m or h"), "{err}");
+        }
+    }
+
+    #[test]
+    fn counts() {
+        // (input, expected)
+        let rows: &[(&str, u64)] = &[
+            ("100", 100),          // plain
+            ("10k", 10_000),       // kilo
+            ("10K", 10_000),       // either case
+            ("1.5M", 1_500_000),   // decimal with mega
+            ("2G", 2_000_000_000), // giga
+            ("0", 0),              // zero parses (callers reject it)
+        ];
+        for (input, want) in rows {
+            assert_eq!(parse_count(input), Ok(*want), "{input}");
+        }
+    }
+
+    #[test]
+    fn bad_counts() {
+        for input in ["", "k", "1.5", "10x", "-3", "1e5"] {
+            assert!(parse_count(input).is_err(), "{input}");
+        }
+        assert!(parse_count("1.5")
+            .unwrap_err()
+            .0
+            .contains("not a whole number"));
+    }
+
+    #[test]
+    fn human_units() {
+        let rows: &[(f64, &str)] = &[
+            (812.0, "812ns"),
+            (35_200.0, "35.20us"),
+            (1_250_000.0, "1.25ms"),
+            (2e9, "2.00s"),
+        ];
+        for (ns, want) in rows {
+            assert_eq!(human_ns(*ns), *want);
+        }
+        assert_eq!(human_bytes(512.0), "512B");
+        assert_eq!(human_bytes(1536.0), "1.50KiB");
+    }
+}

@@ -1,0 +1,200 @@
+//! Opening connections: TCP (with `TCP_NODELAY`) and TLS over rustls with the ring provider,
+//! stamping `connect_start`, `connect_end` and `tls_end` on the request that opened the
+//! connection. Certificate verification is on by default (webpki roots plus `--cacert`);
+//! `--insecure` turns it off explicitly.
+
+use super::EngineError;
+use crate::model::{ErrorKind, RunPlan, Scheme, Timestamps};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+/// A connected byte stream, plain or TLS. Reads from it yield application bytes: a TLS
+/// record that carries no application data (a session ticket) is not a response byte.
+pub enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// Opens connections to the plan's target.
+#[derive(Clone)]
+pub struct Connector {
+    addr: SocketAddr,
+    tls: Option<(TlsConnector, ServerName<'static>)>,
+}
+
+impl Connector {
+    /// A connector for `plan`; fails on an unusable `--cacert` or server name.
+    pub fn new(plan: &RunPlan, alpn: &[&[u8]]) -> Result<Self, String> {
+        let tls = match plan.target.scheme {
+            Scheme::Http => None,
+            Scheme::Https => {
+                let config = client_config(plan, alpn)?;
+                let name = ServerName::try_from(plan.target.host.clone())
+                    .map_err(|e| format!("invalid TLS server name '{}': {e}", plan.target.host))?;
+                Some((TlsConnector::from(Arc::new(config)), name))
+            }
+        };
+        Ok(Connector {
+            addr: plan.target.addr,
+            tls,
+        })
+    }
+
+    /// Opens a connection, stamping its phases on `stamps`.
+    pub async fn connect(&self, stamps: &mut Timestamps) -> Result<Stream, EngineError> {
+        stamps.connect_start = Some(Instant::now());
+        let tcp = TcpStream::connect(self.addr).await.map_err(|e| {
+            let kind = if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) {
+                ErrorKind::AddrNotAvail
+            } else {
+                ErrorKind::Connect
+            };
+            EngineError::io(kind, format!("connect to {}", self.addr), &e)
+        })?;
+        stamps.connect_end = Some(Instant::now());
+        // Small requests must leave at once; Nagle would hold them for an ACK.
+        let _ = tcp.set_nodelay(true);
+        match &self.tls {
+            None => Ok(Stream::Plain(tcp)),
+            Some((connector, name)) => {
+                let tls = connector
+                    .connect(name.clone(), tcp)
+                    .await
+                    .map_err(|e| EngineError::io(ErrorKind::Tls, "TLS handshake".into(), &e))?;
+                stamps.tls_end = Some(Instant::now());
+                Ok(Stream::Tls(Box::new(tls)))
+            }
+        }
+    }
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// The rustls client configuration: webpki roots plus `--cacert`, or no verification.
+fn client_config(plan: &RunPlan, alpn: &[&[u8]]) -> Result<rustls::ClientConfig, String> {
+    let builder = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS setup: {e}"))?;
+    let mut config = if plan.tls.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerification(provider())))
+            .with_no_client_auth()
+    } else {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        if let Some(path) = &plan.tls.cacert {
+            let data = std::fs::read(path)
+                .map_err(|e| format!("cannot read CA file '{}': {e}", path.display()))?;
+            for cert in rustls_pemfile::certs(&mut data.as_slice()) {
+                let cert =
+                    cert.map_err(|e| format!("invalid CA file '{}': {e}", path.display()))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| format!("invalid CA certificate in '{}': {e}", path.display()))?;
+            }
+        }
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(config)
+}
+
+/// `--insecure`: accepts any certificate, still checks handshake signatures.
+#[derive(Debug)]
+struct NoVerification(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for NoVerification {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

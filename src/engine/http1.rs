@@ -1,0 +1,638 @@
+//! The HTTP/1.1 connection driver over `httparse`: writes a prepared request, stamps the end
+//! of the write and the first response byte, parses the head (skipping 1xx interim
+//! responses), and reads the body as framed (Content-Length, chunked, until close, or none for
+//! HEAD/204/304) without keeping it: body bytes are counted, never stored, so memory per
+//! connection is one buffer whatever the server sends.
+
+use super::connect::Stream;
+use super::EngineError;
+use crate::model::{ErrorKind, Timestamps};
+use std::time::Instant;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Initial size of a connection's read buffer; it grows for a large head up to the limit.
+const BUF_BYTES: usize = 16 * 1024;
+/// Most headers a response may have.
+const MAX_HEADERS: usize = 128;
+
+/// A complete response, as far as the load tester cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Response {
+    pub status: u16,
+    /// Bytes read for this response (interim responses, head, body framing and body).
+    pub bytes_read: u64,
+    /// The connection may carry another request.
+    pub keep_alive: bool,
+}
+
+/// How the body of a response is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    None,
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+/// The parsed head of a final response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Head {
+    len: usize,
+    status: u16,
+    framing: Framing,
+    keep_alive: bool,
+}
+
+/// What parsing the buffered bytes gave.
+#[derive(Debug, PartialEq, Eq)]
+enum Parsed {
+    /// More bytes are needed.
+    Partial,
+    /// A 1xx interim response of this many bytes, to be skipped.
+    Interim(usize),
+    Final(Head),
+}
+
+/// One HTTP/1.1 connection and its read buffer.
+pub struct Http1Conn {
+    stream: Stream,
+    buf: Vec<u8>,
+}
+
+impl Http1Conn {
+    pub fn new(stream: Stream) -> Self {
+        Http1Conn {
+            stream,
+            buf: vec![0; BUF_BYTES],
+        }
+    }
+
+    /// Sends `request` and reads its response. `head_request`: the method was HEAD.
+    pub async fn exchange(
+        &mut self,
+        request: &[u8],
+        head_request: bool,
+        max_header_bytes: usize,
+        stamps: &mut Timestamps,
+    ) -> Result<Response, EngineError> {
+        self.stream
+            .write_all(request)
+            .await
+            .map_err(|e| EngineError::io(ErrorKind::Write, "write".into(), &e))?;
+        self.stream
+            .flush()
+            .await
+            .map_err(|e| EngineError::io(ErrorKind::Write, "write".into(), &e))?;
+        stamps.written = Some(Instant::now());
+
+        let mut filled = 0usize;
+        let mut bytes_read = 0u64;
+        let head = loop {
+            if filled == self.buf.len() {
+                if self.buf.len() >= max_header_bytes {
+                    return Err(EngineError::new(
+                        ErrorKind::Protocol,
+                        format!("response head larger than {max_header_bytes} bytes"),
+                    ));
+                }
+                let grown = (self.buf.len() * 2).min(max_header_bytes);
+                self.buf.resize(grown, 0);
+            }
+            let n = self.read_at(filled).await?;
+            if n == 0 {
+                let detail = if bytes_read == 0 {
+                    "connection closed before any response byte".to_string()
+                } else {
+                    format!("connection closed in the response head after {bytes_read} bytes")
+                };
+                return Err(EngineError::new(ErrorKind::Closed, detail));
+            }
+            if bytes_read == 0 {
+                stamps.first_byte = Some(Instant::now());
+            }
+            bytes_read += n as u64;
+            filled += n;
+            match parse_loop(&mut self.buf, &mut filled, head_request)? {
+                Some(head) => break head,
+                None if filled >= max_header_bytes => {
+                    return Err(EngineError::new(
+                        ErrorKind::Protocol,
+                        format!("response head larger than {max_header_bytes} bytes"),
+                    ))
+                }
+                None => continue,
+            }
+        };
+
+        let mut keep_alive = head.keep_alive;
+        let buffered = filled - head.len;
+        match head.framing {
+            Framing::None => keep_alive &= buffered == 0,
+            Framing::Length(len) => {
+                if buffered as u64 > len {
+                    // Bytes past the body: the connection's framing is lost.
+                    keep_alive = false;
+                }
+                let mut remaining = len.saturating_sub(buffered as u64);
+                while remaining > 0 {
+                    let n = self.read_at(0).await?;
+                    if n == 0 {
+                        return Err(EngineError::new(
+                            ErrorKind::Closed,
+                            format!(
+                                "connection closed after {} of {len} body bytes",
+                                len - remaining
+                            ),
+                        ));
+                    }
+                    bytes_read += n as u64;
+                    if n as u64 > remaining {
+                        keep_alive = false;
+                    }
+                    remaining = remaining.saturating_sub(n as u64);
+                }
+            }
+            Framing::Chunked => {
+                let mut decoder = ChunkDecoder::new(max_header_bytes);
+                let mut start = head.len;
+                loop {
+                    let used = decoder
+                        .feed(&self.buf[start..filled])
+                        .map_err(|e| EngineError::new(ErrorKind::Protocol, e.to_string()))?;
+                    if decoder.is_done() {
+                        keep_alive &= start + used == filled;
+                        break;
+                    }
+                    // All fed bytes are consumed by the decoder (it keeps its own state).
+                    start = 0;
+                    let n = self.read_at(0).await?;
+                    if n == 0 {
+                        return Err(EngineError::new(
+                            ErrorKind::Closed,
+                            "connection closed in the middle of a chunked body".to_string(),
+                        ));
+                    }
+                    bytes_read += n as u64;
+                    filled = n;
+                }
+            }
+            Framing::UntilClose => {
+                keep_alive = false;
+                loop {
+                    let n = self.read_at(0).await?;
+                    if n == 0 {
+                        break;
+                    }
+                    bytes_read += n as u64;
+                }
+            }
+        }
+        stamps.done = Some(Instant::now());
+        Ok(Response {
+            status: head.status,
+            bytes_read,
+            keep_alive,
+        })
+    }
+
+    /// Reads into the buffer at `at`.
+    async fn read_at(&mut self, at: usize) -> Result<usize, EngineError> {
+        self.stream
+            .read(&mut self.buf[at..])
+            .await
+            .map_err(|e| EngineError::io(ErrorKind::Read, "read".into(), &e))
+    }
+}
+
+/// Parses the buffered bytes, dropping interim responses from the buffer, until a final
+/// head or the need for more bytes.
+fn parse_loop(
+    buf: &mut [u8],
+    filled: &mut usize,
+    head_request: bool,
+) -> Result<Option<Head>, EngineError> {
+    loop {
+        match parse_head(&buf[..*filled], head_request)? {
+            Parsed::Partial => return Ok(None),
+            Parsed::Final(head) => return Ok(Some(head)),
+            Parsed::Interim(len) => {
+                buf.copy_within(len..*filled, 0);
+                *filled -= len;
+            }
+        }
+    }
+}
+
+/// Parses a response head from `bytes`.
+fn parse_head(bytes: &[u8], head_request: bool) -> Result<Parsed, EngineError> {
+    // Uninitialized header slots: no 4 KiB memset per response.
+    let mut headers = [const { std::mem::MaybeUninit::<httparse::Header>::uninit() }; MAX_HEADERS];
+    let mut res = httparse::Response::new(&mut []);
+    let len = match httparse::ParserConfig::default().parse_response_with_uninit_headers(
+        &mut res,
+        bytes,
+        &mut headers,
+    ) {
+        Ok(httparse::Status::Partial) => return Ok(Parsed::Partial),
+        Ok(httparse::Status::Complete(len)) => len,
+        Err(e) => {
+            let shown: String = bytes[..bytes.len().min(40)].escape_ascii().to_string();
+            return Err(EngineError::new(
+                ErrorKind::Protocol,
+                format!("invalid HTTP response ({e}): it starts with \"{shown}\""),
+            ));
+        }
+    };
+    let status = res.code.unwrap_or(0);
+    if status == 101 {
+        return Err(EngineError::new(
+            ErrorKind::Protocol,
+            "the server switched protocols (101), which reqlife does not follow".to_string(),
+        ));
+    }
+    if (100..200).contains(&status) {
+        return Ok(Parsed::Interim(len));
+    }
+    let http11 = res.version == Some(1);
+    let mut keep_alive = http11;
+    let mut length: Option<u64> = None;
+    let mut chunked = false;
+    let mut transfer_encoding = false;
+    for h in res.headers.iter() {
+        let name = h.name.as_bytes();
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let value = std::str::from_utf8(h.value)
+                .ok()
+                .map(str::trim)
+                .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|v| v.parse::<u64>().ok())
+                .ok_or_else(|| {
+                    EngineError::new(
+                        ErrorKind::Protocol,
+                        format!("invalid Content-Length '{}'", h.value.escape_ascii()),
+                    )
+                })?;
+            if length.is_some_and(|l| l != value) {
+                return Err(EngineError::new(
+                    ErrorKind::Protocol,
+                    "conflicting Content-Length headers".to_string(),
+                ));
+            }
+            length = Some(value);
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            transfer_encoding = true;
+            chunked = h
+                .value
+                .rsplit(|&b| b == b',')
+                .next()
+                .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            for token in h.value.split(|&b| b == b',') {
+                let token = token.trim_ascii();
+                if token.eq_ignore_ascii_case(b"close") {
+                    keep_alive = false;
+                } else if token.eq_ignore_ascii_case(b"keep-alive") && !http11 {
+                    keep_alive = true;
+                }
+            }
+        }
+    }
+    let framing = if head_request || status == 204 || status == 304 {
+        Framing::None
+    } else if transfer_encoding {
+        if length.is_some() {
+            // Both framings: Transfer-Encoding wins, but the connection is suspect.
+            keep_alive = false;
+        }
+        if chunked {
+            Framing::Chunked
+        } else {
+            Framing::UntilClose
+        }
+    } else if let Some(len) = length {
+        Framing::Length(len)
+    } else {
+        Framing::UntilClose
+    };
+    Ok(Parsed::Final(Head {
+        len,
+        status,
+        framing,
+        keep_alive,
+    }))
+}
+
+/// Where a chunked-body decoder is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunk {
+    /// Reading the hex size.
+    Size,
+    /// Skipping a chunk extension up to the line end.
+    Ext,
+    SizeLf,
+    /// Skipping `remaining` data bytes.
+    Data,
+    DataCr,
+    DataLf,
+    /// At the start of a trailer line (or of the final empty line).
+    TrailerStart,
+    TrailerLine,
+    TrailerLf,
+    EndLf,
+    Done,
+}
+
+/// An incremental decoder of chunked framing that counts and skips the data.
+#[derive(Debug)]
+pub struct ChunkDecoder {
+    state: Chunk,
+    size: u64,
+    digits: u32,
+    trailer_bytes: usize,
+    max_trailer_bytes: usize,
+}
+
+impl ChunkDecoder {
+    pub fn new(max_trailer_bytes: usize) -> Self {
+        ChunkDecoder {
+            state: Chunk::Size,
+            size: 0,
+            digits: 0,
+            trailer_bytes: 0,
+            max_trailer_bytes,
+        }
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.state == Chunk::Done
+    }
+
+    /// Consumes bytes of the body; returns how many were used (fewer than given only when
+    /// the body ended inside `data`).
+    pub fn feed(&mut self, data: &[u8]) -> Result<usize, &'static str> {
+        let mut i = 0;
+        while i < data.len() && self.state != Chunk::Done {
+            if self.state == Chunk::Data {
+                let take = (data.len() - i).min(self.size as usize) as u64;
+                let take = take.min(self.size);
+                self.size -= take;
+                i += take as usize;
+                if self.size == 0 {
+                    self.state = Chunk::DataCr;
+                }
+                continue;
+            }
+            let b = data[i];
+            i += 1;
+            self.state = match (self.state, b) {
+                (Chunk::Size, b) if b.is_ascii_hexdigit() => {
+                    self.digits += 1;
+                    if self.digits > 15 {
+                        return Err("chunk size too large");
+                    }
+                    self.size = self.size * 16 + (b as char).to_digit(16).unwrap_or(0) as u64;
+                    Chunk::Size
+                }
+                (Chunk::Size, b';' | b' ' | b'\t') if self.digits > 0 => Chunk::Ext,
+                (Chunk::Size, b'\r') if self.digits > 0 => Chunk::SizeLf,
+                (Chunk::Size, b'\n') if self.digits > 0 => self.after_size(),
+                (Chunk::Size, _) => return Err("invalid chunk size line"),
+                (Chunk::Ext, b'\r') => Chunk::SizeLf,
+                (Chunk::Ext, b'\n') => self.after_size(),
+                (Chunk::Ext, _) => Chunk::Ext,
+                (Chunk::SizeLf, b'\n') => self.after_size(),
+                (Chunk::SizeLf, _) => return Err("chunk size line not ended by CRLF"),
+                (Chunk::DataCr, b'\r') => Chunk::DataLf,
+                (Chunk::DataCr, b'\n') => Chunk::Size,
+                (Chunk::DataCr, _) => return Err("chunk data longer than its size"),
+                (Chunk::DataLf, b'\n') => Chunk::Size,
+                (Chunk::DataLf, _) => return Err("chunk data not ended by CRLF"),
+                (Chunk::TrailerStart, b'\r') => Chunk::EndLf,
+                (Chunk::TrailerStart, b'\n') => Chunk::Done,
+                (Chunk::TrailerStart | Chunk::TrailerLine, b) => {
+                    self.trailer_bytes += 1;
+                    if self.trailer_bytes > self.max_trailer_bytes {
+                        return Err("chunked trailers too large");
+                    }
+                    match b {
+                        b'\r' => Chunk::TrailerLf,
+                        b'\n' => Chunk::TrailerStart,
+                        _ => Chunk::TrailerLine,
+                    }
+                }
+                (Chunk::TrailerLf, b'\n') => Chunk::TrailerStart,
+                (Chunk::TrailerLf, _) => return Err("trailer line not ended by CRLF"),
+                (Chunk::EndLf, b'\n') => Chunk::Done,
+                (Chunk::EndLf, _) => return Err("chunked body not ended by CRLF"),
+                (Chunk::Data | Chunk::Done, _) => unreachable!("handled above"),
+            };
+            if self.state == Chunk::Size && matches!(b, b'\n') {
+                self.size = 0;
+                self.digits = 0;
+            }
+        }
+        Ok(i)
+    }
+
+    /// After a size line: data, or the trailers after the last chunk.
+    fn after_size(&mut self) -> Chunk {
+        if self.size == 0 {
+            Chunk::TrailerStart
+        } else {
+            Chunk::Data
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(s: &str) -> Result<Parsed, String> {
+        parse_head(s.as_bytes(), false).map_err(|e| e.detail)
+    }
+
+    fn final_head(s: &str) -> Head {
+        match head(s).unwrap() {
+            Parsed::Final(h) => h,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn framing_and_keep_alive() {
+        // (response head, status, framing, keep-alive)
+        let rows = [
+            (
+                "HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n",
+                200,
+                Framing::Length(12),
+                true,
+            ),
+            (
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+                200,
+                Framing::Chunked,
+                true,
+            ),
+            (
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+                200,
+                Framing::Chunked,
+                true,
+            ),
+            ("HTTP/1.1 200 OK\r\n\r\n", 200, Framing::UntilClose, true), // no length: read to close
+            ("HTTP/1.1 204 No Content\r\n\r\n", 204, Framing::None, true),
+            (
+                "HTTP/1.1 304 Not Modified\r\nContent-Length: 99\r\n\r\n",
+                304,
+                Framing::None,
+                true,
+            ),
+            (
+                "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\n",
+                200,
+                Framing::Length(1),
+                false,
+            ),
+            (
+                "HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\n",
+                200,
+                Framing::Length(1),
+                false,
+            ), // 1.0 closes by default
+            (
+                "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\n",
+                200,
+                Framing::Length(1),
+                true,
+            ),
+            (
+                "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+                200,
+                Framing::Chunked,
+                false,
+            ),
+        ];
+        for (text, status, framing, keep_alive) in rows {
+            let h = final_head(text);
+            assert_eq!(
+                (h.status, h.framing, h.keep_alive),
+                (status, framing, keep_alive),
+                "{text:?}"
+            );
+            assert_eq!(h.len, text.len());
+        }
+    }
+
+    #[test]
+    fn head_request_has_no_body() {
+        let p = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n", true).unwrap();
+        assert!(matches!(
+            p,
+            Parsed::Final(Head {
+                framing: Framing::None,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn interim_and_partial() {
+        assert_eq!(
+            head("HTTP/1.1 100 Continue\r\n\r\n").unwrap(),
+            Parsed::Interim(25)
+        );
+        assert_eq!(
+            head("HTTP/1.1 200 OK\r\nContent-Le").unwrap(),
+            Parsed::Partial
+        );
+        let mut buf =
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_vec();
+        let mut filled = buf.len();
+        let h = parse_loop(&mut buf, &mut filled, false).unwrap().unwrap();
+        assert_eq!(h.status, 200);
+        assert_eq!(filled, h.len);
+    }
+
+    #[test]
+    fn bad_heads() {
+        // (response, a part of the message)
+        let rows = [
+            ("garbage\r\n\r\n", "invalid HTTP response"),
+            (
+                "HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
+                "invalid Content-Length",
+            ),
+            (
+                "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+                "invalid Content-Length",
+            ),
+            (
+                "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+                "conflicting",
+            ),
+            (
+                "HTTP/1.1 101 Switching Protocols\r\n\r\n",
+                "switched protocols",
+            ),
+        ];
+        for (text, want) in rows {
+            let e = head(text).unwrap_err();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn chunked_whole_and_byte_by_byte() {
+        let body = b"5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nServer-Timing: x;dur=1\r\n\r\nEXTRA";
+        let mut d = ChunkDecoder::new(1024);
+        let used = d.feed(body).unwrap();
+        assert!(d.is_done());
+        assert_eq!(&body[used..], b"EXTRA");
+
+        let mut d = ChunkDecoder::new(1024);
+        let mut total = 0;
+        for b in body.iter() {
+            if d.is_done() {
+                break;
+            }
+            total += d.feed(std::slice::from_ref(b)).unwrap();
+        }
+        assert!(d.is_done());
+        assert_eq!(total, used);
+    }
+
+    #[test]
+    fn chunked_errors() {
+        // (body, message)
+        let rows: &[(&[u8], &str)] = &[
+            (b"zz\r\n", "invalid chunk size line"),
+            (b"\r\n", "invalid chunk size line"),
+            (b"3\r\nabcd\r\n", "chunk data longer than its size"),
+            (b"ffffffffffffffff\r\n", "chunk size too large"),
+            (
+                b"0\r\nX-Big: aaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n",
+                "chunked trailers too large",
+            ),
+        ];
+        for (body, want) in rows {
+            let mut d = ChunkDecoder::new(16);
+            assert_eq!(
+                d.feed(body),
+                Err(*want),
+                "{:?}",
+                body.escape_ascii().to_string()
+            );
+        }
+    }
+
+    #[test]
+    fn chunked_partial_is_not_done() {
+        let mut d = ChunkDecoder::new(64);
+        assert_eq!(d.feed(b"a\r\n01234").unwrap(), 8);
+        assert!(!d.is_done());
+        d.feed(b"56789\r\n0\r\n\r\n").unwrap();
+        assert!(d.is_done());
+    }
+}

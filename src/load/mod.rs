@@ -1,0 +1,249 @@
+//! Generating the load: worker threads, each with its own single-threaded tokio runtime and
+//! its own [`Recorder`], hold the plan's connections (spread evenly over the threads); a
+//! [`Scheduler`] hands each connection its next [`Ticket`] and applies the stop rule. The
+//! controlling thread stops everything through one [`StopSignal`] (end of the duration,
+//! Ctrl-C); in-flight requests are then abandoned, never half-recorded.
+
+mod scheduler;
+
+pub use scheduler::Scheduler;
+
+use crate::engine::{Session, SessionConfig};
+use crate::model::{RunPlan, Sample, Timestamps};
+use crate::recorder::{Measured, Recorder};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// Tells every worker to stop sending; cheap to clone, works across runtimes.
+#[derive(Clone)]
+pub struct StopSignal {
+    tx: Arc<watch::Sender<bool>>,
+}
+
+impl Default for StopSignal {
+    fn default() -> Self {
+        StopSignal {
+            tx: Arc::new(watch::channel(false).0),
+        }
+    }
+}
+
+impl StopSignal {
+    /// Stops the run.
+    pub fn stop(&self) {
+        self.tx.send_replace(true);
+    }
+
+    /// Whether `stop` was called.
+    pub fn is_stopped(&self) -> bool {
+        *self.tx.borrow()
+    }
+
+    /// Resolves once `stop` is called.
+    pub async fn stopped(&self) {
+        let mut rx = self.tx.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+}
+
+/// Live counters of one worker thread, read by the progress display. Padded to a cache line
+/// so threads do not share one.
+#[repr(align(64))]
+#[derive(Default)]
+pub struct ThreadProgress {
+    pub requests: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+/// Live counters of every worker thread.
+pub struct Progress(pub Vec<ThreadProgress>);
+
+impl Progress {
+    pub fn new(threads: usize) -> Arc<Self> {
+        Arc::new(Progress(
+            (0..threads).map(|_| ThreadProgress::default()).collect(),
+        ))
+    }
+
+    /// (requests, errors) recorded so far by all threads.
+    pub fn totals(&self) -> (u64, u64) {
+        self.0.iter().fold((0, 0), |(r, e), t| {
+            (
+                r + t.requests.load(Ordering::Relaxed),
+                e + t.errors.load(Ordering::Relaxed),
+            )
+        })
+    }
+}
+
+/// A run in progress: its worker threads.
+pub struct Workers {
+    handles: Vec<std::thread::JoinHandle<Measured>>,
+    done_rx: tokio::sync::mpsc::UnboundedReceiver<()>,
+    finished: usize,
+    /// When recording starts (start + warm-up).
+    pub record_from: Instant,
+}
+
+/// Starts the worker threads of `plan`. Recording starts after the warm-up; the scheduler
+/// stops issuing requests by itself at the end of the duration or request count.
+pub fn start(
+    plan: &RunPlan,
+    config: SessionConfig,
+    stop: StopSignal,
+    progress: Arc<Progress>,
+) -> std::io::Result<Workers> {
+    let start = Instant::now();
+    let record_from = start + plan.warmup;
+    let scheduler = Arc::new(Scheduler::new(plan, record_from));
+    let config = Arc::new(config);
+    let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel();
+    let connections = plan.connections();
+    let mut handles = Vec::with_capacity(plan.threads);
+    for thread in 0..plan.threads {
+        // Thread i holds c/t connections, and one more for the first c%t threads.
+        let conns = connections / plan.threads + usize::from(thread < connections % plan.threads);
+        let ctx = WorkerCtx {
+            thread,
+            connections: conns,
+            scheduler: scheduler.clone(),
+            config: config.clone(),
+            stop: stop.clone(),
+            progress: progress.clone(),
+            record_from,
+            record_until: scheduler.deadline(),
+            interval: plan.interval,
+            done: done_tx.clone(),
+        };
+        let handle = std::thread::Builder::new()
+            .name(format!("reqlife-worker-{thread}"))
+            .spawn(move || ctx.run())?;
+        handles.push(handle);
+    }
+    Ok(Workers {
+        handles,
+        done_rx,
+        finished: 0,
+        record_from,
+    })
+}
+
+impl Workers {
+    /// Resolves when every worker has finished (by itself, or after a stop). Cancel-safe.
+    pub async fn all_finished(&mut self) {
+        while self.finished < self.handles.len() {
+            match self.done_rx.recv().await {
+                Some(()) => self.finished += 1,
+                None => break,
+            }
+        }
+    }
+
+    /// Joins the workers (after a stop or when all are done) and merges what they measured.
+    pub fn join(self) -> Measured {
+        let parts = self
+            .handles
+            .into_iter()
+            .filter_map(|h| h.join().ok())
+            .collect();
+        Measured::merge(parts)
+    }
+}
+
+/// Everything one worker thread needs.
+struct WorkerCtx {
+    thread: usize,
+    connections: usize,
+    scheduler: Arc<Scheduler>,
+    config: Arc<SessionConfig>,
+    stop: StopSignal,
+    progress: Arc<Progress>,
+    record_from: Instant,
+    record_until: Option<Instant>,
+    interval: Duration,
+    done: tokio::sync::mpsc::UnboundedSender<()>,
+}
+
+impl WorkerCtx {
+    fn run(self) -> Measured {
+        let recorder = Rc::new(RefCell::new(
+            Recorder::new(self.record_from, self.interval).until(self.record_until),
+        ));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build();
+        if let Ok(runtime) = runtime {
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&runtime, self.drive(recorder.clone()));
+            // Dropping the set cancels connections still in flight after a stop.
+            drop(local);
+        }
+        let _ = self.done.send(());
+        // Every task holding a clone was dropped with the LocalSet, so this is the last one;
+        // `replace` takes the contents out either way.
+        let recorder = recorder.replace(Recorder::new(self.record_from, self.interval));
+        recorder.finish()
+    }
+
+    async fn drive(&self, recorder: Rc<RefCell<Recorder>>) {
+        // A per-thread copy: no shared reference counts touched on the hot path.
+        let config = Rc::new(SessionConfig::clone(&self.config));
+        let mut set = tokio::task::JoinSet::new();
+        for _ in 0..self.connections {
+            let conn = Connection {
+                session: Session::new(config.clone()),
+                scheduler: self.scheduler.clone(),
+                recorder: recorder.clone(),
+                progress: self.progress.clone(),
+                thread: self.thread,
+            };
+            set.spawn_local(conn.run());
+        }
+        tokio::select! {
+            _ = self.stop.stopped() => {}
+            _ = async { while set.join_next().await.is_some() {} } => {}
+        }
+        set.abort_all();
+    }
+}
+
+/// One connection's loop: take a ticket, send, record, repeat.
+struct Connection {
+    session: Session,
+    scheduler: Arc<Scheduler>,
+    recorder: Rc<RefCell<Recorder>>,
+    progress: Arc<Progress>,
+    thread: usize,
+}
+
+impl Connection {
+    async fn run(mut self) {
+        while let Some(ticket) = self.scheduler.next_ticket() {
+            // Closed loop: the ticket was issued now, so it is dispatched when intended.
+            let mut stamps = Timestamps::new(ticket.intended, ticket.intended);
+            let outcome = self.session.request(&mut stamps).await;
+            let sample = Sample {
+                stamps,
+                status: outcome.result.as_ref().ok().copied(),
+                error: outcome.result.as_ref().err().map(|e| e.kind),
+                bytes_read: outcome.bytes_read,
+                bytes_written: outcome.bytes_written,
+                server_closed: outcome.server_closed,
+            };
+            let mut recorder = self.recorder.borrow_mut();
+            recorder.record(&sample);
+            let progress = &self.progress.0[self.thread];
+            progress
+                .requests
+                .store(recorder.requests(), Ordering::Relaxed);
+            if let Err(e) = &outcome.result {
+                recorder.note_error(e.kind, &e.detail);
+                progress.errors.store(recorder.errors(), Ordering::Relaxed);
+            }
+        }
+    }
+}

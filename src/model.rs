@@ -1,0 +1,378 @@
+//! The shared types of the pipeline: the validated [`RunPlan`], the [`Ticket`] a worker must
+//! send, the raw [`Timestamps`] of one request and the [`Sample`] it becomes, the [`Phase`]s
+//! derived from those timestamps (in one place: [`Timestamps::phase`]) and the [`ErrorKind`]s
+//! errors are counted by. Modules talk to each other only through these.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// One phase of a request's life, in the order a request lives it.
+///
+/// `Total` is measured from the intended send time (corrected for coordinated omission);
+/// `Uncorrected` from the moment the request was actually dispatched. In a closed loop the
+/// two are equal because a request is intended when its connection becomes free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Phase {
+    /// intended → dispatched: the wait for the scheduler or a free connection.
+    Queue,
+    /// TCP connect (only on requests that opened a connection).
+    Connect,
+    /// TLS handshake (only on requests that opened a TLS connection).
+    Tls,
+    /// start of writing → request fully written.
+    Write,
+    /// written → first response byte (time to first byte).
+    Wait,
+    /// first → last response byte.
+    Read,
+    /// intended → done.
+    Total,
+    /// dispatched → done.
+    Uncorrected,
+}
+
+impl Phase {
+    /// Every phase, in the order of a request's life.
+    pub const ALL: [Phase; 8] = [
+        Phase::Queue,
+        Phase::Connect,
+        Phase::Tls,
+        Phase::Write,
+        Phase::Wait,
+        Phase::Read,
+        Phase::Total,
+        Phase::Uncorrected,
+    ];
+    /// The client phases shown as rows of the breakdown (`Total` and `Uncorrected` excluded).
+    pub const CLIENT: [Phase; 6] = [
+        Phase::Queue,
+        Phase::Connect,
+        Phase::Tls,
+        Phase::Write,
+        Phase::Wait,
+        Phase::Read,
+    ];
+
+    /// The name used in reports and in the RunRecord's JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Queue => "queue",
+            Phase::Connect => "connect",
+            Phase::Tls => "tls",
+            Phase::Write => "write",
+            Phase::Wait => "wait",
+            Phase::Read => "read",
+            Phase::Total => "total",
+            Phase::Uncorrected => "uncorrected",
+        }
+    }
+
+    /// Index into per-phase arrays.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The phase named `name`, if any.
+    pub fn from_name(name: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+/// Why a request failed. Errors are counted by kind, never thrown out of the hot loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorKind {
+    /// The TCP connection could not be opened (refused, unreachable).
+    Connect,
+    /// The TLS handshake failed (bad certificate, protocol mismatch).
+    Tls,
+    /// Writing the request failed.
+    Write,
+    /// Reading the response failed with an I/O error (e.g. a reset).
+    Read,
+    /// The request did not complete within `--timeout`.
+    Timeout,
+    /// The server answered something that is not valid HTTP (or over our limits).
+    Protocol,
+    /// The server closed the connection before the response was complete.
+    Closed,
+    /// No local port was free for a new connection (`EADDRNOTAVAIL`).
+    AddrNotAvail,
+}
+
+impl ErrorKind {
+    /// Every kind, in report order.
+    pub const ALL: [ErrorKind; 8] = [
+        ErrorKind::Connect,
+        ErrorKind::Tls,
+        ErrorKind::Write,
+        ErrorKind::Read,
+        ErrorKind::Timeout,
+        ErrorKind::Protocol,
+        ErrorKind::Closed,
+        ErrorKind::AddrNotAvail,
+    ];
+
+    /// The name used in reports and in the RunRecord's JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::Tls => "tls",
+            ErrorKind::Write => "write",
+            ErrorKind::Read => "read",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Closed => "closed",
+            ErrorKind::AddrNotAvail => "addr_not_avail",
+        }
+    }
+
+    /// Index into per-kind arrays.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What a worker must send and when it should have gone.
+#[derive(Debug, Clone, Copy)]
+pub struct Ticket {
+    /// Sequence number of the request within the run (0-based, unique across threads).
+    pub seq: u64,
+    /// The intended send time. Latency is measured from here.
+    pub intended: Instant,
+}
+
+/// Raw instants stamped on one request. Durations are derived only by [`Timestamps::phase`].
+#[derive(Debug, Clone, Copy)]
+pub struct Timestamps {
+    pub intended: Instant,
+    pub dispatched: Instant,
+    pub connect_start: Option<Instant>,
+    pub connect_end: Option<Instant>,
+    pub tls_end: Option<Instant>,
+    pub written: Option<Instant>,
+    pub first_byte: Option<Instant>,
+    pub done: Option<Instant>,
+}
+
+impl Timestamps {
+    /// Timestamps of a request intended at `intended` and dispatched at `dispatched`.
+    pub fn new(intended: Instant, dispatched: Instant) -> Self {
+        Timestamps {
+            intended,
+            dispatched,
+            connect_start: None,
+            connect_end: None,
+            tls_end: None,
+            written: None,
+            first_byte: None,
+            done: None,
+        }
+    }
+
+    /// When writing the request began: after the connection (and TLS) was ready if this
+    /// request opened it, else at dispatch.
+    fn write_start(&self) -> Instant {
+        self.tls_end.or(self.connect_end).unwrap_or(self.dispatched)
+    }
+
+    /// The duration of `phase`, if the request reached the end of it.
+    ///
+    /// Each phase is the difference of two stamps:
+    /// queue = dispatched − intended; connect = connect_end − connect_start;
+    /// tls = tls_end − connect_end; write = written − write_start;
+    /// wait = first_byte − written; read = done − first_byte;
+    /// total = done − intended; uncorrected = done − dispatched.
+    pub fn phase(&self, phase: Phase) -> Option<Duration> {
+        let span = |a: Instant, b: Option<Instant>| b.map(|b| b.saturating_duration_since(a));
+        match phase {
+            Phase::Queue => Some(self.dispatched.saturating_duration_since(self.intended)),
+            Phase::Connect => span(self.connect_start?, self.connect_end),
+            Phase::Tls => span(self.connect_end?, self.tls_end),
+            Phase::Write => span(self.write_start(), self.written),
+            Phase::Wait => span(self.written?, self.first_byte),
+            Phase::Read => span(self.first_byte?, self.done),
+            Phase::Total => span(self.intended, self.done),
+            Phase::Uncorrected => span(self.dispatched, self.done),
+        }
+    }
+}
+
+/// What became of one request: its stamps and either a response or an error.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample {
+    pub stamps: Timestamps,
+    /// The HTTP status of a complete response.
+    pub status: Option<u16>,
+    /// Why it failed, if it did.
+    pub error: Option<ErrorKind>,
+    /// Response bytes read (head and body, as received).
+    pub bytes_read: u64,
+    /// Request bytes written.
+    pub bytes_written: u64,
+    /// The server asked to close the connection after this response (`Connection: close`).
+    pub server_closed: bool,
+}
+
+/// `http` or `https`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    Http,
+    Https,
+}
+
+/// The target of a run: where to connect and what to put in the request line and Host header.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The URL as the user gave it (or as made for the embedded target).
+    pub url: String,
+    pub scheme: Scheme,
+    /// Host name as written in the URL (used for SNI and the Host header).
+    pub host: String,
+    pub port: u16,
+    /// `/path?query`.
+    pub path_and_query: String,
+    /// The resolved address connected to.
+    pub addr: SocketAddr,
+}
+
+/// TLS settings of a run.
+#[derive(Debug, Clone, Default)]
+pub struct TlsPlan {
+    /// Skip certificate verification (`--insecure`).
+    pub insecure: bool,
+    /// Extra root certificates (`--cacert`), PEM.
+    pub cacert: Option<PathBuf>,
+}
+
+/// When a run stops sending.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StopRule {
+    /// After this much recorded time (warm-up not included).
+    Duration(Duration),
+    /// After this many recorded requests.
+    Requests(u64),
+}
+
+/// The shape of the load.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoadModel {
+    /// Each connection sends its next request as soon as the previous one is answered.
+    Closed { connections: usize },
+}
+
+/// A validated, typed plan: everything a run needs, built from flags in `cli::plan`.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    pub target: Target,
+    pub method: String,
+    /// Extra request headers, in the order given.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub load: LoadModel,
+    pub threads: usize,
+    pub stop: StopRule,
+    /// A period at the start that is not recorded.
+    pub warmup: Duration,
+    /// Per-request timeout (connect included).
+    pub timeout: Duration,
+    /// Interval of the time series.
+    pub interval: Duration,
+    pub tls: TlsPlan,
+    /// Response head size limit in bytes.
+    pub max_header_bytes: usize,
+}
+
+impl RunPlan {
+    /// Number of connections of the plan.
+    pub fn connections(&self) -> usize {
+        match self.load {
+            LoadModel::Closed { connections } => connections,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(base: Instant, us: u64) -> Instant {
+        base + Duration::from_micros(us)
+    }
+
+    #[test]
+    fn phases_of_a_request_that_opened_a_tls_connection() {
+        let b = Instant::now();
+        let mut t = Timestamps::new(b, at(b, 10));
+        t.connect_start = Some(at(b, 10));
+        t.connect_end = Some(at(b, 60));
+        t.tls_end = Some(at(b, 460));
+        t.written = Some(at(b, 470));
+        t.first_byte = Some(at(b, 970));
+        t.done = Some(at(b, 1000));
+        let us = |p| t.phase(p).map(|d| d.as_micros() as u64);
+        // (phase, expected µs): each row is one difference of two stamps.
+        let rows = [
+            (Phase::Queue, Some(10)),        // dispatched − intended
+            (Phase::Connect, Some(50)),      // connect_end − connect_start
+            (Phase::Tls, Some(400)),         // tls_end − connect_end
+            (Phase::Write, Some(10)),        // written − tls_end
+            (Phase::Wait, Some(500)),        // first_byte − written
+            (Phase::Read, Some(30)),         // done − first_byte
+            (Phase::Total, Some(1000)),      // done − intended
+            (Phase::Uncorrected, Some(990)), // done − dispatched
+        ];
+        for (phase, want) in rows {
+            assert_eq!(us(phase), want, "{}", phase.name());
+        }
+    }
+
+    #[test]
+    fn phases_of_a_request_on_a_reused_connection() {
+        let b = Instant::now();
+        let mut t = Timestamps::new(b, b);
+        t.written = Some(at(b, 5));
+        t.first_byte = Some(at(b, 105));
+        t.done = Some(at(b, 105));
+        let us = |p| t.phase(p).map(|d| d.as_micros() as u64);
+        let rows = [
+            (Phase::Queue, Some(0)),   // closed loop: intended == dispatched
+            (Phase::Connect, None),    // no connection opened
+            (Phase::Tls, None),        // no handshake
+            (Phase::Write, Some(5)),   // written − dispatched
+            (Phase::Wait, Some(100)),  // first_byte − written
+            (Phase::Read, Some(0)),    // whole response in one read
+            (Phase::Total, Some(105)), // done − intended
+        ];
+        for (phase, want) in rows {
+            assert_eq!(us(phase), want, "{}", phase.name());
+        }
+    }
+
+    #[test]
+    fn a_failed_request_has_no_end_phases() {
+        let b = Instant::now();
+        let mut t = Timestamps::new(b, b);
+        t.connect_start = Some(b);
+        t.connect_end = Some(at(b, 20));
+        // (phase, present?)
+        let rows = [
+            (Phase::Connect, true), // the connection was measured, so it counts
+            (Phase::Tls, false),
+            (Phase::Write, false),
+            (Phase::Wait, false),
+            (Phase::Total, false),
+        ];
+        for (phase, present) in rows {
+            assert_eq!(t.phase(phase).is_some(), present, "{}", phase.name());
+        }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for p in Phase::ALL {
+            assert_eq!(Phase::from_name(p.name()), Some(p));
+        }
+        assert_eq!(Phase::from_name("bogus"), None);
+    }
+}

@@ -1,0 +1,191 @@
+//! HdrHistogram helpers shared by the recorder and the reports: the one histogram shape used
+//! for every phase (nanoseconds, 3 significant digits, up to one hour), its summary
+//! statistics in microseconds, and its portable form (HdrHistogram V2 + DEFLATE, base64),
+//! which the Java HistogramLogProcessor and every later tool can read.
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Largest value a phase histogram holds: one hour in nanoseconds. Larger values are
+/// recorded as this value (and still counted).
+pub const MAX_NS: u64 = 3_600_000_000_000;
+/// Significant decimal digits kept (0.1% relative precision).
+pub const SIGFIG: u8 = 3;
+
+/// A new phase histogram covering 1 ns .. 1 h.
+pub fn new_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_NS, SIGFIG).expect("valid static bounds")
+}
+
+/// A small histogram that grows as values arrive (for per-interval snapshots).
+pub fn new_interval_hist() -> Histogram<u64> {
+    let mut h = Histogram::new_with_max(1_000_000, SIGFIG).expect("valid static bounds");
+    h.auto(true);
+    h
+}
+
+/// Records `ns`, clamped to [`MAX_NS`].
+#[inline]
+pub fn record(h: &mut Histogram<u64>, ns: u64) {
+    // Cannot fail: the value is clamped into range (and auto-resizing ones grow).
+    let _ = h.record(ns.min(MAX_NS));
+}
+
+/// Serializes as HdrHistogram V2 + DEFLATE bytes.
+pub fn encode_bytes(h: &Histogram<u64>) -> Vec<u8> {
+    let mut out = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(h, &mut out)
+        .expect("serializing into memory cannot fail");
+    out
+}
+
+/// Serializes as base64 of HdrHistogram V2 + DEFLATE.
+pub fn encode(h: &Histogram<u64>) -> String {
+    base64::engine::general_purpose::STANDARD.encode(encode_bytes(h))
+}
+
+/// Reads V2 (+DEFLATE) bytes.
+pub fn decode_bytes(bytes: &[u8]) -> Result<Histogram<u64>, String> {
+    Deserializer::new()
+        .deserialize(&mut &bytes[..])
+        .map_err(|e| format!("invalid histogram: {e:?}"))
+}
+
+/// Reads base64 of V2 (+DEFLATE).
+pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| format!("invalid histogram encoding: {e}"))?;
+    decode_bytes(&bytes)
+}
+
+/// Summary statistics of a phase, in microseconds. Values are `None` when nothing was
+/// recorded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    pub count: u64,
+    pub min_us: Option<f64>,
+    pub mean_us: Option<f64>,
+    pub stdev_us: Option<f64>,
+    pub p50_us: Option<f64>,
+    pub p90_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub p999_us: Option<f64>,
+    pub p9999_us: Option<f64>,
+    pub max_us: Option<f64>,
+}
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// Rounds microseconds to nanosecond resolution (3 decimals) for a stable JSON.
+fn round_us(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+impl Stats {
+    /// The statistics of `h`. Percentiles are HdrHistogram's (the highest value equivalent
+    /// to the value at that quantile), within 0.1% of the exact sample quantile.
+    pub fn of(h: &Histogram<u64>) -> Stats {
+        let count = h.len();
+        if count == 0 {
+            return Stats::default();
+        }
+        let q = |q: f64| Some(us(h.value_at_quantile(q)));
+        Stats {
+            count,
+            min_us: Some(us(h.min())),
+            mean_us: Some(round_us(h.mean() / 1000.0)),
+            stdev_us: Some(round_us(h.stdev() / 1000.0)),
+            p50_us: q(0.50),
+            p90_us: q(0.90),
+            p99_us: q(0.99),
+            p999_us: q(0.999),
+            p9999_us: q(0.9999),
+            max_us: Some(us(h.max())),
+        }
+    }
+}
+
+/// Small per-interval statistics of a phase.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntervalStats {
+    pub count: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+impl IntervalStats {
+    pub fn of(h: &Histogram<u64>) -> IntervalStats {
+        IntervalStats {
+            count: h.len(),
+            p50_us: us(h.value_at_quantile(0.5)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            max_us: us(h.max()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_decode_round_trip_is_exact() {
+        let mut h = new_hist();
+        for v in [1u64, 999, 12_345, 1_000_000, 7_000_000_000, MAX_NS * 2] {
+            record(&mut h, v);
+        }
+        let back = decode(&encode(&h)).unwrap();
+        assert_eq!(back.len(), 6);
+        assert_eq!(back, h);
+        assert_eq!(back.max(), h.highest_equivalent(MAX_NS)); // clamped, still counted
+    }
+
+    #[test]
+    fn stats_in_microseconds() {
+        let mut h = new_hist();
+        for v in 1..=1000u64 {
+            record(&mut h, v * 1000); // 1 µs .. 1000 µs
+        }
+        let s = Stats::of(&h);
+        assert_eq!(s.count, 1000);
+        assert_eq!(s.min_us, Some(1.0));
+        // HdrHistogram precision: 3 significant digits.
+        let close = |a: Option<f64>, b: f64| (a.unwrap() - b).abs() <= b * 0.001 + 0.001;
+        assert!(close(s.p50_us, 500.0), "{:?}", s.p50_us);
+        assert!(close(s.p90_us, 900.0), "{:?}", s.p90_us);
+        assert!(close(s.p99_us, 990.0), "{:?}", s.p99_us);
+        assert!(close(s.max_us, 1000.0), "{:?}", s.max_us);
+        assert!(close(s.mean_us, 500.5), "{:?}", s.mean_us);
+    }
+
+    #[test]
+    fn empty_stats_are_none() {
+        let s = Stats::of(&new_hist());
+        assert_eq!(s.count, 0);
+        assert_eq!(s.p50_us, None);
+    }
+
+    #[test]
+    fn interval_hist_grows_and_merges_into_a_phase_hist() {
+        let mut i = new_interval_hist();
+        record(&mut i, 50_000_000_000); // 50 s, beyond the initial 1 ms
+        let mut total = new_hist();
+        total.add(&i).unwrap();
+        assert_eq!(total.len(), 1);
+        let back = decode_bytes(&encode_bytes(&i)).unwrap();
+        assert_eq!(back.len(), 1);
+    }
+
+    #[test]
+    fn bad_encodings_are_errors() {
+        assert!(decode("not base64!").is_err());
+        assert!(decode("aGVsbG8=").is_err());
+    }
+}

@@ -1,0 +1,429 @@
+//! Recording: one [`Recorder`] per worker thread folds [`Sample`]s into an HdrHistogram per
+//! phase, counters per status and error kind, and an interval series (each interval's
+//! histograms kept compressed, so memory stays flat however long the run). No lock and no
+//! allocation per sample. At the end the threads' recorders are merged exactly
+//! ([`Measured::merge`]) and become a [`record::RunRecord`].
+
+pub mod hist;
+pub mod record;
+
+use crate::model::{ErrorKind, Phase, Sample};
+use hdrhistogram::Histogram;
+use std::time::{Duration, Instant};
+
+/// Highest status code counted individually; others fall in the last slot.
+const STATUS_SLOTS: usize = 1000;
+
+/// Counters of a run or of one interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Counters {
+    /// Requests that ended (a response or an error).
+    pub requests: u64,
+    /// Requests that got a complete response (any status).
+    pub ok: u64,
+    /// Errors per [`ErrorKind::index`].
+    pub errors: [u64; ErrorKind::ALL.len()],
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Connections opened (successful connects).
+    pub connections_opened: u64,
+    /// Responses after which the server closed the connection (`Connection: close`).
+    pub server_closes: u64,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            requests: 0,
+            ok: 0,
+            errors: [0; ErrorKind::ALL.len()],
+            bytes_read: 0,
+            bytes_written: 0,
+            connections_opened: 0,
+            server_closes: 0,
+        }
+    }
+}
+
+impl Counters {
+    /// Total errors of every kind.
+    pub fn error_total(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    fn add(&mut self, s: &Sample) {
+        self.requests += 1;
+        self.bytes_read += s.bytes_read;
+        self.bytes_written += s.bytes_written;
+        if s.stamps.connect_end.is_some() {
+            self.connections_opened += 1;
+        }
+        match s.error {
+            Some(kind) => self.errors[kind.index()] += 1,
+            None => {
+                self.ok += 1;
+                if s.server_closed {
+                    self.server_closes += 1;
+                }
+            }
+        }
+    }
+
+    /// Adds another thread's or interval's counters.
+    pub fn merge(&mut self, o: &Counters) {
+        self.requests += o.requests;
+        self.ok += o.ok;
+        for (a, b) in self.errors.iter_mut().zip(o.errors.iter()) {
+            *a += b;
+        }
+        self.bytes_read += o.bytes_read;
+        self.bytes_written += o.bytes_written;
+        self.connections_opened += o.connections_opened;
+        self.server_closes += o.server_closes;
+    }
+}
+
+/// One histogram per phase.
+#[derive(Debug, Clone)]
+pub struct PhaseHists(pub Vec<Histogram<u64>>);
+
+impl PhaseHists {
+    fn new(make: fn() -> Histogram<u64>) -> Self {
+        PhaseHists(Phase::ALL.iter().map(|_| make()).collect())
+    }
+
+    /// The histogram of `phase`.
+    pub fn get(&self, phase: Phase) -> &Histogram<u64> {
+        &self.0[phase.index()]
+    }
+
+    /// Records every phase `s` reached. A failed request still has its connect and TLS
+    /// times, when it got that far; its later phases are not latency of a response.
+    #[inline]
+    fn record(&mut self, s: &Sample) {
+        let phases: &[Phase] = if s.error.is_none() {
+            &Phase::ALL
+        } else {
+            &[Phase::Connect, Phase::Tls]
+        };
+        for &p in phases {
+            if let Some(d) = s.stamps.phase(p) {
+                hist::record(&mut self.0[p.index()], d.as_nanos() as u64);
+            }
+        }
+    }
+
+    fn merge(&mut self, o: &PhaseHists) {
+        for (a, b) in self.0.iter_mut().zip(o.0.iter()) {
+            a.add(b).expect("phase histograms share bounds");
+        }
+    }
+}
+
+/// One finished interval of one thread: counters and its phase histograms compressed.
+#[derive(Debug, Clone)]
+pub struct IntervalSnapshot {
+    /// Interval number from the start of recording.
+    pub index: u64,
+    pub counters: Counters,
+    /// V2+DEFLATE histograms per phase (empty phases left out).
+    pub hists: Vec<(Phase, Vec<u8>)>,
+}
+
+/// The per-thread recorder.
+pub struct Recorder {
+    record_from: Instant,
+    record_until: Option<Instant>,
+    interval: Duration,
+    counters: Counters,
+    status: Vec<u64>,
+    hists: PhaseHists,
+    first_errors: [Option<String>; ErrorKind::ALL.len()],
+    current: Option<(u64, Counters, PhaseHists)>,
+    finished: Vec<IntervalSnapshot>,
+}
+
+impl Recorder {
+    /// A recorder that ignores requests intended before `record_from` (the warm-up) and
+    /// cuts the series every `interval` from then.
+    pub fn new(record_from: Instant, interval: Duration) -> Self {
+        Recorder {
+            record_from,
+            record_until: None,
+            interval,
+            counters: Counters::default(),
+            status: vec![0; STATUS_SLOTS],
+            hists: PhaseHists::new(hist::new_hist),
+            first_errors: Default::default(),
+            current: None,
+            finished: Vec::new(),
+        }
+    }
+
+    /// Also ignores requests that end after `until` (the end of a timed run): they were in
+    /// flight when the recorded window closed, like those abandoned at the stop.
+    pub fn until(mut self, until: Option<Instant>) -> Self {
+        self.record_until = until;
+        self
+    }
+
+    /// Folds one sample in.
+    #[inline]
+    pub fn record(&mut self, s: &Sample) {
+        if s.stamps.intended < self.record_from {
+            return;
+        }
+        if let Some(until) = self.record_until {
+            if s.stamps.done.unwrap_or_else(Instant::now) > until {
+                return;
+            }
+        }
+        self.counters.add(s);
+        if let Some(code) = s.status {
+            self.status[(code as usize).min(STATUS_SLOTS - 1)] += 1;
+        }
+        self.hists.record(s);
+        let end = s.stamps.done.unwrap_or_else(Instant::now);
+        let index = (end.saturating_duration_since(self.record_from).as_nanos()
+            / self.interval.as_nanos().max(1)) as u64;
+        if self.current.as_ref().is_none_or(|(i, _, _)| *i != index) {
+            self.roll(index);
+        }
+        let (_, counters, hists) = self.current.as_mut().expect("rolled above");
+        counters.add(s);
+        hists.record(s);
+    }
+
+    /// Keeps the first detail seen of each error kind (for the report's explanation).
+    pub fn note_error(&mut self, kind: ErrorKind, detail: &str) {
+        let slot = &mut self.first_errors[kind.index()];
+        if slot.is_none() {
+            *slot = Some(detail.to_string());
+        }
+    }
+
+    /// Requests recorded so far.
+    pub fn requests(&self) -> u64 {
+        self.counters.requests
+    }
+
+    /// Errors recorded so far.
+    pub fn errors(&self) -> u64 {
+        self.counters.error_total()
+    }
+
+    /// Closes the current interval (if any) and opens `index`.
+    fn roll(&mut self, index: u64) {
+        if let Some((i, counters, hists)) = self.current.take() {
+            self.finished.push(snapshot(i, counters, &hists));
+        }
+        self.current = Some((
+            index,
+            Counters::default(),
+            PhaseHists::new(hist::new_interval_hist),
+        ));
+    }
+
+    /// Ends recording: what this thread measured.
+    pub fn finish(mut self) -> Measured {
+        if let Some((i, counters, hists)) = self.current.take() {
+            self.finished.push(snapshot(i, counters, &hists));
+        }
+        Measured {
+            counters: self.counters,
+            status: self.status,
+            hists: self.hists,
+            first_errors: self.first_errors,
+            intervals: self.finished,
+        }
+    }
+}
+
+fn snapshot(index: u64, counters: Counters, hists: &PhaseHists) -> IntervalSnapshot {
+    let hists = Phase::ALL
+        .iter()
+        .filter(|p| !hists.get(**p).is_empty())
+        .map(|&p| (p, hist::encode_bytes(hists.get(p))))
+        .collect();
+    IntervalSnapshot {
+        index,
+        counters,
+        hists,
+    }
+}
+
+/// What one or more threads measured.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    pub counters: Counters,
+    /// Count per status code (index = code; the last slot holds codes ≥ 999).
+    pub status: Vec<u64>,
+    pub hists: PhaseHists,
+    pub first_errors: [Option<String>; ErrorKind::ALL.len()],
+    /// Interval snapshots, by index (several per index after a merge of threads is not
+    /// possible: [`Measured::merge`] combines them).
+    pub intervals: Vec<IntervalSnapshot>,
+}
+
+impl Measured {
+    /// Merges the measurements of several threads exactly: counters summed, histograms
+    /// added, intervals of the same index combined.
+    pub fn merge(parts: Vec<Measured>) -> Measured {
+        let mut out = Measured {
+            counters: Counters::default(),
+            status: vec![0; STATUS_SLOTS],
+            hists: PhaseHists::new(hist::new_hist),
+            first_errors: Default::default(),
+            intervals: Vec::new(),
+        };
+        let mut by_index: std::collections::BTreeMap<u64, (Counters, PhaseHists)> =
+            Default::default();
+        for part in parts {
+            out.counters.merge(&part.counters);
+            for (a, b) in out.status.iter_mut().zip(part.status.iter()) {
+                *a += b;
+            }
+            out.hists.merge(&part.hists);
+            for (slot, e) in out.first_errors.iter_mut().zip(part.first_errors) {
+                if slot.is_none() {
+                    *slot = e;
+                }
+            }
+            for snap in part.intervals {
+                let (c, h) = by_index.entry(snap.index).or_insert_with(|| {
+                    (
+                        Counters::default(),
+                        PhaseHists::new(hist::new_interval_hist),
+                    )
+                });
+                c.merge(&snap.counters);
+                for (phase, bytes) in &snap.hists {
+                    let decoded = hist::decode_bytes(bytes).expect("encoded by this process");
+                    h.0[phase.index()]
+                        .add(&decoded)
+                        .expect("auto-resizing histogram");
+                }
+            }
+        }
+        out.intervals = by_index
+            .into_iter()
+            .map(|(i, (c, h))| snapshot(i, c, &h))
+            .collect();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Timestamps;
+
+    fn sample(base: Instant, start_ms: u64, total_us: u64, error: Option<ErrorKind>) -> Sample {
+        let t0 = base + Duration::from_millis(start_ms);
+        let mut st = Timestamps::new(t0, t0);
+        if error.is_none() {
+            st.written = Some(t0 + Duration::from_micros(1));
+            st.first_byte = Some(t0 + Duration::from_micros(total_us - 1));
+            st.done = Some(t0 + Duration::from_micros(total_us));
+        }
+        Sample {
+            stamps: st,
+            status: error.is_none().then_some(200),
+            error,
+            bytes_read: if error.is_none() { 100 } else { 0 },
+            bytes_written: 40,
+            server_closed: false,
+        }
+    }
+
+    #[test]
+    fn counts_statuses_errors_and_phases() {
+        let base = Instant::now();
+        let mut r = Recorder::new(base, Duration::from_secs(1));
+        for i in 0..10 {
+            r.record(&sample(base, i, 100, None));
+        }
+        r.record(&sample(base, 20, 0, Some(ErrorKind::Timeout)));
+        r.note_error(ErrorKind::Timeout, "first");
+        r.note_error(ErrorKind::Timeout, "second");
+        let m = r.finish();
+        assert_eq!(m.counters.requests, 11);
+        assert_eq!(m.counters.ok, 10);
+        assert_eq!(m.counters.errors[ErrorKind::Timeout.index()], 1);
+        assert_eq!(m.counters.bytes_read, 1000);
+        assert_eq!(m.status[200], 10);
+        assert_eq!(m.hists.get(Phase::Total).len(), 10);
+        assert_eq!(m.hists.get(Phase::Wait).len(), 10);
+        assert_eq!(m.hists.get(Phase::Connect).len(), 0);
+        assert_eq!(
+            m.first_errors[ErrorKind::Timeout.index()].as_deref(),
+            Some("first")
+        );
+    }
+
+    #[test]
+    fn warmup_samples_are_ignored() {
+        let base = Instant::now();
+        let from = base + Duration::from_millis(5);
+        let mut r = Recorder::new(from, Duration::from_secs(1));
+        for i in 0..10 {
+            r.record(&sample(base, i, 100, None)); // intended at 0..9 ms
+        }
+        assert_eq!(r.requests(), 5); // 5..9 ms only
+    }
+
+    #[test]
+    fn samples_ending_after_the_window_are_ignored() {
+        let base = Instant::now();
+        let until = base + Duration::from_millis(100);
+        let mut r = Recorder::new(base, Duration::from_secs(1)).until(Some(until));
+        r.record(&sample(base, 50, 40_000, None)); // ends at 90 ms: inside
+        r.record(&sample(base, 90, 20_000, None)); // ends at 110 ms: in flight at the end
+        assert_eq!(r.requests(), 1);
+    }
+
+    #[test]
+    fn intervals_split_by_end_time_and_merge_across_threads() {
+        let base = Instant::now();
+        let interval = Duration::from_millis(100);
+        let mut a = Recorder::new(base, interval);
+        let mut b = Recorder::new(base, interval);
+        // thread a: 3 requests in interval 0, 2 in interval 2; thread b: 4 in interval 0
+        for ms in [0, 10, 20, 210, 220] {
+            a.record(&sample(base, ms, 50, None));
+        }
+        for ms in [30, 40, 50, 60] {
+            b.record(&sample(base, ms, 50, None));
+        }
+        let m = Measured::merge(vec![a.finish(), b.finish()]);
+        let counts: Vec<(u64, u64)> = m
+            .intervals
+            .iter()
+            .map(|s| (s.index, s.counters.requests))
+            .collect();
+        assert_eq!(counts, vec![(0, 7), (2, 2)]);
+        assert_eq!(m.counters.requests, 9);
+        assert_eq!(m.hists.get(Phase::Total).len(), 9);
+        let total0 = &m.intervals[0]
+            .hists
+            .iter()
+            .find(|(p, _)| *p == Phase::Total)
+            .unwrap()
+            .1;
+        assert_eq!(hist::decode_bytes(total0).unwrap().len(), 7);
+    }
+
+    #[test]
+    fn failed_request_keeps_its_connect_time() {
+        let base = Instant::now();
+        let mut r = Recorder::new(base, Duration::from_secs(1));
+        let mut s = sample(base, 0, 0, Some(ErrorKind::Read));
+        s.stamps.connect_start = Some(base);
+        s.stamps.connect_end = Some(base + Duration::from_micros(30));
+        r.record(&s);
+        let m = r.finish();
+        assert_eq!(m.hists.get(Phase::Connect).len(), 1);
+        assert_eq!(m.hists.get(Phase::Total).len(), 0);
+        assert_eq!(m.counters.connections_opened, 1);
+    }
+}

@@ -1,0 +1,232 @@
+//! The text report, like wrk's but complete: a header, requests, throughput and bytes, one
+//! row per phase (min, mean, p50, p90, p99, p99.9, p99.99, max in human units), status codes,
+//! errors by kind with the first error of each kind in words, and with `--latency` the
+//! percentile spectrum of HdrHistogram / wrk2.
+
+use crate::cli::units::{human_bytes, human_ns};
+use crate::recorder::hist::Stats;
+use crate::recorder::record::RunRecord;
+use std::fmt::Write as _;
+
+/// What to include.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TextOptions {
+    /// Add the full percentile spectrum of the total latency.
+    pub latency: bool,
+}
+
+/// Renders the text report of `record`.
+pub fn render(record: &RunRecord, opts: TextOptions) -> String {
+    let mut out = String::new();
+    header(&mut out, record);
+    totals(&mut out, record);
+    phases(&mut out, record);
+    statuses_and_errors(&mut out, record);
+    if opts.latency {
+        match record.histogram("total") {
+            Ok(h) => spectrum(&mut out, &h),
+            Err(e) => {
+                let _ = writeln!(out, "\n  (no percentile spectrum: {e})");
+            }
+        }
+    }
+    out
+}
+
+fn header(out: &mut String, r: &RunRecord) {
+    let c = &r.config;
+    let what = match (c.duration_s, c.requests) {
+        (Some(d), _) => format!("{} test", human_ns(d * 1e9)),
+        (None, Some(n)) => format!("{n}-request test"),
+        (None, None) => "test".to_string(),
+    };
+    let target = if c.embedded_target {
+        format!("{} (the embedded target)", c.url)
+    } else {
+        c.url.clone()
+    };
+    let _ = writeln!(out, "Running {what} @ {target}");
+    let _ = writeln!(
+        out,
+        "  {} threads and {} connections, {} {}, {} loop",
+        c.threads, c.connections, c.method, c.protocol, c.load_model
+    );
+    if c.warmup_s > 0.0 {
+        let _ = writeln!(
+            out,
+            "  warm-up of {} not recorded",
+            human_ns(c.warmup_s * 1e9)
+        );
+    }
+    if r.interrupted {
+        let _ = writeln!(
+            out,
+            "  INTERRUPTED ({}) after {}: the figures cover what was measured until then",
+            r.stop_reason,
+            human_ns(r.summary.duration_s * 1e9)
+        );
+    }
+}
+
+fn totals(out: &mut String, r: &RunRecord) {
+    let s = &r.summary;
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  Requests     {} total, {} ok, {} errors, {} non-2xx/3xx in {:.2}s",
+        s.requests.total, s.requests.ok, s.requests.errors, s.requests.non_2xx_3xx, s.duration_s
+    );
+    let _ = writeln!(
+        out,
+        "  Throughput   {:.2} req/s; read {} ({}/s), written {}",
+        s.throughput_rps,
+        human_bytes(s.bytes.read as f64),
+        human_bytes(s.bytes.read_per_s),
+        human_bytes(s.bytes.written as f64)
+    );
+    let _ = writeln!(
+        out,
+        "  Connections  {} opened, {} closed by the server after a response",
+        s.connections.opened, s.connections.server_closes
+    );
+}
+
+/// The value of an optional microsecond statistic in human units.
+fn cell(v: Option<f64>) -> String {
+    v.map(|us| human_ns(us * 1000.0))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn phases(out: &mut String, r: &RunRecord) {
+    let l = &r.summary.latency;
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  {:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
+        "Phase", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max", "count"
+    );
+    let open_loop = r.config.load_model != "closed";
+    let mut rows: Vec<(&str, &Stats)> = Vec::new();
+    for name in ["queue", "connect", "tls", "write", "wait", "read"] {
+        let Some(stats) = l.phases.get(name) else {
+            continue;
+        };
+        // A closed loop has no queue (a request is intended when its connection is free),
+        // and plain HTTP has no TLS: rows that can only be empty are left out.
+        if name == "queue" && !open_loop {
+            continue;
+        }
+        if name == "tls" && stats.count == 0 && !r.config.url.starts_with("https") {
+            continue;
+        }
+        rows.push((name, stats));
+    }
+    rows.push(("total", &l.total));
+    if open_loop {
+        rows.push(("uncorrected", &l.uncorrected));
+    }
+    for (name, s) in rows {
+        let _ = writeln!(
+            out,
+            "  {:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
+            name,
+            cell(s.min_us),
+            cell(s.mean_us),
+            cell(s.p50_us),
+            cell(s.p90_us),
+            cell(s.p99_us),
+            cell(s.p999_us),
+            cell(s.p9999_us),
+            cell(s.max_us),
+            s.count
+        );
+    }
+}
+
+fn statuses_and_errors(out: &mut String, r: &RunRecord) {
+    let s = &r.summary;
+    let _ = writeln!(out);
+    let codes: Vec<String> = s.status.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let codes = if codes.is_empty() {
+        "none".to_string()
+    } else {
+        codes.join(", ")
+    };
+    let _ = writeln!(out, "  Status codes {codes}");
+    let errors: Vec<(&String, &u64)> = s.errors.iter().filter(|(_, n)| **n > 0).collect();
+    if errors.is_empty() {
+        let _ = writeln!(out, "  Errors       none");
+        return;
+    }
+    let _ = writeln!(out, "  Errors       {} in all", s.requests.errors);
+    for (kind, n) in errors {
+        match r.first_errors.get(kind) {
+            Some(first) => {
+                let _ = writeln!(out, "    {kind:<14} {n:>10}   first: {first}");
+            }
+            None => {
+                let _ = writeln!(out, "    {kind:<14} {n:>10}");
+            }
+        }
+    }
+}
+
+/// The percentile spectrum in the layout of HdrHistogram's `outputPercentileDistribution`
+/// (as wrk2 prints it), values in milliseconds.
+pub fn spectrum(out: &mut String, h: &hdrhistogram::Histogram<u64>) {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  Latency Distribution (HdrHistogram - Recorded Latency)"
+    );
+    for q in [0.5, 0.75, 0.9, 0.99, 0.999, 0.9999, 0.99999, 1.0] {
+        let _ = writeln!(
+            out,
+            " {:>7.3}%  {:>10}",
+            q * 100.0,
+            if h.is_empty() {
+                "-".to_string()
+            } else {
+                human_ns(h.value_at_quantile(q) as f64)
+            }
+        );
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(out, "  Detailed Percentile spectrum:");
+    let _ = writeln!(
+        out,
+        "{:>12} {:>14} {:>10} {:>14}\n",
+        "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
+    );
+    let mut cumulative = 0u64;
+    for v in h.iter_quantiles(5) {
+        cumulative += v.count_since_last_iteration();
+        let q = v.quantile_iterated_to();
+        let inv = if q < 1.0 {
+            format!("{:>14.2}", 1.0 / (1.0 - q))
+        } else {
+            format!("{:>14}", "inf")
+        };
+        let _ = writeln!(
+            out,
+            "{:>12.3} {:>14.12} {:>10} {}",
+            ms(v.value_iterated_to()),
+            q,
+            cumulative,
+            inv
+        );
+    }
+    let _ = writeln!(
+        out,
+        "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]",
+        h.mean() / 1e6,
+        h.stdev() / 1e6
+    );
+    let _ = writeln!(
+        out,
+        "#[Max     = {:>12.3}, Total count    = {:>12}]",
+        ms(h.max()),
+        h.len()
+    );
+}

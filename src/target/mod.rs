@@ -1,0 +1,133 @@
+//! What is sent: request templates. The bytes of an HTTP/1.1 request are prepared once per
+//! template, when the run starts, so that sending a request on the hot path is one write of a
+//! ready buffer.
+
+use crate::model::{RunPlan, Scheme};
+
+/// A request ready to be written as is.
+#[derive(Debug, Clone)]
+pub struct RequestTemplate {
+    bytes: Vec<u8>,
+    /// The method is HEAD: responses carry no body whatever their headers say.
+    pub head: bool,
+}
+
+impl RequestTemplate {
+    /// Prepares the HTTP/1.1 request of `plan`: the request line, `Host` (unless given),
+    /// `User-Agent` (unless given), the user's headers, `Content-Length` when there is a body
+    /// (or the method usually has one), then the body.
+    pub fn http1(plan: &RunPlan) -> Self {
+        let t = &plan.target;
+        let has = |name: &str| {
+            plan.headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(name))
+        };
+        let mut out = Vec::with_capacity(256 + plan.body.len());
+        out.extend_from_slice(plan.method.as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(t.path_and_query.as_bytes());
+        out.extend_from_slice(b" HTTP/1.1\r\n");
+        if !has("host") {
+            let default_port = match t.scheme {
+                Scheme::Http => 80,
+                Scheme::Https => 443,
+            };
+            let host = if t.host.contains(':') {
+                format!("[{}]", t.host)
+            } else {
+                t.host.clone()
+            };
+            if t.port == default_port {
+                out.extend_from_slice(format!("Host: {host}\r\n").as_bytes());
+            } else {
+                out.extend_from_slice(format!("Host: {host}:{}\r\n", t.port).as_bytes());
+            }
+        }
+        if !has("user-agent") {
+            out.extend_from_slice(
+                format!("User-Agent: reqlife/{}\r\n", env!("CARGO_PKG_VERSION")).as_bytes(),
+            );
+        }
+        for (name, value) in &plan.headers {
+            out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+        }
+        let body_method = matches!(plan.method.as_str(), "POST" | "PUT" | "PATCH");
+        if !has("content-length") && (!plan.body.is_empty() || body_method) {
+            out.extend_from_slice(format!("Content-Length: {}\r\n", plan.body.len()).as_bytes());
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&plan.body);
+        RequestTemplate {
+            bytes: out,
+            head: plan.method.eq_ignore_ascii_case("HEAD"),
+        }
+    }
+
+    /// The bytes to write.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn template(flags: &[&str], url: &str) -> String {
+        let mut argv = vec!["reqlife", "run"];
+        argv.extend_from_slice(flags);
+        let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {
+            unreachable!()
+        };
+        let plan = crate::cli::plan::build(&args, url).unwrap();
+        String::from_utf8(RequestTemplate::http1(&plan).bytes().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn get_has_host_and_no_length() {
+        let ua = format!("User-Agent: reqlife/{}\r\n", env!("CARGO_PKG_VERSION"));
+        assert_eq!(
+            template(&[], "http://127.0.0.1:8080/a?b=1"),
+            format!("GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n{ua}\r\n")
+        );
+        // the default port is left out of Host
+        assert!(template(&[], "http://127.0.0.1/").contains("Host: 127.0.0.1\r\n"));
+    }
+
+    #[test]
+    fn post_with_body_and_headers() {
+        let s = template(
+            &[
+                "-m",
+                "POST",
+                "-H",
+                "Content-Type: text/plain",
+                "--body",
+                "hi",
+            ],
+            "http://127.0.0.1:8080/echo",
+        );
+        assert!(s.starts_with("POST /echo HTTP/1.1\r\n"));
+        assert!(s.contains("Content-Type: text/plain\r\n"));
+        assert!(s.ends_with("Content-Length: 2\r\n\r\nhi"), "{s}");
+    }
+
+    #[test]
+    fn user_headers_override_host_and_agent() {
+        let s = template(
+            &["-H", "Host: example.test", "-H", "User-Agent: me"],
+            "http://127.0.0.1:8080/",
+        );
+        assert_eq!(s.matches("Host:").count(), 1);
+        assert!(s.contains("Host: example.test\r\n"));
+        assert!(!s.contains("reqlife/"));
+    }
+
+    #[test]
+    fn ipv6_host_is_bracketed() {
+        assert!(template(&[], "http://[::1]:9/").contains("Host: [::1]:9\r\n"));
+    }
+}

@@ -1,0 +1,95 @@
+//! Test helpers: the reqlife binary, and small raw TCP servers on 127.0.0.1:0 that misbehave
+//! on purpose (garbage, a close in the middle of a response, a stall, `Connection: close`).
+//! Every server thread stops with the test process; every load is bounded by `-n` or `-d`.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+/// The reqlife binary built for the tests.
+pub fn reqlife() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_reqlife"))
+}
+
+/// Runs reqlife with `args`, with a hard bound on its run time.
+pub fn run(args: &[&str]) -> Output {
+    let out = reqlife()
+        .args(args)
+        .output()
+        .expect("the reqlife binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "reqlife panicked: {stderr}");
+    out
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Parses the `--json` summary.
+pub fn summary(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): stdout={} stderr={}", stdout(o), stderr(o)))
+}
+
+/// A raw server: each accepted connection is handled by `handler` on its own thread.
+pub fn raw_server<F>(handler: F) -> SocketAddr
+where
+    F: Fn(TcpStream) + Send + Sync + 'static + Clone,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let h = handler.clone();
+            std::thread::spawn(move || h(stream));
+        }
+    });
+    addr
+}
+
+/// Reads one request head (up to the blank line); false when the peer closed.
+pub fn read_request(s: &mut TcpStream) -> bool {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => buf.push(byte[0]),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// A server that answers every request on a connection with `response`, then closes the
+/// connection if `close_after` is true.
+pub fn canned_server(response: &'static [u8], close_after: bool) -> SocketAddr {
+    raw_server(move |mut s| {
+        while read_request(&mut s) {
+            if s.write_all(response).is_err() || close_after {
+                return;
+            }
+        }
+    })
+}
+
+/// A server that reads the request and never answers (holds the connection for `hold`).
+pub fn stalling_server(hold: Duration) -> SocketAddr {
+    raw_server(move |mut s| {
+        read_request(&mut s);
+        std::thread::sleep(hold);
+    })
+}
+
+/// A loopback port on which nothing listens.
+pub fn refused_addr() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap()
+}

@@ -1,0 +1,255 @@
+//! Bad input, misbehaving servers and interruption: each gets one clear message and the
+//! right exit code, never a panic and never a hang; an interrupted run still writes what it
+//! measured.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+fn count(v: &Value, path: &str) -> u64 {
+    path.split('.').fold(v, |v, k| &v[k]).as_u64().unwrap_or(0)
+}
+
+#[test]
+fn bad_input_is_one_clear_line_and_exit_2() {
+    // (arguments, a part of the message)
+    let rows: &[(&[&str], &str)] = &[
+        (&["run", "not a url"], "invalid URL 'not a url'"),
+        (&["run", "ftp://127.0.0.1/"], "unsupported scheme 'ftp'"),
+        (
+            &["run", "http://no-such-host.invalid/"],
+            "cannot resolve host",
+        ),
+        (
+            &["run", "-c", "0", "http://127.0.0.1:9/"],
+            "-c/--connections must be at least 1",
+        ),
+        (
+            &["run", "-d", "10parsecs", "http://127.0.0.1:9/"],
+            "invalid duration '10parsecs'",
+        ),
+        (
+            &["run", "-n", "many", "http://127.0.0.1:9/"],
+            "invalid count 'many'",
+        ),
+        (
+            &["run", "--body-file", "/no/such/body", "http://127.0.0.1:9/"],
+            "cannot read body file '/no/such/body'",
+        ),
+        (
+            &["run", "-d", "1s", "-n", "10", "http://127.0.0.1:9/"],
+            "conflict",
+        ),
+        (
+            &["run", "-H", "bad header", "http://127.0.0.1:9/"],
+            "invalid header",
+        ),
+        (
+            &["run", "--frobnicate", "http://127.0.0.1:9/"],
+            "--frobnicate",
+        ),
+        (
+            &["report", "/no/such/record.json"],
+            "cannot read '/no/such/record.json'",
+        ),
+    ];
+    for (args, want) in rows {
+        let started = Instant::now();
+        let out = run(args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(err.starts_with("error:"), "{args:?}: {err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{args:?} took too long"
+        );
+    }
+}
+
+#[test]
+fn a_report_of_something_that_is_not_a_record_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x.json");
+    std::fs::write(&p, "{\"hello\": 1}").unwrap();
+    let out = run(&["report", p.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("not a reqlife RunRecord"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn refused_connections_are_counted_and_the_run_ends() {
+    let addr = refused_addr();
+    let out = run(&[
+        "run",
+        "-n",
+        "100",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--json",
+        &format!("http://{addr}/"),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let j = summary(&out);
+    assert_eq!(count(&j, "errors.connect"), 100);
+    assert!(stderr(&out).contains("connect"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("refused"), "{}", stderr(&out));
+}
+
+#[test]
+fn garbage_is_a_protocol_error() {
+    let addr = canned_server(b"SSH-2.0-OpenSSH_9.2\r\n\r\n", false);
+    let out = run(&[
+        "run",
+        "-n",
+        "20",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--json",
+        &format!("http://{addr}/"),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let j = summary(&out);
+    assert_eq!(count(&j, "errors.protocol"), 20);
+    assert!(
+        stderr(&out).contains("invalid HTTP response"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn close_in_the_middle_of_a_response_is_counted() {
+    let addr = canned_server(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly part",
+        true,
+    );
+    let out = run(&[
+        "run",
+        "-n",
+        "20",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--json",
+        &format!("http://{addr}/"),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let j = summary(&out);
+    assert_eq!(count(&j, "errors.closed"), 20);
+    assert!(
+        stderr(&out).contains("closed after 9 of 100 body bytes"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_stalled_server_times_out_within_the_timeout() {
+    let addr = stalling_server(Duration::from_secs(30));
+    let started = Instant::now();
+    let out = run(&[
+        "run",
+        "-n",
+        "4",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--timeout",
+        "300ms",
+        "--json",
+        &format!("http://{addr}/"),
+    ]);
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(count(&summary(&out), "errors.timeout"), 4);
+    // 4 requests on 2 connections: two rounds of 300 ms, far from the server's 30 s.
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+}
+
+#[test]
+fn a_stall_during_a_timed_run_does_not_outlast_the_duration() {
+    let addr = stalling_server(Duration::from_secs(30));
+    let started = Instant::now();
+    let out = run(&[
+        "run",
+        "-d",
+        "1s",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--json",
+        &format!("http://{addr}/"),
+    ]);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // Nothing completed within the second: an empty but valid summary, and a failure.
+    let j = summary(&out);
+    assert_eq!(count(&j, "requests.total"), 0);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("no response"), "{}", stderr(&out));
+}
+
+fn sigint_run(extra: &[&str], signal: i32, expect_code: i32) {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("run.json");
+    let mut args = vec![
+        "run",
+        "-d",
+        "60s",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-o",
+        out_path.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let child = reqlife()
+        .args(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "no prompt exit after the signal"
+    );
+    assert_eq!(out.status.code(), Some(expect_code), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("INTERRUPTED"), "{text}");
+    let record: Value = serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
+    assert_eq!(record["interrupted"], Value::Bool(true));
+    assert!(
+        count(&record, "summary.requests.total") > 0,
+        "nothing measured was kept"
+    );
+    let d = record["summary"]["duration_s"].as_f64().unwrap();
+    assert!(d > 0.5 && d < 10.0, "recorded {d} s");
+}
+
+#[test]
+fn ctrl_c_writes_the_partial_record_and_exits_130() {
+    sigint_run(&[], libc::SIGINT, 130);
+}
+
+#[test]
+fn sigterm_writes_the_partial_record_and_exits_143() {
+    sigint_run(&["--quiet"], libc::SIGTERM, 143);
+}

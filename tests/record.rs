@@ -1,0 +1,73 @@
+//! The RunRecord: real output validates against `schema/runrecord.schema.json`, and
+//! `reqlife report` re-renders exactly the report the run printed, from the record alone.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+#[test]
+fn record_validates_against_the_schema_and_re_renders() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    let p = path.to_str().unwrap();
+    let out = run(&[
+        "run",
+        "-d",
+        "1500ms",
+        "-c",
+        "2",
+        "-t",
+        "2",
+        "--interval",
+        "500ms",
+        "-o",
+        p,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+
+    let schema: Value =
+        serde_json::from_str(include_str!("../schema/runrecord.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(&record)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "schema errors: {errors:#?}");
+
+    // The schema is not vacuous: a record missing a required key is refused.
+    let mut broken = record.clone();
+    broken["summary"]["latency"]["phases"]
+        .as_object_mut()
+        .unwrap()
+        .remove("wait");
+    assert!(!validator.is_valid(&broken));
+
+    // Three intervals of 500 ms, their requests adding up to the total.
+    let intervals = record["intervals"].as_array().unwrap();
+    let starts: Vec<f64> = intervals
+        .iter()
+        .map(|i| i["start_s"].as_f64().unwrap())
+        .collect();
+    assert_eq!(starts, vec![0.0, 0.5, 1.0]);
+    let sum: u64 = intervals
+        .iter()
+        .map(|i| i["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        sum,
+        record["summary"]["requests"]["total"].as_u64().unwrap()
+    );
+    assert!(intervals[0]["latency"]["total"]["p99_us"].as_f64().unwrap() > 0.0);
+
+    // The report from the file is the report the run printed.
+    let again = run(&["report", p]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(stdout(&again), stdout(&out));
+
+    // Histograms decode and agree with the summary.
+    let rec = reqlife::app::load_record(&path).unwrap();
+    let total = rec.histogram("total").unwrap();
+    assert_eq!(total.len(), rec.summary.latency.total.count);
+}

@@ -1,0 +1,343 @@
+//! `reqlife run` end to end through the real binary, against the embedded target (in-process
+//! in this test, or started by reqlife itself) bound to 127.0.0.1:0. Every run is bounded
+//! by `-n` or a short `-d`.
+
+mod common;
+
+use common::*;
+use reqlife::server::{self, ServerConfig, ServerTls};
+use serde_json::Value;
+
+fn embedded(tls: ServerTls) -> server::RunningServer {
+    server::spawn(ServerConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        tls,
+    })
+    .expect("the embedded target starts")
+}
+
+fn u(v: &Value, path: &str) -> u64 {
+    path.split('.')
+        .fold(v, |v, k| &v[k])
+        .as_u64()
+        .unwrap_or_else(|| panic!("{path} is not a count in {v}"))
+}
+
+fn f(v: &Value, path: &str) -> f64 {
+    path.split('.')
+        .fold(v, |v, k| &v[k])
+        .as_f64()
+        .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
+}
+
+#[test]
+fn counts_statuses_and_phases_against_the_embedded_target() {
+    let s = embedded(ServerTls::None);
+    let out = run(&[
+        "run",
+        "-n",
+        "2000",
+        "-c",
+        "4",
+        "-t",
+        "2",
+        "--json",
+        &s.url("/"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j = summary(&out);
+    assert_eq!(u(&j, "requests.total"), 2000);
+    assert_eq!(u(&j, "requests.ok"), 2000);
+    assert_eq!(u(&j, "requests.errors"), 0);
+    assert_eq!(u(&j, "status.200"), 2000);
+    // Keep-alive: one connect per connection, and connect belongs to the request that
+    // opened the connection.
+    assert_eq!(u(&j, "connections.opened"), 4);
+    assert_eq!(u(&j, "latency.phases.connect.count"), 4);
+    assert_eq!(u(&j, "latency.phases.tls.count"), 0);
+    for phase in ["write", "wait", "read"] {
+        assert_eq!(
+            u(&j, &format!("latency.phases.{phase}.count")),
+            2000,
+            "{phase}"
+        );
+    }
+    assert_eq!(u(&j, "latency.total.count"), 2000);
+    // The phases add up: wait ≤ total, and p50 is between min and max.
+    assert!(f(&j, "latency.phases.wait.p50_us") <= f(&j, "latency.total.p50_us"));
+    assert!(f(&j, "latency.total.min_us") <= f(&j, "latency.total.p50_us"));
+    assert!(f(&j, "latency.total.p50_us") <= f(&j, "latency.total.max_us"));
+    assert!(f(&j, "throughput_rps") > 0.0);
+    // 2000 × "Hello World!" bodies at least.
+    assert!(u(&j, "bytes.read") >= 2000 * 12);
+}
+
+#[test]
+fn status_codes_are_counted() {
+    let s = embedded(ServerTls::None);
+    let out = run(&[
+        "run",
+        "-n",
+        "300",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--json",
+        &s.url("/status/503"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j = summary(&out);
+    assert_eq!(u(&j, "status.503"), 300);
+    assert_eq!(u(&j, "requests.non_2xx_3xx"), 300);
+    assert_eq!(u(&j, "requests.ok"), 300);
+}
+
+#[test]
+fn post_with_headers_and_body_to_echo() {
+    let s = embedded(ServerTls::None);
+    let out = run(&[
+        "run",
+        "-n",
+        "100",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-m",
+        "POST",
+        "-H",
+        "Content-Type: text/plain",
+        "--body",
+        "0123456789",
+        "--json",
+        &s.url("/echo"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j = summary(&out);
+    assert_eq!(u(&j, "status.200"), 100);
+    // Each echo carries the 10-byte body back; each request wrote it.
+    assert!(u(&j, "bytes.written") >= 100 * 10);
+    assert!(u(&j, "bytes.read") >= 100 * 10);
+}
+
+#[test]
+fn head_and_no_content_responses_have_no_body() {
+    let s = embedded(ServerTls::None);
+    for (method, path) in [
+        ("HEAD", "/"),
+        ("GET", "/status/204"),
+        ("GET", "/status/304"),
+    ] {
+        let out = run(&[
+            "run",
+            "-n",
+            "50",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "-m",
+            method,
+            "--json",
+            "--timeout",
+            "2s",
+            &s.url(path),
+        ]);
+        assert!(out.status.success(), "{method} {path}: {}", stderr(&out));
+        let j = summary(&out);
+        assert_eq!(u(&j, "requests.ok"), 50, "{method} {path}");
+        assert_eq!(
+            u(&j, "errors.timeout"),
+            0,
+            "{method} {path}: a body was waited for"
+        );
+        assert_eq!(
+            u(&j, "connections.opened"),
+            1,
+            "{method} {path}: keep-alive kept"
+        );
+    }
+}
+
+#[test]
+fn large_bodies_are_counted_not_kept() {
+    let s = embedded(ServerTls::None);
+    let out = run(&[
+        "run",
+        "-n",
+        "20",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--json",
+        &s.url("/bytes/1000000"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j = summary(&out);
+    assert_eq!(u(&j, "requests.ok"), 20);
+    assert!(u(&j, "bytes.read") >= 20 * 1_000_000);
+}
+
+#[test]
+fn tls_with_cacert_insecure_and_unverified() {
+    let s = embedded(ServerTls::SelfSigned);
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, s.cert_pem().expect("self-signed PEM")).unwrap();
+    let url = s.url("/");
+    assert!(url.starts_with("https://"));
+
+    let out = run(&[
+        "run",
+        "-n",
+        "200",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--json",
+        "--cacert",
+        ca.to_str().unwrap(),
+        &url,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j = summary(&out);
+    assert_eq!(u(&j, "requests.ok"), 200);
+    assert_eq!(
+        u(&j, "latency.phases.tls.count"),
+        2,
+        "one handshake per connection"
+    );
+    assert!(f(&j, "latency.phases.tls.min_us") > 0.0);
+
+    let out = run(&[
+        "run",
+        "-n",
+        "50",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--json",
+        "--insecure",
+        &url,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(u(&summary(&out), "requests.ok"), 50);
+
+    // Verification is on by default: a self-signed certificate is refused, counted as tls.
+    let out = run(&["run", "-n", "20", "-c", "1", "-t", "1", "--json", &url]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let j = summary(&out);
+    assert_eq!(u(&j, "errors.tls"), 20);
+    assert!(
+        stderr(&out).contains("no request succeeded"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn no_url_runs_the_embedded_target_and_prints_the_report() {
+    let out = run(&["run", "-d", "1s", "-c", "2", "-t", "1", "--latency"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("(the embedded target)"), "{text}");
+    for row in [
+        "connect",
+        "write",
+        "wait",
+        "read",
+        "total",
+        "Status codes 200:",
+        "Errors       none",
+        "Detailed Percentile spectrum",
+    ] {
+        assert!(text.contains(row), "missing {row:?} in\n{text}");
+    }
+}
+
+#[test]
+fn warmup_is_not_recorded() {
+    let s = embedded(ServerTls::None);
+    let out = run(&[
+        "run",
+        "-d",
+        "500ms",
+        "--warmup",
+        "500ms",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-o",
+        "/dev/null",
+        "--json",
+        &s.url("/"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j = summary(&out);
+    // The connection was opened during the warm-up: no recorded request opened it.
+    assert_eq!(u(&j, "latency.phases.connect.count"), 0);
+    assert!(u(&j, "requests.total") > 0);
+    let d = f(&j, "duration_s");
+    assert!(
+        (0.45..=0.6).contains(&d),
+        "recorded {d}s, expected about 0.5 s"
+    );
+}
+
+#[test]
+fn server_connection_close_reconnects_and_counts() {
+    let addr = canned_server(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+        true,
+    );
+    let out = run(&[
+        "run",
+        "-n",
+        "50",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--json",
+        &format!("http://{addr}/"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j = summary(&out);
+    assert_eq!(u(&j, "requests.ok"), 50);
+    assert_eq!(u(&j, "connections.server_closes"), 50);
+    assert_eq!(u(&j, "connections.opened"), 50);
+}
+
+#[test]
+fn chunked_and_interim_responses() {
+    let addr = canned_server(
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\nServer-Timing: total;dur=1\r\n\r\n",
+        false,
+    );
+    let out = run(&[
+        "run",
+        "-n",
+        "100",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--json",
+        "--timeout",
+        "2s",
+        &format!("http://{addr}/"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j = summary(&out);
+    assert_eq!(u(&j, "requests.ok"), 100);
+    assert_eq!(
+        u(&j, "connections.opened"),
+        2,
+        "chunked framing kept the connection"
+    );
+}
