@@ -123,9 +123,7 @@ fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             },
         )
     };
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(rendered.as_bytes());
-    let _ = stdout.flush();
+    out(&rendered);
     if outcome.signal == 0 {
         if let Some(why) = failure(&record) {
             eprintln!("error: {why}");
@@ -338,9 +336,10 @@ fn serve(args: &ServeArgs) -> i32 {
     };
     match server::serve_until_signal(config, |addr, tls| {
         let scheme = if tls { "https" } else { "http" };
-        println!("reqlife serve: listening on {scheme}://{addr}/ (Ctrl-C to stop)");
-        println!("  routes: /  /delay/{{ms}}  /echo  /status/{{code}}  /bytes/{{n}}");
-        let _ = std::io::stdout().flush();
+        // Not println!: a closed stdout (`| head -1`) must not end the server.
+        out(&format!(
+            "reqlife serve: listening on {scheme}://{addr}/ (Ctrl-C to stop)\n  routes: /  /delay/{{ms}}  /echo  /status/{{code}}  /bytes/{{n}}\n"
+        ));
     }) {
         Ok(()) => EXIT_OK,
         Err(e) => {
@@ -366,8 +365,15 @@ fn report(args: &ReportArgs) -> i32 {
             },
         )
     };
-    print!("{rendered}");
+    out(&rendered);
     EXIT_OK
+}
+
+/// Writes to stdout, ignoring a closed pipe (print! would panic on it).
+fn out(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
 }
 
 /// Reads a RunRecord written by `run -o`.

@@ -89,6 +89,16 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     if let Some(path) = &args.cacert {
         check_cacert(path)?;
     }
+    if let Some(path) = &args.output {
+        // Found out now, not after the run: the folder of -o must exist.
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        if dir.is_some_and(|d| !d.is_dir()) {
+            return err(format!(
+                "cannot write -o/--output '{}': its folder does not exist",
+                path.display()
+            ));
+        }
+    }
     Ok(RunPlan {
         target,
         method,
@@ -384,6 +394,10 @@ mod tests {
             ),
             (&["--cacert", "/no/such/ca.pem"], "cannot read CA file"),
             (&["--cacert", "/etc/hostname"], "no PEM certificate"),
+            (
+                &["-o", "/no/such/dir/run.json"],
+                "its folder does not exist",
+            ),
         ];
         for (flags, want) in rows {
             let e = plan(flags).unwrap_err().0;

@@ -1,0 +1,204 @@
+//! The embedded target on its own: routes, `Server-Timing`, graceful and bounded shutdown,
+//! `reqlife serve` in the foreground, and clear errors for bad certificate files.
+
+mod common;
+
+use common::*;
+use reqlife::server::{self, ServerConfig, ServerTls};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// One request on a fresh connection; returns the raw response (the server closes after it).
+fn get(addr: std::net::SocketAddr, path: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+fn plain() -> server::RunningServer {
+    server::spawn(ServerConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        tls: ServerTls::None,
+    })
+    .unwrap()
+}
+
+#[test]
+fn routes_answer_with_server_timing() {
+    let s = plain();
+    assert_ne!(s.addr().port(), 0);
+    // (path, status line start, body end)
+    let rows = [
+        ("/", "HTTP/1.1 200", "Hello World!"),
+        ("/status/418", "HTTP/1.1 418", "418\n"),
+        ("/bytes/5", "HTTP/1.1 200", "\r\n\r\nabcde"),
+        (
+            "/delay/abc",
+            "HTTP/1.1 400",
+            "/delay/{ms} with ms a number from 0 to 600000\n",
+        ),
+        (
+            "/nope",
+            "HTTP/1.1 404",
+            "/, /delay/{ms}, /echo, /status/{code}, /bytes/{n}\n",
+        ),
+    ];
+    for (path, status, body_end) in rows {
+        let r = get(s.addr(), path);
+        assert!(r.starts_with(status), "{path}: {r}");
+        assert!(r.ends_with(body_end), "{path}: {r}");
+        let timing = r
+            .lines()
+            .find(|l| l.to_ascii_lowercase().starts_with("server-timing:"))
+            .unwrap_or_else(|| panic!("{path}: no Server-Timing in {r}"));
+        for metric in ["parse;dur=", "handler;dur=", "total;dur="] {
+            assert!(timing.contains(metric), "{path}: {timing}");
+        }
+    }
+}
+
+#[test]
+fn delay_waits_and_reports_its_queue_and_handler_time() {
+    let s = plain();
+    let started = Instant::now();
+    let r = get(s.addr(), "/delay/50");
+    assert!(started.elapsed() >= Duration::from_millis(50));
+    let timing = r.lines().find(|l| l.starts_with("server-timing:")).unwrap();
+    assert!(timing.contains("queue;dur="), "{timing}");
+    let handler: f64 = timing
+        .split(", ")
+        .find_map(|m| m.strip_prefix("handler;dur="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(handler >= 50.0, "handler {handler} ms in {timing}");
+}
+
+#[test]
+fn shutdown_is_bounded_with_an_idle_keep_alive_connection() {
+    let s = plain();
+    let mut idle = TcpStream::connect(s.addr()).unwrap();
+    write!(idle, "GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut buf = [0u8; 256];
+    let _ = idle.read(&mut buf).unwrap();
+    let started = Instant::now();
+    s.shutdown();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn bad_certificate_files_are_clear_errors() {
+    let err = server::spawn(ServerConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        tls: ServerTls::Files {
+            cert: "/no/such/cert.pem".into(),
+            key: "/no/such/key.pem".into(),
+        },
+    })
+    .err()
+    .expect("a missing certificate is an error");
+    assert!(
+        err.to_string()
+            .contains("cannot read certificate file '/no/such/cert.pem'"),
+        "{err}"
+    );
+
+    let out = run(&[
+        "serve",
+        "--addr",
+        "127.0.0.1:0",
+        "--tls",
+        "--cert",
+        "/etc/hostname",
+        "--key",
+        "/etc/hostname",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("no certificate found in '/etc/hostname'"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn serve_prints_its_address_and_stops_on_sigterm() {
+    let mut child = reqlife()
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    reader.read_line(&mut line).unwrap();
+    // "reqlife serve: listening on http://127.0.0.1:PORT/ (Ctrl-C to stop)"
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect(&line);
+    let addr: std::net::SocketAddr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    assert!(get(addr, "/").ends_with("Hello World!"));
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let started = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "serve did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    drop(reader);
+}
+
+#[test]
+fn a_closed_stdout_does_not_kill_serve() {
+    // `reqlife serve | head -1`: the pipe closes after the first line; serving goes on.
+    let mut child = reqlife()
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect(&line);
+    let addr: std::net::SocketAddr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "serve exited when its stdout closed"
+    );
+    assert!(get(addr, "/").ends_with("Hello World!"));
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+}
