@@ -30,11 +30,14 @@ pub enum Phase {
     Total,
     /// dispatched → done.
     Uncorrected,
+    /// intended → released by the scheduler: how late the pacer let the request go (waiting
+    /// for a free connection excluded). The generator's own precision.
+    Lag,
 }
 
 impl Phase {
     /// Every phase, in the order of a request's life.
-    pub const ALL: [Phase; 8] = [
+    pub const ALL: [Phase; 9] = [
         Phase::Queue,
         Phase::Connect,
         Phase::Tls,
@@ -43,6 +46,7 @@ impl Phase {
         Phase::Read,
         Phase::Total,
         Phase::Uncorrected,
+        Phase::Lag,
     ];
     /// The client phases shown as rows of the breakdown (`Total` and `Uncorrected` excluded).
     pub const CLIENT: [Phase; 6] = [
@@ -65,6 +69,7 @@ impl Phase {
             Phase::Read => "read",
             Phase::Total => "total",
             Phase::Uncorrected => "uncorrected",
+            Phase::Lag => "schedule_lag",
         }
     }
 
@@ -140,12 +145,16 @@ pub struct Ticket {
     pub seq: u64,
     /// The intended send time. Latency is measured from here.
     pub intended: Instant,
+    /// When the scheduler let it go (≥ intended; equal in a closed loop).
+    pub released: Instant,
 }
 
 /// Raw instants stamped on one request. Durations are derived only by [`Timestamps::phase`].
 #[derive(Debug, Clone, Copy)]
 pub struct Timestamps {
     pub intended: Instant,
+    /// When the scheduler released the request (see [`Phase::Lag`]).
+    pub released: Instant,
     pub dispatched: Instant,
     pub connect_start: Option<Instant>,
     pub connect_end: Option<Instant>,
@@ -156,10 +165,12 @@ pub struct Timestamps {
 }
 
 impl Timestamps {
-    /// Timestamps of a request intended at `intended` and dispatched at `dispatched`.
+    /// Timestamps of a request intended at `intended` and dispatched at `dispatched`
+    /// (released by the scheduler when intended; see [`Timestamps::released_at`]).
     pub fn new(intended: Instant, dispatched: Instant) -> Self {
         Timestamps {
             intended,
+            released: intended,
             dispatched,
             connect_start: None,
             connect_end: None,
@@ -168,6 +179,12 @@ impl Timestamps {
             first_byte: None,
             done: None,
         }
+    }
+
+    /// The same stamps with the scheduler's release time.
+    pub fn released_at(mut self, released: Instant) -> Self {
+        self.released = released;
+        self
     }
 
     /// When writing the request began: after the connection (and TLS) was ready if this
@@ -182,7 +199,7 @@ impl Timestamps {
     /// queue = dispatched − intended; connect = connect_end − connect_start;
     /// tls = tls_end − connect_end; write = written − write_start;
     /// wait = first_byte − written; read = done − first_byte;
-    /// total = done − intended; uncorrected = done − dispatched.
+    /// total = done − intended; uncorrected = done − dispatched; lag = released − intended.
     pub fn phase(&self, phase: Phase) -> Option<Duration> {
         let span = |a: Instant, b: Option<Instant>| b.map(|b| b.saturating_duration_since(a));
         match phase {
@@ -194,6 +211,7 @@ impl Timestamps {
             Phase::Read => span(self.first_byte?, self.done),
             Phase::Total => span(self.intended, self.done),
             Phase::Uncorrected => span(self.dispatched, self.done),
+            Phase::Lag => Some(self.released.saturating_duration_since(self.intended)),
         }
     }
 }
@@ -254,11 +272,55 @@ pub enum StopRule {
     Requests(u64),
 }
 
+/// One stage of an open-loop schedule: the rate goes linearly from `from_rps` to `to_rps`
+/// over `duration` (a hold when they are equal).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateStage {
+    pub duration: Duration,
+    pub from_rps: f64,
+    pub to_rps: f64,
+}
+
+/// When requests are due in an open loop (the maths is in `load::pacer`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Schedule {
+    /// A fixed rate in requests per second, across all connections and threads.
+    Constant { rate: f64 },
+    /// Stages of ramps and holds, one after another.
+    Stages(Vec<RateStage>),
+}
+
+/// Arrival process of an open loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// Evenly spaced at the schedule's due times.
+    Constant,
+    /// Exponential gaps with the schedule's mean rate.
+    Poisson,
+}
+
 /// The shape of the load.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LoadModel {
     /// Each connection sends its next request as soon as the previous one is answered.
     Closed { connections: usize },
+    /// Requests are due on a schedule whether or not earlier ones were answered; a request
+    /// due while all `connections` are busy waits for one, and its wait counts (`queue`).
+    Open {
+        schedule: Schedule,
+        arrival: Arrival,
+        connections: usize,
+    },
+}
+
+impl LoadModel {
+    /// The short name used in reports: `closed` or `open`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LoadModel::Closed { .. } => "closed",
+            LoadModel::Open { .. } => "open",
+        }
+    }
 }
 
 /// A validated, typed plan: everything a run needs, built from flags in `cli::plan`.
@@ -281,13 +343,19 @@ pub struct RunPlan {
     pub tls: TlsPlan,
     /// Response head size limit in bytes.
     pub max_header_bytes: usize,
+    /// Keep connections open across requests (`reuse`), or open one per request (`new`).
+    pub keepalive: bool,
+    /// At most this many new connections per second, over all threads.
+    pub max_connects_per_s: Option<f64>,
+    /// Seed of the random generators (poisson arrivals).
+    pub seed: u64,
 }
 
 impl RunPlan {
     /// Number of connections of the plan.
     pub fn connections(&self) -> usize {
         match self.load {
-            LoadModel::Closed { connections } => connections,
+            LoadModel::Closed { connections } | LoadModel::Open { connections, .. } => connections,
         }
     }
 }
@@ -303,7 +371,7 @@ mod tests {
     #[test]
     fn phases_of_a_request_that_opened_a_tls_connection() {
         let b = Instant::now();
-        let mut t = Timestamps::new(b, at(b, 10));
+        let mut t = Timestamps::new(b, at(b, 10)).released_at(at(b, 4));
         t.connect_start = Some(at(b, 10));
         t.connect_end = Some(at(b, 60));
         t.tls_end = Some(at(b, 460));
@@ -321,6 +389,7 @@ mod tests {
             (Phase::Read, Some(30)),         // done − first_byte
             (Phase::Total, Some(1000)),      // done − intended
             (Phase::Uncorrected, Some(990)), // done − dispatched
+            (Phase::Lag, Some(4)),           // released − intended
         ];
         for (phase, want) in rows {
             assert_eq!(us(phase), want, "{}", phase.name());

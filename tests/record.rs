@@ -6,6 +6,53 @@ mod common;
 use common::*;
 use serde_json::Value;
 
+fn validator() -> jsonschema::Validator {
+    let schema: Value =
+        serde_json::from_str(include_str!("../schema/runrecord.schema.json")).unwrap();
+    jsonschema::validator_for(&schema).expect("the schema compiles")
+}
+
+fn assert_valid(validator: &jsonschema::Validator, record: &Value) {
+    let errors: Vec<String> = validator
+        .iter_errors(record)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "schema errors: {errors:#?}");
+}
+
+#[test]
+fn an_open_loop_record_validates_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("open.json");
+    let p = path.to_str().unwrap();
+    let out = run(&[
+        "run",
+        "-R",
+        "1000",
+        "-d",
+        "500ms",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--arrival",
+        "poisson",
+        "-o",
+        p,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_valid(&validator(), &record);
+    assert_eq!(record["config"]["load_model"], "open");
+    assert_eq!(record["config"]["arrival"], "poisson");
+    assert!(
+        record["summary"]["latency"]["schedule_lag"]["count"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+}
+
 #[test]
 fn record_validates_against_the_schema_and_re_renders() {
     let dir = tempfile::tempdir().unwrap();

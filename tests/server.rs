@@ -48,7 +48,7 @@ fn routes_answer_with_server_timing() {
         (
             "/nope",
             "HTTP/1.1 404",
-            "/, /delay/{ms}, /echo, /status/{code}, /bytes/{n}\n",
+            "/, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /stall/{ms}\n",
         ),
     ];
     for (path, status, body_end) in rows {

@@ -20,7 +20,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load-test a URL (or, with no URL, the embedded target started in-process) and report.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Run the embedded target on its own.
     Serve(ServeArgs),
     /// Re-render the report of a saved RunRecord (`run -o FILE`).
@@ -33,6 +33,28 @@ fn duration_arg(s: &str) -> Result<Duration, String> {
 
 fn count_arg(s: &str) -> Result<u64, String> {
     units::parse_count(s).map_err(|e| e.0)
+}
+
+fn rate_arg(s: &str) -> Result<f64, String> {
+    units::parse_rate(s).map_err(|e| e.0)
+}
+
+/// `--arrival`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ArrivalArg {
+    /// Evenly spaced requests.
+    Constant,
+    /// Exponential gaps with the same mean rate.
+    Poisson,
+}
+
+/// `--connection-policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PolicyArg {
+    /// Keep connections open across requests (keep-alive).
+    Reuse,
+    /// A new connection for every request.
+    New,
 }
 
 /// Flags of `reqlife run`.
@@ -57,6 +79,33 @@ pub struct RunArgs {
     /// How many requests to send in all (e.g. 100000, 10k); conflicts with -d.
     #[arg(short = 'n', long = "requests", value_parser = count_arg)]
     pub requests: Option<u64>,
+
+    /// Open loop: send at this total rate (req/s over all connections and threads, e.g.
+    /// 20000, 20k, 250/s), whether or not earlier requests were answered; latency is measured
+    /// from each request's intended send time.
+    #[arg(short = 'R', long = "rate", value_parser = rate_arg)]
+    pub rate: Option<f64>,
+
+    /// Arrival process of the open loop.
+    #[arg(long = "arrival", value_enum, default_value = "constant")]
+    pub arrival: ArrivalArg,
+
+    /// Seed of the random generators (poisson arrivals) [default: from the clock; the record
+    /// keeps the one used].
+    #[arg(long = "seed")]
+    pub seed: Option<u64>,
+
+    /// A new connection for every request (same as --connection-policy new).
+    #[arg(long = "no-keepalive")]
+    pub no_keepalive: bool,
+
+    /// Keep connections open (`reuse`) or open one per request (`new`).
+    #[arg(long = "connection-policy", value_enum)]
+    pub connection_policy: Option<PolicyArg>,
+
+    /// Open at most this many new connections per second, over all threads (like h2load's --rate).
+    #[arg(long = "max-connections-per-second", value_parser = rate_arg)]
+    pub max_connects_per_s: Option<f64>,
 
     /// HTTP method.
     #[arg(short = 'm', long = "method", default_value = "GET")]

@@ -2,8 +2,8 @@
 //! and every message about bad input lives in this file. A [`PlanError`] is one line naming
 //! what is wrong and what is valid; the binary exits with code 2 on it.
 
-use super::RunArgs;
-use crate::model::{LoadModel, RunPlan, Scheme, StopRule, Target, TlsPlan};
+use super::{ArrivalArg, PolicyArg, RunArgs};
+use crate::model::{Arrival, LoadModel, RunPlan, Schedule, Scheme, StopRule, Target, TlsPlan};
 use std::net::ToSocketAddrs;
 use std::time::Duration;
 
@@ -99,12 +99,51 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
             ));
         }
     }
+    let load = match args.rate {
+        None => LoadModel::Closed { connections },
+        Some(rate) if rate <= 0.0 || !rate.is_finite() => {
+            return err("-R/--rate must be more than 0 requests per second (e.g. -R 1000)")
+        }
+        Some(rate) => LoadModel::Open {
+            schedule: Schedule::Constant { rate },
+            arrival: match args.arrival {
+                ArrivalArg::Constant => Arrival::Constant,
+                ArrivalArg::Poisson => Arrival::Poisson,
+            },
+            connections,
+        },
+    };
+    if args.rate.is_none() && args.arrival != ArrivalArg::Constant {
+        return err("--arrival applies to an open loop: give -R/--rate too");
+    }
+    let keepalive = match (args.no_keepalive, args.connection_policy) {
+        (true, Some(PolicyArg::Reuse)) => {
+            return err("--no-keepalive and --connection-policy reuse conflict: give one of them")
+        }
+        (true, _) | (false, Some(PolicyArg::New)) => false,
+        (false, _) => true,
+    };
+    let max_connects_per_s = match args.max_connects_per_s {
+        Some(r) if r <= 0.0 => {
+            return err("--max-connections-per-second must be more than 0 (e.g. 500)")
+        }
+        other => other,
+    };
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1)
+    });
     Ok(RunPlan {
         target,
         method,
         headers,
         body,
-        load: LoadModel::Closed { connections },
+        load,
+        keepalive,
+        max_connects_per_s,
+        seed,
         threads,
         stop,
         warmup: args.warmup,
@@ -257,7 +296,7 @@ mod tests {
         let mut argv = vec!["reqlife", "run"];
         argv.extend_from_slice(extra);
         match Cli::try_parse_from(argv).unwrap().command {
-            Command::Run(a) => a,
+            Command::Run(a) => *a,
             _ => unreachable!(),
         }
     }
@@ -365,6 +404,35 @@ mod tests {
         assert_eq!(p.timeout, Duration::from_millis(1500));
         assert_eq!(p.warmup, Duration::from_secs(2));
         assert_eq!(p.target.path_and_query, "/x?y=1");
+    }
+
+    #[test]
+    fn open_loop_and_connection_policy() {
+        let p = plan(&[
+            "-R",
+            "20k",
+            "--arrival",
+            "poisson",
+            "-c",
+            "8",
+            "--seed",
+            "7",
+        ])
+        .unwrap();
+        assert_eq!(
+            p.load,
+            LoadModel::Open {
+                schedule: Schedule::Constant { rate: 20_000.0 },
+                arrival: Arrival::Poisson,
+                connections: 8
+            }
+        );
+        assert_eq!(p.seed, 7);
+        assert!(p.keepalive);
+        assert!(!plan(&["--no-keepalive"]).unwrap().keepalive);
+        assert!(!plan(&["--connection-policy", "new"]).unwrap().keepalive);
+        let p = plan(&["--max-connections-per-second", "500"]).unwrap();
+        assert_eq!(p.max_connects_per_s, Some(500.0));
     }
 
     #[test]

@@ -80,6 +80,37 @@ pub fn parse_count(input: &str) -> Result<u64, UnitError> {
     Ok(total as u64)
 }
 
+const RATE_FORMS: &str =
+    "a number of requests per second, optionally with k or M and /s, /m or /h (e.g. 5000, 50k, 250/s, 30/m)";
+
+/// Parses a rate in requests per second: `5000`, `50k`, `1.5k/s`, `250/s`, `30/m`, `10/h`.
+pub fn parse_rate(input: &str) -> Result<f64, UnitError> {
+    let s = input.trim();
+    let bad = || UnitError(format!("invalid rate '{input}': expected {RATE_FORMS}"));
+    let (amount, per_s) = match s.split_once('/') {
+        None => (s, 1.0),
+        Some((a, "s")) => (a, 1.0),
+        Some((a, "m")) => (a, 1.0 / 60.0),
+        Some((a, "h")) => (a, 1.0 / 3600.0),
+        Some(_) => return Err(bad()),
+    };
+    let (num, unit) = split_number(amount.trim());
+    let value = parse_number(num).ok_or_else(bad)?;
+    let scale = match unit {
+        "" => 1.0,
+        "k" | "K" => 1e3,
+        "M" => 1e6,
+        _ => return Err(bad()),
+    };
+    let rate = value * scale * per_s;
+    if rate > 1e9 {
+        return Err(UnitError(format!(
+            "rate '{input}' is too high: at most 1G/s"
+        )));
+    }
+    Ok(rate)
+}
+
 /// Formats a duration given in nanoseconds in a human unit with 2 decimals
 /// (`812ns`, `35.20us`, `1.25ms`, `2.00s`).
 pub fn human_ns(ns: f64) -> String {
@@ -185,6 +216,31 @@ mod tests {
             .unwrap_err()
             .0
             .contains("not a whole number"));
+    }
+
+    #[test]
+    fn rates() {
+        // (input, requests per second)
+        let rows: &[(&str, f64)] = &[
+            ("5000", 5000.0),   // plain
+            ("50k", 50_000.0),  // kilo
+            ("1.5k/s", 1500.0), // decimal, per second
+            ("250/s", 250.0),   // per second spelled out
+            ("30/m", 0.5),      // per minute
+            ("36/h", 0.01),     // per hour
+            ("0", 0.0),         // parses (callers reject it)
+        ];
+        for (input, want) in rows {
+            let got = parse_rate(input).unwrap();
+            assert!((got - want).abs() < 1e-9, "{input}: {got}");
+        }
+        for input in ["", "fast", "10/x", "10k/s/s", "-5", "5G"] {
+            let e = parse_rate(input).unwrap_err().0;
+            assert!(
+                e.contains("invalid rate") || e.contains("too high"),
+                "{input}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -1,16 +1,22 @@
 //! Generating the load: worker threads, each with its own single-threaded tokio runtime and
-//! its own [`Recorder`], hold the plan's connections (spread evenly over the threads); a
-//! [`Scheduler`] hands each connection its next [`Ticket`] and applies the stop rule. The
+//! its own [`Recorder`], hold the plan's connections (spread evenly over the threads). In a
+//! closed loop the [`Scheduler`] hands each free connection its next [`Ticket`]; in an open
+//! loop each thread's pacer ([`pacer`]) releases tickets at their due times, waiting on a
+//! precise timer ([`timer`]), into a queue its connections take from. Both apply the stop rule. The
 //! controlling thread stops everything through one [`StopSignal`] (end of the duration,
 //! Ctrl-C); in-flight requests are then abandoned, never half-recorded.
 
+mod open;
+pub mod pacer;
 mod scheduler;
+pub mod timer;
 
 pub use scheduler::Scheduler;
 
 use crate::engine::{Session, SessionConfig};
-use crate::model::{RunPlan, Sample, Timestamps};
+use crate::model::{LoadModel, RunPlan, Sample, Ticket, Timestamps};
 use crate::recorder::{Measured, Recorder};
+use pacer::ThreadPacer;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -107,10 +113,20 @@ pub fn start(
     for thread in 0..plan.threads {
         // Thread i holds c/t connections, and one more for the first c%t threads.
         let conns = connections / plan.threads + usize::from(thread < connections % plan.threads);
+        let pacer = match &plan.load {
+            LoadModel::Closed { .. } => None,
+            LoadModel::Open {
+                schedule, arrival, ..
+            } => Some((
+                ThreadPacer::new(schedule.clone(), *arrival, thread, plan.threads, plan.seed),
+                start,
+            )),
+        };
         let ctx = WorkerCtx {
             thread,
             connections: conns,
             scheduler: scheduler.clone(),
+            pacer,
             config: config.clone(),
             stop: stop.clone(),
             progress: progress.clone(),
@@ -159,6 +175,8 @@ struct WorkerCtx {
     thread: usize,
     connections: usize,
     scheduler: Arc<Scheduler>,
+    /// The thread's share of an open-loop schedule, from the run's start.
+    pacer: Option<(ThreadPacer, Instant)>,
     config: Arc<SessionConfig>,
     stop: StopSignal,
     progress: Arc<Progress>,
@@ -169,34 +187,55 @@ struct WorkerCtx {
 }
 
 impl WorkerCtx {
-    fn run(self) -> Measured {
+    fn run(mut self) -> Measured {
         let recorder = Rc::new(RefCell::new(
             Recorder::new(self.record_from, self.interval).until(self.record_until),
         ));
+        if self.pacer.is_some() {
+            timer::tighten_timer_slack();
+        }
+        let cpu_start = thread_cpu();
+        let wall_start = Instant::now();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build();
         if let Ok(runtime) = runtime {
             let local = tokio::task::LocalSet::new();
-            local.block_on(&runtime, self.drive(recorder.clone()));
+            let pacer = self.pacer.take();
+            local.block_on(&runtime, self.drive(recorder.clone(), pacer));
             // Dropping the set cancels connections still in flight after a stop.
             drop(local);
         }
+        let busy = busy_share(cpu_start, thread_cpu(), wall_start.elapsed());
         let _ = self.done.send(());
         // Every task holding a clone was dropped with the LocalSet, so this is the last one;
         // `replace` takes the contents out either way.
         let recorder = recorder.replace(Recorder::new(self.record_from, self.interval));
-        recorder.finish()
+        let mut measured = recorder.finish();
+        measured.thread_busy = vec![busy];
+        measured
     }
 
-    async fn drive(&self, recorder: Rc<RefCell<Recorder>>) {
+    async fn drive(&self, recorder: Rc<RefCell<Recorder>>, pacer: Option<(ThreadPacer, Instant)>) {
         // A per-thread copy: no shared reference counts touched on the hot path.
         let config = Rc::new(SessionConfig::clone(&self.config));
+        let feed = match pacer {
+            None => Feed::Closed(self.scheduler.clone()),
+            Some(_) => Feed::Open(Rc::new(open::OpenQueue::default())),
+        };
         let mut set = tokio::task::JoinSet::new();
+        if let (Some((pacer, origin)), Feed::Open(queue)) = (pacer, &feed) {
+            set.spawn_local(open::dispatch(
+                pacer,
+                origin,
+                self.scheduler.clone(),
+                queue.clone(),
+            ));
+        }
         for _ in 0..self.connections {
             let conn = Connection {
                 session: Session::new(config.clone()),
-                scheduler: self.scheduler.clone(),
+                feed: feed.clone(),
                 recorder: recorder.clone(),
                 progress: self.progress.clone(),
                 thread: self.thread,
@@ -211,10 +250,46 @@ impl WorkerCtx {
     }
 }
 
+/// The CPU time used by the calling thread.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// The share of `wall` that the thread was on a CPU.
+fn busy_share(start: Duration, end: Duration, wall: Duration) -> f64 {
+    if wall.is_zero() {
+        return 0.0;
+    }
+    (end.saturating_sub(start).as_secs_f64() / wall.as_secs_f64()).min(1.0)
+}
+
+/// Where a connection gets its tickets: the shared closed-loop scheduler, or its thread's
+/// open-loop queue.
+#[derive(Clone)]
+enum Feed {
+    Closed(Arc<Scheduler>),
+    Open(Rc<open::OpenQueue>),
+}
+
+impl Feed {
+    async fn next(&self) -> Option<Ticket> {
+        match self {
+            Feed::Closed(s) => s.next_ticket(),
+            Feed::Open(q) => q.take().await,
+        }
+    }
+}
+
 /// One connection's loop: take a ticket, send, record, repeat.
 struct Connection {
     session: Session,
-    scheduler: Arc<Scheduler>,
+    feed: Feed,
     recorder: Rc<RefCell<Recorder>>,
     progress: Arc<Progress>,
     thread: usize,
@@ -222,9 +297,15 @@ struct Connection {
 
 impl Connection {
     async fn run(mut self) {
-        while let Some(ticket) = self.scheduler.next_ticket() {
-            // Closed loop: the ticket was issued now, so it is dispatched when intended.
-            let mut stamps = Timestamps::new(ticket.intended, ticket.intended);
+        while let Some(ticket) = self.feed.next().await {
+            // Closed loop: the ticket was issued now, so it is dispatched when intended
+            // (no second clock read); open loop: dispatched when this connection took it.
+            let dispatched = match self.feed {
+                Feed::Closed(_) => ticket.intended,
+                Feed::Open(_) => Instant::now(),
+            };
+            let mut stamps =
+                Timestamps::new(ticket.intended, dispatched).released_at(ticket.released);
             let outcome = self.session.request(&mut stamps).await;
             let sample = Sample {
                 stamps,

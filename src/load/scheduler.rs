@@ -1,6 +1,7 @@
 //! The scheduler: hands connections their next [`Ticket`] and applies the stop rule. In the
 //! closed loop a request is intended the moment its connection is free, so `intended` is
-//! "now". A request count is shared by all threads through one atomic claim counter (claims
+//! "now"; in an open loop each thread's pacer says when a request is due and the scheduler
+//! only admits it under the stop rule. A request count is shared by all threads through one atomic claim counter (claims
 //! start after the warm-up), so the run sends exactly `-n` recorded requests whatever the
 //! threads' speeds; a duration ends issuing at `record_from + duration`.
 
@@ -45,19 +46,26 @@ impl Scheduler {
         if self.deadline.is_some_and(|d| now >= d) {
             return None;
         }
-        let seq = if now >= self.record_from {
-            let seq = self.claims.fetch_add(1, Ordering::Relaxed);
-            if let StopRule::Requests(n) = self.stop {
-                if seq >= n {
-                    return None;
-                }
-            }
-            seq
-        } else {
-            // Warm-up requests are not numbered: they are not recorded.
-            u64::MAX
-        };
-        Some(Ticket { seq, intended: now })
+        let seq = self.admit(now)?;
+        Some(Ticket {
+            seq,
+            intended: now,
+            released: now,
+        })
+    }
+
+    /// Admits a request intended at `intended` under the stop rule: its sequence number, or
+    /// `None` when the count is reached. Requests intended during the warm-up are not
+    /// counted (their number is `u64::MAX`: they are not recorded).
+    pub fn admit(&self, intended: Instant) -> Option<u64> {
+        if intended < self.record_from {
+            return Some(u64::MAX);
+        }
+        let seq = self.claims.fetch_add(1, Ordering::Relaxed);
+        match self.stop {
+            StopRule::Requests(n) if seq >= n => None,
+            _ => Some(seq),
+        }
     }
 }
 

@@ -97,14 +97,15 @@ impl PhaseHists {
         &self.0[phase.index()]
     }
 
-    /// Records every phase `s` reached. A failed request still has its connect and TLS
-    /// times, when it got that far; its later phases are not latency of a response.
+    /// Records every phase `s` reached. A failed request still has its schedule lag, queue,
+    /// connect and TLS times; its later phases are not latency of a response.
     #[inline]
     fn record(&mut self, s: &Sample) {
         let phases: &[Phase] = if s.error.is_none() {
             &Phase::ALL
         } else {
-            &[Phase::Connect, Phase::Tls]
+            // The generator's figures (lag, queue) and the connection's, when it got that far.
+            &[Phase::Lag, Phase::Queue, Phase::Connect, Phase::Tls]
         };
         for &p in phases {
             if let Some(d) = s.stamps.phase(p) {
@@ -235,6 +236,7 @@ impl Recorder {
             hists: self.hists,
             first_errors: self.first_errors,
             intervals: self.finished,
+            thread_busy: Vec::new(),
         }
     }
 }
@@ -263,6 +265,8 @@ pub struct Measured {
     /// Interval snapshots, by index (several per index after a merge of threads is not
     /// possible: [`Measured::merge`] combines them).
     pub intervals: Vec<IntervalSnapshot>,
+    /// Per worker thread: the share of the run it was on a CPU (0..1).
+    pub thread_busy: Vec<f64>,
 }
 
 impl Measured {
@@ -275,6 +279,7 @@ impl Measured {
             hists: PhaseHists::new(hist::new_hist),
             first_errors: Default::default(),
             intervals: Vec::new(),
+            thread_busy: Vec::new(),
         };
         let mut by_index: std::collections::BTreeMap<u64, (Counters, PhaseHists)> =
             Default::default();
@@ -284,6 +289,7 @@ impl Measured {
                 *a += b;
             }
             out.hists.merge(&part.hists);
+            out.thread_busy.extend_from_slice(&part.thread_busy);
             for (slot, e) in out.first_errors.iter_mut().zip(part.first_errors) {
                 if slot.is_none() {
                     *slot = e;

@@ -5,7 +5,7 @@
 
 use super::hist::{self, IntervalStats, Stats};
 use super::Measured;
-use crate::model::{ErrorKind, Phase, RunPlan, StopRule};
+use crate::model::{Arrival, ErrorKind, LoadModel, Phase, RunPlan, Schedule, StopRule};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -55,7 +55,16 @@ pub struct Config {
     pub insecure: bool,
     pub cacert: Option<String>,
     pub protocol: String,
+    /// `closed` or `open`.
     pub load_model: String,
+    /// Open loop: the offered rate (req/s) of a constant schedule.
+    pub rate_rps: Option<f64>,
+    /// Open loop: `constant` or `poisson`.
+    pub arrival: Option<String>,
+    pub seed: u64,
+    /// `reuse` (keep-alive) or `new` (a connection per request).
+    pub connection_policy: String,
+    pub max_connections_per_second: Option<f64>,
     /// The command line as typed.
     pub command_line: Vec<String>,
 }
@@ -107,6 +116,20 @@ pub struct Summary {
     /// Error kind → count (every kind listed).
     pub errors: BTreeMap<String, u64>,
     pub latency: Latency,
+    /// How the generator itself fared.
+    pub generator: Generator,
+    /// Plain-words warnings: the generator fell behind, the server did not keep up, ports
+    /// ran out. Empty when all went as planned.
+    pub warnings: Vec<String>,
+}
+
+/// The load generator's own figures, so that its limit is not mistaken for the server's.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Generator {
+    /// Open loop: the rate asked for, req/s.
+    pub offered_rps: Option<f64>,
+    /// Per worker thread, the share of the run it was on a CPU (0..1).
+    pub thread_busy: Vec<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -144,6 +167,9 @@ pub struct Latency {
     pub uncorrected: Stats,
     /// Client phases: queue, connect, tls, write, wait, read.
     pub phases: BTreeMap<String, Stats>,
+    /// How late the scheduler released each request after its due time (open loop; zero in
+    /// a closed loop), waiting for a free connection excluded.
+    pub schedule_lag: Stats,
 }
 
 /// One interval of the time series (all threads merged).
@@ -248,12 +274,25 @@ impl RunRecord {
                     total: Stats::of(measured.hists.get(Phase::Total)),
                     uncorrected: Stats::of(measured.hists.get(Phase::Uncorrected)),
                     phases,
+                    schedule_lag: Stats::of(measured.hists.get(Phase::Lag)),
                 },
+                generator: Generator {
+                    offered_rps: offered_rps(plan),
+                    thread_busy: measured.thread_busy.iter().map(|b| round3(*b)).collect(),
+                },
+                warnings: Vec::new(),
             },
             intervals: intervals_of(measured, plan.interval, end.recorded),
             histograms,
             first_errors,
         }
+        .with_warnings()
+    }
+
+    /// Adds the warnings that the figures call for (see [`warnings_of`]).
+    fn with_warnings(mut self) -> Self {
+        self.summary.warnings = warnings_of(&self);
+        self
     }
 
     /// The histogram of `phase` from the record.
@@ -264,6 +303,81 @@ impl RunRecord {
             .ok_or_else(|| format!("the record has no histogram for '{phase}'"))?;
         hist::decode(text)
     }
+}
+
+/// The offered rate of an open loop with a constant schedule.
+fn offered_rps(plan: &RunPlan) -> Option<f64> {
+    match &plan.load {
+        LoadModel::Open {
+            schedule: Schedule::Constant { rate },
+            ..
+        } => Some(*rate),
+        _ => None,
+    }
+}
+
+/// Schedule lag (p99) above which the generator is said to have fallen behind.
+pub const LAG_WARN_US: f64 = 1000.0;
+/// Thread CPU share above which a worker is said to be saturated.
+pub const BUSY_WARN: f64 = 0.95;
+
+/// Warnings in plain words, so that nobody mistakes the client's limit for the server's.
+pub fn warnings_of(r: &RunRecord) -> Vec<String> {
+    let s = &r.summary;
+    let mut out = Vec::new();
+    let lag = &s.latency.schedule_lag;
+    let open = r.config.load_model == "open";
+    if open {
+        if let (Some(p99), Some(max)) = (lag.p99_us, lag.max_us) {
+            if p99 > LAG_WARN_US {
+                out.push(format!(
+                    "the generator fell behind its schedule: schedule lag p99 {:.0} us (max {:.0} us); \
+                     the client, not the server, limited this run: use more threads (-t), a lower rate, \
+                     or more generators",
+                    p99, max
+                ));
+            }
+        }
+    }
+    let busiest = s.generator.thread_busy.iter().cloned().fold(0.0, f64::max);
+    if busiest > BUSY_WARN {
+        out.push(format!(
+            "a worker thread was on a CPU {:.0}% of the run: the client may be the bottleneck; \
+             figures near this limit describe the generator as much as the server",
+            busiest * 100.0
+        ));
+    }
+    if let Some(offered) = s.generator.offered_rps {
+        let achieved = s.throughput_rps;
+        if r.stop_reason == "duration" && achieved < 0.99 * offered {
+            out.push(format!(
+                "achieved {achieved:.0} req/s of the {offered:.0} offered ({:.1}%)",
+                100.0 * achieved / offered
+            ));
+        }
+        let queue = s.latency.phases.get("queue").and_then(|q| q.p99_us);
+        let lag_p99 = lag.p99_us.unwrap_or(0.0);
+        if let Some(q) = queue {
+            if q > 1000.0 && q > 10.0 * lag_p99.max(1.0) {
+                out.push(format!(
+                    "requests waited for a free connection (queue p99 {:.2} ms) while the generator kept \
+                     its schedule: the server did not keep up with {offered:.0} req/s on {} connections; \
+                     the corrected latency includes that wait",
+                    q / 1000.0,
+                    r.config.connections
+                ));
+            }
+        }
+    }
+    let ports = s.errors.get("addr_not_avail").copied().unwrap_or(0);
+    if ports > 0 {
+        out.push(format!(
+            "{ports} connections failed with 'Cannot assign requested address': the local ports ran out. \
+             Reuse connections (drop --no-keepalive), open fewer per second (--max-connections-per-second), \
+             or widen net.ipv4.ip_local_port_range"
+        ));
+    }
+    out
 }
 
 fn round3(v: f64) -> f64 {
@@ -295,7 +409,27 @@ fn config_of(plan: &RunPlan, end: &Ending) -> Config {
         insecure: plan.tls.insecure,
         cacert: plan.tls.cacert.as_ref().map(|p| p.display().to_string()),
         protocol: "http/1.1".into(),
-        load_model: "closed".into(),
+        load_model: plan.load.name().into(),
+        rate_rps: match &plan.load {
+            LoadModel::Open {
+                schedule: Schedule::Constant { rate },
+                ..
+            } => Some(*rate),
+            _ => None,
+        },
+        arrival: match &plan.load {
+            LoadModel::Open { arrival, .. } => Some(
+                match arrival {
+                    Arrival::Constant => "constant",
+                    Arrival::Poisson => "poisson",
+                }
+                .into(),
+            ),
+            _ => None,
+        },
+        seed: plan.seed,
+        connection_policy: if plan.keepalive { "reuse" } else { "new" }.into(),
+        max_connections_per_second: plan.max_connects_per_s,
         command_line: end.command_line.clone(),
     }
 }

@@ -22,6 +22,7 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
     totals(&mut out, record);
     phases(&mut out, record);
     statuses_and_errors(&mut out, record);
+    warnings(&mut out, record);
     if opts.latency {
         match record.histogram("total") {
             Ok(h) => spectrum(&mut out, &h),
@@ -51,6 +52,17 @@ fn header(out: &mut String, r: &RunRecord) {
         "  {} threads and {} connections, {} {}, {} loop",
         c.threads, c.connections, c.method, c.protocol, c.load_model
     );
+    if let Some(rate) = c.rate_rps {
+        let _ = writeln!(
+            out,
+            "  offered {rate:.0} req/s, {} arrivals (seed {})",
+            c.arrival.as_deref().unwrap_or("constant"),
+            c.seed
+        );
+    }
+    if c.connection_policy == "new" {
+        let _ = writeln!(out, "  a new connection for every request");
+    }
     if c.warmup_s > 0.0 {
         let _ = writeln!(
             out,
@@ -124,6 +136,7 @@ fn phases(out: &mut String, r: &RunRecord) {
     rows.push(("total", &l.total));
     if open_loop {
         rows.push(("uncorrected", &l.uncorrected));
+        rows.push(("schedule lag", &l.schedule_lag));
     }
     for (name, s) in rows {
         let _ = writeln!(
@@ -168,6 +181,16 @@ fn statuses_and_errors(out: &mut String, r: &RunRecord) {
                 let _ = writeln!(out, "    {kind:<14} {n:>10}");
             }
         }
+    }
+}
+
+fn warnings(out: &mut String, r: &RunRecord) {
+    if r.summary.warnings.is_empty() {
+        return;
+    }
+    let _ = writeln!(out);
+    for w in &r.summary.warnings {
+        let _ = writeln!(out, "  WARNING: {w}");
     }
 }
 

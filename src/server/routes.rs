@@ -1,5 +1,7 @@
 //! The embedded target's routes and the `Server-Timing` header every response carries:
-//! `/` → `Hello World!`; `/delay/{ms}`; `/echo`; `/status/{code}`; `/bytes/{n}`. The server
+//! `/` → `Hello World!`; `/delay/{ms}`; `/echo`; `/status/{code}`; `/bytes/{n}`; and
+//! `/stall/{ms}`, which answers at once but makes the whole server hold every other response
+//! until `ms` have passed (a garbage-collection pause, to show coordinated omission). The server
 //! measures its own phases: `parse` (routing the request), `queue` (handing the work from the
 //! connection's I/O task to a worker task, as thread-pool servers do; on `/delay` only, where
 //! the work is spawned), `handler` (the route's work), `serialize` (building the response) and
@@ -12,6 +14,8 @@ use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
 use std::convert::Infallible;
 use std::fmt::Write as _;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -24,7 +28,27 @@ pub const MAX_DELAY_MS: f64 = 600_000.0;
 
 const HELLO: &[u8] = b"Hello World!";
 const ROUTES: &str =
-    "not found: the routes are /, /delay/{ms}, /echo, /status/{code}, /bytes/{n}\n";
+    "not found: the routes are /, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /stall/{ms}\n";
+
+/// The end of the current stall, in nanoseconds since [`origin`] (0: none).
+static STALL_UNTIL_NS: AtomicU64 = AtomicU64::new(0);
+
+fn origin() -> Instant {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    *ORIGIN.get_or_init(Instant::now)
+}
+
+/// Waits out a stall started by `/stall/{ms}`, if one is on.
+async fn wait_out_stall() {
+    let until = STALL_UNTIL_NS.load(Ordering::Relaxed);
+    if until == 0 {
+        return;
+    }
+    let until = origin() + Duration::from_nanos(until);
+    if Instant::now() < until {
+        tokio::time::sleep_until(until.into()).await;
+    }
+}
 
 /// 64 KiB of a repeated pattern, the chunks of `/bytes/{n}`.
 static PATTERN: [u8; 65536] = {
@@ -109,6 +133,7 @@ enum Route {
     Echo,
     Status(StatusCode),
     Bytes(u64),
+    Stall(Duration),
     BadRequest(String),
     NotFound,
 }
@@ -138,6 +163,15 @@ fn route_of(method: &Method, path: &str) -> Route {
                         "bad status '{v}': expected /status/{{code}} with code from 200 to 599\n"
                     )),
                 }
+            } else if let Some(v) = path.strip_prefix("/stall/") {
+                match v.parse::<f64>() {
+                    Ok(ms) if (0.0..=MAX_DELAY_MS).contains(&ms) => {
+                        Route::Stall(Duration::from_secs_f64(ms / 1000.0))
+                    }
+                    _ => Route::BadRequest(format!(
+                        "bad stall '{v}': expected /stall/{{ms}} with ms a number from 0 to {MAX_DELAY_MS}\n"
+                    )),
+                }
             } else if let Some(v) = path.strip_prefix("/bytes/") {
                 match v.parse::<u64>().ok().filter(|n| *n <= MAX_BYTES) {
                     Some(n) => Route::Bytes(n),
@@ -156,6 +190,9 @@ fn route_of(method: &Method, path: &str) -> Route {
 pub async fn handle(req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     let start = Instant::now();
     let route = route_of(req.method(), req.uri().path());
+    if !matches!(route, Route::Stall(_)) {
+        wait_out_stall().await;
+    }
     let routed = Instant::now();
     let mut timing = Timing {
         parse_ms: ms(routed - start),
@@ -190,6 +227,11 @@ pub async fn handle(req: Request<Incoming>) -> Result<Response<Body>, Infallible
         }
         Route::Status(s) => (s, Body::full(format!("{}\n", s.as_u16()))),
         Route::Bytes(n) => (StatusCode::OK, Body::Pattern { remaining: n }),
+        Route::Stall(d) => {
+            let until = (Instant::now() + d).duration_since(origin()).as_nanos() as u64;
+            STALL_UNTIL_NS.fetch_max(until, Ordering::Relaxed);
+            (StatusCode::OK, Body::full(format!("stalling for {d:?}\n")))
+        }
         Route::BadRequest(msg) => (StatusCode::BAD_REQUEST, Body::full(msg)),
         Route::NotFound => (StatusCode::NOT_FOUND, Body::full(ROUTES)),
     };

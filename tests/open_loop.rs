@@ -1,0 +1,148 @@
+//! The open loop (`-R`): requests leave on schedule whatever the answers, latency is measured
+//! from the intended send time (corrected) and from the actual send (uncorrected), and a
+//! server stall shows in the corrected tail but hides from the uncorrected one (coordinated
+//! omission). The stall test has this binary's in-process target to itself; the other tests
+//! use the embedded target of the reqlife child process.
+
+mod common;
+
+use common::*;
+use reqlife::server::{self, ServerConfig, ServerTls};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::time::Duration;
+
+fn num(v: &Value, path: &str) -> f64 {
+    path.split('.')
+        .fold(v, |v, k| &v[k])
+        .as_f64()
+        .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
+}
+
+#[test]
+fn a_stall_shows_in_the_corrected_tail_and_not_in_the_uncorrected_one() {
+    let s = server::spawn(ServerConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        tls: ServerTls::None,
+    })
+    .unwrap();
+    let addr = s.addr();
+    // 0.5 s into the run, the server stops answering for 300 ms.
+    let staller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        let mut c = std::net::TcpStream::connect(addr).unwrap();
+        write!(
+            c,
+            "GET /stall/300 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        let _ = c.read_to_string(&mut out);
+        assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    });
+    let out = run(&[
+        "run",
+        "-R",
+        "1000",
+        "-d",
+        "2s",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--json",
+        &s.url("/"),
+    ]);
+    staller.join().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j = summary(&out);
+    let corrected_p99 = num(&j, "latency.total.p99_us");
+    let uncorrected_p99 = num(&j, "latency.uncorrected.p99_us");
+    let queue_p99 = num(&j, "latency.phases.queue.p99_us");
+    // About 300 of the 2000 requests were due during the stall: more than 1% waited up to
+    // 300 ms from their intended send time. Only the 2 in flight saw it after being sent.
+    assert!(
+        corrected_p99 > 100_000.0,
+        "corrected p99 {corrected_p99} us"
+    );
+    assert!(
+        uncorrected_p99 < 50_000.0,
+        "uncorrected p99 {uncorrected_p99} us"
+    );
+    assert!(queue_p99 > 100_000.0, "queue p99 {queue_p99} us");
+    assert!(
+        num(&j, "latency.uncorrected.max_us") > 200_000.0,
+        "the in-flight ones saw it"
+    );
+}
+
+#[test]
+fn requests_leave_on_schedule_at_the_total_rate() {
+    let out = run(&[
+        "run", "-R", "2000", "-d", "1s", "-c", "4", "-t", "2", "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j = summary(&out);
+    let total = num(&j, "requests.total");
+    // 2000 due in the second, over both threads together (not per connection or thread);
+    // the few in flight at the end are not counted.
+    assert!((1960.0..=2000.0).contains(&total), "total {total}");
+    assert_eq!(num(&j, "generator.offered_rps"), 2000.0);
+    assert_eq!(num(&j, "latency.phases.queue.count"), total);
+    assert_eq!(num(&j, "latency.schedule_lag.count"), total);
+    assert_eq!(num(&j, "latency.uncorrected.count"), total);
+    assert!(num(&j, "latency.total.p50_us") >= num(&j, "latency.uncorrected.p50_us"));
+}
+
+#[test]
+fn a_request_count_is_exact_in_an_open_loop() {
+    let out = run(&[
+        "run", "-R", "5000", "-n", "1000", "-c", "4", "-t", "2", "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j = summary(&out);
+    assert_eq!(num(&j, "requests.total"), 1000.0);
+    // 1000 at 5000/s take 0.2 s.
+    let d = num(&j, "duration_s");
+    assert!((0.19..0.5).contains(&d), "{d} s");
+}
+
+#[test]
+fn poisson_arrivals_keep_the_mean_rate() {
+    let out = run(&[
+        "run",
+        "-R",
+        "2000",
+        "-d",
+        "1s",
+        "--arrival",
+        "poisson",
+        "--seed",
+        "3",
+        "-c",
+        "4",
+        "-t",
+        "2",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let total = num(&summary(&out), "requests.total");
+    // Poisson count over 1 s at 2000/s: sd = sqrt(2000) ≈ 45; ±10% is > 4 sd.
+    assert!((1800.0..=2200.0).contains(&total), "total {total}");
+}
+
+#[test]
+fn the_text_report_shows_both_latencies_and_the_lag() {
+    let out = run(&["run", "-R", "500", "-d", "500ms", "-c", "2", "-t", "1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for row in [
+        "open loop",
+        "offered 500 req/s",
+        "queue",
+        "uncorrected",
+        "schedule lag",
+    ] {
+        assert!(text.contains(row), "missing {row:?} in\n{text}");
+    }
+}
