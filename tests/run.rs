@@ -341,3 +341,53 @@ fn chunked_and_interim_responses() {
         "chunked framing kept the connection"
     );
 }
+
+#[test]
+fn no_keepalive_opens_a_connection_per_request() {
+    let s = embedded(ServerTls::None);
+    for flag in ["--no-keepalive", "--connection-policy=new"] {
+        let out = run(&[
+            "run",
+            "-n",
+            "200",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            flag,
+            "--json",
+            &s.url("/"),
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let j = summary(&out);
+        assert_eq!(u(&j, "requests.ok"), 200, "{flag}");
+        assert_eq!(u(&j, "connections.opened"), 200, "{flag}");
+        assert_eq!(u(&j, "latency.phases.connect.count"), 200, "{flag}");
+        // The closes are ours, not the server's.
+        assert_eq!(u(&j, "connections.server_closes"), 0, "{flag}");
+    }
+}
+
+#[test]
+fn the_connect_rate_is_limited() {
+    let s = embedded(ServerTls::None);
+    let out = run(&[
+        "run",
+        "-n",
+        "50",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "--no-keepalive",
+        "--max-connections-per-second",
+        "100",
+        "--json",
+        &s.url("/"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j = summary(&out);
+    assert_eq!(u(&j, "connections.opened"), 50);
+    // 50 connects at 100 per second cannot take less than 0.49 s.
+    assert!(f(&j, "duration_s") >= 0.49, "{}", f(&j, "duration_s"));
+}

@@ -92,12 +92,11 @@ impl Connector {
     pub async fn connect(&self, stamps: &mut Timestamps) -> Result<Stream, EngineError> {
         stamps.connect_start = Some(Instant::now());
         let tcp = TcpStream::connect(self.addr).await.map_err(|e| {
-            let kind = if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) {
-                ErrorKind::AddrNotAvail
-            } else {
-                ErrorKind::Connect
-            };
-            EngineError::io(kind, format!("connect to {}", self.addr), &e)
+            EngineError::io(
+                connect_error_kind(&e),
+                format!("connect to {}", self.addr),
+                &e,
+            )
         })?;
         stamps.connect_end = Some(Instant::now());
         // Small requests must leave at once; Nagle would hold them for an ACK.
@@ -113,6 +112,16 @@ impl Connector {
                 Ok(Stream::Tls(Box::new(tls)))
             }
         }
+    }
+}
+
+/// The kind of a failed connect: `addr_not_avail` when the local ports ran out
+/// (`EADDRNOTAVAIL`, "Cannot assign requested address"), else `connect`.
+pub fn connect_error_kind(e: &io::Error) -> ErrorKind {
+    if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) {
+        ErrorKind::AddrNotAvail
+    } else {
+        ErrorKind::Connect
     }
 }
 
@@ -196,5 +205,35 @@ impl rustls::client::danger::ServerCertVerifier for NoVerification {
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_exhaustion_is_its_own_kind() {
+        // (OS error, kind)
+        let rows = [
+            (libc::EADDRNOTAVAIL, ErrorKind::AddrNotAvail), // the ephemeral ports ran out
+            (libc::ECONNREFUSED, ErrorKind::Connect),
+            (libc::ENETUNREACH, ErrorKind::Connect),
+        ];
+        for (errno, kind) in rows {
+            assert_eq!(
+                connect_error_kind(&io::Error::from_raw_os_error(errno)),
+                kind
+            );
+        }
+        let e = EngineError::io(
+            ErrorKind::AddrNotAvail,
+            "connect to 127.0.0.1:80".into(),
+            &io::Error::from_raw_os_error(libc::EADDRNOTAVAIL),
+        );
+        assert_eq!(
+            e.detail,
+            "connect to 127.0.0.1:80: Cannot assign requested address"
+        );
     }
 }

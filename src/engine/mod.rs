@@ -10,8 +10,9 @@ use crate::model::{ErrorKind, RunPlan, Timestamps};
 use crate::target::RequestTemplate;
 use connect::Connector;
 use http1::Http1Conn;
+use std::cell::Cell;
 use std::rc::Rc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A failed request: its kind (for counting) and a human detail (for the first of a kind).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +57,10 @@ pub struct SessionConfig {
     pub template: RequestTemplate,
     pub timeout: Duration,
     pub max_header_bytes: usize,
+    /// Keep the connection for the next request (`false`: one connection per request).
+    pub keepalive: bool,
+    /// The whole run's connect rate limit, per second.
+    pub max_connects_per_s: Option<f64>,
 }
 
 impl SessionConfig {
@@ -66,23 +71,81 @@ impl SessionConfig {
             template: RequestTemplate::http1(plan),
             timeout: plan.timeout,
             max_header_bytes: plan.max_header_bytes,
+            keepalive: plan.keepalive,
+            max_connects_per_s: plan.max_connects_per_s,
         })
     }
 }
 
+/// Spaces the new connections of one worker thread at least `gap` apart
+/// (`--max-connections-per-second`, split evenly over the threads).
+pub struct ConnectGate {
+    gap: Duration,
+    next: Cell<Option<Instant>>,
+}
+
+impl ConnectGate {
+    /// A gate for one thread's share of `per_s` connections per second.
+    pub fn new(per_s: f64, threads: usize) -> Self {
+        ConnectGate {
+            gap: Duration::from_secs_f64(threads as f64 / per_s),
+            next: Cell::new(None),
+        }
+    }
+
+    /// Reserves the next connect slot at or after `now`; returns its time.
+    pub fn reserve(&self, now: Instant) -> Instant {
+        let slot = self.next.get().map_or(now, |n| n.max(now));
+        self.next.set(Some(slot + self.gap));
+        slot
+    }
+}
+
+/// Pause after a connect failed for want of a local port, so a run that exhausted the
+/// ephemeral ports keeps going without spinning on the same error.
+const ADDR_NOT_AVAIL_BACKOFF: Duration = Duration::from_millis(10);
+
 /// One connection slot: keeps a connection open across requests and reopens it as needed.
 pub struct Session {
     config: Rc<SessionConfig>,
+    gate: Option<Rc<ConnectGate>>,
     conn: Option<Http1Conn>,
 }
 
 impl Session {
-    pub fn new(config: Rc<SessionConfig>) -> Self {
-        Session { config, conn: None }
+    pub fn new(config: Rc<SessionConfig>, gate: Option<Rc<ConnectGate>>) -> Self {
+        Session {
+            config,
+            gate,
+            conn: None,
+        }
     }
 
     /// Sends one request, opening a connection first if none is open, within the timeout.
     pub async fn request(&mut self, stamps: &mut Timestamps) -> Outcome {
+        if self.conn.is_none() {
+            if let Some(gate) = &self.gate {
+                // Waiting for a connect slot happens before dispatch: it shows as queue.
+                let slot = gate.reserve(stamps.dispatched);
+                if slot > stamps.dispatched {
+                    tokio::time::sleep_until(slot.into()).await;
+                    stamps.dispatched = Instant::now();
+                }
+            }
+        }
+        let outcome = self.request_now(stamps).await;
+        if !self.config.keepalive {
+            self.conn = None;
+        }
+        if let Err(e) = &outcome.result {
+            if e.kind == ErrorKind::AddrNotAvail {
+                tokio::time::sleep(ADDR_NOT_AVAIL_BACKOFF).await;
+            }
+        }
+        outcome
+    }
+
+    async fn request_now(&mut self, stamps: &mut Timestamps) -> Outcome {
         let timeout = self.config.timeout;
         // The deadline is derived from the dispatch stamp: no extra clock read per request.
         let deadline = stamps.dispatched + timeout;
@@ -90,8 +153,9 @@ impl Session {
         let request_bytes = self.config.template.bytes().len() as u64;
         match result {
             Ok(Ok(response)) => {
-                let server_closed = !response.keep_alive;
-                if server_closed {
+                // With keep-alive off the close is ours, not the server's.
+                let server_closed = !response.keep_alive && self.config.keepalive;
+                if !response.keep_alive {
                     self.conn = None;
                 }
                 Outcome {

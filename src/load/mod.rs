@@ -13,7 +13,7 @@ pub mod timer;
 
 pub use scheduler::Scheduler;
 
-use crate::engine::{Session, SessionConfig};
+use crate::engine::{ConnectGate, Session, SessionConfig};
 use crate::model::{LoadModel, RunPlan, Sample, Ticket, Timestamps};
 use crate::recorder::{Measured, Recorder};
 use pacer::ThreadPacer;
@@ -124,6 +124,7 @@ pub fn start(
         };
         let ctx = WorkerCtx {
             thread,
+            threads: plan.threads,
             connections: conns,
             scheduler: scheduler.clone(),
             pacer,
@@ -173,6 +174,7 @@ impl Workers {
 /// Everything one worker thread needs.
 struct WorkerCtx {
     thread: usize,
+    threads: usize,
     connections: usize,
     scheduler: Arc<Scheduler>,
     /// The thread's share of an open-loop schedule, from the run's start.
@@ -223,6 +225,9 @@ impl WorkerCtx {
             None => Feed::Closed(self.scheduler.clone()),
             Some(_) => Feed::Open(Rc::new(open::OpenQueue::default())),
         };
+        let gate = config
+            .max_connects_per_s
+            .map(|per_s| Rc::new(ConnectGate::new(per_s, self.threads)));
         let mut set = tokio::task::JoinSet::new();
         if let (Some((pacer, origin)), Feed::Open(queue)) = (pacer, &feed) {
             set.spawn_local(open::dispatch(
@@ -234,7 +239,7 @@ impl WorkerCtx {
         }
         for _ in 0..self.connections {
             let conn = Connection {
-                session: Session::new(config.clone()),
+                session: Session::new(config.clone(), gate.clone()),
                 feed: feed.clone(),
                 recorder: recorder.clone(),
                 progress: self.progress.clone(),

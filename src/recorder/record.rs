@@ -477,3 +477,100 @@ fn intervals_of(measured: &Measured, interval: Duration, recorded: Duration) -> 
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{plan::build, Cli, Command};
+    use crate::recorder::Recorder;
+    use clap::Parser;
+    use std::time::Instant;
+
+    fn record(flags: &[&str], tweak: impl FnOnce(&mut Measured)) -> RunRecord {
+        let mut argv = vec!["reqlife", "run"];
+        argv.extend_from_slice(flags);
+        let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {
+            unreachable!()
+        };
+        let plan = build(&args, "http://127.0.0.1:9/").unwrap();
+        let mut m = Recorder::new(Instant::now(), Duration::from_secs(1)).finish();
+        tweak(&mut m);
+        RunRecord::build(
+            &plan,
+            &m,
+            Ending {
+                recorded: Duration::from_secs(10),
+                stop_reason: "duration".into(),
+                interrupted: false,
+                start_time: String::new(),
+                command_line: vec![],
+                embedded_target: false,
+            },
+        )
+    }
+
+    #[test]
+    fn port_exhaustion_is_one_warning_with_what_to_do() {
+        let r = record(&[], |m| {
+            m.counters.errors[ErrorKind::AddrNotAvail.index()] = 5000;
+            m.counters.requests = 5000;
+        });
+        let w: Vec<_> = r
+            .summary
+            .warnings
+            .iter()
+            .filter(|w| w.contains("ports ran out"))
+            .collect();
+        assert_eq!(w.len(), 1, "{:?}", r.summary.warnings);
+        for advice in [
+            "--no-keepalive",
+            "--max-connections-per-second",
+            "ip_local_port_range",
+        ] {
+            assert!(w[0].contains(advice), "{}", w[0]);
+        }
+        assert!(w[0].starts_with("5000 connections failed"));
+    }
+
+    #[test]
+    fn generator_warnings() {
+        // A saturated worker thread.
+        let r = record(&[], |m| m.thread_busy = vec![0.99, 0.4]);
+        assert!(r
+            .summary
+            .warnings
+            .iter()
+            .any(|w| w.contains("on a CPU 99%")));
+        // An open loop that achieved 50% of its rate.
+        let r = record(&["-R", "1000"], |m| m.counters.requests = 5000);
+        assert!(r
+            .summary
+            .warnings
+            .iter()
+            .any(|w| w.contains("achieved 500 req/s of the 1000 offered")));
+        // A quiet run has none.
+        let r = record(&["-R", "1000"], |m| {
+            m.counters.requests = 10_000;
+            m.thread_busy = vec![0.2];
+        });
+        assert!(r.summary.warnings.is_empty(), "{:?}", r.summary.warnings);
+    }
+
+    #[test]
+    fn a_lagging_schedule_is_the_generator_s_fault() {
+        let r = record(&["-R", "1000"], |m| {
+            m.counters.requests = 10_000;
+            for _ in 0..100 {
+                hist::record(&mut m.hists.0[Phase::Lag.index()], 5_000_000); // 5 ms late
+            }
+        });
+        assert!(
+            r.summary
+                .warnings
+                .iter()
+                .any(|w| w.contains("the generator fell behind")),
+            "{:?}",
+            r.summary.warnings
+        );
+    }
+}

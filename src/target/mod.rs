@@ -49,6 +49,10 @@ impl RequestTemplate {
                 format!("User-Agent: reqlife/{}\r\n", env!("CARGO_PKG_VERSION")).as_bytes(),
             );
         }
+        if !plan.keepalive && !has("connection") {
+            // A connection per request: tell the server, so that it closes too.
+            out.extend_from_slice(b"Connection: close\r\n");
+        }
         for (name, value) in &plan.headers {
             out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
         }
@@ -124,6 +128,13 @@ mod tests {
         assert_eq!(s.matches("Host:").count(), 1);
         assert!(s.contains("Host: example.test\r\n"));
         assert!(!s.contains("reqlife/"));
+    }
+
+    #[test]
+    fn no_keepalive_asks_the_server_to_close() {
+        assert!(template(&["--no-keepalive"], "http://127.0.0.1:8080/")
+            .contains("Connection: close\r\n"));
+        assert!(!template(&[], "http://127.0.0.1:8080/").contains("Connection:"));
     }
 
     #[test]
