@@ -16,58 +16,13 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
-import time
+
+from nginx import Nginx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-NGINX_CONF = """
-worker_processes 1;
-daemon off;
-pid {tmp}/nginx.pid;
-error_log {tmp}/error.log;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    client_body_temp_path {tmp}/client_body;
-    proxy_temp_path {tmp}/proxy;
-    fastcgi_temp_path {tmp}/fastcgi;
-    uwsgi_temp_path {tmp}/uwsgi;
-    scgi_temp_path {tmp}/scgi;
-    keepalive_requests 1000000;
-    keepalive_timeout 75s;
-    server {{
-        listen 127.0.0.1:{port};
-        default_type text/plain;
-        location / {{ return 200 "Hello World!"; }}
-    }}
-}}
-"""
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def wait_port(port, timeout=5.0):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return True
-        except OSError:
-            time.sleep(0.05)
-    return False
-
 
 def run_measured(cmd):
     """Runs cmd; returns (stdout, stderr, cpu seconds of the child)."""
@@ -126,78 +81,64 @@ def main():
         print(f"{a.reqlife} not found: build it first with cargo build --release", file=sys.stderr)
         return 2
 
-    tmp = tempfile.mkdtemp(prefix="reqlife-bench-")
-    port = free_port()
-    conf = os.path.join(tmp, "nginx.conf")
-    with open(conf, "w") as f:
-        f.write(NGINX_CONF.format(tmp=tmp, port=port))
-    nginx = subprocess.Popen(["taskset", "-c", a.server_cpu, "nginx", "-c", conf],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        if not wait_port(port):
-            print("nginx did not start: " + nginx.stderr.read().decode(errors="replace") if nginx.poll() is not None
-                  else "nginx did not start listening", file=sys.stderr)
-            return 1
-        url = f"http://127.0.0.1:{port}/"
-        d = a.duration
-        pin = ["taskset", "-c", a.client_cpu]
+    with Nginx(cpu=a.server_cpu) as port:
+        return measure(a, port)
 
-        def wrk(c):
-            return pin + ["wrk", "-t1", f"-c{c}", f"-d{d:g}s", "--latency", url]
 
-        def reqlife(c):
-            return pin + [a.reqlife, "run", "-t", "1", "-c", str(c), "-d", f"{d:g}s", "--quiet", "--json", url]
+def measure(a, port):
+    url = f"http://127.0.0.1:{port}/"
+    d = a.duration
+    pin = ["taskset", "-c", a.client_cpu]
 
-        tools = [("wrk", wrk, wrk_figures)]
-        if not a.peer_only:
-            tools.append(("reqlife", reqlife, reqlife_figures))
-        rows = []
-        for r in range(a.rounds):
-            order = tools if r % 2 == 0 else list(reversed(tools))
-            for name, cmd, parse in order:
-                out, err, code, cpu = cpu_of(cmd(a.connections))
-                try:
-                    n, rps, _ = parse(out)
-                except (ValueError, KeyError, json.JSONDecodeError) as e:
-                    print(f"{name} output not understood ({e}):\n{out}\n{err}", file=sys.stderr)
-                    return 1
-                out1, err1, _, _ = cpu_of(cmd(1))
-                try:
-                    _, _, p50 = parse(out1)
-                except (ValueError, KeyError, json.JSONDecodeError) as e:
-                    print(f"{name} -c 1 output not understood ({e}):\n{out1}\n{err1}", file=sys.stderr)
-                    return 1
-                rows.append({"round": r + 1, "tool": name, "requests": n, "rps": rps,
-                             "cpu_s": cpu, "cpu_us_per_req": cpu / n * 1e6, "p50_c1_us": p50})
-                print(f"round {r + 1} {name:8} {rps:>12.0f} req/s  {cpu / n * 1e6:>6.2f} us CPU/req"
-                      f"  p50 at -c 1: {p50 if p50 is not None else float('nan'):>7.1f} us", flush=True)
+    def wrk(c):
+        return pin + ["wrk", "-t1", f"-c{c}", f"-d{d:g}s", "--latency", url]
 
-        print()
-        print(f"medians over {a.rounds} rounds (-t 1 -c {a.connections}, {d:g} s each; p50 with -c 1):")
-        med = {}
-        for name, _, _ in tools:
-            mine = [x for x in rows if x["tool"] == name]
-            med[name] = {k: statistics.median(x[k] for x in mine if x[k] is not None)
-                         for k in ("rps", "cpu_us_per_req", "p50_c1_us")}
-            m = med[name]
-            print(f"  {name:8} {m['rps']:>12.0f} req/s  {m['cpu_us_per_req']:>6.2f} us CPU/req  p50 {m['p50_c1_us']:>7.1f} us")
-        if "reqlife" in med:
-            cpu_ratio = med["reqlife"]["cpu_us_per_req"] / med["wrk"]["cpu_us_per_req"]
-            p50_ratio = med["reqlife"]["p50_c1_us"] / med["wrk"]["p50_c1_us"]
-            print(f"  ratio reqlife/wrk: CPU per request {cpu_ratio:.3f} (target <= 1.0), "
-                  f"p50 at -c 1 {p50_ratio:.3f}")
-            med["ratios"] = {"cpu_per_request": cpu_ratio, "p50_c1": p50_ratio}
-        if a.json_out:
-            with open(a.json_out, "w") as f:
-                json.dump({"rows": rows, "medians": med}, f, indent=2)
-        return 0
-    finally:
-        nginx.send_signal(signal.SIGQUIT)
-        try:
-            nginx.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            nginx.kill()
-        shutil.rmtree(tmp, ignore_errors=True)
+    def reqlife(c):
+        return pin + [a.reqlife, "run", "-t", "1", "-c", str(c), "-d", f"{d:g}s", "--quiet", "--json", url]
+
+    tools = [("wrk", wrk, wrk_figures)]
+    if not a.peer_only:
+        tools.append(("reqlife", reqlife, reqlife_figures))
+    rows = []
+    for r in range(a.rounds):
+        order = tools if r % 2 == 0 else list(reversed(tools))
+        for name, cmd, parse in order:
+            out, err, code, cpu = cpu_of(cmd(a.connections))
+            try:
+                n, rps, _ = parse(out)
+            except (ValueError, KeyError, json.JSONDecodeError) as e:
+                print(f"{name} output not understood ({e}):\n{out}\n{err}", file=sys.stderr)
+                return 1
+            out1, err1, _, _ = cpu_of(cmd(1))
+            try:
+                _, _, p50 = parse(out1)
+            except (ValueError, KeyError, json.JSONDecodeError) as e:
+                print(f"{name} -c 1 output not understood ({e}):\n{out1}\n{err1}", file=sys.stderr)
+                return 1
+            rows.append({"round": r + 1, "tool": name, "requests": n, "rps": rps,
+                         "cpu_s": cpu, "cpu_us_per_req": cpu / n * 1e6, "p50_c1_us": p50})
+            print(f"round {r + 1} {name:8} {rps:>12.0f} req/s  {cpu / n * 1e6:>6.2f} us CPU/req"
+                  f"  p50 at -c 1: {p50 if p50 is not None else float('nan'):>7.1f} us", flush=True)
+
+    print()
+    print(f"medians over {a.rounds} rounds (-t 1 -c {a.connections}, {d:g} s each; p50 with -c 1):")
+    med = {}
+    for name, _, _ in tools:
+        mine = [x for x in rows if x["tool"] == name]
+        med[name] = {k: statistics.median(x[k] for x in mine if x[k] is not None)
+                     for k in ("rps", "cpu_us_per_req", "p50_c1_us")}
+        m = med[name]
+        print(f"  {name:8} {m['rps']:>12.0f} req/s  {m['cpu_us_per_req']:>6.2f} us CPU/req  p50 {m['p50_c1_us']:>7.1f} us")
+    if "reqlife" in med:
+        cpu_ratio = med["reqlife"]["cpu_us_per_req"] / med["wrk"]["cpu_us_per_req"]
+        p50_ratio = med["reqlife"]["p50_c1_us"] / med["wrk"]["p50_c1_us"]
+        print(f"  ratio reqlife/wrk: CPU per request {cpu_ratio:.3f} (target <= 1.0), "
+              f"p50 at -c 1 {p50_ratio:.3f}")
+        med["ratios"] = {"cpu_per_request": cpu_ratio, "p50_c1": p50_ratio}
+    if a.json_out:
+        with open(a.json_out, "w") as f:
+            json.dump({"rows": rows, "medians": med}, f, indent=2)
+    return 0
 
 
 if __name__ == "__main__":

@@ -290,6 +290,15 @@ pub enum Schedule {
     Stages(Vec<RateStage>),
 }
 
+/// One stage of a closed loop with a varying number of connections: from `from` to `to`
+/// connections, linearly over `duration`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnStage {
+    pub duration: Duration,
+    pub from: usize,
+    pub to: usize,
+}
+
 /// Arrival process of an open loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arrival {
@@ -311,13 +320,15 @@ pub enum LoadModel {
         arrival: Arrival,
         connections: usize,
     },
+    /// A closed loop whose number of active connections follows stages (ramps and holds).
+    ClosedStages(Vec<ConnStage>),
 }
 
 impl LoadModel {
     /// The short name used in reports: `closed` or `open`.
     pub fn name(&self) -> &'static str {
         match self {
-            LoadModel::Closed { .. } => "closed",
+            LoadModel::Closed { .. } | LoadModel::ClosedStages(_) => "closed",
             LoadModel::Open { .. } => "open",
         }
     }
@@ -352,10 +363,50 @@ pub struct RunPlan {
 }
 
 impl RunPlan {
-    /// Number of connections of the plan.
+    /// Number of connections of the plan (the most at any time, for stages).
     pub fn connections(&self) -> usize {
-        match self.load {
-            LoadModel::Closed { connections } | LoadModel::Open { connections, .. } => connections,
+        match &self.load {
+            LoadModel::Closed { connections } | LoadModel::Open { connections, .. } => *connections,
+            LoadModel::ClosedStages(stages) => {
+                stages.iter().map(|s| s.from.max(s.to)).max().unwrap_or(1)
+            }
+        }
+    }
+
+    /// The stages' durations, in order (empty when the load has no stages).
+    pub fn stage_durations(&self) -> Vec<Duration> {
+        match &self.load {
+            LoadModel::Open {
+                schedule: Schedule::Stages(st),
+                ..
+            } => st.iter().map(|s| s.duration).collect(),
+            LoadModel::ClosedStages(st) => st.iter().map(|s| s.duration).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Human labels of the stages (`0->20000 req/s`, `200 connections`).
+    pub fn stage_labels(&self) -> Vec<String> {
+        let span = |a: f64, b: f64, unit: &str| {
+            if a == b {
+                format!("{a} {unit}")
+            } else {
+                format!("{a}->{b} {unit}")
+            }
+        };
+        match &self.load {
+            LoadModel::Open {
+                schedule: Schedule::Stages(st),
+                ..
+            } => st
+                .iter()
+                .map(|s| span(s.from_rps, s.to_rps, "req/s"))
+                .collect(),
+            LoadModel::ClosedStages(st) => st
+                .iter()
+                .map(|s| span(s.from as f64, s.to as f64, "connections"))
+                .collect(),
+            _ => Vec::new(),
         }
     }
 }

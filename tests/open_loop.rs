@@ -146,3 +146,50 @@ fn the_text_report_shows_both_latencies_and_the_lag() {
         assert!(text.contains(row), "missing {row:?} in\n{text}");
     }
 }
+
+#[test]
+fn rate_stages_ramp_and_hold_and_are_kept_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stages.json");
+    let out = run(&[
+        "run",
+        "--stages",
+        "1s:0->2000, 1s:2000",
+        "-c",
+        "4",
+        "-t",
+        "2",
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("0->2000 req/s"), "{}", stdout(&out));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let stages = r["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 2);
+    // The ramp's area is 1000 requests, the hold's 2000 (a few in flight at the end are cut).
+    let n0 = num(&stages[0], "requests.total");
+    let n1 = num(&stages[1], "requests.total");
+    assert!((990.0..=1000.0).contains(&n0), "ramp {n0}");
+    assert!((1970.0..=2000.0).contains(&n1), "hold {n1}");
+    assert_eq!(num(&stages[0], "offered_rps"), 1000.0);
+    assert_eq!(n0 + n1, num(&r, "summary.requests.total"));
+    assert!(num(&stages[1], "latency.total.count") > 0.0);
+}
+
+#[test]
+fn connection_stages_ramp_the_closed_loop() {
+    let out = run(&[
+        "run",
+        "--stages",
+        "500ms:1->4c, 500ms:4c",
+        "-t",
+        "2",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j = summary(&out);
+    // Four connections at most, all of them reached by the ramp.
+    assert_eq!(num(&j, "connections.opened"), 4.0);
+    assert!(num(&j, "requests.ok") > 0.0);
+}

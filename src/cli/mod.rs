@@ -35,6 +35,10 @@ fn count_arg(s: &str) -> Result<u64, String> {
     units::parse_count(s).map_err(|e| e.0)
 }
 
+fn stages_arg(s: &str) -> Result<units::StagesSpec, String> {
+    units::parse_stages(s).map_err(|e| e.0)
+}
+
 fn rate_arg(s: &str) -> Result<f64, String> {
     units::parse_rate(s).map_err(|e| e.0)
 }
@@ -85,6 +89,12 @@ pub struct RunArgs {
     /// from each request's intended send time.
     #[arg(short = 'R', long = "rate", value_parser = rate_arg)]
     pub rate: Option<f64>,
+
+    /// Stages of load, one after another: rates ('10s:0->20000, 60s:20000, 10s:20000->0', an
+    /// open loop) or connections ('10s:1->200c, 30s:200c', a closed loop). Each stage's figures
+    /// are kept apart; the stages set the run's length.
+    #[arg(long = "stages", value_parser = stages_arg)]
+    pub stages: Option<units::StagesSpec>,
 
     /// Arrival process of the open loop.
     #[arg(long = "arrival", value_enum, default_value = "constant")]

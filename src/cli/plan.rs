@@ -2,8 +2,11 @@
 //! and every message about bad input lives in this file. A [`PlanError`] is one line naming
 //! what is wrong and what is valid; the binary exits with code 2 on it.
 
+use super::units::StagesSpec;
 use super::{ArrivalArg, PolicyArg, RunArgs};
-use crate::model::{Arrival, LoadModel, RunPlan, Schedule, Scheme, StopRule, Target, TlsPlan};
+use crate::model::{
+    Arrival, ConnStage, LoadModel, RateStage, RunPlan, Schedule, Scheme, StopRule, Target, TlsPlan,
+};
 use std::net::ToSocketAddrs;
 use std::time::Duration;
 
@@ -26,7 +29,29 @@ pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 /// Builds the plan of `reqlife run` for `url` (the user's, or the embedded target's).
 pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     let target = parse_target(url)?;
-    let connections = args.connections;
+    if args.stages.is_some() {
+        if args.rate.is_some() {
+            return err("--stages and -R/--rate conflict: the stages give the rate");
+        }
+        if args.duration.is_some() || args.requests.is_some() {
+            return err(
+                "--stages sets the length of the run: drop -d/--duration and -n/--requests",
+            );
+        }
+        if !args.warmup.is_zero() {
+            return err("--stages and --warmup conflict: make the first stage the warm-up");
+        }
+    }
+    let connections = match &args.stages {
+        Some(StagesSpec::Connections(st)) => {
+            let most = st.iter().map(|(_, a, b)| *a.max(b)).max().unwrap_or(0);
+            if most == 0 {
+                return err("--stages must reach at least 1 connection (e.g. '10s:1->50c')");
+            }
+            most
+        }
+        _ => args.connections,
+    };
     if connections == 0 {
         return err("-c/--connections must be at least 1");
     }
@@ -99,21 +124,60 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
             ));
         }
     }
-    let load = match args.rate {
-        None => LoadModel::Closed { connections },
-        Some(rate) if rate <= 0.0 || !rate.is_finite() => {
+    let arrival = match args.arrival {
+        ArrivalArg::Constant => Arrival::Constant,
+        ArrivalArg::Poisson => Arrival::Poisson,
+    };
+    let (load, stop) = match &args.stages {
+        None => (None, stop),
+        Some(StagesSpec::Rates(st)) => {
+            let stages: Vec<RateStage> = st
+                .iter()
+                .map(|&(duration, from_rps, to_rps)| RateStage {
+                    duration,
+                    from_rps,
+                    to_rps,
+                })
+                .collect();
+            let total = stages.iter().map(|s| s.duration).sum();
+            (
+                Some(LoadModel::Open {
+                    schedule: Schedule::Stages(stages),
+                    arrival,
+                    connections,
+                }),
+                StopRule::Duration(total),
+            )
+        }
+        Some(StagesSpec::Connections(st)) => {
+            let stages: Vec<ConnStage> = st
+                .iter()
+                .map(|&(duration, from, to)| ConnStage {
+                    duration,
+                    from: from as usize,
+                    to: to as usize,
+                })
+                .collect();
+            let total = stages.iter().map(|s| s.duration).sum();
+            (
+                Some(LoadModel::ClosedStages(stages)),
+                StopRule::Duration(total),
+            )
+        }
+    };
+    let load = match (load, args.rate) {
+        (Some(load), _) => load,
+        (None, None) => LoadModel::Closed { connections },
+        (None, Some(rate)) if rate <= 0.0 || !rate.is_finite() => {
             return err("-R/--rate must be more than 0 requests per second (e.g. -R 1000)")
         }
-        Some(rate) => LoadModel::Open {
+        (None, Some(rate)) => LoadModel::Open {
             schedule: Schedule::Constant { rate },
-            arrival: match args.arrival {
-                ArrivalArg::Constant => Arrival::Constant,
-                ArrivalArg::Poisson => Arrival::Poisson,
-            },
+            arrival,
             connections,
         },
     };
-    if args.rate.is_none() && args.arrival != ArrivalArg::Constant {
+    if load.name() != "open" && args.arrival != ArrivalArg::Constant {
         return err("--arrival applies to an open loop: give -R/--rate too");
     }
     let keepalive = match (args.no_keepalive, args.connection_policy) {
@@ -433,6 +497,18 @@ mod tests {
         assert!(!plan(&["--connection-policy", "new"]).unwrap().keepalive);
         let p = plan(&["--max-connections-per-second", "500"]).unwrap();
         assert_eq!(p.max_connects_per_s, Some(500.0));
+    }
+
+    #[test]
+    fn stages_become_the_load_and_the_length() {
+        let p = plan(&["--stages", "2s:0->100, 3s:100", "-c", "4"]).unwrap();
+        assert_eq!(p.stop, StopRule::Duration(Duration::from_secs(5)));
+        assert_eq!(p.stage_labels(), vec!["0->100 req/s", "100 req/s"]);
+        assert_eq!(p.connections(), 4);
+        let p = plan(&["--stages", "1s:1->8c, 1s:8c"]).unwrap();
+        assert_eq!(p.load.name(), "closed");
+        assert_eq!(p.connections(), 8, "the most connections at any time");
+        assert_eq!(p.stage_durations(), vec![Duration::from_secs(1); 2]);
     }
 
     #[test]

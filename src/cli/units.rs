@@ -111,6 +111,57 @@ pub fn parse_rate(input: &str) -> Result<f64, UnitError> {
     Ok(rate)
 }
 
+/// A parsed `--stages` specification.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StagesSpec {
+    /// `10s:0->20000, 60s:20000`: rates in req/s.
+    Rates(Vec<(Duration, f64, f64)>),
+    /// `10s:1->200c, 30s:200c`: connections.
+    Connections(Vec<(Duration, u64, u64)>),
+}
+
+const STAGES_FORMS: &str = "stages like '10s:0->20000, 60s:20000, 10s:20000->0' (req/s) \
+     or '10s:1->200c, 30s:200c' (connections)";
+
+/// Parses `--stages`: comma-separated `DURATION:FROM->TO` or `DURATION:LEVEL`, all rates or
+/// all connections (a `c` suffix).
+pub fn parse_stages(input: &str) -> Result<StagesSpec, UnitError> {
+    let mut rates = Vec::new();
+    let mut conns = Vec::new();
+    for (i, part) in input.split(',').map(str::trim).enumerate() {
+        let bad = |why: &str| {
+            UnitError(format!(
+                "invalid stage {} '{part}' in --stages: {why}; expected {STAGES_FORMS}",
+                i + 1
+            ))
+        };
+        let (dur, spec) = part.split_once(':').ok_or_else(|| bad("no ':'"))?;
+        let dur = parse_duration(dur).map_err(|e| bad(&e.0))?;
+        if dur.is_zero() {
+            return Err(bad("a stage must last more than 0"));
+        }
+        let (from, to) = match spec.split_once("->") {
+            Some((a, b)) => (a.trim(), b.trim()),
+            None => (spec.trim(), spec.trim()),
+        };
+        // A `c` on either end marks connections: `1->200c` ramps from 1 to 200 connections.
+        if from.ends_with('c') || to.ends_with('c') {
+            let n = |v: &str| parse_count(v.trim_end_matches('c')).map_err(|e| bad(&e.0));
+            conns.push((dur, n(from)?, n(to)?));
+        } else {
+            let r = |v: &str| parse_rate(v).map_err(|e| bad(&e.0));
+            rates.push((dur, r(from)?, r(to)?));
+        }
+    }
+    match (rates.is_empty(), conns.is_empty()) {
+        (false, true) => Ok(StagesSpec::Rates(rates)),
+        (true, false) => Ok(StagesSpec::Connections(conns)),
+        _ => Err(UnitError(format!(
+            "invalid --stages '{input}': all stages must be rates or all connections; expected {STAGES_FORMS}"
+        ))),
+    }
+}
+
 /// Formats a duration given in nanoseconds in a human unit with 2 decimals
 /// (`812ns`, `35.20us`, `1.25ms`, `2.00s`).
 pub fn human_ns(ns: f64) -> String {
@@ -240,6 +291,37 @@ mod tests {
                 e.contains("invalid rate") || e.contains("too high"),
                 "{input}: {e}"
             );
+        }
+    }
+
+    #[test]
+    fn stages() {
+        let s = |x| Duration::from_secs(x);
+        assert_eq!(
+            parse_stages("10s:0->20000, 60s:20000, 10s:20k->0").unwrap(),
+            StagesSpec::Rates(vec![
+                (s(10), 0.0, 20_000.0),      // a ramp up
+                (s(60), 20_000.0, 20_000.0), // a hold
+                (s(10), 20_000.0, 0.0),      // a ramp down, with units
+            ])
+        );
+        assert_eq!(
+            parse_stages("10s:1->200c, 30s:200c").unwrap(),
+            StagesSpec::Connections(vec![(s(10), 1, 200), (s(30), 200, 200)])
+        );
+        // (input, a part of the message)
+        for (input, want) in [
+            ("10s", "no ':'"),
+            ("0s:100", "more than 0"),
+            ("10x:100", "invalid duration"),
+            ("10s:fast", "invalid rate"),
+            (
+                "10s:100, 10s:5c",
+                "all stages must be rates or all connections",
+            ),
+        ] {
+            let e = parse_stages(input).unwrap_err().0;
+            assert!(e.contains(want), "{input}: {e}");
         }
     }
 

@@ -14,7 +14,7 @@ pub mod timer;
 pub use scheduler::Scheduler;
 
 use crate::engine::{ConnectGate, Session, SessionConfig};
-use crate::model::{LoadModel, RunPlan, Sample, Ticket, Timestamps};
+use crate::model::{ConnStage, LoadModel, RunPlan, Sample, Ticket, Timestamps};
 use crate::recorder::{Measured, Recorder};
 use pacer::ThreadPacer;
 use std::cell::RefCell;
@@ -106,6 +106,18 @@ pub fn start(
     let start = Instant::now();
     let record_from = start + plan.warmup;
     let scheduler = Arc::new(Scheduler::new(plan, record_from));
+    let stage_ends: Vec<Instant> = plan
+        .stage_durations()
+        .iter()
+        .scan(record_from, |end, d| {
+            *end += *d;
+            Some(*end)
+        })
+        .collect();
+    let conn_stages = match &plan.load {
+        LoadModel::ClosedStages(st) => Some(Arc::new(st.clone())),
+        _ => None,
+    };
     let config = Arc::new(config);
     let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel();
     let connections = plan.connections();
@@ -114,7 +126,7 @@ pub fn start(
         // Thread i holds c/t connections, and one more for the first c%t threads.
         let conns = connections / plan.threads + usize::from(thread < connections % plan.threads);
         let pacer = match &plan.load {
-            LoadModel::Closed { .. } => None,
+            LoadModel::Closed { .. } | LoadModel::ClosedStages(_) => None,
             LoadModel::Open {
                 schedule, arrival, ..
             } => Some((
@@ -125,6 +137,8 @@ pub fn start(
         let ctx = WorkerCtx {
             thread,
             threads: plan.threads,
+            stage_ends: stage_ends.clone(),
+            conn_stages: conn_stages.clone(),
             connections: conns,
             scheduler: scheduler.clone(),
             pacer,
@@ -175,6 +189,10 @@ impl Workers {
 struct WorkerCtx {
     thread: usize,
     threads: usize,
+    /// Ends of the stages, for the recorder to keep them apart.
+    stage_ends: Vec<Instant>,
+    /// Closed-loop connection stages.
+    conn_stages: Option<Arc<Vec<ConnStage>>>,
     connections: usize,
     scheduler: Arc<Scheduler>,
     /// The thread's share of an open-loop schedule, from the run's start.
@@ -191,7 +209,9 @@ struct WorkerCtx {
 impl WorkerCtx {
     fn run(mut self) -> Measured {
         let recorder = Rc::new(RefCell::new(
-            Recorder::new(self.record_from, self.interval).until(self.record_until),
+            Recorder::new(self.record_from, self.interval)
+                .until(self.record_until)
+                .with_segments(&self.stage_ends),
         ));
         if self.pacer.is_some() {
             timer::tighten_timer_slack();
@@ -237,8 +257,16 @@ impl WorkerCtx {
                 queue.clone(),
             ));
         }
-        for _ in 0..self.connections {
+        for local in 0..self.connections {
+            // Connections are numbered across threads (thread i holds i, i+T, i+2T, …), so a
+            // ramp of connections grows evenly on every thread.
+            let activity = self.conn_stages.as_ref().map(|stages| Activity {
+                stages: stages.clone(),
+                origin: self.record_from,
+                index: local * self.threads + self.thread,
+            });
             let conn = Connection {
+                activity,
                 session: Session::new(config.clone(), gate.clone()),
                 feed: feed.clone(),
                 recorder: recorder.clone(),
@@ -291,8 +319,46 @@ impl Feed {
     }
 }
 
+/// When a connection of a closed loop with connection stages is active: connection `index`
+/// is active while the stage's connection count (linear within a stage) is above it.
+struct Activity {
+    stages: Arc<Vec<ConnStage>>,
+    origin: Instant,
+    index: usize,
+}
+
+/// How often an inactive connection looks again whether a ramp reached it.
+const ACTIVITY_POLL: Duration = Duration::from_millis(10);
+
+impl Activity {
+    /// The number of connections wanted at `now`, or `None` after the last stage.
+    fn wanted(&self, now: Instant) -> Option<f64> {
+        let mut t = now.saturating_duration_since(self.origin).as_secs_f64();
+        for s in self.stages.iter() {
+            let d = s.duration.as_secs_f64();
+            if t < d {
+                return Some(s.from as f64 + (s.to as f64 - s.from as f64) * t / d);
+            }
+            t -= d;
+        }
+        None
+    }
+
+    /// Waits until this connection is active; false when the stages are over.
+    async fn wait_active(&self) -> bool {
+        loop {
+            match self.wanted(Instant::now()) {
+                None => return false,
+                Some(w) if (self.index as f64) < w => return true,
+                Some(_) => tokio::time::sleep(ACTIVITY_POLL).await,
+            }
+        }
+    }
+}
+
 /// One connection's loop: take a ticket, send, record, repeat.
 struct Connection {
+    activity: Option<Activity>,
     session: Session,
     feed: Feed,
     recorder: Rc<RefCell<Recorder>>,
@@ -302,7 +368,15 @@ struct Connection {
 
 impl Connection {
     async fn run(mut self) {
-        while let Some(ticket) = self.feed.next().await {
+        loop {
+            if let Some(a) = &self.activity {
+                if !a.wait_active().await {
+                    break;
+                }
+            }
+            let Some(ticket) = self.feed.next().await else {
+                break;
+            };
             // Closed loop: the ticket was issued now, so it is dispatched when intended
             // (no second clock read); open loop: dispatched when this connection took it.
             let dispatched = match self.feed {

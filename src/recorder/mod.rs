@@ -142,6 +142,8 @@ pub struct Recorder {
     first_errors: [Option<String>; ErrorKind::ALL.len()],
     current: Option<(u64, Counters, PhaseHists)>,
     finished: Vec<IntervalSnapshot>,
+    /// Stages: the end of each stage (by intended time) and its own figures.
+    segments: Vec<(Instant, Counters, PhaseHists)>,
 }
 
 impl Recorder {
@@ -158,7 +160,24 @@ impl Recorder {
             first_errors: Default::default(),
             current: None,
             finished: Vec::new(),
+            segments: Vec::new(),
         }
+    }
+
+    /// Keeps the figures of each stage apart too: a request belongs to the first stage
+    /// whose end is after its intended time.
+    pub fn with_segments(mut self, ends: &[Instant]) -> Self {
+        self.segments = ends
+            .iter()
+            .map(|&end| {
+                (
+                    end,
+                    Counters::default(),
+                    PhaseHists::new(hist::new_interval_hist),
+                )
+            })
+            .collect();
+        self
     }
 
     /// Also ignores requests that end after `until` (the end of a timed run): they were in
@@ -184,6 +203,14 @@ impl Recorder {
             self.status[(code as usize).min(STATUS_SLOTS - 1)] += 1;
         }
         self.hists.record(s);
+        if let Some((_, c, h)) = self
+            .segments
+            .iter_mut()
+            .find(|(end, _, _)| s.stamps.intended < *end)
+        {
+            c.add(s);
+            h.record(s);
+        }
         let end = s.stamps.done.unwrap_or_else(Instant::now);
         let index = (end.saturating_duration_since(self.record_from).as_nanos()
             / self.interval.as_nanos().max(1)) as u64;
@@ -237,6 +264,7 @@ impl Recorder {
             first_errors: self.first_errors,
             intervals: self.finished,
             thread_busy: Vec::new(),
+            segments: self.segments.into_iter().map(|(_, c, h)| (c, h)).collect(),
         }
     }
 }
@@ -267,6 +295,8 @@ pub struct Measured {
     pub intervals: Vec<IntervalSnapshot>,
     /// Per worker thread: the share of the run it was on a CPU (0..1).
     pub thread_busy: Vec<f64>,
+    /// Per stage: its counters and phase histograms.
+    pub segments: Vec<(Counters, PhaseHists)>,
 }
 
 impl Measured {
@@ -280,6 +310,7 @@ impl Measured {
             first_errors: Default::default(),
             intervals: Vec::new(),
             thread_busy: Vec::new(),
+            segments: Vec::new(),
         };
         let mut by_index: std::collections::BTreeMap<u64, (Counters, PhaseHists)> =
             Default::default();
@@ -290,6 +321,16 @@ impl Measured {
             }
             out.hists.merge(&part.hists);
             out.thread_busy.extend_from_slice(&part.thread_busy);
+            for (i, (c, h)) in part.segments.iter().enumerate() {
+                if out.segments.len() <= i {
+                    out.segments.push((
+                        Counters::default(),
+                        PhaseHists::new(hist::new_interval_hist),
+                    ));
+                }
+                out.segments[i].0.merge(c);
+                out.segments[i].1.merge(h);
+            }
             for (slot, e) in out.first_errors.iter_mut().zip(part.first_errors) {
                 if slot.is_none() {
                     *slot = e;

@@ -4,7 +4,7 @@
 //! and later tools work from it alone.
 
 use super::hist::{self, IntervalStats, Stats};
-use super::Measured;
+use super::{Counters, Measured};
 use crate::model::{Arrival, ErrorKind, LoadModel, Phase, RunPlan, Schedule, StopRule};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -24,6 +24,8 @@ pub struct RunRecord {
     pub interrupted: bool,
     pub summary: Summary,
     pub intervals: Vec<Interval>,
+    /// With `--stages`: each stage's figures, apart.
+    pub stages: Vec<Stage>,
     /// Phase name → base64 HdrHistogram V2+DEFLATE of the whole run, in nanoseconds.
     pub histograms: BTreeMap<String, String>,
     /// Error kind → the first error of that kind, in words.
@@ -172,6 +174,23 @@ pub struct Latency {
     pub schedule_lag: Stats,
 }
 
+/// One stage of a run with `--stages` (requests belong to the stage they were intended in).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Stage {
+    /// What the stage asked for: `0->20000 req/s`, `200 connections`.
+    pub label: String,
+    pub start_s: f64,
+    pub duration_s: f64,
+    pub requests: Requests,
+    /// Requests completed per second of the stage.
+    pub throughput_rps: f64,
+    /// Open loop: the stage's mean offered rate.
+    pub offered_rps: Option<f64>,
+    pub latency: Latency,
+    /// base64 V2+DEFLATE histogram of the stage's total latency.
+    pub total_histogram: String,
+}
+
 /// One interval of the time series (all threads merged).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Interval {
@@ -224,10 +243,6 @@ impl RunRecord {
             .iter()
             .map(|k| (k.name().to_string(), c.errors[k.index()]))
             .collect();
-        let phases = Phase::CLIENT
-            .iter()
-            .map(|&p| (p.name().to_string(), Stats::of(measured.hists.get(p))))
-            .collect();
         let histograms = Phase::ALL
             .iter()
             .map(|&p| (p.name().to_string(), hist::encode(measured.hists.get(p))))
@@ -270,12 +285,7 @@ impl RunRecord {
                 },
                 status,
                 errors,
-                latency: Latency {
-                    total: Stats::of(measured.hists.get(Phase::Total)),
-                    uncorrected: Stats::of(measured.hists.get(Phase::Uncorrected)),
-                    phases,
-                    schedule_lag: Stats::of(measured.hists.get(Phase::Lag)),
-                },
+                latency: latency_of(&measured.hists),
                 generator: Generator {
                     offered_rps: offered_rps(plan),
                     thread_busy: measured.thread_busy.iter().map(|b| round3(*b)).collect(),
@@ -283,6 +293,7 @@ impl RunRecord {
                 warnings: Vec::new(),
             },
             intervals: intervals_of(measured, plan.interval, end.recorded),
+            stages: stages_of(plan, measured),
             histograms,
             first_errors,
         }
@@ -302,6 +313,67 @@ impl RunRecord {
             .get(phase)
             .ok_or_else(|| format!("the record has no histogram for '{phase}'"))?;
         hist::decode(text)
+    }
+}
+
+/// The figures of each stage.
+fn stages_of(plan: &RunPlan, measured: &Measured) -> Vec<Stage> {
+    let labels = plan.stage_labels();
+    let durations = plan.stage_durations();
+    let rates: Vec<Option<f64>> = match &plan.load {
+        LoadModel::Open {
+            schedule: Schedule::Stages(st),
+            ..
+        } => st
+            .iter()
+            .map(|s| Some((s.from_rps + s.to_rps) / 2.0))
+            .collect(),
+        _ => vec![None; durations.len()],
+    };
+    let mut start = 0.0;
+    labels
+        .into_iter()
+        .zip(durations)
+        .zip(rates)
+        .enumerate()
+        .map(|(i, ((label, d), offered_rps))| {
+            let secs = d.as_secs_f64();
+            let empty = (
+                Counters::default(),
+                super::PhaseHists::new(hist::new_interval_hist),
+            );
+            let (c, h) = measured.segments.get(i).unwrap_or(&empty);
+            let stage = Stage {
+                label,
+                start_s: round6(start),
+                duration_s: round6(secs),
+                requests: Requests {
+                    total: c.requests,
+                    ok: c.ok,
+                    errors: c.error_total(),
+                    non_2xx_3xx: 0,
+                },
+                throughput_rps: round3(c.requests as f64 / secs),
+                offered_rps,
+                latency: latency_of(h),
+                total_histogram: hist::encode(h.get(Phase::Total)),
+            };
+            start += secs;
+            stage
+        })
+        .collect()
+}
+
+/// The latency statistics of a set of phase histograms.
+fn latency_of(h: &super::PhaseHists) -> Latency {
+    Latency {
+        total: Stats::of(h.get(Phase::Total)),
+        uncorrected: Stats::of(h.get(Phase::Uncorrected)),
+        phases: Phase::CLIENT
+            .iter()
+            .map(|&p| (p.name().to_string(), Stats::of(h.get(p))))
+            .collect(),
+        schedule_lag: Stats::of(h.get(Phase::Lag)),
     }
 }
 

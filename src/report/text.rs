@@ -21,6 +21,7 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
     header(&mut out, record);
     totals(&mut out, record);
     phases(&mut out, record);
+    stages(&mut out, record);
     statuses_and_errors(&mut out, record);
     warnings(&mut out, record);
     if opts.latency {
@@ -152,6 +153,36 @@ fn phases(out: &mut String, r: &RunRecord) {
             cell(s.p9999_us),
             cell(s.max_us),
             s.count
+        );
+    }
+}
+
+/// One row per stage: what it asked for, what it got, and its latency.
+fn stages(out: &mut String, r: &RunRecord) {
+    if r.stages.is_empty() {
+        return;
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  {:<5} {:>7} {:<24} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}",
+        "Stage", "from", "target", "requests", "req/s", "p50", "p90", "p99", "p99.9", "errors"
+    );
+    for (i, s) in r.stages.iter().enumerate() {
+        let t = &s.latency.total;
+        let _ = writeln!(
+            out,
+            "  {:<5} {:>6.1}s {:<24} {:>10} {:>10.1} {:>9} {:>9} {:>9} {:>9} {:>7}",
+            i + 1,
+            s.start_s,
+            s.label,
+            s.requests.total,
+            s.throughput_rps,
+            cell(t.p50_us),
+            cell(t.p90_us),
+            cell(t.p99_us),
+            cell(t.p999_us),
+            s.requests.errors
         );
     }
 }
