@@ -193,3 +193,62 @@ fn connection_stages_ramp_the_closed_loop() {
     assert_eq!(num(&j, "connections.opened"), 4.0);
     assert!(num(&j, "requests.ok") > 0.0);
 }
+
+#[test]
+fn a_sweep_runs_each_level_and_keeps_them_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sweep.json");
+    let out = run(&[
+        "run",
+        "-R",
+        "500,1000",
+        "-d",
+        "500ms",
+        "--pause",
+        "100ms",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for row in [
+        "a sweep of rate over 2 levels: 500, 1000",
+        "500 req/s",
+        "1000 req/s",
+        "achieved",
+    ] {
+        assert!(text.contains(row), "missing {row:?} in\n{text}");
+    }
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let levels = r["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 2);
+    let n: Vec<f64> = levels
+        .iter()
+        .map(|l| num(l, "summary.requests.total"))
+        .collect();
+    assert!(
+        (245.0..=250.0).contains(&n[0]) && (490.0..=500.0).contains(&n[1]),
+        "{n:?}"
+    );
+    // Every level keeps its histograms; the top level merges them exactly.
+    assert!(levels[1]["histograms"]["total"].as_str().unwrap().len() > 10);
+    assert_eq!(num(&r, "summary.requests.total"), n[0] + n[1]);
+    assert_eq!(num(&r, "summary.latency.total.count"), n[0] + n[1]);
+}
+
+#[test]
+fn a_connection_sweep_through_json() {
+    let out = run(&["run", "-c", "1,2", "-n", "200", "--pause", "0s", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j = summary(&out);
+    let levels = j["levels"].as_array().unwrap();
+    let conns: Vec<f64> = levels.iter().map(|l| num(l, "connections")).collect();
+    assert_eq!(conns, vec![1.0, 2.0]);
+    for l in levels {
+        assert_eq!(num(l, "summary.requests.total"), 200.0);
+    }
+}

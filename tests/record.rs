@@ -54,6 +54,21 @@ fn an_open_loop_record_validates_too() {
 }
 
 #[test]
+fn a_sweep_record_validates_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sweep.json");
+    let p = path.to_str().unwrap();
+    let out = run(&["run", "-c", "1,2", "-n", "100", "--pause", "0s", "-o", p]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_valid(&validator(), &record);
+    assert_eq!(record["levels"].as_array().unwrap().len(), 2);
+    // The report re-renders a sweep from the record alone.
+    let again = run(&["report", p]);
+    assert_eq!(stdout(&again), stdout(&out));
+}
+
+#[test]
 fn record_validates_against_the_schema_and_re_renders() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.json");

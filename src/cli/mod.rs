@@ -69,8 +69,9 @@ pub struct RunArgs {
     pub url: Option<String>,
 
     /// Connections to keep open, spread over the threads.
-    #[arg(short = 'c', long = "connections", default_value = "50", value_parser = count_arg)]
-    pub connections: u64,
+    /// A list (`-c 100,200,500`) runs one level after another: a sweep.
+    #[arg(short = 'c', long = "connections", default_value = "50", value_parser = count_arg, value_delimiter = ',')]
+    pub connections: Vec<u64>,
 
     /// Worker threads, one single-threaded runtime each [default: the number of cores].
     #[arg(short = 't', long = "threads", value_parser = count_arg)]
@@ -87,8 +88,13 @@ pub struct RunArgs {
     /// Open loop: send at this total rate (req/s over all connections and threads, e.g.
     /// 20000, 20k, 250/s), whether or not earlier requests were answered; latency is measured
     /// from each request's intended send time.
-    #[arg(short = 'R', long = "rate", value_parser = rate_arg)]
-    pub rate: Option<f64>,
+    /// A list (`-R 5000,10000,20000`) runs one level after another: a sweep.
+    #[arg(short = 'R', long = "rate", value_parser = rate_arg, value_delimiter = ',')]
+    pub rate: Vec<f64>,
+
+    /// Pause between the levels of a sweep.
+    #[arg(long = "pause", default_value = "1s", value_parser = duration_arg)]
+    pub pause: Duration,
 
     /// Stages of load, one after another: rates ('10s:0->20000, 60s:20000, 10s:20000->0', an
     /// open loop) or connections ('10s:1->200c, 30s:200c', a closed loop). Each stage's figures

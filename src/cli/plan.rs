@@ -26,11 +26,56 @@ pub const MAX_CONNECTIONS: u64 = 1_000_000;
 /// Largest response head accepted.
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 
-/// Builds the plan of `reqlife run` for `url` (the user's, or the embedded target's).
+/// Builds the plans of `reqlife run` for `url`: one, or one per level of a sweep
+/// (`-c 100,200,500` or `-R 5000,10000`), in the order given.
+pub fn build_levels(args: &RunArgs, url: &str) -> Result<Vec<RunPlan>, PlanError> {
+    match (args.connections.len(), args.rate.len()) {
+        (0, _) => err("-c/--connections needs a value (e.g. -c 50)"),
+        (c, r) if c > 1 && r > 1 => err(
+            "a sweep varies one thing: give a list to -c/--connections or to -R/--rate, not both",
+        ),
+        (c, _) if c > 1 => {
+            if args.stages.is_some() {
+                return err("--stages and a sweep (-c a,b,...) conflict: give one of them");
+            }
+            args.connections
+                .iter()
+                .map(|&c| {
+                    let mut one = args.clone();
+                    one.connections = vec![c];
+                    // A level with fewer connections than -t threads uses one per connection.
+                    one.threads = args.threads.map(|t| t.min(c.max(1)));
+                    build(&one, url)
+                })
+                .collect()
+        }
+        (_, r) if r > 1 => {
+            if args.stages.is_some() {
+                return err("--stages and a sweep (-R a,b,...) conflict: give one of them");
+            }
+            args.rate
+                .iter()
+                .map(|&r| {
+                    let mut one = args.clone();
+                    one.rate = vec![r];
+                    build(&one, url)
+                })
+                .collect()
+        }
+        _ => Ok(vec![build(args, url)?]),
+    }
+}
+
+/// Builds the plan of one level of `reqlife run` for `url` (the user's, or the embedded
+/// target's); a sweep (a list of levels) is refused here: see [`build_levels`].
 pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
+    if args.connections.len() != 1 || args.rate.len() > 1 {
+        return err("a sweep has several plans: build them with build_levels");
+    }
+    let rate = args.rate.first().copied();
     let target = parse_target(url)?;
     if args.stages.is_some() {
-        if args.rate.is_some() {
+        if rate.is_some() {
             return err("--stages and -R/--rate conflict: the stages give the rate");
         }
         if args.duration.is_some() || args.requests.is_some() {
@@ -50,7 +95,7 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
             }
             most
         }
-        _ => args.connections,
+        _ => args.connections[0],
     };
     if connections == 0 {
         return err("-c/--connections must be at least 1");
@@ -165,7 +210,7 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
             )
         }
     };
-    let load = match (load, args.rate) {
+    let load = match (load, rate) {
         (Some(load), _) => load,
         (None, None) => LoadModel::Closed { connections },
         (None, Some(rate)) if rate <= 0.0 || !rate.is_finite() => {
@@ -509,6 +554,36 @@ mod tests {
         assert_eq!(p.load.name(), "closed");
         assert_eq!(p.connections(), 8, "the most connections at any time");
         assert_eq!(p.stage_durations(), vec![Duration::from_secs(1); 2]);
+    }
+
+    #[test]
+    fn sweeps_are_one_plan_per_level() {
+        let levels = |flags: &[&str]| build_levels(&args(flags), "http://127.0.0.1:9/");
+        let c: Vec<usize> = levels(&["-c", "1,2,5"])
+            .unwrap()
+            .iter()
+            .map(|p| p.connections())
+            .collect();
+        assert_eq!(c, vec![1, 2, 5]);
+        let r: Vec<String> = levels(&["-R", "100,2k"])
+            .unwrap()
+            .iter()
+            .map(|p| format!("{:?}", p.load))
+            .collect();
+        assert!(
+            r[0].contains("rate: 100.0") && r[1].contains("rate: 2000.0"),
+            "{r:?}"
+        );
+        assert_eq!(levels(&["-c", "7"]).unwrap().len(), 1);
+        // (flags, a part of the message)
+        for (flags, want) in [
+            (&["-c", "1,2", "-R", "5,6"][..], "varies one thing"),
+            (&["-c", "1,2", "--stages", "1s:5"][..], "conflict"),
+            (&["-c", "1,0"][..], "at least 1"),
+        ] {
+            let e = levels(flags).unwrap_err().0;
+            assert!(e.contains(want), "{flags:?}: {e}");
+        }
     }
 
     #[test]

@@ -26,6 +26,9 @@ pub struct RunRecord {
     pub intervals: Vec<Interval>,
     /// With `--stages`: each stage's figures, apart.
     pub stages: Vec<Stage>,
+    /// A sweep (`-c 100,200` or `-R 5000,10000`): each level's whole record, in order. The
+    /// top-level summary then merges all levels (histograms added exactly).
+    pub levels: Vec<Level>,
     /// Phase name → base64 HdrHistogram V2+DEFLATE of the whole run, in nanoseconds.
     pub histograms: BTreeMap<String, String>,
     /// Error kind → the first error of that kind, in words.
@@ -69,6 +72,14 @@ pub struct Config {
     pub max_connections_per_second: Option<f64>,
     /// The command line as typed.
     pub command_line: Vec<String>,
+    /// A sweep's levels (`of`: `connections` or `rate`).
+    pub sweep: Option<Sweep>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Sweep {
+    pub of: String,
+    pub levels: Vec<f64>,
 }
 
 /// Where it ran.
@@ -172,6 +183,20 @@ pub struct Latency {
     /// How late the scheduler released each request after its due time (open loop; zero in
     /// a closed loop), waiting for a free connection excluded.
     pub schedule_lag: Stats,
+}
+
+/// One level of a sweep.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Level {
+    /// `100 connections` or `5000 req/s`.
+    pub label: String,
+    pub connections: u64,
+    /// Open loop: the level's offered rate.
+    pub offered_rps: Option<f64>,
+    pub stop_reason: String,
+    pub summary: Summary,
+    pub intervals: Vec<Interval>,
+    pub histograms: BTreeMap<String, String>,
 }
 
 /// One stage of a run with `--stages` (requests belong to the stage they were intended in).
@@ -294,10 +319,74 @@ impl RunRecord {
             },
             intervals: intervals_of(measured, plan.interval, end.recorded),
             stages: stages_of(plan, measured),
+            levels: Vec::new(),
             histograms,
             first_errors,
         }
         .with_warnings()
+    }
+
+    /// The record of a sweep: the levels' records (label, plan, record) in order, and a
+    /// top-level summary merging every level (`plan` is the first level's; `end.recorded`
+    /// the sum of the levels' recorded time). The time series runs level after level.
+    pub fn sweep(
+        plan: &RunPlan,
+        measured: &[Measured],
+        end: Ending,
+        parts: Vec<(String, &RunPlan, RunRecord)>,
+    ) -> RunRecord {
+        let without_series: Vec<Measured> = measured
+            .iter()
+            .map(|m| {
+                let mut m = m.clone();
+                m.intervals.clear();
+                m.segments.clear();
+                m
+            })
+            .collect();
+        let merged = Measured::merge(without_series);
+        let mut top = RunRecord::build(plan, &merged, end);
+        top.summary.generator.offered_rps = None;
+        let mut offset = 0.0;
+        for (label, level_plan, record) in parts {
+            for mut i in record.intervals.iter().cloned() {
+                i.start_s = round6(i.start_s + offset);
+                top.intervals.push(i);
+            }
+            offset += record.summary.duration_s;
+            top.levels.push(Level {
+                label,
+                connections: level_plan.connections() as u64,
+                offered_rps: offered_rps(level_plan),
+                stop_reason: record.stop_reason,
+                summary: record.summary,
+                intervals: record.intervals,
+                histograms: record.histograms,
+            });
+        }
+        top.config.sweep = Some(Sweep {
+            of: if top.levels.iter().any(|l| l.offered_rps.is_some()) {
+                "rate".into()
+            } else {
+                "connections".into()
+            },
+            levels: top
+                .levels
+                .iter()
+                .map(|l| l.offered_rps.unwrap_or(l.connections as f64))
+                .collect(),
+        });
+        top.summary.warnings = top
+            .levels
+            .iter()
+            .flat_map(|l| {
+                l.summary
+                    .warnings
+                    .iter()
+                    .map(move |w| format!("{}: {w}", l.label))
+            })
+            .collect();
+        top
     }
 
     /// Adds the warnings that the figures call for (see [`warnings_of`]).
@@ -502,6 +591,7 @@ fn config_of(plan: &RunPlan, end: &Ending) -> Config {
         seed: plan.seed,
         connection_policy: if plan.keepalive { "reuse" } else { "new" }.into(),
         max_connections_per_second: plan.max_connects_per_s,
+        sweep: None,
         command_line: end.command_line.clone(),
     }
 }

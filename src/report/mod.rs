@@ -5,9 +5,26 @@ pub mod text;
 
 use crate::recorder::record::RunRecord;
 
-/// The summary JSON printed by `--json`: the `summary` object of the record.
+/// The summary JSON printed by `--json`: the `summary` object of the record; for a sweep,
+/// with a `levels` array of each level's label, connections, offered rate and summary.
 pub fn summary_json(record: &RunRecord) -> String {
-    serde_json::to_string_pretty(&record.summary).expect("the summary serializes")
+    let mut value = serde_json::to_value(&record.summary).expect("the summary serializes");
+    if !record.levels.is_empty() {
+        let levels: Vec<serde_json::Value> = record
+            .levels
+            .iter()
+            .map(|l| {
+                serde_json::json!({
+                    "label": l.label,
+                    "connections": l.connections,
+                    "offered_rps": l.offered_rps,
+                    "summary": l.summary,
+                })
+            })
+            .collect();
+        value["levels"] = serde_json::Value::Array(levels);
+    }
+    serde_json::to_string_pretty(&value).expect("the summary serializes")
 }
 
 /// The whole record as JSON (`-o FILE`).

@@ -20,7 +20,11 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
     let mut out = String::new();
     header(&mut out, record);
     totals(&mut out, record);
-    phases(&mut out, record);
+    if record.levels.is_empty() {
+        phases(&mut out, record);
+    } else {
+        levels(&mut out, record);
+    }
     stages(&mut out, record);
     statuses_and_errors(&mut out, record);
     warnings(&mut out, record);
@@ -48,12 +52,30 @@ fn header(out: &mut String, r: &RunRecord) {
         c.url.clone()
     };
     let _ = writeln!(out, "Running {what} @ {target}");
-    let _ = writeln!(
-        out,
-        "  {} threads and {} connections, {} {}, {} loop",
-        c.threads, c.connections, c.method, c.protocol, c.load_model
-    );
-    if let Some(rate) = c.rate_rps {
+    if let Some(sweep) = &c.sweep {
+        let levels: Vec<String> = sweep.levels.iter().map(|v| format!("{v}")).collect();
+        let _ = writeln!(
+            out,
+            "  a sweep of {} over {} levels: {}",
+            sweep.of,
+            levels.len(),
+            levels.join(", ")
+        );
+    }
+    if c.sweep.is_some() {
+        let _ = writeln!(
+            out,
+            "  up to {} threads, {} {}, {} loop",
+            c.threads, c.method, c.protocol, c.load_model
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "  {} threads and {} connections, {} {}, {} loop",
+            c.threads, c.connections, c.method, c.protocol, c.load_model
+        );
+    }
+    if let (Some(rate), None) = (c.rate_rps, &c.sweep) {
         let _ = writeln!(
             out,
             "  offered {rate:.0} req/s, {} arrivals (seed {})",
@@ -153,6 +175,36 @@ fn phases(out: &mut String, r: &RunRecord) {
             cell(s.p9999_us),
             cell(s.max_us),
             s.count
+        );
+    }
+}
+
+/// A sweep: one row per level, offered and achieved, latency and errors.
+fn levels(out: &mut String, r: &RunRecord) {
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  {:<18} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
+        "Level", "offered", "achieved", "p50", "p90", "p99", "p99.9", "mean", "errors"
+    );
+    for l in &r.levels {
+        let t = &l.summary.latency.total;
+        let offered = l
+            .offered_rps
+            .map(|o| format!("{o:.0}"))
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            out,
+            "  {:<18} {:>10} {:>10.1} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
+            l.label,
+            offered,
+            l.summary.throughput_rps,
+            cell(t.p50_us),
+            cell(t.p90_us),
+            cell(t.p99_us),
+            cell(t.p999_us),
+            cell(t.mean_us),
+            l.summary.requests.errors
         );
     }
 }

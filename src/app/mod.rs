@@ -1,0 +1,137 @@
+//! The subcommands end to end: `run` (plan → workers → record → report, in [`run`]),
+//! `serve` and `report`, and the mapping of outcomes to exit codes: 0 done, 1 the run failed (no request
+//! succeeded, or the record could not be written), 2 bad input, 130/143 interrupted by
+//! SIGINT/SIGTERM (after the report and the record were still written).
+
+mod run;
+
+use crate::cli::{Cli, Command, ReportArgs, ServeArgs};
+use crate::recorder::record::{RunRecord, SCHEMA_VERSION};
+use crate::report::{self, text::TextOptions};
+use crate::server::{self, ServerConfig, ServerTls};
+use clap::Parser;
+use std::io::Write;
+
+/// Exit code: success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: the run itself failed.
+pub const EXIT_FAILURE: i32 = 1;
+/// Exit code: bad input (flags, URL, files).
+pub const EXIT_USAGE: i32 = 2;
+/// Exit code after SIGINT (128 + 2).
+pub const EXIT_SIGINT: i32 = 130;
+/// Exit code after SIGTERM (128 + 15).
+pub const EXIT_SIGTERM: i32 = 143;
+
+/// Runs the command line `args` (the program name first) and returns the exit code.
+pub fn main_with(args: Vec<std::ffi::OsString>) -> i32 {
+    let cli = match Cli::try_parse_from(args.clone()) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return e.exit_code();
+        }
+    };
+    let command_line = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    match cli.command {
+        Command::Run(a) => run::run(&a, command_line),
+        Command::Serve(a) => serve(&a),
+        Command::Report(a) => report(&a),
+    }
+}
+
+pub(crate) fn usage_error(msg: impl std::fmt::Display) -> i32 {
+    eprintln!("error: {msg}");
+    EXIT_USAGE
+}
+
+/// The wall-clock time now, RFC 3339.
+pub(crate) fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// `reqlife serve`.
+fn serve(args: &ServeArgs) -> i32 {
+    let tls = match (&args.cert, &args.key, args.tls) {
+        (Some(cert), Some(key), _) => ServerTls::Files {
+            cert: cert.clone(),
+            key: key.clone(),
+        },
+        (_, _, true) => ServerTls::SelfSigned,
+        _ => ServerTls::None,
+    };
+    let config = ServerConfig {
+        addr: args.addr,
+        tls,
+    };
+    match server::serve_until_signal(config, |addr, tls| {
+        let scheme = if tls { "https" } else { "http" };
+        // Not println!: a closed stdout (`| head -1`) must not end the server.
+        out(&format!(
+            "reqlife serve: listening on {scheme}://{addr}/ (Ctrl-C to stop)\n  routes: /  /delay/{{ms}}  /echo  /status/{{code}}  /bytes/{{n}}  /stall/{{ms}}\n"
+        ));
+    }) {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            eprintln!("error: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
+/// `reqlife report`.
+fn report(args: &ReportArgs) -> i32 {
+    let record = match load_record(&args.file) {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
+    let rendered = if args.json {
+        report::summary_json(&record) + "\n"
+    } else {
+        report::text::render(
+            &record,
+            TextOptions {
+                latency: args.latency,
+            },
+        )
+    };
+    out(&rendered);
+    EXIT_OK
+}
+
+/// Writes to stdout, ignoring a closed pipe (print! would panic on it).
+pub(crate) fn out(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
+/// Reads a RunRecord written by `run -o`.
+pub fn load_record(path: &std::path::Path) -> Result<RunRecord, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("'{}' is not JSON: {e}", path.display()))?;
+    match value.get("schema_version").and_then(|v| v.as_u64()) {
+        None => {
+            return Err(format!(
+                "'{}' is not a reqlife RunRecord: it has no schema_version (write one with `reqlife run -o FILE`)",
+                path.display()
+            ))
+        }
+        Some(v) if v > SCHEMA_VERSION as u64 => {
+            return Err(format!(
+                "'{}' has schema_version {v}, newer than this reqlife reads ({SCHEMA_VERSION}): upgrade reqlife",
+                path.display()
+            ))
+        }
+        Some(_) => {}
+    }
+    serde_json::from_value(value)
+        .map_err(|e| format!("'{}' is not a valid RunRecord: {e}", path.display()))
+}
