@@ -322,6 +322,13 @@ pub enum LoadModel {
     },
     /// A closed loop whose number of active connections follows stages (ramps and holds).
     ClosedStages(Vec<ConnStage>),
+    /// Fire `size` requests at once, wait for all the answers, pause `interval`, repeat
+    /// (`bursts` times, or until the duration ends).
+    Burst {
+        size: usize,
+        interval: Duration,
+        bursts: Option<u64>,
+    },
 }
 
 impl LoadModel {
@@ -330,6 +337,7 @@ impl LoadModel {
         match self {
             LoadModel::Closed { .. } | LoadModel::ClosedStages(_) => "closed",
             LoadModel::Open { .. } => "open",
+            LoadModel::Burst { .. } => "burst",
         }
     }
 }
@@ -367,6 +375,7 @@ impl RunPlan {
     pub fn connections(&self) -> usize {
         match &self.load {
             LoadModel::Closed { connections } | LoadModel::Open { connections, .. } => *connections,
+            LoadModel::Burst { size, .. } => *size,
             LoadModel::ClosedStages(stages) => {
                 stages.iter().map(|s| s.from.max(s.to)).max().unwrap_or(1)
             }

@@ -1,8 +1,8 @@
 //! The open loop (`-R`): requests leave on schedule whatever the answers, latency is measured
 //! from the intended send time (corrected) and from the actual send (uncorrected), and a
 //! server stall shows in the corrected tail but hides from the uncorrected one (coordinated
-//! omission). The stall test has this binary's in-process target to itself; the other tests
-//! use the embedded target of the reqlife child process.
+//! omission). The stall route pauses every in-process target of this test binary: the other
+//! tests use the embedded target of the reqlife child process, or assert only lower bounds.
 
 mod common;
 
@@ -251,4 +251,46 @@ fn a_connection_sweep_through_json() {
     for l in levels {
         assert_eq!(num(l, "summary.requests.total"), 200.0);
     }
+}
+
+#[test]
+fn bursts_time_the_dispatch_and_the_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bursts.json");
+    // A 50 ms server, 20 requests at once, 3 times, each on a new connection.
+    let s = server::spawn(ServerConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        tls: ServerTls::None,
+    })
+    .unwrap();
+    let out = run(&[
+        "run",
+        "--burst",
+        "20",
+        "--bursts",
+        "3",
+        "--burst-interval",
+        "5ms",
+        "--no-keepalive",
+        "-o",
+        path.to_str().unwrap(),
+        &s.url("/delay/50"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("3 bursts of 20 requests"), "{text}");
+    assert!(text.contains("dispatch all (connect+write)"), "{text}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let b = &r["summary"]["bursts"];
+    assert_eq!(num(b, "count"), 3.0);
+    assert_eq!(num(&r, "summary.requests.total"), 60.0);
+    assert_eq!(
+        num(&r, "summary.connections.opened"),
+        60.0,
+        "new connections each burst"
+    );
+    // Every answer takes at least 50 ms after its request was written.
+    assert!(num(b, "wait.p50_us") >= 40_000.0, "{b}");
+    assert!(num(b, "dispatch.p50_us") > 0.0, "{b}");
+    assert!(num(&r, "summary.latency.total.p50_us") >= 50_000.0);
 }

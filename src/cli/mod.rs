@@ -102,6 +102,19 @@ pub struct RunArgs {
     #[arg(long = "stages", value_parser = stages_arg)]
     pub stages: Option<units::StagesSpec>,
 
+    /// Bursts: fire this many requests at once (one connection each), wait for all the
+    /// answers, pause --burst-interval, repeat --bursts times (or for -d). Runs on one thread.
+    #[arg(long = "burst", value_parser = count_arg)]
+    pub burst: Option<u64>,
+
+    /// Pause between bursts.
+    #[arg(long = "burst-interval", default_value = "10ms", value_parser = duration_arg)]
+    pub burst_interval: Duration,
+
+    /// Number of bursts [default: 10, or as many as -d allows].
+    #[arg(long = "bursts", value_parser = count_arg)]
+    pub bursts: Option<u64>,
+
     /// Arrival process of the open loop.
     #[arg(long = "arrival", value_enum, default_value = "constant")]
     pub arrival: ArrivalArg,

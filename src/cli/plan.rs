@@ -87,6 +87,21 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
             return err("--stages and --warmup conflict: make the first stage the warm-up");
         }
     }
+    if let Some(size) = args.burst {
+        if size == 0 {
+            return err("--burst must be at least 1 request");
+        }
+        if rate.is_some() || args.stages.is_some() || args.requests.is_some() {
+            return err(
+                "--burst conflicts with -R/--rate, --stages and -n/--requests: bursts set their own pace (use --bursts for a count)",
+            );
+        }
+        if args.bursts == Some(0) {
+            return err("--bursts must be at least 1");
+        }
+    } else if args.bursts.is_some() {
+        return err("--bursts applies to --burst N: give the burst size too");
+    }
     let connections = match &args.stages {
         Some(StagesSpec::Connections(st)) => {
             let most = st.iter().map(|(_, a, b)| *a.max(b)).max().unwrap_or(0);
@@ -95,7 +110,10 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
             }
             most
         }
-        _ => args.connections[0],
+        _ => match args.burst {
+            Some(size) => size,
+            None => args.connections[0],
+        },
     };
     if connections == 0 {
         return err("-c/--connections must be at least 1");
@@ -107,6 +125,8 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     }
     let connections = connections as usize;
     let threads = match args.threads {
+        // Bursts are timed as one: they run on one thread.
+        _ if args.burst.is_some() => 1,
         Some(0) => return err("-t/--threads must be at least 1"),
         Some(t) if t as usize > connections => {
             return err(format!(
@@ -209,6 +229,29 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
                 StopRule::Duration(total),
             )
         }
+    };
+    let (load, stop) = match (load, args.burst) {
+        (None, Some(size)) => {
+            let bursts = match (args.bursts, args.duration) {
+                (Some(b), _) => Some(b),
+                (None, Some(_)) => None,
+                (None, None) => Some(10),
+            };
+            let stop = match (bursts, args.duration) {
+                (_, Some(d)) => StopRule::Duration(d),
+                (Some(b), None) => StopRule::Requests(b * size),
+                (None, None) => StopRule::Duration(DEFAULT_DURATION),
+            };
+            (
+                Some(LoadModel::Burst {
+                    size: size as usize,
+                    interval: args.burst_interval,
+                    bursts,
+                }),
+                stop,
+            )
+        }
+        (load, _) => (load, stop),
     };
     let load = match (load, rate) {
         (Some(load), _) => load,
@@ -554,6 +597,24 @@ mod tests {
         assert_eq!(p.load.name(), "closed");
         assert_eq!(p.connections(), 8, "the most connections at any time");
         assert_eq!(p.stage_durations(), vec![Duration::from_secs(1); 2]);
+    }
+
+    #[test]
+    fn bursts() {
+        let p = plan(&["--burst", "100", "--burst-interval", "5ms", "--bursts", "3"]).unwrap();
+        assert_eq!(
+            p.load,
+            LoadModel::Burst {
+                size: 100,
+                interval: Duration::from_millis(5),
+                bursts: Some(3)
+            }
+        );
+        assert_eq!(p.threads, 1);
+        assert_eq!(p.connections(), 100);
+        assert_eq!(p.stop, StopRule::Requests(300));
+        let p = plan(&["--burst", "10", "-d", "2s"]).unwrap();
+        assert_eq!(p.stop, StopRule::Duration(Duration::from_secs(2)));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! controlling thread stops everything through one [`StopSignal`] (end of the duration,
 //! Ctrl-C); in-flight requests are then abandoned, never half-recorded.
 
+mod burst;
 mod open;
 pub mod pacer;
 mod scheduler;
@@ -126,7 +127,7 @@ pub fn start(
         // Thread i holds c/t connections, and one more for the first c%t threads.
         let conns = connections / plan.threads + usize::from(thread < connections % plan.threads);
         let pacer = match &plan.load {
-            LoadModel::Closed { .. } | LoadModel::ClosedStages(_) => None,
+            LoadModel::Closed { .. } | LoadModel::ClosedStages(_) | LoadModel::Burst { .. } => None,
             LoadModel::Open {
                 schedule, arrival, ..
             } => Some((
@@ -138,6 +139,12 @@ pub fn start(
             thread,
             threads: plan.threads,
             stage_ends: stage_ends.clone(),
+            burst: match &plan.load {
+                LoadModel::Burst {
+                    interval, bursts, ..
+                } => Some((*interval, *bursts)),
+                _ => None,
+            },
             conn_stages: conn_stages.clone(),
             connections: conns,
             scheduler: scheduler.clone(),
@@ -193,6 +200,8 @@ struct WorkerCtx {
     stage_ends: Vec<Instant>,
     /// Closed-loop connection stages.
     conn_stages: Option<Arc<Vec<ConnStage>>>,
+    /// Bursts: the pause between bursts and their number.
+    burst: Option<(Duration, Option<u64>)>,
     connections: usize,
     scheduler: Arc<Scheduler>,
     /// The thread's share of an open-loop schedule, from the run's start.
@@ -257,7 +266,27 @@ impl WorkerCtx {
                 queue.clone(),
             ));
         }
-        for local in 0..self.connections {
+        if let Some((interval, bursts)) = self.burst {
+            let sessions = (0..self.connections)
+                .map(|_| Session::new(config.clone(), gate.clone()))
+                .collect();
+            let run = burst::BurstRun {
+                sessions,
+                interval,
+                bursts,
+                deadline: self.record_until,
+                recorder: recorder.clone(),
+                progress: self.progress.clone(),
+                thread: self.thread,
+            };
+            set.spawn_local(run.run());
+        }
+        let connections = if self.burst.is_some() {
+            0
+        } else {
+            self.connections
+        };
+        for local in 0..connections {
             // Connections are numbered across threads (thread i holds i, i+T, i+2T, …), so a
             // ramp of connections grows evenly on every thread.
             let activity = self.conn_stages.as_ref().map(|stages| Activity {

@@ -144,6 +144,15 @@ pub struct Recorder {
     finished: Vec<IntervalSnapshot>,
     /// Stages: the end of each stage (by intended time) and its own figures.
     segments: Vec<(Instant, Counters, PhaseHists)>,
+    /// Bursts: per burst, the time to dispatch all and the time waiting for the answers.
+    bursts: Option<BurstHists>,
+}
+
+/// Per-burst histograms: dispatch all, then wait for all (nanoseconds).
+#[derive(Debug, Clone)]
+pub struct BurstHists {
+    pub dispatch: Histogram<u64>,
+    pub wait: Histogram<u64>,
 }
 
 impl Recorder {
@@ -161,7 +170,18 @@ impl Recorder {
             current: None,
             finished: Vec::new(),
             segments: Vec::new(),
+            bursts: None,
         }
+    }
+
+    /// Records one burst's dispatch and wait times.
+    pub fn record_burst(&mut self, dispatch: Duration, wait: Duration) {
+        let b = self.bursts.get_or_insert_with(|| BurstHists {
+            dispatch: hist::new_interval_hist(),
+            wait: hist::new_interval_hist(),
+        });
+        hist::record(&mut b.dispatch, dispatch.as_nanos() as u64);
+        hist::record(&mut b.wait, wait.as_nanos() as u64);
     }
 
     /// Keeps the figures of each stage apart too: a request belongs to the first stage
@@ -265,6 +285,7 @@ impl Recorder {
             intervals: self.finished,
             thread_busy: Vec::new(),
             segments: self.segments.into_iter().map(|(_, c, h)| (c, h)).collect(),
+            bursts: self.bursts,
         }
     }
 }
@@ -297,6 +318,8 @@ pub struct Measured {
     pub thread_busy: Vec<f64>,
     /// Per stage: its counters and phase histograms.
     pub segments: Vec<(Counters, PhaseHists)>,
+    /// Bursts, when the load was bursts.
+    pub bursts: Option<BurstHists>,
 }
 
 impl Measured {
@@ -311,6 +334,7 @@ impl Measured {
             intervals: Vec::new(),
             thread_busy: Vec::new(),
             segments: Vec::new(),
+            bursts: None,
         };
         let mut by_index: std::collections::BTreeMap<u64, (Counters, PhaseHists)> =
             Default::default();
@@ -321,6 +345,15 @@ impl Measured {
             }
             out.hists.merge(&part.hists);
             out.thread_busy.extend_from_slice(&part.thread_busy);
+            if let Some(b) = &part.bursts {
+                match &mut out.bursts {
+                    None => out.bursts = Some(b.clone()),
+                    Some(o) => {
+                        let _ = o.dispatch.add(&b.dispatch);
+                        let _ = o.wait.add(&b.wait);
+                    }
+                }
+            }
             for (i, (c, h)) in part.segments.iter().enumerate() {
                 if out.segments.len() <= i {
                     out.segments.push((

@@ -131,9 +131,47 @@ pub struct Summary {
     pub latency: Latency,
     /// How the generator itself fared.
     pub generator: Generator,
+    /// Bursts (`--burst N`): per burst, the time to dispatch all N and the time then blocked
+    /// waiting for the answers.
+    pub bursts: Option<Bursts>,
     /// Plain-words warnings: the generator fell behind, the server did not keep up, ports
     /// ran out. Empty when all went as planned.
     pub warnings: Vec<String>,
+}
+
+/// The per-burst figures of a burst run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Bursts {
+    /// Requests per burst.
+    pub size: u64,
+    pub interval_s: f64,
+    /// Bursts completed.
+    pub count: u64,
+    /// Burst start → the last request written (connection creation included).
+    pub dispatch: BurstStats,
+    /// The last request written → the last answer.
+    pub wait: BurstStats,
+}
+
+/// Statistics over bursts, in microseconds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BurstStats {
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p95_us: f64,
+    pub max_us: f64,
+}
+
+impl BurstStats {
+    fn of(h: &hdrhistogram::Histogram<u64>) -> Self {
+        let us = |ns: u64| ns as f64 / 1000.0;
+        BurstStats {
+            mean_us: round3(h.mean() / 1000.0),
+            p50_us: us(h.value_at_quantile(0.5)),
+            p95_us: us(h.value_at_quantile(0.95)),
+            max_us: us(h.max()),
+        }
+    }
 }
 
 /// The load generator's own figures, so that its limit is not mistaken for the server's.
@@ -268,10 +306,14 @@ impl RunRecord {
             .iter()
             .map(|k| (k.name().to_string(), c.errors[k.index()]))
             .collect();
-        let histograms = Phase::ALL
+        let mut histograms: BTreeMap<String, String> = Phase::ALL
             .iter()
             .map(|&p| (p.name().to_string(), hist::encode(measured.hists.get(p))))
             .collect();
+        if let Some(b) = &measured.bursts {
+            histograms.insert("burst_dispatch".into(), hist::encode(&b.dispatch));
+            histograms.insert("burst_wait".into(), hist::encode(&b.wait));
+        }
         let first_errors = ErrorKind::ALL
             .iter()
             .filter_map(|k| {
@@ -315,6 +357,7 @@ impl RunRecord {
                     offered_rps: offered_rps(plan),
                     thread_busy: measured.thread_busy.iter().map(|b| round3(*b)).collect(),
                 },
+                bursts: bursts_of(plan, measured),
                 warnings: Vec::new(),
             },
             intervals: intervals_of(measured, plan.interval, end.recorded),
@@ -403,6 +446,21 @@ impl RunRecord {
             .ok_or_else(|| format!("the record has no histogram for '{phase}'"))?;
         hist::decode(text)
     }
+}
+
+/// The per-burst figures, for a burst run.
+fn bursts_of(plan: &RunPlan, measured: &Measured) -> Option<Bursts> {
+    let LoadModel::Burst { size, interval, .. } = &plan.load else {
+        return None;
+    };
+    let b = measured.bursts.as_ref()?;
+    Some(Bursts {
+        size: *size as u64,
+        interval_s: interval.as_secs_f64(),
+        count: b.dispatch.len(),
+        dispatch: BurstStats::of(&b.dispatch),
+        wait: BurstStats::of(&b.wait),
+    })
 }
 
 /// The figures of each stage.

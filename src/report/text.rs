@@ -26,6 +26,7 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
         levels(&mut out, record);
     }
     stages(&mut out, record);
+    bursts(&mut out, record);
     statuses_and_errors(&mut out, record);
     warnings(&mut out, record);
     if opts.latency {
@@ -140,7 +141,7 @@ fn phases(out: &mut String, r: &RunRecord) {
         "  {:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
         "Phase", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max", "count"
     );
-    let open_loop = r.config.load_model != "closed";
+    let open_loop = r.config.load_model == "open";
     let mut rows: Vec<(&str, &Stats)> = Vec::new();
     for name in ["queue", "connect", "tls", "write", "wait", "read"] {
         let Some(stats) = l.phases.get(name) else {
@@ -205,6 +206,38 @@ fn levels(out: &mut String, r: &RunRecord) {
             cell(t.p999_us),
             cell(t.mean_us),
             l.summary.requests.errors
+        );
+    }
+}
+
+/// Bursts: the time to dispatch all and the time waiting for the answers, per burst.
+fn bursts(out: &mut String, r: &RunRecord) {
+    let Some(b) = &r.summary.bursts else { return };
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  {} bursts of {} requests, {} apart (one thread)",
+        b.count,
+        b.size,
+        human_ns(b.interval_s * 1e9)
+    );
+    let _ = writeln!(
+        out,
+        "  {:<26} {:>10} {:>10} {:>10} {:>10}",
+        "Per burst", "mean", "p50", "p95", "max"
+    );
+    for (name, s) in [
+        ("dispatch all (connect+write)", &b.dispatch),
+        ("wait for all answers", &b.wait),
+    ] {
+        let _ = writeln!(
+            out,
+            "  {:<26} {:>10} {:>10} {:>10} {:>10}",
+            name,
+            human_ns(s.mean_us * 1000.0),
+            human_ns(s.p50_us * 1000.0),
+            human_ns(s.p95_us * 1000.0),
+            human_ns(s.max_us * 1000.0)
         );
     }
 }
