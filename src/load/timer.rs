@@ -25,8 +25,13 @@ pub struct PreciseTimer {
 }
 
 impl PreciseTimer {
-    /// A timer for the current runtime (call from within it).
+    /// A timer for the current runtime (call from within it). The environment variable
+    /// `REQLIFE_COARSE_TIMER=1` forces tokio's sleep instead, for the pacer benchmark's
+    /// before/after figure.
     pub fn new() -> Self {
+        if std::env::var_os("REQLIFE_COARSE_TIMER").is_some_and(|v| v == "1") {
+            return PreciseTimer { fd: None };
+        }
         PreciseTimer {
             fd: make_timerfd().ok(),
         }
@@ -146,7 +151,9 @@ mod tests {
             .unwrap();
         rt.block_on(async {
             let timer = PreciseTimer::new();
-            assert!(timer.is_precise());
+            if std::env::var_os("REQLIFE_COARSE_TIMER").is_none() {
+                assert!(timer.is_precise());
+            }
             let mut lateness = Vec::new();
             for i in 0..200u64 {
                 let due = Instant::now() + Duration::from_micros(100 + (i % 7) * 37);
@@ -159,6 +166,10 @@ mod tests {
             // The median lateness is far below tokio's 1 ms granularity (bounded loosely:
             // this machine is shared).
             let median = lateness[lateness.len() / 2];
+            eprintln!(
+                "timer lateness median {median} us, p90 {} us",
+                lateness[lateness.len() * 9 / 10]
+            );
             assert!(median < 1000, "median lateness {median} µs: {lateness:?}");
         });
     }
