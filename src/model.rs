@@ -368,6 +368,8 @@ pub struct RunPlan {
     pub max_connects_per_s: Option<f64>,
     /// Seed of the random generators (poisson arrivals).
     pub seed: u64,
+    /// The `Server-Timing` metric that is the server's own total (else the sum of all).
+    pub server_total: String,
 }
 
 impl RunPlan {

@@ -115,6 +115,11 @@ pub struct RunArgs {
     #[arg(long = "bursts", value_parser = count_arg)]
     pub bursts: Option<u64>,
 
+    /// The Server-Timing metric that is the server's own total; responses without it count
+    /// the sum of their metrics. The breakdown shows wait − server total as network and client.
+    #[arg(long = "server-total", default_value = "total")]
+    pub server_total: String,
+
     /// Arrival process of the open loop.
     #[arg(long = "arrival", value_enum, default_value = "constant")]
     pub arrival: ArrivalArg,

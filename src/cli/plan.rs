@@ -296,6 +296,7 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         keepalive,
         max_connects_per_s,
         seed,
+        server_total: args.server_total.clone(),
         threads,
         stop,
         warmup: args.warmup,

@@ -57,6 +57,8 @@ enum Parsed {
 pub struct Http1Conn {
     stream: Stream,
     buf: Vec<u8>,
+    /// The trailer section of the last chunked response (kept for its capacity).
+    trailers: Vec<u8>,
 }
 
 impl Http1Conn {
@@ -64,17 +66,22 @@ impl Http1Conn {
         Http1Conn {
             stream,
             buf: vec![0; BUF_BYTES],
+            trailers: Vec::new(),
         }
     }
 
     /// Sends `request` and reads its response. `head_request`: the method was HEAD.
+    /// The values of the response's `Server-Timing` headers and trailers are left in
+    /// `timing` (comma-joined), which is cleared first and keeps its capacity.
     pub async fn exchange(
         &mut self,
         request: &[u8],
         head_request: bool,
         max_header_bytes: usize,
         stamps: &mut Timestamps,
+        timing: &mut Vec<u8>,
     ) -> Result<Response, EngineError> {
+        timing.clear();
         self.stream
             .write_all(request)
             .await
@@ -112,7 +119,7 @@ impl Http1Conn {
             }
             bytes_read += n as u64;
             filled += n;
-            match parse_loop(&mut self.buf, &mut filled, head_request)? {
+            match parse_loop(&mut self.buf, &mut filled, head_request, timing)? {
                 Some(head) => break head,
                 None if filled >= max_header_bytes => {
                     return Err(EngineError::new(
@@ -155,12 +162,14 @@ impl Http1Conn {
             Framing::Chunked => {
                 let mut decoder = ChunkDecoder::new(max_header_bytes);
                 let mut start = head.len;
+                self.trailers.clear();
                 loop {
                     let used = decoder
-                        .feed(&self.buf[start..filled])
+                        .feed(&self.buf[start..filled], &mut self.trailers)
                         .map_err(|e| EngineError::new(ErrorKind::Protocol, e.to_string()))?;
                     if decoder.is_done() {
                         keep_alive &= start + used == filled;
+                        trailer_timing(&self.trailers, timing);
                         break;
                     }
                     // All fed bytes are consumed by the decoder (it keeps its own state).
@@ -210,9 +219,10 @@ fn parse_loop(
     buf: &mut [u8],
     filled: &mut usize,
     head_request: bool,
+    timing: &mut Vec<u8>,
 ) -> Result<Option<Head>, EngineError> {
     loop {
-        match parse_head(&buf[..*filled], head_request)? {
+        match parse_head(&buf[..*filled], head_request, timing)? {
             Parsed::Partial => return Ok(None),
             Parsed::Final(head) => return Ok(Some(head)),
             Parsed::Interim(len) => {
@@ -223,8 +233,36 @@ fn parse_loop(
     }
 }
 
-/// Parses a response head from `bytes`.
-fn parse_head(bytes: &[u8], head_request: bool) -> Result<Parsed, EngineError> {
+/// Appends a `Server-Timing` value to `timing`, comma-separated from earlier ones.
+fn append_timing(timing: &mut Vec<u8>, value: &[u8]) {
+    if !timing.is_empty() {
+        timing.extend_from_slice(b", ");
+    }
+    timing.extend_from_slice(value);
+}
+
+/// Takes the `Server-Timing` fields out of a chunked body's trailer section.
+fn trailer_timing(trailers: &[u8], timing: &mut Vec<u8>) {
+    // The decoder keeps the line ends' CR (or a bare LF); either ends a line.
+    for line in trailers.split(|&b| b == b'\n' || b == b'\r') {
+        if let Some(colon) = line.iter().position(|&b| b == b':') {
+            if line[..colon]
+                .trim_ascii()
+                .eq_ignore_ascii_case(b"server-timing")
+            {
+                append_timing(timing, line[colon + 1..].trim_ascii());
+            }
+        }
+    }
+}
+
+/// Parses a response head from `bytes`; the final head's `Server-Timing` values are
+/// appended to `timing`.
+fn parse_head(
+    bytes: &[u8],
+    head_request: bool,
+    timing: &mut Vec<u8>,
+) -> Result<Parsed, EngineError> {
     // Uninitialized header slots: no 4 KiB memset per response.
     let mut headers = [const { std::mem::MaybeUninit::<httparse::Header>::uninit() }; MAX_HEADERS];
     let mut res = httparse::Response::new(&mut []);
@@ -286,6 +324,8 @@ fn parse_head(bytes: &[u8], head_request: bool) -> Result<Parsed, EngineError> {
                 .rsplit(|&b| b == b',')
                 .next()
                 .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+        } else if name.eq_ignore_ascii_case(b"server-timing") {
+            append_timing(timing, h.value);
         } else if name.eq_ignore_ascii_case(b"connection") {
             for token in h.value.split(|&b| b == b',') {
                 let token = token.trim_ascii();
@@ -369,7 +409,7 @@ impl ChunkDecoder {
 
     /// Consumes bytes of the body; returns how many were used (fewer than given only when
     /// the body ended inside `data`).
-    pub fn feed(&mut self, data: &[u8]) -> Result<usize, &'static str> {
+    pub fn feed(&mut self, data: &[u8], trailers: &mut Vec<u8>) -> Result<usize, &'static str> {
         let mut i = 0;
         while i < data.len() && self.state != Chunk::Done {
             if self.state == Chunk::Data {
@@ -414,6 +454,7 @@ impl ChunkDecoder {
                     if self.trailer_bytes > self.max_trailer_bytes {
                         return Err("chunked trailers too large");
                     }
+                    trailers.push(b);
                     match b {
                         b'\r' => Chunk::TrailerLf,
                         b'\n' => Chunk::TrailerStart,
@@ -449,7 +490,7 @@ mod tests {
     use super::*;
 
     fn head(s: &str) -> Result<Parsed, String> {
-        parse_head(s.as_bytes(), false).map_err(|e| e.detail)
+        parse_head(s.as_bytes(), false, &mut Vec::new()).map_err(|e| e.detail)
     }
 
     fn final_head(s: &str) -> Head {
@@ -527,7 +568,12 @@ mod tests {
 
     #[test]
     fn head_request_has_no_body() {
-        let p = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n", true).unwrap();
+        let p = parse_head(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n",
+            true,
+            &mut Vec::new(),
+        )
+        .unwrap();
         assert!(matches!(
             p,
             Parsed::Final(Head {
@@ -550,7 +596,9 @@ mod tests {
         let mut buf =
             b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_vec();
         let mut filled = buf.len();
-        let h = parse_loop(&mut buf, &mut filled, false).unwrap().unwrap();
+        let h = parse_loop(&mut buf, &mut filled, false, &mut Vec::new())
+            .unwrap()
+            .unwrap();
         assert_eq!(h.status, 200);
         assert_eq!(filled, h.len);
     }
@@ -587,7 +635,7 @@ mod tests {
     fn chunked_whole_and_byte_by_byte() {
         let body = b"5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nServer-Timing: x;dur=1\r\n\r\nEXTRA";
         let mut d = ChunkDecoder::new(1024);
-        let used = d.feed(body).unwrap();
+        let used = d.feed(body, &mut Vec::new()).unwrap();
         assert!(d.is_done());
         assert_eq!(&body[used..], b"EXTRA");
 
@@ -597,10 +645,33 @@ mod tests {
             if d.is_done() {
                 break;
             }
-            total += d.feed(std::slice::from_ref(b)).unwrap();
+            total += d.feed(std::slice::from_ref(b), &mut Vec::new()).unwrap();
         }
         assert!(d.is_done());
         assert_eq!(total, used);
+    }
+
+    #[test]
+    fn server_timing_from_headers_and_trailers() {
+        let mut timing = Vec::new();
+        let p = parse_head(
+            b"HTTP/1.1 200 OK\r\nServer-Timing: a;dur=1\r\nserver-timing: b;dur=2\r\nContent-Length: 0\r\n\r\n",
+            false,
+            &mut timing,
+        )
+        .unwrap();
+        assert!(matches!(p, Parsed::Final(_)));
+        assert_eq!(timing, b"a;dur=1, b;dur=2");
+        let mut trailers = Vec::new();
+        let mut d = ChunkDecoder::new(1024);
+        d.feed(
+            b"1\r\nx\r\n0\r\nServer-Timing: total;dur=3\r\nX-Other: y\r\n\r\n",
+            &mut trailers,
+        )
+        .unwrap();
+        assert!(d.is_done());
+        trailer_timing(&trailers, &mut timing);
+        assert_eq!(timing, b"a;dur=1, b;dur=2, total;dur=3");
     }
 
     #[test]
@@ -619,7 +690,7 @@ mod tests {
         for (body, want) in rows {
             let mut d = ChunkDecoder::new(16);
             assert_eq!(
-                d.feed(body),
+                d.feed(body, &mut Vec::new()),
                 Err(*want),
                 "{:?}",
                 body.escape_ascii().to_string()
@@ -630,9 +701,9 @@ mod tests {
     #[test]
     fn chunked_partial_is_not_done() {
         let mut d = ChunkDecoder::new(64);
-        assert_eq!(d.feed(b"a\r\n01234").unwrap(), 8);
+        assert_eq!(d.feed(b"a\r\n01234", &mut Vec::new()).unwrap(), 8);
         assert!(!d.is_done());
-        d.feed(b"56789\r\n0\r\n\r\n").unwrap();
+        d.feed(b"56789\r\n0\r\n\r\n", &mut Vec::new()).unwrap();
         assert!(d.is_done());
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod connect;
 pub mod http1;
+pub mod server_timing;
 
 use crate::model::{ErrorKind, RunPlan, Timestamps};
 use crate::target::RequestTemplate;
@@ -110,6 +111,8 @@ pub struct Session {
     config: Rc<SessionConfig>,
     gate: Option<Rc<ConnectGate>>,
     conn: Option<Http1Conn>,
+    /// The last response's `Server-Timing` values (kept for its capacity).
+    timing: Vec<u8>,
 }
 
 impl Session {
@@ -118,7 +121,13 @@ impl Session {
             config,
             gate,
             conn: None,
+            timing: Vec::new(),
         }
+    }
+
+    /// The `Server-Timing` values of the last complete response (headers and trailers).
+    pub fn server_timing(&self) -> &[u8] {
+        &self.timing
     }
 
     /// Sends one request, opening a connection first if none is open, within the timeout.
@@ -209,6 +218,7 @@ impl Session {
             config.template.head,
             config.max_header_bytes,
             stamps,
+            &mut self.timing,
         )
         .await
     }

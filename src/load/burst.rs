@@ -47,7 +47,6 @@ impl BurstRun {
                 let Ok((session, stamps, outcome)) = joined else {
                     continue;
                 };
-                self.sessions.push(session);
                 let ended = stamps.done.unwrap_or_else(Instant::now);
                 last_written = last_written.max(stamps.written.unwrap_or(ended));
                 last_done = last_done.max(ended);
@@ -60,7 +59,8 @@ impl BurstRun {
                     server_closed: outcome.server_closed,
                 };
                 let mut recorder = self.recorder.borrow_mut();
-                recorder.record(&sample);
+                recorder.record_with_timing(&sample, session.server_timing());
+                self.sessions.push(session);
                 if let Err(e) = &outcome.result {
                     recorder.note_error(e.kind, &e.detail);
                 }

@@ -139,6 +139,7 @@ pub fn start(
             thread,
             threads: plan.threads,
             stage_ends: stage_ends.clone(),
+            server_total: plan.server_total.clone(),
             burst: match &plan.load {
                 LoadModel::Burst {
                     interval, bursts, ..
@@ -202,6 +203,8 @@ struct WorkerCtx {
     conn_stages: Option<Arc<Vec<ConnStage>>>,
     /// Bursts: the pause between bursts and their number.
     burst: Option<(Duration, Option<u64>)>,
+    /// `--server-total`.
+    server_total: String,
     connections: usize,
     scheduler: Arc<Scheduler>,
     /// The thread's share of an open-loop schedule, from the run's start.
@@ -220,6 +223,7 @@ impl WorkerCtx {
         let recorder = Rc::new(RefCell::new(
             Recorder::new(self.record_from, self.interval)
                 .until(self.record_until)
+                .server_total(&self.server_total)
                 .with_segments(&self.stage_ends),
         ));
         if self.pacer.is_some() {
@@ -424,7 +428,7 @@ impl Connection {
                 server_closed: outcome.server_closed,
             };
             let mut recorder = self.recorder.borrow_mut();
-            recorder.record(&sample);
+            recorder.record_with_timing(&sample, self.session.server_timing());
             let progress = &self.progress.0[self.thread];
             progress
                 .requests

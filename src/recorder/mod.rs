@@ -6,6 +6,7 @@
 
 pub mod hist;
 pub mod record;
+pub mod server_timing;
 
 use crate::model::{ErrorKind, Phase, Sample};
 use hdrhistogram::Histogram;
@@ -146,6 +147,8 @@ pub struct Recorder {
     segments: Vec<(Instant, Counters, PhaseHists)>,
     /// Bursts: per burst, the time to dispatch all and the time waiting for the answers.
     bursts: Option<BurstHists>,
+    /// What the server said of its own time (`Server-Timing`).
+    server: server_timing::ServerTimingAcc,
 }
 
 /// Per-burst histograms: dispatch all, then wait for all (nanoseconds).
@@ -171,6 +174,21 @@ impl Recorder {
             finished: Vec::new(),
             segments: Vec::new(),
             bursts: None,
+            server: server_timing::ServerTimingAcc::new("total"),
+        }
+    }
+
+    /// The `Server-Timing` metric that is the server's own total (`--server-total`).
+    pub fn server_total(mut self, name: &str) -> Self {
+        self.server = server_timing::ServerTimingAcc::new(name);
+        self
+    }
+
+    /// Folds one sample in with its response's `Server-Timing` values.
+    #[inline]
+    pub fn record_with_timing(&mut self, s: &Sample, timing: &[u8]) {
+        if self.record(s) && s.error.is_none() {
+            self.server.ingest(timing, s.stamps.phase(Phase::Wait));
         }
     }
 
@@ -207,15 +225,15 @@ impl Recorder {
         self
     }
 
-    /// Folds one sample in.
+    /// Folds one sample in; false when it falls outside the recorded window.
     #[inline]
-    pub fn record(&mut self, s: &Sample) {
+    pub fn record(&mut self, s: &Sample) -> bool {
         if s.stamps.intended < self.record_from {
-            return;
+            return false;
         }
         if let Some(until) = self.record_until {
             if s.stamps.done.unwrap_or_else(Instant::now) > until {
-                return;
+                return false;
             }
         }
         self.counters.add(s);
@@ -240,6 +258,7 @@ impl Recorder {
         let (_, counters, hists) = self.current.as_mut().expect("rolled above");
         counters.add(s);
         hists.record(s);
+        true
     }
 
     /// Keeps the first detail seen of each error kind (for the report's explanation).
@@ -286,6 +305,7 @@ impl Recorder {
             thread_busy: Vec::new(),
             segments: self.segments.into_iter().map(|(_, c, h)| (c, h)).collect(),
             bursts: self.bursts,
+            server: self.server,
         }
     }
 }
@@ -320,6 +340,8 @@ pub struct Measured {
     pub segments: Vec<(Counters, PhaseHists)>,
     /// Bursts, when the load was bursts.
     pub bursts: Option<BurstHists>,
+    /// `Server-Timing` figures.
+    pub server: server_timing::ServerTimingAcc,
 }
 
 impl Measured {
@@ -335,6 +357,7 @@ impl Measured {
             thread_busy: Vec::new(),
             segments: Vec::new(),
             bursts: None,
+            server: server_timing::ServerTimingAcc::new("total"),
         };
         let mut by_index: std::collections::BTreeMap<u64, (Counters, PhaseHists)> =
             Default::default();
@@ -345,6 +368,7 @@ impl Measured {
             }
             out.hists.merge(&part.hists);
             out.thread_busy.extend_from_slice(&part.thread_busy);
+            out.server.merge(&part.server);
             if let Some(b) = &part.bursts {
                 match &mut out.bursts {
                     None => out.bursts = Some(b.clone()),

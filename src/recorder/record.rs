@@ -131,6 +131,20 @@ pub struct Summary {
     pub latency: Latency,
     /// How the generator itself fared.
     pub generator: Generator,
+    /// `Server-Timing` metric name → statistics of its `dur` (same keys as the phases).
+    pub server_timing: BTreeMap<String, Stats>,
+    /// The metric names in the order the server lists them.
+    pub server_timing_order: Vec<String>,
+    /// Metric name → desc → responses (metrics used as labels, `level;desc="L1"`).
+    pub server_timing_labels: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Responses that carried `Server-Timing`.
+    pub server_timing_responses: u64,
+    /// Malformed `Server-Timing` metrics (skipped).
+    pub server_timing_invalid: u64,
+    /// The metric taken as the server's total (`--server-total`).
+    pub server_timing_total: String,
+    /// Per response, wait − server total: the network and the client's own time.
+    pub server_timing_overhead: Stats,
     /// Bursts (`--burst N`): per burst, the time to dispatch all N and the time then blocked
     /// waiting for the answers.
     pub bursts: Option<Bursts>,
@@ -310,6 +324,15 @@ impl RunRecord {
             .iter()
             .map(|&p| (p.name().to_string(), hist::encode(measured.hists.get(p))))
             .collect();
+        for m in &measured.server.metrics {
+            histograms.insert(format!("server_timing.{}", m.name), hist::encode(&m.hist));
+        }
+        if !measured.server.overhead.is_empty() {
+            histograms.insert(
+                "server_timing_overhead".into(),
+                hist::encode(&measured.server.overhead),
+            );
+        }
         if let Some(b) = &measured.bursts {
             histograms.insert("burst_dispatch".into(), hist::encode(&b.dispatch));
             histograms.insert("burst_wait".into(), hist::encode(&b.wait));
@@ -357,6 +380,35 @@ impl RunRecord {
                     offered_rps: offered_rps(plan),
                     thread_busy: measured.thread_busy.iter().map(|b| round3(*b)).collect(),
                 },
+                server_timing: {
+                    let st = &measured.server;
+                    st.metrics
+                        .iter()
+                        .map(|m| (m.name.clone(), Stats::of(&m.hist)))
+                        .collect()
+                },
+                server_timing_order: measured
+                    .server
+                    .order()
+                    .into_iter()
+                    .map(|i| measured.server.metrics[i].name.clone())
+                    .collect(),
+                server_timing_labels: {
+                    let st = &measured.server;
+                    let mut labels: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+                    for (i, desc, n) in &st.labels {
+                        *labels
+                            .entry(st.metrics[*i].name.clone())
+                            .or_default()
+                            .entry(String::from_utf8_lossy(desc).into_owned())
+                            .or_default() += n;
+                    }
+                    labels
+                },
+                server_timing_responses: measured.server.responses,
+                server_timing_invalid: measured.server.invalid,
+                server_timing_total: plan.server_total.clone(),
+                server_timing_overhead: Stats::of(&measured.server.overhead),
                 bursts: bursts_of(plan, measured),
                 warnings: Vec::new(),
             },

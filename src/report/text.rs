@@ -22,6 +22,7 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
     totals(&mut out, record);
     if record.levels.is_empty() {
         phases(&mut out, record);
+        breakdown(&mut out, record);
     } else {
         levels(&mut out, record);
     }
@@ -176,6 +177,97 @@ fn phases(out: &mut String, r: &RunRecord) {
             cell(s.p9999_us),
             cell(s.max_us),
             s.count
+        );
+    }
+}
+
+/// The life of a request, client and server: the client phases up to the request written,
+/// then the server's metrics in the order it lists them, the network and client overhead
+/// (wait − server total), then read; each with its percentiles and its share of the total at
+/// p50. Shown when the server sent `Server-Timing`.
+fn breakdown(out: &mut String, r: &RunRecord) {
+    let s = &r.summary;
+    if s.server_timing_responses == 0 {
+        return;
+    }
+    let total_p50 = s.latency.total.p50_us.unwrap_or(0.0);
+    let share = |v: Option<f64>| match v {
+        Some(v) if total_p50 > 0.0 => format!("{:.1}%", 100.0 * v / total_p50),
+        _ => "-".into(),
+    };
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  Life of a request: client phases, then the server's Server-Timing ({} of {} responses)",
+        s.server_timing_responses, s.requests.ok
+    );
+    let _ = writeln!(
+        out,
+        "  {:<30} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "Phase", "p50", "p90", "p99", "p99.9", "p99.99", "p50 share"
+    );
+    // A phase that only some requests have (connect, with keep-alive) has no share of the
+    // typical request.
+    let every = s.requests.ok;
+    let row = |out: &mut String, name: &str, st: &Stats| {
+        let share_cell = if st.count >= every {
+            share(st.p50_us)
+        } else {
+            format!("({} req)", st.count)
+        };
+        let _ = writeln!(
+            out,
+            "  {:<30} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            name,
+            cell(st.p50_us),
+            cell(st.p90_us),
+            cell(st.p99_us),
+            cell(st.p999_us),
+            cell(st.p9999_us),
+            share_cell
+        );
+    };
+    let open_loop = r.config.load_model == "open";
+    for name in ["queue", "connect", "tls", "write"] {
+        match s.latency.phases.get(name) {
+            Some(st) if st.count > 0 && (name != "queue" || open_loop) => row(out, name, st),
+            _ => {}
+        }
+    }
+    for name in &s.server_timing_order {
+        if let Some(st) = s.server_timing.get(name) {
+            if st.count > 0 {
+                let label = if *name == s.server_timing_total {
+                    format!("server {name} (server's total)")
+                } else {
+                    format!("server {name}")
+                };
+                row(out, &label, st);
+            }
+        }
+    }
+    row(
+        out,
+        "network+client (wait - server)",
+        &s.server_timing_overhead,
+    );
+    if let Some(st) = s.latency.phases.get("read") {
+        row(out, "read", st);
+    }
+    row(out, "total", &s.latency.total);
+    for (name, descs) in &s.server_timing_labels {
+        let all: u64 = descs.values().sum();
+        let parts: Vec<String> = descs
+            .iter()
+            .map(|(d, n)| format!("{d} {:.1}%", 100.0 * *n as f64 / all.max(1) as f64))
+            .collect();
+        let _ = writeln!(out, "  {name}: {}", parts.join(", "));
+    }
+    if s.server_timing_invalid > 0 {
+        let _ = writeln!(
+            out,
+            "  {} malformed Server-Timing metrics were skipped",
+            s.server_timing_invalid
         );
     }
 }
