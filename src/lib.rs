@@ -5,6 +5,7 @@
 //! [`model::Timestamps`]; `recorder` folds samples into per-thread histograms and merges them
 //! into a [`recorder::RunRecord`]; `report` renders records.
 
+pub mod analysis;
 pub mod app;
 pub mod cli;
 pub mod engine;

@@ -4,6 +4,7 @@
 //! SIGINT/SIGTERM (after the report and the record were still written).
 
 mod run;
+mod stats;
 
 use crate::cli::{Cli, Command, ReportArgs, ServeArgs};
 use crate::recorder::record::{RunRecord, SCHEMA_VERSION};
@@ -40,6 +41,7 @@ pub fn main_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::Run(a) => run::run(&a, command_line),
         Command::Serve(a) => serve(&a),
         Command::Report(a) => report(&a),
+        Command::Stats(a) => stats::stats(&a),
     }
 }
 
@@ -97,6 +99,7 @@ fn report(args: &ReportArgs) -> i32 {
             &record,
             TextOptions {
                 latency: args.latency,
+                detail: args.detail,
             },
         )
     };

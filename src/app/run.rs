@@ -139,6 +139,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             &record,
             TextOptions {
                 latency: args.latency,
+                detail: args.detail,
             },
         )
     };

@@ -25,6 +25,28 @@ pub enum Command {
     Serve(ServeArgs),
     /// Re-render the report of a saved RunRecord (`run -o FILE`).
     Report(ReportArgs),
+    /// Summary statistics of a file of numbers (one per line, or a column): R's summary()
+    /// and type-7 quantiles, exactly, and a log2 histogram.
+    Stats(StatsArgs),
+}
+
+/// Flags of `reqlife stats`.
+#[derive(Debug, Clone, Args)]
+pub struct StatsArgs {
+    /// The file of numbers, or - for standard input.
+    pub file: String,
+
+    /// Take this column (1-based) of each line, split by --delimiter.
+    #[arg(long = "column")]
+    pub column: Option<usize>,
+
+    /// Column delimiter [default: commas, tabs or spaces].
+    #[arg(long = "delimiter")]
+    pub delimiter: Option<String>,
+
+    /// Skip lines that are not numbers instead of stopping at the first.
+    #[arg(long = "skip-invalid")]
+    pub skip_invalid: bool,
 }
 
 fn duration_arg(s: &str) -> Result<Duration, String> {
@@ -181,6 +203,11 @@ pub struct RunArgs {
     #[arg(long = "latency")]
     pub latency: bool,
 
+    /// Print, for every phase and server metric, R's summary(), the quantiles 50-99.99 and
+    /// a log2 histogram (bpftrace style).
+    #[arg(long = "detail")]
+    pub detail: bool,
+
     /// Write the full RunRecord (JSON) to this file.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
@@ -223,6 +250,10 @@ pub struct ReportArgs {
     /// Print the full percentile spectrum of the total latency.
     #[arg(long = "latency")]
     pub latency: bool,
+
+    /// Print every phase's summary, quantiles and log2 histogram.
+    #[arg(long = "detail")]
+    pub detail: bool,
 
     /// Print the summary JSON instead of the text report.
     #[arg(long = "json")]

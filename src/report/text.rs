@@ -3,6 +3,7 @@
 //! errors by kind with the first error of each kind in words, and with `--latency` the
 //! percentile spectrum of HdrHistogram / wrk2.
 
+use crate::analysis::summary::{Log2Hist, Summary};
 use crate::cli::units::{human_bytes, human_ns};
 use crate::recorder::hist::Stats;
 use crate::recorder::record::RunRecord;
@@ -13,6 +14,8 @@ use std::fmt::Write as _;
 pub struct TextOptions {
     /// Add the full percentile spectrum of the total latency.
     pub latency: bool,
+    /// Add every phase's summary, quantiles and log2 histogram.
+    pub detail: bool,
 }
 
 /// Renders the text report of `record`.
@@ -30,6 +33,9 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
     bursts(&mut out, record);
     statuses_and_errors(&mut out, record);
     warnings(&mut out, record);
+    if opts.detail {
+        detail(&mut out, record);
+    }
     if opts.latency {
         match record.histogram("total") {
             Ok(h) => spectrum(&mut out, &h),
@@ -399,6 +405,29 @@ fn warnings(out: &mut String, r: &RunRecord) {
     let _ = writeln!(out);
     for w in &r.summary.warnings {
         let _ = writeln!(out, "  WARNING: {w}");
+    }
+}
+
+/// For each client phase, the total and each server metric: R's summary(), the quantiles
+/// and a log2 histogram of nanoseconds, from the record's histograms.
+fn detail(out: &mut String, r: &RunRecord) {
+    let mut names: Vec<(String, String)> =
+        ["queue", "connect", "tls", "write", "wait", "read", "total"]
+            .iter()
+            .map(|n| (n.to_string(), n.to_string()))
+            .collect();
+    for m in &r.summary.server_timing_order {
+        names.push((format!("server_timing.{m}"), format!("server {m}")));
+    }
+    for (key, title) in names {
+        let Ok(h) = r.histogram(&key) else { continue };
+        let Some(s) = Summary::of_hist(&h, 1e-3) else {
+            continue;
+        };
+        let _ = writeln!(out);
+        let _ = writeln!(out, "  {title} (microseconds; histogram in nanoseconds)");
+        s.render(out, " us");
+        Log2Hist::of_hist(&h).render(out);
     }
 }
 

@@ -1,0 +1,4 @@
+//! Analysis of measurements: summary statistics (R's `summary()` and type-7 quantiles, log2
+//! histograms) for `--detail` and `reqlife stats`.
+
+pub mod summary;
