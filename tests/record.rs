@@ -133,3 +133,68 @@ fn record_validates_against_the_schema_and_re_renders() {
     let total = rec.histogram("total").unwrap();
     assert_eq!(total.len(), rec.summary.latency.total.count);
 }
+
+#[test]
+fn the_hdr_interval_log_reads_back_with_the_crate_s_reader() {
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    use hdrhistogram::serialization::Deserializer;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.hlog");
+    let out = run(&[
+        "run",
+        "-R",
+        "2000",
+        "-n",
+        "1500",
+        "-c",
+        "4",
+        "-t",
+        "2",
+        "--interval",
+        "250ms",
+        "--json",
+        "--hdr-log",
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read(&path).unwrap();
+    let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut starts = Vec::new();
+    let mut base_time = false;
+    for entry in IntervalLogIterator::new(&text) {
+        match entry.expect("a valid interval log") {
+            LogEntry::BaseTime(_) => base_time = true,
+            LogEntry::Interval(h) => {
+                let tag = h
+                    .tag()
+                    .expect("every histogram is tagged")
+                    .as_str()
+                    .to_string();
+                let bytes = base64_decode(h.encoded_histogram());
+                let hist: hdrhistogram::Histogram<u64> =
+                    Deserializer::new().deserialize(&mut &bytes[..]).unwrap();
+                *counts.entry(tag.clone()).or_default() += hist.len();
+                if tag == "total" {
+                    starts.push(h.start_timestamp().as_secs_f64());
+                    assert!((h.duration().as_secs_f64() - 0.25).abs() < 1e-9);
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(base_time);
+    // Every request is in exactly one interval of each phase.
+    for phase in ["total", "uncorrected", "wait", "queue", "schedule_lag"] {
+        assert_eq!(counts.get(phase), Some(&1500), "{phase}: {counts:?}");
+    }
+    assert!(
+        starts.len() >= 3 && starts.windows(2).all(|w| w[0] < w[1]),
+        "{starts:?}"
+    );
+}
+
+/// Standard base64 (the log's payload encoding), decoded without another dependency.
+fn base64_decode(s: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(s).unwrap()
+}

@@ -123,6 +123,12 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         server.shutdown();
     }
     let mut code = EXIT_OK;
+    if let (Some(path), [o]) = (&args.hdr_log, &levels[..]) {
+        if let Err(e) = report::hdrlog::write(path, &o.measured, plans[0].interval, o.start_wall) {
+            eprintln!("error: {e}");
+            code = EXIT_FAILURE;
+        }
+    }
     if let Some(path) = &args.output {
         if let Err(e) = std::fs::write(path, report::record_json(&record) + "\n") {
             eprintln!(
@@ -195,6 +201,8 @@ fn failure(record: &RunRecord) -> Option<String> {
 /// What a run gave, before it becomes a record.
 struct Executed {
     measured: crate::recorder::Measured,
+    /// Wall-clock time at which recording started.
+    start_wall: std::time::SystemTime,
     recorded: Duration,
     stop_reason: String,
     start_time: String,
@@ -251,6 +259,7 @@ impl Control {
         let stop = StopSignal::default();
         let progress = Progress::new(plan.threads);
         let start_time = now_rfc3339();
+        let start_wall = std::time::SystemTime::now() + plan.warmup;
         let mut workers = load::start(plan, config, stop.clone(), progress.clone())
             .map_err(|e| format!("cannot start worker threads: {e}"))?;
         let record_from = workers.record_from;
@@ -289,6 +298,7 @@ impl Control {
         };
         Ok(Executed {
             measured,
+            start_wall,
             recorded,
             stop_reason,
             start_time,

@@ -216,6 +216,11 @@ pub struct RunArgs {
     #[arg(long = "json")]
     pub json: bool,
 
+    /// Write the HdrHistogram interval log (one histogram per interval and phase, tagged) to
+    /// this file, for HistogramLogProcessor and friends.
+    #[arg(long = "hdr-log")]
+    pub hdr_log: Option<PathBuf>,
+
     /// No progress bar.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,

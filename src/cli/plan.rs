@@ -31,6 +31,9 @@ pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 pub fn build_levels(args: &RunArgs, url: &str) -> Result<Vec<RunPlan>, PlanError> {
     match (args.connections.len(), args.rate.len()) {
         (0, _) => err("-c/--connections needs a value (e.g. -c 50)"),
+        (c, r) if (c > 1 || r > 1) && args.hdr_log.is_some() => {
+            err("--hdr-log records one run: drop the sweep, or run its levels one by one")
+        }
         (c, r) if c > 1 && r > 1 => err(
             "a sweep varies one thing: give a list to -c/--connections or to -R/--rate, not both",
         ),
@@ -179,12 +182,13 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     if let Some(path) = &args.cacert {
         check_cacert(path)?;
     }
-    if let Some(path) = &args.output {
-        // Found out now, not after the run: the folder of -o must exist.
+    // Found out now, not after the run: the folders of the output files must exist.
+    for (flag, path) in [("-o/--output", &args.output), ("--hdr-log", &args.hdr_log)] {
+        let Some(path) = path else { continue };
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
         if dir.is_some_and(|d| !d.is_dir()) {
             return err(format!(
-                "cannot write -o/--output '{}': its folder does not exist",
+                "cannot write {flag} '{}': its folder does not exist",
                 path.display()
             ));
         }
@@ -641,6 +645,10 @@ mod tests {
         for (flags, want) in [
             (&["-c", "1,2", "-R", "5,6"][..], "varies one thing"),
             (&["-c", "1,2", "--stages", "1s:5"][..], "conflict"),
+            (
+                &["-c", "1,2", "--hdr-log", "x.hlog"][..],
+                "--hdr-log records one run",
+            ),
             (&["-c", "1,0"][..], "at least 1"),
         ] {
             let e = levels(flags).unwrap_err().0;

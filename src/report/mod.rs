@@ -1,6 +1,7 @@
 //! Rendering RunRecords: the text report ([`text`]) and the summary JSON. Every report works
 //! from a [`RunRecord`] alone, so a saved run can be re-rendered later (`reqlife report`).
 
+pub mod hdrlog;
 pub mod text;
 
 use crate::recorder::record::RunRecord;
