@@ -294,3 +294,26 @@ fn bursts_time_the_dispatch_and_the_wait() {
     assert!(num(b, "dispatch.p50_us") > 0.0, "{b}");
     assert!(num(&r, "summary.latency.total.p50_us") >= 50_000.0);
 }
+
+#[test]
+fn every_prints_a_line_per_interval_while_running() {
+    let out = run(&[
+        "run", "-R", "1000", "-d", "2s", "-c", "2", "-t", "1", "--every", "500ms",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with('[')).collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    for (i, l) in lines.iter().enumerate() {
+        assert!(l.contains(&format!("{:.1}s]", i as f64 * 0.5)), "{l}");
+        // 500 requests due per half second.
+        let rate: f64 = l.split_whitespace().nth(2).unwrap().parse().unwrap();
+        assert!((900.0..=1010.0).contains(&rate), "{l}");
+        assert!(
+            l.contains("total p50") && l.contains("server total p50"),
+            "{l}"
+        );
+    }
+    // The lines come before the final report.
+    assert!(text.find("[     1.5s]").unwrap() < text.find("Running").unwrap());
+}

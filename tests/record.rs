@@ -122,6 +122,14 @@ fn record_validates_against_the_schema_and_re_renders() {
         record["summary"]["requests"]["total"].as_u64().unwrap()
     );
     assert!(intervals[0]["latency"]["total"]["p99_us"].as_f64().unwrap() > 0.0);
+    // The embedded target's Server-Timing metrics are in every interval too.
+    for i in intervals {
+        assert!(
+            i["server_timing"]["total"]["count"].as_u64().unwrap() > 0,
+            "{i}"
+        );
+        assert!(i["server_timing"]["handler"]["max_us"].as_f64().is_some());
+    }
 
     // The report from the file is the report the run printed.
     let again = run(&["report", p]);

@@ -8,7 +8,7 @@ use crate::engine::SessionConfig;
 use crate::load::{self, Progress, StopSignal};
 use crate::model::{RunPlan, StopRule};
 use crate::recorder::record::{Ending, RunRecord};
-use crate::report::{self, text::TextOptions};
+use crate::report::{self, live::LivePrinter, text::TextOptions};
 use crate::server::{self, ServerConfig, ServerTls};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -68,7 +68,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
                 level_label(plan)
             );
         }
-        match control.execute(plan, config, args.quiet) {
+        match control.execute(plan, config, args.quiet, args.every, args.json) {
             Ok(o) => levels.push(o),
             Err(e) => {
                 eprintln!("error: {e}");
@@ -255,12 +255,24 @@ impl Control {
         plan: &RunPlan,
         config: SessionConfig,
         quiet: bool,
+        every: Option<Duration>,
+        json: bool,
     ) -> Result<Executed, String> {
         let stop = StopSignal::default();
         let progress = Progress::new(plan.threads);
         let start_time = now_rfc3339();
         let start_wall = std::time::SystemTime::now() + plan.warmup;
-        let mut workers = load::start(plan, config, stop.clone(), progress.clone())
+        let (live_tx, mut live) = match every {
+            Some(_) => {
+                let (tx, rx) = std::sync::mpsc::channel();
+                (
+                    Some(tx),
+                    Some(LivePrinter::new(rx, plan.interval, &plan.server_total)),
+                )
+            }
+            None => (None, None),
+        };
+        let mut workers = load::start(plan, config, stop.clone(), progress.clone(), live_tx)
             .map_err(|e| format!("cannot start worker threads: {e}"))?;
         let record_from = workers.record_from;
         let deadline = match plan.stop {
@@ -275,7 +287,13 @@ impl Control {
                     _ = workers.all_finished() => break Instant::now(),
                     _ = self.interrupt.stopped() => break Instant::now(),
                     _ = sleep_until(deadline) => break deadline.unwrap_or_else(Instant::now),
-                    _ = tick.tick() => update_bar(&bar, &progress, plan.stop, record_from),
+                    _ = tick.tick() => {
+                        update_bar(&bar, &progress, plan.stop, record_from);
+                        if let Some(live) = &mut live {
+                            let elapsed = Instant::now().saturating_duration_since(record_from);
+                            print_live(&bar, &live.lines(elapsed, false), json);
+                        }
+                    }
                 }
             }
         });
@@ -284,6 +302,10 @@ impl Control {
             bar.finish_and_clear();
         }
         let measured = workers.join();
+        if let Some(live) = &mut live {
+            let elapsed = ended.saturating_duration_since(record_from);
+            print_live(&None, &live.lines(elapsed, true), json);
+        }
         let signal = self.signal();
         let recorded = ended.saturating_duration_since(record_from);
         let recorded = match deadline {
@@ -303,6 +325,20 @@ impl Control {
             stop_reason,
             start_time,
         })
+    }
+}
+
+/// Prints `--every` lines: on stdout, or on stderr when stdout carries `--json`; above the
+/// progress bar if there is one.
+fn print_live(bar: &Option<indicatif::ProgressBar>, lines: &str, json: bool) {
+    if lines.is_empty() {
+        return;
+    }
+    let lines = lines.trim_end_matches('\n');
+    match (bar, json) {
+        (Some(bar), _) => bar.println(lines),
+        (None, true) => eprintln!("{lines}"),
+        (None, false) => out(&format!("{lines}\n")),
     }
 }
 

@@ -187,9 +187,14 @@ pub struct RunArgs {
     #[arg(long = "warmup", default_value = "0s", value_parser = duration_arg)]
     pub warmup: Duration,
 
-    /// Interval of the time series kept in the record.
-    #[arg(long = "interval", default_value = "1s", value_parser = duration_arg)]
-    pub interval: Duration,
+    /// Interval of the time series kept in the record [default: 1s, or --every].
+    #[arg(long = "interval", value_parser = duration_arg)]
+    pub interval: Option<Duration>,
+
+    /// Print one line per interval of this length while running (throughput, errors, p50/p99/max
+    /// of the total, wait and the server's total): the drift of a long run, as it happens.
+    #[arg(long = "every", value_parser = duration_arg)]
+    pub every: Option<Duration>,
 
     /// Do not verify the server's TLS certificate.
     #[arg(long = "insecure", short = 'k')]

@@ -152,8 +152,15 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     if args.timeout.is_zero() {
         return err("--timeout must be more than 0 (e.g. 10s)");
     }
-    if args.interval < Duration::from_millis(10) {
-        return err("--interval must be at least 10ms (e.g. 1s)");
+    let interval = match (args.interval, args.every) {
+        (Some(i), Some(e)) if i != e => {
+            return err("--interval and --every differ: --every sets the interval too; give one")
+        }
+        (Some(i), _) | (None, Some(i)) => i,
+        (None, None) => Duration::from_secs(1),
+    };
+    if interval < Duration::from_millis(10) {
+        return err("--interval/--every must be at least 10ms (e.g. 1s)");
     }
     let method = args.method.trim().to_string();
     if method.is_empty() || !method.bytes().all(is_token_byte) {
@@ -305,7 +312,7 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         stop,
         warmup: args.warmup,
         timeout: args.timeout,
-        interval: args.interval,
+        interval,
         tls: TlsPlan {
             insecure: args.insecure,
             cacert: args.cacert.clone(),

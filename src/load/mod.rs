@@ -16,7 +16,7 @@ pub use scheduler::Scheduler;
 
 use crate::engine::{ConnectGate, Session, SessionConfig};
 use crate::model::{ConnStage, LoadModel, RunPlan, Sample, Ticket, Timestamps};
-use crate::recorder::{Measured, Recorder};
+use crate::recorder::{IntervalSnapshot, Measured, Recorder};
 use pacer::ThreadPacer;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -103,6 +103,7 @@ pub fn start(
     config: SessionConfig,
     stop: StopSignal,
     progress: Arc<Progress>,
+    live: Option<std::sync::mpsc::Sender<IntervalSnapshot>>,
 ) -> std::io::Result<Workers> {
     let start = Instant::now();
     let record_from = start + plan.warmup;
@@ -139,6 +140,7 @@ pub fn start(
             thread,
             threads: plan.threads,
             stage_ends: stage_ends.clone(),
+            live: live.clone(),
             server_total: plan.server_total.clone(),
             burst: match &plan.load {
                 LoadModel::Burst {
@@ -205,6 +207,8 @@ struct WorkerCtx {
     burst: Option<(Duration, Option<u64>)>,
     /// `--server-total`.
     server_total: String,
+    /// `--every`: where finished intervals go.
+    live: Option<std::sync::mpsc::Sender<IntervalSnapshot>>,
     connections: usize,
     scheduler: Arc<Scheduler>,
     /// The thread's share of an open-loop schedule, from the run's start.
@@ -224,6 +228,7 @@ impl WorkerCtx {
             Recorder::new(self.record_from, self.interval)
                 .until(self.record_until)
                 .server_total(&self.server_total)
+                .live(self.live.clone())
                 .with_segments(&self.stage_ends),
         ));
         if self.pacer.is_some() {

@@ -130,6 +130,8 @@ pub struct IntervalSnapshot {
     pub counters: Counters,
     /// V2+DEFLATE histograms per phase (empty phases left out).
     pub hists: Vec<(Phase, Vec<u8>)>,
+    /// V2+DEFLATE histograms per `Server-Timing` metric.
+    pub server: Vec<(String, Vec<u8>)>,
 }
 
 /// The per-thread recorder.
@@ -142,6 +144,10 @@ pub struct Recorder {
     hists: PhaseHists,
     first_errors: [Option<String>; ErrorKind::ALL.len()],
     current: Option<(u64, Counters, PhaseHists)>,
+    /// The current interval's `Server-Timing` figures.
+    current_server: Option<server_timing::ServerTimingAcc>,
+    /// Where finished intervals are also sent as they close (`--every`).
+    live: Option<std::sync::mpsc::Sender<IntervalSnapshot>>,
     finished: Vec<IntervalSnapshot>,
     /// Stages: the end of each stage (by intended time) and its own figures.
     segments: Vec<(Instant, Counters, PhaseHists)>,
@@ -171,11 +177,19 @@ impl Recorder {
             hists: PhaseHists::new(hist::new_hist),
             first_errors: Default::default(),
             current: None,
+            current_server: None,
+            live: None,
             finished: Vec::new(),
             segments: Vec::new(),
             bursts: None,
             server: server_timing::ServerTimingAcc::new("total"),
         }
+    }
+
+    /// Also sends each interval to `live` when it closes (for printing while running).
+    pub fn live(mut self, live: Option<std::sync::mpsc::Sender<IntervalSnapshot>>) -> Self {
+        self.live = live;
+        self
     }
 
     /// The `Server-Timing` metric that is the server's own total (`--server-total`).
@@ -187,8 +201,15 @@ impl Recorder {
     /// Folds one sample in with its response's `Server-Timing` values.
     #[inline]
     pub fn record_with_timing(&mut self, s: &Sample, timing: &[u8]) {
-        if self.record(s) && s.error.is_none() {
-            self.server.ingest(timing, s.stamps.phase(Phase::Wait));
+        if self.record(s) && s.error.is_none() && !timing.is_empty() {
+            let interval = self
+                .current_server
+                .get_or_insert_with(|| self.server.empty_like());
+            server_timing::ServerTimingAcc::ingest_all(
+                &mut [&mut self.server, interval],
+                timing,
+                s.stamps.phase(Phase::Wait),
+            );
         }
     }
 
@@ -281,9 +302,7 @@ impl Recorder {
 
     /// Closes the current interval (if any) and opens `index`.
     fn roll(&mut self, index: u64) {
-        if let Some((i, counters, hists)) = self.current.take() {
-            self.finished.push(snapshot(i, counters, &hists));
-        }
+        self.close_interval();
         self.current = Some((
             index,
             Counters::default(),
@@ -291,11 +310,25 @@ impl Recorder {
         ));
     }
 
+    /// Keeps the current interval's snapshot (and sends it to `live`).
+    fn close_interval(&mut self) {
+        if let Some((i, counters, hists)) = self.current.take() {
+            let server = self
+                .current_server
+                .take()
+                .map(|s| s.encoded())
+                .unwrap_or_default();
+            let snap = snapshot(i, counters, &hists, server);
+            if let Some(live) = &self.live {
+                let _ = live.send(snap.clone());
+            }
+            self.finished.push(snap);
+        }
+    }
+
     /// Ends recording: what this thread measured.
     pub fn finish(mut self) -> Measured {
-        if let Some((i, counters, hists)) = self.current.take() {
-            self.finished.push(snapshot(i, counters, &hists));
-        }
+        self.close_interval();
         Measured {
             counters: self.counters,
             status: self.status,
@@ -310,16 +343,27 @@ impl Recorder {
     }
 }
 
-fn snapshot(index: u64, counters: Counters, hists: &PhaseHists) -> IntervalSnapshot {
+fn snapshot(
+    index: u64,
+    counters: Counters,
+    hists: &PhaseHists,
+    server: Vec<(String, Vec<u8>)>,
+) -> IntervalSnapshot {
     let hists = Phase::ALL
         .iter()
         .filter(|p| !hists.get(**p).is_empty())
-        .map(|&p| (p, hist::encode_bytes(hists.get(p))))
+        .map(|&p| {
+            // Kept for the whole run: no spare capacity.
+            let mut b = hist::encode_bytes(hists.get(p));
+            b.shrink_to_fit();
+            (p, b)
+        })
         .collect();
     IntervalSnapshot {
         index,
         counters,
         hists,
+        server,
     }
 }
 
@@ -359,7 +403,8 @@ impl Measured {
             bursts: None,
             server: server_timing::ServerTimingAcc::new("total"),
         };
-        let mut by_index: std::collections::BTreeMap<u64, (Counters, PhaseHists)> =
+        type ByName = Vec<(String, Histogram<u64>)>;
+        let mut by_index: std::collections::BTreeMap<u64, (Counters, PhaseHists, ByName)> =
             Default::default();
         for part in parts {
             out.counters.merge(&part.counters);
@@ -394,10 +439,11 @@ impl Measured {
                 }
             }
             for snap in part.intervals {
-                let (c, h) = by_index.entry(snap.index).or_insert_with(|| {
+                let (c, h, server) = by_index.entry(snap.index).or_insert_with(|| {
                     (
                         Counters::default(),
                         PhaseHists::new(hist::new_interval_hist),
+                        Vec::new(),
                     )
                 });
                 c.merge(&snap.counters);
@@ -407,11 +453,26 @@ impl Measured {
                         .add(&decoded)
                         .expect("auto-resizing histogram");
                 }
+                for (name, bytes) in &snap.server {
+                    let decoded = hist::decode_bytes(bytes).expect("encoded by this process");
+                    match server.iter_mut().find(|(n, _)| n == name) {
+                        Some((_, into)) => {
+                            let _ = into.add(&decoded);
+                        }
+                        None => server.push((name.clone(), decoded)),
+                    }
+                }
             }
         }
         out.intervals = by_index
             .into_iter()
-            .map(|(i, (c, h))| snapshot(i, c, &h))
+            .map(|(i, (c, h, server))| {
+                let server = server
+                    .iter()
+                    .map(|(n, h)| (n.clone(), hist::encode_bytes(h)))
+                    .collect();
+                snapshot(i, c, &h, server)
+            })
             .collect();
         out
     }

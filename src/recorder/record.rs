@@ -281,6 +281,8 @@ pub struct Interval {
     pub bytes_read: u64,
     /// Phase name (client phases, `total`, `uncorrected`) → p50/p99/max.
     pub latency: BTreeMap<String, IntervalStats>,
+    /// `Server-Timing` metric → p50/p99/max in the interval.
+    pub server_timing: BTreeMap<String, IntervalStats>,
     /// base64 V2+DEFLATE histogram of the interval's total latency (for exact merges).
     pub total_histogram: Option<String>,
 }
@@ -719,6 +721,7 @@ fn intervals_of(measured: &Measured, interval: Duration, recorded: Duration) -> 
             let duration_s = if duration_s > 0.0 { duration_s } else { step };
             let snap = snaps.next_if(|s| s.index == i);
             let mut latency = BTreeMap::new();
+            let mut server_timing = BTreeMap::new();
             let mut total_histogram = None;
             let (requests, ok, errors, bytes_read) = match snap {
                 None => (0, 0, 0, 0),
@@ -729,6 +732,11 @@ fn intervals_of(measured: &Measured, interval: Duration, recorded: Duration) -> 
                             if *phase == Phase::Total {
                                 total_histogram = Some(hist::encode(&h));
                             }
+                        }
+                    }
+                    for (name, bytes) in &s.server {
+                        if let Ok(h) = hist::decode_bytes(bytes) {
+                            server_timing.insert(name.clone(), IntervalStats::of(&h));
                         }
                     }
                     let c = &s.counters;
@@ -744,6 +752,7 @@ fn intervals_of(measured: &Measured, interval: Duration, recorded: Duration) -> 
                 throughput_rps: round3(requests as f64 / duration_s),
                 bytes_read,
                 latency,
+                server_timing,
                 total_histogram,
             }
         })

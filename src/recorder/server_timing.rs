@@ -98,41 +98,77 @@ impl ServerTimingAcc {
 
     /// Folds in one response's `Server-Timing` values; `wait` is its time to first byte.
     pub fn ingest(&mut self, value: &[u8], wait: Option<Duration>) {
-        if value.is_empty() {
+        Self::ingest_all(&mut [self], value, wait);
+    }
+
+    /// Folds one response into several accumulators (the run's and the interval's), parsing
+    /// the header once.
+    pub fn ingest_all(accs: &mut [&mut ServerTimingAcc], value: &[u8], wait: Option<Duration>) {
+        if value.is_empty() || accs.is_empty() {
             return;
         }
-        self.responses += 1;
+        let total_name = accs[0].total_name.clone();
         let mut total_ms: Option<f64> = None;
         let mut sum_ms = 0.0;
         let mut any_dur = false;
         let mut position = 0u64;
         let invalid = server_timing::parse(value, |m| {
-            let Some(i) = self.index_of(m.name) else {
-                self.dropped += 1;
-                return;
-            };
-            let acc = &mut self.metrics[i];
-            acc.seen += 1;
-            acc.position_sum += position;
+            for acc in accs.iter_mut() {
+                acc.apply(&m, position);
+            }
             position += 1;
             if let Some(d) = m.dur_ms {
-                hist::record(&mut acc.hist, (d * 1e6).round() as u64);
                 sum_ms += d;
                 any_dur = true;
-                if m.name == self.total_name {
+                if m.name == total_name {
                     total_ms = Some(d);
                 }
             }
-            if let Some(desc) = m.desc {
-                self.count_label(i, desc);
-            }
         });
-        self.invalid += u64::from(invalid);
         let server_total = total_ms.or(any_dur.then_some(sum_ms));
-        if let (Some(wait), Some(total)) = (wait, server_total) {
-            let overhead = wait.as_nanos() as f64 - total * 1e6;
-            hist::record(&mut self.overhead, overhead.max(0.0) as u64);
+        for acc in accs.iter_mut() {
+            acc.responses += 1;
+            acc.invalid += u64::from(invalid);
+            if let (Some(wait), Some(total)) = (wait, server_total) {
+                let overhead = wait.as_nanos() as f64 - total * 1e6;
+                hist::record(&mut acc.overhead, overhead.max(0.0) as u64);
+            }
         }
+    }
+
+    /// One metric of a response, at `position` in its header.
+    fn apply(&mut self, m: &server_timing::Metric<'_>, position: u64) {
+        let Some(i) = self.index_of(m.name) else {
+            self.dropped += 1;
+            return;
+        };
+        let acc = &mut self.metrics[i];
+        acc.seen += 1;
+        acc.position_sum += position;
+        if let Some(d) = m.dur_ms {
+            hist::record(&mut acc.hist, (d * 1e6).round() as u64);
+        }
+        if let Some(desc) = m.desc {
+            self.count_label(i, desc);
+        }
+    }
+
+    /// A fresh accumulator with the same `--server-total`.
+    pub fn empty_like(&self) -> Self {
+        ServerTimingAcc::new(&self.total_name)
+    }
+
+    /// Each metric's histogram, compressed (for an interval snapshot).
+    pub fn encoded(&self) -> Vec<(String, Vec<u8>)> {
+        self.metrics
+            .iter()
+            .filter(|m| !m.hist.is_empty())
+            .map(|m| {
+                let mut b = hist::encode_bytes(&m.hist);
+                b.shrink_to_fit();
+                (m.name.clone(), b)
+            })
+            .collect()
     }
 
     /// Adds another thread's figures (metrics and labels matched by name).

@@ -2,6 +2,7 @@
 //! from a [`RunRecord`] alone, so a saved run can be re-rendered later (`reqlife report`).
 
 pub mod hdrlog;
+pub mod live;
 pub mod text;
 
 use crate::recorder::record::RunRecord;
