@@ -58,16 +58,22 @@ def main():
                 print(f"{samples[-1][0]:>7.1f} s  RSS {r:>8} KiB", flush=True)
             time.sleep(a.every)
     rec = json.load(open(out))
-    series_bytes = len(json.dumps(rec["intervals"]))
-    after30 = [r for t, r in samples if t >= 30]
-    growth = (after30[-1] - after30[0]) if len(after30) >= 2 else 0
+    snap_bytes = rec["summary"]["generator"]["interval_snapshot_bytes"]
+    # Steady state: from 30 s to the last sample taken while still sending (the samples after
+    # the duration show the end-of-run merge and report, reported apart).
+    steady = [r for t, r in samples if 30 <= t <= a.duration - a.every / 2]
+    tail = [r for t, r in samples if t > a.duration - a.every / 2]
+    growth = (steady[-1] - steady[0]) if len(steady) >= 2 else 0
     print()
     print(f"requests {rec['summary']['requests']['total']}, {len(rec['intervals'])} intervals")
-    print(f"RSS after 30 s: {after30[0] if after30 else 'n/a'} KiB, at the end: {after30[-1] if after30 else 'n/a'} KiB, "
-          f"growth {growth} KiB")
-    print(f"interval series kept (record JSON): {series_bytes / 1024:.0f} KiB "
-          f"({series_bytes / max(1, len(rec['intervals'])):.0f} bytes per interval)")
-    print(f"growth within the snapshots' size: {'yes' if growth * 1024 <= series_bytes else 'NO'}")
+    print(f"RSS at 30 s: {steady[0] if steady else 'n/a'} KiB, at the end of sending: "
+          f"{steady[-1] if steady else 'n/a'} KiB: growth {growth} KiB")
+    if tail:
+        print(f"RSS while merging and reporting at the end: {max(tail)} KiB")
+    print(f"interval snapshots kept (compressed histograms): {snap_bytes / 1024:.0f} KiB "
+          f"({snap_bytes / max(1, len(rec['intervals'])):.0f} bytes per interval)")
+    print(f"growth within the snapshots' size: {'yes' if growth * 1024 <= snap_bytes else 'NO'} "
+          f"(ratio {growth * 1024 / max(1, snap_bytes):.2f})")
     return 0
 
 

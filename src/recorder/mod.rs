@@ -329,6 +329,14 @@ impl Recorder {
     /// Ends recording: what this thread measured.
     pub fn finish(mut self) -> Measured {
         self.close_interval();
+        let snapshot_bytes = self
+            .finished
+            .iter()
+            .map(|s| {
+                (s.hists.iter().map(|(_, b)| b.len()).sum::<usize>()
+                    + s.server.iter().map(|(_, b)| b.len()).sum::<usize>()) as u64
+            })
+            .sum();
         Measured {
             counters: self.counters,
             status: self.status,
@@ -336,6 +344,7 @@ impl Recorder {
             first_errors: self.first_errors,
             intervals: self.finished,
             thread_busy: Vec::new(),
+            snapshot_bytes,
             segments: self.segments.into_iter().map(|(_, c, h)| (c, h)).collect(),
             bursts: self.bursts,
             server: self.server,
@@ -367,6 +376,39 @@ fn snapshot(
     }
 }
 
+/// The threads' snapshots of one interval, merged exactly and compressed again.
+fn merge_interval(index: u64, snaps: &[IntervalSnapshot]) -> IntervalSnapshot {
+    if let [one] = snaps {
+        return one.clone();
+    }
+    let mut counters = Counters::default();
+    let mut hists = PhaseHists::new(hist::new_interval_hist);
+    let mut server: Vec<(String, Histogram<u64>)> = Vec::new();
+    for snap in snaps {
+        counters.merge(&snap.counters);
+        for (phase, bytes) in &snap.hists {
+            let decoded = hist::decode_bytes(bytes).expect("encoded by this process");
+            hists.0[phase.index()]
+                .add(&decoded)
+                .expect("auto-resizing histogram");
+        }
+        for (name, bytes) in &snap.server {
+            let decoded = hist::decode_bytes(bytes).expect("encoded by this process");
+            match server.iter_mut().find(|(n, _)| n == name) {
+                Some((_, into)) => {
+                    let _ = into.add(&decoded);
+                }
+                None => server.push((name.clone(), decoded)),
+            }
+        }
+    }
+    let server = server
+        .iter()
+        .map(|(n, h)| (n.clone(), hist::encode_bytes(h)))
+        .collect();
+    snapshot(index, counters, &hists, server)
+}
+
 /// What one or more threads measured.
 #[derive(Debug, Clone)]
 pub struct Measured {
@@ -380,6 +422,9 @@ pub struct Measured {
     pub intervals: Vec<IntervalSnapshot>,
     /// Per worker thread: the share of the run it was on a CPU (0..1).
     pub thread_busy: Vec<f64>,
+    /// Bytes of compressed interval snapshots the threads kept during the run (what the
+    /// memory of a long run legitimately grows by).
+    pub snapshot_bytes: u64,
     /// Per stage: its counters and phase histograms.
     pub segments: Vec<(Counters, PhaseHists)>,
     /// Bursts, when the load was bursts.
@@ -399,12 +444,14 @@ impl Measured {
             first_errors: Default::default(),
             intervals: Vec::new(),
             thread_busy: Vec::new(),
+            snapshot_bytes: 0,
             segments: Vec::new(),
             bursts: None,
             server: server_timing::ServerTimingAcc::new("total"),
         };
-        type ByName = Vec<(String, Histogram<u64>)>;
-        let mut by_index: std::collections::BTreeMap<u64, (Counters, PhaseHists, ByName)> =
+        // Snapshots stay compressed until their interval is merged, one interval at a time:
+        // the memory of a merge does not grow with the length of the run.
+        let mut by_index: std::collections::BTreeMap<u64, Vec<IntervalSnapshot>> =
             Default::default();
         for part in parts {
             out.counters.merge(&part.counters);
@@ -413,6 +460,7 @@ impl Measured {
             }
             out.hists.merge(&part.hists);
             out.thread_busy.extend_from_slice(&part.thread_busy);
+            out.snapshot_bytes += part.snapshot_bytes;
             out.server.merge(&part.server);
             if let Some(b) = &part.bursts {
                 match &mut out.bursts {
@@ -439,40 +487,12 @@ impl Measured {
                 }
             }
             for snap in part.intervals {
-                let (c, h, server) = by_index.entry(snap.index).or_insert_with(|| {
-                    (
-                        Counters::default(),
-                        PhaseHists::new(hist::new_interval_hist),
-                        Vec::new(),
-                    )
-                });
-                c.merge(&snap.counters);
-                for (phase, bytes) in &snap.hists {
-                    let decoded = hist::decode_bytes(bytes).expect("encoded by this process");
-                    h.0[phase.index()]
-                        .add(&decoded)
-                        .expect("auto-resizing histogram");
-                }
-                for (name, bytes) in &snap.server {
-                    let decoded = hist::decode_bytes(bytes).expect("encoded by this process");
-                    match server.iter_mut().find(|(n, _)| n == name) {
-                        Some((_, into)) => {
-                            let _ = into.add(&decoded);
-                        }
-                        None => server.push((name.clone(), decoded)),
-                    }
-                }
+                by_index.entry(snap.index).or_default().push(snap);
             }
         }
         out.intervals = by_index
             .into_iter()
-            .map(|(i, (c, h, server))| {
-                let server = server
-                    .iter()
-                    .map(|(n, h)| (n.clone(), hist::encode_bytes(h)))
-                    .collect();
-                snapshot(i, c, &h, server)
-            })
+            .map(|(i, snaps)| merge_interval(i, &snaps))
             .collect();
         out
     }

@@ -195,6 +195,8 @@ pub struct Generator {
     pub offered_rps: Option<f64>,
     /// Per worker thread, the share of the run it was on a CPU (0..1).
     pub thread_busy: Vec<f64>,
+    /// Bytes of compressed interval snapshots kept in memory during the run.
+    pub interval_snapshot_bytes: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -381,6 +383,7 @@ impl RunRecord {
                 generator: Generator {
                     offered_rps: offered_rps(plan),
                     thread_busy: measured.thread_busy.iter().map(|b| round3(*b)).collect(),
+                    interval_snapshot_bytes: measured.snapshot_bytes,
                 },
                 server_timing: {
                     let st = &measured.server;
