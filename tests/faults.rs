@@ -8,10 +8,6 @@ use common::*;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
-fn count(v: &Value, path: &str) -> u64 {
-    path.split('.').fold(v, |v, k| &v[k]).as_u64().unwrap_or(0)
-}
-
 #[test]
 fn bad_input_is_one_clear_line_and_exit_2() {
     // (arguments, a part of the message)

@@ -12,13 +12,6 @@ use serde_json::Value;
 use std::io::{Read, Write};
 use std::time::Duration;
 
-fn num(v: &Value, path: &str) -> f64 {
-    path.split('.')
-        .fold(v, |v, k| &v[k])
-        .as_f64()
-        .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
-}
-
 #[test]
 fn a_stall_shows_in_the_corrected_tail_and_not_in_the_uncorrected_one() {
     let s = server::spawn(ServerConfig {

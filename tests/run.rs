@@ -6,7 +6,6 @@ mod common;
 
 use common::*;
 use reqlife::server::{self, ServerConfig, ServerTls};
-use serde_json::Value;
 
 fn embedded(tls: ServerTls) -> server::RunningServer {
     server::spawn(ServerConfig {
@@ -14,20 +13,6 @@ fn embedded(tls: ServerTls) -> server::RunningServer {
         tls,
     })
     .expect("the embedded target starts")
-}
-
-fn u(v: &Value, path: &str) -> u64 {
-    path.split('.')
-        .fold(v, |v, k| &v[k])
-        .as_u64()
-        .unwrap_or_else(|| panic!("{path} is not a count in {v}"))
-}
-
-fn f(v: &Value, path: &str) -> f64 {
-    path.split('.')
-        .fold(v, |v, k| &v[k])
-        .as_f64()
-        .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
 }
 
 #[test]
@@ -46,30 +31,30 @@ fn counts_statuses_and_phases_against_the_embedded_target() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
-    assert_eq!(u(&j, "requests.total"), 2000);
-    assert_eq!(u(&j, "requests.ok"), 2000);
-    assert_eq!(u(&j, "requests.errors"), 0);
-    assert_eq!(u(&j, "status.200"), 2000);
+    assert_eq!(count(&j, "requests.total"), 2000);
+    assert_eq!(count(&j, "requests.ok"), 2000);
+    assert_eq!(count(&j, "requests.errors"), 0);
+    assert_eq!(count(&j, "status.200"), 2000);
     // Keep-alive: one connect per connection, and connect belongs to the request that
     // opened the connection.
-    assert_eq!(u(&j, "connections.opened"), 4);
-    assert_eq!(u(&j, "latency.phases.connect.count"), 4);
-    assert_eq!(u(&j, "latency.phases.tls.count"), 0);
+    assert_eq!(count(&j, "connections.opened"), 4);
+    assert_eq!(count(&j, "latency.phases.connect.count"), 4);
+    assert_eq!(count(&j, "latency.phases.tls.count"), 0);
     for phase in ["write", "wait", "read"] {
         assert_eq!(
-            u(&j, &format!("latency.phases.{phase}.count")),
+            count(&j, &format!("latency.phases.{phase}.count")),
             2000,
             "{phase}"
         );
     }
-    assert_eq!(u(&j, "latency.total.count"), 2000);
+    assert_eq!(count(&j, "latency.total.count"), 2000);
     // The phases add up: wait ≤ total, and p50 is between min and max.
-    assert!(f(&j, "latency.phases.wait.p50_us") <= f(&j, "latency.total.p50_us"));
-    assert!(f(&j, "latency.total.min_us") <= f(&j, "latency.total.p50_us"));
-    assert!(f(&j, "latency.total.p50_us") <= f(&j, "latency.total.max_us"));
-    assert!(f(&j, "throughput_rps") > 0.0);
+    assert!(num(&j, "latency.phases.wait.p50_us") <= num(&j, "latency.total.p50_us"));
+    assert!(num(&j, "latency.total.min_us") <= num(&j, "latency.total.p50_us"));
+    assert!(num(&j, "latency.total.p50_us") <= num(&j, "latency.total.max_us"));
+    assert!(num(&j, "throughput_rps") > 0.0);
     // 2000 × "Hello World!" bodies at least.
-    assert!(u(&j, "bytes.read") >= 2000 * 12);
+    assert!(count(&j, "bytes.read") >= 2000 * 12);
 }
 
 #[test]
@@ -88,9 +73,9 @@ fn status_codes_are_counted() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
-    assert_eq!(u(&j, "status.503"), 300);
-    assert_eq!(u(&j, "requests.non_2xx_3xx"), 300);
-    assert_eq!(u(&j, "requests.ok"), 300);
+    assert_eq!(count(&j, "status.503"), 300);
+    assert_eq!(count(&j, "requests.non_2xx_3xx"), 300);
+    assert_eq!(count(&j, "requests.ok"), 300);
 }
 
 #[test]
@@ -115,10 +100,10 @@ fn post_with_headers_and_body_to_echo() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
-    assert_eq!(u(&j, "status.200"), 100);
+    assert_eq!(count(&j, "status.200"), 100);
     // Each echo carries the 10-byte body back; each request wrote it.
-    assert!(u(&j, "bytes.written") >= 100 * 10);
-    assert!(u(&j, "bytes.read") >= 100 * 10);
+    assert!(count(&j, "bytes.written") >= 100 * 10);
+    assert!(count(&j, "bytes.read") >= 100 * 10);
 }
 
 #[test]
@@ -146,14 +131,14 @@ fn head_and_no_content_responses_have_no_body() {
         ]);
         assert!(out.status.success(), "{method} {path}: {}", stderr(&out));
         let j = summary(&out);
-        assert_eq!(u(&j, "requests.ok"), 50, "{method} {path}");
+        assert_eq!(count(&j, "requests.ok"), 50, "{method} {path}");
         assert_eq!(
-            u(&j, "errors.timeout"),
+            count(&j, "errors.timeout"),
             0,
             "{method} {path}: a body was waited for"
         );
         assert_eq!(
-            u(&j, "connections.opened"),
+            count(&j, "connections.opened"),
             1,
             "{method} {path}: keep-alive kept"
         );
@@ -176,8 +161,8 @@ fn large_bodies_are_counted_not_kept() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
-    assert_eq!(u(&j, "requests.ok"), 20);
-    assert!(u(&j, "bytes.read") >= 20 * 1_000_000);
+    assert_eq!(count(&j, "requests.ok"), 20);
+    assert!(count(&j, "bytes.read") >= 20 * 1_000_000);
 }
 
 #[test]
@@ -204,13 +189,13 @@ fn tls_with_cacert_insecure_and_unverified() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
-    assert_eq!(u(&j, "requests.ok"), 200);
+    assert_eq!(count(&j, "requests.ok"), 200);
     assert_eq!(
-        u(&j, "latency.phases.tls.count"),
+        count(&j, "latency.phases.tls.count"),
         2,
         "one handshake per connection"
     );
-    assert!(f(&j, "latency.phases.tls.min_us") > 0.0);
+    assert!(num(&j, "latency.phases.tls.min_us") > 0.0);
 
     let out = run(&[
         "run",
@@ -225,13 +210,13 @@ fn tls_with_cacert_insecure_and_unverified() {
         &url,
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(u(&summary(&out), "requests.ok"), 50);
+    assert_eq!(count(&summary(&out), "requests.ok"), 50);
 
     // Verification is on by default: a self-signed certificate is refused, counted as tls.
     let out = run(&["run", "-n", "20", "-c", "1", "-t", "1", "--json", &url]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let j = summary(&out);
-    assert_eq!(u(&j, "errors.tls"), 20);
+    assert_eq!(count(&j, "errors.tls"), 20);
     assert!(
         stderr(&out).contains("no request succeeded"),
         "{}",
@@ -280,9 +265,9 @@ fn warmup_is_not_recorded() {
     assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     // The connection was opened during the warm-up: no recorded request opened it.
-    assert_eq!(u(&j, "latency.phases.connect.count"), 0);
-    assert!(u(&j, "requests.total") > 0);
-    let d = f(&j, "duration_s");
+    assert_eq!(count(&j, "latency.phases.connect.count"), 0);
+    assert!(count(&j, "requests.total") > 0);
+    let d = num(&j, "duration_s");
     assert!(
         (0.45..=0.6).contains(&d),
         "recorded {d}s, expected about 0.5 s"
@@ -308,9 +293,9 @@ fn server_connection_close_reconnects_and_counts() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
-    assert_eq!(u(&j, "requests.ok"), 50);
-    assert_eq!(u(&j, "connections.server_closes"), 50);
-    assert_eq!(u(&j, "connections.opened"), 50);
+    assert_eq!(count(&j, "requests.ok"), 50);
+    assert_eq!(count(&j, "connections.server_closes"), 50);
+    assert_eq!(count(&j, "connections.opened"), 50);
 }
 
 #[test]
@@ -334,9 +319,9 @@ fn chunked_and_interim_responses() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
-    assert_eq!(u(&j, "requests.ok"), 100);
+    assert_eq!(count(&j, "requests.ok"), 100);
     assert_eq!(
-        u(&j, "connections.opened"),
+        count(&j, "connections.opened"),
         2,
         "chunked framing kept the connection"
     );
@@ -360,11 +345,11 @@ fn no_keepalive_opens_a_connection_per_request() {
         ]);
         assert!(out.status.success(), "{}", stderr(&out));
         let j = summary(&out);
-        assert_eq!(u(&j, "requests.ok"), 200, "{flag}");
-        assert_eq!(u(&j, "connections.opened"), 200, "{flag}");
-        assert_eq!(u(&j, "latency.phases.connect.count"), 200, "{flag}");
+        assert_eq!(count(&j, "requests.ok"), 200, "{flag}");
+        assert_eq!(count(&j, "connections.opened"), 200, "{flag}");
+        assert_eq!(count(&j, "latency.phases.connect.count"), 200, "{flag}");
         // The closes are ours, not the server's.
-        assert_eq!(u(&j, "connections.server_closes"), 0, "{flag}");
+        assert_eq!(count(&j, "connections.server_closes"), 0, "{flag}");
     }
 }
 
@@ -387,7 +372,7 @@ fn the_connect_rate_is_limited() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
-    assert_eq!(u(&j, "connections.opened"), 50);
+    assert_eq!(count(&j, "connections.opened"), 50);
     // 50 connects at 100 per second cannot take less than 0.49 s.
-    assert!(f(&j, "duration_s") >= 0.49, "{}", f(&j, "duration_s"));
+    assert!(num(&j, "duration_s") >= 0.49, "{}", num(&j, "duration_s"));
 }

@@ -4,14 +4,6 @@
 mod common;
 
 use common::*;
-use serde_json::Value;
-
-fn num(v: &Value, path: &str) -> f64 {
-    path.split('.')
-        .fold(v, |v, k| &v[k])
-        .as_f64()
-        .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
-}
 
 #[test]
 fn known_durations_come_back_as_medians() {

@@ -92,17 +92,14 @@ fn report(args: &ReportArgs) -> i32 {
         Ok(r) => r,
         Err(e) => return usage_error(e),
     };
-    let rendered = if args.json {
-        report::summary_json(&record) + "\n"
-    } else {
-        report::text::render(
-            &record,
-            TextOptions {
-                latency: args.latency,
-                detail: args.detail,
-            },
-        )
-    };
+    let rendered = report::render(
+        &record,
+        args.json,
+        TextOptions {
+            latency: args.latency,
+            detail: args.detail,
+        },
+    );
     out(&rendered);
     EXIT_OK
 }

@@ -138,17 +138,14 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             code = EXIT_FAILURE;
         }
     }
-    let rendered = if args.json {
-        report::summary_json(&record) + "\n"
-    } else {
-        report::text::render(
-            &record,
-            TextOptions {
-                latency: args.latency,
-                detail: args.detail,
-            },
-        )
-    };
+    let rendered = report::render(
+        &record,
+        args.json,
+        TextOptions {
+            latency: args.latency,
+            detail: args.detail,
+        },
+    );
     out(&rendered);
     if signal == 0 {
         if let Some(why) = failure(&record) {

@@ -6,11 +6,10 @@
 
 use super::Progress;
 use crate::engine::Session;
-use crate::model::{Sample, Timestamps};
+use crate::model::Timestamps;
 use crate::recorder::Recorder;
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -50,25 +49,14 @@ impl BurstRun {
                 let ended = stamps.done.unwrap_or_else(Instant::now);
                 last_written = last_written.max(stamps.written.unwrap_or(ended));
                 last_done = last_done.max(ended);
-                let sample = Sample {
+                super::record_outcome(
+                    &self.recorder,
+                    &self.progress.0[self.thread],
                     stamps,
-                    status: outcome.result.as_ref().ok().copied(),
-                    error: outcome.result.as_ref().err().map(|e| e.kind),
-                    bytes_read: outcome.bytes_read,
-                    bytes_written: outcome.bytes_written,
-                    server_closed: outcome.server_closed,
-                };
-                let mut recorder = self.recorder.borrow_mut();
-                recorder.record_with_timing(&sample, session.server_timing());
+                    &outcome,
+                    session.server_timing(),
+                );
                 self.sessions.push(session);
-                if let Err(e) = &outcome.result {
-                    recorder.note_error(e.kind, &e.detail);
-                }
-                let progress = &self.progress.0[self.thread];
-                progress
-                    .requests
-                    .store(recorder.requests(), Ordering::Relaxed);
-                progress.errors.store(recorder.errors(), Ordering::Relaxed);
             }
             self.recorder
                 .borrow_mut()

@@ -357,6 +357,34 @@ impl Feed {
     }
 }
 
+/// Records one request's outcome (with its response's `Server-Timing`) and updates the
+/// thread's live counters: the one place an outcome becomes a sample.
+fn record_outcome(
+    recorder: &RefCell<Recorder>,
+    progress: &ThreadProgress,
+    stamps: Timestamps,
+    outcome: &crate::engine::Outcome,
+    server_timing: &[u8],
+) {
+    let sample = Sample {
+        stamps,
+        status: outcome.result.as_ref().ok().copied(),
+        error: outcome.result.as_ref().err().map(|e| e.kind),
+        bytes_read: outcome.bytes_read,
+        bytes_written: outcome.bytes_written,
+        server_closed: outcome.server_closed,
+    };
+    let mut recorder = recorder.borrow_mut();
+    recorder.record_with_timing(&sample, server_timing);
+    progress
+        .requests
+        .store(recorder.requests(), Ordering::Relaxed);
+    if let Err(e) = &outcome.result {
+        recorder.note_error(e.kind, &e.detail);
+        progress.errors.store(recorder.errors(), Ordering::Relaxed);
+    }
+}
+
 /// When a connection of a closed loop with connection stages is active: connection `index`
 /// is active while the stage's connection count (linear within a stage) is above it.
 struct Activity {
@@ -424,24 +452,13 @@ impl Connection {
             let mut stamps =
                 Timestamps::new(ticket.intended, dispatched).released_at(ticket.released);
             let outcome = self.session.request(&mut stamps).await;
-            let sample = Sample {
+            record_outcome(
+                &self.recorder,
+                &self.progress.0[self.thread],
                 stamps,
-                status: outcome.result.as_ref().ok().copied(),
-                error: outcome.result.as_ref().err().map(|e| e.kind),
-                bytes_read: outcome.bytes_read,
-                bytes_written: outcome.bytes_written,
-                server_closed: outcome.server_closed,
-            };
-            let mut recorder = self.recorder.borrow_mut();
-            recorder.record_with_timing(&sample, self.session.server_timing());
-            let progress = &self.progress.0[self.thread];
-            progress
-                .requests
-                .store(recorder.requests(), Ordering::Relaxed);
-            if let Err(e) = &outcome.result {
-                recorder.note_error(e.kind, &e.detail);
-                progress.errors.store(recorder.errors(), Ordering::Relaxed);
-            }
+                &outcome,
+                self.session.server_timing(),
+            );
         }
     }
 }

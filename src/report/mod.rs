@@ -29,6 +29,15 @@ pub fn summary_json(record: &RunRecord) -> String {
     serde_json::to_string_pretty(&value).expect("the summary serializes")
 }
 
+/// The report to print: the summary JSON with `json`, else the text report.
+pub fn render(record: &RunRecord, json: bool, opts: text::TextOptions) -> String {
+    if json {
+        summary_json(record) + "\n"
+    } else {
+        text::render(record, opts)
+    }
+}
+
 /// The whole record as JSON (`-o FILE`).
 pub fn record_json(record: &RunRecord) -> String {
     serde_json::to_string_pretty(record).expect("the record serializes")

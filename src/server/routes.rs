@@ -3,9 +3,9 @@
 //! `/stall/{ms}`, which answers at once but makes the whole server hold every other response
 //! until `ms` have passed (a garbage-collection pause, to show coordinated omission). The server
 //! measures its own phases: `parse` (routing the request), `queue` (handing the work from the
-//! connection's I/O task to a worker task, as thread-pool servers do; on `/delay` only, where
-//! the work is spawned), `handler` (the route's work), `serialize` (building the response) and
-//! `total` (from the call of the service to the response ready).
+//! connection's I/O task to a worker task, as thread-pool servers do), `handler` (the route's
+//! work), `serialize` (building the response) and `total` (from the call of the service to the
+//! response ready).
 
 use bytes::Bytes;
 use http::{header, Method, Request, Response, StatusCode};
@@ -186,30 +186,12 @@ fn route_of(method: &Method, path: &str) -> Route {
     }
 }
 
-/// Serves one request.
-pub async fn handle(req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
-    let start = Instant::now();
-    let route = route_of(req.method(), req.uri().path());
-    if !matches!(route, Route::Stall(_)) {
-        wait_out_stall().await;
-    }
-    let routed = Instant::now();
-    let mut timing = Timing {
-        parse_ms: ms(routed - start),
-        ..Timing::default()
-    };
-    let (status, body) = match route {
+/// The route's own work.
+async fn run_route(route: Route, req: Request<Incoming>) -> (StatusCode, Body) {
+    match route {
         Route::Hello => (StatusCode::OK, Body::full(Bytes::from_static(HELLO))),
         Route::Delay(d) => {
-            // Hand the work to a task of its own, as a server with a worker pool would.
-            let queued = Instant::now();
-            let work = tokio::spawn(async move {
-                let began = Instant::now();
-                tokio::time::sleep(d).await;
-                began
-            });
-            let began = work.await.unwrap_or(queued);
-            timing.queue_ms = Some(ms(began.saturating_duration_since(queued)));
+            tokio::time::sleep(d).await;
             (StatusCode::OK, Body::full(Bytes::from_static(HELLO)))
         }
         Route::Echo => {
@@ -234,9 +216,41 @@ pub async fn handle(req: Request<Incoming>) -> Result<Response<Body>, Infallible
         }
         Route::BadRequest(msg) => (StatusCode::BAD_REQUEST, Body::full(msg)),
         Route::NotFound => (StatusCode::NOT_FOUND, Body::full(ROUTES)),
+    }
+}
+
+/// Serves one request.
+pub async fn handle(req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    let start = Instant::now();
+    let route = route_of(req.method(), req.uri().path());
+    if !matches!(route, Route::Stall(_)) {
+        wait_out_stall().await;
+    }
+    let routed = Instant::now();
+    let mut timing = Timing {
+        parse_ms: ms(routed - start),
+        ..Timing::default()
+    };
+    // Hand the route's work from the connection's I/O task to a task of its own, as a server
+    // with a worker pool would: the handover is the `queue` phase.
+    let queued = Instant::now();
+    let work = tokio::spawn(async move {
+        let began = Instant::now();
+        let (status, body) = run_route(route, req).await;
+        (began, Instant::now(), status, body)
+    });
+    let (status, body) = match work.await {
+        Ok((began, ended, status, body)) => {
+            timing.queue_ms = Some(ms(began.saturating_duration_since(queued)));
+            timing.handler_ms = ms(ended.saturating_duration_since(began));
+            (status, body)
+        }
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Body::full(Bytes::from_static(b"the handler failed\n")),
+        ),
     };
     let handled = Instant::now();
-    timing.handler_ms = ms(handled - routed) - timing.queue_ms.unwrap_or(0.0);
     let mut res = Response::new(body);
     *res.status_mut() = status;
     res.headers_mut().insert(

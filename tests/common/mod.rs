@@ -39,6 +39,22 @@ pub fn summary(o: &Output) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): stdout={} stderr={}", stdout(o), stderr(o)))
 }
 
+/// The number at a dotted `path` of a JSON value (`latency.total.p50_us`).
+pub fn num(v: &serde_json::Value, path: &str) -> f64 {
+    path.split('.')
+        .fold(v, |v, k| &v[k])
+        .as_f64()
+        .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
+}
+
+/// The count at a dotted `path` of a JSON value.
+pub fn count(v: &serde_json::Value, path: &str) -> u64 {
+    path.split('.')
+        .fold(v, |v, k| &v[k])
+        .as_u64()
+        .unwrap_or_else(|| panic!("{path} is not a count in {v}"))
+}
+
 /// A raw server: each accepted connection is handled by `handler` on its own thread.
 pub fn raw_server<F>(handler: F) -> SocketAddr
 where
