@@ -70,7 +70,7 @@ def main():
           f"{steady[-1] if steady else 'n/a'} KiB: growth {growth} KiB")
     if tail:
         print(f"RSS while merging and reporting at the end: {max(tail)} KiB")
-    print(f"interval snapshots kept (compressed histograms): {snap_bytes / 1024:.0f} KiB "
+    print(f"interval snapshots kept (compressed histograms and their containers): {snap_bytes / 1024:.0f} KiB "
           f"({snap_bytes / max(1, len(rec['intervals'])):.0f} bytes per interval)")
     print(f"growth within the snapshots' size: {'yes' if growth * 1024 <= snap_bytes else 'NO'} "
           f"(ratio {growth * 1024 / max(1, snap_bytes):.2f})")

@@ -134,6 +134,21 @@ pub struct IntervalSnapshot {
     pub server: Vec<(String, Vec<u8>)>,
 }
 
+impl IntervalSnapshot {
+    /// The memory the snapshot takes: its compressed histograms, metric names and the
+    /// vectors that hold them (allocator overhead aside).
+    pub fn footprint(&self) -> u64 {
+        use std::mem::size_of;
+        let hists: usize = self.hists.iter().map(|(_, b)| b.len()).sum();
+        let server: usize = self.server.iter().map(|(n, b)| n.len() + b.len()).sum();
+        (size_of::<IntervalSnapshot>()
+            + self.hists.len() * size_of::<(Phase, Vec<u8>)>()
+            + self.server.len() * size_of::<(String, Vec<u8>)>()
+            + hists
+            + server) as u64
+    }
+}
+
 /// The per-thread recorder.
 pub struct Recorder {
     record_from: Instant,
@@ -329,14 +344,8 @@ impl Recorder {
     /// Ends recording: what this thread measured.
     pub fn finish(mut self) -> Measured {
         self.close_interval();
-        let snapshot_bytes = self
-            .finished
-            .iter()
-            .map(|s| {
-                (s.hists.iter().map(|(_, b)| b.len()).sum::<usize>()
-                    + s.server.iter().map(|(_, b)| b.len()).sum::<usize>()) as u64
-            })
-            .sum();
+        self.finished.shrink_to_fit();
+        let snapshot_bytes = self.finished.iter().map(IntervalSnapshot::footprint).sum();
         Measured {
             counters: self.counters,
             status: self.status,
@@ -356,18 +365,20 @@ fn snapshot(
     index: u64,
     counters: Counters,
     hists: &PhaseHists,
-    server: Vec<(String, Vec<u8>)>,
+    mut server: Vec<(String, Vec<u8>)>,
 ) -> IntervalSnapshot {
-    let hists = Phase::ALL
+    // Kept for the whole run: no spare capacity anywhere.
+    let mut hists: Vec<(Phase, Vec<u8>)> = Phase::ALL
         .iter()
         .filter(|p| !hists.get(**p).is_empty())
         .map(|&p| {
-            // Kept for the whole run: no spare capacity.
             let mut b = hist::encode_bytes(hists.get(p));
             b.shrink_to_fit();
             (p, b)
         })
         .collect();
+    hists.shrink_to_fit();
+    server.shrink_to_fit();
     IntervalSnapshot {
         index,
         counters,

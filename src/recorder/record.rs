@@ -195,7 +195,8 @@ pub struct Generator {
     pub offered_rps: Option<f64>,
     /// Per worker thread, the share of the run it was on a CPU (0..1).
     pub thread_busy: Vec<f64>,
-    /// Bytes of compressed interval snapshots kept in memory during the run.
+    /// Bytes of interval snapshots (compressed histograms and their containers) kept in memory
+    /// during the run.
     pub interval_snapshot_bytes: u64,
 }
 
