@@ -370,6 +370,17 @@ pub struct RunPlan {
     pub seed: u64,
     /// The `Server-Timing` metric that is the server's own total (else the sum of all).
     pub server_total: String,
+    /// HTTP/2 (`--http2`): h2 by ALPN over TLS, h2c with prior knowledge on `http://`.
+    pub http2: Option<Http2Plan>,
+}
+
+/// HTTP/2 settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Http2Plan {
+    /// Concurrent streams per connection.
+    pub streams: usize,
+    /// Initial flow-control window (stream and connection), bytes.
+    pub window: Option<u32>,
 }
 
 impl RunPlan {

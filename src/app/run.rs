@@ -42,7 +42,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     };
     let configs = match plans
         .iter()
-        .map(SessionConfig::http1)
+        .map(SessionConfig::new)
         .collect::<Result<Vec<_>, _>>()
     {
         Ok(c) => c,

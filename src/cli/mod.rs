@@ -142,6 +142,18 @@ pub struct RunArgs {
     #[arg(long = "server-total", default_value = "total")]
     pub server_total: String,
 
+    /// HTTP/2: h2 negotiated by ALPN over TLS; on an http:// URL, h2c with prior knowledge.
+    #[arg(long = "http2")]
+    pub http2: bool,
+
+    /// HTTP/2: concurrent streams per connection (h2load's -m).
+    #[arg(long = "streams", value_parser = count_arg)]
+    pub streams: Option<u64>,
+
+    /// HTTP/2: initial flow-control window in bytes, for streams and the connection (e.g. 1M).
+    #[arg(long = "h2-window", value_parser = count_arg)]
+    pub h2_window: Option<u64>,
+
     /// Arrival process of the open loop.
     #[arg(long = "arrival", value_enum, default_value = "constant")]
     pub arrival: ArrivalArg,

@@ -5,7 +5,8 @@
 use super::units::StagesSpec;
 use super::{ArrivalArg, PolicyArg, RunArgs};
 use crate::model::{
-    Arrival, ConnStage, LoadModel, RateStage, RunPlan, Schedule, Scheme, StopRule, Target, TlsPlan,
+    Arrival, ConnStage, Http2Plan, LoadModel, RateStage, RunPlan, Schedule, Scheme, StopRule,
+    Target, TlsPlan,
 };
 use std::net::ToSocketAddrs;
 use std::time::Duration;
@@ -292,6 +293,18 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         }
         other => other,
     };
+    let http2 = match (args.http2, args.streams, args.h2_window) {
+        (false, None, None) => None,
+        (false, _, _) => return err("--streams and --h2-window apply to HTTP/2: give --http2 too"),
+        (true, Some(0), _) => return err("--streams must be at least 1"),
+        (true, _, Some(w)) if !(65_535..=2_147_483_647).contains(&w) => {
+            return err("--h2-window must be from 65535 to 2147483647 bytes (e.g. 1M)")
+        }
+        (true, streams, window) => Some(Http2Plan {
+            streams: streams.unwrap_or(1) as usize,
+            window: window.map(|w| w as u32),
+        }),
+    };
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -308,6 +321,7 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         max_connects_per_s,
         seed,
         server_total: args.server_total.clone(),
+        http2,
         threads,
         stop,
         warmup: args.warmup,

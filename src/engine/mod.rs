@@ -5,6 +5,7 @@
 
 pub mod connect;
 pub mod http1;
+pub mod http2;
 pub mod server_timing;
 
 use crate::model::{ErrorKind, RunPlan, Timestamps};
@@ -62,18 +63,29 @@ pub struct SessionConfig {
     pub keepalive: bool,
     /// The whole run's connect rate limit, per second.
     pub max_connects_per_s: Option<f64>,
+    /// HTTP/2: the request of every stream and the flow-control window.
+    pub http2: Option<(http2::H2Request, Option<u32>)>,
 }
 
 impl SessionConfig {
-    /// The shared settings of `plan`'s HTTP/1.1 sessions.
-    pub fn http1(plan: &RunPlan) -> Result<Self, String> {
+    /// The shared settings of `plan`'s sessions (HTTP/1.1, or HTTP/2 with `--http2`).
+    pub fn new(plan: &RunPlan) -> Result<Self, String> {
+        let alpn: &[&[u8]] = if plan.http2.is_some() {
+            &[b"h2"]
+        } else {
+            &[b"http/1.1"]
+        };
         Ok(SessionConfig {
-            connector: Connector::new(plan, &[b"http/1.1"])?,
+            connector: Connector::new(plan, alpn)?,
             template: RequestTemplate::http1(plan),
             timeout: plan.timeout,
             max_header_bytes: plan.max_header_bytes,
             keepalive: plan.keepalive,
             max_connects_per_s: plan.max_connects_per_s,
+            http2: match &plan.http2 {
+                Some(h2) => Some((RequestTemplate::http2(plan)?, h2.window)),
+                None => None,
+            },
         })
     }
 }
@@ -111,16 +123,23 @@ pub struct Session {
     config: Rc<SessionConfig>,
     gate: Option<Rc<ConnectGate>>,
     conn: Option<Http1Conn>,
+    /// HTTP/2: the connection this session's streams share with its sibling sessions.
+    link: Option<Rc<http2::H2Link>>,
     /// The last response's `Server-Timing` values (kept for its capacity).
     timing: Vec<u8>,
 }
 
 impl Session {
-    pub fn new(config: Rc<SessionConfig>, gate: Option<Rc<ConnectGate>>) -> Self {
+    pub fn new(
+        config: Rc<SessionConfig>,
+        gate: Option<Rc<ConnectGate>>,
+        link: Option<Rc<http2::H2Link>>,
+    ) -> Self {
         Session {
             config,
             gate,
             conn: None,
+            link,
             timing: Vec::new(),
         }
     }
@@ -159,7 +178,11 @@ impl Session {
         // The deadline is derived from the dispatch stamp: no extra clock read per request.
         let deadline = stamps.dispatched + timeout;
         let result = tokio::time::timeout_at(deadline.into(), self.exchange(stamps)).await;
-        let request_bytes = self.config.template.bytes().len() as u64;
+        // HTTP/1.1 counts the request as written; HTTP/2 its body (frames are the h2 crate's).
+        let request_bytes = match &self.config.http2 {
+            Some((request, _)) => request.body.len() as u64,
+            None => self.config.template.bytes().len() as u64,
+        };
         match result {
             Ok(Ok(response)) => {
                 // With keep-alive off the close is ours, not the server's.
@@ -208,6 +231,22 @@ impl Session {
 
     async fn exchange(&mut self, stamps: &mut Timestamps) -> Result<http1::Response, EngineError> {
         let config = &*self.config;
+        if let (Some(link), Some((request, window))) = (&self.link, &config.http2) {
+            let (status, bytes_read) = http2::exchange(
+                link,
+                &config.connector,
+                *window,
+                request,
+                stamps,
+                &mut self.timing,
+            )
+            .await?;
+            return Ok(http1::Response {
+                status,
+                bytes_read,
+                keep_alive: true,
+            });
+        }
         if self.conn.is_none() {
             let stream = config.connector.connect(stamps).await?;
             self.conn = Some(Http1Conn::new(stream));

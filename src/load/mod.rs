@@ -14,6 +14,7 @@ pub mod timer;
 
 pub use scheduler::Scheduler;
 
+use crate::engine::http2::H2Link;
 use crate::engine::{ConnectGate, Session, SessionConfig};
 use crate::model::{ConnStage, LoadModel, RunPlan, Sample, Ticket, Timestamps};
 use crate::recorder::{IntervalSnapshot, Measured, Recorder};
@@ -142,6 +143,8 @@ pub fn start(
             stage_ends: stage_ends.clone(),
             live: live.clone(),
             server_total: plan.server_total.clone(),
+            http2: plan.http2.is_some(),
+            streams: plan.http2.map_or(1, |h| h.streams.max(1)),
             burst: match &plan.load {
                 LoadModel::Burst {
                     interval, bursts, ..
@@ -207,6 +210,10 @@ struct WorkerCtx {
     burst: Option<(Duration, Option<u64>)>,
     /// `--server-total`.
     server_total: String,
+    /// HTTP/2: sessions per connection share it.
+    http2: bool,
+    /// Sessions (streams) per connection: 1 for HTTP/1.1.
+    streams: usize,
     /// `--every`: where finished intervals go.
     live: Option<std::sync::mpsc::Sender<IntervalSnapshot>>,
     connections: usize,
@@ -277,7 +284,10 @@ impl WorkerCtx {
         }
         if let Some((interval, bursts)) = self.burst {
             let sessions = (0..self.connections)
-                .map(|_| Session::new(config.clone(), gate.clone()))
+                .map(|_| {
+                    let link = self.http2.then(|| Rc::new(H2Link::default()));
+                    Session::new(config.clone(), gate.clone(), link)
+                })
                 .collect();
             let run = burst::BurstRun {
                 sessions,
@@ -296,22 +306,26 @@ impl WorkerCtx {
             self.connections
         };
         for local in 0..connections {
-            // Connections are numbered across threads (thread i holds i, i+T, i+2T, …), so a
-            // ramp of connections grows evenly on every thread.
-            let activity = self.conn_stages.as_ref().map(|stages| Activity {
-                stages: stages.clone(),
-                origin: self.record_from,
-                index: local * self.threads + self.thread,
-            });
-            let conn = Connection {
-                activity,
-                session: Session::new(config.clone(), gate.clone()),
-                feed: feed.clone(),
-                recorder: recorder.clone(),
-                progress: self.progress.clone(),
-                thread: self.thread,
-            };
-            set.spawn_local(conn.run());
+            // HTTP/2: the connection slot's streams share one connection.
+            let link = self.http2.then(|| Rc::new(H2Link::default()));
+            for _ in 0..self.streams {
+                // Connections are numbered across threads (thread i holds i, i+T, i+2T, …), so
+                // a ramp of connections grows evenly on every thread.
+                let activity = self.conn_stages.as_ref().map(|stages| Activity {
+                    stages: stages.clone(),
+                    origin: self.record_from,
+                    index: local * self.threads + self.thread,
+                });
+                let conn = Connection {
+                    activity,
+                    session: Session::new(config.clone(), gate.clone(), link.clone()),
+                    feed: feed.clone(),
+                    recorder: recorder.clone(),
+                    progress: self.progress.clone(),
+                    thread: self.thread,
+                };
+                set.spawn_local(conn.run());
+            }
         }
         tokio::select! {
             _ = self.stop.stopped() => {}

@@ -60,6 +60,8 @@ pub struct Config {
     pub insecure: bool,
     pub cacert: Option<String>,
     pub protocol: String,
+    /// Concurrent streams per connection (1 for HTTP/1.1).
+    pub streams: u64,
     /// `closed` or `open`.
     pub load_model: String,
     /// Open loop: the offered rate (req/s) of a constant schedule.
@@ -685,7 +687,12 @@ fn config_of(plan: &RunPlan, end: &Ending) -> Config {
         interval_s: plan.interval.as_secs_f64(),
         insecure: plan.tls.insecure,
         cacert: plan.tls.cacert.as_ref().map(|p| p.display().to_string()),
-        protocol: "http/1.1".into(),
+        protocol: match (&plan.http2, plan.target.scheme) {
+            (None, _) => "http/1.1".into(),
+            (Some(_), crate::model::Scheme::Https) => "h2".into(),
+            (Some(_), crate::model::Scheme::Http) => "h2c".into(),
+        },
+        streams: plan.http2.map_or(1, |h| h.streams as u64),
         load_model: plan.load.name().into(),
         rate_rps: match &plan.load {
             LoadModel::Open {

@@ -68,6 +68,54 @@ impl RequestTemplate {
         }
     }
 
+    /// The HTTP/2 request of `plan`: the absolute URI (its authority becomes `:authority`),
+    /// the user's headers (lower-cased, hop-by-hop ones dropped), `user-agent` unless given.
+    pub fn http2(plan: &RunPlan) -> Result<crate::engine::http2::H2Request, String> {
+        let t = &plan.target;
+        let scheme = match t.scheme {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        };
+        let host = if t.host.contains(':') {
+            format!("[{}]", t.host)
+        } else {
+            t.host.clone()
+        };
+        let uri: http::Uri = format!("{scheme}://{host}:{}{}", t.port, t.path_and_query)
+            .parse()
+            .map_err(|e| format!("invalid URL for HTTP/2: {e}"))?;
+        let mut headers = http::HeaderMap::new();
+        for (name, value) in &plan.headers {
+            let lower = name.to_ascii_lowercase();
+            // Connection-specific headers are not allowed in HTTP/2; Host is :authority.
+            if matches!(
+                lower.as_str(),
+                "connection" | "keep-alive" | "transfer-encoding" | "upgrade" | "host"
+            ) {
+                continue;
+            }
+            let name = http::HeaderName::from_bytes(lower.as_bytes())
+                .map_err(|e| format!("invalid header name '{name}': {e}"))?;
+            let value = http::HeaderValue::from_str(value)
+                .map_err(|e| format!("invalid header value '{value}': {e}"))?;
+            headers.append(name, value);
+        }
+        if !headers.contains_key(http::header::USER_AGENT) {
+            headers.insert(
+                http::header::USER_AGENT,
+                http::HeaderValue::from_static(concat!("reqlife/", env!("CARGO_PKG_VERSION"))),
+            );
+        }
+        let method = http::Method::from_bytes(plan.method.as_bytes())
+            .map_err(|e| format!("invalid method '{}': {e}", plan.method))?;
+        Ok(crate::engine::http2::H2Request {
+            method,
+            uri,
+            headers,
+            body: bytes::Bytes::from(plan.body.clone()),
+        })
+    }
+
     /// The bytes to write.
     pub fn bytes(&self) -> &[u8] {
         &self.bytes

@@ -1,0 +1,202 @@
+//! HTTP/2 over the `h2` crate, used directly so each stream is timed exactly: h2 negotiated by
+//! ALPN over TLS, or h2c with prior knowledge on `http://`. An [`H2Link`] is one connection
+//! shared by the `--streams` sessions of a connection slot; its driver task runs beside them,
+//! and when the connection ends (GOAWAY, reset, error) the next stream to need it reconnects,
+//! stamping connect and TLS on its own request.
+
+use super::connect::Connector;
+use super::EngineError;
+use crate::model::{ErrorKind, Timestamps};
+use bytes::Bytes;
+use h2::client::SendRequest;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Instant;
+
+/// What a stream needs to build its request.
+#[derive(Clone)]
+pub struct H2Request {
+    pub method: http::Method,
+    pub uri: http::Uri,
+    pub headers: http::HeaderMap,
+    pub body: Bytes,
+}
+
+impl H2Request {
+    fn build(&self) -> http::Request<()> {
+        let mut req = http::Request::new(());
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = self.uri.clone();
+        *req.headers_mut() = self.headers.clone();
+        req
+    }
+}
+
+/// A sender on a connection, and whether its driver task still runs.
+type Live = (SendRequest<Bytes>, Rc<Cell<bool>>);
+
+/// One HTTP/2 connection shared by several streams.
+#[derive(Default)]
+pub struct H2Link {
+    sender: RefCell<Option<Live>>,
+    /// A stream is connecting: the others wait for it.
+    connecting: Cell<bool>,
+    connected: tokio::sync::Notify,
+}
+
+impl H2Link {
+    /// A sender on a live connection, connecting first (and stamping) if there is none.
+    async fn sender(
+        &self,
+        connector: &Connector,
+        window: Option<u32>,
+        stamps: &mut Timestamps,
+    ) -> Result<SendRequest<Bytes>, EngineError> {
+        loop {
+            if let Some((sr, alive)) = self.sender.borrow().as_ref() {
+                if alive.get() {
+                    return Ok(sr.clone());
+                }
+            }
+            if !self.connecting.get() {
+                break;
+            }
+            self.connected.notified().await;
+        }
+        self.connecting.set(true);
+        let result = self.connect(connector, window, stamps).await;
+        self.connecting.set(false);
+        self.connected.notify_waiters();
+        result
+    }
+
+    async fn connect(
+        &self,
+        connector: &Connector,
+        window: Option<u32>,
+        stamps: &mut Timestamps,
+    ) -> Result<SendRequest<Bytes>, EngineError> {
+        *self.sender.borrow_mut() = None;
+        let stream = connector.connect(stamps).await?;
+        let mut builder = h2::client::Builder::new();
+        if let Some(w) = window {
+            builder
+                .initial_window_size(w)
+                .initial_connection_window_size(w);
+        }
+        let (sr, conn) = builder
+            .handshake::<_, Bytes>(stream)
+            .await
+            .map_err(|e| h2_error(&e, "HTTP/2 handshake"))?;
+        let alive = Rc::new(Cell::new(true));
+        let flag = alive.clone();
+        tokio::task::spawn_local(async move {
+            let _ = conn.await;
+            flag.set(false);
+        });
+        *self.sender.borrow_mut() = Some((sr.clone(), alive));
+        Ok(sr)
+    }
+
+    /// Forgets the connection (after an error on it).
+    fn reset(&self) {
+        if let Some((_, alive)) = self.sender.borrow().as_ref() {
+            alive.set(false);
+        }
+    }
+}
+
+/// The kind of an h2 error: a GOAWAY from the server, or the connection closing under us, is
+/// `closed`; a reset stream, or a violation h2 detected itself (the peer does not speak
+/// HTTP/2), is `protocol`; other I/O is `read`.
+fn h2_error(e: &h2::Error, what: &str) -> EngineError {
+    let broken = e.get_io().is_some_and(|io| {
+        matches!(
+            io.kind(),
+            std::io::ErrorKind::BrokenPipe
+                | std::io::ErrorKind::UnexpectedEof
+                | std::io::ErrorKind::ConnectionReset
+        )
+    });
+    let kind = if e.is_library() {
+        ErrorKind::Protocol
+    } else if e.is_go_away() || broken {
+        ErrorKind::Closed
+    } else if e.is_io() {
+        ErrorKind::Read
+    } else {
+        ErrorKind::Protocol
+    };
+    EngineError::new(kind, format!("{what}: {e}"))
+}
+
+/// Sends one request on a stream of `link`; `timing` receives the `Server-Timing` values of
+/// the response's headers and trailers.
+pub async fn exchange(
+    link: &H2Link,
+    connector: &Connector,
+    window: Option<u32>,
+    request: &H2Request,
+    stamps: &mut Timestamps,
+    timing: &mut Vec<u8>,
+) -> Result<(u16, u64), EngineError> {
+    timing.clear();
+    let sr = link.sender(connector, window, stamps).await?;
+    let result = stream(sr, request, stamps, timing).await;
+    if let Err(e) = &result {
+        if e.kind == ErrorKind::Closed || e.kind == ErrorKind::Read {
+            link.reset();
+        }
+    }
+    result
+}
+
+async fn stream(
+    sr: SendRequest<Bytes>,
+    request: &H2Request,
+    stamps: &mut Timestamps,
+    timing: &mut Vec<u8>,
+) -> Result<(u16, u64), EngineError> {
+    let mut sr = sr
+        .ready()
+        .await
+        .map_err(|e| h2_error(&e, "HTTP/2 stream"))?;
+    let has_body = !request.body.is_empty();
+    let (response, mut send) = sr
+        .send_request(request.build(), !has_body)
+        .map_err(|e| h2_error(&e, "HTTP/2 request"))?;
+    if has_body {
+        send.send_data(request.body.clone(), true)
+            .map_err(|e| h2_error(&e, "HTTP/2 request body"))?;
+    }
+    stamps.written = Some(Instant::now());
+    let response = response
+        .await
+        .map_err(|e| h2_error(&e, "HTTP/2 response"))?;
+    stamps.first_byte = Some(Instant::now());
+    let status = response.status().as_u16();
+    let mut bytes = 0u64;
+    for v in response.headers().get_all("server-timing") {
+        append(timing, v.as_bytes());
+    }
+    let mut body = response.into_body();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.map_err(|e| h2_error(&e, "HTTP/2 response body"))?;
+        bytes += chunk.len() as u64;
+        let _ = body.flow_control().release_capacity(chunk.len());
+    }
+    if let Ok(Some(trailers)) = body.trailers().await {
+        for v in trailers.get_all("server-timing") {
+            append(timing, v.as_bytes());
+        }
+    }
+    stamps.done = Some(Instant::now());
+    Ok((status, bytes))
+}
+
+fn append(timing: &mut Vec<u8>, value: &[u8]) {
+    if !timing.is_empty() {
+        timing.extend_from_slice(b", ");
+    }
+    timing.extend_from_slice(value);
+}

@@ -1,0 +1,116 @@
+//! HTTP/2 against the embedded target: h2c with prior knowledge and h2 over TLS (ALPN), several
+//! streams per connection, a body, Server-Timing from HTTP/2 headers; a server that does not
+//! speak HTTP/2 is an error, not a hang.
+
+mod common;
+
+use common::*;
+use reqlife::server::{self, ServerConfig, ServerTls};
+
+fn embedded(tls: ServerTls) -> server::RunningServer {
+    server::spawn(ServerConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        tls,
+    })
+    .unwrap()
+}
+
+#[test]
+fn h2c_with_streams_shares_connections() {
+    let s = embedded(ServerTls::None);
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("h2c.json");
+    let out = run(&[
+        "run",
+        "--http2",
+        "--streams",
+        "4",
+        "-n",
+        "2000",
+        "-c",
+        "2",
+        "-t",
+        "2",
+        "--json",
+        "-o",
+        rec.to_str().unwrap(),
+        &s.url("/"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j = summary(&out);
+    assert_eq!(count(&j, "requests.ok"), 2000);
+    assert_eq!(count(&j, "status.200"), 2000);
+    // 2 connections of 4 streams each: 2 connects, not 8.
+    assert_eq!(count(&j, "connections.opened"), 2);
+    assert_eq!(count(&j, "latency.phases.wait.count"), 2000);
+    // Server-Timing arrives in HTTP/2 headers too.
+    assert_eq!(count(&j, "server_timing.total.count"), 2000);
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    assert_eq!(r["config"]["protocol"], "h2c");
+    assert_eq!(r["config"]["streams"], 4);
+}
+
+#[test]
+fn h2_over_tls_by_alpn() {
+    let s = embedded(ServerTls::SelfSigned);
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, s.cert_pem().unwrap()).unwrap();
+    let out = run(&[
+        "run",
+        "--http2",
+        "--streams",
+        "2",
+        "-n",
+        "500",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--cacert",
+        ca.to_str().unwrap(),
+        "--json",
+        &s.url("/echo"),
+        "-m",
+        "POST",
+        "--body",
+        "0123456789",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j = summary(&out);
+    assert_eq!(count(&j, "requests.ok"), 500);
+    assert_eq!(
+        count(&j, "latency.phases.tls.count"),
+        2,
+        "one handshake per connection"
+    );
+    // Each echo returns the 10-byte body; the body was written on each stream.
+    assert_eq!(count(&j, "bytes.read"), 500 * 10);
+    assert_eq!(count(&j, "bytes.written"), 500 * 10);
+}
+
+#[test]
+fn a_server_without_http2_is_an_error_not_a_hang() {
+    let addr = canned_server(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false);
+    let started = std::time::Instant::now();
+    let out = run(&[
+        "run",
+        "--http2",
+        "-n",
+        "10",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--timeout",
+        "2s",
+        "--json",
+        &format!("http://{addr}/"),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    let j = summary(&out);
+    assert_eq!(count(&j, "requests.errors"), 10, "{j}");
+    assert_eq!(count(&j, "errors.protocol"), 10, "{j}");
+}
