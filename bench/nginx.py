@@ -54,16 +54,38 @@ def wait_port(port, timeout=5.0):
 
 
 
+TLS_H2_SERVER = """
+    server {{
+        listen 127.0.0.1:{port} ssl http2;
+        ssl_certificate {tmp}/cert.pem;
+        ssl_certificate_key {tmp}/key.pem;
+        default_type text/plain;
+        location / {{ return 200 "Hello World!"; }}
+    }}
+}}
+"""
+
+
 class Nginx:
-    def __init__(self, cpu="0"):
+    """`tls_h2=True`: HTTPS with HTTP/2 (a self-signed certificate made with openssl)."""
+
+    def __init__(self, cpu="0", tls_h2=False):
         self.cpu = cpu
+        self.tls_h2 = tls_h2
 
     def __enter__(self):
         self.tmp = tempfile.mkdtemp(prefix="reqlife-bench-")
         self.port = free_port()
         conf = f"{self.tmp}/nginx.conf"
+        text = NGINX_CONF.format(tmp=self.tmp, port=self.port)
+        if self.tls_h2:
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                            "-subj", "/CN=localhost", "-keyout", f"{self.tmp}/key.pem",
+                            "-out", f"{self.tmp}/cert.pem"], check=True, capture_output=True)
+            # Replace the plain server block with the TLS + h2 one.
+            text = text[:text.index("    server {")] + TLS_H2_SERVER.format(tmp=self.tmp, port=self.port)
         with open(conf, "w") as f:
-            f.write(NGINX_CONF.format(tmp=self.tmp, port=self.port))
+            f.write(text)
         self.proc = subprocess.Popen(["taskset", "-c", self.cpu, "nginx", "-c", conf],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         if not wait_port(self.port):
