@@ -130,8 +130,28 @@ fn h2_error(e: &h2::Error, what: &str) -> EngineError {
     EngineError::new(kind, format!("{what}: {e}"))
 }
 
+/// Whether a failed stream was never processed by the server, so sending it again on a new
+/// connection is safe: refused by a graceful GOAWAY (NO_ERROR: the server closes the
+/// connection, as nginx does after `keepalive_requests`), or reset with REFUSED_STREAM.
+fn unprocessed(e: &h2::Error) -> bool {
+    match e.reason() {
+        Some(h2::Reason::NO_ERROR) => e.is_go_away() && e.is_remote(),
+        Some(h2::Reason::REFUSED_STREAM) => e.is_remote(),
+        _ => false,
+    }
+}
+
+/// A response: status, body bytes, and whether the server closed the connection (GOAWAY)
+/// under this request, which was then sent again on a new one.
+pub struct H2Response {
+    pub status: u16,
+    pub bytes: u64,
+    pub server_closed: bool,
+}
+
 /// Sends one request on a stream of `link`; `timing` receives the `Server-Timing` values of
-/// the response's headers and trailers.
+/// the response's headers and trailers. A stream the server refused unprocessed is sent once
+/// more on a new connection.
 pub async fn exchange(
     link: &H2Link,
     connector: &Connector,
@@ -139,16 +159,29 @@ pub async fn exchange(
     request: &H2Request,
     stamps: &mut Timestamps,
     timing: &mut Vec<u8>,
-) -> Result<(u16, u64), EngineError> {
-    timing.clear();
-    let sr = link.sender(connector, window, stamps).await?;
-    let result = stream(sr, request, stamps, timing).await;
-    if let Err(e) = &result {
-        if e.kind == ErrorKind::Closed || e.kind == ErrorKind::Read {
-            link.reset();
+) -> Result<H2Response, EngineError> {
+    let mut server_closed = false;
+    loop {
+        timing.clear();
+        let sr = link.sender(connector, window, stamps).await?;
+        match stream(sr, request, stamps, timing).await {
+            Ok((status, bytes)) => {
+                return Ok(H2Response {
+                    status,
+                    bytes,
+                    server_closed,
+                })
+            }
+            Err(e) if unprocessed(&e) && !server_closed => {
+                link.reset();
+                server_closed = true;
+            }
+            Err(e) => {
+                link.reset();
+                return Err(h2_error(&e, "HTTP/2 stream"));
+            }
         }
     }
-    result
 }
 
 async fn stream(
@@ -156,23 +189,15 @@ async fn stream(
     request: &H2Request,
     stamps: &mut Timestamps,
     timing: &mut Vec<u8>,
-) -> Result<(u16, u64), EngineError> {
-    let mut sr = sr
-        .ready()
-        .await
-        .map_err(|e| h2_error(&e, "HTTP/2 stream"))?;
+) -> Result<(u16, u64), h2::Error> {
+    let mut sr = sr.ready().await?;
     let has_body = !request.body.is_empty();
-    let (response, mut send) = sr
-        .send_request(request.build(), !has_body)
-        .map_err(|e| h2_error(&e, "HTTP/2 request"))?;
+    let (response, mut send) = sr.send_request(request.build(), !has_body)?;
     if has_body {
-        send.send_data(request.body.clone(), true)
-            .map_err(|e| h2_error(&e, "HTTP/2 request body"))?;
+        send.send_data(request.body.clone(), true)?;
     }
     stamps.written = Some(Instant::now());
-    let response = response
-        .await
-        .map_err(|e| h2_error(&e, "HTTP/2 response"))?;
+    let response = response.await?;
     stamps.first_byte = Some(Instant::now());
     let status = response.status().as_u16();
     let mut bytes = 0u64;
@@ -181,7 +206,7 @@ async fn stream(
     }
     let mut body = response.into_body();
     while let Some(chunk) = body.data().await {
-        let chunk = chunk.map_err(|e| h2_error(&e, "HTTP/2 response body"))?;
+        let chunk = chunk?;
         bytes += chunk.len() as u64;
         let _ = body.flow_control().release_capacity(chunk.len());
     }

@@ -232,7 +232,7 @@ impl Session {
     async fn exchange(&mut self, stamps: &mut Timestamps) -> Result<http1::Response, EngineError> {
         let config = &*self.config;
         if let (Some(link), Some((request, window))) = (&self.link, &config.http2) {
-            let (status, bytes_read) = http2::exchange(
+            let r = http2::exchange(
                 link,
                 &config.connector,
                 *window,
@@ -241,10 +241,11 @@ impl Session {
                 &mut self.timing,
             )
             .await?;
+            // A GOAWAY under this request counts as the server closing the connection.
             return Ok(http1::Response {
-                status,
-                bytes_read,
-                keep_alive: true,
+                status: r.status,
+                bytes_read: r.bytes,
+                keep_alive: !r.server_closed,
             });
         }
         if self.conn.is_none() {
