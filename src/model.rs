@@ -103,11 +103,13 @@ pub enum ErrorKind {
     Closed,
     /// No local port was free for a new connection (`EADDRNOTAVAIL`).
     AddrNotAvail,
+    /// HTTP/2: the server reset the stream (RST_STREAM; counted by code too).
+    Reset,
 }
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 8] = [
+    pub const ALL: [ErrorKind; 9] = [
         ErrorKind::Connect,
         ErrorKind::Tls,
         ErrorKind::Write,
@@ -116,6 +118,7 @@ impl ErrorKind {
         ErrorKind::Protocol,
         ErrorKind::Closed,
         ErrorKind::AddrNotAvail,
+        ErrorKind::Reset,
     ];
 
     /// The name used in reports and in the RunRecord's JSON.
@@ -129,6 +132,7 @@ impl ErrorKind {
             ErrorKind::Protocol => "protocol",
             ErrorKind::Closed => "closed",
             ErrorKind::AddrNotAvail => "addr_not_avail",
+            ErrorKind::Reset => "reset",
         }
     }
 

@@ -114,3 +114,77 @@ fn a_server_without_http2_is_an_error_not_a_hang() {
     assert_eq!(count(&j, "requests.errors"), 10, "{j}");
     assert_eq!(count(&j, "errors.protocol"), 10, "{j}");
 }
+
+/// An HTTP/2 server (the h2 crate's) that resets every fourth stream with INTERNAL_ERROR and
+/// ends each connection with a graceful GOAWAY after 50 streams.
+fn misbehaving_h2_server() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            loop {
+                let Ok((socket, _)) = listener.accept().await else {
+                    continue;
+                };
+                tokio::spawn(async move {
+                    let Ok(mut conn) = h2::server::handshake(socket).await else {
+                        return;
+                    };
+                    let mut n = 0u32;
+                    while let Some(Ok((_req, mut respond))) = conn.accept().await {
+                        n += 1;
+                        if n % 4 == 0 {
+                            respond.send_reset(h2::Reason::INTERNAL_ERROR);
+                        } else if let Ok(mut body) =
+                            respond.send_response(http::Response::new(()), false)
+                        {
+                            let _ = body.send_data(bytes::Bytes::from_static(b"ok"), true);
+                        }
+                        if n == 50 {
+                            conn.graceful_shutdown();
+                        }
+                    }
+                });
+            }
+        });
+    });
+    addr
+}
+
+#[test]
+fn resets_and_goaways_are_counted_not_fatal() {
+    let addr = misbehaving_h2_server();
+    let out = run(&[
+        "run",
+        "--http2",
+        "--streams",
+        "2",
+        "-n",
+        "400",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--timeout",
+        "5s",
+        "--json",
+        &format!("http://{addr}/"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j = summary(&out);
+    assert_eq!(count(&j, "requests.total"), 400);
+    let resets = count(&j, "errors.reset");
+    // One stream in four is reset (a few more or less: streams refused by the GOAWAY are sent
+    // again on the next connection, which counts anew).
+    assert!((80..=120).contains(&resets), "{resets} resets: {j}");
+    assert_eq!(count(&j, "resets.INTERNAL_ERROR"), resets);
+    assert_eq!(count(&j, "requests.ok") + resets, 400, "{j}");
+    // A GOAWAY every 50 streams: new connections, no failed requests for it.
+    assert!(count(&j, "connections.opened") >= 8, "{j}");
+}

@@ -106,9 +106,9 @@ impl H2Link {
     }
 }
 
-/// The kind of an h2 error: a GOAWAY from the server, or the connection closing under us, is
-/// `closed`; a reset stream, or a violation h2 detected itself (the peer does not speak
-/// HTTP/2), is `protocol`; other I/O is `read`.
+/// The kind of an h2 error: a stream reset by the server is `reset` (with its code); a GOAWAY
+/// from the server, or the connection closing under us, is `closed`; a violation h2 detected
+/// itself (the peer does not speak HTTP/2) is `protocol`; other I/O is `read`.
 fn h2_error(e: &h2::Error, what: &str) -> EngineError {
     let broken = e.get_io().is_some_and(|io| {
         matches!(
@@ -118,6 +118,11 @@ fn h2_error(e: &h2::Error, what: &str) -> EngineError {
                 | std::io::ErrorKind::ConnectionReset
         )
     });
+    if e.is_reset() && e.is_remote() {
+        let mut err = EngineError::new(ErrorKind::Reset, format!("{what}: {e}"));
+        err.code = e.reason().map(u32::from);
+        return err;
+    }
     let kind = if e.is_library() {
         ErrorKind::Protocol
     } else if e.is_go_away() || broken {

@@ -21,11 +21,17 @@ use std::time::{Duration, Instant};
 pub struct EngineError {
     pub kind: ErrorKind,
     pub detail: String,
+    /// HTTP/2: the RST_STREAM error code of a reset stream.
+    pub code: Option<u32>,
 }
 
 impl EngineError {
     pub fn new(kind: ErrorKind, detail: String) -> Self {
-        EngineError { kind, detail }
+        EngineError {
+            kind,
+            detail,
+            code: None,
+        }
     }
 
     /// An I/O error during `what`; resets and broken pipes keep their OS wording.
@@ -38,6 +44,7 @@ impl EngineError {
         EngineError {
             kind,
             detail: format!("{what}: {text}"),
+            code: None,
         }
     }
 }

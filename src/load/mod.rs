@@ -395,6 +395,9 @@ fn record_outcome(
         .store(recorder.requests(), Ordering::Relaxed);
     if let Err(e) = &outcome.result {
         recorder.note_error(e.kind, &e.detail);
+        if let Some(code) = e.code {
+            recorder.count_reset(code);
+        }
         progress.errors.store(recorder.errors(), Ordering::Relaxed);
     }
 }

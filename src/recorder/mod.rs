@@ -170,6 +170,8 @@ pub struct Recorder {
     bursts: Option<BurstHists>,
     /// What the server said of its own time (`Server-Timing`).
     server: server_timing::ServerTimingAcc,
+    /// HTTP/2 RST_STREAM counts by error code.
+    reset_codes: Vec<(u32, u64)>,
 }
 
 /// Per-burst histograms: dispatch all, then wait for all (nanoseconds).
@@ -198,6 +200,7 @@ impl Recorder {
             segments: Vec::new(),
             bursts: None,
             server: server_timing::ServerTimingAcc::new("total"),
+            reset_codes: Vec::new(),
         }
     }
 
@@ -297,6 +300,14 @@ impl Recorder {
         true
     }
 
+    /// Counts an HTTP/2 RST_STREAM by its error code.
+    pub fn count_reset(&mut self, code: u32) {
+        match self.reset_codes.iter_mut().find(|(c, _)| *c == code) {
+            Some((_, n)) => *n += 1,
+            None => self.reset_codes.push((code, 1)),
+        }
+    }
+
     /// Keeps the first detail seen of each error kind (for the report's explanation).
     pub fn note_error(&mut self, kind: ErrorKind, detail: &str) {
         let slot = &mut self.first_errors[kind.index()];
@@ -357,6 +368,7 @@ impl Recorder {
             segments: self.segments.into_iter().map(|(_, c, h)| (c, h)).collect(),
             bursts: self.bursts,
             server: self.server,
+            reset_codes: self.reset_codes,
         }
     }
 }
@@ -442,6 +454,8 @@ pub struct Measured {
     pub bursts: Option<BurstHists>,
     /// `Server-Timing` figures.
     pub server: server_timing::ServerTimingAcc,
+    /// HTTP/2 RST_STREAM counts by error code.
+    pub reset_codes: Vec<(u32, u64)>,
 }
 
 impl Measured {
@@ -459,6 +473,7 @@ impl Measured {
             segments: Vec::new(),
             bursts: None,
             server: server_timing::ServerTimingAcc::new("total"),
+            reset_codes: Vec::new(),
         };
         // Snapshots stay compressed until their interval is merged, one interval at a time:
         // the memory of a merge does not grow with the length of the run.
@@ -473,6 +488,12 @@ impl Measured {
             out.thread_busy.extend_from_slice(&part.thread_busy);
             out.snapshot_bytes += part.snapshot_bytes;
             out.server.merge(&part.server);
+            for (code, n) in &part.reset_codes {
+                match out.reset_codes.iter_mut().find(|(c, _)| c == code) {
+                    Some((_, m)) => *m += n,
+                    None => out.reset_codes.push((*code, *n)),
+                }
+            }
             if let Some(b) = &part.bursts {
                 match &mut out.bursts {
                     None => out.bursts = Some(b.clone()),

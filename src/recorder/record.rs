@@ -147,6 +147,8 @@ pub struct Summary {
     pub server_timing_total: String,
     /// Per response, wait − server total: the network and the client's own time.
     pub server_timing_overhead: Stats,
+    /// HTTP/2: streams reset by the server (RST_STREAM), by error code name.
+    pub resets: BTreeMap<String, u64>,
     /// Bursts (`--burst N`): per burst, the time to dispatch all N and the time then blocked
     /// waiting for the answers.
     pub bursts: Option<Bursts>,
@@ -417,6 +419,11 @@ impl RunRecord {
                 server_timing_invalid: measured.server.invalid,
                 server_timing_total: plan.server_total.clone(),
                 server_timing_overhead: Stats::of(&measured.server.overhead),
+                resets: measured
+                    .reset_codes
+                    .iter()
+                    .map(|(code, n)| (h2_code_name(*code), *n))
+                    .collect(),
                 bursts: bursts_of(plan, measured),
                 warnings: Vec::new(),
             },
@@ -506,6 +513,30 @@ impl RunRecord {
             .ok_or_else(|| format!("the record has no histogram for '{phase}'"))?;
         hist::decode(text)
     }
+}
+
+/// The name of an HTTP/2 error code (RFC 9113, section 7).
+fn h2_code_name(code: u32) -> String {
+    const NAMES: [&str; 14] = [
+        "NO_ERROR",
+        "PROTOCOL_ERROR",
+        "INTERNAL_ERROR",
+        "FLOW_CONTROL_ERROR",
+        "SETTINGS_TIMEOUT",
+        "STREAM_CLOSED",
+        "FRAME_SIZE_ERROR",
+        "REFUSED_STREAM",
+        "CANCEL",
+        "COMPRESSION_ERROR",
+        "CONNECT_ERROR",
+        "ENHANCE_YOUR_CALM",
+        "INADEQUATE_SECURITY",
+        "HTTP_1_1_REQUIRED",
+    ];
+    NAMES
+        .get(code as usize)
+        .map(|n| n.to_string())
+        .unwrap_or_else(|| format!("0x{code:x}"))
 }
 
 /// The per-burst figures, for a burst run.

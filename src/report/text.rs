@@ -386,6 +386,10 @@ fn statuses_and_errors(out: &mut String, r: &RunRecord) {
         return;
     }
     let _ = writeln!(out, "  Errors       {} in all", s.requests.errors);
+    if !s.resets.is_empty() {
+        let codes: Vec<String> = s.resets.iter().map(|(c, n)| format!("{c}: {n}")).collect();
+        let _ = writeln!(out, "  HTTP/2 stream resets by code: {}", codes.join(", "));
+    }
     for (kind, n) in errors {
         match r.first_errors.get(kind) {
             Some(first) => {
