@@ -2,6 +2,7 @@
 to one core, answering every request with the 12-byte body `Hello World!`, all its files in a
 temporary folder. Use as a context manager; it yields the port and stops nginx on exit."""
 
+import os
 import shutil
 import signal
 import socket
@@ -42,9 +43,13 @@ def free_port():
     return port
 
 
-def wait_port(port, timeout=5.0):
+def wait_port(port, timeout=5.0, proc=None):
+    """True once 127.0.0.1:port accepts a connection; False after `timeout` seconds, or as soon
+    as `proc` (the server) has exited."""
     end = time.time() + timeout
     while time.time() < end:
+        if proc is not None and proc.poll() is not None:
+            return False
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
             return True
@@ -86,18 +91,40 @@ class Nginx:
             text = text[:text.index("    server {")] + TLS_H2_SERVER.format(tmp=self.tmp, port=self.port)
         with open(conf, "w") as f:
             f.write(text)
+        self.stderr = open(f"{self.tmp}/stderr.log", "wb")
+        # Its own session: a Ctrl-C in the terminal reaches only this script, which then stops
+        # nginx itself (and, if it must, kills the whole group, workers included).
         self.proc = subprocess.Popen(["taskset", "-c", self.cpu, "nginx", "-c", conf],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        if not wait_port(self.port):
+                                     stdout=subprocess.DEVNULL, stderr=self.stderr,
+                                     start_new_session=True)
+        try:
+            up = wait_port(self.port, 5.0, self.proc)
+        except BaseException:
             self.__exit__(None, None, None)
-            sys.exit("nginx did not start listening on 127.0.0.1:%d" % self.port)
+            raise
+        if not up:
+            log = ""
+            for name in ("stderr.log", "error.log"):
+                try:
+                    with open(f"{self.tmp}/{name}", errors="replace") as f:
+                        log += f.read()
+                except OSError:
+                    pass
+            self.__exit__(None, None, None)
+            sys.exit("nginx did not start listening on 127.0.0.1:%d within 5 s\n%s" % (self.port, log))
         return self.port
 
     def __exit__(self, *exc):
-        self.proc.send_signal(signal.SIGQUIT)
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGQUIT)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                self.proc.wait()
+        self.stderr.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
         return False

@@ -38,7 +38,16 @@ fn find(program: &str, package: &str) -> Option<std::path::PathBuf> {
 struct Server(Child);
 
 impl Drop for Server {
+    /// SIGTERM first: nginx's master then stops its workers (a SIGKILL would orphan them).
     fn drop(&mut self) {
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
