@@ -376,3 +376,28 @@ fn the_connect_rate_is_limited() {
     // 50 connects at 100 per second cannot take less than 0.49 s.
     assert!(num(&j, "duration_s") >= 0.49, "{}", num(&j, "duration_s"));
 }
+
+#[test]
+fn a_body_sent_to_any_route_keeps_the_connection() {
+    // The embedded target reads (and drops) a body its route does not use, so keep-alive holds.
+    let s = embedded(ServerTls::None);
+    let out = run(&[
+        "run",
+        "-m",
+        "POST",
+        "--body",
+        "hello",
+        "-n",
+        "500",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--json",
+        &s.url("/"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j = summary(&out);
+    assert_eq!(count(&j, "requests.ok"), 500);
+    assert_eq!(count(&j, "connections.opened"), 2);
+}

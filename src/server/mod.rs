@@ -5,6 +5,8 @@
 //! bound on how long in-flight connections may take.
 
 pub mod routes;
+#[cfg(test)]
+mod tests;
 mod tls;
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -17,7 +19,13 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 /// How long a graceful shutdown waits for open connections.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+/// How long a TLS handshake may take before the connection is dropped.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The accept queue asked of the kernel (which caps it at net.core.somaxconn).
+const LISTEN_BACKLOG: i32 = 4096;
+/// Concurrent HTTP/2 streams allowed per connection.
+const MAX_H2_STREAMS: u32 = 1024;
 
 /// Where and how to serve.
 #[derive(Debug, Clone)]
@@ -34,14 +42,71 @@ pub enum ServerTls {
     Files { cert: PathBuf, key: PathBuf },
 }
 
+/// Why the server could not start. Each message names the address or file and the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
-    #[error("cannot bind {addr}: {reason}")]
-    Bind { addr: SocketAddr, reason: String },
-    #[error("{0}")]
-    Tls(String),
-    #[error("cannot start the server runtime: {0}")]
-    Runtime(String),
+    /// e.g. "cannot bind 127.0.0.1:80: permission denied (ports below 1024 need privileges)".
+    #[error("cannot bind {addr}: {}", bind_reason(*.addr, .error))]
+    Bind {
+        addr: SocketAddr,
+        error: std::io::Error,
+    },
+    /// e.g. "cannot read certificate file '/x/cert.pem': no such file or directory".
+    #[error("cannot read {what} file '{}': {}", .path.display(), io_reason(.error))]
+    ReadFile {
+        what: &'static str,
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("invalid PEM in {what} file '{}': {}", .path.display(), io_reason(.error))]
+    InvalidPem {
+        what: &'static str,
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("no certificate found in '{}' (expected PEM -----BEGIN CERTIFICATE-----)", .0.display())]
+    NoCertificate(PathBuf),
+    #[error("no private key found in '{}' (expected PEM PKCS#8, PKCS#1 or SEC1)", .0.display())]
+    NoPrivateKey(PathBuf),
+    #[error("the certificate in '{}' and the key in '{}' do not fit: {reason}", .cert.display(), .key.display())]
+    CertificateKey {
+        cert: PathBuf,
+        key: PathBuf,
+        reason: String,
+    },
+    #[error("cannot make a self-signed certificate: {0}")]
+    SelfSigned(String),
+    #[error("cannot start the server: {}", io_reason(.0))]
+    Runtime(std::io::Error),
+}
+
+/// An I/O error as a short phrase: "no such file or directory", without "(os error 2)".
+fn io_reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    let text = text
+        .find(" (os error")
+        .map_or(text.as_str(), |i| &text[..i]);
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// Why a bind failed, with a hint for the usual causes.
+fn bind_reason(addr: SocketAddr, e: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    let reason = io_reason(e);
+    match e.kind() {
+        ErrorKind::PermissionDenied if addr.port() < 1024 => {
+            format!("{reason} (ports below 1024 need privileges)")
+        }
+        ErrorKind::AddrInUse => {
+            format!("{reason} (another process listens there; port 0 picks a free one)")
+        }
+        ErrorKind::AddrNotAvailable => format!("{reason} (not an address of this machine)"),
+        _ => reason,
+    }
 }
 
 /// A bound listener and its TLS acceptor, ready to serve.
@@ -61,12 +126,11 @@ fn prepare(config: &ServerConfig) -> Result<Prepared, ServerError> {
         }
         ServerTls::Files { cert, key } => (Some(tls::from_files(cert, key)?), None),
     };
-    let bind_err = |e: std::io::Error| ServerError::Bind {
+    let bind_err = |error| ServerError::Bind {
         addr: config.addr,
-        reason: e.to_string(),
+        error,
     };
-    let listener = std::net::TcpListener::bind(config.addr).map_err(bind_err)?;
-    listener.set_nonblocking(true).map_err(bind_err)?;
+    let listener = listen(config.addr).map_err(bind_err)?;
     let addr = listener.local_addr().map_err(bind_err)?;
     Ok(Prepared {
         listener,
@@ -76,7 +140,21 @@ fn prepare(config: &ServerConfig) -> Result<Prepared, ServerError> {
     })
 }
 
-/// A server running on a background thread with its own runtime.
+/// A non-blocking listener with a deep accept queue (std's is 128: a load test opening a
+/// thousand connections at once would see SYNs dropped and 1 s retransmits) and SO_REUSEADDR,
+/// so that `reqlife serve` can be restarted at once on the same port.
+fn listen(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
+/// A server running on a background OS thread with its own tokio current_thread runtime.
+/// Dropping it shuts it down as [`RunningServer::shutdown`] does.
 pub struct RunningServer {
     addr: SocketAddr,
     cert_pem: Option<String>,
@@ -86,26 +164,31 @@ pub struct RunningServer {
 }
 
 impl RunningServer {
+    /// The bound address (the real port when port 0 was asked for).
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
+    /// Whether connections must speak TLS.
     pub fn is_tls(&self) -> bool {
         self.is_tls
     }
 
-    /// The URL of `path` on this server.
+    /// The URL of `path` on this server: `http://127.0.0.1:PORT` + `path`, or `https://…`.
     pub fn url(&self, path: &str) -> String {
         let scheme = if self.is_tls { "https" } else { "http" };
         format!("{scheme}://{}{path}", self.addr)
     }
 
-    /// The PEM of the self-signed certificate, for clients to trust.
+    /// The PEM of the self-signed certificate ([`ServerTls::SelfSigned`]), for clients to
+    /// trust as a CA; `None` otherwise.
     pub fn cert_pem(&self) -> Option<&str> {
         self.cert_pem.as_deref()
     }
 
-    /// Stops accepting, lets open connections finish (bounded) and joins the thread.
+    /// Graceful shutdown: stops accepting, lets in-flight connections finish (idle keep-alive
+    /// ones are closed at once; busy ones get at most [`SHUTDOWN_GRACE`], then are dropped) and
+    /// joins the thread.
     pub fn shutdown(mut self) {
         self.stop();
     }
@@ -126,13 +209,14 @@ impl Drop for RunningServer {
     }
 }
 
-/// Binds and serves on a background thread; returns once the port is known.
+/// Binds and starts serving on a background thread; returns once the socket is bound (so the
+/// real port of port 0 is known) and TLS is set up.
 pub fn spawn(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let p = prepare(&config)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| ServerError::Runtime(e.to_string()))?;
+        .map_err(ServerError::Runtime)?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let (addr, cert_pem, is_tls) = (p.addr, p.cert_pem.clone(), p.tls.is_some());
     let thread = std::thread::Builder::new()
@@ -145,7 +229,7 @@ pub fn spawn(config: ServerConfig) -> Result<RunningServer, ServerError> {
                 .await;
             });
         })
-        .map_err(|e| ServerError::Runtime(e.to_string()))?;
+        .map_err(ServerError::Runtime)?;
     Ok(RunningServer {
         addr,
         cert_pem,
@@ -155,7 +239,9 @@ pub fn spawn(config: ServerConfig) -> Result<RunningServer, ServerError> {
     })
 }
 
-/// `reqlife serve`: binds, calls `on_ready`, serves on every core until SIGINT or SIGTERM.
+/// `reqlife serve`: binds, calls `on_ready(addr, is_tls)` (the caller prints the address),
+/// serves on every core until SIGINT or SIGTERM, then shuts down gracefully (bounded by
+/// [`SHUTDOWN_GRACE`]). Runs on the calling thread, with a runtime of its own.
 pub fn serve_until_signal(
     config: ServerConfig,
     on_ready: impl FnOnce(SocketAddr, bool),
@@ -164,13 +250,11 @@ pub fn serve_until_signal(
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| ServerError::Runtime(e.to_string()))?;
+        .map_err(ServerError::Runtime)?;
     runtime.block_on(async move {
         use tokio::signal::unix::{signal, SignalKind};
-        let mut int =
-            signal(SignalKind::interrupt()).map_err(|e| ServerError::Runtime(e.to_string()))?;
-        let mut term =
-            signal(SignalKind::terminate()).map_err(|e| ServerError::Runtime(e.to_string()))?;
+        let mut int = signal(SignalKind::interrupt()).map_err(ServerError::Runtime)?;
+        let mut term = signal(SignalKind::terminate()).map_err(ServerError::Runtime)?;
         on_ready(p.addr, p.tls.is_some());
         serve(p.listener, p.tls, async move {
             tokio::select! {
@@ -182,18 +266,23 @@ pub fn serve_until_signal(
     })
 }
 
+/// HTTP/1.1 with keep-alive and HTTP/2 (h2 after ALPN, h2c by prior knowledge) on one port.
+fn connection_builder() -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().keep_alive(true);
+    // hyper's default is 200; load testers ask for more (h2load -m, reqlife --streams).
+    builder.http2().max_concurrent_streams(MAX_H2_STREAMS);
+    builder
+}
+
 /// Accepts and serves connections until `shutdown` resolves, then drains them (bounded).
 async fn serve(
     listener: std::net::TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServerError> {
-    let addr = listener.local_addr().ok();
-    let listener = TcpListener::from_std(listener).map_err(|e| ServerError::Bind {
-        addr: addr.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0))),
-        reason: e.to_string(),
-    })?;
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let listener = TcpListener::from_std(listener).map_err(ServerError::Runtime)?;
+    let builder = std::sync::Arc::new(connection_builder());
     let graceful = GracefulShutdown::new();
     let mut accept_error_shown = false;
     tokio::pin!(shutdown);
@@ -206,7 +295,9 @@ async fn serve(
                     Err(e) => {
                         // EMFILE and friends: say it once, back off, keep serving.
                         if !accept_error_shown {
-                            eprintln!("reqlife serve: accept failed: {e} (continuing)");
+                            eprintln!(
+                                "reqlife target: accept failed: {e} (serving on; later accept errors are not shown)"
+                            );
                             accept_error_shown = true;
                         }
                         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -230,7 +321,7 @@ async fn serve(
                         tokio::spawn(async move {
                             // A failed handshake only drops this connection.
                             if let Ok(Ok(stream)) = tokio::time::timeout(
-                                Duration::from_secs(10),
+                                TLS_HANDSHAKE_TIMEOUT,
                                 acceptor.accept(stream),
                             ).await {
                                 let conn = builder.serve_connection(TokioIo::new(stream), service).into_owned();

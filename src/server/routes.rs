@@ -1,14 +1,14 @@
 //! The embedded target's routes and the `Server-Timing` header every response carries:
 //! `/` → `Hello World!`; `/delay/{ms}`; `/echo`; `/status/{code}`; `/bytes/{n}`; and
-//! `/stall/{ms}`, which answers at once but makes the whole server hold every other response
-//! until `ms` have passed (a garbage-collection pause, to show coordinated omission). The server
-//! measures its own phases: `parse` (routing the request), `queue` (handing the work from the
-//! connection's I/O task to a worker task, as thread-pool servers do), `handler` (the route's
-//! work), `serialize` (building the response) and `total` (from the call of the service to the
-//! response ready).
+//! `/stall/{ms}`, which answers at once but makes every embedded target in the process hold
+//! its other responses until `ms` have passed (a garbage-collection pause, to show coordinated
+//! omission). The server measures its own phases ([`handle`] says exactly where each begins
+//! and ends): `parse` (routing the request), `queue` (waiting for a stall, then the handover
+//! of the work from the connection's I/O task to a task of its own, as thread-pool servers
+//! do), `handler` (the route's work), `serialize` (building the response) and `total`.
 
 use bytes::Bytes;
-use http::{header, Method, Request, Response, StatusCode};
+use http::{header, HeaderName, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
 use std::convert::Infallible;
@@ -27,6 +27,7 @@ pub const MAX_BYTES: u64 = 1 << 30;
 pub const MAX_DELAY_MS: f64 = 600_000.0;
 
 const HELLO: &[u8] = b"Hello World!";
+const SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
 const ROUTES: &str =
     "not found: the routes are /, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /stall/{ms}\n";
 
@@ -113,17 +114,57 @@ impl HttpBody for Body {
     }
 }
 
-/// The server's own phases of one request, in milliseconds.
-#[derive(Default)]
+/// The server's own phases of one request, as nanoseconds.
 struct Timing {
-    parse_ms: f64,
-    queue_ms: Option<f64>,
-    handler_ms: f64,
-    serialize_ms: f64,
+    parse_ns: u64,
+    queue_ns: u64,
+    handler_ns: u64,
+    serialize_ns: u64,
+    total_ns: u64,
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_nanos() as f64 / 1e6
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// A `Server-Timing` value formatted on the stack (the header value copies it once).
+struct HeaderBuf {
+    buf: [u8; 256],
+    len: usize,
+}
+
+impl std::fmt::Write for HeaderBuf {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        let dst = self.buf.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        dst.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+impl Timing {
+    /// `parse;dur=0.0040, queue;dur=0.0100, handler;dur=…, serialize;dur=…, total;dur=…`:
+    /// milliseconds with 4 decimals (100 ns resolution), written with integer arithmetic.
+    fn header_value(&self) -> Option<header::HeaderValue> {
+        let mut out = HeaderBuf {
+            buf: [0; 256],
+            len: 0,
+        };
+        let metrics = [
+            ("parse", self.parse_ns),
+            ("queue", self.queue_ns),
+            ("handler", self.handler_ns),
+            ("serialize", self.serialize_ns),
+            ("total", self.total_ns),
+        ];
+        for (i, (name, ns)) in metrics.into_iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            let (whole_ms, frac) = (ns / 1_000_000, (ns % 1_000_000) / 100);
+            write!(out, "{sep}{name};dur={whole_ms}.{frac:04}").ok()?;
+        }
+        header::HeaderValue::from_bytes(&out.buf[..out.len]).ok()
+    }
 }
 
 /// What a route decided, before the response is built.
@@ -138,8 +179,8 @@ enum Route {
     NotFound,
 }
 
-fn route_of(method: &Method, path: &str) -> Route {
-    let _ = method;
+/// The route for a path; every method is accepted on every route.
+fn route_of(path: &str) -> Route {
     match path {
         "/" => Route::Hello,
         "/echo" => Route::Echo,
@@ -186,93 +227,125 @@ fn route_of(method: &Method, path: &str) -> Route {
     }
 }
 
-/// The route's own work.
-async fn run_route(route: Route, req: Request<Incoming>) -> (StatusCode, Body) {
+/// The route's own work: the status, the body and whether the body is binary.
+async fn run_route(route: Route, body: Incoming) -> (StatusCode, Body, bool) {
+    if let Route::Echo = route {
+        let (status, body) = echo(body).await;
+        return (status, body, status == StatusCode::OK);
+    }
+    drain(body).await;
     match route {
-        Route::Hello => (StatusCode::OK, Body::full(Bytes::from_static(HELLO))),
+        Route::Echo => unreachable!("answered above"),
+        Route::Hello => (StatusCode::OK, Body::full(Bytes::from_static(HELLO)), false),
         Route::Delay(d) => {
             tokio::time::sleep(d).await;
-            (StatusCode::OK, Body::full(Bytes::from_static(HELLO)))
-        }
-        Route::Echo => {
-            let limited = http_body_util::Limited::new(req.into_body(), MAX_ECHO_BYTES);
-            match limited.collect().await {
-                Ok(c) => (StatusCode::OK, Body::full(c.to_bytes())),
-                Err(_) => (
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    Body::full(format!("body larger than {MAX_ECHO_BYTES} bytes\n")),
-                ),
-            }
+            (StatusCode::OK, Body::full(Bytes::from_static(HELLO)), false)
         }
         Route::Status(s) if s == StatusCode::NO_CONTENT || s == StatusCode::NOT_MODIFIED => {
-            (s, Body::empty())
+            (s, Body::empty(), false)
         }
-        Route::Status(s) => (s, Body::full(format!("{}\n", s.as_u16()))),
-        Route::Bytes(n) => (StatusCode::OK, Body::Pattern { remaining: n }),
+        Route::Status(s) => (s, Body::full(format!("{}\n", s.as_u16())), false),
+        Route::Bytes(n) => (StatusCode::OK, Body::Pattern { remaining: n }, true),
         Route::Stall(d) => {
             let until = (Instant::now() + d).duration_since(origin()).as_nanos() as u64;
             STALL_UNTIL_NS.fetch_max(until, Ordering::Relaxed);
-            (StatusCode::OK, Body::full(format!("stalling for {d:?}\n")))
+            let body = Body::full(format!("stalling for {d:?}\n"));
+            (StatusCode::OK, body, false)
         }
-        Route::BadRequest(msg) => (StatusCode::BAD_REQUEST, Body::full(msg)),
-        Route::NotFound => (StatusCode::NOT_FOUND, Body::full(ROUTES)),
+        Route::BadRequest(msg) => (StatusCode::BAD_REQUEST, Body::full(msg), false),
+        Route::NotFound => (StatusCode::NOT_FOUND, Body::full(ROUTES), false),
+    }
+}
+
+/// Reads and discards a request body the route does not use (up to [`MAX_ECHO_BYTES`]), so
+/// that hyper can keep the connection alive: a POST to `/` must not cost a new connection.
+async fn drain(mut body: Incoming) {
+    if body.is_end_stream() {
+        return;
+    }
+    let mut left = MAX_ECHO_BYTES;
+    while let Some(Ok(frame)) = body.frame().await {
+        if let Ok(data) = frame.into_data() {
+            match left.checked_sub(data.len()) {
+                Some(l) => left = l,
+                None => return, // Too much to be worth it: hyper closes the connection.
+            }
+        }
+    }
+}
+
+/// `/echo`: the request body back, or 413 above [`MAX_ECHO_BYTES`].
+async fn echo(body: Incoming) -> (StatusCode, Body) {
+    let too_large = || {
+        let msg = format!("body larger than {MAX_ECHO_BYTES} bytes: /echo takes at most 16 MiB\n");
+        (StatusCode::PAYLOAD_TOO_LARGE, Body::full(msg))
+    };
+    // A declared Content-Length above the cap is refused before reading anything.
+    if body.size_hint().lower() > MAX_ECHO_BYTES as u64 {
+        return too_large();
+    }
+    match http_body_util::Limited::new(body, MAX_ECHO_BYTES)
+        .collect()
+        .await
+    {
+        Ok(c) => (StatusCode::OK, Body::full(c.to_bytes())),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => too_large(),
+        Err(e) => (
+            StatusCode::BAD_REQUEST,
+            Body::full(format!("cannot read the request body: {e}\n")),
+        ),
     }
 }
 
 /// Serves one request.
+///
+/// Phases: `parse` is from the call until the route is decided; `queue` from then until the
+/// route's task starts (a wait for a `/stall` to end, and the handover from the connection's
+/// I/O task to a task of its own, as a server with a worker pool does: under load this is the
+/// time spent behind other ready tasks); `handler` the route's work (for `/echo`, reading the
+/// body); `serialize` building the response; `total` from the call until the response is built.
 pub async fn handle(req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     let start = Instant::now();
-    let route = route_of(req.method(), req.uri().path());
+    let route = route_of(req.uri().path());
+    let routed = Instant::now();
     if !matches!(route, Route::Stall(_)) {
         wait_out_stall().await;
     }
-    let routed = Instant::now();
-    let mut timing = Timing {
-        parse_ms: ms(routed - start),
-        ..Timing::default()
-    };
-    // Hand the route's work from the connection's I/O task to a task of its own, as a server
-    // with a worker pool would: the handover is the `queue` phase.
-    let queued = Instant::now();
     let work = tokio::spawn(async move {
         let began = Instant::now();
-        let (status, body) = run_route(route, req).await;
-        (began, Instant::now(), status, body)
+        let (status, body, binary) = run_route(route, req.into_body()).await;
+        (began, Instant::now(), status, body, binary)
     });
-    let (status, body) = match work.await {
-        Ok((began, ended, status, body)) => {
-            timing.queue_ms = Some(ms(began.saturating_duration_since(queued)));
-            timing.handler_ms = ms(ended.saturating_duration_since(began));
-            (status, body)
+    let (began, handled, status, body, binary) = match work.await {
+        Ok(done) => done,
+        Err(_) => {
+            let now = Instant::now();
+            let body = Body::full(Bytes::from_static(b"the handler failed\n"));
+            (now, now, StatusCode::INTERNAL_SERVER_ERROR, body, false)
         }
-        Err(_) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Body::full(Bytes::from_static(b"the handler failed\n")),
-        ),
     };
-    let handled = Instant::now();
+    let serializing = Instant::now();
     let mut res = Response::new(body);
     *res.status_mut() = status;
+    let content_type = if binary {
+        "application/octet-stream"
+    } else {
+        "text/plain"
+    };
     res.headers_mut().insert(
         header::CONTENT_TYPE,
-        header::HeaderValue::from_static("text/plain"),
+        header::HeaderValue::from_static(content_type),
     );
-    timing.serialize_ms = ms(handled.elapsed());
-    let total_ms = ms(start.elapsed());
-    let mut st = String::with_capacity(112);
-    // Milliseconds with 4 decimals: 100 ns resolution, enough for this fast server.
-    let _ = write!(st, "parse;dur={:.4}", timing.parse_ms);
-    if let Some(q) = timing.queue_ms {
-        let _ = write!(st, ", queue;dur={q:.4}");
-    }
-    let _ = write!(
-        st,
-        ", handler;dur={:.4}, serialize;dur={:.4}, total;dur={total_ms:.4}",
-        timing.handler_ms.max(0.0),
-        timing.serialize_ms
-    );
-    if let Ok(v) = header::HeaderValue::from_str(&st) {
-        res.headers_mut().insert("server-timing", v);
+    let end = Instant::now();
+    let timing = Timing {
+        parse_ns: nanos(routed - start),
+        queue_ns: nanos(began.saturating_duration_since(routed)),
+        handler_ns: nanos(handled.saturating_duration_since(began)),
+        serialize_ns: nanos(end - serializing),
+        total_ns: nanos(end - start),
+    };
+    if let Some(v) = timing.header_value() {
+        res.headers_mut().insert(SERVER_TIMING, v);
     }
     Ok(res)
 }
@@ -283,15 +356,14 @@ mod tests {
 
     #[test]
     fn routes_and_bad_parameters() {
-        let m = Method::GET;
-        assert!(matches!(route_of(&m, "/"), Route::Hello));
-        assert!(matches!(route_of(&m, "/echo"), Route::Echo));
+        assert!(matches!(route_of("/"), Route::Hello));
+        assert!(matches!(route_of("/echo"), Route::Echo));
         assert!(
-            matches!(route_of(&m, "/delay/0.5"), Route::Delay(d) if d == Duration::from_micros(500))
+            matches!(route_of("/delay/0.5"), Route::Delay(d) if d == Duration::from_micros(500))
         );
-        assert!(matches!(route_of(&m, "/status/503"), Route::Status(s) if s.as_u16() == 503));
-        assert!(matches!(route_of(&m, "/bytes/10"), Route::Bytes(10)));
-        assert!(matches!(route_of(&m, "/nope"), Route::NotFound));
+        assert!(matches!(route_of("/status/503"), Route::Status(s) if s.as_u16() == 503));
+        assert!(matches!(route_of("/bytes/10"), Route::Bytes(10)));
+        assert!(matches!(route_of("/nope"), Route::NotFound));
         // (path, a part of the message)
         for (path, want) in [
             ("/delay/abc", "/delay/{ms}"),
@@ -300,11 +372,38 @@ mod tests {
             ("/status/x", "from 200 to 599"),
             ("/bytes/99999999999999", "/bytes/{n}"),
         ] {
-            match route_of(&m, path) {
+            match route_of(path) {
                 Route::BadRequest(msg) => assert!(msg.contains(want), "{path}: {msg}"),
                 _ => panic!("{path} should be a bad request"),
             }
         }
+    }
+
+    #[test]
+    fn server_timing_is_milliseconds_with_four_decimals() {
+        let t = Timing {
+            parse_ns: 4_000,             // 0.004 ms
+            queue_ns: 49,                // below the resolution: 0
+            handler_ns: 21_099,          // truncated, not rounded
+            serialize_ns: 3_000_000,     // whole milliseconds
+            total_ns: 1_234_567_890_123, // 1234.5 s
+        };
+        assert_eq!(
+            t.header_value().unwrap(),
+            "parse;dur=0.0040, queue;dur=0.0000, handler;dur=0.0210, \
+             serialize;dur=3.0000, total;dur=1234567.8901"
+        );
+        let worst = Timing {
+            parse_ns: u64::MAX,
+            queue_ns: u64::MAX,
+            handler_ns: u64::MAX,
+            serialize_ns: u64::MAX,
+            total_ns: u64::MAX,
+        };
+        assert!(
+            worst.header_value().is_some(),
+            "the stack buffer holds the longest value"
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! TLS for the embedded target: a self-signed certificate made with rcgen for `localhost`,
-//! `127.0.0.1` and `::1`, or a certificate chain and key read from PEM files; ALPN offers
-//! `h2` and `http/1.1`. The ring provider, as everywhere in reqlife.
+//! `127.0.0.1` and `::1` (the addresses as IP SANs), or a certificate chain and key read from
+//! PEM files; ALPN offers `h2` and `http/1.1`. The ring provider, as everywhere in reqlife.
 
 use super::ServerError;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -15,59 +15,59 @@ pub fn self_signed() -> Result<(tokio_rustls::TlsAcceptor, String), ServerError>
         "::1".to_string(),
     ];
     let ck = rcgen::generate_simple_self_signed(names)
-        .map_err(|e| ServerError::Tls(format!("cannot make a self-signed certificate: {e}")))?;
+        .map_err(|e| ServerError::SelfSigned(e.to_string()))?;
     let pem = ck.cert.pem();
     let cert = CertificateDer::from(ck.cert.der().to_vec());
     let key = PrivateKeyDer::try_from(ck.key_pair.serialize_der())
-        .map_err(|e| ServerError::Tls(format!("self-signed key: {e}")))?;
-    Ok((acceptor(vec![cert], key)?, pem))
+        .map_err(|e| ServerError::SelfSigned(e.to_string()))?;
+    let acceptor = acceptor(vec![cert], key).map_err(ServerError::SelfSigned)?;
+    Ok((acceptor, pem))
 }
 
 /// The acceptor for a certificate chain and key in PEM files.
 pub fn from_files(cert: &Path, key: &Path) -> Result<tokio_rustls::TlsAcceptor, ServerError> {
-    let read = |p: &Path, what: &str| {
-        std::fs::read(p).map_err(|e| {
-            ServerError::Tls(format!("cannot read {what} file '{}': {e}", p.display()))
+    let read = |path: &Path, what: &'static str| {
+        std::fs::read(path).map_err(|error| ServerError::ReadFile {
+            what,
+            path: path.to_path_buf(),
+            error,
         })
     };
+    let invalid = |path: &Path, what: &'static str| {
+        let path = path.to_path_buf();
+        move |error| ServerError::InvalidPem { what, path, error }
+    };
+
     let cert_pem = read(cert, "certificate")?;
     let certs = rustls_pemfile::certs(&mut cert_pem.as_slice())
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| {
-            ServerError::Tls(format!(
-                "invalid certificate file '{}': {e}",
-                cert.display()
-            ))
-        })?;
+        .map_err(invalid(cert, "certificate"))?;
     if certs.is_empty() {
-        return Err(ServerError::Tls(format!(
-            "no certificate found in '{}' (expected PEM -----BEGIN CERTIFICATE-----)",
-            cert.display()
-        )));
+        return Err(ServerError::NoCertificate(cert.to_path_buf()));
     }
     let key_pem = read(key, "key")?;
     let key_der = rustls_pemfile::private_key(&mut key_pem.as_slice())
-        .map_err(|e| ServerError::Tls(format!("invalid key file '{}': {e}", key.display())))?
-        .ok_or_else(|| {
-            ServerError::Tls(format!(
-                "no private key found in '{}' (expected PEM PKCS#8, PKCS#1 or SEC1)",
-                key.display()
-            ))
-        })?;
-    acceptor(certs, key_der)
+        .map_err(invalid(key, "key"))?
+        .ok_or_else(|| ServerError::NoPrivateKey(key.to_path_buf()))?;
+    acceptor(certs, key_der).map_err(|reason| ServerError::CertificateKey {
+        cert: cert.to_path_buf(),
+        key: key.to_path_buf(),
+        reason,
+    })
 }
 
+/// A rustls server configuration (ring, TLS 1.2 and 1.3, ALPN h2 then http/1.1) as an acceptor.
 fn acceptor(
     certs: Vec<CertificateDer<'static>>,
     key: PrivateKeyDer<'static>,
-) -> Result<tokio_rustls::TlsAcceptor, ServerError> {
+) -> Result<tokio_rustls::TlsAcceptor, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| ServerError::Tls(e.to_string()))?
+        .map_err(|e| e.to_string())?
         .with_no_client_auth()
         .with_single_cert(certs, key)
-        .map_err(|e| ServerError::Tls(format!("certificate and key do not fit: {e}")))?;
+        .map_err(|e| e.to_string())?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
 }
