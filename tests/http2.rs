@@ -5,15 +5,7 @@
 mod common;
 
 use common::*;
-use reqlife::server::{self, ServerConfig, ServerTls};
-
-fn embedded(tls: ServerTls) -> server::RunningServer {
-    server::spawn(ServerConfig {
-        addr: "127.0.0.1:0".parse().unwrap(),
-        tls,
-    })
-    .unwrap()
-}
+use reqlife::server::ServerTls;
 
 #[test]
 fn h2c_with_streams_shares_connections() {

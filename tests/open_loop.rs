@@ -7,18 +7,14 @@
 mod common;
 
 use common::*;
-use reqlife::server::{self, ServerConfig, ServerTls};
+use reqlife::server::ServerTls;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::time::Duration;
 
 #[test]
 fn a_stall_shows_in_the_corrected_tail_and_not_in_the_uncorrected_one() {
-    let s = server::spawn(ServerConfig {
-        addr: "127.0.0.1:0".parse().unwrap(),
-        tls: ServerTls::None,
-    })
-    .unwrap();
+    let s = embedded(ServerTls::None);
     let addr = s.addr();
     // 0.5 s into the run, the server stops answering for 300 ms.
     let staller = std::thread::spawn(move || {
@@ -251,11 +247,7 @@ fn bursts_time_the_dispatch_and_the_wait() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bursts.json");
     // A 50 ms server, 20 requests at once, 3 times, each on a new connection.
-    let s = server::spawn(ServerConfig {
-        addr: "127.0.0.1:0".parse().unwrap(),
-        tls: ServerTls::None,
-    })
-    .unwrap();
+    let s = embedded(ServerTls::None);
     let out = run(&[
         "run",
         "--burst",

@@ -5,15 +5,7 @@
 mod common;
 
 use common::*;
-use reqlife::server::{self, ServerConfig, ServerTls};
-
-fn embedded(tls: ServerTls) -> server::RunningServer {
-    server::spawn(ServerConfig {
-        addr: "127.0.0.1:0".parse().unwrap(),
-        tls,
-    })
-    .expect("the embedded target starts")
-}
+use reqlife::server::ServerTls;
 
 #[test]
 fn counts_statuses_and_phases_against_the_embedded_target() {

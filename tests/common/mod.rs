@@ -39,6 +39,15 @@ pub fn summary(o: &Output) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): stdout={} stderr={}", stdout(o), stderr(o)))
 }
 
+/// The embedded target on 127.0.0.1:0, in this test process.
+pub fn embedded(tls: reqlife::server::ServerTls) -> reqlife::server::RunningServer {
+    reqlife::server::spawn(reqlife::server::ServerConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        tls,
+    })
+    .expect("the embedded target starts")
+}
+
 /// The number at a dotted `path` of a JSON value (`latency.total.p50_us`).
 pub fn num(v: &serde_json::Value, path: &str) -> f64 {
     path.split('.')
