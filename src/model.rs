@@ -33,11 +33,14 @@ pub enum Phase {
     /// intended → released by the scheduler: how late the pacer let the request go (waiting
     /// for a free connection excluded). The generator's own precision.
     Lag,
+    /// HTTP/2: connection (and TLS) ready → the server's first frame, its SETTINGS (only on
+    /// requests that opened a connection).
+    H2Handshake,
 }
 
 impl Phase {
     /// Every phase, in the order of a request's life.
-    pub const ALL: [Phase; 9] = [
+    pub const ALL: [Phase; 10] = [
         Phase::Queue,
         Phase::Connect,
         Phase::Tls,
@@ -47,12 +50,14 @@ impl Phase {
         Phase::Total,
         Phase::Uncorrected,
         Phase::Lag,
+        Phase::H2Handshake,
     ];
     /// The client phases shown as rows of the breakdown (`Total` and `Uncorrected` excluded).
-    pub const CLIENT: [Phase; 6] = [
+    pub const CLIENT: [Phase; 7] = [
         Phase::Queue,
         Phase::Connect,
         Phase::Tls,
+        Phase::H2Handshake,
         Phase::Write,
         Phase::Wait,
         Phase::Read,
@@ -70,6 +75,7 @@ impl Phase {
             Phase::Total => "total",
             Phase::Uncorrected => "uncorrected",
             Phase::Lag => "schedule_lag",
+            Phase::H2Handshake => "h2_handshake",
         }
     }
 
@@ -163,6 +169,8 @@ pub struct Timestamps {
     pub connect_start: Option<Instant>,
     pub connect_end: Option<Instant>,
     pub tls_end: Option<Instant>,
+    /// HTTP/2: the server's first frame (its SETTINGS) arrived.
+    pub h2_settings: Option<Instant>,
     pub written: Option<Instant>,
     pub first_byte: Option<Instant>,
     pub done: Option<Instant>,
@@ -179,6 +187,7 @@ impl Timestamps {
             connect_start: None,
             connect_end: None,
             tls_end: None,
+            h2_settings: None,
             written: None,
             first_byte: None,
             done: None,
@@ -203,7 +212,8 @@ impl Timestamps {
     /// queue = dispatched − intended; connect = connect_end − connect_start;
     /// tls = tls_end − connect_end; write = written − write_start;
     /// wait = first_byte − written; read = done − first_byte;
-    /// total = done − intended; uncorrected = done − dispatched; lag = released − intended.
+    /// total = done − intended; uncorrected = done − dispatched; lag = released − intended;
+    /// h2_handshake = h2_settings − (tls_end or connect_end).
     pub fn phase(&self, phase: Phase) -> Option<Duration> {
         let span = |a: Instant, b: Option<Instant>| b.map(|b| b.saturating_duration_since(a));
         match phase {
@@ -216,6 +226,7 @@ impl Timestamps {
             Phase::Total => span(self.intended, self.done),
             Phase::Uncorrected => span(self.dispatched, self.done),
             Phase::Lag => Some(self.released.saturating_duration_since(self.intended)),
+            Phase::H2Handshake => span(self.tls_end.or(self.connect_end)?, self.h2_settings),
         }
     }
 }

@@ -32,8 +32,12 @@ fn h2c_with_streams_shares_connections() {
     let j = summary(&out);
     assert_eq!(count(&j, "requests.ok"), 2000);
     assert_eq!(count(&j, "status.200"), 2000);
-    // 2 connections of 4 streams each: 2 connects, not 8.
+    // 2 connections of 4 streams each: 2 connects, not 8, each with its HTTP/2 handshake
+    // (until the server's SETTINGS), and the server's stream limit reported.
     assert_eq!(count(&j, "connections.opened"), 2);
+    assert_eq!(count(&j, "latency.phases.h2_handshake.count"), 2);
+    assert!(num(&j, "latency.phases.h2_handshake.min_us") > 0.0);
+    assert_eq!(count(&j, "h2_max_concurrent_streams"), 1024);
     assert_eq!(count(&j, "latency.phases.wait.count"), 2000);
     // Server-Timing arrives in HTTP/2 headers too.
     assert_eq!(count(&j, "server_timing.total.count"), 2000);

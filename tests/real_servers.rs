@@ -160,6 +160,9 @@ fn nginx_over_tls_with_http2() {
     let opened = count(&j, "connections.opened");
     assert!((2..=4).contains(&opened), "{opened} connections");
     assert_eq!(count(&j, "latency.phases.tls.count"), opened);
+    assert_eq!(count(&j, "latency.phases.h2_handshake.count"), opened);
+    // nginx's http2_max_concurrent_streams default.
+    assert_eq!(count(&j, "h2_max_concurrent_streams"), 128);
     assert_eq!(count(&j, "bytes.read"), 2000 * 12);
     assert_eq!(count(&j, "server_timing.app.count"), 2000);
 }

@@ -10,6 +10,7 @@ use crate::model::{ErrorKind, Timestamps};
 use bytes::Bytes;
 use h2::client::SendRequest;
 use std::cell::{Cell, RefCell};
+use std::future::Future;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -32,8 +33,62 @@ impl H2Request {
     }
 }
 
-/// A sender on a connection, and whether its driver task still runs.
-type Live = (SendRequest<Bytes>, Rc<Cell<bool>>);
+/// A live connection: its sender, and what its driver task reports.
+struct Live {
+    sender: SendRequest<Bytes>,
+    /// The driver task still runs.
+    alive: Rc<Cell<bool>>,
+    /// When the server's first frame (its SETTINGS) arrived.
+    settings_at: Rc<Cell<Option<Instant>>>,
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS, as h2 applies it.
+    max_streams: Rc<Cell<usize>>,
+}
+
+/// A stream that notes when its first bytes were read: on a new HTTP/2 connection those are
+/// the server's SETTINGS frame (above TLS: application bytes only).
+struct FirstRead<S> {
+    inner: S,
+    at: Rc<Cell<Option<Instant>>>,
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for FirstRead<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if self.at.get().is_none() && buf.filled().len() > before {
+            self.at.set(Some(Instant::now()));
+        }
+        r
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for FirstRead<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
 
 /// One HTTP/2 connection shared by several streams.
 #[derive(Default)]
@@ -53,9 +108,9 @@ impl H2Link {
         stamps: &mut Timestamps,
     ) -> Result<SendRequest<Bytes>, EngineError> {
         loop {
-            if let Some((sr, alive)) = self.sender.borrow().as_ref() {
-                if alive.get() {
-                    return Ok(sr.clone());
+            if let Some(live) = self.sender.borrow().as_ref() {
+                if live.alive.get() {
+                    return Ok(live.sender.clone());
                 }
             }
             if !self.connecting.get() {
@@ -78,30 +133,58 @@ impl H2Link {
     ) -> Result<SendRequest<Bytes>, EngineError> {
         *self.sender.borrow_mut() = None;
         let stream = connector.connect(stamps).await?;
+        let settings_at = Rc::new(Cell::new(None));
+        let stream = FirstRead {
+            inner: stream,
+            at: settings_at.clone(),
+        };
         let mut builder = h2::client::Builder::new();
         if let Some(w) = window {
             builder
                 .initial_window_size(w)
                 .initial_connection_window_size(w);
         }
-        let (sr, conn) = builder
+        let (sr, mut conn) = builder
             .handshake::<_, Bytes>(stream)
             .await
             .map_err(|e| h2_error(&e, "HTTP/2 handshake"))?;
         let alive = Rc::new(Cell::new(true));
-        let flag = alive.clone();
+        let max_streams = Rc::new(Cell::new(usize::MAX));
+        let (flag, max) = (alive.clone(), max_streams.clone());
         tokio::task::spawn_local(async move {
-            let _ = conn.await;
+            // Drive the connection, noting the stream limit the server's SETTINGS give.
+            let _ = std::future::poll_fn(|cx| {
+                let r = std::pin::Pin::new(&mut conn).poll(cx);
+                max.set(conn.max_concurrent_send_streams());
+                r
+            })
+            .await;
             flag.set(false);
         });
-        *self.sender.borrow_mut() = Some((sr.clone(), alive));
+        *self.sender.borrow_mut() = Some(Live {
+            sender: sr.clone(),
+            alive,
+            settings_at,
+            max_streams,
+        });
         Ok(sr)
+    }
+
+    /// The server's SETTINGS time and stream limit on the current connection.
+    fn settings(&self) -> (Option<Instant>, Option<usize>) {
+        match self.sender.borrow().as_ref() {
+            Some(live) => (
+                live.settings_at.get(),
+                Some(live.max_streams.get()).filter(|m| *m != usize::MAX),
+            ),
+            None => (None, None),
+        }
     }
 
     /// Forgets the connection (after an error on it).
     fn reset(&self) {
-        if let Some((_, alive)) = self.sender.borrow().as_ref() {
-            alive.set(false);
+        if let Some(live) = self.sender.borrow().as_ref() {
+            live.alive.set(false);
         }
     }
 }
@@ -152,6 +235,8 @@ pub struct H2Response {
     pub status: u16,
     pub bytes: u64,
     pub server_closed: bool,
+    /// On a request that opened the connection: the server's SETTINGS_MAX_CONCURRENT_STREAMS.
+    pub max_streams: Option<usize>,
 }
 
 /// Sends one request on a stream of `link`; `timing` receives the `Server-Timing` values of
@@ -171,11 +256,19 @@ pub async fn exchange(
         let sr = link.sender(connector, window, stamps).await?;
         match stream(sr, request, stamps, timing).await {
             Ok((status, bytes)) => {
+                // The request that opened the connection carries its handshake and limit.
+                let mut max_streams = None;
+                if stamps.connect_end.is_some() {
+                    let (at, max) = link.settings();
+                    stamps.h2_settings = at;
+                    max_streams = max;
+                }
                 return Ok(H2Response {
                     status,
                     bytes,
                     server_closed,
-                })
+                    max_streams,
+                });
             }
             Err(e) if unprocessed(&e) && !server_closed => {
                 link.reset();

@@ -134,6 +134,8 @@ pub struct Session {
     link: Option<Rc<http2::H2Link>>,
     /// The last response's `Server-Timing` values (kept for its capacity).
     timing: Vec<u8>,
+    /// HTTP/2: the server's stream limit, when the last request opened the connection.
+    max_streams: Option<usize>,
 }
 
 impl Session {
@@ -148,7 +150,14 @@ impl Session {
             conn: None,
             link,
             timing: Vec::new(),
+            max_streams: None,
         }
+    }
+
+    /// HTTP/2: the server's SETTINGS_MAX_CONCURRENT_STREAMS, if the last request opened the
+    /// connection and the server announced one.
+    pub fn h2_max_streams(&self) -> Option<usize> {
+        self.max_streams
     }
 
     /// The `Server-Timing` values of the last complete response (headers and trailers).
@@ -238,6 +247,7 @@ impl Session {
 
     async fn exchange(&mut self, stamps: &mut Timestamps) -> Result<http1::Response, EngineError> {
         let config = &*self.config;
+        self.max_streams = None;
         if let (Some(link), Some((request, window))) = (&self.link, &config.http2) {
             let r = http2::exchange(
                 link,
@@ -248,6 +258,7 @@ impl Session {
                 &mut self.timing,
             )
             .await?;
+            self.max_streams = r.max_streams;
             // A GOAWAY under this request counts as the server closing the connection.
             return Ok(http1::Response {
                 status: r.status,

@@ -54,7 +54,7 @@ impl BurstRun {
                     &self.progress.0[self.thread],
                     stamps,
                     &outcome,
-                    session.server_timing(),
+                    &session,
                 );
                 self.sessions.push(session);
             }

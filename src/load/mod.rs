@@ -378,7 +378,7 @@ fn record_outcome(
     progress: &ThreadProgress,
     stamps: Timestamps,
     outcome: &crate::engine::Outcome,
-    server_timing: &[u8],
+    session: &Session,
 ) {
     let sample = Sample {
         stamps,
@@ -389,7 +389,10 @@ fn record_outcome(
         server_closed: outcome.server_closed,
     };
     let mut recorder = recorder.borrow_mut();
-    recorder.record_with_timing(&sample, server_timing);
+    recorder.record_with_timing(&sample, session.server_timing());
+    if let Some(n) = session.h2_max_streams() {
+        recorder.note_h2_max_streams(n as u64);
+    }
     progress
         .requests
         .store(recorder.requests(), Ordering::Relaxed);
@@ -474,7 +477,7 @@ impl Connection {
                 &self.progress.0[self.thread],
                 stamps,
                 &outcome,
-                self.session.server_timing(),
+                &self.session,
             );
         }
     }

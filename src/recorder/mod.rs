@@ -172,6 +172,8 @@ pub struct Recorder {
     server: server_timing::ServerTimingAcc,
     /// HTTP/2 RST_STREAM counts by error code.
     reset_codes: Vec<(u32, u64)>,
+    /// HTTP/2: the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced.
+    h2_max_streams: Option<u64>,
 }
 
 /// Per-burst histograms: dispatch all, then wait for all (nanoseconds).
@@ -201,6 +203,7 @@ impl Recorder {
             bursts: None,
             server: server_timing::ServerTimingAcc::new("total"),
             reset_codes: Vec::new(),
+            h2_max_streams: None,
         }
     }
 
@@ -300,6 +303,11 @@ impl Recorder {
         true
     }
 
+    /// Notes the stream limit an HTTP/2 server announced (the smallest seen is kept).
+    pub fn note_h2_max_streams(&mut self, n: u64) {
+        self.h2_max_streams = Some(self.h2_max_streams.map_or(n, |m| m.min(n)));
+    }
+
     /// Counts an HTTP/2 RST_STREAM by its error code.
     pub fn count_reset(&mut self, code: u32) {
         match self.reset_codes.iter_mut().find(|(c, _)| *c == code) {
@@ -369,6 +377,7 @@ impl Recorder {
             bursts: self.bursts,
             server: self.server,
             reset_codes: self.reset_codes,
+            h2_max_streams: self.h2_max_streams,
         }
     }
 }
@@ -456,6 +465,8 @@ pub struct Measured {
     pub server: server_timing::ServerTimingAcc,
     /// HTTP/2 RST_STREAM counts by error code.
     pub reset_codes: Vec<(u32, u64)>,
+    /// HTTP/2: the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced.
+    pub h2_max_streams: Option<u64>,
 }
 
 impl Measured {
@@ -474,6 +485,7 @@ impl Measured {
             bursts: None,
             server: server_timing::ServerTimingAcc::new("total"),
             reset_codes: Vec::new(),
+            h2_max_streams: None,
         };
         // Snapshots stay compressed until their interval is merged, one interval at a time:
         // the memory of a merge does not grow with the length of the run.
@@ -488,6 +500,9 @@ impl Measured {
             out.thread_busy.extend_from_slice(&part.thread_busy);
             out.snapshot_bytes += part.snapshot_bytes;
             out.server.merge(&part.server);
+            if let Some(n) = part.h2_max_streams {
+                out.h2_max_streams = Some(out.h2_max_streams.map_or(n, |m| m.min(n)));
+            }
             for (code, n) in &part.reset_codes {
                 match out.reset_codes.iter_mut().find(|(c, _)| c == code) {
                     Some((_, m)) => *m += n,

@@ -149,6 +149,9 @@ pub struct Summary {
     pub server_timing_overhead: Stats,
     /// HTTP/2: streams reset by the server (RST_STREAM), by error code name.
     pub resets: BTreeMap<String, u64>,
+    /// HTTP/2: the concurrent streams per connection the server allows (its
+    /// SETTINGS_MAX_CONCURRENT_STREAMS; the smallest seen), which reqlife respects.
+    pub h2_max_concurrent_streams: Option<u64>,
     /// Bursts (`--burst N`): per burst, the time to dispatch all N and the time then blocked
     /// waiting for the answers.
     pub bursts: Option<Bursts>,
@@ -424,6 +427,7 @@ impl RunRecord {
                     .iter()
                     .map(|(code, n)| (h2_code_name(*code), *n))
                     .collect(),
+                h2_max_concurrent_streams: measured.h2_max_streams,
                 bursts: bursts_of(plan, measured),
                 warnings: Vec::new(),
             },

@@ -132,6 +132,13 @@ fn totals(out: &mut String, r: &RunRecord) {
         "  Connections  {} opened, {} closed by the server after a response",
         s.connections.opened, s.connections.server_closes
     );
+    if let Some(m) = s.h2_max_concurrent_streams {
+        let _ = writeln!(
+            out,
+            "  HTTP/2       the server allows {m} concurrent streams per connection; {} asked",
+            r.config.streams
+        );
+    }
 }
 
 /// The value of an optional microsecond statistic in human units.
@@ -150,7 +157,15 @@ fn phases(out: &mut String, r: &RunRecord) {
     );
     let open_loop = r.config.load_model == "open";
     let mut rows: Vec<(&str, &Stats)> = Vec::new();
-    for name in ["queue", "connect", "tls", "write", "wait", "read"] {
+    for name in [
+        "queue",
+        "connect",
+        "tls",
+        "h2_handshake",
+        "write",
+        "wait",
+        "read",
+    ] {
         let Some(stats) = l.phases.get(name) else {
             continue;
         };
@@ -160,6 +175,9 @@ fn phases(out: &mut String, r: &RunRecord) {
             continue;
         }
         if name == "tls" && stats.count == 0 && !r.config.url.starts_with("https") {
+            continue;
+        }
+        if name == "h2_handshake" && r.config.protocol == "http/1.1" {
             continue;
         }
         rows.push((name, stats));
