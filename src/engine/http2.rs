@@ -150,12 +150,19 @@ impl H2Link {
             .map_err(|e| h2_error(&e, "HTTP/2 handshake"))?;
         let alive = Rc::new(Cell::new(true));
         let max_streams = Rc::new(Cell::new(usize::MAX));
-        let (flag, max) = (alive.clone(), max_streams.clone());
+        let (flag, max, seen) = (alive.clone(), max_streams.clone(), settings_at.clone());
         tokio::task::spawn_local(async move {
-            // Drive the connection, noting the stream limit the server's SETTINGS give.
+            // Drive the connection, noting the stream limit the server's SETTINGS give: asked
+            // (it takes h2's lock) only until a poll after the SETTINGS arrived.
+            let mut polls_after_settings = 0;
             let _ = std::future::poll_fn(|cx| {
                 let r = std::pin::Pin::new(&mut conn).poll(cx);
-                max.set(conn.max_concurrent_send_streams());
+                if polls_after_settings < 2 {
+                    max.set(conn.max_concurrent_send_streams());
+                    if seen.get().is_some() {
+                        polls_after_settings += 1;
+                    }
+                }
                 r
             })
             .await;
