@@ -12,7 +12,7 @@ fn h2c_with_streams_shares_connections() {
     let s = embedded(ServerTls::None);
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("h2c.json");
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "--http2",
         "--streams",
@@ -28,7 +28,6 @@ fn h2c_with_streams_shares_connections() {
         rec.to_str().unwrap(),
         &s.url("/"),
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     assert_eq!(count(&j, "requests.ok"), 2000);
     assert_eq!(count(&j, "status.200"), 2000);
@@ -53,7 +52,7 @@ fn h2_over_tls_by_alpn() {
     let dir = tempfile::tempdir().unwrap();
     let ca = dir.path().join("ca.pem");
     std::fs::write(&ca, s.cert_pem().unwrap()).unwrap();
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "--http2",
         "--streams",
@@ -73,7 +72,6 @@ fn h2_over_tls_by_alpn() {
         "--body",
         "0123456789",
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     assert_eq!(count(&j, "requests.ok"), 500);
     assert_eq!(
@@ -156,7 +154,7 @@ fn misbehaving_h2_server() -> std::net::SocketAddr {
 #[test]
 fn resets_and_goaways_are_counted_not_fatal() {
     let addr = misbehaving_h2_server();
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "--http2",
         "--streams",
@@ -172,7 +170,6 @@ fn resets_and_goaways_are_counted_not_fatal() {
         "--json",
         &format!("http://{addr}/"),
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     assert_eq!(count(&j, "requests.total"), 400);
     let resets = count(&j, "errors.reset");

@@ -67,10 +67,9 @@ fn a_stall_shows_in_the_corrected_tail_and_not_in_the_uncorrected_one() {
 
 #[test]
 fn requests_leave_on_schedule_at_the_total_rate() {
-    let out = run(&[
+    let out = run_ok(&[
         "run", "-R", "2000", "-d", "1s", "-c", "4", "-t", "2", "--json",
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     let total = num(&j, "requests.total");
     // 2000 due in the second, over both threads together (not per connection or thread);
@@ -85,10 +84,9 @@ fn requests_leave_on_schedule_at_the_total_rate() {
 
 #[test]
 fn a_request_count_is_exact_in_an_open_loop() {
-    let out = run(&[
+    let out = run_ok(&[
         "run", "-R", "5000", "-n", "1000", "-c", "4", "-t", "2", "--json",
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     assert_eq!(num(&j, "requests.total"), 1000.0);
     // 1000 at 5000/s take 0.2 s.
@@ -98,7 +96,7 @@ fn a_request_count_is_exact_in_an_open_loop() {
 
 #[test]
 fn poisson_arrivals_keep_the_mean_rate() {
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "-R",
         "2000",
@@ -114,7 +112,6 @@ fn poisson_arrivals_keep_the_mean_rate() {
         "2",
         "--json",
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let total = num(&summary(&out), "requests.total");
     // Poisson count over 1 s at 2000/s: sd = sqrt(2000) ≈ 45; ±10% is > 4 sd.
     assert!((1800.0..=2200.0).contains(&total), "total {total}");
@@ -122,8 +119,7 @@ fn poisson_arrivals_keep_the_mean_rate() {
 
 #[test]
 fn the_text_report_shows_both_latencies_and_the_lag() {
-    let out = run(&["run", "-R", "500", "-d", "500ms", "-c", "2", "-t", "1"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run_ok(&["run", "-R", "500", "-d", "500ms", "-c", "2", "-t", "1"]);
     let text = stdout(&out);
     for row in [
         "open loop",
@@ -140,7 +136,7 @@ fn the_text_report_shows_both_latencies_and_the_lag() {
 fn rate_stages_ramp_and_hold_and_are_kept_apart() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("stages.json");
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "--stages",
         "1s:0->2000, 1s:2000",
@@ -151,7 +147,6 @@ fn rate_stages_ramp_and_hold_and_are_kept_apart() {
         "-o",
         path.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("0->2000 req/s"), "{}", stdout(&out));
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let stages = r["stages"].as_array().unwrap();
@@ -168,7 +163,7 @@ fn rate_stages_ramp_and_hold_and_are_kept_apart() {
 
 #[test]
 fn connection_stages_ramp_the_closed_loop() {
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "--stages",
         "500ms:1->4c, 500ms:4c",
@@ -176,7 +171,6 @@ fn connection_stages_ramp_the_closed_loop() {
         "2",
         "--json",
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     // Four connections at most, all of them reached by the ramp.
     assert_eq!(num(&j, "connections.opened"), 4.0);
@@ -187,7 +181,7 @@ fn connection_stages_ramp_the_closed_loop() {
 fn a_sweep_runs_each_level_and_keeps_them_all() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sweep.json");
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "-R",
         "500,1000",
@@ -202,7 +196,6 @@ fn a_sweep_runs_each_level_and_keeps_them_all() {
         "-o",
         path.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     for row in [
         "a sweep of rate over 2 levels: 500, 1000",
@@ -231,8 +224,7 @@ fn a_sweep_runs_each_level_and_keeps_them_all() {
 
 #[test]
 fn a_connection_sweep_through_json() {
-    let out = run(&["run", "-c", "1,2", "-n", "200", "--pause", "0s", "--json"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run_ok(&["run", "-c", "1,2", "-n", "200", "--pause", "0s", "--json"]);
     let j = summary(&out);
     let levels = j["levels"].as_array().unwrap();
     let conns: Vec<f64> = levels.iter().map(|l| num(l, "connections")).collect();
@@ -248,7 +240,7 @@ fn bursts_time_the_dispatch_and_the_wait() {
     let path = dir.path().join("bursts.json");
     // A 50 ms server, 20 requests at once, 3 times, each on a new connection.
     let s = embedded(ServerTls::None);
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "--burst",
         "20",
@@ -261,7 +253,6 @@ fn bursts_time_the_dispatch_and_the_wait() {
         path.to_str().unwrap(),
         &s.url("/delay/50"),
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("3 bursts of 20 requests"), "{text}");
     assert!(text.contains("dispatch all (connect+write)"), "{text}");
@@ -282,10 +273,9 @@ fn bursts_time_the_dispatch_and_the_wait() {
 
 #[test]
 fn every_prints_a_line_per_interval_while_running() {
-    let out = run(&[
+    let out = run_ok(&[
         "run", "-R", "1000", "-d", "2s", "-c", "2", "-t", "1", "--every", "500ms",
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().filter(|l| l.starts_with('[')).collect();
     assert_eq!(lines.len(), 4, "{text}");

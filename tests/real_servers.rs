@@ -107,7 +107,7 @@ fn nginx_over_http1() {
     };
     let dir = tempfile::tempdir().unwrap();
     let (_nginx, port) = nginx(&program, dir.path(), false);
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "-n",
         "2000",
@@ -118,7 +118,6 @@ fn nginx_over_http1() {
         "--json",
         &format!("http://127.0.0.1:{port}/"),
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     assert_eq!(count(&j, "requests.ok"), 2000);
     assert_eq!(count(&j, "connections.opened"), 4);
@@ -136,7 +135,7 @@ fn nginx_over_tls_with_http2() {
     let dir = tempfile::tempdir().unwrap();
     let (_nginx, port) = nginx(&program, dir.path(), true);
     let url = format!("https://127.0.0.1:{port}/");
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "--http2",
         "--streams",
@@ -151,7 +150,6 @@ fn nginx_over_tls_with_http2() {
         "--json",
         &url,
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     assert_eq!(count(&j, "requests.ok"), 2000);
     assert_eq!(count(&j, "requests.errors"), 0);
@@ -191,7 +189,7 @@ fn nghttpd_over_h2c() {
     let _server = Server(child);
     wait_listening(port);
     let url = format!("http://127.0.0.1:{port}/index.html");
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "--http2",
         "--streams",
@@ -205,7 +203,6 @@ fn nghttpd_over_h2c() {
         "--json",
         &url,
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     assert_eq!(count(&j, "requests.ok"), 1000);
     assert_eq!(count(&j, "status.200"), 1000);

@@ -25,7 +25,7 @@ fn an_open_loop_record_validates_too() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("open.json");
     let p = path.to_str().unwrap();
-    let out = run(&[
+    run_ok(&[
         "run",
         "-R",
         "1000",
@@ -40,7 +40,6 @@ fn an_open_loop_record_validates_too() {
         "-o",
         p,
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_valid(&validator(), &record);
     assert_eq!(record["config"]["load_model"], "open");
@@ -58,8 +57,7 @@ fn a_sweep_record_validates_too() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sweep.json");
     let p = path.to_str().unwrap();
-    let out = run(&["run", "-c", "1,2", "-n", "100", "--pause", "0s", "-o", p]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run_ok(&["run", "-c", "1,2", "-n", "100", "--pause", "0s", "-o", p]);
     let record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_valid(&validator(), &record);
     assert_eq!(record["levels"].as_array().unwrap().len(), 2);
@@ -73,7 +71,7 @@ fn record_validates_against_the_schema_and_re_renders() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.json");
     let p = path.to_str().unwrap();
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "-d",
         "1500ms",
@@ -86,7 +84,6 @@ fn record_validates_against_the_schema_and_re_renders() {
         "-o",
         p,
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
 
     let schema: Value =
@@ -132,8 +129,7 @@ fn record_validates_against_the_schema_and_re_renders() {
     }
 
     // The report from the file is the report the run printed.
-    let again = run(&["report", p]);
-    assert!(again.status.success(), "{}", stderr(&again));
+    let again = run_ok(&["report", p]);
     assert_eq!(stdout(&again), stdout(&out));
 
     // Histograms decode and agree with the summary.
@@ -148,7 +144,7 @@ fn the_hdr_interval_log_reads_back_with_the_crate_s_reader() {
     use hdrhistogram::serialization::Deserializer;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.hlog");
-    let out = run(&[
+    run_ok(&[
         "run",
         "-R",
         "2000",
@@ -164,7 +160,6 @@ fn the_hdr_interval_log_reads_back_with_the_crate_s_reader() {
         "--hdr-log",
         path.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let text = std::fs::read(&path).unwrap();
     let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
     let mut starts = Vec::new();

@@ -10,7 +10,7 @@ use reqlife::server::ServerTls;
 #[test]
 fn counts_statuses_and_phases_against_the_embedded_target() {
     let s = embedded(ServerTls::None);
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "-n",
         "2000",
@@ -21,7 +21,6 @@ fn counts_statuses_and_phases_against_the_embedded_target() {
         "--json",
         &s.url("/"),
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     assert_eq!(count(&j, "requests.total"), 2000);
     assert_eq!(count(&j, "requests.ok"), 2000);
@@ -52,7 +51,7 @@ fn counts_statuses_and_phases_against_the_embedded_target() {
 #[test]
 fn status_codes_are_counted() {
     let s = embedded(ServerTls::None);
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "-n",
         "300",
@@ -63,7 +62,6 @@ fn status_codes_are_counted() {
         "--json",
         &s.url("/status/503"),
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     assert_eq!(count(&j, "status.503"), 300);
     assert_eq!(count(&j, "requests.non_2xx_3xx"), 300);
@@ -73,7 +71,7 @@ fn status_codes_are_counted() {
 #[test]
 fn post_with_headers_and_body_to_echo() {
     let s = embedded(ServerTls::None);
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "-n",
         "100",
@@ -90,7 +88,6 @@ fn post_with_headers_and_body_to_echo() {
         "--json",
         &s.url("/echo"),
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     assert_eq!(count(&j, "status.200"), 100);
     // Each echo carries the 10-byte body back; each request wrote it.
@@ -140,7 +137,7 @@ fn head_and_no_content_responses_have_no_body() {
 #[test]
 fn large_bodies_are_counted_not_kept() {
     let s = embedded(ServerTls::None);
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "-n",
         "20",
@@ -151,7 +148,6 @@ fn large_bodies_are_counted_not_kept() {
         "--json",
         &s.url("/bytes/1000000"),
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     assert_eq!(count(&j, "requests.ok"), 20);
     assert!(count(&j, "bytes.read") >= 20 * 1_000_000);
@@ -166,7 +162,7 @@ fn tls_with_cacert_insecure_and_unverified() {
     let url = s.url("/");
     assert!(url.starts_with("https://"));
 
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "-n",
         "200",
@@ -179,7 +175,6 @@ fn tls_with_cacert_insecure_and_unverified() {
         ca.to_str().unwrap(),
         &url,
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     assert_eq!(count(&j, "requests.ok"), 200);
     assert_eq!(
@@ -189,7 +184,7 @@ fn tls_with_cacert_insecure_and_unverified() {
     );
     assert!(num(&j, "latency.phases.tls.min_us") > 0.0);
 
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "-n",
         "50",
@@ -201,7 +196,6 @@ fn tls_with_cacert_insecure_and_unverified() {
         "--insecure",
         &url,
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(count(&summary(&out), "requests.ok"), 50);
 
     // Verification is on by default: a self-signed certificate is refused, counted as tls.
@@ -218,8 +212,7 @@ fn tls_with_cacert_insecure_and_unverified() {
 
 #[test]
 fn no_url_runs_the_embedded_target_and_prints_the_report() {
-    let out = run(&["run", "-d", "1s", "-c", "2", "-t", "1", "--latency"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run_ok(&["run", "-d", "1s", "-c", "2", "-t", "1", "--latency"]);
     let text = stdout(&out);
     assert!(text.contains("(the embedded target)"), "{text}");
     for row in [
@@ -239,7 +232,7 @@ fn no_url_runs_the_embedded_target_and_prints_the_report() {
 #[test]
 fn warmup_is_not_recorded() {
     let s = embedded(ServerTls::None);
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "-d",
         "500ms",
@@ -254,7 +247,6 @@ fn warmup_is_not_recorded() {
         "--json",
         &s.url("/"),
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     // The connection was opened during the warm-up: no recorded request opened it.
     assert_eq!(count(&j, "latency.phases.connect.count"), 0);
@@ -272,7 +264,7 @@ fn server_connection_close_reconnects_and_counts() {
         b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
         true,
     );
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "-n",
         "50",
@@ -283,7 +275,6 @@ fn server_connection_close_reconnects_and_counts() {
         "--json",
         &format!("http://{addr}/"),
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     assert_eq!(count(&j, "requests.ok"), 50);
     assert_eq!(count(&j, "connections.server_closes"), 50);
@@ -296,7 +287,7 @@ fn chunked_and_interim_responses() {
         b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\nServer-Timing: total;dur=1\r\n\r\n",
         false,
     );
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "-n",
         "100",
@@ -309,7 +300,6 @@ fn chunked_and_interim_responses() {
         "2s",
         &format!("http://{addr}/"),
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     assert_eq!(count(&j, "requests.ok"), 100);
     assert_eq!(
@@ -323,7 +313,7 @@ fn chunked_and_interim_responses() {
 fn no_keepalive_opens_a_connection_per_request() {
     let s = embedded(ServerTls::None);
     for flag in ["--no-keepalive", "--connection-policy=new"] {
-        let out = run(&[
+        let out = run_ok(&[
             "run",
             "-n",
             "200",
@@ -335,7 +325,6 @@ fn no_keepalive_opens_a_connection_per_request() {
             "--json",
             &s.url("/"),
         ]);
-        assert!(out.status.success(), "{}", stderr(&out));
         let j = summary(&out);
         assert_eq!(count(&j, "requests.ok"), 200, "{flag}");
         assert_eq!(count(&j, "connections.opened"), 200, "{flag}");
@@ -348,7 +337,7 @@ fn no_keepalive_opens_a_connection_per_request() {
 #[test]
 fn the_connect_rate_is_limited() {
     let s = embedded(ServerTls::None);
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "-n",
         "50",
@@ -362,7 +351,6 @@ fn the_connect_rate_is_limited() {
         "--json",
         &s.url("/"),
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     assert_eq!(count(&j, "connections.opened"), 50);
     // 50 connects at 100 per second cannot take less than 0.49 s.
@@ -373,7 +361,7 @@ fn the_connect_rate_is_limited() {
 fn a_body_sent_to_any_route_keeps_the_connection() {
     // The embedded target reads (and drops) a body its route does not use, so keep-alive holds.
     let s = embedded(ServerTls::None);
-    let out = run(&[
+    let out = run_ok(&[
         "run",
         "-m",
         "POST",
@@ -388,7 +376,6 @@ fn a_body_sent_to_any_route_keeps_the_connection() {
         "--json",
         &s.url("/"),
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let j = summary(&out);
     assert_eq!(count(&j, "requests.ok"), 500);
     assert_eq!(count(&j, "connections.opened"), 2);

@@ -133,6 +133,19 @@ fn bad_certificate_files_are_clear_errors() {
     );
 }
 
+/// The address in serve's first line:
+/// "reqlife serve: listening on http://127.0.0.1:PORT/ (Ctrl-C to stop)".
+fn listening_addr(line: &str) -> std::net::SocketAddr {
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    url.trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap()
+}
+
 #[test]
 fn serve_prints_its_address_and_stops_on_sigterm() {
     let mut child = reqlife()
@@ -143,16 +156,7 @@ fn serve_prints_its_address_and_stops_on_sigterm() {
     let mut line = String::new();
     let mut reader = BufReader::new(child.stdout.take().unwrap());
     reader.read_line(&mut line).unwrap();
-    // "reqlife serve: listening on http://127.0.0.1:PORT/ (Ctrl-C to stop)"
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .expect(&line);
-    let addr: std::net::SocketAddr = url
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .parse()
-        .unwrap();
+    let addr = listening_addr(&line);
     assert!(get(addr, "/").ends_with("Hello World!"));
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let started = Instant::now();
@@ -183,15 +187,7 @@ fn a_closed_stdout_does_not_kill_serve() {
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .expect(&line);
-    let addr: std::net::SocketAddr = url
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .parse()
-        .unwrap();
+    let addr = listening_addr(&line);
     std::thread::sleep(Duration::from_millis(100));
     assert!(
         child.try_wait().unwrap().is_none(),

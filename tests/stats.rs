@@ -25,8 +25,7 @@ fn row_after(text: &str, head: &str) -> Vec<f64> {
 
 #[test]
 fn summary_and_quantiles_equal_r_type_7() {
-    let out = run(&["stats", "tests/data/lognorm.txt"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run_ok(&["stats", "tests/data/lognorm.txt"]);
     let text = stdout(&out);
     // Min, 1st Qu., Median, Mean, 3rd Qu., Max (the count follows in the same row)
     let s = row_after(&text, "Min.");
@@ -103,8 +102,7 @@ fn bad_input_names_the_line() {
 
 #[test]
 fn detail_prints_every_phase_and_server_metric() {
-    let out = run(&["run", "-n", "500", "-c", "2", "-t", "1", "--detail"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run_ok(&["run", "-n", "500", "-c", "2", "-t", "1", "--detail"]);
     let text = stdout(&out);
     for part in [
         "wait (microseconds; histogram in nanoseconds)",

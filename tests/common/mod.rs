@@ -25,6 +25,13 @@ pub fn run(args: &[&str]) -> Output {
     out
 }
 
+/// Runs reqlife with `args` and asserts that it succeeded (showing its stderr if not).
+pub fn run_ok(args: &[&str]) -> Output {
+    let out = run(args);
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    out
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
