@@ -8,7 +8,6 @@ mod stats;
 
 use crate::cli::{Cli, Command, ReportArgs, ServeArgs};
 use crate::recorder::record::{RunRecord, SCHEMA_VERSION};
-use crate::report::{self, text::TextOptions};
 use crate::server::{self, ServerConfig, ServerTls};
 use clap::Parser;
 use std::io::Write;
@@ -92,15 +91,7 @@ fn report(args: &ReportArgs) -> i32 {
         Ok(r) => r,
         Err(e) => return usage_error(e),
     };
-    let rendered = report::render(
-        &record,
-        args.json,
-        TextOptions {
-            latency: args.latency,
-            detail: args.detail,
-        },
-    );
-    out(&rendered);
+    out(&args.view.render(&record));
     EXIT_OK
 }
 

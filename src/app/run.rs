@@ -8,7 +8,7 @@ use crate::engine::SessionConfig;
 use crate::load::{self, Progress, StopSignal};
 use crate::model::{RunPlan, StopRule};
 use crate::recorder::record::{Ending, RunRecord};
-use crate::report::{self, live::LivePrinter, text::TextOptions};
+use crate::report::{self, live::LivePrinter};
 use crate::server::{self, ServerConfig, ServerTls};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -68,7 +68,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
                 level_label(plan)
             );
         }
-        match control.execute(plan, config, args.quiet, args.every, args.json) {
+        match control.execute(plan, config, args.quiet, args.every, args.view.json) {
             Ok(o) => levels.push(o),
             Err(e) => {
                 eprintln!("error: {e}");
@@ -138,15 +138,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             code = EXIT_FAILURE;
         }
     }
-    let rendered = report::render(
-        &record,
-        args.json,
-        TextOptions {
-            latency: args.latency,
-            detail: args.detail,
-        },
-    );
-    out(&rendered);
+    out(&args.view.render(&record));
     if signal == 0 {
         if let Some(why) = failure(&record) {
             eprintln!("error: {why}");

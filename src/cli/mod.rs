@@ -216,22 +216,12 @@ pub struct RunArgs {
     #[arg(long = "cacert")]
     pub cacert: Option<PathBuf>,
 
-    /// Print the full percentile spectrum of the total latency (wrk2 style).
-    #[arg(long = "latency")]
-    pub latency: bool,
-
-    /// Print, for every phase and server metric, R's summary(), the quantiles 50-99.99 and
-    /// a log2 histogram (bpftrace style).
-    #[arg(long = "detail")]
-    pub detail: bool,
+    #[command(flatten)]
+    pub view: ViewArgs,
 
     /// Write the full RunRecord (JSON) to this file.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
-
-    /// Print the summary as JSON on stdout instead of the text report.
-    #[arg(long = "json")]
-    pub json: bool,
 
     /// Write the HdrHistogram interval log (one histogram per interval and phase, tagged) to
     /// this file, for HistogramLogProcessor and friends.
@@ -269,15 +259,37 @@ pub struct ReportArgs {
     /// A RunRecord written by `reqlife run -o FILE`.
     pub file: PathBuf,
 
-    /// Print the full percentile spectrum of the total latency.
+    #[command(flatten)]
+    pub view: ViewArgs,
+}
+
+/// How a report is shown: the flags `run` and `report` share.
+#[derive(Debug, Clone, Args)]
+pub struct ViewArgs {
+    /// Print the full percentile spectrum of the total latency (wrk2 style).
     #[arg(long = "latency")]
     pub latency: bool,
 
-    /// Print every phase's summary, quantiles and log2 histogram.
+    /// Print, for every phase and server metric, R's summary(), the quantiles 50-99.99 and
+    /// a log2 histogram (bpftrace style).
     #[arg(long = "detail")]
     pub detail: bool,
 
-    /// Print the summary JSON instead of the text report.
+    /// Print the summary as JSON on stdout instead of the text report.
     #[arg(long = "json")]
     pub json: bool,
+}
+
+impl ViewArgs {
+    /// The report these flags ask for.
+    pub fn render(&self, record: &crate::recorder::record::RunRecord) -> String {
+        crate::report::render(
+            record,
+            self.json,
+            crate::report::text::TextOptions {
+                latency: self.latency,
+                detail: self.detail,
+            },
+        )
+    }
 }
