@@ -84,6 +84,26 @@ impl Counters {
     }
 }
 
+/// The duration in nanoseconds of each phase of a sample (by [`Phase::index`]).
+type Durations = [Option<u64>; Phase::ALL.len()];
+
+/// The phases `s` reached, derived once for every histogram set it goes into. A failed
+/// request still has its schedule lag, queue, connect and TLS times; its later phases are not
+/// latency of a response.
+#[inline]
+fn durations(s: &Sample) -> Durations {
+    let mut out = [None; Phase::ALL.len()];
+    let phases: &[Phase] = if s.error.is_none() {
+        &Phase::ALL
+    } else {
+        &[Phase::Lag, Phase::Queue, Phase::Connect, Phase::Tls]
+    };
+    for &p in phases {
+        out[p.index()] = s.stamps.phase(p).map(|d| d.as_nanos() as u64);
+    }
+    out
+}
+
 /// One histogram per phase.
 #[derive(Debug, Clone)]
 pub struct PhaseHists(pub Vec<Histogram<u64>>);
@@ -98,19 +118,12 @@ impl PhaseHists {
         &self.0[phase.index()]
     }
 
-    /// Records every phase `s` reached. A failed request still has its schedule lag, queue,
-    /// connect and TLS times; its later phases are not latency of a response.
+    /// Records the phase durations of one sample (see [`durations`]).
     #[inline]
-    fn record(&mut self, s: &Sample) {
-        let phases: &[Phase] = if s.error.is_none() {
-            &Phase::ALL
-        } else {
-            // The generator's figures (lag, queue) and the connection's, when it got that far.
-            &[Phase::Lag, Phase::Queue, Phase::Connect, Phase::Tls]
-        };
-        for &p in phases {
-            if let Some(d) = s.stamps.phase(p) {
-                hist::record(&mut self.0[p.index()], d.as_nanos() as u64);
+    fn record(&mut self, d: &Durations) {
+        for (h, ns) in self.0.iter_mut().zip(d.iter()) {
+            if let Some(ns) = *ns {
+                hist::record(h, ns);
             }
         }
     }
@@ -279,17 +292,18 @@ impl Recorder {
             }
         }
         self.counters.add(s);
+        let d = durations(s);
         if let Some(code) = s.status {
             self.status[(code as usize).min(STATUS_SLOTS - 1)] += 1;
         }
-        self.hists.record(s);
+        self.hists.record(&d);
         if let Some((_, c, h)) = self
             .segments
             .iter_mut()
             .find(|(end, _, _)| s.stamps.intended < *end)
         {
             c.add(s);
-            h.record(s);
+            h.record(&d);
         }
         let end = s.stamps.done.unwrap_or_else(Instant::now);
         let index = (end.saturating_duration_since(self.record_from).as_nanos()
@@ -299,7 +313,7 @@ impl Recorder {
         }
         let (_, counters, hists) = self.current.as_mut().expect("rolled above");
         counters.add(s);
-        hists.record(s);
+        hists.record(&d);
         true
     }
 
