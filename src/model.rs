@@ -148,6 +148,16 @@ impl ErrorKind {
     }
 }
 
+/// The OS's reason for an I/O error, without Rust's " (os error N)" suffix: the wording of
+/// every message about an I/O failure.
+pub fn io_reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
 /// What a worker must send and when it should have gone.
 #[derive(Debug, Clone, Copy)]
 pub struct Ticket {

@@ -5,8 +5,8 @@
 use super::units::StagesSpec;
 use super::{ArrivalArg, PolicyArg, RunArgs};
 use crate::model::{
-    Arrival, ConnStage, Http2Plan, LoadModel, RateStage, RunPlan, Schedule, Scheme, StopRule,
-    Target, TlsPlan,
+    io_reason, Arrival, ConnStage, Http2Plan, LoadModel, RateStage, RunPlan, Schedule, Scheme,
+    StopRule, Target, TlsPlan,
 };
 use std::net::ToSocketAddrs;
 use std::time::Duration;
@@ -453,15 +453,6 @@ fn check_cacert(path: &std::path::Path) -> Result<(), PlanError> {
         ));
     }
     Ok(())
-}
-
-/// The OS's reason for an I/O error without the "(os error N)" suffix.
-fn io_reason(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
 }
 
 #[cfg(test)]

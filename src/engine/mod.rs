@@ -36,14 +36,9 @@ impl EngineError {
 
     /// An I/O error during `what`; resets and broken pipes keep their OS wording.
     pub fn io(kind: ErrorKind, what: String, e: &std::io::Error) -> Self {
-        let text = e.to_string();
-        let text = match text.find(" (os error") {
-            Some(i) => &text[..i],
-            None => &text,
-        };
         EngineError {
             kind,
-            detail: format!("{what}: {text}"),
+            detail: format!("{what}: {}", crate::model::io_reason(e)),
             code: None,
         }
     }

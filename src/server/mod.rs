@@ -82,10 +82,7 @@ pub enum ServerError {
 
 /// An I/O error as a short phrase: "no such file or directory", without "(os error 2)".
 fn io_reason(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    let text = text
-        .find(" (os error")
-        .map_or(text.as_str(), |i| &text[..i]);
+    let text = crate::model::io_reason(e);
     let mut chars = text.chars();
     match chars.next() {
         Some(first) => first.to_lowercase().chain(chars).collect(),
