@@ -284,8 +284,10 @@ pub struct Target {
 pub struct TlsPlan {
     /// Skip certificate verification (`--insecure`).
     pub insecure: bool,
-    /// Extra root certificates (`--cacert`), PEM.
+    /// The `--cacert` file, as given (for the record).
     pub cacert: Option<PathBuf>,
+    /// Its certificates (DER), read and checked when the plan was built.
+    pub ca_certs: Vec<Vec<u8>>,
 }
 
 /// When a run stops sending.

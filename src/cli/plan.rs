@@ -187,9 +187,10 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         })?,
         (None, None) => Vec::new(),
     };
-    if let Some(path) = &args.cacert {
-        check_cacert(path)?;
-    }
+    let ca_certs = match &args.cacert {
+        Some(path) => read_cacert(path)?,
+        None => Vec::new(),
+    };
     // Found out now, not after the run: the folders of the output files must exist.
     for (flag, path) in [("-o/--output", &args.output), ("--hdr-log", &args.hdr_log)] {
         let Some(path) = path else { continue };
@@ -330,6 +331,7 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         tls: TlsPlan {
             insecure: args.insecure,
             cacert: args.cacert.clone(),
+            ca_certs,
         },
         max_header_bytes: MAX_HEADER_BYTES,
     })
@@ -434,8 +436,8 @@ fn parse_header(raw: &str) -> Result<(String, String), PlanError> {
     Ok((name.to_string(), value.to_string()))
 }
 
-/// Checks that a CA file is readable and holds at least one PEM certificate.
-fn check_cacert(path: &std::path::Path) -> Result<(), PlanError> {
+/// Reads a CA file: its certificates (DER); at least one PEM certificate is required.
+fn read_cacert(path: &std::path::Path) -> Result<Vec<Vec<u8>>, PlanError> {
     let data = std::fs::read(path).map_err(|e| {
         PlanError(format!(
             "cannot read CA file '{}': {}",
@@ -452,7 +454,7 @@ fn check_cacert(path: &std::path::Path) -> Result<(), PlanError> {
             path.display()
         ));
     }
-    Ok(())
+    Ok(certs.into_iter().map(|c| c.to_vec()).collect())
 }
 
 #[cfg(test)]
