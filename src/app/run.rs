@@ -291,16 +291,16 @@ impl Control {
             bar.finish_and_clear();
         }
         let measured = workers.join();
-        if let Some(live) = &mut live {
-            let elapsed = ended.saturating_duration_since(record_from);
-            print_live(&None, &live.lines(elapsed, true), json);
-        }
-        let signal = self.signal();
+        // Workers that end by themselves at the deadline may report a moment after it.
         let recorded = ended.saturating_duration_since(record_from);
         let recorded = match deadline {
             Some(d) => recorded.min(d.saturating_duration_since(record_from)),
             None => recorded,
         };
+        if let Some(live) = &mut live {
+            print_live(&None, &live.lines(recorded, true), json);
+        }
+        let signal = self.signal();
         let stop_reason = match (signal, plan.stop) {
             (libc::SIGINT, _) => "interrupted (SIGINT)".to_string(),
             (libc::SIGTERM, _) => "interrupted (SIGTERM)".to_string(),
