@@ -136,6 +136,25 @@ fn record_validates_against_the_schema_and_re_renders() {
     let rec = reqlife::app::load_record(&path).unwrap();
     let total = rec.histogram("total").unwrap();
     assert_eq!(total.len(), rec.summary.latency.total.count);
+
+    // The intervals' histograms add up exactly to the run's, per phase and server metric.
+    for key in ["total", "wait", "server_timing.handler"] {
+        let mut sum = reqlife::recorder::hist::new_hist();
+        for i in &rec.intervals {
+            sum.add(reqlife::recorder::hist::decode(&i.histograms[key]).unwrap())
+                .unwrap();
+        }
+        let run = rec.histogram(key).unwrap();
+        // (Histograms are compared by their figures: their Debug output is megabytes.)
+        let figures = |h: &hdrhistogram::Histogram<u64>| {
+            let q: Vec<u64> = [0.0, 0.5, 0.9, 0.99, 1.0]
+                .iter()
+                .map(|&q| h.value_at_quantile(q))
+                .collect();
+            (h.len(), q)
+        };
+        assert_eq!(figures(&sum), figures(&run), "{key}");
+    }
 }
 
 #[test]

@@ -293,8 +293,10 @@ pub struct Interval {
     pub latency: BTreeMap<String, IntervalStats>,
     /// `Server-Timing` metric → p50/p99/max in the interval.
     pub server_timing: BTreeMap<String, IntervalStats>,
-    /// base64 V2+DEFLATE histogram of the interval's total latency (for exact merges).
-    pub total_histogram: Option<String>,
+    /// Phase name (and `server_timing.<metric>`) → base64 V2+DEFLATE histogram of the
+    /// interval, as in the record's `histograms`: for exact merges by time and for resampling
+    /// the run by blocks of intervals (`compare`). Empty phases are left out.
+    pub histograms: BTreeMap<String, String>,
 }
 
 /// How the run ended and how long it recorded.
@@ -768,21 +770,20 @@ fn intervals_of(measured: &Measured, interval: Duration, recorded: Duration) -> 
             let snap = snaps.next_if(|s| s.index == i);
             let mut latency = BTreeMap::new();
             let mut server_timing = BTreeMap::new();
-            let mut total_histogram = None;
+            let mut histograms = BTreeMap::new();
             let (requests, ok, errors, bytes_read) = match snap {
                 None => (0, 0, 0, 0),
                 Some(s) => {
                     for (phase, bytes) in &s.hists {
                         if let Ok(h) = hist::decode_bytes(bytes) {
                             latency.insert(phase.name().to_string(), IntervalStats::of(&h));
-                            if *phase == Phase::Total {
-                                total_histogram = Some(hist::encode(&h));
-                            }
+                            histograms.insert(phase.name().to_string(), hist::encode(&h));
                         }
                     }
                     for (name, bytes) in &s.server {
                         if let Ok(h) = hist::decode_bytes(bytes) {
                             server_timing.insert(name.clone(), IntervalStats::of(&h));
+                            histograms.insert(format!("server_timing.{name}"), hist::encode(&h));
                         }
                     }
                     let c = &s.counters;
@@ -799,7 +800,7 @@ fn intervals_of(measured: &Measured, interval: Duration, recorded: Duration) -> 
                 bytes_read,
                 latency,
                 server_timing,
-                total_histogram,
+                histograms,
             }
         })
         .collect()
