@@ -26,9 +26,11 @@ pub enum Phase {
     Wait,
     /// first → last response byte.
     Read,
-    /// intended → done.
+    /// `--compressed`: last response byte → the body decoded (gzip, deflate, br).
+    Decode,
+    /// intended → done (decoded, with `--compressed`).
     Total,
-    /// dispatched → done.
+    /// dispatched → done (decoded, with `--compressed`).
     Uncorrected,
     /// intended → released by the scheduler: how late the pacer let the request go (waiting
     /// for a free connection excluded). The generator's own precision.
@@ -40,20 +42,21 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in the order of a request's life.
-    pub const ALL: [Phase; 10] = [
+    pub const ALL: [Phase; 11] = [
         Phase::Queue,
         Phase::Connect,
         Phase::Tls,
         Phase::Write,
         Phase::Wait,
         Phase::Read,
+        Phase::Decode,
         Phase::Total,
         Phase::Uncorrected,
         Phase::Lag,
         Phase::H2Handshake,
     ];
     /// The client phases shown as rows of the breakdown (`Total` and `Uncorrected` excluded).
-    pub const CLIENT: [Phase; 7] = [
+    pub const CLIENT: [Phase; 8] = [
         Phase::Queue,
         Phase::Connect,
         Phase::Tls,
@@ -61,6 +64,7 @@ impl Phase {
         Phase::Write,
         Phase::Wait,
         Phase::Read,
+        Phase::Decode,
     ];
 
     /// The name used in reports and in the RunRecord's JSON.
@@ -72,6 +76,7 @@ impl Phase {
             Phase::Write => "write",
             Phase::Wait => "wait",
             Phase::Read => "read",
+            Phase::Decode => "decode",
             Phase::Total => "total",
             Phase::Uncorrected => "uncorrected",
             Phase::Lag => "schedule_lag",
@@ -183,7 +188,10 @@ pub struct Timestamps {
     pub h2_settings: Option<Instant>,
     pub written: Option<Instant>,
     pub first_byte: Option<Instant>,
+    /// The last response byte.
     pub done: Option<Instant>,
+    /// `--compressed`: the body decoded (after `done`).
+    pub decoded: Option<Instant>,
 }
 
 impl Timestamps {
@@ -201,6 +209,7 @@ impl Timestamps {
             written: None,
             first_byte: None,
             done: None,
+            decoded: None,
         }
     }
 
@@ -221,11 +230,13 @@ impl Timestamps {
     /// Each phase is the difference of two stamps:
     /// queue = dispatched − intended; connect = connect_end − connect_start;
     /// tls = tls_end − connect_end; write = written − write_start;
-    /// wait = first_byte − written; read = done − first_byte;
-    /// total = done − intended; uncorrected = done − dispatched; lag = released − intended;
+    /// wait = first_byte − written; read = done − first_byte; decode = decoded − done;
+    /// total = end − intended; uncorrected = end − dispatched, where end is decoded when the
+    /// body was decoded, else done; lag = released − intended;
     /// h2_handshake = h2_settings − (tls_end or connect_end).
     pub fn phase(&self, phase: Phase) -> Option<Duration> {
         let span = |a: Instant, b: Option<Instant>| b.map(|b| b.saturating_duration_since(a));
+        let end = self.decoded.or(self.done);
         match phase {
             Phase::Queue => Some(self.dispatched.saturating_duration_since(self.intended)),
             Phase::Connect => span(self.connect_start?, self.connect_end),
@@ -233,8 +244,9 @@ impl Timestamps {
             Phase::Write => span(self.write_start(), self.written),
             Phase::Wait => span(self.written?, self.first_byte),
             Phase::Read => span(self.first_byte?, self.done),
-            Phase::Total => span(self.intended, self.done),
-            Phase::Uncorrected => span(self.dispatched, self.done),
+            Phase::Decode => span(self.done?, self.decoded),
+            Phase::Total => span(self.intended, end),
+            Phase::Uncorrected => span(self.dispatched, end),
             Phase::Lag => Some(self.released.saturating_duration_since(self.intended)),
             Phase::H2Handshake => span(self.tls_end.or(self.connect_end)?, self.h2_settings),
         }
@@ -249,12 +261,38 @@ pub struct Sample {
     pub status: Option<u16>,
     /// Why it failed, if it did.
     pub error: Option<ErrorKind>,
-    /// Response bytes read (head and body, as received).
+    /// Response bytes read (head and body, as received; HTTP/2: this request's share of the
+    /// connection's frames).
     pub bytes_read: u64,
     /// Request bytes written.
     pub bytes_written: u64,
+    /// The response's header and body bytes, as sent and decoded.
+    pub traffic: Traffic,
     /// The server asked to close the connection after this response (`Connection: close`).
     pub server_closed: bool,
+}
+
+/// What a response's bytes were made of (h2load's traffic line): header bytes as received
+/// (HTTP/2: HPACK-compressed HEADERS and CONTINUATION payloads; HTTP/1.1: the head) and as
+/// decoded (HTTP/2: the length of every field's name and value, h2load's measure; HTTP/1.1:
+/// the head again), body bytes as received (content, without chunk framing) and as decoded
+/// (with `--compressed`; else the same).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traffic {
+    pub header: u64,
+    pub header_decoded: u64,
+    pub body: u64,
+    pub body_decoded: u64,
+}
+
+impl Traffic {
+    /// Adds another response's traffic.
+    pub fn add(&mut self, o: &Traffic) {
+        self.header += o.header;
+        self.header_decoded += o.header_decoded;
+        self.body += o.body;
+        self.body_decoded += o.body_decoded;
+    }
 }
 
 /// `http` or `https`.
@@ -399,6 +437,11 @@ pub struct RunPlan {
     pub server_total: String,
     /// HTTP/2 (`--http2`): h2 by ALPN over TLS, h2c with prior knowledge on `http://`.
     pub http2: Option<Http2Plan>,
+    /// `--compressed`: ask for gzip, deflate or br and decode the body (the `decode` phase).
+    pub compressed: bool,
+    /// Largest response body kept for decoding, in bytes (`--max-body`); a larger one is a
+    /// protocol error. Bodies that are not decoded are counted, never kept.
+    pub max_body_bytes: u64,
 }
 
 /// HTTP/2 settings.

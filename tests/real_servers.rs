@@ -1,5 +1,6 @@
 //! reqlife against real servers from Debian's packages, started here on free loopback ports:
-//! nginx (HTTP/1.1, and HTTPS with HTTP/2) and nghttpd (h2c). `.ci/run` installs them, and in
+//! nginx (HTTP/1.1, and HTTPS with HTTP/2, gzip on) and nghttpd (h2c); and against a peer,
+//! h2load, on the same server. `.ci/run` installs them, and in
 //! CI (`CI` set) a missing server fails its test; on a developer's machine without them, the
 //! test says so and does not run.
 
@@ -85,9 +86,14 @@ fn nginx(program: &std::path::Path, dir: &std::path::Path, tls: bool) -> (Server
          events {{ worker_connections 1024; }}
          http {{ access_log off; client_body_temp_path {d}/cb; proxy_temp_path {d}/p;
                 fastcgi_temp_path {d}/f; uwsgi_temp_path {d}/u; scgi_temp_path {d}/s;
+                gzip on; gzip_types text/plain; gzip_min_length 1;
                 server {{ {listen} default_type text/plain;
+                          location /static/ {{ root {d}; }}
                           location / {{ add_header Server-Timing 'app;dur=0.5' always; return 200 'Hello World!'; }} }} }}"
     );
+    // A static text file that nginx gzips on the fly (chunked) for --compressed.
+    std::fs::create_dir_all(dir.join("static")).unwrap();
+    std::fs::write(dir.join("static/text.txt"), text(TEXT_BYTES)).unwrap();
     std::fs::write(dir.join("nginx.conf"), conf).unwrap();
     let child = Command::new(program)
         .args(["-c", &format!("{d}/nginx.conf")])
@@ -98,6 +104,119 @@ fn nginx(program: &std::path::Path, dir: &std::path::Path, tls: bool) -> (Server
     let server = Server(child);
     wait_listening(port);
     (server, port)
+}
+
+/// Bytes of the static text file.
+const TEXT_BYTES: usize = 20_000;
+
+/// `n` bytes of compressible text.
+fn text(n: usize) -> Vec<u8> {
+    b"where the time of a request goes, under load; "
+        .iter()
+        .copied()
+        .cycle()
+        .take(n)
+        .collect()
+}
+
+#[test]
+fn nginx_gzip_is_decoded_over_http1_and_http2() {
+    let Some(program) = find("nginx", "nginx") else {
+        return;
+    };
+    for tls in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let (_nginx, port) = nginx(&program, dir.path(), tls);
+        let url = if tls {
+            format!("https://127.0.0.1:{port}/static/text.txt")
+        } else {
+            format!("http://127.0.0.1:{port}/static/text.txt")
+        };
+        let mut args = vec![
+            "run",
+            "-n",
+            "300",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--json",
+            "--compressed",
+        ];
+        if tls {
+            args.extend_from_slice(&["--http2", "--insecure"]);
+        }
+        args.push(&url);
+        let j = summary(&run_ok(&args));
+        assert_eq!(count(&j, "requests.ok"), 300, "tls={tls}");
+        assert_eq!(count(&j, "latency.phases.decode.count"), 300, "tls={tls}");
+        assert_eq!(
+            count(&j, "bytes.body_decoded"),
+            300 * TEXT_BYTES as u64,
+            "tls={tls}"
+        );
+        assert!(
+            count(&j, "bytes.body") * 10 < 300 * TEXT_BYTES as u64,
+            "tls={tls}"
+        );
+    }
+}
+
+/// The numbers of h2load's `traffic:` line: total, headers, data bytes.
+fn h2load_traffic(text: &str) -> (u64, u64, u64) {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("traffic:"))
+        .unwrap_or_else(|| panic!("no traffic line in {text}"));
+    // traffic: 1.67MB (1752800) total, 293.46KB (300500) headers (space savings 91.15%), …
+    let nums: Vec<u64> = line
+        .split('(')
+        .skip(1)
+        .filter_map(|p| p.split(')').next()?.parse().ok())
+        .collect();
+    (nums[0], nums[1], nums[2])
+}
+
+#[test]
+fn the_traffic_figures_agree_with_h2load() {
+    let (Some(program), Some(h2load)) = (find("nginx", "nginx"), find("h2load", "nghttp2-client"))
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (_nginx, port) = nginx(&program, dir.path(), true);
+    let url = format!("https://127.0.0.1:{port}/");
+    let peer = Command::new(h2load)
+        .args(["-n", "900", "-c", "1", "-m", "1", &url])
+        .output()
+        .expect("h2load runs");
+    let (total, headers, data) = h2load_traffic(&String::from_utf8_lossy(&peer.stdout));
+    let j = summary(&run_ok(&[
+        "run",
+        "--http2",
+        "-n",
+        "900",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--insecure",
+        "--json",
+        &url,
+    ]));
+    // The same server, the same responses: the same bodies exactly, and header and total
+    // bytes within a few percent (the requests' own headers differ a little, and so do the
+    // server's flow-control frames).
+    assert_eq!(count(&j, "bytes.body"), data);
+    let near = |ours: u64, theirs: u64, what: &str| {
+        let ratio = ours as f64 / theirs as f64;
+        assert!(
+            (0.95..=1.05).contains(&ratio),
+            "{what}: reqlife {ours}, h2load {theirs}"
+        );
+    };
+    near(count(&j, "bytes.headers"), headers, "header bytes");
+    near(count(&j, "bytes.read"), total, "total bytes");
 }
 
 #[test]
@@ -161,7 +280,11 @@ fn nginx_over_tls_with_http2() {
     assert_eq!(count(&j, "latency.phases.h2_handshake.count"), opened);
     // nginx's http2_max_concurrent_streams default.
     assert_eq!(count(&j, "h2_max_concurrent_streams"), 128);
-    assert_eq!(count(&j, "bytes.read"), 2000 * 12);
+    assert_eq!(count(&j, "bytes.body"), 2000 * 12);
+    assert!(
+        count(&j, "bytes.read") > 2000 * 12,
+        "frames, not only bodies"
+    );
     assert_eq!(count(&j, "server_timing.app.count"), 2000);
 }
 
@@ -206,5 +329,5 @@ fn nghttpd_over_h2c() {
     let j = summary(&out);
     assert_eq!(count(&j, "requests.ok"), 1000);
     assert_eq!(count(&j, "status.200"), 1000);
-    assert_eq!(count(&j, "bytes.read"), 1000 * 12);
+    assert_eq!(count(&j, "bytes.body"), 1000 * 12);
 }

@@ -48,8 +48,9 @@ fn routes_answer_with_server_timing() {
         (
             "/nope",
             "HTTP/1.1 404",
-            "/, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /stall/{ms}\n",
+            "/, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /text/{n}, /stall/{ms}\n",
         ),
+        ("/text/9", "HTTP/1.1 200", "\r\n\r\nThe life "), // plain: nothing accepted
     ];
     for (path, status, body_end) in rows {
         let r = get(s.addr(), path);

@@ -154,6 +154,17 @@ pub struct RunArgs {
     #[arg(long = "h2-window", value_parser = count_arg)]
     pub h2_window: Option<u64>,
 
+    /// Ask for compressed responses (Accept-Encoding: gzip, deflate, br) and decode their
+    /// bodies, so that the decoding cost shows as the `decode` phase (HTTP/1.1 and HTTP/2).
+    /// Without it, bodies are counted as received, never decoded.
+    #[arg(long = "compressed")]
+    pub compressed: bool,
+
+    /// Largest response body kept for decoding with --compressed, in bytes (e.g. 64M); a
+    /// larger one is a protocol error. Bodies that are not decoded are counted, never kept.
+    #[arg(long = "max-body", value_parser = count_arg, default_value = "64M")]
+    pub max_body: u64,
+
     /// Arrival process of the open loop.
     #[arg(long = "arrival", value_enum, default_value = "constant")]
     pub arrival: ArrivalArg,

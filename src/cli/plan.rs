@@ -306,6 +306,9 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
             window: window.map(|w| w as u32),
         }),
     };
+    if args.max_body == 0 {
+        return err("--max-body must be at least 1 byte (e.g. 64M)");
+    }
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -334,6 +337,8 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
             ca_certs,
         },
         max_header_bytes: MAX_HEADER_BYTES,
+        compressed: args.compressed,
+        max_body_bytes: args.max_body,
     })
 }
 

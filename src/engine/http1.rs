@@ -2,11 +2,13 @@
 //! of the write and the first response byte, parses the head (skipping 1xx interim
 //! responses), and reads the body as framed (Content-Length, chunked, until close, or none for
 //! HEAD/204/304) without keeping it: body bytes are counted, never stored, so memory per
-//! connection is one buffer whatever the server sends.
+//! connection is one buffer whatever the server sends. With `--compressed` a body the server
+//! encoded is kept (bounded) and decoded once complete ([`super::decode`]).
 
 use super::connect::Stream;
+use super::decode::{BodyDecoder, Codings};
 use super::EngineError;
-use crate::model::{ErrorKind, Timestamps};
+use crate::model::{ErrorKind, Timestamps, Traffic};
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -21,6 +23,10 @@ pub struct Response {
     pub status: u16,
     /// Bytes read for this response (interim responses, head, body framing and body).
     pub bytes_read: u64,
+    /// Bytes written for its request.
+    pub bytes_written: u64,
+    /// Head and body bytes, as received and decoded.
+    pub traffic: Traffic,
     /// The connection may carry another request.
     pub keep_alive: bool,
 }
@@ -41,6 +47,8 @@ struct Head {
     status: u16,
     framing: Framing,
     keep_alive: bool,
+    /// The body's content codings, when asked to decode them.
+    codings: Option<Codings>,
 }
 
 /// What parsing the buffered bytes gave.
@@ -72,7 +80,8 @@ impl Http1Conn {
 
     /// Sends `request` and reads its response. `head_request`: the method was HEAD.
     /// The values of the response's `Server-Timing` headers and trailers are left in
-    /// `timing` (comma-joined), which is cleared first and keeps its capacity.
+    /// `timing` (comma-joined), which is cleared first and keeps its capacity. With a
+    /// `decoder` (`--compressed`), an encoded body is kept and decoded (stamping `decoded`).
     pub async fn exchange(
         &mut self,
         request: &[u8],
@@ -80,8 +89,10 @@ impl Http1Conn {
         max_header_bytes: usize,
         stamps: &mut Timestamps,
         timing: &mut Vec<u8>,
+        decoder: Option<&mut BodyDecoder>,
     ) -> Result<Response, EngineError> {
         timing.clear();
+        let want_codings = decoder.is_some();
         self.stream
             .write_all(request)
             .await
@@ -94,6 +105,8 @@ impl Http1Conn {
 
         let mut filled = 0usize;
         let mut bytes_read = 0u64;
+        // Interim (1xx) heads dropped from the buffer: they count as header bytes.
+        let mut interim_bytes = 0usize;
         let head = loop {
             if filled == self.buf.len() {
                 if self.buf.len() >= max_header_bytes {
@@ -119,7 +132,14 @@ impl Http1Conn {
             }
             bytes_read += n as u64;
             filled += n;
-            match parse_loop(&mut self.buf, &mut filled, head_request, timing)? {
+            match parse_loop(
+                &mut self.buf,
+                &mut filled,
+                head_request,
+                want_codings,
+                timing,
+                &mut interim_bytes,
+            )? {
                 Some(head) => break head,
                 None if filled >= max_header_bytes => {
                     return Err(EngineError::new(
@@ -133,14 +153,28 @@ impl Http1Conn {
 
         let mut keep_alive = head.keep_alive;
         let buffered = filled - head.len;
+        // With --compressed, an encoded body is kept for decoding.
+        let mut keeper = match (head.codings, decoder) {
+            (Some(_), Some(d)) => {
+                d.clear();
+                Some(d)
+            }
+            _ => None,
+        };
+        let body_bytes;
         match head.framing {
-            Framing::None => keep_alive &= buffered == 0,
+            Framing::None => {
+                keep_alive &= buffered == 0;
+                body_bytes = 0;
+            }
             Framing::Length(len) => {
                 if buffered as u64 > len {
                     // Bytes past the body: the connection's framing is lost.
                     keep_alive = false;
                 }
-                let mut remaining = len.saturating_sub(buffered as u64);
+                let first = (buffered as u64).min(len) as usize;
+                keep(&mut keeper, &self.buf[head.len..head.len + first])?;
+                let mut remaining = len - first as u64;
                 while remaining > 0 {
                     let n = self.read_at(0).await?;
                     if n == 0 {
@@ -156,8 +190,11 @@ impl Http1Conn {
                     if n as u64 > remaining {
                         keep_alive = false;
                     }
-                    remaining = remaining.saturating_sub(n as u64);
+                    let take = (n as u64).min(remaining) as usize;
+                    keep(&mut keeper, &self.buf[..take])?;
+                    remaining -= take as u64;
                 }
+                body_bytes = len;
             }
             Framing::Chunked => {
                 let mut decoder = ChunkDecoder::new(max_header_bytes);
@@ -165,11 +202,12 @@ impl Http1Conn {
                 self.trailers.clear();
                 loop {
                     let used = decoder
-                        .feed(&self.buf[start..filled], &mut self.trailers)
+                        .feed(&self.buf[start..filled], &mut self.trailers, &mut keeper)
                         .map_err(|e| EngineError::new(ErrorKind::Protocol, e.to_string()))?;
                     if decoder.is_done() {
                         keep_alive &= start + used == filled;
                         trailer_timing(&self.trailers, timing);
+                        body_bytes = decoder.data_bytes();
                         break;
                     }
                     // All fed bytes are consumed by the decoder (it keeps its own state).
@@ -187,19 +225,39 @@ impl Http1Conn {
             }
             Framing::UntilClose => {
                 keep_alive = false;
+                keep(&mut keeper, &self.buf[head.len..filled])?;
+                let mut body = buffered as u64;
                 loop {
                     let n = self.read_at(0).await?;
                     if n == 0 {
                         break;
                     }
                     bytes_read += n as u64;
+                    body += n as u64;
+                    keep(&mut keeper, &self.buf[..n])?;
                 }
+                body_bytes = body;
             }
         }
         stamps.done = Some(Instant::now());
+        let header_bytes = (interim_bytes + head.len) as u64;
+        let mut traffic = Traffic {
+            header: header_bytes,
+            header_decoded: header_bytes,
+            body: body_bytes,
+            body_decoded: body_bytes,
+        };
+        if let (Some(d), Some(codings)) = (keeper, &head.codings) {
+            traffic.body_decoded = d
+                .decode(codings)
+                .map_err(|e| EngineError::new(ErrorKind::Protocol, e))?;
+            stamps.decoded = Some(Instant::now());
+        }
         Ok(Response {
             status: head.status,
             bytes_read,
+            bytes_written: request.len() as u64,
+            traffic,
             keep_alive,
         })
     }
@@ -213,21 +271,34 @@ impl Http1Conn {
     }
 }
 
-/// Parses the buffered bytes, dropping interim responses from the buffer, until a final
-/// head or the need for more bytes.
+/// Keeps body bytes for decoding, when a body is being kept.
+fn keep(keeper: &mut Option<&mut BodyDecoder>, data: &[u8]) -> Result<(), EngineError> {
+    match keeper {
+        Some(d) => d
+            .keep(data)
+            .map_err(|e| EngineError::new(ErrorKind::Protocol, e)),
+        None => Ok(()),
+    }
+}
+
+/// Parses the buffered bytes, dropping interim responses from the buffer (their length is
+/// added to `interim_bytes`), until a final head or the need for more bytes.
 fn parse_loop(
     buf: &mut [u8],
     filled: &mut usize,
     head_request: bool,
+    want_codings: bool,
     timing: &mut Vec<u8>,
+    interim_bytes: &mut usize,
 ) -> Result<Option<Head>, EngineError> {
     loop {
-        match parse_head(&buf[..*filled], head_request, timing)? {
+        match parse_head(&buf[..*filled], head_request, want_codings, timing)? {
             Parsed::Partial => return Ok(None),
             Parsed::Final(head) => return Ok(Some(head)),
             Parsed::Interim(len) => {
                 buf.copy_within(len..*filled, 0);
                 *filled -= len;
+                *interim_bytes += len;
             }
         }
     }
@@ -257,10 +328,11 @@ fn trailer_timing(trailers: &[u8], timing: &mut Vec<u8>) {
 }
 
 /// Parses a response head from `bytes`; the final head's `Server-Timing` values are
-/// appended to `timing`.
+/// appended to `timing`; with `want_codings`, its `Content-Encoding` is parsed too.
 fn parse_head(
     bytes: &[u8],
     head_request: bool,
+    want_codings: bool,
     timing: &mut Vec<u8>,
 ) -> Result<Parsed, EngineError> {
     // Uninitialized header slots: no 4 KiB memset per response.
@@ -296,6 +368,7 @@ fn parse_head(
     let mut length: Option<u64> = None;
     let mut chunked = false;
     let mut transfer_encoding = false;
+    let mut codings = None;
     for h in res.headers.iter() {
         let name = h.name.as_bytes();
         if name.eq_ignore_ascii_case(b"content-length") {
@@ -326,6 +399,9 @@ fn parse_head(
                 .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
         } else if name.eq_ignore_ascii_case(b"server-timing") {
             append_timing(timing, h.value);
+        } else if want_codings && name.eq_ignore_ascii_case(b"content-encoding") {
+            codings =
+                Codings::parse(h.value).map_err(|e| EngineError::new(ErrorKind::Protocol, e))?;
         } else if name.eq_ignore_ascii_case(b"connection") {
             for token in h.value.split(|&b| b == b',') {
                 let token = token.trim_ascii();
@@ -359,6 +435,7 @@ fn parse_head(
         status,
         framing,
         keep_alive,
+        codings: codings.filter(|_| framing != Framing::None),
     }))
 }
 
@@ -387,6 +464,8 @@ enum Chunk {
 pub struct ChunkDecoder {
     state: Chunk,
     size: u64,
+    /// Data bytes seen (the body without its framing).
+    data: u64,
     digits: u32,
     trailer_bytes: usize,
     max_trailer_bytes: usize,
@@ -397,6 +476,7 @@ impl ChunkDecoder {
         ChunkDecoder {
             state: Chunk::Size,
             size: 0,
+            data: 0,
             digits: 0,
             trailer_bytes: 0,
             max_trailer_bytes,
@@ -407,15 +487,30 @@ impl ChunkDecoder {
         self.state == Chunk::Done
     }
 
+    /// The data bytes of the chunks so far (the body without its framing).
+    pub fn data_bytes(&self) -> u64 {
+        self.data
+    }
+
     /// Consumes bytes of the body; returns how many were used (fewer than given only when
-    /// the body ended inside `data`).
-    pub fn feed(&mut self, data: &[u8], trailers: &mut Vec<u8>) -> Result<usize, &'static str> {
+    /// the body ended inside `data`). Chunk data goes to `keeper` when a body is kept.
+    pub fn feed(
+        &mut self,
+        data: &[u8],
+        trailers: &mut Vec<u8>,
+        keeper: &mut Option<&mut BodyDecoder>,
+    ) -> Result<usize, &'static str> {
         let mut i = 0;
         while i < data.len() && self.state != Chunk::Done {
             if self.state == Chunk::Data {
                 let take = (data.len() - i).min(self.size as usize) as u64;
                 let take = take.min(self.size);
+                if let Some(d) = keeper {
+                    d.keep(&data[i..i + take as usize])
+                        .map_err(|_| "chunked body larger than --max-body")?;
+                }
                 self.size -= take;
+                self.data += take;
                 i += take as usize;
                 if self.size == 0 {
                     self.state = Chunk::DataCr;
@@ -490,7 +585,7 @@ mod tests {
     use super::*;
 
     fn head(s: &str) -> Result<Parsed, String> {
-        parse_head(s.as_bytes(), false, &mut Vec::new()).map_err(|e| e.detail)
+        parse_head(s.as_bytes(), false, false, &mut Vec::new()).map_err(|e| e.detail)
     }
 
     fn final_head(s: &str) -> Head {
@@ -571,6 +666,7 @@ mod tests {
         let p = parse_head(
             b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n",
             true,
+            false,
             &mut Vec::new(),
         )
         .unwrap();
@@ -596,11 +692,20 @@ mod tests {
         let mut buf =
             b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_vec();
         let mut filled = buf.len();
-        let h = parse_loop(&mut buf, &mut filled, false, &mut Vec::new())
-            .unwrap()
-            .unwrap();
+        let mut interim = 0;
+        let h = parse_loop(
+            &mut buf,
+            &mut filled,
+            false,
+            false,
+            &mut Vec::new(),
+            &mut interim,
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(h.status, 200);
         assert_eq!(filled, h.len);
+        assert_eq!(interim, 25, "the interim head counts as header bytes");
     }
 
     #[test]
@@ -635,7 +740,7 @@ mod tests {
     fn chunked_whole_and_byte_by_byte() {
         let body = b"5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nServer-Timing: x;dur=1\r\n\r\nEXTRA";
         let mut d = ChunkDecoder::new(1024);
-        let used = d.feed(body, &mut Vec::new()).unwrap();
+        let used = d.feed(body, &mut Vec::new(), &mut None).unwrap();
         assert!(d.is_done());
         assert_eq!(&body[used..], b"EXTRA");
 
@@ -645,7 +750,9 @@ mod tests {
             if d.is_done() {
                 break;
             }
-            total += d.feed(std::slice::from_ref(b), &mut Vec::new()).unwrap();
+            total += d
+                .feed(std::slice::from_ref(b), &mut Vec::new(), &mut None)
+                .unwrap();
         }
         assert!(d.is_done());
         assert_eq!(total, used);
@@ -657,6 +764,7 @@ mod tests {
         let p = parse_head(
             b"HTTP/1.1 200 OK\r\nServer-Timing: a;dur=1\r\nserver-timing: b;dur=2\r\nContent-Length: 0\r\n\r\n",
             false,
+            false,
             &mut timing,
         )
         .unwrap();
@@ -667,6 +775,7 @@ mod tests {
         d.feed(
             b"1\r\nx\r\n0\r\nServer-Timing: total;dur=3\r\nX-Other: y\r\n\r\n",
             &mut trailers,
+            &mut None,
         )
         .unwrap();
         assert!(d.is_done());
@@ -690,7 +799,7 @@ mod tests {
         for (body, want) in rows {
             let mut d = ChunkDecoder::new(16);
             assert_eq!(
-                d.feed(body, &mut Vec::new()),
+                d.feed(body, &mut Vec::new(), &mut None),
                 Err(*want),
                 "{:?}",
                 body.escape_ascii().to_string()
@@ -701,9 +810,13 @@ mod tests {
     #[test]
     fn chunked_partial_is_not_done() {
         let mut d = ChunkDecoder::new(64);
-        assert_eq!(d.feed(b"a\r\n01234", &mut Vec::new()).unwrap(), 8);
+        assert_eq!(
+            d.feed(b"a\r\n01234", &mut Vec::new(), &mut None).unwrap(),
+            8
+        );
         assert!(!d.is_done());
-        d.feed(b"56789\r\n0\r\n\r\n", &mut Vec::new()).unwrap();
+        d.feed(b"56789\r\n0\r\n\r\n", &mut Vec::new(), &mut None)
+            .unwrap();
         assert!(d.is_done());
     }
 }

@@ -2,11 +2,14 @@
 //! ALPN over TLS, or h2c with prior knowledge on `http://`. An [`H2Link`] is one connection
 //! shared by the `--streams` sessions of a connection slot; its driver task runs beside them,
 //! and when the connection ends (GOAWAY, reset, error) the next stream to need it reconnects,
-//! stamping connect and TLS on its own request.
+//! stamping connect and TLS on its own request. The bytes the connection reads are counted
+//! above TLS, frame by frame ([`WireCount`]), for h2load's traffic line: all bytes, and the
+//! HEADERS and CONTINUATION payloads (the compressed header bytes).
 
 use super::connect::Connector;
+use super::decode::{BodyDecoder, Codings};
 use super::EngineError;
-use crate::model::{ErrorKind, Timestamps};
+use crate::model::{ErrorKind, Timestamps, Traffic};
 use bytes::Bytes;
 use h2::client::SendRequest;
 use std::cell::{Cell, RefCell};
@@ -44,14 +47,84 @@ struct Live {
     max_streams: Rc<Cell<usize>>,
 }
 
-/// A stream that notes when its first bytes were read: on a new HTTP/2 connection those are
-/// the server's SETTINGS frame (above TLS: application bytes only).
-struct FirstRead<S> {
-    inner: S,
-    at: Rc<Cell<Option<Instant>>>,
+/// What a link's connections have read, shared with its streams: every byte, and the
+/// payloads of HEADERS and CONTINUATION frames. Streams take the growth since the last take.
+#[derive(Default)]
+struct WireStats {
+    read: Cell<u64>,
+    header: Cell<u64>,
+    written: Cell<u64>,
 }
 
-impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for FirstRead<S> {
+/// A stream's share of its connection's traffic (see [`H2Link::take_wire`]).
+struct WireShare {
+    read: u64,
+    header: u64,
+    written: u64,
+}
+
+/// HTTP/2 frame types whose payload is a header block (RFC 9113, section 6).
+const HEADERS: u8 = 0x1;
+const CONTINUATION: u8 = 0x9;
+
+/// A stream that notes when its first bytes were read (on a new HTTP/2 connection those are
+/// the server's SETTINGS frame) and counts what it reads, following the frame headers
+/// (9 bytes: a 24-bit payload length, then the type) to tell header-block bytes apart. It
+/// sits above TLS: application bytes only.
+struct WireCount<S> {
+    inner: S,
+    at: Rc<Cell<Option<Instant>>>,
+    stats: Rc<WireStats>,
+    /// The frame header being read, and how much of it.
+    frame_head: [u8; 9],
+    frame_head_len: usize,
+    /// Payload bytes of the current frame still to come.
+    payload_left: usize,
+}
+
+impl<S> WireCount<S> {
+    fn new(inner: S, at: Rc<Cell<Option<Instant>>>, stats: Rc<WireStats>) -> Self {
+        WireCount {
+            inner,
+            at,
+            stats,
+            frame_head: [0; 9],
+            frame_head_len: 0,
+            payload_left: 0,
+        }
+    }
+
+    /// Follows the frames through `data`, adding header-block payloads to the stats.
+    fn scan(&mut self, mut data: &[u8]) {
+        self.stats
+            .read
+            .set(self.stats.read.get() + data.len() as u64);
+        while !data.is_empty() {
+            if self.payload_left > 0 {
+                let n = self.payload_left.min(data.len());
+                self.payload_left -= n;
+                data = &data[n..];
+                continue;
+            }
+            let n = (9 - self.frame_head_len).min(data.len());
+            self.frame_head[self.frame_head_len..self.frame_head_len + n]
+                .copy_from_slice(&data[..n]);
+            self.frame_head_len += n;
+            data = &data[n..];
+            if self.frame_head_len == 9 {
+                let h = &self.frame_head;
+                let len = (h[0] as usize) << 16 | (h[1] as usize) << 8 | h[2] as usize;
+                if matches!(h[3], HEADERS | CONTINUATION) {
+                    self.stats.header.set(self.stats.header.get() + len as u64);
+                }
+                self.payload_left = len;
+                self.frame_head_len = 0;
+            }
+        }
+    }
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WireCount<S> {
     fn poll_read(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
@@ -59,20 +132,28 @@ impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for FirstRead<S> {
     ) -> std::task::Poll<std::io::Result<()>> {
         let before = buf.filled().len();
         let r = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
-        if self.at.get().is_none() && buf.filled().len() > before {
-            self.at.set(Some(Instant::now()));
+        let after = buf.filled().len();
+        if after > before {
+            if self.at.get().is_none() {
+                self.at.set(Some(Instant::now()));
+            }
+            self.scan(&buf.filled()[before..after]);
         }
         r
     }
 }
 
-impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for FirstRead<S> {
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for WireCount<S> {
     fn poll_write(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
         buf: &[u8],
     ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+        let r = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let std::task::Poll::Ready(Ok(n)) = r {
+            self.stats.written.set(self.stats.written.get() + n as u64);
+        }
+        r
     }
 
     fn poll_flush(
@@ -97,6 +178,10 @@ pub struct H2Link {
     /// A stream is connecting: the others wait for it.
     connecting: Cell<bool>,
     connected: tokio::sync::Notify,
+    /// What the link's connections read (over all of them).
+    wire: Rc<WireStats>,
+    /// The totals (read, header, written) at the last take ([`H2Link::take_wire`]).
+    taken: Cell<(u64, u64, u64)>,
 }
 
 impl H2Link {
@@ -134,10 +219,7 @@ impl H2Link {
         *self.sender.borrow_mut() = None;
         let stream = connector.connect(stamps).await?;
         let settings_at = Rc::new(Cell::new(None));
-        let stream = FirstRead {
-            inner: stream,
-            at: settings_at.clone(),
-        };
+        let stream = WireCount::new(stream, settings_at.clone(), self.wire.clone());
         let mut builder = h2::client::Builder::new();
         if let Some(w) = window {
             builder
@@ -185,6 +267,20 @@ impl H2Link {
                 Some(live.max_streams.get()).filter(|m| *m != usize::MAX),
             ),
             None => (None, None),
+        }
+    }
+
+    /// The bytes read (and the header-block bytes among them) and written since the last
+    /// take: a stream's share of the connection's traffic (all of it, frames of other kinds
+    /// included, goes to some stream, so the run's totals are exact).
+    fn take_wire(&self) -> WireShare {
+        let w = &self.wire;
+        let now = (w.read.get(), w.header.get(), w.written.get());
+        let before = self.taken.replace(now);
+        WireShare {
+            read: now.0 - before.0,
+            header: now.1 - before.1,
+            written: now.2 - before.2,
         }
     }
 
@@ -236,11 +332,14 @@ fn unprocessed(e: &h2::Error) -> bool {
     }
 }
 
-/// A response: status, body bytes, and whether the server closed the connection (GOAWAY)
+/// A response: status, bytes, and whether the server closed the connection (GOAWAY)
 /// under this request, which was then sent again on a new one.
 pub struct H2Response {
     pub status: u16,
-    pub bytes: u64,
+    /// The connection's bytes read and written since the previous response (this one's share).
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub traffic: Traffic,
     pub server_closed: bool,
     /// On a request that opened the connection: the server's SETTINGS_MAX_CONCURRENT_STREAMS.
     pub max_streams: Option<usize>,
@@ -248,7 +347,8 @@ pub struct H2Response {
 
 /// Sends one request on a stream of `link`; `timing` receives the `Server-Timing` values of
 /// the response's headers and trailers. A stream the server refused unprocessed is sent once
-/// more on a new connection.
+/// more on a new connection. With a `decoder` (`--compressed`), an encoded body is kept and
+/// decoded.
 pub async fn exchange(
     link: &H2Link,
     connector: &Connector,
@@ -256,13 +356,16 @@ pub async fn exchange(
     request: &H2Request,
     stamps: &mut Timestamps,
     timing: &mut Vec<u8>,
+    mut decoder: Option<&mut BodyDecoder>,
 ) -> Result<H2Response, EngineError> {
     let mut server_closed = false;
     loop {
         timing.clear();
         let sr = link.sender(connector, window, stamps).await?;
-        match stream(sr, request, stamps, timing).await {
-            Ok((status, bytes)) => {
+        match stream(sr, request, stamps, timing, decoder.as_deref_mut()).await {
+            Ok((status, mut traffic)) => {
+                let share = link.take_wire();
+                traffic.header = share.header;
                 // The request that opened the connection carries its handshake and limit.
                 let mut max_streams = None;
                 if stamps.connect_end.is_some() {
@@ -272,16 +375,21 @@ pub async fn exchange(
                 }
                 return Ok(H2Response {
                     status,
-                    bytes,
+                    bytes_read: share.read,
+                    bytes_written: share.written,
+                    traffic,
                     server_closed,
                     max_streams,
                 });
             }
-            Err(e) if unprocessed(&e) && !server_closed => {
+            Err(StreamError::Decode(e)) => {
+                return Err(EngineError::new(ErrorKind::Protocol, e));
+            }
+            Err(StreamError::H2(e)) if unprocessed(&e) && !server_closed => {
                 link.reset();
                 server_closed = true;
             }
-            Err(e) => {
+            Err(StreamError::H2(e)) => {
                 link.reset();
                 return Err(h2_error(&e, "HTTP/2 stream"));
             }
@@ -289,12 +397,33 @@ pub async fn exchange(
     }
 }
 
+/// Why a stream failed: HTTP/2 itself, or a body that would not decode.
+enum StreamError {
+    H2(h2::Error),
+    Decode(String),
+}
+
+impl From<h2::Error> for StreamError {
+    fn from(e: h2::Error) -> Self {
+        StreamError::H2(e)
+    }
+}
+
+/// The decoded size of a header field as h2load counts it: name and value lengths.
+fn field_bytes(headers: &http::HeaderMap) -> u64 {
+    headers
+        .iter()
+        .map(|(n, v)| (n.as_str().len() + v.len()) as u64)
+        .sum()
+}
+
 async fn stream(
     sr: SendRequest<Bytes>,
     request: &H2Request,
     stamps: &mut Timestamps,
     timing: &mut Vec<u8>,
-) -> Result<(u16, u64), h2::Error> {
+    decoder: Option<&mut BodyDecoder>,
+) -> Result<(u16, Traffic), StreamError> {
     let mut sr = sr.ready().await?;
     let has_body = !request.body.is_empty();
     let (response, mut send) = sr.send_request(request.build(), !has_body)?;
@@ -305,23 +434,53 @@ async fn stream(
     let response = response.await?;
     stamps.first_byte = Some(Instant::now());
     let status = response.status().as_u16();
-    let mut bytes = 0u64;
+    // `:status` and its three digits, then the other fields.
+    let mut header_decoded = 10 + field_bytes(response.headers());
     for v in response.headers().get_all("server-timing") {
         append(timing, v.as_bytes());
     }
+    let codings = match (
+        &decoder,
+        response.headers().get(http::header::CONTENT_ENCODING),
+    ) {
+        (Some(_), Some(v)) => Codings::parse(v.as_bytes()).map_err(StreamError::Decode)?,
+        _ => None,
+    };
+    let mut keeper = match (codings, decoder) {
+        (Some(_), Some(d)) => {
+            d.clear();
+            Some(d)
+        }
+        _ => None,
+    };
+    let mut body_bytes = 0u64;
     let mut body = response.into_body();
     while let Some(chunk) = body.data().await {
         let chunk = chunk?;
-        bytes += chunk.len() as u64;
+        body_bytes += chunk.len() as u64;
         let _ = body.flow_control().release_capacity(chunk.len());
+        if let Some(d) = keeper.as_deref_mut() {
+            d.keep(&chunk).map_err(StreamError::Decode)?;
+        }
     }
     if let Ok(Some(trailers)) = body.trailers().await {
+        header_decoded += field_bytes(&trailers);
         for v in trailers.get_all("server-timing") {
             append(timing, v.as_bytes());
         }
     }
     stamps.done = Some(Instant::now());
-    Ok((status, bytes))
+    let mut traffic = Traffic {
+        header: 0,
+        header_decoded,
+        body: body_bytes,
+        body_decoded: body_bytes,
+    };
+    if let (Some(d), Some(c)) = (keeper, &codings) {
+        traffic.body_decoded = d.decode(c).map_err(StreamError::Decode)?;
+        stamps.decoded = Some(Instant::now());
+    }
+    Ok((status, traffic))
 }
 
 fn append(timing: &mut Vec<u8>, value: &[u8]) {

@@ -4,11 +4,12 @@
 //! error) and the per-request timeout. Errors come back as values with a kind, never panics.
 
 pub mod connect;
+pub mod decode;
 pub mod http1;
 pub mod http2;
 pub mod server_timing;
 
-use crate::model::{ErrorKind, RunPlan, Timestamps};
+use crate::model::{ErrorKind, RunPlan, Timestamps, Traffic};
 use crate::target::RequestTemplate;
 use connect::Connector;
 use http1::Http1Conn;
@@ -50,6 +51,8 @@ pub struct Outcome {
     pub result: Result<u16, EngineError>,
     pub bytes_read: u64,
     pub bytes_written: u64,
+    /// Header and body bytes of the response, as received and decoded.
+    pub traffic: Traffic,
     /// The server closed the connection after a complete response.
     pub server_closed: bool,
 }
@@ -67,6 +70,8 @@ pub struct SessionConfig {
     pub max_connects_per_s: Option<f64>,
     /// HTTP/2: the request of every stream and the flow-control window.
     pub http2: Option<(http2::H2Request, Option<u32>)>,
+    /// `--compressed`: decode encoded bodies, keeping at most this many bytes of one.
+    pub decode_max_bytes: Option<u64>,
 }
 
 impl SessionConfig {
@@ -88,6 +93,7 @@ impl SessionConfig {
                 Some(h2) => Some((RequestTemplate::http2(plan)?, h2.window)),
                 None => None,
             },
+            decode_max_bytes: plan.compressed.then_some(plan.max_body_bytes),
         })
     }
 }
@@ -131,6 +137,8 @@ pub struct Session {
     timing: Vec<u8>,
     /// HTTP/2: the server's stream limit, when the last request opened the connection.
     max_streams: Option<usize>,
+    /// `--compressed`: keeps and decodes encoded bodies.
+    decoder: Option<decode::BodyDecoder>,
 }
 
 impl Session {
@@ -140,12 +148,13 @@ impl Session {
         link: Option<Rc<http2::H2Link>>,
     ) -> Self {
         Session {
-            config,
             gate,
             conn: None,
             link,
             timing: Vec::new(),
             max_streams: None,
+            decoder: config.decode_max_bytes.map(decode::BodyDecoder::new),
+            config,
         }
     }
 
@@ -189,7 +198,8 @@ impl Session {
         // The deadline is derived from the dispatch stamp: no extra clock read per request.
         let deadline = stamps.dispatched + timeout;
         let result = tokio::time::timeout_at(deadline.into(), self.exchange(stamps)).await;
-        // HTTP/1.1 counts the request as written; HTTP/2 its body (frames are the h2 crate's).
+        // A failed request counts what it would have written (HTTP/1.1: the request; HTTP/2,
+        // whose frames are the connection's: the body); a response carries the real figure.
         let request_bytes = match &self.config.http2 {
             Some((request, _)) => request.body.len() as u64,
             None => self.config.template.bytes().len() as u64,
@@ -204,7 +214,8 @@ impl Session {
                 Outcome {
                     result: Ok(response.status),
                     bytes_read: response.bytes_read,
-                    bytes_written: request_bytes,
+                    bytes_written: response.bytes_written,
+                    traffic: response.traffic,
                     server_closed,
                 }
             }
@@ -218,6 +229,7 @@ impl Session {
                     },
                     result: Err(e),
                     bytes_read: 0,
+                    traffic: Traffic::default(),
                     server_closed: false,
                 }
             }
@@ -234,6 +246,7 @@ impl Session {
                         format!("no complete response within {timeout:?}"),
                     )),
                     bytes_read: 0,
+                    traffic: Traffic::default(),
                     server_closed: false,
                 }
             }
@@ -251,13 +264,16 @@ impl Session {
                 request,
                 stamps,
                 &mut self.timing,
+                self.decoder.as_mut(),
             )
             .await?;
             self.max_streams = r.max_streams;
             // A GOAWAY under this request counts as the server closing the connection.
             return Ok(http1::Response {
                 status: r.status,
-                bytes_read: r.bytes,
+                bytes_read: r.bytes_read,
+                bytes_written: r.bytes_written,
+                traffic: r.traffic,
                 keep_alive: !r.server_closed,
             });
         }
@@ -272,6 +288,7 @@ impl Session {
             config.max_header_bytes,
             stamps,
             &mut self.timing,
+            self.decoder.as_mut(),
         )
         .await
     }

@@ -386,6 +386,7 @@ fn record_outcome(
         error: outcome.result.as_ref().err().map(|e| e.kind),
         bytes_read: outcome.bytes_read,
         bytes_written: outcome.bytes_written,
+        traffic: outcome.traffic,
         server_closed: outcome.server_closed,
     };
     let mut recorder = recorder.borrow_mut();

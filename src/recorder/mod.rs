@@ -8,7 +8,7 @@ pub mod hist;
 pub mod record;
 pub mod server_timing;
 
-use crate::model::{ErrorKind, Phase, Sample};
+use crate::model::{ErrorKind, Phase, Sample, Traffic};
 use hdrhistogram::Histogram;
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,8 @@ pub struct Counters {
     pub errors: [u64; ErrorKind::ALL.len()],
     pub bytes_read: u64,
     pub bytes_written: u64,
+    /// Header and body bytes of the responses, as received and decoded.
+    pub traffic: Traffic,
     /// Connections opened (successful connects).
     pub connections_opened: u64,
     /// Responses after which the server closed the connection (`Connection: close`).
@@ -40,6 +42,7 @@ impl Default for Counters {
             errors: [0; ErrorKind::ALL.len()],
             bytes_read: 0,
             bytes_written: 0,
+            traffic: Traffic::default(),
             connections_opened: 0,
             server_closes: 0,
         }
@@ -56,6 +59,7 @@ impl Counters {
         self.requests += 1;
         self.bytes_read += s.bytes_read;
         self.bytes_written += s.bytes_written;
+        self.traffic.add(&s.traffic);
         if s.stamps.connect_end.is_some() {
             self.connections_opened += 1;
         }
@@ -79,6 +83,7 @@ impl Counters {
         }
         self.bytes_read += o.bytes_read;
         self.bytes_written += o.bytes_written;
+        self.traffic.add(&o.traffic);
         self.connections_opened += o.connections_opened;
         self.server_closes += o.server_closes;
     }
@@ -578,6 +583,12 @@ mod tests {
             error,
             bytes_read: if error.is_none() { 100 } else { 0 },
             bytes_written: 40,
+            traffic: Traffic {
+                header: 60,
+                header_decoded: 60,
+                body: 40,
+                body_decoded: 40,
+            },
             server_closed: false,
         }
     }

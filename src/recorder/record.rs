@@ -219,11 +219,32 @@ pub struct Requests {
     pub non_2xx_3xx: u64,
 }
 
+/// Bytes of the run (h2load's traffic line). `read` is everything read from the connections
+/// (above TLS); `headers` the response header bytes as received (HTTP/2: HPACK-compressed
+/// HEADERS and CONTINUATION payloads; HTTP/1.1: the heads) and `headers_decoded` as decoded
+/// (HTTP/2: names and values, h2load's measure; HTTP/1.1: the same as received); `body` the
+/// response content as received (without chunk framing) and `body_decoded` after
+/// `--compressed` decoding (else the same).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Bytes {
     pub read: u64,
     pub written: u64,
     pub read_per_s: f64,
+    pub headers: u64,
+    pub headers_decoded: u64,
+    pub body: u64,
+    pub body_decoded: u64,
+}
+
+impl Bytes {
+    /// The share of header bytes HPACK saved: 1 − received / decoded (h2load's "space
+    /// savings"); 0 when nothing was decoded.
+    pub fn header_saving(&self) -> f64 {
+        if self.headers_decoded == 0 {
+            return 0.0;
+        }
+        1.0 - self.headers as f64 / self.headers_decoded as f64
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -382,6 +403,10 @@ impl RunRecord {
                     read: c.bytes_read,
                     written: c.bytes_written,
                     read_per_s: round3(per_s(c.bytes_read)),
+                    headers: c.traffic.header,
+                    headers_decoded: c.traffic.header_decoded,
+                    body: c.traffic.body,
+                    body_decoded: c.traffic.body_decoded,
                 },
                 connections: Connections {
                     opened: c.connections_opened,

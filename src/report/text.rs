@@ -5,6 +5,7 @@
 
 use crate::analysis::summary::{Log2Hist, Summary};
 use crate::cli::units::{human_bytes, human_ns};
+use crate::model::Phase;
 use crate::recorder::hist::Stats;
 use crate::recorder::record::RunRecord;
 use std::fmt::Write as _;
@@ -127,6 +128,7 @@ fn totals(out: &mut String, r: &RunRecord) {
         human_bytes(s.bytes.read_per_s),
         human_bytes(s.bytes.written as f64)
     );
+    traffic(out, &s.bytes);
     let _ = writeln!(
         out,
         "  Connections  {} opened, {} closed by the server after a response",
@@ -139,6 +141,24 @@ fn totals(out: &mut String, r: &RunRecord) {
             r.config.streams
         );
     }
+}
+
+/// h2load's traffic line: all bytes read, the header bytes as received and what HPACK saved,
+/// the body bytes; with `--compressed`, what the bodies decoded to.
+fn traffic(out: &mut String, b: &crate::recorder::record::Bytes) {
+    let both = |n: u64| format!("{} ({n})", human_bytes(n as f64));
+    let _ = write!(
+        out,
+        "  Traffic      {} total, {} headers (space savings {:.2}%), {} data",
+        both(b.read),
+        both(b.headers),
+        b.header_saving() * 100.0,
+        both(b.body)
+    );
+    if b.body_decoded != b.body {
+        let _ = write!(out, ", decoded to {}", both(b.body_decoded));
+    }
+    out.push('\n');
 }
 
 /// The value of an optional microsecond statistic in human units.
@@ -157,15 +177,7 @@ fn phases(out: &mut String, r: &RunRecord) {
     );
     let open_loop = r.config.load_model == "open";
     let mut rows: Vec<(&str, &Stats)> = Vec::new();
-    for name in [
-        "queue",
-        "connect",
-        "tls",
-        "h2_handshake",
-        "write",
-        "wait",
-        "read",
-    ] {
+    for name in Phase::CLIENT.map(Phase::name) {
         let Some(stats) = l.phases.get(name) else {
             continue;
         };
@@ -178,6 +190,10 @@ fn phases(out: &mut String, r: &RunRecord) {
             continue;
         }
         if name == "h2_handshake" && r.config.protocol == "http/1.1" {
+            continue;
+        }
+        // Bodies are decoded only with --compressed.
+        if name == "decode" && stats.count == 0 {
             continue;
         }
         rows.push((name, stats));
@@ -277,6 +293,9 @@ fn breakdown(out: &mut String, r: &RunRecord) {
     );
     if let Some(st) = s.latency.phases.get("read") {
         row(out, "read", st);
+    }
+    if let Some(st) = s.latency.phases.get("decode").filter(|st| st.count > 0) {
+        row(out, "decode", st);
     }
     row(out, "total", &s.latency.total);
     for (name, descs) in &s.server_timing_labels {
@@ -433,11 +452,11 @@ fn warnings(out: &mut String, r: &RunRecord) {
 /// For each client phase, the total and each server metric: R's summary(), the quantiles
 /// and a log2 histogram of nanoseconds, from the record's histograms.
 fn detail(out: &mut String, r: &RunRecord) {
-    let mut names: Vec<(String, String)> =
-        ["queue", "connect", "tls", "write", "wait", "read", "total"]
-            .iter()
-            .map(|n| (n.to_string(), n.to_string()))
-            .collect();
+    let mut names: Vec<(String, String)> = Phase::CLIENT
+        .iter()
+        .chain([&Phase::Total])
+        .map(|p| (p.name().to_string(), p.name().to_string()))
+        .collect();
     for m in &r.summary.server_timing_order {
         names.push((format!("server_timing.{m}"), format!("server {m}")));
     }

@@ -4,6 +4,7 @@
 //! foreground for `reqlife serve` ([`serve_until_signal`]); both shut down gracefully, with a
 //! bound on how long in-flight connections may take.
 
+mod compress;
 pub mod routes;
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,7 @@
 //! The embedded target's routes and the `Server-Timing` header every response carries:
-//! `/` → `Hello World!`; `/delay/{ms}`; `/echo`; `/status/{code}`; `/bytes/{n}`; and
+//! `/` → `Hello World!`; `/delay/{ms}`; `/echo`; `/status/{code}`; `/bytes/{n}`; `/text/{n}`
+//! (n bytes of text, compressed as the request's `Accept-Encoding` allows, the work reported as
+//! the `compress` metric); and
 //! `/stall/{ms}`, which answers at once but makes every embedded target in the process hold
 //! its other responses until `ms` have passed (a garbage-collection pause, to show coordinated
 //! omission). The server measures its own phases ([`handle`] says exactly where each begins
@@ -7,6 +9,8 @@
 //! of the work from the connection's I/O task to a task of its own, as thread-pool servers
 //! do), `handler` (the route's work), `serialize` (building the response) and `total`.
 
+use super::compress;
+use crate::engine::decode::Coding;
 use bytes::Bytes;
 use http::{header, HeaderName, Request, Response, StatusCode};
 use http_body_util::BodyExt;
@@ -23,13 +27,15 @@ use std::time::{Duration, Instant};
 pub const MAX_ECHO_BYTES: usize = 16 * 1024 * 1024;
 /// Largest `/bytes/{n}`.
 pub const MAX_BYTES: u64 = 1 << 30;
+/// Largest `/text/{n}` (made and compressed whole, per request).
+pub const MAX_TEXT_BYTES: usize = 16 * 1024 * 1024;
 /// Longest `/delay/{ms}`.
 pub const MAX_DELAY_MS: f64 = 600_000.0;
 
 const HELLO: &[u8] = b"Hello World!";
 const SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
 const ROUTES: &str =
-    "not found: the routes are /, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /stall/{ms}\n";
+    "not found: the routes are /, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /text/{n}, /stall/{ms}\n";
 
 /// The end of the current stall, in nanoseconds since [`origin`] (0: none).
 static STALL_UNTIL_NS: AtomicU64 = AtomicU64::new(0);
@@ -119,6 +125,8 @@ struct Timing {
     parse_ns: u64,
     queue_ns: u64,
     handler_ns: u64,
+    /// `/text/{n}` with a coding: compressing the body (part of the handler's time).
+    compress_ns: Option<u64>,
     serialize_ns: u64,
     total_ns: u64,
 }
@@ -144,21 +152,23 @@ impl std::fmt::Write for HeaderBuf {
 }
 
 impl Timing {
-    /// `parse;dur=0.0040, queue;dur=0.0100, handler;dur=…, serialize;dur=…, total;dur=…`:
-    /// milliseconds with 4 decimals (100 ns resolution), written with integer arithmetic.
+    /// `parse;dur=0.0040, queue;dur=0.0100, handler;dur=…, [compress;dur=…,] serialize;dur=…,
+    /// total;dur=…`: milliseconds with 4 decimals (100 ns resolution), written with integer
+    /// arithmetic.
     fn header_value(&self) -> Option<header::HeaderValue> {
         let mut out = HeaderBuf {
             buf: [0; 256],
             len: 0,
         };
         let metrics = [
-            ("parse", self.parse_ns),
-            ("queue", self.queue_ns),
-            ("handler", self.handler_ns),
-            ("serialize", self.serialize_ns),
-            ("total", self.total_ns),
+            Some(("parse", self.parse_ns)),
+            Some(("queue", self.queue_ns)),
+            Some(("handler", self.handler_ns)),
+            self.compress_ns.map(|ns| ("compress", ns)),
+            Some(("serialize", self.serialize_ns)),
+            Some(("total", self.total_ns)),
         ];
-        for (i, (name, ns)) in metrics.into_iter().enumerate() {
+        for (i, (name, ns)) in metrics.into_iter().flatten().enumerate() {
             let sep = if i == 0 { "" } else { ", " };
             let (whole_ms, frac) = (ns / 1_000_000, (ns % 1_000_000) / 100);
             write!(out, "{sep}{name};dur={whole_ms}.{frac:04}").ok()?;
@@ -174,6 +184,7 @@ enum Route {
     Echo,
     Status(StatusCode),
     Bytes(u64),
+    Text(usize),
     Stall(Duration),
     BadRequest(String),
     NotFound,
@@ -213,6 +224,13 @@ fn route_of(path: &str) -> Route {
                         "bad stall '{v}': expected /stall/{{ms}} with ms a number from 0 to {MAX_DELAY_MS}\n"
                     )),
                 }
+            } else if let Some(v) = path.strip_prefix("/text/") {
+                match v.parse::<usize>().ok().filter(|n| *n <= MAX_TEXT_BYTES) {
+                    Some(n) => Route::Text(n),
+                    None => Route::BadRequest(format!(
+                        "bad size '{v}': expected /text/{{n}} with n from 0 to {MAX_TEXT_BYTES}\n"
+                    )),
+                }
             } else if let Some(v) = path.strip_prefix("/bytes/") {
                 match v.parse::<u64>().ok().filter(|n| *n <= MAX_BYTES) {
                     Some(n) => Route::Bytes(n),
@@ -227,15 +245,57 @@ fn route_of(path: &str) -> Route {
     }
 }
 
-/// The route's own work: the status, the body and whether the body is binary.
-async fn run_route(route: Route, body: Incoming) -> (StatusCode, Body, bool) {
+/// What a route answered: the status, the body, whether it is binary, and the coding it was
+/// compressed with (and how long that took).
+struct Answer {
+    status: StatusCode,
+    body: Body,
+    binary: bool,
+    compressed: Option<(Coding, Duration)>,
+}
+
+impl From<(StatusCode, Body, bool)> for Answer {
+    fn from((status, body, binary): (StatusCode, Body, bool)) -> Self {
+        Answer {
+            status,
+            body,
+            binary,
+            compressed: None,
+        }
+    }
+}
+
+/// The route's own work; `coding` is what the request's `Accept-Encoding` allows.
+async fn run_route(route: Route, body: Incoming, coding: Option<Coding>) -> Answer {
+    if let Route::Text(n) = route {
+        drain(body).await;
+        let plain = compress::text(n);
+        return match coding {
+            None => (StatusCode::OK, Body::full(plain), false).into(),
+            Some(c) => {
+                let started = Instant::now();
+                let packed = compress::compress(c, &plain);
+                Answer {
+                    status: StatusCode::OK,
+                    body: Body::full(packed),
+                    binary: false,
+                    compressed: Some((c, started.elapsed())),
+                }
+            }
+        };
+    }
+    run_plain_route(route, body).await.into()
+}
+
+/// The routes that never compress: the status, the body and whether the body is binary.
+async fn run_plain_route(route: Route, body: Incoming) -> (StatusCode, Body, bool) {
     if let Route::Echo = route {
         let (status, body) = echo(body).await;
         return (status, body, status == StatusCode::OK);
     }
     drain(body).await;
     match route {
-        Route::Echo => unreachable!("answered above"),
+        Route::Echo | Route::Text(_) => unreachable!("answered above"),
         Route::Hello => (StatusCode::OK, Body::full(Bytes::from_static(HELLO)), false),
         Route::Delay(d) => {
             tokio::time::sleep(d).await;
@@ -307,27 +367,49 @@ async fn echo(body: Incoming) -> (StatusCode, Body) {
 pub async fn handle(req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     let start = Instant::now();
     let route = route_of(req.uri().path());
+    let coding = match route {
+        Route::Text(_) => req
+            .headers()
+            .get(header::ACCEPT_ENCODING)
+            .and_then(|v| compress::negotiate(v.as_bytes())),
+        _ => None,
+    };
     let routed = Instant::now();
     if !matches!(route, Route::Stall(_)) {
         wait_out_stall().await;
     }
     let work = tokio::spawn(async move {
         let began = Instant::now();
-        let (status, body, binary) = run_route(route, req.into_body()).await;
-        (began, Instant::now(), status, body, binary)
+        let answer = run_route(route, req.into_body(), coding).await;
+        (began, Instant::now(), answer)
     });
-    let (began, handled, status, body, binary) = match work.await {
+    let (began, handled, answer) = match work.await {
         Ok(done) => done,
         Err(_) => {
             let now = Instant::now();
             let body = Body::full(Bytes::from_static(b"the handler failed\n"));
-            (now, now, StatusCode::INTERNAL_SERVER_ERROR, body, false)
+            (
+                now,
+                now,
+                (StatusCode::INTERNAL_SERVER_ERROR, body, false).into(),
+            )
         }
     };
     let serializing = Instant::now();
-    let mut res = Response::new(body);
-    *res.status_mut() = status;
-    let content_type = if binary {
+    let mut res = Response::new(answer.body);
+    *res.status_mut() = answer.status;
+    if let Some((c, _)) = answer.compressed {
+        let h = res.headers_mut();
+        h.insert(
+            header::CONTENT_ENCODING,
+            header::HeaderValue::from_static(compress::name(c)),
+        );
+        h.insert(
+            header::VARY,
+            header::HeaderValue::from_static("accept-encoding"),
+        );
+    }
+    let content_type = if answer.binary {
         "application/octet-stream"
     } else {
         "text/plain"
@@ -341,6 +423,7 @@ pub async fn handle(req: Request<Incoming>) -> Result<Response<Body>, Infallible
         parse_ns: nanos(routed - start),
         queue_ns: nanos(began.saturating_duration_since(routed)),
         handler_ns: nanos(handled.saturating_duration_since(began)),
+        compress_ns: answer.compressed.map(|(_, d)| nanos(d)),
         serialize_ns: nanos(end - serializing),
         total_ns: nanos(end - start),
     };
@@ -363,6 +446,7 @@ mod tests {
         );
         assert!(matches!(route_of("/status/503"), Route::Status(s) if s.as_u16() == 503));
         assert!(matches!(route_of("/bytes/10"), Route::Bytes(10)));
+        assert!(matches!(route_of("/text/10"), Route::Text(10)));
         assert!(matches!(route_of("/nope"), Route::NotFound));
         // (path, a part of the message)
         for (path, want) in [
@@ -371,6 +455,7 @@ mod tests {
             ("/status/99", "from 200 to 599"),
             ("/status/x", "from 200 to 599"),
             ("/bytes/99999999999999", "/bytes/{n}"),
+            ("/text/99999999999", "/text/{n}"),
         ] {
             match route_of(path) {
                 Route::BadRequest(msg) => assert!(msg.contains(want), "{path}: {msg}"),
@@ -385,6 +470,7 @@ mod tests {
             parse_ns: 4_000,             // 0.004 ms
             queue_ns: 49,                // below the resolution: 0
             handler_ns: 21_099,          // truncated, not rounded
+            compress_ns: None,           // left out when nothing was compressed
             serialize_ns: 3_000_000,     // whole milliseconds
             total_ns: 1_234_567_890_123, // 1234.5 s
         };
@@ -397,6 +483,7 @@ mod tests {
             parse_ns: u64::MAX,
             queue_ns: u64::MAX,
             handler_ns: u64::MAX,
+            compress_ns: Some(u64::MAX),
             serialize_ns: u64::MAX,
             total_ns: u64::MAX,
         };

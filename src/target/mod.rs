@@ -53,6 +53,15 @@ impl RequestTemplate {
             // A connection per request: tell the server, so that it closes too.
             out.extend_from_slice(b"Connection: close\r\n");
         }
+        if plan.compressed && !has("accept-encoding") {
+            out.extend_from_slice(
+                format!(
+                    "Accept-Encoding: {}\r\n",
+                    crate::engine::decode::ACCEPT_ENCODING
+                )
+                .as_bytes(),
+            );
+        }
         for (name, value) in &plan.headers {
             out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
         }
@@ -99,6 +108,12 @@ impl RequestTemplate {
             let value = http::HeaderValue::from_str(value)
                 .map_err(|e| format!("invalid header value '{value}': {e}"))?;
             headers.append(name, value);
+        }
+        if plan.compressed && !headers.contains_key(http::header::ACCEPT_ENCODING) {
+            headers.insert(
+                http::header::ACCEPT_ENCODING,
+                http::HeaderValue::from_static(crate::engine::decode::ACCEPT_ENCODING),
+            );
         }
         if !headers.contains_key(http::header::USER_AGENT) {
             headers.insert(
@@ -183,6 +198,22 @@ mod tests {
         assert!(template(&["--no-keepalive"], "http://127.0.0.1:8080/")
             .contains("Connection: close\r\n"));
         assert!(!template(&[], "http://127.0.0.1:8080/").contains("Connection:"));
+    }
+
+    #[test]
+    fn compressed_asks_for_every_coding_unless_the_user_chose() {
+        let asked = template(&["--compressed"], "http://127.0.0.1:8080/");
+        assert!(
+            asked.contains("Accept-Encoding: gzip, deflate, br\r\n"),
+            "{asked}"
+        );
+        let own = template(
+            &["--compressed", "-H", "Accept-Encoding: br"],
+            "http://127.0.0.1:8080/",
+        );
+        assert_eq!(own.matches("Accept-Encoding").count(), 1, "{own}");
+        assert!(own.contains("Accept-Encoding: br\r\n"));
+        assert!(!template(&[], "http://127.0.0.1:8080/").contains("Accept-Encoding"));
     }
 
     #[test]
