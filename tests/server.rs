@@ -48,7 +48,7 @@ fn routes_answer_with_server_timing() {
         (
             "/nope",
             "HTTP/1.1 404",
-            "/, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /text/{n}, /stall/{ms}\n",
+            "/, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /text/{n}, /serial/{ms}, /stall/{ms}\n",
         ),
         ("/text/9", "HTTP/1.1 200", "\r\n\r\nThe life "), // plain: nothing accepted
     ];
@@ -198,4 +198,27 @@ fn a_closed_stdout_does_not_kill_serve() {
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+}
+
+#[test]
+fn serial_serves_one_request_at_a_time_at_a_known_capacity() {
+    let s = plain();
+    // 8 connections at once, each request 5 ms of service in one line: 200 req/s, whatever
+    // the concurrency, and each response waits for the ones ahead of it.
+    let j = summary(&run_ok(&[
+        "run",
+        "-c",
+        "8",
+        "-t",
+        "1",
+        "-d",
+        "1500ms",
+        "--json",
+        &s.url("/serial/5"),
+    ]));
+    let rps = num(&j, "throughput_rps");
+    assert!((185.0..=205.0).contains(&rps), "{rps} req/s");
+    // 8 in line: about 8 × 5 ms each.
+    let p50 = num(&j, "latency.total.p50_us");
+    assert!((30_000.0..=50_000.0).contains(&p50), "{p50} us");
 }

@@ -74,7 +74,7 @@ fn serve(args: &ServeArgs) -> i32 {
         let scheme = if tls { "https" } else { "http" };
         // Not println!: a closed stdout (`| head -1`) must not end the server.
         out(&format!(
-            "reqlife serve: listening on {scheme}://{addr}/ (Ctrl-C to stop)\n  routes: /  /delay/{{ms}}  /echo  /status/{{code}}  /bytes/{{n}}  /text/{{n}}  /stall/{{ms}}\n"
+            "reqlife serve: listening on {scheme}://{addr}/ (Ctrl-C to stop)\n  routes: /  /delay/{{ms}}  /echo  /status/{{code}}  /bytes/{{n}}  /text/{{n}}  /serial/{{ms}}  /stall/{{ms}}\n"
         ));
     }) {
         Ok(()) => EXIT_OK,

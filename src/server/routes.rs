@@ -1,7 +1,8 @@
 //! The embedded target's routes and the `Server-Timing` header every response carries:
 //! `/` → `Hello World!`; `/delay/{ms}`; `/echo`; `/status/{code}`; `/bytes/{n}`; `/text/{n}`
 //! (n bytes of text, compressed as the request's `Accept-Encoding` allows, the work reported as
-//! the `compress` metric); and
+//! the `compress` metric); `/serial/{ms}` (one request at a time, each taking `ms`: a server
+//! of known capacity, 1000/ms requests per second, for finding a knee); and
 //! `/stall/{ms}`, which answers at once but makes every embedded target in the process hold
 //! its other responses until `ms` have passed (a garbage-collection pause, to show coordinated
 //! omission). The server measures its own phases ([`handle`] says exactly where each begins
@@ -35,10 +36,37 @@ pub const MAX_DELAY_MS: f64 = 600_000.0;
 const HELLO: &[u8] = b"Hello World!";
 const SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
 const ROUTES: &str =
-    "not found: the routes are /, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /text/{n}, /stall/{ms}\n";
+    "not found: the routes are /, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /text/{n}, /serial/{ms}, /stall/{ms}\n";
 
 /// The end of the current stall, in nanoseconds since [`origin`] (0: none).
 static STALL_UNTIL_NS: AtomicU64 = AtomicU64::new(0);
+
+/// When the one server behind `/serial/{ms}` is next free, in nanoseconds since [`origin`].
+static SERIAL_FREE_AT_NS: AtomicU64 = AtomicU64::new(0);
+
+/// `/serial/{ms}`: takes a place in the one line (first come, first served) and answers when
+/// its service ends. Each request's service starts when the previous one's ends, or when it
+/// arrives if the server is idle: start = max(arrival, free_at), done = start + service. The
+/// response waits until `done` (a timer late by up to a millisecond delays that response, never
+/// the next one's start, so the capacity is exactly 1/service).
+async fn serial(service: Duration) {
+    let arrival = nanos(Instant::now().duration_since(origin()));
+    let service = nanos(service);
+    let mut free_at = SERIAL_FREE_AT_NS.load(Ordering::Relaxed);
+    let done = loop {
+        let done = free_at.max(arrival) + service;
+        match SERIAL_FREE_AT_NS.compare_exchange_weak(
+            free_at,
+            done,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => break done,
+            Err(now) => free_at = now,
+        }
+    };
+    tokio::time::sleep_until((origin() + Duration::from_nanos(done)).into()).await;
+}
 
 fn origin() -> Instant {
     static ORIGIN: OnceLock<Instant> = OnceLock::new();
@@ -185,6 +213,7 @@ enum Route {
     Status(StatusCode),
     Bytes(u64),
     Text(usize),
+    Serial(Duration),
     Stall(Duration),
     BadRequest(String),
     NotFound,
@@ -213,6 +242,15 @@ fn route_of(path: &str) -> Route {
                     },
                     None => Route::BadRequest(format!(
                         "bad status '{v}': expected /status/{{code}} with code from 200 to 599\n"
+                    )),
+                }
+            } else if let Some(v) = path.strip_prefix("/serial/") {
+                match v.parse::<f64>() {
+                    Ok(ms) if ms > 0.0 && ms <= MAX_DELAY_MS => {
+                        Route::Serial(Duration::from_secs_f64(ms / 1000.0))
+                    }
+                    _ => Route::BadRequest(format!(
+                        "bad service time '{v}': expected /serial/{{ms}} with ms a number above 0, at most {MAX_DELAY_MS}\n"
                     )),
                 }
             } else if let Some(v) = path.strip_prefix("/stall/") {
@@ -299,6 +337,10 @@ async fn run_plain_route(route: Route, body: Incoming) -> (StatusCode, Body, boo
         Route::Hello => (StatusCode::OK, Body::full(Bytes::from_static(HELLO)), false),
         Route::Delay(d) => {
             tokio::time::sleep(d).await;
+            (StatusCode::OK, Body::full(Bytes::from_static(HELLO)), false)
+        }
+        Route::Serial(d) => {
+            serial(d).await;
             (StatusCode::OK, Body::full(Bytes::from_static(HELLO)), false)
         }
         Route::Status(s) if s == StatusCode::NO_CONTENT || s == StatusCode::NOT_MODIFIED => {
@@ -447,6 +489,7 @@ mod tests {
         assert!(matches!(route_of("/status/503"), Route::Status(s) if s.as_u16() == 503));
         assert!(matches!(route_of("/bytes/10"), Route::Bytes(10)));
         assert!(matches!(route_of("/text/10"), Route::Text(10)));
+        assert!(matches!(route_of("/serial/2"), Route::Serial(d) if d == Duration::from_millis(2)));
         assert!(matches!(route_of("/nope"), Route::NotFound));
         // (path, a part of the message)
         for (path, want) in [
@@ -456,6 +499,7 @@ mod tests {
             ("/status/x", "from 200 to 599"),
             ("/bytes/99999999999999", "/bytes/{n}"),
             ("/text/99999999999", "/text/{n}"),
+            ("/serial/0", "/serial/{ms}"), // no service time: no capacity to find
         ] {
             match route_of(path) {
                 Route::BadRequest(msg) => assert!(msg.contains(want), "{path}: {msg}"),
