@@ -3,6 +3,7 @@
 //! succeeded, or the record could not be written), 2 bad input, 130/143 interrupted by
 //! SIGINT/SIGTERM (after the report and the record were still written).
 
+mod control;
 mod run;
 mod stats;
 

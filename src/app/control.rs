@@ -1,0 +1,236 @@
+//! The control side of a run, shared by `run`, `knee` and `calibrate`: one control runtime
+//! that watches SIGINT/SIGTERM for the whole command (the first stops the current run, a
+//! second exits at once), executes one plan's workers until its stop rule or a signal, shows
+//! progress and `--every` lines, and hands back what was measured ([`Executed`]).
+
+use super::{now_rfc3339, out};
+use crate::engine::SessionConfig;
+use crate::load::{self, Progress, StopSignal};
+use crate::model::{RunPlan, StopRule};
+use crate::report::live::LivePrinter;
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What a run gave, before it becomes a record.
+pub(crate) struct Executed {
+    pub measured: crate::recorder::Measured,
+    /// Wall-clock time at which recording started.
+    pub start_wall: std::time::SystemTime,
+    pub recorded: Duration,
+    pub stop_reason: String,
+    pub start_time: String,
+}
+
+/// The control thread of a run: its runtime, and the signal watcher that interrupts it.
+pub(crate) struct Control {
+    runtime: tokio::runtime::Runtime,
+    /// Stopped by the first SIGINT/SIGTERM.
+    interrupt: StopSignal,
+    signal: Arc<AtomicI32>,
+}
+
+impl Control {
+    pub fn new() -> Result<Self, String> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("reqlife-control")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the control runtime: {e}"))?;
+        let interrupt = StopSignal::default();
+        let signal = Arc::new(AtomicI32::new(0));
+        runtime.block_on(watch_signals(interrupt.clone(), signal.clone()))?;
+        Ok(Control {
+            runtime,
+            interrupt,
+            signal,
+        })
+    }
+
+    /// The signal that interrupted the run, or 0.
+    pub fn signal(&self) -> i32 {
+        self.signal.load(Ordering::SeqCst)
+    }
+
+    /// Waits `pause` between levels; false if interrupted.
+    pub fn pause(&self, pause: Duration) -> bool {
+        self.runtime.block_on(async {
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => true,
+                _ = self.interrupt.stopped() => false,
+            }
+        })
+    }
+
+    /// Runs the workers of `plan` until the stop rule, or a signal, ends the run.
+    pub fn execute(
+        &self,
+        plan: &RunPlan,
+        config: SessionConfig,
+        quiet: bool,
+        every: Option<Duration>,
+        json: bool,
+    ) -> Result<Executed, String> {
+        let stop = StopSignal::default();
+        let progress = Progress::new(plan.threads);
+        let start_time = now_rfc3339();
+        let start_wall = std::time::SystemTime::now() + plan.warmup;
+        let (live_tx, mut live) = match every {
+            Some(_) => {
+                let (tx, rx) = std::sync::mpsc::channel();
+                (
+                    Some(tx),
+                    Some(LivePrinter::new(rx, plan.interval, &plan.server_total)),
+                )
+            }
+            None => (None, None),
+        };
+        let mut workers = load::start(plan, config, stop.clone(), progress.clone(), live_tx)
+            .map_err(|e| format!("cannot start worker threads: {e}"))?;
+        let record_from = workers.record_from;
+        let deadline = match plan.stop {
+            StopRule::Duration(d) => Some(record_from + d),
+            StopRule::Requests(_) => None,
+        };
+        let bar = progress_bar(plan, quiet);
+        let ended = self.runtime.block_on(async {
+            let mut tick = tokio::time::interval(Duration::from_millis(200));
+            loop {
+                tokio::select! {
+                    _ = workers.all_finished() => break Instant::now(),
+                    _ = self.interrupt.stopped() => break Instant::now(),
+                    _ = sleep_until(deadline) => break deadline.unwrap_or_else(Instant::now),
+                    _ = tick.tick() => {
+                        update_bar(&bar, &progress, plan.stop, record_from);
+                        if let Some(live) = &mut live {
+                            let elapsed = Instant::now().saturating_duration_since(record_from);
+                            print_live(&bar, &live.lines(elapsed, false), json);
+                        }
+                    }
+                }
+            }
+        });
+        stop.stop();
+        if let Some(bar) = &bar {
+            bar.finish_and_clear();
+        }
+        let measured = workers.join();
+        // Workers that end by themselves at the deadline may report a moment after it.
+        let recorded = ended.saturating_duration_since(record_from);
+        let recorded = match deadline {
+            Some(d) => recorded.min(d.saturating_duration_since(record_from)),
+            None => recorded,
+        };
+        if let Some(live) = &mut live {
+            print_live(&None, &live.lines(recorded, true), json);
+        }
+        let signal = self.signal();
+        let stop_reason = match (signal, plan.stop) {
+            (libc::SIGINT, _) => "interrupted (SIGINT)".to_string(),
+            (libc::SIGTERM, _) => "interrupted (SIGTERM)".to_string(),
+            (_, StopRule::Duration(_)) => "duration".to_string(),
+            (_, StopRule::Requests(_)) => "requests".to_string(),
+        };
+        Ok(Executed {
+            measured,
+            start_wall,
+            recorded,
+            stop_reason,
+            start_time,
+        })
+    }
+}
+
+/// Prints `--every` lines: on stdout, or on stderr when stdout carries `--json`; above the
+/// progress bar if there is one.
+fn print_live(bar: &Option<indicatif::ProgressBar>, lines: &str, json: bool) {
+    if lines.is_empty() {
+        return;
+    }
+    let lines = lines.trim_end_matches('\n');
+    match (bar, json) {
+        (Some(bar), _) => bar.println(lines),
+        (None, true) => eprintln!("{lines}"),
+        (None, false) => out(&format!("{lines}\n")),
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Installs SIGINT/SIGTERM handlers: the first stops the run (its number is kept in
+/// `signal`), a second one exits at once.
+async fn watch_signals(stop: StopSignal, signal: Arc<AtomicI32>) -> Result<(), String> {
+    use tokio::signal::unix::{signal as unix_signal, SignalKind};
+    let mut int =
+        unix_signal(SignalKind::interrupt()).map_err(|e| format!("cannot handle SIGINT: {e}"))?;
+    let mut term =
+        unix_signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
+    tokio::spawn(async move {
+        loop {
+            let got = tokio::select! {
+                _ = int.recv() => libc::SIGINT,
+                _ = term.recv() => libc::SIGTERM,
+            };
+            if signal
+                .compare_exchange(0, got, Ordering::SeqCst, Ordering::SeqCst)
+                .is_err()
+            {
+                eprintln!("reqlife: second signal, exiting at once");
+                std::process::exit(128 + got);
+            }
+            stop.stop();
+        }
+    });
+    Ok(())
+}
+
+fn progress_bar(plan: &RunPlan, quiet: bool) -> Option<indicatif::ProgressBar> {
+    if quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let (len, template) = match plan.stop {
+        StopRule::Duration(d) => (
+            d.as_secs().max(1),
+            "{elapsed_precise} [{wide_bar}] {pos}/{len}s {msg}",
+        ),
+        StopRule::Requests(n) => (n, "{elapsed_precise} [{wide_bar}] {pos}/{len} {msg}"),
+    };
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(len),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_length(len);
+    Some(bar)
+}
+
+fn update_bar(
+    bar: &Option<indicatif::ProgressBar>,
+    progress: &Progress,
+    stop: StopRule,
+    record_from: Instant,
+) {
+    let Some(bar) = bar else { return };
+    let (requests, errors) = progress.totals();
+    let elapsed = Instant::now().saturating_duration_since(record_from);
+    let secs = elapsed.as_secs_f64();
+    let rate = if secs > 0.0 {
+        requests as f64 / secs
+    } else {
+        0.0
+    };
+    bar.set_position(match stop {
+        StopRule::Duration(_) => elapsed.as_secs(),
+        StopRule::Requests(_) => requests,
+    });
+    bar.set_message(format!("{rate:.0} req/s, {errors} errors"));
+}
