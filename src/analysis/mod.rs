@@ -1,4 +1,5 @@
 //! Analysis of measurements: summary statistics (R's `summary()` and type-7 quantiles, log2
-//! histograms) for `--detail` and `reqlife stats`.
+//! histograms) for `--detail` and `reqlife stats`; calibration of the client machine.
 
+pub mod calibrate;
 pub mod summary;

@@ -234,3 +234,49 @@ fn update_bar(
     });
     bar.set_message(format!("{rate:.0} req/s, {errors} errors"));
 }
+
+/// The embedded target started in-process on a free loopback port when no URL is given, and
+/// the URL to load: the user's, or the embedded target's `route`.
+pub(crate) fn target(
+    url: Option<&str>,
+    route: &str,
+) -> Result<(Option<crate::server::RunningServer>, String), String> {
+    match url {
+        Some(u) => Ok((None, u.to_string())),
+        None => {
+            let s = crate::server::spawn(crate::server::ServerConfig {
+                addr: "127.0.0.1:0".parse().expect("a valid address"),
+                tls: crate::server::ServerTls::None,
+            })
+            .map_err(|e| format!("cannot start the embedded target: {e}"))?;
+            let url = s.url(route);
+            Ok((Some(s), url))
+        }
+    }
+}
+
+/// One step of a command that runs several (knee, calibrate, repeat): the plan built from
+/// `args` for `url`, executed, and its record.
+pub(crate) fn run_step(
+    control: &Control,
+    args: &crate::cli::RunArgs,
+    url: &str,
+    command_line: &[String],
+    embedded: bool,
+) -> Result<crate::recorder::record::RunRecord, String> {
+    let plan = crate::cli::plan::build(args, url).map_err(|e| e.0)?;
+    let config = SessionConfig::new(&plan)?;
+    let o = control.execute(&plan, config, true, None, false)?;
+    Ok(crate::recorder::record::RunRecord::build(
+        &plan,
+        &o.measured,
+        crate::recorder::record::Ending {
+            recorded: o.recorded,
+            stop_reason: o.stop_reason,
+            interrupted: control.signal() != 0,
+            start_time: o.start_time,
+            command_line: command_line.to_vec(),
+            embedded_target: embedded,
+        },
+    ))
+}

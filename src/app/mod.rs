@@ -3,6 +3,7 @@
 //! succeeded, or the record could not be written), 2 bad input, 130/143 interrupted by
 //! SIGINT/SIGTERM (after the report and the record were still written).
 
+mod calibrate;
 mod control;
 mod run;
 mod stats;
@@ -42,6 +43,7 @@ pub fn main_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::Serve(a) => serve(&a),
         Command::Report(a) => report(&a),
         Command::Stats(a) => stats::stats(&a),
+        Command::Calibrate(a) => calibrate::calibrate(&a, command_line),
     }
 }
 

@@ -9,28 +9,16 @@ use crate::engine::SessionConfig;
 use crate::model::RunPlan;
 use crate::recorder::record::{Ending, RunRecord};
 use crate::report;
-use crate::server::{self, ServerConfig, ServerTls};
 
 /// `reqlife run`.
 pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     // No URL: the embedded target, in-process, on a free loopback port.
-    let embedded = match &args.url {
-        Some(_) => None,
-        None => match server::spawn(ServerConfig {
-            addr: "127.0.0.1:0".parse().expect("a valid address"),
-            tls: ServerTls::None,
-        }) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                eprintln!("error: cannot start the embedded target: {e}");
-                return EXIT_FAILURE;
-            }
-        },
-    };
-    let url = match (&args.url, &embedded) {
-        (Some(u), _) => u.clone(),
-        (None, Some(s)) => s.url("/"),
-        (None, None) => unreachable!("the embedded target is started without a URL"),
+    let (embedded, url) = match super::control::target(args.url.as_deref(), "/") {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_FAILURE;
+        }
     };
     let plans = match plan::build_levels(args, &url) {
         Ok(p) => p,

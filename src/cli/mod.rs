@@ -28,6 +28,46 @@ pub enum Command {
     /// Summary statistics of a file of numbers (one per line, or a column): R's summary()
     /// and type-7 quantiles, exactly, and a log2 histogram.
     Stats(StatsArgs),
+    /// How much load this machine can generate: the cost of a timestamp and of a recorded
+    /// sample, the closed- and open-loop limits against the embedded target (or --external),
+    /// the client CPU per request and the latency the client adds, and a verdict.
+    Calibrate(CalibrateArgs),
+}
+
+/// Flags of `reqlife calibrate`.
+#[derive(Debug, Clone, Args)]
+pub struct CalibrateArgs {
+    /// Measure against this URL instead of the embedded target started in-process.
+    #[arg(long = "external")]
+    pub external: Option<String>,
+
+    /// Length of each measuring step.
+    #[arg(long = "step", default_value = "3s", value_parser = duration_arg)]
+    pub step: Duration,
+
+    /// Connections of the closed and open loops.
+    #[arg(short = 'c', long = "connections", default_value = "50", value_parser = count_arg)]
+    pub connections: u64,
+
+    /// Worker threads [default: the number of cores].
+    #[arg(short = 't', long = "threads", value_parser = count_arg)]
+    pub threads: Option<u64>,
+
+    /// Calibrate HTTP/2 (h2c on the embedded target) instead of HTTP/1.1.
+    #[arg(long = "http2")]
+    pub http2: bool,
+
+    /// Do not verify the --external server's TLS certificate.
+    #[arg(long = "insecure", short = 'k')]
+    pub insecure: bool,
+
+    /// Print the figures as JSON.
+    #[arg(long = "json")]
+    pub json: bool,
+
+    /// No progress lines on stderr.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
 }
 
 /// Flags of `reqlife stats`.

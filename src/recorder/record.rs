@@ -661,6 +661,10 @@ fn offered_rps(plan: &RunPlan) -> Option<f64> {
 pub const LAG_WARN_US: f64 = 1000.0;
 /// Thread CPU share above which a worker is said to be saturated.
 pub const BUSY_WARN: f64 = 0.95;
+/// Thread CPU share above which the generator is said to be near its limit.
+pub const BUSY_NEAR: f64 = 0.85;
+/// Schedule lag (p99) above which the generator is said to be near its limit.
+pub const LAG_NEAR_US: f64 = 500.0;
 
 /// Warnings in plain words, so that nobody mistakes the client's limit for the server's.
 pub fn warnings_of(r: &RunRecord) -> Vec<String> {
@@ -677,6 +681,11 @@ pub fn warnings_of(r: &RunRecord) -> Vec<String> {
                      or more generators",
                     p99, max
                 ));
+            } else if p99 > LAG_NEAR_US {
+                out.push(format!(
+                    "the generator is near its limit: schedule lag p99 {p99:.0} us (the bound is \
+                     {LAG_WARN_US:.0} us); `reqlife calibrate` shows what this machine can generate"
+                ));
             }
         }
     }
@@ -685,6 +694,12 @@ pub fn warnings_of(r: &RunRecord) -> Vec<String> {
         out.push(format!(
             "a worker thread was on a CPU {:.0}% of the run: the client may be the bottleneck; \
              figures near this limit describe the generator as much as the server",
+            busiest * 100.0
+        ));
+    } else if busiest > BUSY_NEAR {
+        out.push(format!(
+            "a worker thread was on a CPU {:.0}% of the run: the generator is near its limit; \
+             `reqlife calibrate` shows what this machine can generate, or add threads (-t)",
             busiest * 100.0
         ));
     }
@@ -894,6 +909,16 @@ mod tests {
             .warnings
             .iter()
             .any(|w| w.contains("on a CPU 99%")));
+        // A worker near its limit: a warning of its own, not the saturation one.
+        let r = record(&[], |m| m.thread_busy = vec![0.9, 0.4]);
+        let near: Vec<_> = r
+            .summary
+            .warnings
+            .iter()
+            .filter(|w| w.contains("on a CPU 90%"))
+            .collect();
+        assert_eq!(near.len(), 1, "{:?}", r.summary.warnings);
+        assert!(near[0].contains("near its limit"));
         // An open loop that achieved 50% of its rate.
         let r = record(&["-R", "1000"], |m| m.counters.requests = 5000);
         assert!(r
@@ -925,5 +950,19 @@ mod tests {
             "{:?}",
             r.summary.warnings
         );
+        // 700 us late: near the limit, not over it.
+        let r = record(&["-R", "1000"], |m| {
+            m.counters.requests = 10_000;
+            for _ in 0..100 {
+                hist::record(&mut m.hists.0[Phase::Lag.index()], 700_000);
+            }
+        });
+        let w = &r.summary.warnings;
+        assert!(
+            w.iter()
+                .any(|w| w.contains("near its limit: schedule lag p99 700 us")),
+            "{w:?}"
+        );
+        assert!(!w.iter().any(|w| w.contains("fell behind")), "{w:?}");
     }
 }

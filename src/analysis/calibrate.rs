@@ -1,0 +1,271 @@
+//! `reqlife calibrate`: how much load this client machine can generate, and what reqlife itself
+//! costs. The pure parts live here: the cost of a timestamp and of recording a sample (timed
+//! in a loop on this thread), the reading of one measuring step from its RunRecord (client CPU
+//! per request, whether the generator kept its schedule and who limited it), and the verdict.
+
+use crate::model::{Sample, Timestamps, Traffic};
+use crate::recorder::record::{RunRecord, BUSY_WARN, LAG_WARN_US};
+use crate::recorder::Recorder;
+use serde::Serialize;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// Nanoseconds per `Instant::now()` (the clock read every request makes several of), over
+/// `n` reads.
+pub fn timestamp_ns(n: u32) -> f64 {
+    let start = Instant::now();
+    for _ in 0..n {
+        black_box(Instant::now());
+    }
+    start.elapsed().as_nanos() as f64 / n.max(1) as f64
+}
+
+/// Nanoseconds per sample folded into a [`Recorder`] (every phase histogram, the counters and
+/// the interval series), over `n` synthetic samples of a complete response.
+pub fn record_ns(n: u32) -> f64 {
+    let base = Instant::now();
+    let mut recorder = Recorder::new(base, Duration::from_secs(1));
+    let at = |us: u64| base + Duration::from_micros(us);
+    let mut stamps = Timestamps::new(at(0), at(0));
+    stamps.written = Some(at(3));
+    stamps.first_byte = Some(at(90));
+    stamps.done = Some(at(100));
+    let sample = Sample {
+        stamps,
+        status: Some(200),
+        error: None,
+        bytes_read: 120,
+        bytes_written: 80,
+        traffic: Traffic::default(),
+        server_closed: false,
+    };
+    let start = Instant::now();
+    for _ in 0..n {
+        recorder.record(black_box(&sample));
+    }
+    let ns = start.elapsed().as_nanos() as f64 / n.max(1) as f64;
+    black_box(recorder.requests());
+    ns
+}
+
+/// Who limited an open-loop step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Limit {
+    /// The step kept its schedule and got its answers.
+    None,
+    /// The generator fell behind (schedule lag p99 over the bound) or a worker thread was
+    /// saturated.
+    Client,
+    /// The generator kept time but the answers did not keep up (achieved under 99% offered).
+    Server,
+}
+
+/// What one measuring step showed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    /// `closed` or `open`.
+    pub load: String,
+    pub offered_rps: Option<f64>,
+    pub achieved_rps: f64,
+    /// Worker threads' CPU time per request, µs.
+    pub client_cpu_us_per_request: f64,
+    /// The busiest worker thread's share of the step on a CPU.
+    pub busiest_thread: f64,
+    pub lag_p99_us: Option<f64>,
+    pub total_p50_us: Option<f64>,
+    pub total_p99_us: Option<f64>,
+    /// Per response, the time to first byte minus the server's own total: the network and
+    /// the client (when the server reports `Server-Timing`).
+    pub added_p50_us: Option<f64>,
+    pub added_p99_us: Option<f64>,
+    pub limit: Limit,
+}
+
+impl Step {
+    /// Reads a step from its record.
+    pub fn of(r: &RunRecord) -> Step {
+        let s = &r.summary;
+        let cpu_s: f64 = s.generator.thread_busy.iter().sum::<f64>() * s.duration_s;
+        let busiest = s.generator.thread_busy.iter().cloned().fold(0.0, f64::max);
+        let lag_p99 = s.latency.schedule_lag.p99_us;
+        let offered = s.generator.offered_rps;
+        let limit = match offered {
+            None => Limit::None,
+            Some(_) if lag_p99.unwrap_or(0.0) > LAG_WARN_US || busiest > BUSY_WARN => Limit::Client,
+            Some(o) if s.throughput_rps < 0.99 * o => Limit::Server,
+            Some(_) => Limit::None,
+        };
+        let overhead = &s.server_timing_overhead;
+        Step {
+            load: r.config.load_model.clone(),
+            offered_rps: offered,
+            achieved_rps: s.throughput_rps,
+            client_cpu_us_per_request: if s.requests.total > 0 {
+                cpu_s * 1e6 / s.requests.total as f64
+            } else {
+                0.0
+            },
+            busiest_thread: busiest,
+            lag_p99_us: lag_p99.filter(|_| offered.is_some()),
+            total_p50_us: s.latency.total.p50_us,
+            total_p99_us: s.latency.total.p99_us,
+            added_p50_us: overhead.p50_us,
+            added_p99_us: overhead.p99_us,
+            limit,
+        }
+    }
+}
+
+/// The next rate of the open-loop search after a step at `rate`: up by a quarter while the
+/// step kept up, down by half while the first steps did not.
+pub fn next_rate(rate: f64, kept_up: bool) -> f64 {
+    if kept_up {
+        rate * 1.25
+    } else {
+        rate * 0.5
+    }
+}
+
+/// The calibration's figures and its verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Calibration {
+    pub protocol: String,
+    /// The target was the embedded one, in this process (it shares the cores).
+    pub embedded_target: bool,
+    pub threads: u64,
+    pub connections: u64,
+    pub timestamp_ns: f64,
+    pub record_ns: f64,
+    pub closed: Step,
+    /// The highest open-loop rate that kept its schedule, and the step that did not.
+    pub open_max_rps: Option<f64>,
+    pub open_steps: Vec<Step>,
+    pub low_load: Option<Step>,
+    pub verdict: String,
+}
+
+impl Calibration {
+    /// The verdict in plain words.
+    pub fn verdict_of(&self) -> String {
+        let sharing = if self.embedded_target {
+            " with the embedded target sharing the machine"
+        } else {
+            ""
+        };
+        let mut v = format!(
+            "one reqlife process on this machine generates up to {:.0} req/s over {} in a closed loop \
+             ({} connections, {} threads{sharing}), at {:.2} us of client CPU per request",
+            self.closed.achieved_rps,
+            self.protocol,
+            self.connections,
+            self.threads,
+            self.closed.client_cpu_us_per_request
+        );
+        match (self.open_max_rps, self.open_steps.last()) {
+            (Some(max), Some(last)) if last.limit == Limit::Client => v.push_str(&format!(
+                "; in an open loop it keeps its schedule up to {max:.0} req/s: above {:.0} req/s the client, \
+                 not the server, limits a test",
+                last.offered_rps.unwrap_or(max)
+            )),
+            (Some(max), Some(last)) if last.limit == Limit::Server => v.push_str(&format!(
+                "; in an open loop it keeps its schedule up to {max:.0} req/s; at {:.0} req/s the target \
+                 fell behind first, so the client's own limit is higher than that",
+                last.offered_rps.unwrap_or(max)
+            )),
+            (Some(max), _) => v.push_str(&format!(
+                "; in an open loop it kept its schedule at every rate tried, up to {max:.0} req/s"
+            )),
+            (None, _) => v.push_str("; in an open loop it did not keep its schedule at any rate tried"),
+        }
+        if let Some(low) = &self.low_load {
+            match low.added_p50_us {
+                Some(added) => v.push_str(&format!(
+                    "; at low load the network and the client add {added:.1} us at p50 to what the server spends"
+                )),
+                None => {
+                    if let Some(p50) = low.total_p50_us {
+                        v.push_str(&format!("; at low load the whole request takes {p50:.1} us at p50"))
+                    }
+                }
+            }
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn costs_are_measured_not_assumed() {
+        let ts = timestamp_ns(100_000);
+        let rec = record_ns(20_000);
+        // A clock read is a few tens of ns through the vDSO; recording touches ~10 histograms.
+        assert!(ts > 0.0 && ts < 5_000.0, "{ts}");
+        assert!(rec > ts && rec < 100_000.0, "{rec}");
+    }
+
+    #[test]
+    fn the_search_goes_up_by_a_quarter_and_down_by_half() {
+        // (rate, kept up, next)
+        let rows = [(1000.0, true, 1250.0), (1000.0, false, 500.0)];
+        for (rate, kept, want) in rows {
+            assert_eq!(next_rate(rate, kept), want);
+        }
+    }
+
+    fn step(limit: Limit, offered: Option<f64>, achieved: f64) -> Step {
+        Step {
+            load: if offered.is_some() { "open" } else { "closed" }.into(),
+            offered_rps: offered,
+            achieved_rps: achieved,
+            client_cpu_us_per_request: 4.0,
+            busiest_thread: 0.5,
+            lag_p99_us: None,
+            total_p50_us: Some(80.0),
+            total_p99_us: Some(200.0),
+            added_p50_us: Some(30.0),
+            added_p99_us: Some(90.0),
+            limit,
+        }
+    }
+
+    #[test]
+    fn the_verdict_names_who_limited_the_open_loop() {
+        let mut c = Calibration {
+            protocol: "http/1.1".into(),
+            embedded_target: true,
+            threads: 2,
+            connections: 50,
+            timestamp_ns: 20.0,
+            record_ns: 150.0,
+            closed: step(Limit::None, None, 150_000.0),
+            open_max_rps: Some(90_000.0),
+            open_steps: vec![step(Limit::Client, Some(112_500.0), 100_000.0)],
+            low_load: Some(step(Limit::None, Some(1000.0), 1000.0)),
+            verdict: String::new(),
+        };
+        let v = c.verdict_of();
+        assert!(
+            v.contains("generates up to 150000 req/s over http/1.1"),
+            "{v}"
+        );
+        assert!(
+            v.contains("with the embedded target sharing the machine"),
+            "{v}"
+        );
+        assert!(
+            v.contains("above 112500 req/s the client, not the server, limits"),
+            "{v}"
+        );
+        assert!(v.contains("add 30.0 us at p50"), "{v}");
+        c.open_steps[0].limit = Limit::Server;
+        assert!(c.verdict_of().contains("the target fell behind first"));
+        c.open_max_rps = None;
+        assert!(c
+            .verdict_of()
+            .contains("did not keep its schedule at any rate"));
+    }
+}

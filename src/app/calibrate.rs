@@ -1,0 +1,224 @@
+//! `reqlife calibrate`: starts the embedded target in-process (or uses `--external URL`), then
+//! measures, one step after another: the cost of a timestamp and of a recorded sample; the
+//! highest throughput of a closed loop and its client CPU per request; the highest open-loop
+//! rate that keeps its schedule (a search up by quarters from half the closed-loop figure);
+//! and the latency the network and the client add at low load. Prints the figures and a
+//! verdict (`--json`: as JSON).
+
+use super::control::{run_step, target, Control};
+use super::{out, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT};
+use crate::analysis::calibrate::{self, Calibration, Limit, Step};
+use crate::cli::{CalibrateArgs, Cli, Command, RunArgs};
+use clap::Parser;
+use std::fmt::Write as _;
+
+/// Open-loop steps tried at most.
+const MAX_OPEN_STEPS: usize = 12;
+
+/// The `run` flags of one step: `extra` on top of the calibration's own.
+fn step_args(args: &CalibrateArgs, extra: &[String]) -> Result<RunArgs, String> {
+    let mut argv: Vec<String> = ["reqlife", "run", "--quiet"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    argv.extend(["-d".into(), format!("{}ms", args.step.as_millis())]);
+    if let Some(t) = args.threads {
+        argv.extend(["-t".into(), t.to_string()]);
+    }
+    if args.http2 {
+        argv.push("--http2".into());
+    }
+    if args.insecure {
+        argv.push("--insecure".into());
+    }
+    argv.extend(extra.iter().cloned());
+    match Cli::try_parse_from(argv) {
+        Ok(Cli {
+            command: Command::Run(a),
+        }) => Ok(*a),
+        Ok(_) => Err("internal: not a run".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// `reqlife calibrate`.
+pub fn calibrate(args: &CalibrateArgs, command_line: Vec<String>) -> i32 {
+    if args.step.is_zero() {
+        return usage_error("--step must be longer than 0 (e.g. 3s)");
+    }
+    if args.connections == 0 {
+        return usage_error("-c/--connections must be at least 1");
+    }
+    let (embedded, url) = match target(args.external.as_deref(), "/") {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    let control = match Control::new() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    let result = measure(args, &control, &url, &command_line, embedded.is_some());
+    if let Some(s) = embedded {
+        s.shutdown();
+    }
+    match result {
+        Ok(c) if args.json => out(&(serde_json::to_string_pretty(&c).unwrap_or_default() + "\n")),
+        Ok(c) => out(&render(&c)),
+        Err(e) if e.starts_with("usage: ") => return usage_error(&e[7..]),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_FAILURE;
+        }
+    }
+    if control.signal() != 0 {
+        return EXIT_SIGINT;
+    }
+    EXIT_OK
+}
+
+fn measure(
+    args: &CalibrateArgs,
+    control: &Control,
+    url: &str,
+    command_line: &[String],
+    embedded: bool,
+) -> Result<Calibration, String> {
+    let say = |msg: String| {
+        if !args.quiet {
+            eprintln!("reqlife calibrate: {msg}");
+        }
+    };
+    let step = |extra: Vec<String>| -> Result<Step, String> {
+        let run_args = step_args(args, &extra).map_err(|e| format!("usage: {e}"))?;
+        let r = run_step(control, &run_args, url, command_line, embedded)
+            .map_err(|e| format!("usage: {e}"))?;
+        if r.summary.requests.ok == 0 {
+            return Err(format!(
+                "no request succeeded against {url}: {}",
+                r.first_errors.values().next().cloned().unwrap_or_default()
+            ));
+        }
+        Ok(calibrate::Step::of(&r))
+    };
+    let timestamp_ns = calibrate::timestamp_ns(1_000_000);
+    let record_ns = calibrate::record_ns(200_000);
+    say(format!(
+        "a timestamp costs {timestamp_ns:.1} ns, recording a sample {record_ns:.1} ns"
+    ));
+
+    let c = args.connections.to_string();
+    let closed = step(vec!["-c".into(), c.clone()])?;
+    say(format!(
+        "closed loop: {:.0} req/s, {:.2} us client CPU per request",
+        closed.achieved_rps, closed.client_cpu_us_per_request
+    ));
+
+    let mut open_steps = Vec::new();
+    let mut open_max = None;
+    let mut rate = (closed.achieved_rps * 0.5).max(100.0).round();
+    while open_steps.len() < MAX_OPEN_STEPS && control.signal() == 0 {
+        let s = step(vec!["-c".into(), c.clone(), "-R".into(), format!("{rate}")])?;
+        let kept = s.limit == Limit::None;
+        say(format!(
+            "open loop at {rate:.0} req/s: achieved {:.0}, lag p99 {:.0} us: {}",
+            s.achieved_rps,
+            s.lag_p99_us.unwrap_or(0.0),
+            if kept { "kept up" } else { "fell behind" }
+        ));
+        open_steps.push(s);
+        if kept {
+            open_max = Some(rate);
+        } else if open_max.is_some() {
+            break;
+        }
+        rate = calibrate::next_rate(rate, kept).round();
+    }
+
+    // Low load: a tenth of what the open loop sustained, at most 1000 req/s, on 4 connections.
+    let low_rate = (open_max.unwrap_or(closed.achieved_rps) * 0.1).clamp(10.0, 1000.0);
+    let low_load = if control.signal() == 0 {
+        Some(step(vec![
+            "-c".into(),
+            "4".into(),
+            "-R".into(),
+            format!("{}", low_rate.round()),
+        ])?)
+    } else {
+        None
+    };
+    let threads = args
+        .threads
+        .unwrap_or_else(|| crate::cli::plan::default_threads() as u64);
+    let mut cal = Calibration {
+        protocol: if args.http2 { "HTTP/2" } else { "HTTP/1.1" }.into(),
+        embedded_target: embedded,
+        threads: threads.min(args.connections),
+        connections: args.connections,
+        timestamp_ns,
+        record_ns,
+        closed,
+        open_max_rps: open_max,
+        open_steps,
+        low_load,
+        verdict: String::new(),
+    };
+    cal.verdict = cal.verdict_of();
+    Ok(cal)
+}
+
+/// The text report of a calibration.
+fn render(c: &Calibration) -> String {
+    let mut out = String::new();
+    let us = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+    let _ = writeln!(out, "Calibration of this client machine ({})", c.protocol);
+    let _ = writeln!(
+        out,
+        "  cost of a timestamp        {:>10.1} ns\n  cost of a recorded sample  {:>10.1} ns",
+        c.timestamp_ns, c.record_ns
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  {:<8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  limit",
+        "load", "offered", "achieved", "cpu us/req", "busiest", "lag p99 us", "p50 us"
+    );
+    let rows = std::iter::once(&c.closed)
+        .chain(c.open_steps.iter())
+        .chain(c.low_load.iter());
+    for s in rows {
+        let _ = writeln!(
+            out,
+            "  {:<8} {:>10} {:>10.0} {:>10.2} {:>9.0}% {:>10} {:>10}  {}",
+            s.load,
+            s.offered_rps.map_or("-".into(), |o| format!("{o:.0}")),
+            s.achieved_rps,
+            s.client_cpu_us_per_request,
+            s.busiest_thread * 100.0,
+            us(s.lag_p99_us),
+            us(s.total_p50_us),
+            match s.limit {
+                Limit::None => "-",
+                Limit::Client => "client",
+                Limit::Server => "server",
+            }
+        );
+    }
+    if let Some(low) = &c.low_load {
+        let _ = writeln!(
+            out,
+            "\n  at low load: total p50 {} us, p99 {} us; network+client (wait - server) p50 {} us, p99 {} us",
+            us(low.total_p50_us),
+            us(low.total_p99_us),
+            us(low.added_p50_us),
+            us(low.added_p99_us)
+        );
+    }
+    let _ = writeln!(out, "\n  Verdict: {}.", c.verdict);
+    out
+}
