@@ -67,6 +67,50 @@ fn a_sweep_record_validates_too() {
 }
 
 #[test]
+fn a_repeated_run_keeps_every_run_and_reports_their_spread() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("repeat.json");
+    let p = path.to_str().unwrap();
+    let out = run_ok(&[
+        "run", "-n", "300", "-c", "2", "-t", "1", "--repeat", "3", "--pause", "50ms", "-o", p,
+    ]);
+    let record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_valid(&validator(), &record);
+    assert_eq!(record["config"]["repeat"], 3);
+    let runs = record["repetitions"].as_array().unwrap();
+    let labels: Vec<&str> = runs.iter().map(|r| r["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["run 1", "run 2", "run 3"]);
+    for r in runs {
+        assert_eq!(r["summary"]["requests"]["total"], 300);
+    }
+    // The top level merges the runs; a repetition is not a sweep.
+    assert_eq!(record["summary"]["requests"]["total"], 900);
+    assert!(record["levels"].as_array().unwrap().is_empty());
+    let text = stdout(&out);
+    assert!(text.contains("repeated 3 times (3 ran)"), "{text}");
+    for row in ["run 1", "median", "min", "max", "range"] {
+        assert!(
+            text.lines().any(|l| l.trim_start().starts_with(row)),
+            "{row}: {text}"
+        );
+    }
+    assert_eq!(
+        stdout(&run(&["report", p])),
+        text,
+        "re-rendered from the record"
+    );
+    // A repetition of a sweep, and no run at all, are refused.
+    for bad in [
+        vec!["run", "--repeat", "2", "-c", "1,2", "-n", "10"],
+        vec!["run", "--repeat", "0", "-n", "10"],
+    ] {
+        let out = run(&bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(stderr(&out).contains("--repeat"), "{}", stderr(&out));
+    }
+}
+
+#[test]
 fn record_validates_against_the_schema_and_re_renders() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.json");

@@ -20,9 +20,25 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             return EXIT_FAILURE;
         }
     };
-    let plans = match plan::build_levels(args, &url) {
+    let mut plans = match plan::build_levels(args, &url) {
         Ok(p) => p,
         Err(e) => return usage_error(e),
+    };
+    let repeat = args.repeat as usize;
+    match (repeat, plans.len()) {
+        (0, _) => return usage_error("--repeat must be at least 1"),
+        (r, n) if r > 1 && n > 1 => return usage_error(
+            "--repeat and a sweep (-c a,b,... or -R a,b,...) conflict: repeat one level at a time",
+        ),
+        (r, _) if r > 1 => plans = vec![plans[0].clone(); r],
+        _ => {}
+    }
+    let label = |i: usize, plan: &RunPlan| {
+        if repeat > 1 {
+            format!("run {}", i + 1)
+        } else {
+            level_label(plan)
+        }
     };
     let configs = match plans
         .iter()
@@ -45,12 +61,16 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             break;
         }
         if plans.len() > 1 && !args.quiet {
-            eprintln!(
-                "reqlife: level {}/{}: {}",
-                i + 1,
-                plans.len(),
-                level_label(plan)
-            );
+            if repeat > 1 {
+                eprintln!("reqlife: run {}/{}", i + 1, plans.len());
+            } else {
+                eprintln!(
+                    "reqlife: level {}/{}: {}",
+                    i + 1,
+                    plans.len(),
+                    label(i, plan)
+                );
+            }
         }
         match control.execute(plan, config, args.quiet, args.every, args.view.json) {
             Ok(o) => levels.push(o),
@@ -72,20 +92,15 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         command_line: command_line.clone(),
         embedded_target: embedded.is_some(),
     };
-    let record = if plans.len() == 1 {
+    let mut record = if plans.len() == 1 {
         let o = &levels[0];
         RunRecord::build(&plans[0], &o.measured, ending(o))
     } else {
         let parts: Vec<(String, &RunPlan, RunRecord)> = levels
             .iter()
             .zip(&plans)
-            .map(|(o, p)| {
-                (
-                    level_label(p),
-                    p,
-                    RunRecord::build(p, &o.measured, ending(o)),
-                )
-            })
+            .enumerate()
+            .map(|(i, (o, p))| (label(i, p), p, RunRecord::build(p, &o.measured, ending(o))))
             .collect();
         let mut all = ending(&levels[0]);
         all.recorded = levels.iter().map(|o| o.recorded).sum();
@@ -93,7 +108,12 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             .last()
             .map(|o| o.stop_reason.clone())
             .unwrap_or_default();
-        RunRecord::sweep(
+        let combine = if repeat > 1 {
+            RunRecord::repeated
+        } else {
+            RunRecord::sweep
+        };
+        combine(
             &plans[0],
             &levels
                 .iter()
@@ -103,6 +123,8 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             parts,
         )
     };
+    // --repeat: the runs asked for (an interrupted series keeps those that ran).
+    record.config.repeat = repeat as u64;
     if let Some(server) = embedded {
         server.shutdown();
     }

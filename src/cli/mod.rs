@@ -154,9 +154,15 @@ pub struct RunArgs {
     #[arg(short = 'R', long = "rate", value_parser = rate_arg, value_delimiter = ',')]
     pub rate: Vec<f64>,
 
-    /// Pause between the levels of a sweep.
+    /// Pause between the levels of a sweep, and between repetitions.
     #[arg(long = "pause", default_value = "1s", value_parser = duration_arg)]
     pub pause: Duration,
+
+    /// Run the same test this many times (with --pause between): the record keeps each run,
+    /// and the report gives the median and spread of each figure across runs (for
+    /// `reqlife compare` with statistics across runs).
+    #[arg(long = "repeat", default_value = "1", value_parser = count_arg)]
+    pub repeat: u64,
 
     /// Stages of load, one after another: rates ('10s:0->20000, 60s:20000, 10s:20000->0', an
     /// open loop) or connections ('10s:1->200c, 30s:200c', a closed loop). Each stage's figures

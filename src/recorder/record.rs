@@ -29,6 +29,10 @@ pub struct RunRecord {
     /// A sweep (`-c 100,200` or `-R 5000,10000`): each level's whole record, in order. The
     /// top-level summary then merges all levels (histograms added exactly).
     pub levels: Vec<Level>,
+    /// `--repeat N`: each run's whole record, in order (the same plan each time); the
+    /// top-level summary merges them. Empty for a single run.
+    #[serde(default)]
+    pub repetitions: Vec<Level>,
     /// Phase name → base64 HdrHistogram V2+DEFLATE of the whole run, in nanoseconds.
     pub histograms: BTreeMap<String, String>,
     /// Error kind → the first error of that kind, in words.
@@ -76,6 +80,13 @@ pub struct Config {
     pub command_line: Vec<String>,
     /// A sweep's levels (`of`: `connections` or `rate`).
     pub sweep: Option<Sweep>,
+    /// `--repeat N`: how many times the plan ran (1: once).
+    #[serde(default = "one")]
+    pub repeat: u64,
+}
+
+fn one() -> u64 {
+    1
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -461,6 +472,7 @@ impl RunRecord {
             intervals: intervals_of(measured, plan.interval, end.recorded),
             stages: stages_of(plan, measured),
             levels: Vec::new(),
+            repetitions: Vec::new(),
             histograms,
             first_errors,
         }
@@ -527,6 +539,22 @@ impl RunRecord {
                     .map(move |w| format!("{}: {w}", l.label))
             })
             .collect();
+        top
+    }
+
+    /// The record of `--repeat N`: the runs' records (label, plan, record) in order, and a
+    /// top-level summary merging them, as for a sweep, with the runs kept in `repetitions`.
+    pub fn repeated(
+        plan: &RunPlan,
+        measured: &[Measured],
+        end: Ending,
+        parts: Vec<(String, &RunPlan, RunRecord)>,
+    ) -> RunRecord {
+        let mut top = Self::sweep(plan, measured, end, parts);
+        top.repetitions = std::mem::take(&mut top.levels);
+        top.config.sweep = None;
+        top.config.repeat = top.repetitions.len() as u64;
+        top.summary.generator.offered_rps = offered_rps(plan);
         top
     }
 
@@ -792,6 +820,7 @@ fn config_of(plan: &RunPlan, end: &Ending) -> Config {
         connection_policy: if plan.keepalive { "reuse" } else { "new" }.into(),
         max_connections_per_second: plan.max_connects_per_s,
         sweep: None,
+        repeat: 1,
         command_line: end.command_line.clone(),
     }
 }

@@ -25,6 +25,7 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
     header(&mut out, record);
     totals(&mut out, record);
     if record.levels.is_empty() {
+        repetitions(&mut out, record);
         phases(&mut out, record);
         breakdown(&mut out, record);
     } else {
@@ -90,6 +91,14 @@ fn header(out: &mut String, r: &RunRecord) {
             "  offered {rate:.0} req/s, {} arrivals (seed {})",
             c.arrival.as_deref().unwrap_or("constant"),
             c.seed
+        );
+    }
+    if c.repeat > 1 {
+        let _ = writeln!(
+            out,
+            "  repeated {} times ({} ran): the totals and phases below merge the runs",
+            c.repeat,
+            r.repetitions.len()
         );
     }
     if c.connection_policy == "new" {
@@ -342,6 +351,88 @@ fn levels(out: &mut String, r: &RunRecord) {
             cell(t.mean_us),
             l.summary.requests.errors
         );
+    }
+}
+
+/// `--repeat N`: one row per run, then the median of each figure across the runs and its
+/// spread (the lowest and highest run, and that range as a share of the median).
+fn repetitions(out: &mut String, r: &RunRecord) {
+    if r.repetitions.is_empty() {
+        return;
+    }
+    let figures: [(&str, fn(&crate::recorder::record::Summary) -> Option<f64>); 6] = [
+        ("req/s", |s| Some(s.throughput_rps)),
+        ("p50", |s| s.latency.total.p50_us),
+        ("p90", |s| s.latency.total.p90_us),
+        ("p99", |s| s.latency.total.p99_us),
+        ("p99.9", |s| s.latency.total.p999_us),
+        ("mean", |s| s.latency.total.mean_us),
+    ];
+    let _ = writeln!(out);
+    let _ = write!(out, "  {:<10}", "Run");
+    for (name, _) in &figures {
+        let _ = write!(out, " {name:>10}");
+    }
+    let _ = writeln!(out, " {:>8}", "errors");
+    let show = |i: usize, v: f64| {
+        if i == 0 {
+            format!("{v:.1}")
+        } else {
+            human_ns(v * 1000.0)
+        }
+    };
+    for run in &r.repetitions {
+        let _ = write!(out, "  {:<10}", run.label);
+        for (i, (_, f)) in figures.iter().enumerate() {
+            let cell = f(&run.summary).map_or("-".into(), |v| show(i, v));
+            let _ = write!(out, " {cell:>10}");
+        }
+        let _ = writeln!(out, " {:>8}", run.summary.requests.errors);
+    }
+    let columns: Vec<Vec<f64>> = figures
+        .iter()
+        .map(|(_, f)| r.repetitions.iter().filter_map(|l| f(&l.summary)).collect())
+        .collect();
+    let row = |out: &mut String, label: &str, pick: &dyn Fn(usize, &[f64]) -> String| {
+        let _ = write!(out, "  {label:<10}");
+        for (i, col) in columns.iter().enumerate() {
+            let cell = if col.is_empty() {
+                "-".into()
+            } else {
+                pick(i, col)
+            };
+            let _ = write!(out, " {cell:>10}");
+        }
+        let _ = writeln!(out);
+    };
+    row(out, "median", &|i, col| show(i, median(col)));
+    row(out, "min", &|i, col| {
+        show(i, col.iter().cloned().fold(f64::MAX, f64::min))
+    });
+    row(out, "max", &|i, col| {
+        show(i, col.iter().cloned().fold(f64::MIN, f64::max))
+    });
+    row(out, "range", &|_, col| {
+        let (lo, hi) = (
+            col.iter().cloned().fold(f64::MAX, f64::min),
+            col.iter().cloned().fold(f64::MIN, f64::max),
+        );
+        format!(
+            "{:.1}%",
+            100.0 * (hi - lo) / median(col).max(f64::MIN_POSITIVE)
+        )
+    });
+}
+
+/// The median of some values (the mean of the middle two for an even count).
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
 
