@@ -360,7 +360,8 @@ fn repetitions(out: &mut String, r: &RunRecord) {
     if r.repetitions.is_empty() {
         return;
     }
-    let figures: [(&str, fn(&crate::recorder::record::Summary) -> Option<f64>); 6] = [
+    type Figure = fn(&crate::recorder::record::Summary) -> Option<f64>;
+    let figures: [(&str, Figure); 6] = [
         ("req/s", |s| Some(s.throughput_rps)),
         ("p50", |s| s.latency.total.p50_us),
         ("p90", |s| s.latency.total.p90_us),
