@@ -442,6 +442,35 @@ pub struct RunPlan {
     /// Largest response body kept for decoding, in bytes (`--max-body`); a larger one is a
     /// protocol error. Bodies that are not decoded are counted, never kept.
     pub max_body_bytes: u64,
+    /// This process's share of the plan (`--segment i/n`; the whole plan by default). The
+    /// load model and stop rule hold the whole plan's figures; workers take their share.
+    pub segment: Segment,
+}
+
+/// This process's share of a plan run by several generators (`--segment i/n`): request `k` of
+/// the whole plan (its k-th due time, its k-th sequence number) belongs to segment `k mod n`,
+/// so the segments interleave and together follow the whole plan exactly; a count `N` (of
+/// connections or requests) splits as `N/n`, plus one for the first `N mod n` segments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    /// 0-based.
+    pub index: u64,
+    pub count: u64,
+}
+
+impl Segment {
+    /// The whole plan: one segment.
+    pub const WHOLE: Segment = Segment { index: 0, count: 1 };
+
+    /// This segment's share of `total` items (they add up to `total` over the segments).
+    pub fn share(&self, total: u64) -> u64 {
+        total / self.count + u64::from(self.index < total % self.count)
+    }
+
+    /// The whole plan's number of this segment's `k`-th item (0-based).
+    pub fn global(&self, k: u64) -> u64 {
+        k * self.count + self.index
+    }
 }
 
 /// HTTP/2 settings.
@@ -454,6 +483,19 @@ pub struct Http2Plan {
 }
 
 impl RunPlan {
+    /// Connections this process holds: its segment's share of the plan's.
+    pub fn local_connections(&self) -> usize {
+        self.segment.share(self.connections() as u64) as usize
+    }
+
+    /// The stop rule of this process: its segment's share of a request count.
+    pub fn local_stop(&self) -> StopRule {
+        match self.stop {
+            StopRule::Requests(n) => StopRule::Requests(self.segment.share(n)),
+            d => d,
+        }
+    }
+
     /// Number of connections of the plan (the most at any time, for stages).
     pub fn connections(&self) -> usize {
         match &self.load {
@@ -578,6 +620,31 @@ mod tests {
         for (phase, present) in rows {
             assert_eq!(t.phase(phase).is_some(), present, "{}", phase.name());
         }
+    }
+
+    #[test]
+    fn segments_share_counts_and_interleave_items() {
+        // (total, count): the shares add up to the total, and differ by at most one.
+        for (total, count) in [(1000, 3), (50, 1), (7, 7), (2, 5), (100_000, 4)] {
+            let shares: Vec<u64> = (0..count)
+                .map(|index| Segment { index, count }.share(total))
+                .collect();
+            assert_eq!(shares.iter().sum::<u64>(), total, "{total} over {count}");
+            let (lo, hi) = (shares.iter().min().unwrap(), shares.iter().max().unwrap());
+            assert!(hi - lo <= 1, "{shares:?}");
+        }
+        // Each segment's items, mapped to the whole plan's numbers, cover 0..N once.
+        let n = 1000;
+        let mut seen = vec![false; n as usize];
+        for index in 0..3 {
+            let s = Segment { index, count: 3 };
+            for k in 0..s.share(n) {
+                let g = s.global(k) as usize;
+                assert!(!seen[g], "{g} twice");
+                seen[g] = true;
+            }
+        }
+        assert!(seen.iter().all(|&x| x));
     }
 
     #[test]

@@ -54,6 +54,32 @@ impl Control {
         self.signal.load(Ordering::SeqCst)
     }
 
+    /// Waits until `--start-at` (at once if that time has passed); false if interrupted.
+    pub fn wait_start(&self, start: crate::cli::units::StartAt, quiet: bool) -> bool {
+        let wait = match start {
+            crate::cli::units::StartAt::In(d) => d,
+            crate::cli::units::StartAt::At(t) => {
+                match t.duration_since(std::time::SystemTime::now()) {
+                    Ok(d) => d,
+                    Err(late) => {
+                        eprintln!(
+                            "reqlife: --start-at was {:.3}s ago: starting now",
+                            late.duration().as_secs_f64()
+                        );
+                        Duration::ZERO
+                    }
+                }
+            }
+        };
+        if !quiet && !wait.is_zero() {
+            eprintln!(
+                "reqlife: starting in {:.3}s (--start-at)",
+                wait.as_secs_f64()
+            );
+        }
+        self.pause(wait)
+    }
+
     /// Waits `pause` between levels; false if interrupted.
     pub fn pause(&self, pause: Duration) -> bool {
         self.runtime.block_on(async {

@@ -55,6 +55,15 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             return EXIT_FAILURE;
         }
     };
+    if let Some(start) = args.start_at {
+        if !control.wait_start(start, args.quiet) {
+            eprintln!("reqlife: interrupted before the start: nothing was measured");
+            return match control.signal() {
+                libc::SIGTERM => EXIT_SIGTERM,
+                _ => EXIT_SIGINT,
+            };
+        }
+    }
     let mut levels = Vec::new();
     for (i, (plan, config)) in plans.iter().zip(configs).enumerate() {
         if i > 0 && !control.pause(args.pause) {

@@ -93,6 +93,14 @@ fn duration_arg(s: &str) -> Result<Duration, String> {
     units::parse_duration(s).map_err(|e| e.0)
 }
 
+fn segment_arg(s: &str) -> Result<crate::model::Segment, String> {
+    units::parse_segment(s).map_err(|e| e.0)
+}
+
+fn start_at_arg(s: &str) -> Result<units::StartAt, String> {
+    units::parse_start_at(s).map_err(|e| e.0)
+}
+
 fn count_arg(s: &str) -> Result<u64, String> {
     units::parse_count(s).map_err(|e| e.0)
 }
@@ -157,6 +165,17 @@ pub struct RunArgs {
     /// Pause between the levels of a sweep, and between repetitions.
     #[arg(long = "pause", default_value = "1s", value_parser = duration_arg)]
     pub pause: Duration,
+
+    /// Run this process's part of a plan split over several generators (1-based, e.g. 2/3):
+    /// its share of the rate, the connections and a request count, and every n-th sequence
+    /// number. `reqlife merge` adds the parts' records up exactly.
+    #[arg(long = "segment", value_parser = segment_arg)]
+    pub segment: Option<crate::model::Segment>,
+
+    /// Start at this time (RFC 3339, e.g. 2026-11-23T10:00:00Z) or after this long (+30s), so
+    /// that generators started apart begin together and their interval series align.
+    #[arg(long = "start-at", value_parser = start_at_arg)]
+    pub start_at: Option<units::StartAt>,
 
     /// Run the same test this many times (with --pause between): the record keeps each run,
     /// and the report gives the median and spread of each figure across runs (for

@@ -6,7 +6,7 @@ use super::units::StagesSpec;
 use super::{ArrivalArg, PolicyArg, RunArgs};
 use crate::model::{
     io_reason, Arrival, ConnStage, Http2Plan, LoadModel, RateStage, RunPlan, Schedule, Scheme,
-    StopRule, Target, TlsPlan,
+    Segment, StopRule, Target, TlsPlan,
 };
 use std::net::ToSocketAddrs;
 use std::time::Duration;
@@ -127,18 +127,35 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
             "-c/--connections {connections} is too many: at most {MAX_CONNECTIONS}"
         ));
     }
-    let connections = connections as usize;
+    let segment = args.segment.unwrap_or(Segment::WHOLE);
+    // This process holds its segment's share of the connections.
+    let local = segment.share(connections);
+    if local == 0 {
+        return err(format!(
+            "segment {}/{} would have no connection: -c/--connections {connections} must be at least {} to split over {} segments",
+            segment.index + 1,
+            segment.count,
+            segment.count,
+            segment.count
+        ));
+    }
+    let (connections, local) = (connections as usize, local as usize);
     let threads = match args.threads {
         // Bursts are timed as one: they run on one thread.
         _ if args.burst.is_some() => 1,
         Some(0) => return err("-t/--threads must be at least 1"),
+        Some(t) if t as usize > local && segment.count > 1 => {
+            return err(format!(
+                "-t/--threads {t} is more than this segment's {local} connections (of {connections}): each thread needs at least one connection"
+            ))
+        }
         Some(t) if t as usize > connections => {
             return err(format!(
                 "-t/--threads {t} is more than -c/--connections {connections}: each thread needs at least one connection"
             ))
         }
         Some(t) => t as usize,
-        None => default_threads().min(connections),
+        None => default_threads().min(local),
     };
     let stop = match (args.duration, args.requests) {
         (Some(_), Some(_)) => {
@@ -147,6 +164,14 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         (Some(d), None) if d.is_zero() => return err("-d/--duration must be more than 0"),
         (Some(d), None) => StopRule::Duration(d),
         (None, Some(0)) => return err("-n/--requests must be at least 1"),
+        (None, Some(n)) if segment.share(n) == 0 => {
+            return err(format!(
+                "segment {}/{} would send no request: -n/--requests {n} must be at least {}",
+                segment.index + 1,
+                segment.count,
+                segment.count
+            ))
+        }
         (None, Some(n)) => StopRule::Requests(n),
         (None, None) => StopRule::Duration(DEFAULT_DURATION),
     };
@@ -339,6 +364,7 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         max_header_bytes: MAX_HEADER_BYTES,
         compressed: args.compressed,
         max_body_bytes: args.max_body,
+        segment,
     })
 }
 

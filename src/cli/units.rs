@@ -162,6 +162,64 @@ pub fn parse_stages(input: &str) -> Result<StagesSpec, UnitError> {
     }
 }
 
+/// Parses `--segment i/n`: this process's part `i` (1-based) of `n`.
+pub fn parse_segment(input: &str) -> Result<crate::model::Segment, UnitError> {
+    let bad = |why: &str| {
+        UnitError(format!(
+            "invalid segment '{input}': {why}; expected i/n with 1 <= i <= n (e.g. 2/3)"
+        ))
+    };
+    let (i, n) = input.trim().split_once('/').ok_or_else(|| bad("no '/'"))?;
+    let i: u64 = i
+        .trim()
+        .parse()
+        .map_err(|_| bad("i is not a whole number"))?;
+    let n: u64 = n
+        .trim()
+        .parse()
+        .map_err(|_| bad("n is not a whole number"))?;
+    if n == 0 || i == 0 || i > n {
+        return Err(bad("i must be from 1 to n"));
+    }
+    Ok(crate::model::Segment {
+        index: i - 1,
+        count: n,
+    })
+}
+
+/// When to start (`--start-at`): an RFC 3339 time, or `+DURATION` from now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartAt {
+    At(std::time::SystemTime),
+    In(Duration),
+}
+
+/// Parses `--start-at`: `2026-11-23T10:00:00Z` (RFC 3339) or `+30s`.
+pub fn parse_start_at(input: &str) -> Result<StartAt, UnitError> {
+    let input = input.trim();
+    if let Some(rel) = input.strip_prefix('+') {
+        return parse_duration(rel)
+            .map(StartAt::In)
+            .map_err(|e| UnitError(format!("invalid --start-at '{input}': {}", e.0)));
+    }
+    let t = time::OffsetDateTime::parse(input, &time::format_description::well_known::Rfc3339)
+        .map_err(|e| {
+            UnitError(format!(
+                "invalid --start-at '{input}' ({e}): expected an RFC 3339 time such as \
+                 2026-11-23T10:00:00Z, or +DURATION such as +30s"
+            ))
+        })?;
+    let ns = t.unix_timestamp_nanos();
+    if ns < 0 {
+        return Err(UnitError(format!(
+            "invalid --start-at '{input}': before 1970"
+        )));
+    }
+    Ok(StartAt::At(
+        std::time::UNIX_EPOCH + Duration::from_nanos(ns as u64),
+    ))
+}
+
 /// Formats a duration given in nanoseconds in a human unit with 2 decimals
 /// (`812ns`, `35.20us`, `1.25ms`, `2.00s`).
 pub fn human_ns(ns: f64) -> String {
@@ -195,6 +253,46 @@ pub fn human_bytes(bytes: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn segments() {
+        // (input, 0-based index and count, or a part of the error)
+        type Want = Result<(u64, u64), &'static str>;
+        let rows: [(&str, Want); 7] = [
+            ("1/1", Ok((0, 1))),
+            ("2/3", Ok((1, 3))),
+            (" 3 / 3 ", Ok((2, 3))),
+            ("0/3", Err("from 1 to n")),
+            ("4/3", Err("from 1 to n")),
+            ("1-3", Err("no '/'")),
+            ("a/3", Err("not a whole number")),
+        ];
+        for (input, want) in rows {
+            match (parse_segment(input), want) {
+                (Ok(s), Ok((i, n))) => assert_eq!((s.index, s.count), (i, n), "{input}"),
+                (Err(e), Err(part)) => assert!(e.0.contains(part), "{input}: {}", e.0),
+                (got, _) => panic!("{input}: {got:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn start_times() {
+        assert_eq!(
+            parse_start_at("+30s"),
+            Ok(StartAt::In(Duration::from_secs(30)))
+        );
+        let at = std::time::UNIX_EPOCH + Duration::from_millis(1_795_000_000_500);
+        assert_eq!(
+            parse_start_at("2026-11-18T11:06:40.5Z"),
+            Ok(StartAt::At(at))
+        );
+        assert!(parse_start_at("tomorrow")
+            .unwrap_err()
+            .0
+            .contains("RFC 3339"));
+        assert!(parse_start_at("+soon").is_err());
+    }
 
     #[test]
     fn durations() {

@@ -16,7 +16,7 @@ pub use scheduler::Scheduler;
 
 use crate::engine::http2::H2Link;
 use crate::engine::{ConnectGate, Session, SessionConfig};
-use crate::model::{ConnStage, LoadModel, RunPlan, Sample, Ticket, Timestamps};
+use crate::model::{ConnStage, LoadModel, RunPlan, Sample, Segment, Ticket, Timestamps};
 use crate::recorder::{IntervalSnapshot, Measured, Recorder};
 use pacer::ThreadPacer;
 use std::cell::RefCell;
@@ -123,7 +123,8 @@ pub fn start(
     };
     let config = Arc::new(config);
     let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel();
-    let connections = plan.connections();
+    // This process's share of the plan's connections (all of them unless --segment).
+    let connections = plan.local_connections();
     let mut handles = Vec::with_capacity(plan.threads);
     for thread in 0..plan.threads {
         // Thread i holds c/t connections, and one more for the first c%t threads.
@@ -133,7 +134,14 @@ pub fn start(
             LoadModel::Open {
                 schedule, arrival, ..
             } => Some((
-                ThreadPacer::new(schedule.clone(), *arrival, thread, plan.threads, plan.seed),
+                ThreadPacer::new(
+                    schedule.clone(),
+                    *arrival,
+                    thread,
+                    plan.threads,
+                    plan.segment,
+                    plan.seed,
+                ),
                 start,
             )),
         };
@@ -152,6 +160,7 @@ pub fn start(
                 _ => None,
             },
             conn_stages: conn_stages.clone(),
+            segment: plan.segment,
             connections: conns,
             scheduler: scheduler.clone(),
             pacer,
@@ -206,6 +215,8 @@ struct WorkerCtx {
     stage_ends: Vec<Instant>,
     /// Closed-loop connection stages.
     conn_stages: Option<Arc<Vec<ConnStage>>>,
+    /// This process's share of the plan: its connections interleave with the other segments'.
+    segment: Segment,
     /// Bursts: the pause between bursts and their number.
     burst: Option<(Duration, Option<u64>)>,
     /// `--server-total`.
@@ -309,12 +320,16 @@ impl WorkerCtx {
             // HTTP/2: the connection slot's streams share one connection.
             let link = self.http2.then(|| Rc::new(H2Link::default()));
             for _ in 0..self.streams {
-                // Connections are numbered across threads (thread i holds i, i+T, i+2T, …), so
-                // a ramp of connections grows evenly on every thread.
+                // Connections are numbered across threads (thread i holds i, i+T, i+2T, …) and
+                // segments (segment s holds every S-th of those), so a ramp of connections grows
+                // evenly on every thread of every generator.
                 let activity = self.conn_stages.as_ref().map(|stages| Activity {
                     stages: stages.clone(),
                     origin: self.record_from,
-                    index: local * self.threads + self.thread,
+                    index: self
+                        .segment
+                        .global((local * self.threads + self.thread) as u64)
+                        as usize,
                 });
                 let conn = Connection {
                     activity,

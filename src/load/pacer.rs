@@ -15,8 +15,11 @@
 //! Work is split over T threads by interleaving: thread i takes requests i, i+T, i+2T, … of the
 //! one global schedule, so the threads together follow it exactly (a poisson schedule gives each
 //! thread an independent poisson process of rate r/T, whose superposition is poisson of rate r).
+//! Over S generators (`--segment s/S`) the same holds one level up: segment s takes requests
+//! s, s+S, s+2S, … of the plan's schedule, and its threads interleave within that share, so
+//! thread i of segment s takes request `(k·T + i)·S + s` as its k-th.
 
-use crate::model::{Arrival, RateStage, Schedule};
+use crate::model::{Arrival, RateStage, Schedule, Segment};
 use std::time::Duration;
 
 /// Requests due over the whole stage: the area under the rate, `(r0 + r1)/2 · D`.
@@ -85,6 +88,7 @@ pub struct ThreadPacer {
     schedule: Schedule,
     thread: u64,
     threads: u64,
+    segment: Segment,
     /// Next request of this thread (its k-th).
     k: u64,
     arrival: Arrival,
@@ -99,22 +103,32 @@ impl ThreadPacer {
         arrival: Arrival,
         thread: usize,
         threads: usize,
+        segment: Segment,
         seed: u64,
     ) -> Self {
+        // Every (segment, thread) pair draws its own poisson stream from the one seed.
+        let stream = (thread as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            ^ segment.index.wrapping_mul(0xD1B5_4A32_D192_ED03);
         ThreadPacer {
             schedule,
             thread: thread as u64,
             threads: threads.max(1) as u64,
+            segment,
             k: 0,
             arrival,
-            rng: SplitMix64(seed ^ (thread as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            rng: SplitMix64(seed ^ stream),
             clock_s: 0.0,
         }
     }
 
+    /// The plan's number of this thread's `k`-th request.
+    fn global(&self, k: u64) -> u64 {
+        self.segment.global(k * self.threads + self.thread)
+    }
+
     /// The due time of this thread's next request, or `None` when its schedule is over.
     pub fn next_due(&mut self) -> Option<Duration> {
-        let n = self.k * self.threads + self.thread;
+        let n = self.global(self.k);
         self.k += 1;
         match self.arrival {
             Arrival::Constant => self.schedule.due(n),
@@ -122,7 +136,7 @@ impl ThreadPacer {
                 // The local mean rate at the current time: the schedule's rate there, from the
                 // spacing of its due times around this request.
                 let here = self.schedule.due(n)?;
-                let next = self.schedule.due(n + self.threads);
+                let next = self.schedule.due(self.global(self.k));
                 let gap_mean = match next {
                     Some(next) => (next - here).as_secs_f64(),
                     None => return None,
@@ -162,6 +176,7 @@ impl SplitMix64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Segment;
 
     fn us(d: Option<Duration>) -> Option<u64> {
         d.map(|d| (d.as_nanos() as f64 / 1000.0).round() as u64)
@@ -236,8 +251,8 @@ mod tests {
     #[test]
     fn threads_interleave_the_one_schedule() {
         let s = Schedule::Constant { rate: 1000.0 };
-        let mut a = ThreadPacer::new(s.clone(), Arrival::Constant, 0, 2, 1);
-        let mut b = ThreadPacer::new(s, Arrival::Constant, 1, 2, 1);
+        let mut a = ThreadPacer::new(s.clone(), Arrival::Constant, 0, 2, Segment::WHOLE, 1);
+        let mut b = ThreadPacer::new(s, Arrival::Constant, 1, 2, Segment::WHOLE, 1);
         let got_a: Vec<_> = (0..3).map(|_| us(a.next_due()).unwrap()).collect();
         let got_b: Vec<_> = (0..3).map(|_| us(b.next_due()).unwrap()).collect();
         assert_eq!(got_a, vec![0, 2000, 4000]);
@@ -245,9 +260,31 @@ mod tests {
     }
 
     #[test]
+    fn segments_and_their_threads_interleave_the_one_schedule() {
+        // 1000 req/s over 3 segments of 2 threads: together, every due time of the plan once.
+        let s = Schedule::Constant { rate: 1000.0 };
+        let mut all: Vec<u64> = Vec::new();
+        for index in 0..3 {
+            for thread in 0..2 {
+                let seg = Segment { index, count: 3 };
+                let mut p = ThreadPacer::new(s.clone(), Arrival::Constant, thread, 2, seg, 1);
+                all.extend((0..100).map(|_| us(p.next_due()).unwrap()));
+            }
+        }
+        all.sort_unstable();
+        let want: Vec<u64> = (0..600).map(|n| n * 1000).collect();
+        assert_eq!(all, want);
+        // Segment 2 of 3, thread 1 of 2: its k-th request is the plan's (2k + 1)·3 + 1.
+        let seg = Segment { index: 1, count: 3 };
+        let mut p = ThreadPacer::new(s, Arrival::Constant, 1, 2, seg, 1);
+        let got: Vec<_> = (0..3).map(|_| us(p.next_due()).unwrap()).collect();
+        assert_eq!(got, vec![4000, 10_000, 16_000]);
+    }
+
+    #[test]
     fn poisson_keeps_the_mean_rate_and_is_reproducible() {
         let s = Schedule::Constant { rate: 10_000.0 };
-        let mut p = ThreadPacer::new(s.clone(), Arrival::Poisson, 0, 1, 42);
+        let mut p = ThreadPacer::new(s.clone(), Arrival::Poisson, 0, 1, Segment::WHOLE, 42);
         let n = 100_000;
         let mut last = Duration::ZERO;
         let mut gaps_sq = 0.0;
@@ -263,13 +300,14 @@ mod tests {
         // Exponential: the second moment is 2·mean² (a constant rate would give mean²).
         let m2 = gaps_sq / n as f64;
         assert!((m2 / (2.0 * 1e-8) - 1.0).abs() < 0.05, "second moment {m2}");
-        let mut again = ThreadPacer::new(s, Arrival::Poisson, 0, 1, 42);
+        let mut again = ThreadPacer::new(s, Arrival::Poisson, 0, 1, Segment::WHOLE, 42);
         let first: Vec<_> = (0..5).map(|_| again.next_due()).collect();
         let mut p2 = ThreadPacer::new(
             Schedule::Constant { rate: 10_000.0 },
             Arrival::Poisson,
             0,
             1,
+            Segment::WHOLE,
             42,
         );
         let second: Vec<_> = (0..5).map(|_| p2.next_due()).collect();

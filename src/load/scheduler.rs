@@ -5,27 +5,31 @@
 //! start after the warm-up), so the run sends exactly `-n` recorded requests whatever the
 //! threads' speeds; a duration ends issuing at `record_from + duration`.
 
-use crate::model::{RunPlan, StopRule, Ticket};
+use crate::model::{RunPlan, Segment, StopRule, Ticket};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// Issues tickets for every load model of the plan.
 pub struct Scheduler {
     record_from: Instant,
+    /// This process's stop rule (its segment's share of a request count).
     stop: StopRule,
+    segment: Segment,
     deadline: Option<Instant>,
     claims: AtomicU64,
 }
 
 impl Scheduler {
     pub fn new(plan: &RunPlan, record_from: Instant) -> Self {
-        let deadline = match plan.stop {
+        let stop = plan.local_stop();
+        let deadline = match stop {
             StopRule::Duration(d) => Some(record_from + d),
             StopRule::Requests(_) => None,
         };
         Scheduler {
             record_from,
-            stop: plan.stop,
+            stop,
+            segment: plan.segment,
             deadline,
             claims: AtomicU64::new(0),
         }
@@ -54,17 +58,18 @@ impl Scheduler {
         })
     }
 
-    /// Admits a request intended at `intended` under the stop rule: its sequence number, or
-    /// `None` when the count is reached. Requests intended during the warm-up are not
-    /// counted (their number is `u64::MAX`: they are not recorded).
+    /// Admits a request intended at `intended` under the stop rule: its sequence number in
+    /// the whole plan (over every segment), or `None` when the count is reached. Requests
+    /// intended during the warm-up are not counted (their number is `u64::MAX`: they are not
+    /// recorded).
     pub fn admit(&self, intended: Instant) -> Option<u64> {
         if intended < self.record_from {
             return Some(u64::MAX);
         }
-        let seq = self.claims.fetch_add(1, Ordering::Relaxed);
+        let claim = self.claims.fetch_add(1, Ordering::Relaxed);
         match self.stop {
-            StopRule::Requests(n) if seq >= n => None,
-            _ => Some(seq),
+            StopRule::Requests(n) if claim >= n => None,
+            _ => Some(self.segment.global(claim)),
         }
     }
 }
@@ -104,6 +109,19 @@ mod tests {
             let got = s.ticket_at(t0 + Duration::from_millis(ms)).map(|t| t.seq);
             assert_eq!(got, want, "at {ms} ms");
         }
+    }
+
+    #[test]
+    fn a_segment_sends_its_share_with_the_plan_s_numbers() {
+        let t0 = Instant::now();
+        // 10 requests over 3 segments: segment 2 sends 3 of them, numbered 1, 4, 7.
+        let s = Scheduler::new(&plan(&["-n", "10", "--segment", "2/3"]), t0);
+        let seqs: Vec<u64> = std::iter::from_fn(|| s.ticket_at(t0).map(|t| t.seq)).collect();
+        assert_eq!(seqs, [1, 4, 7]);
+        // Segment 1 takes the extra one.
+        let s = Scheduler::new(&plan(&["-n", "10", "--segment", "1/3"]), t0);
+        let seqs: Vec<u64> = std::iter::from_fn(|| s.ticket_at(t0).map(|t| t.seq)).collect();
+        assert_eq!(seqs, [0, 3, 6, 9]);
     }
 
     #[test]

@@ -83,6 +83,10 @@ pub struct Config {
     /// `--repeat N`: how many times the plan ran (1: once).
     #[serde(default = "one")]
     pub repeat: u64,
+    /// `--segment i/n`: this record is part i of n of the plan (whose figures the config
+    /// holds: the whole rate, connections and count); `None` for the whole plan.
+    #[serde(default)]
+    pub segment: Option<String>,
 }
 
 fn one() -> u64 {
@@ -306,8 +310,9 @@ pub struct Stage {
     /// Open loop: the stage's mean offered rate.
     pub offered_rps: Option<f64>,
     pub latency: Latency,
-    /// base64 V2+DEFLATE histogram of the stage's total latency.
-    pub total_histogram: String,
+    /// Phase name → base64 V2+DEFLATE histogram of the stage (empty phases left out), for
+    /// exact merges.
+    pub histograms: BTreeMap<String, String>,
 }
 
 /// One interval of the time series (all threads merged).
@@ -653,7 +658,11 @@ fn stages_of(plan: &RunPlan, measured: &Measured) -> Vec<Stage> {
                 throughput_rps: round3(c.requests as f64 / secs),
                 offered_rps,
                 latency: latency_of(h),
-                total_histogram: hist::encode(h.get(Phase::Total)),
+                histograms: Phase::ALL
+                    .iter()
+                    .filter(|&&p| !h.get(p).is_empty())
+                    .map(|&p| (p.name().to_string(), hist::encode(h.get(p))))
+                    .collect(),
             };
             start += secs;
             stage
@@ -674,13 +683,14 @@ fn latency_of(h: &super::PhaseHists) -> Latency {
     }
 }
 
-/// The offered rate of an open loop with a constant schedule.
+/// The rate this process offered in an open loop with a constant schedule: its segment's
+/// share of the plan's.
 fn offered_rps(plan: &RunPlan) -> Option<f64> {
     match &plan.load {
         LoadModel::Open {
             schedule: Schedule::Constant { rate },
             ..
-        } => Some(*rate),
+        } => Some(*rate / plan.segment.count as f64),
         _ => None,
     }
 }
@@ -821,6 +831,8 @@ fn config_of(plan: &RunPlan, end: &Ending) -> Config {
         max_connections_per_second: plan.max_connects_per_s,
         sweep: None,
         repeat: 1,
+        segment: (plan.segment.count > 1)
+            .then(|| format!("{}/{}", plan.segment.index + 1, plan.segment.count)),
         command_line: end.command_line.clone(),
     }
 }

@@ -93,6 +93,12 @@ fn header(out: &mut String, r: &RunRecord) {
             c.seed
         );
     }
+    if let Some(seg) = &c.segment {
+        let _ = writeln!(
+            out,
+            "  segment {seg} of the plan: this generator's share (`reqlife merge` adds the segments up)"
+        );
+    }
     if c.repeat > 1 {
         let _ = writeln!(
             out,
