@@ -44,6 +44,7 @@ pub fn main_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::Report(a) => report(&a),
         Command::Stats(a) => stats::stats(&a),
         Command::Calibrate(a) => calibrate::calibrate(&a, command_line),
+        Command::Merge(a) => merge(&a),
     }
 }
 
@@ -95,6 +96,37 @@ fn report(args: &ReportArgs) -> i32 {
         Err(e) => return usage_error(e),
     };
     out(&args.view.render(&record));
+    EXIT_OK
+}
+
+/// `reqlife merge`.
+fn merge(args: &crate::cli::MergeArgs) -> i32 {
+    let mut records = Vec::with_capacity(args.files.len());
+    for path in &args.files {
+        match load_record(path) {
+            Ok(r) => records.push(r),
+            Err(e) => return usage_error(e),
+        }
+    }
+    let names: Vec<String> = args
+        .files
+        .iter()
+        .map(|p| format!("'{}'", p.display()))
+        .collect();
+    let merged = match crate::recorder::merge::merge(records, &names) {
+        Ok(m) => m,
+        Err(e) => return usage_error(e),
+    };
+    if let Some(path) = &args.output {
+        if let Err(e) = std::fs::write(path, crate::report::record_json(&merged) + "\n") {
+            eprintln!(
+                "error: cannot write the merged record to '{}': {e}",
+                path.display()
+            );
+            return EXIT_FAILURE;
+        }
+    }
+    out(&args.view.render(&merged));
     EXIT_OK
 }
 

@@ -32,6 +32,25 @@ pub enum Command {
     /// sample, the closed- and open-loop limits against the embedded target (or --external),
     /// the client CPU per request and the latency the client adds, and a verdict.
     Calibrate(CalibrateArgs),
+    /// Merge the records of one plan's segments (`run --segment i/n -o part.json` on several
+    /// generators), or of its repeated runs, exactly: histograms added, counters summed,
+    /// interval series merged by time. Prints the merged report.
+    Merge(MergeArgs),
+}
+
+/// Flags of `reqlife merge`.
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// The RunRecords to merge (`run -o FILE`).
+    #[arg(required = true, num_args = 1..)]
+    pub files: Vec<PathBuf>,
+
+    /// Write the merged RunRecord here.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub view: ViewArgs,
 }
 
 /// Flags of `reqlife calibrate`.

@@ -5,6 +5,7 @@
 //! ([`Measured::merge`]) and become a [`record::RunRecord`].
 
 pub mod hist;
+pub mod merge;
 pub mod record;
 pub mod server_timing;
 
