@@ -2,14 +2,16 @@
 //! template, when the run starts, so that sending a request on the hot path is one write of a
 //! ready buffer.
 //!
-//! Workloads build on the submodules: [`template`] (text with generator slots, rendered per
-//! request), [`gen`] (the generators and their per-worker state), [`request`] (a whole
-//! HTTP/1.1 request of templates, with the head rules shared with [`RequestTemplate::http1`])
-//! and [`mix`] (which request to send next).
+//! Workloads (`--scenario`) build on the submodules: [`template`] (text with generator slots,
+//! rendered per request), [`gen`] (the generators and their per-worker state), [`request`] (a
+//! whole HTTP/1.1 request of templates, with the head rules shared with
+//! [`RequestTemplate::http1`]), [`mix`] (which request to send next) and [`scenario`] (the TOML
+//! scenario file).
 
 pub mod gen;
 pub mod mix;
 pub mod request;
+pub mod scenario;
 pub mod template;
 
 use crate::model::{RunPlan, Scheme};
