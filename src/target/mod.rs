@@ -2,16 +2,17 @@
 //! template, when the run starts, so that sending a request on the hot path is one write of a
 //! ready buffer.
 //!
-//! Workloads (`--scenario`) build on the submodules: [`template`] (text with generator slots,
-//! rendered per request), [`gen`] (the generators and their per-worker state), [`request`] (a
-//! whole HTTP/1.1 request of templates, with the head rules shared with
-//! [`RequestTemplate::http1`]), [`mix`] (which request to send next) and [`scenario`] (the TOML
-//! scenario file).
+//! Workloads (`--scenario`, `--targets`) build on the submodules: [`template`] (text with
+//! generator slots, rendered per request), [`gen`] (the generators and their per-worker
+//! state), [`request`] (a whole HTTP/1.1 request of templates, with the head rules shared with
+//! [`RequestTemplate::http1`]), [`mix`] (which request to send next), [`scenario`] (the TOML
+//! scenario file) and [`targets`] (vegeta's target lists).
 
 pub mod gen;
 pub mod mix;
 pub mod request;
 pub mod scenario;
+pub mod targets;
 pub mod template;
 
 use crate::model::{RunPlan, Scheme};
