@@ -166,25 +166,37 @@ impl GenState {
     }
 }
 
-/// The 62 characters of `{random_text:N}`.
-const ALNUM: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+/// The 62 characters of `{random_text:N}`, then two fillers for the rejected chunks 62 and 63.
+const ALNUM: &[u8; 64] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz__";
 
 /// Appends `n` characters drawn uniformly from `[0-9A-Za-z]`: each 64-bit draw gives ten 6-bit
 /// chunks, and a chunk of 62 or 63 is skipped, so every character has probability 1/62.
+/// Written in place without a branch per character: every chunk is written at the next free
+/// position, which only moves on when the chunk is kept (a skipped one is overwritten).
 pub fn push_random_text(out: &mut Vec<u8>, n: usize, gen: &mut GenState) {
-    out.reserve(n);
-    let mut left = n;
-    while left > 0 {
+    let start = out.len();
+    out.resize(start + n, 0);
+    let dst = &mut out[start..];
+    let mut i = 0;
+    // Ten chunks fit whatever is kept: no bound to check inside.
+    while n - i >= 10 {
         let mut bits = gen.next_u64();
         for _ in 0..10 {
             let c = (bits & 63) as usize;
             bits >>= 6;
-            if c < 62 {
-                out.push(ALNUM[c]);
-                left -= 1;
-                if left == 0 {
-                    break;
-                }
+            dst[i] = ALNUM[c];
+            i += (c < 62) as usize;
+        }
+    }
+    while i < n {
+        let mut bits = gen.next_u64();
+        for _ in 0..10 {
+            let c = (bits & 63) as usize;
+            bits >>= 6;
+            dst[i] = ALNUM[c];
+            i += (c < 62) as usize;
+            if i == n {
+                break;
             }
         }
     }
