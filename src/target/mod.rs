@@ -1,6 +1,19 @@
 //! What is sent: request templates. The bytes of an HTTP/1.1 request are prepared once per
 //! template, when the run starts, so that sending a request on the hot path is one write of a
 //! ready buffer.
+//!
+//! Workloads (`--scenario`, `--targets`) build on the submodules: [`template`] (text with
+//! generator slots, rendered per request), [`gen`] (the generators and their per-worker
+//! state), [`request`] (a whole HTTP/1.1 request of templates, with the head rules shared with
+//! [`RequestTemplate::http1`]), [`mix`] (which request to send next), [`scenario`] (the TOML
+//! scenario file) and [`targets`] (vegeta's target lists).
+
+pub mod gen;
+pub mod mix;
+pub mod request;
+pub mod scenario;
+pub mod targets;
+pub mod template;
 
 use crate::model::{RunPlan, Scheme};
 
@@ -15,65 +28,22 @@ pub struct RequestTemplate {
 impl RequestTemplate {
     /// Prepares the HTTP/1.1 request of `plan`: the request line, `Host` (unless given),
     /// `User-Agent` (unless given), the user's headers, `Content-Length` when there is a body
-    /// (or the method usually has one), then the body.
+    /// (or the method usually has one), then the body. The rules are those of templated
+    /// requests ([`request::RequestSpec::prepare`]): one place, so the two cannot drift.
     pub fn http1(plan: &RunPlan) -> Self {
-        let t = &plan.target;
-        let has = |name: &str| {
-            plan.headers
-                .iter()
-                .any(|(n, _)| n.eq_ignore_ascii_case(name))
-        };
-        let mut out = Vec::with_capacity(256 + plan.body.len());
-        out.extend_from_slice(plan.method.as_bytes());
-        out.push(b' ');
-        out.extend_from_slice(t.path_and_query.as_bytes());
-        out.extend_from_slice(b" HTTP/1.1\r\n");
-        if !has("host") {
-            let default_port = match t.scheme {
-                Scheme::Http => 80,
-                Scheme::Https => 443,
-            };
-            let host = if t.host.contains(':') {
-                format!("[{}]", t.host)
-            } else {
-                t.host.clone()
-            };
-            if t.port == default_port {
-                out.extend_from_slice(format!("Host: {host}\r\n").as_bytes());
-            } else {
-                out.extend_from_slice(format!("Host: {host}:{}\r\n", t.port).as_bytes());
-            }
-        }
-        if !has("user-agent") {
-            out.extend_from_slice(
-                format!("User-Agent: reqlife/{}\r\n", env!("CARGO_PKG_VERSION")).as_bytes(),
-            );
-        }
-        if !plan.keepalive && !has("connection") {
-            // A connection per request: tell the server, so that it closes too.
-            out.extend_from_slice(b"Connection: close\r\n");
-        }
-        if plan.compressed && !has("accept-encoding") {
-            out.extend_from_slice(
-                format!(
-                    "Accept-Encoding: {}\r\n",
-                    crate::engine::decode::ACCEPT_ENCODING
-                )
-                .as_bytes(),
-            );
-        }
-        for (name, value) in &plan.headers {
-            out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
-        }
-        let body_method = matches!(plan.method.as_str(), "POST" | "PUT" | "PATCH");
-        if !has("content-length") && (!plan.body.is_empty() || body_method) {
-            out.extend_from_slice(format!("Content-Length: {}\r\n", plan.body.len()).as_bytes());
-        }
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(&plan.body);
+        let spec = request::RequestSpec::fixed(
+            &plan.method,
+            &plan.target.path_and_query,
+            &plan.headers,
+            &plan.body,
+        );
+        let prepared = spec.prepare_with(&plan.target, plan.keepalive, plan.compressed);
+        let mut bytes = Vec::with_capacity(256 + plan.body.len());
+        // A fixed request has no generator: the state is not drawn from.
+        prepared.render_into(&mut bytes, &mut gen::GenState::new(0, 0, 1));
         RequestTemplate {
-            bytes: out,
-            head: plan.method.eq_ignore_ascii_case("HEAD"),
+            bytes,
+            head: prepared.is_head(),
         }
     }
 

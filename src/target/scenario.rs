@@ -1,0 +1,1217 @@
+//! Scenario files (`--scenario FILE.toml`): named requests made of templates, and optional
+//! phases run in order, each with its own request mix, load model and stop rule. This module
+//! reads the TOML, checks everything, and gives typed data ([`Scenario`]); every error is one
+//! line `FILE:LINE:COLUMN: message` that names what is valid (the position of a template error
+//! is the slot's own, inside the string, when the string has no escape sequences before it).
+//!
+//! # Format
+//!
+//! ```toml
+//! seed = 7                      # optional; --seed on the command line wins
+//!
+//! [[request]]
+//! name = "put"                  # required, unique
+//! method = "PUT"                # default GET
+//! path = "/kv/{seq:0:99999}"    # required: path and query, a template (see template.rs)
+//! headers = { "Content-Type" = "text/plain" }   # values are templates
+//! body = "{random_text:100}"    # a template; or body_file = "value.json" (sent as is)
+//! weight = 1                    # a positive integer, default 1
+//!
+//! [[phase]]                     # optional; without phases the command line sets the load
+//! name = "fill"                 # default "phase N"
+//! requests = ["put"]            # or mix = { get = 3, put = 1 }; default: every request
+//! count = 100000                # a stop rule: count, duration, stages, or bursts
+//! connections = 50              # default 50, as -c
+//!
+//! [[phase]]
+//! name = "read"
+//! mix = { get = 3, put = 1 }    # weights for this phase (requests = [...] uses theirs)
+//! rate = "20k"                  # open loop (as -R); without it, a closed loop
+//! duration = "30s"
+//! ```
+//!
+//! A phase takes the load keys of the command line, with its units: `connections`, `rate`
+//! (`20000`, `"20k"`, `"250/s"`), `arrival` (`"constant"` or `"poisson"`), `stages`
+//! (`"10s:0->20000, 60s:20000"` or `"10s:1->200c, 30s:200c"`), `burst`, `burst_interval`,
+//! `bursts`, and a stop rule `count` (`100000`, `"100k"`) or `duration` (`"30s"`, or a number
+//! of seconds). Relative paths (`body_file`, `{line:FILE}`) start from the scenario's folder.
+
+use super::mix::Mix;
+use super::request::{is_token, RequestSpec};
+use super::template::{Field, Sources, Template, TemplateError};
+use crate::cli::plan::MAX_CONNECTIONS;
+use crate::cli::units::{parse_count, parse_duration, parse_rate, parse_stages, StagesSpec};
+use crate::model::{io_reason, Arrival, ConnStage, LoadModel, RateStage, Schedule, StopRule};
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use toml::Spanned;
+
+/// Connections of a phase that gives none (the default of `-c`).
+pub const DEFAULT_CONNECTIONS: usize = 50;
+/// Pause between bursts when a phase gives none (the default of `--burst-interval`).
+pub const DEFAULT_BURST_INTERVAL: Duration = Duration::from_millis(10);
+
+/// A scenario file that cannot be used: where (line and column from 1, when known) and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ScenarioError {
+    pub file: PathBuf,
+    /// `(line, column)`, both from 1; columns count characters.
+    pub position: Option<(usize, usize)>,
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.position {
+            Some((line, col)) => {
+                write!(f, "{}:{line}:{col}: {}", self.file.display(), self.message)
+            }
+            None => write!(f, "{}: {}", self.file.display(), self.message),
+        }
+    }
+}
+
+/// A checked scenario.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The file's seed (the command line's `--seed` wins over it).
+    pub seed: Option<u64>,
+    /// The requests in file order; `requests[i].spec.id == i`.
+    pub requests: Vec<ScenarioRequest>,
+    /// The phases in the order they run; empty when the command line sets the load.
+    pub phases: Vec<ScenarioPhase>,
+}
+
+/// A request and its default weight.
+#[derive(Debug, Clone)]
+pub struct ScenarioRequest {
+    pub spec: RequestSpec,
+    /// Its weight in a mix that does not give its own (≥ 1).
+    pub weight: u64,
+}
+
+/// One phase: which requests, how much load, until when.
+#[derive(Debug, Clone)]
+pub struct ScenarioPhase {
+    pub name: String,
+    /// Indices into [`Scenario::requests`], by weight.
+    pub mix: Mix,
+    pub load: LoadModel,
+    pub stop: StopRule,
+}
+
+impl Scenario {
+    /// Every request by its own weight: the mix when the scenario has no phase.
+    pub fn default_mix(&self) -> Mix {
+        let entries: Vec<(usize, u64)> = self
+            .requests
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (i, r.weight))
+            .collect();
+        // Weights were checked positive and a scenario has at least one request.
+        Mix::weighted(&entries).unwrap_or_else(|_| Mix::round_robin(self.requests.len()))
+    }
+
+    /// The index of the request named `name`.
+    pub fn request_index(&self, name: &str) -> Option<usize> {
+        self.requests.iter().position(|r| r.spec.name == name)
+    }
+}
+
+/// Reads and checks the scenario at `path`: relative data and body files from its folder,
+/// `{env:…}` from the process environment.
+pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        file: path.to_path_buf(),
+        position: None,
+        message: format!("cannot read the scenario: {}", io_reason(&e)),
+    })?;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    parse(&text, path, &mut Sources::new(dir))
+}
+
+/// Checks the scenario `text`, named `file` in messages, reading files and variables from
+/// `sources`.
+pub fn parse(text: &str, file: &Path, sources: &mut Sources) -> Result<Scenario, ScenarioError> {
+    let ctx = Ctx { text, file };
+    let raw: RawFile = toml::from_str(text).map_err(|e| {
+        let at = e.span().map(|s| s.start);
+        ctx.error(at, e.message().trim_end().to_string())
+    })?;
+    if raw.request.is_empty() {
+        return Err(ctx.error(
+            None,
+            "no [[request]]: a scenario needs at least one, e.g. [[request]] name = \"get\" path = \"/\"",
+        ));
+    }
+    let mut requests: Vec<ScenarioRequest> = Vec::new();
+    for (id, r) in raw.request.iter().enumerate() {
+        let req = request(&ctx, id, r, sources)?;
+        if requests.iter().any(|o| o.spec.name == req.spec.name) {
+            return Err(ctx.at(
+                &r.get_ref().name,
+                format!(
+                    "a request named '{}' is already defined: names are unique",
+                    req.spec.name
+                ),
+            ));
+        }
+        requests.push(req);
+    }
+    let mut phases: Vec<ScenarioPhase> = Vec::new();
+    for (i, p) in raw.phase.iter().enumerate() {
+        let phase = phase(&ctx, i, p, &requests)?;
+        if phases.iter().any(|o| o.name == phase.name) {
+            return Err(ctx.error(
+                Some(p.span().start),
+                format!(
+                    "a phase named '{}' is already defined: names are unique",
+                    phase.name
+                ),
+            ));
+        }
+        phases.push(phase);
+    }
+    Ok(Scenario {
+        seed: raw.seed,
+        requests,
+        phases,
+    })
+}
+
+/// The text being checked, to turn byte offsets into positions.
+struct Ctx<'a> {
+    text: &'a str,
+    file: &'a Path,
+}
+
+impl Ctx<'_> {
+    fn error(&self, offset: Option<usize>, message: impl Into<String>) -> ScenarioError {
+        let position = offset.map(|off| {
+            let off = off.min(self.text.len());
+            let before = &self.text[..off];
+            let line = before.matches('\n').count() + 1;
+            let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+            (line, before[line_start..].chars().count() + 1)
+        });
+        ScenarioError {
+            file: self.file.to_path_buf(),
+            position,
+            message: message.into(),
+        }
+    }
+
+    fn at<T>(&self, value: &Spanned<T>, message: impl Into<String>) -> ScenarioError {
+        self.error(Some(value.span().start), message)
+    }
+
+    /// The error of a template found in the string `value`: at the slot when the string's
+    /// text in the file is the value itself (no escapes), else at the string.
+    fn template_error(
+        &self,
+        value: &Spanned<String>,
+        what: &str,
+        e: TemplateError,
+    ) -> ScenarioError {
+        let offset = string_start(self.text, value.span(), value.get_ref())
+            .map_or(value.span().start, |start| start + e.offset);
+        self.error(Some(offset), format!("{what}: {}", e.message))
+    }
+}
+
+/// Where the value of a TOML string starts in the file, when its text there is the value
+/// exactly (no escape sequence), so that offsets in the value are offsets in the file.
+fn string_start(text: &str, span: Range<usize>, value: &str) -> Option<usize> {
+    let raw = text.get(span.clone())?;
+    for delim in ["\"\"\"", "'''", "\"", "'"] {
+        let n = delim.len();
+        if raw.len() >= 2 * n && raw.starts_with(delim) && raw.ends_with(delim) {
+            let inner = &raw[n..raw.len() - n];
+            // A multi-line string drops a line break right after its opening delimiter.
+            let trimmed = if n == 3 {
+                inner
+                    .strip_prefix("\r\n")
+                    .or_else(|| inner.strip_prefix('\n'))
+                    .unwrap_or(inner)
+            } else {
+                inner
+            };
+            return (trimmed == value).then(|| span.start + n + (inner.len() - trimmed.len()));
+        }
+    }
+    None
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    seed: Option<u64>,
+    #[serde(default)]
+    request: Vec<Spanned<RawRequest>>,
+    #[serde(default)]
+    phase: Vec<Spanned<RawPhase>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRequest {
+    name: Spanned<String>,
+    method: Option<Spanned<String>>,
+    path: Spanned<String>,
+    headers: Option<Pairs<String>>,
+    body: Option<Spanned<String>>,
+    body_file: Option<Spanned<String>>,
+    weight: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPhase {
+    name: Option<Spanned<String>>,
+    requests: Option<Spanned<Vec<Spanned<String>>>>,
+    mix: Option<Spanned<Pairs<i64>>>,
+    count: Option<Spanned<Amount>>,
+    duration: Option<Spanned<Amount>>,
+    connections: Option<Spanned<Amount>>,
+    rate: Option<Spanned<Amount>>,
+    arrival: Option<Spanned<String>>,
+    stages: Option<Spanned<String>>,
+    burst: Option<Spanned<Amount>>,
+    burst_interval: Option<Spanned<Amount>>,
+    bursts: Option<Spanned<Amount>>,
+}
+
+/// The entries of an inline table, in file order, with their spans.
+struct Pairs<V>(Vec<(Spanned<String>, Spanned<V>)>);
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for Pairs<V> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct PairsVisitor<V>(PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> Visitor<'de> for PairsVisitor<V> {
+            type Value = Pairs<V>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    "a table, e.g. { \"Content-Type\" = \"text/plain\" } or { get = 3, put = 1 }",
+                )
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Pairs<V>, A::Error> {
+                let mut pairs = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    pairs.push(entry);
+                }
+                Ok(Pairs(pairs))
+            }
+        }
+        d.deserialize_map(PairsVisitor(PhantomData))
+    }
+}
+
+/// A number, or a string with the command line's units (`"10k"`, `"30s"`, `"250/s"`).
+enum Amount {
+    Int(i64),
+    Float(f64),
+    Text(String),
+}
+
+impl<'de> Deserialize<'de> for Amount {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct AmountVisitor;
+        impl Visitor<'_> for AmountVisitor {
+            type Value = Amount;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    "a number, or a string with a unit such as \"10k\", \"30s\" or \"250/s\"",
+                )
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Amount, E> {
+                Ok(Amount::Int(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Amount, E> {
+                i64::try_from(v)
+                    .map(Amount::Int)
+                    .map_err(|_| E::custom("the number is too large"))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Amount, E> {
+                Ok(Amount::Float(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Amount, E> {
+                Ok(Amount::Text(v.to_string()))
+            }
+        }
+        d.deserialize_any(AmountVisitor)
+    }
+}
+
+/// What a number of a phase key means.
+#[derive(Clone, Copy)]
+enum Unit {
+    Count,
+    Seconds,
+    Rate,
+}
+
+/// The value of a phase key, in its unit: a count, nanoseconds or requests per second.
+fn amount(ctx: &Ctx, key: &str, a: &Spanned<Amount>, unit: Unit) -> Result<f64, ScenarioError> {
+    let fail = |m: String| Err(ctx.at(a, format!("{key}: {m}")));
+    let v = match (a.get_ref(), unit) {
+        (Amount::Text(s), Unit::Count) => parse_count(s).map(|n| n as f64),
+        (Amount::Text(s), Unit::Seconds) => parse_duration(s).map(|d| d.as_secs_f64()),
+        (Amount::Text(s), Unit::Rate) => parse_rate(s),
+        (Amount::Int(i), _) => Ok(*i as f64),
+        (Amount::Float(f), _) => Ok(*f),
+    };
+    match v {
+        Err(e) => fail(e.0),
+        Ok(v) if !v.is_finite() || v < 0.0 => fail(format!("{v} is negative or not a number")),
+        Ok(v) if matches!(unit, Unit::Count) && v.fract() != 0.0 => {
+            fail(format!("{v} is not a whole number"))
+        }
+        Ok(v) if matches!(unit, Unit::Seconds) && v > 1e9 => fail(format!("{v}s is too long")),
+        Ok(v) => Ok(v),
+    }
+}
+
+fn count(ctx: &Ctx, key: &str, a: &Spanned<Amount>) -> Result<u64, ScenarioError> {
+    amount(ctx, key, a, Unit::Count).map(|v| v as u64)
+}
+
+fn duration(ctx: &Ctx, key: &str, a: &Spanned<Amount>) -> Result<Duration, ScenarioError> {
+    amount(ctx, key, a, Unit::Seconds).map(Duration::from_secs_f64)
+}
+
+fn request(
+    ctx: &Ctx,
+    id: usize,
+    r: &Spanned<RawRequest>,
+    sources: &mut Sources,
+) -> Result<ScenarioRequest, ScenarioError> {
+    let raw = r.get_ref();
+    let name = raw.name.get_ref().trim().to_string();
+    if name.is_empty() {
+        return Err(ctx.at(&raw.name, "a request's name cannot be empty"));
+    }
+    let what = |key: &str| format!("request '{name}', {key}");
+    let method = match &raw.method {
+        None => "GET".to_string(),
+        Some(m) if is_token(m.get_ref().trim()) => m.get_ref().trim().to_string(),
+        Some(m) => {
+            return Err(ctx.at(
+                m,
+                format!(
+                "{}: invalid method '{}': expected a token such as GET, POST, PUT, DELETE, HEAD",
+                what("method"),
+                m.get_ref()
+            ),
+            ))
+        }
+    };
+    if !raw.path.get_ref().starts_with('/') {
+        return Err(ctx.at(
+            &raw.path,
+            format!(
+                "{}: '{}' does not start with '/': give the path and query (the host comes from the command line's URL), e.g. \"/kv/{{seq}}\"",
+                what("path"),
+                raw.path.get_ref()
+            ),
+        ));
+    }
+    let path = Template::parse_in(raw.path.get_ref(), Field::Path, sources)
+        .map_err(|e| ctx.template_error(&raw.path, &what("path"), e))?;
+    let mut headers = Vec::new();
+    for (n, v) in raw.headers.iter().flat_map(|h| h.0.iter()) {
+        let hname = n.get_ref().trim();
+        if !is_token(hname) {
+            return Err(ctx.at(
+                n,
+                format!(
+                    "{}: '{hname}' is not a valid header name (letters, digits and !#$%&'*+-.^_`|~)",
+                    what("headers")
+                ),
+            ));
+        }
+        if hname.eq_ignore_ascii_case("content-length")
+            || hname.eq_ignore_ascii_case("transfer-encoding")
+        {
+            return Err(ctx.at(
+                n,
+                format!(
+                    "{}: {hname} is set by reqlife from the rendered body: leave it out",
+                    what("headers")
+                ),
+            ));
+        }
+        let value = Template::parse_in(v.get_ref(), Field::Header, sources)
+            .map_err(|e| ctx.template_error(v, &what(&format!("header {hname}")), e))?;
+        headers.push((hname.to_string(), value));
+    }
+    let body = match (&raw.body, &raw.body_file) {
+        (Some(_), Some(f)) => {
+            return Err(ctx.at(
+                f,
+                format!(
+                    "{}: body and body_file conflict: give one",
+                    what("body_file")
+                ),
+            ))
+        }
+        (Some(b), None) => Template::parse_in(b.get_ref(), Field::Body, sources)
+            .map_err(|e| ctx.template_error(b, &what("body"), e))?,
+        (None, Some(f)) => {
+            let path = super::gen::LineFile::resolve(sources.base_dir(), f.get_ref());
+            let bytes = std::fs::read(&path).map_err(|e| {
+                ctx.at(
+                    f,
+                    format!(
+                        "{}: cannot read '{}': {}",
+                        what("body_file"),
+                        path.display(),
+                        io_reason(&e)
+                    ),
+                )
+            })?;
+            Template::literal(bytes)
+        }
+        (None, None) => Template::default(),
+    };
+    let weight = match &raw.weight {
+        None => 1,
+        Some(w) if *w.get_ref() >= 1 => *w.get_ref() as u64,
+        Some(w) => {
+            return Err(ctx.at(
+                w,
+                format!(
+                    "{}: {} is not a positive integer: weights are 1 or more (leave a request out of a phase's requests instead)",
+                    what("weight"),
+                    w.get_ref()
+                ),
+            ))
+        }
+    };
+    Ok(ScenarioRequest {
+        spec: RequestSpec {
+            id,
+            name,
+            method,
+            path,
+            headers,
+            body,
+        },
+        weight,
+    })
+}
+
+fn phase(
+    ctx: &Ctx,
+    index: usize,
+    p: &Spanned<RawPhase>,
+    requests: &[ScenarioRequest],
+) -> Result<ScenarioPhase, ScenarioError> {
+    let raw = p.get_ref();
+    let name = match &raw.name {
+        Some(n) if n.get_ref().trim().is_empty() => {
+            return Err(ctx.at(n, "a phase's name cannot be empty"))
+        }
+        Some(n) => n.get_ref().trim().to_string(),
+        None => format!("phase {}", index + 1),
+    };
+    // How messages name the phase: `phase 'read'`, or `phase 2` when it has no name.
+    let label = match &raw.name {
+        Some(_) => format!("phase '{name}'"),
+        None => name.clone(),
+    };
+    let names = || {
+        requests
+            .iter()
+            .map(|r| r.spec.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let find = |n: &Spanned<String>| {
+        requests
+            .iter()
+            .position(|r| r.spec.name == n.get_ref().trim())
+            .ok_or_else(|| {
+                ctx.at(
+                    n,
+                    format!(
+                        "{label} names no request '{}': the requests are {}",
+                        n.get_ref(),
+                        names()
+                    ),
+                )
+            })
+    };
+    // Adds request i with weight w, named at `at` (a request named twice is refused).
+    let add = |entries: &mut Vec<(usize, u64)>, i: usize, w: u64, at: &Spanned<String>| {
+        if entries.iter().any(|e| e.0 == i) {
+            return Err(ctx.at(at, format!("{label} names '{}' twice", at.get_ref())));
+        }
+        entries.push((i, w));
+        Ok(())
+    };
+    let mut entries: Vec<(usize, u64)> = Vec::new();
+    match (&raw.requests, &raw.mix) {
+        (Some(_), Some(m)) => {
+            return Err(ctx.at(
+                m,
+                format!("{label}: requests and mix conflict: give requests = [...] (their own weights) or mix = {{ name = weight, ... }}"),
+            ))
+        }
+        (Some(list), None) => {
+            if list.get_ref().is_empty() {
+                return Err(ctx.at(list, format!("{label}: requests is empty: name at least one of {}", names())));
+            }
+            for n in list.get_ref() {
+                let i = find(n)?;
+                add(&mut entries, i, requests[i].weight, n)?;
+            }
+        }
+        (None, Some(m)) => {
+            if m.get_ref().0.is_empty() {
+                return Err(ctx.at(m, format!("{label}: mix is empty: give weights to some of {}", names())));
+            }
+            for (n, w) in &m.get_ref().0 {
+                let i = find(n)?;
+                if *w.get_ref() < 1 {
+                    return Err(ctx.at(
+                        w,
+                        format!(
+                            "{label}, mix: weight {} of '{}' is not a positive integer: weights are 1 or more (leave the request out instead)",
+                            w.get_ref(),
+                            n.get_ref()
+                        ),
+                    ));
+                }
+                add(&mut entries, i, *w.get_ref() as u64, n)?;
+            }
+        }
+        (None, None) => entries = requests.iter().enumerate().map(|(i, r)| (i, r.weight)).collect(),
+    }
+    let mix = Mix::weighted(&entries).map_err(|e| ctx.error(Some(p.span().start), e))?;
+    let (load, stop) = load_of(ctx, &label, p)?;
+    Ok(ScenarioPhase {
+        name,
+        mix,
+        load,
+        stop,
+    })
+}
+
+/// The load model and stop rule of a phase, with the command line's rules.
+fn load_of(
+    ctx: &Ctx,
+    label: &str,
+    p: &Spanned<RawPhase>,
+) -> Result<(LoadModel, StopRule), ScenarioError> {
+    let raw = p.get_ref();
+    let conflict = |at: Option<usize>, m: &str| Err(ctx.error(at, format!("{label}: {m}")));
+    let span = |a: &Option<Spanned<Amount>>| a.as_ref().map(|a| a.span().start);
+    let connections = match &raw.connections {
+        None => DEFAULT_CONNECTIONS,
+        Some(c) => match count(ctx, &format!("{label}, connections"), c)? {
+            0 => return conflict(span(&raw.connections), "connections must be at least 1"),
+            n if n > MAX_CONNECTIONS => {
+                return conflict(
+                    span(&raw.connections),
+                    &format!("connections {n} is too many: at most {MAX_CONNECTIONS}"),
+                )
+            }
+            n => n as usize,
+        },
+    };
+    let arrival = match &raw.arrival {
+        None => Arrival::Constant,
+        Some(a) => match a.get_ref().as_str() {
+            "constant" => Arrival::Constant,
+            "poisson" => Arrival::Poisson,
+            other => {
+                return Err(ctx.at(
+                    a,
+                    format!(
+                        "{label}: unknown arrival '{other}': expected \"constant\" or \"poisson\""
+                    ),
+                ))
+            }
+        },
+    };
+    let stop = match (&raw.count, &raw.duration) {
+        (Some(_), Some(d)) => {
+            return conflict(
+                Some(d.span().start),
+                "count and duration conflict: give one stop rule",
+            )
+        }
+        (Some(c), None) => match count(ctx, &format!("{label}, count"), c)? {
+            0 => return conflict(Some(c.span().start), "count must be at least 1"),
+            n => Some(StopRule::Requests(n)),
+        },
+        (None, Some(d)) => match duration(ctx, &format!("{label}, duration"), d)? {
+            d0 if d0.is_zero() => {
+                return conflict(Some(d.span().start), "duration must be more than 0")
+            }
+            d => Some(StopRule::Duration(d)),
+        },
+        (None, None) => None,
+    };
+    if raw.burst.is_none() {
+        for (key, v) in [
+            ("burst_interval", &raw.burst_interval),
+            ("bursts", &raw.bursts),
+        ] {
+            if v.is_some() {
+                return conflict(
+                    span(v),
+                    &format!("{key} applies to bursts: give burst = N too"),
+                );
+            }
+        }
+    }
+    let no_stop = || {
+        conflict(
+            Some(p.span().start),
+            "no stop rule: give count = N, duration = \"30s\", stages = \"...\" or (with burst) bursts = N",
+        )
+    };
+    let (load, stop) = if let Some(stages_raw) = &raw.stages {
+        for (key, v) in [
+            ("rate", &raw.rate),
+            ("count", &raw.count),
+            ("duration", &raw.duration),
+            ("burst", &raw.burst),
+        ] {
+            if v.is_some() {
+                return conflict(
+                    span(v),
+                    &format!("stages and {key} conflict: the stages set the load and the length"),
+                );
+            }
+        }
+        let spec = parse_stages(stages_raw.get_ref())
+            .map_err(|e| ctx.at(stages_raw, format!("{label}, stages: {}", e.0)))?;
+        match spec {
+            StagesSpec::Rates(st) => {
+                let stages: Vec<RateStage> = st
+                    .iter()
+                    .map(|&(duration, from_rps, to_rps)| RateStage {
+                        duration,
+                        from_rps,
+                        to_rps,
+                    })
+                    .collect();
+                let total = stages.iter().map(|s| s.duration).sum();
+                let load = LoadModel::Open {
+                    schedule: Schedule::Stages(stages),
+                    arrival,
+                    connections,
+                };
+                (load, StopRule::Duration(total))
+            }
+            StagesSpec::Connections(st) => {
+                if raw.connections.is_some() {
+                    return conflict(
+                        span(&raw.connections),
+                        "connection stages set the connections: drop connections",
+                    );
+                }
+                if st.iter().all(|&(_, a, b)| a.max(b) == 0) {
+                    return Err(ctx.at(
+                        stages_raw,
+                        format!(
+                            "{label}, stages: must reach at least 1 connection (e.g. '10s:1->50c')"
+                        ),
+                    ));
+                }
+                let stages: Vec<ConnStage> = st
+                    .iter()
+                    .map(|&(duration, from, to)| ConnStage {
+                        duration,
+                        from: from as usize,
+                        to: to as usize,
+                    })
+                    .collect();
+                let total = stages.iter().map(|s| s.duration).sum();
+                (LoadModel::ClosedStages(stages), StopRule::Duration(total))
+            }
+        }
+    } else if let Some(b) = &raw.burst {
+        for (key, v) in [("rate", &raw.rate), ("count", &raw.count)] {
+            if v.is_some() {
+                return conflict(span(v), &format!("burst and {key} conflict: bursts set their own pace (use bursts = N for a count)"));
+            }
+        }
+        let size = match count(ctx, &format!("{label}, burst"), b)? {
+            0 => return conflict(Some(b.span().start), "burst must be at least 1 request"),
+            n => n,
+        };
+        let interval = match &raw.burst_interval {
+            Some(i) => duration(ctx, &format!("{label}, burst_interval"), i)?,
+            None => DEFAULT_BURST_INTERVAL,
+        };
+        let bursts = match &raw.bursts {
+            Some(n) => match count(ctx, &format!("{label}, bursts"), n)? {
+                0 => return conflict(Some(n.span().start), "bursts must be at least 1"),
+                n => Some(n),
+            },
+            None => None,
+        };
+        let stop = match (stop, bursts) {
+            (Some(stop), _) => stop,
+            (None, Some(n)) => StopRule::Requests(n.saturating_mul(size)),
+            (None, None) => return no_stop(),
+        };
+        (
+            LoadModel::Burst {
+                size: size as usize,
+                interval,
+                bursts,
+            },
+            stop,
+        )
+    } else {
+        let Some(stop) = stop else { return no_stop() };
+        let load = match &raw.rate {
+            Some(r) => match amount(ctx, &format!("{label}, rate"), r, Unit::Rate)? {
+                v if v <= 0.0 => {
+                    return conflict(
+                        Some(r.span().start),
+                        "rate must be more than 0 requests per second (e.g. \"1k\")",
+                    )
+                }
+                v if v > 1e9 => {
+                    return conflict(Some(r.span().start), "rate is too high: at most 1G/s")
+                }
+                rate => LoadModel::Open {
+                    schedule: Schedule::Constant { rate },
+                    arrival,
+                    connections,
+                },
+            },
+            None => LoadModel::Closed { connections },
+        };
+        (load, stop)
+    };
+    if let Some(a) = raw.arrival.as_ref().filter(|_| load.name() != "open") {
+        return Err(ctx.at(
+            a,
+            format!("{label}: arrival applies to an open loop: give rate or rate stages too"),
+        ));
+    }
+    Ok((load, stop))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::gen::GenState;
+    use proptest::prelude::*;
+
+    fn parse_str(text: &str) -> Result<Scenario, ScenarioError> {
+        parse(
+            text,
+            Path::new("s.toml"),
+            &mut Sources::new("/nonexistent").with_env([("TOKEN", "t0k")]),
+        )
+    }
+
+    const GET: &str = "[[request]]\nname = \"get\"\npath = \"/\"\n";
+
+    #[test]
+    fn the_kv_example_parses() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kv.toml");
+        let s = load(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.seed, Some(7));
+        let names: Vec<_> = s.requests.iter().map(|r| r.spec.name.as_str()).collect();
+        assert_eq!(names, ["put", "get", "head", "delete"]);
+        assert!(s.requests.iter().enumerate().all(|(i, r)| r.spec.id == i));
+        let put = &s.requests[0].spec;
+        assert_eq!(put.method, "PUT");
+        assert_eq!(put.path.to_string(), "/kv/{seq:1:100000}");
+        let headers: Vec<_> = put
+            .headers
+            .iter()
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect();
+        assert_eq!(
+            headers,
+            ["Content-Type=text/plain", "X-Request-Id={uuid}"],
+            "file order"
+        );
+        assert_eq!(s.phases.len(), 2);
+        let fill = &s.phases[0];
+        assert_eq!(fill.name, "fill");
+        assert_eq!(fill.mix.entries().collect::<Vec<_>>(), [(0, 1)]);
+        assert_eq!(fill.load, LoadModel::Closed { connections: 50 });
+        assert_eq!(fill.stop, StopRule::Requests(100_000));
+        let read = &s.phases[1];
+        assert_eq!(
+            read.mix.entries().collect::<Vec<_>>(),
+            [(1, 90), (0, 8), (2, 1), (3, 1)]
+        );
+        assert_eq!(
+            read.load,
+            LoadModel::Open {
+                schedule: Schedule::Constant { rate: 20_000.0 },
+                arrival: Arrival::Poisson,
+                connections: 100
+            }
+        );
+        assert_eq!(read.stop, StopRule::Duration(Duration::from_secs(30)));
+        assert_eq!(s.request_index("head"), Some(2));
+    }
+
+    #[test]
+    fn a_phase_mix_keeps_its_proportions_over_a_run() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kv.toml");
+        let s = load(&path).unwrap();
+        let mix = &s.phases[1].mix;
+        let mut state = GenState::new(7, 0, 1);
+        let mut counts = [0u64; 4];
+        let draws = 100_000u64;
+        for _ in 0..draws {
+            counts[mix.pick(&mut state)] += 1;
+        }
+        // (request index, weight out of 100): within 4.5 binomial standard deviations
+        for (i, w) in [(1usize, 90.0), (0, 8.0), (2, 1.0), (3, 1.0)] {
+            let p = w / 100.0;
+            let want = p * draws as f64;
+            let tol = 4.5 * (draws as f64 * p * (1.0 - p)).sqrt();
+            assert!(
+                (counts[i] as f64 - want).abs() <= tol,
+                "request {i}: {} vs {want}",
+                counts[i]
+            );
+        }
+    }
+
+    #[test]
+    fn load_keys_follow_the_command_line() {
+        // (phase keys, load model, stop rule)
+        let s = |x| Duration::from_secs(x);
+        let rows: Vec<(&str, LoadModel, StopRule)> = vec![
+            // defaults: a closed loop of 50 connections
+            (
+                "count = \"10k\"",
+                LoadModel::Closed { connections: 50 },
+                StopRule::Requests(10_000),
+            ),
+            // a bare number of seconds, a count with units
+            (
+                "duration = 30\nconnections = \"1k\"",
+                LoadModel::Closed { connections: 1000 },
+                StopRule::Duration(s(30)),
+            ),
+            // an open loop with a rate in a unit
+            (
+                "rate = \"250/s\"\nduration = \"2m\"\nconnections = 4",
+                LoadModel::Open {
+                    schedule: Schedule::Constant { rate: 250.0 },
+                    arrival: Arrival::Constant,
+                    connections: 4,
+                },
+                StopRule::Duration(s(120)),
+            ),
+            // rate stages: the stages' length is the stop rule
+            (
+                "stages = \"10s:0->100, 20s:100\"",
+                LoadModel::Open {
+                    schedule: Schedule::Stages(vec![
+                        RateStage {
+                            duration: s(10),
+                            from_rps: 0.0,
+                            to_rps: 100.0,
+                        },
+                        RateStage {
+                            duration: s(20),
+                            from_rps: 100.0,
+                            to_rps: 100.0,
+                        },
+                    ]),
+                    arrival: Arrival::Constant,
+                    connections: 50,
+                },
+                StopRule::Duration(s(30)),
+            ),
+            // connection stages
+            (
+                "stages = \"10s:1->20c\"",
+                LoadModel::ClosedStages(vec![ConnStage {
+                    duration: s(10),
+                    from: 1,
+                    to: 20,
+                }]),
+                StopRule::Duration(s(10)),
+            ),
+            // bursts: a count of bursts is a stop rule
+            (
+                "burst = 10\nbursts = 5\nburst_interval = \"50ms\"",
+                LoadModel::Burst {
+                    size: 10,
+                    interval: Duration::from_millis(50),
+                    bursts: Some(5),
+                },
+                StopRule::Requests(50),
+            ),
+            // bursts for a duration
+            (
+                "burst = 3\nduration = \"1s\"",
+                LoadModel::Burst {
+                    size: 3,
+                    interval: DEFAULT_BURST_INTERVAL,
+                    bursts: None,
+                },
+                StopRule::Duration(s(1)),
+            ),
+        ];
+        for (keys, load, stop) in rows {
+            let text = format!("{GET}[[phase]]\n{keys}\n");
+            let sc = parse_str(&text).unwrap_or_else(|e| panic!("{keys}: {e}"));
+            assert_eq!(sc.phases[0].load, load, "{keys}");
+            assert_eq!(sc.phases[0].stop, stop, "{keys}");
+            assert_eq!(sc.phases[0].name, "phase 1");
+        }
+    }
+
+    #[test]
+    fn errors_give_file_line_column_and_the_valid_choices() {
+        // (file text, line, column, words of the message)
+        let rows: &[(&str, usize, usize, &[&str])] = &[
+            // an unknown top-level key: the valid keys are listed
+            ("sed = 7\n", 1, 1, &["unknown field `sed`", "`seed`", "`request`", "`phase`"]),
+            // an unknown request key
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\nbodyy = \"x\"\n",
+                4, 1,
+                &["unknown field `bodyy`", "`body`", "`body_file`", "`weight`"],
+            ),
+            // an unknown phase key
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\n[[phase]]\ncount = 1\nthreads = 2\n",
+                6, 1,
+                &["unknown field `threads`", "`connections`", "`rate`", "`stages`"],
+            ),
+            // TOML syntax
+            ("[[request]\n", 1, 11, &["expected `]`"]),
+            // a missing required key
+            ("[[request]]\nname = \"a\"\n", 1, 1, &["missing field `path`"]),
+            // an unknown generator, at the slot inside the string
+            (
+                "[[request]]\nname = \"a\"\npath = \"/kv/{zipff:10:1}\"\n",
+                3, 13,
+                &["request 'a', path", "unknown generator 'zipff'", "{zipf:N:S}", "{seq:FROM:TO}"],
+            ),
+            // bad arguments of a generator in a body
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\nbody = 'x {zipf:0:1.1}'\n",
+                4, 11,
+                &["request 'a', body", "N must be from 1", "{zipf:N:S}"],
+            ),
+            // a string with escapes: the position is the string's
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\nbody = \"\\t{nope}\"\n",
+                4, 8,
+                &["unknown generator 'nope'"],
+            ),
+            // raw bytes in a header
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\nheaders = { X = \"{random_bytes:4}\" }\n",
+                4, 18,
+                &["header X", "raw bytes", "{random_text:4}"],
+            ),
+            // weight 0
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\nweight = 0\n",
+                4, 10,
+                &["request 'a', weight", "0 is not a positive integer"],
+            ),
+            // weight 0 in a phase's mix
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\n[[phase]]\nmix = { a = 0 }\ncount = 1\n",
+                5, 13,
+                &["weight 0 of 'a'", "positive integer"],
+            ),
+            // a missing data file
+            (
+                "[[request]]\nname = \"a\"\npath = \"/{line:keys.txt}\"\n",
+                3, 10,
+                &["cannot read data file '/nonexistent/keys.txt'"],
+            ),
+            // a missing body file
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\nbody_file = \"b.json\"\n",
+                4, 13,
+                &["body_file", "cannot read '/nonexistent/b.json'"],
+            ),
+            // a missing environment variable
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\nheaders = { Authorization = \"Bearer {env:NOPE}\" }\n",
+                4, 37,
+                &["header Authorization", "NOPE is not set"],
+            ),
+            // a phase naming an unknown request: the requests are listed
+            (
+                "[[request]]\nname = \"put\"\npath = \"/\"\n[[request]]\nname = \"get\"\npath = \"/\"\n[[phase]]\nrequests = [\"put\", \"gett\"]\ncount = 1\n",
+                8, 20,
+                &["no request 'gett'", "the requests are put, get"],
+            ),
+            // a phase with no stop rule
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\n[[phase]]\nname = \"read\"\nrate = 100\n",
+                4, 1,
+                &["phase 'read'", "no stop rule", "count = N", "duration"],
+            ),
+            // two stop rules
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\n[[phase]]\ncount = 5\nduration = \"1s\"\n",
+                6, 12,
+                &["count and duration conflict"],
+            ),
+            // stages and a rate
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\n[[phase]]\nstages = \"1s:5\"\nrate = 5\n",
+                6, 8,
+                &["stages and rate conflict"],
+            ),
+            // a bad unit: the command line's message
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\n[[phase]]\nrate = \"fast\"\ncount = 1\n",
+                5, 8,
+                &["phase 1, rate: invalid rate 'fast'", "250/s"],
+            ),
+            // a bad arrival
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\n[[phase]]\nrate = 5\narrival = \"bursty\"\ncount = 1\n",
+                6, 11,
+                &["unknown arrival 'bursty'", "\"constant\" or \"poisson\""],
+            ),
+            // arrival in a closed loop
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\n[[phase]]\narrival = \"poisson\"\ncount = 1\n",
+                5, 11,
+                &["arrival applies to an open loop"],
+            ),
+            // a path without its leading slash
+            (
+                "[[request]]\nname = \"a\"\npath = \"kv/1\"\n",
+                3, 8,
+                &["does not start with '/'", "\"/kv/{seq}\""],
+            ),
+            // a bad method
+            (
+                "[[request]]\nname = \"a\"\nmethod = \"GE T\"\npath = \"/\"\n",
+                3, 10,
+                &["invalid method 'GE T'", "GET, POST"],
+            ),
+            // Content-Length is computed
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\nheaders = { \"Content-Length\" = \"3\" }\n",
+                4, 13,
+                &["Content-Length is set by reqlife"],
+            ),
+            // two requests of one name
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\n[[request]]\nname = \"a\"\npath = \"/b\"\n",
+                5, 8,
+                &["a request named 'a' is already defined"],
+            ),
+            // requests and mix together
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\n[[phase]]\nrequests = [\"a\"]\nmix = { a = 1 }\ncount = 1\n",
+                6, 7,
+                &["requests and mix conflict"],
+            ),
+            // zero connections
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\n[[phase]]\nconnections = 0\ncount = 1\n",
+                5, 15,
+                &["connections must be at least 1"],
+            ),
+            // a count that is not whole
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\n[[phase]]\ncount = 1.5\n",
+                5, 9,
+                &["phase 1, count: 1.5 is not a whole number"],
+            ),
+            // a value of the wrong type
+            (
+                "[[request]]\nname = \"a\"\npath = \"/\"\n[[phase]]\ncount = true\n",
+                5, 9,
+                &["a number, or a string with a unit"],
+            ),
+        ];
+        for &(text, line, col, words) in rows {
+            let e = parse_str(text)
+                .err()
+                .unwrap_or_else(|| panic!("accepted: {text}"));
+            let shown = e.to_string();
+            assert_eq!(e.position, Some((line, col)), "{text}\n{shown}");
+            assert!(
+                shown.starts_with(&format!("s.toml:{line}:{col}: ")),
+                "{shown}"
+            );
+            for w in words {
+                assert!(e.message.contains(w), "{text}\n'{shown}' lacks '{w}'");
+            }
+        }
+        // errors with no position
+        let e = parse_str("seed = 1\n").unwrap_err();
+        assert_eq!(e.to_string().split(": ").next(), Some("s.toml"));
+        assert!(e.message.contains("no [[request]]"), "{e}");
+        let e = load(Path::new("/nonexistent/s.toml")).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("/nonexistent/s.toml: cannot read the scenario"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn data_files_and_env_resolve_from_the_scenario() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("keys.txt"), "alpha\nbeta\n").unwrap();
+        std::fs::write(dir.path().join("v.json"), "{\"v\": 1}").unwrap();
+        let file = dir.path().join("s.toml");
+        std::fs::write(
+            &file,
+            "[[request]]\nname = \"a\"\nmethod = \"POST\"\npath = \"/k/{line:keys.txt}\"\nbody_file = \"v.json\"\n",
+        )
+        .unwrap();
+        let s = load(&file).unwrap();
+        let spec = &s.requests[0].spec;
+        assert_eq!(
+            spec.body.static_bytes(),
+            Some(&b"{\"v\": 1}"[..]),
+            "a body file is not a template"
+        );
+        let mut out = Vec::new();
+        spec.path
+            .render_into(&mut out, &mut GenState::new(0, 0, 1), 1);
+        assert_eq!(out, b"/k/beta");
+        assert!(s.phases.is_empty());
+        assert_eq!(s.default_mix().entries().collect::<Vec<_>>(), [(0, 1)]);
+        // a fixed environment
+        let t = parse_str(
+            "[[request]]\nname = \"a\"\npath = \"/\"\nheaders = { A = \"x {env:TOKEN}\" }\n",
+        )
+        .unwrap();
+        assert_eq!(
+            t.requests[0].spec.headers[0].1.static_bytes(),
+            Some(&b"x t0k"[..])
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn parsing_never_panics(text in "(\\[\\[(request|phase)\\]\\]\n|(name|path|body|weight|count|rate|mix|stages|seed) = (\"[a-z/{}:0-9 ]{0,8}\"|[0-9]{1,3}|\\{ a = [0-9] \\})\n){0,8}") {
+            let _ = parse_str(&text);
+        }
+    }
+}
