@@ -270,6 +270,8 @@ pub struct Sample {
     pub traffic: Traffic,
     /// The server asked to close the connection after this response (`Connection: close`).
     pub server_closed: bool,
+    /// The name slot of the request sent (`Workload::slot`; 0 for the one fixed request).
+    pub request: u16,
 }
 
 /// What a response's bytes were made of (h2load's traffic line): header bytes as received
@@ -445,6 +447,11 @@ pub struct RunPlan {
     /// This process's share of the plan (`--segment i/n`; the whole plan by default). The
     /// load model and stop rule hold the whole plan's figures; workers take their share.
     pub segment: Segment,
+    /// Requests rendered per send from templates (`--scenario`, `--targets`); `None`: the
+    /// one fixed request of `method`, `target`, `headers` and `body`.
+    pub workload: Option<std::sync::Arc<crate::target::Workload>>,
+    /// A scenario phase's name (reports label the phase's level with it).
+    pub phase: Option<String>,
 }
 
 /// This process's share of a plan run by several generators (`--segment i/n`): request `k` of

@@ -24,10 +24,10 @@ fn get(addr: std::net::SocketAddr, path: &str) -> String {
 }
 
 fn plain() -> server::RunningServer {
-    server::spawn(ServerConfig {
-        addr: "127.0.0.1:0".parse().unwrap(),
-        tls: ServerTls::None,
-    })
+    server::spawn(ServerConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        ServerTls::None,
+    ))
     .unwrap()
 }
 
@@ -48,9 +48,10 @@ fn routes_answer_with_server_timing() {
         (
             "/nope",
             "HTTP/1.1 404",
-            "/, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /text/{n}, /serial/{ms}, /stall/{ms}\n",
+            "/, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /text/{n}, /kv/{key}, /serial/{ms}, /stall/{ms}\n",
         ),
         ("/text/9", "HTTP/1.1 200", "\r\n\r\nThe life "), // plain: nothing accepted
+        ("/kv/none", "HTTP/1.1 404", "\r\n\r\n"),           // a key never put
     ];
     for (path, status, body_end) in rows {
         let r = get(s.addr(), path);
@@ -101,13 +102,13 @@ fn shutdown_is_bounded_with_an_idle_keep_alive_connection() {
 
 #[test]
 fn bad_certificate_files_are_clear_errors() {
-    let err = server::spawn(ServerConfig {
-        addr: "127.0.0.1:0".parse().unwrap(),
-        tls: ServerTls::Files {
+    let err = server::spawn(ServerConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        ServerTls::Files {
             cert: "/no/such/cert.pem".into(),
             key: "/no/such/key.pem".into(),
         },
-    })
+    ))
     .err()
     .expect("a missing certificate is an error");
     assert!(

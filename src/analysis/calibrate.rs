@@ -38,6 +38,7 @@ pub fn record_ns(n: u32) -> f64 {
         bytes_written: 80,
         traffic: Traffic::default(),
         server_closed: false,
+        request: 0,
     };
     let start = Instant::now();
     for _ in 0..n {

@@ -49,7 +49,11 @@ pub fn calibrate(args: &CalibrateArgs, command_line: Vec<String>) -> i32 {
     if args.connections == 0 {
         return usage_error("-c/--connections must be at least 1");
     }
-    let (embedded, url) = match target(args.external.as_deref(), "/") {
+    let no_store = crate::cli::KvArgs {
+        kv_preload: 0,
+        value_size: 0,
+    };
+    let (embedded, url) = match target(args.external.as_deref(), "/", &no_store) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");

@@ -266,13 +266,21 @@ fn update_bar(
 pub(crate) fn target(
     url: Option<&str>,
     route: &str,
+    kv: &crate::cli::KvArgs,
 ) -> Result<(Option<crate::server::RunningServer>, String), String> {
     match url {
+        Some(_) if kv.kv_preload > 0 => {
+            Err("--kv-preload fills the embedded target's store: drop it, or drop the URL".into())
+        }
         Some(u) => Ok((None, u.to_string())),
         None => {
             let s = crate::server::spawn(crate::server::ServerConfig {
-                addr: "127.0.0.1:0".parse().expect("a valid address"),
-                tls: crate::server::ServerTls::None,
+                kv_preload: kv.kv_preload,
+                kv_value_bytes: kv.value_size as usize,
+                ..crate::server::ServerConfig::new(
+                    "127.0.0.1:0".parse().expect("a valid address"),
+                    crate::server::ServerTls::None,
+                )
             })
             .map_err(|e| format!("cannot start the embedded target: {e}"))?;
             let url = s.url(route);

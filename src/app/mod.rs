@@ -71,14 +71,15 @@ fn serve(args: &ServeArgs) -> i32 {
         _ => ServerTls::None,
     };
     let config = ServerConfig {
-        addr: args.addr,
-        tls,
+        kv_preload: args.kv.kv_preload,
+        kv_value_bytes: args.kv.value_size as usize,
+        ..ServerConfig::new(args.addr, tls)
     };
     match server::serve_until_signal(config, |addr, tls| {
         let scheme = if tls { "https" } else { "http" };
         // Not println!: a closed stdout (`| head -1`) must not end the server.
         out(&format!(
-            "reqlife serve: listening on {scheme}://{addr}/ (Ctrl-C to stop)\n  routes: /  /delay/{{ms}}  /echo  /status/{{code}}  /bytes/{{n}}  /text/{{n}}  /serial/{{ms}}  /stall/{{ms}}\n"
+            "reqlife serve: listening on {scheme}://{addr}/ (Ctrl-C to stop)\n  routes: /  /delay/{{ms}}  /echo  /status/{{code}}  /bytes/{{n}}  /text/{{n}}  /kv/{{key}}  /serial/{{ms}}  /stall/{{ms}}\n"
         ));
     }) {
         Ok(()) => EXIT_OK,

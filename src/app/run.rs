@@ -4,7 +4,7 @@
 
 use super::control::{Control, Executed};
 use super::{out, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
-use crate::cli::{plan, RunArgs};
+use crate::cli::{plan, workload, RunArgs};
 use crate::engine::SessionConfig;
 use crate::model::RunPlan;
 use crate::recorder::record::{Ending, RunRecord};
@@ -12,18 +12,36 @@ use crate::report;
 
 /// `reqlife run`.
 pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
-    // No URL: the embedded target, in-process, on a free loopback port.
-    let (embedded, url) = match super::control::target(args.url.as_deref(), "/") {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_FAILURE;
+    // No URL: the embedded target, in-process, on a free loopback port (a target list names
+    // its own server).
+    let (embedded, url) = if args.targets.is_some() && args.url.is_none() {
+        (None, None)
+    } else {
+        match super::control::target(args.url.as_deref(), "/", &args.kv) {
+            Ok((server, url)) => (server, Some(url)),
+            Err(e) if e.starts_with("--") => return usage_error(e),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_FAILURE;
+            }
         }
     };
-    let mut plans = match plan::build_levels(args, &url) {
+    let built = if workload::is_workload(args) {
+        // The user's URL is refused with --targets: pass it on to say so.
+        let url = if args.targets.is_some() {
+            args.url.as_deref()
+        } else {
+            url.as_deref()
+        };
+        workload::build(args, url)
+    } else {
+        plan::build_levels(args, url.as_deref().unwrap_or("/"))
+    };
+    let mut plans = match built {
         Ok(p) => p,
         Err(e) => return usage_error(e),
     };
+    let phased = plans.iter().any(|p| p.phase.is_some());
     let repeat = args.repeat as usize;
     match (repeat, plans.len()) {
         (0, _) => return usage_error("--repeat must be at least 1"),
@@ -134,6 +152,15 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     };
     // --repeat: the runs asked for (an interrupted series keeps those that ran).
     record.config.repeat = repeat as u64;
+    if phased {
+        // A scenario's phases are levels of their own kind, not a sweep.
+        record.config.sweep = None;
+    }
+    record.config.workload = match (&args.scenario, &args.targets) {
+        (Some(p), _) => Some(format!("scenario {}", p.display())),
+        (None, Some(p)) => Some(format!("targets {}", p.display())),
+        (None, None) => None,
+    };
     if let Some(server) = embedded {
         server.shutdown();
     }
@@ -169,6 +196,9 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
 
 /// The label of one level of a sweep: `100 connections` or `5000 req/s`.
 fn level_label(plan: &RunPlan) -> String {
+    if let Some(phase) = &plan.phase {
+        return phase.clone();
+    }
     match &plan.load {
         crate::model::LoadModel::Open {
             schedule: crate::model::Schedule::Constant { rate },

@@ -3,6 +3,7 @@
 
 pub mod plan;
 pub mod units;
+pub mod workload;
 
 use clap::{Args, Parser, Subcommand};
 use std::net::SocketAddr;
@@ -185,6 +186,21 @@ pub struct RunArgs {
     #[arg(long = "pause", default_value = "1s", value_parser = duration_arg)]
     pub pause: Duration,
 
+    #[command(flatten)]
+    pub kv: KvArgs,
+
+    /// Send the named requests of a scenario file (TOML: requests with templates and
+    /// weights, and optional phases each with its own load); see examples/kv.toml. Without a
+    /// URL, against the embedded target.
+    #[arg(long = "scenario")]
+    pub scenario: Option<PathBuf>,
+
+    /// Send the requests of a target list, one per entry in turn (vegeta's format: `METHOD
+    /// URL`, optional `Header: value` lines and `@bodyfile`, entries apart by blank lines).
+    /// The URLs name the server: give no URL argument.
+    #[arg(long = "targets", conflicts_with = "scenario")]
+    pub targets: Option<PathBuf>,
+
     /// Run this process's part of a plan split over several generators (1-based, e.g. 2/3):
     /// its share of the rate, the connections and a request count, and every n-th sequence
     /// number. `reqlife merge` adds the parts' records up exactly.
@@ -346,6 +362,21 @@ pub struct ServeArgs {
     /// Private key (PEM) for --tls.
     #[arg(long = "key", requires = "cert")]
     pub key: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub kv: KvArgs,
+}
+
+/// How the embedded target's `/kv` store starts (for `serve`, and `run` with no URL).
+#[derive(Debug, Clone, Args)]
+pub struct KvArgs {
+    /// Fill the embedded target's /kv store with keys 1..=N before serving.
+    #[arg(long = "kv-preload", default_value = "0", value_parser = count_arg)]
+    pub kv_preload: u64,
+
+    /// Bytes of each preloaded value (e.g. 100, 4k).
+    #[arg(long = "value-size", default_value = "100", value_parser = count_arg)]
+    pub value_size: u64,
 }
 
 /// Flags of `reqlife report`.

@@ -365,6 +365,8 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         compressed: args.compressed,
         max_body_bytes: args.max_body,
         segment,
+        workload: None,
+        phase: None,
     })
 }
 

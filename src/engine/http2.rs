@@ -27,6 +27,54 @@ pub struct H2Request {
 }
 
 impl H2Request {
+    /// The same target's request rendered as HTTP/1.1 bytes (`METHOD PATH HTTP/1.1`, headers,
+    /// a blank line, the body), as a stream's request: the scheme and authority are this
+    /// one's, the hop-by-hop headers and `Host` are dropped (`:authority` stands for it).
+    pub fn from_http1(&self, bytes: &[u8]) -> Result<H2Request, String> {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut req = httparse::Request::new(&mut headers);
+        let head_len = match req.parse(bytes) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) => return Err("a rendered request is incomplete".into()),
+            Err(e) => return Err(format!("a rendered request is not valid HTTP: {e}")),
+        };
+        let method = http::Method::from_bytes(req.method.unwrap_or("GET").as_bytes())
+            .map_err(|e| format!("invalid method: {e}"))?;
+        let mut parts = self.uri.clone().into_parts();
+        parts.path_and_query = Some(
+            req.path
+                .unwrap_or("/")
+                .parse()
+                .map_err(|e| format!("invalid path '{}': {e}", req.path.unwrap_or("")))?,
+        );
+        let uri = http::Uri::from_parts(parts).map_err(|e| format!("invalid URL: {e}"))?;
+        let mut map = http::HeaderMap::with_capacity(req.headers.len());
+        for h in req.headers.iter() {
+            let name = http::HeaderName::from_bytes(h.name.as_bytes())
+                .map_err(|e| format!("invalid header name '{}': {e}", h.name))?;
+            if matches!(
+                name.as_str(),
+                "connection"
+                    | "keep-alive"
+                    | "transfer-encoding"
+                    | "upgrade"
+                    | "host"
+                    | "content-length"
+            ) {
+                continue;
+            }
+            let value = http::HeaderValue::from_bytes(h.value)
+                .map_err(|e| format!("invalid value of header '{}': {e}", h.name))?;
+            map.append(name, value);
+        }
+        Ok(H2Request {
+            method,
+            uri,
+            headers: map,
+            body: Bytes::copy_from_slice(&bytes[head_len..]),
+        })
+    }
+
     fn build(&self) -> http::Request<()> {
         let mut req = http::Request::new(());
         *req.method_mut() = self.method.clone();

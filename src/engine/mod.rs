@@ -98,6 +98,14 @@ impl SessionConfig {
     }
 }
 
+/// What one send carries: the run's one fixed request, or a request rendered for this send
+/// (HTTP/1.1 bytes; over HTTP/2 they are turned into a stream's request).
+#[derive(Debug, Clone, Copy)]
+pub enum Send<'a> {
+    Fixed,
+    Rendered { bytes: &'a [u8], head: bool },
+}
+
 /// Spaces the new connections of one worker thread at least `gap` apart
 /// (`--max-connections-per-second`, split evenly over the threads).
 pub struct ConnectGate {
@@ -170,7 +178,7 @@ impl Session {
     }
 
     /// Sends one request, opening a connection first if none is open, within the timeout.
-    pub async fn request(&mut self, stamps: &mut Timestamps) -> Outcome {
+    pub async fn request(&mut self, stamps: &mut Timestamps, send: Send<'_>) -> Outcome {
         if self.conn.is_none() {
             if let Some(gate) = &self.gate {
                 // Waiting for a connect slot happens before dispatch: it shows as queue.
@@ -181,7 +189,7 @@ impl Session {
                 }
             }
         }
-        let outcome = self.request_now(stamps).await;
+        let outcome = self.request_now(stamps, send).await;
         if !self.config.keepalive {
             self.conn = None;
         }
@@ -193,16 +201,17 @@ impl Session {
         outcome
     }
 
-    async fn request_now(&mut self, stamps: &mut Timestamps) -> Outcome {
+    async fn request_now(&mut self, stamps: &mut Timestamps, send: Send<'_>) -> Outcome {
         let timeout = self.config.timeout;
         // The deadline is derived from the dispatch stamp: no extra clock read per request.
         let deadline = stamps.dispatched + timeout;
-        let result = tokio::time::timeout_at(deadline.into(), self.exchange(stamps)).await;
+        let result = tokio::time::timeout_at(deadline.into(), self.exchange(stamps, send)).await;
         // A failed request counts what it would have written (HTTP/1.1: the request; HTTP/2,
         // whose frames are the connection's: the body); a response carries the real figure.
-        let request_bytes = match &self.config.http2 {
-            Some((request, _)) => request.body.len() as u64,
-            None => self.config.template.bytes().len() as u64,
+        let request_bytes = match (&self.config.http2, send) {
+            (Some((request, _)), Send::Fixed) => request.body.len() as u64,
+            (None, Send::Fixed) => self.config.template.bytes().len() as u64,
+            (_, Send::Rendered { bytes, .. }) => bytes.len() as u64,
         };
         match result {
             Ok(Ok(response)) => {
@@ -253,10 +262,25 @@ impl Session {
         }
     }
 
-    async fn exchange(&mut self, stamps: &mut Timestamps) -> Result<http1::Response, EngineError> {
+    async fn exchange(
+        &mut self,
+        stamps: &mut Timestamps,
+        send: Send<'_>,
+    ) -> Result<http1::Response, EngineError> {
         let config = &*self.config;
         self.max_streams = None;
-        if let (Some(link), Some((request, window))) = (&self.link, &config.http2) {
+        if let (Some(link), Some((fixed, window))) = (&self.link, &config.http2) {
+            // A rendered request becomes a stream's request (a few allocations, as h2 needs).
+            let rendered;
+            let request = match send {
+                Send::Fixed => fixed,
+                Send::Rendered { bytes, .. } => {
+                    rendered = fixed
+                        .from_http1(bytes)
+                        .map_err(|e| EngineError::new(ErrorKind::Write, e))?;
+                    &rendered
+                }
+            };
             let r = http2::exchange(
                 link,
                 &config.connector,
@@ -282,9 +306,13 @@ impl Session {
             self.conn = Some(Http1Conn::new(stream));
         }
         let conn = self.conn.as_mut().expect("connection opened above");
+        let (bytes, head) = match send {
+            Send::Fixed => (config.template.bytes(), config.template.head),
+            Send::Rendered { bytes, head } => (bytes, head),
+        };
         conn.exchange(
-            config.template.bytes(),
-            config.template.head,
+            bytes,
+            head,
             config.max_header_bytes,
             stamps,
             &mut self.timing,

@@ -5,9 +5,10 @@
 //! for the answers (until the last one ended) — the two halves of an async client's burst.
 
 use super::Progress;
-use crate::engine::Session;
+use crate::engine::{Send, Session};
 use crate::model::Timestamps;
 use crate::recorder::Recorder;
+use crate::target::Renderer;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -15,13 +16,16 @@ use std::time::{Duration, Instant};
 
 /// What one burst run needs.
 pub struct BurstRun {
-    pub sessions: Vec<Session>,
+    /// The sessions, each with its buffer for rendered requests.
+    pub sessions: Vec<(Session, Vec<u8>)>,
     pub interval: Duration,
     pub bursts: Option<u64>,
     pub deadline: Option<Instant>,
     pub recorder: Rc<RefCell<Recorder>>,
     pub progress: Arc<Progress>,
     pub thread: usize,
+    /// A workload's renderer; `None`: the fixed request.
+    pub renderer: Option<Rc<RefCell<Renderer>>>,
 }
 
 impl BurstRun {
@@ -33,17 +37,27 @@ impl BurstRun {
                 break;
             }
             let mut set = tokio::task::JoinSet::new();
-            for mut session in self.sessions.drain(..) {
+            for (mut session, mut buf) in self.sessions.drain(..) {
+                // Bursts have no count of their own: their requests are numbered by burst.
+                let seq = done * 1_000_000 + set.len() as u64;
+                let (slot, head) = match &self.renderer {
+                    Some(r) => r.borrow_mut().render(seq, &mut buf),
+                    None => (0, false),
+                };
                 set.spawn_local(async move {
                     let mut stamps = Timestamps::new(t0, t0);
-                    let outcome = session.request(&mut stamps).await;
-                    (session, stamps, outcome)
+                    let send = match slot {
+                        _ if buf.is_empty() => Send::Fixed,
+                        _ => Send::Rendered { bytes: &buf, head },
+                    };
+                    let outcome = session.request(&mut stamps, send).await;
+                    (session, buf, stamps, outcome, slot)
                 });
             }
             let mut last_written = t0;
             let mut last_done = t0;
             while let Some(joined) = set.join_next().await {
-                let Ok((session, stamps, outcome)) = joined else {
+                let Ok((session, buf, stamps, outcome, slot)) = joined else {
                     continue;
                 };
                 let ended = stamps.done.unwrap_or_else(Instant::now);
@@ -55,8 +69,9 @@ impl BurstRun {
                     stamps,
                     &outcome,
                     &session,
+                    slot,
                 );
-                self.sessions.push(session);
+                self.sessions.push((session, buf));
             }
             self.recorder
                 .borrow_mut()

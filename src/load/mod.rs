@@ -15,9 +15,10 @@ pub mod timer;
 pub use scheduler::Scheduler;
 
 use crate::engine::http2::H2Link;
-use crate::engine::{ConnectGate, Session, SessionConfig};
+use crate::engine::{ConnectGate, Send, Session, SessionConfig};
 use crate::model::{ConnStage, LoadModel, RunPlan, Sample, Segment, Ticket, Timestamps};
 use crate::recorder::{IntervalSnapshot, Measured, Recorder};
+use crate::target::{Renderer, Workload};
 use pacer::ThreadPacer;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -161,6 +162,7 @@ pub fn start(
             },
             conn_stages: conn_stages.clone(),
             segment: plan.segment,
+            workload: plan.workload.clone().map(|w| (w, plan.seed)),
             connections: conns,
             scheduler: scheduler.clone(),
             pacer,
@@ -217,6 +219,8 @@ struct WorkerCtx {
     conn_stages: Option<Arc<Vec<ConnStage>>>,
     /// This process's share of the plan: its connections interleave with the other segments'.
     segment: Segment,
+    /// Requests rendered per send, and the seed of their generators.
+    workload: Option<(Arc<Workload>, u64)>,
     /// Bursts: the pause between bursts and their number.
     burst: Option<(Duration, Option<u64>)>,
     /// `--server-total`.
@@ -247,7 +251,8 @@ impl WorkerCtx {
                 .until(self.record_until)
                 .server_total(&self.server_total)
                 .live(self.live.clone())
-                .with_segments(&self.stage_ends),
+                .with_segments(&self.stage_ends)
+                .with_requests(self.workload.as_ref().map_or(0, |(w, _)| w.names.len())),
         ));
         if self.pacer.is_some() {
             timer::tighten_timer_slack();
@@ -284,6 +289,22 @@ impl WorkerCtx {
         let gate = config
             .max_connects_per_s
             .map(|per_s| Rc::new(ConnectGate::new(per_s, self.threads)));
+        // Worker (segment, thread) of (segments × threads): its own generator stream.
+        let renderer = self.workload.as_ref().map(|(w, seed)| {
+            let s = self.segment;
+            let (worker, workers) = crate::target::gen::global_worker(
+                s.index as usize,
+                s.count as usize,
+                self.thread,
+                self.threads,
+            );
+            Rc::new(RefCell::new(Renderer::new(
+                w.clone(),
+                *seed,
+                worker,
+                workers,
+            )))
+        });
         let mut set = tokio::task::JoinSet::new();
         if let (Some((pacer, origin)), Feed::Open(queue)) = (pacer, &feed) {
             set.spawn_local(open::dispatch(
@@ -297,7 +318,7 @@ impl WorkerCtx {
             let sessions = (0..self.connections)
                 .map(|_| {
                     let link = self.http2.then(|| Rc::new(H2Link::default()));
-                    Session::new(config.clone(), gate.clone(), link)
+                    (Session::new(config.clone(), gate.clone(), link), Vec::new())
                 })
                 .collect();
             let run = burst::BurstRun {
@@ -308,6 +329,7 @@ impl WorkerCtx {
                 recorder: recorder.clone(),
                 progress: self.progress.clone(),
                 thread: self.thread,
+                renderer: renderer.clone(),
             };
             set.spawn_local(run.run());
         }
@@ -338,6 +360,8 @@ impl WorkerCtx {
                     recorder: recorder.clone(),
                     progress: self.progress.clone(),
                     thread: self.thread,
+                    renderer: renderer.clone(),
+                    buf: Vec::new(),
                 };
                 set.spawn_local(conn.run());
             }
@@ -394,6 +418,7 @@ fn record_outcome(
     stamps: Timestamps,
     outcome: &crate::engine::Outcome,
     session: &Session,
+    request: u16,
 ) {
     let sample = Sample {
         stamps,
@@ -403,6 +428,7 @@ fn record_outcome(
         bytes_written: outcome.bytes_written,
         traffic: outcome.traffic,
         server_closed: outcome.server_closed,
+        request,
     };
     let mut recorder = recorder.borrow_mut();
     recorder.record_with_timing(&sample, session.server_timing());
@@ -466,6 +492,10 @@ struct Connection {
     recorder: Rc<RefCell<Recorder>>,
     progress: Arc<Progress>,
     thread: usize,
+    /// A workload's renderer (shared by the thread's connections) and this connection's
+    /// buffer for the rendered request.
+    renderer: Option<Rc<RefCell<Renderer>>>,
+    buf: Vec<u8>,
 }
 
 impl Connection {
@@ -487,13 +517,25 @@ impl Connection {
             };
             let mut stamps =
                 Timestamps::new(ticket.intended, dispatched).released_at(ticket.released);
-            let outcome = self.session.request(&mut stamps).await;
+            let (send, slot) = match &self.renderer {
+                Some(r) => {
+                    let (slot, head) = r.borrow_mut().render(ticket.seq, &mut self.buf);
+                    let send = Send::Rendered {
+                        bytes: &self.buf,
+                        head,
+                    };
+                    (send, slot)
+                }
+                None => (Send::Fixed, 0),
+            };
+            let outcome = self.session.request(&mut stamps, send).await;
             record_outcome(
                 &self.recorder,
                 &self.progress.0[self.thread],
                 stamps,
                 &outcome,
                 &self.session,
+                slot,
             );
         }
     }

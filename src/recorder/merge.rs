@@ -10,7 +10,7 @@
 use super::hist::{self, IntervalStats, Stats};
 use super::record::{
     warnings_of, BurstStats, Bursts, Bytes, Connections, Generator, Interval, Latency, Level,
-    Requests, RunRecord, Stage, Summary,
+    RequestFigures, Requests, RunRecord, Stage, Summary,
 };
 use crate::model::Phase;
 use hdrhistogram::Histogram;
@@ -186,7 +186,59 @@ fn summary(parts: &[&Summary], h: &Hists, duration_s: f64) -> Summary {
             .min(),
         bursts,
         warnings: Vec::new(),
+        by_request: by_request(parts, h, duration_s),
     }
+}
+
+/// The named requests' figures of the parts, from the merged `request.<name>.<phase>`
+/// histograms.
+fn by_request(parts: &[&Summary], h: &Hists, duration_s: f64) -> BTreeMap<String, RequestFigures> {
+    let mut out: BTreeMap<String, RequestFigures> = BTreeMap::new();
+    for s in parts {
+        for (name, f) in &s.by_request {
+            let into = out.entry(name.clone()).or_insert_with(|| RequestFigures {
+                requests: Requests {
+                    total: 0,
+                    ok: 0,
+                    errors: 0,
+                    non_2xx_3xx: 0,
+                },
+                throughput_rps: 0.0,
+                status: BTreeMap::new(),
+                errors: BTreeMap::new(),
+                latency: Latency {
+                    total: Stats::default(),
+                    uncorrected: Stats::default(),
+                    phases: BTreeMap::new(),
+                    schedule_lag: Stats::default(),
+                },
+            });
+            into.requests.total += f.requests.total;
+            into.requests.ok += f.requests.ok;
+            into.requests.errors += f.requests.errors;
+            into.requests.non_2xx_3xx += f.requests.non_2xx_3xx;
+            for (k, v) in &f.status {
+                *into.status.entry(k.clone()).or_insert(0) += v;
+            }
+            for (k, v) in &f.errors {
+                *into.errors.entry(k.clone()).or_insert(0) += v;
+            }
+        }
+    }
+    for (name, f) in out.iter_mut() {
+        let prefix = format!("request.{name}.");
+        let own: Hists = h
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix(&prefix)?.to_string(), v.clone())))
+            .collect();
+        f.latency = latency(&own);
+        f.throughput_rps = round3(if duration_s > 0.0 {
+            f.requests.total as f64 / duration_s
+        } else {
+            0.0
+        });
+    }
+    out
 }
 
 /// Merges interval series by wall-clock time: `series[i]` started recording `offsets_s[i]`
@@ -299,6 +351,7 @@ fn plan_key(r: &RunRecord) -> Vec<(&'static str, String)> {
         ("connection_policy", c.connection_policy.clone()),
         ("sweep", format!("{:?}", c.sweep)),
         ("repeat", c.repeat.to_string()),
+        ("workload", format!("{:?}", c.workload)),
         (
             "stages",
             format!(

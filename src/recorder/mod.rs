@@ -141,6 +141,49 @@ impl PhaseHists {
     }
 }
 
+/// One request name's own figures (`--scenario`, `--targets`): counters, phase histograms
+/// (small, growing ones) and status counts.
+#[derive(Debug, Clone)]
+pub struct RequestAcc {
+    pub counters: Counters,
+    pub hists: PhaseHists,
+    /// (status code, responses).
+    pub status: Vec<(u16, u64)>,
+}
+
+impl RequestAcc {
+    fn new() -> Self {
+        RequestAcc {
+            counters: Counters::default(),
+            hists: PhaseHists::new(hist::new_interval_hist),
+            status: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, s: &Sample, d: &Durations) {
+        self.counters.add(s);
+        self.hists.record(d);
+        if let Some(code) = s.status {
+            match self.status.iter_mut().find(|(c, _)| *c == code) {
+                Some((_, n)) => *n += 1,
+                None => self.status.push((code, 1)),
+            }
+        }
+    }
+
+    fn merge(&mut self, o: &RequestAcc) {
+        self.counters.merge(&o.counters);
+        self.hists.merge(&o.hists);
+        for (code, n) in &o.status {
+            match self.status.iter_mut().find(|(c, _)| c == code) {
+                Some((_, m)) => *m += n,
+                None => self.status.push((*code, *n)),
+            }
+        }
+    }
+}
+
 /// One finished interval of one thread: counters and its phase histograms compressed.
 #[derive(Debug, Clone)]
 pub struct IntervalSnapshot {
@@ -193,6 +236,8 @@ pub struct Recorder {
     reset_codes: Vec<(u32, u64)>,
     /// HTTP/2: the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced.
     h2_max_streams: Option<u64>,
+    /// Per request name (`Sample::request`), when the run sends named requests.
+    by_request: Vec<RequestAcc>,
 }
 
 /// Per-burst histograms: dispatch all, then wait for all (nanoseconds).
@@ -223,7 +268,14 @@ impl Recorder {
             server: server_timing::ServerTimingAcc::new("total"),
             reset_codes: Vec::new(),
             h2_max_streams: None,
+            by_request: Vec::new(),
         }
+    }
+
+    /// Keeps the figures of `names` request names apart too (by `Sample::request`).
+    pub fn with_requests(mut self, names: usize) -> Self {
+        self.by_request = (0..names).map(|_| RequestAcc::new()).collect();
+        self
     }
 
     /// Also sends each interval to `live` when it closes (for printing while running).
@@ -303,6 +355,9 @@ impl Recorder {
             self.status[(code as usize).min(STATUS_SLOTS - 1)] += 1;
         }
         self.hists.record(&d);
+        if let Some(acc) = self.by_request.get_mut(s.request as usize) {
+            acc.add(s, &d);
+        }
         if let Some((_, c, h)) = self
             .segments
             .iter_mut()
@@ -398,6 +453,7 @@ impl Recorder {
             server: self.server,
             reset_codes: self.reset_codes,
             h2_max_streams: self.h2_max_streams,
+            by_request: self.by_request,
         }
     }
 }
@@ -487,6 +543,8 @@ pub struct Measured {
     pub reset_codes: Vec<(u32, u64)>,
     /// HTTP/2: the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced.
     pub h2_max_streams: Option<u64>,
+    /// Per request name, when the run sent named requests.
+    pub by_request: Vec<RequestAcc>,
 }
 
 impl Measured {
@@ -506,6 +564,7 @@ impl Measured {
             server: server_timing::ServerTimingAcc::new("total"),
             reset_codes: Vec::new(),
             h2_max_streams: None,
+            by_request: Vec::new(),
         };
         // Snapshots stay compressed until their interval is merged, one interval at a time:
         // the memory of a merge does not grow with the length of the run.
@@ -547,6 +606,12 @@ impl Measured {
                 }
                 out.segments[i].0.merge(c);
                 out.segments[i].1.merge(h);
+            }
+            for (i, acc) in part.by_request.iter().enumerate() {
+                if out.by_request.len() <= i {
+                    out.by_request.push(RequestAcc::new());
+                }
+                out.by_request[i].merge(acc);
             }
             for (slot, e) in out.first_errors.iter_mut().zip(part.first_errors) {
                 if slot.is_none() {
@@ -591,6 +656,7 @@ mod tests {
                 body_decoded: 40,
             },
             server_closed: false,
+            request: 0,
         }
     }
 

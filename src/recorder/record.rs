@@ -87,6 +87,9 @@ pub struct Config {
     /// holds: the whole rate, connections and count); `None` for the whole plan.
     #[serde(default)]
     pub segment: Option<String>,
+    /// What was sent when not one fixed request: `scenario FILE` or `targets FILE`.
+    #[serde(default)]
+    pub workload: Option<String>,
 }
 
 fn one() -> u64 {
@@ -173,6 +176,23 @@ pub struct Summary {
     /// Plain-words warnings: the generator fell behind, the server did not keep up, ports
     /// ran out. Empty when all went as planned.
     pub warnings: Vec<String>,
+    /// Named requests (`--scenario`, `--targets`): each name's own figures. Their histograms
+    /// are in the record's `histograms` as `request.<name>.<phase>`.
+    #[serde(default)]
+    pub by_request: BTreeMap<String, RequestFigures>,
+}
+
+/// One request name's figures.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RequestFigures {
+    pub requests: Requests,
+    /// Requests completed per second of the run.
+    pub throughput_rps: f64,
+    /// Status code → responses.
+    pub status: BTreeMap<String, u64>,
+    /// Error kind → count (kinds with none left out).
+    pub errors: BTreeMap<String, u64>,
+    pub latency: Latency,
 }
 
 /// The per-burst figures of a burst run.
@@ -388,6 +408,45 @@ impl RunRecord {
             histograms.insert("burst_dispatch".into(), hist::encode(&b.dispatch));
             histograms.insert("burst_wait".into(), hist::encode(&b.wait));
         }
+        let names = plan.workload.as_ref().map_or(&[][..], |w| &w.names[..]);
+        let mut by_request = BTreeMap::new();
+        for (name, acc) in names.iter().zip(&measured.by_request) {
+            for p in Phase::ALL {
+                let h = acc.hists.get(p);
+                if !h.is_empty() {
+                    histograms.insert(format!("request.{name}.{}", p.name()), hist::encode(h));
+                }
+            }
+            let c = &acc.counters;
+            by_request.insert(
+                name.clone(),
+                RequestFigures {
+                    requests: Requests {
+                        total: c.requests,
+                        ok: c.ok,
+                        errors: c.error_total(),
+                        non_2xx_3xx: acc
+                            .status
+                            .iter()
+                            .filter(|(code, _)| !(200..400).contains(code))
+                            .map(|(_, n)| n)
+                            .sum(),
+                    },
+                    throughput_rps: round3(per_s(c.requests)),
+                    status: acc
+                        .status
+                        .iter()
+                        .map(|(code, n)| (code.to_string(), *n))
+                        .collect(),
+                    errors: ErrorKind::ALL
+                        .iter()
+                        .filter(|k| c.errors[k.index()] > 0)
+                        .map(|k| (k.name().to_string(), c.errors[k.index()]))
+                        .collect(),
+                    latency: latency_of(&acc.hists),
+                },
+            );
+        }
         let first_errors = ErrorKind::ALL
             .iter()
             .filter_map(|k| {
@@ -473,6 +532,7 @@ impl RunRecord {
                 h2_max_concurrent_streams: measured.h2_max_streams,
                 bursts: bursts_of(plan, measured),
                 warnings: Vec::new(),
+                by_request,
             },
             intervals: intervals_of(measured, plan.interval, end.recorded),
             stages: stages_of(plan, measured),
@@ -833,6 +893,7 @@ fn config_of(plan: &RunPlan, end: &Ending) -> Config {
         repeat: 1,
         segment: (plan.segment.count > 1)
             .then(|| format!("{}/{}", plan.segment.index + 1, plan.segment.count)),
+        workload: None,
         command_line: end.command_line.clone(),
     }
 }

@@ -28,8 +28,12 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
         repetitions(&mut out, record);
         phases(&mut out, record);
         breakdown(&mut out, record);
+        by_request(&mut out, "", &record.summary);
     } else {
         levels(&mut out, record);
+        for l in &record.levels {
+            by_request(&mut out, &format!("{}: ", l.label), &l.summary);
+        }
     }
     stages(&mut out, record);
     bursts(&mut out, record);
@@ -52,6 +56,9 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
 fn header(out: &mut String, r: &RunRecord) {
     let c = &r.config;
     let what = match (c.duration_s, c.requests) {
+        _ if c.workload.is_some() && c.sweep.is_none() && !r.levels.is_empty() => {
+            format!("{}-phase test", r.levels.len())
+        }
         (Some(d), _) => format!("{} test", human_ns(d * 1e9)),
         (None, Some(n)) => format!("{n}-request test"),
         (None, None) => "test".to_string(),
@@ -62,6 +69,14 @@ fn header(out: &mut String, r: &RunRecord) {
         c.url.clone()
     };
     let _ = writeln!(out, "Running {what} @ {target}");
+    if let Some(w) = &c.workload {
+        let phases: Vec<&str> = r.levels.iter().map(|l| l.label.as_str()).collect();
+        if c.sweep.is_none() && !phases.is_empty() {
+            let _ = writeln!(out, "  {w}, phases {}", phases.join(", "));
+        } else {
+            let _ = writeln!(out, "  {w}");
+        }
+    }
     if let Some(sweep) = &c.sweep {
         let levels: Vec<String> = sweep.levels.iter().map(|v| format!("{v}")).collect();
         let _ = writeln!(
@@ -72,17 +87,22 @@ fn header(out: &mut String, r: &RunRecord) {
             levels.join(", ")
         );
     }
-    if c.sweep.is_some() {
+    let method = if c.workload.is_some() {
+        "requests of the workload"
+    } else {
+        c.method.as_str()
+    };
+    if c.sweep.is_some() || !r.levels.is_empty() {
         let _ = writeln!(
             out,
             "  up to {} threads, {} {}, {} loop",
-            c.threads, c.method, c.protocol, c.load_model
+            c.threads, method, c.protocol, c.load_model
         );
     } else {
         let _ = writeln!(
             out,
             "  {} threads and {} connections, {} {}, {} loop",
-            c.threads, c.connections, c.method, c.protocol, c.load_model
+            c.threads, c.connections, method, c.protocol, c.load_model
         );
     }
     if let (Some(rate), None) = (c.rate_rps, &c.sweep) {
@@ -356,6 +376,44 @@ fn levels(out: &mut String, r: &RunRecord) {
             cell(t.p999_us),
             cell(t.mean_us),
             l.summary.requests.errors
+        );
+    }
+}
+
+/// Named requests (`--scenario`, `--targets`): a row per name, its count, rate, errors,
+/// statuses and latency.
+fn by_request(out: &mut String, title: &str, s: &crate::recorder::record::Summary) {
+    if s.by_request.is_empty() {
+        return;
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  {:<20} {:>9} {:>10} {:>7} {:>9} {:>9} {:>9} {:>9}  status",
+        format!("{title}request"),
+        "count",
+        "req/s",
+        "errors",
+        "p50",
+        "p90",
+        "p99",
+        "max"
+    );
+    for (name, f) in s.by_request.iter().filter(|(_, f)| f.requests.total > 0) {
+        let t = &f.latency.total;
+        let status: Vec<String> = f.status.iter().map(|(c, n)| format!("{c}: {n}")).collect();
+        let _ = writeln!(
+            out,
+            "  {:<20} {:>9} {:>10.1} {:>7} {:>9} {:>9} {:>9} {:>9}  {}",
+            name,
+            f.requests.total,
+            f.throughput_rps,
+            f.requests.errors,
+            cell(t.p50_us),
+            cell(t.p90_us),
+            cell(t.p99_us),
+            cell(t.max_us),
+            status.join(", ")
         );
     }
 }

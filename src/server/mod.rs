@@ -5,6 +5,7 @@
 //! bound on how long in-flight connections may take.
 
 mod compress;
+pub mod kv;
 pub mod routes;
 #[cfg(test)]
 mod tests;
@@ -33,6 +34,22 @@ const MAX_H2_STREAMS: u32 = 1024;
 pub struct ServerConfig {
     pub addr: SocketAddr,
     pub tls: ServerTls,
+    /// Keys `1..=kv_preload` stored in `/kv` before serving (`--kv-preload`).
+    pub kv_preload: u64,
+    /// Bytes of each preloaded value (`--value-size`).
+    pub kv_value_bytes: usize,
+}
+
+impl ServerConfig {
+    /// Serving `addr` with `tls`, an empty store.
+    pub fn new(addr: SocketAddr, tls: ServerTls) -> Self {
+        ServerConfig {
+            addr,
+            tls,
+            kv_preload: 0,
+            kv_value_bytes: 100,
+        }
+    }
 }
 
 /// Plain HTTP, a self-signed certificate, or one from files.
@@ -113,6 +130,8 @@ struct Prepared {
     addr: SocketAddr,
     tls: Option<tokio_rustls::TlsAcceptor>,
     cert_pem: Option<String>,
+    /// The `/kv` store, shared by every connection.
+    kv: std::sync::Arc<kv::Kv>,
 }
 
 fn prepare(config: &ServerConfig) -> Result<Prepared, ServerError> {
@@ -135,6 +154,7 @@ fn prepare(config: &ServerConfig) -> Result<Prepared, ServerError> {
         addr,
         tls,
         cert_pem,
+        kv: std::sync::Arc::new(kv::Kv::preloaded(config.kv_preload, config.kv_value_bytes)),
     })
 }
 
@@ -221,7 +241,7 @@ pub fn spawn(config: ServerConfig) -> Result<RunningServer, ServerError> {
         .name("reqlife-target".into())
         .spawn(move || {
             runtime.block_on(async move {
-                let _ = serve(p.listener, p.tls, async {
+                let _ = serve(p.listener, p.tls, p.kv, async {
                     let _ = rx.await;
                 })
                 .await;
@@ -254,7 +274,7 @@ pub fn serve_until_signal(
         let mut int = signal(SignalKind::interrupt()).map_err(ServerError::Runtime)?;
         let mut term = signal(SignalKind::terminate()).map_err(ServerError::Runtime)?;
         on_ready(p.addr, p.tls.is_some());
-        serve(p.listener, p.tls, async move {
+        serve(p.listener, p.tls, p.kv, async move {
             tokio::select! {
                 _ = int.recv() => {}
                 _ = term.recv() => {}
@@ -277,6 +297,7 @@ fn connection_builder() -> auto::Builder<TokioExecutor> {
 async fn serve(
     listener: std::net::TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
+    kv: std::sync::Arc<kv::Kv>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServerError> {
     let listener = TcpListener::from_std(listener).map_err(ServerError::Runtime)?;
@@ -303,7 +324,8 @@ async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let service = hyper::service::service_fn(routes::handle);
+                let kv = kv.clone();
+                let service = hyper::service::service_fn(move |req| routes::handle(req, kv.clone()));
                 match &tls {
                     None => {
                         let conn = builder.serve_connection(TokioIo::new(stream), service).into_owned();

@@ -1,7 +1,8 @@
 //! The embedded target's routes and the `Server-Timing` header every response carries:
 //! `/` → `Hello World!`; `/delay/{ms}`; `/echo`; `/status/{code}`; `/bytes/{n}`; `/text/{n}`
 //! (n bytes of text, compressed as the request's `Accept-Encoding` allows, the work reported as
-//! the `compress` metric); `/serial/{ms}` (one request at a time, each taking `ms`: a server
+//! the `compress` metric); `/kv/{key}` (a key-value store: PUT, GET, HEAD, DELETE, the
+//! store's work reported as `lookup`, `insert` or `delete`); `/serial/{ms}` (one request at a time, each taking `ms`: a server
 //! of known capacity, 1000/ms requests per second, for finding a knee); and
 //! `/stall/{ms}`, which answers at once but makes every embedded target in the process hold
 //! its other responses until `ms` have passed (a garbage-collection pause, to show coordinated
@@ -11,6 +12,7 @@
 //! do), `handler` (the route's work), `serialize` (building the response) and `total`.
 
 use super::compress;
+use super::kv::Kv;
 use crate::engine::decode::Coding;
 use bytes::Bytes;
 use http::{header, HeaderName, Request, Response, StatusCode};
@@ -20,6 +22,7 @@ use std::convert::Infallible;
 use std::fmt::Write as _;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::sync::OnceLock;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -36,7 +39,7 @@ pub const MAX_DELAY_MS: f64 = 600_000.0;
 const HELLO: &[u8] = b"Hello World!";
 const SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
 const ROUTES: &str =
-    "not found: the routes are /, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /text/{n}, /serial/{ms}, /stall/{ms}\n";
+    "not found: the routes are /, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /text/{n}, /kv/{key}, /serial/{ms}, /stall/{ms}\n";
 
 /// The end of the current stall, in nanoseconds since [`origin`] (0: none).
 static STALL_UNTIL_NS: AtomicU64 = AtomicU64::new(0);
@@ -155,6 +158,9 @@ struct Timing {
     handler_ns: u64,
     /// `/text/{n}` with a coding: compressing the body (part of the handler's time).
     compress_ns: Option<u64>,
+    /// `/kv/{key}`: the store's own work (`lookup`, `insert` or `delete`; part of the
+    /// handler's time).
+    store: Option<(&'static str, u64)>,
     serialize_ns: u64,
     total_ns: u64,
 }
@@ -165,7 +171,7 @@ fn nanos(d: Duration) -> u64 {
 
 /// A `Server-Timing` value formatted on the stack (the header value copies it once).
 struct HeaderBuf {
-    buf: [u8; 256],
+    buf: [u8; 320],
     len: usize,
 }
 
@@ -185,7 +191,7 @@ impl Timing {
     /// arithmetic.
     fn header_value(&self) -> Option<header::HeaderValue> {
         let mut out = HeaderBuf {
-            buf: [0; 256],
+            buf: [0; 320],
             len: 0,
         };
         let metrics = [
@@ -193,6 +199,7 @@ impl Timing {
             Some(("queue", self.queue_ns)),
             Some(("handler", self.handler_ns)),
             self.compress_ns.map(|ns| ("compress", ns)),
+            self.store,
             Some(("serialize", self.serialize_ns)),
             Some(("total", self.total_ns)),
         ];
@@ -213,6 +220,7 @@ enum Route {
     Status(StatusCode),
     Bytes(u64),
     Text(usize),
+    Kv(String),
     Serial(Duration),
     Stall(Duration),
     BadRequest(String),
@@ -243,6 +251,15 @@ fn route_of(path: &str) -> Route {
                     None => Route::BadRequest(format!(
                         "bad status '{v}': expected /status/{{code}} with code from 200 to 599\n"
                     )),
+                }
+            } else if let Some(key) = path.strip_prefix("/kv/") {
+                if key.is_empty() || key.len() > super::kv::MAX_KEY_BYTES {
+                    Route::BadRequest(format!(
+                        "bad key: expected /kv/{{key}} with a key of 1 to {} bytes\n",
+                        super::kv::MAX_KEY_BYTES
+                    ))
+                } else {
+                    Route::Kv(key.to_string())
                 }
             } else if let Some(v) = path.strip_prefix("/serial/") {
                 match v.parse::<f64>() {
@@ -290,6 +307,10 @@ struct Answer {
     body: Body,
     binary: bool,
     compressed: Option<(Coding, Duration)>,
+    /// `/kv`: the store's operation and how long it took.
+    store: Option<(&'static str, Duration)>,
+    /// `/kv`: a `HEAD`'s value length (the body is empty).
+    content_length: Option<usize>,
 }
 
 impl From<(StatusCode, Body, bool)> for Answer {
@@ -299,12 +320,66 @@ impl From<(StatusCode, Body, bool)> for Answer {
             body,
             binary,
             compressed: None,
+            store: None,
+            content_length: None,
         }
     }
 }
 
+/// `/kv/{key}`: the store's answer to `method`.
+async fn kv_route(kv: &Kv, key: &str, method: &http::Method, body: Incoming) -> Answer {
+    use super::kv::KvAnswer;
+    let key = key.as_bytes();
+    let value = if method == http::Method::PUT {
+        match read_body(body).await {
+            Ok(v) => Some(v),
+            Err(answer) => return answer.into(),
+        }
+    } else {
+        drain(body).await;
+        None
+    };
+    let started = Instant::now();
+    let (op, answer) = match (method.as_str(), value) {
+        ("GET", _) => ("lookup", kv.get(key)),
+        ("HEAD", _) => ("lookup", kv.head(key)),
+        ("PUT", Some(v)) => ("insert", kv.put(key, v)),
+        ("DELETE", _) => ("delete", kv.delete(key)),
+        _ => {
+            let msg =
+                format!("method {method} not allowed on /kv/{{key}}: GET, HEAD, PUT, DELETE\n");
+            return (StatusCode::METHOD_NOT_ALLOWED, Body::full(msg), false).into();
+        }
+    };
+    let store = Some((op, started.elapsed()));
+    let (status, body, content_length) = match answer {
+        KvAnswer::Created => (StatusCode::CREATED, Body::empty(), None),
+        KvAnswer::Replaced | KvAnswer::Deleted => (StatusCode::NO_CONTENT, Body::empty(), None),
+        KvAnswer::Found(v) => (StatusCode::OK, Body::full(v), None),
+        KvAnswer::Exists(n) => (StatusCode::OK, Body::empty(), Some(n)),
+        KvAnswer::NotFound => (StatusCode::NOT_FOUND, Body::empty(), None),
+    };
+    Answer {
+        status,
+        body,
+        binary: true,
+        compressed: None,
+        store,
+        content_length,
+    }
+}
+
 /// The route's own work; `coding` is what the request's `Accept-Encoding` allows.
-async fn run_route(route: Route, body: Incoming, coding: Option<Coding>) -> Answer {
+async fn run_route(
+    route: Route,
+    method: http::Method,
+    body: Incoming,
+    coding: Option<Coding>,
+    kv: Arc<Kv>,
+) -> Answer {
+    if let Route::Kv(key) = &route {
+        return kv_route(&kv, key, &method, body).await;
+    }
     if let Route::Text(n) = route {
         drain(body).await;
         let plain = compress::text(n);
@@ -314,10 +389,8 @@ async fn run_route(route: Route, body: Incoming, coding: Option<Coding>) -> Answ
                 let started = Instant::now();
                 let packed = compress::compress(c, &plain);
                 Answer {
-                    status: StatusCode::OK,
-                    body: Body::full(packed),
-                    binary: false,
                     compressed: Some((c, started.elapsed())),
+                    ..(StatusCode::OK, Body::full(packed), false).into()
                 }
             }
         };
@@ -333,7 +406,7 @@ async fn run_plain_route(route: Route, body: Incoming) -> (StatusCode, Body, boo
     }
     drain(body).await;
     match route {
-        Route::Echo | Route::Text(_) => unreachable!("answered above"),
+        Route::Echo | Route::Text(_) | Route::Kv(_) => unreachable!("answered above"),
         Route::Hello => (StatusCode::OK, Body::full(Bytes::from_static(HELLO)), false),
         Route::Delay(d) => {
             tokio::time::sleep(d).await;
@@ -378,24 +451,33 @@ async fn drain(mut body: Incoming) {
 
 /// `/echo`: the request body back, or 413 above [`MAX_ECHO_BYTES`].
 async fn echo(body: Incoming) -> (StatusCode, Body) {
+    match read_body(body).await {
+        Ok(b) => (StatusCode::OK, Body::full(b)),
+        Err((status, body, _)) => (status, body),
+    }
+}
+
+/// A request body of at most [`MAX_ECHO_BYTES`], or the answer to give instead (413, 400).
+async fn read_body(body: Incoming) -> Result<Bytes, (StatusCode, Body, bool)> {
     let too_large = || {
-        let msg = format!("body larger than {MAX_ECHO_BYTES} bytes: /echo takes at most 16 MiB\n");
-        (StatusCode::PAYLOAD_TOO_LARGE, Body::full(msg))
+        let msg = format!("body larger than {MAX_ECHO_BYTES} bytes: at most 16 MiB\n");
+        (StatusCode::PAYLOAD_TOO_LARGE, Body::full(msg), false)
     };
     // A declared Content-Length above the cap is refused before reading anything.
     if body.size_hint().lower() > MAX_ECHO_BYTES as u64 {
-        return too_large();
+        return Err(too_large());
     }
     match http_body_util::Limited::new(body, MAX_ECHO_BYTES)
         .collect()
         .await
     {
-        Ok(c) => (StatusCode::OK, Body::full(c.to_bytes())),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => too_large(),
-        Err(e) => (
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Err(e) => Err((
             StatusCode::BAD_REQUEST,
             Body::full(format!("cannot read the request body: {e}\n")),
-        ),
+            false,
+        )),
     }
 }
 
@@ -406,7 +488,7 @@ async fn echo(body: Incoming) -> (StatusCode, Body) {
 /// I/O task to a task of its own, as a server with a worker pool does: under load this is the
 /// time spent behind other ready tasks); `handler` the route's work (for `/echo`, reading the
 /// body); `serialize` building the response; `total` from the call until the response is built.
-pub async fn handle(req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+pub async fn handle(req: Request<Incoming>, kv: Arc<Kv>) -> Result<Response<Body>, Infallible> {
     let start = Instant::now();
     let route = route_of(req.uri().path());
     let coding = match route {
@@ -420,9 +502,10 @@ pub async fn handle(req: Request<Incoming>) -> Result<Response<Body>, Infallible
     if !matches!(route, Route::Stall(_)) {
         wait_out_stall().await;
     }
+    let method = req.method().clone();
     let work = tokio::spawn(async move {
         let began = Instant::now();
-        let answer = run_route(route, req.into_body(), coding).await;
+        let answer = run_route(route, method, req.into_body(), coding, kv).await;
         (began, Instant::now(), answer)
     });
     let (began, handled, answer) = match work.await {
@@ -440,6 +523,10 @@ pub async fn handle(req: Request<Incoming>) -> Result<Response<Body>, Infallible
     let serializing = Instant::now();
     let mut res = Response::new(answer.body);
     *res.status_mut() = answer.status;
+    if let Some(n) = answer.content_length {
+        res.headers_mut()
+            .insert(header::CONTENT_LENGTH, header::HeaderValue::from(n));
+    }
     if let Some((c, _)) = answer.compressed {
         let h = res.headers_mut();
         h.insert(
@@ -466,6 +553,7 @@ pub async fn handle(req: Request<Incoming>) -> Result<Response<Body>, Infallible
         queue_ns: nanos(began.saturating_duration_since(routed)),
         handler_ns: nanos(handled.saturating_duration_since(began)),
         compress_ns: answer.compressed.map(|(_, d)| nanos(d)),
+        store: answer.store.map(|(op, d)| (op, nanos(d))),
         serialize_ns: nanos(end - serializing),
         total_ns: nanos(end - start),
     };
@@ -515,6 +603,7 @@ mod tests {
             queue_ns: 49,                // below the resolution: 0
             handler_ns: 21_099,          // truncated, not rounded
             compress_ns: None,           // left out when nothing was compressed
+            store: None,                 // left out for routes other than /kv
             serialize_ns: 3_000_000,     // whole milliseconds
             total_ns: 1_234_567_890_123, // 1234.5 s
         };
@@ -528,6 +617,7 @@ mod tests {
             queue_ns: u64::MAX,
             handler_ns: u64::MAX,
             compress_ns: Some(u64::MAX),
+            store: Some(("insert", u64::MAX)),
             serialize_ns: u64::MAX,
             total_ns: u64::MAX,
         };

@@ -15,10 +15,7 @@ use tokio::net::TcpStream;
 const LIMIT: Duration = Duration::from_secs(3);
 
 fn config(tls: ServerTls) -> ServerConfig {
-    ServerConfig {
-        addr: "127.0.0.1:0".parse().unwrap(),
-        tls,
-    }
+    ServerConfig::new("127.0.0.1:0".parse().unwrap(), tls)
 }
 
 fn plain() -> RunningServer {
@@ -409,12 +406,9 @@ fn port_zero_gives_a_real_port_and_urls() {
 fn a_busy_port_is_a_clear_bind_error() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap();
-    let err = spawn(ServerConfig {
-        addr,
-        tls: ServerTls::None,
-    })
-    .err()
-    .expect("the port is taken");
+    let err = spawn(ServerConfig::new(addr, ServerTls::None))
+        .err()
+        .expect("the port is taken");
     assert!(matches!(err, ServerError::Bind { .. }));
     let msg = err.to_string();
     assert!(
@@ -503,4 +497,45 @@ fn io_errors_read_as_short_phrases() {
         ServerError::Bind { addr, error: e }.to_string(),
         "cannot bind 127.0.0.1:80: permission denied (ports below 1024 need privileges)"
     );
+}
+
+#[tokio::test]
+async fn kv_stores_reads_and_deletes_with_the_store_s_own_timing() {
+    let server = spawn(ServerConfig {
+        kv_preload: 10,
+        kv_value_bytes: 32,
+        ..config(ServerTls::None)
+    })
+    .unwrap();
+    let mut client = connect(&server).await;
+    // (method, path, body, status, body, the store's metric): in order, on one connection
+    // (HEAD is covered by tests/workload.rs: this client reads a HEAD's Content-Length body.)
+    type Row = (
+        &'static str,
+        &'static str,
+        &'static [u8],
+        u16,
+        &'static str,
+        Option<&'static str>,
+    );
+    let rows: [Row; 9] = [
+        ("GET", "/kv/10", b"", 200, "", Some("lookup")), // preloaded: 32 bytes
+        ("GET", "/kv/11", b"", 404, "", Some("lookup")), // past the preload
+        ("PUT", "/kv/a", b"one", 201, "", Some("insert")), // created
+        ("PUT", "/kv/a", b"two", 204, "", Some("insert")), // replaced
+        ("GET", "/kv/a", b"", 200, "two", Some("lookup")),
+        ("DELETE", "/kv/a", b"", 204, "", Some("delete")),
+        ("DELETE", "/kv/a", b"", 404, "", Some("delete")), // already gone
+        ("POST", "/kv/a", b"x", 405, "GET, HEAD, PUT, DELETE", None),
+        ("GET", "/kv/", b"", 400, "/kv/{key}", None), // no key
+    ];
+    for (method, path, body, status, text, metric) in rows {
+        let r = client.request(method, path, body).await;
+        assert_eq!(r.status, status, "{method} {path}: {}", r.text());
+        assert!(r.text().contains(text), "{method} {path}: {}", r.text());
+        if let Some(m) = metric {
+            assert!(r.timing_ms(m) >= 0.0, "{method} {path}");
+        }
+    }
+    assert_eq!(client.get("/kv/1").await.body.len(), 32);
 }

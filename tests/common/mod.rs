@@ -48,10 +48,10 @@ pub fn summary(o: &Output) -> serde_json::Value {
 
 /// The embedded target on 127.0.0.1:0, in this test process.
 pub fn embedded(tls: reqlife::server::ServerTls) -> reqlife::server::RunningServer {
-    reqlife::server::spawn(reqlife::server::ServerConfig {
-        addr: "127.0.0.1:0".parse().unwrap(),
+    reqlife::server::spawn(reqlife::server::ServerConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
         tls,
-    })
+    ))
     .expect("the embedded target starts")
 }
 

@@ -1,0 +1,148 @@
+//! The plans of a run that sends a workload (`--scenario FILE`, `--targets FILE`): the
+//! workload half of [`super::plan`], with the same rule that every check of user input and
+//! every message about bad input lives in `cli`. A scenario with phases gives one plan per
+//! phase (run in order, like the levels of a sweep); without phases, or with a target list,
+//! the command line's load applies to the whole mix.
+
+use super::plan::{self, PlanError};
+use super::RunArgs;
+use crate::model::{LoadModel, RunPlan};
+use crate::target::{mix::Mix, scenario, targets, Workload};
+use std::sync::Arc;
+
+fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
+    Err(PlanError(msg.into()))
+}
+
+/// Whether the run sends a workload rather than one fixed request.
+pub fn is_workload(args: &RunArgs) -> bool {
+    args.scenario.is_some() || args.targets.is_some()
+}
+
+/// The flags that describe the one fixed request, which a workload replaces.
+fn refuse_request_flags(args: &RunArgs, what: &str) -> Result<(), PlanError> {
+    let given: Vec<&str> = [
+        (args.method != "GET", "-m/--method"),
+        (!args.headers.is_empty(), "-H/--header"),
+        (args.body.is_some(), "--body"),
+        (args.body_file.is_some(), "--body-file"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, flag)| *flag)
+    .collect();
+    if given.is_empty() {
+        return Ok(());
+    }
+    err(format!(
+        "{} conflict{} with {what}: its requests give their own method, headers and body",
+        given.join(", "),
+        if given.len() == 1 { "s" } else { "" }
+    ))
+}
+
+/// The plans of a workload run: `url` is the server (the user's, or the embedded target's);
+/// with `--targets` it is `None` and the list names the server.
+pub fn build(args: &RunArgs, url: Option<&str>) -> Result<Vec<RunPlan>, PlanError> {
+    if args.connections.len() > 1 || args.rate.len() > 1 {
+        return err("a sweep (-c a,b,... or -R a,b,...) and a workload conflict: give one level");
+    }
+    match (&args.scenario, &args.targets) {
+        (Some(path), _) => {
+            refuse_request_flags(args, "--scenario")?;
+            let url = url.ok_or_else(|| PlanError("--scenario needs a server URL".into()))?;
+            let sc = scenario::load(path).map_err(|e| PlanError(e.to_string()))?;
+            let specs: Vec<_> = sc.requests.iter().map(|r| r.spec.clone()).collect();
+            let mut args = args.clone();
+            if args.seed.is_none() {
+                args.seed = sc.seed;
+            }
+            let base = plan::build(&args, url)?;
+            if sc.phases.is_empty() {
+                return Ok(vec![with_workload(base, &specs, sc.default_mix(), None)]);
+            }
+            let given: Vec<&str> = [
+                (!args.rate.is_empty(), "-R/--rate"),
+                (args.duration.is_some(), "-d/--duration"),
+                (args.requests.is_some(), "-n/--requests"),
+                (args.stages.is_some(), "--stages"),
+                (args.burst.is_some(), "--burst"),
+                (args.repeat > 1, "--repeat"),
+            ]
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, f)| *f)
+            .collect();
+            if !given.is_empty() {
+                return err(format!(
+                    "{} conflict{} with the phases of '{}': each phase gives its own load and length (drop the [[phase]] tables to use the command line's)",
+                    given.join(", "),
+                    if given.len() == 1 { "s" } else { "" },
+                    path.display()
+                ));
+            }
+            sc.phases
+                .iter()
+                .map(|ph| {
+                    let mut p = base.clone();
+                    p.load = ph.load.clone();
+                    p.stop = ph.stop;
+                    fit_threads(&mut p, &args, &ph.name)?;
+                    Ok(with_workload(
+                        p,
+                        &specs,
+                        ph.mix.clone(),
+                        Some(ph.name.clone()),
+                    ))
+                })
+                .collect()
+        }
+        (None, Some(path)) => {
+            refuse_request_flags(args, "--targets")?;
+            if url.is_some() {
+                return err(format!(
+                    "--targets '{}' names the server in its URLs: drop the URL argument",
+                    path.display()
+                ));
+            }
+            let entries = targets::load(path).map_err(|e| PlanError(e.to_string()))?;
+            let origin =
+                targets::common_origin(&entries, path).map_err(|e| PlanError(e.to_string()))?;
+            let base = plan::build(args, &format!("{origin}/"))?;
+            let specs: Vec<_> = entries.iter().map(|e| e.spec.clone()).collect();
+            let n = specs.len();
+            Ok(vec![with_workload(base, &specs, Mix::round_robin(n), None)])
+        }
+        (None, None) => err("internal: a workload needs --scenario or --targets"),
+    }
+}
+
+/// A phase's threads: the command line's `-t` (or the cores), at most one per connection of
+/// this process, and one for bursts.
+fn fit_threads(p: &mut RunPlan, args: &RunArgs, phase: &str) -> Result<(), PlanError> {
+    let local = p.local_connections();
+    if local == 0 {
+        return err(format!(
+            "phase '{phase}' has too few connections for segment {}/{}",
+            p.segment.index + 1,
+            p.segment.count
+        ));
+    }
+    p.threads = match (&p.load, args.threads) {
+        (LoadModel::Burst { .. }, _) => 1,
+        (_, Some(t)) => (t as usize).min(local),
+        (_, None) => plan::default_threads().min(local),
+    };
+    Ok(())
+}
+
+fn with_workload(
+    mut p: RunPlan,
+    specs: &[crate::target::request::RequestSpec],
+    mix: Mix,
+    phase: Option<String>,
+) -> RunPlan {
+    p.workload = Some(Arc::new(Workload::new(specs, mix, &p)));
+    p.phase = phase;
+    p
+}
