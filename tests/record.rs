@@ -220,3 +220,53 @@ fn base64_decode(s: &str) -> Vec<u8> {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.decode(s).unwrap()
 }
+
+#[test]
+fn the_sample_of_responses_is_uniform_bounded_and_agrees_with_the_histogram() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    let p = path.to_str().unwrap();
+    run_ok(&["run", "-d", "1s", "-c", "4", "-t", "2", "--json", "-o", p]);
+    let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_valid(&validator(), &value);
+    let rec = reqlife::app::load_record(&path).unwrap();
+    let s = rec
+        .samples
+        .as_ref()
+        .expect("a run with responses has samples");
+    let total = rec.histogram("total").unwrap();
+    // The population is every response with a total latency; the sample is bounded by the
+    // capacity, and whole when the run was smaller.
+    assert_eq!(s.seen, total.len());
+    assert_eq!(s.at_us.len(), s.total_ns.len());
+    assert_eq!(s.at_us.len() as u64, s.seen.min(s.capacity));
+    assert!(s.at_us.windows(2).all(|w| w[0] <= w[1]), "sorted by time");
+    let end_us = (rec.summary.duration_s * 1e6).ceil() as u64;
+    assert!(
+        *s.at_us.last().unwrap() <= end_us,
+        "inside the recorded window"
+    );
+    for &ns in &s.total_ns {
+        assert!(
+            total.lowest_equivalent(ns) >= total.lowest_equivalent(total.min())
+                && total.highest_equivalent(ns) <= total.highest_equivalent(total.max()),
+            "{ns} outside the histogram's range"
+        );
+    }
+    // Uniform over time: each half of the run holds a share of the sample close to its share
+    // of the requests (intervals of 1 s: compare halves of the sample's own span instead).
+    let half = end_us / 2;
+    let early = s.at_us.iter().filter(|&&t| t < half).count() as f64 / s.at_us.len() as f64;
+    assert!((0.3..0.7).contains(&early), "{early}");
+
+    // A record written before samples existed still loads.
+    let mut old = value.clone();
+    old.as_object_mut().unwrap().remove("samples");
+    let old_path = dir.path().join("old.json");
+    std::fs::write(&old_path, old.to_string()).unwrap();
+    assert_valid(&validator(), &old);
+    assert!(reqlife::app::load_record(&old_path)
+        .unwrap()
+        .samples
+        .is_none());
+}
