@@ -270,3 +270,64 @@ fn the_sample_of_responses_is_uniform_bounded_and_agrees_with_the_histogram() {
         .samples
         .is_none());
 }
+
+#[test]
+fn report_exports_hgrm_csv_and_json_from_the_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    let p = path.to_str().unwrap();
+    run_ok(&[
+        "run",
+        "-d",
+        "1s",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--interval",
+        "250ms",
+        "--json",
+        "-o",
+        p,
+    ]);
+    let rec = reqlife::app::load_record(&path).unwrap();
+
+    // csv: a header and one row per interval.
+    let csv = stdout(&run_ok(&["report", p, "--format", "csv"]));
+    assert_eq!(csv.lines().count(), 1 + rec.intervals.len(), "{csv}");
+    assert_eq!(rec.intervals.len(), 4);
+    assert!(csv.starts_with("start_s,duration_s,requests,ok,errors,throughput_rps,"));
+
+    // hgrm: per phase, its last row counts every value of the phase's histogram.
+    for (phase, key) in [(None, "total"), (Some("wait"), "wait")] {
+        let mut args = vec!["report", p, "--format", "hgrm"];
+        args.extend(phase.iter().flat_map(|ph| ["--phase", ph]));
+        let text = stdout(&run_ok(&args));
+        let last_row = text
+            .lines()
+            .rfind(|l| !l.starts_with('#') && !l.is_empty())
+            .unwrap();
+        let fields: Vec<&str> = last_row.split_whitespace().collect();
+        assert_eq!(fields[1], "1.000000", "{last_row}");
+        assert_eq!(fields[2], rec.histogram(key).unwrap().len().to_string());
+        assert!(text.contains("#[Mean    = "), "{text}");
+    }
+
+    // json: the whole record, as saved.
+    let json: Value =
+        serde_json::from_slice(&run_ok(&["report", p, "--format", "json"]).stdout).expect("JSON");
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(json, saved);
+
+    // Bad input: one error naming the valid choices, exit 2.
+    let out = run(&["report", p, "--format", "hgrm", "--phase", "latency"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("unknown phase 'latency'") && err.contains("wait"),
+        "{err}"
+    );
+    let out = run(&["report", p, "--phase", "wait"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--format hgrm"), "{}", stderr(&out));
+}

@@ -6,8 +6,9 @@
 mod run;
 mod stats;
 
-use crate::cli::{Cli, Command, ReportArgs, ServeArgs};
+use crate::cli::{Cli, Command, ReportArgs, ReportFormat, ServeArgs};
 use crate::recorder::record::{RunRecord, SCHEMA_VERSION};
+use crate::report;
 use crate::server::{self, ServerConfig, ServerTls};
 use clap::Parser;
 use std::io::Write;
@@ -91,7 +92,22 @@ fn report(args: &ReportArgs) -> i32 {
         Ok(r) => r,
         Err(e) => return usage_error(e),
     };
-    out(&args.view.render(&record));
+    let text =
+        match (args.format, &args.phase) {
+            (ReportFormat::Hgrm, phase) => {
+                match report::hgrm::of_record(&record, phase.as_deref().unwrap_or("total")) {
+                    Ok(text) => text,
+                    Err(e) => return usage_error(e),
+                }
+            }
+            (_, Some(_)) => return usage_error(
+                "--phase chooses the histogram of --format hgrm; add --format hgrm or drop --phase",
+            ),
+            (ReportFormat::Csv, None) => report::csv::render(&record),
+            (ReportFormat::Json, None) => report::record_json(&record) + "\n",
+            (ReportFormat::Text, None) => args.view.render(&record),
+        };
+    out(&text);
     EXIT_OK
 }
 

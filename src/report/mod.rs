@@ -1,7 +1,11 @@
 //! Rendering RunRecords: the text report ([`text`]) and the summary JSON. Every report works
 //! from a [`RunRecord`] alone, so a saved run can be re-rendered later (`reqlife report`).
 
+pub mod csv;
+#[cfg(test)]
+pub(crate) mod fixture;
 pub mod hdrlog;
+pub mod hgrm;
 pub mod live;
 pub mod text;
 
