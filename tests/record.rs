@@ -61,6 +61,21 @@ fn a_sweep_record_validates_too() {
     let record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_valid(&validator(), &record);
     assert_eq!(record["levels"].as_array().unwrap().len(), 2);
+    // The series runs level after level, each interval once, adding up to the whole.
+    let intervals = record["intervals"].as_array().unwrap();
+    let starts: Vec<f64> = intervals
+        .iter()
+        .map(|i| i["start_s"].as_f64().unwrap())
+        .collect();
+    assert!(starts.windows(2).all(|w| w[0] < w[1]), "{starts:?}");
+    let sum: u64 = intervals
+        .iter()
+        .map(|i| i["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        sum,
+        record["summary"]["requests"]["total"].as_u64().unwrap()
+    );
     // The report re-renders a sweep from the record alone.
     let again = run(&["report", p]);
     assert_eq!(stdout(&again), stdout(&out));

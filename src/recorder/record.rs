@@ -529,6 +529,9 @@ impl RunRecord {
         let merged = Measured::merge(without_series);
         let mut top = RunRecord::build(plan, &merged, end);
         top.summary.generator.offered_rps = None;
+        // The series is the levels' own, one after another (the merge above has none: its
+        // intervals would only be empty ones over the whole time).
+        top.intervals.clear();
         let mut offset: f64 = 0.0;
         let mut samples: Vec<(Samples, u64)> = Vec::new();
         for (label, level_plan, record) in parts {
