@@ -7,6 +7,7 @@ pub(crate) mod fixture;
 pub mod hdrlog;
 pub mod hgrm;
 pub mod live;
+pub mod plot;
 pub mod text;
 
 use crate::recorder::record::RunRecord;
