@@ -129,3 +129,46 @@ pub fn record(flags: &[&str], shape: Shape) -> RunRecord {
 pub fn plain() -> RunRecord {
     record(&["-d", "3s", "--interval", "1s"], Shape::default())
 }
+/// A sweep of two levels (`-c 1,2`), each a plain run.
+pub fn sweep() -> RunRecord {
+    let a = args(&["-c", "1,2", "-d", "3s", "--interval", "1s"]);
+    let plans = plan::build_levels(&a, "http://127.0.0.1:9/").expect("valid plans");
+    let measured: Vec<Measured> = plans
+        .iter()
+        .map(|p| measured(Shape::default(), p.interval))
+        .collect();
+    let parts = plans
+        .iter()
+        .zip(&measured)
+        .map(|(p, m)| {
+            let label = format!("{} connections", p.connections());
+            (label, p, RunRecord::build(p, m, ending(3)))
+        })
+        .collect();
+    let mut all = ending(6);
+    all.recorded = Duration::from_secs(6);
+    RunRecord::sweep(&plans[0], &measured, all, parts)
+}
+
+/// A burst run (`--burst 10`): 5 bursts recorded beside the requests.
+pub fn bursts() -> RunRecord {
+    let a = args(&["--burst", "10", "--bursts", "5", "--interval", "1s"]);
+    let p = plan::build(&a, "http://127.0.0.1:9/").expect("a valid plan");
+    let mut m = measured(
+        Shape {
+            requests: 50,
+            seconds: 1,
+            ..Shape::default()
+        },
+        p.interval,
+    );
+    let mut r = Recorder::new(Instant::now(), p.interval);
+    for b in 0..5u64 {
+        r.record_burst(
+            Duration::from_micros(300 + 50 * b),
+            Duration::from_micros(900 + 100 * b),
+        );
+    }
+    m.bursts = r.finish().bursts;
+    RunRecord::build(&p, &m, ending(1))
+}

@@ -6,6 +6,7 @@ pub mod csv;
 pub(crate) mod fixture;
 pub mod hdrlog;
 pub mod hgrm;
+pub mod html;
 pub mod live;
 pub mod plot;
 pub mod text;
