@@ -36,6 +36,12 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         (None, Some(s)) => s.url("/"),
         (None, None) => unreachable!("the embedded target is started without a URL"),
     };
+    // A page that cannot be written is known now, not after the run.
+    if let Some(path) = &args.html {
+        if let Err(e) = report::html::check_writable(path) {
+            return usage_error(e);
+        }
+    }
     let plans = match plan::build_levels(args, &url) {
         Ok(p) => p,
         Err(e) => return usage_error(e),
@@ -135,6 +141,12 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
                 "error: cannot write the record to '{}': {e}",
                 path.display()
             );
+            code = EXIT_FAILURE;
+        }
+    }
+    if let Some(path) = &args.html {
+        if let Err(e) = report::html::write(&record, path) {
+            eprintln!("error: {e}");
             code = EXIT_FAILURE;
         }
     }

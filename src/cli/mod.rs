@@ -228,6 +228,11 @@ pub struct RunArgs {
     #[arg(long = "hdr-log")]
     pub hdr_log: Option<PathBuf>,
 
+    /// Write the report as one self-contained HTML page (plots as inline SVG, readable
+    /// offline, light or dark, printable) to this file; written also after an interruption.
+    #[arg(long = "html")]
+    pub html: Option<PathBuf>,
+
     /// No progress bar.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -277,6 +282,11 @@ pub struct ReportArgs {
     /// `server_timing.NAME`) [default: total].
     #[arg(long = "phase")]
     pub phase: Option<String>,
+
+    /// Also write the report as one self-contained HTML page (plots as inline SVG) to this
+    /// file.
+    #[arg(long = "html")]
+    pub html: Option<PathBuf>,
 }
 
 /// `reqlife report --format`.

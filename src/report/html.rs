@@ -33,8 +33,29 @@ pub fn render(record: &RunRecord) -> Result<String, String> {
 /// Writes the page of `record` to `path`.
 pub fn write(record: &RunRecord, path: &std::path::Path) -> Result<(), String> {
     let page = render(record)?;
-    std::fs::write(path, page)
-        .map_err(|e| format!("cannot write the HTML report to '{}': {e}", path.display()))
+    std::fs::write(path, page).map_err(|e| unwritable(path, e))
+}
+
+/// Checks before a run that `path` can be written (then leaves it as it was): an error names
+/// the file and why not.
+pub fn check_writable(path: &std::path::Path) -> Result<(), String> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| unwritable(path, e))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+fn unwritable(path: &std::path::Path, e: std::io::Error) -> String {
+    format!(
+        "cannot write the HTML report to '{}': {e}; give --html a file in a directory that exists and can be written",
+        path.display()
+    )
 }
 
 /// A table row: a name and its cells.
@@ -387,11 +408,15 @@ fn latency_time(r: &RunRecord) -> (Option<String>, Option<String>) {
         return (None, None);
     }
     let note = r.samples.as_ref().map(|s| {
-        format!(
-            "a uniform random sample of {} of the {} responses (dots)",
-            s.at_us.len(),
-            s.seen
-        )
+        if s.at_us.len() as u64 == s.seen {
+            format!("every one of the {} responses (dots)", s.seen)
+        } else {
+            format!(
+                "a uniform random sample of {} of the {} responses (dots)",
+                s.at_us.len(),
+                s.seen
+            )
+        }
     });
     (Some(plot::latency_time::svg(&bands, &samples)), note)
 }

@@ -56,10 +56,17 @@ fn a_plain_run_has_every_section_but_levels_and_bursts() {
     // The scatter of the sample, and the words saying what it is.
     assert!(html.contains("class=\"scatter\""));
     let s = r.samples.as_ref().unwrap();
-    assert!(html.contains(&format!(
-        "a uniform random sample of {} of the {} responses",
+    assert_eq!(s.at_us.len() as u64, s.seen, "a small run is kept whole");
+    assert!(html.contains(&format!("every one of the {} responses (dots)", s.seen)));
+    // A sample smaller than the run says so.
+    let mut sampled = r.clone();
+    if let Some(s) = sampled.samples.as_mut() {
+        s.seen *= 10;
+    }
+    assert!(page(&sampled).contains(&format!(
+        "a uniform random sample of {} of the {} responses (dots)",
         s.at_us.len(),
-        s.seen
+        s.seen * 10
     )));
     // The navigation links every section present, and only those.
     for id in sections(&html) {

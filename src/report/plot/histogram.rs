@@ -25,6 +25,17 @@ fn bound(k: i32) -> String {
     }
 }
 
+/// A count on the axis, short: `900`, `16k`, `2.5M`.
+fn count_label(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{}M", super::tick(v / 1e6, 1))
+    } else if v >= 1e4 {
+        format!("{}k", super::tick(v / 1e3, 1))
+    } else {
+        super::tick(v, 0)
+    }
+}
+
 /// The plot of `hist` (values in ns), titled `title`. An empty histogram gives an empty
 /// plot with its title.
 pub fn svg(title: &str, hist: &Log2Hist) -> String {
@@ -54,7 +65,7 @@ pub fn svg(title: &str, hist: &Log2Hist) -> String {
             .margin(8)
             .caption(title, (FONT, DESC_PX + 1).into_font().color(&FG))
             .x_label_area_size(40)
-            .y_label_area_size(56)
+            .y_label_area_size(60)
             // An integer range is inclusive: 0..=n−1 makes n slots.
             .build_cartesian_2d((0..n.max(1) - 1).into_segmented(), 0.0..y_hi)?;
         // At most about eight bucket labels: every other one (or fewer) when there are many.
@@ -67,7 +78,7 @@ pub fn svg(title: &str, hist: &Log2Hist) -> String {
                 SegmentValue::CenterOf(i) if i % every == 0 && *i < n => bound(first + *i as i32),
                 _ => String::new(),
             },
-            &|v| super::tick(*v, 0),
+            &|v| count_label(*v),
             y_ticks,
         )?;
         let color = super::color(0);
@@ -113,6 +124,21 @@ mod tests {
             (-1, "0.5"),
         ] {
             assert_eq!(bound(k), s);
+        }
+    }
+
+    #[test]
+    fn counts_are_short() {
+        // (count, label)
+        for (v, s) in [
+            (0.0, "0"),
+            (900.0, "900"),
+            (9999.0, "9999"),
+            (16000.0, "16k"),
+            (12500.0, "12.5k"),
+            (2.5e6, "2.5M"),
+        ] {
+            assert_eq!(count_label(v), s);
         }
     }
 
