@@ -259,20 +259,3 @@ fn every_string_from_the_record_is_escaped() {
         html.matches("&lt;script&gt;").count()
     );
 }
-
-#[test]
-fn command_lines_read_back_in_a_shell() {
-    // (words, as shown)
-    for (words, shown) in [
-        (vec!["reqlife", "run", "-c", "10"], "reqlife run -c 10"),
-        (
-            vec!["reqlife", "run", "-H", "A: b"],
-            "reqlife run -H 'A: b'",
-        ),
-        (vec!["x", "it's"], "x 'it'\\''s'"),
-        (vec!["x", ""], "x ''"),
-    ] {
-        let words: Vec<String> = words.into_iter().map(String::from).collect();
-        assert_eq!(shell_words(&words), shown);
-    }
-}

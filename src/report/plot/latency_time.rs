@@ -73,7 +73,7 @@ pub fn svg(bands: &[Band], samples: &[(f64, f64)]) -> String {
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(64)
-            .build_cartesian_2d(0.0..upper(x_max) / 1.08, 0.0..upper(y_max / unit.ns))?;
+            .build_cartesian_2d(0.0..super::time_end(x_max), 0.0..upper(y_max / unit.ns))?;
         mesh(
             &mut chart,
             "time since the start of recording (s)",

@@ -95,6 +95,15 @@ pub(crate) fn upper(max: f64) -> f64 {
     }
 }
 
+/// The end of a time axis that starts at zero: the last time itself, never an empty axis.
+pub(crate) fn time_end(last_s: f64) -> f64 {
+    if last_s.is_finite() && last_s > 0.0 {
+        last_s
+    } else {
+        1.0
+    }
+}
+
 pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 /// A chart with two continuous axes.
 pub(crate) type XyChart<'a> = ChartContext<
@@ -336,6 +345,8 @@ pub(crate) mod tests {
         assert_eq!(human(1_250_000.0), "1.25ms");
         assert_eq!(upper(0.0), 1.0);
         assert_eq!(upper(f64::NAN), 1.0);
+        assert_eq!(time_end(2.5), 2.5);
+        assert_eq!(time_end(0.0), 1.0);
     }
 
     #[test]

@@ -56,7 +56,7 @@ pub fn svg(rates: &[Rate], offered_rps: Option<f64>) -> String {
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(72)
-            .build_cartesian_2d(0.0..upper(x_max) / 1.08, 0.0..upper(y_max))?;
+            .build_cartesian_2d(0.0..super::time_end(x_max), 0.0..upper(y_max))?;
         mesh(
             &mut chart,
             "time since the start of recording (s)",
