@@ -230,7 +230,7 @@ pub struct RunArgs {
 
     /// Write the report as one self-contained HTML page (plots as inline SVG, readable
     /// offline, light or dark, printable) to this file; written also after an interruption.
-    #[arg(long = "html")]
+    #[arg(long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
 
     /// No progress bar.
@@ -285,7 +285,7 @@ pub struct ReportArgs {
 
     /// Also write the report as one self-contained HTML page (plots as inline SVG) to this
     /// file.
-    #[arg(long = "html")]
+    #[arg(long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
 }
 
