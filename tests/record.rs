@@ -61,6 +61,21 @@ fn a_sweep_record_validates_too() {
     let record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_valid(&validator(), &record);
     assert_eq!(record["levels"].as_array().unwrap().len(), 2);
+    // The series runs level after level, each interval once, adding up to the whole.
+    let intervals = record["intervals"].as_array().unwrap();
+    let starts: Vec<f64> = intervals
+        .iter()
+        .map(|i| i["start_s"].as_f64().unwrap())
+        .collect();
+    assert!(starts.windows(2).all(|w| w[0] < w[1]), "{starts:?}");
+    let sum: u64 = intervals
+        .iter()
+        .map(|i| i["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        sum,
+        record["summary"]["requests"]["total"].as_u64().unwrap()
+    );
     // The report re-renders a sweep from the record alone.
     let again = run(&["report", p]);
     assert_eq!(stdout(&again), stdout(&out));
@@ -263,4 +278,115 @@ fn the_hdr_interval_log_reads_back_with_the_crate_s_reader() {
 fn base64_decode(s: &str) -> Vec<u8> {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.decode(s).unwrap()
+}
+
+#[test]
+fn the_sample_of_responses_is_uniform_bounded_and_agrees_with_the_histogram() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    let p = path.to_str().unwrap();
+    run_ok(&["run", "-d", "1s", "-c", "4", "-t", "2", "--json", "-o", p]);
+    let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_valid(&validator(), &value);
+    let rec = reqlife::app::load_record(&path).unwrap();
+    let s = rec
+        .samples
+        .as_ref()
+        .expect("a run with responses has samples");
+    let total = rec.histogram("total").unwrap();
+    // The population is every response with a total latency; the sample is bounded by the
+    // capacity, and whole when the run was smaller.
+    assert_eq!(s.seen, total.len());
+    assert_eq!(s.at_us.len(), s.total_ns.len());
+    assert_eq!(s.at_us.len() as u64, s.seen.min(s.capacity));
+    assert!(s.at_us.windows(2).all(|w| w[0] <= w[1]), "sorted by time");
+    let end_us = (rec.summary.duration_s * 1e6).ceil() as u64;
+    assert!(
+        *s.at_us.last().unwrap() <= end_us,
+        "inside the recorded window"
+    );
+    for &ns in &s.total_ns {
+        assert!(
+            total.lowest_equivalent(ns) >= total.lowest_equivalent(total.min())
+                && total.highest_equivalent(ns) <= total.highest_equivalent(total.max()),
+            "{ns} outside the histogram's range"
+        );
+    }
+    // Uniform over time: each half of the run holds a share of the sample close to its share
+    // of the requests (intervals of 1 s: compare halves of the sample's own span instead).
+    let half = end_us / 2;
+    let early = s.at_us.iter().filter(|&&t| t < half).count() as f64 / s.at_us.len() as f64;
+    assert!((0.3..0.7).contains(&early), "{early}");
+
+    // A record written before samples existed still loads.
+    let mut old = value.clone();
+    old.as_object_mut().unwrap().remove("samples");
+    let old_path = dir.path().join("old.json");
+    std::fs::write(&old_path, old.to_string()).unwrap();
+    assert_valid(&validator(), &old);
+    assert!(reqlife::app::load_record(&old_path)
+        .unwrap()
+        .samples
+        .is_none());
+}
+
+#[test]
+fn report_exports_hgrm_csv_and_json_from_the_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    let p = path.to_str().unwrap();
+    run_ok(&[
+        "run",
+        "-d",
+        "1s",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--interval",
+        "250ms",
+        "--json",
+        "-o",
+        p,
+    ]);
+    let rec = reqlife::app::load_record(&path).unwrap();
+
+    // csv: a header and one row per interval.
+    let csv = stdout(&run_ok(&["report", p, "--format", "csv"]));
+    assert_eq!(csv.lines().count(), 1 + rec.intervals.len(), "{csv}");
+    assert_eq!(rec.intervals.len(), 4);
+    assert!(csv.starts_with("start_s,duration_s,requests,ok,errors,throughput_rps,"));
+
+    // hgrm: per phase, its last row counts every value of the phase's histogram.
+    for (phase, key) in [(None, "total"), (Some("wait"), "wait")] {
+        let mut args = vec!["report", p, "--format", "hgrm"];
+        args.extend(phase.iter().flat_map(|ph| ["--phase", ph]));
+        let text = stdout(&run_ok(&args));
+        let last_row = text
+            .lines()
+            .rfind(|l| !l.starts_with('#') && !l.is_empty())
+            .unwrap();
+        let fields: Vec<&str> = last_row.split_whitespace().collect();
+        assert_eq!(fields[1], "1.000000", "{last_row}");
+        assert_eq!(fields[2], rec.histogram(key).unwrap().len().to_string());
+        assert!(text.contains("#[Mean    = "), "{text}");
+    }
+
+    // json: the whole record, as saved.
+    let json: Value =
+        serde_json::from_slice(&run_ok(&["report", p, "--format", "json"]).stdout).expect("JSON");
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(json, saved);
+
+    // Bad input: one error naming the valid choices, exit 2.
+    let out = run(&["report", p, "--format", "hgrm", "--phase", "latency"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("unknown phase 'latency'") && err.contains("wait"),
+        "{err}"
+    );
+    let out = run(&["report", p, "--phase", "wait"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--format hgrm"), "{}", stderr(&out));
 }

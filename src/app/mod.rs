@@ -8,8 +8,9 @@ mod control;
 mod run;
 mod stats;
 
-use crate::cli::{Cli, Command, ReportArgs, ServeArgs};
+use crate::cli::{Cli, Command, ReportArgs, ReportFormat, ServeArgs};
 use crate::recorder::record::{RunRecord, SCHEMA_VERSION};
+use crate::report;
 use crate::server::{self, ServerConfig, ServerTls};
 use clap::Parser;
 use std::io::Write;
@@ -96,8 +97,33 @@ fn report(args: &ReportArgs) -> i32 {
         Ok(r) => r,
         Err(e) => return usage_error(e),
     };
-    out(&args.view.render(&record));
-    EXIT_OK
+    if let Some(path) = &args.html {
+        if let Err(e) = report::html::write(&record, path) {
+            return usage_error(e);
+        }
+    }
+    match printed(args, &record) {
+        Ok(text) => {
+            out(&text);
+            EXIT_OK
+        }
+        Err(e) => usage_error(e),
+    }
+}
+
+/// What `reqlife report` prints: the text report or the `--format` asked for.
+fn printed(args: &ReportArgs, record: &RunRecord) -> Result<String, String> {
+    const PHASE_ALONE: &str =
+        "--phase chooses the histogram of --format hgrm; add --format hgrm or drop --phase";
+    Ok(match (args.format, &args.phase) {
+        (ReportFormat::Hgrm, phase) => {
+            report::hgrm::of_record(record, phase.as_deref().unwrap_or("total"))?
+        }
+        (_, Some(_)) => return Err(PHASE_ALONE.into()),
+        (ReportFormat::Csv, None) => report::csv::render(record),
+        (ReportFormat::Json, None) => report::record_json(record) + "\n",
+        (ReportFormat::Text, None) => args.view.render(record),
+    })
 }
 
 /// `reqlife merge`.

@@ -37,6 +37,12 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     } else {
         plan::build_levels(args, url.as_deref().unwrap_or("/"))
     };
+    // A page that cannot be written is known now, not after the run.
+    if let Some(path) = &args.html {
+        if let Err(e) = report::html::check_writable(path) {
+            return usage_error(e);
+        }
+    }
     let mut plans = match built {
         Ok(p) => p,
         Err(e) => return usage_error(e),
@@ -177,6 +183,12 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
                 "error: cannot write the record to '{}': {e}",
                 path.display()
             );
+            code = EXIT_FAILURE;
+        }
+    }
+    if let Some(path) = &args.html {
+        if let Err(e) = report::html::write(&record, path) {
+            eprintln!("error: {e}");
             code = EXIT_FAILURE;
         }
     }

@@ -339,6 +339,11 @@ pub struct RunArgs {
     #[arg(long = "hdr-log")]
     pub hdr_log: Option<PathBuf>,
 
+    /// Write the report as one self-contained HTML page (plots as inline SVG, readable
+    /// offline, light or dark, printable) to this file; written also after an interruption.
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
     /// No progress bar.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -387,6 +392,40 @@ pub struct ReportArgs {
 
     #[command(flatten)]
     pub view: ViewArgs,
+
+    /// What to print: the text report, `hgrm` (the percentile distribution of --phase in
+    /// HdrHistogram/wrk2's layout, milliseconds), `csv` (the interval series, one row per
+    /// interval) or `json` (the whole record).
+    #[arg(
+        long = "format",
+        value_enum,
+        default_value = "text",
+        conflicts_with = "json"
+    )]
+    pub format: ReportFormat,
+
+    /// With --format hgrm: the histogram to print (a phase such as `wait`, or
+    /// `server_timing.NAME`) [default: total].
+    #[arg(long = "phase")]
+    pub phase: Option<String>,
+
+    /// Also write the report as one self-contained HTML page (plots as inline SVG) to this
+    /// file.
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// `reqlife report --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// The text report (as `run` prints it).
+    Text,
+    /// HdrHistogram's percentile distribution (.hgrm), as wrk2 prints it.
+    Hgrm,
+    /// The interval series.
+    Csv,
+    /// The whole RunRecord.
+    Json,
 }
 
 /// How a report is shown: the flags `run` and `report` share.

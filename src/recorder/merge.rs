@@ -517,6 +517,15 @@ pub fn merge(records: Vec<RunRecord>, names: &[String]) -> Result<RunRecord, Str
         repetitions: levels(&rep_parts, &offsets, interval_s)?,
         histograms: encode_all(&h),
         first_errors: BTreeMap::new(),
+        // The parts' raw samples, each shifted to the merged clock, drawn uniformly.
+        samples: super::record::Samples::concat(
+            &records
+                .iter()
+                .zip(&offsets)
+                .filter_map(|(r, o)| Some((r.samples.as_ref()?, (o * 1e6) as u64)))
+                .collect::<Vec<_>>(),
+            first.config.seed,
+        ),
     };
     for r in &records {
         for (k, v) in &r.first_errors {

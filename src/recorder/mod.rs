@@ -7,6 +7,7 @@
 pub mod hist;
 pub mod merge;
 pub mod record;
+pub mod reservoir;
 pub mod server_timing;
 
 use crate::model::{ErrorKind, Phase, Sample, Traffic};
@@ -238,6 +239,8 @@ pub struct Recorder {
     h2_max_streams: Option<u64>,
     /// Per request name (`Sample::request`), when the run sends named requests.
     by_request: Vec<RequestAcc>,
+    /// A bounded uniform sample of the responses (end time, total latency).
+    samples: reservoir::Reservoir,
 }
 
 /// Per-burst histograms: dispatch all, then wait for all (nanoseconds).
@@ -269,6 +272,7 @@ impl Recorder {
             reset_codes: Vec::new(),
             h2_max_streams: None,
             by_request: Vec::new(),
+            samples: reservoir::Reservoir::per_thread(),
         }
     }
 
@@ -367,6 +371,13 @@ impl Recorder {
             h.record(&d);
         }
         let end = s.stamps.done.unwrap_or_else(Instant::now);
+        if let Some(total_ns) = d[Phase::Total.index()] {
+            let from = self.record_from;
+            self.samples.offer(|| {
+                let at_us = end.saturating_duration_since(from).as_micros() as u64;
+                (at_us, total_ns)
+            });
+        }
         let index = (end.saturating_duration_since(self.record_from).as_nanos()
             / self.interval.as_nanos().max(1)) as u64;
         if self.current.as_ref().is_none_or(|(i, _, _)| *i != index) {
@@ -454,6 +465,7 @@ impl Recorder {
             reset_codes: self.reset_codes,
             h2_max_streams: self.h2_max_streams,
             by_request: self.by_request,
+            samples: self.samples,
         }
     }
 }
@@ -545,6 +557,9 @@ pub struct Measured {
     pub h2_max_streams: Option<u64>,
     /// Per request name, when the run sent named requests.
     pub by_request: Vec<RequestAcc>,
+    /// A bounded uniform sample of the responses: (end time since the start of recording in
+    /// µs, total latency in ns).
+    pub samples: reservoir::Reservoir,
 }
 
 impl Measured {
@@ -565,7 +580,9 @@ impl Measured {
             reset_codes: Vec::new(),
             h2_max_streams: None,
             by_request: Vec::new(),
+            samples: reservoir::Reservoir::new(0, 0),
         };
+        let mut samples = Vec::with_capacity(parts.len());
         // Snapshots stay compressed until their interval is merged, one interval at a time:
         // the memory of a merge does not grow with the length of the run.
         let mut by_index: std::collections::BTreeMap<u64, Vec<IntervalSnapshot>> =
@@ -621,7 +638,13 @@ impl Measured {
             for snap in part.intervals {
                 by_index.entry(snap.index).or_default().push(snap);
             }
+            samples.push(part.samples);
         }
+        let seed = samples
+            .iter()
+            .map(|r| r.seen())
+            .fold(0x5EED_u64, |a, n| a.wrapping_mul(31).wrapping_add(n));
+        out.samples = reservoir::Reservoir::merge(samples, reservoir::DEFAULT_CAPACITY, seed);
         out.intervals = by_index
             .into_iter()
             .map(|(i, snaps)| merge_interval(i, &snaps))

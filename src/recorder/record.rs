@@ -37,6 +37,69 @@ pub struct RunRecord {
     pub histograms: BTreeMap<String, String>,
     /// Error kind → the first error of that kind, in words.
     pub first_errors: BTreeMap<String, String>,
+    /// A bounded uniform sample of the responses, for the latency scatter (absent in
+    /// records written before it existed, and when no response was recorded).
+    #[serde(default)]
+    pub samples: Option<Samples>,
+}
+
+/// A uniform sample of at most `capacity` responses of the run (reservoir sampling per thread,
+/// merged by weight: see `recorder::reservoir`), sorted by time. `at_us[i]` and `total_ns[i]`
+/// are one response.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Samples {
+    pub capacity: u64,
+    /// Responses the sample was drawn from.
+    pub seen: u64,
+    /// When each response ended, µs from the start of recording.
+    pub at_us: Vec<u64>,
+    /// Its total latency (intended send → last byte), ns.
+    pub total_ns: Vec<u64>,
+}
+
+impl Samples {
+    /// The sample of a reservoir, sorted by time; `None` when it saw nothing.
+    pub fn of(r: &super::reservoir::Reservoir) -> Option<Samples> {
+        Samples::from_items(r.capacity() as u64, r.seen(), r.items().to_vec())
+    }
+
+    fn from_items(capacity: u64, seen: u64, mut items: Vec<(u64, u64)>) -> Option<Samples> {
+        if seen == 0 || items.is_empty() {
+            return None;
+        }
+        items.sort_unstable();
+        Some(Samples {
+            capacity,
+            seen,
+            at_us: items.iter().map(|i| i.0).collect(),
+            total_ns: items.iter().map(|i| i.1).collect(),
+        })
+    }
+
+    /// The samples of runs one after another (a sweep's levels): each part's times shifted by
+    /// its offset (µs), merged into one uniform sample of all their responses.
+    pub fn concat(parts: &[(&Samples, u64)], seed: u64) -> Option<Samples> {
+        let capacity = parts.iter().map(|(s, _)| s.capacity).max()?;
+        let seen = parts.iter().map(|(s, _)| s.seen).sum();
+        let mut rng = super::reservoir::SplitMix64(seed);
+        let items = super::reservoir::merge_uniform(
+            parts
+                .iter()
+                .map(|(s, offset)| {
+                    let items = s
+                        .at_us
+                        .iter()
+                        .zip(&s.total_ns)
+                        .map(|(&t, &v)| (t + offset, v))
+                        .collect();
+                    (s.seen, items)
+                })
+                .collect(),
+            capacity as usize,
+            &mut rng,
+        );
+        Samples::from_items(capacity, seen, items)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -540,6 +603,7 @@ impl RunRecord {
             repetitions: Vec::new(),
             histograms,
             first_errors,
+            samples: Samples::of(&measured.samples),
         }
         .with_warnings()
     }
@@ -559,14 +623,23 @@ impl RunRecord {
                 let mut m = m.clone();
                 m.intervals.clear();
                 m.segments.clear();
+                // Each level's samples are timed from its own start: joined below.
+                m.samples = super::reservoir::Reservoir::new(0, 0);
                 m
             })
             .collect();
         let merged = Measured::merge(without_series);
         let mut top = RunRecord::build(plan, &merged, end);
         top.summary.generator.offered_rps = None;
-        let mut offset = 0.0;
+        // The series is the levels' own, one after another (the merge above has none: its
+        // intervals would only be empty ones over the whole time).
+        top.intervals.clear();
+        let mut offset: f64 = 0.0;
+        let mut samples: Vec<(Samples, u64)> = Vec::new();
         for (label, level_plan, record) in parts {
+            if let Some(s) = &record.samples {
+                samples.push((s.clone(), (offset * 1e6).round() as u64));
+            }
             for mut i in record.intervals.iter().cloned() {
                 i.start_s = round6(i.start_s + offset);
                 top.intervals.push(i);
@@ -582,6 +655,8 @@ impl RunRecord {
                 histograms: record.histograms,
             });
         }
+        let parts: Vec<(&Samples, u64)> = samples.iter().map(|(s, o)| (s, *o)).collect();
+        top.samples = Samples::concat(&parts, top.config.seed);
         top.config.sweep = Some(Sweep {
             of: if top.levels.iter().any(|l| l.offered_rps.is_some()) {
                 "rate".into()

@@ -1,8 +1,14 @@
 //! Rendering RunRecords: the text report ([`text`]) and the summary JSON. Every report works
 //! from a [`RunRecord`] alone, so a saved run can be re-rendered later (`reqlife report`).
 
+pub mod csv;
+#[cfg(test)]
+pub(crate) mod fixture;
 pub mod hdrlog;
+pub mod hgrm;
+pub mod html;
 pub mod live;
+pub mod plot;
 pub mod text;
 
 use crate::recorder::record::RunRecord;

@@ -1,0 +1,312 @@
+//! The page's plots from the record: each gathers its data (intervals, samples, histograms,
+//! levels, bursts) and calls the plot of [`crate::report::plot`]; the breakdown's table goes
+//! with its bars.
+
+use super::{cell, open_loop, Breakdown, Bursts, Levels};
+use crate::analysis::summary::Log2Hist;
+use crate::recorder::hist::Stats;
+use crate::recorder::record::RunRecord;
+use crate::report::plot::{self, boxes::BoxStats, breakdown::Segment, human, spectrum::Curve};
+
+/// The latency-over-time plot and the words on its scatter, when some interval has
+/// responses.
+pub(super) fn latency_time(r: &RunRecord) -> (Option<String>, Option<String>) {
+    let bands: Vec<plot::latency_time::Band> = r
+        .intervals
+        .iter()
+        .filter_map(|i| {
+            let t = i.latency.get("total").filter(|t| t.count > 0)?;
+            Some(plot::latency_time::Band {
+                start_s: i.start_s,
+                end_s: i.start_s + i.duration_s,
+                p50_ns: t.p50_us * 1e3,
+                p99_ns: t.p99_us * 1e3,
+                max_ns: t.max_us * 1e3,
+            })
+        })
+        .collect();
+    let samples: Vec<(f64, f64)> = r
+        .samples
+        .iter()
+        .flat_map(|s| {
+            s.at_us
+                .iter()
+                .zip(&s.total_ns)
+                .map(|(&t, &v)| (t as f64 / 1e6, v as f64))
+        })
+        .collect();
+    if bands.is_empty() && samples.is_empty() {
+        return (None, None);
+    }
+    let note = r.samples.as_ref().map(|s| {
+        if s.at_us.len() as u64 == s.seen {
+            format!("every one of the {} responses (dots)", s.seen)
+        } else {
+            format!(
+                "a uniform random sample of {} of the {} responses (dots)",
+                s.at_us.len(),
+                s.seen
+            )
+        }
+    });
+    (Some(plot::latency_time::svg(&bands, &samples)), note)
+}
+
+/// The spectrum: one curve per level of a sweep, else the total (and the uncorrected latency
+/// of an open loop).
+pub(super) fn spectrum(r: &RunRecord) -> (Option<String>, String) {
+    let decode = |text: Option<&String>| text.and_then(|t| crate::recorder::hist::decode(t).ok());
+    let (curves, note): (Vec<Curve>, &str) = if r.levels.is_empty() {
+        let mut names = vec![("total", "total (from the intended send time)")];
+        if open_loop(r) {
+            names.push(("uncorrected", "uncorrected (from the actual send)"));
+        }
+        let curves = names
+            .into_iter()
+            .filter_map(|(key, label)| Curve::of_hist(label, &decode(r.histograms.get(key))?))
+            .collect();
+        (curves, "")
+    } else {
+        let curves = r
+            .levels
+            .iter()
+            .filter_map(|l| Curve::of_hist(&l.label, &decode(l.histograms.get("total"))?))
+            .collect();
+        (curves, "One curve per level of the sweep.")
+    };
+    if curves.is_empty() {
+        return (None, String::new());
+    }
+    (Some(plot::spectrum::svg(&curves)), note.to_string())
+}
+
+/// The stacked bars and the breakdown table, when responses were recorded: client phases up
+/// to the request written, the server's metrics (its parts, or its total when it lists no
+/// parts), the network and client overhead (wait − server total) or the wait, then read.
+pub(super) fn breakdown(r: &RunRecord) -> Option<Breakdown> {
+    let s = &r.summary;
+    let total = &s.latency.total;
+    if total.count == 0 {
+        return None;
+    }
+    let mut phases: Vec<(String, &Stats)> = Vec::new();
+    let open = open_loop(r);
+    for name in ["queue", "connect", "tls", "h2_handshake", "write"] {
+        match s.latency.phases.get(name) {
+            Some(st) if name != "queue" || open => phases.push((name.to_string(), st)),
+            _ => {}
+        }
+    }
+    let server_total = s.server_timing.get(&s.server_timing_total);
+    if s.server_timing_responses > 0 {
+        let parts: Vec<&String> = s
+            .server_timing_order
+            .iter()
+            .filter(|n| **n != s.server_timing_total)
+            .collect();
+        let stacked = if parts.is_empty() {
+            vec![&s.server_timing_total]
+        } else {
+            parts
+        };
+        for name in stacked {
+            if let Some(st) = s.server_timing.get(name) {
+                phases.push((format!("server {name}"), st));
+            }
+        }
+        phases.push((
+            "network+client (wait − server total)".into(),
+            &s.server_timing_overhead,
+        ));
+    } else if let Some(st) = s.latency.phases.get("wait") {
+        phases.push(("wait".into(), st));
+    }
+    if let Some(st) = s.latency.phases.get("read") {
+        phases.push(("read".into(), st));
+    }
+    phases.retain(|(_, st)| st.count > 0);
+    // A phase every response went through is stacked; one that only some went through
+    // (connect, with keep-alive) has no value at the typical request: in the table only.
+    let every = s.requests.ok;
+    let ns = |st: &Stats| [st.p50_us, st.p90_us, st.p99_us].map(|v| v.unwrap_or(0.0) * 1e3);
+    let (whole, partial): (Vec<_>, Vec<_>) = phases.iter().partition(|(_, st)| st.count >= every);
+    let stacked: Vec<Segment> = whole
+        .iter()
+        .map(|(name, st)| Segment {
+            name: name.clone(),
+            ns: ns(st),
+        })
+        .collect();
+    let mut rows = phases.clone();
+    if let (true, Some(st)) = (s.server_timing_responses > 0, server_total) {
+        // In the table beside its parts; not stacked twice.
+        rows.push((format!("server {} (its total)", s.server_timing_total), st));
+    }
+    rows.push(("total".into(), total));
+    let p50_total = total.p50_us.unwrap_or(0.0);
+    let table = rows
+        .into_iter()
+        .map(|(name, st)| {
+            let share = match st.p50_us {
+                Some(v) if st.count >= every && p50_total > 0.0 => {
+                    format!("{:.1}%", 100.0 * v / p50_total)
+                }
+                _ => "-".into(),
+            };
+            let cells = [st.p50_us, st.p90_us, st.p99_us, st.p999_us, st.p9999_us]
+                .iter()
+                .map(|v| cell(*v))
+                .chain([st.count.to_string(), share])
+                .collect();
+            (name, cells)
+        })
+        .collect();
+    let labels = s
+        .server_timing_labels
+        .iter()
+        .map(|(name, descs)| {
+            let all: u64 = descs.values().sum();
+            let parts: Vec<String> = descs
+                .iter()
+                .map(|(d, n)| format!("{d} {:.1}%", 100.0 * *n as f64 / all.max(1) as f64))
+                .collect();
+            format!("Server-Timing {name}: {}", parts.join(", "))
+        })
+        .collect();
+    let partial: Vec<String> = partial.iter().map(|(n, _)| n.clone()).collect();
+    Some(Breakdown {
+        svg: plot::breakdown::svg(&stacked, ns(total)),
+        rows: table,
+        partial: if partial.is_empty() {
+            "none here".into()
+        } else {
+            partial.join(", ")
+        },
+        labels,
+    })
+}
+
+/// One log2 histogram per phase and server metric that recorded something.
+pub(super) fn histograms(r: &RunRecord) -> Vec<String> {
+    let open = open_loop(r);
+    let mut names: Vec<(String, String)> = [
+        "queue",
+        "connect",
+        "tls",
+        "h2_handshake",
+        "write",
+        "wait",
+        "read",
+        "total",
+        "uncorrected",
+        "schedule_lag",
+    ]
+    .iter()
+    .filter(|n| open || !matches!(**n, "queue" | "uncorrected" | "schedule_lag"))
+    .map(|n| (n.to_string(), n.replace('_', " ")))
+    .collect();
+    for m in &r.summary.server_timing_order {
+        names.push((format!("server_timing.{m}"), format!("server {m}")));
+    }
+    names
+        .into_iter()
+        .filter_map(|(key, title)| {
+            let h = r.histogram(&key).ok().filter(|h| !h.is_empty())?;
+            Some(plot::histogram::svg(&title, &Log2Hist::of_hist(&h)))
+        })
+        .collect()
+}
+
+pub(super) fn throughput(r: &RunRecord) -> Option<String> {
+    if r.intervals.is_empty() {
+        return None;
+    }
+    let rates: Vec<plot::throughput::Rate> = r
+        .intervals
+        .iter()
+        .map(|i| plot::throughput::Rate {
+            start_s: i.start_s,
+            end_s: i.start_s + i.duration_s,
+            completed_per_s: i.throughput_rps,
+            errors_per_s: if i.duration_s > 0.0 {
+                i.errors as f64 / i.duration_s
+            } else {
+                0.0
+            },
+        })
+        .collect();
+    let offered = r.summary.generator.offered_rps.or(r.config.rate_rps);
+    let offered = if r.levels.is_empty() { offered } else { None };
+    Some(plot::throughput::svg(&rates, offered))
+}
+
+pub(super) fn levels(r: &RunRecord) -> Option<Levels> {
+    if r.levels.is_empty() {
+        return None;
+    }
+    let boxes: Vec<BoxStats> = r
+        .levels
+        .iter()
+        .filter_map(|l| {
+            let h = crate::recorder::hist::decode(l.histograms.get("total")?).ok()?;
+            BoxStats::of_hist(&l.label, &h)
+        })
+        .collect();
+    let rows = r
+        .levels
+        .iter()
+        .map(|l| {
+            let t = &l.summary.latency.total;
+            let offered = l.offered_rps.map_or("-".into(), |o| format!("{o:.0}"));
+            let cells = vec![
+                offered,
+                format!("{:.1}", l.summary.throughput_rps),
+                cell(t.p50_us),
+                cell(t.p90_us),
+                cell(t.p99_us),
+                cell(t.p999_us),
+                cell(t.max_us),
+                l.summary.requests.errors.to_string(),
+            ];
+            (l.label.clone(), cells)
+        })
+        .collect();
+    Some(Levels {
+        svg: plot::boxes::svg(&boxes, "level"),
+        rows,
+    })
+}
+
+pub(super) fn bursts(r: &RunRecord) -> Option<Bursts> {
+    let b = r.summary.bursts.as_ref()?;
+    let boxes: Vec<BoxStats> = [
+        ("burst_dispatch", "dispatch all (connect + write)"),
+        ("burst_wait", "wait for all answers"),
+    ]
+    .iter()
+    .filter_map(|(key, label)| BoxStats::of_hist(label, &r.histogram(key).ok()?))
+    .collect();
+    let us = |v: f64| human(v * 1e3);
+    let rows = [
+        ("dispatch all (connect + write)", &b.dispatch),
+        ("wait for all answers", &b.wait),
+    ]
+    .iter()
+    .map(|(name, s)| {
+        (
+            name.to_string(),
+            vec![us(s.mean_us), us(s.p50_us), us(s.p95_us), us(s.max_us)],
+        )
+    })
+    .collect();
+    Some(Bursts {
+        note: format!(
+            "{} bursts of {} requests, {} apart (one thread).",
+            b.count,
+            b.size,
+            human(b.interval_s * 1e9)
+        ),
+        svg: (!boxes.is_empty()).then(|| plot::boxes::svg(&boxes, "per burst")),
+        rows,
+    })
+}

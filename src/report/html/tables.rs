@@ -1,0 +1,299 @@
+//! The page's tables and texts: the header, the summary and phase tables, stages, status
+//! codes, errors and the environment (with the command line quoted for a shell).
+
+use super::{cell, open_loop, PhaseRow};
+use crate::recorder::hist::Stats;
+use crate::recorder::record::RunRecord;
+use crate::report::plot::human;
+
+pub(super) fn header_lines(r: &RunRecord) -> Vec<String> {
+    let c = &r.config;
+    let mut out = Vec::new();
+    let what = match (c.duration_s, c.requests) {
+        (Some(d), _) => format!("{} test", human(d * 1e9)),
+        (None, Some(n)) => format!("{n}-request test"),
+        (None, None) => "test".into(),
+    };
+    out.push(match &c.sweep {
+        Some(sw) => format!(
+            "{what}, a sweep of {} over {} levels; {} {}, {} loop",
+            sw.of,
+            sw.levels.len(),
+            c.method,
+            c.protocol,
+            c.load_model
+        ),
+        None => format!(
+            "{what}; {} threads and {} connections, {} {}, {} loop",
+            c.threads, c.connections, c.method, c.protocol, c.load_model
+        ),
+    });
+    if let (Some(rate), None) = (c.rate_rps, &c.sweep) {
+        out.push(format!(
+            "offered {rate} req/s, {} arrivals (seed {})",
+            c.arrival.as_deref().unwrap_or("constant"),
+            c.seed
+        ));
+    }
+    out.push(format!("started {}", r.environment.start_time));
+    out
+}
+
+pub(super) fn summary(r: &RunRecord) -> Vec<(String, String)> {
+    let s = &r.summary;
+    let t = &s.latency.total;
+    let kv = |k: &str, v: String| (k.to_string(), v);
+    let mut out = vec![
+        kv(
+            "requests",
+            format!(
+                "{} in all: {} responses, {} errors, {} not 2xx/3xx",
+                s.requests.total, s.requests.ok, s.requests.errors, s.requests.non_2xx_3xx
+            ),
+        ),
+        kv("recorded", format!("{:.2} s", s.duration_s)),
+        kv("throughput", format!("{:.1} req/s", s.throughput_rps)),
+        kv(
+            "latency (total)",
+            format!(
+                "p50 {}, p99 {}, p99.9 {}, max {}",
+                cell(t.p50_us),
+                cell(t.p99_us),
+                cell(t.p999_us),
+                cell(t.max_us)
+            ),
+        ),
+        kv(
+            "bytes",
+            format!(
+                "read {} ({}/s), written {}",
+                crate::cli::units::human_bytes(s.bytes.read as f64),
+                crate::cli::units::human_bytes(s.bytes.read_per_s),
+                crate::cli::units::human_bytes(s.bytes.written as f64)
+            ),
+        ),
+        kv(
+            "connections",
+            format!(
+                "{} opened, {} closed by the server after a response",
+                s.connections.opened, s.connections.server_closes
+            ),
+        ),
+    ];
+    if let Some(offered) = s.generator.offered_rps {
+        out.push(kv("offered", format!("{offered} req/s")));
+    }
+    if let Some(m) = s.h2_max_concurrent_streams {
+        out.push(kv(
+            "HTTP/2",
+            format!(
+                "the server allows {m} concurrent streams per connection; {} asked",
+                r.config.streams
+            ),
+        ));
+    }
+    if !s.generator.thread_busy.is_empty() {
+        let busy: Vec<String> = s
+            .generator
+            .thread_busy
+            .iter()
+            .map(|b| format!("{:.0}%", b * 100.0))
+            .collect();
+        out.push(kv("worker threads on a CPU", busy.join(", ")));
+    }
+    out
+}
+
+/// The rows of the phase table, with the text report's rules: no queue in a closed loop, no
+/// TLS on plain HTTP, no h2_handshake on HTTP/1.1.
+pub(super) fn phases(r: &RunRecord) -> Vec<PhaseRow> {
+    let l = &r.summary.latency;
+    let open = open_loop(r);
+    let mut rows: Vec<(&str, &Stats)> = Vec::new();
+    for name in [
+        "queue",
+        "connect",
+        "tls",
+        "h2_handshake",
+        "write",
+        "wait",
+        "read",
+    ] {
+        let Some(st) = l.phases.get(name) else {
+            continue;
+        };
+        let skip = (name == "queue" && !open)
+            || (name == "tls" && st.count == 0 && !r.config.url.starts_with("https"))
+            || (name == "h2_handshake" && r.config.protocol == "http/1.1");
+        if !skip {
+            rows.push((name, st));
+        }
+    }
+    rows.push(("total", &l.total));
+    if open {
+        rows.push(("uncorrected", &l.uncorrected));
+        rows.push(("schedule lag", &l.schedule_lag));
+    }
+    rows.into_iter()
+        .map(|(name, s)| PhaseRow {
+            name: name.to_string(),
+            cells: [
+                s.min_us, s.mean_us, s.p50_us, s.p90_us, s.p99_us, s.p999_us, s.p9999_us, s.max_us,
+            ]
+            .iter()
+            .map(|v| cell(*v))
+            .chain([s.count.to_string()])
+            .collect(),
+        })
+        .collect()
+}
+
+pub(super) fn stages(r: &RunRecord) -> Vec<Vec<String>> {
+    r.stages
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let t = &s.latency.total;
+            vec![
+                (i + 1).to_string(),
+                format!("{:.1} s", s.start_s),
+                s.label.clone(),
+                s.requests.total.to_string(),
+                format!("{:.1}", s.throughput_rps),
+                cell(t.p50_us),
+                cell(t.p90_us),
+                cell(t.p99_us),
+                cell(t.p999_us),
+                s.requests.errors.to_string(),
+            ]
+        })
+        .collect()
+}
+
+pub(super) fn status(r: &RunRecord) -> Vec<(String, u64, String)> {
+    let all: u64 = r.summary.status.values().sum();
+    r.summary
+        .status
+        .iter()
+        .map(|(code, n)| {
+            (
+                code.clone(),
+                *n,
+                format!("{:.2}%", 100.0 * *n as f64 / all.max(1) as f64),
+            )
+        })
+        .collect()
+}
+
+pub(super) fn errors(r: &RunRecord) -> Vec<(String, u64, String)> {
+    r.summary
+        .errors
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(kind, n)| {
+            (
+                kind.clone(),
+                *n,
+                r.first_errors.get(kind).cloned().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// Where and how the run was made: enough to run it again.
+pub(super) fn environment(r: &RunRecord) -> Vec<(String, String, bool)> {
+    let e = &r.environment;
+    let c = &r.config;
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    let mut out: Vec<(String, String, bool)> = vec![
+        ("command line".into(), shell_words(&c.command_line), true),
+        ("reqlife".into(), e.tool_version.clone(), false),
+        (
+            "host".into(),
+            format!("{} ({} cores, {} {})", e.hostname, e.cores, e.os, e.arch),
+            false,
+        ),
+        ("kernel".into(), e.kernel.clone(), false),
+        ("started".into(), e.start_time.clone(), false),
+        ("stop".into(), r.stop_reason.clone(), false),
+        ("url".into(), c.url.clone(), true),
+        (
+            "request".into(),
+            format!("{} {}, body {} bytes", c.method, c.protocol, c.body_bytes),
+            false,
+        ),
+    ];
+    for (name, value) in &c.headers {
+        out.push(("header".into(), format!("{name}: {value}"), true));
+    }
+    let flags = [
+        ("connections", c.connections.to_string()),
+        ("threads", c.threads.to_string()),
+        ("streams per connection", c.streams.to_string()),
+        ("duration", opt(c.duration_s.map(|d| format!("{d} s")))),
+        ("requests", opt(c.requests.map(|n| n.to_string()))),
+        ("warm-up", format!("{} s", c.warmup_s)),
+        ("timeout", format!("{} s", c.timeout_s)),
+        ("interval", format!("{} s", c.interval_s)),
+        ("load model", c.load_model.clone()),
+        ("rate", opt(c.rate_rps.map(|r| format!("{r} req/s")))),
+        ("arrival", opt(c.arrival.clone())),
+        ("seed", c.seed.to_string()),
+        ("connection policy", c.connection_policy.clone()),
+        (
+            "max connections per second",
+            opt(c.max_connections_per_second.map(|v| v.to_string())),
+        ),
+        ("insecure TLS", c.insecure.to_string()),
+        ("CA certificates", opt(c.cacert.clone())),
+        (
+            "sweep",
+            opt(c.sweep.as_ref().map(|s| {
+                let levels: Vec<String> = s.levels.iter().map(|v| v.to_string()).collect();
+                format!("{}: {}", s.of, levels.join(", "))
+            })),
+        ),
+    ];
+    out.extend(flags.into_iter().map(|(k, v)| (k.to_string(), v, false)));
+    out
+}
+
+/// The command line as a shell would take it back: words with spaces or quotes quoted.
+pub(super) fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_lines_read_back_in_a_shell() {
+        // (words, as shown)
+        for (words, shown) in [
+            (vec!["reqlife", "run", "-c", "10"], "reqlife run -c 10"),
+            (
+                vec!["reqlife", "run", "-H", "A: b"],
+                "reqlife run -H 'A: b'",
+            ),
+            (vec!["x", "it's"], "x 'it'\\''s'"),
+            (vec!["x", ""], "x ''"),
+        ] {
+            let words: Vec<String> = words.into_iter().map(String::from).collect();
+            assert_eq!(shell_words(&words), shown);
+        }
+    }
+}
