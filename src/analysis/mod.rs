@@ -2,4 +2,5 @@
 //! histograms) for `--detail` and `reqlife stats`; calibration of the client machine.
 
 pub mod calibrate;
+pub mod expr;
 pub mod summary;

@@ -99,20 +99,34 @@ impl Control {
         every: Option<Duration>,
         json: bool,
     ) -> Result<Executed, String> {
+        self.execute_watched(plan, config, quiet, every, json, &[])
+    }
+
+    /// [`Control::execute`], also stopping the run as soon as one of `abort` fails on what
+    /// was measured so far (`--abort-on-fail`: checked as each interval closes, k6's habit).
+    pub fn execute_watched(
+        &self,
+        plan: &RunPlan,
+        config: SessionConfig,
+        quiet: bool,
+        every: Option<Duration>,
+        json: bool,
+        abort: &[crate::analysis::expr::Expr],
+    ) -> Result<Executed, String> {
         let stop = StopSignal::default();
         let progress = Progress::new(plan.threads);
         let start_time = now_rfc3339();
         let start_wall = std::time::SystemTime::now() + plan.warmup;
-        let (live_tx, mut live) = match every {
-            Some(_) => {
-                let (tx, rx) = std::sync::mpsc::channel();
-                (
-                    Some(tx),
-                    Some(LivePrinter::new(rx, plan.interval, &plan.server_total)),
-                )
-            }
-            None => (None, None),
+        let mut live = every.map(|_| LivePrinter::new(plan.interval, &plan.server_total));
+        let mut partial =
+            (!abort.is_empty()).then(|| crate::analysis::expr::PartialRun::new(plan.interval));
+        let (live_tx, live_rx) = if live.is_some() || partial.is_some() {
+            let (tx, rx) = std::sync::mpsc::channel();
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
         };
+        let mut lost: Option<String> = None;
         let mut workers = load::start(plan, config, stop.clone(), progress.clone(), live_tx)
             .map_err(|e| format!("cannot start worker threads: {e}"))?;
         let record_from = workers.record_from;
@@ -130,9 +144,29 @@ impl Control {
                     _ = sleep_until(deadline) => break deadline.unwrap_or_else(Instant::now),
                     _ = tick.tick() => {
                         update_bar(&bar, &progress, plan.stop, record_from);
+                        let mut new_snapshots = false;
+                        while let Some(snap) = live_rx.as_ref().and_then(|rx| rx.try_recv().ok()) {
+                            new_snapshots = true;
+                            if let Some(p) = &mut partial {
+                                p.add(&snap);
+                            }
+                            if let Some(live) = &mut live {
+                                live.push(snap);
+                            }
+                        }
                         if let Some(live) = &mut live {
                             let elapsed = Instant::now().saturating_duration_since(record_from);
                             print_live(&bar, &live.lines(elapsed, false), json);
+                        }
+                        if let (Some(p), true) = (&partial, new_snapshots) {
+                            let failed = abort.iter().map(|e| e.check(p)).find(|c| {
+                                !c.pass && c.measured.is_some()
+                            });
+                            if let Some(c) = failed {
+                                let v = c.measured.map(|v| c.expr.show(v)).unwrap_or_default();
+                                lost = Some(format!("{} (measured {v})", c.expr));
+                                break Instant::now();
+                            }
                         }
                     }
                 }
@@ -150,10 +184,16 @@ impl Control {
             None => recorded,
         };
         if let Some(live) = &mut live {
+            while let Some(snap) = live_rx.as_ref().and_then(|rx| rx.try_recv().ok()) {
+                live.push(snap);
+            }
             print_live(&None, &live.lines(recorded, true), json);
         }
         let signal = self.signal();
         let stop_reason = match (signal, plan.stop) {
+            _ if lost.is_some() => {
+                format!("threshold lost: {}", lost.as_deref().unwrap_or_default())
+            }
             (libc::SIGINT, _) => "interrupted (SIGINT)".to_string(),
             (libc::SIGTERM, _) => "interrupted (SIGTERM)".to_string(),
             (_, StopRule::Duration(_)) => "duration".to_string(),

@@ -1,7 +1,7 @@
 //! The subcommands end to end: `run` (plan → workers → record → report, in [`run`]),
 //! `serve` and `report`, and the mapping of outcomes to exit codes: 0 done, 1 the run failed (no request
-//! succeeded, or the record could not be written), 2 bad input, 130/143 interrupted by
-//! SIGINT/SIGTERM (after the report and the record were still written).
+//! succeeded, or the record could not be written), 2 bad input, 99 a `--threshold` failed,
+//! 130/143 interrupted by SIGINT/SIGTERM (after the report and the record were still written).
 
 mod calibrate;
 mod control;
@@ -21,6 +21,8 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILURE: i32 = 1;
 /// Exit code: bad input (flags, URL, files).
 pub const EXIT_USAGE: i32 = 2;
+/// Exit code: a `--threshold` failed (k6's convention).
+pub const EXIT_THRESHOLD: i32 = 99;
 /// Exit code after SIGINT (128 + 2).
 pub const EXIT_SIGINT: i32 = 130;
 /// Exit code after SIGTERM (128 + 15).
@@ -93,10 +95,11 @@ fn serve(args: &ServeArgs) -> i32 {
 
 /// `reqlife report`.
 fn report(args: &ReportArgs) -> i32 {
-    let record = match load_record(&args.file) {
+    let mut record = match load_record(&args.file) {
         Ok(r) => r,
         Err(e) => return usage_error(e),
     };
+    args.view.check(&mut record);
     if let Some(path) = &args.html {
         if let Err(e) = report::html::write(&record, path) {
             return usage_error(e);
@@ -105,9 +108,18 @@ fn report(args: &ReportArgs) -> i32 {
     match printed(args, &record) {
         Ok(text) => {
             out(&text);
-            EXIT_OK
+            thresholds_code(&record)
         }
         Err(e) => usage_error(e),
+    }
+}
+
+/// 0, or [`EXIT_THRESHOLD`] when a `--threshold` checked in `record` failed.
+fn thresholds_code(record: &RunRecord) -> i32 {
+    if crate::cli::ViewArgs::passed(record) {
+        EXIT_OK
+    } else {
+        EXIT_THRESHOLD
     }
 }
 
@@ -140,10 +152,11 @@ fn merge(args: &crate::cli::MergeArgs) -> i32 {
         .iter()
         .map(|p| format!("'{}'", p.display()))
         .collect();
-    let merged = match crate::recorder::merge::merge(records, &names) {
+    let mut merged = match crate::recorder::merge::merge(records, &names) {
         Ok(m) => m,
         Err(e) => return usage_error(e),
     };
+    args.view.check(&mut merged);
     if let Some(path) = &args.output {
         if let Err(e) = std::fs::write(path, crate::report::record_json(&merged) + "\n") {
             eprintln!(
@@ -154,7 +167,7 @@ fn merge(args: &crate::cli::MergeArgs) -> i32 {
         }
     }
     out(&args.view.render(&merged));
-    EXIT_OK
+    thresholds_code(&merged)
 }
 
 /// Writes to stdout, ignoring a closed pipe (print! would panic on it).

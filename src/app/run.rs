@@ -48,6 +48,9 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         Err(e) => return usage_error(e),
     };
     let phased = plans.iter().any(|p| p.phase.is_some());
+    if args.abort_on_fail && args.view.thresholds.is_empty() {
+        return usage_error("--abort-on-fail stops on a failed --threshold: give at least one");
+    }
     let repeat = args.repeat as usize;
     match (repeat, plans.len()) {
         (0, _) => return usage_error("--repeat must be at least 1"),
@@ -105,14 +108,30 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
                 );
             }
         }
-        match control.execute(plan, config, args.quiet, args.every, args.view.json) {
-            Ok(o) => levels.push(o),
+        let abort = if args.abort_on_fail {
+            &args.view.thresholds[..]
+        } else {
+            &[]
+        };
+        let lost = match control.execute_watched(
+            plan,
+            config,
+            args.quiet,
+            args.every,
+            args.view.json,
+            abort,
+        ) {
+            Ok(o) => {
+                let lost = o.stop_reason.starts_with("threshold lost");
+                levels.push(o);
+                lost
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 return EXIT_FAILURE;
             }
-        }
-        if control.signal() != 0 {
+        };
+        if control.signal() != 0 || lost {
             break;
         }
     }
@@ -170,6 +189,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     if let Some(server) = embedded {
         server.shutdown();
     }
+    args.view.check(&mut record);
     let mut code = EXIT_OK;
     if let (Some(path), [o]) = (&args.hdr_log, &levels[..]) {
         if let Err(e) = report::hdrlog::write(path, &o.measured, plans[0].interval, o.start_wall) {
@@ -197,6 +217,8 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         if let Some(why) = failure(&record) {
             eprintln!("error: {why}");
             code = EXIT_FAILURE;
+        } else if code == EXIT_OK && !crate::cli::ViewArgs::passed(&record) {
+            code = super::EXIT_THRESHOLD;
         }
     }
     match signal {

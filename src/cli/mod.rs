@@ -189,6 +189,11 @@ pub struct RunArgs {
     #[command(flatten)]
     pub kv: KvArgs,
 
+    /// Stop the run as soon as a --threshold fails on what was measured so far (checked as
+    /// each interval closes).
+    #[arg(long = "abort-on-fail")]
+    pub abort_on_fail: bool,
+
     /// Send the named requests of a scenario file (TOML: requests with templates and
     /// weights, and optional phases each with its own load); see examples/kv.toml. Without a
     /// URL, against the embedded target.
@@ -443,9 +448,45 @@ pub struct ViewArgs {
     /// Print the summary as JSON on stdout instead of the text report.
     #[arg(long = "json")]
     pub json: bool,
+
+    /// A bar the run must meet, checked at the end (repeatable): `p99<5ms`, `wait.p90<2ms`,
+    /// `server.db.p99<1ms`, `errors<0.1%`, `rps>10000`. A table shows each; if any fails
+    /// the exit code is 99 (k6's convention).
+    #[arg(long = "threshold", value_parser = threshold_arg)]
+    pub thresholds: Vec<crate::analysis::expr::Expr>,
+}
+
+fn threshold_arg(s: &str) -> Result<crate::analysis::expr::Expr, String> {
+    crate::analysis::expr::Expr::parse(s).map_err(|e| e.0)
 }
 
 impl ViewArgs {
+    /// Checks the `--threshold`s against `record` and keeps the results in it.
+    pub fn check(&self, record: &mut crate::recorder::record::RunRecord) {
+        if self.thresholds.is_empty() {
+            return;
+        }
+        record.summary.thresholds = self
+            .thresholds
+            .iter()
+            .map(|e| {
+                let c = e.check(record);
+                crate::recorder::record::ThresholdCheck {
+                    threshold: e.to_string(),
+                    measured: c.measured,
+                    shown: c.measured.map(|v| e.show(v)),
+                    pass: c.pass,
+                    note: c.note,
+                }
+            })
+            .collect();
+    }
+
+    /// Whether every threshold checked in `record` passed.
+    pub fn passed(record: &crate::recorder::record::RunRecord) -> bool {
+        record.summary.thresholds.iter().all(|t| t.pass)
+    }
+
     /// The report these flags ask for.
     pub fn render(&self, record: &crate::recorder::record::RunRecord) -> String {
         crate::report::render(

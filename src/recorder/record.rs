@@ -243,6 +243,24 @@ pub struct Summary {
     /// are in the record's `histograms` as `request.<name>.<phase>`.
     #[serde(default)]
     pub by_request: BTreeMap<String, RequestFigures>,
+    /// `--threshold`s checked against this record (k6's convention: any failure exits 99).
+    #[serde(default)]
+    pub thresholds: Vec<ThresholdCheck>,
+}
+
+/// One `--threshold` and how the run measured against it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ThresholdCheck {
+    /// The expression, as written (`p99<5ms`).
+    pub threshold: String,
+    /// The figure in its natural unit (ns for latencies, percent for shares); `None` when it
+    /// could not be measured.
+    pub measured: Option<f64>,
+    /// The figure in human units (`1.23ms`).
+    pub shown: Option<String>,
+    pub pass: bool,
+    /// Why it could not be measured.
+    pub note: Option<String>,
 }
 
 /// One request name's figures.
@@ -596,6 +614,7 @@ impl RunRecord {
                 bursts: bursts_of(plan, measured),
                 warnings: Vec::new(),
                 by_request,
+                thresholds: Vec::new(),
             },
             intervals: intervals_of(measured, plan.interval, end.recorded),
             stages: stages_of(plan, measured),

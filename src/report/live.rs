@@ -9,12 +9,10 @@ use crate::recorder::{hist, IntervalSnapshot};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 /// Prints interval lines as they become complete.
 pub struct LivePrinter {
-    rx: Receiver<IntervalSnapshot>,
     interval: Duration,
     server_total: String,
     pending: BTreeMap<u64, Vec<IntervalSnapshot>>,
@@ -22,9 +20,8 @@ pub struct LivePrinter {
 }
 
 impl LivePrinter {
-    pub fn new(rx: Receiver<IntervalSnapshot>, interval: Duration, server_total: &str) -> Self {
+    pub fn new(interval: Duration, server_total: &str) -> Self {
         LivePrinter {
-            rx,
             interval,
             server_total: server_total.to_string(),
             pending: BTreeMap::new(),
@@ -34,12 +31,14 @@ impl LivePrinter {
 
     /// The lines of the intervals complete at `elapsed` (from the start of recording); with
     /// `last`, every interval up to `elapsed`.
-    pub fn lines(&mut self, elapsed: Duration, last: bool) -> String {
-        while let Ok(snap) = self.rx.try_recv() {
-            if snap.index >= self.next {
-                self.pending.entry(snap.index).or_default().push(snap);
-            }
+    /// Takes one thread's snapshot of an interval.
+    pub fn push(&mut self, snap: IntervalSnapshot) {
+        if snap.index >= self.next {
+            self.pending.entry(snap.index).or_default().push(snap);
         }
+    }
+
+    pub fn lines(&mut self, elapsed: Duration, last: bool) -> String {
         let grace = (self.interval / 2).min(Duration::from_millis(500));
         let mut out = String::new();
         loop {

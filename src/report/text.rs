@@ -39,6 +39,7 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
     bursts(&mut out, record);
     statuses_and_errors(&mut out, record);
     warnings(&mut out, record);
+    thresholds(&mut out, record);
     if opts.detail {
         detail(&mut out, record);
     }
@@ -414,6 +415,43 @@ fn by_request(out: &mut String, title: &str, s: &crate::recorder::record::Summar
             cell(t.p99_us),
             cell(t.max_us),
             status.join(", ")
+        );
+    }
+}
+
+/// The `--threshold`s checked: each with its measured figure, pass or FAIL.
+fn thresholds(out: &mut String, r: &RunRecord) {
+    let t = &r.summary.thresholds;
+    if t.is_empty() {
+        return;
+    }
+    let width = t
+        .iter()
+        .map(|c| c.threshold.len())
+        .max()
+        .unwrap_or(0)
+        .max(9);
+    let _ = writeln!(out);
+    let _ = writeln!(out, "  {:<width$} {:>12}  result", "Threshold", "measured");
+    for c in t {
+        let _ = write!(
+            out,
+            "  {:<width$} {:>12}  {}",
+            c.threshold,
+            c.shown.as_deref().unwrap_or("-"),
+            if c.pass { "pass" } else { "FAIL" }
+        );
+        if let Some(note) = &c.note {
+            let _ = write!(out, " ({note})");
+        }
+        out.push('\n');
+    }
+    let failed = t.iter().filter(|c| !c.pass).count();
+    if failed > 0 {
+        let _ = writeln!(
+            out,
+            "  {failed} of {} thresholds failed (exit code 99)",
+            t.len()
         );
     }
 }
