@@ -348,10 +348,12 @@ impl Expr {
                     .map(|(i, _)| i)
                     .find_map(|i| Some((&lhs[..i], figure_of(&lhs[i + 1..])?)));
                 match split {
-                    Some((_, f)) if is_run_figure(&f) => return Err(ExprError(format!(
+                    Some((_, f)) if is_run_figure(&f) => {
+                        return Err(ExprError(format!(
                         "'{}' is a figure of the whole run in '{whole}': write it without a scope",
                         lhs.rsplit('.').next().unwrap_or(lhs)
-                    ))),
+                    )))
+                    }
                     Some((scope, f)) => (scope_of(scope.trim(), whole)?, f),
                     None => {
                         let last = lhs.rsplit('.').next().unwrap_or(lhs);

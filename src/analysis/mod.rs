@@ -3,4 +3,5 @@
 
 pub mod calibrate;
 pub mod expr;
+pub mod knee;
 pub mod summary;

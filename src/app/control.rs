@@ -338,10 +338,28 @@ pub(crate) fn run_step(
     command_line: &[String],
     embedded: bool,
 ) -> Result<crate::recorder::record::RunRecord, String> {
+    run_step_measured(control, args, url, command_line, embedded).map(|(r, _, _)| r)
+}
+
+/// [`run_step`], also giving what was measured and the plan (to combine steps exactly).
+pub(crate) fn run_step_measured(
+    control: &Control,
+    args: &crate::cli::RunArgs,
+    url: &str,
+    command_line: &[String],
+    embedded: bool,
+) -> Result<
+    (
+        crate::recorder::record::RunRecord,
+        crate::recorder::Measured,
+        RunPlan,
+    ),
+    String,
+> {
     let plan = crate::cli::plan::build(args, url).map_err(|e| e.0)?;
     let config = SessionConfig::new(&plan)?;
     let o = control.execute(&plan, config, true, None, false)?;
-    Ok(crate::recorder::record::RunRecord::build(
+    let record = crate::recorder::record::RunRecord::build(
         &plan,
         &o.measured,
         crate::recorder::record::Ending {
@@ -352,5 +370,6 @@ pub(crate) fn run_step(
             command_line: command_line.to_vec(),
             embedded_target: embedded,
         },
-    ))
+    );
+    Ok((record, o.measured, plan))
 }

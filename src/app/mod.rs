@@ -5,6 +5,7 @@
 
 mod calibrate;
 mod control;
+mod knee;
 mod run;
 mod stats;
 
@@ -48,6 +49,7 @@ pub fn main_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::Stats(a) => stats::stats(&a),
         Command::Calibrate(a) => calibrate::calibrate(&a, command_line),
         Command::Merge(a) => merge(&a),
+        Command::Knee(a) => knee::knee(&a, command_line),
     }
 }
 

@@ -37,6 +37,50 @@ pub enum Command {
     /// generators), or of its repeated runs, exactly: histograms added, counters summed,
     /// interval series merged by time. Prints the merged report.
     Merge(MergeArgs),
+    /// The highest open-loop rate that meets every SLO: an exponential search, then
+    /// bisection, one step per rate (`--step` long); a step passes when the SLOs hold, at least
+    /// 99% of the offered rate was achieved and the generator kept up.
+    Knee(Box<KneeArgs>),
+}
+
+/// Flags of `reqlife knee` (and every flag of `run` that shapes a step).
+#[derive(Debug, Clone, Args)]
+pub struct KneeArgs {
+    /// A service level each step must meet (repeatable), as a --threshold: `p99<=2ms`,
+    /// `mean<=1.5ms`, `errors<=0.1%`, `wait.p90<1ms`, `server.db.p99<1ms`.
+    #[arg(long = "slo", value_parser = threshold_arg)]
+    pub slos: Vec<crate::analysis::expr::Expr>,
+
+    /// How long each step runs.
+    #[arg(long = "step", default_value = "20s", value_parser = duration_arg)]
+    pub step: Duration,
+
+    /// Stop when the answer is known within this many percent.
+    #[arg(long = "precision", default_value = "5", value_parser = percent_arg)]
+    pub precision: f64,
+
+    /// The first rate tried [default: a quarter of what a short closed-loop probe achieves].
+    #[arg(long = "start-rate", value_parser = rate_arg)]
+    pub start_rate: Option<f64>,
+
+    /// The highest rate tried.
+    #[arg(long = "max-rate", value_parser = rate_arg)]
+    pub max_rate: Option<f64>,
+
+    /// The schedule lag (p99) above which the generator, not the server, is the limit of a
+    /// step: the search stops there and says so.
+    #[arg(long = "max-lag", default_value = "1ms", value_parser = duration_arg)]
+    pub max_lag: Duration,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+fn percent_arg(s: &str) -> Result<f64, String> {
+    s.trim()
+        .trim_end_matches('%')
+        .parse::<f64>()
+        .map_err(|_| format!("invalid percentage '{s}': expected a number such as 5 or 5%"))
 }
 
 /// Flags of `reqlife merge`.

@@ -527,6 +527,7 @@ pub fn merge(records: Vec<RunRecord>, names: &[String]) -> Result<RunRecord, Str
                 .collect::<Vec<_>>(),
             first.config.seed,
         ),
+        knee: None,
     };
     for r in &records {
         for (k, v) in &r.first_errors {

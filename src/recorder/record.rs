@@ -41,6 +41,10 @@ pub struct RunRecord {
     /// records written before it existed, and when no response was recorded).
     #[serde(default)]
     pub samples: Option<Samples>,
+    /// `reqlife knee`: the search, step by step, and its answer (the steps' figures are the
+    /// levels).
+    #[serde(default)]
+    pub knee: Option<crate::analysis::knee::KneeResult>,
 }
 
 /// A uniform sample of at most `capacity` responses of the run (reservoir sampling per thread,
@@ -623,6 +627,7 @@ impl RunRecord {
             histograms,
             first_errors,
             samples: Samples::of(&measured.samples),
+            knee: None,
         }
         .with_warnings()
     }

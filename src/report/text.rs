@@ -29,6 +29,8 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
         phases(&mut out, record);
         breakdown(&mut out, record);
         by_request(&mut out, "", &record.summary);
+    } else if let Some(k) = &record.knee {
+        knee(&mut out, k);
     } else {
         levels(&mut out, record);
         for l in &record.levels {
@@ -57,6 +59,11 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
 fn header(out: &mut String, r: &RunRecord) {
     let c = &r.config;
     let what = match (c.duration_s, c.requests) {
+        _ if r.knee.is_some() => format!(
+            "knee search of {} steps of {}",
+            r.levels.len(),
+            human_ns(c.duration_s.unwrap_or(0.0) * 1e9)
+        ),
         _ if c.workload.is_some() && c.sweep.is_none() && !r.levels.is_empty() => {
             format!("{}-phase test", r.levels.len())
         }
@@ -379,6 +386,53 @@ fn levels(out: &mut String, r: &RunRecord) {
             l.summary.requests.errors
         );
     }
+}
+
+/// `reqlife knee`: one row per step (offered, achieved, latency, errors, verdict and why),
+/// then the answer.
+fn knee(out: &mut String, k: &crate::analysis::knee::KneeResult) {
+    use crate::analysis::knee::Verdict;
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  Knee search for {} (precision {:.0}%)",
+        k.slos.join(", "),
+        k.precision * 100.0
+    );
+    let _ = writeln!(
+        out,
+        "  {:<5} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  result",
+        "step", "offered", "achieved", "p50", "p90", "p99", "mean", "errors"
+    );
+    for (i, s) in k.steps.iter().enumerate() {
+        let verdict = match s.verdict {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "FAIL",
+            Verdict::Client => "CLIENT LIMIT",
+        };
+        let _ = write!(
+            out,
+            "  {:<5} {:>10.0} {:>10.1} {:>9} {:>9} {:>9} {:>9} {:>7}  {verdict}{}",
+            i + 1,
+            s.offered_rps,
+            s.achieved_rps,
+            cell(s.p50_us),
+            cell(s.p90_us),
+            cell(s.p99_us),
+            cell(s.mean_us),
+            s.errors,
+            if s.confirmation {
+                " (confirmation)"
+            } else {
+                ""
+            }
+        );
+        if !s.reasons.is_empty() {
+            let _ = write!(out, ": {}", s.reasons.join("; "));
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(out, "\n  Answer: {}.", k.summary);
 }
 
 /// Named requests (`--scenario`, `--targets`): a row per name, its count, rate, errors,

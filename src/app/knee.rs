@@ -1,0 +1,249 @@
+//! `reqlife knee URL --slo 'p99<=2ms'`: the highest open-loop rate that meets every SLO. An
+//! optional closed-loop probe sets the start rate (a quarter of what the target answers flat
+//! out); then each step runs the open loop at the rate the search asks for
+//! ([`crate::analysis::knee::Search`]), for `--step`, with `--pause` between steps. One row per
+//! step and the answer are printed; the record (`-o`) keeps every step's histograms as levels
+//! and the search in `knee`.
+
+use super::control::{run_step, run_step_measured, target, Control};
+use super::{out, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
+use crate::analysis::knee::{self, KneeResult, Search, Verdict};
+use crate::cli::{plan, KneeArgs};
+use crate::recorder::record::{Ending, RunRecord};
+use crate::report;
+use std::time::Duration;
+
+/// `reqlife knee`.
+pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
+    let run = &args.run;
+    let given: Vec<&str> = [
+        (!run.rate.is_empty(), "-R/--rate"),
+        (run.duration.is_some(), "-d/--duration (use --step)"),
+        (run.requests.is_some(), "-n/--requests"),
+        (run.stages.is_some(), "--stages"),
+        (run.burst.is_some(), "--burst"),
+        (run.repeat > 1, "--repeat"),
+        (run.connections.len() > 1, "a sweep of -c"),
+        (run.scenario.is_some(), "--scenario"),
+        (run.targets.is_some(), "--targets"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, f)| *f)
+    .collect();
+    if !given.is_empty() {
+        return usage_error(format!(
+            "{} conflict{} with knee: it chooses the rates and the length of each step",
+            given.join(", "),
+            if given.len() == 1 { "s" } else { "" }
+        ));
+    }
+    if args.slos.is_empty() {
+        return usage_error("knee needs at least one --slo (e.g. --slo 'p99<=2ms')");
+    }
+    if !(args.precision > 0.0 && args.precision < 50.0) {
+        return usage_error("--precision must be a percentage above 0 and below 50 (e.g. 5)");
+    }
+    if args.step < Duration::from_millis(200) {
+        return usage_error("--step must be at least 200ms (e.g. 20s)");
+    }
+    let (embedded, url) = match target(run.url.as_deref(), "/", &run.kv) {
+        Ok(t) => t,
+        Err(e) if e.starts_with("--") => return usage_error(e),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    // Every flag checked once before the first step: a bad one is found now.
+    let mut probe_args = run.clone();
+    probe_args.duration = Some(args.step.min(Duration::from_secs(3)));
+    if let Err(e) = plan::build(&probe_args, &url) {
+        return usage_error(e);
+    }
+    if let Some(path) = &run.html {
+        if let Err(e) = report::html::check_writable(path) {
+            return usage_error(e);
+        }
+    }
+    let control = match Control::new() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    let say = |msg: String| {
+        if !run.quiet {
+            eprintln!("reqlife knee: {msg}");
+        }
+    };
+    let start = match args.start_rate {
+        Some(r) => r,
+        None => match run_step(
+            &control,
+            &probe_args,
+            &url,
+            &command_line,
+            embedded.is_some(),
+        ) {
+            Ok(r) => {
+                let flat_out = r.summary.throughput_rps;
+                say(format!(
+                    "probe: {flat_out:.0} req/s in a closed loop of {} connections; starting at a quarter",
+                    r.config.connections
+                ));
+                (flat_out / 4.0).round().max(1.0)
+            }
+            Err(e) => return usage_error(e),
+        },
+    };
+    let precision = args.precision / 100.0;
+    let mut search = Search::new(start, precision, args.max_rate);
+    let mut steps = Vec::new();
+    let mut parts: Vec<Part> = Vec::new();
+    let plans_args = |rate: f64| {
+        let mut a = run.clone();
+        a.rate = vec![rate];
+        a.duration = Some(args.step);
+        a
+    };
+    while let Some((rate, confirmation)) = search.next() {
+        if control.signal() != 0 {
+            break;
+        }
+        // A pause before every step (the probe's too): the server drains what the step before
+        // left queued.
+        if (!parts.is_empty() || args.start_rate.is_none()) && !control.pause(run.pause) {
+            break;
+        }
+        let (record, measured, plan) = match run_step_measured(
+            &control,
+            &plans_args(rate),
+            &url,
+            &command_line,
+            embedded.is_some(),
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_FAILURE;
+            }
+        };
+        if control.signal() != 0 {
+            // An interrupted step says nothing about its rate: kept, not judged.
+            parts.push((rate, record, measured, plan));
+            break;
+        }
+        let max_lag_us = args.max_lag.as_secs_f64() * 1e6;
+        let step = knee::judge(&record, rate, &args.slos, confirmation, max_lag_us);
+        say(format!(
+            "step {}: {rate:.0} req/s: {}{}",
+            steps.len() + 1,
+            match step.verdict {
+                Verdict::Pass => "pass",
+                Verdict::Fail => "fail",
+                Verdict::Client => "the generator is the limit",
+            },
+            if step.reasons.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", step.reasons.join("; "))
+            }
+        ));
+        search.record(step.verdict);
+        steps.push(step);
+        parts.push((rate, record, measured, plan));
+    }
+    if let Some(s) = embedded {
+        s.shutdown();
+    }
+    let mut result = KneeResult {
+        slos: args.slos.iter().map(|e| e.to_string()).collect(),
+        precision,
+        answer_rps: search.answer(),
+        confirmed: search.confirmed,
+        limited_by: search.limited_by.to_string(),
+        steps,
+        summary: String::new(),
+    };
+    result.summary = knee::summary_of(&result);
+    let signal = control.signal();
+    let record = knee_record(&command_line, parts, result, signal != 0);
+    let Some(mut record) = record else {
+        eprintln!("reqlife knee: interrupted before any step ended: nothing was measured");
+        return if signal == libc::SIGTERM {
+            EXIT_SIGTERM
+        } else {
+            EXIT_SIGINT
+        };
+    };
+    run.view.check(&mut record);
+    let mut code = EXIT_OK;
+    if let Some(path) = &run.output {
+        if let Err(e) = std::fs::write(path, report::record_json(&record) + "\n") {
+            eprintln!(
+                "error: cannot write the record to '{}': {e}",
+                path.display()
+            );
+            code = EXIT_FAILURE;
+        }
+    }
+    if let Some(path) = &run.html {
+        if let Err(e) = report::html::write(&record, path) {
+            eprintln!("error: {e}");
+            code = EXIT_FAILURE;
+        }
+    }
+    if run.view.json {
+        out(&(serde_json::to_string_pretty(&record.knee).unwrap_or_default() + "\n"));
+    } else {
+        out(&run.view.render(&record));
+    }
+    match signal {
+        libc::SIGINT => EXIT_SIGINT,
+        libc::SIGTERM => EXIT_SIGTERM,
+        _ if record.knee.as_ref().is_some_and(|k| k.answer_rps.is_none()) => EXIT_FAILURE,
+        _ => code,
+    }
+}
+
+/// One step: its rate, record, measurements and plan.
+type Part = (
+    f64,
+    RunRecord,
+    crate::recorder::Measured,
+    crate::model::RunPlan,
+);
+
+/// The record of a search: its steps as the levels of a sweep of rates (the top level adds
+/// them up exactly), and the search.
+fn knee_record(
+    command_line: &[String],
+    parts: Vec<Part>,
+    result: KneeResult,
+    interrupted: bool,
+) -> Option<RunRecord> {
+    let (_, first, _, first_plan) = parts.first()?;
+    let end = Ending {
+        recorded: Duration::from_secs_f64(parts.iter().map(|p| p.1.summary.duration_s).sum()),
+        stop_reason: if interrupted {
+            "interrupted".into()
+        } else {
+            "knee search".into()
+        },
+        interrupted,
+        start_time: first.environment.start_time.clone(),
+        command_line: command_line.to_vec(),
+        embedded_target: first.config.embedded_target,
+    };
+    let first_plan = first_plan.clone();
+    let measured: Vec<crate::recorder::Measured> = parts.iter().map(|p| p.2.clone()).collect();
+    let pieces: Vec<(String, &crate::model::RunPlan, RunRecord)> = parts
+        .iter()
+        .map(|(rate, r, _, p)| (format!("{rate:.0} req/s"), p, r.clone()))
+        .collect();
+    let mut record = RunRecord::sweep(&first_plan, &measured, end, pieces);
+    record.knee = Some(result);
+    Some(record)
+}
