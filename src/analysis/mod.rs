@@ -2,6 +2,8 @@
 //! histograms) for `--detail` and `reqlife stats`; calibration of the client machine.
 
 pub mod calibrate;
+pub mod compare;
 pub mod expr;
 pub mod knee;
+pub mod stats;
 pub mod summary;

@@ -50,6 +50,7 @@ pub fn main_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::Calibrate(a) => calibrate::calibrate(&a, command_line),
         Command::Merge(a) => merge(&a),
         Command::Knee(a) => knee::knee(&a, command_line),
+        Command::Compare(a) => compare(&a),
     }
 }
 
@@ -138,6 +139,48 @@ fn printed(args: &ReportArgs, record: &RunRecord) -> Result<String, String> {
         (ReportFormat::Json, None) => report::record_json(record) + "\n",
         (ReportFormat::Text, None) => args.view.render(record),
     })
+}
+
+/// `reqlife compare`.
+fn compare(args: &crate::cli::CompareArgs) -> i32 {
+    let (a, b) = match (load_record(&args.a), load_record(&args.b)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return usage_error(e),
+    };
+    let c = match crate::analysis::compare::compare(&a, &b, args.noise / 100.0, args.seed) {
+        Ok(c) => c,
+        Err(e) => return usage_error(e),
+    };
+    if args.json {
+        out(&(serde_json::to_string_pretty(&c).unwrap_or_default() + "\n"));
+    } else {
+        out(&crate::analysis::compare::render(
+            &c,
+            &args.a.display().to_string(),
+            &args.b.display().to_string(),
+        ));
+    }
+    let Some(limit) = args.fail_if_slower else {
+        return EXIT_OK;
+    };
+    let gated = ["throughput", "total p50", "total p90", "total p99"];
+    let regressions: Vec<String> = c
+        .rows
+        .iter()
+        .filter(|r| gated.contains(&r.figure.as_str()))
+        .filter(|r| r.verdict == crate::analysis::stats::Verdict::Slower)
+        .filter(|r| r.change.point.abs() * 100.0 > limit)
+        .map(|r| format!("{} {:+.1}%", r.figure, r.change.point * 100.0))
+        .collect();
+    if regressions.is_empty() {
+        EXIT_OK
+    } else {
+        eprintln!(
+            "reqlife compare: B is slower than A by more than {limit}%: {}",
+            regressions.join(", ")
+        );
+        EXIT_THRESHOLD
+    }
 }
 
 /// `reqlife merge`.

@@ -41,6 +41,36 @@ pub enum Command {
     /// bisection, one step per rate (`--step` long); a step passes when the SLOs hold, at least
     /// 99% of the offered rate was achieved and the generator kept up.
     Knee(Box<KneeArgs>),
+    /// Is B faster than A, or is it noise? Throughput and p50/p90/p99/p99.9 of the total, of
+    /// each phase and server metric: A, B, the change, its 95% interval and a verdict (across
+    /// repeated runs with `run --repeat N`; else by resampling the runs' intervals).
+    Compare(CompareArgs),
+}
+
+/// Flags of `reqlife compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The baseline RunRecord.
+    pub a: PathBuf,
+    /// The RunRecord compared with it.
+    pub b: PathBuf,
+
+    /// Exit 99 (a CI regression gate) when B is significantly slower than A by more than this
+    /// (throughput, or p50/p90/p99 of the total), e.g. 5%.
+    #[arg(long = "fail-if-slower", value_parser = percent_arg)]
+    pub fail_if_slower: Option<f64>,
+
+    /// Changes smaller than this are noise, significant or not.
+    #[arg(long = "noise", default_value = "2", value_parser = percent_arg)]
+    pub noise: f64,
+
+    /// Seed of the bootstrap's resampling.
+    #[arg(long = "seed", default_value = "1")]
+    pub seed: u64,
+
+    /// Print the comparison as JSON.
+    #[arg(long = "json")]
+    pub json: bool,
 }
 
 /// Flags of `reqlife knee` (and every flag of `run` that shapes a step).

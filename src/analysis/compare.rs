@@ -1,0 +1,447 @@
+//! `reqlife compare A.json B.json`: for throughput and for p50, p90, p99 and p99.9 of the total,
+//! of each client phase and of each server metric both runs have: A, B, the change, a 95%
+//! confidence interval of the change, and a verdict.
+//!
+//! - Runs repeated (`--repeat N`, both records with two runs or more): each run is one
+//!   observation; the interval is a bootstrap of the ratio of the medians across runs, and the
+//!   Mann-Whitney p-value is given too.
+//! - Single runs: the runs' interval series are resampled by blocks ([`stats::block_bootstrap`]'s
+//!   scheme) and each replicate's figure is computed from the merged counts of its intervals, so
+//!   the interval respects the autocorrelation of latencies in time. Per interval, each
+//!   histogram is kept as counts in log buckets 1% wide (a replicate's quantile is within 1% of
+//!   the exact one; the A and B columns are the records' exact figures).
+
+use super::stats::{self, Estimate, Verdict};
+use crate::load::pacer::SplitMix64;
+use crate::model::Phase;
+use crate::recorder::hist;
+use crate::recorder::record::{Interval, RunRecord, Summary};
+use serde::Serialize;
+
+/// Bootstrap replicates.
+pub const ITERATIONS: usize = 1000;
+/// Fewest intervals per run for the single-run method.
+pub const MIN_INTERVALS: usize = 8;
+const CONFIDENCE: f64 = 0.95;
+/// Relative width of a log bucket.
+const BUCKET: f64 = 1.01;
+const QUANTILES: [(&str, f64); 4] = [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99.9", 0.999)];
+
+/// One compared figure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// `throughput`, `total p99`, `wait p50`, `server db p90`.
+    pub figure: String,
+    /// req/s for throughput, else µs.
+    pub a: f64,
+    pub b: f64,
+    /// B/A − 1, and its interval.
+    pub change: Estimate,
+    /// Mann-Whitney two-sided p-value (repeated runs only).
+    pub p_value: Option<f64>,
+    pub verdict: Verdict,
+}
+
+/// The comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// `runs` (repetitions) or `intervals` (block bootstrap of single runs).
+    pub method: String,
+    /// Runs (or intervals) on each side.
+    pub n_a: usize,
+    pub n_b: usize,
+    pub noise: f64,
+    pub rows: Vec<Row>,
+}
+
+/// A figure of a summary: throughput, or a latency statistic of a phase or server metric, in µs.
+#[derive(Debug, Clone)]
+struct Figure {
+    label: String,
+    /// Record histogram key (`total`, `wait`, `server_timing.db`); `None` for throughput.
+    key: Option<String>,
+    q: f64,
+}
+
+impl Figure {
+    fn stats<'a>(&self, s: &'a Summary) -> Option<&'a crate::recorder::hist::Stats> {
+        let key = self.key.as_ref()?;
+        match key.strip_prefix("server_timing.") {
+            Some(m) => s.server_timing.get(m),
+            None if key == "total" => Some(&s.latency.total),
+            None => s.latency.phases.get(key),
+        }
+    }
+
+    /// Whether `s` has enough values for this figure to mean something: at least 10 above
+    /// the quantile (20 for p50, 1000 for p99, 10000 for p99.9).
+    fn enough(&self, s: &Summary) -> bool {
+        match self.stats(s) {
+            None => self.key.is_none(),
+            Some(st) => st.count as f64 >= (10.0 / (1.0 - self.q)).ceil(),
+        }
+    }
+
+    fn of(&self, s: &Summary) -> Option<f64> {
+        let Some(st) = self.stats(s) else {
+            return self.key.is_none().then_some(s.throughput_rps);
+        };
+        match self.q {
+            q if q == 0.5 => st.p50_us,
+            q if q == 0.9 => st.p90_us,
+            q if q == 0.99 => st.p99_us,
+            _ => st.p999_us,
+        }
+    }
+
+    fn higher_is_better(&self) -> bool {
+        self.key.is_none()
+    }
+}
+
+/// The figures both summaries have, each with enough values on both sides (see
+/// [`Figure::enough`]): a tail quantile of a few values is not compared.
+fn figures(a: &Summary, b: &Summary) -> Vec<Figure> {
+    let mut keys: Vec<(String, String)> = vec![("total".into(), "total".into())];
+    for p in Phase::CLIENT {
+        let has = |s: &Summary| {
+            s.latency
+                .phases
+                .get(p.name())
+                .is_some_and(|st| st.count > 0)
+        };
+        if has(a) && has(b) {
+            keys.push((p.name().into(), p.name().into()));
+        }
+    }
+    for m in &a.server_timing_order {
+        let has = |s: &Summary| s.server_timing.get(m).is_some_and(|st| st.count > 0);
+        if has(a) && has(b) {
+            keys.push((format!("server_timing.{m}"), format!("server {m}")));
+        }
+    }
+    let mut out = vec![Figure {
+        label: "throughput".into(),
+        key: None,
+        q: 0.0,
+    }];
+    for (key, name) in keys {
+        for (qname, q) in QUANTILES {
+            out.push(Figure {
+                label: format!("{name} {qname}"),
+                key: Some(key.clone()),
+                q,
+            });
+        }
+    }
+    out.retain(|f| f.enough(a) && f.enough(b));
+    out
+}
+
+/// Compares `a` with `b`; `noise` is the relative change below which nothing is called a
+/// change (e.g. 0.02).
+pub fn compare(a: &RunRecord, b: &RunRecord, noise: f64, seed: u64) -> Result<Comparison, String> {
+    let figs = figures(&a.summary, &b.summary);
+    for (r, name) in [(a, "A"), (b, "B")] {
+        if r.summary.requests.ok == 0 {
+            return Err(format!("{name} has no complete response to compare"));
+        }
+    }
+    if a.repetitions.len() >= 2 && b.repetitions.len() >= 2 {
+        return Ok(across_runs(a, b, &figs, noise, seed));
+    }
+    for (r, name) in [(a, "A"), (b, "B")] {
+        let n = r.intervals.iter().filter(|i| i.requests > 0).count();
+        if n < MIN_INTERVALS {
+            return Err(format!(
+                "{name} has {n} intervals with requests: a single run needs at least {MIN_INTERVALS} to resample \
+                 (run longer, or with a shorter --interval, or repeat it with --repeat N)"
+            ));
+        }
+    }
+    Ok(across_intervals(a, b, &figs, noise, seed))
+}
+
+fn relative(e: Estimate) -> Estimate {
+    Estimate {
+        point: e.point - 1.0,
+        lo: e.lo - 1.0,
+        hi: e.hi - 1.0,
+    }
+}
+
+fn across_runs(a: &RunRecord, b: &RunRecord, figs: &[Figure], noise: f64, seed: u64) -> Comparison {
+    let rows = figs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let va: Vec<f64> = a
+                .repetitions
+                .iter()
+                .filter_map(|l| f.of(&l.summary))
+                .collect();
+            let vb: Vec<f64> = b
+                .repetitions
+                .iter()
+                .filter_map(|l| f.of(&l.summary))
+                .collect();
+            if va.len() < 2 || vb.len() < 2 {
+                return None;
+            }
+            let change = relative(stats::bootstrap_median_ratio(
+                &va,
+                &vb,
+                ITERATIONS,
+                CONFIDENCE,
+                seed ^ i as u64,
+            ));
+            Some(Row {
+                figure: f.label.clone(),
+                a: stats::median(&mut va.clone()),
+                b: stats::median(&mut vb.clone()),
+                change,
+                p_value: Some(stats::mann_whitney(&va, &vb).p_two_sided),
+                verdict: stats::verdict(change, noise, f.higher_is_better()),
+            })
+        })
+        .collect();
+    Comparison {
+        method: "runs".into(),
+        n_a: a.repetitions.len(),
+        n_b: b.repetitions.len(),
+        noise,
+        rows,
+    }
+}
+
+/// One interval in resampling form: its requests, length, and per histogram key its counts in
+/// log buckets.
+struct Slice {
+    requests: u64,
+    duration_s: f64,
+    buckets: Vec<Vec<(u32, u64)>>,
+}
+
+fn bucket_of(ns: u64) -> u32 {
+    ((ns.max(1) as f64).ln() / BUCKET.ln()) as u32
+}
+
+fn value_of(bucket: u32) -> f64 {
+    BUCKET.powf(bucket as f64 + 0.5)
+}
+
+fn slices(intervals: &[Interval], keys: &[String]) -> Vec<Slice> {
+    intervals
+        .iter()
+        .map(|i| Slice {
+            requests: i.requests,
+            duration_s: i.duration_s,
+            buckets: keys
+                .iter()
+                .map(|k| {
+                    let Some(h) = i.histograms.get(k).and_then(|t| hist::decode(t).ok()) else {
+                        return Vec::new();
+                    };
+                    let mut out: Vec<(u32, u64)> = Vec::new();
+                    for v in h.iter_recorded() {
+                        let b = bucket_of(v.value_iterated_to());
+                        match out.last_mut() {
+                            Some((last, n)) if *last == b => *n += v.count_at_value(),
+                            _ => out.push((b, v.count_at_value())),
+                        }
+                    }
+                    out
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// The figures of one replicate (the slices `drawn`), in the order of `figs`.
+fn replicate(drawn: &[&Slice], figs: &[Figure], keys: &[String], dense: &mut Vec<u64>) -> Vec<f64> {
+    let requests: u64 = drawn.iter().map(|s| s.requests).sum();
+    let secs: f64 = drawn.iter().map(|s| s.duration_s).sum();
+    figs.iter()
+        .map(|f| {
+            let Some(key) = &f.key else {
+                return if secs > 0.0 {
+                    requests as f64 / secs
+                } else {
+                    0.0
+                };
+            };
+            let k = keys.iter().position(|x| x == key).unwrap_or(0);
+            dense.iter_mut().for_each(|c| *c = 0);
+            let mut total = 0u64;
+            for s in drawn {
+                for &(b, n) in &s.buckets[k] {
+                    if b as usize >= dense.len() {
+                        dense.resize(b as usize + 1, 0);
+                    }
+                    dense[b as usize] += n;
+                    total += n;
+                }
+            }
+            if total == 0 {
+                return f64::NAN;
+            }
+            let rank = ((f.q * total as f64).ceil() as u64).max(1);
+            let mut seen = 0;
+            for (b, &n) in dense.iter().enumerate() {
+                seen += n;
+                if seen >= rank {
+                    return value_of(b as u32) / 1000.0;
+                }
+            }
+            f64::NAN
+        })
+        .collect()
+}
+
+fn across_intervals(
+    a: &RunRecord,
+    b: &RunRecord,
+    figs: &[Figure],
+    noise: f64,
+    seed: u64,
+) -> Comparison {
+    let mut keys: Vec<String> = figs.iter().filter_map(|f| f.key.clone()).collect();
+    keys.dedup();
+    // Intervals before the first and after the last request are the run's edges, not data.
+    let trim = |r: &RunRecord| -> Vec<Interval> {
+        r.intervals
+            .iter()
+            .filter(|i| i.requests > 0)
+            .cloned()
+            .collect()
+    };
+    let (ia, ib) = (trim(a), trim(b));
+    let (sa, sb) = (slices(&ia, &keys), slices(&ib, &keys));
+    let (la, lb) = (stats::block_len(sa.len()), stats::block_len(sb.len()));
+    let mut rng = SplitMix64(seed);
+    let mut dense = Vec::new();
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::with_capacity(ITERATIONS); figs.len()];
+    let draw = |slices: &[Slice], l: usize, rng: &mut SplitMix64| -> Vec<usize> {
+        let n = slices.len();
+        let starts = (n - l + 1) as u64;
+        let mut idx = Vec::with_capacity(n + l);
+        while idx.len() < n {
+            let s = (rng.next_u64() % starts) as usize;
+            idx.extend(s..s + l);
+        }
+        idx.truncate(n);
+        idx
+    };
+    for _ in 0..ITERATIONS {
+        let da: Vec<&Slice> = draw(&sa, la, &mut rng)
+            .into_iter()
+            .map(|i| &sa[i])
+            .collect();
+        let db: Vec<&Slice> = draw(&sb, lb, &mut rng)
+            .into_iter()
+            .map(|i| &sb[i])
+            .collect();
+        let fa = replicate(&da, figs, &keys, &mut dense);
+        let fb = replicate(&db, figs, &keys, &mut dense);
+        for (k, (x, y)) in fa.iter().zip(&fb).enumerate() {
+            let r = y / x;
+            if r.is_finite() {
+                ratios[k].push(r);
+            }
+        }
+    }
+    let rows = figs
+        .iter()
+        .zip(ratios.iter_mut())
+        .filter_map(|(f, reps)| {
+            let (va, vb) = (f.of(&a.summary)?, f.of(&b.summary)?);
+            if va <= 0.0 || reps.is_empty() {
+                return None;
+            }
+            let (lo, hi) = stats::percentile_interval(reps, CONFIDENCE);
+            let change = relative(Estimate {
+                point: vb / va,
+                lo,
+                hi,
+            });
+            Some(Row {
+                figure: f.label.clone(),
+                a: va,
+                b: vb,
+                change,
+                p_value: None,
+                verdict: stats::verdict(change, noise, f.higher_is_better()),
+            })
+        })
+        .collect();
+    Comparison {
+        method: "intervals".into(),
+        n_a: sa.len(),
+        n_b: sb.len(),
+        noise,
+        rows,
+    }
+}
+
+/// The text table.
+pub fn render(c: &Comparison, a_name: &str, b_name: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let how = match c.method.as_str() {
+        "runs" => format!(
+            "across repeated runs ({} and {}): 95% intervals by a bootstrap of the median ratio, p by Mann-Whitney",
+            c.n_a, c.n_b
+        ),
+        _ => format!(
+            "single runs, resampled by blocks of their intervals ({} and {}): 95% intervals",
+            c.n_a, c.n_b
+        ),
+    };
+    let _ = writeln!(out, "Comparing A = {a_name} with B = {b_name}");
+    let _ = writeln!(
+        out,
+        "  {how}; changes within ±{:.0}% count as noise",
+        c.noise * 100.0
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  {:<24} {:>12} {:>12} {:>9} {:>20} {:>8}  verdict",
+        "figure", "A", "B", "change", "95% interval", "p"
+    );
+    for r in &c.rows {
+        let show = |v: f64| {
+            if r.figure == "throughput" {
+                format!("{v:.1}/s")
+            } else {
+                crate::cli::units::human_ns(v * 1000.0)
+            }
+        };
+        let pct = |v: f64| format!("{:+.1}%", v * 100.0);
+        let _ = writeln!(
+            out,
+            "  {:<24} {:>12} {:>12} {:>9} {:>20} {:>8}  {}",
+            r.figure,
+            show(r.a),
+            show(r.b),
+            pct(r.change.point),
+            format!("[{}, {}]", pct(r.change.lo), pct(r.change.hi)),
+            r.p_value.map_or("-".into(), |p| format!("{p:.3}")),
+            r.verdict.words()
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_buckets_are_within_one_percent() {
+        for ns in [1u64, 999, 12_345, 1_000_000, 3_600_000_000_000] {
+            let back = value_of(bucket_of(ns));
+            assert!((back / ns as f64 - 1.0).abs() <= 0.011, "{ns}: {back}");
+        }
+    }
+}

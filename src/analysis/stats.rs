@@ -1,0 +1,456 @@
+//! Statistics for "is B faster than A, or is it noise?" (`reqlife compare`):
+//!
+//! - [`mann_whitney`]: the Mann-Whitney U test of two samples (repeated runs): U from mid-ranks;
+//!   the two-sided p-value exactly (the permutation distribution of U, by counting) for small
+//!   samples without ties, else by the normal approximation with the tie correction
+//!   `σ² = n₁n₂/12 · ((n+1) − Σ(t³−t)/(n(n−1)))` and a continuity correction of ½.
+//! - [`bootstrap_median_ratio`]: a percentile bootstrap of median(B)/median(A).
+//! - [`block_bootstrap`]: a moving-block bootstrap over a time series (the intervals of one
+//!   run). Latencies are autocorrelated in time, so resampling single requests (or a t-test
+//!   over all requests) understates the noise; resampling blocks of consecutive intervals keeps
+//!   the short-range dependence. Block length ≈ n^(1/3) ([`block_len`]), the usual order for
+//!   the moving-block bootstrap of a mean-like statistic.
+//! - [`verdict`]: a change is significant when its confidence interval excludes zero and the
+//!   point change is beyond a noise band.
+//!
+//! Randomness comes from the seeded SplitMix64 the pacer uses, so results are reproducible.
+
+use crate::load::pacer::SplitMix64;
+use serde::Serialize;
+
+/// The result of a Mann-Whitney U test.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MannWhitney {
+    /// U of the first sample (as scipy reports it).
+    pub u: f64,
+    /// The standardised U (0 for an exact test).
+    pub z: f64,
+    pub p_two_sided: f64,
+    pub exact: bool,
+}
+
+/// Largest sample size for the exact p-value.
+const EXACT_MAX: usize = 20;
+
+/// Mid-ranks of the combined samples (1-based), and the tie term Σ(t³ − t).
+fn ranks(a: &[f64], b: &[f64]) -> (Vec<f64>, f64) {
+    let mut all: Vec<(f64, usize)> = a
+        .iter()
+        .chain(b)
+        .copied()
+        .enumerate()
+        .map(|(i, v)| (v, i))
+        .collect();
+    all.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let mut out = vec![0.0; all.len()];
+    let mut ties = 0.0;
+    let mut i = 0;
+    while i < all.len() {
+        let mut j = i;
+        while j + 1 < all.len() && all[j + 1].0 == all[i].0 {
+            j += 1;
+        }
+        let mid = (i + j) as f64 / 2.0 + 1.0;
+        for k in i..=j {
+            out[all[k].1] = mid;
+        }
+        let t = (j - i + 1) as f64;
+        ties += t * t * t - t;
+        i = j + 1;
+    }
+    (out, ties)
+}
+
+/// The number of arrangements of `n1` + `n2` distinct values giving each U (0..=n1·n2):
+/// `f(i, j, u) = f(i−1, j, u−j) + f(i, j−1, u)`.
+fn u_counts(n1: usize, n2: usize) -> Vec<f64> {
+    let max = n1 * n2;
+    // table[i][j] as vectors over u, built up in i then j.
+    let mut prev: Vec<Vec<f64>> = (0..=n2).map(|_| vec![1.0]).collect(); // i = 0: U = 0
+    for i in 1..=n1 {
+        let mut cur: Vec<Vec<f64>> = Vec::with_capacity(n2 + 1);
+        cur.push(vec![1.0]); // j = 0: U = 0
+        for j in 1..=n2 {
+            let mut v = vec![0.0; i * j + 1];
+            for (u, &c) in prev[j].iter().enumerate() {
+                v[u + j] += c; // the largest value belongs to sample 1: it beats the j others
+            }
+            for (u, &c) in cur[j - 1].iter().enumerate() {
+                v[u] += c;
+            }
+            cur.push(v);
+        }
+        prev = cur;
+    }
+    let mut out = prev[n2].clone();
+    out.resize(max + 1, 0.0);
+    out
+}
+
+/// The standard normal's upper tail, 1 − Φ(x), from erfc (W. J. Cody's rational
+/// approximation through Numerical Recipes' `erfcc`: fractional error below 1.2e-7).
+pub fn normal_sf(x: f64) -> f64 {
+    let z = x / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.5 * z.abs());
+    let erfc = t
+        * (-z * z - 1.265_512_23
+            + t * (1.000_023_68
+                + t * (0.374_091_96
+                    + t * (0.096_784_18
+                        + t * (-0.186_288_06
+                            + t * (0.278_868_07
+                                + t * (-1.135_203_98
+                                    + t * (1.488_515_87
+                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+            .exp();
+    let erfc = if z >= 0.0 { erfc } else { 2.0 - erfc };
+    erfc / 2.0
+}
+
+/// The Mann-Whitney U test of `a` against `b`, two-sided.
+pub fn mann_whitney(a: &[f64], b: &[f64]) -> MannWhitney {
+    let (n1, n2) = (a.len(), b.len());
+    if n1 == 0 || n2 == 0 {
+        return MannWhitney {
+            u: 0.0,
+            z: 0.0,
+            p_two_sided: 1.0,
+            exact: false,
+        };
+    }
+    let (r, ties) = ranks(a, b);
+    let r1: f64 = r[..n1].iter().sum();
+    let u1 = r1 - (n1 * (n1 + 1)) as f64 / 2.0;
+    let nn = (n1 * n2) as f64;
+    if n1 <= EXACT_MAX && n2 <= EXACT_MAX && ties == 0.0 {
+        let counts = u_counts(n1, n2);
+        let total: f64 = counts.iter().sum();
+        let u = u1.max(nn - u1) as usize;
+        let tail: f64 = counts[u..].iter().sum::<f64>() / total;
+        return MannWhitney {
+            u: u1,
+            z: 0.0,
+            p_two_sided: (2.0 * tail).min(1.0),
+            exact: true,
+        };
+    }
+    let n = (n1 + n2) as f64;
+    let mean = nn / 2.0;
+    let var = nn / 12.0 * ((n + 1.0) - ties / (n * (n - 1.0)));
+    if var <= 0.0 {
+        return MannWhitney {
+            u: u1,
+            z: 0.0,
+            p_two_sided: 1.0,
+            exact: false,
+        };
+    }
+    // Continuity: half a step toward the mean.
+    let d = (u1 - mean).abs() - 0.5;
+    let z = d.max(0.0) / var.sqrt();
+    MannWhitney {
+        u: u1,
+        z: if u1 >= mean { z } else { -z },
+        p_two_sided: (2.0 * normal_sf(z)).min(1.0),
+        exact: false,
+    }
+}
+
+/// A point estimate and its confidence interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Estimate {
+    pub point: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// The median of `v` (sorted in place).
+pub fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The `confidence` percentile interval of `reps` (sorted in place).
+pub fn percentile_interval(reps: &mut [f64], confidence: f64) -> (f64, f64) {
+    reps.sort_by(f64::total_cmp);
+    let n = reps.len();
+    if n == 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let tail = (1.0 - confidence) / 2.0;
+    let at = |q: f64| reps[((q * (n - 1) as f64).round() as usize).min(n - 1)];
+    (at(tail), at(1.0 - tail))
+}
+
+/// A percentile bootstrap of median(b) / median(a): each replicate resamples both with
+/// replacement.
+pub fn bootstrap_median_ratio(
+    a: &[f64],
+    b: &[f64],
+    iterations: usize,
+    confidence: f64,
+    seed: u64,
+) -> Estimate {
+    let point = median(&mut b.to_vec()) / median(&mut a.to_vec());
+    let mut rng = SplitMix64(seed);
+    let mut draw = |v: &[f64], buf: &mut Vec<f64>| {
+        buf.clear();
+        for _ in 0..v.len() {
+            buf.push(v[(rng.next_u64() % v.len() as u64) as usize]);
+        }
+        median(buf)
+    };
+    let (mut ba, mut bb) = (Vec::new(), Vec::new());
+    let mut reps: Vec<f64> = (0..iterations)
+        .map(|_| draw(b, &mut bb) / draw(a, &mut ba))
+        .filter(|r| r.is_finite())
+        .collect();
+    let (lo, hi) = percentile_interval(&mut reps, confidence);
+    Estimate { point, lo, hi }
+}
+
+/// The block length of the moving-block bootstrap for `n` items: ⌈n^(1/3)⌉, at least 1.
+pub fn block_len(n: usize) -> usize {
+    ((n as f64).cbrt().ceil() as usize).max(1)
+}
+
+/// A moving-block bootstrap: each replicate draws ⌈n/L⌉ blocks of `block_len` consecutive
+/// items (each block's start uniform over the n − L + 1 possible), keeps the first n items,
+/// and computes `stat` of them. Returns the replicates' statistics.
+pub fn block_bootstrap<T>(
+    items: &[T],
+    block_len: usize,
+    iterations: usize,
+    seed: u64,
+    mut stat: impl FnMut(&[&T]) -> f64,
+) -> Vec<f64> {
+    let n = items.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let l = block_len.clamp(1, n);
+    let starts = (n - l + 1) as u64;
+    let mut rng = SplitMix64(seed);
+    let mut drawn: Vec<&T> = Vec::with_capacity(n + l);
+    (0..iterations)
+        .map(|_| {
+            drawn.clear();
+            while drawn.len() < n {
+                let s = (rng.next_u64() % starts) as usize;
+                drawn.extend(items[s..s + l].iter());
+            }
+            drawn.truncate(n);
+            stat(&drawn)
+        })
+        .collect()
+}
+
+/// What a comparison found for one figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Faster,
+    Slower,
+    NoSignificantChange,
+}
+
+impl Verdict {
+    pub fn words(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::NoSignificantChange => "no significant change",
+        }
+    }
+}
+
+/// The verdict on a relative change (B/A − 1) with its confidence interval `[lo, hi]`: a
+/// change counts when the interval excludes 0 and the point is beyond `noise` either way.
+/// `higher_is_better`: throughput (more is faster); latency (more is slower).
+pub fn verdict(change: Estimate, noise: f64, higher_is_better: bool) -> Verdict {
+    let up = change.lo > 0.0 && change.point > noise;
+    let down = change.hi < 0.0 && change.point < -noise;
+    match (up, down, higher_is_better) {
+        (true, _, true) | (_, true, false) => Verdict::Faster,
+        (true, _, false) | (_, true, true) => Verdict::Slower,
+        _ => Verdict::NoSignificantChange,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mann_whitney_agrees_with_scipy() {
+        // (a, b, exact?, U, p): from scipy.stats.mannwhitneyu(a, b, alternative='two-sided',
+        // method='exact' or 'asymptotic', use_continuity=True), scipy 1.x
+        let rows: Vec<(Vec<f64>, Vec<f64>, bool, f64, f64)> = vec![
+            (
+                vec![1., 2., 3., 4., 5.],
+                vec![6., 7., 8., 9., 10.],
+                true,
+                0.0,
+                0.007936507936507936,
+            ),
+            (
+                vec![1.1, 2.2, 3.3, 4.4],
+                vec![2.5, 3.5, 4.5, 5.5, 6.5],
+                true,
+                3.0,
+                0.1111111111111111,
+            ),
+            (vec![10., 20., 30.], vec![15., 25., 35.], true, 3.0, 0.7),
+            (
+                // ties: the normal approximation with the tie correction
+                vec![3., 1., 4., 1., 5., 9., 2., 6.],
+                vec![5., 3., 5., 8., 9., 7., 9., 3.],
+                false,
+                17.0,
+                0.12415307686326289,
+            ),
+            (
+                (0..30).map(f64::from).collect(),
+                (5..35).map(f64::from).collect(),
+                false,
+                312.5,
+                0.04274735330571392,
+            ),
+        ];
+        for (a, b, exact, u, p) in rows {
+            let r = mann_whitney(&a, &b);
+            assert_eq!(r.exact, exact, "{a:?}");
+            assert_eq!(r.u, u, "{a:?}");
+            assert!(
+                (r.p_two_sided - p).abs() < 1e-6,
+                "{a:?}: {} vs {p}",
+                r.p_two_sided
+            );
+        }
+    }
+
+    #[test]
+    fn the_normal_tail_is_accurate() {
+        // (x, 1 − Φ(x)) from scipy.stats.norm.sf
+        for (x, want) in [
+            (0.0, 0.5),
+            (1.0, 0.15865525393145707),
+            (1.96, 0.024997895148220435),
+            (-1.0, 0.8413447460685429),
+            (4.0, 3.167124183311998e-05),
+        ] {
+            let got = normal_sf(x);
+            assert!(
+                (got - want).abs() < 2e-7 * want.max(1e-3) + 1e-9,
+                "{x}: {got} vs {want}"
+            );
+        }
+    }
+
+    /// A lognormal sample of `n` with median `median` (Box-Muller from the seed).
+    fn lognormal(n: usize, median: f64, seed: u64) -> Vec<f64> {
+        let mut rng = SplitMix64(seed);
+        (0..n)
+            .map(|_| {
+                let (u1, u2) = (rng.unit_open(), rng.unit_open());
+                let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+                median * (0.5 * z).exp()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_median_ratio_interval_covers_the_truth_about_95_percent_of_the_time() {
+        // Medians 100 and 120: the true ratio is 1.2.
+        let trials = 200;
+        let covered = (0..trials)
+            .filter(|&t| {
+                let a = lognormal(40, 100.0, 1000 + t);
+                let b = lognormal(40, 120.0, 5000 + t);
+                let e = bootstrap_median_ratio(&a, &b, 400, 0.95, t);
+                e.lo <= 1.2 && 1.2 <= e.hi
+            })
+            .count();
+        let coverage = covered as f64 / trials as f64;
+        println!("median-ratio bootstrap coverage: {coverage}");
+        assert!((0.88..=0.99).contains(&coverage), "coverage {coverage}");
+    }
+
+    /// An AR(1) series x_t = φ·x_{t−1} + e_t around `mean`.
+    fn ar1(n: usize, phi: f64, mean: f64, seed: u64) -> Vec<f64> {
+        let mut rng = SplitMix64(seed);
+        let mut x = 0.0;
+        (0..n)
+            .map(|_| {
+                let (u1, u2) = (rng.unit_open(), rng.unit_open());
+                let e = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+                x = phi * x + e;
+                mean + x
+            })
+            .collect()
+    }
+
+    fn mean_of(v: &[&f64]) -> f64 {
+        v.iter().map(|x| **x).sum::<f64>() / v.len() as f64
+    }
+
+    #[test]
+    fn blocks_respect_autocorrelation() {
+        let n = 200;
+        let series = ar1(n, 0.8, 50.0, 7);
+        let width = |l: usize| {
+            let mut reps = block_bootstrap(&series, l, 1000, 3, mean_of);
+            let (lo, hi) = percentile_interval(&mut reps, 0.95);
+            hi - lo
+        };
+        // Single items pretend the values are independent: too narrow an interval.
+        let (iid, blocks) = (width(1), width(block_len(n).max(8)));
+        assert!(blocks > 1.5 * iid, "blocks {blocks} vs i.i.d. {iid}");
+        // And the block intervals cover the true mean in most trials.
+        let trials = 100;
+        let covered = (0..trials)
+            .filter(|&t| {
+                let s = ar1(n, 0.8, 50.0, 100 + t);
+                let mut reps = block_bootstrap(&s, 12, 400, t, mean_of);
+                let (lo, hi) = percentile_interval(&mut reps, 0.95);
+                lo <= 50.0 && 50.0 <= hi
+            })
+            .count();
+        println!("AR(1) block bootstrap coverage: {covered}/{trials}");
+        assert!(covered >= 75, "{covered}/{trials}");
+    }
+
+    #[test]
+    fn verdicts() {
+        let e = |point, lo, hi| Estimate { point, lo, hi };
+        // (change with its interval, higher is better?, verdict)
+        let rows = [
+            (e(0.20, 0.15, 0.25), false, Verdict::Slower), // latency 20% up
+            (e(-0.20, -0.25, -0.15), false, Verdict::Faster), // latency 20% down
+            (e(0.20, 0.15, 0.25), true, Verdict::Faster),  // throughput 20% up
+            (e(0.05, -0.01, 0.11), false, Verdict::NoSignificantChange), // the interval holds 0
+            (e(0.005, 0.001, 0.009), false, Verdict::NoSignificantChange), // within the noise
+        ];
+        for (change, higher, want) in rows {
+            assert_eq!(verdict(change, 0.02, higher), want, "{change:?}");
+        }
+        // Identical samples: no change.
+        let a = lognormal(30, 100.0, 1);
+        let r = bootstrap_median_ratio(&a, &a, 300, 0.95, 2);
+        let change = Estimate {
+            point: r.point - 1.0,
+            lo: r.lo - 1.0,
+            hi: r.hi - 1.0,
+        };
+        assert_eq!(verdict(change, 0.02, false), Verdict::NoSignificantChange);
+        assert!(mann_whitney(&a, &a).p_two_sided > 0.9);
+    }
+}
