@@ -87,9 +87,9 @@ impl Figure {
             return self.key.is_none().then_some(s.throughput_rps);
         };
         match self.q {
-            q if q == 0.5 => st.p50_us,
-            q if q == 0.9 => st.p90_us,
-            q if q == 0.99 => st.p99_us,
+            0.5 => st.p50_us,
+            0.9 => st.p90_us,
+            0.99 => st.p99_us,
             _ => st.p999_us,
         }
     }
