@@ -293,7 +293,8 @@ mod tests {
     fn mann_whitney_agrees_with_scipy() {
         // (a, b, exact?, U, p): from scipy.stats.mannwhitneyu(a, b, alternative='two-sided',
         // method='exact' or 'asymptotic', use_continuity=True), scipy 1.x
-        let rows: Vec<(Vec<f64>, Vec<f64>, bool, f64, f64)> = vec![
+        type Row = (Vec<f64>, Vec<f64>, bool, f64, f64);
+        let rows: Vec<Row> = vec![
             (
                 vec![1., 2., 3., 4., 5.],
                 vec![6., 7., 8., 9., 10.],
