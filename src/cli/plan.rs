@@ -381,6 +381,26 @@ const URL_FORMS: &str = "expected http://host[:port][/path] or https://host[:por
 
 /// Parses and resolves the URL of a run.
 pub fn parse_target(url: &str) -> Result<Target, PlanError> {
+    let (scheme, host, port, path_and_query) = split_url(url)?;
+    let addr = (host.as_str(), port)
+        .to_socket_addrs()
+        .map_err(|e| PlanError(format!("cannot resolve host '{host}': {e}")))?
+        .next()
+        .ok_or_else(|| PlanError(format!("cannot resolve host '{host}': no address found")))?;
+    Ok(Target {
+        url: url.to_string(),
+        scheme,
+        host,
+        port,
+        path_and_query,
+        addr,
+    })
+}
+
+/// Splits an absolute `http://` or `https://` URL into its scheme, host (IPv6 without
+/// brackets), port (the scheme's default if none) and `/path?query`, without resolving the
+/// host. The one place URLs are checked (`--targets` lists use it too).
+pub fn split_url(url: &str) -> Result<(Scheme, String, u16, String), PlanError> {
     let uri: http::Uri = url
         .parse()
         .map_err(|e| PlanError(format!("invalid URL '{url}': {e}; {URL_FORMS}")))?;
@@ -428,19 +448,7 @@ pub fn parse_target(url: &str) -> Result<Target, PlanError> {
     } else {
         format!("/{path_and_query}")
     };
-    let addr = (host.as_str(), port)
-        .to_socket_addrs()
-        .map_err(|e| PlanError(format!("cannot resolve host '{host}': {e}")))?
-        .next()
-        .ok_or_else(|| PlanError(format!("cannot resolve host '{host}': no address found")))?;
-    Ok(Target {
-        url: url.to_string(),
-        scheme,
-        host,
-        port,
-        path_and_query,
-        addr,
-    })
+    Ok((scheme, host, port, path_and_query))
 }
 
 /// RFC 9110 token characters (methods and header names).

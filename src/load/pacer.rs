@@ -171,6 +171,11 @@ impl SplitMix64 {
     pub fn unit_open(&mut self) -> f64 {
         ((self.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64
     }
+
+    /// Uniform in 0..n (n > 0), without modulo bias (Lemire's multiply-shift, widened).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
 }
 
 #[cfg(test)]

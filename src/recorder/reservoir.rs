@@ -23,6 +23,8 @@
 //! follow the multivariate hypergeometric law of a uniform m-subset of the union, and within a
 //! part a uniform subset of a uniform sample is a uniform subset of the part's population.
 
+pub use crate::load::pacer::SplitMix64;
+
 /// Samples kept per thread and after the merge.
 pub const DEFAULT_CAPACITY: usize = 20_000;
 
@@ -102,14 +104,14 @@ impl Reservoir {
             if self.items.len() < k {
                 return;
             }
-            self.w = (self.rng.unit().ln() / k as f64).exp();
+            self.w = (self.rng.unit_open().ln() / k as f64).exp();
         } else {
             let slot = self.rng.below(k as u64) as usize;
             self.items[slot] = item;
-            self.w *= (self.rng.unit().ln() / k as f64).exp();
+            self.w *= (self.rng.unit_open().ln() / k as f64).exp();
         }
         // ⌊ln(u)/ln(1 − W)⌋; W = 1 (or rounding) gives ln(0) = −∞ and a skip of 0.
-        let skip = (self.rng.unit().ln() / (1.0 - self.w).ln()).floor();
+        let skip = (self.rng.unit_open().ln() / (1.0 - self.w).ln()).floor();
         self.skip = if skip.is_finite() && skip > 0.0 {
             skip as u64 // saturates for astronomically long skips
         } else {
@@ -195,30 +197,6 @@ pub fn merge_uniform<T>(
         out.push(pool.swap_remove(j));
     }
     out
-}
-
-/// A small, fast, seedable generator (SplitMix64), as the pacers use.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(pub u64);
-
-impl SplitMix64 {
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in (0, 1].
-    pub fn unit(&mut self) -> f64 {
-        ((self.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64
-    }
-
-    /// Uniform in 0..n (n > 0), without modulo bias (Lemire's multiply-shift, widened).
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next_u64() as u128 * n as u128) >> 64) as u64
-    }
 }
 
 #[cfg(test)]

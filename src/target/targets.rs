@@ -193,45 +193,10 @@ pub fn parse(text: &str, file: &Path, body_dir: &Path) -> Result<Vec<Entry>, Tar
     Ok(entries)
 }
 
-/// Splits an absolute `http://` or `https://` URL into its origin and `/path?query`.
+/// Splits an absolute `http://` or `https://` URL into its origin and `/path?query` (the
+/// command line's URL rules: [`crate::cli::plan::split_url`]).
 fn parse_url(url: &str) -> Result<(Origin, String), String> {
-    const FORMS: &str = "expected http://host[:port][/path] or https://host[:port][/path]";
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|e| format!("invalid URL '{url}': {e}; {FORMS}"))?;
-    let scheme = match uri.scheme_str() {
-        Some("http") => Scheme::Http,
-        Some("https") => Scheme::Https,
-        Some(other) => return Err(format!("unsupported scheme '{other}' in '{url}': {FORMS}")),
-        None => return Err(format!("invalid URL '{url}': no scheme; {FORMS}")),
-    };
-    let authority = match uri.authority() {
-        Some(a) if !a.host().is_empty() && !a.as_str().contains('@') => a,
-        _ => {
-            return Err(format!(
-                "invalid URL '{url}': no host (or a user@host); {FORMS}"
-            ))
-        }
-    };
-    let host = authority
-        .host()
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_string();
-    let port = authority.port_u16().unwrap_or(match scheme {
-        Scheme::Http => 80,
-        Scheme::Https => 443,
-    });
-    if port == 0 {
-        return Err(format!(
-            "invalid URL '{url}': port 0 cannot be connected to"
-        ));
-    }
-    let path = match uri.path_and_query().map(|p| p.as_str()) {
-        Some(p) if p.starts_with('/') => p.to_string(),
-        Some(p) if !p.is_empty() => format!("/{p}"),
-        _ => "/".to_string(),
-    };
+    let (scheme, host, port, path) = crate::cli::plan::split_url(url).map_err(|e| e.0)?;
     Ok((Origin { scheme, host, port }, path))
 }
 
