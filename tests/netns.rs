@@ -1,0 +1,177 @@
+//! Three generators, each in a network namespace of its own, load one embedded target across a
+//! bridge (`ip netns`, veth pairs): their `--segment` records merge to exactly the counts of
+//! one process running the whole plan, and the merged histograms are the sum of the parts'.
+//! Creating namespaces needs root and iproute2: without them the test says why and does not
+//! run. Everything it creates is removed when it ends, failed or not.
+
+mod common;
+
+use common::*;
+use reqlife::recorder::hist;
+use reqlife::server::{ServerConfig, ServerTls};
+use std::process::{Command, Stdio};
+
+/// A private subnet for the test's bridge (RFC 1918, unlikely to be in use).
+const SUBNET: &str = "10.213.77";
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// The namespaces, veths and bridge of one test; removed when dropped.
+struct Net {
+    bridge: String,
+    namespaces: Vec<String>,
+    /// The veths' ends in this namespace.
+    veths: Vec<String>,
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        // The host ends first (a namespace is freed lazily, and its veth pair with it).
+        for v in &self.veths {
+            let _ = ip(&["link", "del", v]);
+        }
+        for ns in &self.namespaces {
+            let _ = ip(&["netns", "del", ns]);
+        }
+        let _ = ip(&["link", "del", &self.bridge]);
+    }
+}
+
+/// A bridge at `SUBNET.1` and `n` namespaces at `SUBNET.(10+i)`, each joined by a veth pair.
+fn build(n: usize) -> Result<Net, String> {
+    let tag = std::process::id() % 100_000;
+    let mut net = Net {
+        bridge: format!("rlbr{tag}"),
+        namespaces: Vec::new(),
+        veths: Vec::new(),
+    };
+    let br = net.bridge.clone();
+    ip(&["link", "add", &br, "type", "bridge"])?;
+    ip(&["addr", "add", &format!("{SUBNET}.1/24"), "dev", &br])?;
+    ip(&["link", "set", &br, "up"])?;
+    for i in 0..n {
+        let ns = format!("rl{tag}n{i}");
+        ip(&["netns", "add", &ns])?;
+        net.namespaces.push(ns.clone());
+        let (host, inner) = (format!("rl{tag}h{i}"), format!("rl{tag}v{i}"));
+        ip(&["link", "add", &host, "type", "veth", "peer", "name", &inner])?;
+        net.veths.push(host.clone());
+        ip(&["link", "set", &host, "master", &br])?;
+        ip(&["link", "set", &host, "up"])?;
+        ip(&["link", "set", &inner, "netns", &ns])?;
+        let addr = format!("{SUBNET}.{}/24", 10 + i);
+        ip(&["-n", &ns, "addr", "add", &addr, "dev", &inner])?;
+        ip(&["-n", &ns, "link", "set", &inner, "up"])?;
+        ip(&["-n", &ns, "link", "set", "lo", "up"])?;
+    }
+    Ok(net)
+}
+
+#[test]
+fn segments_in_namespaces_of_their_own_merge_into_the_whole_plan() {
+    let net = match build(3) {
+        Ok(net) => net,
+        Err(why) => {
+            eprintln!("network namespaces cannot be made here ({why}): not run");
+            return;
+        }
+    };
+    let server = reqlife::server::spawn(ServerConfig::new(
+        format!("{SUBNET}.1:0").parse().unwrap(),
+        ServerTls::None,
+    ))
+    .expect("the embedded target listens on the bridge");
+    let url = server.url("/");
+    let dir = tempfile::tempdir().unwrap();
+    let flags = ["-n", "3000", "-c", "6", "-t", "1", "--quiet"];
+
+    // The whole plan, from one namespace.
+    let whole = dir.path().join("whole.json");
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &net.namespaces[0],
+            env!("CARGO_BIN_EXE_reqlife"),
+            "run",
+        ])
+        .args(flags)
+        .args(["-o", whole.to_str().unwrap(), &url])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // Its three segments, one per namespace, at once.
+    let children: Vec<_> = (0..3)
+        .map(|i| {
+            let path = dir.path().join(format!("s{i}.json"));
+            let child = Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    &net.namespaces[i],
+                    env!("CARGO_BIN_EXE_reqlife"),
+                    "run",
+                ])
+                .args(flags)
+                .args(["--segment", &format!("{}/3", i + 1), "--start-at", "+1s"])
+                .args(["-o", path.to_str().unwrap(), &url])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            (path, child)
+        })
+        .collect();
+    let parts: Vec<String> = children
+        .into_iter()
+        .map(|(path, child)| {
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+            path.to_str().unwrap().to_string()
+        })
+        .collect();
+    let merged = dir.path().join("all.json");
+    run_ok(&[
+        "merge",
+        &parts[0],
+        &parts[1],
+        &parts[2],
+        "-o",
+        merged.to_str().unwrap(),
+    ]);
+
+    let load = |p: &std::path::Path| reqlife::app::load_record(p).unwrap();
+    let (m, w) = (load(&merged), load(&whole));
+    assert_eq!(m.summary.requests, w.summary.requests);
+    assert_eq!(m.summary.status, w.summary.status);
+    assert_eq!(m.summary.connections.opened, w.summary.connections.opened);
+    let mut sum = hist::new_hist();
+    for p in &parts {
+        sum.add(load(std::path::Path::new(p)).histogram("total").unwrap())
+            .unwrap();
+    }
+    let got = m.histogram("total").unwrap();
+    assert_eq!(got.len(), 3000);
+    for q in [0.5, 0.99, 1.0] {
+        assert_eq!(got.value_at_quantile(q), sum.value_at_quantile(q));
+    }
+    // Each segment came from its own address on the bridge.
+    assert_eq!(m.config.url, url);
+    drop(server);
+    drop(net);
+}
