@@ -223,3 +223,115 @@ fn serial_serves_one_request_at_a_time_at_a_known_capacity() {
     let p50 = num(&j, "latency.total.p50_us");
     assert!((30_000.0..=50_000.0).contains(&p50), "{p50} us");
 }
+
+/// A target with small limits: 50 connections at once, 1 s for a request head.
+fn small() -> server::RunningServer {
+    server::spawn(ServerConfig {
+        max_connections: 50,
+        header_timeout: Duration::from_secs(1),
+        ..ServerConfig::new("127.0.0.1:0".parse().unwrap(), ServerTls::None)
+    })
+    .unwrap()
+}
+
+/// What the target says to one raw request (until it closes, or 5 s).
+fn raw(addr: std::net::SocketAddr, request: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = s.write_all(request);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[test]
+fn oversized_requests_are_refused() {
+    let s = small();
+    // 200 headers: over the 100 a request may have.
+    let mut many = b"GET / HTTP/1.1\r\nHost: x\r\n".to_vec();
+    for i in 0..200 {
+        many.extend_from_slice(format!("X-{i}: y\r\n").as_bytes());
+    }
+    many.extend_from_slice(b"\r\n");
+    let r = raw(s.addr(), &many);
+    assert!(r.starts_with("HTTP/1.1 431"), "{r}");
+    // A 100 KiB head: over the 64 KiB a head may take.
+    let mut big = b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: ".to_vec();
+    big.extend(std::iter::repeat_n(b'a', 100 * 1024));
+    big.extend_from_slice(b"\r\n\r\n");
+    let r = raw(s.addr(), &big);
+    assert!(r.is_empty() || r.starts_with("HTTP/1.1 431"), "{r}");
+}
+
+#[test]
+fn a_head_that_never_ends_is_cut_off() {
+    let s = small();
+    let mut c = TcpStream::connect(s.addr()).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n").unwrap();
+    let started = Instant::now();
+    let mut buf = [0u8; 512];
+    // The target answers 408 or just closes, after its 1 s header timeout.
+    let n = c.read(&mut buf).unwrap_or(0);
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+    let text = String::from_utf8_lossy(&buf[..n]);
+    assert!(n == 0 || text.starts_with("HTTP/1.1 408"), "{text}");
+}
+
+#[test]
+fn slowloris_clients_do_not_starve_others() {
+    let s = small();
+    let addr = s.addr();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // 100 slow clients, twice the target's connections: each sends a header byte every 100 ms
+    // and never ends its head; cut off, it connects again.
+    let slow: Vec<_> = (0..100)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let Ok(mut c) = TcpStream::connect(addr) else {
+                        continue;
+                    };
+                    let _ = c.write_all(b"GET / HTTP/1.1\r\nX-Slow: ");
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                        && c.write_all(b"a").is_ok()
+                    {
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let out = run_ok(&[
+        "run",
+        "-n",
+        "500",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "--timeout",
+        "8s",
+        "--json",
+        &s.url("/"),
+    ]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in slow {
+        let _ = t.join();
+    }
+    let j = summary(&out);
+    // Every request answered; the first waited for a slot, for about a header timeout or two.
+    assert_eq!(count(&j, "requests.ok"), 500, "{j}");
+    let max = num(&j, "latency.total.max_us");
+    eprintln!(
+        "slowloris: longest request {max} us, connect p50 {} us",
+        num(&j, "latency.phases.connect.p50_us")
+    );
+    assert!(max < 5_000_000.0, "a request waited {max} us");
+}

@@ -66,8 +66,57 @@ pub(crate) fn now_rfc3339() -> String {
         .unwrap_or_default()
 }
 
+/// `reqlife serve --faults`: the fault target until SIGINT or SIGTERM.
+fn serve_faults(args: &ServeArgs) -> i32 {
+    if args.tls || args.cert.is_some() || args.kv.kv_preload > 0 {
+        return usage_error(
+            "--faults serves plain HTTP without a store: drop --tls, --cert and --kv-preload",
+        );
+    }
+    let faults = match server::faults::spawn(args.addr) {
+        Ok(f) => f,
+        Err(e) => return usage_error(e),
+    };
+    let mut text = format!(
+        "reqlife serve --faults: HTTP/1.1 faults on http://{}/fault/NAME (Ctrl-C to stop)\n  NAME: {}\n  HTTP/2 faults (h2c, run with --http2):\n",
+        faults.addr(),
+        server::faults::HTTP1_FAULTS.join("  ")
+    );
+    for f in server::faults::H2_FAULTS {
+        text.push_str(&format!("    {}\n", faults.h2_url(f).unwrap_or_default()));
+    }
+    out(&text);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start a runtime: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    runtime.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        }
+    });
+    drop(faults);
+    EXIT_OK
+}
+
 /// `reqlife serve`.
 fn serve(args: &ServeArgs) -> i32 {
+    if args.faults {
+        return serve_faults(args);
+    }
     let tls = match (&args.cert, &args.key, args.tls) {
         (Some(cert), Some(key), _) => ServerTls::Files {
             cert: cert.clone(),

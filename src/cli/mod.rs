@@ -449,6 +449,12 @@ pub struct ServeArgs {
 
     #[command(flatten)]
     pub kv: KvArgs,
+
+    /// Serve the fault-injecting target instead: servers that close early, answer garbage,
+    /// lie about lengths, drip, stall or reset, over HTTP/1.1, and HTTP/2 ones that send
+    /// GOAWAY, reset streams, flood SETTINGS or never open their window.
+    #[arg(long = "faults")]
+    pub faults: bool,
 }
 
 /// How the embedded target's `/kv` store starts (for `serve`, and `run` with no URL).

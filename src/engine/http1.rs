@@ -169,8 +169,7 @@ impl Http1Conn {
             }
             Framing::Length(len) => {
                 if buffered as u64 > len {
-                    // Bytes past the body: the connection's framing is lost.
-                    keep_alive = false;
+                    return Err(longer_than_its_length(buffered as u64 - len, len));
                 }
                 let first = (buffered as u64).min(len) as usize;
                 keep(&mut keeper, &self.buf[head.len..head.len + first])?;
@@ -188,9 +187,9 @@ impl Http1Conn {
                     }
                     bytes_read += n as u64;
                     if n as u64 > remaining {
-                        keep_alive = false;
+                        return Err(longer_than_its_length(n as u64 - remaining, len));
                     }
-                    let take = (n as u64).min(remaining) as usize;
+                    let take = n;
                     keep(&mut keeper, &self.buf[..take])?;
                     remaining -= take as u64;
                 }
@@ -269,6 +268,15 @@ impl Http1Conn {
             .await
             .map_err(|e| EngineError::io(ErrorKind::Read, "read".into(), &e))
     }
+}
+
+/// Bytes after a body of Content-Length `len`: the server's framing lies (no request was
+/// pipelined, so nothing else may follow the response).
+fn longer_than_its_length(extra: u64, len: u64) -> EngineError {
+    EngineError::new(
+        ErrorKind::Protocol,
+        format!("{extra} bytes after a body of Content-Length {len}: the response is longer than it says"),
+    )
 }
 
 /// Keeps body bytes for decoding, when a body is being kept.

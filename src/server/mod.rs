@@ -5,6 +5,7 @@
 //! bound on how long in-flight connections may take.
 
 mod compress;
+pub mod faults;
 pub mod kv;
 pub mod routes;
 #[cfg(test)]
@@ -38,7 +39,21 @@ pub struct ServerConfig {
     pub kv_preload: u64,
     /// Bytes of each preloaded value (`--value-size`).
     pub kv_value_bytes: usize,
+    /// Connections served at once; more wait in the kernel's accept queue.
+    pub max_connections: usize,
+    /// A request's head must arrive within this (and an idle keep-alive connection is closed
+    /// after it): a slow client (slowloris) cannot hold a connection for long.
+    pub header_timeout: Duration,
 }
+
+/// Connections the embedded target serves at once by default.
+pub const MAX_CONNECTIONS: usize = 16_384;
+/// The default wait for a request head (and the idle keep-alive limit).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+/// Largest request head the embedded target reads (HTTP/1.1) or header list (HTTP/2).
+pub const MAX_REQUEST_HEAD: usize = 64 * 1024;
+/// Most request headers (HTTP/1.1).
+pub const MAX_REQUEST_HEADERS: usize = 100;
 
 impl ServerConfig {
     /// Serving `addr` with `tls`, an empty store.
@@ -48,6 +63,8 @@ impl ServerConfig {
             tls,
             kv_preload: 0,
             kv_value_bytes: 100,
+            max_connections: MAX_CONNECTIONS,
+            header_timeout: HEADER_TIMEOUT,
         }
     }
 }
@@ -132,6 +149,8 @@ struct Prepared {
     cert_pem: Option<String>,
     /// The `/kv` store, shared by every connection.
     kv: std::sync::Arc<kv::Kv>,
+    max_connections: usize,
+    header_timeout: Duration,
 }
 
 fn prepare(config: &ServerConfig) -> Result<Prepared, ServerError> {
@@ -155,6 +174,8 @@ fn prepare(config: &ServerConfig) -> Result<Prepared, ServerError> {
         tls,
         cert_pem,
         kv: std::sync::Arc::new(kv::Kv::preloaded(config.kv_preload, config.kv_value_bytes)),
+        max_connections: config.max_connections.max(1),
+        header_timeout: config.header_timeout,
     })
 }
 
@@ -241,9 +262,15 @@ pub fn spawn(config: ServerConfig) -> Result<RunningServer, ServerError> {
         .name("reqlife-target".into())
         .spawn(move || {
             runtime.block_on(async move {
-                let _ = serve(p.listener, p.tls, p.kv, async {
-                    let _ = rx.await;
-                })
+                let _ = serve(
+                    p.listener,
+                    p.tls,
+                    p.kv,
+                    (p.max_connections, p.header_timeout),
+                    async {
+                        let _ = rx.await;
+                    },
+                )
                 .await;
             });
         })
@@ -274,22 +301,40 @@ pub fn serve_until_signal(
         let mut int = signal(SignalKind::interrupt()).map_err(ServerError::Runtime)?;
         let mut term = signal(SignalKind::terminate()).map_err(ServerError::Runtime)?;
         on_ready(p.addr, p.tls.is_some());
-        serve(p.listener, p.tls, p.kv, async move {
-            tokio::select! {
-                _ = int.recv() => {}
-                _ = term.recv() => {}
-            }
-        })
+        serve(
+            p.listener,
+            p.tls,
+            p.kv,
+            (p.max_connections, p.header_timeout),
+            async move {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                }
+            },
+        )
         .await
     })
 }
 
-/// HTTP/1.1 with keep-alive and HTTP/2 (h2 after ALPN, h2c by prior knowledge) on one port.
-fn connection_builder() -> auto::Builder<TokioExecutor> {
+/// HTTP/1.1 with keep-alive and HTTP/2 (h2 after ALPN, h2c by prior knowledge) on one port,
+/// with bounds on what a client can make the target hold: the request head's size and header
+/// count, and the time its head may take (idle keep-alive connections included).
+fn connection_builder(header_timeout: Duration) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http1().keep_alive(true);
+    builder
+        .http1()
+        .keep_alive(true)
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .max_buf_size(MAX_REQUEST_HEAD)
+        .max_headers(MAX_REQUEST_HEADERS);
     // hyper's default is 200; load testers ask for more (h2load -m, reqlife --streams).
-    builder.http2().max_concurrent_streams(MAX_H2_STREAMS);
+    builder
+        .http2()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .max_concurrent_streams(MAX_H2_STREAMS)
+        .max_header_list_size(MAX_REQUEST_HEAD as u32);
     builder
 }
 
@@ -298,14 +343,20 @@ async fn serve(
     listener: std::net::TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
     kv: std::sync::Arc<kv::Kv>,
+    (max_connections, header_timeout): (usize, Duration),
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServerError> {
     let listener = TcpListener::from_std(listener).map_err(ServerError::Runtime)?;
-    let builder = std::sync::Arc::new(connection_builder());
+    let builder = std::sync::Arc::new(connection_builder(header_timeout));
+    // One permit per connection served; at the limit, new ones wait in the accept queue.
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(max_connections));
     let graceful = GracefulShutdown::new();
     let mut accept_error_shown = false;
     tokio::pin!(shutdown);
     loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            break;
+        };
         tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => {
@@ -332,6 +383,7 @@ async fn serve(
                         let conn = graceful.watch(conn);
                         tokio::spawn(async move {
                             let _ = conn.await;
+                            drop(slot);
                         });
                     }
                     Some(acceptor) => {
@@ -347,6 +399,7 @@ async fn serve(
                                 let conn = builder.serve_connection(TokioIo::new(stream), service).into_owned();
                                 let _ = watcher.watch(conn).await;
                             }
+                            drop(slot);
                         });
                     }
                 }
