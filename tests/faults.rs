@@ -252,10 +252,19 @@ fn sigterm_writes_the_partial_record_and_exits_143() {
 
 /// A server whose accept queue is full and never drained: new connections hang in the
 /// handshake (the kernel drops their SYNs), as with a dead host, but on loopback.
-fn blackhole() -> (std::net::SocketAddr, Vec<std::net::TcpStream>, socket2::Socket) {
+fn blackhole() -> (
+    std::net::SocketAddr,
+    Vec<std::net::TcpStream>,
+    socket2::Socket,
+) {
     let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    s.bind(&"127.0.0.1:0".parse::<std::net::SocketAddr>().unwrap().into())
-        .unwrap();
+    s.bind(
+        &"127.0.0.1:0"
+            .parse::<std::net::SocketAddr>()
+            .unwrap()
+            .into(),
+    )
+    .unwrap();
     s.listen(0).unwrap();
     let addr = s.local_addr().unwrap().as_socket().unwrap();
     // Fill the queue (a backlog of 0 still takes one or two).
@@ -273,7 +282,18 @@ fn a_signal_during_connect_ends_the_run_with_a_valid_record() {
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("run.json");
     let child = reqlife()
-        .args(["run", "-d", "60s", "-c", "2", "-t", "1", "--timeout", "30s", "--quiet"])
+        .args([
+            "run",
+            "-d",
+            "60s",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--timeout",
+            "30s",
+            "--quiet",
+        ])
         .args(["-o", rec.to_str().unwrap(), &format!("http://{addr}/")])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -283,7 +303,11 @@ fn a_signal_during_connect_ends_the_run_with_a_valid_record() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let started = Instant::now();
     let out = child.wait_with_output().unwrap();
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(stdout(&out).contains("INTERRUPTED"));
     let record: Value = serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
@@ -292,14 +316,23 @@ fn a_signal_during_connect_ends_the_run_with_a_valid_record() {
     assert_eq!(count(&record, "summary.requests.total"), 0);
     let schema: Value =
         serde_json::from_str(include_str!("../schema/runrecord.schema.json")).unwrap();
-    assert!(jsonschema::validator_for(&schema).unwrap().is_valid(&record));
+    assert!(jsonschema::validator_for(&schema)
+        .unwrap()
+        .is_valid(&record));
 }
 
 #[test]
 fn a_signal_before_the_start_and_a_second_signal_end_at_once() {
     // Waiting for --start-at: a signal ends the wait, nothing was measured.
     let child = reqlife()
-        .args(["run", "--start-at", "+60s", "-n", "10", "http://127.0.0.1:9/"])
+        .args([
+            "run",
+            "--start-at",
+            "+60s",
+            "-n",
+            "10",
+            "http://127.0.0.1:9/",
+        ])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -309,7 +342,11 @@ fn a_signal_before_the_start_and_a_second_signal_end_at_once() {
     let out = child.wait_with_output().unwrap();
     assert!(started.elapsed() < Duration::from_secs(3));
     assert_eq!(out.status.code(), Some(130));
-    assert!(stderr(&out).contains("before the start"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("before the start"),
+        "{}",
+        stderr(&out)
+    );
     // Two signals in a row mid-run: the second does not wait for anything.
     let (addr, _fill, _listener) = blackhole();
     let child = reqlife()

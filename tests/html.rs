@@ -346,3 +346,122 @@ fn a_real_browser_renders_the_page_with_its_plots_light_and_dark() {
         "the control passed"
     );
 }
+
+/// The new pages of knee, --repeat and compare: written by the real commands, with their
+/// sections, and rendered by the browser with their plots.
+#[test]
+fn knee_repeat_and_compare_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let s = reqlife::server::spawn(reqlife::server::ServerConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        reqlife::server::ServerTls::None,
+    ))
+    .unwrap();
+    let knee = d.join("knee.html");
+    run_ok(&[
+        "knee",
+        "--slo",
+        "p99<=60ms",
+        "--step",
+        "500ms",
+        "--pause",
+        "300ms",
+        "--max-lag",
+        "50ms",
+        "-c",
+        "20",
+        "-t",
+        "1",
+        "--quiet",
+        "--html",
+        knee.to_str().unwrap(),
+        &s.url("/serial/4"),
+    ]);
+    let page = std::fs::read_to_string(&knee).unwrap();
+    let ids = sections(&page);
+    assert!(ids.contains(&"knee".to_string()), "{ids:?}");
+    assert!(
+        page.contains("the highest rate that meets p99&lt;=60ms is"),
+        "answer in words"
+    );
+    assert!(page.contains("aria-label=\"latency and achieved rate against the offered rate\""));
+
+    let rep = d.join("repeat.html");
+    let rep_json = d.join("repeat.json");
+    run_ok(&[
+        "run",
+        "-d",
+        "500ms",
+        "--repeat",
+        "3",
+        "--pause",
+        "100ms",
+        "-c",
+        "4",
+        "--interval",
+        "100ms",
+        "--quiet",
+        "-o",
+        rep_json.to_str().unwrap(),
+        "--html",
+        rep.to_str().unwrap(),
+        &s.url("/delay/2"),
+    ]);
+    let page = std::fs::read_to_string(&rep).unwrap();
+    assert!(sections(&page).contains(&"repetitions".to_string()));
+    for row in ["run 1", "run 3", "median", "range (of the median)"] {
+        assert!(page.contains(row), "{row}");
+    }
+
+    let other = d.join("other.json");
+    run_ok(&[
+        "run",
+        "-d",
+        "500ms",
+        "--repeat",
+        "3",
+        "--pause",
+        "100ms",
+        "-c",
+        "4",
+        "--interval",
+        "100ms",
+        "--quiet",
+        "-o",
+        other.to_str().unwrap(),
+        &s.url("/delay/3"),
+    ]);
+    let cmp = d.join("compare.html");
+    run_ok(&[
+        "compare",
+        rep_json.to_str().unwrap(),
+        other.to_str().unwrap(),
+        "--html",
+        cmp.to_str().unwrap(),
+    ]);
+    let page = std::fs::read_to_string(&cmp).unwrap();
+    for id in ["changes", "spectrum", "runs"] {
+        assert!(sections(&page).contains(&id.to_string()), "{id}");
+    }
+    assert!(
+        page.contains("class=\"slower\">slower"),
+        "a 3 ms delay against 2 ms"
+    );
+    assert!(
+        !page.contains("http://") || !page.contains("src=\"http"),
+        "self-contained"
+    );
+    // Each page draws in a real browser: not blank, with its plots' colours.
+    for (name, page) in [("knee", &knee), ("repeat", &rep), ("compare", &cmp)] {
+        let png = d.join(format!("{name}.png"));
+        screenshot(page, &png, &[]);
+        let shot = Shot::read(&png);
+        let (inked, colours) = (shot.inked(), shot.colours());
+        eprintln!("{name}: {:.1}% inked, {colours} colours", inked * 100.0);
+        assert!(inked > 0.02 && colours >= 20, "{name}: {inked} {colours}");
+        if std::env::var_os("REQLIFE_KEEP_SHOTS").is_some() {
+            std::fs::copy(&png, format!("/tmp/{name}.png")).unwrap();
+        }
+    }
+}

@@ -185,7 +185,8 @@ fn across_runs(a: &RunRecord, b: &RunRecord, figs: &[Figure], noise: f64, seed: 
                 .iter()
                 .filter_map(|l| f.of(&l.summary))
                 .collect();
-            if va.len() < 2 || vb.len() < 2 {
+            // A figure that is zero (a closed loop's queue) has no relative change.
+            if va.len() < 2 || vb.len() < 2 || va.iter().chain(&vb).all(|v| *v <= 0.0) {
                 return None;
             }
             let change = relative(stats::bootstrap_median_ratio(
@@ -195,6 +196,9 @@ fn across_runs(a: &RunRecord, b: &RunRecord, figs: &[Figure], noise: f64, seed: 
                 CONFIDENCE,
                 seed ^ i as u64,
             ));
+            if !(change.point.is_finite() && change.lo.is_finite() && change.hi.is_finite()) {
+                return None;
+            }
             Some(Row {
                 figure: f.label.clone(),
                 a: stats::median(&mut va.clone()),

@@ -244,6 +244,8 @@ fn knee_record(
         .map(|(rate, r, _, p)| (format!("{rate:.0} req/s"), p, r.clone()))
         .collect();
     let mut record = RunRecord::sweep(&first_plan, &measured, end, pieces);
+    // The steps are levels, chosen by the search: not a sweep the user asked for.
+    record.config.sweep = None;
     record.knee = Some(result);
     Some(record)
 }

@@ -196,10 +196,25 @@ fn compare(args: &crate::cli::CompareArgs) -> i32 {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => return usage_error(e),
     };
+    if let Some(path) = &args.html {
+        if let Err(e) = report::html::check_writable(path) {
+            return usage_error(e);
+        }
+    }
     let c = match crate::analysis::compare::compare(&a, &b, args.noise / 100.0, args.seed) {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
+    if let Some(path) = &args.html {
+        let (an, bn) = (args.a.display().to_string(), args.b.display().to_string());
+        let page = report::html::render_compare(&c, (&an, &a), (&bn, &b)).and_then(|p| {
+            std::fs::write(path, p).map_err(|e| format!("cannot write '{}': {e}", path.display()))
+        });
+        if let Err(e) = page {
+            eprintln!("error: {e}");
+            return EXIT_FAILURE;
+        }
+    }
     if args.json {
         out(&(serde_json::to_string_pretty(&c).unwrap_or_default() + "\n"));
     } else {

@@ -71,6 +71,11 @@ pub struct CompareArgs {
     /// Print the comparison as JSON.
     #[arg(long = "json")]
     pub json: bool,
+
+    /// Also write the comparison as one self-contained HTML page: the table, the two runs'
+    /// spectra overlaid, the runs side by side.
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// Flags of `reqlife knee` (and every flag of `run` that shapes a step).

@@ -254,6 +254,26 @@ pub fn human_bytes(bytes: f64) -> String {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        #[test]
+        fn no_parser_panics(s in "\\PC{0,30}") {
+            let _ = parse_duration(&s);
+            let _ = parse_count(&s);
+            let _ = parse_rate(&s);
+            let _ = parse_stages(&s);
+            let _ = parse_segment(&s);
+            let _ = parse_start_at(&s);
+        }
+
+        #[test]
+        fn counts_and_durations_print_and_parse_back(n in 0u64..1_000_000_000, ms in 0u64..100_000_000) {
+            proptest::prop_assert_eq!(parse_count(&n.to_string()), Ok(n));
+            let d = Duration::from_millis(ms);
+            proptest::prop_assert_eq!(parse_duration(&format!("{}ms", ms)), Ok(d));
+            proptest::prop_assert_eq!(parse_duration(&format!("{}s", d.as_secs_f64())), Ok(d));
+        }
+    }
+
     #[test]
     fn segments() {
         // (input, 0-based index and count, or a part of the error)

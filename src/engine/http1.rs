@@ -588,9 +588,79 @@ impl ChunkDecoder {
     }
 }
 
+/// The response parsers run over arbitrary bytes, for the fuzz targets (`fuzz/`) and the
+/// proptests: the head parser (with and without `HEAD`, codings on and off), interim responses
+/// dropped from a buffer, and the chunked decoder fed the rest in pieces of `split` bytes.
+/// Whatever the bytes, this returns; it never panics.
+#[doc(hidden)]
+pub fn parse_any(data: &[u8], split: usize) {
+    let mut timing = Vec::new();
+    for (head, codings) in [(false, true), (true, false)] {
+        let _ = parse_head(data, head, codings, &mut timing);
+    }
+    let mut buf = data.to_vec();
+    let mut filled = buf.len();
+    let mut interim = 0;
+    let head = parse_loop(
+        &mut buf,
+        &mut filled,
+        false,
+        true,
+        &mut timing,
+        &mut interim,
+    );
+    let body = match head {
+        Ok(Some(h)) if h.len <= filled => &buf[h.len..filled],
+        _ => data,
+    };
+    let mut decoder = ChunkDecoder::new(1024);
+    let mut trailers = Vec::new();
+    let mut keep = BodyDecoder::new(4096);
+    let mut keeper = Some(&mut keep);
+    for piece in body.chunks(split.max(1)) {
+        if decoder.feed(piece, &mut trailers, &mut keeper).is_err() || decoder.is_done() {
+            break;
+        }
+    }
+    trailer_timing(&trailers, &mut timing);
+    if let Ok(Some(c)) = Codings::parse(data) {
+        let mut d = BodyDecoder::new(1 << 16);
+        let _ = d.keep(body);
+        let _ = d.decode(&c);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_parse_without_panic(data in proptest::collection::vec(proptest::num::u8::ANY, 0..600), split in 1usize..64) {
+            parse_any(&data, split);
+        }
+
+        #[test]
+        fn any_response_like_bytes_parse_without_panic(
+            status in 100u16..600,
+            headers in proptest::collection::vec("[A-Za-z-]{1,12}: [ -~]{0,20}", 0..6),
+            chunked in proptest::bool::ANY,
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..200),
+            split in 1usize..32,
+        ) {
+            let mut r = format!("HTTP/1.1 {status} X\r\n").into_bytes();
+            for h in &headers {
+                r.extend_from_slice(h.as_bytes());
+                r.extend_from_slice(b"\r\n");
+            }
+            if chunked {
+                r.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
+            }
+            r.extend_from_slice(b"\r\n");
+            r.extend_from_slice(&body);
+            parse_any(&r, split);
+        }
+    }
 
     fn head(s: &str) -> Result<Parsed, String> {
         parse_head(s.as_bytes(), false, false, &mut Vec::new()).map_err(|e| e.detail)

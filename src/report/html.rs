@@ -6,8 +6,9 @@
 //! only the SVGs, which plotters escapes itself, are inserted as they are.
 //!
 //! Sections, each with its id, present only when the record has their data: `summary`,
-//! `latency-over-time`, `spectrum`, `breakdown`, `histograms`, `throughput`, `levels` (a
-//! sweep), `bursts`, `status`, `errors`, `warnings`, `environment`.
+//! `latency-over-time`, `spectrum`, `breakdown`, `histograms`, `throughput`, `knee` (a knee
+//! search), `repetitions` (`--repeat N`), `levels` (a sweep, or a knee search's steps),
+//! `bursts`, `status`, `errors`, `warnings`, `environment`.
 
 mod figures;
 mod tables;
@@ -19,18 +20,159 @@ use serde::Serialize;
 use tables::*;
 
 const TEMPLATE: &str = include_str!("report.html.j2");
+const COMPARE_TEMPLATE: &str = include_str!("compare.html.j2");
+/// The style both pages share (inserted as it is: it is ours, not the record's).
+const STYLE: &str = include_str!("style.html.j2");
+
+/// The templates, auto-escaping (their names end in `.html`).
+fn templates() -> Result<minijinja::Environment<'static>, String> {
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    for (name, text) in [
+        ("report.html", TEMPLATE),
+        ("compare.html", COMPARE_TEMPLATE),
+    ] {
+        env.add_template(name, text)
+            .map_err(|e| format!("the HTML template {name} is broken: {e}"))?;
+    }
+    Ok(env)
+}
 
 /// The page of `record`.
 pub fn render(record: &RunRecord) -> Result<String, String> {
-    let mut env = minijinja::Environment::new();
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    // The name's `.html` turns auto-escaping on.
-    env.add_template("report.html", TEMPLATE)
-        .map_err(|e| format!("the HTML template is broken: {e}"))?;
+    let env = templates()?;
     let page = Page::of(record);
     env.get_template("report.html")
         .and_then(|t| t.render(minijinja::value::Serde(&page)))
         .map_err(|e| format!("cannot render the HTML report: {e}"))
+}
+
+/// The page of a comparison (`reqlife compare --html`): the table of changes, the two runs'
+/// spectra overlaid, and the runs side by side.
+pub fn render_compare(
+    c: &crate::analysis::compare::Comparison,
+    a: (&str, &RunRecord),
+    b: (&str, &RunRecord),
+) -> Result<String, String> {
+    let env = templates()?;
+    let page = ComparePage::of(c, a, b);
+    env.get_template("compare.html")
+        .and_then(|t| t.render(minijinja::value::Serde(&page)))
+        .map_err(|e| format!("cannot render the HTML comparison: {e}"))
+}
+
+/// Everything the comparison page shows.
+#[derive(Debug, Serialize)]
+struct ComparePage {
+    style: &'static str,
+    title: String,
+    tool_version: String,
+    how: String,
+    a: String,
+    b: String,
+    /// figure, A, B, change, interval, p, verdict, verdict class
+    rows: Vec<Vec<String>>,
+    spectrum: Option<String>,
+    /// name, A, B
+    side: Vec<(String, String, String)>,
+}
+
+impl ComparePage {
+    fn of(
+        c: &crate::analysis::compare::Comparison,
+        (an, a): (&str, &RunRecord),
+        (bn, b): (&str, &RunRecord),
+    ) -> ComparePage {
+        use crate::analysis::stats::Verdict;
+        let pct = |v: f64| format!("{:+.1}%", v * 100.0);
+        let rows = c
+            .rows
+            .iter()
+            .map(|r| {
+                let show = |v: f64| {
+                    if r.figure == "throughput" {
+                        format!("{v:.1}/s")
+                    } else {
+                        human(v * 1e3)
+                    }
+                };
+                let class = match r.verdict {
+                    Verdict::Faster => "faster",
+                    Verdict::Slower => "slower",
+                    Verdict::NoSignificantChange => "same",
+                };
+                vec![
+                    r.figure.clone(),
+                    show(r.a),
+                    show(r.b),
+                    pct(r.change.point),
+                    format!("[{}, {}]", pct(r.change.lo), pct(r.change.hi)),
+                    r.p_value.map_or("-".into(), |p| format!("{p:.3}")),
+                    r.verdict.words().to_string(),
+                    class.to_string(),
+                ]
+            })
+            .collect();
+        let curves: Vec<super::plot::spectrum::Curve> = [("A", a), ("B", b)]
+            .iter()
+            .filter_map(|(name, r)| {
+                super::plot::spectrum::Curve::of_hist(
+                    &format!("{name}: total"),
+                    &r.histogram("total").ok()?,
+                )
+            })
+            .collect();
+        let side_row =
+            |name: &str, f: &dyn Fn(&RunRecord) -> String| (name.to_string(), f(a), f(b));
+        let side = vec![
+            side_row("target", &|r| r.config.url.clone()),
+            side_row("started", &|r| r.environment.start_time.clone()),
+            side_row("load", &|r| {
+                format!(
+                    "{} loop, {} connections, {} threads{}",
+                    r.config.load_model,
+                    r.config.connections,
+                    r.config.threads,
+                    r.config
+                        .rate_rps
+                        .map_or(String::new(), |x| format!(", {x} req/s offered"))
+                )
+            }),
+            side_row("runs", &|r| r.config.repeat.to_string()),
+            side_row("requests", &|r| r.summary.requests.total.to_string()),
+            side_row("errors", &|r| r.summary.requests.errors.to_string()),
+            side_row("throughput", &|r| {
+                format!("{:.1} req/s", r.summary.throughput_rps)
+            }),
+            side_row("p50", &|r| cell(r.summary.latency.total.p50_us)),
+            side_row("p99", &|r| cell(r.summary.latency.total.p99_us)),
+            side_row("command", &|r| r.config.command_line.join(" ")),
+        ];
+        let how = match c.method.as_str() {
+            "runs" => format!(
+                "Across repeated runs ({} and {}): 95% intervals by a bootstrap of the ratio of the medians; p by Mann-Whitney.",
+                c.n_a, c.n_b
+            ),
+            _ => format!(
+                "Single runs, resampled by blocks of their intervals ({} and {}): 95% intervals.",
+                c.n_a, c.n_b
+            ),
+        };
+        ComparePage {
+            style: STYLE,
+            title: "reqlife: compare".into(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            how: format!(
+                "{how} Changes within ±{:.0}% count as noise.",
+                c.noise * 100.0
+            ),
+            a: an.to_string(),
+            b: bn.to_string(),
+            rows,
+            spectrum: (!curves.is_empty()).then(|| super::plot::spectrum::svg(&curves)),
+            side,
+        }
+    }
 }
 
 /// Writes the page of `record` to `path`.
@@ -67,6 +209,7 @@ type Row = (String, Vec<String>);
 /// Everything the template shows.
 #[derive(Debug, Serialize)]
 struct Page {
+    style: &'static str,
     title: String,
     tool_version: String,
     target: String,
@@ -87,6 +230,8 @@ struct Page {
     histograms: Vec<String>,
     throughput: Option<String>,
     levels: Option<Levels>,
+    knee: Option<Knee>,
+    repetitions: Option<Repetitions>,
     bursts: Option<Bursts>,
     status: Vec<(String, u64, String)>,
     errors: Vec<(String, u64, String)>,
@@ -125,6 +270,23 @@ struct Levels {
 }
 
 #[derive(Debug, Serialize)]
+struct Knee {
+    svg: String,
+    rows: Vec<Row>,
+    answer: String,
+    /// Which SLOs are drawn as lines (the latency ones of the total).
+    drawn: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Repetitions {
+    boxes: String,
+    spectrum: String,
+    rows: Vec<Row>,
+    spread: Vec<Row>,
+}
+
+#[derive(Debug, Serialize)]
 struct Bursts {
     note: String,
     svg: Option<String>,
@@ -145,6 +307,7 @@ impl Page {
         let s = &r.summary;
         let c = &r.config;
         let mut page = Page {
+            style: STYLE,
             title: format!("reqlife: {} {}", c.method, c.url),
             tool_version: r.tool.version.clone(),
             target: if c.embedded_target {
@@ -171,6 +334,8 @@ impl Page {
             histograms: histograms(r),
             throughput: throughput(r),
             levels: levels(r),
+            knee: knee(r),
+            repetitions: repetitions(r),
             bursts: bursts(r),
             status: status(r),
             errors: errors(r),
@@ -193,6 +358,8 @@ impl Page {
     fn toc(&self) -> Vec<Toc> {
         let all = [
             ("summary", "Summary", true),
+            ("knee", "Knee", self.knee.is_some()),
+            ("repetitions", "Repetitions", self.repetitions.is_some()),
             (
                 "latency-over-time",
                 "Latency over time",

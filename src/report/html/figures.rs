@@ -2,7 +2,7 @@
 //! levels, bursts) and calls the plot of [`crate::report::plot`]; the breakdown's table goes
 //! with its bars.
 
-use super::{cell, open_loop, Breakdown, Bursts, Levels};
+use super::{cell, open_loop, Breakdown, Bursts, Knee, Levels, Repetitions};
 use crate::analysis::summary::Log2Hist;
 use crate::recorder::hist::Stats;
 use crate::recorder::record::RunRecord;
@@ -308,5 +308,160 @@ pub(super) fn bursts(r: &RunRecord) -> Option<Bursts> {
         ),
         svg: (!boxes.is_empty()).then(|| plot::boxes::svg(&boxes, "per burst")),
         rows,
+    })
+}
+
+/// A knee search: latency and achieved rate against the offered rate, a row per step, the
+/// answer.
+pub(super) fn knee(r: &RunRecord) -> Option<Knee> {
+    use crate::analysis::expr::{Expr, Figure, Scope};
+    use crate::analysis::knee::Verdict;
+    let k = r.knee.as_ref()?;
+    let steps: Vec<plot::knee::Step> = k
+        .steps
+        .iter()
+        .map(|s| plot::knee::Step {
+            offered_rps: s.offered_rps,
+            achieved_rps: s.achieved_rps,
+            p50_ns: s.p50_us.unwrap_or(0.0) * 1e3,
+            p99_ns: s.p99_us.unwrap_or(0.0) * 1e3,
+            pass: s.verdict == Verdict::Pass,
+        })
+        .collect();
+    let slos: Vec<(String, f64)> = k
+        .slos
+        .iter()
+        .filter_map(|text| {
+            let e = Expr::parse(text).ok()?;
+            let latency = matches!(e.figure, Figure::Percentile(_) | Figure::Mean);
+            (latency && e.scope == Scope::Phase(crate::model::Phase::Total))
+                .then(|| (text.clone(), e.threshold()))
+        })
+        .collect();
+    let drawn = if slos.is_empty() {
+        "none of the SLOs is a latency of the total".to_string()
+    } else {
+        slos.iter()
+            .map(|s| s.0.clone())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let rows = k
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let verdict = match s.verdict {
+                Verdict::Pass => "pass",
+                Verdict::Fail => "fail",
+                Verdict::Client => "client limit",
+            };
+            let cells = vec![
+                format!("{:.0}", s.offered_rps),
+                format!("{:.1}", s.achieved_rps),
+                cell(s.p50_us),
+                cell(s.p90_us),
+                cell(s.p99_us),
+                cell(s.mean_us),
+                s.errors.to_string(),
+                format!(
+                    "{verdict}{}",
+                    if s.confirmation {
+                        " (confirmation)"
+                    } else {
+                        ""
+                    }
+                ),
+                s.reasons.join("; "),
+            ];
+            ((i + 1).to_string(), cells)
+        })
+        .collect();
+    Some(Knee {
+        svg: plot::knee::svg(&steps, &slos, k.answer_rps),
+        rows,
+        answer: k.summary.clone(),
+        drawn,
+    })
+}
+
+/// `--repeat N`: each run's total latency as a box, the spectrum with a curve per run, a row
+/// per run, and the median and spread of each figure across the runs.
+pub(super) fn repetitions(r: &RunRecord) -> Option<Repetitions> {
+    if r.repetitions.is_empty() {
+        return None;
+    }
+    let decode = |l: &crate::recorder::record::Level| {
+        crate::recorder::hist::decode(l.histograms.get("total")?).ok()
+    };
+    let boxes: Vec<BoxStats> = r
+        .repetitions
+        .iter()
+        .filter_map(|l| BoxStats::of_hist(&l.label, &decode(l)?))
+        .collect();
+    let curves: Vec<Curve> = r
+        .repetitions
+        .iter()
+        .filter_map(|l| Curve::of_hist(&l.label, &decode(l)?))
+        .collect();
+    type Figure = fn(&crate::recorder::record::Summary) -> Option<f64>;
+    let figures: [(&str, Figure); 6] = [
+        ("req/s", |s| Some(s.throughput_rps)),
+        ("p50", |s| s.latency.total.p50_us),
+        ("p90", |s| s.latency.total.p90_us),
+        ("p99", |s| s.latency.total.p99_us),
+        ("p99.9", |s| s.latency.total.p999_us),
+        ("mean", |s| s.latency.total.mean_us),
+    ];
+    let show = |i: usize, v: f64| {
+        if i == 0 {
+            format!("{v:.1}")
+        } else {
+            cell(Some(v))
+        }
+    };
+    let rows = r
+        .repetitions
+        .iter()
+        .map(|l| {
+            let mut cells: Vec<String> = figures
+                .iter()
+                .enumerate()
+                .map(|(i, (_, f))| f(&l.summary).map_or("-".into(), |v| show(i, v)))
+                .collect();
+            cells.push(l.summary.requests.errors.to_string());
+            (l.label.clone(), cells)
+        })
+        .collect();
+    let columns: Vec<Vec<f64>> = figures
+        .iter()
+        .map(|(_, f)| r.repetitions.iter().filter_map(|l| f(&l.summary)).collect())
+        .collect();
+    let stat = |pick: &dyn Fn(&[f64]) -> f64, percent: bool| -> Vec<String> {
+        columns
+            .iter()
+            .enumerate()
+            .map(|(i, col)| match (col.is_empty(), percent) {
+                (true, _) => "-".into(),
+                (false, true) => format!("{:.1}%", pick(col)),
+                (false, false) => show(i, pick(col)),
+            })
+            .collect()
+    };
+    let median = |c: &[f64]| crate::analysis::stats::median(&mut c.to_vec());
+    let min = |c: &[f64]| c.iter().cloned().fold(f64::MAX, f64::min);
+    let max = |c: &[f64]| c.iter().cloned().fold(f64::MIN, f64::max);
+    let range = |c: &[f64]| 100.0 * (max(c) - min(c)) / median(c).max(f64::MIN_POSITIVE);
+    let spread = vec![
+        ("median".to_string(), stat(&median, false)),
+        ("min".to_string(), stat(&min, false)),
+        ("max".to_string(), stat(&max, false)),
+        ("range (of the median)".to_string(), stat(&range, true)),
+    ];
+    Some(Repetitions {
+        boxes: plot::boxes::svg(&boxes, "run"),
+        spectrum: plot::spectrum::svg(&curves),
+        rows,
+        spread,
     })
 }

@@ -10,6 +10,11 @@ pub(super) fn header_lines(r: &RunRecord) -> Vec<String> {
     let c = &r.config;
     let mut out = Vec::new();
     let what = match (c.duration_s, c.requests) {
+        _ if r.knee.is_some() => format!(
+            "a knee search of {} steps of {}",
+            r.levels.len(),
+            human(c.duration_s.unwrap_or(0.0) * 1e9)
+        ),
         (Some(d), _) => format!("{} test", human(d * 1e9)),
         (None, Some(n)) => format!("{n}-request test"),
         (None, None) => "test".into(),
@@ -28,12 +33,25 @@ pub(super) fn header_lines(r: &RunRecord) -> Vec<String> {
             c.threads, c.connections, c.method, c.protocol, c.load_model
         ),
     });
-    if let (Some(rate), None) = (c.rate_rps, &c.sweep) {
+    if let (Some(rate), None, None) = (c.rate_rps, &c.sweep, &r.knee) {
         out.push(format!(
             "offered {rate} req/s, {} arrivals (seed {})",
             c.arrival.as_deref().unwrap_or("constant"),
             c.seed
         ));
+    }
+    if c.repeat > 1 {
+        out.push(format!(
+            "repeated {} times ({} ran): the figures merge the runs",
+            c.repeat,
+            r.repetitions.len()
+        ));
+    }
+    if let Some(w) = &c.workload {
+        out.push(w.clone());
+    }
+    if let Some(seg) = &c.segment {
+        out.push(format!("segment {seg} of the plan"));
     }
     out.push(format!("started {}", r.environment.start_time));
     out

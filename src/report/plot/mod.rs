@@ -11,6 +11,7 @@
 pub mod boxes;
 pub mod breakdown;
 pub mod histogram;
+pub mod knee;
 pub mod latency_time;
 pub mod spectrum;
 pub mod throughput;

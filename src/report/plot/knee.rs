@@ -1,0 +1,198 @@
+//! `reqlife knee`: latency and achieved rate against the offered rate. Left, the p50 and p99
+//! of each step against its offered rate (steps that failed marked with a cross), the latency
+//! SLOs as horizontal lines and the answer as a vertical one; y is logarithmic when the
+//! latencies span more than two decades (as past a knee they do). Right, the achieved rate
+//! against the offered one, with the line where they are equal.
+
+use super::{latency_unit, legend_row, mesh, render, tick, upper, with_legend_room, Mark, FG, RED};
+use plotters::prelude::*;
+
+/// One step of the search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub offered_rps: f64,
+    pub achieved_rps: f64,
+    pub p50_ns: f64,
+    pub p99_ns: f64,
+    pub pass: bool,
+}
+
+/// Width and height, px.
+pub const SIZE: (u32, u32) = (960, 400);
+
+/// The plot of `steps`, the latency bounds `slos` (label, ns) and the `answer` (req/s).
+pub fn svg(steps: &[Step], slos: &[(String, f64)], answer: Option<f64>) -> String {
+    let mut sorted: Vec<&Step> = steps.iter().collect();
+    sorted.sort_by(|a, b| a.offered_rps.total_cmp(&b.offered_rps));
+    let x_max = upper(
+        sorted
+            .iter()
+            .map(|s| s.offered_rps.max(s.achieved_rps))
+            .fold(0.0, f64::max),
+    );
+    let values = sorted
+        .iter()
+        .flat_map(|s| [s.p50_ns, s.p99_ns])
+        .chain(slos.iter().map(|s| s.1))
+        .filter(|v| *v > 0.0);
+    let (lo, hi) = values.fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let (lo, hi) = if hi > 0.0 { (lo, hi) } else { (1.0, 1.0) };
+    let unit = latency_unit(hi);
+    let log = hi / lo.max(1e-9) > 100.0;
+    // y in the plot: the latency in the unit, or its log₁₀.
+    let y = move |ns: f64| {
+        let v = ns / unit.ns;
+        if log {
+            v.max(1e-9).log10()
+        } else {
+            v
+        }
+    };
+    let (y_lo, y_hi) = if log {
+        (
+            (lo / unit.ns).log10().floor(),
+            (hi / unit.ns).log10().ceil(),
+        )
+    } else {
+        (0.0, upper(hi / unit.ns))
+    };
+    let mut entries = vec![
+        ("p50".to_string(), Mark::Line(super::color(0).to_rgba(), 2)),
+        ("p99".to_string(), Mark::Line(super::color(1).to_rgba(), 2)),
+        ("failed step".to_string(), Mark::Dot(RED.to_rgba())),
+    ];
+    for (i, (label, _)) in slos.iter().enumerate() {
+        entries.push((
+            format!("SLO {label}"),
+            Mark::Line(super::color(3 + i).to_rgba(), 1),
+        ));
+    }
+    if let Some(a) = answer {
+        entries.push((format!("answer {a:.0} req/s"), Mark::Tick));
+    }
+    render(
+        SIZE,
+        "latency and achieved rate against the offered rate",
+        |root| {
+            let (top, bottom) = with_legend_room(root, &entries);
+            let (left, right) = top.split_horizontally(620);
+            let mut chart = ChartBuilder::on(&left)
+                .margin(12)
+                .x_label_area_size(44)
+                .y_label_area_size(72)
+                .build_cartesian_2d(0.0..x_max, y_lo..y_hi)?;
+            let y_desc = format!(
+                "latency ({}{})",
+                unit.symbol,
+                if log { ", log" } else { "" }
+            );
+            let y_fmt = move |v: &f64| {
+                if log {
+                    tick(10f64.powf(*v), 3)
+                } else {
+                    tick(*v, 2)
+                }
+            };
+            mesh(
+                &mut chart,
+                "offered rate (req/s)",
+                &y_desc,
+                &|v| tick(*v, 0),
+                &y_fmt,
+            )?;
+            for (i, (_, ns)) in slos.iter().enumerate() {
+                chart.draw_series(LineSeries::new(
+                    [(0.0, y(*ns)), (x_max, y(*ns))],
+                    super::color(3 + i).stroke_width(1),
+                ))?;
+            }
+            if let Some(a) = answer {
+                chart.draw_series(LineSeries::new([(a, y_lo), (a, y_hi)], FG.stroke_width(2)))?;
+            }
+            for (i, pick) in [|s: &Step| s.p50_ns, |s: &Step| s.p99_ns]
+                .iter()
+                .enumerate()
+            {
+                let color = super::color(i);
+                let points: Vec<(f64, f64)> = sorted
+                    .iter()
+                    .filter(|s| pick(s) > 0.0)
+                    .map(|s| (s.offered_rps, y(pick(s))))
+                    .collect();
+                chart.draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?;
+                chart.draw_series(sorted.iter().filter(|s| pick(s) > 0.0).map(|s| {
+                    let c = if s.pass { color } else { RED };
+                    Circle::new((s.offered_rps, y(pick(s))), 4, c.filled())
+                }))?;
+            }
+            let mut rate = ChartBuilder::on(&right)
+                .margin(12)
+                .x_label_area_size(44)
+                .y_label_area_size(64)
+                .build_cartesian_2d(0.0..x_max, 0.0..x_max)?;
+            mesh(
+                &mut rate,
+                "offered (req/s)",
+                "achieved (req/s)",
+                &|v| tick(*v, 0),
+                &|v| tick(*v, 0),
+            )?;
+            rate.draw_series(LineSeries::new([(0.0, 0.0), (x_max, x_max)], FG.mix(0.4)))?;
+            rate.draw_series(sorted.iter().map(|s| {
+                let c = if s.pass { super::color(2) } else { RED };
+                Circle::new((s.offered_rps, s.achieved_rps), 4, c.filled())
+            }))?;
+            legend_row(&bottom, &entries)
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::plot::tests::assert_plot;
+
+    fn step(offered: f64, achieved: f64, p50_ms: f64, p99_ms: f64, pass: bool) -> Step {
+        Step {
+            offered_rps: offered,
+            achieved_rps: achieved,
+            p50_ns: p50_ms * 1e6,
+            p99_ns: p99_ms * 1e6,
+            pass,
+        }
+    }
+
+    #[test]
+    fn snapshot() {
+        // A server of 500 req/s: flat below, the queue growing above.
+        let steps = [
+            step(125.0, 125.0, 2.1, 2.9, true),
+            step(250.0, 249.0, 2.2, 3.4, true),
+            step(500.0, 495.0, 3.0, 9.5, true),
+            step(1000.0, 497.0, 250.0, 495.0, false),
+            step(750.0, 497.0, 170.0, 330.0, false),
+            step(625.0, 497.0, 100.0, 197.0, false),
+        ];
+        let svg = svg(&steps, &[("p99<=20ms".into(), 20e6)], Some(500.0));
+        assert_plot(
+            &svg,
+            &[
+                "offered rate (req/s)",
+                "latency (ms, log)",
+                "achieved (req/s)",
+                "SLO p99<=20ms",
+                "answer 500 req/s",
+                "failed step",
+            ],
+        );
+        insta::assert_snapshot!(svg);
+    }
+
+    #[test]
+    fn narrow_latencies_keep_a_linear_axis_and_no_answer_draws_no_line() {
+        let steps = [step(100.0, 100.0, 1.0, 2.0, false)];
+        let svg = svg(&steps, &[], None);
+        assert!(svg.contains("latency (ms)"));
+        assert!(!svg.contains("answer"));
+    }
+}
