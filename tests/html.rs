@@ -465,3 +465,30 @@ fn knee_repeat_and_compare_pages() {
         }
     }
 }
+
+#[test]
+fn thresholds_are_shown_on_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("t.html");
+    let out = run(&[
+        "run",
+        "-n",
+        "200",
+        "-c",
+        "2",
+        "--threshold",
+        "p99<10s",
+        "--threshold",
+        "p50<1ns",
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(99));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(sections(&html).contains(&"thresholds".to_string()));
+    assert!(
+        html.contains("p99&lt;10s") && html.contains("class=\"pass\">pass"),
+        "escaped, passed"
+    );
+    assert!(html.contains("p50&lt;1ns") && html.contains("class=\"FAIL\">FAIL"));
+}

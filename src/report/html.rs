@@ -8,7 +8,7 @@
 //! Sections, each with its id, present only when the record has their data: `summary`,
 //! `latency-over-time`, `spectrum`, `breakdown`, `histograms`, `throughput`, `knee` (a knee
 //! search), `repetitions` (`--repeat N`), `levels` (a sweep, or a knee search's steps),
-//! `bursts`, `status`, `errors`, `warnings`, `environment`.
+//! `bursts`, `status`, `errors`, `thresholds`, `warnings`, `environment`.
 
 mod figures;
 mod tables;
@@ -237,6 +237,8 @@ struct Page {
     errors: Vec<(String, u64, String)>,
     resets: String,
     warnings: Vec<String>,
+    /// (threshold, measured, pass|FAIL, note)
+    thresholds: Vec<(String, String, &'static str, String)>,
     /// (name, value, monospaced)
     environment: Vec<(String, String, bool)>,
 }
@@ -346,6 +348,18 @@ impl Page {
                 .collect::<Vec<_>>()
                 .join(", "),
             warnings: s.warnings.clone(),
+            thresholds: s
+                .thresholds
+                .iter()
+                .map(|t| {
+                    (
+                        t.threshold.clone(),
+                        t.shown.clone().unwrap_or_else(|| "-".into()),
+                        if t.pass { "pass" } else { "FAIL" },
+                        t.note.clone().unwrap_or_default(),
+                    )
+                })
+                .collect(),
             environment: environment(r),
         };
         (page.latency_time, page.sample_note) = latency_time(r);
@@ -373,6 +387,7 @@ impl Page {
             ("bursts", "Bursts", self.bursts.is_some()),
             ("status", "Status codes", !self.status.is_empty()),
             ("errors", "Errors", !self.errors.is_empty()),
+            ("thresholds", "Thresholds", !self.thresholds.is_empty()),
             ("warnings", "Warnings", !self.warnings.is_empty()),
             ("environment", "Environment", true),
         ];
