@@ -6,7 +6,7 @@
 //! When the values span more than two decades, y is logarithmic (log₁₀ of the value, tick
 //! labels in the unit), so that a saturated level does not flatten the others.
 
-use super::{human, latency_unit, mesh, render, tick, upper, FG};
+use super::{human, mesh, render, tick, FG};
 use hdrhistogram::Histogram;
 use plotters::prelude::*;
 
@@ -44,34 +44,14 @@ impl BoxStats {
 /// Width and height, px.
 pub const SIZE: (u32, u32) = (960, 360);
 
-/// Whether values from `lo` to `hi` need a log scale: more than two decades apart.
-fn wants_log(lo: f64, hi: f64) -> bool {
-    lo > 0.0 && hi / lo > 100.0
-}
-
 /// The plot of `boxes`, left to right, under the x axis description `x_desc`.
 pub fn svg(boxes: &[BoxStats], x_desc: &str) -> String {
     let hi = boxes.iter().map(|b| b.max_ns).fold(0.0, f64::max);
     let lo = boxes.iter().map(|b| b.p1_ns).fold(f64::INFINITY, f64::min);
-    let log = wants_log(lo, hi);
-    let unit = latency_unit(hi);
-    // y in the plot: the value in the unit, or its log₁₀.
-    let y = move |ns: f64| {
-        let v = ns / unit.ns;
-        if log {
-            v.max(1e-9).log10()
-        } else {
-            v
-        }
-    };
-    let (y_lo, y_hi) = if log {
-        (
-            (lo / unit.ns).log10().floor(),
-            (hi / unit.ns).log10().ceil(),
-        )
-    } else {
-        (0.0, upper(hi / unit.ns))
-    };
+    let scale = super::LatencyScale::of(lo, hi);
+    let (log, unit) = (scale.log, scale.unit);
+    let y = move |ns: f64| scale.y(ns);
+    let (y_lo, y_hi) = scale.range(lo, hi);
     let n = boxes.len();
     let name = if log {
         format!("latency ({}, log scale)", unit.symbol)
@@ -216,7 +196,11 @@ mod tests {
             (100.0, 20_000.0, true),
             (0.0, 5.0, false),
         ] {
-            assert_eq!(wants_log(lo, hi), log, "{lo}..{hi}");
+            assert_eq!(
+                crate::report::plot::LatencyScale::of(lo, hi).log,
+                log,
+                "{lo}..{hi}"
+            );
         }
     }
 

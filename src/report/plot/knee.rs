@@ -4,7 +4,7 @@
 //! latencies span more than two decades (as past a knee they do). Right, the achieved rate
 //! against the offered one, with the line where they are equal.
 
-use super::{latency_unit, legend_row, mesh, render, tick, upper, with_legend_room, Mark, FG, RED};
+use super::{legend_row, mesh, render, tick, upper, with_legend_room, Mark, FG, RED};
 use plotters::prelude::*;
 
 /// One step of the search.
@@ -37,25 +37,10 @@ pub fn svg(steps: &[Step], slos: &[(String, f64)], answer: Option<f64>) -> Strin
         .filter(|v| *v > 0.0);
     let (lo, hi) = values.fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
     let (lo, hi) = if hi > 0.0 { (lo, hi) } else { (1.0, 1.0) };
-    let unit = latency_unit(hi);
-    let log = hi / lo.max(1e-9) > 100.0;
-    // y in the plot: the latency in the unit, or its log₁₀.
-    let y = move |ns: f64| {
-        let v = ns / unit.ns;
-        if log {
-            v.max(1e-9).log10()
-        } else {
-            v
-        }
-    };
-    let (y_lo, y_hi) = if log {
-        (
-            (lo / unit.ns).log10().floor(),
-            (hi / unit.ns).log10().ceil(),
-        )
-    } else {
-        (0.0, upper(hi / unit.ns))
-    };
+    let scale = super::LatencyScale::of(lo, hi);
+    let (log, unit) = (scale.log, scale.unit);
+    let y = move |ns: f64| scale.y(ns);
+    let (y_lo, y_hi) = scale.range(lo, hi);
     let mut entries = vec![
         ("p50".to_string(), Mark::Line(super::color(0).to_rgba(), 2)),
         ("p99".to_string(), Mark::Line(super::color(1).to_rgba(), 2)),

@@ -71,6 +71,46 @@ pub fn latency_unit(max_ns: f64) -> Unit {
     Unit { ns, symbol }
 }
 
+/// A latency axis for values from `lo` to `hi` ns: its unit, and a log₁₀ scale when they are
+/// more than two decades apart.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct LatencyScale {
+    pub unit: Unit,
+    pub log: bool,
+}
+
+impl LatencyScale {
+    pub fn of(lo: f64, hi: f64) -> Self {
+        LatencyScale {
+            unit: latency_unit(hi),
+            log: lo > 0.0 && hi / lo > 100.0,
+        }
+    }
+
+    /// A value's place on the axis: in the unit, or its log₁₀.
+    pub fn y(&self, ns: f64) -> f64 {
+        let v = ns / self.unit.ns;
+        if self.log {
+            v.max(1e-9).log10()
+        } else {
+            v
+        }
+    }
+
+    /// The axis range for values from `lo` to `hi` ns (whole decades on a log scale; from 0
+    /// with a margin on a linear one).
+    pub fn range(&self, lo: f64, hi: f64) -> (f64, f64) {
+        if self.log {
+            (
+                (lo / self.unit.ns).log10().floor(),
+                (hi / self.unit.ns).log10().ceil(),
+            )
+        } else {
+            (0.0, upper(hi / self.unit.ns))
+        }
+    }
+}
+
 /// A tick label: the value with no more decimals than it needs (up to `decimals`).
 pub(crate) fn tick(v: f64, decimals: usize) -> String {
     let s = format!("{v:.decimals$}");
