@@ -85,7 +85,6 @@ fn serve_faults(args: &ServeArgs) -> i32 {
     for f in server::faults::H2_FAULTS {
         text.push_str(&format!("    {}\n", faults.h2_url(f).unwrap_or_default()));
     }
-    out(&text);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -98,10 +97,13 @@ fn serve_faults(args: &ServeArgs) -> i32 {
     };
     runtime.block_on(async {
         use tokio::signal::unix::{signal, SignalKind};
-        if let (Ok(mut int), Ok(mut term)) = (
+        // The handlers first, then the addresses: whoever reads them may signal at once.
+        let signals = (
             signal(SignalKind::interrupt()),
             signal(SignalKind::terminate()),
-        ) {
+        );
+        out(&text);
+        if let (Ok(mut int), Ok(mut term)) = signals {
             tokio::select! {
                 _ = int.recv() => {}
                 _ = term.recv() => {}
