@@ -424,6 +424,8 @@ pub struct RunPlan {
     pub warmup: Duration,
     /// Per-request timeout (connect included).
     pub timeout: Duration,
+    /// How long the end of a timed run waits for the requests in flight.
+    pub drain: Duration,
     /// Interval of the time series.
     pub interval: Duration,
     pub tls: TlsPlan,

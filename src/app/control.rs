@@ -19,6 +19,8 @@ pub(crate) struct Executed {
     /// Wall-clock time at which recording started.
     pub start_wall: std::time::SystemTime,
     pub recorded: Duration,
+    /// How long the end waited for the requests in flight.
+    pub drained: Duration,
     pub stop_reason: String,
     pub start_time: String,
 }
@@ -116,7 +118,6 @@ impl Control {
         let stop = StopSignal::default();
         let progress = Progress::new(plan.threads);
         let start_time = now_rfc3339();
-        let start_wall = std::time::SystemTime::now() + plan.warmup;
         let mut live = every.map(|_| LivePrinter::new(plan.interval, &plan.server_total));
         let mut partial =
             (!abort.is_empty()).then(|| crate::analysis::expr::PartialRun::new(plan.interval));
@@ -129,19 +130,33 @@ impl Control {
         let mut lost: Option<String> = None;
         let mut workers = load::start(plan, config, stop.clone(), progress.clone(), live_tx)
             .map_err(|e| format!("cannot start worker threads: {e}"))?;
-        let record_from = workers.record_from;
+        // An open loop starts once its connections are open; a signal may come first.
+        let gate = workers.gate();
+        let record_from = self.runtime.block_on(async {
+            tokio::select! {
+                r = gate.opened() => Some(r + plan.warmup),
+                _ = self.interrupt.stopped() => None,
+                _ = workers.all_finished() => None,
+            }
+        });
+        let record_from = record_from.unwrap_or_else(Instant::now);
+        let start_wall = wall_clock_at(record_from);
         let deadline = match plan.stop {
             StopRule::Duration(d) => Some(record_from + d),
             StopRule::Requests(_) => None,
         };
         let bar = progress_bar(plan, quiet);
+        let mut drain = false;
         let ended = self.runtime.block_on(async {
             let mut tick = tokio::time::interval(Duration::from_millis(200));
             loop {
                 tokio::select! {
                     _ = workers.all_finished() => break Instant::now(),
                     _ = self.interrupt.stopped() => break Instant::now(),
-                    _ = sleep_until(deadline) => break deadline.unwrap_or_else(Instant::now),
+                    _ = sleep_until(deadline) => {
+                        drain = true;
+                        break deadline.unwrap_or_else(Instant::now)
+                    }
                     _ = tick.tick() => {
                         update_bar(&bar, &progress, plan.stop, record_from);
                         let mut new_snapshots = false;
@@ -172,6 +187,19 @@ impl Control {
                 }
             }
         });
+        let drain_from = Instant::now();
+        if drain {
+            // The duration is over: nothing more is sent; the requests in flight may end (and
+            // are recorded) for up to --drain.
+            self.runtime.block_on(async {
+                tokio::select! {
+                    _ = workers.all_finished() => {}
+                    _ = self.interrupt.stopped() => {}
+                    _ = tokio::time::sleep(plan.drain) => {}
+                }
+            });
+        }
+        let drained = drain_from.elapsed();
         stop.stop();
         if let Some(bar) = &bar {
             bar.finish_and_clear();
@@ -203,9 +231,20 @@ impl Control {
             measured,
             start_wall,
             recorded,
+            drained,
             stop_reason,
             start_time,
         })
+    }
+}
+
+/// The wall-clock time at `instant` (near now, before or after).
+fn wall_clock_at(instant: Instant) -> std::time::SystemTime {
+    let (wall, now) = (std::time::SystemTime::now(), Instant::now());
+    if instant >= now {
+        wall + (instant - now)
+    } else {
+        wall - (now - instant)
     }
 }
 
@@ -364,6 +403,7 @@ pub(crate) fn run_step_measured(
         &o.measured,
         crate::recorder::record::Ending {
             recorded: o.recorded,
+            drained: o.drained,
             stop_reason: o.stop_reason,
             interrupted: control.signal() != 0,
             start_time: o.start_time,

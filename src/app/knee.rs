@@ -227,6 +227,7 @@ fn knee_record(
     let (_, first, _, first_plan) = parts.first()?;
     let end = Ending {
         recorded: Duration::from_secs_f64(parts.iter().map(|p| p.1.summary.duration_s).sum()),
+        drained: Duration::ZERO,
         stop_reason: if interrupted {
             "interrupted".into()
         } else {

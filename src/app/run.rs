@@ -138,6 +138,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     let signal = control.signal();
     let ending = |o: &Executed| Ending {
         recorded: o.recorded,
+        drained: o.drained,
         stop_reason: o.stop_reason.clone(),
         interrupted: signal != 0,
         start_time: o.start_time.clone(),

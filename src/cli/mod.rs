@@ -394,6 +394,12 @@ pub struct RunArgs {
     #[arg(long = "warmup", default_value = "0s", value_parser = duration_arg)]
     pub warmup: Duration,
 
+    /// At the end of the duration, how long to wait for the requests in flight (they are
+    /// recorded and counted as drained; those still in flight then are counted too)
+    /// [default: --timeout].
+    #[arg(long = "drain", value_parser = duration_arg)]
+    pub drain: Option<Duration>,
+
     /// Interval of the time series kept in the record [default: 1s, or --every].
     #[arg(long = "interval", value_parser = duration_arg)]
     pub interval: Option<Duration>,

@@ -354,6 +354,7 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         threads,
         stop,
         warmup: args.warmup,
+        drain: args.drain.unwrap_or(args.timeout),
         timeout: args.timeout,
         interval,
         tls: TlsPlan {

@@ -258,6 +258,17 @@ impl H2Link {
         result
     }
 
+    /// Opens the link's connection ahead of its first stream (stamping connect and TLS), or
+    /// does nothing if it is live.
+    pub async fn open(
+        &self,
+        connector: &Connector,
+        window: Option<u32>,
+        stamps: &mut Timestamps,
+    ) -> Result<(), EngineError> {
+        self.sender(connector, window, stamps).await.map(|_| ())
+    }
+
     async fn connect(
         &self,
         connector: &Connector,

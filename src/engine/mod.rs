@@ -177,6 +177,40 @@ impl Session {
         &self.timing
     }
 
+    /// Opens this session's connection ahead of its first request, within the timeout,
+    /// stamping connect (and TLS) on `stamps`: an open loop's schedule starts once its
+    /// connections are open. The sessions of an HTTP/2 link share its connection: call this on
+    /// one of them.
+    pub async fn open(&mut self, stamps: &mut Timestamps) -> Result<(), EngineError> {
+        if let Some(gate) = &self.gate {
+            let now = Instant::now();
+            let slot = gate.reserve(now);
+            if slot > now {
+                tokio::time::sleep_until(slot.into()).await;
+            }
+        }
+        let config = self.config.clone();
+        let opening = async {
+            match (&self.link, &config.http2) {
+                (Some(link), Some((_, window))) => {
+                    link.open(&config.connector, *window, stamps).await
+                }
+                _ => {
+                    let stream = config.connector.connect(stamps).await?;
+                    self.conn = Some(Http1Conn::new(stream));
+                    Ok(())
+                }
+            }
+        };
+        match tokio::time::timeout(config.timeout, opening).await {
+            Ok(r) => r,
+            Err(_) => Err(EngineError::new(
+                ErrorKind::Timeout,
+                format!("no connection within {:?}", config.timeout),
+            )),
+        }
+    }
+
     /// Sends one request, opening a connection first if none is open, within the timeout.
     pub async fn request(&mut self, stamps: &mut Timestamps, send: Send<'_>) -> Outcome {
         if self.conn.is_none() {

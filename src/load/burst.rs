@@ -37,6 +37,9 @@ impl BurstRun {
                 break;
             }
             let mut set = tokio::task::JoinSet::new();
+            for _ in 0..self.sessions.len() {
+                self.recorder.borrow_mut().sending();
+            }
             for (mut session, mut buf) in self.sessions.drain(..) {
                 // Bursts have no count of their own: their requests are numbered by burst.
                 let seq = done * 1_000_000 + set.len() as u64;

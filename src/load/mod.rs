@@ -3,6 +3,7 @@
 //! closed loop the [`Scheduler`] hands each free connection its next [`Ticket`]; in an open
 //! loop each thread's pacer ([`pacer`]) releases tickets at their due times, waiting on a
 //! precise timer ([`timer`]), into a queue its connections take from. Both apply the stop rule. The
+//! open loop's schedule starts once every thread has opened its connections ([`start`]). The
 //! controlling thread stops everything through one [`StopSignal`] (end of the duration,
 //! Ctrl-C); in-flight requests are then abandoned, never half-recorded.
 
@@ -10,9 +11,11 @@ mod burst;
 mod open;
 pub mod pacer;
 mod scheduler;
+pub mod start;
 pub mod timer;
 
 pub use scheduler::Scheduler;
+pub use start::StartGate;
 
 use crate::engine::http2::H2Link;
 use crate::engine::{ConnectGate, Send, Session, SessionConfig};
@@ -20,7 +23,7 @@ use crate::model::{ConnStage, LoadModel, RunPlan, Sample, Segment, Ticket, Times
 use crate::recorder::{IntervalSnapshot, Measured, Recorder};
 use crate::target::{Renderer, Workload};
 use pacer::ThreadPacer;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -94,12 +97,15 @@ pub struct Workers {
     handles: Vec<std::thread::JoinHandle<Measured>>,
     done_rx: tokio::sync::mpsc::UnboundedReceiver<()>,
     finished: usize,
-    /// When recording starts (start + warm-up).
-    pub record_from: Instant,
+    /// Opens when the load starts (an open loop: once its connections are open).
+    gate: Arc<StartGate>,
+    warmup: Duration,
 }
 
-/// Starts the worker threads of `plan`. Recording starts after the warm-up; the scheduler
-/// stops issuing requests by itself at the end of the duration or request count.
+/// Starts the worker threads of `plan`. The load starts at once in a closed loop, and once
+/// every connection is open in an open loop ([`Workers::started`]); recording starts after the
+/// warm-up; the scheduler stops issuing requests by itself at the end of the duration or
+/// request count.
 pub fn start(
     plan: &RunPlan,
     config: SessionConfig,
@@ -109,7 +115,14 @@ pub fn start(
 ) -> std::io::Result<Workers> {
     let start = Instant::now();
     let record_from = start + plan.warmup;
-    let scheduler = Arc::new(Scheduler::new(plan, record_from));
+    let open_loop = matches!(plan.load, LoadModel::Open { .. });
+    let scheduler = Arc::new(Scheduler::pending(plan));
+    let gate = Arc::new(if open_loop {
+        StartGate::new(plan.threads)
+    } else {
+        scheduler.begin(record_from);
+        StartGate::opened_at(start)
+    });
     let stage_ends: Vec<Instant> = plan
         .stage_durations()
         .iter()
@@ -134,16 +147,13 @@ pub fn start(
             LoadModel::Closed { .. } | LoadModel::ClosedStages(_) | LoadModel::Burst { .. } => None,
             LoadModel::Open {
                 schedule, arrival, ..
-            } => Some((
-                ThreadPacer::new(
-                    schedule.clone(),
-                    *arrival,
-                    thread,
-                    plan.threads,
-                    plan.segment,
-                    plan.seed,
-                ),
-                start,
+            } => Some(ThreadPacer::new(
+                schedule.clone(),
+                *arrival,
+                thread,
+                plan.threads,
+                plan.segment,
+                plan.seed,
             )),
         };
         let ctx = WorkerCtx {
@@ -171,6 +181,8 @@ pub fn start(
             progress: progress.clone(),
             record_from,
             record_until: scheduler.deadline(),
+            gate: gate.clone(),
+            warmup: plan.warmup,
             interval: plan.interval,
             done: done_tx.clone(),
         };
@@ -183,11 +195,23 @@ pub fn start(
         handles,
         done_rx,
         finished: 0,
-        record_from,
+        gate,
+        warmup: plan.warmup,
     })
 }
 
 impl Workers {
+    /// Resolves when the load starts, with the start of recording (after the warm-up).
+    /// Cancel-safe.
+    pub async fn started(&self) -> Instant {
+        self.gate.opened().await + self.warmup
+    }
+
+    /// The gate that opens when the load starts.
+    pub fn gate(&self) -> Arc<StartGate> {
+        self.gate.clone()
+    }
+
     /// Resolves when every worker has finished (by itself, or after a stop). Cancel-safe.
     pub async fn all_finished(&mut self) {
         while self.finished < self.handles.len() {
@@ -233,13 +257,16 @@ struct WorkerCtx {
     live: Option<std::sync::mpsc::Sender<IntervalSnapshot>>,
     connections: usize,
     scheduler: Arc<Scheduler>,
-    /// The thread's share of an open-loop schedule, from the run's start.
-    pacer: Option<(ThreadPacer, Instant)>,
+    /// The thread's share of an open-loop schedule, from the origin the gate gives.
+    pacer: Option<ThreadPacer>,
     config: Arc<SessionConfig>,
     stop: StopSignal,
     progress: Arc<Progress>,
+    /// A closed loop's recorded window (an open loop's is known when its gate opens).
     record_from: Instant,
     record_until: Option<Instant>,
+    gate: Arc<StartGate>,
+    warmup: Duration,
     interval: Duration,
     done: tokio::sync::mpsc::UnboundedSender<()>,
 }
@@ -279,7 +306,7 @@ impl WorkerCtx {
         measured
     }
 
-    async fn drive(&self, recorder: Rc<RefCell<Recorder>>, pacer: Option<(ThreadPacer, Instant)>) {
+    async fn drive(&self, recorder: Rc<RefCell<Recorder>>, pacer: Option<ThreadPacer>) {
         // A per-thread copy: no shared reference counts touched on the hot path.
         let config = Rc::new(SessionConfig::clone(&self.config));
         let feed = match pacer {
@@ -306,13 +333,36 @@ impl WorkerCtx {
             )))
         });
         let mut set = tokio::task::JoinSet::new();
-        if let (Some((pacer, origin)), Feed::Open(queue)) = (pacer, &feed) {
-            set.spawn_local(open::dispatch(
-                pacer,
-                origin,
-                self.scheduler.clone(),
-                queue.clone(),
-            ));
+        // An open loop opens its connections first: one per connection slot (an HTTP/2
+        // link's streams share it); the last one to open tells the gate this thread is ready.
+        let opening = pacer.is_some().then(|| {
+            let slots = if self.burst.is_some() {
+                0
+            } else {
+                self.connections
+            };
+            if slots == 0 {
+                self.gate.arrive();
+            }
+            Rc::new(Opening {
+                pending: Cell::new(slots),
+                gate: self.gate.clone(),
+                record: self.warmup.is_zero(),
+            })
+        });
+        if let (Some(pacer), Feed::Open(queue)) = (pacer, &feed) {
+            let (gate, scheduler, queue) =
+                (self.gate.clone(), self.scheduler.clone(), queue.clone());
+            let (recorder, warmup) = (recorder.clone(), self.warmup);
+            set.spawn_local(async move {
+                let origin = gate.opened().await;
+                scheduler.begin(origin + warmup);
+                recorder
+                    .borrow_mut()
+                    .begin(origin + warmup, scheduler.deadline());
+                let not_sent = open::dispatch(pacer, origin, scheduler, queue).await;
+                recorder.borrow_mut().not_sent(not_sent);
+            });
         }
         if let Some((interval, bursts)) = self.burst {
             let sessions = (0..self.connections)
@@ -341,7 +391,7 @@ impl WorkerCtx {
         for local in 0..connections {
             // HTTP/2: the connection slot's streams share one connection.
             let link = self.http2.then(|| Rc::new(H2Link::default()));
-            for _ in 0..self.streams {
+            for stream in 0..self.streams {
                 // Connections are numbered across threads (thread i holds i, i+T, i+2T, …) and
                 // segments (segment s holds every S-th of those), so a ramp of connections grows
                 // evenly on every thread of every generator.
@@ -354,6 +404,7 @@ impl WorkerCtx {
                         as usize,
                 });
                 let conn = Connection {
+                    opening: opening.clone().filter(|_| stream == 0),
                     activity,
                     session: Session::new(config.clone(), gate.clone(), link.clone()),
                     feed: feed.clone(),
@@ -484,8 +535,30 @@ impl Activity {
     }
 }
 
+/// A thread's connections being opened ahead of an open loop's schedule.
+struct Opening {
+    /// Connection slots not yet open (or failed).
+    pending: Cell<usize>,
+    gate: Arc<StartGate>,
+    /// Whether their connect times are recorded (not in a warm-up).
+    record: bool,
+}
+
+impl Opening {
+    /// One slot is open (or failed: its first request will connect again).
+    fn done(&self) {
+        let left = self.pending.get().saturating_sub(1);
+        self.pending.set(left);
+        if left == 0 {
+            self.gate.arrive();
+        }
+    }
+}
+
 /// One connection's loop: take a ticket, send, record, repeat.
 struct Connection {
+    /// An open loop: open the connection before the schedule starts.
+    opening: Option<Rc<Opening>>,
     activity: Option<Activity>,
     session: Session,
     feed: Feed,
@@ -500,6 +573,14 @@ struct Connection {
 
 impl Connection {
     async fn run(mut self) {
+        if let Some(opening) = self.opening.take() {
+            let now = Instant::now();
+            let mut stamps = Timestamps::new(now, now);
+            if self.session.open(&mut stamps).await.is_ok() && opening.record {
+                self.recorder.borrow_mut().record_connection(&stamps);
+            }
+            opening.done();
+        }
         loop {
             if let Some(a) = &self.activity {
                 if !a.wait_active().await {
@@ -528,6 +609,7 @@ impl Connection {
                 }
                 None => (Send::Fixed, 0),
             };
+            self.recorder.borrow_mut().sending();
             let outcome = self.session.request(&mut stamps, send).await;
             record_outcome(
                 &self.recorder,

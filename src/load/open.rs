@@ -2,7 +2,9 @@
 //! of the thread's pacer and releases a ticket into the thread's queue; the thread's
 //! connections take tickets from the queue as they become free. A ticket that waits in the
 //! queue is a request due while every connection was busy: its wait is the `queue` phase,
-//! and latency is measured from its due time whatever it waited.
+//! and latency is measured from its due time whatever it waited. At the end of a timed run
+//! the tickets still waiting are withdrawn and counted as not sent: nothing is sent after
+//! the recorded window, and nothing due in it goes uncounted.
 
 use super::pacer::ThreadPacer;
 use super::timer::PreciseTimer;
@@ -30,6 +32,14 @@ impl OpenQueue {
         self.notify.notify_one();
     }
 
+    /// Withdraws the tickets not yet taken: how many there were.
+    pub fn withdraw(&self) -> u64 {
+        let mut tickets = self.tickets.borrow_mut();
+        let n = tickets.len() as u64;
+        tickets.clear();
+        n
+    }
+
     /// No more tickets will come.
     pub fn close(&self) {
         self.closed.set(true);
@@ -51,15 +61,17 @@ impl OpenQueue {
 }
 
 /// Releases the thread's tickets at their due times (from `origin`), until the schedule,
-/// the duration or the request count ends.
+/// the duration or the request count ends; gives the number of requests due in a timed run's
+/// window that were never sent (released too late, or still queued at its end).
 pub async fn dispatch(
     mut pacer: ThreadPacer,
     origin: Instant,
     scheduler: Arc<Scheduler>,
     queue: Rc<OpenQueue>,
-) {
+) -> u64 {
     let timer = PreciseTimer::new();
     let deadline = scheduler.deadline();
+    let mut not_sent = 0;
     while let Some(offset) = pacer.next_due() {
         let due = origin + offset;
         if deadline.is_some_and(|d| due >= d) {
@@ -68,6 +80,11 @@ pub async fn dispatch(
         let Some(seq) = scheduler.admit(due) else {
             break;
         };
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            // The window closed before this one could leave.
+            not_sent += 1;
+            continue;
+        }
         timer.sleep_until(due).await;
         let released = Instant::now();
         queue.push(Ticket {
@@ -76,5 +93,10 @@ pub async fn dispatch(
             released,
         });
     }
+    if let Some(end) = deadline {
+        timer.sleep_until(end).await;
+        not_sent += queue.withdraw();
+    }
     queue.close();
+    not_sent
 }

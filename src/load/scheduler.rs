@@ -3,41 +3,65 @@
 //! "now"; in an open loop each thread's pacer says when a request is due and the scheduler
 //! only admits it under the stop rule. A request count is shared by all threads through one atomic claim counter (claims
 //! start after the warm-up), so the run sends exactly `-n` recorded requests whatever the
-//! threads' speeds; a duration ends issuing at `record_from + duration`.
+//! threads' speeds; a duration ends issuing at `record_from + duration`. An open loop's
+//! scheduler begins only once the plan's connections are open ([`super::start`]).
 
 use crate::model::{RunPlan, Segment, StopRule, Ticket};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 /// Issues tickets for every load model of the plan.
 pub struct Scheduler {
-    record_from: Instant,
+    /// Set once, when the load starts.
+    window: OnceLock<Window>,
     /// This process's stop rule (its segment's share of a request count).
     stop: StopRule,
     segment: Segment,
-    deadline: Option<Instant>,
     claims: AtomicU64,
 }
 
+/// The recorded window: from the end of the warm-up to the end of the duration.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    record_from: Instant,
+    deadline: Option<Instant>,
+}
+
 impl Scheduler {
+    /// A scheduler whose recording starts at `record_from`.
     pub fn new(plan: &RunPlan, record_from: Instant) -> Self {
-        let stop = plan.local_stop();
-        let deadline = match stop {
-            StopRule::Duration(d) => Some(record_from + d),
-            StopRule::Requests(_) => None,
-        };
+        let s = Scheduler::pending(plan);
+        s.begin(record_from);
+        s
+    }
+
+    /// A scheduler that waits for [`Scheduler::begin`]: until then every request it admits
+    /// is a warm-up request.
+    pub fn pending(plan: &RunPlan) -> Self {
         Scheduler {
-            record_from,
-            stop,
+            window: OnceLock::new(),
+            stop: plan.local_stop(),
             segment: plan.segment,
-            deadline,
             claims: AtomicU64::new(0),
         }
     }
 
-    /// The end of a timed run's recorded window.
+    /// Starts recording at `record_from` (the first call wins).
+    pub fn begin(&self, record_from: Instant) {
+        let deadline = match self.stop {
+            StopRule::Duration(d) => Some(record_from + d),
+            StopRule::Requests(_) => None,
+        };
+        let _ = self.window.set(Window {
+            record_from,
+            deadline,
+        });
+    }
+
+    /// The end of a timed run's recorded window (once begun).
     pub fn deadline(&self) -> Option<Instant> {
-        self.deadline
+        self.window.get().and_then(|w| w.deadline)
     }
 
     /// The next ticket for a connection that is free now, or `None` when the run is over.
@@ -47,7 +71,7 @@ impl Scheduler {
 
     /// The ticket for a connection free at `now`.
     pub fn ticket_at(&self, now: Instant) -> Option<Ticket> {
-        if self.deadline.is_some_and(|d| now >= d) {
+        if self.deadline().is_some_and(|d| now >= d) {
             return None;
         }
         let seq = self.admit(now)?;
@@ -63,8 +87,9 @@ impl Scheduler {
     /// intended during the warm-up are not counted (their number is `u64::MAX`: they are not
     /// recorded).
     pub fn admit(&self, intended: Instant) -> Option<u64> {
-        if intended < self.record_from {
-            return Some(u64::MAX);
+        match self.window.get() {
+            Some(w) if intended >= w.record_from => {}
+            _ => return Some(u64::MAX),
         }
         let claim = self.claims.fetch_add(1, Ordering::Relaxed);
         match self.stop {
@@ -130,6 +155,26 @@ mod tests {
         let s = Scheduler::new(&plan(&["-d", "2s"]), t0);
         assert!(s.ticket_at(t0 + Duration::from_millis(1999)).is_some());
         assert!(s.ticket_at(t0 + Duration::from_secs(2)).is_none());
+    }
+
+    #[test]
+    fn a_pending_scheduler_counts_nothing_until_it_begins() {
+        let t0 = Instant::now();
+        let s = Scheduler::pending(&plan(&["-n", "2", "-R", "100"]));
+        assert_eq!(s.deadline(), None);
+        assert_eq!(
+            s.admit(t0),
+            Some(u64::MAX),
+            "before the start: not numbered"
+        );
+        s.begin(t0 + Duration::from_millis(5));
+        s.begin(t0 + Duration::from_secs(9)); // ignored: the first begin wins
+        assert_eq!(s.admit(t0 + Duration::from_millis(5)), Some(0));
+        assert_eq!(s.admit(t0 + Duration::from_millis(6)), Some(1));
+        assert_eq!(s.admit(t0 + Duration::from_millis(7)), None);
+        let d = Scheduler::pending(&plan(&["-d", "2s", "-R", "100"]));
+        d.begin(t0);
+        assert_eq!(d.deadline(), Some(t0 + Duration::from_secs(2)));
     }
 
     #[test]

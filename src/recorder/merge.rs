@@ -136,6 +136,8 @@ fn summary(parts: &[&Summary], h: &Hists, duration_s: f64) -> Summary {
         .iter()
         .filter_map(|s| s.generator.offered_rps)
         .collect();
+    // Parts side by side share the window: their sending rates add up.
+    let sent: Vec<f64> = parts.iter().filter_map(|s| s.generator.sent_rps).collect();
     Summary {
         requests: Requests {
             total: sum(&|s| s.requests.total),
@@ -144,7 +146,14 @@ fn summary(parts: &[&Summary], h: &Hists, duration_s: f64) -> Summary {
             non_2xx_3xx: sum(&|s| s.requests.non_2xx_3xx),
         },
         duration_s,
-        throughput_rps: round3(per_s(sum(&|s| s.requests.total))),
+        throughput_rps: round3(per_s(sum(&|s| s.requests.total) - sum(&|s| s.end.drained))),
+        end: super::record::EndOfRun {
+            drained: sum(&|s| s.end.drained),
+            drain_timeouts: sum(&|s| s.end.drain_timeouts),
+            in_flight: sum(&|s| s.end.in_flight),
+            not_sent: sum(&|s| s.end.not_sent),
+            drain_s: parts.iter().map(|s| s.end.drain_s).fold(0.0, f64::max),
+        },
         bytes: Bytes {
             read,
             written: sum(&|s| s.bytes.written),
@@ -163,6 +172,7 @@ fn summary(parts: &[&Summary], h: &Hists, duration_s: f64) -> Summary {
         latency: latency(h),
         generator: Generator {
             offered_rps: (offered.len() == parts.len()).then(|| offered.iter().sum()),
+            sent_rps: (sent.len() == parts.len()).then(|| round3(sent.iter().sum())),
             thread_busy: parts
                 .iter()
                 .flat_map(|s| s.generator.thread_busy.iter().copied())

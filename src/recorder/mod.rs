@@ -34,6 +34,17 @@ pub struct Counters {
     pub connections_opened: u64,
     /// Responses after which the server closed the connection (`Connection: close`).
     pub server_closes: u64,
+    /// Requests that ended after the recorded window, while the run drained its requests in
+    /// flight (counted in `requests` too).
+    pub drained: u64,
+    /// Of the drained requests, those that timed out.
+    pub drain_timeouts: u64,
+    /// Requests sent and still in flight when the run ended (after the drain, or at a stop):
+    /// not in `requests`.
+    pub in_flight_at_end: u64,
+    /// Open loop: requests due in the window that were never sent (every connection busy
+    /// until the end): not in `requests`.
+    pub not_sent: u64,
 }
 
 impl Default for Counters {
@@ -47,6 +58,10 @@ impl Default for Counters {
             traffic: Traffic::default(),
             connections_opened: 0,
             server_closes: 0,
+            drained: 0,
+            drain_timeouts: 0,
+            in_flight_at_end: 0,
+            not_sent: 0,
         }
     }
 }
@@ -88,6 +103,10 @@ impl Counters {
         self.traffic.add(&o.traffic);
         self.connections_opened += o.connections_opened;
         self.server_closes += o.server_closes;
+        self.drained += o.drained;
+        self.drain_timeouts += o.drain_timeouts;
+        self.in_flight_at_end += o.in_flight_at_end;
+        self.not_sent += o.not_sent;
     }
 }
 
@@ -241,6 +260,8 @@ pub struct Recorder {
     by_request: Vec<RequestAcc>,
     /// A bounded uniform sample of the responses (end time, total latency).
     samples: reservoir::Reservoir,
+    /// Requests sent whose outcome has not come back yet.
+    in_flight: u64,
 }
 
 /// Per-burst histograms: dispatch all, then wait for all (nanoseconds).
@@ -273,6 +294,7 @@ impl Recorder {
             h2_max_streams: None,
             by_request: Vec::new(),
             samples: reservoir::Reservoir::per_thread(),
+            in_flight: 0,
         }
     }
 
@@ -297,6 +319,7 @@ impl Recorder {
     /// Folds one sample in with its response's `Server-Timing` values.
     #[inline]
     pub fn record_with_timing(&mut self, s: &Sample, timing: &[u8]) {
+        self.in_flight = self.in_flight.saturating_sub(1);
         if self.record(s) && s.error.is_none() && !timing.is_empty() {
             let interval = self
                 .current_server
@@ -335,11 +358,38 @@ impl Recorder {
         self
     }
 
-    /// Also ignores requests that end after `until` (the end of a timed run): they were in
-    /// flight when the recorded window closed, like those abandoned at the stop.
+    /// Counts requests that end after `until` (the end of a timed run) as drained: they were
+    /// in flight when the recorded window closed, and are recorded all the same (the slow
+    /// ones are the tail).
     pub fn until(mut self, until: Option<Instant>) -> Self {
         self.record_until = until;
         self
+    }
+
+    /// Moves the recorded window to start at `record_from` and end at `until` (an open loop's
+    /// window is known once its connections are open).
+    pub fn begin(&mut self, record_from: Instant, until: Option<Instant>) {
+        // The stages' ends move with the start.
+        let shift = record_from.saturating_duration_since(self.record_from);
+        for (end, _, _) in &mut self.segments {
+            *end += shift;
+        }
+        self.record_from = record_from;
+        self.record_until = until;
+    }
+
+    /// Records a connection opened ahead of the load (see [`crate::load`]): its connect and
+    /// TLS times, and the connection count. It carried no request.
+    pub fn record_connection(&mut self, stamps: &crate::model::Timestamps) {
+        if stamps.connect_end.is_none() {
+            return;
+        }
+        self.counters.connections_opened += 1;
+        for phase in [Phase::Connect, Phase::Tls] {
+            if let Some(d) = stamps.phase(phase) {
+                hist::record(&mut self.hists.0[phase.index()], d.as_nanos() as u64);
+            }
+        }
     }
 
     /// Folds one sample in; false when it falls outside the recorded window.
@@ -348,12 +398,14 @@ impl Recorder {
         if s.stamps.intended < self.record_from {
             return false;
         }
-        if let Some(until) = self.record_until {
-            if s.stamps.done.unwrap_or_else(Instant::now) > until {
-                return false;
+        let end = s.stamps.done.unwrap_or_else(Instant::now);
+        self.counters.add(s);
+        if self.record_until.is_some_and(|until| end > until) {
+            self.counters.drained += 1;
+            if s.error == Some(ErrorKind::Timeout) {
+                self.counters.drain_timeouts += 1;
             }
         }
-        self.counters.add(s);
         let d = durations(s);
         if let Some(code) = s.status {
             self.status[(code as usize).min(STATUS_SLOTS - 1)] += 1;
@@ -370,7 +422,6 @@ impl Recorder {
             c.add(s);
             h.record(&d);
         }
-        let end = s.stamps.done.unwrap_or_else(Instant::now);
         if let Some(total_ns) = d[Phase::Total.index()] {
             let from = self.record_from;
             self.samples.offer(|| {
@@ -408,6 +459,17 @@ impl Recorder {
         if slot.is_none() {
             *slot = Some(detail.to_string());
         }
+    }
+
+    /// A request is being sent (its outcome comes back through
+    /// [`Recorder::record_with_timing`]); those still out at the end are counted.
+    pub fn sending(&mut self) {
+        self.in_flight += 1;
+    }
+
+    /// Counts requests due in the window that were never sent.
+    pub fn not_sent(&mut self, n: u64) {
+        self.counters.not_sent += n;
     }
 
     /// Requests recorded so far.
@@ -449,6 +511,7 @@ impl Recorder {
     /// Ends recording: what this thread measured.
     pub fn finish(mut self) -> Measured {
         self.close_interval();
+        self.counters.in_flight_at_end += self.in_flight;
         self.finished.shrink_to_fit();
         let snapshot_bytes = self.finished.iter().map(IntervalSnapshot::footprint).sum();
         Measured {
@@ -720,13 +783,40 @@ mod tests {
     }
 
     #[test]
-    fn samples_ending_after_the_window_are_ignored() {
+    fn samples_ending_after_the_window_are_drained_and_kept() {
         let base = Instant::now();
         let until = base + Duration::from_millis(100);
         let mut r = Recorder::new(base, Duration::from_secs(1)).until(Some(until));
-        r.record(&sample(base, 50, 40_000, None)); // ends at 90 ms: inside
-        r.record(&sample(base, 90, 20_000, None)); // ends at 110 ms: in flight at the end
-        assert_eq!(r.requests(), 1);
+        // (intended ms, total µs, error): ends inside, ends in the drain, times out in it
+        let rows = [
+            (50, 40_000, None),
+            (90, 20_000, None),
+            (95, 0, Some(ErrorKind::Timeout)),
+        ];
+        for (ms, us, err) in rows {
+            r.sending();
+            let mut s = sample(base, ms, us, err);
+            if err.is_some() {
+                s.stamps.done = Some(until + Duration::from_millis(1));
+            }
+            r.record_with_timing(&s, &[]);
+        }
+        r.sending(); // one more never comes back
+        r.not_sent(2);
+        let m = r.finish();
+        let c = &m.counters;
+        assert_eq!(
+            (c.requests, c.ok),
+            (3, 2),
+            "every ended request is recorded"
+        );
+        assert_eq!((c.drained, c.drain_timeouts), (2, 1));
+        assert_eq!((c.in_flight_at_end, c.not_sent), (1, 2));
+        assert_eq!(
+            m.hists.get(Phase::Total).len(),
+            2,
+            "the slow one is in the tail"
+        );
     }
 
     #[test]

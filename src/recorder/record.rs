@@ -205,10 +205,14 @@ impl Environment {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
     pub requests: Requests,
-    /// Recorded time in seconds (warm-up excluded).
+    /// Recorded time in seconds (warm-up excluded): the window.
     pub duration_s: f64,
-    /// Completed requests (responses and errors) per second.
+    /// Requests that ended (responses and errors) within the window, per second of it. Those
+    /// that ended in the drain after it are in `requests` and `end.drained`, not here.
     pub throughput_rps: f64,
+    /// What became of the requests that did not end within the window.
+    #[serde(default)]
+    pub end: EndOfRun,
     pub bytes: Bytes,
     pub connections: Connections,
     /// Status code → responses.
@@ -315,11 +319,52 @@ impl BurstStats {
     }
 }
 
+/// The end of a run. Every request sent is counted once: in `requests` (it ended within the
+/// window, or in the drain after it) or here as still in flight when the run ended; requests
+/// due but never sent are counted apart.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct EndOfRun {
+    /// Requests that ended after the window, while the run waited for those in flight
+    /// (`--drain`); they are in `requests` and in the latency figures.
+    pub drained: u64,
+    /// Of the drained requests, those that timed out.
+    pub drain_timeouts: u64,
+    /// Requests sent and still in flight when the run ended (the drain ran out, or a signal
+    /// stopped the run): not in `requests`.
+    pub in_flight: u64,
+    /// Open loop: requests due within the window that were never sent (every connection was
+    /// busy until its end): not in `requests`.
+    pub not_sent: u64,
+    /// How long the drain waited, seconds.
+    pub drain_s: f64,
+}
+
+impl EndOfRun {
+    fn of(c: &super::Counters, drain: Duration) -> Self {
+        EndOfRun {
+            drained: c.drained,
+            drain_timeouts: c.drain_timeouts,
+            in_flight: c.in_flight_at_end,
+            not_sent: c.not_sent,
+            drain_s: round6(drain.as_secs_f64()),
+        }
+    }
+
+    /// Whether anything is left to say.
+    pub fn is_empty(&self) -> bool {
+        self.drained + self.in_flight + self.not_sent == 0
+    }
+}
+
 /// The load generator's own figures, so that its limit is not mistaken for the server's.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Generator {
     /// Open loop: the rate asked for, req/s.
     pub offered_rps: Option<f64>,
+    /// Open loop: the rate the generator sent at, req/s of the window (requests recorded and
+    /// those still in flight at the end); below `offered_rps` when it could not keep up.
+    #[serde(default)]
+    pub sent_rps: Option<f64>,
     /// Per worker thread, the share of the run it was on a CPU (0..1).
     pub thread_busy: Vec<f64>,
     /// Bytes of interval snapshots (compressed histograms and their containers) kept in memory
@@ -445,6 +490,8 @@ pub struct Interval {
 #[derive(Debug, Clone)]
 pub struct Ending {
     pub recorded: Duration,
+    /// How long the end waited for the requests in flight.
+    pub drained: Duration,
     pub stop_reason: String,
     pub interrupted: bool,
     pub start_time: String,
@@ -558,7 +605,8 @@ impl RunRecord {
                     non_2xx_3xx,
                 },
                 duration_s: round6(secs),
-                throughput_rps: round3(per_s(c.requests)),
+                throughput_rps: round3(per_s(c.requests - c.drained)),
+                end: EndOfRun::of(c, end.drained),
                 bytes: Bytes {
                     read: c.bytes_read,
                     written: c.bytes_written,
@@ -577,6 +625,8 @@ impl RunRecord {
                 latency: latency_of(&measured.hists),
                 generator: Generator {
                     offered_rps: offered_rps(plan),
+                    sent_rps: offered_rps(plan)
+                        .map(|_| round3(per_s(c.requests + c.in_flight_at_end))),
                     thread_busy: measured.thread_busy.iter().map(|b| round3(*b)).collect(),
                     interval_snapshot_bytes: measured.snapshot_bytes,
                 },
@@ -867,24 +917,8 @@ pub const LAG_NEAR_US: f64 = 500.0;
 pub fn warnings_of(r: &RunRecord) -> Vec<String> {
     let s = &r.summary;
     let mut out = Vec::new();
-    let lag = &s.latency.schedule_lag;
-    let open = r.config.load_model == "open";
-    if open {
-        if let (Some(p99), Some(max)) = (lag.p99_us, lag.max_us) {
-            if p99 > LAG_WARN_US {
-                out.push(format!(
-                    "the generator fell behind its schedule: schedule lag p99 {:.0} us (max {:.0} us); \
-                     the client, not the server, limited this run: use more threads (-t), a lower rate, \
-                     or more generators",
-                    p99, max
-                ));
-            } else if p99 > LAG_NEAR_US {
-                out.push(format!(
-                    "the generator is near its limit: schedule lag p99 {p99:.0} us (the bound is \
-                     {LAG_WARN_US:.0} us); `reqlife calibrate` shows what this machine can generate"
-                ));
-            }
-        }
+    if r.config.load_model == "open" {
+        out.extend(open_loop_warning(r));
     }
     let busiest = s.generator.thread_busy.iter().cloned().fold(0.0, f64::max);
     if busiest > BUSY_WARN {
@@ -900,27 +934,18 @@ pub fn warnings_of(r: &RunRecord) -> Vec<String> {
             busiest * 100.0
         ));
     }
-    if let Some(offered) = s.generator.offered_rps {
-        let achieved = s.throughput_rps;
-        if r.stop_reason == "duration" && achieved < 0.99 * offered {
-            out.push(format!(
-                "achieved {achieved:.0} req/s of the {offered:.0} offered ({:.1}%)",
-                100.0 * achieved / offered
-            ));
-        }
-        let queue = s.latency.phases.get("queue").and_then(|q| q.p99_us);
-        let lag_p99 = lag.p99_us.unwrap_or(0.0);
-        if let Some(q) = queue {
-            if q > 1000.0 && q > 10.0 * lag_p99.max(1.0) {
-                out.push(format!(
-                    "requests waited for a free connection (queue p99 {:.2} ms) while the generator kept \
-                     its schedule: the server did not keep up with {offered:.0} req/s on {} connections; \
-                     the corrected latency includes that wait",
-                    q / 1000.0,
-                    r.config.connections
-                ));
-            }
-        }
+    let e = &s.end;
+    if e.in_flight > 0 {
+        let when = if r.interrupted {
+            "when the run was interrupted".to_string()
+        } else {
+            format!("when the drain ended ({:.2}s after the window)", e.drain_s)
+        };
+        out.push(format!(
+            "{} requests were still in flight {when}: their latency is missing from the figures, \
+             and they are likely the slowest; give them longer with --drain (or --timeout)",
+            e.in_flight
+        ));
     }
     let ports = s.errors.get("addr_not_avail").copied().unwrap_or(0);
     if ports > 0 {
@@ -931,6 +956,138 @@ pub fn warnings_of(r: &RunRecord) -> Vec<String> {
         ));
     }
     out
+}
+
+/// The one warning an open loop's schedule calls for, if any. Requests can be late for two
+/// reasons: the generator released them late (schedule lag: the client's fault), or every
+/// connection was busy so they waited in the queue (the server's). When both show, the larger
+/// delay decides which it was, and the warning says so once (never "the client limited this
+/// run" beside "the server did not keep up").
+fn open_loop_warning(r: &RunRecord) -> Option<String> {
+    let s = &r.summary;
+    let lag = &s.latency.schedule_lag;
+    let (lag_p99, lag_max) = (lag.p99_us.unwrap_or(0.0), lag.max_us.unwrap_or(0.0));
+    let queue_p99 = s
+        .latency
+        .phases
+        .get("queue")
+        .and_then(|q| q.p99_us)
+        .unwrap_or(0.0);
+    let offered = s.generator.offered_rps;
+    let sent = s.generator.sent_rps.unwrap_or(s.throughput_rps);
+    let shortfall = offered
+        .filter(|o| r.stop_reason == "duration" && sent < 0.99 * o)
+        .map(|o| {
+            let mut f = format!(
+                "achieved {sent:.0} req/s of the {o:.0} offered ({:.1}%)",
+                100.0 * sent / o
+            );
+            if s.end.not_sent > 0 {
+                f += &format!(", {} requests due were never sent", s.end.not_sent);
+            }
+            f
+        });
+    let lagging = LaggingIntervals::of(r, LAG_WARN_US);
+    if queue_p99 > 1000.0 && queue_p99 > 10.0 * lag_p99.max(1.0) {
+        let mut w = format!(
+            "requests waited for a free connection (queue p99 {:.2} ms) while the generator kept \
+             its schedule (lag p99 {lag_p99:.0} us): the server did not keep up with {:.0} req/s on \
+             {} connections; the corrected latency includes that wait",
+            queue_p99 / 1000.0,
+            offered.unwrap_or(0.0),
+            r.config.connections
+        );
+        if let Some(f) = shortfall {
+            w += &format!("; {f}");
+        }
+        return Some(w);
+    }
+    if lag_p99 > LAG_WARN_US {
+        let mut w = format!(
+            "the generator fell behind its schedule: schedule lag p99 {lag_p99:.0} us (max \
+             {lag_max:.0} us){}; the client, not the server, limited this run",
+            lagging.named()
+        );
+        if let Some(f) = shortfall {
+            w += &format!(" ({f})");
+        }
+        w += ": use more threads (-t), a lower rate, or more generators";
+        return Some(w);
+    }
+    if lagging.count > 0 {
+        return Some(format!(
+            "the generator fell behind{}: schedule lag up to {:.0} us there; the corrected tail \
+             (p99.9, max) includes it",
+            lagging.named(),
+            lagging.max_us
+        ));
+    }
+    if lag_p99 > LAG_NEAR_US {
+        return Some(format!(
+            "the generator is near its limit: schedule lag p99 {lag_p99:.0} us (the bound is \
+             {LAG_WARN_US:.0} us); `reqlife calibrate` shows what this machine can generate"
+        ));
+    }
+    shortfall
+}
+
+/// The intervals whose schedule lag p99 passed a bound.
+struct LaggingIntervals {
+    count: usize,
+    of: usize,
+    /// Their time ranges (adjacent ones joined), seconds from the start.
+    ranges: Vec<(f64, f64)>,
+    max_us: f64,
+}
+
+impl LaggingIntervals {
+    fn of(r: &RunRecord, bound_us: f64) -> Self {
+        let mut out = LaggingIntervals {
+            count: 0,
+            of: r.intervals.len(),
+            ranges: Vec::new(),
+            max_us: 0.0,
+        };
+        for i in &r.intervals {
+            let Some(lag) = i.latency.get("schedule_lag") else {
+                continue;
+            };
+            if lag.p99_us <= bound_us {
+                continue;
+            }
+            out.count += 1;
+            out.max_us = out.max_us.max(lag.max_us);
+            let end = i.start_s + i.duration_s;
+            match out.ranges.last_mut() {
+                Some(last) if (last.1 - i.start_s).abs() < 1e-9 => last.1 = end,
+                _ => out.ranges.push((i.start_s, end)),
+            }
+        }
+        out
+    }
+
+    /// " in 2 of 10 intervals (1.0-2.0s, 5.0-6.0s)", or nothing when none lagged.
+    fn named(&self) -> String {
+        if self.count == 0 {
+            return String::new();
+        }
+        const SHOWN: usize = 4;
+        let mut ranges: Vec<String> = self
+            .ranges
+            .iter()
+            .take(SHOWN)
+            .map(|(a, b)| format!("{a:.1}-{b:.1}s"))
+            .collect();
+        if self.ranges.len() > SHOWN {
+            ranges.push("...".into());
+        }
+        format!(
+            " in {} of {} intervals ({})",
+            self.count,
+            self.of,
+            ranges.join(", ")
+        )
+    }
 }
 
 fn round3(v: f64) -> f64 {
@@ -1069,6 +1226,7 @@ mod tests {
             &m,
             Ending {
                 recorded: Duration::from_secs(10),
+                drained: Duration::from_millis(250),
                 stop_reason: "duration".into(),
                 interrupted: false,
                 start_time: String::new(),
@@ -1165,5 +1323,98 @@ mod tests {
             "{w:?}"
         );
         assert!(!w.iter().any(|w| w.contains("fell behind")), "{w:?}");
+    }
+
+    /// Sets the schedule lag (p99, max) of interval `i`, in µs.
+    fn lag_in(r: &mut RunRecord, i: usize, p99_us: f64, max_us: f64) {
+        r.intervals[i].latency.insert(
+            "schedule_lag".into(),
+            IntervalStats {
+                count: 100,
+                p50_us: 10.0,
+                p99_us,
+                max_us,
+            },
+        );
+    }
+
+    #[test]
+    fn lagging_intervals_are_named_when_the_run_as_a_whole_kept_up() {
+        let mut r = record(&["-R", "1000"], |m| m.counters.requests = 10_000);
+        assert_eq!(r.intervals.len(), 10);
+        // (interval, lag p99 µs, max µs): two adjacent intervals over the bound, one apart,
+        // one under it.
+        for (i, p99, max) in [
+            (0, 4000.0, 9000.0),
+            (1, 2000.0, 3000.0),
+            (5, 1500.0, 2500.0),
+        ] {
+            lag_in(&mut r, i, p99, max);
+        }
+        lag_in(&mut r, 7, 900.0, 950.0);
+        let w = warnings_of(&r);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("the generator fell behind in 3 of 10 intervals (0.0-2.0s, 5.0-6.0s)"),
+            "{w:?}"
+        );
+        assert!(w[0].contains("up to 9000 us"), "{w:?}");
+    }
+
+    #[test]
+    fn a_run_that_lagged_throughout_names_its_intervals_and_blames_the_client() {
+        let mut r = record(&["-R", "1000"], |m| {
+            m.counters.requests = 9_000;
+            for _ in 0..200 {
+                hist::record(&mut m.hists.0[Phase::Lag.index()], 3_000_000);
+            }
+        });
+        lag_in(&mut r, 3, 3000.0, 3100.0);
+        let w = warnings_of(&r);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("schedule lag p99 3000 us"), "{w:?}");
+        assert!(w[0].contains("in 1 of 10 intervals (3.0-4.0s)"), "{w:?}");
+        assert!(w[0].contains("the client, not the server, limited this run"));
+        assert!(
+            w[0].contains("achieved 900 req/s of the 1000 offered"),
+            "{w:?}"
+        );
+    }
+
+    #[test]
+    fn a_full_queue_with_some_lag_is_the_server_s_doing_said_once() {
+        // The generator was 2 ms late at p99, but requests waited 50 ms for a free
+        // connection: the server did not keep up, and only that is said.
+        let r = record(&["-R", "1000", "-c", "10"], |m| {
+            m.counters.requests = 8_000;
+            m.counters.not_sent = 2_000;
+            for _ in 0..200 {
+                hist::record(&mut m.hists.0[Phase::Lag.index()], 2_000_000);
+                hist::record(&mut m.hists.0[Phase::Queue.index()], 50_000_000);
+            }
+        });
+        let w = warnings_of(&r);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("the server did not keep up"), "{w:?}");
+        assert!(w[0].contains("2000 requests due were never sent"), "{w:?}");
+        assert!(!w[0].contains("the client, not the server"), "{w:?}");
+    }
+
+    #[test]
+    fn requests_left_in_flight_are_named_with_the_fix() {
+        let r = record(&["-R", "1000"], |m| {
+            m.counters.requests = 10_000;
+            m.counters.in_flight_at_end = 7;
+            m.counters.drained = 40;
+        });
+        let e = &r.summary.end;
+        assert_eq!((e.in_flight, e.drained, e.drain_s), (7, 40, 0.25));
+        // The throughput divides what ended within the window by the window.
+        assert_eq!(r.summary.throughput_rps, 996.0);
+        assert_eq!(r.summary.generator.sent_rps, Some(1000.7));
+        let w = &r.summary.warnings;
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].starts_with("7 requests were still in flight when the drain ended (0.25s"));
+        assert!(w[0].contains("--drain"), "{w:?}");
     }
 }

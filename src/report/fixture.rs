@@ -112,6 +112,7 @@ pub fn measured(shape: Shape, interval: Duration) -> Measured {
 fn ending(seconds: u64) -> Ending {
     Ending {
         recorded: Duration::from_secs(seconds),
+        drained: Duration::ZERO,
         stop_reason: "duration".into(),
         interrupted: false,
         start_time: "2025-01-01T00:00:00Z".into(),

@@ -163,14 +163,35 @@ fn totals(out: &mut String, r: &RunRecord) {
         "  Requests     {} total, {} ok, {} errors, {} non-2xx/3xx in {:.2}s",
         s.requests.total, s.requests.ok, s.requests.errors, s.requests.non_2xx_3xx, s.duration_s
     );
+    // What the throughput divides: the requests that ended within the window.
+    let basis = match s.end.drained {
+        0 => String::new(),
+        d => format!(
+            " (the {} that ended within the {:.2}s)",
+            s.requests.total.saturating_sub(d),
+            s.duration_s
+        ),
+    };
     let _ = writeln!(
         out,
-        "  Throughput   {:.2} req/s; read {} ({}/s), written {}",
+        "  Throughput   {:.2} req/s{basis}; read {} ({}/s), written {}",
         s.throughput_rps,
         human_bytes(s.bytes.read as f64),
         human_bytes(s.bytes.read_per_s),
         human_bytes(s.bytes.written as f64)
     );
+    if !s.end.is_empty() {
+        let e = &s.end;
+        let _ = writeln!(
+            out,
+            "  End          {} ended while draining ({}, {} timed out), {} still in flight, {} due but never sent",
+            e.drained,
+            human_ns(e.drain_s * 1e9),
+            e.drain_timeouts,
+            e.in_flight,
+            e.not_sent
+        );
+    }
     traffic(out, &s.bytes);
     let _ = writeln!(
         out,
