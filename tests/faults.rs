@@ -176,8 +176,11 @@ fn a_stalled_server_times_out_within_the_timeout() {
 }
 
 #[test]
-fn a_stall_during_a_timed_run_does_not_outlast_the_duration() {
+fn a_stall_during_a_timed_run_ends_within_the_drain() {
     let addr = stalling_server(Duration::from_secs(30));
+    let url = format!("http://{addr}/");
+    // The two requests in flight at the end of the second are drained for up to the timeout
+    // (the --drain default): they time out in the drain, and are counted.
     let started = Instant::now();
     let out = run(&[
         "run",
@@ -187,13 +190,33 @@ fn a_stall_during_a_timed_run_does_not_outlast_the_duration() {
         "2",
         "-t",
         "1",
+        "--timeout",
+        "1s",
         "--json",
-        &format!("http://{addr}/"),
+        &url,
     ]);
-    assert!(started.elapsed() < Duration::from_secs(5));
-    // Nothing completed within the second: an empty but valid summary, and a failure.
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    let j = summary(&out);
+    assert_eq!(count(&j, "requests.total"), 2);
+    assert_eq!(count(&j, "errors.timeout"), 2);
+    assert_eq!(count(&j, "end.drained"), 2);
+    assert_eq!(count(&j, "end.drain_timeouts"), 2);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no request succeeded"),
+        "{}",
+        stderr(&out)
+    );
+    // --drain 0s: the run ends with the duration, and the two are counted as in flight.
+    let started = Instant::now();
+    let out = run(&[
+        "run", "-d", "1s", "-c", "2", "-t", "1", "--drain", "0s", "--json", &url,
+    ]);
+    assert!(started.elapsed() < Duration::from_secs(4));
     let j = summary(&out);
     assert_eq!(count(&j, "requests.total"), 0);
+    assert_eq!(count(&j, "end.in_flight"), 2);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("no response"), "{}", stderr(&out));
 }

@@ -400,12 +400,16 @@ impl Recorder {
         }
         let end = s.stamps.done.unwrap_or_else(Instant::now);
         self.counters.add(s);
-        if self.record_until.is_some_and(|until| end > until) {
+        let drained = self.record_until.filter(|until| end > *until);
+        if drained.is_some() {
             self.counters.drained += 1;
             if s.error == Some(ErrorKind::Timeout) {
                 self.counters.drain_timeouts += 1;
             }
         }
+        // The series and the sample of responses cover the window: a request drained after it
+        // counts in its last moment (so the intervals still add up to the run exactly).
+        let end = drained.map_or(end, |until| until - Duration::from_nanos(1));
         let d = durations(s);
         if let Some(code) = s.status {
             self.status[(code as usize).min(STATUS_SLOTS - 1)] += 1;
