@@ -172,6 +172,7 @@ pub fn start(
             record_from,
             record_until: scheduler.deadline(),
             interval: plan.interval,
+            pacer_slack: plan.pacer_slack,
             done: done_tx.clone(),
         };
         let handle = std::thread::Builder::new()
@@ -241,6 +242,8 @@ struct WorkerCtx {
     record_from: Instant,
     record_until: Option<Instant>,
     interval: Duration,
+    /// Open loop: requests due within this of each other leave in one wake-up.
+    pacer_slack: Duration,
     done: tokio::sync::mpsc::UnboundedSender<()>,
 }
 
@@ -306,13 +309,18 @@ impl WorkerCtx {
             )))
         });
         let mut set = tokio::task::JoinSet::new();
+        let mut keeper = None;
         if let (Some((pacer, origin)), Feed::Open(queue)) = (pacer, &feed) {
             set.spawn_local(open::dispatch(
                 pacer,
                 origin,
                 self.scheduler.clone(),
                 queue.clone(),
+                self.pacer_slack,
             ));
+            keeper = Some(tokio::task::spawn_local(open::keep_timer_wheel(
+                config.timeout,
+            )));
         }
         if let Some((interval, bursts)) = self.burst {
             let sessions = (0..self.connections)
@@ -371,6 +379,9 @@ impl WorkerCtx {
             _ = async { while set.join_next().await.is_some() {} } => {}
         }
         set.abort_all();
+        if let Some(k) = keeper {
+            k.abort();
+        }
     }
 }
 

@@ -139,6 +139,9 @@ pub struct Config {
     pub rate_rps: Option<f64>,
     /// Open loop: `constant` or `poisson`.
     pub arrival: Option<String>,
+    /// Open loop: `--pacer-slack`, seconds (absent from records that predate it).
+    #[serde(default)]
+    pub pacer_slack_s: Option<f64>,
     pub seed: u64,
     /// `reuse` (keep-alive) or `new` (a connection per request).
     pub connection_policy: String,
@@ -985,6 +988,8 @@ fn config_of(plan: &RunPlan, end: &Ending) -> Config {
             ),
             _ => None,
         },
+        pacer_slack_s: matches!(plan.load, LoadModel::Open { .. })
+            .then(|| plan.pacer_slack.as_secs_f64()),
         seed: plan.seed,
         connection_policy: if plan.keepalive { "reuse" } else { "new" }.into(),
         max_connections_per_second: plan.max_connects_per_s,
