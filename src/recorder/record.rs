@@ -872,19 +872,22 @@ pub fn warnings_of(r: &RunRecord) -> Vec<String> {
     let mut out = Vec::new();
     let lag = &s.latency.schedule_lag;
     let open = r.config.load_model == "open";
+    // The pacer's slack is lateness by design: only the lag beyond it is falling behind.
+    let slack_us = r.config.pacer_slack_s.unwrap_or(0.0) * 1e6;
     if open {
         if let (Some(p99), Some(max)) = (lag.p99_us, lag.max_us) {
-            if p99 > LAG_WARN_US {
+            if p99 - slack_us > LAG_WARN_US {
                 out.push(format!(
                     "the generator fell behind its schedule: schedule lag p99 {:.0} us (max {:.0} us); \
                      the client, not the server, limited this run: use more threads (-t), a lower rate, \
                      or more generators",
                     p99, max
                 ));
-            } else if p99 > LAG_NEAR_US {
+            } else if p99 - slack_us > LAG_NEAR_US {
                 out.push(format!(
                     "the generator is near its limit: schedule lag p99 {p99:.0} us (the bound is \
-                     {LAG_WARN_US:.0} us); `reqlife calibrate` shows what this machine can generate"
+                     {LAG_WARN_US:.0} us beyond the pacer's slack of {slack_us:.0} us); \
+                     `reqlife calibrate` shows what this machine can generate"
                 ));
             }
         }
@@ -1170,5 +1173,14 @@ mod tests {
             "{w:?}"
         );
         assert!(!w.iter().any(|w| w.contains("fell behind")), "{w:?}");
+        // 5 ms late with a 5 ms pacer slack: lateness by design, no warning.
+        let r = record(&["-R", "1000", "--pacer-slack", "5ms"], |m| {
+            m.counters.requests = 10_000;
+            for _ in 0..100 {
+                hist::record(&mut m.hists.0[Phase::Lag.index()], 5_000_000);
+            }
+        });
+        let w = &r.summary.warnings;
+        assert!(!w.iter().any(|w| w.contains("schedule lag")), "{w:?}");
     }
 }
