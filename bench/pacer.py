@@ -4,12 +4,13 @@
 Starts nginx (one worker, pinned to core 0, a 12-byte body) and runs `reqlife run -R RATE`
 pinned to core 1 (-t 1 -c 50) for each rate, several rounds, twice: with the precise timer
 (timerfd, the default) and with tokio's 1 ms timer (REQLIFE_COARSE_TIMER=1), which is about as
-coarse as wrk2's pacing. Prints, per rate and timer, the medians over rounds of the schedule lag
+coarse as wrk2's pacing; both with reqlife's default --pacer-slack, or the one given. Prints, per rate and timer, the medians over rounds of the schedule lag
 p50/p99/p99.9/max (how late each request left after its due time, waiting for a busy connection
 excluded) and of the achieved rate as a share of the offered one.
 Target: lag p99 <= 100 us at 50,000 req/s, achieved within 0.5% of offered.
 
     python3 bench/pacer.py [--rates 10000,25000,50000] [--rounds 3] [--duration 5]
+                           [--pacer-slack D]
 """
 
 import argparse
@@ -25,12 +26,14 @@ from nginx import Nginx
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def one_run(reqlife, port, rate, duration, coarse, cpu):
+def one_run(reqlife, port, rate, duration, coarse, cpu, slack):
     env = dict(os.environ)
     if coarse:
         env["REQLIFE_COARSE_TIMER"] = "1"
     cmd = ["taskset", "-c", cpu, reqlife, "run", "-R", str(rate), "-d", f"{duration:g}s",
            "-t", "1", "-c", "50", "--quiet", "--json", f"http://127.0.0.1:{port}/"]
+    if slack is not None:
+        cmd[-1:-1] = ["--pacer-slack", slack]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     j = json.loads(p.stdout)
     lag = j["latency"]["schedule_lag"]
@@ -47,6 +50,7 @@ def main():
     ap.add_argument("--reqlife", default=os.path.join(ROOT, "target", "release", "reqlife"))
     ap.add_argument("--server-cpu", default="0")
     ap.add_argument("--client-cpu", default="1")
+    ap.add_argument("--pacer-slack", help="reqlife's --pacer-slack (its default if not given)")
     ap.add_argument("--json-out")
     a = ap.parse_args()
     for tool in ("nginx", "taskset"):
@@ -61,7 +65,8 @@ def main():
     with Nginx(cpu=a.server_cpu) as port:
         for rate in rates:
             for coarse in (False, True):
-                runs = [one_run(a.reqlife, port, rate, a.duration, coarse, a.client_cpu)
+                runs = [one_run(a.reqlife, port, rate, a.duration, coarse, a.client_cpu,
+                                a.pacer_slack)
                         for _ in range(a.rounds)]
                 med = {k: statistics.median(r[k] for r in runs)
                        for k in ("lag_p50_us", "lag_p99_us", "lag_p999_us", "lag_max_us", "achieved_share")}

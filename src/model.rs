@@ -428,6 +428,9 @@ pub struct RunPlan {
     pub drain: Duration,
     /// Interval of the time series.
     pub interval: Duration,
+    /// Open loop: a wake-up of the pacer also releases the requests due within this after the
+    /// first, so they leave late by up to this (recorded as schedule lag), never early.
+    pub pacer_slack: Duration,
     pub tls: TlsPlan,
     /// Response head size limit in bytes.
     pub max_header_bytes: usize,

@@ -37,6 +37,8 @@ fn an_open_loop_record_validates_too() {
         "1",
         "--arrival",
         "poisson",
+        "--pacer-slack",
+        "100us",
         "-o",
         p,
     ]);
@@ -44,6 +46,7 @@ fn an_open_loop_record_validates_too() {
     assert_valid(&validator(), &record);
     assert_eq!(record["config"]["load_model"], "open");
     assert_eq!(record["config"]["arrival"], "poisson");
+    assert_eq!(record["config"]["pacer_slack_s"], 0.0001);
     assert!(
         record["summary"]["latency"]["schedule_lag"]["count"]
             .as_u64()

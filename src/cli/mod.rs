@@ -353,6 +353,12 @@ pub struct RunArgs {
     #[arg(long = "arrival", value_enum, default_value = "constant")]
     pub arrival: ArrivalArg,
 
+    /// Open loop: each wake-up of the pacer also sends the requests due within this after the
+    /// first (fewer wake-ups, less CPU); they leave late by up to this, recorded as schedule
+    /// lag, never early. 0 wakes once per request [default: 50us; at most 10ms].
+    #[arg(long = "pacer-slack", value_parser = duration_arg)]
+    pub pacer_slack: Option<Duration>,
+
     /// Seed of the random generators (poisson arrivals) [default: from the clock; the record
     /// keeps the one used].
     #[arg(long = "seed")]

@@ -24,6 +24,9 @@ fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 /// Upper bound on connections, far above what one process can hold open usefully.
 pub const MAX_CONNECTIONS: u64 = 1_000_000;
+/// `--pacer-slack` when not given, and its largest accepted value.
+pub const DEFAULT_PACER_SLACK: Duration = Duration::from_micros(50);
+pub const MAX_PACER_SLACK: Duration = Duration::from_millis(10);
 /// Largest response head accepted.
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 
@@ -306,6 +309,7 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     if load.name() != "open" && args.arrival != ArrivalArg::Constant {
         return err("--arrival applies to an open loop: give -R/--rate too");
     }
+    let pacer_slack = pacer_slack(args, &load)?;
     let keepalive = match (args.no_keepalive, args.connection_policy) {
         (true, Some(PolicyArg::Reuse)) => {
             return err("--no-keepalive and --connection-policy reuse conflict: give one of them")
@@ -357,6 +361,7 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         drain: args.drain.unwrap_or(args.timeout),
         timeout: args.timeout,
         interval,
+        pacer_slack,
         tls: TlsPlan {
             insecure: args.insecure,
             cacert: args.cacert.clone(),
@@ -369,6 +374,20 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         workload: None,
         phase: None,
     })
+}
+
+/// `--pacer-slack`: open loops only, 0 to 10ms.
+fn pacer_slack(args: &RunArgs, load: &LoadModel) -> Result<Duration, PlanError> {
+    match args.pacer_slack {
+        None => Ok(DEFAULT_PACER_SLACK),
+        Some(_) if load.name() != "open" => {
+            err("--pacer-slack applies to an open loop: give -R/--rate too")
+        }
+        Some(s) if s > MAX_PACER_SLACK => {
+            err("--pacer-slack must be from 0 to 10ms (e.g. 50us; 0 wakes once per request)")
+        }
+        Some(s) => Ok(s),
+    }
 }
 
 /// The number of cores (the default thread count).
@@ -719,6 +738,24 @@ mod tests {
     }
 
     #[test]
+    fn pacer_slack() {
+        // (flags, the plan's slack)
+        let rows: &[(&[&str], Duration)] = &[
+            (&["-R", "1000"], DEFAULT_PACER_SLACK), // not given: the default
+            (&["-R", "1000", "--pacer-slack", "0"], Duration::ZERO), // a wake-up per request
+            (
+                &["-R", "1000", "--pacer-slack", "200us"],
+                Duration::from_micros(200),
+            ),
+            (&["-R", "1000", "--pacer-slack", "10ms"], MAX_PACER_SLACK), // the largest
+            (&[], DEFAULT_PACER_SLACK), // a closed loop carries it, unused
+        ];
+        for (flags, want) in rows {
+            assert_eq!(plan(flags).unwrap().pacer_slack, *want, "{flags:?}");
+        }
+    }
+
+    #[test]
     fn bad_flags() {
         // (flags, a part the message must hold)
         let rows: &[(&[&str], &str)] = &[
@@ -731,6 +768,9 @@ mod tests {
             (&["--timeout", "0s"], "--timeout"),
             (&["-m", "GE T"], "invalid method"),
             (&["-H", "NoColon"], "no ':'"),
+            // The pacer's slack: open loops only, at most 10ms.
+            (&["--pacer-slack", "50us"], "applies to an open loop"),
+            (&["-R", "1000", "--pacer-slack", "11ms"], "from 0 to 10ms"),
             (&["-H", ": v"], "name is empty"),
             (&["--body", "a", "--body-file", "/etc/hostname"], "conflict"),
             (

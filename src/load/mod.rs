@@ -184,6 +184,7 @@ pub fn start(
             gate: gate.clone(),
             warmup: plan.warmup,
             interval: plan.interval,
+            pacer_slack: plan.pacer_slack,
             done: done_tx.clone(),
         };
         let handle = std::thread::Builder::new()
@@ -268,6 +269,8 @@ struct WorkerCtx {
     gate: Arc<StartGate>,
     warmup: Duration,
     interval: Duration,
+    /// Open loop: requests due within this of each other leave in one wake-up.
+    pacer_slack: Duration,
     done: tokio::sync::mpsc::UnboundedSender<()>,
 }
 
@@ -350,19 +353,23 @@ impl WorkerCtx {
                 record: self.warmup.is_zero(),
             })
         });
+        let mut keeper = None;
         if let (Some(pacer), Feed::Open(queue)) = (pacer, &feed) {
             let (gate, scheduler, queue) =
                 (self.gate.clone(), self.scheduler.clone(), queue.clone());
-            let (recorder, warmup) = (recorder.clone(), self.warmup);
+            let (recorder, warmup, slack) = (recorder.clone(), self.warmup, self.pacer_slack);
             set.spawn_local(async move {
                 let origin = gate.opened().await;
                 scheduler.begin(origin + warmup);
                 recorder
                     .borrow_mut()
                     .begin(origin + warmup, scheduler.deadline());
-                let not_sent = open::dispatch(pacer, origin, scheduler, queue).await;
+                let not_sent = open::dispatch(pacer, origin, scheduler, queue, slack).await;
                 recorder.borrow_mut().not_sent(not_sent);
             });
+            keeper = Some(tokio::task::spawn_local(open::keep_timer_wheel(
+                config.timeout,
+            )));
         }
         if let Some((interval, bursts)) = self.burst {
             let sessions = (0..self.connections)
@@ -422,6 +429,9 @@ impl WorkerCtx {
             _ = async { while set.join_next().await.is_some() {} } => {}
         }
         set.abort_all();
+        if let Some(k) = keeper {
+            k.abort();
+        }
     }
 }
 

@@ -1,10 +1,15 @@
-//! The open loop of one worker thread: a dispatcher task waits (precisely) for each due time
-//! of the thread's pacer and releases a ticket into the thread's queue; the thread's
-//! connections take tickets from the queue as they become free. A ticket that waits in the
-//! queue is a request due while every connection was busy: its wait is the `queue` phase,
-//! and latency is measured from its due time whatever it waited. At the end of a timed run
-//! the tickets still waiting are withdrawn and counted as not sent: nothing is sent after
-//! the recorded window, and nothing due in it goes uncounted.
+//! The open loop of one worker thread: a dispatcher task waits (precisely) on the thread's one
+//! timer and, on each wake-up, releases every ticket of the thread's pacer already due into the
+//! thread's queue, then sleeps until the next due time plus the pacer's slack
+//! (`--pacer-slack`): requests due within the slack of each other leave together, one wake-up
+//! for the batch, late by at most the slack (plus the wake-up's own lateness), never early.
+//! That lateness is the schedule lag each ticket records, and latency is always measured from
+//! the due time. The thread's connections take tickets from the queue as they become free; the
+//! dispatcher wakes only connections that wait idle, one per ticket. A ticket that waits in
+//! the queue is a request due while every connection was busy: its wait is the `queue` phase.
+//! At the end of a timed run the tickets still waiting are withdrawn and counted as not sent,
+//! with those the dispatcher could not release before the window closed: nothing due in it
+//! goes uncounted.
 
 use super::pacer::ThreadPacer;
 use super::timer::PreciseTimer;
@@ -14,22 +19,32 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
-/// Tickets released and not yet taken, in due order.
+/// Tickets released and not yet taken, in due order, and the connections waiting for one.
 #[derive(Default)]
 pub struct OpenQueue {
     tickets: RefCell<VecDeque<Ticket>>,
     notify: Notify,
+    /// Connections waiting in `take` that no one has woken yet.
+    idle: Cell<usize>,
     closed: Cell<bool>,
 }
 
 impl OpenQueue {
-    /// Releases a ticket to the first free connection.
-    pub fn push(&self, ticket: Ticket) {
+    /// Adds a ticket; `wake` lets the idle connections know.
+    fn push(&self, ticket: Ticket) {
         self.tickets.borrow_mut().push_back(ticket);
-        self.notify.notify_one();
+    }
+
+    /// Wakes one idle connection per waiting ticket (busy ones take tickets when they finish).
+    fn wake(&self) {
+        let n = self.tickets.borrow().len().min(self.idle.get());
+        self.idle.set(self.idle.get() - n);
+        for _ in 0..n {
+            self.notify.notify_one();
+        }
     }
 
     /// Withdraws the tickets not yet taken: how many there were.
@@ -43,6 +58,7 @@ impl OpenQueue {
     /// No more tickets will come.
     pub fn close(&self) {
         self.closed.set(true);
+        self.idle.set(0);
         self.notify.notify_waiters();
     }
 
@@ -55,48 +71,234 @@ impl OpenQueue {
             if self.closed.get() {
                 return None;
             }
+            // Counted before the first poll registers the waiter: nothing runs in between
+            // on this thread, so `wake` never notifies a connection that is not waiting.
+            self.idle.set(self.idle.get() + 1);
             self.notify.notified().await;
         }
     }
 }
 
-/// Releases the thread's tickets at their due times (from `origin`), until the schedule,
-/// the duration or the request count ends; gives the number of requests due in a timed run's
-/// window that were never sent (released too late, or still queued at its end).
+/// When to wake for a request due at `due`: `slack` after it, so that the requests due
+/// within the slack leave in the same wake-up.
+pub fn wake_at(due: Instant, slack: Duration) -> Instant {
+    due + slack
+}
+
+/// The due times of one thread's share of the plan, ending with the schedule, at the
+/// deadline of a timed run, or when the request count is reached.
+struct DueTimes {
+    pacer: ThreadPacer,
+    origin: Instant,
+    scheduler: Arc<Scheduler>,
+    deadline: Option<Instant>,
+}
+
+impl DueTimes {
+    /// The next request's due time and sequence number, admitted under the stop rule.
+    fn next(&mut self) -> Option<(Instant, u64)> {
+        let due = self.origin + self.pacer.next_due()?;
+        if self.deadline.is_some_and(|d| due >= d) {
+            return None;
+        }
+        Some((due, self.scheduler.admit(due)?))
+    }
+}
+
+/// Releases `first` and every following request due by `now` (taken from `next`) through
+/// `release`; returns the first request not yet due, or `None` when the schedule is over.
+fn release_due<T>(
+    first: (Instant, T),
+    now: Instant,
+    mut next: impl FnMut() -> Option<(Instant, T)>,
+    mut release: impl FnMut(Instant, T),
+) -> Option<(Instant, T)> {
+    let mut pending = Some(first);
+    while let Some((due, item)) = pending {
+        if due > now {
+            return Some((due, item));
+        }
+        release(due, item);
+        pending = next();
+    }
+    None
+}
+
+/// Releases the thread's tickets at their due times (from `origin`), batched within `slack`,
+/// until the schedule, the duration or the request count ends; gives the number of requests
+/// due in a timed run's window that were never sent (the window closed, beyond the slack,
+/// before they could be released, or they were still queued at its end).
 pub async fn dispatch(
-    mut pacer: ThreadPacer,
+    pacer: ThreadPacer,
     origin: Instant,
     scheduler: Arc<Scheduler>,
     queue: Rc<OpenQueue>,
+    slack: Duration,
 ) -> u64 {
     let timer = PreciseTimer::new();
     let deadline = scheduler.deadline();
+    let mut due_times = DueTimes {
+        pacer,
+        origin,
+        deadline,
+        scheduler,
+    };
     let mut not_sent = 0;
-    while let Some(offset) = pacer.next_due() {
-        let due = origin + offset;
-        if deadline.is_some_and(|d| due >= d) {
-            break;
-        }
-        let Some(seq) = scheduler.admit(due) else {
-            break;
-        };
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            // The window closed before this one could leave.
-            not_sent += 1;
-            continue;
-        }
-        timer.sleep_until(due).await;
+    let mut pending = due_times.next();
+    while let Some(first) = pending {
+        timer.sleep_until(wake_at(first.0, slack)).await;
         let released = Instant::now();
-        queue.push(Ticket {
-            seq,
-            intended: due,
+        if deadline.is_some_and(|d| released > d + slack) {
+            // The window closed before these could leave: the first, and all due after it.
+            not_sent += 1 + std::iter::from_fn(|| due_times.next()).count() as u64;
+            break;
+        }
+        pending = release_due(
+            first,
             released,
-        });
+            || due_times.next(),
+            |intended, seq| {
+                queue.push(Ticket {
+                    seq,
+                    intended,
+                    released,
+                })
+            },
+        );
+        queue.wake();
     }
     if let Some(end) = deadline {
-        timer.sleep_until(end).await;
+        timer.sleep_until(end + slack).await;
+        // The connections just woken take their tickets first.
+        tokio::task::yield_now().await;
         not_sent += queue.withdraw();
     }
     queue.close();
     not_sent
+}
+
+/// Keeps one timer in the thread's tokio timer wheel that expires before any new request's
+/// timeout. tokio's timer driver unparks itself (an eventfd write, then an extra turn of the
+/// reactor) for every timer registered that expires before the earliest one it saw when it
+/// last parked, and for every one if the wheel was empty then: below saturation the open
+/// loop's connections are often all idle, so the timeout of each request of the next batch
+/// cost a syscall. Never returns; abort it.
+pub async fn keep_timer_wheel(request_timeout: Duration) {
+    let step = (request_timeout / 2).max(Duration::from_millis(1));
+    loop {
+        tokio::time::sleep(step).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Simulates the dispatcher over due times (µs) with a slack and a fixed wake-up lateness
+    /// (µs): for each wake-up, its time and the due times it released.
+    fn batches(dues: &[u64], slack: u64, lateness: u64) -> Vec<(u64, Vec<u64>)> {
+        let t0 = Instant::now();
+        let at = |us: u64| t0 + Duration::from_micros(us);
+        let mut rest = dues.iter().map(|&d| (at(d), d));
+        let mut out = Vec::new();
+        let mut pending = rest.next();
+        while let Some(first) = pending {
+            let woke = wake_at(first.0, Duration::from_micros(slack)) - t0;
+            let woke = woke.as_micros() as u64 + lateness;
+            let mut released = Vec::new();
+            pending = release_due(first, at(woke), || rest.next(), |_, d| released.push(d));
+            out.push((woke, released));
+        }
+        out
+    }
+
+    /// Due times (µs), slack (µs), wake-up lateness (µs), and the expected wake-ups: each
+    /// one's time (µs) and the due times it released.
+    type Row<'a> = (&'a [u64], u64, u64, &'a [(u64, &'a [u64])]);
+
+    #[test]
+    fn a_wake_up_releases_every_request_due_by_then() {
+        let rows: &[Row] = &[
+            // No slack, no lateness: one wake-up per request, each on time.
+            (&[0, 20, 40], 0, 0, &[(0, &[0]), (20, &[20]), (40, &[40])]),
+            // 50 µs slack at one request per 20 µs: the wake-up for 0 comes at 50 and takes
+            // 0, 20, 40; the next for 60 comes at 110 and takes 60, 80, 100.
+            (
+                &[0, 20, 40, 60, 80, 100],
+                50,
+                0,
+                &[(50, &[0, 20, 40]), (110, &[60, 80, 100])],
+            ),
+            // A gap longer than the slack: each request alone, each 50 µs late.
+            (
+                &[0, 100, 200],
+                50,
+                0,
+                &[(50, &[0]), (150, &[100]), (250, &[200])],
+            ),
+            // A late wake-up (30 µs) takes what fell due meanwhile too: never anything early.
+            (&[0, 20, 40, 60], 0, 30, &[(30, &[0, 20]), (70, &[40, 60])]),
+            // Requests due at the same instant leave together.
+            (&[10, 10, 10], 0, 0, &[(10, &[10, 10, 10])]),
+            // Nothing due: no wake-up.
+            (&[], 50, 0, &[]),
+        ];
+        for (i, (dues, slack, late, want)) in rows.iter().enumerate() {
+            let want: Vec<(u64, Vec<u64>)> = want.iter().map(|(w, r)| (*w, r.to_vec())).collect();
+            assert_eq!(batches(dues, *slack, *late), want, "row {i}");
+        }
+    }
+
+    #[test]
+    fn lateness_is_at_most_the_slack_plus_the_wake_up_s() {
+        // One request per 20 µs for 10 ms; (slack µs, wake-up lateness µs) per row.
+        let dues: Vec<u64> = (0..500).map(|n| n * 20).collect();
+        for (slack, late) in [(0, 0), (10, 0), (50, 3), (100, 17), (1000, 0)] {
+            let mut seen = 0;
+            for (woke, released) in batches(&dues, slack, late) {
+                for due in released {
+                    assert!(woke >= due, "early: due {due} released {woke}");
+                    assert!(woke - due <= slack + late, "slack {slack}: {due} at {woke}");
+                    seen += 1;
+                }
+            }
+            assert_eq!(seen, dues.len(), "every request released once");
+        }
+    }
+
+    #[test]
+    fn the_queue_wakes_only_idle_connections() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            let q = Rc::new(OpenQueue::default());
+            let takers: Vec<_> = (0..3)
+                .map(|_| {
+                    let q = q.clone();
+                    tokio::task::spawn_local(async move { q.take().await.map(|t| t.seq) })
+                })
+                .collect();
+            tokio::task::yield_now().await;
+            assert_eq!(q.idle.get(), 3, "all three wait");
+            let now = Instant::now();
+            for seq in 0..2 {
+                q.push(Ticket {
+                    seq,
+                    intended: now,
+                    released: now,
+                });
+            }
+            q.wake();
+            assert_eq!(q.idle.get(), 1, "two woken for two tickets");
+            q.close();
+            let mut got = Vec::new();
+            for t in takers {
+                got.push(t.await.unwrap());
+            }
+            got.sort();
+            assert_eq!(got, vec![None, Some(0), Some(1)]);
+        });
+    }
 }

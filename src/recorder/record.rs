@@ -139,6 +139,9 @@ pub struct Config {
     pub rate_rps: Option<f64>,
     /// Open loop: `constant` or `poisson`.
     pub arrival: Option<String>,
+    /// Open loop: `--pacer-slack`, seconds (absent from records that predate it).
+    #[serde(default)]
+    pub pacer_slack_s: Option<f64>,
     pub seed: u64,
     /// `reuse` (keep-alive) or `new` (a connection per request).
     pub connection_policy: String,
@@ -987,7 +990,9 @@ fn open_loop_warning(r: &RunRecord) -> Option<String> {
             }
             f
         });
-    let lagging = LaggingIntervals::of(r, LAG_WARN_US);
+    // The pacer's slack is lateness by design: only the lag beyond it is falling behind.
+    let slack_us = r.config.pacer_slack_s.unwrap_or(0.0) * 1e6;
+    let lagging = LaggingIntervals::of(r, LAG_WARN_US + slack_us);
     if queue_p99 > 1000.0 && queue_p99 > 10.0 * lag_p99.max(1.0) {
         let mut w = format!(
             "requests waited for a free connection (queue p99 {:.2} ms) while the generator kept \
@@ -1002,7 +1007,7 @@ fn open_loop_warning(r: &RunRecord) -> Option<String> {
         }
         return Some(w);
     }
-    if lag_p99 > LAG_WARN_US {
+    if lag_p99 - slack_us > LAG_WARN_US {
         let mut w = format!(
             "the generator fell behind its schedule: schedule lag p99 {lag_p99:.0} us (max \
              {lag_max:.0} us){}; the client, not the server, limited this run",
@@ -1022,10 +1027,11 @@ fn open_loop_warning(r: &RunRecord) -> Option<String> {
             lagging.max_us
         ));
     }
-    if lag_p99 > LAG_NEAR_US {
+    if lag_p99 - slack_us > LAG_NEAR_US {
         return Some(format!(
             "the generator is near its limit: schedule lag p99 {lag_p99:.0} us (the bound is \
-             {LAG_WARN_US:.0} us); `reqlife calibrate` shows what this machine can generate"
+             {LAG_WARN_US:.0} us beyond the pacer's slack of {slack_us:.0} us); `reqlife \
+             calibrate` shows what this machine can generate"
         ));
     }
     shortfall
@@ -1142,6 +1148,8 @@ fn config_of(plan: &RunPlan, end: &Ending) -> Config {
             ),
             _ => None,
         },
+        pacer_slack_s: matches!(plan.load, LoadModel::Open { .. })
+            .then(|| plan.pacer_slack.as_secs_f64()),
         seed: plan.seed,
         connection_policy: if plan.keepalive { "reuse" } else { "new" }.into(),
         max_connections_per_second: plan.max_connects_per_s,
@@ -1323,6 +1331,15 @@ mod tests {
             "{w:?}"
         );
         assert!(!w.iter().any(|w| w.contains("fell behind")), "{w:?}");
+        // 5 ms late with a 5 ms pacer slack: lateness by design, no warning.
+        let r = record(&["-R", "1000", "--pacer-slack", "5ms"], |m| {
+            m.counters.requests = 10_000;
+            for _ in 0..100 {
+                hist::record(&mut m.hists.0[Phase::Lag.index()], 5_000_000);
+            }
+        });
+        let w = &r.summary.warnings;
+        assert!(!w.iter().any(|w| w.contains("schedule lag")), "{w:?}");
     }
 
     /// Sets the schedule lag (p99, max) of interval `i`, in µs.
