@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 /// What a run gave, before it becomes a record.
 pub(crate) struct Executed {
     pub measured: crate::recorder::Measured,
-    /// Wall-clock time at which recording started.
-    pub start_wall: std::time::SystemTime,
     pub recorded: Duration,
     pub stop_reason: String,
     pub start_time: String,
+    /// The first error writing `--hdr-log`, if one was asked for.
+    pub log_error: Option<String>,
 }
 
 /// The control thread of a run: its runtime, and the signal watcher that interrupts it.
@@ -99,11 +99,13 @@ impl Control {
         every: Option<Duration>,
         json: bool,
     ) -> Result<Executed, String> {
-        self.execute_watched(plan, config, quiet, every, json, &[])
+        self.execute_watched(plan, config, quiet, every, json, &[], None)
     }
 
     /// [`Control::execute`], also stopping the run as soon as one of `abort` fails on what
-    /// was measured so far (`--abort-on-fail`: checked as each interval closes, k6's habit).
+    /// was measured so far (`--abort-on-fail`: checked as each interval closes, k6's habit),
+    /// and writing the intervals to `log` as they are final (`--hdr-log`).
+    #[allow(clippy::too_many_arguments)]
     pub fn execute_watched(
         &self,
         plan: &RunPlan,
@@ -112,6 +114,7 @@ impl Control {
         every: Option<Duration>,
         json: bool,
         abort: &[crate::analysis::expr::Expr],
+        log: Option<crate::report::hdrlog::LogFile>,
     ) -> Result<Executed, String> {
         let stop = StopSignal::default();
         let progress = Progress::new(plan.threads);
@@ -127,7 +130,12 @@ impl Control {
             (None, None)
         };
         let mut lost: Option<String> = None;
-        let mut workers = load::start(plan, config, stop.clone(), progress.clone(), live_tx)
+        let sinks = crate::recorder::collector::Sinks {
+            live: live_tx,
+            log,
+            base: start_wall,
+        };
+        let mut workers = load::start(plan, config, stop.clone(), progress.clone(), sinks)
             .map_err(|e| format!("cannot start worker threads: {e}"))?;
         let record_from = workers.record_from;
         let deadline = match plan.stop {
@@ -176,7 +184,7 @@ impl Control {
         if let Some(bar) = &bar {
             bar.finish_and_clear();
         }
-        let measured = workers.join();
+        let (measured, log_error) = workers.join();
         // Workers that end by themselves at the deadline may report a moment after it.
         let recorded = ended.saturating_duration_since(record_from);
         let recorded = match deadline {
@@ -201,10 +209,10 @@ impl Control {
         };
         Ok(Executed {
             measured,
-            start_wall,
             recorded,
             stop_reason,
             start_time,
+            log_error,
         })
     }
 }

@@ -439,6 +439,35 @@ pub struct Interval {
     /// interval, as in the record's `histograms`: for exact merges by time and for resampling
     /// the run by blocks of intervals (`compare`). Empty phases are left out.
     pub histograms: BTreeMap<String, String>,
+    /// The load generator's own health in the interval (absent in records made before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<IntervalGenerator>,
+}
+
+/// The generator's health in one interval: how late it sent, how busy its workers were.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct IntervalGenerator {
+    /// Schedule lag (open loop: intended → released) p99 and max in the interval, µs.
+    pub lag_p99_us: Option<f64>,
+    pub lag_max_us: Option<f64>,
+    /// The busiest worker thread's share of the interval on a CPU (0..1).
+    pub busy_max: Option<f64>,
+}
+
+impl IntervalGenerator {
+    /// From the interval's schedule-lag histogram and busiest share; none if neither is known.
+    pub fn of(lag: Option<&hdrhistogram::Histogram<u64>>, busy_max: Option<f64>) -> Option<Self> {
+        let lag = lag.filter(|h| !h.is_empty());
+        if lag.is_none() && busy_max.is_none() {
+            return None;
+        }
+        let us = |ns: u64| ns as f64 / 1000.0;
+        Some(IntervalGenerator {
+            lag_p99_us: lag.map(|h| us(h.value_at_quantile(0.99))),
+            lag_max_us: lag.map(|h| us(h.max())),
+            busy_max: busy_max.map(round3),
+        })
+    }
 }
 
 /// How the run ended and how long it recorded.
@@ -645,7 +674,7 @@ impl RunRecord {
             .iter()
             .map(|m| {
                 let mut m = m.clone();
-                m.intervals.clear();
+                m.series = super::Series::default();
                 m.segments.clear();
                 // Each level's samples are timed from its own start: joined below.
                 m.samples = super::reservoir::Reservoir::new(0, 0);
@@ -998,53 +1027,63 @@ fn config_of(plan: &RunPlan, end: &Ending) -> Config {
 }
 
 /// The merged interval series, with empty intervals filled in so that time is continuous.
+/// Each entry spans `span` base intervals (wider once a long run reached the cap); the last
+/// one ends with the recording.
 fn intervals_of(measured: &Measured, interval: Duration, recorded: Duration) -> Vec<Interval> {
-    let step = interval.as_secs_f64();
-    let count = ((recorded.as_secs_f64() / step).ceil() as u64)
-        .max(measured.intervals.last().map_or(0, |s| s.index + 1));
-    let mut snaps = measured.intervals.iter().peekable();
+    let base_count = (recorded.as_secs_f64() / interval.as_secs_f64()).ceil() as u64;
+    let series = measured.series.fitting(base_count);
+    let step = interval.as_secs_f64() * series.span as f64;
+    let count = base_count
+        .div_ceil(series.span)
+        .max(series.entries.last().map_or(0, |s| s.index + 1));
+    let mut snaps = series.entries.iter().peekable();
     (0..count)
         .map(|i| {
             let start_s = i as f64 * step;
             let duration_s = (recorded.as_secs_f64() - start_s).clamp(0.0, step);
             let duration_s = if duration_s > 0.0 { duration_s } else { step };
-            let snap = snaps.next_if(|s| s.index == i);
-            let mut latency = BTreeMap::new();
-            let mut server_timing = BTreeMap::new();
-            let mut histograms = BTreeMap::new();
-            let (requests, ok, errors, bytes_read) = match snap {
-                None => (0, 0, 0, 0),
-                Some(s) => {
-                    for (phase, bytes) in &s.hists {
-                        if let Ok(h) = hist::decode_bytes(bytes) {
-                            latency.insert(phase.name().to_string(), IntervalStats::of(&h));
-                            histograms.insert(phase.name().to_string(), hist::encode(&h));
-                        }
-                    }
-                    for (name, bytes) in &s.server {
-                        if let Ok(h) = hist::decode_bytes(bytes) {
-                            server_timing.insert(name.clone(), IntervalStats::of(&h));
-                            histograms.insert(format!("server_timing.{name}"), hist::encode(&h));
-                        }
-                    }
-                    let c = &s.counters;
-                    (c.requests, c.ok, c.error_total(), c.bytes_read)
-                }
-            };
-            Interval {
-                start_s: round6(start_s),
-                duration_s: round6(duration_s),
-                requests,
-                ok,
-                errors,
-                throughput_rps: round3(requests as f64 / duration_s),
-                bytes_read,
-                latency,
-                server_timing,
-                histograms,
-            }
+            interval_of(snaps.next_if(|s| s.index == i), start_s, duration_s)
         })
         .collect()
+}
+
+/// One record interval from a snapshot (none: nothing ended in it).
+fn interval_of(snap: Option<&super::IntervalSnapshot>, start_s: f64, duration_s: f64) -> Interval {
+    let mut latency = BTreeMap::new();
+    let mut server_timing = BTreeMap::new();
+    let mut histograms = BTreeMap::new();
+    let mut lag = None;
+    if let Some(s) = snap {
+        for (phase, bytes) in &s.hists {
+            if let Ok(h) = hist::decode_bytes(bytes) {
+                latency.insert(phase.name().to_string(), IntervalStats::of(&h));
+                histograms.insert(phase.name().to_string(), hist::encode(&h));
+                if *phase == Phase::Lag {
+                    lag = Some(h);
+                }
+            }
+        }
+        for (name, bytes) in &s.server {
+            if let Ok(h) = hist::decode_bytes(bytes) {
+                server_timing.insert(name.clone(), IntervalStats::of(&h));
+                histograms.insert(format!("server_timing.{name}"), hist::encode(&h));
+            }
+        }
+    }
+    let c = snap.map(|s| s.counters.clone()).unwrap_or_default();
+    Interval {
+        start_s: round6(start_s),
+        duration_s: round6(duration_s),
+        requests: c.requests,
+        ok: c.ok,
+        errors: c.error_total(),
+        throughput_rps: round3(c.requests as f64 / duration_s),
+        bytes_read: c.bytes_read,
+        latency,
+        server_timing,
+        histograms,
+        generator: IntervalGenerator::of(lag.as_ref(), snap.and_then(|s| s.busy_max)),
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,289 @@
+//! The interval series kept for the whole run, bounded: at most [`MAX_INTERVALS`] entries
+//! however long the run. Each entry is an [`IntervalSnapshot`] covering `span` consecutive base
+//! intervals (`--interval`); when a new interval would land past the cap, neighbouring entries
+//! are merged in pairs and `span` doubles. Merges are exact: counters summed, histograms added.
+
+use super::{hist, Counters, IntervalSnapshot, PhaseHists};
+use hdrhistogram::Histogram;
+
+/// Most entries (slots) a series holds.
+pub const MAX_INTERVALS: usize = 2000;
+
+/// Compressed intervals, each `span` base intervals wide; `entries[k].index` is the slot
+/// (base interval `index * span` to `(index + 1) * span`), ascending, gaps for empty slots.
+#[derive(Debug, Clone)]
+pub struct Series {
+    /// Base intervals per entry: a power of two.
+    pub span: u64,
+    pub entries: Vec<IntervalSnapshot>,
+    cap: u64,
+}
+
+impl Default for Series {
+    fn default() -> Self {
+        Series::with_cap(MAX_INTERVALS)
+    }
+}
+
+impl Series {
+    /// An empty series holding at most `cap` slots (at least 2).
+    pub fn with_cap(cap: usize) -> Self {
+        Series {
+            span: 1,
+            entries: Vec::new(),
+            cap: cap.max(2) as u64,
+        }
+    }
+
+    /// Adds the figures of base interval `snap.index` (merged into its slot's entry if the
+    /// slot has one already), widening the series first if the slot is past the cap.
+    pub fn push(&mut self, snap: IntervalSnapshot) {
+        self.push_spanning(snap, 1);
+    }
+
+    /// Adds an entry covering `width` base intervals from base interval `snap.index * width`
+    /// (`width` a power of two, at most `span` once widened).
+    fn push_spanning(&mut self, mut snap: IntervalSnapshot, width: u64) {
+        let base = snap.index.saturating_mul(width);
+        while self.span < width || base / self.span >= self.cap {
+            self.widen();
+        }
+        snap.index = base / self.span;
+        match self.entries.binary_search_by_key(&snap.index, |e| e.index) {
+            Ok(at) => {
+                let old = std::mem::replace(&mut self.entries[at], empty(snap.index));
+                self.entries[at] = merge_snapshots(snap.index, vec![old, snap]);
+            }
+            Err(at) => self.entries.insert(at, snap),
+        }
+    }
+
+    /// Merges neighbouring entries in pairs (slots 2k and 2k+1 become slot k): `span` doubles.
+    pub fn widen(&mut self) {
+        let mut out: Vec<IntervalSnapshot> = Vec::with_capacity(self.entries.len() / 2 + 1);
+        let mut group: Vec<IntervalSnapshot> = Vec::with_capacity(2);
+        for e in std::mem::take(&mut self.entries) {
+            if group.first().is_some_and(|g| g.index / 2 != e.index / 2) {
+                let g = std::mem::take(&mut group);
+                out.push(merge_snapshots(g[0].index / 2, g));
+            }
+            group.push(e);
+        }
+        if let Some(first) = group.first() {
+            let slot = first.index / 2;
+            out.push(merge_snapshots(slot, group));
+        }
+        self.entries = out;
+        self.span = self.span.saturating_mul(2);
+    }
+
+    /// Adds another series (another thread's, or another part of the same run) exactly.
+    pub fn merge(&mut self, other: Series) {
+        let width = other.span;
+        for e in other.entries {
+            self.push_spanning(e, width);
+        }
+    }
+
+    /// A copy widened until `slots` slots fit under the cap.
+    pub fn fitting(&self, slots: u64) -> Series {
+        let mut s = self.clone();
+        while slots.div_ceil(s.span) > s.cap {
+            s.widen();
+        }
+        s
+    }
+
+    /// Bytes the entries take (see [`IntervalSnapshot::footprint`]).
+    pub fn footprint(&self) -> u64 {
+        self.entries.iter().map(IntervalSnapshot::footprint).sum()
+    }
+}
+
+fn empty(index: u64) -> IntervalSnapshot {
+    IntervalSnapshot {
+        index,
+        counters: Counters::default(),
+        hists: Vec::new(),
+        server: Vec::new(),
+        busy_max: None,
+    }
+}
+
+/// Several snapshots as one (slot `index`): counters summed, histograms added and compressed
+/// again, the busiest worker's share kept. One snapshot is moved, not re-encoded.
+pub fn merge_snapshots(index: u64, mut snaps: Vec<IntervalSnapshot>) -> IntervalSnapshot {
+    if snaps.len() == 1 {
+        let mut one = snaps.remove(0);
+        one.index = index;
+        return one;
+    }
+    let mut counters = Counters::default();
+    let mut hists = PhaseHists::new(hist::new_interval_hist);
+    let mut server: Vec<(String, Histogram<u64>)> = Vec::new();
+    let mut busy_max: Option<f64> = None;
+    for snap in &snaps {
+        counters.merge(&snap.counters);
+        busy_max = max_busy(busy_max, snap.busy_max);
+        for (phase, bytes) in &snap.hists {
+            if let Ok(h) = hist::decode_bytes(bytes) {
+                let _ = hists.0[phase.index()].add(&h);
+            }
+        }
+        for (name, bytes) in &snap.server {
+            let Ok(h) = hist::decode_bytes(bytes) else {
+                continue;
+            };
+            match server.iter_mut().find(|(n, _)| n == name) {
+                Some((_, into)) => {
+                    let _ = into.add(&h);
+                }
+                None => server.push((name.clone(), h)),
+            }
+        }
+    }
+    let server = server
+        .iter()
+        .map(|(n, h)| (n.clone(), hist::encode_bytes(h)))
+        .collect();
+    let mut out = super::snapshot(index, counters, &hists, server);
+    out.busy_max = busy_max;
+    out
+}
+
+/// The larger of two CPU shares, either possibly unknown.
+pub fn max_busy(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Phase;
+
+    /// A snapshot of base interval `index` with `n` requests of `ns` each (total phase), the
+    /// worker `busy`.
+    fn snap(index: u64, n: u64, ns: u64, busy: Option<f64>) -> IntervalSnapshot {
+        let mut h = PhaseHists::new(hist::new_interval_hist);
+        for _ in 0..n {
+            hist::record(&mut h.0[Phase::Total.index()], ns);
+        }
+        let counters = Counters {
+            requests: n,
+            ok: n,
+            ..Counters::default()
+        };
+        let mut s = super::super::snapshot(index, counters, &h, Vec::new());
+        s.busy_max = busy;
+        s
+    }
+
+    fn total(s: &IntervalSnapshot) -> Histogram<u64> {
+        let bytes = &s.hists.iter().find(|(p, _)| *p == Phase::Total).unwrap().1;
+        hist::decode_bytes(bytes).unwrap()
+    }
+
+    /// (slot, requests) of each entry.
+    fn shape(s: &Series) -> Vec<(u64, u64)> {
+        s.entries
+            .iter()
+            .map(|e| (e.index, e.counters.requests))
+            .collect()
+    }
+
+    /// (cap, base intervals pushed as (index, requests), expected span, expected entries as
+    /// (slot, requests)).
+    type Row = (usize, &'static [(u64, u64)], u64, &'static [(u64, u64)]);
+
+    #[test]
+    fn neighbours_merge_exactly_as_the_cap_is_reached() {
+        let table: &[Row] = &[
+            // Under the cap: kept as pushed, gaps stay gaps.
+            (4, &[(0, 1), (1, 2), (3, 4)], 1, &[(0, 1), (1, 2), (3, 4)]),
+            // Slot 4 is past a cap of 4: pairs merge (0+1, 2+3), then 4 lands in slot 2.
+            (
+                4,
+                &[(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)],
+                2,
+                &[(0, 3), (1, 7), (2, 5)],
+            ),
+            // A lone entry of a pair keeps its figures (3 alone in slot 1).
+            (4, &[(0, 1), (3, 4), (5, 6)], 2, &[(0, 1), (1, 4), (2, 6)]),
+            // Far past the cap: widened until it fits (span 4: slots 0..3 of 4 intervals).
+            (4, &[(0, 1), (1, 1), (15, 9)], 4, &[(0, 2), (3, 9)]),
+            // A late part of an interval already merged into a wide slot adds to that slot.
+            (
+                2,
+                &[(0, 1), (1, 1), (2, 1), (3, 1), (1, 5)],
+                2,
+                &[(0, 7), (1, 2)],
+            ),
+            // The same base interval twice (two threads' parts): one entry, counts summed.
+            (8, &[(2, 3), (2, 4)], 1, &[(2, 7)]),
+        ];
+        for (cap, pushes, span, want) in table {
+            let mut s = Series::with_cap(*cap);
+            for &(i, n) in pushes.iter() {
+                s.push(snap(i, n, 1000 * (i + 1), None));
+            }
+            assert_eq!(s.span, *span, "{pushes:?}");
+            assert_eq!(shape(&s), want.to_vec(), "{pushes:?}");
+        }
+    }
+
+    #[test]
+    fn merged_histograms_are_exact_sums() {
+        let mut s = Series::with_cap(2);
+        let mut want = hist::new_interval_hist();
+        for i in 0..8u64 {
+            s.push(snap(i, i + 1, 1000 * (i + 1), Some(0.1 * i as f64)));
+            for _ in 0..=i {
+                hist::record(&mut want, 1000 * (i + 1));
+            }
+        }
+        assert_eq!(s.span, 4);
+        let mut got = hist::new_interval_hist();
+        for e in &s.entries {
+            got.add(total(e)).unwrap();
+        }
+        assert_eq!(got, want);
+        assert_eq!(
+            s.entries.iter().map(|e| e.counters.requests).sum::<u64>(),
+            36
+        );
+        // The busiest share of each slot: intervals 0..3 and 4..7.
+        let busy: Vec<f64> = s.entries.iter().map(|e| e.busy_max.unwrap()).collect();
+        assert!(
+            (busy[0] - 0.3).abs() < 1e-9 && (busy[1] - 0.7).abs() < 1e-9,
+            "{busy:?}"
+        );
+    }
+
+    #[test]
+    fn series_of_different_spans_merge_on_the_wider() {
+        let mut a = Series::with_cap(4);
+        let mut b = Series::with_cap(4);
+        for i in 0..4 {
+            a.push(snap(i, 1, 1000, None));
+        }
+        for i in 0..8 {
+            b.push(snap(i, 2, 1000, None));
+        }
+        assert_eq!((a.span, b.span), (1, 2));
+        a.merge(b);
+        assert_eq!(a.span, 2);
+        assert_eq!(shape(&a), vec![(0, 6), (1, 6), (2, 4), (3, 4)]);
+    }
+
+    #[test]
+    fn fitting_widens_a_copy() {
+        let mut s = Series::with_cap(4);
+        s.push(snap(3, 1, 1000, None));
+        let f = s.fitting(9); // 9 slots of span 1 do not fit under 4: span 4 (3 slots)
+        assert_eq!((s.span, f.span), (1, 4));
+        assert_eq!(shape(&f), vec![(0, 1)]);
+    }
+}
