@@ -24,6 +24,8 @@ use std::time::{Duration, Instant};
 pub const POOL: usize = 3;
 /// Most intervals waiting for their threads at once; past this the oldest is final.
 const MAX_OPEN: usize = 32;
+/// Pairs of intervals a widening of the series merges between two messages.
+const PAIRS_PER_STEP: usize = 2;
 
 /// One worker's figures of one interval, uncompressed; reused from interval to interval.
 #[derive(Debug)]
@@ -227,9 +229,16 @@ impl Collector {
         self.open.keys().next().map(|&i| self.deadline(i))
     }
 
+    /// Goes on with a widening of the series under way, a few pairs; whether some is left.
+    pub fn compact(&mut self) -> bool {
+        self.series.compact(PAIRS_PER_STEP);
+        self.series.compacting()
+    }
+
     /// The series kept.
     pub fn finish(mut self) -> Series {
         self.ready(Instant::now(), true);
+        self.series.settle();
         self.series
     }
 }
@@ -362,10 +371,13 @@ fn run(
                     let _ = live.send(snap);
                 }
             };
+            let mut compacting = false;
             loop {
-                let wait = c.next_deadline().map_or(Duration::from_millis(200), |d| {
-                    d.saturating_duration_since(Instant::now())
-                });
+                let wait = match c.next_deadline() {
+                    _ if compacting => Duration::ZERO,
+                    Some(d) => d.saturating_duration_since(Instant::now()),
+                    None => Duration::from_millis(200),
+                };
                 match rx.recv_timeout(wait) {
                     Ok(Msg::Closed { mut set, now_at }) => {
                         if let Some(part) = c.add(&set, now_at) {
@@ -382,6 +394,7 @@ fn run(
                 c.ready(Instant::now(), false)
                     .into_iter()
                     .for_each(&mut emit);
+                compacting = c.compact();
             }
             c.ready(Instant::now(), true)
                 .into_iter()

@@ -2,9 +2,13 @@
 //! however long the run. Each entry is an [`IntervalSnapshot`] covering `span` consecutive base
 //! intervals (`--interval`); when a new interval would land past the cap, neighbouring entries
 //! are merged in pairs and `span` doubles. Merges are exact: counters summed, histograms added.
+//! The collector widens a step at a time ([`Series::compact`], a few pairs between the
+//! intervals it takes in), so that a widening never holds the workers up.
 
-use super::{hist, Counters, IntervalSnapshot, PhaseHists};
+use super::{hist, Counters, IntervalSnapshot};
+use crate::model::Phase;
 use hdrhistogram::Histogram;
+use std::collections::VecDeque;
 
 /// Most entries (slots) a series holds.
 pub const MAX_INTERVALS: usize = 2000;
@@ -17,6 +21,9 @@ pub struct Series {
     pub span: u64,
     pub entries: Vec<IntervalSnapshot>,
     cap: u64,
+    /// A widening under way: entries of half the span (slots of `span / 2`), still to be
+    /// merged in pairs into `entries`.
+    narrow: VecDeque<IntervalSnapshot>,
 }
 
 impl Default for Series {
@@ -32,23 +39,35 @@ impl Series {
             span: 1,
             entries: Vec::new(),
             cap: cap.max(2) as u64,
+            narrow: VecDeque::new(),
         }
     }
 
     /// Adds the figures of base interval `snap.index` (merged into its slot's entry if the
-    /// slot has one already), widening the series first if the slot is past the cap.
-    pub fn push(&mut self, snap: IntervalSnapshot) {
-        self.push_spanning(snap, 1);
-    }
-
-    /// Adds an entry covering `width` base intervals from base interval `snap.index * width`
-    /// (`width` a power of two, at most `span` once widened).
-    fn push_spanning(&mut self, mut snap: IntervalSnapshot, width: u64) {
-        let base = snap.index.saturating_mul(width);
-        while self.span < width || base / self.span >= self.cap {
-            self.widen();
+    /// slot has one already). A slot past the cap starts a widening: the entries so far are
+    /// merged in pairs by [`Series::compact`], a few at a time.
+    pub fn push(&mut self, mut snap: IntervalSnapshot) {
+        let base = snap.index;
+        while base / self.span >= self.cap {
+            self.settle();
+            self.narrow = std::mem::take(&mut self.entries).into();
+            self.span = self.span.saturating_mul(2);
+        }
+        // A late part of a slot still waiting to be merged goes there.
+        if !self.narrow.is_empty() {
+            let half = base / (self.span / 2);
+            if let Ok(at) = self.narrow.binary_search_by_key(&half, |e| e.index) {
+                let old = std::mem::replace(&mut self.narrow[at], empty(half));
+                self.narrow[at] = merge_snapshots(half, vec![old, snap]);
+                return;
+            }
         }
         snap.index = base / self.span;
+        self.insert(snap);
+    }
+
+    /// Puts an entry of the current span in its slot, merged with the one there.
+    fn insert(&mut self, snap: IntervalSnapshot) {
         match self.entries.binary_search_by_key(&snap.index, |e| e.index) {
             Ok(at) => {
                 let old = std::mem::replace(&mut self.entries[at], empty(snap.index));
@@ -58,36 +77,62 @@ impl Series {
         }
     }
 
+    /// Whether a widening is under way.
+    pub fn compacting(&self) -> bool {
+        !self.narrow.is_empty()
+    }
+
+    /// Merges up to `pairs` pairs of a widening under way.
+    pub fn compact(&mut self, pairs: usize) {
+        for _ in 0..pairs {
+            let Some(first) = self.narrow.pop_front() else {
+                return;
+            };
+            let slot = first.index / 2;
+            let mut group = vec![first];
+            if let Some(next) = self.narrow.pop_front_if(|e| e.index / 2 == slot) {
+                group.push(next);
+            }
+            self.insert(merge_snapshots(slot, group));
+        }
+    }
+
+    /// Finishes a widening under way.
+    pub fn settle(&mut self) {
+        while self.compacting() {
+            self.compact(usize::MAX);
+        }
+    }
+
     /// Merges neighbouring entries in pairs (slots 2k and 2k+1 become slot k): `span` doubles.
     pub fn widen(&mut self) {
-        let mut out: Vec<IntervalSnapshot> = Vec::with_capacity(self.entries.len() / 2 + 1);
-        let mut group: Vec<IntervalSnapshot> = Vec::with_capacity(2);
-        for e in std::mem::take(&mut self.entries) {
-            if group.first().is_some_and(|g| g.index / 2 != e.index / 2) {
-                let g = std::mem::take(&mut group);
-                out.push(merge_snapshots(g[0].index / 2, g));
-            }
-            group.push(e);
-        }
-        if let Some(first) = group.first() {
-            let slot = first.index / 2;
-            out.push(merge_snapshots(slot, group));
-        }
-        self.entries = out;
+        self.settle();
+        self.narrow = std::mem::take(&mut self.entries).into();
         self.span = self.span.saturating_mul(2);
+        self.settle();
     }
 
     /// Adds another series (another thread's, or another part of the same run) exactly.
-    pub fn merge(&mut self, other: Series) {
-        let width = other.span;
-        for e in other.entries {
-            self.push_spanning(e, width);
+    pub fn merge(&mut self, mut other: Series) {
+        self.settle();
+        other.settle();
+        while self.span < other.span {
+            self.widen();
+        }
+        for mut e in other.entries {
+            let base = e.index.saturating_mul(other.span);
+            while base / self.span >= self.cap {
+                self.widen();
+            }
+            e.index = base / self.span;
+            self.insert(e);
         }
     }
 
-    /// A copy widened until `slots` slots fit under the cap.
+    /// A copy widened (a widening under way finished) until `slots` slots fit under the cap.
     pub fn fitting(&self, slots: u64) -> Series {
         let mut s = self.clone();
+        s.settle();
         while slots.div_ceil(s.span) > s.cap {
             s.widen();
         }
@@ -96,7 +141,11 @@ impl Series {
 
     /// Bytes the entries take (see [`IntervalSnapshot::footprint`]).
     pub fn footprint(&self) -> u64 {
-        self.entries.iter().map(IntervalSnapshot::footprint).sum()
+        self.entries
+            .iter()
+            .chain(self.narrow.iter())
+            .map(IntervalSnapshot::footprint)
+            .sum()
     }
 }
 
@@ -119,36 +168,47 @@ pub fn merge_snapshots(index: u64, mut snaps: Vec<IntervalSnapshot>) -> Interval
         return one;
     }
     let mut counters = Counters::default();
-    let mut hists = PhaseHists::new(hist::new_interval_hist);
+    let mut hists: Vec<(Phase, Histogram<u64>)> = Vec::new();
     let mut server: Vec<(String, Histogram<u64>)> = Vec::new();
     let mut busy_max: Option<f64> = None;
     for snap in &snaps {
         counters.merge(&snap.counters);
         busy_max = max_busy(busy_max, snap.busy_max);
         for (phase, bytes) in &snap.hists {
-            if let Ok(h) = hist::decode_bytes(bytes) {
-                let _ = hists.0[phase.index()].add(&h);
-            }
+            add_decoded(&mut hists, *phase, bytes);
         }
         for (name, bytes) in &snap.server {
-            let Ok(h) = hist::decode_bytes(bytes) else {
-                continue;
-            };
-            match server.iter_mut().find(|(n, _)| n == name) {
-                Some((_, into)) => {
-                    let _ = into.add(&h);
-                }
-                None => server.push((name.clone(), h)),
-            }
+            add_decoded(&mut server, name.clone(), bytes);
         }
     }
-    let server = server
-        .iter()
-        .map(|(n, h)| (n.clone(), hist::encode_bytes(h)))
-        .collect();
-    let mut out = super::snapshot(index, counters, &hists, server);
-    out.busy_max = busy_max;
-    out
+    hists.sort_by_key(|(p, _)| p.index());
+    let encode = |h: &Histogram<u64>| {
+        let mut b = hist::encode_bytes(h);
+        b.shrink_to_fit();
+        b
+    };
+    IntervalSnapshot {
+        index,
+        counters,
+        hists: hists.iter().map(|(p, h)| (*p, encode(h))).collect(),
+        server: server.iter().map(|(n, h)| (n.clone(), encode(h))).collect(),
+        busy_max,
+    }
+}
+
+/// Adds the histogram encoded in `bytes` to the one of `key` (the first one decoded is the
+/// sum so far: nothing is allocated for the keys absent).
+fn add_decoded<K: PartialEq>(sums: &mut Vec<(K, Histogram<u64>)>, key: K, bytes: &[u8]) {
+    let Ok(mut h) = hist::decode_bytes(bytes) else {
+        return;
+    };
+    h.auto(true);
+    match sums.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, into)) => {
+            let _ = into.add(&h);
+        }
+        None => sums.push((key, h)),
+    }
 }
 
 /// The larger of two CPU shares, either possibly unknown.
@@ -162,7 +222,7 @@ pub fn max_busy(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Phase;
+    use crate::recorder::PhaseHists;
 
     /// A snapshot of base interval `index` with `n` requests of `ns` each (total phase), the
     /// worker `busy`.
@@ -229,6 +289,7 @@ mod tests {
             for &(i, n) in pushes.iter() {
                 s.push(snap(i, n, 1000 * (i + 1), None));
             }
+            s.settle();
             assert_eq!(s.span, *span, "{pushes:?}");
             assert_eq!(shape(&s), want.to_vec(), "{pushes:?}");
         }
@@ -244,6 +305,7 @@ mod tests {
                 hist::record(&mut want, 1000 * (i + 1));
             }
         }
+        s.settle();
         assert_eq!(s.span, 4);
         let mut got = hist::new_interval_hist();
         for e in &s.entries {
@@ -272,10 +334,27 @@ mod tests {
         for i in 0..8 {
             b.push(snap(i, 2, 1000, None));
         }
+        b.settle();
         assert_eq!((a.span, b.span), (1, 2));
         a.merge(b);
         assert_eq!(a.span, 2);
         assert_eq!(shape(&a), vec![(0, 6), (1, 6), (2, 4), (3, 4)]);
+    }
+
+    #[test]
+    fn a_widening_goes_step_by_step_and_takes_late_parts() {
+        let mut s = Series::with_cap(4);
+        for i in 0..4 {
+            s.push(snap(i, 1, 1000, None));
+        }
+        s.push(snap(4, 1, 1000, None)); // past the cap: a widening starts
+        assert!(s.compacting());
+        assert_eq!(shape(&s), vec![(2, 1)]);
+        s.compact(1); // intervals 0 and 1
+        s.push(snap(3, 10, 1000, None)); // a late part of a pair not merged yet
+        s.compact(1);
+        assert!(!s.compacting());
+        assert_eq!(shape(&s), vec![(0, 2), (1, 12), (2, 1)]);
     }
 
     #[test]
