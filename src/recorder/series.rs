@@ -90,8 +90,8 @@ impl Series {
             };
             let slot = first.index / 2;
             let mut group = vec![first];
-            if let Some(next) = self.narrow.pop_front_if(|e| e.index / 2 == slot) {
-                group.push(next);
+            if self.narrow.front().is_some_and(|e| e.index / 2 == slot) {
+                group.extend(self.narrow.pop_front());
             }
             self.insert(merge_snapshots(slot, group));
         }
