@@ -4,7 +4,8 @@
 //! loop each thread's pacer ([`pacer`]) releases tickets at their due times, waiting on a
 //! precise timer ([`timer`]), into a queue its connections take from. Both apply the stop rule. The
 //! controlling thread stops everything through one [`StopSignal`] (end of the duration,
-//! Ctrl-C); in-flight requests are then abandoned, never half-recorded.
+//! Ctrl-C); in-flight requests are then abandoned, never half-recorded. One collector thread
+//! per run ([`crate::recorder::collector`]) takes the workers' closed intervals.
 
 mod burst;
 mod open;

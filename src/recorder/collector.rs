@@ -157,7 +157,7 @@ impl Collector {
         Collector {
             record_from,
             interval,
-            grace: interval.clamp(Duration::from_millis(20), Duration::from_millis(500)),
+            grace: interval.clamp(Duration::from_millis(100), Duration::from_secs(1)),
             at: vec![None; threads.max(1)],
             open: BTreeMap::new(),
             free: Vec::new(),
@@ -371,40 +371,65 @@ fn run(
                     let _ = live.send(snap);
                 }
             };
-            let mut compacting = false;
-            loop {
-                let wait = match c.next_deadline() {
-                    _ if compacting => Duration::ZERO,
-                    Some(d) => d.saturating_duration_since(Instant::now()),
-                    None => Duration::from_millis(200),
-                };
-                match rx.recv_timeout(wait) {
-                    Ok(Msg::Closed { mut set, now_at }) => {
-                        if let Some(part) = c.add(&set, now_at) {
-                            emit(part);
-                        }
-                        set.reset();
-                        if let Some(back) = backs.get(set.thread) {
-                            let _ = back.try_send(set);
-                        }
-                    }
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => break,
-                }
-                c.ready(Instant::now(), false)
-                    .into_iter()
-                    .for_each(&mut emit);
-                compacting = c.compact();
-            }
-            c.ready(Instant::now(), true)
-                .into_iter()
-                .for_each(&mut emit);
+            drain(&mut c, &rx, &backs, &mut emit);
             c.late
         });
     Collected {
         series: c.finish(),
         log_error,
         late,
+    }
+}
+
+/// Takes the workers' intervals until every worker is done, sending their sets back; what
+/// is final goes to `emit`. A widening of the series goes on between messages.
+fn drain(
+    c: &mut Collector,
+    rx: &Receiver<Msg>,
+    backs: &[SyncSender<Box<IntervalSet>>],
+    emit: &mut dyn FnMut(IntervalSnapshot),
+) {
+    let mut compacting = false;
+    loop {
+        let wait = match c.next_deadline() {
+            _ if compacting => Duration::ZERO,
+            Some(d) => d.saturating_duration_since(Instant::now()),
+            None => Duration::from_millis(200),
+        };
+        match rx.recv_timeout(wait) {
+            Ok(msg) => {
+                take(c, msg, backs, emit);
+                // What is queued counts before a deadline does (a collector behind its
+                // workers must not end an interval whose parts are waiting here).
+                while let Ok(msg) = rx.try_recv() {
+                    take(c, msg, backs, emit);
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        c.ready(Instant::now(), false)
+            .into_iter()
+            .for_each(&mut *emit);
+        compacting = c.compact();
+    }
+    c.ready(Instant::now(), true).into_iter().for_each(emit);
+}
+
+/// Merges one worker's closed interval and sends the emptied set back to it.
+fn take(
+    c: &mut Collector,
+    msg: Msg,
+    backs: &[SyncSender<Box<IntervalSet>>],
+    emit: &mut dyn FnMut(IntervalSnapshot),
+) {
+    let Msg::Closed { mut set, now_at } = msg;
+    if let Some(part) = c.add(&set, now_at) {
+        emit(part);
+    }
+    set.reset();
+    if let Some(back) = backs.get(set.thread) {
+        let _ = back.try_send(set);
     }
 }
 
