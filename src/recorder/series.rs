@@ -1,7 +1,8 @@
-//! The interval series kept for the whole run, bounded: at most [`MAX_INTERVALS`] entries
-//! however long the run. Each entry is an [`IntervalSnapshot`] covering `span` consecutive base
-//! intervals (`--interval`); when a new interval would land past the cap, neighbouring entries
-//! are merged in pairs and `span` doubles. Merges are exact: counters summed, histograms added.
+//! The interval series kept for the whole run, bounded: at most [`MAX_INTERVALS`] entries and
+//! about [`MAX_BYTES`] however long the run. Each entry is an [`IntervalSnapshot`] covering
+//! `span` consecutive base intervals (`--interval`); when a new interval would land past the
+//! cap, or the entries outgrow the bytes, neighbouring entries are merged in pairs and `span`
+//! doubles. Merges are exact: counters summed, histograms added.
 //! The collector widens a step at a time ([`Series::compact`], a few pairs between the
 //! intervals it takes in), so that a widening never holds the workers up.
 
@@ -12,6 +13,9 @@ use std::collections::VecDeque;
 
 /// Most entries (slots) a series holds.
 pub const MAX_INTERVALS: usize = 2000;
+/// The bytes of compressed entries (1.5 MiB) past which a series widens (a busy run's intervals are
+/// larger: a few KiB each at thousands of requests per interval).
+pub const MAX_BYTES: u64 = 3 << 19;
 
 /// Compressed intervals, each `span` base intervals wide; `entries[k].index` is the slot
 /// (base interval `index * span` to `(index + 1) * span`), ascending, gaps for empty slots.
@@ -21,6 +25,9 @@ pub struct Series {
     pub span: u64,
     pub entries: Vec<IntervalSnapshot>,
     cap: u64,
+    /// Bytes of the entries (narrow ones included) and the most before a widening.
+    bytes: u64,
+    max_bytes: u64,
     /// A widening under way: entries of half the span (slots of `span / 2`), still to be
     /// merged in pairs into `entries`.
     narrow: VecDeque<IntervalSnapshot>,
@@ -33,32 +40,50 @@ impl Default for Series {
 }
 
 impl Series {
-    /// An empty series holding at most `cap` slots (at least 2).
+    /// An empty series holding at most `cap` slots (at least 2) and about [`MAX_BYTES`].
     pub fn with_cap(cap: usize) -> Self {
+        Series::with_limits(cap, MAX_BYTES)
+    }
+
+    /// An empty series holding at most `cap` slots (at least 2) and about `max_bytes`.
+    pub fn with_limits(cap: usize, max_bytes: u64) -> Self {
         Series {
             span: 1,
             entries: Vec::new(),
             cap: cap.max(2) as u64,
+            bytes: 0,
+            max_bytes,
             narrow: VecDeque::new(),
         }
     }
 
+    /// Starts a widening: the entries so far become narrow ones, to merge in pairs.
+    fn begin_widening(&mut self) {
+        self.settle();
+        self.narrow = std::mem::take(&mut self.entries).into();
+        self.span = self.span.saturating_mul(2);
+    }
+
     /// Adds the figures of base interval `snap.index` (merged into its slot's entry if the
-    /// slot has one already). A slot past the cap starts a widening: the entries so far are
-    /// merged in pairs by [`Series::compact`], a few at a time.
+    /// slot has one already). A slot past the cap, or entries past the bytes, start a
+    /// widening: the entries so far are merged in pairs by [`Series::compact`], a few at a time.
     pub fn push(&mut self, mut snap: IntervalSnapshot) {
         let base = snap.index;
         while base / self.span >= self.cap {
-            self.settle();
-            self.narrow = std::mem::take(&mut self.entries).into();
-            self.span = self.span.saturating_mul(2);
+            self.begin_widening();
+        }
+        if self.bytes > self.max_bytes && !self.compacting() && self.entries.len() >= 2 {
+            self.begin_widening();
         }
         // A late part of a slot still waiting to be merged goes there.
         if !self.narrow.is_empty() {
             let half = base / (self.span / 2);
             if let Ok(at) = self.narrow.binary_search_by_key(&half, |e| e.index) {
                 let old = std::mem::replace(&mut self.narrow[at], empty(half));
-                self.narrow[at] = merge_snapshots(half, vec![old, snap]);
+                self.bytes = self.bytes.saturating_sub(old.footprint());
+                let merged = merge_snapshots(half, vec![old, snap]);
+                self.bytes += merged.footprint();
+                self.narrow[at] = merged;
                 return;
             }
         }
@@ -71,9 +96,15 @@ impl Series {
         match self.entries.binary_search_by_key(&snap.index, |e| e.index) {
             Ok(at) => {
                 let old = std::mem::replace(&mut self.entries[at], empty(snap.index));
-                self.entries[at] = merge_snapshots(snap.index, vec![old, snap]);
+                self.bytes = self.bytes.saturating_sub(old.footprint());
+                let merged = merge_snapshots(snap.index, vec![old, snap]);
+                self.bytes += merged.footprint();
+                self.entries[at] = merged;
             }
-            Err(at) => self.entries.insert(at, snap),
+            Err(at) => {
+                self.bytes += snap.footprint();
+                self.entries.insert(at, snap);
+            }
         }
     }
 
@@ -93,6 +124,8 @@ impl Series {
             if self.narrow.front().is_some_and(|e| e.index / 2 == slot) {
                 group.extend(self.narrow.pop_front());
             }
+            let gone: u64 = group.iter().map(IntervalSnapshot::footprint).sum();
+            self.bytes = self.bytes.saturating_sub(gone);
             self.insert(merge_snapshots(slot, group));
         }
     }
@@ -106,9 +139,7 @@ impl Series {
 
     /// Merges neighbouring entries in pairs (slots 2k and 2k+1 become slot k): `span` doubles.
     pub fn widen(&mut self) {
-        self.settle();
-        self.narrow = std::mem::take(&mut self.entries).into();
-        self.span = self.span.saturating_mul(2);
+        self.begin_widening();
         self.settle();
     }
 
@@ -141,11 +172,7 @@ impl Series {
 
     /// Bytes the entries take (see [`IntervalSnapshot::footprint`]).
     pub fn footprint(&self) -> u64 {
-        self.entries
-            .iter()
-            .chain(self.narrow.iter())
-            .map(IntervalSnapshot::footprint)
-            .sum()
+        self.bytes
     }
 }
 
@@ -355,6 +382,21 @@ mod tests {
         s.compact(1);
         assert!(!s.compacting());
         assert_eq!(shape(&s), vec![(0, 2), (1, 12), (2, 1)]);
+    }
+
+    #[test]
+    fn entries_past_the_bytes_widen_the_series() {
+        let one = snap(0, 1, 1000, None).footprint();
+        // Room for 4 entries: the 6th push finds 5 and widens.
+        let mut s = Series::with_limits(100, 4 * one + one / 2);
+        for i in 0..6 {
+            s.push(snap(i, 1, 1000, None));
+        }
+        s.settle();
+        assert_eq!(s.span, 2);
+        assert_eq!(shape(&s), vec![(0, 2), (1, 2), (2, 2)]);
+        let sum: u64 = s.entries.iter().map(IntervalSnapshot::footprint).sum();
+        assert_eq!(s.footprint(), sum);
     }
 
     #[test]
