@@ -12,6 +12,7 @@ pub mod record;
 pub mod reservoir;
 pub mod series;
 pub mod server_timing;
+pub mod spill;
 
 pub use collector::{IntervalSet, WorkerLink};
 pub use series::Series;
@@ -203,6 +204,8 @@ pub struct IntervalSnapshot {
     pub server: Vec<(String, Vec<u8>)>,
     /// The busiest worker's share of the time on a CPU (0..1), when measured.
     pub busy_max: Option<f64>,
+    /// Where `hists` and `server` wait in the series' spill file (they are empty here then).
+    pub spilled: Option<(u64, u32)>,
 }
 
 impl IntervalSnapshot {
@@ -544,6 +547,7 @@ fn snapshot(
         hists,
         server,
         busy_max: None,
+        spilled: None,
     }
 }
 

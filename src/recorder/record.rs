@@ -1042,7 +1042,8 @@ fn intervals_of(measured: &Measured, interval: Duration, recorded: Duration) -> 
             let start_s = i as f64 * step;
             let duration_s = (recorded.as_secs_f64() - start_s).clamp(0.0, step);
             let duration_s = if duration_s > 0.0 { duration_s } else { step };
-            interval_of(snaps.next_if(|s| s.index == i), start_s, duration_s)
+            let snap = snaps.next_if(|s| s.index == i).map(|s| series.load(s));
+            interval_of(snap.as_ref(), start_s, duration_s)
         })
         .collect()
 }

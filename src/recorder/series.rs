@@ -1,21 +1,24 @@
-//! The interval series kept for the whole run, bounded: at most [`MAX_INTERVALS`] entries and
-//! about [`MAX_BYTES`] however long the run. Each entry is an [`IntervalSnapshot`] covering
-//! `span` consecutive base intervals (`--interval`); when a new interval would land past the
-//! cap, or the entries outgrow the bytes, neighbouring entries are merged in pairs and `span`
+//! The interval series kept for the whole run, bounded: at most [`MAX_INTERVALS`] entries
+//! however long the run, and about [`MAX_BYTES`] of compressed histograms in memory (the older
+//! ones wait in a [`spill`](super::spill) file, read back when the record is built). Each entry
+//! is an [`IntervalSnapshot`] covering `span` consecutive base intervals (`--interval`); when a
+//! new interval would land past the cap, neighbouring entries are merged in pairs and `span`
 //! doubles. Merges are exact: counters summed, histograms added.
 //! The collector widens a step at a time ([`Series::compact`], a few pairs between the
 //! intervals it takes in), so that a widening never holds the workers up.
 
+use super::spill::SpillFile;
 use super::{hist, Counters, IntervalSnapshot};
 use crate::model::Phase;
 use hdrhistogram::Histogram;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// Most entries (slots) a series holds.
 pub const MAX_INTERVALS: usize = 2000;
-/// The bytes of compressed entries (1.5 MiB) past which a series widens (a busy run's intervals are
-/// larger: a few KiB each at thousands of requests per interval).
-pub const MAX_BYTES: u64 = 3 << 19;
+/// The bytes of entries kept in memory (1 MiB); past them the oldest entries' histograms go to
+/// the spill file (a busy run's interval takes a few KiB: 9 KiB at 5,000 requests).
+pub const MAX_BYTES: u64 = 1 << 20;
 
 /// Compressed intervals, each `span` base intervals wide; `entries[k].index` is the slot
 /// (base interval `index * span` to `(index + 1) * span`), ascending, gaps for empty slots.
@@ -25,9 +28,11 @@ pub struct Series {
     pub span: u64,
     pub entries: Vec<IntervalSnapshot>,
     cap: u64,
-    /// Bytes of the entries (narrow ones included) and the most before a widening.
+    /// Bytes of the entries in memory (narrow ones included), and the most kept there.
     bytes: u64,
     max_bytes: u64,
+    /// Where histograms past `max_bytes` wait (made when first needed).
+    spill: Option<Arc<SpillFile>>,
     /// A widening under way: entries of half the span (slots of `span / 2`), still to be
     /// merged in pairs into `entries`.
     narrow: VecDeque<IntervalSnapshot>,
@@ -53,6 +58,7 @@ impl Series {
             cap: cap.max(2) as u64,
             bytes: 0,
             max_bytes,
+            spill: None,
             narrow: VecDeque::new(),
         }
     }
@@ -65,14 +71,11 @@ impl Series {
     }
 
     /// Adds the figures of base interval `snap.index` (merged into its slot's entry if the
-    /// slot has one already). A slot past the cap, or entries past the bytes, start a
-    /// widening: the entries so far are merged in pairs by [`Series::compact`], a few at a time.
+    /// slot has one already). A slot past the cap starts a widening: the entries so far are
+    /// merged in pairs by [`Series::compact`], a few at a time.
     pub fn push(&mut self, mut snap: IntervalSnapshot) {
         let base = snap.index;
         while base / self.span >= self.cap {
-            self.begin_widening();
-        }
-        if self.bytes > self.max_bytes && !self.compacting() && self.entries.len() >= 2 {
             self.begin_widening();
         }
         // A late part of a slot still waiting to be merged goes there.
@@ -81,7 +84,7 @@ impl Series {
             if let Ok(at) = self.narrow.binary_search_by_key(&half, |e| e.index) {
                 let old = std::mem::replace(&mut self.narrow[at], empty(half));
                 self.bytes = self.bytes.saturating_sub(old.footprint());
-                let merged = merge_snapshots(half, vec![old, snap]);
+                let merged = merge_snapshots(half, vec![self.load(&old), snap]);
                 self.bytes += merged.footprint();
                 self.narrow[at] = merged;
                 return;
@@ -89,6 +92,7 @@ impl Series {
         }
         snap.index = base / self.span;
         self.insert(snap);
+        self.trim();
     }
 
     /// Puts an entry of the current span in its slot, merged with the one there.
@@ -97,7 +101,7 @@ impl Series {
             Ok(at) => {
                 let old = std::mem::replace(&mut self.entries[at], empty(snap.index));
                 self.bytes = self.bytes.saturating_sub(old.footprint());
-                let merged = merge_snapshots(snap.index, vec![old, snap]);
+                let merged = merge_snapshots(snap.index, vec![self.load(&old), snap]);
                 self.bytes += merged.footprint();
                 self.entries[at] = merged;
             }
@@ -126,8 +130,47 @@ impl Series {
             }
             let gone: u64 = group.iter().map(IntervalSnapshot::footprint).sum();
             self.bytes = self.bytes.saturating_sub(gone);
+            let group = group.iter().map(|e| self.load(e)).collect();
             self.insert(merge_snapshots(slot, group));
         }
+        self.trim();
+    }
+
+    /// Moves the oldest entries' histograms to the spill file until those in memory take half
+    /// of `max_bytes` (nothing moves if the file cannot be made or written).
+    fn trim(&mut self) {
+        if self.bytes <= self.max_bytes {
+            return;
+        }
+        if self.spill.is_none() {
+            self.spill = SpillFile::create().map(Arc::new);
+        }
+        let Some(spill) = self.spill.clone() else {
+            return;
+        };
+        for e in self.entries.iter_mut().filter(|e| e.spilled.is_none()) {
+            if self.bytes <= self.max_bytes / 2 {
+                break;
+            }
+            let before = e.footprint();
+            let blobs = (std::mem::take(&mut e.hists), std::mem::take(&mut e.server));
+            match spill.write(&blobs) {
+                Some(at) => e.spilled = Some(at),
+                None => (e.hists, e.server) = blobs,
+            }
+            self.bytes = (self.bytes + e.footprint()).saturating_sub(before);
+        }
+    }
+
+    /// `e` with its histograms, read back from the spill file if they are there (none if
+    /// they cannot be read: its counts stay).
+    pub fn load(&self, e: &IntervalSnapshot) -> IntervalSnapshot {
+        let mut out = e.clone();
+        if let Some(at) = out.spilled.take() {
+            let blobs = self.spill.as_ref().and_then(|f| f.read(at));
+            (out.hists, out.server) = blobs.unwrap_or_default();
+        }
+        out
     }
 
     /// Finishes a widening under way.
@@ -150,7 +193,8 @@ impl Series {
         while self.span < other.span {
             self.widen();
         }
-        for mut e in other.entries {
+        for e in &other.entries {
+            let mut e = other.load(e);
             let base = e.index.saturating_mul(other.span);
             while base / self.span >= self.cap {
                 self.widen();
@@ -183,6 +227,7 @@ fn empty(index: u64) -> IntervalSnapshot {
         hists: Vec::new(),
         server: Vec::new(),
         busy_max: None,
+        spilled: None,
     }
 }
 
@@ -220,6 +265,7 @@ pub fn merge_snapshots(index: u64, mut snaps: Vec<IntervalSnapshot>) -> Interval
         hists: hists.iter().map(|(p, h)| (*p, encode(h))).collect(),
         server: server.iter().map(|(n, h)| (n.clone(), encode(h))).collect(),
         busy_max,
+        spilled: None,
     }
 }
 
@@ -385,18 +431,29 @@ mod tests {
     }
 
     #[test]
-    fn entries_past_the_bytes_widen_the_series() {
+    fn histograms_past_the_bytes_wait_on_disk_and_come_back() {
         let one = snap(0, 1, 1000, None).footprint();
-        // Room for 4 entries: the 6th push finds 5 and widens.
-        let mut s = Series::with_limits(100, 4 * one + one / 2);
-        for i in 0..6 {
-            s.push(snap(i, 1, 1000, None));
+        let mut s = Series::with_limits(100, 4 * one);
+        for i in 0..10 {
+            s.push(snap(i, i + 1, 1000 * (i + 1), None));
         }
-        s.settle();
-        assert_eq!(s.span, 2);
-        assert_eq!(shape(&s), vec![(0, 2), (1, 2), (2, 2)]);
-        let sum: u64 = s.entries.iter().map(IntervalSnapshot::footprint).sum();
-        assert_eq!(s.footprint(), sum);
+        // The oldest went to disk; the memory holds what is left and their counts.
+        assert!(s.entries[0].spilled.is_some() && s.entries[0].hists.is_empty());
+        let kept: u64 = s.entries.iter().map(IntervalSnapshot::footprint).sum();
+        assert_eq!(s.footprint(), kept);
+        assert!(kept < 10 * one, "{kept}");
+        for (i, e) in s.entries.iter().enumerate() {
+            assert_eq!(total(&s.load(e)).len(), i as u64 + 1);
+        }
+        // A late part of a spilled interval, a widening and a copy: all exact.
+        s.push(snap(0, 5, 1000, None));
+        s.widen();
+        let copy = s.clone();
+        let want = [1 + 5 + 2, 3 + 4, 5 + 6, 7 + 8, 9 + 10];
+        for (e, n) in copy.entries.iter().zip(want) {
+            assert_eq!(total(&copy.load(e)).len(), n);
+            assert_eq!(e.counters.requests, n);
+        }
     }
 
     #[test]
