@@ -221,7 +221,10 @@ impl Collector {
         let end = self
             .interval
             .saturating_mul(u32::try_from(index.saturating_add(1)).unwrap_or(u32::MAX));
-        self.record_from + end + self.grace
+        let far = Duration::from_secs(100 * 365 * 86_400);
+        (self.record_from.checked_add(end.saturating_add(self.grace)))
+            .or_else(|| self.record_from.checked_add(far))
+            .unwrap_or(self.record_from)
     }
 
     /// When the oldest open interval is final at the latest, if one is open.
@@ -433,12 +436,18 @@ fn take(
     }
 }
 
-/// The collector yields the CPU to the workers it shares a core with (nice 10).
+/// The collector yields the CPU to the workers it shares a core with: `SCHED_IDLE` (a worker
+/// waking up preempts it at once; nice 19 if that is refused). A worker that needs the whole
+/// core starves it until the queue is full, and then waits for it: memory stays bounded.
 fn lower_priority() {
-    // SAFETY: gettid and setpriority on the calling thread; failure leaves the priority.
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: both calls act on the calling thread only (0 / its tid) with valid arguments;
+    // failure leaves the priority as it was.
     unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            libc::setpriority(libc::PRIO_PROCESS, tid, 19);
+        }
     }
 }
 
