@@ -66,8 +66,8 @@ impl Figures for RunRecord {
     }
 }
 
-/// The figures of a run measured so far, from the interval snapshots the workers send as each
-/// interval closes (the threads' snapshots of one interval are added as they come).
+/// The figures of a run measured so far, from the merged intervals the run's collector sends as
+/// each is final (a late part of one is added as it comes).
 #[derive(Default)]
 pub struct PartialRun {
     counters: Counters,
@@ -85,7 +85,7 @@ impl PartialRun {
         }
     }
 
-    /// Adds one thread's snapshot of one interval.
+    /// Adds an interval (or a late part of one).
     pub fn add(&mut self, snap: &IntervalSnapshot) {
         self.counters.merge(&snap.counters);
         self.intervals.insert(snap.index);

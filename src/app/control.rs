@@ -16,13 +16,13 @@ use std::time::{Duration, Instant};
 /// What a run gave, before it becomes a record.
 pub(crate) struct Executed {
     pub measured: crate::recorder::Measured,
-    /// Wall-clock time at which recording started.
-    pub start_wall: std::time::SystemTime,
     pub recorded: Duration,
     /// How long the end waited for the requests in flight.
     pub drained: Duration,
     pub stop_reason: String,
     pub start_time: String,
+    /// The first error writing `--hdr-log`, if one was asked for.
+    pub log_error: Option<String>,
 }
 
 /// The control thread of a run: its runtime, and the signal watcher that interrupts it.
@@ -101,11 +101,13 @@ impl Control {
         every: Option<Duration>,
         json: bool,
     ) -> Result<Executed, String> {
-        self.execute_watched(plan, config, quiet, every, json, &[])
+        self.execute_watched(plan, config, quiet, every, json, &[], None)
     }
 
     /// [`Control::execute`], also stopping the run as soon as one of `abort` fails on what
-    /// was measured so far (`--abort-on-fail`: checked as each interval closes, k6's habit).
+    /// was measured so far (`--abort-on-fail`: checked as each interval closes, k6's habit),
+    /// and writing the intervals to `log` as they are final (`--hdr-log`).
+    #[allow(clippy::too_many_arguments)]
     pub fn execute_watched(
         &self,
         plan: &RunPlan,
@@ -114,6 +116,7 @@ impl Control {
         every: Option<Duration>,
         json: bool,
         abort: &[crate::analysis::expr::Expr],
+        log: Option<crate::report::hdrlog::LogFile>,
     ) -> Result<Executed, String> {
         let stop = StopSignal::default();
         let progress = Progress::new(plan.threads);
@@ -128,7 +131,8 @@ impl Control {
             (None, None)
         };
         let mut lost: Option<String> = None;
-        let mut workers = load::start(plan, config, stop.clone(), progress.clone(), live_tx)
+        let sinks = crate::recorder::collector::Sinks { live: live_tx, log };
+        let mut workers = load::start(plan, config, stop.clone(), progress.clone(), sinks)
             .map_err(|e| format!("cannot start worker threads: {e}"))?;
         // An open loop starts once its connections are open; a signal may come first.
         let gate = workers.gate();
@@ -140,7 +144,6 @@ impl Control {
             }
         });
         let record_from = record_from.unwrap_or_else(Instant::now);
-        let start_wall = wall_clock_at(record_from);
         let deadline = match plan.stop {
             StopRule::Duration(d) => Some(record_from + d),
             StopRule::Requests(_) => None,
@@ -204,7 +207,7 @@ impl Control {
         if let Some(bar) = &bar {
             bar.finish_and_clear();
         }
-        let measured = workers.join();
+        let (measured, log_error) = workers.join();
         // Workers that end by themselves at the deadline may report a moment after it.
         let recorded = ended.saturating_duration_since(record_from);
         let recorded = match deadline {
@@ -229,22 +232,12 @@ impl Control {
         };
         Ok(Executed {
             measured,
-            start_wall,
             recorded,
             drained,
             stop_reason,
             start_time,
+            log_error,
         })
-    }
-}
-
-/// The wall-clock time at `instant` (near now, before or after).
-fn wall_clock_at(instant: Instant) -> std::time::SystemTime {
-    let (wall, now) = (std::time::SystemTime::now(), Instant::now());
-    if instant >= now {
-        wall + (instant - now)
-    } else {
-        wall - (now - instant)
     }
 }
 

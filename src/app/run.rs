@@ -91,6 +91,17 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             };
         }
     }
+    // The interval log is written as the run goes (one level only, as before).
+    let mut log = match (&args.hdr_log, plans.len()) {
+        (Some(path), 1) => match report::hdrlog::create(path) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_FAILURE;
+            }
+        },
+        _ => None,
+    };
     let mut levels = Vec::new();
     for (i, (plan, config)) in plans.iter().zip(configs).enumerate() {
         if i > 0 && !control.pause(args.pause) {
@@ -120,6 +131,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             args.every,
             args.view.json,
             abort,
+            log.take(),
         ) {
             Ok(o) => {
                 let lost = o.stop_reason.starts_with("threshold lost");
@@ -192,11 +204,9 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     }
     args.view.check(&mut record);
     let mut code = EXIT_OK;
-    if let (Some(path), [o]) = (&args.hdr_log, &levels[..]) {
-        if let Err(e) = report::hdrlog::write(path, &o.measured, plans[0].interval, o.start_wall) {
-            eprintln!("error: {e}");
-            code = EXIT_FAILURE;
-        }
+    if let Some(e) = levels.iter().find_map(|o| o.log_error.as_ref()) {
+        eprintln!("error: {e}");
+        code = EXIT_FAILURE;
     }
     if let Some(path) = &args.output {
         if let Err(e) = std::fs::write(path, report::record_json(&record) + "\n") {

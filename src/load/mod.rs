@@ -5,7 +5,8 @@
 //! precise timer ([`timer`]), into a queue its connections take from. Both apply the stop rule. The
 //! open loop's schedule starts once every thread has opened its connections ([`start`]). The
 //! controlling thread stops everything through one [`StopSignal`] (end of the duration,
-//! Ctrl-C); in-flight requests are then abandoned, never half-recorded.
+//! Ctrl-C); in-flight requests are then abandoned, never half-recorded. One collector thread
+//! per run ([`crate::recorder::collector`]) takes the workers' closed intervals.
 
 mod burst;
 mod open;
@@ -20,7 +21,8 @@ pub use start::StartGate;
 use crate::engine::http2::H2Link;
 use crate::engine::{ConnectGate, Send, Session, SessionConfig};
 use crate::model::{ConnStage, LoadModel, RunPlan, Sample, Segment, Ticket, Timestamps};
-use crate::recorder::{IntervalSnapshot, Measured, Recorder};
+use crate::recorder::collector::{CollectorThread, Sinks};
+use crate::recorder::{Measured, Recorder, WorkerLink};
 use crate::target::{Renderer, Workload};
 use pacer::ThreadPacer;
 use std::cell::{Cell, RefCell};
@@ -95,6 +97,8 @@ impl Progress {
 /// A run in progress: its worker threads.
 pub struct Workers {
     handles: Vec<std::thread::JoinHandle<Measured>>,
+    /// Merges the threads' intervals as they close.
+    collector: CollectorThread,
     done_rx: tokio::sync::mpsc::UnboundedReceiver<()>,
     finished: usize,
     /// Opens when the load starts (an open loop: once its connections are open).
@@ -111,7 +115,7 @@ pub fn start(
     config: SessionConfig,
     stop: StopSignal,
     progress: Arc<Progress>,
-    live: Option<std::sync::mpsc::Sender<IntervalSnapshot>>,
+    sinks: Sinks,
 ) -> std::io::Result<Workers> {
     let start = Instant::now();
     let record_from = start + plan.warmup;
@@ -139,8 +143,19 @@ pub fn start(
     let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel();
     // This process's share of the plan's connections (all of them unless --segment).
     let connections = plan.local_connections();
+    let start = crate::recorder::collector::Start {
+        gate: gate.clone(),
+        warmup: plan.warmup,
+    };
+    let (collector, links) = CollectorThread::spawn(
+        plan.threads,
+        &plan.server_total,
+        start,
+        plan.interval,
+        sinks,
+    )?;
     let mut handles = Vec::with_capacity(plan.threads);
-    for thread in 0..plan.threads {
+    for (thread, link) in (0..plan.threads).zip(links) {
         // Thread i holds c/t connections, and one more for the first c%t threads.
         let conns = connections / plan.threads + usize::from(thread < connections % plan.threads);
         let pacer = match &plan.load {
@@ -160,7 +175,7 @@ pub fn start(
             thread,
             threads: plan.threads,
             stage_ends: stage_ends.clone(),
-            live: live.clone(),
+            link: Some(link),
             server_total: plan.server_total.clone(),
             http2: plan.http2.is_some(),
             streams: plan.http2.map_or(1, |h| h.streams.max(1)),
@@ -194,6 +209,7 @@ pub fn start(
     }
     Ok(Workers {
         handles,
+        collector,
         done_rx,
         finished: 0,
         gate,
@@ -223,14 +239,19 @@ impl Workers {
         }
     }
 
-    /// Joins the workers (after a stop or when all are done) and merges what they measured.
-    pub fn join(self) -> Measured {
+    /// Joins the workers (after a stop or when all are done) and merges what they measured,
+    /// the collector's series with it; gives the first error writing `--hdr-log` too.
+    pub fn join(self) -> (Measured, Option<String>) {
         let parts = self
             .handles
             .into_iter()
             .filter_map(|h| h.join().ok())
             .collect();
-        Measured::merge(parts)
+        let mut measured = Measured::merge(parts);
+        let collected = self.collector.join();
+        measured.snapshot_bytes = collected.series.footprint();
+        measured.series = collected.series;
+        (measured, collected.log_error)
     }
 }
 
@@ -254,8 +275,8 @@ struct WorkerCtx {
     http2: bool,
     /// Sessions (streams) per connection: 1 for HTTP/1.1.
     streams: usize,
-    /// `--every`: where finished intervals go.
-    live: Option<std::sync::mpsc::Sender<IntervalSnapshot>>,
+    /// Where closed intervals go (the run's collector).
+    link: Option<WorkerLink>,
     connections: usize,
     scheduler: Arc<Scheduler>,
     /// The thread's share of an open-loop schedule, from the origin the gate gives.
@@ -276,14 +297,15 @@ struct WorkerCtx {
 
 impl WorkerCtx {
     fn run(mut self) -> Measured {
-        let recorder = Rc::new(RefCell::new(
-            Recorder::new(self.record_from, self.interval)
-                .until(self.record_until)
-                .server_total(&self.server_total)
-                .live(self.live.clone())
-                .with_segments(&self.stage_ends)
-                .with_requests(self.workload.as_ref().map_or(0, |(w, _)| w.names.len())),
-        ));
+        let mut recorder = Recorder::new(self.record_from, self.interval)
+            .until(self.record_until)
+            .server_total(&self.server_total)
+            .with_segments(&self.stage_ends)
+            .with_requests(self.workload.as_ref().map_or(0, |(w, _)| w.names.len()));
+        if let Some(link) = self.link.take() {
+            recorder = recorder.collector(link);
+        }
+        let recorder = Rc::new(RefCell::new(recorder));
         if self.pacer.is_some() {
             timer::tighten_timer_slack();
         }
@@ -435,16 +457,7 @@ impl WorkerCtx {
     }
 }
 
-/// The CPU time used by the calling thread.
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid clock id and a valid timespec to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
+use crate::recorder::thread_cpu;
 
 /// The share of `wall` that the thread was on a CPU.
 fn busy_share(start: Duration, end: Duration, wall: Duration) -> f64 {

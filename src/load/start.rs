@@ -79,6 +79,16 @@ impl StartGate {
     }
 }
 
+/// The wall-clock time at `instant` (near now, before or after).
+pub fn wall_clock_at(instant: Instant) -> std::time::SystemTime {
+    let (wall, now) = (std::time::SystemTime::now(), Instant::now());
+    if instant >= now {
+        wall + (instant - now)
+    } else {
+        wall - (now - instant)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,14 +3,15 @@
 //! Histograms are added bucket by bucket (HdrHistogram merges are exact), counters summed,
 //! every statistic recomputed from the merged histograms; interval series are merged by
 //! wall-clock time (each record's recording start plus the interval's offset, rounded to the
-//! interval), so generators started together (`--start-at`) line up. Stages, sweep levels and
+//! widest interval of the parts: a long run's are wider), so generators started together
+//! (`--start-at`) line up. Stages, sweep levels and
 //! repetitions merge element by element. Warnings are kept per part, and the merged figures
 //! get their own. Records of different plans are refused, naming the first difference.
 
 use super::hist::{self, IntervalStats, Stats};
 use super::record::{
-    warnings_of, BurstStats, Bursts, Bytes, Connections, Generator, Interval, Latency, Level,
-    RequestFigures, Requests, RunRecord, Stage, Summary,
+    warnings_of, BurstStats, Bursts, Bytes, Connections, Generator, Interval, IntervalGenerator,
+    Latency, Level, RequestFigures, Requests, RunRecord, Stage, Summary,
 };
 use crate::model::Phase;
 use hdrhistogram::Histogram;
@@ -253,18 +254,32 @@ fn by_request(parts: &[&Summary], h: &Hists, duration_s: f64) -> BTreeMap<String
 }
 
 /// Merges interval series by wall-clock time: `series[i]` started recording `offsets_s[i]`
-/// seconds after the earliest part; an interval lands in slot
-/// `round((offset + start_s) / interval_s)`.
+/// seconds after the earliest part. The step is the widest entry of any part (a long run's
+/// series is wider than `interval_s`, by a power of two); an interval lands in slot
+/// `floor((offset + start_s) / step + ½ interval_s / step)`, so with equal widths it is
+/// `round((offset + start_s) / interval_s)`, and narrower entries add up in the wider slot.
 fn intervals(
     series: &[&[Interval]],
     offsets_s: &[f64],
     interval_s: f64,
 ) -> Result<Vec<Interval>, String> {
-    let mut slots: BTreeMap<u64, Vec<&Interval>> = BTreeMap::new();
+    let widest = series
+        .iter()
+        .flat_map(|s| s.iter())
+        .map(|i| i.duration_s)
+        .fold(interval_s, f64::max);
+    let step = interval_s * (widest / interval_s - 1e-6).max(1.0).log2().ceil().exp2();
+    // (slot, extent of the part in the slot in seconds, the part)
+    let mut slots: BTreeMap<u64, Vec<(f64, &Interval)>> = BTreeMap::new();
     for (s, &offset) in series.iter().zip(offsets_s) {
         for i in s.iter() {
-            let slot = ((offset + i.start_s) / interval_s).round().max(0.0) as u64;
-            slots.entry(slot).or_default().push(i);
+            let at = offset + i.start_s;
+            let slot = (at / step + 0.5 * interval_s / step).floor().max(0.0) as u64;
+            let within = ((at / interval_s).round() * interval_s - slot as f64 * step).max(0.0);
+            slots
+                .entry(slot)
+                .or_default()
+                .push((within + i.duration_s, i));
         }
     }
     let Some(&last) = slots.keys().next_back() else {
@@ -273,41 +288,51 @@ fn intervals(
     (0..=last)
         .map(|slot| {
             let parts = slots.remove(&slot).unwrap_or_default();
-            let h = add_maps(parts.iter().map(|i| &i.histograms))?;
             let duration_s = parts
                 .iter()
-                .map(|i| i.duration_s)
+                .map(|(extent, _)| *extent)
                 .fold(0.0, f64::max)
-                .max(if parts.is_empty() { interval_s } else { 0.0 });
-            let requests: u64 = parts.iter().map(|i| i.requests).sum();
-            let mut latency = BTreeMap::new();
-            let mut server_timing = BTreeMap::new();
-            for (name, hist) in &h {
-                match name.strip_prefix("server_timing.") {
-                    Some(metric) => {
-                        server_timing.insert(metric.to_string(), IntervalStats::of(hist))
-                    }
-                    None => latency.insert(name.clone(), IntervalStats::of(hist)),
-                };
-            }
-            Ok(Interval {
-                start_s: (slot as f64 * interval_s * 1e6).round() / 1e6,
-                duration_s,
-                requests,
-                ok: parts.iter().map(|i| i.ok).sum(),
-                errors: parts.iter().map(|i| i.errors).sum(),
-                throughput_rps: round3(if duration_s > 0.0 {
-                    requests as f64 / duration_s
-                } else {
-                    0.0
-                }),
-                bytes_read: parts.iter().map(|i| i.bytes_read).sum(),
-                latency,
-                server_timing,
-                histograms: encode_all(&h),
-            })
+                .min(step);
+            let duration_s = if parts.is_empty() { step } else { duration_s };
+            let parts: Vec<&Interval> = parts.into_iter().map(|(_, i)| i).collect();
+            merged_interval(&parts, slot as f64 * step, duration_s)
         })
         .collect()
+}
+
+/// Intervals of several generators in one slot, added exactly.
+fn merged_interval(parts: &[&Interval], start_s: f64, duration_s: f64) -> Result<Interval, String> {
+    let h = add_maps(parts.iter().map(|i| &i.histograms))?;
+    let requests: u64 = parts.iter().map(|i| i.requests).sum();
+    let mut latency = BTreeMap::new();
+    let mut server_timing = BTreeMap::new();
+    for (name, hist) in &h {
+        match name.strip_prefix("server_timing.") {
+            Some(metric) => server_timing.insert(metric.to_string(), IntervalStats::of(hist)),
+            None => latency.insert(name.clone(), IntervalStats::of(hist)),
+        };
+    }
+    let busy_max = parts
+        .iter()
+        .filter_map(|i| i.generator.as_ref()?.busy_max)
+        .reduce(f64::max);
+    Ok(Interval {
+        start_s: (start_s * 1e6).round() / 1e6,
+        duration_s,
+        requests,
+        ok: parts.iter().map(|i| i.ok).sum(),
+        errors: parts.iter().map(|i| i.errors).sum(),
+        throughput_rps: round3(if duration_s > 0.0 {
+            requests as f64 / duration_s
+        } else {
+            0.0
+        }),
+        bytes_read: parts.iter().map(|i| i.bytes_read).sum(),
+        latency,
+        server_timing,
+        histograms: encode_all(&h),
+        generator: IntervalGenerator::of(h.get(Phase::Lag.name()), busy_max),
+    })
 }
 
 /// Merges the stages of parts that ran the same stages side by side.
@@ -577,4 +602,56 @@ pub fn merge(records: Vec<RunRecord>, names: &[String]) -> Result<RunRecord, Str
     }
     out.summary.warnings = warnings;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An interval of `requests` at `start_s` lasting `duration_s`, with no histograms.
+    fn iv(start_s: f64, duration_s: f64, requests: u64) -> Interval {
+        Interval {
+            start_s,
+            duration_s,
+            requests,
+            ok: requests,
+            errors: 0,
+            throughput_rps: 0.0,
+            bytes_read: 0,
+            latency: BTreeMap::new(),
+            server_timing: BTreeMap::new(),
+            histograms: BTreeMap::new(),
+            generator: None,
+        }
+    }
+
+    #[test]
+    fn narrow_intervals_add_up_in_the_wider_slots() {
+        // A long run's series (20 ms wide, the last one partial) and a short run's (10 ms).
+        let wide = [iv(0.0, 0.02, 2), iv(0.02, 0.02, 4), iv(0.04, 0.01, 1)];
+        let narrow: Vec<Interval> = (0..5).map(|i| iv(i as f64 * 0.01, 0.01, 1)).collect();
+        let merged = intervals(&[&wide, &narrow], &[0.0, 0.0], 0.01).unwrap();
+        let got: Vec<(f64, f64, u64)> = merged
+            .iter()
+            .map(|i| (i.start_s, i.duration_s, i.requests))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(0.0, 0.02, 4), (0.02, 0.02, 6), (0.04, 0.01, 2)],
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn equal_widths_merge_by_rounded_offset_as_before() {
+        let a = [iv(0.0, 1.0, 1), iv(1.0, 1.0, 2)];
+        let b = [iv(0.0, 1.0, 10), iv(1.0, 0.5, 20)];
+        // b started 1.1 s after a: its intervals land in slots 1 and 2.
+        let merged = intervals(&[&a, &b], &[0.0, 1.1], 1.0).unwrap();
+        let got: Vec<(f64, f64, u64)> = merged
+            .iter()
+            .map(|i| (i.start_s, i.duration_s, i.requests))
+            .collect();
+        assert_eq!(got, vec![(0.0, 1.0, 1), (1.0, 1.0, 12), (2.0, 0.5, 20)]);
+    }
 }

@@ -1,14 +1,21 @@
 //! Recording: one [`Recorder`] per worker thread folds [`Sample`]s into an HdrHistogram per
-//! phase, counters per status and error kind, and an interval series (each interval's
-//! histograms kept compressed, so memory stays flat however long the run). No lock and no
-//! allocation per sample. At the end the threads' recorders are merged exactly
+//! phase, counters per status and error kind, and the current interval's [`IntervalSet`].
+//! No lock and no allocation per sample, nor at an interval's close: the full set goes to the
+//! run's [`collector`], which merges the threads' intervals, compresses them and keeps the
+//! bounded [`series::Series`]. At the end the threads' recorders are merged exactly
 //! ([`Measured::merge`]) and become a [`record::RunRecord`].
 
+pub mod collector;
 pub mod hist;
 pub mod merge;
 pub mod record;
 pub mod reservoir;
+pub mod series;
 pub mod server_timing;
+pub mod spill;
+
+pub use collector::{IntervalSet, WorkerLink};
+pub use series::Series;
 
 use crate::model::{ErrorKind, Phase, Sample, Traffic};
 use hdrhistogram::Histogram;
@@ -135,7 +142,7 @@ fn durations(s: &Sample) -> Durations {
 pub struct PhaseHists(pub Vec<Histogram<u64>>);
 
 impl PhaseHists {
-    fn new(make: fn() -> Histogram<u64>) -> Self {
+    pub(crate) fn new(make: fn() -> Histogram<u64>) -> Self {
         PhaseHists(Phase::ALL.iter().map(|_| make()).collect())
     }
 
@@ -214,6 +221,10 @@ pub struct IntervalSnapshot {
     pub hists: Vec<(Phase, Vec<u8>)>,
     /// V2+DEFLATE histograms per `Server-Timing` metric.
     pub server: Vec<(String, Vec<u8>)>,
+    /// The busiest worker's share of the time on a CPU (0..1), when measured.
+    pub busy_max: Option<f64>,
+    /// Where `hists` and `server` wait in the series' spill file (they are empty here then).
+    pub spilled: Option<(u64, u32)>,
 }
 
 impl IntervalSnapshot {
@@ -240,12 +251,12 @@ pub struct Recorder {
     status: Vec<u64>,
     hists: PhaseHists,
     first_errors: [Option<String>; ErrorKind::ALL.len()],
-    current: Option<(u64, Counters, PhaseHists)>,
-    /// The current interval's `Server-Timing` figures.
-    current_server: Option<server_timing::ServerTimingAcc>,
-    /// Where finished intervals are also sent as they close (`--every`).
-    live: Option<std::sync::mpsc::Sender<IntervalSnapshot>>,
-    finished: Vec<IntervalSnapshot>,
+    /// The interval being recorded.
+    current: Option<Box<IntervalSet>>,
+    /// Where closed intervals go.
+    link: Link,
+    /// This thread's CPU time and the wall time at the last close (a worker's only).
+    cpu_mark: (Duration, Instant),
     /// Stages: the end of each stage (by intended time) and its own figures.
     segments: Vec<(Instant, Counters, PhaseHists)>,
     /// Bursts: per burst, the time to dispatch all and the time waiting for the answers.
@@ -262,6 +273,17 @@ pub struct Recorder {
     samples: reservoir::Reservoir,
     /// Requests sent whose outcome has not come back yet.
     in_flight: u64,
+}
+
+/// Where a recorder's closed intervals go.
+enum Link {
+    /// Merged on the recording thread itself (one-thread tools and tests).
+    Inline {
+        collector: Box<collector::Collector>,
+        spare: Option<Box<IntervalSet>>,
+    },
+    /// Handed to the run's collector thread.
+    Thread(WorkerLink),
 }
 
 /// Per-burst histograms: dispatch all, then wait for all (nanoseconds).
@@ -284,9 +306,11 @@ impl Recorder {
             hists: PhaseHists::new(hist::new_hist),
             first_errors: Default::default(),
             current: None,
-            current_server: None,
-            live: None,
-            finished: Vec::new(),
+            link: Link::Inline {
+                collector: Box::new(collector::Collector::new(1, record_from, interval)),
+                spare: None,
+            },
+            cpu_mark: (thread_cpu(), Instant::now()),
             segments: Vec::new(),
             bursts: None,
             server: server_timing::ServerTimingAcc::new("total"),
@@ -304,9 +328,10 @@ impl Recorder {
         self
     }
 
-    /// Also sends each interval to `live` when it closes (for printing while running).
-    pub fn live(mut self, live: Option<std::sync::mpsc::Sender<IntervalSnapshot>>) -> Self {
-        self.live = live;
+    /// Hands closed intervals to the run's collector thread (instead of merging them here).
+    pub fn collector(mut self, link: WorkerLink) -> Self {
+        self.link = Link::Thread(link);
+        self.cpu_mark = (thread_cpu(), Instant::now());
         self
     }
 
@@ -321,14 +346,13 @@ impl Recorder {
     pub fn record_with_timing(&mut self, s: &Sample, timing: &[u8]) {
         self.in_flight = self.in_flight.saturating_sub(1);
         if self.record(s) && s.error.is_none() && !timing.is_empty() {
-            let interval = self
-                .current_server
-                .get_or_insert_with(|| self.server.empty_like());
-            server_timing::ServerTimingAcc::ingest_all(
-                &mut [&mut self.server, interval],
-                timing,
-                s.stamps.phase(Phase::Wait),
-            );
+            if let Some(set) = self.current.as_mut() {
+                server_timing::ServerTimingAcc::ingest_all(
+                    &mut [&mut self.server, &mut set.server],
+                    timing,
+                    s.stamps.phase(Phase::Wait),
+                );
+            }
         }
     }
 
@@ -435,12 +459,13 @@ impl Recorder {
         }
         let index = (end.saturating_duration_since(self.record_from).as_nanos()
             / self.interval.as_nanos().max(1)) as u64;
-        if self.current.as_ref().is_none_or(|(i, _, _)| *i != index) {
+        if self.current.as_ref().is_none_or(|set| set.index != index) {
             self.roll(index);
         }
-        let (_, counters, hists) = self.current.as_mut().expect("rolled above");
-        counters.add(s);
-        hists.record(&d);
+        if let Some(set) = self.current.as_mut() {
+            set.counters.add(s);
+            set.hists.record(&d);
+        }
         true
     }
 
@@ -486,44 +511,72 @@ impl Recorder {
         self.counters.error_total()
     }
 
-    /// Closes the current interval (if any) and opens `index`.
+    /// Closes the current interval (if any) and opens `index` in a spare set: a swap, no
+    /// allocation once the pool is warm.
     fn roll(&mut self, index: u64) {
-        self.close_interval();
-        self.current = Some((
-            index,
-            Counters::default(),
-            PhaseHists::new(hist::new_interval_hist),
-        ));
-    }
-
-    /// Keeps the current interval's snapshot (and sends it to `live`).
-    fn close_interval(&mut self) {
-        if let Some((i, counters, hists)) = self.current.take() {
-            let server = self
-                .current_server
-                .take()
-                .map(|s| s.encoded())
-                .unwrap_or_default();
-            let snap = snapshot(i, counters, &hists, server);
-            if let Some(live) = &self.live {
-                let _ = live.send(snap.clone());
-            }
-            self.finished.push(snap);
+        let mut next = self.spare_set();
+        next.index = index;
+        if let Some(full) = self.current.replace(next) {
+            self.hand_over(full, index);
         }
     }
 
-    /// Ends recording: what this thread measured.
+    /// A reset set: one back from the collector, or a new one if none is back yet.
+    fn spare_set(&mut self) -> Box<IntervalSet> {
+        let (thread, spare) = match &mut self.link {
+            Link::Inline { spare, .. } => (0, spare.take()),
+            Link::Thread(link) => (link.thread, link.spare()),
+        };
+        spare.unwrap_or_else(|| IntervalSet::new(thread, self.server.total_name()))
+    }
+
+    /// Gives a closed interval to the collector; this thread now records `now_at`.
+    fn hand_over(&mut self, mut set: Box<IntervalSet>, now_at: u64) {
+        if let Link::Thread(_) = self.link {
+            set.busy = Some(self.busy_since_close());
+        }
+        match &mut self.link {
+            Link::Inline { collector, spare } => {
+                collector.add(&set, now_at);
+                collector.ready(Instant::now(), false);
+                set.reset();
+                *spare = Some(set);
+            }
+            Link::Thread(link) => link.send(collector::Msg::Closed { set, now_at }),
+        }
+    }
+
+    /// This thread's share of the time on a CPU since the last close (two clock reads).
+    fn busy_since_close(&mut self) -> f64 {
+        let now = (thread_cpu(), Instant::now());
+        let (cpu0, wall0) = std::mem::replace(&mut self.cpu_mark, now);
+        let wall = now.1.saturating_duration_since(wall0).as_secs_f64();
+        if wall <= 0.0 {
+            return 0.0;
+        }
+        (now.0.saturating_sub(cpu0).as_secs_f64() / wall).min(1.0)
+    }
+
+    /// Ends recording: what this thread measured (its series, when merged here).
     pub fn finish(mut self) -> Measured {
-        self.close_interval();
         self.counters.in_flight_at_end += self.in_flight;
-        self.finished.shrink_to_fit();
-        let snapshot_bytes = self.finished.iter().map(IntervalSnapshot::footprint).sum();
+        // The last interval, or an empty set: either says the thread is done.
+        let last = match self.current.take() {
+            Some(set) => set,
+            None => self.spare_set(),
+        };
+        self.hand_over(last, u64::MAX);
+        let series = match self.link {
+            Link::Inline { collector, .. } => collector.finish(),
+            Link::Thread(_) => Series::default(),
+        };
+        let snapshot_bytes = series.footprint();
         Measured {
             counters: self.counters,
             status: self.status,
             hists: self.hists,
             first_errors: self.first_errors,
-            intervals: self.finished,
+            series,
             thread_busy: Vec::new(),
             snapshot_bytes,
             segments: self.segments.into_iter().map(|(_, c, h)| (c, h)).collect(),
@@ -560,40 +613,20 @@ fn snapshot(
         counters,
         hists,
         server,
+        busy_max: None,
+        spilled: None,
     }
 }
 
-/// The threads' snapshots of one interval, merged exactly and compressed again.
-fn merge_interval(index: u64, snaps: &[IntervalSnapshot]) -> IntervalSnapshot {
-    if let [one] = snaps {
-        return one.clone();
-    }
-    let mut counters = Counters::default();
-    let mut hists = PhaseHists::new(hist::new_interval_hist);
-    let mut server: Vec<(String, Histogram<u64>)> = Vec::new();
-    for snap in snaps {
-        counters.merge(&snap.counters);
-        for (phase, bytes) in &snap.hists {
-            let decoded = hist::decode_bytes(bytes).expect("encoded by this process");
-            hists.0[phase.index()]
-                .add(&decoded)
-                .expect("auto-resizing histogram");
-        }
-        for (name, bytes) in &snap.server {
-            let decoded = hist::decode_bytes(bytes).expect("encoded by this process");
-            match server.iter_mut().find(|(n, _)| n == name) {
-                Some((_, into)) => {
-                    let _ = into.add(&decoded);
-                }
-                None => server.push((name.clone(), decoded)),
-            }
-        }
-    }
-    let server = server
-        .iter()
-        .map(|(n, h)| (n.clone(), hist::encode_bytes(h)))
-        .collect();
-    snapshot(index, counters, &hists, server)
+/// The CPU time used by the calling thread (`CLOCK_THREAD_CPUTIME_ID`).
+pub(crate) fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// What one or more threads measured.
@@ -604,9 +637,9 @@ pub struct Measured {
     pub status: Vec<u64>,
     pub hists: PhaseHists,
     pub first_errors: [Option<String>; ErrorKind::ALL.len()],
-    /// Interval snapshots, by index (several per index after a merge of threads is not
-    /// possible: [`Measured::merge`] combines them).
-    pub intervals: Vec<IntervalSnapshot>,
+    /// The interval series, bounded (merged across threads by the collector, or by
+    /// [`Measured::merge`]).
+    pub series: Series,
     /// Per worker thread: the share of the run it was on a CPU (0..1).
     pub thread_busy: Vec<f64>,
     /// Bytes of compressed interval snapshots the threads kept during the run (what the
@@ -638,7 +671,7 @@ impl Measured {
             status: vec![0; STATUS_SLOTS],
             hists: PhaseHists::new(hist::new_hist),
             first_errors: Default::default(),
-            intervals: Vec::new(),
+            series: Series::default(),
             thread_busy: Vec::new(),
             snapshot_bytes: 0,
             segments: Vec::new(),
@@ -650,10 +683,6 @@ impl Measured {
             samples: reservoir::Reservoir::new(0, 0),
         };
         let mut samples = Vec::with_capacity(parts.len());
-        // Snapshots stay compressed until their interval is merged, one interval at a time:
-        // the memory of a merge does not grow with the length of the run.
-        let mut by_index: std::collections::BTreeMap<u64, Vec<IntervalSnapshot>> =
-            Default::default();
         for part in parts {
             out.counters.merge(&part.counters);
             for (a, b) in out.status.iter_mut().zip(part.status.iter()) {
@@ -702,9 +731,7 @@ impl Measured {
                     *slot = e;
                 }
             }
-            for snap in part.intervals {
-                by_index.entry(snap.index).or_default().push(snap);
-            }
+            out.series.merge(part.series);
             samples.push(part.samples);
         }
         let seed = samples
@@ -712,10 +739,6 @@ impl Measured {
             .map(|r| r.seen())
             .fold(0x5EED_u64, |a, n| a.wrapping_mul(31).wrapping_add(n));
         out.samples = reservoir::Reservoir::merge(samples, reservoir::DEFAULT_CAPACITY, seed);
-        out.intervals = by_index
-            .into_iter()
-            .map(|(i, snaps)| merge_interval(i, &snaps))
-            .collect();
         out
     }
 }
@@ -838,14 +861,15 @@ mod tests {
         }
         let m = Measured::merge(vec![a.finish(), b.finish()]);
         let counts: Vec<(u64, u64)> = m
-            .intervals
+            .series
+            .entries
             .iter()
             .map(|s| (s.index, s.counters.requests))
             .collect();
         assert_eq!(counts, vec![(0, 7), (2, 2)]);
         assert_eq!(m.counters.requests, 9);
         assert_eq!(m.hists.get(Phase::Total).len(), 9);
-        let total0 = &m.intervals[0]
+        let total0 = &m.series.entries[0]
             .hists
             .iter()
             .find(|(p, _)| *p == Phase::Total)

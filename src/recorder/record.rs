@@ -487,6 +487,35 @@ pub struct Interval {
     /// interval, as in the record's `histograms`: for exact merges by time and for resampling
     /// the run by blocks of intervals (`compare`). Empty phases are left out.
     pub histograms: BTreeMap<String, String>,
+    /// The load generator's own health in the interval (absent in records made before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<IntervalGenerator>,
+}
+
+/// The generator's health in one interval: how late it sent, how busy its workers were.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct IntervalGenerator {
+    /// Schedule lag (open loop: intended → released) p99 and max in the interval, µs.
+    pub lag_p99_us: Option<f64>,
+    pub lag_max_us: Option<f64>,
+    /// The busiest worker thread's share of the interval on a CPU (0..1).
+    pub busy_max: Option<f64>,
+}
+
+impl IntervalGenerator {
+    /// From the interval's schedule-lag histogram and busiest share; none if neither is known.
+    pub fn of(lag: Option<&hdrhistogram::Histogram<u64>>, busy_max: Option<f64>) -> Option<Self> {
+        let lag = lag.filter(|h| !h.is_empty());
+        if lag.is_none() && busy_max.is_none() {
+            return None;
+        }
+        let us = |ns: u64| ns as f64 / 1000.0;
+        Some(IntervalGenerator {
+            lag_p99_us: lag.map(|h| us(h.value_at_quantile(0.99))),
+            lag_max_us: lag.map(|h| us(h.max())),
+            busy_max: busy_max.map(round3),
+        })
+    }
 }
 
 /// How the run ended and how long it recorded.
@@ -698,7 +727,7 @@ impl RunRecord {
             .iter()
             .map(|m| {
                 let mut m = m.clone();
-                m.intervals.clear();
+                m.series = super::Series::default();
                 m.segments.clear();
                 // Each level's samples are timed from its own start: joined below.
                 m.samples = super::reservoir::Reservoir::new(0, 0);
@@ -924,11 +953,19 @@ pub fn warnings_of(r: &RunRecord) -> Vec<String> {
         out.extend(open_loop_warning(r));
     }
     let busiest = s.generator.thread_busy.iter().cloned().fold(0.0, f64::max);
+    let busy = FlaggedIntervals::busy(r, BUSY_WARN);
     if busiest > BUSY_WARN {
         out.push(format!(
             "a worker thread was on a CPU {:.0}% of the run: the client may be the bottleneck; \
              figures near this limit describe the generator as much as the server",
             busiest * 100.0
+        ));
+    } else if busy.count > 0 {
+        out.push(format!(
+            "a worker thread was on a CPU over {:.0}% of the time{}: the figures of those \
+             intervals describe the generator as much as the server; add threads (-t)",
+            BUSY_WARN * 100.0,
+            busy.named()
         ));
     } else if busiest > BUSY_NEAR {
         out.push(format!(
@@ -992,7 +1029,7 @@ fn open_loop_warning(r: &RunRecord) -> Option<String> {
         });
     // The pacer's slack is lateness by design: only the lag beyond it is falling behind.
     let slack_us = r.config.pacer_slack_s.unwrap_or(0.0) * 1e6;
-    let lagging = LaggingIntervals::of(r, LAG_WARN_US + slack_us);
+    let lagging = FlaggedIntervals::lagging(r, LAG_WARN_US + slack_us);
     if queue_p99 > 1000.0 && queue_p99 > 10.0 * lag_p99.max(1.0) {
         let mut w = format!(
             "requests waited for a free connection (queue p99 {:.2} ms) while the generator kept \
@@ -1024,7 +1061,7 @@ fn open_loop_warning(r: &RunRecord) -> Option<String> {
             "the generator fell behind{}: schedule lag up to {:.0} us there; the corrected tail \
              (p99.9, max) includes it",
             lagging.named(),
-            lagging.max_us
+            lagging.max
         ));
     }
     if lag_p99 - slack_us > LAG_NEAR_US {
@@ -1037,32 +1074,31 @@ fn open_loop_warning(r: &RunRecord) -> Option<String> {
     shortfall
 }
 
-/// The intervals whose schedule lag p99 passed a bound.
-struct LaggingIntervals {
+/// The intervals whose figure (schedule lag p99, a worker's CPU share) passed a bound.
+struct FlaggedIntervals {
     count: usize,
     of: usize,
     /// Their time ranges (adjacent ones joined), seconds from the start.
     ranges: Vec<(f64, f64)>,
-    max_us: f64,
+    /// The largest second figure (the lag max) among them.
+    max: f64,
 }
 
-impl LaggingIntervals {
-    fn of(r: &RunRecord, bound_us: f64) -> Self {
-        let mut out = LaggingIntervals {
+impl FlaggedIntervals {
+    /// The intervals where `figure` gives (value, max) with the value over `bound`.
+    fn of(r: &RunRecord, bound: f64, figure: impl Fn(&Interval) -> Option<(f64, f64)>) -> Self {
+        let mut out = FlaggedIntervals {
             count: 0,
             of: r.intervals.len(),
             ranges: Vec::new(),
-            max_us: 0.0,
+            max: 0.0,
         };
         for i in &r.intervals {
-            let Some(lag) = i.latency.get("schedule_lag") else {
+            let Some((_, max)) = figure(i).filter(|(v, _)| *v > bound) else {
                 continue;
             };
-            if lag.p99_us <= bound_us {
-                continue;
-            }
             out.count += 1;
-            out.max_us = out.max_us.max(lag.max_us);
+            out.max = out.max.max(max);
             let end = i.start_s + i.duration_s;
             match out.ranges.last_mut() {
                 Some(last) if (last.1 - i.start_s).abs() < 1e-9 => last.1 = end,
@@ -1070,6 +1106,22 @@ impl LaggingIntervals {
             }
         }
         out
+    }
+
+    /// The intervals whose schedule lag p99 passed `bound_us`.
+    fn lagging(r: &RunRecord, bound_us: f64) -> Self {
+        FlaggedIntervals::of(r, bound_us, |i| {
+            let lag = i.latency.get("schedule_lag")?;
+            Some((lag.p99_us, lag.max_us))
+        })
+    }
+
+    /// The intervals in which a worker thread was on a CPU more than `share` of the time.
+    fn busy(r: &RunRecord, share: f64) -> Self {
+        FlaggedIntervals::of(r, share, |i| {
+            let busy = i.generator.as_ref()?.busy_max?;
+            Some((busy, busy))
+        })
     }
 
     /// " in 2 of 10 intervals (1.0-2.0s, 5.0-6.0s)", or nothing when none lagged.
@@ -1163,53 +1215,64 @@ fn config_of(plan: &RunPlan, end: &Ending) -> Config {
 }
 
 /// The merged interval series, with empty intervals filled in so that time is continuous.
+/// Each entry spans `span` base intervals (wider once a long run reached the cap); the last
+/// one ends with the recording.
 fn intervals_of(measured: &Measured, interval: Duration, recorded: Duration) -> Vec<Interval> {
-    let step = interval.as_secs_f64();
-    let count = ((recorded.as_secs_f64() / step).ceil() as u64)
-        .max(measured.intervals.last().map_or(0, |s| s.index + 1));
-    let mut snaps = measured.intervals.iter().peekable();
+    let base_count = (recorded.as_secs_f64() / interval.as_secs_f64()).ceil() as u64;
+    let series = measured.series.fitting(base_count);
+    let step = interval.as_secs_f64() * series.span as f64;
+    let count = base_count
+        .div_ceil(series.span)
+        .max(series.entries.last().map_or(0, |s| s.index + 1));
+    let mut snaps = series.entries.iter().peekable();
     (0..count)
         .map(|i| {
             let start_s = i as f64 * step;
             let duration_s = (recorded.as_secs_f64() - start_s).clamp(0.0, step);
             let duration_s = if duration_s > 0.0 { duration_s } else { step };
-            let snap = snaps.next_if(|s| s.index == i);
-            let mut latency = BTreeMap::new();
-            let mut server_timing = BTreeMap::new();
-            let mut histograms = BTreeMap::new();
-            let (requests, ok, errors, bytes_read) = match snap {
-                None => (0, 0, 0, 0),
-                Some(s) => {
-                    for (phase, bytes) in &s.hists {
-                        if let Ok(h) = hist::decode_bytes(bytes) {
-                            latency.insert(phase.name().to_string(), IntervalStats::of(&h));
-                            histograms.insert(phase.name().to_string(), hist::encode(&h));
-                        }
-                    }
-                    for (name, bytes) in &s.server {
-                        if let Ok(h) = hist::decode_bytes(bytes) {
-                            server_timing.insert(name.clone(), IntervalStats::of(&h));
-                            histograms.insert(format!("server_timing.{name}"), hist::encode(&h));
-                        }
-                    }
-                    let c = &s.counters;
-                    (c.requests, c.ok, c.error_total(), c.bytes_read)
-                }
-            };
-            Interval {
-                start_s: round6(start_s),
-                duration_s: round6(duration_s),
-                requests,
-                ok,
-                errors,
-                throughput_rps: round3(requests as f64 / duration_s),
-                bytes_read,
-                latency,
-                server_timing,
-                histograms,
-            }
+            let snap = snaps.next_if(|s| s.index == i).map(|s| series.load(s));
+            interval_of(snap.as_ref(), start_s, duration_s)
         })
         .collect()
+}
+
+/// One record interval from a snapshot (none: nothing ended in it).
+fn interval_of(snap: Option<&super::IntervalSnapshot>, start_s: f64, duration_s: f64) -> Interval {
+    let mut latency = BTreeMap::new();
+    let mut server_timing = BTreeMap::new();
+    let mut histograms = BTreeMap::new();
+    let mut lag = None;
+    if let Some(s) = snap {
+        for (phase, bytes) in &s.hists {
+            if let Ok(h) = hist::decode_bytes(bytes) {
+                latency.insert(phase.name().to_string(), IntervalStats::of(&h));
+                histograms.insert(phase.name().to_string(), hist::encode(&h));
+                if *phase == Phase::Lag {
+                    lag = Some(h);
+                }
+            }
+        }
+        for (name, bytes) in &s.server {
+            if let Ok(h) = hist::decode_bytes(bytes) {
+                server_timing.insert(name.clone(), IntervalStats::of(&h));
+                histograms.insert(format!("server_timing.{name}"), hist::encode(&h));
+            }
+        }
+    }
+    let c = snap.map(|s| s.counters.clone()).unwrap_or_default();
+    Interval {
+        start_s: round6(start_s),
+        duration_s: round6(duration_s),
+        requests: c.requests,
+        ok: c.ok,
+        errors: c.error_total(),
+        throughput_rps: round3(c.requests as f64 / duration_s),
+        bytes_read: c.bytes_read,
+        latency,
+        server_timing,
+        histograms,
+        generator: IntervalGenerator::of(lag.as_ref(), snap.and_then(|s| s.busy_max)),
+    }
 }
 
 #[cfg(test)]
@@ -1433,5 +1496,29 @@ mod tests {
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].starts_with("7 requests were still in flight when the drain ended (0.25s"));
         assert!(w[0].contains("--drain"), "{w:?}");
+    }
+
+    #[test]
+    fn intervals_with_a_saturated_worker_are_named() {
+        let mut r = record(&["-R", "1000"], |m| {
+            m.counters.requests = 10_000;
+            m.thread_busy = vec![0.5];
+        });
+        // (interval, busiest worker's CPU share): two saturated, one near but under.
+        for (i, busy) in [(2, 0.99), (3, 0.97), (8, 0.9)] {
+            r.intervals[i].generator = Some(IntervalGenerator {
+                lag_p99_us: None,
+                lag_max_us: None,
+                busy_max: Some(busy),
+            });
+        }
+        let w = warnings_of(&r);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with(
+                "a worker thread was on a CPU over 95% of the time in 2 of 10 intervals (2.0-4.0s)"
+            ),
+            "{w:?}"
+        );
     }
 }

@@ -153,6 +153,32 @@ impl ServerTimingAcc {
         }
     }
 
+    /// The metric taken as the server's own total (`--server-total`).
+    pub fn total_name(&self) -> &str {
+        &self.total_name
+    }
+
+    /// Empties the figures, keeping the names seen and every allocation (an interval's
+    /// accumulator, reused from interval to interval).
+    pub fn reset(&mut self) {
+        for m in &mut self.metrics {
+            if !m.hist.is_empty() {
+                m.hist.reset();
+            }
+            m.seen = 0;
+            m.position_sum = 0;
+        }
+        for l in &mut self.labels {
+            l.2 = 0;
+        }
+        self.invalid = 0;
+        self.dropped = 0;
+        self.responses = 0;
+        if !self.overhead.is_empty() {
+            self.overhead.reset();
+        }
+    }
+
     /// A fresh accumulator with the same `--server-total`.
     pub fn empty_like(&self) -> Self {
         ServerTimingAcc::new(&self.total_name)

@@ -1,6 +1,6 @@
 //! `--every D`: one line per interval while the run goes on (vegeta's `report -every`), from
-//! the interval snapshots the worker threads send as each interval closes. An interval is
-//! printed once it has ended and its stragglers had a moment to arrive; an interval in which
+//! the merged intervals the run's collector sends as each is final (and, rarely, a late part
+//! of one). An interval is printed once it has ended and had a moment to arrive; an interval in which
 //! nothing completed is printed too (a stall is news). The record keeps the exact series.
 
 use crate::cli::units::human_ns;
@@ -31,7 +31,7 @@ impl LivePrinter {
 
     /// The lines of the intervals complete at `elapsed` (from the start of recording); with
     /// `last`, every interval up to `elapsed`.
-    /// Takes one thread's snapshot of an interval.
+    /// Takes an interval (or a late part of one) from the collector.
     pub fn push(&mut self, snap: IntervalSnapshot) {
         if snap.index >= self.next {
             self.pending.entry(snap.index).or_default().push(snap);

@@ -1,0 +1,542 @@
+//! The interval collector: the one place a run's intervals are merged, compressed and kept,
+//! off the workers' hot path. A worker records each interval into an [`IntervalSet`]
+//! (counters, phase histograms, `Server-Timing` figures) made before the run; when the
+//! interval closes it swaps in a spare set and hands the full one over (HdrHistogram's
+//! `Recorder` pattern): no allocation and no compression on the worker. The collector merges
+//! the threads' sets by interval index, resets them (capacity kept) and sends them back.
+//!
+//! An interval is final once every thread has moved past it (or finished), or its end plus a
+//! grace has passed in wall time, or too many are open; a final interval is compressed, kept
+//! in the bounded [`Series`], and given to the sinks (`--hdr-log`, `--every`,
+//! `--abort-on-fail`). A part that arrives after its interval was final (a thread idle past
+//! the grace) is merged into the series exactly all the same, and given to the sinks as a
+//! part of its own.
+
+use super::series::{max_busy, Series};
+use super::server_timing::ServerTimingAcc;
+use super::{hist, snapshot, Counters, IntervalSnapshot, PhaseHists};
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::time::{Duration, Instant};
+
+/// Sets made per worker before the run: one recording, the others on their way back.
+pub const POOL: usize = 3;
+/// Most intervals waiting for their threads at once; past this the oldest is final.
+const MAX_OPEN: usize = 32;
+/// Pairs of intervals a widening of the series merges between two messages.
+const PAIRS_PER_STEP: usize = 2;
+
+/// One worker's figures of one interval, uncompressed; reused from interval to interval.
+#[derive(Debug)]
+pub struct IntervalSet {
+    /// The worker thread it belongs to (where it goes back).
+    pub thread: usize,
+    /// Interval number from the start of recording.
+    pub index: u64,
+    pub counters: Counters,
+    pub hists: PhaseHists,
+    /// The interval's `Server-Timing` figures.
+    pub server: ServerTimingAcc,
+    /// The share of the time the worker was on a CPU since its previous close (0..1).
+    pub busy: Option<f64>,
+}
+
+impl IntervalSet {
+    /// An empty set of `thread` (`server_total`: the run's `--server-total`).
+    pub fn new(thread: usize, server_total: &str) -> Box<Self> {
+        Box::new(IntervalSet {
+            thread,
+            index: 0,
+            counters: Counters::default(),
+            hists: PhaseHists::new(hist::new_interval_hist),
+            server: ServerTimingAcc::new(server_total),
+            busy: None,
+        })
+    }
+
+    /// Empties the set, keeping every allocation.
+    pub fn reset(&mut self) {
+        self.counters = Counters::default();
+        for h in &mut self.hists.0 {
+            if !h.is_empty() {
+                h.reset();
+            }
+        }
+        self.server.reset();
+        self.busy = None;
+    }
+}
+
+/// What a worker tells the collector.
+pub enum Msg {
+    /// A closed interval; the worker now records interval `now_at` (`u64::MAX`: none more).
+    Closed { set: Box<IntervalSet>, now_at: u64 },
+}
+
+/// One interval being merged: the threads' parts so far.
+struct Open {
+    counters: Counters,
+    hists: PhaseHists,
+    server: Vec<(String, Histogram<u64>)>,
+    busy: Option<f64>,
+}
+
+impl Open {
+    fn new() -> Self {
+        Open {
+            counters: Counters::default(),
+            hists: PhaseHists::new(hist::new_interval_hist),
+            server: Vec::new(),
+            busy: None,
+        }
+    }
+
+    fn add(&mut self, set: &IntervalSet) {
+        self.counters.merge(&set.counters);
+        for (into, h) in self.hists.0.iter_mut().zip(&set.hists.0) {
+            if !h.is_empty() {
+                let _ = into.add(h);
+            }
+        }
+        for m in set.server.metrics.iter().filter(|m| !m.hist.is_empty()) {
+            match self.server.iter_mut().find(|(n, _)| *n == m.name) {
+                Some((_, into)) => {
+                    let _ = into.add(&m.hist);
+                }
+                None => self.server.push((m.name.clone(), m.hist.clone())),
+            }
+        }
+        self.busy = max_busy(self.busy, set.busy);
+    }
+
+    /// The compressed snapshot of interval `index`; the open interval is emptied for reuse.
+    fn take(&mut self, index: u64) -> IntervalSnapshot {
+        let server = self
+            .server
+            .iter()
+            .filter(|(_, h)| !h.is_empty())
+            .map(|(n, h)| (n.clone(), hist::encode_bytes(h)))
+            .collect();
+        let counters = std::mem::take(&mut self.counters);
+        let mut snap = snapshot(index, counters, &self.hists, server);
+        snap.busy_max = self.busy.take();
+        for h in self
+            .hists
+            .0
+            .iter_mut()
+            .chain(self.server.iter_mut().map(|(_, h)| h))
+        {
+            if !h.is_empty() {
+                h.reset();
+            }
+        }
+        snap
+    }
+}
+
+/// The collector's state: the threads' progress, the open intervals and the series.
+pub struct Collector {
+    record_from: Instant,
+    interval: Duration,
+    grace: Duration,
+    /// Per thread: the interval it records now (`u64::MAX` once done), if it said.
+    at: Vec<Option<u64>>,
+    open: BTreeMap<u64, Open>,
+    free: Vec<Open>,
+    /// Every interval below this one is final.
+    final_below: u64,
+    series: Series,
+    /// Parts that came after their interval was final.
+    pub late: u64,
+}
+
+impl Collector {
+    /// Cuts the intervals from `record_from` (known once the load starts).
+    pub fn begin(&mut self, record_from: Instant) {
+        self.record_from = record_from;
+    }
+
+    /// The collector of `threads` workers cutting intervals of `interval` from `record_from`.
+    pub fn new(threads: usize, record_from: Instant, interval: Duration) -> Self {
+        Collector {
+            record_from,
+            interval,
+            grace: interval.clamp(Duration::from_millis(100), Duration::from_secs(1)),
+            at: vec![None; threads.max(1)],
+            open: BTreeMap::new(),
+            free: Vec::new(),
+            final_below: 0,
+            series: Series::default(),
+            late: 0,
+        }
+    }
+
+    /// Merges one thread's closed interval. A part of an interval already final comes back
+    /// as a snapshot of its own (for the sinks; it is in the series already).
+    pub fn add(&mut self, set: &IntervalSet, now_at: u64) -> Option<IntervalSnapshot> {
+        if let Some(at) = self.at.get_mut(set.thread) {
+            *at = Some(now_at);
+        }
+        if set.counters.requests == 0 && set.hists.0.iter().all(|h| h.is_empty()) {
+            return None;
+        }
+        if set.index < self.final_below {
+            self.late += 1;
+            let mut part = Open::new();
+            part.add(set);
+            let snap = part.take(set.index);
+            self.series.push(snap.clone());
+            return Some(snap);
+        }
+        let free = &mut self.free;
+        self.open
+            .entry(set.index)
+            .or_insert_with(|| free.pop().unwrap_or_else(Open::new))
+            .add(set);
+        None
+    }
+
+    /// The intervals final at `now` (every open one with `all`), oldest first, compressed;
+    /// each is in the series too.
+    pub fn ready(&mut self, now: Instant, all: bool) -> Vec<IntervalSnapshot> {
+        let mut out = Vec::new();
+        while let Some((&index, _)) = self.open.first_key_value() {
+            if !(all || self.open.len() > MAX_OPEN || self.is_final(index, now)) {
+                break;
+            }
+            if let Some(mut open) = self.open.remove(&index) {
+                let snap = open.take(index);
+                self.free.push(open);
+                self.final_below = self.final_below.max(index + 1);
+                self.series.push(snap.clone());
+                out.push(snap);
+            }
+        }
+        out
+    }
+
+    /// Whether every thread is past interval `index`, or its grace is over.
+    fn is_final(&self, index: u64, now: Instant) -> bool {
+        self.at.iter().all(|a| a.is_some_and(|a| a > index)) || now >= self.deadline(index)
+    }
+
+    /// When interval `index` is final at the latest.
+    fn deadline(&self, index: u64) -> Instant {
+        let end = self
+            .interval
+            .saturating_mul(u32::try_from(index.saturating_add(1)).unwrap_or(u32::MAX));
+        let far = Duration::from_secs(100 * 365 * 86_400);
+        (self.record_from.checked_add(end.saturating_add(self.grace)))
+            .or_else(|| self.record_from.checked_add(far))
+            .unwrap_or(self.record_from)
+    }
+
+    /// When the oldest open interval is final at the latest, if one is open.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.open.keys().next().map(|&i| self.deadline(i))
+    }
+
+    /// Goes on with a widening of the series under way, a few pairs; whether some is left.
+    pub fn compact(&mut self) -> bool {
+        self.series.compact(PAIRS_PER_STEP);
+        self.series.compacting()
+    }
+
+    /// The series kept.
+    pub fn finish(mut self) -> Series {
+        self.ready(Instant::now(), true);
+        self.series.settle();
+        self.series
+    }
+}
+
+/// A worker's end of the collector: where its closed intervals go and its spare sets come
+/// from.
+pub struct WorkerLink {
+    pub thread: usize,
+    tx: SyncSender<Msg>,
+    spares: Receiver<Box<IntervalSet>>,
+}
+
+impl WorkerLink {
+    /// A spare set, reset, if one is back.
+    pub fn spare(&self) -> Option<Box<IntervalSet>> {
+        self.spares.try_recv().ok()
+    }
+
+    /// Hands a closed interval over (waits only if the collector is far behind).
+    pub fn send(&self, msg: Msg) {
+        if let Err(TrySendError::Full(msg)) = self.tx.try_send(msg) {
+            let _ = self.tx.send(msg);
+        }
+    }
+}
+
+/// Where the collector's final intervals go, besides the series.
+pub struct Sinks {
+    /// `--every`, `--abort-on-fail`.
+    pub live: Option<mpsc::Sender<IntervalSnapshot>>,
+    /// `--hdr-log`.
+    pub log: Option<crate::report::hdrlog::LogFile>,
+}
+
+/// When the series starts: once the run's gate opens (an open loop opens its connections
+/// first), after the warm-up.
+pub struct Start {
+    pub gate: std::sync::Arc<crate::load::StartGate>,
+    pub warmup: Duration,
+}
+
+/// How often the collector looks whether the load has started.
+const START_POLL: Duration = Duration::from_millis(1);
+
+/// Waits for the load to start; messages that come first (workers that ended before it, at
+/// a stop) are kept. Gives them and the start of recording (now, if every worker ended first).
+fn wait_for_start(start: &Start, rx: &Receiver<Msg>) -> (Vec<Msg>, Instant) {
+    let mut early = Vec::new();
+    loop {
+        if let Some(origin) = start.gate.origin() {
+            return (early, origin + start.warmup);
+        }
+        match rx.recv_timeout(START_POLL) {
+            Ok(msg) => early.push(msg),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return (early, Instant::now()),
+        }
+    }
+}
+
+/// What the collector thread gave at the end.
+pub struct Collected {
+    pub series: Series,
+    /// The first error writing `--hdr-log`.
+    pub log_error: Option<String>,
+    /// Parts that came after their interval was final.
+    pub late: u64,
+}
+
+/// Closed intervals that may wait for the collector before a worker waits to hand one over.
+fn queue_len(threads: usize) -> usize {
+    threads * 2 * POOL + 8
+}
+
+/// Most sets a worker ever has: a worker makes a new one only when none is back, that is when
+/// all of its sets are recording (one), queued, or being merged (one), so this many fit
+/// the way back and none is ever dropped (and made again).
+pub fn most_sets(threads: usize) -> usize {
+    queue_len(threads.max(1)) + 2 + POOL
+}
+
+/// The run's collector thread and the channel into it.
+pub struct CollectorThread {
+    tx: Option<SyncSender<Msg>>,
+    handle: std::thread::JoinHandle<Collected>,
+}
+
+impl CollectorThread {
+    /// Starts the collector of `threads` workers, with [`POOL`] sets per worker made now;
+    /// gives one link per worker.
+    pub fn spawn(
+        threads: usize,
+        server_total: &str,
+        start: Start,
+        interval: Duration,
+        sinks: Sinks,
+    ) -> std::io::Result<(CollectorThread, Vec<WorkerLink>)> {
+        let threads = threads.max(1);
+        let (tx, rx) = mpsc::sync_channel(queue_len(threads));
+        let mut backs = Vec::with_capacity(threads);
+        let mut links = Vec::with_capacity(threads);
+        for thread in 0..threads {
+            let (back, spares) = mpsc::sync_channel(most_sets(threads));
+            for _ in 0..POOL {
+                let _ = back.try_send(IntervalSet::new(thread, server_total));
+            }
+            backs.push(back);
+            links.push(WorkerLink {
+                thread,
+                tx: tx.clone(),
+                spares,
+            });
+        }
+        let collector = Collector::new(threads, Instant::now(), interval);
+        let handle = std::thread::Builder::new()
+            .name("reqlife-collector".into())
+            .spawn(move || run(collector, rx, backs, sinks, interval, start))?;
+        Ok((
+            CollectorThread {
+                tx: Some(tx),
+                handle,
+            },
+            links,
+        ))
+    }
+
+    /// Waits for the collector to take the last intervals (every worker's link dropped) and
+    /// gives the series.
+    pub fn join(mut self) -> Collected {
+        self.tx.take();
+        self.handle.join().unwrap_or_else(|_| Collected {
+            series: Series::default(),
+            log_error: Some("the interval collector failed".into()),
+            late: 0,
+        })
+    }
+}
+
+/// The collector thread: merges what comes in, gives what is final to the sinks.
+fn run(
+    mut c: Collector,
+    rx: Receiver<Msg>,
+    backs: Vec<SyncSender<Box<IntervalSet>>>,
+    sinks: Sinks,
+    interval: Duration,
+    start: Start,
+) -> Collected {
+    lower_priority();
+    let (early, record_from) = wait_for_start(&start, &rx);
+    c.begin(record_from);
+    let base = crate::load::start::wall_clock_at(record_from);
+    let live = sinks.live;
+    let (late, log_error) = crate::report::hdrlog::stream(sinks.log, base, interval, |write| {
+        let mut emit = |snap: IntervalSnapshot| {
+            write(&snap);
+            if let Some(live) = &live {
+                let _ = live.send(snap);
+            }
+        };
+        for msg in early {
+            take(&mut c, msg, &backs, &mut emit);
+        }
+        drain(&mut c, &rx, &backs, &mut emit);
+        c.late
+    });
+    Collected {
+        series: c.finish(),
+        log_error,
+        late,
+    }
+}
+
+/// Takes the workers' intervals until every worker is done, sending their sets back; what
+/// is final goes to `emit`. A widening of the series goes on between messages.
+fn drain(
+    c: &mut Collector,
+    rx: &Receiver<Msg>,
+    backs: &[SyncSender<Box<IntervalSet>>],
+    emit: &mut dyn FnMut(IntervalSnapshot),
+) {
+    let mut compacting = false;
+    loop {
+        let wait = match c.next_deadline() {
+            _ if compacting => Duration::ZERO,
+            Some(d) => d.saturating_duration_since(Instant::now()),
+            None => Duration::from_millis(200),
+        };
+        match rx.recv_timeout(wait) {
+            Ok(msg) => {
+                take(c, msg, backs, emit);
+                // What is queued counts before a deadline does (a collector behind its
+                // workers must not end an interval whose parts are waiting here).
+                while let Ok(msg) = rx.try_recv() {
+                    take(c, msg, backs, emit);
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        c.ready(Instant::now(), false)
+            .into_iter()
+            .for_each(&mut *emit);
+        compacting = c.compact();
+    }
+    c.ready(Instant::now(), true).into_iter().for_each(emit);
+}
+
+/// Merges one worker's closed interval and sends the emptied set back to it.
+fn take(
+    c: &mut Collector,
+    msg: Msg,
+    backs: &[SyncSender<Box<IntervalSet>>],
+    emit: &mut dyn FnMut(IntervalSnapshot),
+) {
+    let Msg::Closed { mut set, now_at } = msg;
+    if let Some(part) = c.add(&set, now_at) {
+        emit(part);
+    }
+    set.reset();
+    if let Some(back) = backs.get(set.thread) {
+        let _ = back.try_send(set);
+    }
+}
+
+/// The collector yields the CPU to the workers it shares a core with: `SCHED_IDLE` (a worker
+/// waking up preempts it at once; nice 19 if that is refused). A worker that needs the whole
+/// core starves it until the queue is full, and then waits for it: memory stays bounded.
+fn lower_priority() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: both calls act on the calling thread only (0 / its tid) with valid arguments;
+    // failure leaves the priority as it was.
+    unsafe {
+        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            libc::setpriority(libc::PRIO_PROCESS, tid, 19);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Phase;
+
+    fn set(thread: usize, index: u64, n: u64) -> Box<IntervalSet> {
+        let mut s = IntervalSet::new(thread, "total");
+        s.index = index;
+        s.counters.requests = n;
+        for _ in 0..n {
+            hist::record(&mut s.hists.0[Phase::Total.index()], 1000);
+        }
+        s
+    }
+
+    #[test]
+    fn an_interval_is_final_when_every_thread_moved_past_it() {
+        let t0 = Instant::now();
+        let mut c = Collector::new(2, t0, Duration::from_secs(3600));
+        assert!(c.add(&set(0, 0, 3), 1).is_none());
+        assert!(c.ready(t0, false).is_empty()); // thread 1 has not said
+        assert!(c.add(&set(1, 0, 4), 2).is_none());
+        let done = c.ready(t0, false);
+        assert_eq!(done.len(), 1);
+        assert_eq!((done[0].index, done[0].counters.requests), (0, 7));
+        // A late part of interval 0: merged into the series, given apart.
+        let late = c.add(&set(1, 0, 5), 2).unwrap();
+        assert_eq!(late.counters.requests, 5);
+        assert_eq!(c.late, 1);
+        let s = c.finish();
+        assert_eq!(s.entries[0].counters.requests, 12);
+    }
+
+    #[test]
+    fn the_grace_ends_a_wait_for_an_idle_thread() {
+        let t0 = Instant::now();
+        let mut c = Collector::new(2, t0, Duration::from_millis(100));
+        c.add(&set(0, 0, 1), 1);
+        assert!(c.ready(t0 + Duration::from_millis(110), false).is_empty());
+        assert_eq!(c.ready(t0 + Duration::from_millis(250), false).len(), 1);
+    }
+
+    #[test]
+    fn reset_keeps_the_set_empty_and_reusable() {
+        let mut s = set(0, 5, 10);
+        s.server.ingest(b"db;dur=1", None);
+        s.busy = Some(0.5);
+        s.reset();
+        assert_eq!(s.counters.requests, 0);
+        assert!(s.hists.0.iter().all(|h| h.is_empty()));
+        assert!(s.server.metrics.iter().all(|m| m.hist.is_empty()));
+        assert_eq!(s.busy, None);
+    }
+}
