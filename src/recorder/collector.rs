@@ -318,7 +318,7 @@ pub struct Collected {
 
 /// Closed intervals that may wait for the collector before a worker waits to hand one over.
 fn queue_len(threads: usize) -> usize {
-    threads * 2 * POOL + 8
+    threads * POOL + 2
 }
 
 /// Most sets a worker ever has: a worker makes a new one only when none is back, that is when
@@ -471,18 +471,14 @@ fn take(
     }
 }
 
-/// The collector yields the CPU to the workers it shares a core with: `SCHED_IDLE` (a worker
-/// waking up preempts it at once; nice 19 if that is refused). A worker that needs the whole
-/// core starves it until the queue is full, and then waits for it: memory stays bounded.
+/// The collector yields the CPU to the workers it shares a core with (nice 10). Not
+/// `SCHED_IDLE`: on a core shared with other busy processes that starved it, and the workers
+/// then waited on a full queue for seconds.
 fn lower_priority() {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: both calls act on the calling thread only (0 / its tid) with valid arguments;
-    // failure leaves the priority as it was.
+    // SAFETY: setpriority on the calling thread's tid; failure leaves the priority as it was.
     unsafe {
-        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
-            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-            libc::setpriority(libc::PRIO_PROCESS, tid, 19);
-        }
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
     }
 }
 
