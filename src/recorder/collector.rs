@@ -12,12 +12,14 @@
 //! the grace) is merged into the series exactly all the same, and given to the sinks as a
 //! part of its own.
 
+use super::priority::Priority;
 use super::series::{max_busy, Series};
 use super::server_timing::ServerTimingAcc;
 use super::{hist, snapshot, Counters, IntervalSnapshot, PhaseHists};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Sets made per worker before the run: one recording, the others on their way back.
@@ -257,6 +259,7 @@ pub struct WorkerLink {
     pub thread: usize,
     tx: SyncSender<Msg>,
     spares: Receiver<Box<IntervalSet>>,
+    priority: Arc<Priority>,
 }
 
 impl WorkerLink {
@@ -268,6 +271,8 @@ impl WorkerLink {
     /// Hands a closed interval over (waits only if the collector is far behind).
     pub fn send(&self, msg: Msg) {
         if let Err(TrySendError::Full(msg)) = self.tx.try_send(msg) {
+            // The collector fell behind: it runs normally until it has caught up.
+            self.priority.raise();
             let _ = self.tx.send(msg);
         }
     }
@@ -348,6 +353,7 @@ impl CollectorThread {
         let (tx, rx) = mpsc::sync_channel(queue_len(threads));
         let mut backs = Vec::with_capacity(threads);
         let mut links = Vec::with_capacity(threads);
+        let priority = Arc::new(Priority::new());
         for thread in 0..threads {
             let (back, spares) = mpsc::sync_channel(most_sets(threads));
             for _ in 0..POOL {
@@ -358,12 +364,13 @@ impl CollectorThread {
                 thread,
                 tx: tx.clone(),
                 spares,
+                priority: priority.clone(),
             });
         }
         let collector = Collector::new(threads, Instant::now(), interval);
         let handle = std::thread::Builder::new()
             .name("reqlife-collector".into())
-            .spawn(move || run(collector, rx, backs, sinks, interval, start))?;
+            .spawn(move || run(collector, rx, backs, sinks, interval, start, priority))?;
         Ok((
             CollectorThread {
                 tx: Some(tx),
@@ -393,8 +400,9 @@ fn run(
     sinks: Sinks,
     interval: Duration,
     start: Start,
+    priority: Arc<Priority>,
 ) -> Collected {
-    lower_priority();
+    priority.enter();
     let (early, record_from) = wait_for_start(&start, &rx);
     c.begin(record_from);
     let base = crate::load::start::wall_clock_at(record_from);
@@ -409,7 +417,7 @@ fn run(
         for msg in early {
             take(&mut c, msg, &backs, &mut emit);
         }
-        drain(&mut c, &rx, &backs, &mut emit);
+        drain(&mut c, &rx, &backs, &priority, &mut emit);
         c.late
     });
     Collected {
@@ -425,6 +433,7 @@ fn drain(
     c: &mut Collector,
     rx: &Receiver<Msg>,
     backs: &[SyncSender<Box<IntervalSet>>],
+    priority: &Priority,
     emit: &mut dyn FnMut(IntervalSnapshot),
 ) {
     let mut compacting = false;
@@ -442,6 +451,8 @@ fn drain(
                 while let Ok(msg) = rx.try_recv() {
                     take(c, msg, backs, emit);
                 }
+                // Caught up: idle again.
+                priority.settle();
             }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
@@ -468,17 +479,6 @@ fn take(
     set.reset();
     if let Some(back) = backs.get(set.thread) {
         let _ = back.try_send(set);
-    }
-}
-
-/// The collector yields the CPU to the workers it shares a core with (nice 10). Not
-/// `SCHED_IDLE`: on a core shared with other busy processes that starved it, and the workers
-/// then waited on a full queue for seconds.
-fn lower_priority() {
-    // SAFETY: setpriority on the calling thread's tid; failure leaves the priority as it was.
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
     }
 }
 

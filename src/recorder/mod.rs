@@ -8,6 +8,7 @@
 pub mod collector;
 pub mod hist;
 pub mod merge;
+pub mod priority;
 pub mod record;
 pub mod reservoir;
 pub mod series;
