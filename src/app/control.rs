@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 pub(crate) struct Executed {
     pub measured: crate::recorder::Measured,
     pub recorded: Duration,
-    /// How long the end waited for the requests in flight.
+    /// How long after the window the drain of the requests in flight ended.
     pub drained: Duration,
     pub stop_reason: String,
     pub start_time: String,
@@ -190,7 +190,6 @@ impl Control {
                 }
             }
         });
-        let drain_from = Instant::now();
         if drain {
             // The duration is over: nothing more is sent; the requests in flight may end (and
             // are recorded) for up to --drain.
@@ -202,7 +201,11 @@ impl Control {
                 }
             });
         }
-        let drained = drain_from.elapsed();
+        // The drain ended this long after the window.
+        let drained = match (drain, deadline) {
+            (true, Some(end)) => Instant::now().saturating_duration_since(end),
+            _ => Duration::ZERO,
+        };
         stop.stop();
         if let Some(bar) = &bar {
             bar.finish_and_clear();

@@ -47,6 +47,8 @@ pub struct Counters {
     pub drained: u64,
     /// Of the drained requests, those that timed out.
     pub drain_timeouts: u64,
+    /// How long after the window the last drained request ended, ns (merged by maximum).
+    pub drain_ns: u64,
     /// Requests sent and still in flight when the run ended (after the drain, or at a stop):
     /// not in `requests`.
     pub in_flight_at_end: u64,
@@ -68,6 +70,7 @@ impl Default for Counters {
             server_closes: 0,
             drained: 0,
             drain_timeouts: 0,
+            drain_ns: 0,
             in_flight_at_end: 0,
             not_sent: 0,
         }
@@ -113,6 +116,7 @@ impl Counters {
         self.server_closes += o.server_closes;
         self.drained += o.drained;
         self.drain_timeouts += o.drain_timeouts;
+        self.drain_ns = self.drain_ns.max(o.drain_ns);
         self.in_flight_at_end += o.in_flight_at_end;
         self.not_sent += o.not_sent;
     }
@@ -426,8 +430,10 @@ impl Recorder {
         let end = s.stamps.done.unwrap_or_else(Instant::now);
         self.counters.add(s);
         let drained = self.record_until.filter(|until| end > *until);
-        if drained.is_some() {
+        if let Some(until) = drained {
             self.counters.drained += 1;
+            let after = end.saturating_duration_since(until).as_nanos() as u64;
+            self.counters.drain_ns = self.counters.drain_ns.max(after);
             if s.error == Some(ErrorKind::Timeout) {
                 self.counters.drain_timeouts += 1;
             }

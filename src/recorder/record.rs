@@ -338,7 +338,7 @@ pub struct EndOfRun {
     /// Open loop: requests due within the window that were never sent (every connection was
     /// busy until its end): not in `requests`.
     pub not_sent: u64,
-    /// How long the drain waited, seconds.
+    /// How long after the window the drain ended, seconds.
     pub drain_s: f64,
 }
 
@@ -349,7 +349,8 @@ impl EndOfRun {
             drain_timeouts: c.drain_timeouts,
             in_flight: c.in_flight_at_end,
             not_sent: c.not_sent,
-            drain_s: round6(drain.as_secs_f64()),
+            // The wait for requests that never came back, or the last one that did.
+            drain_s: round6(drain.as_secs_f64().max(c.drain_ns as f64 / 1e9)),
         }
     }
 

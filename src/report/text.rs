@@ -184,7 +184,7 @@ fn totals(out: &mut String, r: &RunRecord) {
         let e = &s.end;
         let _ = writeln!(
             out,
-            "  End          {} ended while draining ({}, {} timed out), {} still in flight, {} due but never sent",
+            "  End          {} ended in the drain ({} after the window, {} timed out), {} still in flight, {} due but never sent",
             e.drained,
             human_ns(e.drain_s * 1e9),
             e.drain_timeouts,
