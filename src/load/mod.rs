@@ -22,7 +22,7 @@ use crate::engine::http2::H2Link;
 use crate::engine::{ConnectGate, Send, Session, SessionConfig};
 use crate::model::{ConnStage, LoadModel, RunPlan, Sample, Segment, Ticket, Timestamps};
 use crate::recorder::collector::{CollectorThread, Sinks};
-use crate::recorder::{Measured, Recorder, WorkerLink};
+use crate::recorder::{busy_share, thread_cpu, Measured, Recorder, WorkerLink};
 use crate::target::{Renderer, Workload};
 use pacer::ThreadPacer;
 use std::cell::{Cell, RefCell};
@@ -103,7 +103,6 @@ pub struct Workers {
     finished: usize,
     /// Opens when the load starts (an open loop: once its connections are open).
     gate: Arc<StartGate>,
-    warmup: Duration,
 }
 
 /// Starts the worker threads of `plan`. The load starts at once in a closed loop, and once
@@ -213,17 +212,10 @@ pub fn start(
         done_rx,
         finished: 0,
         gate,
-        warmup: plan.warmup,
     })
 }
 
 impl Workers {
-    /// Resolves when the load starts, with the start of recording (after the warm-up).
-    /// Cancel-safe.
-    pub async fn started(&self) -> Instant {
-        self.gate.opened().await + self.warmup
-    }
-
     /// The gate that opens when the load starts.
     pub fn gate(&self) -> Arc<StartGate> {
         self.gate.clone()
@@ -455,16 +447,6 @@ impl WorkerCtx {
             k.abort();
         }
     }
-}
-
-use crate::recorder::thread_cpu;
-
-/// The share of `wall` that the thread was on a CPU.
-fn busy_share(start: Duration, end: Duration, wall: Duration) -> f64 {
-    if wall.is_zero() {
-        return 0.0;
-    }
-    (end.saturating_sub(start).as_secs_f64() / wall.as_secs_f64()).min(1.0)
 }
 
 /// Where a connection gets its tickets: the shared closed-loop scheduler, or its thread's

@@ -557,11 +557,7 @@ impl Recorder {
     fn busy_since_close(&mut self) -> f64 {
         let now = (thread_cpu(), Instant::now());
         let (cpu0, wall0) = std::mem::replace(&mut self.cpu_mark, now);
-        let wall = now.1.saturating_duration_since(wall0).as_secs_f64();
-        if wall <= 0.0 {
-            return 0.0;
-        }
-        (now.0.saturating_sub(cpu0).as_secs_f64() / wall).min(1.0)
+        busy_share(cpu0, now.0, now.1.saturating_duration_since(wall0))
     }
 
     /// Ends recording: what this thread measured (its series, when merged here).
@@ -623,6 +619,14 @@ fn snapshot(
         busy_max: None,
         spilled: None,
     }
+}
+
+/// The share of `wall` that a thread whose CPU time went from `start` to `end` was on a CPU.
+pub(crate) fn busy_share(start: Duration, end: Duration, wall: Duration) -> f64 {
+    if wall.is_zero() {
+        return 0.0;
+    }
+    (end.saturating_sub(start).as_secs_f64() / wall.as_secs_f64()).min(1.0)
 }
 
 /// The CPU time used by the calling thread (`CLOCK_THREAD_CPUTIME_ID`).
