@@ -7,9 +7,9 @@
 
 use divan::{black_box, Bencher};
 use reqlife::model::{Scheme, Target};
-use reqlife::target::gen::GenState;
-use reqlife::target::request::RequestSpec;
-use reqlife::target::template::{Field, Sources, Template};
+use reqlife::workload::gen::GenState;
+use reqlife::workload::request::RequestSpec;
+use reqlife::workload::template::{Field, Sources, Template};
 
 fn main() {
     divan::main();

@@ -1,17 +1,38 @@
 //! reqlife: a load generator, latency recorder and analyst in one library.
 //!
-//! The pipeline (see DESIGN.md): `cli` builds a validated [`model::RunPlan`]; `load` turns it
+//! The pipeline (see DESIGN.md): `cli` builds a validated [`plan::RunPlan`]; `load` turns it
 //! into [`model::Ticket`]s for worker threads; `engine` sends each request and stamps a
 //! [`model::Timestamps`]; `recorder` folds samples into per-thread histograms and merges them
 //! into a [`recorder::RunRecord`]; `report` renders records.
+//!
+//! The modules form layers, lowest first; each uses only those below it (checked by
+//! `tests/layers.rs`): `util` (units, the random generator, limits, the start gate) →
+//! `model` (the types that flow: samples, timestamps, tickets, load models, URLs) →
+//! `workload` (what is sent: request templates, scenarios, target lists) → `plan` (a run's
+//! validated plan) → `engine` (connections and protocols) → `recorder` (histograms, series,
+//! the run record) → `load` and `server` (the worker threads; the embedded target) →
+//! `analysis` (statistics, comparisons, the knee) → `report` (text, HTML, exports) → `cli`
+//! (flags into plans) → `app` (the commands).
+
+pub mod util;
+
+pub mod model;
+
+pub mod workload;
+
+pub mod plan;
+
+pub mod engine;
+
+pub mod recorder;
+
+pub mod load;
+pub mod server;
 
 pub mod analysis;
-pub mod app;
-pub mod cli;
-pub mod engine;
-pub mod load;
-pub mod model;
-pub mod recorder;
+
 pub mod report;
-pub mod server;
-pub mod target;
+
+pub mod cli;
+
+pub mod app;

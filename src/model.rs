@@ -304,6 +304,62 @@ pub enum Scheme {
     Https,
 }
 
+const URL_FORMS: &str = "expected http://host[:port][/path] or https://host[:port][/path]";
+
+/// Splits an absolute `http://` or `https://` URL into its scheme, host (IPv6 without
+/// brackets), port (the scheme's default if none) and `/path?query`, without resolving the
+/// host. The one place URLs are checked (`--targets` lists use it too).
+pub fn split_url(url: &str) -> Result<(Scheme, String, u16, String), String> {
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e| format!("invalid URL '{url}': {e}; {URL_FORMS}"))?;
+    let scheme = match uri.scheme_str() {
+        Some("http") => Scheme::Http,
+        Some("https") => Scheme::Https,
+        Some(other) => {
+            return Err(format!(
+                "unsupported scheme '{other}' in URL '{url}': reqlife speaks http:// and https://"
+            ))
+        }
+        None => return Err(format!("invalid URL '{url}': no scheme; {URL_FORMS}")),
+    };
+    let authority = match uri.authority() {
+        Some(a) if !a.host().is_empty() => a,
+        _ => return Err(format!("invalid URL '{url}': no host; {URL_FORMS}")),
+    };
+    if authority.as_str().contains('@') {
+        return Err(format!(
+            "invalid URL '{url}': user information (user@host) is not supported; use -H 'Authorization: ...'"
+        ));
+    }
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let port = authority.port_u16().unwrap_or(match scheme {
+        Scheme::Http => 80,
+        Scheme::Https => 443,
+    });
+    if port == 0 {
+        return Err(format!(
+            "invalid URL '{url}': port 0 cannot be connected to"
+        ));
+    }
+    let path_and_query = uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .filter(|p| !p.is_empty())
+        .unwrap_or("/")
+        .to_string();
+    let path_and_query = if path_and_query.starts_with('/') {
+        path_and_query
+    } else {
+        format!("/{path_and_query}")
+    };
+    Ok((scheme, host, port, path_and_query))
+}
+
 /// The target of a run: where to connect and what to put in the request line and Host header.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -409,56 +465,6 @@ impl LoadModel {
     }
 }
 
-/// A validated, typed plan: everything a run needs, built from flags in `cli::plan`.
-#[derive(Debug, Clone)]
-pub struct RunPlan {
-    pub target: Target,
-    pub method: String,
-    /// Extra request headers, in the order given.
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-    pub load: LoadModel,
-    pub threads: usize,
-    pub stop: StopRule,
-    /// A period at the start that is not recorded.
-    pub warmup: Duration,
-    /// Per-request timeout (connect included).
-    pub timeout: Duration,
-    /// How long the end of a timed run waits for the requests in flight.
-    pub drain: Duration,
-    /// Interval of the time series.
-    pub interval: Duration,
-    /// Open loop: a wake-up of the pacer also releases the requests due within this after the
-    /// first, so they leave late by up to this (recorded as schedule lag), never early.
-    pub pacer_slack: Duration,
-    pub tls: TlsPlan,
-    /// Response head size limit in bytes.
-    pub max_header_bytes: usize,
-    /// Keep connections open across requests (`reuse`), or open one per request (`new`).
-    pub keepalive: bool,
-    /// At most this many new connections per second, over all threads.
-    pub max_connects_per_s: Option<f64>,
-    /// Seed of the random generators (poisson arrivals).
-    pub seed: u64,
-    /// The `Server-Timing` metric that is the server's own total (else the sum of all).
-    pub server_total: String,
-    /// HTTP/2 (`--http2`): h2 by ALPN over TLS, h2c with prior knowledge on `http://`.
-    pub http2: Option<Http2Plan>,
-    /// `--compressed`: ask for gzip, deflate or br and decode the body (the `decode` phase).
-    pub compressed: bool,
-    /// Largest response body kept for decoding, in bytes (`--max-body`); a larger one is a
-    /// protocol error. Bodies that are not decoded are counted, never kept.
-    pub max_body_bytes: u64,
-    /// This process's share of the plan (`--segment i/n`; the whole plan by default). The
-    /// load model and stop rule hold the whole plan's figures; workers take their share.
-    pub segment: Segment,
-    /// Requests rendered per send from templates (`--scenario`, `--targets`); `None`: the
-    /// one fixed request of `method`, `target`, `headers` and `body`.
-    pub workload: Option<std::sync::Arc<crate::target::Workload>>,
-    /// A scenario phase's name (reports label the phase's level with it).
-    pub phase: Option<String>,
-}
-
 /// This process's share of a plan run by several generators (`--segment i/n`): request `k` of
 /// the whole plan (its k-th due time, its k-th sequence number) belongs to segment `k mod n`,
 /// so the segments interleave and together follow the whole plan exactly; a count `N` (of
@@ -471,6 +477,29 @@ pub struct Segment {
 }
 
 impl Segment {
+    /// Parses `--segment i/n`: this process's part `i` (1-based) of `n`.
+    pub fn parse(input: &str) -> Result<Segment, String> {
+        let bad = |why: &str| {
+            format!("invalid segment '{input}': {why}; expected i/n with 1 <= i <= n (e.g. 2/3)")
+        };
+        let (i, n) = input.trim().split_once('/').ok_or_else(|| bad("no '/'"))?;
+        let i: u64 = i
+            .trim()
+            .parse()
+            .map_err(|_| bad("i is not a whole number"))?;
+        let n: u64 = n
+            .trim()
+            .parse()
+            .map_err(|_| bad("n is not a whole number"))?;
+        if n == 0 || i == 0 || i > n {
+            return Err(bad("i must be from 1 to n"));
+        }
+        Ok(Segment {
+            index: i - 1,
+            count: n,
+        })
+    }
+
     /// The whole plan: one segment.
     pub const WHOLE: Segment = Segment { index: 0, count: 1 };
 
@@ -482,78 +511,6 @@ impl Segment {
     /// The whole plan's number of this segment's `k`-th item (0-based).
     pub fn global(&self, k: u64) -> u64 {
         k * self.count + self.index
-    }
-}
-
-/// HTTP/2 settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Http2Plan {
-    /// Concurrent streams per connection.
-    pub streams: usize,
-    /// Initial flow-control window (stream and connection), bytes.
-    pub window: Option<u32>,
-}
-
-impl RunPlan {
-    /// Connections this process holds: its segment's share of the plan's.
-    pub fn local_connections(&self) -> usize {
-        self.segment.share(self.connections() as u64) as usize
-    }
-
-    /// The stop rule of this process: its segment's share of a request count.
-    pub fn local_stop(&self) -> StopRule {
-        match self.stop {
-            StopRule::Requests(n) => StopRule::Requests(self.segment.share(n)),
-            d => d,
-        }
-    }
-
-    /// Number of connections of the plan (the most at any time, for stages).
-    pub fn connections(&self) -> usize {
-        match &self.load {
-            LoadModel::Closed { connections } | LoadModel::Open { connections, .. } => *connections,
-            LoadModel::Burst { size, .. } => *size,
-            LoadModel::ClosedStages(stages) => {
-                stages.iter().map(|s| s.from.max(s.to)).max().unwrap_or(1)
-            }
-        }
-    }
-
-    /// The stages' durations, in order (empty when the load has no stages).
-    pub fn stage_durations(&self) -> Vec<Duration> {
-        match &self.load {
-            LoadModel::Open {
-                schedule: Schedule::Stages(st),
-                ..
-            } => st.iter().map(|s| s.duration).collect(),
-            LoadModel::ClosedStages(st) => st.iter().map(|s| s.duration).collect(),
-            _ => Vec::new(),
-        }
-    }
-
-    /// Human labels of the stages (`0->20000 req/s`, `200 connections`).
-    pub fn stage_labels(&self) -> Vec<String> {
-        let span = |a: f64, b: f64, unit: &str| {
-            if a == b {
-                format!("{a} {unit}")
-            } else {
-                format!("{a}->{b} {unit}")
-            }
-        };
-        match &self.load {
-            LoadModel::Open {
-                schedule: Schedule::Stages(st),
-                ..
-            } => st
-                .iter()
-                .map(|s| span(s.from_rps, s.to_rps, "req/s"))
-                .collect(),
-            LoadModel::ClosedStages(st) => st
-                .iter()
-                .map(|s| span(s.from as f64, s.to as f64, "connections"))
-                .collect(),
-            _ => Vec::new(),
-        }
     }
 }
 
@@ -665,5 +622,27 @@ mod tests {
             assert_eq!(Phase::from_name(p.name()), Some(p));
         }
         assert_eq!(Phase::from_name("bogus"), None);
+    }
+
+    #[test]
+    fn segments() {
+        // (input, 0-based index and count, or a part of the error)
+        type Want = Result<(u64, u64), &'static str>;
+        let rows: [(&str, Want); 7] = [
+            ("1/1", Ok((0, 1))),
+            ("2/3", Ok((1, 3))),
+            (" 3 / 3 ", Ok((2, 3))),
+            ("0/3", Err("from 1 to n")),
+            ("4/3", Err("from 1 to n")),
+            ("1-3", Err("no '/'")),
+            ("a/3", Err("not a whole number")),
+        ];
+        for (input, want) in rows {
+            match (Segment::parse(input), want) {
+                (Ok(s), Ok((i, n))) => assert_eq!((s.index, s.count), (i, n), "{input}"),
+                (Err(e), Err(part)) => assert!(e.contains(part), "{input}: {e}"),
+                (got, _) => panic!("{input}: {got:?}"),
+            }
+        }
     }
 }

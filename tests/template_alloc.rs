@@ -3,10 +3,10 @@
 //! counted by a global allocator on this thread only.
 
 use reqlife::model::{Scheme, Target};
-use reqlife::target::gen::GenState;
-use reqlife::target::mix::Mix;
-use reqlife::target::request::RequestSpec;
-use reqlife::target::template::{Field, Sources, Template};
+use reqlife::workload::gen::GenState;
+use reqlife::workload::mix::Mix;
+use reqlife::workload::request::RequestSpec;
+use reqlife::workload::template::{Field, Sources, Template};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 

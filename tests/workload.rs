@@ -279,5 +279,5 @@ fn scenario_errors_name_the_file_line_and_column() {
     assert!(stderr(&out).contains("-m/--method conflicts with --scenario"));
     // And the shipped example parses.
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/kv.toml");
-    assert!(reqlife::target::scenario::load(Path::new(example)).is_ok());
+    assert!(reqlife::workload::scenario::load(Path::new(example)).is_ok());
 }

@@ -1,7 +1,7 @@
 //! The scenario file parser over arbitrary text (files and variables from an empty folder).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use reqlife::target::{scenario, template::Sources};
+use reqlife::workload::{scenario, template::Sources};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };

@@ -2,7 +2,7 @@
 //! same template.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use reqlife::target::template::Template;
+use reqlife::workload::template::Template;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };

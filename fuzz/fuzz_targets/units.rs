@@ -1,7 +1,7 @@
 //! The command line's unit parsers: durations, counts, rates, stages, segments, start times.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use reqlife::cli::units::*;
+use reqlife::util::units::*;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else { return };
@@ -12,6 +12,6 @@ fuzz_target!(|data: &[u8]| {
     let _ = parse_count(s);
     let _ = parse_rate(s);
     let _ = parse_stages(s);
-    let _ = parse_segment(s);
+    let _ = reqlife::model::Segment::parse(s);
     let _ = parse_start_at(s);
 });

@@ -12,10 +12,10 @@
 //!   the exact one; the A and B columns are the records' exact figures).
 
 use super::stats::{self, Estimate, Verdict};
-use crate::load::pacer::SplitMix64;
 use crate::model::Phase;
 use crate::recorder::hist;
 use crate::recorder::record::{Interval, RunRecord, Summary};
+use crate::util::rng::SplitMix64;
 use serde::Serialize;
 
 /// Bootstrap replicates.
@@ -418,7 +418,7 @@ pub fn render(c: &Comparison, a_name: &str, b_name: &str) -> String {
             if r.figure == "throughput" {
                 format!("{v:.1}/s")
             } else {
-                crate::cli::units::human_ns(v * 1000.0)
+                crate::util::units::human_ns(v * 1000.0)
             }
         };
         let pct = |v: f64| format!("{:+.1}%", v * 100.0);

@@ -21,10 +21,10 @@
 //! [`RunRecord`] (percentiles from its HdrHistograms, in nanoseconds), [`Expr::check`] says
 //! whether it holds.
 
-use crate::cli::units::human_ns;
 use crate::model::Phase;
 use crate::recorder::record::RunRecord;
 use crate::recorder::{hist, Counters, IntervalSnapshot};
+use crate::util::units::human_ns;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::fmt;

@@ -15,7 +15,7 @@
 //!
 //! Randomness comes from the seeded SplitMix64 the pacer uses, so results are reproducible.
 
-use crate::load::pacer::SplitMix64;
+use crate::util::rng::SplitMix64;
 use serde::Serialize;
 
 /// The result of a Mann-Whitney U test.

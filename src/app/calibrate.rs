@@ -158,7 +158,7 @@ fn measure(
     };
     let threads = args
         .threads
-        .unwrap_or_else(|| crate::cli::plan::default_threads() as u64);
+        .unwrap_or_else(|| crate::util::limits::default_threads() as u64);
     let mut cal = Calibration {
         protocol: if args.http2 { "HTTP/2" } else { "HTTP/1.1" }.into(),
         embedded_target: embedded,

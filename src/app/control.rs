@@ -6,7 +6,8 @@
 use super::{now_rfc3339, out};
 use crate::engine::SessionConfig;
 use crate::load::{self, Progress, StopSignal};
-use crate::model::{RunPlan, StopRule};
+use crate::model::StopRule;
+use crate::plan::RunPlan;
 use crate::report::live::LivePrinter;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -57,10 +58,10 @@ impl Control {
     }
 
     /// Waits until `--start-at` (at once if that time has passed); false if interrupted.
-    pub fn wait_start(&self, start: crate::cli::units::StartAt, quiet: bool) -> bool {
+    pub fn wait_start(&self, start: crate::util::units::StartAt, quiet: bool) -> bool {
         let wait = match start {
-            crate::cli::units::StartAt::In(d) => d,
-            crate::cli::units::StartAt::At(t) => {
+            crate::util::units::StartAt::In(d) => d,
+            crate::util::units::StartAt::At(t) => {
                 match t.duration_since(std::time::SystemTime::now()) {
                     Ok(d) => d,
                     Err(late) => {
@@ -116,7 +117,7 @@ impl Control {
         every: Option<Duration>,
         json: bool,
         abort: &[crate::analysis::expr::Expr],
-        log: Option<crate::report::hdrlog::LogFile>,
+        log: Option<crate::recorder::hdrlog::LogFile>,
     ) -> Result<Executed, String> {
         let stop = StopSignal::default();
         let progress = Progress::new(plan.threads);

@@ -213,7 +213,7 @@ type Part = (
     f64,
     RunRecord,
     crate::recorder::Measured,
-    crate::model::RunPlan,
+    crate::plan::RunPlan,
 );
 
 /// The record of a search: its steps as the levels of a sweep of rates (the top level adds
@@ -240,7 +240,7 @@ fn knee_record(
     };
     let first_plan = first_plan.clone();
     let measured: Vec<crate::recorder::Measured> = parts.iter().map(|p| p.2.clone()).collect();
-    let pieces: Vec<(String, &crate::model::RunPlan, RunRecord)> = parts
+    let pieces: Vec<(String, &crate::plan::RunPlan, RunRecord)> = parts
         .iter()
         .map(|(rate, r, _, p)| (format!("{rate:.0} req/s"), p, r.clone()))
         .collect();

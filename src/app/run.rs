@@ -6,7 +6,7 @@ use super::control::{Control, Executed};
 use super::{out, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
 use crate::cli::{plan, workload, RunArgs};
 use crate::engine::SessionConfig;
-use crate::model::RunPlan;
+use crate::plan::RunPlan;
 use crate::recorder::record::{Ending, RunRecord};
 use crate::report;
 
@@ -93,7 +93,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     }
     // The interval log is written as the run goes (one level only, as before).
     let mut log = match (&args.hdr_log, plans.len()) {
-        (Some(path), 1) => match report::hdrlog::create(path) {
+        (Some(path), 1) => match crate::recorder::hdrlog::create(path) {
             Ok(f) => Some(f),
             Err(e) => {
                 eprintln!("error: {e}");

@@ -2,7 +2,7 @@
 //! parsing ([`units`]) and the one place where raw flags become a validated plan ([`plan`]).
 
 pub mod plan;
-pub mod units;
+use crate::util::units;
 pub mod workload;
 
 use clap::{Args, Parser, Subcommand};
@@ -193,7 +193,7 @@ fn duration_arg(s: &str) -> Result<Duration, String> {
 }
 
 fn segment_arg(s: &str) -> Result<crate::model::Segment, String> {
-    units::parse_segment(s).map_err(|e| e.0)
+    crate::model::Segment::parse(s)
 }
 
 fn start_at_arg(s: &str) -> Result<units::StartAt, String> {

@@ -2,12 +2,14 @@
 //! and every message about bad input lives in this file. A [`PlanError`] is one line naming
 //! what is wrong and what is valid; the binary exits with code 2 on it.
 
-use super::units::StagesSpec;
 use super::{ArrivalArg, PolicyArg, RunArgs};
 use crate::model::{
-    io_reason, Arrival, ConnStage, Http2Plan, LoadModel, RateStage, RunPlan, Schedule, Scheme,
-    Segment, StopRule, Target, TlsPlan,
+    io_reason, Arrival, ConnStage, LoadModel, RateStage, Schedule, Segment, StopRule, Target,
+    TlsPlan,
 };
+use crate::plan::{Http2Plan, RunPlan};
+use crate::util::limits::{default_threads, MAX_CONNECTIONS};
+use crate::util::units::StagesSpec;
 use std::net::ToSocketAddrs;
 use std::time::Duration;
 
@@ -22,8 +24,6 @@ fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
 
 /// Default length of a run when neither `-d` nor `-n` is given.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
-/// Upper bound on connections, far above what one process can hold open usefully.
-pub const MAX_CONNECTIONS: u64 = 1_000_000;
 /// `--pacer-slack` when not given, and its largest accepted value.
 pub const DEFAULT_PACER_SLACK: Duration = Duration::from_micros(50);
 pub const MAX_PACER_SLACK: Duration = Duration::from_millis(10);
@@ -390,18 +390,9 @@ fn pacer_slack(args: &RunArgs, load: &LoadModel) -> Result<Duration, PlanError> 
     }
 }
 
-/// The number of cores (the default thread count).
-pub fn default_threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-}
-
-const URL_FORMS: &str = "expected http://host[:port][/path] or https://host[:port][/path]";
-
 /// Parses and resolves the URL of a run.
 pub fn parse_target(url: &str) -> Result<Target, PlanError> {
-    let (scheme, host, port, path_and_query) = split_url(url)?;
+    let (scheme, host, port, path_and_query) = crate::model::split_url(url).map_err(PlanError)?;
     let addr = (host.as_str(), port)
         .to_socket_addrs()
         .map_err(|e| PlanError(format!("cannot resolve host '{host}': {e}")))?
@@ -415,60 +406,6 @@ pub fn parse_target(url: &str) -> Result<Target, PlanError> {
         path_and_query,
         addr,
     })
-}
-
-/// Splits an absolute `http://` or `https://` URL into its scheme, host (IPv6 without
-/// brackets), port (the scheme's default if none) and `/path?query`, without resolving the
-/// host. The one place URLs are checked (`--targets` lists use it too).
-pub fn split_url(url: &str) -> Result<(Scheme, String, u16, String), PlanError> {
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|e| PlanError(format!("invalid URL '{url}': {e}; {URL_FORMS}")))?;
-    let scheme = match uri.scheme_str() {
-        Some("http") => Scheme::Http,
-        Some("https") => Scheme::Https,
-        Some(other) => {
-            return err(format!(
-                "unsupported scheme '{other}' in URL '{url}': reqlife speaks http:// and https://"
-            ))
-        }
-        None => return err(format!("invalid URL '{url}': no scheme; {URL_FORMS}")),
-    };
-    let authority = match uri.authority() {
-        Some(a) if !a.host().is_empty() => a,
-        _ => return err(format!("invalid URL '{url}': no host; {URL_FORMS}")),
-    };
-    if authority.as_str().contains('@') {
-        return err(format!(
-            "invalid URL '{url}': user information (user@host) is not supported; use -H 'Authorization: ...'"
-        ));
-    }
-    let host = authority
-        .host()
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_string();
-    let port = authority.port_u16().unwrap_or(match scheme {
-        Scheme::Http => 80,
-        Scheme::Https => 443,
-    });
-    if port == 0 {
-        return err(format!(
-            "invalid URL '{url}': port 0 cannot be connected to"
-        ));
-    }
-    let path_and_query = uri
-        .path_and_query()
-        .map(|p| p.as_str())
-        .filter(|p| !p.is_empty())
-        .unwrap_or("/")
-        .to_string();
-    let path_and_query = if path_and_query.starts_with('/') {
-        path_and_query
-    } else {
-        format!("/{path_and_query}")
-    };
-    Ok((scheme, host, port, path_and_query))
 }
 
 /// RFC 9110 token characters (methods and header names).
@@ -522,6 +459,7 @@ fn read_cacert(path: &std::path::Path) -> Result<Vec<Vec<u8>>, PlanError> {
 mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
+    use crate::model::Scheme;
     use clap::Parser;
 
     fn args(extra: &[&str]) -> RunArgs {

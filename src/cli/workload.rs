@@ -6,8 +6,9 @@
 
 use super::plan::{self, PlanError};
 use super::RunArgs;
-use crate::model::{LoadModel, RunPlan};
-use crate::target::{mix::Mix, scenario, targets, Workload};
+use crate::model::LoadModel;
+use crate::plan::RunPlan;
+use crate::workload::{mix::Mix, scenario, targets, Workload};
 use std::sync::Arc;
 
 fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
@@ -131,18 +132,24 @@ fn fit_threads(p: &mut RunPlan, args: &RunArgs, phase: &str) -> Result<(), PlanE
     p.threads = match (&p.load, args.threads) {
         (LoadModel::Burst { .. }, _) => 1,
         (_, Some(t)) => (t as usize).min(local),
-        (_, None) => plan::default_threads().min(local),
+        (_, None) => crate::util::limits::default_threads().min(local),
     };
     Ok(())
 }
 
 fn with_workload(
     mut p: RunPlan,
-    specs: &[crate::target::request::RequestSpec],
+    specs: &[crate::workload::request::RequestSpec],
     mix: Mix,
     phase: Option<String>,
 ) -> RunPlan {
-    p.workload = Some(Arc::new(Workload::new(specs, mix, &p)));
+    p.workload = Some(Arc::new(Workload::new(
+        specs,
+        mix,
+        &p.target,
+        p.keepalive,
+        p.compressed,
+    )));
     p.phase = phase;
     p
 }

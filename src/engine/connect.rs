@@ -4,7 +4,8 @@
 //! `--insecure` turns it off explicitly.
 
 use super::EngineError;
-use crate::model::{ErrorKind, RunPlan, Scheme, Timestamps};
+use crate::model::{ErrorKind, Scheme, Timestamps};
+use crate::plan::RunPlan;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use std::io;
 use std::net::SocketAddr;

@@ -7,9 +7,6 @@
 
 use std::io::Read;
 
-/// What `Accept-Encoding` asks for with `--compressed`.
-pub const ACCEPT_ENCODING: &str = "gzip, deflate, br";
-
 /// A content coding reqlife decodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Coding {

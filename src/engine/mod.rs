@@ -7,10 +7,12 @@ pub mod connect;
 pub mod decode;
 pub mod http1;
 pub mod http2;
+pub mod request;
 pub mod server_timing;
 
-use crate::model::{ErrorKind, RunPlan, Timestamps, Traffic};
-use crate::target::RequestTemplate;
+use crate::engine::request::RequestTemplate;
+use crate::model::{ErrorKind, Timestamps, Traffic};
+use crate::plan::RunPlan;
 use connect::Connector;
 use http1::Http1Conn;
 use std::cell::Cell;

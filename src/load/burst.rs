@@ -8,7 +8,7 @@ use super::Progress;
 use crate::engine::{Send, Session};
 use crate::model::Timestamps;
 use crate::recorder::Recorder;
-use crate::target::Renderer;
+use crate::workload::Renderer;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;

@@ -12,18 +12,18 @@ mod burst;
 mod open;
 pub mod pacer;
 mod scheduler;
-pub mod start;
 pub mod timer;
 
+pub use crate::util::start::StartGate;
 pub use scheduler::Scheduler;
-pub use start::StartGate;
 
 use crate::engine::http2::H2Link;
 use crate::engine::{ConnectGate, Send, Session, SessionConfig};
-use crate::model::{ConnStage, LoadModel, RunPlan, Sample, Segment, Ticket, Timestamps};
+use crate::model::{ConnStage, LoadModel, Sample, Segment, Ticket, Timestamps};
+use crate::plan::RunPlan;
 use crate::recorder::collector::{CollectorThread, Sinks};
 use crate::recorder::{busy_share, thread_cpu, Measured, Recorder, WorkerLink};
-use crate::target::{Renderer, Workload};
+use crate::workload::{Renderer, Workload};
 use pacer::ThreadPacer;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -336,7 +336,7 @@ impl WorkerCtx {
         // Worker (segment, thread) of (segments × threads): its own generator stream.
         let renderer = self.workload.as_ref().map(|(w, seed)| {
             let s = self.segment;
-            let (worker, workers) = crate::target::gen::global_worker(
+            let (worker, workers) = crate::workload::gen::global_worker(
                 s.index as usize,
                 s.count as usize,
                 self.thread,

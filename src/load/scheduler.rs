@@ -6,7 +6,8 @@
 //! threads' speeds; a duration ends issuing at `record_from + duration`. An open loop's
 //! scheduler begins only once the plan's connections are open ([`super::start`]).
 
-use crate::model::{RunPlan, Segment, StopRule, Ticket};
+use crate::model::{Segment, StopRule, Ticket};
+use crate::plan::RunPlan;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;

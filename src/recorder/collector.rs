@@ -283,13 +283,13 @@ pub struct Sinks {
     /// `--every`, `--abort-on-fail`.
     pub live: Option<mpsc::Sender<IntervalSnapshot>>,
     /// `--hdr-log`.
-    pub log: Option<crate::report::hdrlog::LogFile>,
+    pub log: Option<crate::recorder::hdrlog::LogFile>,
 }
 
 /// When the series starts: once the run's gate opens (an open loop opens its connections
 /// first), after the warm-up.
 pub struct Start {
-    pub gate: std::sync::Arc<crate::load::StartGate>,
+    pub gate: std::sync::Arc<crate::util::start::StartGate>,
     pub warmup: Duration,
 }
 
@@ -405,9 +405,9 @@ fn run(
     priority.enter();
     let (early, record_from) = wait_for_start(&start, &rx);
     c.begin(record_from);
-    let base = crate::load::start::wall_clock_at(record_from);
+    let base = crate::util::start::wall_clock_at(record_from);
     let live = sinks.live;
-    let (late, log_error) = crate::report::hdrlog::stream(sinks.log, base, interval, |write| {
+    let (late, log_error) = crate::recorder::hdrlog::stream(sinks.log, base, interval, |write| {
         let mut emit = |snap: IntervalSnapshot| {
             write(&snap);
             if let Some(live) = &live {

@@ -6,6 +6,7 @@
 //! ([`Measured::merge`]) and become a [`record::RunRecord`].
 
 pub mod collector;
+pub mod hdrlog;
 pub mod hist;
 pub mod merge;
 pub mod priority;

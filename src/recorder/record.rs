@@ -5,7 +5,8 @@
 
 use super::hist::{self, IntervalStats, Stats};
 use super::{Counters, Measured};
-use crate::model::{Arrival, ErrorKind, LoadModel, Phase, RunPlan, Schedule, StopRule};
+use crate::model::{Arrival, ErrorKind, LoadModel, Phase, Schedule, StopRule};
+use crate::plan::RunPlan;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -195,7 +196,7 @@ impl Environment {
         };
         Environment {
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
-            cores: crate::cli::plan::default_threads() as u64,
+            cores: crate::util::limits::default_threads() as u64,
             os: std::env::consts::OS.to_string(),
             arch: std::env::consts::ARCH.to_string(),
             kernel: read("/proc/sys/kernel/osrelease"),

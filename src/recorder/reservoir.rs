@@ -23,7 +23,7 @@
 //! follow the multivariate hypergeometric law of a uniform m-subset of the union, and within a
 //! part a uniform subset of a uniform sample is a uniform subset of the part's population.
 
-pub use crate::load::pacer::SplitMix64;
+pub use crate::util::rng::SplitMix64;
 
 /// Samples kept per thread and after the merge.
 pub const DEFAULT_CAPACITY: usize = 20_000;

@@ -3,9 +3,9 @@
 //! of one). An interval is printed once it has ended and had a moment to arrive; an interval in which
 //! nothing completed is printed too (a stall is news). The record keeps the exact series.
 
-use crate::cli::units::human_ns;
 use crate::model::Phase;
 use crate::recorder::{hist, IntervalSnapshot};
+use crate::util::units::human_ns;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

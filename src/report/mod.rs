@@ -4,7 +4,6 @@
 pub mod csv;
 #[cfg(test)]
 pub(crate) mod fixture;
-pub mod hdrlog;
 pub mod hgrm;
 pub mod html;
 pub mod live;

@@ -4,10 +4,10 @@
 //! percentile spectrum of HdrHistogram / wrk2.
 
 use crate::analysis::summary::{Log2Hist, Summary};
-use crate::cli::units::{human_bytes, human_ns};
 use crate::model::Phase;
 use crate::recorder::hist::Stats;
 use crate::recorder::record::RunRecord;
+use crate::util::units::{human_bytes, human_ns};
 use std::fmt::Write as _;
 
 /// What to include.

@@ -85,9 +85,9 @@ pub(super) fn summary(r: &RunRecord) -> Vec<(String, String)> {
             "bytes",
             format!(
                 "read {} ({}/s), written {}",
-                crate::cli::units::human_bytes(s.bytes.read as f64),
-                crate::cli::units::human_bytes(s.bytes.read_per_s),
-                crate::cli::units::human_bytes(s.bytes.written as f64)
+                crate::util::units::human_bytes(s.bytes.read as f64),
+                crate::util::units::human_bytes(s.bytes.read_per_s),
+                crate::util::units::human_bytes(s.bytes.written as f64)
             ),
         ),
         kv(

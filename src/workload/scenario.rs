@@ -39,9 +39,9 @@
 use super::mix::Mix;
 use super::request::{is_token, RequestSpec};
 use super::template::{Field, Sources, Template, TemplateError};
-use crate::cli::plan::MAX_CONNECTIONS;
-use crate::cli::units::{parse_count, parse_duration, parse_rate, parse_stages, StagesSpec};
 use crate::model::{io_reason, Arrival, ConnStage, LoadModel, RateStage, Schedule, StopRule};
+use crate::util::limits::MAX_CONNECTIONS;
+use crate::util::units::{parse_count, parse_duration, parse_rate, parse_stages, StagesSpec};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use std::fmt;
@@ -811,7 +811,7 @@ fn load_of(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::gen::GenState;
+    use crate::workload::gen::GenState;
     use proptest::prelude::*;
 
     fn parse_str(text: &str) -> Result<Scenario, ScenarioError> {

@@ -23,6 +23,9 @@ use super::gen::{self, GenState};
 use super::template::Template;
 use crate::model::{Scheme, Target};
 
+/// What `Accept-Encoding` asks for with `--compressed`.
+pub const ACCEPT_ENCODING: &str = "gzip, deflate, br";
+
 /// Whether `s` is an RFC 9110 token (a method or a header name).
 pub fn is_token(s: &str) -> bool {
     !s.is_empty()
@@ -122,7 +125,7 @@ impl RequestSpec {
         }
         if compressed && !self.has_header("accept-encoding") {
             after_path.extend_from_slice(b"Accept-Encoding: ");
-            after_path.extend_from_slice(crate::engine::decode::ACCEPT_ENCODING.as_bytes());
+            after_path.extend_from_slice(ACCEPT_ENCODING.as_bytes());
             after_path.extend_from_slice(b"\r\n");
         }
         let mut prepared = PreparedRequest {
@@ -261,7 +264,7 @@ impl PreparedRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::template::{Field, Sources};
+    use crate::workload::template::{Field, Sources};
 
     fn target(host: &str, port: u16, scheme: Scheme) -> Target {
         Target {

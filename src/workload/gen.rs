@@ -32,7 +32,7 @@
 //! draws). Starting states `seed + w·γ` would instead make worker 1 replay worker 0's stream
 //! one draw behind. The same `(seed, w, W)` always gives the same values.
 
-use crate::load::pacer::SplitMix64;
+use crate::util::rng::SplitMix64;
 use std::path::{Path, PathBuf};
 
 /// The SplitMix64 finaliser: a bijective 64-bit mix.

@@ -162,31 +162,6 @@ pub fn parse_stages(input: &str) -> Result<StagesSpec, UnitError> {
     }
 }
 
-/// Parses `--segment i/n`: this process's part `i` (1-based) of `n`.
-pub fn parse_segment(input: &str) -> Result<crate::model::Segment, UnitError> {
-    let bad = |why: &str| {
-        UnitError(format!(
-            "invalid segment '{input}': {why}; expected i/n with 1 <= i <= n (e.g. 2/3)"
-        ))
-    };
-    let (i, n) = input.trim().split_once('/').ok_or_else(|| bad("no '/'"))?;
-    let i: u64 = i
-        .trim()
-        .parse()
-        .map_err(|_| bad("i is not a whole number"))?;
-    let n: u64 = n
-        .trim()
-        .parse()
-        .map_err(|_| bad("n is not a whole number"))?;
-    if n == 0 || i == 0 || i > n {
-        return Err(bad("i must be from 1 to n"));
-    }
-    Ok(crate::model::Segment {
-        index: i - 1,
-        count: n,
-    })
-}
-
 /// When to start (`--start-at`): an RFC 3339 time, or `+DURATION` from now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartAt {
@@ -261,7 +236,6 @@ mod tests {
             let _ = parse_count(&s);
             let _ = parse_rate(&s);
             let _ = parse_stages(&s);
-            let _ = parse_segment(&s);
             let _ = parse_start_at(&s);
         }
 
@@ -271,28 +245,6 @@ mod tests {
             let d = Duration::from_millis(ms);
             proptest::prop_assert_eq!(parse_duration(&format!("{}ms", ms)), Ok(d));
             proptest::prop_assert_eq!(parse_duration(&format!("{}s", d.as_secs_f64())), Ok(d));
-        }
-    }
-
-    #[test]
-    fn segments() {
-        // (input, 0-based index and count, or a part of the error)
-        type Want = Result<(u64, u64), &'static str>;
-        let rows: [(&str, Want); 7] = [
-            ("1/1", Ok((0, 1))),
-            ("2/3", Ok((1, 3))),
-            (" 3 / 3 ", Ok((2, 3))),
-            ("0/3", Err("from 1 to n")),
-            ("4/3", Err("from 1 to n")),
-            ("1-3", Err("no '/'")),
-            ("a/3", Err("not a whole number")),
-        ];
-        for (input, want) in rows {
-            match (parse_segment(input), want) {
-                (Ok(s), Ok((i, n))) => assert_eq!((s.index, s.count), (i, n), "{input}"),
-                (Err(e), Err(part)) => assert!(e.0.contains(part), "{input}: {}", e.0),
-                (got, _) => panic!("{input}: {got:?}"),
-            }
         }
     }
 

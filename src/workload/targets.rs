@@ -194,9 +194,9 @@ pub fn parse(text: &str, file: &Path, body_dir: &Path) -> Result<Vec<Entry>, Tar
 }
 
 /// Splits an absolute `http://` or `https://` URL into its origin and `/path?query` (the
-/// command line's URL rules: [`crate::cli::plan::split_url`]).
+/// command line's URL rules: [`crate::model::split_url`]).
 fn parse_url(url: &str) -> Result<(Origin, String), String> {
-    let (scheme, host, port, path) = crate::cli::plan::split_url(url).map_err(|e| e.0)?;
+    let (scheme, host, port, path) = crate::model::split_url(url)?;
     Ok((Origin { scheme, host, port }, path))
 }
 
@@ -223,7 +223,7 @@ pub fn common_origin(entries: &[Entry], file: &Path) -> Result<Origin, TargetsEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::gen::GenState;
+    use crate::workload::gen::GenState;
     use proptest::prelude::*;
 
     fn parse_str(text: &str) -> Result<Vec<Entry>, TargetsError> {

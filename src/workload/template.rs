@@ -36,7 +36,7 @@
 //! prepared once (see `request`).
 
 use super::gen::{self, GenState, LineFile, Pareto, Zipf};
-use crate::cli::units::parse_count;
+use crate::util::units::parse_count;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,131 @@
+//! The plan of a run: everything a run needs, validated and typed, built once from flags or a
+//! scenario file (`cli::plan`) and read by every layer above it. It sits above the workload
+//! (it holds the templated requests to send) and below the engine (which prepares its fixed
+//! request from it).
+
+use crate::model::{LoadModel, Schedule, Segment, StopRule, Target, TlsPlan};
+use crate::workload::Workload;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A validated, typed plan: everything a run needs, built from flags in `cli::plan`.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    pub target: Target,
+    pub method: String,
+    /// Extra request headers, in the order given.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub load: LoadModel,
+    pub threads: usize,
+    pub stop: StopRule,
+    /// A period at the start that is not recorded.
+    pub warmup: Duration,
+    /// Per-request timeout (connect included).
+    pub timeout: Duration,
+    /// How long the end of a timed run waits for the requests in flight.
+    pub drain: Duration,
+    /// Interval of the time series.
+    pub interval: Duration,
+    /// Open loop: a wake-up of the pacer also releases the requests due within this after the
+    /// first, so they leave late by up to this (recorded as schedule lag), never early.
+    pub pacer_slack: Duration,
+    pub tls: TlsPlan,
+    /// Response head size limit in bytes.
+    pub max_header_bytes: usize,
+    /// Keep connections open across requests (`reuse`), or open one per request (`new`).
+    pub keepalive: bool,
+    /// At most this many new connections per second, over all threads.
+    pub max_connects_per_s: Option<f64>,
+    /// Seed of the random generators (poisson arrivals).
+    pub seed: u64,
+    /// The `Server-Timing` metric that is the server's own total (else the sum of all).
+    pub server_total: String,
+    /// HTTP/2 (`--http2`): h2 by ALPN over TLS, h2c with prior knowledge on `http://`.
+    pub http2: Option<Http2Plan>,
+    /// `--compressed`: ask for gzip, deflate or br and decode the body (the `decode` phase).
+    pub compressed: bool,
+    /// Largest response body kept for decoding, in bytes (`--max-body`); a larger one is a
+    /// protocol error. Bodies that are not decoded are counted, never kept.
+    pub max_body_bytes: u64,
+    /// This process's share of the plan (`--segment i/n`; the whole plan by default). The
+    /// load model and stop rule hold the whole plan's figures; workers take their share.
+    pub segment: Segment,
+    /// Requests rendered per send from templates (`--scenario`, `--targets`); `None`: the
+    /// one fixed request of `method`, `target`, `headers` and `body`.
+    pub workload: Option<Arc<Workload>>,
+    /// A scenario phase's name (reports label the phase's level with it).
+    pub phase: Option<String>,
+}
+
+/// HTTP/2 settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Http2Plan {
+    /// Concurrent streams per connection.
+    pub streams: usize,
+    /// Initial flow-control window (stream and connection), bytes.
+    pub window: Option<u32>,
+}
+
+impl RunPlan {
+    /// Connections this process holds: its segment's share of the plan's.
+    pub fn local_connections(&self) -> usize {
+        self.segment.share(self.connections() as u64) as usize
+    }
+
+    /// The stop rule of this process: its segment's share of a request count.
+    pub fn local_stop(&self) -> StopRule {
+        match self.stop {
+            StopRule::Requests(n) => StopRule::Requests(self.segment.share(n)),
+            d => d,
+        }
+    }
+
+    /// Number of connections of the plan (the most at any time, for stages).
+    pub fn connections(&self) -> usize {
+        match &self.load {
+            LoadModel::Closed { connections } | LoadModel::Open { connections, .. } => *connections,
+            LoadModel::Burst { size, .. } => *size,
+            LoadModel::ClosedStages(stages) => {
+                stages.iter().map(|s| s.from.max(s.to)).max().unwrap_or(1)
+            }
+        }
+    }
+
+    /// The stages' durations, in order (empty when the load has no stages).
+    pub fn stage_durations(&self) -> Vec<Duration> {
+        match &self.load {
+            LoadModel::Open {
+                schedule: Schedule::Stages(st),
+                ..
+            } => st.iter().map(|s| s.duration).collect(),
+            LoadModel::ClosedStages(st) => st.iter().map(|s| s.duration).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Human labels of the stages (`0->20000 req/s`, `200 connections`).
+    pub fn stage_labels(&self) -> Vec<String> {
+        let span = |a: f64, b: f64, unit: &str| {
+            if a == b {
+                format!("{a} {unit}")
+            } else {
+                format!("{a}->{b} {unit}")
+            }
+        };
+        match &self.load {
+            LoadModel::Open {
+                schedule: Schedule::Stages(st),
+                ..
+            } => st
+                .iter()
+                .map(|s| span(s.from_rps, s.to_rps, "req/s"))
+                .collect(),
+            LoadModel::ClosedStages(st) => st
+                .iter()
+                .map(|s| span(s.from as f64, s.to as f64, "connections"))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
