@@ -95,11 +95,11 @@ pub struct KneeArgs {
     pub precision: f64,
 
     /// The first rate tried [default: a quarter of what a short closed-loop probe achieves].
-    #[arg(long = "start-rate", value_parser = rate_arg)]
+    #[arg(long = "start-rate", value_parser = rate_arg, allow_negative_numbers = true)]
     pub start_rate: Option<f64>,
 
     /// The highest rate tried.
-    #[arg(long = "max-rate", value_parser = rate_arg)]
+    #[arg(long = "max-rate", value_parser = rate_arg, allow_negative_numbers = true)]
     pub max_rate: Option<f64>,
 
     /// The schedule lag (p99) above which the generator, not the server, is the limit of a
@@ -246,7 +246,7 @@ pub struct RunArgs {
     #[arg(short = 't', long = "threads", value_parser = count_arg)]
     pub threads: Option<u64>,
 
-    /// How long to send for (e.g. 10s, 2m) [default: 10s unless -n is given].
+    /// How long to send for (e.g. 10s, 2m, 1m30s) [default: 10s unless -n is given].
     #[arg(short = 'd', long = "duration", value_parser = duration_arg)]
     pub duration: Option<Duration>,
 
@@ -258,7 +258,7 @@ pub struct RunArgs {
     /// 20000, 20k, 250/s), whether or not earlier requests were answered; latency is measured
     /// from each request's intended send time.
     /// A list (`-R 5000,10000,20000`) runs one level after another: a sweep.
-    #[arg(short = 'R', long = "rate", value_parser = rate_arg, value_delimiter = ',')]
+    #[arg(short = 'R', long = "rate", value_parser = rate_arg, value_delimiter = ',', allow_negative_numbers = true)]
     pub rate: Vec<f64>,
 
     /// Pause between the levels of a sweep, and between repetitions.
@@ -373,7 +373,7 @@ pub struct RunArgs {
     pub connection_policy: Option<PolicyArg>,
 
     /// Open at most this many new connections per second, over all threads (like h2load's --rate).
-    #[arg(long = "max-connections-per-second", value_parser = rate_arg)]
+    #[arg(long = "max-connections-per-second", value_parser = rate_arg, allow_negative_numbers = true)]
     pub max_connects_per_s: Option<f64>,
 
     /// HTTP method.
