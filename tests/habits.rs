@@ -1,10 +1,189 @@
-//! Habits of other tools' users: compound durations; a negative rate in words.
-//! Every load is a fraction of a second, on 127.0.0.1.
+//! Habits of other tools' users: `-` for standard output (`-o`, `--html`, `--hdr-log`) and
+//! standard input (`report`, `stats`, `merge`, `compare`); compound durations; a negative rate
+//! in words. Every load is a few hundred requests or a fraction of a second, on 127.0.0.1.
 
 mod common;
 
 use common::*;
 use reqlife::server::ServerTls;
+use std::io::Write;
+use std::process::{Output, Stdio};
+
+/// Runs reqlife with `args` and `input` on its standard input.
+fn run_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = reqlife()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    out
+}
+
+/// A small record of a run against `url` at `path`.
+fn record(path: &std::path::Path, url: &str) -> String {
+    let p = path.to_str().unwrap().to_string();
+    run_ok(&[
+        "run", "-n", "100", "-c", "2", "-t", "1", "--quiet", "-o", &p, url,
+    ]);
+    p
+}
+
+#[test]
+fn dash_is_stdout_for_every_file_a_run_writes_and_the_report_goes_to_stderr() {
+    let s = embedded(ServerTls::None);
+    let url = s.url("/");
+    let base = ["run", "-n", "100", "-c", "2", "-t", "1"];
+    // -o -: stdout is the record, valid JSON; the report is on stderr.
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["-o", "-", &url]);
+    let out = run_ok(&args);
+    let record: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(&out)));
+    assert_eq!(count(&record, "summary.requests.total"), 100);
+    assert!(
+        stderr(&out).contains("Requests     100 total"),
+        "{}",
+        stderr(&out)
+    );
+    // With --json too: the summary goes to stderr, stdout stays the record.
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["-o", "-", "--json", &url]);
+    let out = run_ok(&args);
+    let record: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(record.get("schema_version").is_some());
+
+    // --html -: the page.
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--html", "-", &url]);
+    let out = run_ok(&args);
+    let page = stdout(&out);
+    assert!(
+        page.trim_start().starts_with("<!DOCTYPE html>"),
+        "{}",
+        &page[..200.min(page.len())]
+    );
+    assert!(page.trim_end().ends_with("</html>"));
+    assert!(stderr(&out).contains("Requests     100 total"));
+
+    // --hdr-log -: the interval log.
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--hdr-log", "-", &url]);
+    let out = run_ok(&args);
+    let log = stdout(&out);
+    assert!(log.contains("#[BaseTime:"), "{log}");
+    assert!(log.lines().any(|l| l.starts_with("Tag=total,")), "{log}");
+    assert!(
+        !log.contains("Requests"),
+        "the report is not in the log: {log}"
+    );
+
+    // Two files on stdout: one line of error, before the run.
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["-o", "-", "--html", "-", &url]);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("-o and --html all write to standard output ('-')"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn dash_is_stdin_for_report_stats_merge_and_compare() {
+    let s = embedded(ServerTls::None);
+    let dir = tempfile::tempdir().unwrap();
+    let a = record(&dir.path().join("a.json"), &s.url("/"));
+    let b = record(&dir.path().join("b.json"), &s.url("/"));
+    let a_json = std::fs::read(&a).unwrap();
+
+    // report -
+    let out = run_with_stdin(&["report", "-"], &a_json);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("Requests     100 total"),
+        "{}",
+        stdout(&out)
+    );
+    // report - --html -: the page on stdout, the report on stderr.
+    let out = run_with_stdin(&["report", "-", "--html", "-"], &a_json);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).trim_start().starts_with("<!DOCTYPE html>"));
+    assert!(stderr(&out).contains("Requests     100 total"));
+    // Not a record on stdin: named as such.
+    let out = run_with_stdin(&["report", "-"], b"{}");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("standard input is not a reqlife RunRecord"),
+        "{}",
+        stderr(&out)
+    );
+
+    // stats -
+    let out = run_with_stdin(&["stats", "-"], b"1\n2\n3\n4\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("2.5"), "{}", stdout(&out));
+
+    // merge - FILE, and merge -o -: the merged record is valid JSON on stdout.
+    let out = run_with_stdin(&["merge", "-", &b, "-o", "-"], &a_json);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let merged: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(&out)));
+    assert_eq!(count(&merged, "summary.requests.total"), 200);
+    assert!(
+        stderr(&out).contains("Requests     200 total"),
+        "{}",
+        stderr(&out)
+    );
+
+    // compare - FILE (a comparison of single runs resamples their intervals: 10 each)
+    let timed = |name: &str| {
+        let p = dir.path().join(name).to_str().unwrap().to_string();
+        let url = s.url("/");
+        run_ok(&[
+            "run",
+            "-d",
+            "200ms",
+            "--interval",
+            "20ms",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--quiet",
+            "-o",
+            &p,
+            &url,
+        ]);
+        p
+    };
+    let (ta, tb) = (timed("ta.json"), timed("tb.json"));
+    let out = run_with_stdin(
+        &["compare", "-", &tb, "--json"],
+        &std::fs::read(&ta).unwrap(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(c.get("rows").is_some(), "{c}");
+
+    // Standard input is read once: two `-` is an error line.
+    for args in [["merge", "-", "-"], ["compare", "-", "-"]] {
+        let out = run_with_stdin(&args, &a_json);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert!(
+            err.contains("'-' (standard input) is given more than once"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
 
 #[test]
 fn a_negative_rate_gets_a_sentence() {

@@ -3,7 +3,7 @@
 //! stops the current level (and the sweep) and what was measured is still reported.
 
 use super::control::{Control, Executed};
-use super::{out, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
+use super::{files, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
 use crate::cli::{plan, workload, RunArgs};
 use crate::engine::SessionConfig;
 use crate::model::RunPlan;
@@ -12,6 +12,15 @@ use crate::report;
 
 /// `reqlife run`.
 pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
+    // `-`: one output on stdout at most; the report then goes to stderr.
+    let to_stderr = match files::stdout_taken(&[
+        ("-o", args.output.as_deref()),
+        ("--html", args.html.as_deref()),
+        ("--hdr-log", args.hdr_log.as_deref()),
+    ]) {
+        Ok(t) => t,
+        Err(e) => return usage_error(e),
+    };
     // No URL: the embedded target, in-process, on a free loopback port (a target list names
     // its own server).
     let (embedded, url) = if args.targets.is_some() && args.url.is_none() {
@@ -129,7 +138,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             config,
             args.quiet,
             args.every,
-            args.view.json,
+            args.view.json || to_stderr,
             abort,
             log.take(),
         ) {
@@ -209,21 +218,21 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         code = EXIT_FAILURE;
     }
     if let Some(path) = &args.output {
-        if let Err(e) = std::fs::write(path, report::record_json(&record) + "\n") {
-            eprintln!(
-                "error: cannot write the record to '{}': {e}",
-                path.display()
-            );
-            code = EXIT_FAILURE;
-        }
-    }
-    if let Some(path) = &args.html {
-        if let Err(e) = report::html::write(&record, path) {
+        let json = report::record_json(&record) + "\n";
+        if let Err(e) = files::write_text(path, &json, "the record", args.quiet) {
             eprintln!("error: {e}");
             code = EXIT_FAILURE;
         }
     }
-    out(&args.view.render(&record));
+    if let Some(path) = &args.html {
+        let page = report::html::render(&record)
+            .and_then(|p| files::write_text(path, &p, "the HTML report", args.quiet));
+        if let Err(e) = page {
+            eprintln!("error: {e}");
+            code = EXIT_FAILURE;
+        }
+    }
+    files::report(&args.view.render(&record), to_stderr);
     if signal == 0 {
         if let Some(why) = failure(&record) {
             eprintln!("error: {why}");

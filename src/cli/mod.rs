@@ -50,9 +50,9 @@ pub enum Command {
 /// Flags of `reqlife compare`.
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
-    /// The baseline RunRecord.
+    /// The baseline RunRecord (- for standard input).
     pub a: PathBuf,
-    /// The RunRecord compared with it.
+    /// The RunRecord compared with it (- for standard input).
     pub b: PathBuf,
 
     /// Exit 99 (a CI regression gate) when B is significantly slower than A by more than this
@@ -73,7 +73,7 @@ pub struct CompareArgs {
     pub json: bool,
 
     /// Also write the comparison as one self-contained HTML page: the table, the two runs'
-    /// spectra overlaid, the runs side by side.
+    /// spectra overlaid, the runs side by side (- for standard output).
     #[arg(long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
 }
@@ -121,11 +121,11 @@ fn percent_arg(s: &str) -> Result<f64, String> {
 /// Flags of `reqlife merge`.
 #[derive(Debug, Clone, Args)]
 pub struct MergeArgs {
-    /// The RunRecords to merge (`run -o FILE`).
+    /// The RunRecords to merge (`run -o FILE`; - for standard input).
     #[arg(required = true, num_args = 1..)]
     pub files: Vec<PathBuf>,
 
-    /// Write the merged RunRecord here.
+    /// Write the merged RunRecord here (- for standard output: the report goes to stderr).
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
 
@@ -426,17 +426,19 @@ pub struct RunArgs {
     #[command(flatten)]
     pub view: ViewArgs,
 
-    /// Write the full RunRecord (JSON) to this file.
+    /// Write the full RunRecord (JSON) to this file (- for standard output: the report goes to
+    /// stderr).
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
 
     /// Write the HdrHistogram interval log (one histogram per interval and phase, tagged) to
-    /// this file, for HistogramLogProcessor and friends.
+    /// this file (- for standard output), for HistogramLogProcessor and friends.
     #[arg(long = "hdr-log")]
     pub hdr_log: Option<PathBuf>,
 
     /// Write the report as one self-contained HTML page (plots as inline SVG, readable
-    /// offline, light or dark, printable) to this file; written also after an interruption.
+    /// offline, light or dark, printable) to this file (- for standard output); written also
+    /// after an interruption.
     #[arg(long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
 
@@ -489,7 +491,7 @@ pub struct KvArgs {
 /// Flags of `reqlife report`.
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
-    /// A RunRecord written by `reqlife run -o FILE`.
+    /// A RunRecord written by `reqlife run -o FILE` (- for standard input).
     pub file: PathBuf,
 
     #[command(flatten)]
@@ -512,7 +514,7 @@ pub struct ReportArgs {
     pub phase: Option<String>,
 
     /// Also write the report as one self-contained HTML page (plots as inline SVG) to this
-    /// file.
+    /// file (- for standard output).
     #[arg(long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
 }
