@@ -15,6 +15,7 @@ use std::time::Duration;
 
 /// `reqlife knee`.
 pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
+    let run_id = crate::recorder::record::new_run_id();
     let run = &args.run;
     let given: Vec<&str> = [
         (!run.rate.is_empty(), "-R/--rate"),
@@ -187,6 +188,7 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
     };
     run.view.check(&mut record);
     let mut code = EXIT_OK;
+    record.run_id = Some(run_id);
     if let Some(path) = &run.output {
         let json = report::record_json(&record) + "\n";
         if let Err(e) = files::write_text(path, &json, "the record", run.quiet) {

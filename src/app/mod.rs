@@ -286,10 +286,14 @@ fn merge(args: &crate::cli::MergeArgs) -> i32 {
         }
     }
     let names: Vec<String> = args.files.iter().map(|p| files::input_name(p)).collect();
+    let apart = crate::recorder::merge::overlap_warning(&records, &names);
     let mut merged = match crate::recorder::merge::merge(records, &names) {
         Ok(m) => m,
         Err(e) => return usage_error(e),
     };
+    if let Some(w) = apart {
+        eprintln!("warning: {w}");
+    }
     args.view.check(&mut merged);
     if let Some(path) = &args.output {
         let json = crate::report::record_json(&merged) + "\n";

@@ -12,6 +12,8 @@ use crate::report;
 
 /// `reqlife run`.
 pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
+    // The run's identity, from its start: `reqlife merge` refuses a record given twice.
+    let run_id = crate::recorder::record::new_run_id();
     // `-`: one output on stdout at most; the report then goes to stderr.
     let to_stderr = match files::stdout_taken(&[
         ("-o", args.output.as_deref()),
@@ -197,6 +199,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             parts,
         )
     };
+    record.run_id = Some(run_id);
     // --repeat: the runs asked for (an interrupted series keeps those that ran).
     record.config.repeat = repeat as u64;
     if phased {

@@ -16,6 +16,14 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RunRecord {
     pub schema_version: u32,
+    /// A random id drawn when the run started (32 hex digits), so that `reqlife merge` can
+    /// refuse a record given twice; absent from records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// A merged record: the run ids of its parts (and of theirs), so that merging it again
+    /// with one of them is refused too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_run_ids: Vec<String>,
     pub tool: Tool,
     pub config: Config,
     pub environment: Environment,
@@ -45,6 +53,29 @@ pub struct RunRecord {
     /// levels).
     #[serde(default)]
     pub knee: Option<crate::analysis::knee::KneeResult>,
+}
+
+/// A new run id: 128 random bits (from the OS) as 32 hex digits.
+pub fn new_run_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    let from_os = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if from_os.is_err() {
+        // std's hasher keys are random per process: mixed with the time and the pid.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        for (i, chunk) in bytes.chunks_mut(8).enumerate() {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(now);
+            h.write_u32(std::process::id());
+            h.write_usize(i);
+            chunk.copy_from_slice(&h.finish().to_le_bytes());
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A uniform sample of at most `capacity` responses of the run (reservoir sampling per thread,
@@ -622,6 +653,8 @@ impl RunRecord {
             .collect();
         RunRecord {
             schema_version: SCHEMA_VERSION,
+            run_id: None,
+            merged_run_ids: Vec::new(),
             tool: Tool {
                 name: "reqlife".into(),
                 version: env!("CARGO_PKG_VERSION").into(),
