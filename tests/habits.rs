@@ -1,13 +1,16 @@
 //! Habits of other tools' users: `-` for standard output (`-o`, `--html`, `--hdr-log`) and
-//! standard input (`report`, `stats`, `merge`, `compare`); compound durations; a negative rate
-//! in words. Every load is a few hundred requests or a fraction of a second, on 127.0.0.1.
+//! standard input (`report`, `stats`, `merge`, `compare`); `reqlife URL` runs it; oha's `-q`
+//! gets a suggestion; compound durations; a negative rate in words; `serve --addr PORT`;
+//! `-o FILE` says so; the header at the start; no HPACK savings on HTTP/1.1's Traffic line.
+//! Every load is a few hundred requests or a fraction of a second, on 127.0.0.1.
 
 mod common;
 
 use common::*;
 use reqlife::server::ServerTls;
-use std::io::Write;
-use std::process::{Output, Stdio};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// Runs reqlife with `args` and `input` on its standard input.
 fn run_with_stdin(args: &[&str], input: &[u8]) -> Output {
@@ -186,6 +189,35 @@ fn dash_is_stdin_for_report_stats_merge_and_compare() {
 }
 
 #[test]
+fn a_url_without_a_subcommand_runs_it() {
+    let s = embedded(ServerTls::None);
+    let url = s.url("/");
+    let out = run_ok(&[url.as_str(), "-n", "50", "-c", "1", "-t", "1", "--json"]);
+    assert_eq!(count(&summary(&out), "requests.total"), 50);
+    // wrk's order: flags first.
+    let out = run_ok(&["-n", "50", "-c", "1", "-t", "1", "--json", &url]);
+    assert_eq!(count(&summary(&out), "requests.total"), 50);
+}
+
+#[test]
+fn oha_q_gets_a_suggestion() {
+    for args in [
+        &["run", "-q", "100", "http://127.0.0.1:9/"][..],
+        &["http://127.0.0.1:9/", "-q", "100"][..],
+        &["run", "-q100", "http://127.0.0.1:9/"][..],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert_eq!(
+            err.trim(),
+            "error: -q is --quiet here: for a rate of 100 req/s (oha's and hey's -q), use -R 100",
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
 fn a_negative_rate_gets_a_sentence() {
     let out = run(&["run", "-R", "-5", "http://127.0.0.1:9/"]);
     assert_eq!(out.status.code(), Some(2));
@@ -213,4 +245,134 @@ fn compound_durations_are_accepted() {
     ]);
     let d = num(&summary(&out), "duration_s");
     assert!((0.29..=0.31).contains(&d), "{d}");
+}
+
+#[test]
+fn the_header_comes_first_and_o_says_where_the_record_went() {
+    let s = embedded(ServerTls::None);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let p = path.to_str().unwrap();
+    let url = s.url("/");
+    let out = run_ok(&["run", "-n", "100", "-c", "2", "-t", "1", "-o", p, &url]);
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("Running 100-request test @ {url}"),
+        "{err}"
+    );
+    assert!(lines[1].contains("1 threads and 2 connections"), "{err}");
+    assert_eq!(
+        lines.last().copied(),
+        Some(format!("reqlife: wrote the record to {p}").as_str()),
+        "{err}"
+    );
+    assert!(path.exists());
+    // The report on stdout is whole.
+    assert!(stdout(&out).starts_with("Running 100-request test"));
+    // --quiet: neither.
+    let out = run_ok(&[
+        "run", "-n", "100", "-c", "2", "-t", "1", "--quiet", "-o", p, &url,
+    ]);
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+}
+
+/// The Traffic line of a text report.
+fn traffic(out: &Output) -> String {
+    stdout(out)
+        .lines()
+        .find(|l| l.trim_start().starts_with("Traffic"))
+        .unwrap_or_else(|| panic!("no Traffic line in {}", stdout(out)))
+        .to_string()
+}
+
+#[test]
+fn http1_traffic_has_no_hpack_savings_and_http2_keeps_them() {
+    let s = embedded(ServerTls::None);
+    let url = s.url("/");
+    let out = run_ok(&["run", "-n", "100", "-c", "1", "-t", "1", "--quiet", &url]);
+    let line = traffic(&out);
+    assert!(!line.contains("space savings"), "{line}");
+    assert!(
+        line.contains(" headers, ") && line.ends_with(" data"),
+        "{line}"
+    );
+    let out = run_ok(&[
+        "run", "--http2", "-n", "100", "-c", "1", "-t", "1", "--quiet", &url,
+    ]);
+    let line = traffic(&out);
+    assert!(line.contains(" headers (space savings "), "{line}");
+}
+
+/// Starts `reqlife serve ARGS`; its first stdout lines (until the routes), and the child.
+fn serve(args: &[&str]) -> (Vec<String>, std::process::Child) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_reqlife"))
+        .arg("serve")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut lines = Vec::new();
+    let started = Instant::now();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        let done = line.contains("routes:");
+        lines.push(line.trim_end().to_string());
+        if done {
+            // One more line, if any comes at once (the TLS note follows the routes).
+            if args.contains(&"--tls") {
+                let mut more = String::new();
+                reader.read_line(&mut more).unwrap();
+                lines.push(more.trim_end().to_string());
+            }
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{lines:?}");
+    }
+    (lines, child)
+}
+
+fn stop(mut child: std::process::Child) {
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = child.wait();
+}
+
+#[test]
+fn serve_takes_a_bare_port_and_says_a_tls_certificate_is_self_signed() {
+    // A bare port is 127.0.0.1:PORT (0: any free one).
+    let (lines, child) = serve(&["--addr", "0"]);
+    stop(child);
+    assert!(
+        lines[0].starts_with("reqlife serve: listening on http://127.0.0.1:"),
+        "{lines:?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("self-signed")),
+        "{lines:?}"
+    );
+    let (lines, child) = serve(&["--addr", "0", "--tls"]);
+    stop(child);
+    assert!(
+        lines[0].starts_with("reqlife serve: listening on https://127.0.0.1:"),
+        "{lines:?}"
+    );
+    let note = lines.last().unwrap();
+    assert!(
+        note.contains("self-signed") && note.contains("-k") && note.contains("--cacert"),
+        "{lines:?}"
+    );
+    // Not an address at all: said with the forms that are.
+    let out = run(&["serve", "--addr", "localhost"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("or a port (8080)"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -30,8 +30,59 @@ pub const EXIT_SIGINT: i32 = 130;
 /// Exit code after SIGTERM (128 + 15).
 pub const EXIT_SIGTERM: i32 = 143;
 
+/// The subcommands, and what clap answers on its own, as the first argument.
+const FIRST_WORDS: &[&str] = &[
+    "run",
+    "serve",
+    "report",
+    "stats",
+    "calibrate",
+    "merge",
+    "knee",
+    "compare",
+    "help",
+    "-h",
+    "--help",
+    "-V",
+    "--version",
+];
+
+/// wrk's and oha's habits, before clap reads the line: `reqlife URL ...` (no subcommand, a
+/// URL among the arguments) runs `reqlife run URL ...`. Gives the line to parse, or the
+/// message for `-q N` (oha's and hey's rate flag; here -q is --quiet).
+fn habits(mut args: Vec<std::ffi::OsString>) -> Result<Vec<std::ffi::OsString>, String> {
+    let is_url = |a: &std::ffi::OsString| {
+        let a = a.to_string_lossy();
+        a.starts_with("http://") || a.starts_with("https://")
+    };
+    if let Some(first) = args.get(1) {
+        let first = first.to_string_lossy();
+        if !FIRST_WORDS.contains(&first.as_ref()) && args[1..].iter().any(is_url) {
+            args.insert(1, "run".into());
+        }
+    }
+    for (i, a) in args.iter().enumerate() {
+        let a = a.to_string_lossy();
+        let rate = match a.strip_prefix("-q") {
+            Some("") => args.get(i + 1).map(|v| v.to_string_lossy().into_owned()),
+            Some(v) if v.starts_with(|c: char| c.is_ascii_digit()) => Some(v.to_string()),
+            _ => None,
+        };
+        if let Some(rate) = rate.filter(|r| crate::cli::units::parse_rate(r).is_ok()) {
+            return Err(format!(
+                "-q is --quiet here: for a rate of {rate} req/s (oha's and hey's -q), use -R {rate}"
+            ));
+        }
+    }
+    Ok(args)
+}
+
 /// Runs the command line `args` (the program name first) and returns the exit code.
 pub fn main_with(args: Vec<std::ffi::OsString>) -> i32 {
+    let args = match habits(args) {
+        Ok(a) => a,
+        Err(e) => return usage_error(e),
+    };
     let cli = match Cli::try_parse_from(args.clone()) {
         Ok(cli) => cli,
         Err(e) => {
@@ -128,6 +179,7 @@ fn serve(args: &ServeArgs) -> i32 {
         (_, _, true) => ServerTls::SelfSigned,
         _ => ServerTls::None,
     };
+    let self_signed = matches!(tls, ServerTls::SelfSigned);
     let config = ServerConfig {
         kv_preload: args.kv.kv_preload,
         kv_value_bytes: args.kv.value_size as usize,
@@ -136,9 +188,16 @@ fn serve(args: &ServeArgs) -> i32 {
     match server::serve_until_signal(config, |addr, tls| {
         let scheme = if tls { "https" } else { "http" };
         // Not println!: a closed stdout (`| head -1`) must not end the server.
-        out(&format!(
+        let mut text = format!(
             "reqlife serve: listening on {scheme}://{addr}/ (Ctrl-C to stop)\n  routes: /  /delay/{{ms}}  /echo  /status/{{code}}  /bytes/{{n}}  /text/{{n}}  /kv/{{key}}  /serial/{{ms}}  /stall/{{ms}}\n"
-        ));
+        );
+        if self_signed {
+            text.push_str(
+                "  the certificate is self-signed: clients must not verify it (reqlife run -k, curl -k), \
+                 or serve your own with --cert/--key and trust its CA (reqlife run --cacert FILE)\n",
+            );
+        }
+        out(&text);
     }) {
         Ok(()) => EXIT_OK,
         Err(e) => {

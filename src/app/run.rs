@@ -102,6 +102,24 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             };
         }
     }
+    // The header as the run starts (the report repeats it at the end): on stderr, with the
+    // progress bar, so that stdout keeps only the report (or the file given as `-`).
+    if !args.quiet {
+        if let Some(mut c) = RunRecord::planned_config(&plans, embedded.is_some()) {
+            c.repeat = repeat as u64;
+            if repeat > 1 || phased {
+                c.sweep = None;
+            }
+            c.workload = workload_name(args);
+            let labels: Vec<String> = if phased {
+                plans.iter().enumerate().map(|(i, p)| label(i, p)).collect()
+            } else {
+                Vec::new()
+            };
+            let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+            eprint!("{}", report::text::start_header(&c, &labels));
+        }
+    }
     // The interval log is written as the run goes (one level only, as before).
     let mut log = match (&args.hdr_log, plans.len()) {
         (Some(path), 1) => match report::hdrlog::create(path) {
@@ -206,11 +224,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         // A scenario's phases are levels of their own kind, not a sweep.
         record.config.sweep = None;
     }
-    record.config.workload = match (&args.scenario, &args.targets) {
-        (Some(p), _) => Some(format!("scenario {}", p.display())),
-        (None, Some(p)) => Some(format!("targets {}", p.display())),
-        (None, None) => None,
-    };
+    record.config.workload = workload_name(args);
     if let Some(server) = embedded {
         server.shutdown();
     }
@@ -248,6 +262,15 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         libc::SIGINT => EXIT_SIGINT,
         libc::SIGTERM => EXIT_SIGTERM,
         _ => code,
+    }
+}
+
+/// What was sent when not one fixed request: `scenario FILE` or `targets FILE`.
+fn workload_name(args: &RunArgs) -> Option<String> {
+    match (&args.scenario, &args.targets) {
+        (Some(p), _) => Some(format!("scenario {}", p.display())),
+        (None, Some(p)) => Some(format!("targets {}", p.display())),
+        (None, None) => None,
     }
 }
 

@@ -208,6 +208,19 @@ fn stages_arg(s: &str) -> Result<units::StagesSpec, String> {
     units::parse_stages(s).map_err(|e| e.0)
 }
 
+/// `--addr`: `HOST:PORT`, `[::1]:PORT`, or a bare port meaning 127.0.0.1:PORT.
+pub fn addr_arg(s: &str) -> Result<SocketAddr, String> {
+    let s = s.trim();
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse().map_err(|_| {
+        format!(
+            "invalid address '{s}': expected HOST:PORT (127.0.0.1:8080, [::1]:8080) or a port (8080)"
+        )
+    })
+}
+
 fn rate_arg(s: &str) -> Result<f64, String> {
     units::parse_rate(s).map_err(|e| e.0)
 }
@@ -442,7 +455,7 @@ pub struct RunArgs {
     #[arg(long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
 
-    /// No progress bar.
+    /// No progress bar, no header at the start, no line saying where -o wrote.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
 }
@@ -450,8 +463,8 @@ pub struct RunArgs {
 /// Flags of `reqlife serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long = "addr", default_value = "127.0.0.1:8080")]
+    /// Address to listen on: HOST:PORT, or a bare PORT (on 127.0.0.1).
+    #[arg(long = "addr", default_value = "127.0.0.1:8080", value_parser = addr_arg)]
     pub addr: SocketAddr,
 
     /// Serve HTTPS (a self-signed certificate unless --cert/--key are given).
@@ -596,5 +609,23 @@ impl ViewArgs {
                 detail: self.detail,
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_and_bare_ports() {
+        let a = |s: &str| addr_arg(s).map(|a| a.to_string());
+        assert_eq!(a("8080"), Ok("127.0.0.1:8080".into()));
+        assert_eq!(a(" 0 "), Ok("127.0.0.1:0".into()));
+        assert_eq!(a("0.0.0.0:9000"), Ok("0.0.0.0:9000".into()));
+        assert_eq!(a("[::1]:8080"), Ok("[::1]:8080".into()));
+        for bad in ["localhost", "70000", "127.0.0.1", ""] {
+            let e = addr_arg(bad).unwrap_err();
+            assert!(e.contains("or a port (8080)"), "{bad}: {e}");
+        }
     }
 }

@@ -822,6 +822,37 @@ impl RunRecord {
         top
     }
 
+    /// The config of a run about to start on `plans` (one, or the levels of a sweep), for the
+    /// header printed as it starts.
+    pub fn planned_config(plans: &[RunPlan], embedded_target: bool) -> Option<Config> {
+        let end = Ending {
+            recorded: Duration::ZERO,
+            drained: Duration::ZERO,
+            stop_reason: String::new(),
+            interrupted: false,
+            start_time: String::new(),
+            command_line: Vec::new(),
+            embedded_target,
+        };
+        let mut c = config_of(plans.first()?, &end);
+        if plans.len() > 1 {
+            let rates: Vec<Option<f64>> = plans.iter().map(offered_rps).collect();
+            c.sweep = Some(Sweep {
+                of: if rates.iter().any(Option::is_some) {
+                    "rate".into()
+                } else {
+                    "connections".into()
+                },
+                levels: plans
+                    .iter()
+                    .zip(&rates)
+                    .map(|(p, r)| r.unwrap_or(p.connections() as f64))
+                    .collect(),
+            });
+        }
+        Some(c)
+    }
+
     /// The record of `--repeat N`: the runs' records (label, plan, record) in order, and a
     /// top-level summary merging them, as for a sweep, with the runs kept in `repetitions`.
     pub fn repeated(
