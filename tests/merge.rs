@@ -2,7 +2,9 @@
 //! started together with `--start-at`, merged by `reqlife merge` into the record of the whole
 //! plan: counts add up exactly to those of one process running the whole plan, the merged
 //! histograms are exactly the sum of the parts', and the interval series line up. Records
-//! that are not parts of one plan are refused.
+//! that are not parts of one plan are refused, in words; a run given twice (the same record,
+//! or the same segment index run by two generators) is refused naming both files; parts that
+//! did not overlap in time are merged with a warning.
 
 mod common;
 
@@ -59,7 +61,13 @@ fn merge_ok(parts: &[PathBuf], out: &Path) -> RunRecord {
     args.extend(parts.iter().map(|p| p.display().to_string()));
     args.extend(["-o".into(), out.display().to_string()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    run_ok(&args);
+    let done = run_ok(&args);
+    // Parts started together overlap in time: no warning.
+    assert!(
+        !stderr(&done).contains("did not overlap"),
+        "{}",
+        stderr(&done)
+    );
     load(out)
 }
 
@@ -208,7 +216,7 @@ fn records_that_are_not_parts_of_one_plan_are_refused() {
     let other = record("o.json", &[], &s.url("/status/201"));
     // (files, a part of the message)
     let rows = [
-        (vec![&seg1, &seg1], "given twice"),
+        (vec![&seg1, &seg1], "are the same record"),
         (vec![&seg1, &whole], "some records are segments"),
         (vec![&seg1, &seg2_of_2], "share n"),
         (vec![&whole, &other], "not the same plan"),
@@ -230,4 +238,153 @@ fn records_that_are_not_parts_of_one_plan_are_refused() {
     // Not a record at all.
     let out = run(&["merge", "/nonexistent.json"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// Runs `run -n 60 -c 2 -t 1 --quiet -o DIR/NAME` with `extra` against `url`; the record's path.
+fn small_record(dir: &Path, name: &str, extra: &[&str], url: &str) -> String {
+    let p = dir.join(name);
+    let mut args = vec!["run", "-n", "60", "-c", "2", "-t", "1", "--quiet", "-o"];
+    args.push(p.to_str().unwrap());
+    args.extend_from_slice(extra);
+    args.push(url);
+    run_ok(&args);
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn a_run_given_twice_is_refused_naming_both_files() {
+    let s = embedded(ServerTls::None);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a = small_record(d, "a.json", &[], &s.url("/"));
+    let b = small_record(d, "b.json", &[], &s.url("/"));
+    // Every record has a run id of its own, drawn at the start of its run.
+    let (ra, rb) = (load(Path::new(&a)), load(Path::new(&b)));
+    let id = ra.run_id.clone().expect("a run id");
+    assert_eq!(id.len(), 32, "{id}");
+    assert_ne!(ra.run_id, rb.run_id);
+
+    // The same file twice, and the same record under another name.
+    let copy = d.join("copy.json");
+    std::fs::copy(&a, &copy).unwrap();
+    let copy = copy.to_str().unwrap();
+    for (x, y) in [(&a, &a), (&a, &copy.to_string())] {
+        let out = run(&["merge", x, y]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(
+            err.contains(&format!(
+                "'{x}' and '{y}' are the same record (run id {id})"
+            )),
+            "{err}"
+        );
+    }
+
+    // A merged record holds its parts' ids: merging it again with one of them is refused.
+    let ab = d.join("ab.json");
+    run_ok(&["merge", &a, &b, "-o", ab.to_str().unwrap()]);
+    let merged = load(&ab);
+    assert_eq!(merged.merged_run_ids.len(), 2);
+    assert!(merged.run_id.is_some() && merged.run_id != ra.run_id);
+    let out = run(&["merge", ab.to_str().unwrap(), &b]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("share the run"), "{}", stderr(&out));
+
+    // Records of older versions, without a run id, still load and merge; the same one twice
+    // is still found by its content.
+    let mut old: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    old.as_object_mut().unwrap().remove("run_id");
+    let old_path = d.join("old.json");
+    std::fs::write(&old_path, old.to_string()).unwrap();
+    let old_path = old_path.to_str().unwrap();
+    assert_eq!(load(Path::new(old_path)).run_id, None);
+    run_ok(&["report", old_path]);
+    run_ok(&["merge", old_path, &b]);
+    let out = run(&["merge", old_path, old_path]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("are the same record (identical content)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_same_segment_index_twice_is_refused_naming_the_index_and_the_files() {
+    // Kubernetes can start two pods for one index: two records of segment 1/2.
+    let s = embedded(ServerTls::None);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let one = small_record(d, "pod-a.json", &["--segment", "1/2"], &s.url("/"));
+    let again = small_record(d, "pod-b.json", &["--segment", "1/2"], &s.url("/"));
+    let two = small_record(d, "pod-c.json", &["--segment", "2/2"], &s.url("/"));
+    let out = run(&["merge", &one, &two, &again]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains(&format!(
+            "segment 1/2 is given twice, by '{one}' and '{again}'"
+        )),
+        "{err}"
+    );
+    // Each index once merges.
+    run_ok(&["merge", &one, &two]);
+}
+
+#[test]
+fn parts_that_did_not_overlap_in_time_merge_with_a_warning() {
+    let s = embedded(ServerTls::None);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // One after the other: the second starts after the first ended.
+    let first = small_record(d, "first.json", &[], &s.url("/"));
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let second = small_record(d, "second.json", &[], &s.url("/"));
+    let out = run_ok(&["merge", &first, &second]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("warning: the parts did not overlap in time:")
+            && err.contains(&format!("'{second}' started"))
+            && err.contains(&format!("after '{first}' ended")),
+        "{err}"
+    );
+    assert!(stdout(&out).contains("120 total"), "{}", stdout(&out));
+}
+
+#[test]
+fn a_plan_mismatch_is_said_in_words() {
+    let s = embedded(ServerTls::None);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let open = small_record(d, "open.json", &["-R", "1000"], &s.url("/"));
+    let closed = small_record(d, "closed.json", &[], &s.url("/"));
+    let out = run(&["merge", &open, &closed]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "the rate differs: 1000 req/s in '{open}', none (closed loop) in '{closed}'"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("Some("), "no Debug output: {err}");
+    // A duration against a request count, in human units.
+    let timed = d.join("timed.json");
+    let timed = timed.to_str().unwrap();
+    let url = s.url("/");
+    run_ok(&[
+        "run", "-d", "200ms", "-c", "2", "-t", "1", "--quiet", "-o", timed, &url,
+    ]);
+    let out = run(&["merge", &closed, timed]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "the duration differs: none (a request count) in '{closed}', 200.00ms in '{timed}'"
+        )),
+        "{err}"
+    );
 }

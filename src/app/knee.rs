@@ -6,7 +6,7 @@
 //! and the search in `knee`.
 
 use super::control::{run_step, run_step_measured, target, Control};
-use super::{out, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
+use super::{files, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
 use crate::analysis::knee::{self, KneeResult, Search, Verdict};
 use crate::cli::{plan, KneeArgs};
 use crate::recorder::record::{Ending, RunRecord};
@@ -15,6 +15,7 @@ use std::time::Duration;
 
 /// `reqlife knee`.
 pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
+    let run_id = crate::recorder::record::new_run_id();
     let run = &args.run;
     let given: Vec<&str> = [
         (!run.rate.is_empty(), "-R/--rate"),
@@ -38,6 +39,13 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
             if given.len() == 1 { "s" } else { "" }
         ));
     }
+    let to_stderr = match files::stdout_taken(&[
+        ("-o", run.output.as_deref()),
+        ("--html", run.html.as_deref()),
+    ]) {
+        Ok(t) => t,
+        Err(e) => return usage_error(e),
+    };
     if args.slos.is_empty() {
         return usage_error("knee needs at least one --slo (e.g. --slo 'p99<=2ms')");
     }
@@ -180,25 +188,29 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
     };
     run.view.check(&mut record);
     let mut code = EXIT_OK;
+    record.run_id = Some(run_id);
     if let Some(path) = &run.output {
-        if let Err(e) = std::fs::write(path, report::record_json(&record) + "\n") {
-            eprintln!(
-                "error: cannot write the record to '{}': {e}",
-                path.display()
-            );
+        let json = report::record_json(&record) + "\n";
+        if let Err(e) = files::write_text(path, &json, "the record", run.quiet) {
+            eprintln!("error: {e}");
             code = EXIT_FAILURE;
         }
     }
     if let Some(path) = &run.html {
-        if let Err(e) = report::html::write(&record, path) {
+        let page = report::html::render(&record)
+            .and_then(|p| files::write_text(path, &p, "the HTML report", run.quiet));
+        if let Err(e) = page {
             eprintln!("error: {e}");
             code = EXIT_FAILURE;
         }
     }
     if run.view.json {
-        out(&(serde_json::to_string_pretty(&record.knee).unwrap_or_default() + "\n"));
+        files::report(
+            &(serde_json::to_string_pretty(&record.knee).unwrap_or_default() + "\n"),
+            to_stderr,
+        );
     } else {
-        out(&run.view.render(&record));
+        files::report(&run.view.render(&record), to_stderr);
     }
     match signal {
         libc::SIGINT => EXIT_SIGINT,

@@ -5,6 +5,7 @@
 
 mod calibrate;
 mod control;
+mod files;
 mod knee;
 mod run;
 mod stats;
@@ -29,8 +30,59 @@ pub const EXIT_SIGINT: i32 = 130;
 /// Exit code after SIGTERM (128 + 15).
 pub const EXIT_SIGTERM: i32 = 143;
 
+/// The subcommands, and what clap answers on its own, as the first argument.
+const FIRST_WORDS: &[&str] = &[
+    "run",
+    "serve",
+    "report",
+    "stats",
+    "calibrate",
+    "merge",
+    "knee",
+    "compare",
+    "help",
+    "-h",
+    "--help",
+    "-V",
+    "--version",
+];
+
+/// wrk's and oha's habits, before clap reads the line: `reqlife URL ...` (no subcommand, a
+/// URL among the arguments) runs `reqlife run URL ...`. Gives the line to parse, or the
+/// message for `-q N` (oha's and hey's rate flag; here -q is --quiet).
+fn habits(mut args: Vec<std::ffi::OsString>) -> Result<Vec<std::ffi::OsString>, String> {
+    let is_url = |a: &std::ffi::OsString| {
+        let a = a.to_string_lossy();
+        a.starts_with("http://") || a.starts_with("https://")
+    };
+    if let Some(first) = args.get(1) {
+        let first = first.to_string_lossy();
+        if !FIRST_WORDS.contains(&first.as_ref()) && args[1..].iter().any(is_url) {
+            args.insert(1, "run".into());
+        }
+    }
+    for (i, a) in args.iter().enumerate() {
+        let a = a.to_string_lossy();
+        let rate = match a.strip_prefix("-q") {
+            Some("") => args.get(i + 1).map(|v| v.to_string_lossy().into_owned()),
+            Some(v) if v.starts_with(|c: char| c.is_ascii_digit()) => Some(v.to_string()),
+            _ => None,
+        };
+        if let Some(rate) = rate.filter(|r| crate::cli::units::parse_rate(r).is_ok()) {
+            return Err(format!(
+                "-q is --quiet here: for a rate of {rate} req/s (oha's and hey's -q), use -R {rate}"
+            ));
+        }
+    }
+    Ok(args)
+}
+
 /// Runs the command line `args` (the program name first) and returns the exit code.
 pub fn main_with(args: Vec<std::ffi::OsString>) -> i32 {
+    let args = match habits(args) {
+        Ok(a) => a,
+        Err(e) => return usage_error(e),
+    };
     let cli = match Cli::try_parse_from(args.clone()) {
         Ok(cli) => cli,
         Err(e) => {
@@ -127,6 +179,7 @@ fn serve(args: &ServeArgs) -> i32 {
         (_, _, true) => ServerTls::SelfSigned,
         _ => ServerTls::None,
     };
+    let self_signed = matches!(tls, ServerTls::SelfSigned);
     let config = ServerConfig {
         kv_preload: args.kv.kv_preload,
         kv_value_bytes: args.kv.value_size as usize,
@@ -135,9 +188,16 @@ fn serve(args: &ServeArgs) -> i32 {
     match server::serve_until_signal(config, |addr, tls| {
         let scheme = if tls { "https" } else { "http" };
         // Not println!: a closed stdout (`| head -1`) must not end the server.
-        out(&format!(
+        let mut text = format!(
             "reqlife serve: listening on {scheme}://{addr}/ (Ctrl-C to stop)\n  routes: /  /delay/{{ms}}  /echo  /status/{{code}}  /bytes/{{n}}  /text/{{n}}  /kv/{{key}}  /serial/{{ms}}  /stall/{{ms}}\n"
-        ));
+        );
+        if self_signed {
+            text.push_str(
+                "  the certificate is self-signed: clients must not verify it (reqlife run -k, curl -k), \
+                 or serve your own with --cert/--key and trust its CA (reqlife run --cacert FILE)\n",
+            );
+        }
+        out(&text);
     }) {
         Ok(()) => EXIT_OK,
         Err(e) => {
@@ -153,15 +213,21 @@ fn report(args: &ReportArgs) -> i32 {
         Ok(r) => r,
         Err(e) => return usage_error(e),
     };
+    let to_stderr = match files::stdout_taken(&[("--html", args.html.as_deref())]) {
+        Ok(t) => t,
+        Err(e) => return usage_error(e),
+    };
     args.view.check(&mut record);
     if let Some(path) = &args.html {
-        if let Err(e) = report::html::write(&record, path) {
+        let page = report::html::render(&record)
+            .and_then(|p| files::write_text(path, &p, "the HTML report", false));
+        if let Err(e) = page {
             return usage_error(e);
         }
     }
     match printed(args, &record) {
         Ok(text) => {
-            out(&text);
+            files::report(&text, to_stderr);
             thresholds_code(&record)
         }
         Err(e) => usage_error(e),
@@ -194,9 +260,16 @@ fn printed(args: &ReportArgs, record: &RunRecord) -> Result<String, String> {
 
 /// `reqlife compare`.
 fn compare(args: &crate::cli::CompareArgs) -> i32 {
+    if let Err(e) = files::one_stdin(&[&args.a, &args.b]) {
+        return usage_error(e);
+    }
     let (a, b) = match (load_record(&args.a), load_record(&args.b)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => return usage_error(e),
+    };
+    let to_stderr = match files::stdout_taken(&[("--html", args.html.as_deref())]) {
+        Ok(t) => t,
+        Err(e) => return usage_error(e),
     };
     if let Some(path) = &args.html {
         if let Err(e) = report::html::check_writable(path) {
@@ -209,22 +282,27 @@ fn compare(args: &crate::cli::CompareArgs) -> i32 {
     };
     if let Some(path) = &args.html {
         let (an, bn) = (args.a.display().to_string(), args.b.display().to_string());
-        let page = report::html::render_compare(&c, (&an, &a), (&bn, &b)).and_then(|p| {
-            std::fs::write(path, p).map_err(|e| format!("cannot write '{}': {e}", path.display()))
-        });
+        let page = report::html::render_compare(&c, (&an, &a), (&bn, &b))
+            .and_then(|p| files::write_text(path, &p, "the HTML comparison", false));
         if let Err(e) = page {
             eprintln!("error: {e}");
             return EXIT_FAILURE;
         }
     }
     if args.json {
-        out(&(serde_json::to_string_pretty(&c).unwrap_or_default() + "\n"));
+        files::report(
+            &(serde_json::to_string_pretty(&c).unwrap_or_default() + "\n"),
+            to_stderr,
+        );
     } else {
-        out(&crate::analysis::compare::render(
-            &c,
-            &args.a.display().to_string(),
-            &args.b.display().to_string(),
-        ));
+        files::report(
+            &crate::analysis::compare::render(
+                &c,
+                &args.a.display().to_string(),
+                &args.b.display().to_string(),
+            ),
+            to_stderr,
+        );
     }
     let Some(limit) = args.fail_if_slower else {
         return EXIT_OK;
@@ -251,6 +329,14 @@ fn compare(args: &crate::cli::CompareArgs) -> i32 {
 
 /// `reqlife merge`.
 fn merge(args: &crate::cli::MergeArgs) -> i32 {
+    let inputs: Vec<&std::path::Path> = args.files.iter().map(|p| p.as_path()).collect();
+    if let Err(e) = files::one_stdin(&inputs) {
+        return usage_error(e);
+    }
+    let to_stderr = match files::stdout_taken(&[("-o", args.output.as_deref())]) {
+        Ok(t) => t,
+        Err(e) => return usage_error(e),
+    };
     let mut records = Vec::with_capacity(args.files.len());
     for path in &args.files {
         match load_record(path) {
@@ -258,26 +344,24 @@ fn merge(args: &crate::cli::MergeArgs) -> i32 {
             Err(e) => return usage_error(e),
         }
     }
-    let names: Vec<String> = args
-        .files
-        .iter()
-        .map(|p| format!("'{}'", p.display()))
-        .collect();
+    let names: Vec<String> = args.files.iter().map(|p| files::input_name(p)).collect();
+    let apart = crate::recorder::merge::overlap_warning(&records, &names);
     let mut merged = match crate::recorder::merge::merge(records, &names) {
         Ok(m) => m,
         Err(e) => return usage_error(e),
     };
+    if let Some(w) = apart {
+        eprintln!("warning: {w}");
+    }
     args.view.check(&mut merged);
     if let Some(path) = &args.output {
-        if let Err(e) = std::fs::write(path, crate::report::record_json(&merged) + "\n") {
-            eprintln!(
-                "error: cannot write the merged record to '{}': {e}",
-                path.display()
-            );
+        let json = crate::report::record_json(&merged) + "\n";
+        if let Err(e) = files::write_text(path, &json, "the merged record", false) {
+            eprintln!("error: {e}");
             return EXIT_FAILURE;
         }
     }
-    out(&args.view.render(&merged));
+    files::report(&args.view.render(&merged), to_stderr);
     thresholds_code(&merged)
 }
 
@@ -288,27 +372,24 @@ pub(crate) fn out(text: &str) {
     let _ = stdout.flush();
 }
 
-/// Reads a RunRecord written by `run -o`.
+/// Reads a RunRecord written by `run -o`; `-` reads it from standard input.
 pub fn load_record(path: &std::path::Path) -> Result<RunRecord, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| format!("'{}' is not JSON: {e}", path.display()))?;
+    let text = files::read_text(path)?;
+    let name = files::input_name(path);
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{name} is not JSON: {e}"))?;
     match value.get("schema_version").and_then(|v| v.as_u64()) {
         None => {
             return Err(format!(
-                "'{}' is not a reqlife RunRecord: it has no schema_version (write one with `reqlife run -o FILE`)",
-                path.display()
+                "{name} is not a reqlife RunRecord: it has no schema_version (write one with `reqlife run -o FILE`)"
             ))
         }
         Some(v) if v > SCHEMA_VERSION as u64 => {
             return Err(format!(
-                "'{}' has schema_version {v}, newer than this reqlife reads ({SCHEMA_VERSION}): upgrade reqlife",
-                path.display()
+                "{name} has schema_version {v}, newer than this reqlife reads ({SCHEMA_VERSION}): upgrade reqlife"
             ))
         }
         Some(_) => {}
     }
-    serde_json::from_value(value)
-        .map_err(|e| format!("'{}' is not a valid RunRecord: {e}", path.display()))
+    serde_json::from_value(value).map_err(|e| format!("{name} is not a valid RunRecord: {e}"))
 }

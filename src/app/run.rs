@@ -3,7 +3,7 @@
 //! stops the current level (and the sweep) and what was measured is still reported.
 
 use super::control::{Control, Executed};
-use super::{out, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
+use super::{files, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
 use crate::cli::{plan, workload, RunArgs};
 use crate::engine::SessionConfig;
 use crate::plan::RunPlan;
@@ -12,6 +12,17 @@ use crate::report;
 
 /// `reqlife run`.
 pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
+    // The run's identity, from its start: `reqlife merge` refuses a record given twice.
+    let run_id = crate::recorder::record::new_run_id();
+    // `-`: one output on stdout at most; the report then goes to stderr.
+    let to_stderr = match files::stdout_taken(&[
+        ("-o", args.output.as_deref()),
+        ("--html", args.html.as_deref()),
+        ("--hdr-log", args.hdr_log.as_deref()),
+    ]) {
+        Ok(t) => t,
+        Err(e) => return usage_error(e),
+    };
     // No URL: the embedded target, in-process, on a free loopback port (a target list names
     // its own server).
     let (embedded, url) = if args.targets.is_some() && args.url.is_none() {
@@ -91,6 +102,24 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             };
         }
     }
+    // The header as the run starts (the report repeats it at the end): on stderr, with the
+    // progress bar, so that stdout keeps only the report (or the file given as `-`).
+    if !args.quiet {
+        if let Some(mut c) = RunRecord::planned_config(&plans, embedded.is_some()) {
+            c.repeat = repeat as u64;
+            if repeat > 1 || phased {
+                c.sweep = None;
+            }
+            c.workload = workload_name(args);
+            let labels: Vec<String> = if phased {
+                plans.iter().enumerate().map(|(i, p)| label(i, p)).collect()
+            } else {
+                Vec::new()
+            };
+            let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+            eprint!("{}", report::text::start_header(&c, &labels));
+        }
+    }
     // The interval log is written as the run goes (one level only, as before).
     let mut log = match (&args.hdr_log, plans.len()) {
         (Some(path), 1) => match crate::recorder::hdrlog::create(path) {
@@ -129,7 +158,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             config,
             args.quiet,
             args.every,
-            args.view.json,
+            args.view.json || to_stderr,
             abort,
             log.take(),
         ) {
@@ -188,17 +217,14 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             parts,
         )
     };
+    record.run_id = Some(run_id);
     // --repeat: the runs asked for (an interrupted series keeps those that ran).
     record.config.repeat = repeat as u64;
     if phased {
         // A scenario's phases are levels of their own kind, not a sweep.
         record.config.sweep = None;
     }
-    record.config.workload = match (&args.scenario, &args.targets) {
-        (Some(p), _) => Some(format!("scenario {}", p.display())),
-        (None, Some(p)) => Some(format!("targets {}", p.display())),
-        (None, None) => None,
-    };
+    record.config.workload = workload_name(args);
     if let Some(server) = embedded {
         server.shutdown();
     }
@@ -209,21 +235,21 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         code = EXIT_FAILURE;
     }
     if let Some(path) = &args.output {
-        if let Err(e) = std::fs::write(path, report::record_json(&record) + "\n") {
-            eprintln!(
-                "error: cannot write the record to '{}': {e}",
-                path.display()
-            );
-            code = EXIT_FAILURE;
-        }
-    }
-    if let Some(path) = &args.html {
-        if let Err(e) = report::html::write(&record, path) {
+        let json = report::record_json(&record) + "\n";
+        if let Err(e) = files::write_text(path, &json, "the record", args.quiet) {
             eprintln!("error: {e}");
             code = EXIT_FAILURE;
         }
     }
-    out(&args.view.render(&record));
+    if let Some(path) = &args.html {
+        let page = report::html::render(&record)
+            .and_then(|p| files::write_text(path, &p, "the HTML report", args.quiet));
+        if let Err(e) = page {
+            eprintln!("error: {e}");
+            code = EXIT_FAILURE;
+        }
+    }
+    files::report(&args.view.render(&record), to_stderr);
     if signal == 0 {
         if let Some(why) = failure(&record) {
             eprintln!("error: {why}");
@@ -236,6 +262,15 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         libc::SIGINT => EXIT_SIGINT,
         libc::SIGTERM => EXIT_SIGTERM,
         _ => code,
+    }
+}
+
+/// What was sent when not one fixed request: `scenario FILE` or `targets FILE`.
+fn workload_name(args: &RunArgs) -> Option<String> {
+    match (&args.scenario, &args.targets) {
+        (Some(p), _) => Some(format!("scenario {}", p.display())),
+        (None, Some(p)) => Some(format!("targets {}", p.display())),
+        (None, None) => None,
     }
 }
 

@@ -50,9 +50,9 @@ pub enum Command {
 /// Flags of `reqlife compare`.
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
-    /// The baseline RunRecord.
+    /// The baseline RunRecord (- for standard input).
     pub a: PathBuf,
-    /// The RunRecord compared with it.
+    /// The RunRecord compared with it (- for standard input).
     pub b: PathBuf,
 
     /// Exit 99 (a CI regression gate) when B is significantly slower than A by more than this
@@ -73,7 +73,7 @@ pub struct CompareArgs {
     pub json: bool,
 
     /// Also write the comparison as one self-contained HTML page: the table, the two runs'
-    /// spectra overlaid, the runs side by side.
+    /// spectra overlaid, the runs side by side (- for standard output).
     #[arg(long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
 }
@@ -95,11 +95,11 @@ pub struct KneeArgs {
     pub precision: f64,
 
     /// The first rate tried [default: a quarter of what a short closed-loop probe achieves].
-    #[arg(long = "start-rate", value_parser = rate_arg)]
+    #[arg(long = "start-rate", value_parser = rate_arg, allow_negative_numbers = true)]
     pub start_rate: Option<f64>,
 
     /// The highest rate tried.
-    #[arg(long = "max-rate", value_parser = rate_arg)]
+    #[arg(long = "max-rate", value_parser = rate_arg, allow_negative_numbers = true)]
     pub max_rate: Option<f64>,
 
     /// The schedule lag (p99) above which the generator, not the server, is the limit of a
@@ -121,11 +121,11 @@ fn percent_arg(s: &str) -> Result<f64, String> {
 /// Flags of `reqlife merge`.
 #[derive(Debug, Clone, Args)]
 pub struct MergeArgs {
-    /// The RunRecords to merge (`run -o FILE`).
+    /// The RunRecords to merge (`run -o FILE`; - for standard input).
     #[arg(required = true, num_args = 1..)]
     pub files: Vec<PathBuf>,
 
-    /// Write the merged RunRecord here.
+    /// Write the merged RunRecord here (- for standard output: the report goes to stderr).
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
 
@@ -208,6 +208,19 @@ fn stages_arg(s: &str) -> Result<units::StagesSpec, String> {
     units::parse_stages(s).map_err(|e| e.0)
 }
 
+/// `--addr`: `HOST:PORT`, `[::1]:PORT`, or a bare port meaning 127.0.0.1:PORT.
+pub fn addr_arg(s: &str) -> Result<SocketAddr, String> {
+    let s = s.trim();
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse().map_err(|_| {
+        format!(
+            "invalid address '{s}': expected HOST:PORT (127.0.0.1:8080, [::1]:8080) or a port (8080)"
+        )
+    })
+}
+
 fn rate_arg(s: &str) -> Result<f64, String> {
     units::parse_rate(s).map_err(|e| e.0)
 }
@@ -246,7 +259,7 @@ pub struct RunArgs {
     #[arg(short = 't', long = "threads", value_parser = count_arg)]
     pub threads: Option<u64>,
 
-    /// How long to send for (e.g. 10s, 2m) [default: 10s unless -n is given].
+    /// How long to send for (e.g. 10s, 2m, 1m30s) [default: 10s unless -n is given].
     #[arg(short = 'd', long = "duration", value_parser = duration_arg)]
     pub duration: Option<Duration>,
 
@@ -258,7 +271,7 @@ pub struct RunArgs {
     /// 20000, 20k, 250/s), whether or not earlier requests were answered; latency is measured
     /// from each request's intended send time.
     /// A list (`-R 5000,10000,20000`) runs one level after another: a sweep.
-    #[arg(short = 'R', long = "rate", value_parser = rate_arg, value_delimiter = ',')]
+    #[arg(short = 'R', long = "rate", value_parser = rate_arg, value_delimiter = ',', allow_negative_numbers = true)]
     pub rate: Vec<f64>,
 
     /// Pause between the levels of a sweep, and between repetitions.
@@ -373,7 +386,7 @@ pub struct RunArgs {
     pub connection_policy: Option<PolicyArg>,
 
     /// Open at most this many new connections per second, over all threads (like h2load's --rate).
-    #[arg(long = "max-connections-per-second", value_parser = rate_arg)]
+    #[arg(long = "max-connections-per-second", value_parser = rate_arg, allow_negative_numbers = true)]
     pub max_connects_per_s: Option<f64>,
 
     /// HTTP method.
@@ -426,21 +439,23 @@ pub struct RunArgs {
     #[command(flatten)]
     pub view: ViewArgs,
 
-    /// Write the full RunRecord (JSON) to this file.
+    /// Write the full RunRecord (JSON) to this file (- for standard output: the report goes to
+    /// stderr).
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
 
     /// Write the HdrHistogram interval log (one histogram per interval and phase, tagged) to
-    /// this file, for HistogramLogProcessor and friends.
+    /// this file (- for standard output), for HistogramLogProcessor and friends.
     #[arg(long = "hdr-log")]
     pub hdr_log: Option<PathBuf>,
 
     /// Write the report as one self-contained HTML page (plots as inline SVG, readable
-    /// offline, light or dark, printable) to this file; written also after an interruption.
+    /// offline, light or dark, printable) to this file (- for standard output); written also
+    /// after an interruption.
     #[arg(long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
 
-    /// No progress bar.
+    /// No progress bar, no header at the start, no line saying where -o wrote.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
 }
@@ -448,8 +463,8 @@ pub struct RunArgs {
 /// Flags of `reqlife serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long = "addr", default_value = "127.0.0.1:8080")]
+    /// Address to listen on: HOST:PORT, or a bare PORT (on 127.0.0.1).
+    #[arg(long = "addr", default_value = "127.0.0.1:8080", value_parser = addr_arg)]
     pub addr: SocketAddr,
 
     /// Serve HTTPS (a self-signed certificate unless --cert/--key are given).
@@ -489,7 +504,7 @@ pub struct KvArgs {
 /// Flags of `reqlife report`.
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
-    /// A RunRecord written by `reqlife run -o FILE`.
+    /// A RunRecord written by `reqlife run -o FILE` (- for standard input).
     pub file: PathBuf,
 
     #[command(flatten)]
@@ -512,7 +527,7 @@ pub struct ReportArgs {
     pub phase: Option<String>,
 
     /// Also write the report as one self-contained HTML page (plots as inline SVG) to this
-    /// file.
+    /// file (- for standard output).
     #[arg(long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
 }
@@ -594,5 +609,23 @@ impl ViewArgs {
                 detail: self.detail,
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_and_bare_ports() {
+        let a = |s: &str| addr_arg(s).map(|a| a.to_string());
+        assert_eq!(a("8080"), Ok("127.0.0.1:8080".into()));
+        assert_eq!(a(" 0 "), Ok("127.0.0.1:0".into()));
+        assert_eq!(a("0.0.0.0:9000"), Ok("0.0.0.0:9000".into()));
+        assert_eq!(a("[::1]:8080"), Ok("[::1]:8080".into()));
+        for bad in ["localhost", "70000", "127.0.0.1", ""] {
+            let e = addr_arg(bad).unwrap_err();
+            assert!(e.contains("or a port (8080)"), "{bad}: {e}");
+        }
     }
 }

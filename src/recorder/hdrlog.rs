@@ -20,8 +20,19 @@ pub struct LogFile {
     path: PathBuf,
 }
 
-/// Creates (or truncates) the log file at `path`.
+/// Creates (or truncates) the log file at `path`; `-` is standard output.
 pub fn create(path: &Path) -> Result<LogFile, String> {
+    if path.as_os_str() == "-" {
+        use std::os::fd::AsFd;
+        let fd = std::io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| format!("cannot write the interval log to standard output: {e}"))?;
+        return Ok(LogFile {
+            file: std::fs::File::from(fd),
+            path: path.to_path_buf(),
+        });
+    }
     let file = std::fs::File::create(path)
         .map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
     Ok(LogFile {

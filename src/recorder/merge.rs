@@ -364,36 +364,83 @@ fn stages(parts: &[&[Stage]]) -> Result<Vec<Stage>, String> {
         .collect()
 }
 
-/// The config fields that make two records the same plan, with their names: everything but
-/// where and how a part ran (segment, threads, command line, seed, CA file).
+/// A duration in seconds in words.
+fn secs(v: f64) -> String {
+    crate::cli::units::human_ns(v * 1e9)
+}
+
+/// The config fields that make two records the same plan, named and shown in words: everything
+/// but where and how a part ran (segment, threads, command line, seed, CA file).
 fn plan_key(r: &RunRecord) -> Vec<(&'static str, String)> {
     let c = &r.config;
+    let closed = c.load_model == "closed";
+    let none_because = if closed {
+        "none (closed loop)"
+    } else {
+        "none (not one constant rate)"
+    };
+    let headers = if c.headers.is_empty() {
+        "none".to_string()
+    } else {
+        c.headers
+            .iter()
+            .map(|(k, v)| format!("'{k}: {v}'"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let stages: Vec<&str> = r.stages.iter().map(|s| s.label.as_str()).collect();
     vec![
-        ("url", c.url.clone()),
-        ("method", c.method.clone()),
-        ("headers", format!("{:?}", c.headers)),
-        ("body_bytes", c.body_bytes.to_string()),
-        ("connections", c.connections.to_string()),
-        ("duration_s", format!("{:?}", c.duration_s)),
-        ("requests", format!("{:?}", c.requests)),
-        ("warmup_s", c.warmup_s.to_string()),
-        ("timeout_s", c.timeout_s.to_string()),
-        ("interval_s", c.interval_s.to_string()),
-        ("protocol", c.protocol.clone()),
-        ("streams", c.streams.to_string()),
-        ("load_model", c.load_model.clone()),
-        ("rate_rps", format!("{:?}", c.rate_rps)),
-        ("arrival", format!("{:?}", c.arrival)),
-        ("connection_policy", c.connection_policy.clone()),
-        ("sweep", format!("{:?}", c.sweep)),
-        ("repeat", c.repeat.to_string()),
-        ("workload", format!("{:?}", c.workload)),
+        ("the URL", c.url.clone()),
+        ("the method", c.method.clone()),
+        ("the headers", headers),
+        ("the body", format!("{} bytes", c.body_bytes)),
+        ("the connections", c.connections.to_string()),
         (
-            "stages",
-            format!(
-                "{:?}",
-                r.stages.iter().map(|s| &s.label).collect::<Vec<_>>()
-            ),
+            "the rate",
+            c.rate_rps
+                .map_or(none_because.into(), |r| format!("{r} req/s")),
+        ),
+        (
+            "the duration",
+            c.duration_s.map_or("none (a request count)".into(), secs),
+        ),
+        (
+            "the request count",
+            c.requests
+                .map_or("none (a duration)".into(), |n| n.to_string()),
+        ),
+        ("the warm-up", secs(c.warmup_s)),
+        ("the timeout", secs(c.timeout_s)),
+        ("the interval", secs(c.interval_s)),
+        ("the protocol", c.protocol.clone()),
+        ("the streams per connection", c.streams.to_string()),
+        ("the load model", format!("{} loop", c.load_model)),
+        (
+            "the arrivals",
+            c.arrival.clone().unwrap_or_else(|| none_because.into()),
+        ),
+        ("the connection policy", c.connection_policy.clone()),
+        (
+            "the sweep",
+            c.sweep.as_ref().map_or("none".into(), |s| {
+                let levels: Vec<String> = s.levels.iter().map(|v| v.to_string()).collect();
+                format!("{} {}", s.of, levels.join(", "))
+            }),
+        ),
+        ("the repeat count", c.repeat.to_string()),
+        (
+            "the workload",
+            c.workload
+                .clone()
+                .unwrap_or_else(|| "none (one request)".into()),
+        ),
+        (
+            "the stages",
+            if stages.is_empty() {
+                "none".into()
+            } else {
+                stages.join(", ")
+            },
         ),
     ]
 }
@@ -404,8 +451,44 @@ fn segment_of(text: &str) -> Option<(u64, u64)> {
     Some((i.parse().ok()?, n.parse().ok()?))
 }
 
+/// The run ids a record stands for: its own and, merged, its parts'.
+fn ids(r: &RunRecord) -> impl Iterator<Item = &str> {
+    r.run_id.iter().chain(&r.merged_run_ids).map(String::as_str)
+}
+
+/// Refuses a run given twice: the same record (its run id, or the same content for records
+/// without one), or a part of a merged record given with it.
+fn check_once(records: &[RunRecord], names: &[String]) -> Result<(), String> {
+    for (j, (b, bn)) in records.iter().zip(names).enumerate() {
+        for (a, an) in records[..j].iter().zip(names) {
+            let same_id = match (&a.run_id, &b.run_id) {
+                (Some(x), Some(y)) => x == y,
+                (None, None) => a == b,
+                _ => false,
+            };
+            if same_id {
+                let why = a
+                    .run_id
+                    .as_deref()
+                    .map_or("identical content".into(), |id| format!("run id {id}"));
+                return Err(format!(
+                    "{an} and {bn} are the same record ({why}): merging it twice would double its figures; give each run once"
+                ));
+            }
+            let shared = ids(a).find(|x| ids(b).any(|y| y == *x));
+            if let Some(id) = shared {
+                return Err(format!(
+                    "{an} and {bn} share the run {id} (one is a merge that holds the other): merging them would count it twice; give each run once"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Checks that `records` are parts of one plan; returns notes on what is missing.
 fn check(records: &[RunRecord], names: &[String]) -> Result<Vec<String>, String> {
+    check_once(records, names)?;
     let first = &records[0];
     let key = plan_key(first);
     for (r, name) in records.iter().zip(names).skip(1) {
@@ -418,7 +501,7 @@ fn check(records: &[RunRecord], names: &[String]) -> Result<Vec<String>, String>
         for ((field, a), (_, b)) in key.iter().zip(plan_key(r)) {
             if *a != b {
                 return Err(format!(
-                    "{name} is not the same plan as {}: {field} is {b} there and {a} here; \
+                    "{field} differs: {a} in {}, {b} in {name}: not the same plan; \
                      merge only the records of one plan (its segments, or its repeated runs)",
                     names[0]
                 ));
@@ -432,7 +515,8 @@ fn check(records: &[RunRecord], names: &[String]) -> Result<Vec<String>, String>
     let mut notes = Vec::new();
     if segments.iter().all(Option::is_some) {
         let n = segments[0].map_or(1, |s| s.1);
-        let mut seen = vec![false; n as usize];
+        // The file that holds each segment index.
+        let mut seen: Vec<Option<&String>> = vec![None; n as usize];
         for (s, name) in segments.iter().flatten().zip(names) {
             if s.1 != n {
                 return Err(format!(
@@ -440,19 +524,25 @@ fn check(records: &[RunRecord], names: &[String]) -> Result<Vec<String>, String>
                     s.0, s.1, names[0]
                 ));
             }
-            let slot = &mut seen[(s.0 - 1) as usize];
-            if *slot {
+            let Some(slot) = seen.get_mut((s.0 as usize).wrapping_sub(1)) else {
                 return Err(format!(
-                    "segment {}/{n} is given twice ({name}): each segment once",
+                    "{name} is segment {}/{n}: a segment index is from 1 to n",
+                    s.0
+                ));
+            };
+            if let Some(other) = slot {
+                return Err(format!(
+                    "segment {}/{n} is given twice, by {other} and {name}: two generators ran \
+                     the same index (Kubernetes can start two pods for one index); merge one of them",
                     s.0
                 ));
             }
-            *slot = true;
+            *slot = Some(name);
         }
         let missing: Vec<String> = seen
             .iter()
             .enumerate()
-            .filter(|(_, s)| !**s)
+            .filter(|(_, s)| s.is_none())
             .map(|(i, _)| format!("{}/{n}", i + 1))
             .collect();
         if !missing.is_empty() {
@@ -470,19 +560,49 @@ fn check(records: &[RunRecord], names: &[String]) -> Result<Vec<String>, String>
     Ok(notes)
 }
 
+/// A warning when the parts did not all run at the same time: the merge adds their rates as
+/// if they ran side by side. Names the part that started last and the one that ended first.
+pub fn overlap_warning(records: &[RunRecord], names: &[String]) -> Option<String> {
+    if records.len() < 2 || records.iter().any(|r| parse_time(r).is_none()) {
+        return None;
+    }
+    let offsets = start_offsets(records);
+    let spans: Vec<(f64, f64)> = offsets
+        .iter()
+        .zip(records)
+        .map(|(o, r)| (*o, o + r.summary.duration_s))
+        .collect();
+    let (late, &(start, _)) = spans
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1 .0.total_cmp(&b.1 .0))?;
+    let (early, &(_, end)) = spans
+        .iter()
+        .enumerate()
+        .min_by(|a, b| a.1 .1.total_cmp(&b.1 .1))?;
+    (start > end).then(|| {
+        format!(
+            "the parts did not overlap in time: {} started {:.3}s after {} ended; the merged \
+             rates add the parts up as if they ran side by side",
+            names[late],
+            start - end,
+            names[early]
+        )
+    })
+}
+
+fn parse_time(r: &RunRecord) -> Option<f64> {
+    time::OffsetDateTime::parse(
+        &r.environment.start_time,
+        &time::format_description::well_known::Rfc3339,
+    )
+    .ok()
+    .map(|t| t.unix_timestamp_nanos() as f64 / 1e9)
+}
+
 /// Seconds from the earliest recording start to each record's, from their RFC 3339 times.
 fn start_offsets(records: &[RunRecord]) -> Vec<f64> {
-    let secs: Vec<Option<f64>> = records
-        .iter()
-        .map(|r| {
-            time::OffsetDateTime::parse(
-                &r.environment.start_time,
-                &time::format_description::well_known::Rfc3339,
-            )
-            .ok()
-            .map(|t| t.unix_timestamp_nanos() as f64 / 1e9)
-        })
-        .collect();
+    let secs: Vec<Option<f64>> = records.iter().map(parse_time).collect();
     let min = secs.iter().flatten().cloned().fold(f64::MAX, f64::min);
     secs.iter().map(|s| s.map_or(0.0, |s| s - min)).collect()
 }
@@ -539,8 +659,18 @@ pub fn merge(records: Vec<RunRecord>, names: &[String]) -> Result<RunRecord, Str
     let level_parts: Vec<&[Level]> = records.iter().map(|r| &r.levels[..]).collect();
     let rep_parts: Vec<&[Level]> = records.iter().map(|r| &r.repetitions[..]).collect();
     let first = &records[0];
+    let mut merged_ids: Vec<String> = Vec::new();
+    for r in &records {
+        for id in ids(r) {
+            if !merged_ids.iter().any(|m| m == id) {
+                merged_ids.push(id.to_string());
+            }
+        }
+    }
     let mut out = RunRecord {
         schema_version: first.schema_version,
+        run_id: Some(super::record::new_run_id()),
+        merged_run_ids: merged_ids,
         tool: first.tool.clone(),
         config: first.config.clone(),
         environment: first.environment.clone(),

@@ -17,6 +17,14 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RunRecord {
     pub schema_version: u32,
+    /// A random id drawn when the run started (32 hex digits), so that `reqlife merge` can
+    /// refuse a record given twice; absent from records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// A merged record: the run ids of its parts (and of theirs), so that merging it again
+    /// with one of them is refused too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_run_ids: Vec<String>,
     pub tool: Tool,
     pub config: Config,
     pub environment: Environment,
@@ -46,6 +54,29 @@ pub struct RunRecord {
     /// levels).
     #[serde(default)]
     pub knee: Option<crate::analysis::knee::KneeResult>,
+}
+
+/// A new run id: 128 random bits (from the OS) as 32 hex digits.
+pub fn new_run_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    let from_os = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if from_os.is_err() {
+        // std's hasher keys are random per process: mixed with the time and the pid.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        for (i, chunk) in bytes.chunks_mut(8).enumerate() {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(now);
+            h.write_u32(std::process::id());
+            h.write_usize(i);
+            chunk.copy_from_slice(&h.finish().to_le_bytes());
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A uniform sample of at most `capacity` responses of the run (reservoir sampling per thread,
@@ -623,6 +654,8 @@ impl RunRecord {
             .collect();
         RunRecord {
             schema_version: SCHEMA_VERSION,
+            run_id: None,
+            merged_run_ids: Vec::new(),
             tool: Tool {
                 name: "reqlife".into(),
                 version: env!("CARGO_PKG_VERSION").into(),
@@ -788,6 +821,37 @@ impl RunRecord {
             })
             .collect();
         top
+    }
+
+    /// The config of a run about to start on `plans` (one, or the levels of a sweep), for the
+    /// header printed as it starts.
+    pub fn planned_config(plans: &[RunPlan], embedded_target: bool) -> Option<Config> {
+        let end = Ending {
+            recorded: Duration::ZERO,
+            drained: Duration::ZERO,
+            stop_reason: String::new(),
+            interrupted: false,
+            start_time: String::new(),
+            command_line: Vec::new(),
+            embedded_target,
+        };
+        let mut c = config_of(plans.first()?, &end);
+        if plans.len() > 1 {
+            let rates: Vec<Option<f64>> = plans.iter().map(offered_rps).collect();
+            c.sweep = Some(Sweep {
+                of: if rates.iter().any(Option::is_some) {
+                    "rate".into()
+                } else {
+                    "connections".into()
+                },
+                levels: plans
+                    .iter()
+                    .zip(&rates)
+                    .map(|(p, r)| r.unwrap_or(p.connections() as f64))
+                    .collect(),
+            });
+        }
+        Some(c)
     }
 
     /// The record of `--repeat N`: the runs' records (label, plan, record) in order, and a

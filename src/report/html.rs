@@ -182,8 +182,11 @@ pub fn write(record: &RunRecord, path: &std::path::Path) -> Result<(), String> {
 }
 
 /// Checks before a run that `path` can be written (then leaves it as it was): an error names
-/// the file and why not.
+/// the file and why not. `-` (standard output) can.
 pub fn check_writable(path: &std::path::Path) -> Result<(), String> {
+    if path.as_os_str() == "-" {
+        return Ok(());
+    }
     let existed = path.exists();
     std::fs::OpenOptions::new()
         .append(true)

@@ -57,15 +57,43 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
 }
 
 fn header(out: &mut String, r: &RunRecord) {
-    let c = &r.config;
+    let labels: Vec<&str> = r.levels.iter().map(|l| l.label.as_str()).collect();
+    let knee = r.knee.is_some();
+    header_of(out, &r.config, &labels, knee, Some(r.repetitions.len()));
+    if r.interrupted {
+        let _ = writeln!(
+            out,
+            "  INTERRUPTED ({}) after {}: the figures cover what was measured until then",
+            r.stop_reason,
+            human_ns(r.summary.duration_s * 1e9)
+        );
+    }
+}
+
+/// The header of a run as it starts (the report's first lines, before anything is measured):
+/// `config` as planned, the `levels` of a sweep or a scenario's phases by label.
+pub fn start_header(config: &crate::recorder::record::Config, levels: &[&str]) -> String {
+    let mut out = String::new();
+    header_of(&mut out, config, levels, false, None);
+    out
+}
+
+/// The header's lines; `ran`: how many repetitions ran (`None` before the run).
+fn header_of(
+    out: &mut String,
+    c: &crate::recorder::record::Config,
+    levels: &[&str],
+    knee: bool,
+    ran: Option<usize>,
+) {
     let what = match (c.duration_s, c.requests) {
-        _ if r.knee.is_some() => format!(
+        _ if knee => format!(
             "knee search of {} steps of {}",
-            r.levels.len(),
+            levels.len(),
             human_ns(c.duration_s.unwrap_or(0.0) * 1e9)
         ),
-        _ if c.workload.is_some() && c.sweep.is_none() && !r.levels.is_empty() => {
-            format!("{}-phase test", r.levels.len())
+        _ if c.workload.is_some() && c.sweep.is_none() && !levels.is_empty() => {
+            format!("{}-phase test", levels.len())
         }
         (Some(d), _) => format!("{} test", human_ns(d * 1e9)),
         (None, Some(n)) => format!("{n}-request test"),
@@ -78,7 +106,7 @@ fn header(out: &mut String, r: &RunRecord) {
     };
     let _ = writeln!(out, "Running {what} @ {target}");
     if let Some(w) = &c.workload {
-        let phases: Vec<&str> = r.levels.iter().map(|l| l.label.as_str()).collect();
+        let phases = levels;
         if c.sweep.is_none() && !phases.is_empty() {
             let _ = writeln!(out, "  {w}, phases {}", phases.join(", "));
         } else {
@@ -100,7 +128,7 @@ fn header(out: &mut String, r: &RunRecord) {
     } else {
         c.method.as_str()
     };
-    if c.sweep.is_some() || !r.levels.is_empty() {
+    if c.sweep.is_some() || !levels.is_empty() {
         let _ = writeln!(
             out,
             "  up to {} threads, {} {}, {} loop",
@@ -127,13 +155,17 @@ fn header(out: &mut String, r: &RunRecord) {
             "  segment {seg} of the plan: this generator's share (`reqlife merge` adds the segments up)"
         );
     }
-    if c.repeat > 1 {
-        let _ = writeln!(
-            out,
-            "  repeated {} times ({} ran): the totals and phases below merge the runs",
-            c.repeat,
-            r.repetitions.len()
-        );
+    match (c.repeat, ran) {
+        (1, _) => {}
+        (n, Some(ran)) => {
+            let _ = writeln!(
+                out,
+                "  repeated {n} times ({ran} ran): the totals and phases below merge the runs"
+            );
+        }
+        (n, None) => {
+            let _ = writeln!(out, "  repeated {n} times");
+        }
     }
     if c.connection_policy == "new" {
         let _ = writeln!(out, "  a new connection for every request");
@@ -143,14 +175,6 @@ fn header(out: &mut String, r: &RunRecord) {
             out,
             "  warm-up of {} not recorded",
             human_ns(c.warmup_s * 1e9)
-        );
-    }
-    if r.interrupted {
-        let _ = writeln!(
-            out,
-            "  INTERRUPTED ({}) after {}: the figures cover what was measured until then",
-            r.stop_reason,
-            human_ns(r.summary.duration_s * 1e9)
         );
     }
 }
@@ -192,7 +216,7 @@ fn totals(out: &mut String, r: &RunRecord) {
             e.not_sent
         );
     }
-    traffic(out, &s.bytes);
+    traffic(out, &s.bytes, &r.config.protocol);
     let _ = writeln!(
         out,
         "  Connections  {} opened, {} closed by the server after a response",
@@ -207,18 +231,21 @@ fn totals(out: &mut String, r: &RunRecord) {
     }
 }
 
-/// h2load's traffic line: all bytes read, the header bytes as received and what HPACK saved,
-/// the body bytes; with `--compressed`, what the bodies decoded to.
-fn traffic(out: &mut String, b: &crate::recorder::record::Bytes) {
+/// h2load's traffic line: all bytes read, the header bytes as received and (HTTP/2) what HPACK
+/// saved, the body bytes; with `--compressed`, what the bodies decoded to. HTTP/1.1 headers are
+/// not compressed: no savings to show.
+fn traffic(out: &mut String, b: &crate::recorder::record::Bytes, protocol: &str) {
     let both = |n: u64| format!("{} ({n})", human_bytes(n as f64));
     let _ = write!(
         out,
-        "  Traffic      {} total, {} headers (space savings {:.2}%), {} data",
+        "  Traffic      {} total, {} headers",
         both(b.read),
-        both(b.headers),
-        b.header_saving() * 100.0,
-        both(b.body)
+        both(b.headers)
     );
+    if protocol != "http/1.1" {
+        let _ = write!(out, " (space savings {:.2}%)", b.header_saving() * 100.0);
+    }
+    let _ = write!(out, ", {} data", both(b.body));
     if b.body_decoded != b.body {
         let _ = write!(out, ", decoded to {}", both(b.body_decoded));
     }

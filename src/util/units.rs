@@ -9,7 +9,8 @@ use std::time::Duration;
 #[error("{0}")]
 pub struct UnitError(pub String);
 
-const DURATION_FORMS: &str = "a number with a unit: ns, us, ms, s, m or h (e.g. 10s, 1.5ms, 2m)";
+const DURATION_FORMS: &str =
+    "a number with a unit: ns, us, ms, s, m or h, or several (e.g. 10s, 1.5ms, 2m, 1m30s)";
 const COUNT_FORMS: &str = "a whole number, optionally with k, M or G (e.g. 1000, 10k, 1.5M)";
 
 /// Splits `12.5ms` into (`12.5`, `ms`).
@@ -27,7 +28,8 @@ fn parse_number(num: &str) -> Option<f64> {
     num.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
-/// Parses a duration such as `10s`, `1.5ms`, `2m`, `250us`, `1h` or `30` (seconds).
+/// Parses a duration such as `10s`, `1.5ms`, `2m`, `250us`, `1h`, `30` (seconds), or a
+/// compound one such as `1m30s`, `1h2m` or `2s500ms` (the parts add up).
 pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
     let s = input.trim();
     let bad = || {
@@ -35,18 +37,35 @@ pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
             "invalid duration '{input}': expected {DURATION_FORMS}"
         ))
     };
-    let (num, unit) = split_number(s);
-    let value = parse_number(num).ok_or_else(bad)?;
-    let scale_ns = match unit.trim() {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "" | "s" | "sec" => 1e9,
-        "m" | "min" => 60e9,
-        "h" => 3600e9,
-        _ => return Err(bad()),
-    };
-    let ns = value * scale_ns;
+    let mut rest = s;
+    let mut ns = 0.0;
+    let mut parts = 0;
+    while !rest.is_empty() {
+        let (num, after) = split_number(rest);
+        let value = parse_number(num).ok_or_else(bad)?;
+        // The unit: the letters up to the next number.
+        let end = after
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(after.len());
+        let (unit, next) = after.split_at(end);
+        let scale_ns = match unit.trim() {
+            "ns" => 1.0,
+            "us" | "µs" => 1e3,
+            "ms" => 1e6,
+            "s" | "sec" => 1e9,
+            // A bare number is seconds (wrk), alone only: `1m30` is not a duration.
+            "" if parts == 0 && next.is_empty() => 1e9,
+            "m" | "min" => 60e9,
+            "h" => 3600e9,
+            _ => return Err(bad()),
+        };
+        ns += value * scale_ns;
+        parts += 1;
+        rest = next;
+    }
+    if parts == 0 {
+        return Err(bad());
+    }
     if ns > 1e18 {
         return Err(UnitError(format!(
             "duration '{input}' is too long: at most about 31 years"
@@ -86,6 +105,11 @@ const RATE_FORMS: &str =
 /// Parses a rate in requests per second: `5000`, `50k`, `1.5k/s`, `250/s`, `30/m`, `10/h`.
 pub fn parse_rate(input: &str) -> Result<f64, UnitError> {
     let s = input.trim();
+    if s.starts_with('-') {
+        return Err(UnitError(format!(
+            "invalid rate '{input}': the rate must be a positive number of requests per second"
+        )));
+    }
     let bad = || UnitError(format!("invalid rate '{input}': expected {RATE_FORMS}"));
     let (amount, per_s) = match s.split_once('/') {
         None => (s, 1.0),
@@ -281,6 +305,12 @@ mod tests {
             (" 3s ", 3_000_000_000),   // surrounding spaces
             ("0.5s", 500_000_000),     // fraction of a second
             ("0s", 0),                 // zero is a valid duration (callers reject it)
+            ("1m30s", 90_000_000_000), // compound: the parts add up
+            ("1h2m", 3_720_000_000_000),
+            ("2s500ms", 2_500_000_000),
+            ("1h1m1s1ms", 3_661_001_000_000),
+            ("1.5m30s", 120_000_000_000), // decimals in a part
+            ("500ms", 500_000_000),
         ];
         for (input, ns) in rows {
             assert_eq!(
@@ -305,6 +335,10 @@ mod tests {
             "10 parsecs",
             "nan",
             "inf",
+            "1m30",   // a bare number only alone
+            "1m-30s", // no signs inside
+            "m30s",
+            "1m 30x",
         ] {
             let err = parse_duration(input).unwrap_err().0;
             assert!(err.contains(&format!("'{input}'")), "{err}");
@@ -359,6 +393,14 @@ mod tests {
             let e = parse_rate(input).unwrap_err().0;
             assert!(
                 e.contains("invalid rate") || e.contains("too high"),
+                "{input}: {e}"
+            );
+        }
+        // A negative rate is told in a sentence.
+        for input in ["-5", "-1k", " -0.5/s"] {
+            let e = parse_rate(input).unwrap_err().0;
+            assert!(
+                e.contains("the rate must be a positive number of requests per second"),
                 "{input}: {e}"
             );
         }

@@ -1,0 +1,88 @@
+//! `-` on the command line: standard output for the files a command writes (`-o`, `--html`,
+//! `--hdr-log`), standard input for the records it reads (`report`, `merge`, `compare`; `stats`
+//! reads its numbers so too). Standard output carries one document: when a file goes there,
+//! the report (text or `--json`) goes to stderr, so that `reqlife run -o - | jq` reads valid
+//! JSON. Standard input is read once: `-` for one input at most.
+
+use std::path::Path;
+
+/// Whether `path` is `-`.
+pub(crate) fn is_dash(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// The name of `path` in messages: `'FILE'`, or `standard input` / `standard output` for `-`.
+pub(crate) fn input_name(path: &Path) -> String {
+    if is_dash(path) {
+        "standard input".into()
+    } else {
+        format!("'{}'", path.display())
+    }
+}
+
+/// Checks that at most one of the `(flag, path)` outputs is `-`; whether one is (the report
+/// then goes to stderr).
+pub(crate) fn stdout_taken(outputs: &[(&str, Option<&Path>)]) -> Result<bool, String> {
+    let dashes: Vec<&str> = outputs
+        .iter()
+        .filter(|(_, p)| p.is_some_and(is_dash))
+        .map(|(flag, _)| *flag)
+        .collect();
+    match dashes.len() {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(format!(
+            "{} all write to standard output ('-'): give '-' to one of them, a file to the others",
+            dashes.join(" and ")
+        )),
+    }
+}
+
+/// Checks that at most one of `inputs` is `-`.
+pub(crate) fn one_stdin(inputs: &[&Path]) -> Result<(), String> {
+    if inputs.iter().filter(|p| is_dash(p)).count() > 1 {
+        return Err(
+            "'-' (standard input) is given more than once: it can be read once; give files for the others"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// Reads `path`, or standard input for `-`.
+pub(crate) fn read_text(path: &Path) -> Result<String, String> {
+    if is_dash(path) {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|e| format!("cannot read standard input: {e}"))?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read '{}': {e}", path.display()))
+}
+
+/// Writes `text` (`what`: "the record", "the HTML report") to `path`, or to standard output
+/// for `-`; a file written is said on stderr in one line unless `quiet`.
+pub(crate) fn write_text(path: &Path, text: &str, what: &str, quiet: bool) -> Result<(), String> {
+    if is_dash(path) {
+        super::out(text);
+        return Ok(());
+    }
+    std::fs::write(path, text)
+        .map_err(|e| format!("cannot write {what} to '{}': {e}", path.display()))?;
+    if !quiet {
+        eprintln!("reqlife: wrote {what} to {}", path.display());
+    }
+    Ok(())
+}
+
+/// Prints the report: on stdout, or on stderr when stdout carries a file (`-`).
+pub(crate) fn report(text: &str, to_stderr: bool) {
+    if to_stderr {
+        use std::io::Write;
+        let mut e = std::io::stderr().lock();
+        let _ = e.write_all(text.as_bytes());
+        let _ = e.flush();
+    } else {
+        super::out(text);
+    }
+}

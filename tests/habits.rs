@@ -1,0 +1,378 @@
+//! Habits of other tools' users: `-` for standard output (`-o`, `--html`, `--hdr-log`) and
+//! standard input (`report`, `stats`, `merge`, `compare`); `reqlife URL` runs it; oha's `-q`
+//! gets a suggestion; compound durations; a negative rate in words; `serve --addr PORT`;
+//! `-o FILE` says so; the header at the start; no HPACK savings on HTTP/1.1's Traffic line.
+//! Every load is a few hundred requests or a fraction of a second, on 127.0.0.1.
+
+mod common;
+
+use common::*;
+use reqlife::server::ServerTls;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs reqlife with `args` and `input` on its standard input.
+fn run_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = reqlife()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    out
+}
+
+/// A small record of a run against `url` at `path`.
+fn record(path: &std::path::Path, url: &str) -> String {
+    let p = path.to_str().unwrap().to_string();
+    run_ok(&[
+        "run", "-n", "100", "-c", "2", "-t", "1", "--quiet", "-o", &p, url,
+    ]);
+    p
+}
+
+#[test]
+fn dash_is_stdout_for_every_file_a_run_writes_and_the_report_goes_to_stderr() {
+    let s = embedded(ServerTls::None);
+    let url = s.url("/");
+    let base = ["run", "-n", "100", "-c", "2", "-t", "1"];
+    // -o -: stdout is the record, valid JSON; the report is on stderr.
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["-o", "-", &url]);
+    let out = run_ok(&args);
+    let record: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(&out)));
+    assert_eq!(count(&record, "summary.requests.total"), 100);
+    assert!(
+        stderr(&out).contains("Requests     100 total"),
+        "{}",
+        stderr(&out)
+    );
+    // With --json too: the summary goes to stderr, stdout stays the record.
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["-o", "-", "--json", &url]);
+    let out = run_ok(&args);
+    let record: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(record.get("schema_version").is_some());
+
+    // --html -: the page.
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--html", "-", &url]);
+    let out = run_ok(&args);
+    let page = stdout(&out);
+    assert!(
+        page.trim_start().starts_with("<!DOCTYPE html>"),
+        "{}",
+        &page[..200.min(page.len())]
+    );
+    assert!(page.trim_end().ends_with("</html>"));
+    assert!(stderr(&out).contains("Requests     100 total"));
+
+    // --hdr-log -: the interval log.
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--hdr-log", "-", &url]);
+    let out = run_ok(&args);
+    let log = stdout(&out);
+    assert!(log.contains("#[BaseTime:"), "{log}");
+    assert!(log.lines().any(|l| l.starts_with("Tag=total,")), "{log}");
+    assert!(
+        !log.contains("Requests"),
+        "the report is not in the log: {log}"
+    );
+
+    // Two files on stdout: one line of error, before the run.
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["-o", "-", "--html", "-", &url]);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("-o and --html all write to standard output ('-')"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn dash_is_stdin_for_report_stats_merge_and_compare() {
+    let s = embedded(ServerTls::None);
+    let dir = tempfile::tempdir().unwrap();
+    let a = record(&dir.path().join("a.json"), &s.url("/"));
+    let b = record(&dir.path().join("b.json"), &s.url("/"));
+    let a_json = std::fs::read(&a).unwrap();
+
+    // report -
+    let out = run_with_stdin(&["report", "-"], &a_json);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("Requests     100 total"),
+        "{}",
+        stdout(&out)
+    );
+    // report - --html -: the page on stdout, the report on stderr.
+    let out = run_with_stdin(&["report", "-", "--html", "-"], &a_json);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).trim_start().starts_with("<!DOCTYPE html>"));
+    assert!(stderr(&out).contains("Requests     100 total"));
+    // Not a record on stdin: named as such.
+    let out = run_with_stdin(&["report", "-"], b"{}");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("standard input is not a reqlife RunRecord"),
+        "{}",
+        stderr(&out)
+    );
+
+    // stats -
+    let out = run_with_stdin(&["stats", "-"], b"1\n2\n3\n4\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("2.5"), "{}", stdout(&out));
+
+    // merge - FILE, and merge -o -: the merged record is valid JSON on stdout.
+    let out = run_with_stdin(&["merge", "-", &b, "-o", "-"], &a_json);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let merged: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(&out)));
+    assert_eq!(count(&merged, "summary.requests.total"), 200);
+    assert!(
+        stderr(&out).contains("Requests     200 total"),
+        "{}",
+        stderr(&out)
+    );
+
+    // compare - FILE (a comparison of single runs resamples their intervals: 10 each)
+    let timed = |name: &str| {
+        let p = dir.path().join(name).to_str().unwrap().to_string();
+        let url = s.url("/");
+        run_ok(&[
+            "run",
+            "-d",
+            "200ms",
+            "--interval",
+            "20ms",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--quiet",
+            "-o",
+            &p,
+            &url,
+        ]);
+        p
+    };
+    let (ta, tb) = (timed("ta.json"), timed("tb.json"));
+    let out = run_with_stdin(
+        &["compare", "-", &tb, "--json"],
+        &std::fs::read(&ta).unwrap(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(c.get("rows").is_some(), "{c}");
+
+    // Standard input is read once: two `-` is an error line.
+    for args in [["merge", "-", "-"], ["compare", "-", "-"]] {
+        let out = run_with_stdin(&args, &a_json);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert!(
+            err.contains("'-' (standard input) is given more than once"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn a_url_without_a_subcommand_runs_it() {
+    let s = embedded(ServerTls::None);
+    let url = s.url("/");
+    let out = run_ok(&[url.as_str(), "-n", "50", "-c", "1", "-t", "1", "--json"]);
+    assert_eq!(count(&summary(&out), "requests.total"), 50);
+    // wrk's order: flags first.
+    let out = run_ok(&["-n", "50", "-c", "1", "-t", "1", "--json", &url]);
+    assert_eq!(count(&summary(&out), "requests.total"), 50);
+}
+
+#[test]
+fn oha_q_gets_a_suggestion() {
+    for args in [
+        &["run", "-q", "100", "http://127.0.0.1:9/"][..],
+        &["http://127.0.0.1:9/", "-q", "100"][..],
+        &["run", "-q100", "http://127.0.0.1:9/"][..],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert_eq!(
+            err.trim(),
+            "error: -q is --quiet here: for a rate of 100 req/s (oha's and hey's -q), use -R 100",
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn a_negative_rate_gets_a_sentence() {
+    let out = run(&["run", "-R", "-5", "http://127.0.0.1:9/"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("the rate must be a positive number of requests per second"),
+        "{err}"
+    );
+    assert!(!err.contains("'-- -5'"), "no clap tip: {err}");
+}
+
+#[test]
+fn compound_durations_are_accepted() {
+    let s = embedded(ServerTls::None);
+    let out = run_ok(&[
+        "run",
+        "-d",
+        "0m300ms",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--json",
+        &s.url("/"),
+    ]);
+    let d = num(&summary(&out), "duration_s");
+    assert!((0.29..=0.31).contains(&d), "{d}");
+}
+
+#[test]
+fn the_header_comes_first_and_o_says_where_the_record_went() {
+    let s = embedded(ServerTls::None);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let p = path.to_str().unwrap();
+    let url = s.url("/");
+    let out = run_ok(&["run", "-n", "100", "-c", "2", "-t", "1", "-o", p, &url]);
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("Running 100-request test @ {url}"),
+        "{err}"
+    );
+    assert!(lines[1].contains("1 threads and 2 connections"), "{err}");
+    assert_eq!(
+        lines.last().copied(),
+        Some(format!("reqlife: wrote the record to {p}").as_str()),
+        "{err}"
+    );
+    assert!(path.exists());
+    // The report on stdout is whole.
+    assert!(stdout(&out).starts_with("Running 100-request test"));
+    // --quiet: neither.
+    let out = run_ok(&[
+        "run", "-n", "100", "-c", "2", "-t", "1", "--quiet", "-o", p, &url,
+    ]);
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+}
+
+/// The Traffic line of a text report.
+fn traffic(out: &Output) -> String {
+    stdout(out)
+        .lines()
+        .find(|l| l.trim_start().starts_with("Traffic"))
+        .unwrap_or_else(|| panic!("no Traffic line in {}", stdout(out)))
+        .to_string()
+}
+
+#[test]
+fn http1_traffic_has_no_hpack_savings_and_http2_keeps_them() {
+    let s = embedded(ServerTls::None);
+    let url = s.url("/");
+    let out = run_ok(&["run", "-n", "100", "-c", "1", "-t", "1", "--quiet", &url]);
+    let line = traffic(&out);
+    assert!(!line.contains("space savings"), "{line}");
+    assert!(
+        line.contains(" headers, ") && line.ends_with(" data"),
+        "{line}"
+    );
+    let out = run_ok(&[
+        "run", "--http2", "-n", "100", "-c", "1", "-t", "1", "--quiet", &url,
+    ]);
+    let line = traffic(&out);
+    assert!(line.contains(" headers (space savings "), "{line}");
+}
+
+/// Starts `reqlife serve ARGS`; its first stdout lines (until the routes), and the child.
+fn serve(args: &[&str]) -> (Vec<String>, std::process::Child) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_reqlife"))
+        .arg("serve")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut lines = Vec::new();
+    let started = Instant::now();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        let done = line.contains("routes:");
+        lines.push(line.trim_end().to_string());
+        if done {
+            // One more line, if any comes at once (the TLS note follows the routes).
+            if args.contains(&"--tls") {
+                let mut more = String::new();
+                reader.read_line(&mut more).unwrap();
+                lines.push(more.trim_end().to_string());
+            }
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{lines:?}");
+    }
+    (lines, child)
+}
+
+fn stop(mut child: std::process::Child) {
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = child.wait();
+}
+
+#[test]
+fn serve_takes_a_bare_port_and_says_a_tls_certificate_is_self_signed() {
+    // A bare port is 127.0.0.1:PORT (0: any free one).
+    let (lines, child) = serve(&["--addr", "0"]);
+    stop(child);
+    assert!(
+        lines[0].starts_with("reqlife serve: listening on http://127.0.0.1:"),
+        "{lines:?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("self-signed")),
+        "{lines:?}"
+    );
+    let (lines, child) = serve(&["--addr", "0", "--tls"]);
+    stop(child);
+    assert!(
+        lines[0].starts_with("reqlife serve: listening on https://127.0.0.1:"),
+        "{lines:?}"
+    );
+    let note = lines.last().unwrap();
+    assert!(
+        note.contains("self-signed") && note.contains("-k") && note.contains("--cacert"),
+        "{lines:?}"
+    );
+    // Not an address at all: said with the forms that are.
+    let out = run(&["serve", "--addr", "localhost"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("or a port (8080)"),
+        "{}",
+        stderr(&out)
+    );
+}
