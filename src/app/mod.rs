@@ -68,7 +68,7 @@ fn habits(mut args: Vec<std::ffi::OsString>) -> Result<Vec<std::ffi::OsString>, 
             Some(v) if v.starts_with(|c: char| c.is_ascii_digit()) => Some(v.to_string()),
             _ => None,
         };
-        if let Some(rate) = rate.filter(|r| crate::cli::units::parse_rate(r).is_ok()) {
+        if let Some(rate) = rate.filter(|r| crate::util::units::parse_rate(r).is_ok()) {
             return Err(format!(
                 "-q is --quiet here: for a rate of {rate} req/s (oha's and hey's -q), use -R {rate}"
             ));

@@ -366,7 +366,7 @@ fn stages(parts: &[&[Stage]]) -> Result<Vec<Stage>, String> {
 
 /// A duration in seconds in words.
 fn secs(v: f64) -> String {
-    crate::cli::units::human_ns(v * 1e9)
+    crate::util::units::human_ns(v * 1e9)
 }
 
 /// The config fields that make two records the same plan, named and shown in words: everything
