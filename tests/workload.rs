@@ -203,6 +203,55 @@ connections = 6
 }
 
 #[test]
+fn a_segmented_burst_numbers_every_request_once_over_the_generators() {
+    // Two generators of one burst plan (6 requests per burst, 5 bursts): each PUTs the key
+    // of its requests' `{seq}`, so a number rendered twice would replace a key (200) instead
+    // of creating it (201). Before, every generator numbered its bursts alike.
+    let dir = tempfile::tempdir().unwrap();
+    let sc = write(
+        dir.path(),
+        "burst.toml",
+        r#"
+[[request]]
+name = "put"
+method = "PUT"
+path = "/kv/b{seq}"
+body = "x"
+"#,
+    );
+    let s = embedded(reqlife::server::ServerTls::None);
+    let url = s.url("/");
+    let mut parts = Vec::new();
+    for i in 1..=2 {
+        let out = dir.path().join(format!("b{i}.json"));
+        let segment = format!("{i}/2");
+        run_ok(&[
+            "run",
+            "--scenario",
+            &sc,
+            "--burst",
+            "6",
+            "--bursts",
+            "5",
+            "--burst-interval",
+            "1ms",
+            "--segment",
+            &segment,
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+            &url,
+        ]);
+        parts.push(out.to_str().unwrap().to_string());
+    }
+    let mut args = vec!["merge", "--json"];
+    args.extend(parts.iter().map(String::as_str));
+    let j = summary(&run_ok(&args));
+    assert_eq!(n(&j, "requests.total"), 30);
+    assert_eq!(n(&j, "status.201"), 30, "{}", j["status"]);
+}
+
+#[test]
 fn a_target_list_is_sent_in_turn() {
     let s = embedded(reqlife::server::ServerTls::None);
     let dir = tempfile::tempdir().unwrap();

@@ -14,10 +14,19 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// One connection of a burst run: its session, its buffer for rendered requests, and its
+/// number over the whole plan's connections (every thread of every segment).
+pub struct BurstSession {
+    pub session: Session,
+    pub buf: Vec<u8>,
+    pub index: u64,
+}
+
 /// What one burst run needs.
 pub struct BurstRun {
-    /// The sessions, each with its buffer for rendered requests.
-    pub sessions: Vec<(Session, Vec<u8>)>,
+    pub sessions: Vec<BurstSession>,
+    /// The whole plan's burst size (requests per burst over every thread and segment).
+    pub size: u64,
     pub interval: Duration,
     pub bursts: Option<u64>,
     pub deadline: Option<Instant>,
@@ -40,9 +49,15 @@ impl BurstRun {
             for _ in 0..self.sessions.len() {
                 self.recorder.borrow_mut().sending();
             }
-            for (mut session, mut buf) in self.sessions.drain(..) {
-                // Bursts have no count of their own: their requests are numbered by burst.
-                let seq = done * 1_000_000 + set.len() as u64;
+            for BurstSession {
+                mut session,
+                mut buf,
+                index,
+            } in self.sessions.drain(..)
+            {
+                // Request `index` of burst `done` over the whole plan: every generator and
+                // thread numbers its requests apart, so `{seq}` is unique across them.
+                let seq = done * self.size + index;
                 let (slot, head) = match &self.renderer {
                     Some(r) => r.borrow_mut().render(seq, &mut buf),
                     None => (0, false),
@@ -54,13 +69,13 @@ impl BurstRun {
                         _ => Send::Rendered { bytes: &buf, head },
                     };
                     let outcome = session.request(&mut stamps, send).await;
-                    (session, buf, stamps, outcome, slot)
+                    (session, buf, index, stamps, outcome, slot)
                 });
             }
             let mut last_written = t0;
             let mut last_done = t0;
             while let Some(joined) = set.join_next().await {
-                let Ok((session, buf, stamps, outcome, slot)) = joined else {
+                let Ok((session, buf, index, stamps, outcome, slot)) = joined else {
                     continue;
                 };
                 let ended = stamps.done.unwrap_or_else(Instant::now);
@@ -74,7 +89,11 @@ impl BurstRun {
                     &session,
                     slot,
                 );
-                self.sessions.push((session, buf));
+                self.sessions.push(BurstSession {
+                    session,
+                    buf,
+                    index,
+                });
             }
             self.recorder
                 .borrow_mut()

@@ -180,8 +180,10 @@ pub fn start(
             streams: plan.http2.map_or(1, |h| h.streams.max(1)),
             burst: match &plan.load {
                 LoadModel::Burst {
-                    interval, bursts, ..
-                } => Some((*interval, *bursts)),
+                    size,
+                    interval,
+                    bursts,
+                } => Some((*interval, *bursts, *size as u64)),
                 _ => None,
             },
             conn_stages: conn_stages.clone(),
@@ -259,8 +261,8 @@ struct WorkerCtx {
     segment: Segment,
     /// Requests rendered per send, and the seed of their generators.
     workload: Option<(Arc<Workload>, u64)>,
-    /// Bursts: the pause between bursts and their number.
-    burst: Option<(Duration, Option<u64>)>,
+    /// Bursts: the pause between bursts, their number, and the whole plan's burst size.
+    burst: Option<(Duration, Option<u64>, u64)>,
     /// `--server-total`.
     server_total: String,
     /// HTTP/2: sessions per connection share it.
@@ -385,15 +387,23 @@ impl WorkerCtx {
                 config.timeout,
             )));
         }
-        if let Some((interval, bursts)) = self.burst {
+        if let Some((interval, bursts, size)) = self.burst {
             let sessions = (0..self.connections)
-                .map(|_| {
+                .map(|local| {
                     let link = self.http2.then(|| Rc::new(H2Link::default()));
-                    (Session::new(config.clone(), gate.clone(), link), Vec::new())
+                    burst::BurstSession {
+                        session: Session::new(config.clone(), gate.clone(), link),
+                        buf: Vec::new(),
+                        // Numbered across threads and segments, as connections are.
+                        index: self
+                            .segment
+                            .global((local * self.threads + self.thread) as u64),
+                    }
                 })
                 .collect();
             let run = burst::BurstRun {
                 sessions,
+                size,
                 interval,
                 bursts,
                 deadline: self.record_until,
