@@ -1,0 +1,148 @@
+//! Unit tests of `recorder`.
+
+use super::*;
+use crate::model::Timestamps;
+
+fn sample(base: Instant, start_ms: u64, total_us: u64, error: Option<ErrorKind>) -> Sample {
+    let t0 = base + Duration::from_millis(start_ms);
+    let mut st = Timestamps::new(t0, t0);
+    if error.is_none() {
+        st.written = Some(t0 + Duration::from_micros(1));
+        st.first_byte = Some(t0 + Duration::from_micros(total_us - 1));
+        st.done = Some(t0 + Duration::from_micros(total_us));
+    }
+    Sample {
+        stamps: st,
+        status: error.is_none().then_some(200),
+        error,
+        bytes_read: if error.is_none() { 100 } else { 0 },
+        bytes_written: 40,
+        traffic: Traffic {
+            header: 60,
+            header_decoded: 60,
+            body: 40,
+            body_decoded: 40,
+        },
+        server_closed: false,
+        request: 0,
+    }
+}
+
+#[test]
+fn counts_statuses_errors_and_phases() {
+    let base = Instant::now();
+    let mut r = Recorder::new(base, Duration::from_secs(1));
+    for i in 0..10 {
+        r.record(&sample(base, i, 100, None));
+    }
+    r.record(&sample(base, 20, 0, Some(ErrorKind::Timeout)));
+    r.note_error(ErrorKind::Timeout, "first");
+    r.note_error(ErrorKind::Timeout, "second");
+    let m = r.finish();
+    assert_eq!(m.counters.requests, 11);
+    assert_eq!(m.counters.ok, 10);
+    assert_eq!(m.counters.errors[ErrorKind::Timeout.index()], 1);
+    assert_eq!(m.counters.bytes_read, 1000);
+    assert_eq!(m.status[200], 10);
+    assert_eq!(m.hists.get(Phase::Total).len(), 10);
+    assert_eq!(m.hists.get(Phase::Wait).len(), 10);
+    assert_eq!(m.hists.get(Phase::Connect).len(), 0);
+    assert_eq!(
+        m.first_errors[ErrorKind::Timeout.index()].as_deref(),
+        Some("first")
+    );
+}
+
+#[test]
+fn warmup_samples_are_ignored() {
+    let base = Instant::now();
+    let from = base + Duration::from_millis(5);
+    let mut r = Recorder::new(from, Duration::from_secs(1));
+    for i in 0..10 {
+        r.record(&sample(base, i, 100, None)); // intended at 0..9 ms
+    }
+    assert_eq!(r.requests(), 5); // 5..9 ms only
+}
+
+#[test]
+fn samples_ending_after_the_window_are_drained_and_kept() {
+    let base = Instant::now();
+    let until = base + Duration::from_millis(100);
+    let mut r = Recorder::new(base, Duration::from_secs(1)).until(Some(until));
+    // (intended ms, total µs, error): ends inside, ends in the drain, times out in it
+    let rows = [
+        (50, 40_000, None),
+        (90, 20_000, None),
+        (95, 0, Some(ErrorKind::Timeout)),
+    ];
+    for (ms, us, err) in rows {
+        r.sending();
+        let mut s = sample(base, ms, us, err);
+        if err.is_some() {
+            s.stamps.done = Some(until + Duration::from_millis(1));
+        }
+        r.record_with_timing(&s, &[]);
+    }
+    r.sending(); // one more never comes back
+    r.not_sent(2);
+    let m = r.finish();
+    let c = &m.counters;
+    assert_eq!(
+        (c.requests, c.ok),
+        (3, 2),
+        "every ended request is recorded"
+    );
+    assert_eq!((c.drained, c.drain_timeouts), (2, 1));
+    assert_eq!((c.in_flight_at_end, c.not_sent), (1, 2));
+    assert_eq!(
+        m.hists.get(Phase::Total).len(),
+        2,
+        "the slow one is in the tail"
+    );
+}
+
+#[test]
+fn intervals_split_by_end_time_and_merge_across_threads() {
+    let base = Instant::now();
+    let interval = Duration::from_millis(100);
+    let mut a = Recorder::new(base, interval);
+    let mut b = Recorder::new(base, interval);
+    // thread a: 3 requests in interval 0, 2 in interval 2; thread b: 4 in interval 0
+    for ms in [0, 10, 20, 210, 220] {
+        a.record(&sample(base, ms, 50, None));
+    }
+    for ms in [30, 40, 50, 60] {
+        b.record(&sample(base, ms, 50, None));
+    }
+    let m = Measured::merge(vec![a.finish(), b.finish()]);
+    let counts: Vec<(u64, u64)> = m
+        .series
+        .entries
+        .iter()
+        .map(|s| (s.index, s.counters.requests))
+        .collect();
+    assert_eq!(counts, vec![(0, 7), (2, 2)]);
+    assert_eq!(m.counters.requests, 9);
+    assert_eq!(m.hists.get(Phase::Total).len(), 9);
+    let total0 = &m.series.entries[0]
+        .hists
+        .iter()
+        .find(|(p, _)| *p == Phase::Total)
+        .unwrap()
+        .1;
+    assert_eq!(hist::decode_bytes(total0).unwrap().len(), 7);
+}
+
+#[test]
+fn failed_request_keeps_its_connect_time() {
+    let base = Instant::now();
+    let mut r = Recorder::new(base, Duration::from_secs(1));
+    let mut s = sample(base, 0, 0, Some(ErrorKind::Read));
+    s.stamps.connect_start = Some(base);
+    s.stamps.connect_end = Some(base + Duration::from_micros(30));
+    r.record(&s);
+    let m = r.finish();
+    assert_eq!(m.hists.get(Phase::Connect).len(), 1);
+    assert_eq!(m.hists.get(Phase::Total).len(), 0);
+    assert_eq!(m.counters.connections_opened, 1);
+}
