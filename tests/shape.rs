@@ -174,11 +174,10 @@ fn raw_start(b: &[char], i: usize) -> bool {
 
 /// Whether `'` at `i` opens a character literal rather than a lifetime (`'a`, `'static`).
 fn is_char_literal(b: &[char], i: usize) -> bool {
-    match (b.get(i + 1), b.get(i + 2)) {
-        (Some('\\'), _) => true,
-        (Some(_), Some('\'')) => true,
-        _ => false,
-    }
+    matches!(
+        (b.get(i + 1), b.get(i + 2)),
+        (Some('\\'), _) | (Some(_), Some('\''))
+    )
 }
 
 /// (name, first line, length in lines) of every function outside `#[cfg(test)]` modules.
