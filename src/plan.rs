@@ -83,13 +83,7 @@ impl RunPlan {
 
     /// Number of connections of the plan (the most at any time, for stages).
     pub fn connections(&self) -> usize {
-        match &self.load {
-            LoadModel::Closed { connections } | LoadModel::Open { connections, .. } => *connections,
-            LoadModel::Burst { size, .. } => *size,
-            LoadModel::ClosedStages(stages) => {
-                stages.iter().map(|s| s.from.max(s.to)).max().unwrap_or(1)
-            }
-        }
+        self.load.connections()
     }
 
     /// The stages' durations, in order (empty when the load has no stages).

@@ -3,12 +3,10 @@
 //! what is wrong and what is valid; the binary exits with code 2 on it.
 
 use super::{ArrivalArg, PolicyArg, RunArgs};
-use crate::model::{
-    io_reason, Arrival, ConnStage, LoadModel, RateStage, Schedule, Segment, StopRule, Target,
-    TlsPlan,
-};
+use crate::model::load::{self, Fallback, Given, Load, LoadSpec};
+use crate::model::{io_reason, Arrival, LoadModel, Segment, StopRule, Target, TlsPlan};
 use crate::plan::{Http2Plan, RunPlan};
-use crate::util::limits::{default_threads, MAX_CONNECTIONS};
+use crate::util::limits::default_threads;
 use crate::util::units::StagesSpec;
 use std::net::ToSocketAddrs;
 use std::time::Duration;
@@ -24,6 +22,8 @@ fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
 
 /// Default length of a run when neither `-d` nor `-n` is given.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+/// Bursts of a `--burst` run given neither `--bursts` nor `-d`.
+pub const DEFAULT_BURSTS: u64 = 10;
 /// `--pacer-slack` when not given, and its largest accepted value.
 pub const DEFAULT_PACER_SLACK: Duration = Duration::from_micros(50);
 pub const MAX_PACER_SLACK: Duration = Duration::from_millis(10);
@@ -81,55 +81,13 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     }
     let rate = args.rate.first().copied();
     let target = parse_target(url)?;
-    if args.stages.is_some() {
-        if rate.is_some() {
-            return err("--stages and -R/--rate conflict: the stages give the rate");
-        }
-        if args.duration.is_some() || args.requests.is_some() {
-            return err(
-                "--stages sets the length of the run: drop -d/--duration and -n/--requests",
-            );
-        }
-        if !args.warmup.is_zero() {
-            return err("--stages and --warmup conflict: make the first stage the warm-up");
-        }
+    if args.stages.is_some() && !args.warmup.is_zero() {
+        return err("--stages and --warmup conflict: make the first stage the warm-up");
     }
-    if let Some(size) = args.burst {
-        if size == 0 {
-            return err("--burst must be at least 1 request");
-        }
-        if rate.is_some() || args.stages.is_some() || args.requests.is_some() {
-            return err(
-                "--burst conflicts with -R/--rate, --stages and -n/--requests: bursts set their own pace (use --bursts for a count)",
-            );
-        }
-        if args.bursts == Some(0) {
-            return err("--bursts must be at least 1");
-        }
-    } else if args.bursts.is_some() {
-        return err("--bursts applies to --burst N: give the burst size too");
-    }
-    let connections = match &args.stages {
-        Some(StagesSpec::Connections(st)) => {
-            let most = st.iter().map(|(_, a, b)| *a.max(b)).max().unwrap_or(0);
-            if most == 0 {
-                return err("--stages must reach at least 1 connection (e.g. '10s:1->50c')");
-            }
-            most
-        }
-        _ => match args.burst {
-            Some(size) => size,
-            None => args.connections[0],
-        },
-    };
-    if connections == 0 {
-        return err("-c/--connections must be at least 1");
-    }
-    if connections > MAX_CONNECTIONS {
-        return err(format!(
-            "-c/--connections {connections} is too many: at most {MAX_CONNECTIONS}"
-        ));
-    }
+    let Load { model: load, stop } = load_spec(args, rate)
+        .build()
+        .map_err(|e| PlanError(e.message))?;
+    let connections = load.connections() as u64;
     let segment = args.segment.unwrap_or(Segment::WHOLE);
     // This process holds its segment's share of the connections.
     let local = segment.share(connections);
@@ -160,24 +118,16 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         Some(t) => t as usize,
         None => default_threads().min(local),
     };
-    let stop = match (args.duration, args.requests) {
-        (Some(_), Some(_)) => {
-            return err("-d/--duration and -n/--requests conflict: give one of them")
-        }
-        (Some(d), None) if d.is_zero() => return err("-d/--duration must be more than 0"),
-        (Some(d), None) => StopRule::Duration(d),
-        (None, Some(0)) => return err("-n/--requests must be at least 1"),
-        (None, Some(n)) if segment.share(n) == 0 => {
+    if let StopRule::Requests(n) = stop {
+        if segment.share(n) == 0 {
             return err(format!(
                 "segment {}/{} would send no request: -n/--requests {n} must be at least {}",
                 segment.index + 1,
                 segment.count,
                 segment.count
-            ))
+            ));
         }
-        (None, Some(n)) => StopRule::Requests(n),
-        (None, None) => StopRule::Duration(DEFAULT_DURATION),
-    };
+    }
     if args.timeout.is_zero() {
         return err("--timeout must be more than 0 (e.g. 10s)");
     }
@@ -229,85 +179,6 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
                 path.display()
             ));
         }
-    }
-    let arrival = match args.arrival {
-        ArrivalArg::Constant => Arrival::Constant,
-        ArrivalArg::Poisson => Arrival::Poisson,
-    };
-    let (load, stop) = match &args.stages {
-        None => (None, stop),
-        Some(StagesSpec::Rates(st)) => {
-            let stages: Vec<RateStage> = st
-                .iter()
-                .map(|&(duration, from_rps, to_rps)| RateStage {
-                    duration,
-                    from_rps,
-                    to_rps,
-                })
-                .collect();
-            let total = stages.iter().map(|s| s.duration).sum();
-            (
-                Some(LoadModel::Open {
-                    schedule: Schedule::Stages(stages),
-                    arrival,
-                    connections,
-                }),
-                StopRule::Duration(total),
-            )
-        }
-        Some(StagesSpec::Connections(st)) => {
-            let stages: Vec<ConnStage> = st
-                .iter()
-                .map(|&(duration, from, to)| ConnStage {
-                    duration,
-                    from: from as usize,
-                    to: to as usize,
-                })
-                .collect();
-            let total = stages.iter().map(|s| s.duration).sum();
-            (
-                Some(LoadModel::ClosedStages(stages)),
-                StopRule::Duration(total),
-            )
-        }
-    };
-    let (load, stop) = match (load, args.burst) {
-        (None, Some(size)) => {
-            let bursts = match (args.bursts, args.duration) {
-                (Some(b), _) => Some(b),
-                (None, Some(_)) => None,
-                (None, None) => Some(10),
-            };
-            let stop = match (bursts, args.duration) {
-                (_, Some(d)) => StopRule::Duration(d),
-                (Some(b), None) => StopRule::Requests(b * size),
-                (None, None) => StopRule::Duration(DEFAULT_DURATION),
-            };
-            (
-                Some(LoadModel::Burst {
-                    size: size as usize,
-                    interval: args.burst_interval,
-                    bursts,
-                }),
-                stop,
-            )
-        }
-        (load, _) => (load, stop),
-    };
-    let load = match (load, rate) {
-        (Some(load), _) => load,
-        (None, None) => LoadModel::Closed { connections },
-        (None, Some(rate)) if rate <= 0.0 || !rate.is_finite() => {
-            return err("-R/--rate must be more than 0 requests per second (e.g. -R 1000)")
-        }
-        (None, Some(rate)) => LoadModel::Open {
-            schedule: Schedule::Constant { rate },
-            arrival,
-            connections,
-        },
-    };
-    if load.name() != "open" && args.arrival != ArrivalArg::Constant {
-        return err("--arrival applies to an open loop: give -R/--rate too");
     }
     let pacer_slack = pacer_slack(args, &load)?;
     let keepalive = match (args.no_keepalive, args.connection_policy) {
@@ -374,6 +245,37 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         workload: None,
         phase: None,
     })
+}
+
+/// The load the flags ask for, in the one load builder's terms ([`LoadSpec`]). `-c` has a
+/// default, so it is taken as given except with connection stages (which set the
+/// connections); likewise `--arrival` only when it is not the default, and
+/// `--burst-interval` only with `--burst`.
+fn load_spec(args: &RunArgs, rate: Option<f64>) -> LoadSpec {
+    let mut spec = LoadSpec::new(
+        load::FLAGS,
+        Some(Fallback {
+            duration: DEFAULT_DURATION,
+            bursts: DEFAULT_BURSTS,
+        }),
+    );
+    if !matches!(args.stages, Some(StagesSpec::Connections(_))) {
+        spec.connections = Some(Given::flag(args.connections[0]));
+    }
+    spec.rate = rate.map(Given::flag);
+    spec.stages = args.stages.clone().map(Given::flag);
+    spec.arrival = match args.arrival {
+        ArrivalArg::Constant => None,
+        ArrivalArg::Poisson => Some(Given::flag(Arrival::Poisson)),
+    };
+    spec.count = args.requests.map(Given::flag);
+    spec.duration = args.duration.map(Given::flag);
+    spec.burst = args.burst.map(Given::flag);
+    if args.burst.is_some() {
+        spec.burst_interval = Some(Given::flag(args.burst_interval));
+    }
+    spec.bursts = args.bursts.map(Given::flag);
+    spec
 }
 
 /// `--pacer-slack`: open loops only, 0 to 10ms.
@@ -459,7 +361,7 @@ fn read_cacert(path: &std::path::Path) -> Result<Vec<Vec<u8>>, PlanError> {
 mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
-    use crate::model::Scheme;
+    use crate::model::{Schedule, Scheme};
     use clap::Parser;
 
     fn args(extra: &[&str]) -> RunArgs {

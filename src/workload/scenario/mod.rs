@@ -39,9 +39,9 @@
 use super::mix::Mix;
 use super::request::{is_token, RequestSpec};
 use super::template::{Field, Sources, Template, TemplateError};
-use crate::model::{io_reason, Arrival, ConnStage, LoadModel, RateStage, Schedule, StopRule};
-use crate::util::limits::MAX_CONNECTIONS;
-use crate::util::units::{parse_count, parse_duration, parse_rate, parse_stages, StagesSpec};
+use crate::model::load::{self, Given, LoadSpec};
+use crate::model::{io_reason, Arrival, LoadModel, StopRule};
+use crate::util::units::{parse_count, parse_duration, parse_rate, parse_stages};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use std::fmt;
@@ -50,11 +50,6 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use toml::Spanned;
-
-/// Connections of a phase that gives none (the default of `-c`).
-pub const DEFAULT_CONNECTIONS: usize = 50;
-/// Pause between bursts when a phase gives none (the default of `--burst-interval`).
-pub const DEFAULT_BURST_INTERVAL: Duration = Duration::from_millis(10);
 
 /// A scenario file that cannot be used: where (line and column from 1, when known) and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -606,31 +601,40 @@ fn phase(
     })
 }
 
-/// The load model and stop rule of a phase, with the command line's rules.
+/// The load model and stop rule of a phase, by the command line's rules (the one load
+/// builder, [`LoadSpec`]): only the names of the values and the need for a length differ.
 fn load_of(
     ctx: &Ctx,
     label: &str,
     p: &Spanned<RawPhase>,
 ) -> Result<(LoadModel, StopRule), ScenarioError> {
     let raw = p.get_ref();
-    let conflict = |at: Option<usize>, m: &str| Err(ctx.error(at, format!("{label}: {m}")));
-    let span = |a: &Option<Spanned<Amount>>| a.as_ref().map(|a| a.span().start);
-    let connections = match &raw.connections {
-        None => DEFAULT_CONNECTIONS,
-        Some(c) => match count(ctx, &format!("{label}, connections"), c)? {
-            0 => return conflict(span(&raw.connections), "connections must be at least 1"),
-            n if n > MAX_CONNECTIONS => {
-                return conflict(
-                    span(&raw.connections),
-                    &format!("connections {n} is too many: at most {MAX_CONNECTIONS}"),
-                )
-            }
-            n => n as usize,
-        },
+    let key = |k: &str| format!("{label}, {k}");
+    let given = |a: &Spanned<Amount>, v| Given {
+        value: v,
+        at: Some(a.span().start),
     };
-    let arrival = match &raw.arrival {
-        None => Arrival::Constant,
-        Some(a) => match a.get_ref().as_str() {
+    let mut spec = LoadSpec::new(load::SCENARIO, None);
+    if let Some(c) = &raw.connections {
+        spec.connections = Some(given(c, count(ctx, &key("connections"), c)?));
+    }
+    if let Some(r) = &raw.rate {
+        let v = amount(ctx, &key("rate"), r, Unit::Rate)?;
+        spec.rate = Some(Given {
+            value: v,
+            at: Some(r.span().start),
+        });
+    }
+    if let Some(st) = &raw.stages {
+        let v = parse_stages(st.get_ref())
+            .map_err(|e| ctx.at(st, format!("{label}, stages: {}", e.0)))?;
+        spec.stages = Some(Given {
+            value: v,
+            at: Some(st.span().start),
+        });
+    }
+    if let Some(a) = &raw.arrival {
+        let v = match a.get_ref().as_str() {
             "constant" => Arrival::Constant,
             "poisson" => Arrival::Poisson,
             other => {
@@ -641,171 +645,42 @@ fn load_of(
                     ),
                 ))
             }
-        },
-    };
-    let stop = match (&raw.count, &raw.duration) {
-        (Some(_), Some(d)) => {
-            return conflict(
-                Some(d.span().start),
-                "count and duration conflict: give one stop rule",
-            )
-        }
-        (Some(c), None) => match count(ctx, &format!("{label}, count"), c)? {
-            0 => return conflict(Some(c.span().start), "count must be at least 1"),
-            n => Some(StopRule::Requests(n)),
-        },
-        (None, Some(d)) => match duration(ctx, &format!("{label}, duration"), d)? {
-            d0 if d0.is_zero() => {
-                return conflict(Some(d.span().start), "duration must be more than 0")
-            }
-            d => Some(StopRule::Duration(d)),
-        },
-        (None, None) => None,
-    };
-    if raw.burst.is_none() {
-        for (key, v) in [
-            ("burst_interval", &raw.burst_interval),
-            ("bursts", &raw.bursts),
-        ] {
-            if v.is_some() {
-                return conflict(
-                    span(v),
-                    &format!("{key} applies to bursts: give burst = N too"),
-                );
-            }
-        }
+        };
+        spec.arrival = Some(Given {
+            value: v,
+            at: Some(a.span().start),
+        });
     }
-    let no_stop = || {
-        conflict(
-            Some(p.span().start),
-            "no stop rule: give count = N, duration = \"30s\", stages = \"...\" or (with burst) bursts = N",
-        )
-    };
-    let (load, stop) = if let Some(stages_raw) = &raw.stages {
-        for (key, v) in [
-            ("rate", &raw.rate),
-            ("count", &raw.count),
-            ("duration", &raw.duration),
-            ("burst", &raw.burst),
-        ] {
-            if v.is_some() {
-                return conflict(
-                    span(v),
-                    &format!("stages and {key} conflict: the stages set the load and the length"),
-                );
-            }
-        }
-        let spec = parse_stages(stages_raw.get_ref())
-            .map_err(|e| ctx.at(stages_raw, format!("{label}, stages: {}", e.0)))?;
-        match spec {
-            StagesSpec::Rates(st) => {
-                let stages: Vec<RateStage> = st
-                    .iter()
-                    .map(|&(duration, from_rps, to_rps)| RateStage {
-                        duration,
-                        from_rps,
-                        to_rps,
-                    })
-                    .collect();
-                let total = stages.iter().map(|s| s.duration).sum();
-                let load = LoadModel::Open {
-                    schedule: Schedule::Stages(stages),
-                    arrival,
-                    connections,
-                };
-                (load, StopRule::Duration(total))
-            }
-            StagesSpec::Connections(st) => {
-                if raw.connections.is_some() {
-                    return conflict(
-                        span(&raw.connections),
-                        "connection stages set the connections: drop connections",
-                    );
-                }
-                if st.iter().all(|&(_, a, b)| a.max(b) == 0) {
-                    return Err(ctx.at(
-                        stages_raw,
-                        format!(
-                            "{label}, stages: must reach at least 1 connection (e.g. '10s:1->50c')"
-                        ),
-                    ));
-                }
-                let stages: Vec<ConnStage> = st
-                    .iter()
-                    .map(|&(duration, from, to)| ConnStage {
-                        duration,
-                        from: from as usize,
-                        to: to as usize,
-                    })
-                    .collect();
-                let total = stages.iter().map(|s| s.duration).sum();
-                (LoadModel::ClosedStages(stages), StopRule::Duration(total))
-            }
-        }
-    } else if let Some(b) = &raw.burst {
-        for (key, v) in [("rate", &raw.rate), ("count", &raw.count)] {
-            if v.is_some() {
-                return conflict(span(v), &format!("burst and {key} conflict: bursts set their own pace (use bursts = N for a count)"));
-            }
-        }
-        let size = match count(ctx, &format!("{label}, burst"), b)? {
-            0 => return conflict(Some(b.span().start), "burst must be at least 1 request"),
-            n => n,
-        };
-        let interval = match &raw.burst_interval {
-            Some(i) => duration(ctx, &format!("{label}, burst_interval"), i)?,
-            None => DEFAULT_BURST_INTERVAL,
-        };
-        let bursts = match &raw.bursts {
-            Some(n) => match count(ctx, &format!("{label}, bursts"), n)? {
-                0 => return conflict(Some(n.span().start), "bursts must be at least 1"),
-                n => Some(n),
-            },
-            None => None,
-        };
-        let stop = match (stop, bursts) {
-            (Some(stop), _) => stop,
-            (None, Some(n)) => StopRule::Requests(n.saturating_mul(size)),
-            (None, None) => return no_stop(),
-        };
-        (
-            LoadModel::Burst {
-                size: size as usize,
-                interval,
-                bursts,
-            },
-            stop,
-        )
-    } else {
-        let Some(stop) = stop else { return no_stop() };
-        let load = match &raw.rate {
-            Some(r) => match amount(ctx, &format!("{label}, rate"), r, Unit::Rate)? {
-                v if v <= 0.0 => {
-                    return conflict(
-                        Some(r.span().start),
-                        "rate must be more than 0 requests per second (e.g. \"1k\")",
-                    )
-                }
-                v if v > 1e9 => {
-                    return conflict(Some(r.span().start), "rate is too high: at most 1G/s")
-                }
-                rate => LoadModel::Open {
-                    schedule: Schedule::Constant { rate },
-                    arrival,
-                    connections,
-                },
-            },
-            None => LoadModel::Closed { connections },
-        };
-        (load, stop)
-    };
-    if let Some(a) = raw.arrival.as_ref().filter(|_| load.name() != "open") {
-        return Err(ctx.at(
-            a,
-            format!("{label}: arrival applies to an open loop: give rate or rate stages too"),
-        ));
+    if let Some(c) = &raw.count {
+        spec.count = Some(given(c, count(ctx, &key("count"), c)?));
     }
-    Ok((load, stop))
+    if let Some(d) = &raw.duration {
+        let v = duration(ctx, &key("duration"), d)?;
+        spec.duration = Some(Given {
+            value: v,
+            at: Some(d.span().start),
+        });
+    }
+    if let Some(b) = &raw.burst {
+        spec.burst = Some(given(b, count(ctx, &key("burst"), b)?));
+    }
+    if let Some(i) = &raw.burst_interval {
+        let v = duration(ctx, &key("burst_interval"), i)?;
+        spec.burst_interval = Some(Given {
+            value: v,
+            at: Some(i.span().start),
+        });
+    }
+    if let Some(n) = &raw.bursts {
+        spec.bursts = Some(given(n, count(ctx, &key("bursts"), n)?));
+    }
+    let load = spec.build().map_err(|e| {
+        ctx.error(
+            e.at.or(Some(p.span().start)),
+            format!("{label}: {}", e.message),
+        )
+    })?;
+    Ok((load.model, load.stop))
 }
 
 #[cfg(test)]

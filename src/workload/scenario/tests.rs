@@ -1,6 +1,7 @@
 //! Unit tests of `scenario`.
 
 use super::*;
+use crate::model::{ConnStage, RateStage, Schedule};
 use crate::workload::gen::GenState;
 use proptest::prelude::*;
 
@@ -156,7 +157,7 @@ fn load_keys_follow_the_command_line() {
             "burst = 3\nduration = \"1s\"",
             LoadModel::Burst {
                 size: 3,
-                interval: DEFAULT_BURST_INTERVAL,
+                interval: crate::model::load::DEFAULT_BURST_INTERVAL,
                 bursts: None,
             },
             StopRule::Duration(s(1)),

@@ -3,6 +3,8 @@
 //! derived from those timestamps (in one place: [`Timestamps::phase`]) and the [`ErrorKind`]s
 //! errors are counted by. Modules talk to each other only through these.
 
+pub mod load;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
