@@ -183,9 +183,15 @@ pub struct StatsArgs {
     #[arg(long = "delimiter")]
     pub delimiter: Option<String>,
 
-    /// Skip lines that are not numbers instead of stopping at the first.
+    /// Skip lines that are not numbers instead of stopping at the first (how many were
+    /// skipped is said on stderr).
     #[arg(long = "skip-invalid")]
     pub skip_invalid: bool,
+
+    /// Print the statistics as JSON (non-finite values as "Inf", "-Inf", "NaN"; sd null for
+    /// one value).
+    #[arg(long = "json")]
+    pub json: bool,
 }
 
 fn duration_arg(s: &str) -> Result<Duration, String> {
