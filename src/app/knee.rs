@@ -26,6 +26,19 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
         (run.connections.len() > 1, "a sweep of -c"),
         (run.scenario.is_some(), "--scenario"),
         (run.targets.is_some(), "--targets"),
+        // Hidden from `knee --help` too (cli::KneeArgs), as are the ones above.
+        (run.bursts.is_some(), "--bursts"),
+        (
+            run.burst_interval != Duration::from_millis(10),
+            "--burst-interval",
+        ),
+        (run.start_at.is_some(), "--start-at"),
+        (
+            run.abort_on_fail,
+            "--abort-on-fail (the SLOs decide each step)",
+        ),
+        (run.hdr_log.is_some(), "--hdr-log"),
+        (run.every.is_some(), "--every"),
     ]
     .iter()
     .filter(|(on, _)| *on)
