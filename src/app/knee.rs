@@ -46,7 +46,7 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
     .collect();
     if !given.is_empty() {
         return usage_error(format!(
-            "{} conflict{} with knee: it chooses the rates and the length of each step",
+            "{} conflict{} with knee: it chooses the rate and the length of each step itself, and takes only the flags `reqlife knee --help` lists",
             given.join(", "),
             if given.len() == 1 { "s" } else { "" }
         ));
