@@ -1,7 +1,10 @@
 //! `reqlife stats`: exact summaries of raw numbers, equal to R's `summary()` and default
 //! `quantile()` (type 7). The expected values were computed independently, with
 //! numpy.percentile (whose default, "linear", is R's type 7), on `tests/data/lognorm.txt`
-//! (1001 log-normal values).
+//! (1001 log-normal values), and with R 4.2.2 itself for the other fixtures: each figure as R
+//! prints it (`format(x, digits = 7)`, R's `print()` default) of `scan(FILE)` (with
+//! `file(FILE, encoding = "UTF-8-BOM")` for `bom_cr.txt`), `quantile(x)`, `mean(x)`, `sd(x)`,
+//! NA's left out as `summary()` does.
 
 mod common;
 
@@ -45,6 +48,134 @@ fn summary_and_quantiles_equal_r_type_7() {
         .find(|l| l.trim_start().starts_with("[16, 32)"))
         .unwrap();
     assert_eq!(bucket.split_whitespace().nth(2), Some("271"), "{text}");
+}
+
+/// The words on the line after the line that starts with `head`.
+fn words_after<'a>(text: &'a str, head: &str) -> Vec<&'a str> {
+    let mut lines = text.lines();
+    lines
+        .find(|l| l.trim_start().starts_with(head))
+        .expect(head);
+    lines.next().unwrap().split_whitespace().collect()
+}
+
+/// Summary row, quantile row and sd of `reqlife stats FILE`, as printed.
+fn printed(file: &str) -> (String, Vec<String>, Vec<String>, String) {
+    let out = run_ok(&["stats", file]);
+    let text = stdout(&out);
+    let own = |v: Vec<&str>| v.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+    let summary = own(words_after(&text, "Min."));
+    let quantiles = own(words_after(&text, "50%"));
+    let sd = words_after(&text, "sd")[0].to_string();
+    (text, summary, quantiles, sd)
+}
+
+#[test]
+fn figures_print_as_r_prints_them() {
+    // (file, Min. … Max., the count part, 50% … 99.99%, sd): R 4.2.2's format(x, digits = 7)
+    #[allow(clippy::type_complexity)]
+    let rows: [(&str, [&str; 6], &str, [&str; 5], &str); 4] = [
+        (
+            // tiny values: significant digits, scientific when narrower (never 0.000000001235)
+            "tests/data/tiny.txt",
+            [
+                "3.3e-15",
+                "1.985e-12",
+                "4.186e-10",
+                "5.077956e-10",
+                "9.907407e-10",
+                "1.234567e-09",
+            ],
+            "(8 values)",
+            [
+                "4.186e-10",
+                "1.07037e-09",
+                "1.218147e-09",
+                "1.232925e-09",
+                "1.234403e-09",
+            ],
+            "5.403868e-10",
+        ),
+        (
+            // a byte order mark, lines ended by lone CRs and one CRLF, a blank line, NA and NaN
+            "tests/data/bom_cr.txt",
+            ["0.125", "9.875", "33", "170.6964", "71", "1000"],
+            "(7 values, 2 NA's)",
+            ["33", "460", "946", "994.6", "999.46"],
+            "367.2195",
+        ),
+        (
+            // Inf and -Inf: R's mean is NaN, its quantiles Inf past the last finite value
+            "tests/data/inf.txt",
+            ["-Inf", "1.25", "2.5", "NaN", "3.75", "Inf"],
+            "(6 values)",
+            ["2.5", "Inf", "Inf", "Inf", "Inf"],
+            "NaN",
+        ),
+        (
+            "tests/data/lognorm.txt",
+            ["0.796", "9.87", "19.326", "32.57185", "36.916", "672.661"],
+            "(1001 values)",
+            ["19.326", "72.359", "216.906", "382.708", "643.6657"],
+            "44.58465",
+        ),
+    ];
+    for (file, summary, count, quantiles, sd) in rows {
+        let (text, s, q, d) = printed(file);
+        assert_eq!(&s[..6], summary, "{file}:\n{text}");
+        assert_eq!(s[6..].join(" "), count, "{file}:\n{text}");
+        assert_eq!(q, quantiles, "{file}:\n{text}");
+        assert_eq!(d, sd, "{file}:\n{text}");
+    }
+}
+
+#[test]
+fn json_has_r_full_precision_values() {
+    // R 4.2.2, sprintf("%.17g") of quantile(x, c(0, .25, .5, .75, 1)), mean(x), sd(x) and
+    // quantile(x, c(.5, .9, .99, .999, .9999)) of tests/data/bom_cr.txt (NA's left out).
+    let out = run_ok(&["stats", "tests/data/bom_cr.txt", "--json"]);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let want = [
+        ("min", 0.125),
+        ("q1", 9.875),
+        ("median", 33.0),
+        ("mean", 170.69642857142858),
+        ("q3", 71.0),
+        ("max", 1000.0),
+        ("sd", 367.21949227397005),
+    ];
+    for (k, v) in want {
+        let got = j[k].as_f64().unwrap();
+        assert!((got - v).abs() <= 1e-12 * v, "{k}: {got} vs {v}");
+    }
+    for (k, v) in [
+        ("50", 33.0),
+        ("90", 460.000_000_000_000_3),
+        ("99", 945.999_999_999_999_5),
+        ("99.9", 994.5999999999998),
+        ("99.99", 999.4599999999997),
+    ] {
+        let got = j["quantiles"][k].as_f64().unwrap();
+        assert!((got - v).abs() <= 1e-12 * v, "{k}%: {got} vs {v}");
+    }
+    assert_eq!(j["count"], 7);
+    assert_eq!(j["na"], 2);
+    // Non-finite figures as R writes them; sd of one value is R's NA (null).
+    let out = run_ok(&["stats", "tests/data/inf.txt", "--json"]);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&j["min"], &j["mean"], &j["max"]),
+        (&"-Inf".into(), &"NaN".into(), &"Inf".into())
+    );
+    assert_eq!(j["log2_histogram"]["infinite"], 1);
+    assert_eq!(j["log2_histogram"]["nonpositive"], 1);
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one.txt");
+    std::fs::write(&one, "5\n").unwrap();
+    let out = run_ok(&["stats", one.to_str().unwrap(), "--json"]);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["sd"], serde_json::Value::Null);
+    assert_eq!(j["median"], 5.0);
 }
 
 #[test]
@@ -98,6 +229,18 @@ fn bad_input_names_the_line() {
     let out = run(&["stats", f, "--skip-invalid"]);
     assert!(out.status.success());
     assert!(stdout(&out).contains("(3 values)"));
+    assert!(
+        stderr(&out)
+            .contains("skipped 1 line that is not a number (--skip-invalid; the first: line 3)"),
+        "{}",
+        stderr(&out)
+    );
+    // Only NA's: nothing to summarise.
+    let na = dir.path().join("na.txt");
+    std::fs::write(&na, "NA\nNaN\n").unwrap();
+    let out = run(&["stats", na.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("(only 2 NA's)"), "{}", stderr(&out));
 }
 
 #[test]

@@ -28,16 +28,43 @@ pub struct Summary {
     pub quantiles: Vec<(f64, f64)>,
 }
 
-/// R's type-7 quantile of sorted values (not empty).
+/// R's type-7 quantile of sorted values (not empty), computed as R's `quantile.default`
+/// does (`index = 1 + (n − 1)·p`, and `(1 − h)·x[lo] + h·x[hi]` only where `h > 0` and the two
+/// differ, so that infinite values give R's results).
 pub fn quantile_type7(sorted: &[f64], p: f64) -> f64 {
     let n = sorted.len();
-    if n == 1 {
-        return sorted[0];
+    let index = 1.0 + (n - 1) as f64 * p.clamp(0.0, 1.0);
+    let lo = index.floor();
+    let hi = index.ceil();
+    let (a, b) = (sorted[lo as usize - 1], sorted[(hi as usize).min(n) - 1]);
+    let h = index - lo;
+    if h > 0.0 && b != a {
+        (1.0 - h) * a + h * b
+    } else {
+        a
     }
-    let h = (n - 1) as f64 * p.clamp(0.0, 1.0);
-    let lo = h.floor() as usize;
-    let hi = (lo + 1).min(n - 1);
-    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+}
+
+/// The mean as R's `mean()` computes it: the sum over n, then corrected by the mean of the
+/// residuals (a second pass), when finite.
+pub fn mean(values: &[f64]) -> f64 {
+    let n = values.len() as f64;
+    let m = values.iter().sum::<f64>() / n;
+    if !m.is_finite() {
+        return m;
+    }
+    m + values.iter().map(|x| x - m).sum::<f64>() / n
+}
+
+/// The standard deviation with the n − 1 denominator, as R's `sd()`; `None` (R's `NA`) for
+/// fewer than two values.
+pub fn sd(values: &[f64]) -> Option<f64> {
+    if values.len() < 2 {
+        return None;
+    }
+    let m = mean(values);
+    let ss: f64 = values.iter().map(|x| (x - m) * (x - m)).sum();
+    Some((ss / (values.len() - 1) as f64).sqrt())
 }
 
 impl Summary {
@@ -54,7 +81,7 @@ impl Summary {
             q1: q(0.25),
             median: q(0.5),
             // Summed in order of size: less rounding error than in input order.
-            mean: values.iter().sum::<f64>() / values.len() as f64,
+            mean: mean(values),
             q3: q(0.75),
             max: values[values.len() - 1],
             quantiles: QUANTILES.iter().map(|&p| (p, q(p))).collect(),
@@ -112,17 +139,42 @@ impl Summary {
     }
 }
 
-/// A number with up to 7 significant digits, without trailing zeros.
+/// A number as R prints it (`print(x)`, `format(x, digits = 7)`): at most 7 significant
+/// digits, trailing zeros dropped, and in fixed notation unless scientific is narrower
+/// (`1.234567e-09`, `3.3e-15`, `1e+05`, `0.000123`); `Inf`, `-Inf`, `NaN` as R writes them.
 pub fn num(v: f64) -> String {
+    r_format(v, 7)
+}
+
+/// [`num`] with `digits` significant digits (1..=15): R's `formatReal` for one value.
+pub fn r_format(v: f64, digits: usize) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "Inf" } else { "-Inf" }.into();
+    }
     if v == 0.0 {
         return "0".into();
     }
-    let digits = (7 - 1 - v.abs().log10().floor() as i32).clamp(0, 12) as usize;
-    let s = format!("{v:.digits$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    let digits = digits.clamp(1, 15);
+    // The value rounded to `digits` significant digits: mantissa digits and exponent.
+    let sci = format!("{:.*e}", digits - 1, v.abs());
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let kp: i32 = exp.parse().unwrap_or(0);
+    let nsig = mantissa.replace('.', "").trim_end_matches('0').len().max(1) as i32;
+    let neg = i32::from(v < 0.0);
+    // Fixed: the digits left of the point, and the nsig significant ones in all.
+    let rgt = (nsig - kp - 1).max(0);
+    let fixed_width = neg + kp.max(0) + 1 + if rgt > 0 { rgt + 1 } else { 0 };
+    // Scientific: d[.ddd]e+XX (three exponent digits past 99).
+    let sci_width = neg + if nsig > 1 { nsig + 1 } else { 1 } + if kp.abs() >= 100 { 5 } else { 4 };
+    if fixed_width <= sci_width {
+        format!("{v:.*}", rgt as usize)
     } else {
-        s
+        let m = format!("{:.*e}", (nsig - 1) as usize, v);
+        let (m, _) = m.split_once('e').unwrap_or((&m, ""));
+        format!("{m}e{}{:02}", if kp < 0 { '-' } else { '+' }, kp.abs())
     }
 }
 
@@ -134,11 +186,17 @@ pub struct Log2Hist {
     pub nonpositive: u64,
     /// (k, count) in increasing k, for [2ᵏ, 2ᵏ⁺¹).
     pub buckets: Vec<(i32, u64)>,
+    /// Values that are +∞ (raw values only: `reqlife stats` reads `Inf` as R's `scan()` does).
+    pub infinite: u64,
 }
 
 impl Log2Hist {
     fn add(&mut self, v: f64, n: u64) {
         if n == 0 {
+            return;
+        }
+        if v == f64::INFINITY {
+            self.infinite += n;
             return;
         }
         if v <= 0.0 || !v.is_finite() {
@@ -178,7 +236,7 @@ impl Log2Hist {
             .buckets
             .iter()
             .map(|(_, n)| *n)
-            .chain([self.nonpositive])
+            .chain([self.nonpositive, self.infinite])
             .max()
             .unwrap_or(0)
             .max(1);
@@ -189,17 +247,29 @@ impl Log2Hist {
         if self.nonpositive > 0 {
             let _ = writeln!(
                 out,
-                "  {:<20} {:>10} {}",
+                "  {:<22} {:>10} {}",
                 "(..., 0]",
                 self.nonpositive,
                 bar(self.nonpositive)
             );
         }
-        let (Some(first), Some(last)) = (self.buckets.first(), self.buckets.last()) else {
-            return;
-        };
+        if let (Some(first), Some(last)) = (self.buckets.first(), self.buckets.last()) {
+            self.render_buckets(out, first.0, last.0, &bar);
+        }
+        if self.infinite > 0 {
+            let _ = writeln!(
+                out,
+                "  {:<22} {:>10} {}",
+                "Inf",
+                self.infinite,
+                bar(self.infinite)
+            );
+        }
+    }
+
+    fn render_buckets(&self, out: &mut String, first: i32, last: i32, bar: &dyn Fn(u64) -> String) {
         let mut i = 0;
-        for k in first.0..=last.0 {
+        for k in first..=last {
             let n = if self.buckets.get(i).is_some_and(|(b, _)| *b == k) {
                 i += 1;
                 self.buckets[i - 1].1
@@ -207,7 +277,7 @@ impl Log2Hist {
                 0
             };
             let range = format!("[{}, {})", bound(k), bound(k + 1));
-            let _ = writeln!(out, "  {range:<20} {n:>10} {}", bar(n));
+            let _ = writeln!(out, "  {range:<22} {n:>10} {}", bar(n));
         }
     }
 }
@@ -216,7 +286,9 @@ impl Log2Hist {
 /// fractions for negative k.
 fn bound(k: i32) -> String {
     if k < 0 {
-        return num(2f64.powi(k));
+        // 0.5, 0.25 … then 4 significant digits as R writes them (9.537e-07), so that the
+        // labels stay short.
+        return r_format(2f64.powi(k), 4);
     }
     let v = 1u64 << k.min(62);
     match k {
@@ -286,14 +358,47 @@ mod tests {
     }
 
     #[test]
-    fn numbers_print_short() {
+    fn numbers_print_as_r_prints_them() {
+        // (value, R 4.2.2's format(value, digits = 7))
         for (v, s) in [
             (4.25, "4.25"),
             (100.0, "100"),
             (0.000123, "0.000123"),
             (16.8, "16.8"),
+            (1.234567e-9, "1.234567e-09"),
+            (3.3e-15, "3.3e-15"),
+            (1e5, "1e+05"),
+            (123456.0, "123456"),
+            (-0.5, "-0.5"),
+            (1e-4, "1e-04"),
+            (1e100, "1e+100"),
+            (0.1 + 0.2, "0.3"),
+            (1234567.8, "1234568"),
+            (-1.5e-300, "-1.5e-300"),
+            (99999999.0, "1e+08"),
+            (f64::INFINITY, "Inf"),
+            (f64::NEG_INFINITY, "-Inf"),
+            (f64::NAN, "NaN"),
         ] {
-            assert_eq!(num(v), s);
+            assert_eq!(num(v), s, "{v:e}");
         }
+    }
+
+    #[test]
+    fn quantiles_with_infinities_as_r() {
+        // R: quantile(c(-Inf, 1, 2, 3, 4, Inf)) is -Inf 1.25 2.5 3.75 Inf; mean NaN
+        let mut v = vec![1.0, 2.0, f64::INFINITY, 3.0, f64::NEG_INFINITY, 4.0];
+        let s = Summary::of_values(&mut v).unwrap();
+        assert_eq!(
+            [s.min, s.q1, s.median, s.q3, s.max],
+            [f64::NEG_INFINITY, 1.25, 2.5, 3.75, f64::INFINITY]
+        );
+        assert!(s.mean.is_nan());
+        // sd: R's sd(c(2, 4, 4, 4, 5, 5, 7, 9)) = 2.13808993529939
+        assert!(
+            (sd(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap() - 2.138_089_935_299_39).abs()
+                < 1e-13
+        );
+        assert_eq!(sd(&[1.0]), None);
     }
 }

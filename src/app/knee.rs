@@ -27,6 +27,19 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
         (run.connections.len() > 1, "a sweep of -c"),
         (run.scenario.is_some(), "--scenario"),
         (run.targets.is_some(), "--targets"),
+        // Hidden from `knee --help` too (cli::KneeArgs), as are the ones above.
+        (run.bursts.is_some(), "--bursts"),
+        (
+            run.burst_interval != Duration::from_millis(10),
+            "--burst-interval",
+        ),
+        (run.start_at.is_some(), "--start-at"),
+        (
+            run.abort_on_fail,
+            "--abort-on-fail (the SLOs decide each step)",
+        ),
+        (run.hdr_log.is_some(), "--hdr-log"),
+        (run.every.is_some(), "--every"),
     ]
     .iter()
     .filter(|(on, _)| *on)
@@ -34,7 +47,7 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
     .collect();
     if !given.is_empty() {
         return usage_error(format!(
-            "{} conflict{} with knee: it chooses the rates and the length of each step",
+            "{} conflict{} with knee: it chooses the rate and the length of each step itself, and takes only the flags `reqlife knee --help` lists",
             given.join(", "),
             if given.len() == 1 { "s" } else { "" }
         ));

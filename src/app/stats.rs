@@ -1,9 +1,16 @@
 //! `reqlife stats FILE`: exact summary statistics of raw numbers (one per line, or a column
-//! of a delimited file), R's `summary()` and type-7 quantiles, and a log2 histogram.
+//! of a delimited file), R's `summary()` and type-7 quantiles, `sd()`, and a log2 histogram.
+//!
+//! The input is read as R's `scan()` reads numbers: a UTF-8 byte order mark is dropped (R's
+//! `fileEncoding = "UTF-8-BOM"`), lines end with LF, CRLF or a lone CR, `NA` is a missing value
+//! and `NaN`, `Inf`, `-Inf` (also `inf`, `Infinity`, any case) are read as such. As R's
+//! `summary()` does, missing values (`NA` and `NaN`) are left out of the statistics and counted
+//! as `NA's`; infinite values stay in (a mean of `Inf`, quantiles as R's `quantile()` gives).
 
 use super::{out, usage_error, EXIT_OK};
-use crate::analysis::summary::{Log2Hist, Summary};
+use crate::analysis::summary::{self, num, Log2Hist, Summary};
 use crate::cli::StatsArgs;
+use serde_json::{json, Value};
 use std::io::Read;
 
 /// `reqlife stats`.
@@ -12,23 +19,97 @@ pub fn stats(args: &StatsArgs) -> i32 {
         Ok(t) => t,
         Err(e) => return usage_error(e),
     };
-    let mut values = match parse_values(&text, args) {
+    let parsed = match parse_values(&text, args) {
         Ok(v) => v,
         Err(e) => return usage_error(e),
     };
+    if let Some(first) = parsed.first_skipped {
+        let n = parsed.skipped;
+        eprintln!(
+            "skipped {n} line{} that {} not a number (--skip-invalid; the first: line {first})",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "is" } else { "are" },
+        );
+    }
+    let mut values = parsed.values;
     let hist = Log2Hist::of_values(&values);
     let Some(summary) = Summary::of_values(&mut values) else {
+        let na = if parsed.na > 0 {
+            format!(" (only {} NA's)", parsed.na)
+        } else {
+            String::new()
+        };
         return usage_error(format!(
-            "no values in '{}': expected one number per line (or --column N of a delimited file)",
+            "no values in '{}'{na}: expected one number per line (or --column N of a delimited file)",
             args.file
         ));
     };
+    let sd = summary::sd(&values);
+    if args.json {
+        out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&to_json(&summary, sd, parsed.na, &hist))
+                .unwrap_or_default()
+        ));
+        return EXIT_OK;
+    }
     let mut text = String::new();
-    summary.render(&mut text, "");
+    let na = if parsed.na > 0 {
+        format!(", {} NA's", parsed.na)
+    } else {
+        String::new()
+    };
+    summary.render(&mut text, &na);
+    text.push_str(&format!(
+        "  {:>12}\n  {:>12}   (standard deviation, n - 1 denominator as R's sd())\n",
+        "sd",
+        sd.map_or("NA".to_string(), num)
+    ));
     text.push('\n');
     hist.render(&mut text);
     out(&text);
     EXIT_OK
+}
+
+/// A number for JSON: finite ones as numbers, the others as R writes them (`"Inf"`, `"-Inf"`,
+/// `"NaN"`), as jsonlite does with `na = "string"`.
+fn jnum(v: f64) -> Value {
+    if v.is_finite() {
+        json!(v)
+    } else {
+        json!(num(v))
+    }
+}
+
+/// `reqlife stats --json`.
+fn to_json(s: &Summary, sd: Option<f64>, na: u64, hist: &Log2Hist) -> Value {
+    let quantiles: serde_json::Map<String, Value> = s
+        .quantiles
+        .iter()
+        .map(|(p, v)| (format!("{}", p * 100.0), jnum(*v)))
+        .collect();
+    let buckets: Vec<Value> = hist
+        .buckets
+        .iter()
+        .map(|(k, n)| json!({"from": 2f64.powi(*k), "to": 2f64.powi(k + 1), "count": n}))
+        .collect();
+    json!({
+        "count": s.count,
+        "na": na,
+        "min": jnum(s.min),
+        "q1": jnum(s.q1),
+        "median": jnum(s.median),
+        "mean": jnum(s.mean),
+        "q3": jnum(s.q3),
+        "max": jnum(s.max),
+        "sd": sd.map_or(Value::Null, jnum),
+        "quantiles": quantiles,
+        "log2_histogram": {
+            "nonpositive": hist.nonpositive,
+            "buckets": buckets,
+            "infinite": hist.infinite,
+        },
+    })
 }
 
 fn read_input(file: &str) -> Result<String, String> {
@@ -43,13 +124,65 @@ fn read_input(file: &str) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| format!("'{file}' is not text (UTF-8)"))
 }
 
+/// What [`parse_values`] read.
+#[derive(Debug, Default, PartialEq)]
+pub struct Values {
+    /// The numbers, infinite ones included.
+    pub values: Vec<f64>,
+    /// `NA` and `NaN` (R's missing values).
+    pub na: u64,
+    /// Lines skipped by `--skip-invalid`.
+    pub skipped: u64,
+    /// The first of them (1-based).
+    pub first_skipped: Option<usize>,
+}
+
+/// The lines of `text` (1-based number, line) as R's `scan()` sees them: a leading byte order
+/// mark dropped, and LF, CRLF or a lone CR ending a line.
+fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut rest = Some(text);
+    let mut n = 0;
+    std::iter::from_fn(move || {
+        let t = rest?;
+        if t.is_empty() {
+            return None;
+        }
+        n += 1;
+        match t.find(['\n', '\r']) {
+            Some(i) => {
+                let skip = if t[i..].starts_with("\r\n") { 2 } else { 1 };
+                rest = Some(&t[i + skip..]);
+                Some((n, &t[..i]))
+            }
+            None => {
+                rest = None;
+                Some((n, t))
+            }
+        }
+    })
+}
+
+/// A field as R's `scan(what = double())` reads it: `NA` is missing (`Ok(None)`), and numbers
+/// as R's `R_strtod` reads them (`NaN`, `Inf`, `-Inf`, `Infinity` in any case, exponents).
+fn number(field: &str) -> Result<Option<f64>, ()> {
+    if field == "NA" {
+        return Ok(None);
+    }
+    match field.parse::<f64>() {
+        Ok(v) if v.is_nan() => Ok(None),
+        Ok(v) => Ok(Some(v)),
+        Err(_) => Err(()),
+    }
+}
+
 /// The numbers of the input: each line (or its `--column`), blank lines skipped.
-pub fn parse_values(text: &str, args: &StatsArgs) -> Result<Vec<f64>, String> {
+pub fn parse_values(text: &str, args: &StatsArgs) -> Result<Values, String> {
     if args.column == Some(0) {
         return Err("--column counts from 1".into());
     }
-    let mut values = Vec::new();
-    for (i, line) in text.lines().enumerate() {
+    let mut out = Values::default();
+    for (n, line) in lines(text) {
         let line = line.trim();
         if line.is_empty() {
             continue;
@@ -64,25 +197,55 @@ pub fn parse_values(text: &str, args: &StatsArgs) -> Result<Vec<f64>, String> {
                     .nth(c - 1),
             },
         };
-        let parsed = field
-            .map(str::trim)
-            .and_then(|f| f.parse::<f64>().ok())
-            .filter(|v| v.is_finite());
-        match parsed {
-            Some(v) => values.push(v),
-            None if args.skip_invalid => {}
-            None => {
+        match field.map(|f| number(f.trim())) {
+            Some(Ok(Some(v))) => out.values.push(v),
+            Some(Ok(None)) => out.na += 1,
+            _ if args.skip_invalid => {
+                out.skipped += 1;
+                out.first_skipped.get_or_insert(n);
+            }
+            _ => {
                 let what = match (field, args.column) {
                     (None, Some(c)) => format!("has no column {c}"),
                     (Some(f), _) => format!("'{}' is not a number", f.trim()),
                     (None, None) => "is empty".into(),
                 };
                 return Err(format!(
-                    "line {}: {what} (use --skip-invalid to skip such lines)",
-                    i + 1
+                    "line {n}: {what} (use --skip-invalid to skip such lines)"
                 ));
             }
         }
     }
-    Ok(values)
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_end_as_in_r() {
+        let got: Vec<(usize, &str)> = lines("\u{feff}1\r2\r\n3\n\n4").collect();
+        assert_eq!(got, vec![(1, "1"), (2, "2"), (3, "3"), (4, ""), (5, "4")]);
+        let got: Vec<(usize, &str)> = lines("1\n").collect();
+        assert_eq!(got, vec![(1, "1")]);
+    }
+
+    #[test]
+    fn fields_as_r_scan_reads_them() {
+        for (f, want) in [
+            ("NA", Ok(None)),
+            ("NaN", Ok(None)),
+            ("nan", Ok(None)),
+            ("Inf", Ok(Some(f64::INFINITY))),
+            ("-Inf", Ok(Some(f64::NEG_INFINITY))),
+            ("infinity", Ok(Some(f64::INFINITY))),
+            ("1e-3", Ok(Some(0.001))),
+            (".5", Ok(Some(0.5))),
+            ("na", Err(())),
+            ("12ms", Err(())),
+        ] {
+            assert_eq!(number(f), want, "{f}");
+        }
+    }
 }

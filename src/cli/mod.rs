@@ -78,33 +78,52 @@ pub struct CompareArgs {
     pub html: Option<PathBuf>,
 }
 
-/// Flags of `reqlife knee` (and every flag of `run` that shapes a step).
+/// Flags of `reqlife knee` (and every flag of `run` that shapes a step). The flags of `run`
+/// that knee refuses (it chooses the rates and each step's length, runs no burst, scenario or
+/// target list, writes no HdrHistogram log: `app::knee` says so and exits 2) are hidden from
+/// `knee --help`; keep the two lists together.
 #[derive(Debug, Clone, Args)]
+#[command(
+    mut_arg("rate", |a| a.hide(true)),
+    mut_arg("duration", |a| a.hide(true)),
+    mut_arg("requests", |a| a.hide(true)),
+    mut_arg("stages", |a| a.hide(true)),
+    mut_arg("burst", |a| a.hide(true)),
+    mut_arg("burst_interval", |a| a.hide(true)),
+    mut_arg("bursts", |a| a.hide(true)),
+    mut_arg("repeat", |a| a.hide(true)),
+    mut_arg("scenario", |a| a.hide(true)),
+    mut_arg("targets", |a| a.hide(true)),
+    mut_arg("start_at", |a| a.hide(true)),
+    mut_arg("abort_on_fail", |a| a.hide(true)),
+    mut_arg("hdr_log", |a| a.hide(true)),
+    mut_arg("every", |a| a.hide(true))
+)]
 pub struct KneeArgs {
     /// A service level each step must meet (repeatable), as a --threshold: `p99<=2ms`,
     /// `mean<=1.5ms`, `errors<=0.1%`, `wait.p90<1ms`, `server.db.p99<1ms`.
-    #[arg(long = "slo", value_parser = threshold_arg)]
+    #[arg(help_heading = "Search", long = "slo", value_parser = threshold_arg)]
     pub slos: Vec<crate::analysis::expr::Expr>,
 
     /// How long each step runs.
-    #[arg(long = "step", default_value = "20s", value_parser = duration_arg)]
+    #[arg(help_heading = "Search", long = "step", default_value = "20s", value_parser = duration_arg)]
     pub step: Duration,
 
     /// Stop when the answer is known within this many percent.
-    #[arg(long = "precision", default_value = "5", value_parser = percent_arg)]
+    #[arg(help_heading = "Search", long = "precision", default_value = "5", value_parser = percent_arg)]
     pub precision: f64,
 
     /// The first rate tried [default: a quarter of what a short closed-loop probe achieves].
-    #[arg(long = "start-rate", value_parser = rate_arg, allow_negative_numbers = true)]
+    #[arg(help_heading = "Search", long = "start-rate", value_parser = rate_arg, allow_negative_numbers = true)]
     pub start_rate: Option<f64>,
 
     /// The highest rate tried.
-    #[arg(long = "max-rate", value_parser = rate_arg, allow_negative_numbers = true)]
+    #[arg(help_heading = "Search", long = "max-rate", value_parser = rate_arg, allow_negative_numbers = true)]
     pub max_rate: Option<f64>,
 
     /// The schedule lag (p99) above which the generator, not the server, is the limit of a
     /// step: the search stops there and says so.
-    #[arg(long = "max-lag", default_value = "1ms", value_parser = duration_arg)]
+    #[arg(help_heading = "Search", long = "max-lag", default_value = "1ms", value_parser = duration_arg)]
     pub max_lag: Duration,
 
     #[command(flatten)]
@@ -183,9 +202,15 @@ pub struct StatsArgs {
     #[arg(long = "delimiter")]
     pub delimiter: Option<String>,
 
-    /// Skip lines that are not numbers instead of stopping at the first.
+    /// Skip lines that are not numbers instead of stopping at the first (how many were
+    /// skipped is said on stderr).
     #[arg(long = "skip-invalid")]
     pub skip_invalid: bool,
+
+    /// Print the statistics as JSON (non-finite values as "Inf", "-Inf", "NaN"; sd null for
+    /// one value).
+    #[arg(long = "json")]
+    pub json: bool,
 }
 
 fn duration_arg(s: &str) -> Result<Duration, String> {
@@ -243,197 +268,190 @@ pub enum PolicyArg {
     New,
 }
 
-/// Flags of `reqlife run`.
+/// Flags of `reqlife run`, in the order `--help` lists them, under headings in the order people
+/// look for them: Target (what is sent where), Embedded target, Load, Protocol, Output,
+/// Analysis (clap orders headings by their first flag, so keep each group together).
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// The URL to load (http:// or https://). Without one, the embedded target is started
     /// in-process on a free loopback port and tested.
     pub url: Option<String>,
 
+    /// HTTP method.
+    #[arg(
+        help_heading = "Target",
+        short = 'm',
+        long = "method",
+        default_value = "GET"
+    )]
+    pub method: String,
+
+    /// A request header, `Name: value` (repeatable).
+    #[arg(help_heading = "Target", short = 'H', long = "header")]
+    pub headers: Vec<String>,
+
+    /// Request body.
+    #[arg(help_heading = "Target", long = "body")]
+    pub body: Option<String>,
+
+    /// Read the request body from a file.
+    #[arg(help_heading = "Target", long = "body-file")]
+    pub body_file: Option<PathBuf>,
+
+    /// Send the named requests of a scenario file (TOML: requests with templates and
+    /// weights, and optional phases each with its own load); see examples/kv.toml. Without a
+    /// URL, against the embedded target.
+    #[arg(help_heading = "Target", long = "scenario")]
+    pub scenario: Option<PathBuf>,
+
+    /// Send the requests of a target list, one per entry in turn (vegeta's format: `METHOD
+    /// URL`, optional `Header: value` lines and `@bodyfile`, entries apart by blank lines).
+    /// The URLs name the server: give no URL argument.
+    #[arg(help_heading = "Target", long = "targets", conflicts_with = "scenario")]
+    pub targets: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub kv: KvArgs,
+
     /// Connections to keep open, spread over the threads.
     /// A list (`-c 100,200,500`) runs one level after another: a sweep.
-    #[arg(short = 'c', long = "connections", default_value = "50", value_parser = count_arg, value_delimiter = ',')]
+    #[arg(help_heading = "Load", short = 'c', long = "connections", default_value = "50", value_parser = count_arg, value_delimiter = ',')]
     pub connections: Vec<u64>,
 
     /// Worker threads, one single-threaded runtime each [default: the number of cores].
-    #[arg(short = 't', long = "threads", value_parser = count_arg)]
+    #[arg(help_heading = "Load", short = 't', long = "threads", value_parser = count_arg)]
     pub threads: Option<u64>,
 
     /// How long to send for (e.g. 10s, 2m, 1m30s) [default: 10s unless -n is given].
-    #[arg(short = 'd', long = "duration", value_parser = duration_arg)]
+    #[arg(help_heading = "Load", short = 'd', long = "duration", value_parser = duration_arg)]
     pub duration: Option<Duration>,
 
     /// How many requests to send in all (e.g. 100000, 10k); conflicts with -d.
-    #[arg(short = 'n', long = "requests", value_parser = count_arg)]
+    #[arg(help_heading = "Load", short = 'n', long = "requests", value_parser = count_arg)]
     pub requests: Option<u64>,
 
     /// Open loop: send at this total rate (req/s over all connections and threads, e.g.
     /// 20000, 20k, 250/s), whether or not earlier requests were answered; latency is measured
     /// from each request's intended send time.
     /// A list (`-R 5000,10000,20000`) runs one level after another: a sweep.
-    #[arg(short = 'R', long = "rate", value_parser = rate_arg, value_delimiter = ',', allow_negative_numbers = true)]
+    #[arg(help_heading = "Load", short = 'R', long = "rate", value_parser = rate_arg, value_delimiter = ',', allow_negative_numbers = true)]
     pub rate: Vec<f64>,
 
-    /// Pause between the levels of a sweep, and between repetitions.
-    #[arg(long = "pause", default_value = "1s", value_parser = duration_arg)]
-    pub pause: Duration,
-
-    #[command(flatten)]
-    pub kv: KvArgs,
-
-    /// Stop the run as soon as a --threshold fails on what was measured so far (checked as
-    /// each interval closes).
-    #[arg(long = "abort-on-fail")]
-    pub abort_on_fail: bool,
-
-    /// Send the named requests of a scenario file (TOML: requests with templates and
-    /// weights, and optional phases each with its own load); see examples/kv.toml. Without a
-    /// URL, against the embedded target.
-    #[arg(long = "scenario")]
-    pub scenario: Option<PathBuf>,
-
-    /// Send the requests of a target list, one per entry in turn (vegeta's format: `METHOD
-    /// URL`, optional `Header: value` lines and `@bodyfile`, entries apart by blank lines).
-    /// The URLs name the server: give no URL argument.
-    #[arg(long = "targets", conflicts_with = "scenario")]
-    pub targets: Option<PathBuf>,
-
-    /// Run this process's part of a plan split over several generators (1-based, e.g. 2/3):
-    /// its share of the rate, the connections and a request count, and every n-th sequence
-    /// number. `reqlife merge` adds the parts' records up exactly.
-    #[arg(long = "segment", value_parser = segment_arg)]
-    pub segment: Option<crate::model::Segment>,
-
-    /// Start at this time (RFC 3339, e.g. 2026-11-23T10:00:00Z) or after this long (+30s), so
-    /// that generators started apart begin together and their interval series align.
-    #[arg(long = "start-at", value_parser = start_at_arg)]
-    pub start_at: Option<units::StartAt>,
-
-    /// Run the same test this many times (with --pause between): the record keeps each run,
-    /// and the report gives the median and spread of each figure across runs (for
-    /// `reqlife compare` with statistics across runs).
-    #[arg(long = "repeat", default_value = "1", value_parser = count_arg)]
-    pub repeat: u64,
-
-    /// Stages of load, one after another: rates ('10s:0->20000, 60s:20000, 10s:20000->0', an
-    /// open loop) or connections ('10s:1->200c, 30s:200c', a closed loop). Each stage's figures
-    /// are kept apart; the stages set the run's length.
-    #[arg(long = "stages", value_parser = stages_arg)]
-    pub stages: Option<units::StagesSpec>,
-
-    /// Bursts: fire this many requests at once (one connection each), wait for all the
-    /// answers, pause --burst-interval, repeat --bursts times (or for -d). Runs on one thread.
-    #[arg(long = "burst", value_parser = count_arg)]
-    pub burst: Option<u64>,
-
-    /// Pause between bursts.
-    #[arg(long = "burst-interval", default_value = "10ms", value_parser = duration_arg)]
-    pub burst_interval: Duration,
-
-    /// Number of bursts [default: 10, or as many as -d allows].
-    #[arg(long = "bursts", value_parser = count_arg)]
-    pub bursts: Option<u64>,
-
-    /// The Server-Timing metric that is the server's own total; responses without it count
-    /// the sum of their metrics. The breakdown shows wait − server total as network and client.
-    #[arg(long = "server-total", default_value = "total")]
-    pub server_total: String,
-
-    /// HTTP/2: h2 negotiated by ALPN over TLS; on an http:// URL, h2c with prior knowledge.
-    #[arg(long = "http2")]
-    pub http2: bool,
-
-    /// HTTP/2: concurrent streams per connection (h2load's -m).
-    #[arg(long = "streams", value_parser = count_arg)]
-    pub streams: Option<u64>,
-
-    /// HTTP/2: initial flow-control window in bytes, for streams and the connection (e.g. 1M).
-    #[arg(long = "h2-window", value_parser = count_arg)]
-    pub h2_window: Option<u64>,
-
-    /// Ask for compressed responses (Accept-Encoding: gzip, deflate, br) and decode their
-    /// bodies, so that the decoding cost shows as the `decode` phase (HTTP/1.1 and HTTP/2).
-    /// Without it, bodies are counted as received, never decoded.
-    #[arg(long = "compressed")]
-    pub compressed: bool,
-
-    /// Largest response body kept for decoding with --compressed, in bytes (e.g. 64M); a
-    /// larger one is a protocol error. Bodies that are not decoded are counted, never kept.
-    #[arg(long = "max-body", value_parser = count_arg, default_value = "64M")]
-    pub max_body: u64,
-
     /// Arrival process of the open loop.
-    #[arg(long = "arrival", value_enum, default_value = "constant")]
+    #[arg(
+        help_heading = "Load",
+        long = "arrival",
+        value_enum,
+        default_value = "constant"
+    )]
     pub arrival: ArrivalArg,
 
     /// Open loop: each wake-up of the pacer also sends the requests due within this after the
     /// first (fewer wake-ups, less CPU); they leave late by up to this, recorded as schedule
     /// lag, never early. 0 wakes once per request [default: 50us; at most 10ms].
-    #[arg(long = "pacer-slack", value_parser = duration_arg)]
+    #[arg(help_heading = "Load", long = "pacer-slack", value_parser = duration_arg)]
     pub pacer_slack: Option<Duration>,
 
     /// Seed of the random generators (poisson arrivals) [default: from the clock; the record
     /// keeps the one used].
-    #[arg(long = "seed")]
+    #[arg(help_heading = "Load", long = "seed")]
     pub seed: Option<u64>,
 
-    /// A new connection for every request (same as --connection-policy new).
-    #[arg(long = "no-keepalive")]
-    pub no_keepalive: bool,
+    /// Stages of load, one after another: rates ('10s:0->20000, 60s:20000, 10s:20000->0', an
+    /// open loop) or connections ('10s:1->200c, 30s:200c', a closed loop). Each stage's figures
+    /// are kept apart; the stages set the run's length.
+    #[arg(help_heading = "Load", long = "stages", value_parser = stages_arg)]
+    pub stages: Option<units::StagesSpec>,
 
-    /// Keep connections open (`reuse`) or open one per request (`new`).
-    #[arg(long = "connection-policy", value_enum)]
-    pub connection_policy: Option<PolicyArg>,
+    /// Bursts: fire this many requests at once (one connection each), wait for all the
+    /// answers, pause --burst-interval, repeat --bursts times (or for -d). Runs on one thread.
+    #[arg(help_heading = "Load", long = "burst", value_parser = count_arg)]
+    pub burst: Option<u64>,
 
-    /// Open at most this many new connections per second, over all threads (like h2load's --rate).
-    #[arg(long = "max-connections-per-second", value_parser = rate_arg, allow_negative_numbers = true)]
-    pub max_connects_per_s: Option<f64>,
+    /// Pause between bursts.
+    #[arg(help_heading = "Load", long = "burst-interval", default_value = "10ms", value_parser = duration_arg)]
+    pub burst_interval: Duration,
 
-    /// HTTP method.
-    #[arg(short = 'm', long = "method", default_value = "GET")]
-    pub method: String,
-
-    /// A request header, `Name: value` (repeatable).
-    #[arg(short = 'H', long = "header")]
-    pub headers: Vec<String>,
-
-    /// Request body.
-    #[arg(long = "body")]
-    pub body: Option<String>,
-
-    /// Read the request body from a file.
-    #[arg(long = "body-file")]
-    pub body_file: Option<PathBuf>,
-
-    /// Per-request timeout, connect included.
-    #[arg(long = "timeout", default_value = "10s", value_parser = duration_arg)]
-    pub timeout: Duration,
+    /// Number of bursts [default: 10, or as many as -d allows].
+    #[arg(help_heading = "Load", long = "bursts", value_parser = count_arg)]
+    pub bursts: Option<u64>,
 
     /// A period at the start that is sent but not recorded.
-    #[arg(long = "warmup", default_value = "0s", value_parser = duration_arg)]
+    #[arg(help_heading = "Load", long = "warmup", default_value = "0s", value_parser = duration_arg)]
     pub warmup: Duration,
 
     /// At the end of the duration, how long to wait for the requests in flight (they are
     /// recorded and counted as drained; those still in flight then are counted too)
     /// [default: --timeout].
-    #[arg(long = "drain", value_parser = duration_arg)]
+    #[arg(help_heading = "Load", long = "drain", value_parser = duration_arg)]
     pub drain: Option<Duration>,
 
-    /// Interval of the time series kept in the record [default: 1s, or --every].
-    #[arg(long = "interval", value_parser = duration_arg)]
-    pub interval: Option<Duration>,
+    /// Pause between the levels of a sweep, and between repetitions.
+    #[arg(help_heading = "Load", long = "pause", default_value = "1s", value_parser = duration_arg)]
+    pub pause: Duration,
 
-    /// Print one line per interval of this length while running (throughput, errors, p50/p99/max
-    /// of the total, wait and the server's total): the drift of a long run, as it happens.
-    #[arg(long = "every", value_parser = duration_arg)]
-    pub every: Option<Duration>,
+    /// Run the same test this many times (with --pause between): the record keeps each run,
+    /// and the report gives the median and spread of each figure across runs (for
+    /// `reqlife compare` with statistics across runs).
+    #[arg(help_heading = "Load", long = "repeat", default_value = "1", value_parser = count_arg)]
+    pub repeat: u64,
+
+    /// Run this process's part of a plan split over several generators (1-based, e.g. 2/3):
+    /// its share of the rate, the connections and a request count, and every n-th sequence
+    /// number. `reqlife merge` adds the parts' records up exactly.
+    #[arg(help_heading = "Load", long = "segment", value_parser = segment_arg)]
+    pub segment: Option<crate::model::Segment>,
+
+    /// Start at this time (RFC 3339, e.g. 2026-11-23T10:00:00Z) or after this long (+30s), so
+    /// that generators started apart begin together and their interval series align.
+    #[arg(help_heading = "Load", long = "start-at", value_parser = start_at_arg)]
+    pub start_at: Option<units::StartAt>,
+
+    /// HTTP/2: h2 negotiated by ALPN over TLS; on an http:// URL, h2c with prior knowledge.
+    #[arg(help_heading = "Protocol", long = "http2")]
+    pub http2: bool,
+
+    /// HTTP/2: concurrent streams per connection (h2load's -m).
+    #[arg(help_heading = "Protocol", long = "streams", value_parser = count_arg)]
+    pub streams: Option<u64>,
+
+    /// HTTP/2: initial flow-control window in bytes, for streams and the connection (e.g. 1M).
+    #[arg(help_heading = "Protocol", long = "h2-window", value_parser = count_arg)]
+    pub h2_window: Option<u64>,
+
+    /// Per-request timeout, connect included.
+    #[arg(help_heading = "Protocol", long = "timeout", default_value = "10s", value_parser = duration_arg)]
+    pub timeout: Duration,
+
+    /// A new connection for every request (same as --connection-policy new).
+    #[arg(help_heading = "Protocol", long = "no-keepalive")]
+    pub no_keepalive: bool,
+
+    /// Keep connections open (`reuse`) or open one per request (`new`).
+    #[arg(help_heading = "Protocol", long = "connection-policy", value_enum)]
+    pub connection_policy: Option<PolicyArg>,
+
+    /// Open at most this many new connections per second, over all threads (like h2load's --rate).
+    #[arg(help_heading = "Protocol", long = "max-connections-per-second", value_parser = rate_arg, allow_negative_numbers = true)]
+    pub max_connects_per_s: Option<f64>,
+
+    /// Ask for compressed responses (Accept-Encoding: gzip, deflate, br) and decode their
+    /// bodies, so that the decoding cost shows as the `decode` phase (HTTP/1.1 and HTTP/2).
+    /// Without it, bodies are counted as received, never decoded.
+    #[arg(help_heading = "Protocol", long = "compressed")]
+    pub compressed: bool,
+
+    /// Largest response body kept for decoding with --compressed, in bytes (e.g. 64M); a
+    /// larger one is a protocol error. Bodies that are not decoded are counted, never kept.
+    #[arg(help_heading = "Protocol", long = "max-body", value_parser = count_arg, default_value = "64M")]
+    pub max_body: u64,
 
     /// Do not verify the server's TLS certificate.
-    #[arg(long = "insecure", short = 'k')]
+    #[arg(help_heading = "Protocol", long = "insecure", short = 'k')]
     pub insecure: bool,
 
     /// Trust the CA certificates in this PEM file (in addition to the webpki roots).
-    #[arg(long = "cacert")]
+    #[arg(help_heading = "Protocol", long = "cacert")]
     pub cacert: Option<PathBuf>,
 
     #[command(flatten)]
@@ -441,23 +459,46 @@ pub struct RunArgs {
 
     /// Write the full RunRecord (JSON) to this file (- for standard output: the report goes to
     /// stderr).
-    #[arg(short = 'o', long = "output")]
+    #[arg(help_heading = "Output", short = 'o', long = "output")]
     pub output: Option<PathBuf>,
-
-    /// Write the HdrHistogram interval log (one histogram per interval and phase, tagged) to
-    /// this file (- for standard output), for HistogramLogProcessor and friends.
-    #[arg(long = "hdr-log")]
-    pub hdr_log: Option<PathBuf>,
 
     /// Write the report as one self-contained HTML page (plots as inline SVG, readable
     /// offline, light or dark, printable) to this file (- for standard output); written also
     /// after an interruption.
-    #[arg(long = "html", value_name = "FILE")]
+    #[arg(help_heading = "Output", long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
 
+    /// Write the HdrHistogram interval log (one histogram per interval and phase, tagged) to
+    /// this file (- for standard output), for HistogramLogProcessor and friends.
+    #[arg(help_heading = "Output", long = "hdr-log")]
+    pub hdr_log: Option<PathBuf>,
+
+    /// Interval of the time series kept in the record [default: 1s, or --every].
+    #[arg(help_heading = "Output", long = "interval", value_parser = duration_arg)]
+    pub interval: Option<Duration>,
+
+    /// Print one line per interval of this length while running (throughput, errors, p50/p99/max
+    /// of the total, wait and the server's total): the drift of a long run, as it happens.
+    #[arg(help_heading = "Output", long = "every", value_parser = duration_arg)]
+    pub every: Option<Duration>,
+
     /// No progress bar, no header at the start, no line saying where -o wrote.
-    #[arg(short = 'q', long = "quiet")]
+    #[arg(help_heading = "Output", short = 'q', long = "quiet")]
     pub quiet: bool,
+
+    /// The Server-Timing metric that is the server's own total; responses without it count
+    /// the sum of their metrics. The breakdown shows wait − server total as network and client.
+    #[arg(
+        help_heading = "Analysis",
+        long = "server-total",
+        default_value = "total"
+    )]
+    pub server_total: String,
+
+    /// Stop the run as soon as a --threshold fails on what was measured so far (checked as
+    /// each interval closes).
+    #[arg(help_heading = "Analysis", long = "abort-on-fail")]
+    pub abort_on_fail: bool,
 }
 
 /// Flags of `reqlife serve`.
@@ -493,11 +534,11 @@ pub struct ServeArgs {
 #[derive(Debug, Clone, Args)]
 pub struct KvArgs {
     /// Fill the embedded target's /kv store with keys 1..=N before serving.
-    #[arg(long = "kv-preload", default_value = "0", value_parser = count_arg)]
+    #[arg(help_heading = "Embedded target", long = "kv-preload", default_value = "0", value_parser = count_arg)]
     pub kv_preload: u64,
 
     /// Bytes of each preloaded value (e.g. 100, 4k).
-    #[arg(long = "value-size", default_value = "100", value_parser = count_arg)]
+    #[arg(help_heading = "Embedded target", long = "value-size", default_value = "100", value_parser = count_arg)]
     pub value_size: u64,
 }
 
@@ -549,22 +590,22 @@ pub enum ReportFormat {
 #[derive(Debug, Clone, Args)]
 pub struct ViewArgs {
     /// Print the full percentile spectrum of the total latency (wrk2 style).
-    #[arg(long = "latency")]
+    #[arg(help_heading = "Output", long = "latency")]
     pub latency: bool,
 
     /// Print, for every phase and server metric, R's summary(), the quantiles 50-99.99 and
     /// a log2 histogram (bpftrace style).
-    #[arg(long = "detail")]
+    #[arg(help_heading = "Output", long = "detail")]
     pub detail: bool,
 
     /// Print the summary as JSON on stdout instead of the text report.
-    #[arg(long = "json")]
+    #[arg(help_heading = "Output", long = "json")]
     pub json: bool,
 
     /// A bar the run must meet, checked at the end (repeatable): `p99<5ms`, `wait.p90<2ms`,
     /// `server.db.p99<1ms`, `errors<0.1%`, `rps>10000`. A table shows each; if any fails
     /// the exit code is 99 (k6's convention).
-    #[arg(long = "threshold", value_parser = threshold_arg)]
+    #[arg(help_heading = "Analysis", long = "threshold", value_parser = threshold_arg)]
     pub thresholds: Vec<crate::analysis::expr::Expr>,
 }
 

@@ -6,19 +6,74 @@
 //! server-timing-param = param-name OWS "=" OWS ( token / quoted-string )
 //! ```
 //!
-//! `dur` is in milliseconds (decimals allowed), `desc` a token or a quoted string; a metric may
-//! have neither; unknown parameters are ignored, and of a repeated parameter the first counts.
-//! A malformed metric (a bad name, an unterminated quote, a `dur` that is not a number) is
-//! skipped up to the next comma and reported, never fatal: the caller counts it.
+//! It reads what a browser reads (the web-platform-tests' `server-timing/` parsing cases, in
+//! `tests/server_timing.rs`): `dur` is in milliseconds (a decimal number, sign and exponent
+//! allowed, read from the start of the value as HTML's rules for floating-point numbers do:
+//! `12ms` is 12), `desc` a token or a quoted string whose `\x` escapes [`Desc::bytes`] undoes;
+//! parameter names are case-insensitive, unknown parameters are ignored, and of a repeated
+//! parameter the first counts even when its value is bad. Text that does not fit the grammar
+//! (after a name, after a value: `desc=d1 d2`, `desc="d1" d2`) is skipped up to the next `;` or
+//! `,` and the rest of the metric is still read; an unterminated quoted string is an empty
+//! value and ends the header.
+//!
+//! Where reqlife differs from a browser, on purpose (a browser reports every metric with a
+//! `duration`, 0 when there is none):
+//! - a metric without `dur`, or whose `dur` is not a number, has no duration ([`Metric::dur_ms`]
+//!   is `None`): the recorder counts it as seen and by its `desc` (a label), never as a 0 ms
+//!   sample that would drag its percentiles down;
+//! - a negative `dur` is parsed (`Some(-1.0)`), but the recorder keeps it out of the histograms
+//!   (they hold durations, which are not negative) and counts it as malformed;
+//! - a metric that breaks the grammar is still read as far as the browser reads it, and also
+//!   counted as malformed (the caller shows the count), so that a server's mistakes are visible;
+//!   a metric without a name is skipped up to the next comma (and counted).
 
 /// One metric of a `Server-Timing` header.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Metric<'a> {
     pub name: &'a str,
-    /// Duration in milliseconds, if given.
+    /// Duration in milliseconds, if given as a number (it may be negative).
     pub dur_ms: Option<f64>,
-    /// The description: a token, or the inside of a quoted string (escapes left as sent).
-    pub desc: Option<&'a [u8]>,
+    /// The description, if the metric has a `desc` parameter (possibly empty).
+    pub desc: Option<Desc<'a>>,
+}
+
+/// A `desc` value as sent: a token, or the inside of a quoted string with its escapes still
+/// in; [`Desc::bytes`] gives the description itself, without allocating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Desc<'a> {
+    raw: &'a [u8],
+    quoted: bool,
+}
+
+impl<'a> Desc<'a> {
+    /// The bytes as sent (the inside of the quotes, escapes included).
+    pub fn raw(&self) -> &'a [u8] {
+        self.raw
+    }
+
+    /// The description: a quoted string's `\x` pairs (RFC 9110 quoted-pair) read as `x`.
+    pub fn bytes(&self) -> impl Iterator<Item = u8> + 'a {
+        let quoted = self.quoted;
+        let mut it = self.raw.iter().copied();
+        std::iter::from_fn(move || match it.next()? {
+            b'\\' if quoted => it.next(),
+            b => Some(b),
+        })
+    }
+
+    /// Whether the description is `other`.
+    pub fn eq_bytes(&self, other: &[u8]) -> bool {
+        self.bytes().eq(other.iter().copied())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.raw.is_empty()
+    }
+
+    /// The description, owned.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.bytes().collect()
+    }
 }
 
 /// RFC 9110 token characters.
@@ -55,11 +110,13 @@ fn quoted(s: &[u8], start: usize) -> Option<(&[u8], usize)> {
     None
 }
 
-/// Skips to just after the next comma outside a quoted string (or to the end).
-fn skip_metric(s: &[u8], mut i: usize) -> usize {
+/// Skips to the next `stop` byte (or `;` too, with `at_semicolon`) outside a quoted string;
+/// returns its index (or the end).
+fn skip_to(s: &[u8], mut i: usize, at_semicolon: bool) -> usize {
     while i < s.len() {
         match s[i] {
-            b',' => return i + 1,
+            b',' => return i,
+            b';' if at_semicolon => return i,
             b'"' => match quoted(s, i) {
                 Some((_, next)) => i = next,
                 None => return s.len(),
@@ -70,81 +127,126 @@ fn skip_metric(s: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// Parses one metric at `i`; returns it (or `None` when malformed) and where the next
-/// metric starts.
-fn metric(s: &[u8], i: usize) -> (Option<Metric<'_>>, usize) {
-    let start = i;
-    let end = token(s, start);
-    if end == start {
-        return (None, skip_metric(s, i));
+/// A `dur` value: the longest prefix that is a decimal number (`[+-]digits[.digits][e[+-]digits]`,
+/// as HTML's rules for parsing floating-point numbers read it), finite; `None` if there is none.
+fn duration(v: &[u8]) -> Option<f64> {
+    let digits = |mut i: usize| {
+        while i < v.len() && v[i].is_ascii_digit() {
+            i += 1;
+        }
+        i
+    };
+    let mut i = usize::from(matches!(v.first(), Some(b'+' | b'-')));
+    let int_end = digits(i);
+    let mut mantissa = int_end - i;
+    i = int_end;
+    if i < v.len() && v[i] == b'.' {
+        let frac_end = digits(i + 1);
+        mantissa += frac_end - (i + 1);
+        if mantissa > 0 {
+            i = frac_end;
+        }
+    }
+    if mantissa == 0 {
+        return None;
+    }
+    if i < v.len() && (v[i] | 0x20) == b'e' {
+        let mut k = i + 1;
+        if k < v.len() && (v[k] == b'+' || v[k] == b'-') {
+            k += 1;
+        }
+        let exp_end = digits(k);
+        if exp_end > k {
+            i = exp_end;
+        }
+    }
+    std::str::from_utf8(&v[..i])
+        .ok()?
+        .parse::<f64>()
+        .ok()
+        .filter(|d| d.is_finite())
+}
+
+/// Parses one metric at `i` (not OWS, not a comma); returns it (`None` without a name),
+/// whether it was malformed, and where the next metric starts.
+fn metric(s: &[u8], i: usize) -> (Option<Metric<'_>>, bool, usize) {
+    let end = token(s, i);
+    if end == i {
+        return (None, true, (skip_to(s, i, false) + 1).min(s.len()));
     }
     // Token characters are ASCII: this cannot fail.
-    let name = std::str::from_utf8(&s[start..end]).unwrap_or("");
+    let name = std::str::from_utf8(&s[i..end]).unwrap_or("");
     let mut m = Metric {
         name,
         dur_ms: None,
         desc: None,
     };
-    let mut seen_dur = false;
-    let mut seen_desc = false;
+    let mut bad = false;
+    let (mut seen_dur, mut seen_desc) = (false, false);
+    // Anything between the name and the first `;` or `,` is not the grammar's: skipped.
     let mut i = skip_ows(s, end);
-    loop {
-        if i >= s.len() {
-            return (Some(m), i);
-        }
-        match s[i] {
-            b',' => return (Some(m), i + 1),
-            b';' => {}
-            _ => return (None, skip_metric(s, i)),
-        }
+    let next = skip_to(s, i, true);
+    bad |= next != i;
+    i = next;
+    while i < s.len() && s[i] == b';' {
         i = skip_ows(s, i + 1);
-        let pstart = i;
-        let pend = token(s, pstart);
-        if pend == pstart {
-            return (None, skip_metric(s, i));
-        }
-        let pname = &s[pstart..pend];
+        let pend = token(s, i);
+        let pname = &s[i..pend];
         i = skip_ows(s, pend);
-        let value: Option<&[u8]> = if i < s.len() && s[i] == b'=' {
+        let mut value = Desc {
+            raw: b"",
+            quoted: false,
+        };
+        let has_value = i < s.len() && s[i] == b'=';
+        if has_value {
             i = skip_ows(s, i + 1);
             if i < s.len() && s[i] == b'"' {
                 match quoted(s, i) {
                     Some((inside, next)) => {
-                        i = next;
-                        Some(inside)
+                        value = Desc {
+                            raw: inside,
+                            quoted: true,
+                        };
+                        i = skip_ows(s, next);
                     }
-                    None => return (None, s.len()),
+                    None => {
+                        // Unterminated: an empty value, and the rest of the header is in it.
+                        bad = true;
+                        i = s.len();
+                    }
                 }
             } else {
                 let vend = token(s, i);
-                let v = &s[i..vend];
-                i = vend;
-                Some(v)
+                value.raw = &s[i..vend];
+                i = skip_ows(s, vend);
             }
-        } else {
-            // A parameter without a value (allowed by the grammar's leniency): ignored.
-            None
-        };
-        i = skip_ows(s, i);
-        if pname.eq_ignore_ascii_case(b"dur") && !seen_dur {
-            seen_dur = true;
-            let parsed = value
-                .and_then(|v| std::str::from_utf8(v).ok())
-                .and_then(|v| v.parse::<f64>().ok())
-                .filter(|v| v.is_finite() && *v >= 0.0);
-            match parsed {
-                Some(d) => m.dur_ms = Some(d),
-                None => return (None, skip_metric(s, i)),
+        }
+        let next = skip_to(s, i, true);
+        bad |= next != i;
+        i = next;
+        if pname.is_empty() {
+            // `a;;b` or a trailing `;` is harmless; `;=1` is not.
+            bad |= has_value;
+            continue;
+        }
+        if pname.eq_ignore_ascii_case(b"dur") {
+            if !seen_dur {
+                seen_dur = true;
+                // A quoted number (`dur="1.5"`) counts too, as in browsers.
+                m.dur_ms = duration(value.raw);
+                bad |= m.dur_ms.is_none();
             }
         } else if pname.eq_ignore_ascii_case(b"desc") && !seen_desc {
             seen_desc = true;
-            m.desc = value;
+            m.desc = Some(value);
         }
     }
+    // At a comma (or the end).
+    (Some(m), bad, (i + 1).min(s.len()))
 }
 
-/// Parses a header value, calling `each` for every well-formed metric; returns how many
-/// metrics were malformed (and skipped).
+/// Parses a header value, calling `each` for every metric with a name; returns how many
+/// metrics were malformed (skipped, or read only in part).
 pub fn parse<'a>(value: &'a [u8], mut each: impl FnMut(Metric<'a>)) -> u32 {
     let mut invalid = 0;
     let mut i = 0;
@@ -158,10 +260,10 @@ pub fn parse<'a>(value: &'a [u8], mut each: impl FnMut(Metric<'a>)) -> u32 {
             i += 1;
             continue;
         }
-        let (m, next) = metric(value, i);
-        match m {
-            Some(m) => each(m),
-            None => invalid += 1,
+        let (m, bad, next) = metric(value, i);
+        invalid += u32::from(bad);
+        if let Some(m) = m {
+            each(m);
         }
         i = next.max(i + 1);
     }
@@ -181,7 +283,8 @@ mod tests {
             out.push((
                 m.name.to_string(),
                 m.dur_ms,
-                m.desc.map(|d| String::from_utf8_lossy(d).into_owned()),
+                m.desc
+                    .map(|d| String::from_utf8_lossy(&d.to_vec()).into_owned()),
             ))
         });
         (out, bad)
@@ -221,8 +324,12 @@ mod tests {
             ("db;dur=1;dur=2;desc=a;desc=b", vec![m("db", Some(1.0), Some("a"))], 0),
             // a comma inside a quoted desc does not split metrics
             ("a;desc=\"x, y\";dur=1, b;dur=2", vec![m("a", Some(1.0), Some("x, y")), m("b", Some(2.0), None)], 0),
-            // an escaped quote inside a quoted string
-            ("a;desc=\"say \\\"hi\\\"\"", vec![m("a", None, Some("say \\\"hi\\\""))], 0),
+            // an escaped quote inside a quoted string, unescaped
+            ("a;desc=\"say \\\"hi\\\"\"", vec![m("a", None, Some("say \"hi\""))], 0),
+            // a negative duration is parsed (the recorder keeps it out of the histograms)
+            ("a;dur=-1.5", vec![m("a", Some(-1.5), None)], 0),
+            // a number at the start of the value counts, as in browsers; a quoted one too
+            ("a;dur=12ms, b;dur=\"2.5\", c;dur=1e3", vec![m("a", Some(12.0), None), m("b", Some(2.5), None), m("c", Some(1000.0), None)], 0),
             // empty elements and an empty header
             (",,a;dur=1,,", vec![m("a", Some(1.0), None)], 0),
             ("", vec![], 0),
@@ -242,7 +349,7 @@ mod tests {
             let mut names = 0;
             parse(&bytes, |m| {
                 assert!(!m.name.is_empty() && m.name.bytes().all(is_tchar));
-                assert!(m.dur_ms.is_none_or(|d| d.is_finite() && d >= 0.0));
+                assert!(m.dur_ms.is_none_or(f64::is_finite));
                 names += 1;
             });
             proptest::prop_assert!(names <= bytes.len());
@@ -271,16 +378,38 @@ mod tests {
     }
 
     #[test]
-    fn malformed_metrics_are_counted_and_skipped() {
+    fn malformed_metrics_are_counted_and_read_as_far_as_a_browser_reads_them() {
         // (header value, metrics kept, malformed count)
         let rows = vec![
-            ("a;dur=abc, b;dur=1", vec![m("b", Some(1.0), None)], 1), // dur not a number
-            ("a;dur=-1, b;dur=1", vec![m("b", Some(1.0), None)], 1),  // negative dur
-            ("@bad;dur=1, b;dur=2", vec![m("b", Some(2.0), None)], 1), // bad name
-            ("a;desc=\"unterminated, b;dur=1", vec![], 1),            // unterminated quote
-            ("a b;dur=1, c", vec![m("c", None, None)], 1),            // junk after the name
-            ("a;=1, b", vec![m("b", None, None)], 1),                 // empty parameter name
-            ("a;dur=NaN", vec![], 1),
+            // dur not a number: no duration (not a 0 ms sample), counted
+            (
+                "a;dur=abc, b;dur=1",
+                vec![m("a", None, None), m("b", Some(1.0), None)],
+                1,
+            ),
+            ("a;dur=NaN;desc=x", vec![m("a", None, Some("x"))], 1),
+            ("a;dur;desc=x", vec![m("a", None, Some("x"))], 1),
+            ("@bad;dur=1, b;dur=2", vec![m("b", Some(2.0), None)], 1), // no name: skipped
+            // unterminated quote: an empty desc, and the rest of the header is inside it
+            (
+                "a;desc=\"unterminated, b;dur=1",
+                vec![m("a", None, Some(""))],
+                1,
+            ),
+            (
+                "a b;dur=1, c",
+                vec![m("a", Some(1.0), None), m("c", None, None)],
+                1,
+            ), // junk after the name
+            ("a;=1, b", vec![m("a", None, None), m("b", None, None)], 1), // empty parameter name
+            ("a;desc=d1 d2;dur=3", vec![m("a", Some(3.0), Some("d1"))], 1), // junk after a value
+            (
+                "a;desc=\"d1\" d2;dur=3",
+                vec![m("a", Some(3.0), Some("d1"))],
+                1,
+            ),
+            // a trailing or doubled `;` is harmless
+            ("a;;dur=1;", vec![m("a", Some(1.0), None)], 0),
         ];
         for (value, want, bad) in rows {
             assert_eq!(all(value), (want, bad), "{value:?}");

@@ -265,7 +265,8 @@ pub struct Summary {
     pub server_timing_labels: BTreeMap<String, BTreeMap<String, u64>>,
     /// Responses that carried `Server-Timing`.
     pub server_timing_responses: u64,
-    /// Malformed `Server-Timing` metrics (skipped).
+    /// Malformed `Server-Timing` metrics: read in part (a bad `dur` is no duration, a negative
+    /// one is kept out of the histograms) or, without a name, skipped.
     pub server_timing_invalid: u64,
     /// The metric taken as the server's total (`--server-total`).
     pub server_timing_total: String,

@@ -74,11 +74,11 @@ impl ServerTimingAcc {
         Some(self.metrics.len() - 1)
     }
 
-    fn count_label(&mut self, index: usize, desc: &[u8]) {
+    fn count_label(&mut self, index: usize, desc: server_timing::Desc<'_>) {
         if let Some(l) = self
             .labels
             .iter_mut()
-            .find(|(i, d, _)| *i == index && d == desc)
+            .find(|(i, d, _)| *i == index && desc.eq_bytes(d))
         {
             l.2 += 1;
             return;
@@ -112,12 +112,14 @@ impl ServerTimingAcc {
         let mut sum_ms = 0.0;
         let mut any_dur = false;
         let mut position = 0u64;
+        let mut negative = 0u32;
         let invalid = server_timing::parse(value, |m| {
             for acc in accs.iter_mut() {
                 acc.apply(&m, position);
             }
             position += 1;
-            if let Some(d) = m.dur_ms {
+            negative += u32::from(m.dur_ms.is_some_and(|d| d < 0.0));
+            if let Some(d) = m.dur_ms.filter(|d| *d >= 0.0) {
                 sum_ms += d;
                 any_dur = true;
                 if m.name == total_name {
@@ -128,7 +130,7 @@ impl ServerTimingAcc {
         let server_total = total_ms.or(any_dur.then_some(sum_ms));
         for acc in accs.iter_mut() {
             acc.responses += 1;
-            acc.invalid += u64::from(invalid);
+            acc.invalid += u64::from(invalid + negative);
             if let (Some(wait), Some(total)) = (wait, server_total) {
                 let overhead = wait.as_nanos() as f64 - total * 1e6;
                 hist::record(&mut acc.overhead, overhead.max(0.0) as u64);
@@ -136,7 +138,9 @@ impl ServerTimingAcc {
         }
     }
 
-    /// One metric of a response, at `position` in its header.
+    /// One metric of a response, at `position` in its header. A metric without a duration
+    /// (or with a negative one, counted as malformed by the caller) is seen, never a 0 ms
+    /// sample; an empty `desc` is no label.
     fn apply(&mut self, m: &server_timing::Metric<'_>, position: u64) {
         let Some(i) = self.index_of(m.name) else {
             self.dropped += 1;
@@ -145,10 +149,10 @@ impl ServerTimingAcc {
         let acc = &mut self.metrics[i];
         acc.seen += 1;
         acc.position_sum += position;
-        if let Some(d) = m.dur_ms {
+        if let Some(d) = m.dur_ms.filter(|d| *d >= 0.0) {
             hist::record(&mut acc.hist, (d * 1e6).round() as u64);
         }
-        if let Some(desc) = m.desc {
+        if let Some(desc) = m.desc.filter(|d| !d.is_empty()) {
             self.count_label(i, desc);
         }
     }
@@ -261,7 +265,8 @@ mod tests {
             .iter()
             .map(|&i| acc.metrics[i].name.as_str())
             .collect();
-        assert_eq!(names, vec!["parse", "level", "handler", "total"]);
+        // `bad;dur=x`: a metric without a duration (and malformed)
+        assert_eq!(names, vec!["parse", "level", "handler", "total", "bad"]);
         let total = &acc.metrics.iter().find(|m| m.name == "total").unwrap().hist;
         assert_eq!(total.len(), 3);
         assert!(total.equivalent(total.min(), 50_000)); // 0.05 ms
@@ -310,6 +315,22 @@ mod tests {
         assert_eq!(a.metrics.len(), 3);
         let l1 = a.labels.iter().find(|(_, d, _)| d == b"L1").unwrap();
         assert_eq!(l1.2, 2);
+    }
+
+    #[test]
+    fn negative_durations_and_escaped_labels() {
+        let mut acc = ServerTimingAcc::new("total");
+        acc.ingest(
+            b"db;dur=-2, app;dur=3, cache;desc=\"a \\\"b\\\"\", x;desc=\"\"",
+            Some(Duration::from_millis(5)),
+        );
+        let db = acc.metrics.iter().find(|m| m.name == "db").unwrap();
+        assert_eq!((db.seen, db.hist.len()), (1, 0));
+        assert_eq!(acc.invalid, 1);
+        // the sum leaves the negative one out: 5 - 3 ms
+        assert!((acc.overhead.mean() / 1e6 - 2.0).abs() < 0.01);
+        let labels: Vec<&[u8]> = acc.labels.iter().map(|(_, d, _)| &d[..]).collect();
+        assert_eq!(labels, vec![&b"a \"b\""[..]]);
     }
 
     #[test]

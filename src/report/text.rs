@@ -400,7 +400,7 @@ fn breakdown(out: &mut String, r: &RunRecord) {
     if s.server_timing_invalid > 0 {
         let _ = writeln!(
             out,
-            "  {} malformed Server-Timing metrics were skipped",
+            "  {} malformed Server-Timing metrics (read as far as a browser reads them; no name: skipped)",
             s.server_timing_invalid
         );
     }

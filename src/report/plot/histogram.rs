@@ -148,6 +148,7 @@ mod tests {
         let h = Log2Hist {
             nonpositive: 0,
             buckets: vec![(16, 120), (17, 900), (18, 400), (20, 30), (24, 2)],
+            infinite: 0,
         };
         let svg = svg("wait", &h);
         assert_plot(&svg, &["wait", "requests", "32K", "512K", "8M"]);
@@ -162,6 +163,7 @@ mod tests {
         let h = Log2Hist {
             nonpositive: 0,
             buckets: vec![(15, 4)],
+            infinite: 0,
         };
         let svg = svg("connect", &h);
         let ticks: Vec<&str> = svg
