@@ -221,6 +221,9 @@ struct Page {
     stop_reason: String,
     toc: Vec<Toc>,
     summary: Vec<(String, String)>,
+    /// What the summary's figures cover, when that needs saying (a knee search's add up every
+    /// step, passing and failing).
+    summary_note: Option<String>,
     phase_heads: Vec<&'static str>,
     phases: Vec<PhaseRow>,
     stages: Vec<Vec<String>>,
@@ -277,10 +280,25 @@ struct Levels {
 #[derive(Debug, Serialize)]
 struct Knee {
     svg: String,
-    rows: Vec<Row>,
+    /// The steps that passed: step, and offered, achieved, p50, p90, p99, mean, errors, note.
+    passed: Vec<Row>,
+    /// The steps that did not: their figures, and why.
+    failed: Vec<FailedStep>,
     answer: String,
     /// Which SLOs are drawn as lines (the latency ones of the total).
     drawn: String,
+}
+
+/// A step of a knee search that did not pass.
+#[derive(Debug, Serialize)]
+struct FailedStep {
+    step: String,
+    /// offered, achieved, p50, p99, errors
+    cells: Vec<String>,
+    /// `fail`, or `client limit` (the generator could not keep up).
+    result: String,
+    /// One reason per line.
+    reasons: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -325,6 +343,11 @@ impl Page {
             stop_reason: r.stop_reason.clone(),
             toc: Vec::new(),
             summary: summary(r),
+            summary_note: r.knee.as_ref().map(|_| {
+                "The figures of this page add up every step of the search, the ones that passed \
+                 and the ones that failed; the Knee section shows each step apart."
+                    .to_string()
+            }),
             phase_heads: vec![
                 "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max", "count",
             ],

@@ -346,40 +346,56 @@ pub(super) fn knee(r: &RunRecord) -> Option<Knee> {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let rows = k
-        .steps
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let verdict = match s.verdict {
-                Verdict::Pass => "pass",
-                Verdict::Fail => "fail",
-                Verdict::Client => "client limit",
-            };
-            let cells = vec![
-                format!("{:.0}", s.offered_rps),
-                format!("{:.1}", s.achieved_rps),
-                cell(s.p50_us),
-                cell(s.p90_us),
-                cell(s.p99_us),
-                cell(s.mean_us),
-                s.errors.to_string(),
-                format!(
-                    "{verdict}{}",
-                    if s.confirmation {
-                        " (confirmation)"
-                    } else {
-                        ""
-                    }
-                ),
-                s.reasons.join("; "),
-            ];
-            ((i + 1).to_string(), cells)
-        })
-        .collect();
+    // The steps that passed apart from those that did not, each in search order: which
+    // passed, which failed and why.
+    let mut passed = Vec::new();
+    let mut failed = Vec::new();
+    for (i, s) in k.steps.iter().enumerate() {
+        let confirmation = if s.confirmation { "confirmation" } else { "" };
+        if s.verdict == Verdict::Pass {
+            passed.push((
+                (i + 1).to_string(),
+                vec![
+                    format!("{:.0}", s.offered_rps),
+                    format!("{:.1}", s.achieved_rps),
+                    cell(s.p50_us),
+                    cell(s.p90_us),
+                    cell(s.p99_us),
+                    cell(s.mean_us),
+                    s.errors.to_string(),
+                    confirmation.to_string(),
+                ],
+            ));
+        } else {
+            failed.push(super::FailedStep {
+                step: (i + 1).to_string(),
+                cells: vec![
+                    format!("{:.0}", s.offered_rps),
+                    format!("{:.1}", s.achieved_rps),
+                    cell(s.p50_us),
+                    cell(s.p99_us),
+                    s.errors.to_string(),
+                ],
+                result: match s.verdict {
+                    Verdict::Client => "client limit".to_string(),
+                    _ => "fail".to_string(),
+                } + if s.confirmation {
+                    " (confirmation)"
+                } else {
+                    ""
+                },
+                reasons: if s.reasons.is_empty() {
+                    vec!["-".into()]
+                } else {
+                    s.reasons.clone()
+                },
+            });
+        }
+    }
     Some(Knee {
         svg: plot::knee::svg(&steps, &slos, k.answer_rps),
-        rows,
+        passed,
+        failed,
         answer: k.summary.clone(),
         drawn,
     })

@@ -101,6 +101,16 @@ pub(super) fn summary(r: &RunRecord) -> Vec<(String, String)> {
     if let Some(offered) = s.generator.offered_rps {
         out.push(kv("offered", format!("{offered} req/s")));
     }
+    if let Some(k) = &r.knee {
+        // The answer, then the steps that passed apart from those that failed: the figures
+        // above add them all up.
+        let mut rows = vec![kv("answer", k.summary.clone())];
+        rows.extend(knee_groups(k).into_iter().map(|(name, v)| kv(name, v)));
+        out.splice(0..0, rows);
+        if let Some(l) = out.iter_mut().find(|(k, _)| k == "latency (total)") {
+            l.0 = "latency (total, all steps)".into();
+        }
+    }
     if let Some(m) = s.h2_max_concurrent_streams {
         out.push(kv(
             "HTTP/2",
@@ -120,6 +130,66 @@ pub(super) fn summary(r: &RunRecord) -> Vec<(String, String)> {
         out.push(kv("worker threads on a CPU", busy.join(", ")));
     }
     out
+}
+
+/// A knee search's steps in groups: the ones that passed, failed (an SLO missed or the rate
+/// not achieved), or stopped at the generator's limit; each with its step numbers, rates and
+/// (for the failures) the SLOs or checks that failed.
+pub(super) fn knee_groups(k: &crate::analysis::knee::KneeResult) -> Vec<(&'static str, String)> {
+    use crate::analysis::knee::Verdict;
+    let group = |verdict: Verdict| -> Option<String> {
+        let steps: Vec<(usize, &crate::analysis::knee::KneeStep)> = k
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.verdict == verdict)
+            .map(|(i, s)| (i + 1, s))
+            .collect();
+        if steps.is_empty() {
+            return None;
+        }
+        let numbers: Vec<String> = steps.iter().map(|(i, _)| i.to_string()).collect();
+        let rates = steps.iter().map(|(_, s)| s.offered_rps);
+        let lo = rates.clone().fold(f64::MAX, f64::min);
+        let hi = rates.fold(0.0, f64::max);
+        let range = if lo == hi {
+            format!("{lo:.0} req/s")
+        } else {
+            format!("{lo:.0} to {hi:.0} req/s")
+        };
+        let plural = if steps.len() == 1 { "step" } else { "steps" };
+        let mut text = format!("{plural} {} ({range})", numbers.join(", "));
+        if verdict != Verdict::Pass {
+            // What failed, once each, in the order first met: "p99<=20ms, the rate".
+            let mut why: Vec<String> = Vec::new();
+            for r in steps.iter().flat_map(|(_, s)| &s.reasons) {
+                let what = match r.split_once(" (") {
+                    _ if r.starts_with("achieved ") => "the offered rate not achieved".to_string(),
+                    Some((expr, _)) => expr.to_string(),
+                    None => r.clone(),
+                };
+                if !why.contains(&what) {
+                    why.push(what);
+                }
+            }
+            if !why.is_empty() {
+                text += &format!(": {} (each step's reasons under Knee)", why.join("; "));
+            }
+        }
+        Some(text)
+    };
+    [
+        ("steps passed", Verdict::Pass),
+        ("steps failed", Verdict::Fail),
+        ("steps the generator limited", Verdict::Client),
+    ]
+    .into_iter()
+    .filter_map(|(name, v)| {
+        group(v)
+            .or_else(|| (v == Verdict::Pass).then(|| "none".to_string()))
+            .map(|t| (name, t))
+    })
+    .collect()
 }
 
 /// The rows of the phase table, with the text report's rules: no queue in a closed loop, no

@@ -259,3 +259,174 @@ fn every_string_from_the_record_is_escaped() {
         html.matches("&lt;script&gt;").count()
     );
 }
+
+/// The texts of the `<svg>` whose accessible name is `label`.
+fn plot_of<'a>(html: &'a str, label: &str) -> &'a str {
+    let at = html
+        .find(&format!("aria-label=\"{label}\""))
+        .unwrap_or_else(|| panic!("no plot {label}"));
+    &html[at..at + html[at..].find("</svg>").unwrap()]
+}
+
+#[test]
+fn a_server_metric_of_zero_keeps_its_zero_bucket() {
+    // One parse in four took `dur=0`: the histogram's first bar is the zero bucket, labelled 0.
+    let r = fixture::plain();
+    let html = page(&r);
+    let parse = plot_of(&html, "log2 histogram of server parse");
+    let x_labels = |svg: &str| -> Vec<String> {
+        crate::report::plot::tests::x_tick_labels(svg)
+            .into_iter()
+            .map(|t| t.text)
+            .collect()
+    };
+    assert_eq!(
+        x_labels(parse).first().map(String::as_str),
+        Some("0"),
+        "{parse}"
+    );
+    let h = r.histogram("server_timing.parse").unwrap();
+    let zeros = h.count_between(0, 0);
+    assert!(zeros > 0 && zeros < h.len(), "{zeros} of {}", h.len());
+    // Two bars: zero and the 10 µs bucket.
+    assert_eq!(parse.matches("<rect").count(), 2, "{parse}");
+    // A metric with no zero has no zero bucket.
+    let handler = plot_of(&html, "log2 histogram of server handler");
+    assert!(!x_labels(handler).contains(&"0".to_string()), "{handler}");
+}
+
+/// A knee search's record: the steps of a sweep, three that passed, two that failed (one for
+/// two reasons) and one the generator limited.
+fn knee_record() -> RunRecord {
+    use crate::analysis::knee::{KneeResult, KneeStep, Verdict};
+    let step = |offered: f64, achieved: f64, p99_ms: f64, verdict, reasons: &[&str]| KneeStep {
+        offered_rps: offered,
+        achieved_rps: achieved,
+        p50_us: Some(p99_ms * 300.0),
+        p90_us: Some(p99_ms * 700.0),
+        p99_us: Some(p99_ms * 1e3),
+        mean_us: Some(p99_ms * 400.0),
+        errors: 0,
+        verdict,
+        reasons: reasons.iter().map(|r| r.to_string()).collect(),
+        confirmation: false,
+    };
+    let mut r = fixture::sweep();
+    let mut steps = vec![
+        step(250.0, 250.0, 3.0, Verdict::Pass, &[]),
+        step(500.0, 497.0, 9.0, Verdict::Pass, &[]),
+        step(
+            1000.0,
+            498.0,
+            495.0,
+            Verdict::Fail,
+            &["achieved 498 of 1000 req/s", "p99<=20ms (measured 495ms)"],
+        ),
+        step(
+            750.0,
+            740.0,
+            30.0,
+            Verdict::Fail,
+            &["p99<=20ms (measured 30ms)"],
+        ),
+        step(
+            600.0,
+            590.0,
+            12.0,
+            Verdict::Client,
+            &["the generator fell behind (schedule lag p99 4235 us)"],
+        ),
+        step(500.0, 499.0, 8.0, Verdict::Pass, &[]),
+    ];
+    steps[5].confirmation = true;
+    r.knee = Some(KneeResult {
+        slos: vec!["p99<=20ms".into()],
+        precision: 0.05,
+        answer_rps: Some(500.0),
+        confirmed: true,
+        limited_by: "server".into(),
+        steps,
+        summary: "the highest rate that meets p99<=20ms is 500 req/s".into(),
+    });
+    r
+}
+
+#[test]
+fn a_knee_page_shows_the_steps_that_passed_apart_from_those_that_failed() {
+    let r = knee_record();
+    let html = page(&r);
+    let ids = sections(&html);
+    assert_eq!(ids[..2], ["summary", "knee"], "{ids:?}");
+    // The summary says which steps passed and which failed (and what failed), apart.
+    assert!(
+        html.contains(
+            "<tr><th>steps passed</th><td>steps 1, 2, 6 (250 to 500 req&#x2f;s)</td></tr>"
+        ),
+        "{html}"
+    );
+    assert!(html.contains(
+        "<tr><th>steps failed</th><td>steps 3, 4 (750 to 1000 req&#x2f;s): the offered rate not achieved; p99&lt;=20ms"
+    ), "{html}");
+    assert!(html.contains("<tr><th>steps the generator limited</th><td>step 5 (600 req&#x2f;s)"));
+    assert!(html.contains("latency (total, all steps)"));
+    assert!(html.contains("add up every step of the search"));
+    // The knee section: a table of the steps that passed, one of those that failed with
+    // their reasons, one per line.
+    let knee = &html[html.find("<section id=\"knee\"").unwrap()..];
+    let knee = &knee[..knee.find("</section>").unwrap()];
+    let passed = &knee[knee.find("<h3>Steps that passed</h3>").unwrap()
+        ..knee.find("<h3>Steps that failed").unwrap()];
+    let failed = &knee[knee.find("<h3>Steps that failed, and why</h3>").unwrap()..];
+    for n in ["1", "2", "6"] {
+        assert!(
+            passed.contains(&format!("<tr><td>{n}</td>")),
+            "{n}: {passed}"
+        );
+        assert!(!failed.contains(&format!("<tr><td>{n}</td>")), "{n}");
+    }
+    for n in ["3", "4", "5"] {
+        assert!(
+            failed.contains(&format!("<tr><td>{n}</td>")),
+            "{n}: {failed}"
+        );
+        assert!(!passed.contains(&format!("<tr><td>{n}</td>")), "{n}");
+    }
+    assert!(passed.contains(">confirmation</td>"));
+    assert!(failed.contains(
+        "<td class=\"why\"><div>achieved 498 of 1000 req&#x2f;s</div><div>p99&lt;=20ms (measured 495ms)</div></td>"
+    ), "{failed}");
+    assert!(failed.contains(">client limit</td>"));
+    // The reasons' column keeps room for a reason on a line.
+    assert!(html.contains("td.why { min-width: 22em; }"));
+    // The plot's latency axis reads 1-2-5, its rate axes too.
+    let plot = plot_of(&html, "latency and achieved rate against the offered rate");
+    for l in crate::report::plot::tests::y_tick_labels(plot) {
+        assert!(
+            crate::report::plot::tests::is_one_two_five(&l.text)
+                || l.text.parse::<f64>().is_ok_and(|v| v % 50.0 == 0.0),
+            "{l:?}"
+        );
+    }
+    crate::report::plot::tests::assert_x_labels_apart(plot);
+    // A search where every step failed says so.
+    let mut none = r.clone();
+    if let Some(k) = none.knee.as_mut() {
+        k.steps
+            .retain(|s| s.verdict != crate::analysis::knee::Verdict::Pass);
+        k.answer_rps = None;
+    }
+    let html = page(&none);
+    assert!(html.contains("<tr><th>steps passed</th><td>none</td></tr>"));
+    assert!(html.contains("None: no step met every SLO."));
+}
+
+#[test]
+fn the_navigation_wraps_within_the_page() {
+    // Every section of a knee page in the navigation: its links wrap (a flex row that wraps,
+    // with space between the links) rather than run off the page's right edge.
+    let html = page(&knee_record());
+    let nav = &html[html.find("<nav>").unwrap()..html.find("</nav>").unwrap()];
+    assert!(nav.matches("<a href").count() >= 8, "{nav}");
+    assert!(nav.contains("</a>\n<a href"), "{nav}");
+    assert!(html.contains("display: flex; flex-wrap: wrap;"));
+}

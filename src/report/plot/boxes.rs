@@ -6,7 +6,7 @@
 //! When the values span more than two decades, y is logarithmic (log₁₀ of the value, tick
 //! labels in the unit), so that a saturated level does not flatten the others.
 
-use super::{human, mesh, render, tick, FG};
+use super::{human, mesh, plot_px, render, ticked, FG, Y_LABEL_ROOM_PX};
 use hdrhistogram::Histogram;
 use plotters::prelude::*;
 
@@ -65,7 +65,13 @@ pub fn svg(boxes: &[BoxStats], x_desc: &str) -> String {
             .y_label_area_size(72)
             // An integer range is inclusive: 0..=n−1 makes n slots (two at least: a lone
             // box would not fit its slot).
-            .build_cartesian_2d((0..n.max(2) - 1).into_segmented(), y_lo..y_hi)?;
+            .build_cartesian_2d(
+                (0..n.max(2) - 1).into_segmented(),
+                ticked(
+                    y_lo..y_hi,
+                    scale.ticks((y_lo, y_hi), plot_px(root, 12, 44, 72).1, Y_LABEL_ROOM_PX),
+                ),
+            )?;
         mesh(
             &mut chart,
             &format!("{x_desc} (box p25–p75, line p50, whiskers p1–p99, dot max)"),
@@ -76,13 +82,7 @@ pub fn svg(boxes: &[BoxStats], x_desc: &str) -> String {
                 }
                 _ => String::new(),
             },
-            &|v| {
-                if log {
-                    tick(10f64.powf(*v), 3)
-                } else {
-                    tick(*v, 3)
-                }
-            },
+            &|v| scale.label(*v),
         )?;
         for (i, b) in boxes.iter().enumerate() {
             draw_box(&mut chart, i, b, &y)?;
@@ -96,7 +96,7 @@ type BoxChart<'a> = ChartContext<
     SVGBackend<'a>,
     Cartesian2d<
         plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordusize>,
-        plotters::coord::types::RangedCoordf64,
+        super::Ticked,
     >,
 >;
 

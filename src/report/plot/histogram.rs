@@ -36,22 +36,28 @@ fn count_label(v: f64) -> String {
     }
 }
 
-/// The plot of `hist` (values in ns), titled `title`. An empty histogram gives an empty
-/// plot with its title.
+/// The plot of `hist` (values in ns), titled `title`. Values of 0 (a Server-Timing `dur=0`,
+/// a phase under the clock's resolution) have a bar of their own, labelled `0`, left of the
+/// log2 buckets. An empty histogram gives an empty plot with its title.
 pub fn svg(title: &str, hist: &Log2Hist) -> String {
     // One empty bucket either side, for context (and never a lone bar).
     let (first, last) = match (hist.buckets.first(), hist.buckets.last()) {
         (Some(f), Some(l)) => (f.0 - 1, l.0 + 1),
         _ => (0, 2),
     };
-    let counts: Vec<u64> = (first..=last)
-        .map(|k| {
+    // The slots left to right: the zero bucket (when some value was 0), then 2^first..2^last.
+    let zero = hist.nonpositive > 0;
+    let counts: Vec<u64> = zero
+        .then_some(hist.nonpositive)
+        .into_iter()
+        .chain((first..=last).map(|k| {
             hist.buckets
                 .iter()
                 .find(|(b, _)| *b == k)
                 .map_or(0, |(_, n)| *n)
-        })
+        }))
         .collect();
+    let offset = zero as usize;
     let y_max = counts.iter().cloned().max().unwrap_or(0);
     // Counts are whole: below 10, one tick per request.
     let (y_hi, y_ticks) = if y_max < 10 {
@@ -68,14 +74,18 @@ pub fn svg(title: &str, hist: &Log2Hist) -> String {
             .y_label_area_size(60)
             // An integer range is inclusive: 0..=n−1 makes n slots.
             .build_cartesian_2d((0..n.max(1) - 1).into_segmented(), 0.0..y_hi)?;
-        // At most about eight bucket labels: every other one (or fewer) when there are many.
-        let every = n.div_ceil(8).max(1);
+        // At most about eight bucket labels: every other one (or fewer) when there are many;
+        // the zero bucket's always.
+        let every = (n - offset).div_ceil(8).max(1);
         mesh_with_ticks(
             &mut chart,
             "ns, log2 buckets (1K = 2¹⁰ ns ≈ 1 µs, 1M ≈ 1 ms)",
             "requests",
             &|v| match v {
-                SegmentValue::CenterOf(i) if i % every == 0 && *i < n => bound(first + *i as i32),
+                SegmentValue::CenterOf(0) if zero => "0".to_string(),
+                SegmentValue::CenterOf(i) if i % every == 0 && *i < n => {
+                    bound(first + (i - offset) as i32)
+                }
                 _ => String::new(),
             },
             &|v| count_label(*v),
@@ -173,6 +183,46 @@ mod tests {
             .filter(|t| t.parse::<f64>().is_ok())
             .collect();
         assert_eq!(ticks, ["0", "1", "2", "3", "4", "5"]);
+    }
+
+    #[test]
+    fn values_of_zero_have_a_bar_of_their_own() {
+        // A Server-Timing metric the server reports as `dur=0` for most responses.
+        let h = Log2Hist {
+            nonpositive: 5045,
+            infinite: 0,
+            buckets: vec![(6, 1728), (7, 297), (8, 123)],
+        };
+        let svg = svg("server parse", &h);
+        assert_plot(&svg, &["server parse", "requests"]);
+        // Four bars: the zero bucket and three log2 buckets…
+        assert_eq!(svg.matches("<rect").count(), 4, "{svg}");
+        // …the zero one labelled 0, first, the highest (5045 sets the axis: 5.4k).
+        let x = crate::report::plot::tests::x_tick_labels(&svg);
+        assert_eq!(x.first().map(|t| t.text.as_str()), Some("0"), "{x:?}");
+        // …and the log2 buckets keep their labels beside it.
+        assert!(x.len() >= 3, "{x:?}");
+        assert!(x.iter().any(|t| t.text == "64" || t.text == "128"), "{x:?}");
+        assert!(
+            svg.contains(">\n5000\n</text>") || svg.contains(">\n5k\n</text>"),
+            "{svg}"
+        );
+        // Without zeros, no zero bucket.
+        let none = svg_without_zero();
+        assert!(!crate::report::plot::tests::x_tick_labels(&none)
+            .iter()
+            .any(|t| t.text == "0"));
+    }
+
+    fn svg_without_zero() -> String {
+        svg(
+            "server parse",
+            &Log2Hist {
+                nonpositive: 0,
+                infinite: 0,
+                buckets: vec![(6, 1728), (7, 297)],
+            },
+        )
     }
 
     #[test]

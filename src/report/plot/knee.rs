@@ -4,7 +4,10 @@
 //! latencies span more than two decades (as past a knee they do). Right, the achieved rate
 //! against the offered one, with the line where they are equal.
 
-use super::{legend_row, mesh, render, tick, upper, with_legend_room, Mark, FG, RED};
+use super::{
+    label_room, legend_row, linear_ticks, mesh, plot_px, render, short, ticked, upper,
+    with_legend_room, Mark, FG, RED, Y_LABEL_ROOM_PX,
+};
 use plotters::prelude::*;
 
 /// One step of the search.
@@ -61,29 +64,29 @@ pub fn svg(steps: &[Step], slos: &[(String, f64)], answer: Option<f64>) -> Strin
         |root| {
             let (top, bottom) = with_legend_room(root, &entries);
             let (left, right) = top.split_horizontally(620);
+            // Ticks of the 1-2-5 series (and powers of ten on a log axis), as many as fit:
+            // labels never overlap, whatever the rates.
+            let x_room = |v: f64| label_room(&short(v));
+            let (w, h) = plot_px(&left, 12, 44, 72);
             let mut chart = ChartBuilder::on(&left)
                 .margin(12)
                 .x_label_area_size(44)
                 .y_label_area_size(72)
-                .build_cartesian_2d(0.0..x_max, y_lo..y_hi)?;
+                .build_cartesian_2d(
+                    ticked(0.0..x_max, linear_ticks(0.0, x_max, w, &x_room)),
+                    ticked(y_lo..y_hi, scale.ticks((y_lo, y_hi), h, Y_LABEL_ROOM_PX)),
+                )?;
             let y_desc = format!(
                 "latency ({}{})",
                 unit.symbol,
                 if log { ", log" } else { "" }
             );
-            let y_fmt = move |v: &f64| {
-                if log {
-                    tick(10f64.powf(*v), 3)
-                } else {
-                    tick(*v, 2)
-                }
-            };
             mesh(
                 &mut chart,
                 "offered rate (req/s)",
                 &y_desc,
-                &|v| tick(*v, 0),
-                &y_fmt,
+                &|v| short(*v),
+                &|v| scale.label(*v),
             )?;
             for (i, (_, ns)) in slos.iter().enumerate() {
                 chart.draw_series(LineSeries::new(
@@ -110,17 +113,24 @@ pub fn svg(steps: &[Step], slos: &[(String, f64)], answer: Option<f64>) -> Strin
                     Circle::new((s.offered_rps, y(pick(s))), 4, c.filled())
                 }))?;
             }
+            let (w, h) = plot_px(&right, 12, 44, 64);
             let mut rate = ChartBuilder::on(&right)
                 .margin(12)
                 .x_label_area_size(44)
                 .y_label_area_size(64)
-                .build_cartesian_2d(0.0..x_max, 0.0..x_max)?;
+                .build_cartesian_2d(
+                    ticked(0.0..x_max, linear_ticks(0.0, x_max, w, &x_room)),
+                    ticked(
+                        0.0..x_max,
+                        linear_ticks(0.0, x_max, h, &|_| Y_LABEL_ROOM_PX),
+                    ),
+                )?;
             mesh(
                 &mut rate,
                 "offered (req/s)",
                 "achieved (req/s)",
-                &|v| tick(*v, 0),
-                &|v| tick(*v, 0),
+                &|v| short(*v),
+                &|v| short(*v),
             )?;
             rate.draw_series(LineSeries::new([(0.0, 0.0), (x_max, x_max)], FG.mix(0.4)))?;
             rate.draw_series(sorted.iter().map(|s| {
@@ -135,7 +145,9 @@ pub fn svg(steps: &[Step], slos: &[(String, f64)], answer: Option<f64>) -> Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::plot::tests::assert_plot;
+    use crate::report::plot::tests::{
+        assert_plot, assert_x_labels_apart, is_one_two_five, x_tick_labels, y_tick_labels,
+    };
 
     fn step(offered: f64, achieved: f64, p50_ms: f64, p99_ms: f64, pass: bool) -> Step {
         Step {
@@ -171,6 +183,65 @@ mod tests {
             ],
         );
         insta::assert_snapshot!(svg);
+    }
+
+    #[test]
+    fn log_ticks_read_one_two_five_and_x_labels_never_overlap() {
+        // Past the knee latencies span three decades: a log axis, labelled 1, 2, 5, 10 …
+        // (never 3.162 or 31.623).
+        let steps = [
+            step(61.0, 61.0, 0.4, 0.9, true),
+            step(122.0, 122.0, 0.5, 1.1, true),
+            step(244.0, 243.0, 0.6, 1.5, true),
+            step(488.0, 249.0, 268.0, 525.0, false),
+            step(366.0, 249.0, 177.0, 346.0, false),
+            step(305.0, 249.0, 103.0, 198.0, false),
+            step(275.0, 249.0, 57.0, 104.0, false),
+            step(260.0, 248.0, 29.0, 49.0, false),
+            step(252.0, 248.0, 10.0, 16.7, false),
+        ];
+        let page = svg(&steps, &[("p99<=1ms".into(), 1e6)], Some(244.0));
+        assert!(page.contains("latency (ms, log)"));
+        // The latency axis's labels (the left plot's; the right one's are rates).
+        let y: Vec<String> = y_tick_labels(&page)
+            .into_iter()
+            .filter(|t| t.x < 300.0)
+            .map(|t| t.text)
+            .collect();
+        assert!(y.len() >= 4, "{y:?}");
+        for l in &y {
+            assert!(is_one_two_five(l), "y label {l:?} in {y:?}");
+        }
+        assert!(
+            y.contains(&"1".to_string()) && y.contains(&"100".to_string()),
+            "{y:?}"
+        );
+        // Rates of every size: short 1-2-5 labels, as many as fit without touching, on the
+        // wide left plot and the narrow right one.
+        for scale in [1.0, 10.0, 97.0, 1000.0, 4321.0] {
+            let steps: Vec<Step> = steps
+                .iter()
+                .map(|s| Step {
+                    offered_rps: s.offered_rps * scale,
+                    achieved_rps: s.achieved_rps * scale,
+                    ..s.clone()
+                })
+                .collect();
+            let page = svg(&steps, &[], None);
+            assert_x_labels_apart(&page);
+            let x = x_tick_labels(&page);
+            assert!(x.len() >= 6, "{scale}: {x:?}");
+            for t in &x {
+                assert!(
+                    is_one_two_five(&t.text) || {
+                        // a multiple of the 1-2-5 step: 150 beside 50, 100, 200
+                        t.text.trim_end_matches(['k', 'M']).parse::<f64>().is_ok()
+                    },
+                    "{scale}: {:?}",
+                    t.text
+                );
+            }
+        }
     }
 
     #[test]

@@ -111,6 +111,115 @@ impl LatencyScale {
     }
 }
 
+impl LatencyScale {
+    /// The ticks of the axis over `range` (its own coordinates, from [`LatencyScale::range`])
+    /// `px` pixels long, spaced at least `min_px` apart: powers of ten (with 2 and 5 between
+    /// them when there is room) on a log scale, multiples of a 1-2-5 step on a linear one.
+    pub fn ticks(&self, range: (f64, f64), px: f64, min_px: f64) -> Vec<f64> {
+        if self.log {
+            log_ticks(range.0, range.1, px, min_px)
+        } else {
+            linear_ticks(range.0, range.1, px, &|_| min_px)
+        }
+    }
+
+    /// A tick's label: the value in the unit, short (`1`, `20`, `0.5`, `1k`).
+    pub fn label(&self, v: f64) -> String {
+        if self.log {
+            short(10f64.powf(v))
+        } else {
+            short(v)
+        }
+    }
+}
+
+/// The 1-2-5 series (… 0.5, 1, 2, 5, 10, 20 …): its first value at least `v`.
+pub(crate) fn nice_step(v: f64) -> f64 {
+    if !(v.is_finite() && v > 0.0) {
+        return 1.0;
+    }
+    let decade = 10f64.powf(v.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * decade)
+        .find(|s| *s >= v * (1.0 - 1e-9))
+        .unwrap_or(10.0 * decade)
+}
+
+/// The multiples of `step` from `lo` to `hi`.
+fn multiples(lo: f64, hi: f64, step: f64) -> Vec<f64> {
+    let first = (lo / step - 1e-9).ceil() as i64;
+    let last = (hi / step + 1e-9).floor() as i64;
+    (first..=last).map(|k| k as f64 * step).collect()
+}
+
+/// Linear ticks from `lo` to `hi` on an axis `px` pixels long: multiples of the finest 1-2-5
+/// step whose neighbours stay at least `room(v)` pixels apart (the width of a label, and a
+/// gap, on an x axis; a line of text on a y axis). Labels never overlap by construction.
+pub(crate) fn linear_ticks(lo: f64, hi: f64, px: f64, room: &dyn Fn(f64) -> f64) -> Vec<f64> {
+    if !(hi - lo).is_finite() || hi <= lo || px.is_nan() || px <= 0.0 {
+        return vec![lo];
+    }
+    let mut step = nice_step((hi - lo) / 50.0);
+    loop {
+        let ticks = multiples(lo, hi, step);
+        let spacing = px * step / (hi - lo);
+        let needed = ticks.iter().map(|v| room(*v)).fold(0.0, f64::max);
+        if spacing >= needed || ticks.len() <= 2 {
+            return ticks;
+        }
+        step = nice_step(step * 1.5);
+    }
+}
+
+/// Ticks of a log₁₀ axis from 10^`lo` to 10^`hi` (in exponents, whole decades), `px` pixels
+/// long, at least `min_px` apart: 1, 2 and 5 of every decade when they fit, else every
+/// decade, else every other one (or fewer), always powers of ten.
+pub(crate) fn log_ticks(lo: f64, hi: f64, px: f64, min_px: f64) -> Vec<f64> {
+    let (lo, hi) = (lo.floor() as i64, hi.ceil() as i64);
+    let decades = (hi - lo).max(1) as f64;
+    let per_decade = px / decades;
+    // The closest neighbours of 1-2-5 are 1 and 2 (and 5 and 10): log₁₀ 2 of a decade apart.
+    if per_decade * 2f64.log10() >= min_px {
+        let mut ticks = Vec::new();
+        for k in lo..hi {
+            let k = k as f64;
+            ticks.extend([k, k + 2f64.log10(), k + 5f64.log10()]);
+        }
+        ticks.push(hi as f64);
+        return ticks;
+    }
+    let every = ((min_px / per_decade).ceil() as i64).max(1);
+    (lo..=hi)
+        .filter(|k| (k - lo) % every == 0)
+        .map(|k| k as f64)
+        .collect()
+}
+
+/// A tick's label, short: `0.5`, `20`, `250`, `2.5k`, `1M` (no more than three decimals, none
+/// that are zeros).
+pub(crate) fn short(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{}M", tick(v / 1e6, 3))
+    } else if a >= 1e3 {
+        format!("{}k", tick(v / 1e3, 3))
+    } else if a >= 1e-3 || a == 0.0 {
+        tick(v, 3)
+    } else {
+        format!("{v:e}")
+    }
+}
+
+/// The width of a tick label in px as the browser sets it: about 0.6 em per character of
+/// 13 px, and a gap of 14 px to the next.
+pub(crate) fn label_room(text: &str) -> f64 {
+    text.chars().count() as f64 * LABEL_PX as f64 / 1.24 * 0.6 + 14.0
+}
+
+/// The room a y tick label needs: a line of text and a gap.
+pub(crate) const Y_LABEL_ROOM_PX: f64 = 34.0;
+
 /// A tick label: the value with no more decimals than it needs (up to `decimals`).
 pub(crate) fn tick(v: f64, decimals: usize) -> String {
     let s = format!("{v:.decimals$}");
@@ -146,6 +255,52 @@ pub(crate) fn time_end(last_s: f64) -> f64 {
 }
 
 pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// A continuous axis whose ticks are chosen here ([`linear_ticks`], [`LatencyScale::ticks`]):
+/// plotters' own choice puts 3.162 on a log axis and lets labels touch on a narrow one.
+pub(crate) struct Ticked {
+    range: plotters::coord::types::RangedCoordf64,
+    ticks: Vec<f64>,
+}
+
+/// The axis over `range` with labels at `ticks`.
+pub(crate) fn ticked(range: std::ops::Range<f64>, ticks: Vec<f64>) -> Ticked {
+    Ticked {
+        range: range.into(),
+        ticks,
+    }
+}
+
+impl plotters::coord::ranged1d::Ranged for Ticked {
+    type FormatOption = plotters::coord::ranged1d::DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.range.map(value, limit)
+    }
+
+    fn key_points<H: plotters::coord::ranged1d::KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.range.range()
+    }
+}
+
+/// The size in px (width, height) of the plotting area that a chart with `margin` and label
+/// areas of `x_label` (under it) and `y_label` (left of it) px leaves in `area`.
+pub(crate) fn plot_px(area: &Area<'_>, margin: u32, x_label: u32, y_label: u32) -> (f64, f64) {
+    let (w, h) = area.dim_in_pixel();
+    (
+        (w as f64 - 2.0 * margin as f64 - y_label as f64).max(1.0),
+        (h as f64 - 2.0 * margin as f64 - x_label as f64).max(1.0),
+    )
+}
 /// A chart with two continuous axes.
 pub(crate) type XyChart<'a> = ChartContext<
     'a,
@@ -359,6 +514,172 @@ pub(crate) mod tests {
         assert!(!svg.contains("cannot draw"), "{svg}");
         for t in texts {
             assert!(svg.contains(&escape(t)), "missing text {t:?}");
+        }
+    }
+
+    /// A `<text>` of a plot: where, how anchored, whether turned, and what it says.
+    #[derive(Debug, Clone)]
+    pub struct SvgText {
+        pub x: f64,
+        pub y: f64,
+        pub anchor: String,
+        pub size: f64,
+        pub rotated: bool,
+        pub text: String,
+    }
+
+    /// Every `<text>` plotters wrote in `svg`.
+    pub fn texts(svg: &str) -> Vec<SvgText> {
+        let attr = |tag: &str, name: &str| -> Option<String> {
+            let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+            Some(tag[at..at + tag[at..].find('"')?].to_string())
+        };
+        svg.split("<text ")
+            .skip(1)
+            .map(|t| {
+                let tag = &format!(" {}", &t[..t.find('>').unwrap()]);
+                let body = &t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()];
+                let num = |n: &str| attr(tag, n).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+                SvgText {
+                    x: num("x"),
+                    y: num("y"),
+                    anchor: attr(tag, "text-anchor").unwrap_or_default(),
+                    size: num("font-size"),
+                    rotated: tag.contains("transform="),
+                    text: body.trim().to_string(),
+                }
+            })
+            .collect()
+    }
+
+    /// The x axes' tick labels: centred, level, at tick size, under the plots.
+    pub fn x_tick_labels(svg: &str) -> Vec<SvgText> {
+        let tick_size = LABEL_PX as f64 / 1.24;
+        texts(svg)
+            .into_iter()
+            .filter(|t| t.anchor == "middle" && !t.rotated && (t.size - tick_size).abs() < 0.01)
+            .filter(|t| !t.text.is_empty())
+            .collect()
+    }
+
+    /// The y axes' tick labels (right-aligned left of the axes).
+    pub fn y_tick_labels(svg: &str) -> Vec<SvgText> {
+        texts(svg)
+            .into_iter()
+            .filter(|t| t.anchor == "end" && !t.rotated && !t.text.is_empty())
+            .collect()
+    }
+
+    /// No two x tick labels on one row overlap: between the centres of neighbours, at least
+    /// half of each one's width (0.6 em per character) and a gap.
+    pub fn assert_x_labels_apart(svg: &str) {
+        let mut labels = x_tick_labels(svg);
+        assert!(labels.len() >= 2, "{labels:?}");
+        labels.sort_by(|a, b| a.y.total_cmp(&b.y).then(a.x.total_cmp(&b.x)));
+        for pair in labels.windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            if a.y != b.y {
+                continue;
+            }
+            let half = |t: &SvgText| t.text.chars().count() as f64 * t.size * 0.6 / 2.0;
+            assert!(
+                b.x - a.x >= half(a) + half(b) + 6.0,
+                "{:?} at {} and {:?} at {} overlap",
+                a.text,
+                a.x,
+                b.text,
+                b.x
+            );
+        }
+    }
+
+    /// A label of the 1-2-5 series: 1, 2 or 5 times a power of ten (`0.5`, `20`, `1k`).
+    pub fn is_one_two_five(label: &str) -> bool {
+        let (num, mult) = match label.strip_suffix('k') {
+            Some(n) => (n, 1e3),
+            None => match label.strip_suffix('M') {
+                Some(n) => (n, 1e6),
+                None => (label, 1.0),
+            },
+        };
+        let Ok(v) = num.parse::<f64>() else {
+            return false;
+        };
+        let v = v * mult;
+        if v == 0.0 {
+            return true;
+        }
+        let mantissa = v / 10f64.powf(v.log10().floor());
+        [1.0, 2.0, 5.0, 10.0]
+            .iter()
+            .any(|m| (mantissa - m).abs() < 1e-6)
+    }
+
+    #[test]
+    fn ticks_are_one_two_five_and_fit() {
+        for (v, s) in [
+            (0.3, 0.5),
+            (1.0, 1.0),
+            (1.2, 2.0),
+            (2.5, 5.0),
+            (7.0, 10.0),
+            (0.07, 0.1),
+        ] {
+            assert!((nice_step(v) - s).abs() < 1e-12, "{v}: {}", nice_step(v));
+        }
+        // (lo, hi, px): linear ticks are multiples of a 1-2-5 step, at least the room apart.
+        for (lo, hi, px) in [
+            (0.0, 540.0, 250.0),
+            (0.0, 540.0, 520.0),
+            (0.0, 133_333.0, 250.0),
+            (0.0, 1.08, 300.0),
+            (0.0, 7.3, 60.0),
+        ] {
+            let room = |v: f64| label_room(&short(v));
+            let ticks = linear_ticks(lo, hi, px, &room);
+            assert!(ticks.len() >= 2, "{ticks:?}");
+            let step = ticks[1] - ticks[0];
+            assert!(is_one_two_five(&short(step)), "{lo}..{hi}: step {step}");
+            let widest = ticks.iter().map(|v| room(*v)).fold(0.0, f64::max);
+            assert!(
+                px * step / (hi - lo) >= widest,
+                "{lo}..{hi} on {px} px: {ticks:?}"
+            );
+            for t in &ticks {
+                assert!(((t / step).round() * step - t).abs() < 1e-9 * step.max(1.0));
+                assert!(*t >= lo && *t <= hi + 1e-9);
+            }
+        }
+        // Log ticks: 1, 2, 5 in each decade with room, powers of ten without; never 3.162.
+        let labels = |lo: f64, hi: f64, px: f64| -> Vec<String> {
+            let s = LatencyScale {
+                unit: latency_unit(1e6),
+                log: true,
+            };
+            s.ticks((lo, hi), px, Y_LABEL_ROOM_PX)
+                .iter()
+                .map(|v| s.label(*v))
+                .collect()
+        };
+        assert_eq!(
+            labels(0.0, 3.0, 400.0),
+            ["1", "2", "5", "10", "20", "50", "100", "200", "500", "1k"]
+        );
+        assert_eq!(labels(-1.0, 3.0, 150.0), ["0.1", "1", "10", "100", "1k"]);
+        assert_eq!(labels(0.0, 6.0, 90.0), ["1", "1k", "1M"]);
+        for l in labels(-2.0, 4.0, 250.0) {
+            assert!(is_one_two_five(&l), "{l}");
+        }
+        assert!(!is_one_two_five("3.162") && !is_one_two_five("31.623") && is_one_two_five("0.05"));
+        // Short labels.
+        for (v, s) in [
+            (2500.0, "2.5k"),
+            (1000.0, "1k"),
+            (20.0, "20"),
+            (0.5, "0.5"),
+            (3e6, "3M"),
+        ] {
+            assert_eq!(short(v), s);
         }
     }
 
