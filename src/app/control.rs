@@ -23,6 +23,8 @@ pub(crate) struct Executed {
     pub start_time: String,
     /// The first error writing `--hdr-log`, if one was asked for.
     pub log_error: Option<String>,
+    /// The fail-fast rule stopped the run: what went wrong and the fix, in one line.
+    pub fail_fast: Option<String>,
 }
 
 /// The control thread of a run: its runtime, and the signal watcher that interrupts it.
@@ -210,6 +212,7 @@ impl Control {
         if let Some(bar) = &bar {
             bar.finish_and_clear();
         }
+        let tripped = workers.tripped();
         let (measured, log_error) = workers.join();
         // Workers that end by themselves at the deadline may report a moment after it.
         let recorded = ended.saturating_duration_since(record_from);
@@ -225,6 +228,11 @@ impl Control {
         }
         let signal = self.signal();
         let stop_reason = match (signal, plan.stop) {
+            _ if tripped.is_some() && signal == 0 => format!(
+                "{}: {}",
+                crate::recorder::record::FAIL_FAST,
+                tripped.as_ref().map_or("", |t| t.cause.name())
+            ),
             _ if lost.is_some() => {
                 format!("threshold lost: {}", lost.as_deref().unwrap_or_default())
             }
@@ -240,8 +248,22 @@ impl Control {
             stop_reason,
             start_time,
             log_error,
+            fail_fast: tripped
+                .filter(|_| signal == 0)
+                .map(|t| fail_fast_line(plan, &t)),
         })
     }
+}
+
+/// The one line that says why the fail-fast rule stopped a run, and the fix.
+fn fail_fast_line(plan: &RunPlan, t: &load::failfast::Tripped) -> String {
+    format!(
+        "{} (run stopped: the first {} connection attempts failed this way within {:.2}s and no request succeeded; first: {})",
+        t.cause.hint(plan),
+        t.failures,
+        t.after.as_secs_f64(),
+        t.first
+    )
 }
 
 /// Prints `--every` lines: on stdout, or on stderr when stdout carries `--json`; above the

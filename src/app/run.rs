@@ -3,7 +3,7 @@
 //! stops the current level (and the sweep) and what was measured is still reported.
 
 use super::control::{Control, Executed};
-use super::{out, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
+use super::{out, usage_error, EXIT_FAILURE, EXIT_FAIL_FAST, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
 use crate::cli::{plan, workload, RunArgs};
 use crate::engine::SessionConfig;
 use crate::model::RunPlan;
@@ -134,7 +134,8 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             log.take(),
         ) {
             Ok(o) => {
-                let lost = o.stop_reason.starts_with("threshold lost");
+                // A lost threshold or the fail-fast rule ends a sweep too.
+                let lost = o.stop_reason.starts_with("threshold lost") || o.fail_fast.is_some();
                 levels.push(o);
                 lost
             }
@@ -225,7 +226,10 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     }
     out(&args.view.render(&record));
     if signal == 0 {
-        if let Some(why) = failure(&record) {
+        if let Some(line) = levels.iter().find_map(|o| o.fail_fast.as_ref()) {
+            eprintln!("error: {line}");
+            code = EXIT_FAIL_FAST;
+        } else if let Some(why) = failure(&record) {
             eprintln!("error: {why}");
             code = EXIT_FAILURE;
         } else if code == EXIT_OK && !crate::cli::ViewArgs::passed(&record) {

@@ -946,10 +946,19 @@ pub const BUSY_NEAR: f64 = 0.85;
 /// Schedule lag (p99) above which the generator is said to be near its limit.
 pub const LAG_NEAR_US: f64 = 500.0;
 
+/// The start of the stop reason of a run the fail-fast rule stopped (`fail fast: connection
+/// refused`).
+pub const FAIL_FAST: &str = "fail fast";
+
 /// Warnings in plain words, so that nobody mistakes the client's limit for the server's.
 pub fn warnings_of(r: &RunRecord) -> Vec<String> {
     let s = &r.summary;
     let mut out = Vec::new();
+    if r.stop_reason.starts_with(FAIL_FAST) {
+        // Stopped within moments, every connection failing: the figures describe nothing
+        // (the busy share of a few milliseconds, connects cut short); the error says why.
+        return out;
+    }
     if r.config.load_model == "open" {
         out.extend(open_loop_warning(r));
     }
