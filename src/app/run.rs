@@ -3,7 +3,10 @@
 //! stops the current level (and the sweep) and what was measured is still reported.
 
 use super::control::{Control, Executed};
-use super::{out, usage_error, EXIT_FAILURE, EXIT_FAIL_FAST, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
+use super::{
+    out, usage_error, EXIT_FAILURE, EXIT_FAIL_FAST, EXIT_HTTP_ERRORS, EXIT_OK, EXIT_SIGINT,
+    EXIT_SIGTERM,
+};
 use crate::cli::{plan, workload, RunArgs};
 use crate::engine::SessionConfig;
 use crate::model::RunPlan;
@@ -229,9 +232,9 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         if let Some(line) = levels.iter().find_map(|o| o.fail_fast.as_ref()) {
             eprintln!("error: {line}");
             code = EXIT_FAIL_FAST;
-        } else if let Some(why) = failure(&record) {
+        } else if let Some((why, failed)) = failure(&record) {
             eprintln!("error: {why}");
-            code = EXIT_FAILURE;
+            code = failed;
         } else if code == EXIT_OK && !crate::cli::ViewArgs::passed(&record) {
             code = super::EXIT_THRESHOLD;
         }
@@ -257,18 +260,23 @@ fn level_label(plan: &RunPlan) -> String {
     }
 }
 
-/// Why a finished run failed as a whole: no request succeeded.
-fn failure(record: &RunRecord) -> Option<String> {
+/// Why a finished run failed as a whole, and its exit code: no request succeeded (1), or
+/// every response was an HTTP error (4).
+fn failure(record: &RunRecord) -> Option<(String, i32)> {
     let s = &record.summary;
-    if s.requests.ok > 0 {
-        return None;
-    }
     let url = &record.config.url;
+    if s.requests.ok > 0 {
+        let why = crate::recorder::record::http_errors_warning(record)?;
+        return Some((
+            format!("no request succeeded against {url}: {why}"),
+            EXIT_HTTP_ERRORS,
+        ));
+    }
     if s.requests.errors == 0 {
-        return Some(format!(
+        return Some((format!(
             "no response from {url} within the run ({:.2}s): the server may be stalled; try a longer -d or check the server",
             s.duration_s
-        ));
+        ), EXIT_FAILURE));
     }
     let (kind, n) = s.errors.iter().max_by_key(|(_, n)| **n)?;
     let first = record
@@ -276,7 +284,8 @@ fn failure(record: &RunRecord) -> Option<String> {
         .get(kind)
         .map(String::as_str)
         .unwrap_or("");
-    Some(format!(
-        "no request succeeded against {url}: {n} {kind} errors (first: {first})"
+    Some((
+        format!("no request succeeded against {url}: {n} {kind} errors (first: {first})"),
+        EXIT_FAILURE,
     ))
 }
