@@ -30,8 +30,9 @@ pub enum Cause {
     SpeaksTls,
     /// ALPN did not agree on the protocol asked for (h2 with `--http2`, else http/1.1).
     Alpn,
-    /// The TLS handshake failed otherwise (an alert, no common version or cipher suite, the
-    /// server closed the connection in the middle).
+    /// The TLS handshake failed otherwise, as rustls says (an alert from the server, no
+    /// common version or cipher suite). A connection closed or reset in the middle of the
+    /// handshake has no cause: an overloaded server does that to some connections only.
     TlsHandshake,
 }
 
@@ -76,7 +77,15 @@ impl Cause {
         };
         let url = &t.url;
         match self {
-            Cause::Refused => format!("connection refused: is the server running on {host}?"),
+            Cause::Refused if t.host.parse::<std::net::IpAddr>().ok() == Some(t.addr.ip()) => {
+                format!("connection refused: is the server running on {host}?")
+            }
+            // A name: the address it resolved to may not be the one the server listens on
+            // (localhost as ::1, the server on 127.0.0.1).
+            Cause::Refused => format!(
+                "connection refused: is the server running on {host} (resolved to {})?",
+                t.addr
+            ),
             Cause::Unreachable => format!(
                 "{host} is unreachable (no route to it): check the address in the URL and the network"
             ),
@@ -141,10 +150,10 @@ pub fn of_tls(e: &io::Error) -> Option<Cause> {
     if let Some(cause) = of_connect(e) {
         return Some(cause);
     }
-    let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) else {
-        // The server closed or reset the connection in the middle of the handshake.
-        return Some(Cause::TlsHandshake);
-    };
+    // Not rustls' own error: the server closed or reset the connection in the middle of the
+    // handshake, which a server at its connection limit does to the connections past it
+    // while others succeed; not a cause to stop for.
+    let tls = e.get_ref()?.downcast_ref::<rustls::Error>()?;
     Some(match tls {
         rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => Cause::CertUntrusted,
         rustls::Error::InvalidCertificate(
@@ -217,6 +226,7 @@ mod tests {
         );
         assert_eq!(of_response(b"SSH-2.0-OpenSSH_9.2\r\n"), None);
         let eof = io::Error::new(io::ErrorKind::UnexpectedEof, "tls handshake eof");
-        assert_eq!(of_tls(&eof), Some(Cause::TlsHandshake));
+        assert_eq!(of_tls(&eof), None);
+        assert_eq!(of_tls(&os(libc::ECONNRESET)), None);
     }
 }
