@@ -58,8 +58,14 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
     // Every flag checked once before the first step: a bad one is found now.
     let mut probe_args = run.clone();
     probe_args.duration = Some(args.step.min(Duration::from_secs(3)));
-    if let Err(e) = plan::build(&probe_args, &url) {
-        return usage_error(e);
+    match plan::build(&probe_args, &url) {
+        Err(e) => return usage_error(e),
+        // Every step has the same connections: a low `ulimit -n` is raised or refused now.
+        Ok(p) => {
+            if let Err(code) = super::limits::check(&[p], embedded.is_some()) {
+                return code;
+            }
+        }
     }
     if let Some(path) = &run.html {
         if let Err(e) = report::html::check_writable(path) {

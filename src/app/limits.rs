@@ -24,6 +24,27 @@ pub fn needed(plans: &[RunPlan], embedded: bool) -> u64 {
         .unwrap_or(MARGIN)
 }
 
+/// Checks the open-file limit for `plans` before they start (raising it if need be, saying so
+/// in one line): `Err(exit code)` after the one line that refuses them.
+pub fn check(plans: &[RunPlan], embedded: bool) -> Result<(), i32> {
+    let connections = plans
+        .iter()
+        .map(|p| p.local_connections())
+        .max()
+        .unwrap_or(0);
+    match ensure_open_files(needed(plans, embedded), connections as u64) {
+        Ok(None) => Ok(()),
+        Ok(Some(note)) => {
+            eprintln!("{note}");
+            Ok(())
+        }
+        Err(line) => {
+            eprintln!("error: {line}");
+            Err(super::EXIT_FAIL_FAST)
+        }
+    }
+}
+
 /// Makes sure `needed` files may be open: `Ok(None)` when the soft limit is enough,
 /// `Ok(Some(note))` when it was raised to the hard limit (the note says so), `Err(line)` when
 /// the hard limit is too low too (the line names the limit, the need and the command).

@@ -79,19 +79,8 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         Err(e) => return usage_error(e),
     };
     // A low `ulimit -n` is raised, or refused now, not met by every connect failing.
-    let connections = plans
-        .iter()
-        .map(|p| p.local_connections())
-        .max()
-        .unwrap_or(0);
-    let needed = super::limits::needed(&plans, embedded.is_some());
-    match super::limits::ensure_open_files(needed, connections as u64) {
-        Ok(None) => {}
-        Ok(Some(note)) => eprintln!("{note}"),
-        Err(line) => {
-            eprintln!("error: {line}");
-            return EXIT_FAIL_FAST;
-        }
+    if let Err(code) = super::limits::check(&plans, embedded.is_some()) {
+        return code;
     }
     let control = match Control::new() {
         Ok(c) => c,
