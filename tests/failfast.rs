@@ -138,6 +138,30 @@ fn a_port_where_nothing_listens_stops_at_once() {
 }
 
 #[test]
+fn knee_against_a_port_where_nothing_listens_stops_at_once() {
+    let addr = refused_addr();
+    let started = Instant::now();
+    let out = run(&[
+        "knee",
+        "--slo",
+        "p99<=2ms",
+        "--step",
+        "10s",
+        "-c",
+        "4",
+        "--quiet",
+        &format!("http://{addr}/"),
+    ]);
+    assert!(started.elapsed() < FAST, "{:?}", started.elapsed());
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("is the server running on {addr}?")),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn a_host_that_does_not_resolve_is_named_before_the_start() {
     let started = Instant::now();
     let out = run(&["run", "-d", "10s", "http://nonexistent.invalid/"]);

@@ -386,6 +386,10 @@ pub(crate) fn target(
     }
 }
 
+/// The start of the error of a step (knee, calibrate) that the fail-fast rule stopped; the
+/// rest is the rule's line (the hint).
+pub(crate) const STOPPED: &str = "fail fast: ";
+
 /// One step of a command that runs several (knee, calibrate, repeat): the plan built from
 /// `args` for `url`, executed, and its record.
 pub(crate) fn run_step(
@@ -416,6 +420,9 @@ pub(crate) fn run_step_measured(
     let plan = crate::cli::plan::build(args, url).map_err(|e| e.0)?;
     let config = SessionConfig::new(&plan)?;
     let o = control.execute(&plan, config, true, None, false)?;
+    if let Some(line) = o.fail_fast {
+        return Err(format!("{STOPPED}{line}"));
+    }
     let record = crate::recorder::record::RunRecord::build(
         &plan,
         &o.measured,

@@ -5,8 +5,8 @@
 //! step and the answer are printed; the record (`-o`) keeps every step's histograms as levels
 //! and the search in `knee`.
 
-use super::control::{run_step, run_step_measured, target, Control};
-use super::{out, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
+use super::control::{run_step, run_step_measured, target, Control, STOPPED};
+use super::{out, usage_error, EXIT_FAILURE, EXIT_FAIL_FAST, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
 use crate::analysis::knee::{self, KneeResult, Search, Verdict};
 use crate::cli::{plan, KneeArgs};
 use crate::recorder::record::{Ending, RunRecord};
@@ -101,7 +101,16 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
                 ));
                 (flat_out / 4.0).round().max(1.0)
             }
-            Err(e) => return usage_error(e),
+            Err(e) => {
+                return match e.strip_prefix(STOPPED) {
+                    // Every connection of the probe failed the same way: the fix, exit 3.
+                    Some(line) => {
+                        eprintln!("error: {line}");
+                        EXIT_FAIL_FAST
+                    }
+                    None => usage_error(e),
+                };
+            }
         },
     };
     let precision = args.precision / 100.0;
@@ -132,8 +141,13 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
         ) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_FAILURE;
+                let line = e.strip_prefix(STOPPED);
+                eprintln!("error: {}", line.unwrap_or(&e));
+                return if line.is_some() {
+                    EXIT_FAIL_FAST
+                } else {
+                    EXIT_FAILURE
+                };
             }
         };
         if control.signal() != 0 {

@@ -132,6 +132,8 @@ impl FailFast {
                 });
             }
         }
+        // Done: the failures still coming back until the workers stop return at once.
+        self.armed.store(false, Ordering::Relaxed);
         self.stop.stop();
     }
 
