@@ -77,9 +77,15 @@ fn calibrate_bad_input_is_a_clear_error() {
         "--external",
         &format!("http://{refused}/"),
     ]);
-    assert_eq!(out.status.code(), Some(1));
+    // Every connection refused: the fail-fast rule stops the first step, exit 3, the fix.
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("no request succeeded"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("is the server running"),
         "{}",
         stderr(&out)
     );

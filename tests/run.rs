@@ -51,7 +51,8 @@ fn counts_statuses_and_phases_against_the_embedded_target() {
 #[test]
 fn status_codes_are_counted() {
     let s = embedded(ServerTls::None);
-    let out = run_ok(&[
+    // Every response an HTTP error: counted, and the run exits 4.
+    let out = run(&[
         "run",
         "-n",
         "300",
@@ -62,6 +63,7 @@ fn status_codes_are_counted() {
         "--json",
         &s.url("/status/503"),
     ]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     let j = summary(&out);
     assert_eq!(count(&j, "status.503"), 300);
     assert_eq!(count(&j, "requests.non_2xx_3xx"), 300);
@@ -198,11 +200,12 @@ fn tls_with_cacert_insecure_and_unverified() {
     ]);
     assert_eq!(count(&summary(&out), "requests.ok"), 50);
 
-    // Verification is on by default: a self-signed certificate is refused, counted as tls.
+    // Verification is on by default: a self-signed certificate is refused, counted as tls;
+    // every attempt failing alike, the fail-fast rule stops the run after 3 (exit 3).
     let out = run(&["run", "-n", "20", "-c", "1", "-t", "1", "--json", &url]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let j = summary(&out);
-    assert_eq!(count(&j, "errors.tls"), 20);
+    assert_eq!(count(&j, "errors.tls"), 3);
     assert!(
         stderr(&out).contains("no request succeeded"),
         "{}",

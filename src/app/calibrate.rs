@@ -5,7 +5,7 @@
 //! and the latency the network and the client add at low load. Prints the figures and a
 //! verdict (`--json`: as JSON).
 
-use super::control::{run_step, target, Control};
+use super::control::{run_step, target, Control, STOPPED};
 use super::{out, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT};
 use crate::analysis::calibrate::{self, Calibration, Limit, Step};
 use crate::cli::{CalibrateArgs, Cli, Command, RunArgs};
@@ -75,6 +75,11 @@ pub fn calibrate(args: &CalibrateArgs, command_line: Vec<String>) -> i32 {
         Ok(c) if args.json => out(&(serde_json::to_string_pretty(&c).unwrap_or_default() + "\n")),
         Ok(c) => out(&render(&c)),
         Err(e) if e.starts_with("usage: ") => return usage_error(&e[7..]),
+        // Every connection of a step failed the same way: the fix, exit 3.
+        Err(e) if e.starts_with(STOPPED) => {
+            eprintln!("error: {}", &e[STOPPED.len()..]);
+            return super::EXIT_FAIL_FAST;
+        }
         Err(e) => {
             eprintln!("error: {e}");
             return EXIT_FAILURE;
@@ -100,8 +105,13 @@ fn measure(
     };
     let step = |extra: Vec<String>| -> Result<Step, String> {
         let run_args = step_args(args, &extra).map_err(|e| format!("usage: {e}"))?;
-        let r = run_step(control, &run_args, url, command_line, embedded)
-            .map_err(|e| format!("usage: {e}"))?;
+        let r = run_step(control, &run_args, url, command_line, embedded).map_err(|e| {
+            if e.starts_with(STOPPED) {
+                e
+            } else {
+                format!("usage: {e}")
+            }
+        })?;
         if r.summary.requests.ok == 0 {
             return Err(format!(
                 "no request succeeded against {url}: {}",

@@ -24,6 +24,8 @@ pub(crate) struct Executed {
     pub start_time: String,
     /// The first error writing `--hdr-log`, if one was asked for.
     pub log_error: Option<String>,
+    /// The fail-fast rule stopped the run: what went wrong and the fix, in one line.
+    pub fail_fast: Option<String>,
 }
 
 /// The control thread of a run: its runtime, and the signal watcher that interrupts it.
@@ -211,6 +213,7 @@ impl Control {
         if let Some(bar) = &bar {
             bar.finish_and_clear();
         }
+        let tripped = workers.tripped();
         let (measured, log_error) = workers.join();
         // Workers that end by themselves at the deadline may report a moment after it.
         let recorded = ended.saturating_duration_since(record_from);
@@ -226,6 +229,11 @@ impl Control {
         }
         let signal = self.signal();
         let stop_reason = match (signal, plan.stop) {
+            _ if tripped.is_some() && signal == 0 => format!(
+                "{}: {}",
+                crate::recorder::record::FAIL_FAST,
+                tripped.as_ref().map_or("", |t| t.cause.name())
+            ),
             _ if lost.is_some() => {
                 format!("threshold lost: {}", lost.as_deref().unwrap_or_default())
             }
@@ -241,8 +249,22 @@ impl Control {
             stop_reason,
             start_time,
             log_error,
+            fail_fast: tripped
+                .filter(|_| signal == 0)
+                .map(|t| fail_fast_line(plan, &t)),
         })
     }
+}
+
+/// The one line that says why the fail-fast rule stopped a run, and the fix.
+fn fail_fast_line(plan: &RunPlan, t: &load::failfast::Tripped) -> String {
+    format!(
+        "{} (run stopped: the first {} connection attempts failed this way within {:.2}s and no request succeeded; first: {})",
+        t.cause.hint(plan),
+        t.failures,
+        t.after.as_secs_f64(),
+        t.first
+    )
 }
 
 /// Prints `--every` lines: on stdout, or on stderr when stdout carries `--json`; above the
@@ -365,6 +387,10 @@ pub(crate) fn target(
     }
 }
 
+/// The start of the error of a step (knee, calibrate) that the fail-fast rule stopped; the
+/// rest is the rule's line (the hint).
+pub(crate) const STOPPED: &str = "fail fast: ";
+
 /// One step of a command that runs several (knee, calibrate, repeat): the plan built from
 /// `args` for `url`, executed, and its record.
 pub(crate) fn run_step(
@@ -395,6 +421,9 @@ pub(crate) fn run_step_measured(
     let plan = crate::cli::plan::build(args, url).map_err(|e| e.0)?;
     let config = SessionConfig::new(&plan)?;
     let o = control.execute(&plan, config, true, None, false)?;
+    if let Some(line) = o.fail_fast {
+        return Err(format!("{STOPPED}{line}"));
+    }
     let record = crate::recorder::record::RunRecord::build(
         &plan,
         &o.measured,

@@ -5,8 +5,8 @@
 //! step and the answer are printed; the record (`-o`) keeps every step's histograms as levels
 //! and the search in `knee`.
 
-use super::control::{run_step, run_step_measured, target, Control};
-use super::{files, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
+use super::control::{run_step, run_step_measured, target, Control, STOPPED};
+use super::{files, usage_error, EXIT_FAILURE, EXIT_FAIL_FAST, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
 use crate::analysis::knee::{self, KneeResult, Search, Verdict};
 use crate::cli::{plan, KneeArgs};
 use crate::recorder::record::{Ending, RunRecord};
@@ -79,8 +79,14 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
     // Every flag checked once before the first step: a bad one is found now.
     let mut probe_args = run.clone();
     probe_args.duration = Some(args.step.min(Duration::from_secs(3)));
-    if let Err(e) = plan::build(&probe_args, &url) {
-        return usage_error(e);
+    match plan::build(&probe_args, &url) {
+        Err(e) => return usage_error(e),
+        // Every step has the same connections: a low `ulimit -n` is raised or refused now.
+        Ok(p) => {
+            if let Err(code) = super::limits::check(&[p], embedded.is_some()) {
+                return code;
+            }
+        }
     }
     if let Some(path) = &run.html {
         if let Err(e) = report::html::check_writable(path) {
@@ -116,7 +122,16 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
                 ));
                 (flat_out / 4.0).round().max(1.0)
             }
-            Err(e) => return usage_error(e),
+            Err(e) => {
+                return match e.strip_prefix(STOPPED) {
+                    // Every connection of the probe failed the same way: the fix, exit 3.
+                    Some(line) => {
+                        eprintln!("error: {line}");
+                        EXIT_FAIL_FAST
+                    }
+                    None => usage_error(e),
+                };
+            }
         },
     };
     let precision = args.precision / 100.0;
@@ -147,8 +162,13 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
         ) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_FAILURE;
+                let line = e.strip_prefix(STOPPED);
+                eprintln!("error: {}", line.unwrap_or(&e));
+                return if line.is_some() {
+                    EXIT_FAIL_FAST
+                } else {
+                    EXIT_FAILURE
+                };
             }
         };
         if control.signal() != 0 {

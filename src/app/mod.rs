@@ -1,12 +1,16 @@
 //! The subcommands end to end: `run` (plan → workers → record → report, in [`run`]),
 //! `serve` and `report`, and the mapping of outcomes to exit codes: 0 done, 1 the run failed (no request
-//! succeeded, or the record could not be written), 2 bad input, 99 a `--threshold` failed,
-//! 130/143 interrupted by SIGINT/SIGTERM (after the report and the record were still written).
+//! succeeded, or the record could not be written), 2 bad input, 3 stopped early or refused to
+//! start (every connection failed the same way, or the open-file limit is too low: one line
+//! names the fix), 4 every response was an HTTP error (none 2xx/3xx), 99 a `--threshold`
+//! failed, 130/143 interrupted by SIGINT/SIGTERM (after the report and the record were still
+//! written).
 
 mod calibrate;
 mod control;
 mod files;
 mod knee;
+mod limits;
 mod run;
 mod stats;
 
@@ -23,6 +27,12 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILURE: i32 = 1;
 /// Exit code: bad input (flags, URL, files).
 pub const EXIT_USAGE: i32 = 2;
+/// Exit code: the run stopped early because every connection failed the same way before any
+/// request succeeded (the fail-fast rule), or it did not start because the open-file limit is
+/// below what its connections need; one line on stderr names the fix.
+pub const EXIT_FAIL_FAST: i32 = 3;
+/// Exit code: responses came back, but every one had an HTTP error status (not 2xx or 3xx).
+pub const EXIT_HTTP_ERRORS: i32 = 4;
 /// Exit code: a `--threshold` failed (k6's convention).
 pub const EXIT_THRESHOLD: i32 = 99;
 /// Exit code after SIGINT (128 + 2).

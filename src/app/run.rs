@@ -3,7 +3,10 @@
 //! stops the current level (and the sweep) and what was measured is still reported.
 
 use super::control::{Control, Executed};
-use super::{files, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
+use super::{
+    files, usage_error, EXIT_FAILURE, EXIT_FAIL_FAST, EXIT_HTTP_ERRORS, EXIT_OK, EXIT_SIGINT,
+    EXIT_SIGTERM,
+};
 use crate::cli::{plan, workload, RunArgs};
 use crate::engine::SessionConfig;
 use crate::plan::RunPlan;
@@ -86,6 +89,10 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
+    // A low `ulimit -n` is raised, or refused now, not met by every connect failing.
+    if let Err(code) = super::limits::check(&plans, embedded.is_some()) {
+        return code;
+    }
     let control = match Control::new() {
         Ok(c) => c,
         Err(e) => {
@@ -163,7 +170,8 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             log.take(),
         ) {
             Ok(o) => {
-                let lost = o.stop_reason.starts_with("threshold lost");
+                // A lost threshold or the fail-fast rule ends a sweep too.
+                let lost = o.stop_reason.starts_with("threshold lost") || o.fail_fast.is_some();
                 levels.push(o);
                 lost
             }
@@ -251,9 +259,12 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     }
     files::report(&args.view.render(&record), to_stderr);
     if signal == 0 {
-        if let Some(why) = failure(&record) {
+        if let Some(line) = levels.iter().find_map(|o| o.fail_fast.as_ref()) {
+            eprintln!("error: {line}");
+            code = EXIT_FAIL_FAST;
+        } else if let Some((why, failed)) = failure(&record) {
             eprintln!("error: {why}");
-            code = EXIT_FAILURE;
+            code = failed;
         } else if code == EXIT_OK && !crate::cli::ViewArgs::passed(&record) {
             code = super::EXIT_THRESHOLD;
         }
@@ -288,18 +299,23 @@ fn level_label(plan: &RunPlan) -> String {
     }
 }
 
-/// Why a finished run failed as a whole: no request succeeded.
-fn failure(record: &RunRecord) -> Option<String> {
+/// Why a finished run failed as a whole, and its exit code: no request succeeded (1), or
+/// every response was an HTTP error (4).
+fn failure(record: &RunRecord) -> Option<(String, i32)> {
     let s = &record.summary;
-    if s.requests.ok > 0 {
-        return None;
-    }
     let url = &record.config.url;
+    if s.requests.ok > 0 {
+        let why = crate::recorder::record::http_errors_warning(record)?;
+        return Some((
+            format!("no request succeeded against {url}: {why}"),
+            EXIT_HTTP_ERRORS,
+        ));
+    }
     if s.requests.errors == 0 {
-        return Some(format!(
+        return Some((format!(
             "no response from {url} within the run ({:.2}s): the server may be stalled; try a longer -d or check the server",
             s.duration_s
-        ));
+        ), EXIT_FAILURE));
     }
     let (kind, n) = s.errors.iter().max_by_key(|(_, n)| **n)?;
     let first = record
@@ -307,7 +323,8 @@ fn failure(record: &RunRecord) -> Option<String> {
         .get(kind)
         .map(String::as_str)
         .unwrap_or("");
-    Some(format!(
-        "no request succeeded against {url}: {n} {kind} errors (first: {first})"
+    Some((
+        format!("no request succeeded against {url}: {n} {kind} errors (first: {first})"),
+        EXIT_FAILURE,
     ))
 }

@@ -21,6 +21,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load-test a URL (or, with no URL, the embedded target started in-process) and report.
+    #[command(after_help = RUN_EXIT_CODES)]
     Run(Box<RunArgs>),
     /// Run the embedded target on its own.
     Serve(ServeArgs),
@@ -46,6 +47,18 @@ pub enum Command {
     /// repeated runs with `run --repeat N`; else by resampling the runs' intervals).
     Compare(CompareArgs),
 }
+
+/// The end of `reqlife run --help`: what its exit codes mean.
+const RUN_EXIT_CODES: &str = "Exit codes:
+  0    done
+  1    no request succeeded (errors only), or the record could not be written
+  2    bad input: a flag, the URL, a file, a host that does not resolve
+  3    stopped early: every connection failed the same way before any request succeeded
+       (refused, untrusted certificate, TLS mismatch, no h2 in ALPN), or ulimit -n is too low
+       to start; the error line names the fix
+  4    responses came back, but every one was an HTTP error (no 2xx or 3xx)
+  99   a --threshold failed
+  130, 143  interrupted by SIGINT, SIGTERM (the report and the record are still written)";
 
 /// Flags of `reqlife compare`.
 #[derive(Debug, Clone, Args)]
@@ -450,7 +463,9 @@ pub struct RunArgs {
     #[arg(help_heading = "Protocol", long = "insecure", short = 'k')]
     pub insecure: bool,
 
-    /// Trust the CA certificates in this PEM file (in addition to the webpki roots).
+    /// Trust the certificates in this PEM file (a CA, or the server's own self-signed
+    /// certificate) in addition to the webpki roots: the fix for a certificate that is not
+    /// trusted, verification kept (-k turns it off).
     #[arg(help_heading = "Protocol", long = "cacert")]
     pub cacert: Option<PathBuf>,
 

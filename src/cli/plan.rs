@@ -292,14 +292,22 @@ fn pacer_slack(args: &RunArgs, load: &LoadModel) -> Result<Duration, PlanError> 
     }
 }
 
-/// Parses and resolves the URL of a run.
+/// What to do when the URL's host does not resolve.
+const DNS_HINT: &str = "check the host name in the URL (a typo?) and the DNS (/etc/resolv.conf)";
+
+/// Parses and resolves the URL of a run (once, before it starts: a name that does not resolve
+/// is bad input, exit 2).
 pub fn parse_target(url: &str) -> Result<Target, PlanError> {
     let (scheme, host, port, path_and_query) = crate::model::split_url(url).map_err(PlanError)?;
     let addr = (host.as_str(), port)
         .to_socket_addrs()
-        .map_err(|e| PlanError(format!("cannot resolve host '{host}': {e}")))?
+        .map_err(|e| PlanError(format!("cannot resolve host '{host}': {e}: {DNS_HINT}")))?
         .next()
-        .ok_or_else(|| PlanError(format!("cannot resolve host '{host}': no address found")))?;
+        .ok_or_else(|| {
+            PlanError(format!(
+                "cannot resolve host '{host}': no address found: {DNS_HINT}"
+            ))
+        })?;
     Ok(Target {
         url: url.to_string(),
         scheme,

@@ -98,6 +98,7 @@ impl Connector {
                 format!("connect to {}", self.addr),
                 &e,
             )
+            .with_cause(super::cause::of_connect(&e))
         })?;
         stamps.connect_end = Some(Instant::now());
         // Small requests must leave at once; Nagle would hold them for an ACK.
@@ -105,10 +106,10 @@ impl Connector {
         match &self.tls {
             None => Ok(Stream::Plain(tcp)),
             Some((connector, name)) => {
-                let tls = connector
-                    .connect(name.clone(), tcp)
-                    .await
-                    .map_err(|e| EngineError::io(ErrorKind::Tls, "TLS handshake".into(), &e))?;
+                let tls = connector.connect(name.clone(), tcp).await.map_err(|e| {
+                    EngineError::io(ErrorKind::Tls, "TLS handshake".into(), &e)
+                        .with_cause(super::cause::of_tls(&e))
+                })?;
                 stamps.tls_end = Some(Instant::now());
                 Ok(Stream::Tls(Box::new(tls)))
             }

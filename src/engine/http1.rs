@@ -358,7 +358,8 @@ fn parse_head(
             return Err(EngineError::new(
                 ErrorKind::Protocol,
                 format!("invalid HTTP response ({e}): it starts with \"{shown}\""),
-            ));
+            )
+            .with_cause(super::cause::of_response(bytes)));
         }
     };
     let status = res.code.unwrap_or(0);

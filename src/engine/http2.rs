@@ -6,7 +6,7 @@
 //! above TLS, frame by frame ([`WireCount`]), for h2load's traffic line: all bytes, and the
 //! HEADERS and CONTINUATION payloads (the compressed header bytes).
 
-use super::connect::Connector;
+use super::connect::{Connector, Stream};
 use super::decode::{BodyDecoder, Codings};
 use super::EngineError;
 use crate::model::{ErrorKind, Timestamps, Traffic};
@@ -277,6 +277,20 @@ impl H2Link {
     ) -> Result<SendRequest<Bytes>, EngineError> {
         *self.sender.borrow_mut() = None;
         let stream = connector.connect(stamps).await?;
+        if let Stream::Tls(tls) = &stream {
+            // Over TLS, HTTP/2 needs the server to agree to h2 in ALPN; an HTTP/1.1 server
+            // that ignores ALPN would take the preface for a bad request.
+            let chosen = tls.get_ref().1.alpn_protocol();
+            if chosen != Some(&b"h2"[..]) {
+                let chosen =
+                    chosen.map_or("none".into(), |p| String::from_utf8_lossy(p).into_owned());
+                return Err(EngineError::new(
+                    ErrorKind::Tls,
+                    format!("ALPN: the server did not agree to h2 (chosen: {chosen})"),
+                )
+                .with_cause(Some(super::cause::Cause::Alpn)));
+            }
+        }
         let settings_at = Rc::new(Cell::new(None));
         let stream = WireCount::new(stream, settings_at.clone(), self.wire.clone());
         let mut builder = h2::client::Builder::new();

@@ -3,6 +3,7 @@
 //! applying the connection policy (keep-alive, reconnect after `Connection: close` or an
 //! error) and the per-request timeout. Errors come back as values with a kind, never panics.
 
+pub mod cause;
 pub mod connect;
 pub mod decode;
 pub mod http1;
@@ -26,6 +27,9 @@ pub struct EngineError {
     pub detail: String,
     /// HTTP/2: the RST_STREAM error code of a reset stream.
     pub code: Option<u32>,
+    /// A failed connection attempt whose reason names its own fix (refused, untrusted
+    /// certificate, …): what the fail-fast rule looks at.
+    pub cause: Option<cause::Cause>,
 }
 
 impl EngineError {
@@ -34,7 +38,14 @@ impl EngineError {
             kind,
             detail,
             code: None,
+            cause: None,
         }
+    }
+
+    /// The same error, with the cause of a failed connection attempt.
+    pub fn with_cause(mut self, cause: Option<cause::Cause>) -> Self {
+        self.cause = cause;
+        self
     }
 
     /// An I/O error during `what`; resets and broken pipes keep their OS wording.
@@ -43,6 +54,7 @@ impl EngineError {
             kind,
             detail: format!("{what}: {}", crate::model::io_reason(e)),
             code: None,
+            cause: None,
         }
     }
 }

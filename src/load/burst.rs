@@ -32,6 +32,7 @@ pub struct BurstRun {
     pub deadline: Option<Instant>,
     pub recorder: Rc<RefCell<Recorder>>,
     pub progress: Arc<Progress>,
+    pub fail_fast: Arc<super::FailFast>,
     pub thread: usize,
     /// A workload's renderer; `None`: the fixed request.
     pub renderer: Option<Rc<RefCell<Renderer>>>,
@@ -84,6 +85,7 @@ impl BurstRun {
                 super::record_outcome(
                     &self.recorder,
                     &self.progress.0[self.thread],
+                    &self.fail_fast,
                     stamps,
                     &outcome,
                     &session,

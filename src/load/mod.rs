@@ -9,12 +9,14 @@
 //! per run ([`crate::recorder::collector`]) takes the workers' closed intervals.
 
 mod burst;
+pub mod failfast;
 mod open;
 pub mod pacer;
 mod scheduler;
 pub mod timer;
 
 pub use crate::util::start::StartGate;
+use failfast::FailFast;
 pub use scheduler::Scheduler;
 
 use crate::engine::http2::H2Link;
@@ -103,6 +105,8 @@ pub struct Workers {
     finished: usize,
     /// Opens when the load starts (an open loop: once its connections are open).
     gate: Arc<StartGate>,
+    /// Stops the run when every connection fails the same way ([`failfast`]).
+    fail_fast: Arc<FailFast>,
 }
 
 /// Starts the worker threads of `plan`. The load starts at once in a closed loop, and once
@@ -139,6 +143,7 @@ pub fn start(
         _ => None,
     };
     let config = Arc::new(config);
+    let fail_fast = Arc::new(FailFast::new(plan.local_connections(), stop.clone()));
     let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel();
     // This process's share of the plan's connections (all of them unless --segment).
     let connections = plan.local_connections();
@@ -194,6 +199,7 @@ pub fn start(
             pacer,
             config: config.clone(),
             stop: stop.clone(),
+            fail_fast: fail_fast.clone(),
             progress: progress.clone(),
             record_from,
             record_until: scheduler.deadline(),
@@ -214,6 +220,7 @@ pub fn start(
         done_rx,
         finished: 0,
         gate,
+        fail_fast,
     })
 }
 
@@ -221,6 +228,11 @@ impl Workers {
     /// The gate that opens when the load starts.
     pub fn gate(&self) -> Arc<StartGate> {
         self.gate.clone()
+    }
+
+    /// Why the fail-fast rule stopped the run, if it did.
+    pub fn tripped(&self) -> Option<failfast::Tripped> {
+        self.fail_fast.tripped()
     }
 
     /// Resolves when every worker has finished (by itself, or after a stop). Cancel-safe.
@@ -277,6 +289,7 @@ struct WorkerCtx {
     pacer: Option<ThreadPacer>,
     config: Arc<SessionConfig>,
     stop: StopSignal,
+    fail_fast: Arc<FailFast>,
     progress: Arc<Progress>,
     /// A closed loop's recorded window (an open loop's is known when its gate opens).
     record_from: Instant,
@@ -409,6 +422,7 @@ impl WorkerCtx {
                 deadline: self.record_until,
                 recorder: recorder.clone(),
                 progress: self.progress.clone(),
+                fail_fast: self.fail_fast.clone(),
                 thread: self.thread,
                 renderer: renderer.clone(),
             };
@@ -441,6 +455,7 @@ impl WorkerCtx {
                     feed: feed.clone(),
                     recorder: recorder.clone(),
                     progress: self.progress.clone(),
+                    fail_fast: self.fail_fast.clone(),
                     thread: self.thread,
                     renderer: renderer.clone(),
                     buf: Vec::new(),
@@ -481,6 +496,7 @@ impl Feed {
 fn record_outcome(
     recorder: &RefCell<Recorder>,
     progress: &ThreadProgress,
+    fail_fast: &FailFast,
     stamps: Timestamps,
     outcome: &crate::engine::Outcome,
     session: &Session,
@@ -504,6 +520,10 @@ fn record_outcome(
     progress
         .requests
         .store(recorder.requests(), Ordering::Relaxed);
+    match &outcome.result {
+        Ok(_) => fail_fast.succeeded(),
+        Err(e) => fail_fast.failed(e.cause, &e.detail),
+    }
     if let Err(e) = &outcome.result {
         recorder.note_error(e.kind, &e.detail);
         if let Some(code) = e.code {
@@ -579,6 +599,7 @@ struct Connection {
     feed: Feed,
     recorder: Rc<RefCell<Recorder>>,
     progress: Arc<Progress>,
+    fail_fast: Arc<FailFast>,
     thread: usize,
     /// A workload's renderer (shared by the thread's connections) and this connection's
     /// buffer for the rendered request.
@@ -629,6 +650,7 @@ impl Connection {
             record_outcome(
                 &self.recorder,
                 &self.progress.0[self.thread],
+                &self.fail_fast,
                 stamps,
                 &outcome,
                 &self.session,

@@ -1012,10 +1012,19 @@ pub const BUSY_NEAR: f64 = 0.85;
 /// Schedule lag (p99) above which the generator is said to be near its limit.
 pub const LAG_NEAR_US: f64 = 500.0;
 
+/// The start of the stop reason of a run the fail-fast rule stopped (`fail fast: connection
+/// refused`).
+pub const FAIL_FAST: &str = "fail fast";
+
 /// Warnings in plain words, so that nobody mistakes the client's limit for the server's.
 pub fn warnings_of(r: &RunRecord) -> Vec<String> {
     let s = &r.summary;
     let mut out = Vec::new();
+    if r.stop_reason.starts_with(FAIL_FAST) {
+        // Stopped within moments, every connection failing: the figures describe nothing
+        // (the busy share of a few milliseconds, connects cut short); the error says why.
+        return out;
+    }
     if r.config.load_model == "open" {
         out.extend(open_loop_warning(r));
     }
@@ -1054,6 +1063,7 @@ pub fn warnings_of(r: &RunRecord) -> Vec<String> {
             e.in_flight
         ));
     }
+    out.extend(http_errors_warning(r));
     let ports = s.errors.get("addr_not_avail").copied().unwrap_or(0);
     if ports > 0 {
         out.push(format!(
@@ -1063,6 +1073,49 @@ pub fn warnings_of(r: &RunRecord) -> Vec<String> {
         ));
     }
     out
+}
+
+/// When responses came back but every one had an HTTP error status (not 2xx or 3xx): the
+/// statuses, named, and where to look (`every response was 404 Not Found: check the URL's
+/// path`).
+pub fn http_errors_warning(r: &RunRecord) -> Option<String> {
+    let s = &r.summary;
+    if s.requests.ok == 0 || s.requests.non_2xx_3xx < s.requests.ok {
+        return None;
+    }
+    let named = |code: &str| {
+        let reason = code
+            .parse::<u16>()
+            .ok()
+            .and_then(|c| http::StatusCode::from_u16(c).ok())
+            .and_then(|c| c.canonical_reason());
+        match reason {
+            Some(reason) => format!("{code} {reason}"),
+            None => code.to_string(),
+        }
+    };
+    let codes: Vec<(&String, &u64)> = s.status.iter().filter(|(_, n)| **n > 0).collect();
+    if let [(code, _)] = codes[..] {
+        let hint = match code.as_str() {
+            "404" | "410" => "check the URL's path",
+            "400" => "check the request: method, headers and body (-m, -H, --body)",
+            "401" | "403" => "the server wants credentials: add them with -H 'Authorization: ...'",
+            "405" => "check the method (-m)",
+            "415" | "422" => "check the body and its Content-Type (--body, -H)",
+            "429" => "the server limits the rate: lower -c or -R",
+            c if c.starts_with('5') => "the server failed every request: check its logs",
+            _ => "check the URL and the request",
+        };
+        return Some(format!("every response was {}: {hint}", named(code)));
+    }
+    let list: Vec<String> = codes
+        .iter()
+        .map(|(code, n)| format!("{} ({n})", named(code)))
+        .collect();
+    Some(format!(
+        "every response was an HTTP error: {}; check the URL and the request",
+        list.join(", ")
+    ))
 }
 
 /// The one warning an open loop's schedule calls for, if any. Requests can be late for two

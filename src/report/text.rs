@@ -68,6 +68,16 @@ fn header(out: &mut String, r: &RunRecord) {
             human_ns(r.summary.duration_s * 1e9)
         );
     }
+    if r.stop_reason
+        .starts_with(crate::recorder::record::FAIL_FAST)
+    {
+        let _ = writeln!(
+            out,
+            "  STOPPED EARLY ({}) after {}: every connection failed the same way before any request succeeded",
+            r.stop_reason,
+            human_ns(r.summary.duration_s * 1e9)
+        );
+    }
 }
 
 /// The header of a run as it starts (the report's first lines, before anything is measured):

@@ -125,3 +125,41 @@ pub fn refused_addr() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap()
 }
+
+/// A TLS server (a self-signed certificate for 127.0.0.1, rustls) whose ALPN offers only
+/// `alpn` (none when empty) and that answers each HTTP/1.1 request with `200 OK`: a server
+/// with TLS but no HTTP/2.
+pub fn tls_server(alpn: &[&[u8]]) -> SocketAddr {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use std::sync::Arc;
+    let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let cert = CertificateDer::from(ck.cert.der().to_vec());
+    let key = PrivateKeyDer::try_from(ck.key_pair.serialize_der()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)
+        .unwrap();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    let config = Arc::new(config);
+    raw_server(move |s| {
+        let Ok(conn) = rustls::ServerConnection::new(config.clone()) else {
+            return;
+        };
+        let mut tls = rustls::StreamOwned::new(conn, s);
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while let Ok(1) = tls.read(&mut byte) {
+            head.push(byte[0]);
+            if head.ends_with(b"\r\n\r\n") {
+                head.clear();
+                let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                if tls.write_all(ok).and_then(|_| tls.flush()).is_err() {
+                    return;
+                }
+            }
+        }
+    })
+}

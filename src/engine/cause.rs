@@ -1,0 +1,232 @@
+//! Why a connection attempt failed, when the reason names its own fix: nothing listens, the
+//! certificate is not trusted, the server does not speak TLS, ALPN did not agree. The
+//! fail-fast rule ([`crate::load::failfast`]) stops a run whose connections all fail with one
+//! of these before any request succeeded, and prints the cause's hint.
+
+use crate::plan::RunPlan;
+use rustls::{AlertDescription, CertificateError};
+use std::io;
+
+/// The cause of a failed connection attempt (see the module's documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// `ECONNREFUSED`: nothing listens on the port.
+    Refused,
+    /// `ENETUNREACH`, `EHOSTUNREACH`: no route to the address.
+    Unreachable,
+    /// `EMFILE`, `ENFILE`: this process (or the system) is out of file descriptors.
+    FdLimit,
+    /// The certificate's issuer is not trusted (a self-signed certificate, a private CA).
+    CertUntrusted,
+    /// The certificate does not name the host of the URL.
+    CertName,
+    /// The certificate was refused for another reason (expired, not yet valid, revoked, …).
+    CertInvalid,
+    /// The server answered the TLS handshake with something that is not TLS (an HTTP error
+    /// page): it speaks plain HTTP on that port.
+    NotTls,
+    /// A plain HTTP request was answered with a TLS record (an alert): the server speaks
+    /// TLS on that port.
+    SpeaksTls,
+    /// ALPN did not agree on the protocol asked for (h2 with `--http2`, else http/1.1).
+    Alpn,
+    /// The TLS handshake failed otherwise, as rustls says (an alert from the server, no
+    /// common version or cipher suite). A connection closed or reset in the middle of the
+    /// handshake has no cause: an overloaded server does that to some connections only.
+    TlsHandshake,
+}
+
+impl Cause {
+    /// Every cause (for tests and the tracker's table).
+    pub const ALL: [Cause; 10] = [
+        Cause::Refused,
+        Cause::Unreachable,
+        Cause::FdLimit,
+        Cause::CertUntrusted,
+        Cause::CertName,
+        Cause::CertInvalid,
+        Cause::NotTls,
+        Cause::SpeaksTls,
+        Cause::Alpn,
+        Cause::TlsHandshake,
+    ];
+
+    /// A short name, for the record's stop reason (`fail fast: connection refused`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::Refused => "connection refused",
+            Cause::Unreachable => "unreachable",
+            Cause::FdLimit => "too many open files",
+            Cause::CertUntrusted => "untrusted certificate",
+            Cause::CertName => "certificate name mismatch",
+            Cause::CertInvalid => "certificate refused",
+            Cause::NotTls => "not TLS",
+            Cause::SpeaksTls => "TLS server",
+            Cause::Alpn => "ALPN",
+            Cause::TlsHandshake => "TLS handshake",
+        }
+    }
+
+    /// What went wrong and how to fix it, in one line, for `plan`'s target.
+    pub fn hint(self, plan: &RunPlan) -> String {
+        let t = &plan.target;
+        let host = if t.host.contains(':') {
+            format!("[{}]:{}", t.host, t.port)
+        } else {
+            format!("{}:{}", t.host, t.port)
+        };
+        let url = &t.url;
+        match self {
+            Cause::Refused if t.host.parse::<std::net::IpAddr>().ok() == Some(t.addr.ip()) => {
+                format!("connection refused: is the server running on {host}?")
+            }
+            // A name: the address it resolved to may not be the one the server listens on
+            // (localhost as ::1, the server on 127.0.0.1).
+            Cause::Refused => format!(
+                "connection refused: is the server running on {host} (resolved to {})?",
+                t.addr
+            ),
+            Cause::Unreachable => format!(
+                "{host} is unreachable (no route to it): check the address in the URL and the network"
+            ),
+            Cause::FdLimit => "too many open files: raise the limit (ulimit -n) or use fewer connections (-c)".into(),
+            Cause::CertUntrusted => format!(
+                "the certificate of {host} is not trusted (its issuer is unknown, e.g. self-signed): \
+                 trust it with --cacert FILE (the server's certificate or its CA, PEM), \
+                 or skip verification with -k/--insecure"
+            ),
+            Cause::CertName => format!(
+                "the certificate of {host} is not valid for the name '{}': use a host name the certificate names, \
+                 or skip verification with -k/--insecure",
+                t.host
+            ),
+            Cause::CertInvalid => format!(
+                "the certificate of {host} was refused (expired, not yet valid, or malformed): \
+                 fix it on the server, or skip verification with -k/--insecure"
+            ),
+            Cause::NotTls => format!(
+                "{host} does not speak TLS (it answered the handshake with plain text): \
+                 use http:// instead of https:// in {url}"
+            ),
+            Cause::SpeaksTls => format!(
+                "{host} speaks TLS (it answered the request with a TLS alert): \
+                 use https:// instead of http:// in {url}"
+            ),
+            Cause::Alpn if plan.http2.is_some() => format!(
+                "{host} does not offer HTTP/2 (h2) in ALPN: drop --http2, or enable h2 on the server"
+            ),
+            Cause::Alpn => format!(
+                "{host} does not offer HTTP/1.1 in ALPN: try --http2"
+            ),
+            Cause::TlsHandshake => format!(
+                "the TLS handshake with {host} failed: check that the server speaks TLS 1.2 or 1.3 on this port \
+                 (http:// if it speaks plain HTTP)"
+            ),
+        }
+    }
+}
+
+/// The cause of a failed TCP connect, if it is one that names its fix.
+pub fn of_connect(e: &io::Error) -> Option<Cause> {
+    match e.raw_os_error()? {
+        libc::ECONNREFUSED => Some(Cause::Refused),
+        libc::ENETUNREACH | libc::EHOSTUNREACH => Some(Cause::Unreachable),
+        libc::EMFILE | libc::ENFILE => Some(Cause::FdLimit),
+        _ => None,
+    }
+}
+
+/// The cause of a response that is not HTTP: a TLS record (alert or handshake, TLS 1.0 to
+/// 1.3 record versions) means the server speaks TLS.
+pub fn of_response(bytes: &[u8]) -> Option<Cause> {
+    match bytes {
+        [0x15 | 0x16, 0x03, 0x00..=0x04, ..] => Some(Cause::SpeaksTls),
+        _ => None,
+    }
+}
+
+/// The cause of a failed TLS handshake (tokio-rustls wraps rustls' error in the I/O error).
+pub fn of_tls(e: &io::Error) -> Option<Cause> {
+    if let Some(cause) = of_connect(e) {
+        return Some(cause);
+    }
+    // Not rustls' own error: the server closed or reset the connection in the middle of the
+    // handshake, which a server at its connection limit does to the connections past it
+    // while others succeed; not a cause to stop for.
+    let tls = e.get_ref()?.downcast_ref::<rustls::Error>()?;
+    Some(match tls {
+        rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => Cause::CertUntrusted,
+        rustls::Error::InvalidCertificate(
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+        ) => Cause::CertName,
+        rustls::Error::InvalidCertificate(_) => Cause::CertInvalid,
+        rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => {
+            Cause::NotTls
+        }
+        rustls::Error::NoApplicationProtocol
+        | rustls::Error::AlertReceived(AlertDescription::NoApplicationProtocol) => Cause::Alpn,
+        _ => Cause::TlsHandshake,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tls(e: rustls::Error) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidData, e)
+    }
+
+    #[test]
+    fn causes_of_connect_and_tls_errors() {
+        let os = io::Error::from_raw_os_error;
+        // (error, cause)
+        let rows = [
+            (os(libc::ECONNREFUSED), Some(Cause::Refused)),
+            (os(libc::EHOSTUNREACH), Some(Cause::Unreachable)),
+            (os(libc::EMFILE), Some(Cause::FdLimit)),
+            (os(libc::ETIMEDOUT), None),
+            (os(libc::EADDRNOTAVAIL), None),
+        ];
+        for (e, cause) in rows {
+            assert_eq!(of_connect(&e), cause, "{e}");
+        }
+        let rows = [
+            (
+                rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer),
+                Cause::CertUntrusted,
+            ),
+            (
+                rustls::Error::InvalidCertificate(CertificateError::NotValidForName),
+                Cause::CertName,
+            ),
+            (
+                rustls::Error::InvalidCertificate(CertificateError::Expired),
+                Cause::CertInvalid,
+            ),
+            (
+                rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType),
+                Cause::NotTls,
+            ),
+            (
+                rustls::Error::AlertReceived(AlertDescription::NoApplicationProtocol),
+                Cause::Alpn,
+            ),
+            (
+                rustls::Error::AlertReceived(AlertDescription::HandshakeFailure),
+                Cause::TlsHandshake,
+            ),
+        ];
+        for (e, cause) in rows {
+            assert_eq!(of_tls(&tls(e)), Some(cause));
+        }
+        assert_eq!(
+            of_response(b"\x15\x03\x03\x00\x02\x02\x32"),
+            Some(Cause::SpeaksTls)
+        );
+        assert_eq!(of_response(b"SSH-2.0-OpenSSH_9.2\r\n"), None);
+        let eof = io::Error::new(io::ErrorKind::UnexpectedEof, "tls handshake eof");
+        assert_eq!(of_tls(&eof), None);
+        assert_eq!(of_tls(&os(libc::ECONNRESET)), None);
+    }
+}
