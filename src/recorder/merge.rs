@@ -8,11 +8,11 @@
 //! repetitions merge element by element. Warnings are kept per part, and the merged figures
 //! get their own. Records of different plans are refused, naming the first difference.
 
-use super::hist::{self, IntervalStats, Stats};
+use super::hist::{self, IntervalStats};
 use super::record::{
-    warnings_of, BurstStats, Bursts, Bytes, Connections, Generator, Interval, IntervalGenerator,
-    Latency, Level, RequestFigures, Requests, RunRecord, Stage, Summary,
+    warnings_of, Interval, IntervalGenerator, Level, Requests, RunRecord, Stage, Summary,
 };
+use super::summary::{latency, round3, summarize};
 use crate::model::Phase;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -38,219 +38,6 @@ fn encode_all(h: &Hists) -> BTreeMap<String, String> {
     h.iter()
         .map(|(k, v)| (k.clone(), hist::encode(v)))
         .collect()
-}
-
-fn stats(h: &Hists, name: &str) -> Stats {
-    h.get(name).map(Stats::of).unwrap_or_default()
-}
-
-/// The latency statistics of merged phase histograms.
-fn latency(h: &Hists) -> Latency {
-    Latency {
-        total: stats(h, Phase::Total.name()),
-        uncorrected: stats(h, Phase::Uncorrected.name()),
-        phases: Phase::CLIENT
-            .iter()
-            .map(|p| (p.name().to_string(), stats(h, p.name())))
-            .collect(),
-        schedule_lag: stats(h, Phase::Lag.name()),
-    }
-}
-
-fn sum_maps<'a>(maps: impl Iterator<Item = &'a BTreeMap<String, u64>>) -> BTreeMap<String, u64> {
-    let mut out = BTreeMap::new();
-    for m in maps {
-        for (k, v) in m {
-            *out.entry(k.clone()).or_insert(0) += v;
-        }
-    }
-    out
-}
-
-fn round3(v: f64) -> f64 {
-    (v * 1e3).round() / 1e3
-}
-
-/// The summary of parts that ran side by side (segments) over `duration_s`, with the merged
-/// histograms `h` (named as in a record's `histograms`).
-fn summary(parts: &[&Summary], h: &Hists, duration_s: f64) -> Summary {
-    let sum = |f: &dyn Fn(&Summary) -> u64| parts.iter().map(|s| f(s)).sum::<u64>();
-    let per_s = |n: u64| {
-        if duration_s > 0.0 {
-            n as f64 / duration_s
-        } else {
-            0.0
-        }
-    };
-    let first = parts[0];
-    let read = sum(&|s| s.bytes.read);
-    let mut order: Vec<String> = Vec::new();
-    for s in parts {
-        for name in &s.server_timing_order {
-            if !order.contains(name) {
-                order.push(name.clone());
-            }
-        }
-    }
-    let mut labels: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
-    for s in parts {
-        for (metric, descs) in &s.server_timing_labels {
-            let into = labels.entry(metric.clone()).or_default();
-            for (d, n) in descs {
-                *into.entry(d.clone()).or_insert(0) += n;
-            }
-        }
-    }
-    let bursts = first.bursts.as_ref().map(|b| {
-        let of = |name: &str| match h.get(name) {
-            Some(h) if !h.is_empty() => BurstStats {
-                mean_us: round3(h.mean() / 1000.0),
-                p50_us: h.value_at_quantile(0.5) as f64 / 1000.0,
-                p95_us: h.value_at_quantile(0.95) as f64 / 1000.0,
-                max_us: h.max() as f64 / 1000.0,
-            },
-            _ => BurstStats {
-                mean_us: 0.0,
-                p50_us: 0.0,
-                p95_us: 0.0,
-                max_us: 0.0,
-            },
-        };
-        Bursts {
-            size: parts
-                .iter()
-                .filter_map(|s| s.bursts.as_ref())
-                .map(|b| b.size)
-                .sum(),
-            interval_s: b.interval_s,
-            count: parts
-                .iter()
-                .filter_map(|s| s.bursts.as_ref())
-                .map(|b| b.count)
-                .max()
-                .unwrap_or(0),
-            dispatch: of("burst_dispatch"),
-            wait: of("burst_wait"),
-        }
-    });
-    let offered: Vec<f64> = parts
-        .iter()
-        .filter_map(|s| s.generator.offered_rps)
-        .collect();
-    // Parts side by side share the window: their sending rates add up.
-    let sent: Vec<f64> = parts.iter().filter_map(|s| s.generator.sent_rps).collect();
-    Summary {
-        requests: Requests {
-            total: sum(&|s| s.requests.total),
-            ok: sum(&|s| s.requests.ok),
-            errors: sum(&|s| s.requests.errors),
-            non_2xx_3xx: sum(&|s| s.requests.non_2xx_3xx),
-        },
-        duration_s,
-        throughput_rps: round3(per_s(sum(&|s| s.requests.total) - sum(&|s| s.end.drained))),
-        end: super::record::EndOfRun {
-            drained: sum(&|s| s.end.drained),
-            drain_timeouts: sum(&|s| s.end.drain_timeouts),
-            in_flight: sum(&|s| s.end.in_flight),
-            not_sent: sum(&|s| s.end.not_sent),
-            drain_s: parts.iter().map(|s| s.end.drain_s).fold(0.0, f64::max),
-        },
-        bytes: Bytes {
-            read,
-            written: sum(&|s| s.bytes.written),
-            read_per_s: round3(per_s(read)),
-            headers: sum(&|s| s.bytes.headers),
-            headers_decoded: sum(&|s| s.bytes.headers_decoded),
-            body: sum(&|s| s.bytes.body),
-            body_decoded: sum(&|s| s.bytes.body_decoded),
-        },
-        connections: Connections {
-            opened: sum(&|s| s.connections.opened),
-            server_closes: sum(&|s| s.connections.server_closes),
-        },
-        status: sum_maps(parts.iter().map(|s| &s.status)),
-        errors: sum_maps(parts.iter().map(|s| &s.errors)),
-        latency: latency(h),
-        generator: Generator {
-            offered_rps: (offered.len() == parts.len()).then(|| offered.iter().sum()),
-            sent_rps: (sent.len() == parts.len()).then(|| round3(sent.iter().sum())),
-            thread_busy: parts
-                .iter()
-                .flat_map(|s| s.generator.thread_busy.iter().copied())
-                .collect(),
-            interval_snapshot_bytes: sum(&|s| s.generator.interval_snapshot_bytes),
-        },
-        server_timing: order
-            .iter()
-            .map(|m| (m.clone(), stats(h, &format!("server_timing.{m}"))))
-            .collect(),
-        server_timing_order: order,
-        server_timing_labels: labels,
-        server_timing_responses: sum(&|s| s.server_timing_responses),
-        server_timing_invalid: sum(&|s| s.server_timing_invalid),
-        server_timing_total: first.server_timing_total.clone(),
-        server_timing_overhead: stats(h, "server_timing_overhead"),
-        resets: sum_maps(parts.iter().map(|s| &s.resets)),
-        h2_max_concurrent_streams: parts
-            .iter()
-            .filter_map(|s| s.h2_max_concurrent_streams)
-            .min(),
-        bursts,
-        warnings: Vec::new(),
-        by_request: by_request(parts, h, duration_s),
-        thresholds: Vec::new(),
-    }
-}
-
-/// The named requests' figures of the parts, from the merged `request.<name>.<phase>`
-/// histograms.
-fn by_request(parts: &[&Summary], h: &Hists, duration_s: f64) -> BTreeMap<String, RequestFigures> {
-    let mut out: BTreeMap<String, RequestFigures> = BTreeMap::new();
-    for s in parts {
-        for (name, f) in &s.by_request {
-            let into = out.entry(name.clone()).or_insert_with(|| RequestFigures {
-                requests: Requests {
-                    total: 0,
-                    ok: 0,
-                    errors: 0,
-                    non_2xx_3xx: 0,
-                },
-                throughput_rps: 0.0,
-                status: BTreeMap::new(),
-                errors: BTreeMap::new(),
-                latency: Latency {
-                    total: Stats::default(),
-                    uncorrected: Stats::default(),
-                    phases: BTreeMap::new(),
-                    schedule_lag: Stats::default(),
-                },
-            });
-            into.requests.total += f.requests.total;
-            into.requests.ok += f.requests.ok;
-            into.requests.errors += f.requests.errors;
-            into.requests.non_2xx_3xx += f.requests.non_2xx_3xx;
-            for (k, v) in &f.status {
-                *into.status.entry(k.clone()).or_insert(0) += v;
-            }
-            for (k, v) in &f.errors {
-                *into.errors.entry(k.clone()).or_insert(0) += v;
-            }
-        }
-    }
-    for (name, f) in out.iter_mut() {
-        let prefix = format!("request.{name}.");
-        let own: Hists = h
-            .iter()
-            .filter_map(|(k, v)| Some((k.strip_prefix(&prefix)?.to_string(), v.clone())))
-            .collect();
-        f.latency = latency(&own);
-        f.throughput_rps = round3(if duration_s > 0.0 {
-            f.requests.total as f64 / duration_s
-        } else {
-            0.0
-        });
-    }
-    out
 }
 
 /// Merges interval series by wall-clock time: `series[i]` started recording `offsets_s[i]`
@@ -632,7 +419,7 @@ fn levels(parts: &[&[Level]], offsets: &[f64], interval_s: f64) -> Result<Vec<Le
                     .offered_rps
                     .map(|_| same.iter().filter_map(|l| l.offered_rps).sum()),
                 stop_reason: first.stop_reason.clone(),
-                summary: summary(&sums, &h, duration_s),
+                summary: summarize(&sums, &h, duration_s),
                 intervals: intervals(&series, &offs, interval_s)?,
                 histograms: encode_all(&h),
             })
@@ -676,7 +463,7 @@ pub fn merge(records: Vec<RunRecord>, names: &[String]) -> Result<RunRecord, Str
         environment: first.environment.clone(),
         stop_reason: first.stop_reason.clone(),
         interrupted: records.iter().any(|r| r.interrupted),
-        summary: summary(&sums, &h, duration_s),
+        summary: summarize(&sums, &h, duration_s),
         intervals: intervals(&series, &offsets, interval_s)?,
         stages: stages(&stage_parts)?,
         levels: levels(&level_parts, &offsets, interval_s)?,

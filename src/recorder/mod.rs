@@ -15,6 +15,7 @@ pub mod reservoir;
 pub mod series;
 pub mod server_timing;
 pub mod spill;
+pub mod summary;
 
 pub use collector::{IntervalSet, WorkerLink};
 pub use series::Series;

@@ -4,6 +4,7 @@
 //! and later tools work from it alone.
 
 use super::hist::{self, IntervalStats, Stats};
+use super::summary::{round3, round6, summarize};
 use super::{Counters, Measured};
 use crate::model::{Arrival, ErrorKind, LoadModel, Phase, Schedule, StopRule};
 use crate::plan::RunPlan;
@@ -237,7 +238,7 @@ impl Environment {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
     pub requests: Requests,
     /// Recorded time in seconds (warm-up excluded): the window.
@@ -344,7 +345,7 @@ pub struct BurstStats {
 }
 
 impl BurstStats {
-    fn of(h: &hdrhistogram::Histogram<u64>) -> Self {
+    pub(crate) fn of(h: &hdrhistogram::Histogram<u64>) -> Self {
         let us = |ns: u64| ns as f64 / 1000.0;
         BurstStats {
             mean_us: round3(h.mean() / 1000.0),
@@ -394,7 +395,7 @@ impl EndOfRun {
 }
 
 /// The load generator's own figures, so that its limit is not mistaken for the server's.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Generator {
     /// Open loop: the rate asked for, req/s.
     pub offered_rps: Option<f64>,
@@ -409,7 +410,7 @@ pub struct Generator {
     pub interval_snapshot_bytes: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Requests {
     /// Requests that ended: `ok + errors`.
     pub total: u64,
@@ -427,7 +428,7 @@ pub struct Requests {
 /// (HTTP/2: names and values, h2load's measure; HTTP/1.1: the same as received); `body` the
 /// response content as received (without chunk framing) and `body_decoded` after
 /// `--compressed` decoding (else the same).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Bytes {
     pub read: u64,
     pub written: u64,
@@ -449,7 +450,7 @@ impl Bytes {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Connections {
     /// TCP connections opened.
     pub opened: u64,
@@ -457,7 +458,7 @@ pub struct Connections {
     pub server_closes: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Latency {
     /// Intended send → last byte (corrected).
     pub total: Stats,
@@ -568,83 +569,9 @@ pub struct Ending {
 impl RunRecord {
     /// Builds the record of `plan` from what was measured.
     pub fn build(plan: &RunPlan, measured: &Measured, end: Ending) -> RunRecord {
-        let c = &measured.counters;
         let secs = end.recorded.as_secs_f64();
-        let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
-        let status: BTreeMap<String, u64> = measured
-            .status
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| **n > 0)
-            .map(|(code, n)| (code.to_string(), *n))
-            .collect();
-        let non_2xx_3xx = measured
-            .status
-            .iter()
-            .enumerate()
-            .filter(|(code, _)| !(200..400).contains(code))
-            .map(|(_, n)| n)
-            .sum();
-        let errors = ErrorKind::ALL
-            .iter()
-            .map(|k| (k.name().to_string(), c.errors[k.index()]))
-            .collect();
-        let mut histograms: BTreeMap<String, String> = Phase::ALL
-            .iter()
-            .map(|&p| (p.name().to_string(), hist::encode(measured.hists.get(p))))
-            .collect();
-        for m in &measured.server.metrics {
-            histograms.insert(format!("server_timing.{}", m.name), hist::encode(&m.hist));
-        }
-        if !measured.server.overhead.is_empty() {
-            histograms.insert(
-                "server_timing_overhead".into(),
-                hist::encode(&measured.server.overhead),
-            );
-        }
-        if let Some(b) = &measured.bursts {
-            histograms.insert("burst_dispatch".into(), hist::encode(&b.dispatch));
-            histograms.insert("burst_wait".into(), hist::encode(&b.wait));
-        }
-        let names = plan.workload.as_ref().map_or(&[][..], |w| &w.names[..]);
-        let mut by_request = BTreeMap::new();
-        for (name, acc) in names.iter().zip(&measured.by_request) {
-            for p in Phase::ALL {
-                let h = acc.hists.get(p);
-                if !h.is_empty() {
-                    histograms.insert(format!("request.{name}.{}", p.name()), hist::encode(h));
-                }
-            }
-            let c = &acc.counters;
-            by_request.insert(
-                name.clone(),
-                RequestFigures {
-                    requests: Requests {
-                        total: c.requests,
-                        ok: c.ok,
-                        errors: c.error_total(),
-                        non_2xx_3xx: acc
-                            .status
-                            .iter()
-                            .filter(|(code, _)| !(200..400).contains(code))
-                            .map(|(_, n)| n)
-                            .sum(),
-                    },
-                    throughput_rps: round3(per_s(c.requests)),
-                    status: acc
-                        .status
-                        .iter()
-                        .map(|(code, n)| (code.to_string(), *n))
-                        .collect(),
-                    errors: ErrorKind::ALL
-                        .iter()
-                        .filter(|k| c.errors[k.index()] > 0)
-                        .map(|k| (k.name().to_string(), c.errors[k.index()]))
-                        .collect(),
-                    latency: latency_of(&acc.hists),
-                },
-            );
-        }
+        let named = named_hists(plan, measured);
+        let counts = counts_of(plan, measured, &end);
         let first_errors = ErrorKind::ALL
             .iter()
             .filter_map(|k| {
@@ -665,84 +592,15 @@ impl RunRecord {
             environment: Environment::current(end.start_time.clone()),
             stop_reason: end.stop_reason.clone(),
             interrupted: end.interrupted,
-            summary: Summary {
-                requests: Requests {
-                    total: c.requests,
-                    ok: c.ok,
-                    errors: c.error_total(),
-                    non_2xx_3xx,
-                },
-                duration_s: round6(secs),
-                throughput_rps: round3(per_s(c.requests - c.drained)),
-                end: EndOfRun::of(c, end.drained),
-                bytes: Bytes {
-                    read: c.bytes_read,
-                    written: c.bytes_written,
-                    read_per_s: round3(per_s(c.bytes_read)),
-                    headers: c.traffic.header,
-                    headers_decoded: c.traffic.header_decoded,
-                    body: c.traffic.body,
-                    body_decoded: c.traffic.body_decoded,
-                },
-                connections: Connections {
-                    opened: c.connections_opened,
-                    server_closes: c.server_closes,
-                },
-                status,
-                errors,
-                latency: latency_of(&measured.hists),
-                generator: Generator {
-                    offered_rps: offered_rps(plan),
-                    sent_rps: offered_rps(plan)
-                        .map(|_| round3(per_s(c.requests + c.in_flight_at_end))),
-                    thread_busy: measured.thread_busy.iter().map(|b| round3(*b)).collect(),
-                    interval_snapshot_bytes: measured.snapshot_bytes,
-                },
-                server_timing: {
-                    let st = &measured.server;
-                    st.metrics
-                        .iter()
-                        .map(|m| (m.name.clone(), Stats::of(&m.hist)))
-                        .collect()
-                },
-                server_timing_order: measured
-                    .server
-                    .order()
-                    .into_iter()
-                    .map(|i| measured.server.metrics[i].name.clone())
-                    .collect(),
-                server_timing_labels: {
-                    let st = &measured.server;
-                    let mut labels: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
-                    for (i, desc, n) in &st.labels {
-                        *labels
-                            .entry(st.metrics[*i].name.clone())
-                            .or_default()
-                            .entry(String::from_utf8_lossy(desc).into_owned())
-                            .or_default() += n;
-                    }
-                    labels
-                },
-                server_timing_responses: measured.server.responses,
-                server_timing_invalid: measured.server.invalid,
-                server_timing_total: plan.server_total.clone(),
-                server_timing_overhead: Stats::of(&measured.server.overhead),
-                resets: measured
-                    .reset_codes
-                    .iter()
-                    .map(|(code, n)| (h2_code_name(*code), *n))
-                    .collect(),
-                h2_max_concurrent_streams: measured.h2_max_streams,
-                bursts: bursts_of(plan, measured),
-                warnings: Vec::new(),
-                by_request,
-                thresholds: Vec::new(),
-            },
+            summary: summarize(&[&counts], &named, round6(secs)),
             intervals: intervals_of(measured, plan.interval, end.recorded),
             stages: stages_of(plan, measured),
             levels: Vec::new(),
             repetitions: Vec::new(),
-            histograms,
+            histograms: named
+                .iter()
+                .map(|(name, h)| (name.clone(), hist::encode(h)))
+                .collect(),
             first_errors,
             samples: Samples::of(&measured.samples),
             knee: None,
@@ -909,6 +767,148 @@ fn h2_code_name(code: u32) -> String {
         .get(code as usize)
         .map(|n| n.to_string())
         .unwrap_or_else(|| format!("0x{code:x}"))
+}
+
+/// A run's histograms by their names in the record: every phase, each Server-Timing metric
+/// (`server_timing.NAME`), the parse overhead and the bursts' when there are some, and each
+/// named request's phases that saw a value (`request.NAME.PHASE`).
+fn named_hists<'a>(
+    plan: &RunPlan,
+    measured: &'a Measured,
+) -> BTreeMap<String, &'a hdrhistogram::Histogram<u64>> {
+    let mut named: BTreeMap<String, &hdrhistogram::Histogram<u64>> = Phase::ALL
+        .iter()
+        .map(|&p| (p.name().to_string(), measured.hists.get(p)))
+        .collect();
+    for m in &measured.server.metrics {
+        named.insert(format!("server_timing.{}", m.name), &m.hist);
+    }
+    if !measured.server.overhead.is_empty() {
+        named.insert("server_timing_overhead".into(), &measured.server.overhead);
+    }
+    if let Some(b) = &measured.bursts {
+        named.insert("burst_dispatch".into(), &b.dispatch);
+        named.insert("burst_wait".into(), &b.wait);
+    }
+    let names = plan.workload.as_ref().map_or(&[][..], |w| &w.names[..]);
+    for (name, acc) in names.iter().zip(&measured.by_request) {
+        for p in Phase::ALL {
+            let h = acc.hists.get(p);
+            if !h.is_empty() {
+                named.insert(format!("request.{name}.{}", p.name()), h);
+            }
+        }
+    }
+    named
+}
+
+/// The counts of a run, as a summary whose derived figures (rates, statistics) are left for
+/// [`summarize`]: the one part of its own summary.
+fn counts_of(plan: &RunPlan, measured: &Measured, end: &Ending) -> Summary {
+    let c = &measured.counters;
+    let secs = end.recorded.as_secs_f64();
+    let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    let status_of = |status: &mut dyn Iterator<Item = (usize, u64)>| {
+        let mut map = BTreeMap::new();
+        let mut non_2xx_3xx = 0;
+        for (code, n) in status.filter(|(_, n)| *n > 0) {
+            map.insert(code.to_string(), n);
+            if !(200..400).contains(&code) {
+                non_2xx_3xx += n;
+            }
+        }
+        (map, non_2xx_3xx)
+    };
+    let (status, non_2xx_3xx) =
+        status_of(&mut measured.status.iter().enumerate().map(|(c, n)| (c, *n)));
+    let names = plan.workload.as_ref().map_or(&[][..], |w| &w.names[..]);
+    let by_request = names
+        .iter()
+        .zip(&measured.by_request)
+        .map(|(name, acc)| {
+            let c = &acc.counters;
+            let (status, non_2xx_3xx) =
+                status_of(&mut acc.status.iter().map(|(code, n)| (*code as usize, *n)));
+            let figures = RequestFigures {
+                requests: Requests {
+                    total: c.requests,
+                    ok: c.ok,
+                    errors: c.error_total(),
+                    non_2xx_3xx,
+                },
+                throughput_rps: 0.0,
+                status,
+                errors: ErrorKind::ALL
+                    .iter()
+                    .filter(|k| c.errors[k.index()] > 0)
+                    .map(|k| (k.name().to_string(), c.errors[k.index()]))
+                    .collect(),
+                latency: Latency::default(),
+            };
+            (name.clone(), figures)
+        })
+        .collect();
+    let st = &measured.server;
+    let mut labels: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    for (i, desc, n) in &st.labels {
+        *labels
+            .entry(st.metrics[*i].name.clone())
+            .or_default()
+            .entry(String::from_utf8_lossy(desc).into_owned())
+            .or_default() += n;
+    }
+    Summary {
+        requests: Requests {
+            total: c.requests,
+            ok: c.ok,
+            errors: c.error_total(),
+            non_2xx_3xx,
+        },
+        duration_s: round6(secs),
+        end: EndOfRun::of(c, end.drained),
+        bytes: Bytes {
+            read: c.bytes_read,
+            written: c.bytes_written,
+            headers: c.traffic.header,
+            headers_decoded: c.traffic.header_decoded,
+            body: c.traffic.body,
+            body_decoded: c.traffic.body_decoded,
+            ..Bytes::default()
+        },
+        connections: Connections {
+            opened: c.connections_opened,
+            server_closes: c.server_closes,
+        },
+        status,
+        errors: ErrorKind::ALL
+            .iter()
+            .map(|k| (k.name().to_string(), c.errors[k.index()]))
+            .collect(),
+        generator: Generator {
+            offered_rps: offered_rps(plan),
+            sent_rps: offered_rps(plan).map(|_| round3(per_s(c.requests + c.in_flight_at_end))),
+            thread_busy: measured.thread_busy.iter().map(|b| round3(*b)).collect(),
+            interval_snapshot_bytes: measured.snapshot_bytes,
+        },
+        server_timing_order: st
+            .order()
+            .into_iter()
+            .map(|i| st.metrics[i].name.clone())
+            .collect(),
+        server_timing_labels: labels,
+        server_timing_responses: st.responses,
+        server_timing_invalid: st.invalid,
+        server_timing_total: plan.server_total.clone(),
+        resets: measured
+            .reset_codes
+            .iter()
+            .map(|(code, n)| (h2_code_name(*code), *n))
+            .collect(),
+        h2_max_concurrent_streams: measured.h2_max_streams,
+        bursts: bursts_of(plan, measured),
+        by_request,
+        ..Summary::default()
+    }
 }
 
 /// The per-burst figures, for a burst run.
@@ -1266,14 +1266,6 @@ impl FlaggedIntervals {
             ranges.join(", ")
         )
     }
-}
-
-fn round3(v: f64) -> f64 {
-    (v * 1e3).round() / 1e3
-}
-
-fn round6(v: f64) -> f64 {
-    (v * 1e6).round() / 1e6
 }
 
 fn config_of(plan: &RunPlan, end: &Ending) -> Config {
