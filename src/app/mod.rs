@@ -23,7 +23,7 @@ pub const EXIT_FAILURE: i32 = 1;
 /// Exit code: bad input (flags, URL, files).
 pub const EXIT_USAGE: i32 = 2;
 /// Exit code: a `--threshold` failed (k6's convention).
-pub const EXIT_THRESHOLD: i32 = 99;
+pub const EXIT_THRESHOLD: i32 = crate::recorder::record::ThresholdVerdict::EXIT_FAIL;
 /// Exit code after SIGINT (128 + 2).
 pub const EXIT_SIGINT: i32 = 130;
 /// Exit code after SIGTERM (128 + 15).
@@ -168,13 +168,13 @@ fn report(args: &ReportArgs) -> i32 {
     }
 }
 
-/// 0, or [`EXIT_THRESHOLD`] when a `--threshold` checked in `record` failed.
-fn thresholds_code(record: &RunRecord) -> i32 {
-    if crate::cli::ViewArgs::passed(record) {
-        EXIT_OK
-    } else {
-        EXIT_THRESHOLD
-    }
+/// The exit code of the thresholds' verdict: 0, or [`EXIT_THRESHOLD`] when a `--threshold`
+/// checked in `record` failed (one with no data neither passes nor fails).
+pub(crate) fn thresholds_code(record: &RunRecord) -> i32 {
+    record
+        .summary
+        .thresholds_verdict()
+        .map_or(EXIT_OK, |v| v.exit_code)
 }
 
 /// What `reqlife report` prints: the text report or the `--format` asked for.

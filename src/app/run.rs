@@ -228,8 +228,9 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         if let Some(why) = failure(&record) {
             eprintln!("error: {why}");
             code = EXIT_FAILURE;
-        } else if code == EXIT_OK && !crate::cli::ViewArgs::passed(&record) {
-            code = super::EXIT_THRESHOLD;
+        } else if code == EXIT_OK {
+            // The thresholds' verdict gives the exit code, as it gives the banner and the JSON.
+            code = super::thresholds_code(&record);
         }
     }
     match signal {

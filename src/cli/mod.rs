@@ -558,7 +558,8 @@ fn threshold_arg(s: &str) -> Result<crate::analysis::expr::Expr, String> {
 }
 
 impl ViewArgs {
-    /// Checks the `--threshold`s against `record` and keeps the results in it.
+    /// Checks the `--threshold`s against `record` and keeps the results in it, with their
+    /// verdict as a whole.
     pub fn check(&self, record: &mut crate::recorder::record::RunRecord) {
         if self.thresholds.is_empty() {
             return;
@@ -573,15 +574,13 @@ impl ViewArgs {
                     measured: c.measured,
                     shown: c.measured.map(|v| e.show(v)),
                     pass: c.pass,
+                    no_data: c.no_data,
                     note: c.note,
                 }
             })
             .collect();
-    }
-
-    /// Whether every threshold checked in `record` passed.
-    pub fn passed(record: &crate::recorder::record::RunRecord) -> bool {
-        record.summary.thresholds.iter().all(|t| t.pass)
+        record.summary.threshold_verdict =
+            crate::recorder::record::ThresholdVerdict::of(&record.summary.thresholds);
     }
 
     /// The report these flags ask for.

@@ -199,6 +199,7 @@ fn summary(parts: &[&Summary], h: &Hists, duration_s: f64) -> Summary {
         warnings: Vec::new(),
         by_request: by_request(parts, h, duration_s),
         thresholds: Vec::new(),
+        threshold_verdict: None,
     }
 }
 

@@ -355,7 +355,7 @@ impl Page {
                     (
                         t.threshold.clone(),
                         t.shown.clone().unwrap_or_else(|| "-".into()),
-                        if t.pass { "pass" } else { "FAIL" },
+                        t.result(),
                         t.note.clone().unwrap_or_default(),
                     )
                 })
