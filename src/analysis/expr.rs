@@ -185,7 +185,7 @@ pub enum Op {
 }
 
 impl Op {
-    fn holds(self, a: f64, b: f64) -> bool {
+    pub fn holds(self, a: f64, b: f64) -> bool {
         match self {
             Op::Lt => a < b,
             Op::Le => a <= b,
