@@ -5,6 +5,7 @@
 
 mod calibrate;
 mod control;
+mod interleave;
 mod knee;
 mod run;
 mod stats;
@@ -50,7 +51,7 @@ pub fn main_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::Calibrate(a) => calibrate::calibrate(&a, command_line),
         Command::Merge(a) => merge(&a),
         Command::Knee(a) => knee::knee(&a, command_line),
-        Command::Compare(a) => compare(&a),
+        Command::Compare(a) => compare(&a, command_line),
     }
 }
 
@@ -193,18 +194,30 @@ fn printed(args: &ReportArgs, record: &RunRecord) -> Result<String, String> {
 }
 
 /// `reqlife compare`.
-fn compare(args: &crate::cli::CompareArgs) -> i32 {
-    let (a, b) = match (load_record(&args.a), load_record(&args.b)) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => return usage_error(e),
-    };
+fn compare(args: &crate::cli::CompareArgs, command_line: Vec<String>) -> i32 {
     if let Some(path) = &args.html {
         if let Err(e) = report::html::check_writable(path) {
             return usage_error(e);
         }
     }
+    let (a, b) = if args.run {
+        match interleave::run_rounds(args, &command_line) {
+            Ok(r) => r,
+            Err(code) => return code,
+        }
+    } else {
+        match (load_record(&args.a), load_record(&args.b)) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) | (_, Err(e)) => return usage_error(e),
+        }
+    };
     let c = match crate::analysis::compare::compare(&a, &b, args.noise / 100.0, args.seed) {
-        Ok(c) => c,
+        Ok(mut c) => {
+            if args.run {
+                c.method = "interleaved".into();
+            }
+            c
+        }
         Err(e) => return usage_error(e),
     };
     if let Some(path) = &args.html {

@@ -42,18 +42,50 @@ pub enum Command {
     /// 99% of the offered rate was achieved and the generator kept up.
     Knee(Box<KneeArgs>),
     /// Is B faster than A, or is it noise? Throughput and p50/p90/p99/p99.9 of the total, of
-    /// each phase and server metric: A, B, the change, its 95% interval and a verdict (across
-    /// repeated runs with `run --repeat N`; else by resampling the runs' intervals).
+    /// each phase and server metric: A, B, the change, its 95% interval, the p of a rank test,
+    /// the minimum detectable effect and a verdict (across repeated runs with `run --repeat N`,
+    /// across interleaved rounds with `--run URL_A URL_B`; else by resampling the runs'
+    /// intervals).
+    #[command(long_about = COMPARE_ABOUT)]
     Compare(CompareArgs),
 }
+
+/// `reqlife compare --help`: how a verdict is reached.
+const COMPARE_ABOUT: &str = "Is B faster than A, or is it noise? Throughput and p50/p90/p99/p99.9 of the total, of each \
+phase and server metric: A, B, the change B/A - 1, its 95% interval, the p of a rank test, the minimum detectable \
+effect (MDE: the smallest change these data could show, 5% two-sided, 80% power) and a verdict.
+
+How a verdict is reached. Across runs (both records made with `run --repeat N`, or `--run URL_A URL_B --rounds N` \
+here), each run is one observation: a change is called only when the exact rank test across runs (a permutation \
+test of the rank-sum, ties included) gives p < 0.05 and the 95% bootstrap interval of the ratio of the medians lies \
+wholly beyond the noise band (--noise). Anything else is \"no significant change\", with the reason. An exact test of \
+3 runs against 3 cannot give p below 0.1 whatever the data: such rows say \"too few runs: 4+ per side can show a \
+change\" instead of a verdict. Single runs are compared by resampling blocks of their intervals, and a change is \
+called when that interval lies wholly beyond the noise band; but one run cannot see the run-to-run variance of a \
+shared machine (often a few percent), so the output says so and gives the MDE. `--run URL_A URL_B --rounds N` runs \
+A and B in turn (AB, BA, AB, ...: a drift of the machine or the target in time falls on both sides alike) and \
+compares them across rounds; the flags of each run follow `--` (e.g. `-- -d 2s -c 8`).";
 
 /// Flags of `reqlife compare`.
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
-    /// The baseline RunRecord.
+    /// The baseline RunRecord (with --run: the baseline URL).
     pub a: PathBuf,
-    /// The RunRecord compared with it.
+    /// The RunRecord compared with it (with --run: the URL compared with it).
     pub b: PathBuf,
+
+    /// Run A and B here instead of reading records: A and B are URLs, run in turn for
+    /// --rounds rounds (AB, BA, AB, ...), each run with the `run` flags given after `--`.
+    #[arg(long = "run")]
+    pub run: bool,
+
+    /// Rounds of --run (each runs A once and B once); 4 or more can show a change.
+    #[arg(long = "rounds", default_value = "6", value_parser = count_arg, requires = "run")]
+    pub rounds: u64,
+
+    /// The `run` flags of every run of --run, after `--` (e.g. `-- -d 2s -c 8`).
+    #[arg(last = true, requires = "run")]
+    pub run_args: Vec<String>,
 
     /// Exit 99 (a CI regression gate) when B is significantly slower than A by more than this
     /// (throughput, or p50/p90/p99 of the total), e.g. 5%.

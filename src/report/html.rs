@@ -99,7 +99,7 @@ impl ComparePage {
                 let class = match r.verdict {
                     Verdict::Faster => "faster",
                     Verdict::Slower => "slower",
-                    Verdict::NoSignificantChange => "same",
+                    Verdict::NoSignificantChange | Verdict::TooFewRuns => "same",
                 };
                 vec![
                     r.figure.clone(),
