@@ -15,7 +15,7 @@ fn search(step: &str) -> (f64, Vec<String>, serde_json::Value, String) {
     let s = embedded(ServerTls::None);
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("knee.json");
-    let out = run_ok(&[
+    let out = run(&[
         "knee",
         "--slo",
         "p99<=60ms",
@@ -34,6 +34,13 @@ fn search(step: &str) -> (f64, Vec<String>, serde_json::Value, String) {
         rec.to_str().unwrap(),
         &s.url("/serial/4"),
     ]);
+    assert!(
+        out.status.success(),
+        "knee --step {step}: exit {:?}\n{}{}",
+        out.status.code(),
+        stdout(&out),
+        stderr(&out)
+    );
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
     let steps = r["knee"]["steps"].as_array().unwrap();
