@@ -556,6 +556,48 @@ pub struct Latency {
     pub schedule_lag: Stats,
 }
 
+impl Latency {
+    /// What breaks the invariants of these figures: each summary's ([`Stats::violations`]),
+    /// and, with `tiled` (every request ended, no error, and every connection opened by a
+    /// request: a closed loop; an open loop opens its connections ahead of the load, their
+    /// connect time in the connect figures and in no request's total), the client phases
+    /// adding up to the total: Σ mean × count of the phases (the HTTP/2 handshake, which
+    /// overlaps them, left out) equals the total's within rounding (the means' 3 decimals,
+    /// HdrHistogram's 0.1%).
+    pub fn violations(&self, tiled: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        let named = [
+            ("total", &self.total),
+            ("uncorrected", &self.uncorrected),
+            ("schedule_lag", &self.schedule_lag),
+        ];
+        for (name, st) in named
+            .into_iter()
+            .chain(self.phases.iter().map(|(n, st)| (n.as_str(), st)))
+        {
+            out.extend(st.violations().into_iter().map(|v| format!("{name}: {v}")));
+        }
+        if tiled && self.total.count > 0 {
+            let sum = |st: &Stats| st.mean_us.unwrap_or(0.0) * st.count as f64;
+            let parts: f64 = self
+                .phases
+                .iter()
+                .filter(|(n, _)| n.as_str() != Phase::H2Handshake.name())
+                .map(|(_, st)| sum(st))
+                .sum();
+            let total = sum(&self.total);
+            let slack =
+                0.002 * total + 0.001 * (self.phases.len() + 1) as f64 * self.total.count as f64;
+            if (parts - total).abs() > slack {
+                out.push(format!(
+                    "the client phases add up to {parts:.3} us, the totals to {total:.3} us (within {slack:.3})"
+                ));
+            }
+        }
+        out
+    }
+}
+
 /// One level of a sweep.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Level {
@@ -1070,6 +1112,13 @@ pub const LAG_NEAR_US: f64 = 500.0;
 pub fn warnings_of(r: &RunRecord) -> Vec<String> {
     let s = &r.summary;
     let mut out = Vec::new();
+    if s.latency.total.clamped > 0 {
+        out.push(format!(
+            "{} requests took an hour or more, beyond the histograms' range: they are counted at \
+             one hour, so the highest percentiles and the max are at least that",
+            s.latency.total.clamped
+        ));
+    }
     if r.config.load_model == "open" {
         out.extend(open_loop_warning(r));
     }
@@ -1426,6 +1475,78 @@ mod tests {
                 embedded_target: false,
             },
         )
+    }
+
+    /// One request of the property test: its phase durations in µs (queue, connect or none,
+    /// write, wait, read) from `start_us`, and whether it failed after writing.
+    type Life = (u64, u64, Option<u64>, u64, u64, u64, bool);
+
+    fn life() -> impl proptest::strategy::Strategy<Value = Life> {
+        use proptest::prelude::*;
+        (
+            0u64..2_000_000,
+            prop_oneof![0u64..50, 0u64..50_000],
+            proptest::option::of(1u64..5_000),
+            0u64..500,
+            0u64..200_000,
+            0u64..5_000,
+            proptest::bool::weighted(0.1),
+        )
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Whatever the requests, every summary of a run keeps its invariants (each
+        /// summary's percentiles in order within [min, max]), and when every request ended
+        /// their client phases add up to their totals.
+        #[test]
+        fn every_summary_keeps_its_invariants(lives in proptest::collection::vec(life(), 1..200)) {
+            use crate::model::{Timestamps, Traffic};
+            let base = Instant::now();
+            let all_ended = lives.iter().all(|l| !l.6);
+            // What the recorder does with each sample: its phases into the histograms.
+            let mut hists = crate::recorder::PhaseHists::new(hist::new_hist);
+            {
+                for &(start, queue, connect, write, wait, read, fails) in &lives {
+                    let us = |n: u64| Duration::from_micros(n);
+                    let intended = base + us(start);
+                    let dispatched = intended + us(queue);
+                    let mut st = Timestamps::new(intended, dispatched);
+                    let mut t = dispatched;
+                    if let Some(c) = connect {
+                        st.connect_start = Some(t);
+                        t += us(c);
+                        st.connect_end = Some(t);
+                    }
+                    t += us(write);
+                    st.written = Some(t);
+                    if !fails {
+                        t += us(wait);
+                        st.first_byte = Some(t);
+                        t += us(read);
+                        st.done = Some(t);
+                        proptest::prop_assert_eq!(st.unaccounted_ns(), Some(0));
+                    }
+                    hists.record(&crate::recorder::durations(&crate::model::Sample {
+                        stamps: st,
+                        status: (!fails).then_some(200),
+                        error: fails.then_some(ErrorKind::Timeout),
+                        bytes_read: 100,
+                        bytes_written: 40,
+                        traffic: Traffic::default(),
+                        server_closed: false,
+                        request: 0,
+                    }));
+                }
+            }
+            let latency = latency_of(&hists);
+            let v = latency.violations(all_ended);
+            proptest::prop_assert!(v.is_empty(), "{:?}", v);
+            proptest::prop_assert_eq!(
+                latency.total.count,
+                lives.iter().filter(|l| !l.6).count() as u64
+            );
+        }
     }
 
     #[test]
