@@ -38,8 +38,9 @@ pub enum Command {
     /// interval series merged by time. Prints the merged report.
     Merge(MergeArgs),
     /// The highest open-loop rate that meets every SLO: an exponential search, then
-    /// bisection, one step per rate (`--step` long); a step passes when the SLOs hold, at least
-    /// 99% of the offered rate was achieved and the generator kept up.
+    /// bisection, one step per rate (`--step` long); a step passes when the SLOs hold and the
+    /// offered rate was achieved.
+    #[command(long_about = KNEE_ABOUT)]
     Knee(Box<KneeArgs>),
     /// Is B faster than A, or is it noise? Throughput and p50/p90/p99/p99.9 of the total, of
     /// each phase and server metric: A, B, the change, its 95% interval, the p of a rank test,
@@ -49,6 +50,21 @@ pub enum Command {
     #[command(long_about = COMPARE_ABOUT)]
     Compare(CompareArgs),
 }
+
+/// `reqlife knee --help`: how a step is judged.
+const KNEE_ABOUT: &str = "The highest open-loop rate that meets every SLO: an exponential search from a quarter of \
+what a short closed-loop probe achieves, then bisection to --precision, one step per rate (--step long), the \
+answer confirmed by a repeated step.
+
+How a step is judged. It passes when every --slo holds and the achieved rate is at least 99% of the offered one, \
+less the share still in flight at the step's end (mean latency / step, by Little's law). A failing step is blamed \
+on the generator, not the server, only when a worker thread was saturated or when the generator's lateness \
+explains every failure: each failed latency SLO would hold with the schedule lag at its quantile taken off (that \
+lag over --max-lag), a rate shortfall is within the lag's share of the step. The lag after the step's start-up \
+(its first fifth, at most 2 s) is read at the highest quantile the step has samples for, 10 beyond it: p99 needs \
+1,000 samples, p90 100, p50 20, and under 20 it does not judge. A lagging generator cannot make a step look \
+better (latencies count from the intended send times), so a step that passes passes; a step blamed on the \
+generator runs once more before the search stops on a client limit.";
 
 /// `reqlife compare --help`: how a verdict is reached.
 const COMPARE_ABOUT: &str = "Is B faster than A, or is it noise? Throughput and p50/p90/p99/p99.9 of the total, of each \
@@ -134,8 +150,9 @@ pub struct KneeArgs {
     #[arg(long = "max-rate", value_parser = rate_arg)]
     pub max_rate: Option<f64>,
 
-    /// The schedule lag (p99) above which the generator, not the server, is the limit of a
-    /// step: the search stops there and says so.
+    /// The schedule lag above which the generator, not the server, may be the limit of a
+    /// failing step (read after the step's start-up at a quantile its samples support; see
+    /// above): that step runs once more, and if it fails so again the search stops there.
     #[arg(long = "max-lag", default_value = "1ms", value_parser = duration_arg)]
     pub max_lag: Duration,
 
@@ -579,8 +596,11 @@ pub struct ViewArgs {
     pub json: bool,
 
     /// A bar the run must meet, checked at the end (repeatable): `p99<5ms`, `wait.p90<2ms`,
-    /// `server.db.p99<1ms`, `errors<0.1%`, `rps>10000`. A table shows each; if any fails
-    /// the exit code is 99 (k6's convention).
+    /// `server.db.p99<1ms`, `errors<0.1%`, `rps>10000`. A table shows each: pass or FAIL on
+    /// its measured figure, or "no data" (neither: a percentile of a phase that measured
+    /// nothing, a share of no requests); a figure the record cannot give fails. One verdict
+    /// (`summary.threshold_verdict`) gives the banner, the JSON and the exit code: 99 if any
+    /// failed (k6's convention), else 0.
     #[arg(long = "threshold", value_parser = threshold_arg)]
     pub thresholds: Vec<crate::analysis::expr::Expr>,
 }
