@@ -1,7 +1,10 @@
 //! `reqlife compare`: two runs of the same target are "no significant change"; a target made
 //! slower (a 5 ms delay made 6 ms: +20% of server time) is "slower", and `--fail-if-slower`
-//! exits 99; repeated runs are compared across runs with a p-value; too few intervals to
-//! resample is a clear error.
+//! exits 99; single runs carry the caveat that they cannot see run-to-run variance, with a
+//! minimum detectable effect; repeated runs are compared across runs with an exact rank test
+//! whose p agrees with the verdict (3 against 3: "too few runs"; 5 against 5: a 30% slowdown
+//! called); interleaved rounds (`--run`) see no change in the same server, nor in a server
+//! that drifts; too few intervals to resample is a clear error.
 
 mod common;
 
@@ -66,6 +69,14 @@ fn single_runs_same_and_slower() {
         );
     }
 
+    // One run a side cannot see the run-to-run variance: the output says so, with the
+    // smallest change each row could detect.
+    let text = stdout(&run_ok(&["compare", &a, &b]));
+    assert!(text.contains("Caveat: single runs"), "{text}");
+    assert!(text.contains("MDE"), "{text}");
+    assert!(same["caveat"].is_string(), "{same}");
+    assert!(row(&same, "total p50")["mde"].as_f64().unwrap() > 0.0);
+
     let slower = summary(&run_ok(&["compare", &a, &slow, "--json"]));
     let p50 = row(&slower, "total p50");
     assert_eq!(p50["verdict"], "slower", "{p50}");
@@ -81,25 +92,135 @@ fn single_runs_same_and_slower() {
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
 }
 
+/// Every row's verdict agrees with the test the row shows: a change is called only with
+/// p < 0.05 and an interval wholly beyond the noise band; a row without a call says why.
+fn verdicts_agree_with_their_statistics(c: &Value) {
+    let noise = c["noise"].as_f64().unwrap();
+    for r in c["rows"].as_array().unwrap() {
+        let (lo, hi) = (
+            r["change"]["lo"].as_f64().unwrap(),
+            r["change"]["hi"].as_f64().unwrap(),
+        );
+        match r["verdict"].as_str().unwrap() {
+            "faster" | "slower" => {
+                if let Some(p) = r["p_value"].as_f64() {
+                    assert!(p < 0.05, "{r}");
+                }
+                assert!(lo > noise || hi < -noise, "{r}");
+            }
+            "no_significant_change" | "too_few_runs" => {
+                assert!(r["note"].is_string(), "{r}")
+            }
+            v => panic!("verdict {v}: {r}"),
+        }
+    }
+}
+
 #[test]
 fn repeated_runs_are_compared_across_runs() {
     let _turn = turn();
     let s = embedded(ServerTls::None);
     let dir = tempfile::tempdir().unwrap();
-    let rep = ["-d", "700ms", "--repeat", "3", "--pause", "100ms"];
-    let a = record(dir.path(), "a.json", &s.url("/delay/5"), &rep);
-    let slow = record(dir.path(), "slow.json", &s.url("/delay/6"), &rep);
-    let c = summary(&run_ok(&["compare", &a, &slow, "--json"]));
+    let rep = |n: &'static str| ["-d", "700ms", "--repeat", n, "--pause", "100ms"];
+    // The server's delay made 30% longer: 10 ms, then 13 ms.
+    let a3 = record(dir.path(), "a3.json", &s.url("/delay/10"), &rep("3"));
+    let slow3 = record(dir.path(), "slow3.json", &s.url("/delay/13"), &rep("3"));
+    let a5 = record(dir.path(), "a5.json", &s.url("/delay/10"), &rep("5"));
+    let slow5 = record(dir.path(), "slow5.json", &s.url("/delay/13"), &rep("5"));
+    let same5 = record(dir.path(), "same5.json", &s.url("/delay/10"), &rep("5"));
+
+    // 3 against 3: the smallest exact two-sided p is 0.1 (every B above every A), so no row
+    // can call a change, however clear: each says so instead of a verdict.
+    let c = summary(&run_ok(&["compare", &a3, &slow3, "--json"]));
     assert_eq!(c["method"], "runs");
     assert_eq!((c["n_a"].as_u64(), c["n_b"].as_u64()), (Some(3), Some(3)));
+    verdicts_agree_with_their_statistics(&c);
+    for r in c["rows"].as_array().unwrap() {
+        assert_eq!(r["verdict"], "too_few_runs", "{r}");
+        assert!(r["p_value"].as_f64().unwrap() >= 0.1 - 1e-9, "{r}");
+    }
+    let text = stdout(&run_ok(&["compare", &a3, &slow3]));
+    assert!(text.contains("across repeated runs (3 and 3)"), "{text}");
+    assert!(
+        text.contains("too few runs: 4+ per side can show a change"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Verdict rule: a change is called when"),
+        "{text}"
+    );
+
+    // 5 against 5: a 30% slower server is called slower, with p < 0.05 on the row.
+    let c = summary(&run_ok(&["compare", &a5, &slow5, "--json"]));
+    verdicts_agree_with_their_statistics(&c);
     let p50 = row(&c, "total p50");
     assert_eq!(p50["verdict"], "slower", "{p50}");
-    // 3 runs against 3: the smallest exact two-sided p is 0.1 (every B above every A); runs
-    // whose medians tie (HdrHistogram buckets) go to the normal approximation, ~0.05-0.2.
     let p = p50["p_value"].as_f64().unwrap();
-    assert!(p > 0.0 && p <= 0.25, "{p50}");
-    let text = stdout(&run_ok(&["compare", &a, &slow]));
-    assert!(text.contains("across repeated runs (3 and 3)"), "{text}");
+    assert!(p < 0.05, "{p50}");
+    assert!(p50["change"]["lo"].as_f64().unwrap() > 0.1, "{p50}");
+    assert_eq!(row(&c, "throughput")["verdict"], "slower", "{c}");
+
+    // The same server twice, 5 against 5: no change called on the main figures.
+    let c = summary(&run_ok(&["compare", &a5, &same5, "--json", "--noise", "5"]));
+    verdicts_agree_with_their_statistics(&c);
+    for figure in ["throughput", "total p50", "total p90"] {
+        assert_eq!(
+            row(&c, figure)["verdict"],
+            "no_significant_change",
+            "{figure}: {c}"
+        );
+    }
+}
+
+#[test]
+fn interleaved_rounds_see_no_change_in_the_same_server_nor_in_a_drift() {
+    let _turn = turn();
+    let s = embedded(ServerTls::None);
+    let each = [
+        "--", "-d", "600ms", "-c", "8", "-t", "1", "--pause", "100ms",
+    ];
+    let interleaved = |a: &str, b: &str, rounds: &str, extra: &[&str]| {
+        let mut args = vec!["compare", "--run", a, b, "--rounds", rounds, "--json"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&each);
+        summary(&run_ok(&args))
+    };
+    // The same server twice.
+    let url = s.url("/delay/5");
+    let c = interleaved(&url, &url, "4", &["--noise", "5"]);
+    assert_eq!(c["method"], "interleaved");
+    assert_eq!((c["n_a"].as_u64(), c["n_b"].as_u64()), (Some(4), Some(4)));
+    verdicts_agree_with_their_statistics(&c);
+    for figure in ["throughput", "total p50", "total p90"] {
+        assert_eq!(
+            row(&c, figure)["verdict"],
+            "no_significant_change",
+            "{figure}: {c}"
+        );
+    }
+    // A server that slows down by 10% of its delay every second: over the rounds (about 6 s)
+    // the delay grows by half, but A and B take turns (AB, BA, AB, BA), so the drift falls on
+    // both alike and is no verdict.
+    let url = s.url("/drift/5");
+    let c = interleaved(&url, &url, "4", &[]);
+    verdicts_agree_with_their_statistics(&c);
+    let p50 = row(&c, "total p50");
+    assert!(
+        p50["p_value"].as_f64().unwrap() > 0.2,
+        "the drift shows in p: {p50}"
+    );
+    for figure in ["throughput", "total p50", "total p90"] {
+        // No verdict ("too few runs" when a loaded machine left a run without the figure).
+        let v = row(&c, figure)["verdict"].clone();
+        assert!(
+            v == "no_significant_change" || v == "too_few_runs",
+            "{figure}: {c}"
+        );
+    }
+    // Run flags that make no sense per run are refused.
+    let out = run(&["compare", "--run", &url, &url, "--", "--repeat", "3"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--repeat"), "{}", stderr(&out));
 }
 
 #[test]

@@ -85,6 +85,85 @@ fn a_failed_threshold_exits_99_with_the_table() {
 }
 
 #[test]
+fn a_threshold_over_no_data_is_neither_pass_nor_fail() {
+    // A plain-HTTP run has no TLS handshake: `tls.p99` has zero samples.
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("run.json");
+    let out = run(&[
+        "run",
+        "-n",
+        "100",
+        "-c",
+        "2",
+        "-o",
+        rec.to_str().unwrap(),
+        "--threshold",
+        "tls.p99<1ms",
+        "--threshold",
+        "p99<10s",
+    ]);
+    // Nothing failed: exit 0, and the banner says what could not be checked.
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let tls = text
+        .lines()
+        .find(|l| l.starts_with("  tls.p99<1ms"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        tls.contains("no data") && !tls.contains("FAIL") && !tls.contains("pass"),
+        "{tls}"
+    );
+    let banner = "1 of 2 thresholds passed; 1 had no data (neither passed nor failed";
+    assert!(text.contains(banner), "{text}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    let t = &r["summary"]["thresholds"][0];
+    assert_eq!(
+        (t["no_data"].as_bool(), t["pass"].as_bool()),
+        (Some(true), Some(false))
+    );
+    let v = &r["summary"]["threshold_verdict"];
+    assert_eq!(v["state"], "no_data", "{v}");
+    assert_eq!(v["exit_code"], 0, "{v}");
+    assert!(text.contains(v["banner"].as_str().unwrap()), "{v}");
+    // With a failure beside it: the verdict is fail, and the JSON, the banner and the exit
+    // code say the same.
+    let out = run(&[
+        "report",
+        rec.to_str().unwrap(),
+        "--json",
+        "--threshold",
+        "tls.p99<1ms",
+        "--threshold",
+        "p50<1ns",
+    ]);
+    assert_eq!(out.status.code(), Some(99));
+    let v = &summary(&out)["threshold_verdict"];
+    assert_eq!(
+        (v["state"].as_str(), v["exit_code"].as_i64()),
+        (Some("fail"), Some(99)),
+        "{v}"
+    );
+    assert_eq!(
+        (v["failed"].as_u64(), v["no_data"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let out = run(&[
+        "report",
+        rec.to_str().unwrap(),
+        "--threshold",
+        "tls.p99<1ms",
+        "--threshold",
+        "p50<1ns",
+    ]);
+    assert!(
+        stdout(&out).contains(v["banner"].as_str().unwrap()),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
 fn abort_on_fail_stops_the_run_when_a_threshold_is_lost() {
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("run.json");

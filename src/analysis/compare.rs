@@ -2,14 +2,24 @@
 //! of each client phase and of each server metric both runs have: A, B, the change, a 95%
 //! confidence interval of the change, and a verdict.
 //!
-//! - Runs repeated (`--repeat N`, both records with two runs or more): each run is one
-//!   observation; the interval is a bootstrap of the ratio of the medians across runs, and the
-//!   Mann-Whitney p-value is given too.
+//! - Runs repeated (`--repeat N`, both records with two runs or more) or interleaved
+//!   (`compare --run A B --rounds N`): each run is one observation. One rule decides
+//!   ([`stats::verdict_of_runs`]): a change is called only when the exact rank test across
+//!   runs (a permutation test of the rank-sum on mid-ranks, whose p is printed) gives
+//!   p < 0.05 *and* the 95% bootstrap interval of the ratio of the medians lies wholly beyond
+//!   the noise band. When the design cannot reach p < 0.05 (3 against 3: the smallest exact
+//!   p is 0.1) the row says "too few runs" instead of a verdict.
 //! - Single runs: the runs' interval series are resampled by blocks ([`stats::block_bootstrap`]'s
 //!   scheme) and each replicate's figure is computed from the merged counts of its intervals, so
 //!   the interval respects the autocorrelation of latencies in time. Per interval, each
 //!   histogram is kept as counts in log buckets 1% wide (a replicate's quantile is within 1% of
-//!   the exact one; the A and B columns are the records' exact figures).
+//!   the exact one; the A and B columns are the records' exact figures). A change is called
+//!   when the interval lies wholly beyond the noise band. Resampling blocks of one run sees the
+//!   noise inside that run, not the run-to-run variance of the machine: the output says so,
+//!   with each row's minimum detectable effect.
+//!
+//! Every row also gives its minimum detectable effect (MDE, 5% two-sided, 80% power): the
+//! smallest change these data could have shown.
 
 use super::stats::{self, Estimate, Verdict};
 use crate::model::Phase;
@@ -37,21 +47,51 @@ pub struct Row {
     pub b: f64,
     /// B/A − 1, and its interval.
     pub change: Estimate,
-    /// Mann-Whitney two-sided p-value (repeated runs only).
+    /// The rank test's two-sided p-value (runs only): exact by permutation, or Mann-Whitney's
+    /// normal approximation beyond 50 runs.
     pub p_value: Option<f64>,
     pub verdict: Verdict,
+    /// Why no change was called, when none was (the p, the noise band, too few runs).
+    pub note: Option<String>,
+    /// The minimum detectable relative change (5% two-sided, 80% power) of these data.
+    pub mde: Option<f64>,
 }
 
 /// The comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
-    /// `runs` (repetitions) or `intervals` (block bootstrap of single runs).
+    /// `runs` (repetitions), `interleaved` (`compare --run`: rounds of A and B in turn) or
+    /// `intervals` (block bootstrap of single runs).
     pub method: String,
     /// Runs (or intervals) on each side.
     pub n_a: usize,
     pub n_b: usize,
     pub noise: f64,
+    /// How a verdict is reached, in words.
+    pub rule: String,
+    /// What this design cannot see (single runs: the run-to-run variance).
+    pub caveat: Option<String>,
     pub rows: Vec<Row>,
+}
+
+/// The rule across runs, in words.
+pub fn rule_of_runs(noise: f64) -> String {
+    format!(
+        "a change is called when the exact rank test across runs gives p < {} and the 95% interval lies wholly beyond ±{:.0}%; \
+         {} runs or more a side can reach p < {}",
+        stats::ALPHA,
+        noise * 100.0,
+        stats::runs_needed(),
+        stats::ALPHA
+    )
+}
+
+/// The rule of single runs, in words.
+pub fn rule_of_intervals(noise: f64) -> String {
+    format!(
+        "a change is called when the 95% interval lies wholly beyond ±{:.0}%",
+        noise * 100.0
+    )
 }
 
 /// A figure of a summary: throughput, or a latency statistic of a phase or server metric, in µs.
@@ -199,13 +239,19 @@ fn across_runs(a: &RunRecord, b: &RunRecord, figs: &[Figure], noise: f64, seed: 
             if !(change.point.is_finite() && change.lo.is_finite() && change.hi.is_finite()) {
                 return None;
             }
+            let p = stats::rank_permutation_p(&va, &vb)
+                .unwrap_or_else(|| stats::mann_whitney(&va, &vb).p_two_sided);
+            let (verdict, note) =
+                stats::verdict_of_runs(change, p, va.len(), vb.len(), noise, f.higher_is_better());
             Some(Row {
                 figure: f.label.clone(),
                 a: stats::median(&mut va.clone()),
                 b: stats::median(&mut vb.clone()),
                 change,
-                p_value: Some(stats::mann_whitney(&va, &vb).p_two_sided),
-                verdict: stats::verdict(change, noise, f.higher_is_better()),
+                p_value: Some(p),
+                verdict,
+                note,
+                mde: stats::mde_of_runs(&va, &vb),
             })
         })
         .collect();
@@ -214,6 +260,8 @@ fn across_runs(a: &RunRecord, b: &RunRecord, figs: &[Figure], noise: f64, seed: 
         n_a: a.repetitions.len(),
         n_b: b.repetitions.len(),
         noise,
+        rule: rule_of_runs(noise),
+        caveat: None,
         rows,
     }
 }
@@ -354,7 +402,7 @@ fn across_intervals(
             }
         }
     }
-    let rows = figs
+    let rows: Vec<Row> = figs
         .iter()
         .zip(ratios.iter_mut())
         .filter_map(|(f, reps)| {
@@ -362,27 +410,48 @@ fn across_intervals(
             if va <= 0.0 || reps.is_empty() {
                 return None;
             }
+            let mde = stats::mde_of_replicates(reps);
             let (lo, hi) = stats::percentile_interval(reps, CONFIDENCE);
             let change = relative(Estimate {
                 point: vb / va,
                 lo,
                 hi,
             });
+            let verdict = stats::verdict(change, noise, f.higher_is_better());
             Some(Row {
                 figure: f.label.clone(),
                 a: va,
                 b: vb,
                 change,
                 p_value: None,
-                verdict: stats::verdict(change, noise, f.higher_is_better()),
+                verdict,
+                note: (verdict == Verdict::NoSignificantChange)
+                    .then(|| format!("the interval reaches the ±{:.0}% noise band", noise * 100.0)),
+                mde,
             })
         })
         .collect();
+    let largest = rows
+        .iter()
+        .filter(|r| r.figure == "throughput" || r.figure == "total p50")
+        .filter_map(|r| r.mde)
+        .fold(0.0, f64::max);
     Comparison {
         method: "intervals".into(),
         n_a: sa.len(),
         n_b: sb.len(),
         noise,
+        rule: rule_of_intervals(noise),
+        caveat: Some(format!(
+            "single runs: the intervals see the noise inside each run, not the run-to-run \
+             variance of the machine (often a few percent on a shared one); within each run the \
+             smallest detectable change of throughput and p50 is {:.1}% (MDE column), and a \
+             change of a few percent cannot be told from drift between the two runs. Compare \
+             interleaved runs (`compare --run URL_A URL_B --rounds 6`) or {}+ repeated runs a \
+             side (`run --repeat N`)",
+            largest * 100.0,
+            stats::runs_needed()
+        )),
         rows,
     }
 }
@@ -393,8 +462,12 @@ pub fn render(c: &Comparison, a_name: &str, b_name: &str) -> String {
     let mut out = String::new();
     let how = match c.method.as_str() {
         "runs" => format!(
-            "across repeated runs ({} and {}): 95% intervals by a bootstrap of the median ratio, p by Mann-Whitney",
+            "across repeated runs ({} and {}): 95% intervals by a bootstrap of the median ratio, p by an exact rank test",
             c.n_a, c.n_b
+        ),
+        "interleaved" => format!(
+            "across interleaved rounds ({} runs of each, A and B in turn): 95% intervals by a bootstrap of the median ratio, p by an exact rank test",
+            c.n_a
         ),
         _ => format!(
             "single runs, resampled by blocks of their intervals ({} and {}): 95% intervals",
@@ -407,11 +480,15 @@ pub fn render(c: &Comparison, a_name: &str, b_name: &str) -> String {
         "  {how}; changes within ±{:.0}% count as noise",
         c.noise * 100.0
     );
+    let _ = writeln!(out, "  Verdict rule: {}.", c.rule);
+    if let Some(caveat) = &c.caveat {
+        let _ = writeln!(out, "  Caveat: {caveat}.");
+    }
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "  {:<24} {:>12} {:>12} {:>9} {:>20} {:>8}  verdict",
-        "figure", "A", "B", "change", "95% interval", "p"
+        "  {:<24} {:>12} {:>12} {:>9} {:>20} {:>8} {:>7}  verdict",
+        "figure", "A", "B", "change", "95% interval", "p", "MDE"
     );
     for r in &c.rows {
         let show = |v: f64| {
@@ -422,16 +499,23 @@ pub fn render(c: &Comparison, a_name: &str, b_name: &str) -> String {
             }
         };
         let pct = |v: f64| format!("{:+.1}%", v * 100.0);
+        let verdict = match (&r.note, r.verdict) {
+            (Some(note), Verdict::NoSignificantChange) => {
+                format!("{} ({note})", r.verdict.words())
+            }
+            _ => r.verdict.words().to_string(),
+        };
         let _ = writeln!(
             out,
-            "  {:<24} {:>12} {:>12} {:>9} {:>20} {:>8}  {}",
+            "  {:<24} {:>12} {:>12} {:>9} {:>20} {:>8} {:>7}  {}",
             r.figure,
             show(r.a),
             show(r.b),
             pct(r.change.point),
             format!("[{}, {}]", pct(r.change.lo), pct(r.change.hi)),
             r.p_value.map_or("-".into(), |p| format!("{p:.3}")),
-            r.verdict.words()
+            r.mde.map_or("-".into(), |m| format!("{:.1}%", m * 100.0)),
+            verdict
         );
     }
     out

@@ -185,7 +185,7 @@ pub enum Op {
 }
 
 impl Op {
-    fn holds(self, a: f64, b: f64) -> bool {
+    pub fn holds(self, a: f64, b: f64) -> bool {
         match self {
             Op::Lt => a < b,
             Op::Le => a <= b,
@@ -439,22 +439,45 @@ impl Expr {
     }
 
     /// The figure's value in `record` (a finished run, or the part measured so far), in the
-    /// natural unit of [`Expr::threshold`].
+    /// natural unit of [`Expr::threshold`]; why not, when there is none (no data included).
     pub fn measure(&self, record: &dyn Figures) -> Result<f64, String> {
+        match self.measured(record) {
+            Measured::Value(v) => Ok(v),
+            Measured::NoData(e) | Measured::Invalid(e) => Err(e),
+        }
+    }
+
+    /// The figure's value in `record`, or why not: no data (a latency of a scope that
+    /// measured nothing, a share of no requests), or a figure the record cannot give.
+    pub fn measured(&self, record: &dyn Figures) -> Measured {
+        match self.measure_inner(record) {
+            Ok(v) => Measured::Value(v),
+            Err(Unmeasured::NoData(e)) => Measured::NoData(e),
+            Err(Unmeasured::Invalid(e)) => Measured::Invalid(e),
+        }
+    }
+
+    fn measure_inner(&self, record: &dyn Figures) -> Result<f64, Unmeasured> {
         let (total, errors, non_2xx) = record.counts();
         let share = |n: u64| {
             if total == 0 {
-                0.0
+                Err(Unmeasured::NoData(format!(
+                    "'{}' is a share of the requests, and none was made",
+                    self.subject()
+                )))
             } else {
-                100.0 * n as f64 / total as f64
+                Ok(100.0 * n as f64 / total as f64)
             }
         };
-        let non_2xx =
-            || non_2xx.ok_or_else(|| "non_2xx is known at the end of the run".to_string());
+        let non_2xx = || {
+            non_2xx.ok_or_else(|| {
+                Unmeasured::Invalid("non_2xx is known at the end of the run".to_string())
+            })
+        };
         match (&self.figure, self.unit) {
-            (Figure::Errors, Unit::Percent) => return Ok(share(errors)),
+            (Figure::Errors, Unit::Percent) => return share(errors),
             (Figure::Errors, _) => return Ok(errors as f64),
-            (Figure::Non2xx, Unit::Percent) => return Ok(share(non_2xx()?)),
+            (Figure::Non2xx, Unit::Percent) => return share(non_2xx()?),
             (Figure::Non2xx, _) => return Ok(non_2xx()? as f64),
             (Figure::Rps, _) => return Ok(record.rps()),
             _ => {}
@@ -463,11 +486,20 @@ impl Expr {
             Scope::Phase(p) => p.name().to_string(),
             Scope::Server(m) => format!("server_timing.{m}"),
             Scope::Request(n) => format!("request.{n}.total"),
-            Scope::Run => return Err("internal: a run figure with a latency".into()),
+            Scope::Run => {
+                return Err(Unmeasured::Invalid(
+                    "internal: a run figure with a latency".into(),
+                ))
+            }
         };
-        let h = record.histogram(&key).ok_or_else(|| self.missing(record))?;
+        let h = record
+            .histogram(&key)
+            .ok_or_else(|| Unmeasured::Invalid(self.missing(record)))?;
         if h.is_empty() && !matches!(self.figure, Figure::Count) {
-            return Err(format!("'{}' measured nothing in this run", self.subject()));
+            return Err(Unmeasured::NoData(format!(
+                "'{}' measured nothing in this run",
+                self.subject()
+            )));
         }
         Ok(match self.figure {
             Figure::Percentile(p) => h.value_at_quantile(p / 100.0) as f64,
@@ -528,19 +560,29 @@ impl Expr {
         }
     }
 
-    /// Measures and compares.
+    /// Measures and compares: pass or fail, or no data (neither: nothing was measured to
+    /// compare).
     pub fn check(&self, record: &dyn Figures) -> Check {
-        match self.measure(record) {
-            Ok(v) => Check {
+        match self.measured(record) {
+            Measured::Value(v) => Check {
                 expr: self.clone(),
                 measured: Some(v),
                 pass: self.op.holds(v, self.threshold()),
+                no_data: false,
                 note: None,
             },
-            Err(e) => Check {
+            Measured::NoData(e) => Check {
                 expr: self.clone(),
                 measured: None,
                 pass: false,
+                no_data: true,
+                note: Some(e),
+            },
+            Measured::Invalid(e) => Check {
+                expr: self.clone(),
+                measured: None,
+                pass: false,
+                no_data: false,
                 note: Some(e),
             },
         }
@@ -582,13 +624,33 @@ impl fmt::Display for Expr {
     }
 }
 
+/// Why an expression has no figure.
+enum Unmeasured {
+    NoData(String),
+    Invalid(String),
+}
+
+/// An expression's figure in a record, or why there is none.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Measured {
+    Value(f64),
+    /// Nothing was measured that the figure is made of (an empty histogram, a share of no
+    /// requests): neither pass nor fail.
+    NoData(String),
+    /// The record cannot give the figure (a metric the server does not send): a failure.
+    Invalid(String),
+}
+
 /// One expression checked against a record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Check {
     pub expr: Expr,
     /// The figure, in the expression's natural unit; `None` when it could not be measured.
     pub measured: Option<f64>,
+    /// Held (false when there was no data: see `no_data`).
     pub pass: bool,
+    /// Nothing was measured to compare: neither pass nor fail.
+    pub no_data: bool,
     /// Why it could not be measured.
     pub note: Option<String>,
 }
@@ -596,6 +658,33 @@ pub struct Check {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_threshold_over_no_data_is_neither_pass_nor_fail() {
+        // Nothing measured yet: no requests, no histograms.
+        let empty = PartialRun::new(std::time::Duration::from_secs(1));
+        for text in ["errors<1%", "non_2xx<1%"] {
+            let c = p(text).check(&empty);
+            if text.starts_with("errors") {
+                assert!(
+                    c.no_data && !c.pass && c.measured.is_none(),
+                    "{text}: {c:?}"
+                );
+                assert!(c.note.unwrap().contains("none was made"));
+            }
+        }
+        // A count of nothing is a count: 0.
+        let mut run = PartialRun::new(std::time::Duration::from_secs(1));
+        run.hists.insert("total".into(), hist::new_hist());
+        let c = p("count>=0").check(&run);
+        assert!(c.pass && !c.no_data, "{c:?}");
+        // A percentile of an empty histogram: no data.
+        let c = p("p99<5ms").check(&run);
+        assert!(c.no_data && !c.pass, "{c:?}");
+        // A histogram the record does not have at all is a failure, not "no data".
+        let c = p("server.nope.p99<1ms").check(&run);
+        assert!(!c.no_data && !c.pass, "{c:?}");
+    }
 
     fn p(text: &str) -> Expr {
         Expr::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))

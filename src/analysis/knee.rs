@@ -9,15 +9,27 @@
 //! 3. confirmation: run `lo` once more; if it fails now, step down by the precision and confirm
 //!    again (at most [`MAX_CONFIRM`] times).
 //!
-//! A step passes when every SLO holds, the achieved rate is at least 99% of the offered one and
-//! the generator kept up (schedule lag p99 within its bound, `--max-lag`, 1 ms by default as in
-//! every run's warnings; no worker thread saturated). When
-//! the generator is the limit the search stops there and says so, rather than blaming the
+//! A step passes when every SLO holds and the achieved rate is at least 99% of the offered one,
+//! less the share still in flight at the step's end (mean latency / step length, by Little's
+//! law: those responses come back after the step, a 1 s step at 20 ms loses 2% that way).
+//! A step that fails is the generator's (the client is the limit, not the server) when a
+//! worker thread was saturated, or when its lateness could explain every failure: each failed
+//! latency SLO would hold with the schedule lag at its quantile taken off, that lag being over
+//! its bound (`--max-lag`, 1 ms by default as in every run's warnings); a rate shortfall is
+//! explained when the lag after the start-up is over its bound and the shortfall within that
+//! lag's share of the step. A lagging generator cannot make a step look better (latencies are measured from
+//! the intended send times, the achieved rate is checked), so a step that passes passes. The
+//! lag is judged on enough data ([`settled_lag`]): only the lag after the step's start-up (its
+//! first fifth, at most 2 s), at the highest quantile the step has enough samples for, 10
+//! beyond it: p99 with 1,000 samples or more, p90 with 100, p50 with 20; under 20 samples the
+//! lag does not judge. A step judged the generator's is run once more before the search
+//! concludes that the client is the limit; it stops there and says so, rather than blaming the
 //! server.
 
 use super::expr::{Check, Expr};
+use crate::recorder::hist;
+pub use crate::recorder::knee::{KneeResult, KneeStep, Verdict};
 use crate::recorder::record::{RunRecord, BUSY_WARN};
-use serde::{Deserialize, Serialize};
 
 /// Steps run at most, confirmation included.
 pub const MAX_STEPS: usize = 24;
@@ -28,52 +40,66 @@ const MAX_HALVINGS: usize = 6;
 /// The share of the offered rate a step must achieve.
 pub const ACHIEVED_SHARE: f64 = 0.99;
 
-/// How one step went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Pass,
-    /// An SLO failed, or the server did not answer at the offered rate.
-    Fail,
-    /// The generator could not keep its schedule: the client, not the server, is the limit.
-    Client,
+/// The share of a step that is its start-up, not judged for the generator's health.
+pub const STARTUP_SHARE: f64 = 0.2;
+/// The longest start-up.
+pub const STARTUP_MAX_S: f64 = 2.0;
+/// Samples beyond a quantile for it to be used: p99 needs 1,000 samples, p90 100, p50 20.
+pub const BEYOND: f64 = 10.0;
+
+/// The schedule-lag histogram of the step after its start-up (the whole step's for a record
+/// without interval histograms).
+fn lag_after_startup(record: &RunRecord) -> Option<hdrhistogram::Histogram<u64>> {
+    let startup = (record.summary.duration_s * STARTUP_SHARE).min(STARTUP_MAX_S);
+    let mut lag = hist::new_hist();
+    let mut any = false;
+    for i in record
+        .intervals
+        .iter()
+        .filter(|i| i.start_s >= startup - 1e-9)
+    {
+        if let Some(h) = i
+            .histograms
+            .get("schedule_lag")
+            .and_then(|t| hist::decode(t).ok())
+        {
+            let _ = lag.add(&h);
+            any = true;
+        }
+    }
+    if any {
+        Some(lag)
+    } else {
+        record.histogram("schedule_lag").ok()
+    }
 }
 
-/// One step's figures and verdict, as the record keeps them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct KneeStep {
-    pub offered_rps: f64,
-    pub achieved_rps: f64,
-    pub p50_us: Option<f64>,
-    pub p90_us: Option<f64>,
-    pub p99_us: Option<f64>,
-    pub mean_us: Option<f64>,
-    pub errors: u64,
-    pub verdict: Verdict,
-    /// Why it did not pass (the SLOs that failed, the rate not achieved, the generator).
-    pub reasons: Vec<String>,
-    /// This step repeated the answer to confirm it.
-    pub confirmation: bool,
+/// The schedule lag after the step's start-up, judged on enough data: the value (µs), its
+/// quantile and the samples. The start-up is the intervals that begin in the first
+/// [`STARTUP_SHARE`] of the step (at most [`STARTUP_MAX_S`]); the quantile is the highest of
+/// p99, p90, p50 with at least [`BEYOND`] samples beyond it (p99: 1,000 samples). `None` for
+/// the value under 20 samples. A record without interval histograms is judged whole.
+pub fn settled_lag(record: &RunRecord) -> (Option<f64>, Option<&'static str>, u64) {
+    let Some(lag) = lag_after_startup(record) else {
+        return (None, None, 0);
+    };
+    let n = lag.len();
+    let usable = [("p99", 0.99), ("p90", 0.9), ("p50", 0.5)]
+        .into_iter()
+        .find(|(_, q)| n as f64 >= (BEYOND / (1.0 - q)).round());
+    match usable {
+        Some((name, q)) => (
+            Some(lag.value_at_quantile(q) as f64 / 1000.0),
+            Some(name),
+            n,
+        ),
+        None => (None, None, n),
+    }
 }
 
-/// The answer of a search.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct KneeResult {
-    pub slos: Vec<String>,
-    pub precision: f64,
-    /// The highest rate that met every SLO (and held when repeated), req/s.
-    pub answer_rps: Option<f64>,
-    pub confirmed: bool,
-    /// `server` (a step above the answer failed its SLOs), `client` (the generator could not
-    /// go higher), or `max` (the search reached --max-rate).
-    pub limited_by: String,
-    pub steps: Vec<KneeStep>,
-    /// The answer in plain words.
-    pub summary: String,
-}
-
-/// Judges one step's record; the generator kept up when its schedule lag p99 stayed within
-/// `max_lag_us` and no worker thread was saturated.
+/// Judges one step's record (see the module's rule): pass, fail (the server), or the client's
+/// (a saturated worker thread, or a schedule lag after the start-up ([`settled_lag`]) beyond
+/// `max_lag_us` that could explain every failure).
 pub fn judge(
     record: &RunRecord,
     offered: f64,
@@ -84,36 +110,112 @@ pub fn judge(
     let s = &record.summary;
     let t = &s.latency.total;
     let mut reasons = Vec::new();
-    let lag = s.latency.schedule_lag.p99_us.unwrap_or(0.0);
+    let (lag_us, lag_quantile, lag_samples) = settled_lag(record);
+    let lag = lag_us.unwrap_or(0.0);
     let busiest = s.generator.thread_busy.iter().cloned().fold(0.0, f64::max);
-    let client = lag > max_lag_us || busiest > BUSY_WARN;
-    if lag > max_lag_us {
+    // The pacer's slack is lateness by design: only the lag beyond it is falling behind.
+    let slack_us = record.config.pacer_slack_s.unwrap_or(0.0) * 1e6;
+    let lagged = lag > max_lag_us + slack_us;
+    let saturated = busiest > BUSY_WARN;
+    // Whether the generator's lateness alone could explain every failure: a latency SLO that
+    // would hold if each latency were lower by the lag at the SLO's quantile, a shortfall of
+    // the rate within `lag` of the step's length.
+    let mut explained = true;
+    // The rate counts the responses within the step; those still in flight at its end, about
+    // rate × mean latency (Little's law), come back after it: that share is not a shortfall.
+    let share = |secs: f64| {
+        if s.duration_s > 0.0 {
+            (secs / s.duration_s).clamp(0.0, 1.0)
+        } else {
+            1.0
+        }
+    };
+    let in_flight = share(t.mean_us.unwrap_or(0.0) / 1e6);
+    let needed = ACHIEVED_SHARE * offered * (1.0 - in_flight);
+    if s.throughput_rps < needed {
         reasons.push(format!(
-            "the generator fell behind (schedule lag p99 {lag:.0} us)"
+            "achieved {:.0} of {offered:.0} req/s (needed {needed:.0}: 99% less the {:.1}% in flight at the end)",
+            s.throughput_rps,
+            in_flight * 100.0
         ));
+        explained &= lagged && s.throughput_rps >= needed * (1.0 - share(lag / 1e6));
     }
-    if busiest > BUSY_WARN {
-        reasons.push(format!(
-            "a worker thread was on a CPU {:.0}% of the step",
-            busiest * 100.0
-        ));
-    }
-    if s.throughput_rps < ACHIEVED_SHARE * offered {
-        reasons.push(format!(
-            "achieved {:.0} of {offered:.0} req/s",
-            s.throughput_rps
-        ));
-    }
+    // The whole step's lag, start-up included, as the SLOs see the whole step.
+    let lag_hist = record.histogram("schedule_lag").ok();
+    let mut late_stall: Option<String> = None;
     for c in slos.iter().map(|e| e.check(record)) {
         if !c.pass {
             reasons.push(failed(&c));
+            let latency = matches!(
+                c.expr.unit,
+                super::expr::Unit::Ns
+                    | super::expr::Unit::Us
+                    | super::expr::Unit::Ms
+                    | super::expr::Unit::S
+            );
+            // The lag at the SLO's own quantile (the late requests are the slow ones): the
+            // latency that lateness explains.
+            let late_ns = lag_hist.as_ref().map_or(0.0, |h| match c.expr.figure {
+                super::expr::Figure::Percentile(p) => h.value_at_quantile(p / 100.0) as f64,
+                super::expr::Figure::Mean => h.mean(),
+                _ => h.max() as f64,
+            });
+            let this = match c.measured {
+                Some(v) if latency && late_ns > (max_lag_us + slack_us) * 1000.0 => {
+                    c.expr.op.holds(v - late_ns, c.expr.threshold())
+                }
+                _ => false,
+            };
+            if this && late_stall.is_none() {
+                late_stall = Some(format!(
+                    "the generator sent late (schedule lag {} over the step)",
+                    c.expr.show(late_ns)
+                ));
+            }
+            explained &= this;
         }
     }
-    let verdict = match (client, reasons.is_empty()) {
-        (true, _) => Verdict::Client,
-        (false, true) => Verdict::Pass,
-        (false, false) => Verdict::Fail,
+    let health = {
+        let mut h = Vec::new();
+        if lagged {
+            h.push(format!(
+                "the generator fell behind (schedule lag {} {lag:.0} us over {lag_samples} samples after the start-up)",
+                lag_quantile.unwrap_or("p99")
+            ));
+        }
+        if let (Some(stall), true) = (late_stall, explained && !lagged) {
+            h.push(stall);
+        }
+        if saturated {
+            h.push(format!(
+                "a worker thread was on a CPU {:.0}% of the step",
+                busiest * 100.0
+            ));
+        }
+        h
     };
+    // A generator that lags can only make a step look worse (its latencies are measured from
+    // the intended send times, and the rate achieved is checked): a step that passes passes;
+    // one that fails is the client's only when its health could explain the failure.
+    let verdict = if reasons.is_empty() {
+        Verdict::Pass
+    } else if saturated || explained {
+        Verdict::Client
+    } else {
+        Verdict::Fail
+    };
+    match verdict {
+        Verdict::Client => {
+            let mut all = health;
+            all.append(&mut reasons);
+            reasons = all;
+        }
+        Verdict::Fail if lagged => reasons.push(format!(
+            "{}, too little to explain this",
+            health.first().cloned().unwrap_or_default()
+        )),
+        _ => {}
+    }
     KneeStep {
         offered_rps: offered,
         achieved_rps: s.throughput_rps,
@@ -125,6 +227,9 @@ pub fn judge(
         verdict,
         reasons,
         confirmation,
+        lag_us,
+        lag_quantile: lag_quantile.map(String::from),
+        lag_samples,
     }
 }
 
@@ -161,6 +266,8 @@ pub struct Search {
     stage: Stage,
     next: f64,
     steps: usize,
+    /// The rate whose step failed on the generator's health and is run once more.
+    retrying: Option<f64>,
     pub confirmed: bool,
     pub limited_by: &'static str,
 }
@@ -175,9 +282,15 @@ impl Search {
             stage: Stage::Explore { halvings: 0 },
             next: max_rps.map_or(start_rps, |m| start_rps.min(m)),
             steps: 0,
+            retrying: None,
             confirmed: false,
             limited_by: "server",
         }
+    }
+
+    /// Whether the next step runs again a rate whose step failed on the generator's health.
+    pub fn retrying(&self) -> bool {
+        self.retrying.is_some()
     }
 
     /// The rate to try next, and whether it confirms the answer; `None` when done.
@@ -211,8 +324,15 @@ impl Search {
     pub fn record(&mut self, verdict: Verdict) {
         self.steps += 1;
         let rate = self.next;
+        if verdict == Verdict::Client && self.retrying != Some(rate) {
+            // The generator's health failed once: one blip (a timer, another process) must
+            // not end the search. The same step runs again.
+            self.retrying = Some(rate);
+            return;
+        }
+        self.retrying = None;
         if verdict == Verdict::Client {
-            // Nothing above this can be measured from here.
+            // Twice at this rate: nothing above this can be measured from here.
             self.limited_by = "client";
             if matches!(self.stage, Stage::Confirm(_)) {
                 self.confirmed = false;
@@ -362,9 +482,96 @@ mod tests {
         s.record(Verdict::Pass); // 100
         s.record(Verdict::Pass); // 200
         s.record(Verdict::Client); // 400: the client could not keep up
+        assert_eq!(s.next(), Some((400.0, false)), "run once more");
+        assert!(s.retrying());
+        s.record(Verdict::Client); // and again: the client is the limit
         assert_eq!(s.next(), None);
         assert_eq!(s.answer(), Some(200.0));
         assert_eq!(s.limited_by, "client");
+    }
+
+    #[test]
+    fn one_generator_blip_does_not_end_the_search() {
+        // The first step fails on the generator's health once, then passes when run again.
+        let mut s = Search::new(62.0, 0.05, None);
+        s.record(Verdict::Client);
+        assert_eq!(s.next(), Some((62.0, false)));
+        s.record(Verdict::Pass);
+        assert_eq!(s.next(), Some((124.0, false)));
+        assert!(!s.retrying());
+        // A later blip is also given a second chance, once per rate.
+        s.record(Verdict::Client);
+        assert_eq!(s.next(), Some((124.0, false)));
+        s.record(Verdict::Pass);
+        assert_eq!(s.next(), Some((248.0, false)));
+        assert_eq!(s.limited_by, "server");
+    }
+
+    /// A step record of `n` lag samples of `lag_ms` each after the start-up, and one start-up
+    /// interval whose lag is 50 ms.
+    fn lag_record(n: u64, lag_ms: u64) -> RunRecord {
+        use crate::recorder::record::Interval;
+        let argv = ["reqlife", "run", "-R", "100", "-d", "1s"];
+        let crate::cli::Command::Run(args) =
+            <crate::cli::Cli as clap::Parser>::try_parse_from(argv)
+                .unwrap()
+                .command
+        else {
+            unreachable!()
+        };
+        let plan = crate::cli::plan::build(&args, "http://127.0.0.1:9/").unwrap();
+        let m = crate::recorder::Recorder::new(
+            std::time::Instant::now(),
+            std::time::Duration::from_secs(1),
+        )
+        .finish();
+        let mut r = RunRecord::build(
+            &plan,
+            &m,
+            crate::recorder::record::Ending {
+                recorded: std::time::Duration::from_secs(1),
+                drained: std::time::Duration::ZERO,
+                stop_reason: "duration".into(),
+                interrupted: false,
+                start_time: String::new(),
+                command_line: Vec::new(),
+                embedded_target: false,
+            },
+        );
+        r.summary.duration_s = 1.0;
+        let interval = |start_s: f64, values: &[u64]| {
+            let mut h = hist::new_hist();
+            for v in values {
+                hist::record(&mut h, *v);
+            }
+            let mut i: Interval = serde_json::from_value(serde_json::json!({
+                "start_s": start_s, "duration_s": 0.1, "requests": 0, "ok": 0, "errors": 0,
+                "throughput_rps": 0.0, "bytes_read": 0, "latency": {}, "server_timing": {},
+                "histograms": {}
+            }))
+            .unwrap();
+            i.histograms.insert("schedule_lag".into(), hist::encode(&h));
+            i
+        };
+        r.intervals = vec![
+            interval(0.0, &[50_000_000; 5]),
+            interval(0.5, &vec![lag_ms * 1_000_000; n as usize]),
+        ];
+        r
+    }
+
+    #[test]
+    fn the_lag_is_judged_after_the_start_up_at_a_quantile_the_samples_support() {
+        // 62 samples: p50 (p99 would be their maximum); the start-up's 50 ms left out.
+        let (lag, q, n) = settled_lag(&lag_record(62, 0));
+        assert_eq!((lag, q, n), (Some(0.0), Some("p50"), 62));
+        let (_, q, _) = settled_lag(&lag_record(150, 0));
+        assert_eq!(q, Some("p90"));
+        let (lag, q, _) = settled_lag(&lag_record(1000, 2));
+        assert_eq!(q, Some("p99"));
+        assert!((lag.unwrap() - 2000.0).abs() < 5.0, "{lag:?}");
+        // Under 20 samples the lag does not judge.
+        assert_eq!(settled_lag(&lag_record(10, 0)).0, None);
     }
 
     #[test]

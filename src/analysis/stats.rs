@@ -10,8 +10,12 @@
 //!   over all requests) understates the noise; resampling blocks of consecutive intervals keeps
 //!   the short-range dependence. Block length ≈ n^(1/3) ([`block_len`]), the usual order for
 //!   the moving-block bootstrap of a mean-like statistic.
-//! - [`verdict`]: a change is significant when its confidence interval excludes zero and the
-//!   point change is beyond a noise band.
+//! - [`rank_permutation_p`]: the exact permutation p of the rank-sum statistic on mid-ranks
+//!   (every split of the pooled runs counted, ties included), and [`min_p`], the smallest p a
+//!   design of n₁ against n₂ runs can reach (2/C(n₁+n₂, n₁): 0.1 for 3 against 3).
+//! - [`verdict`]: a change is called when its confidence interval lies wholly beyond the noise
+//!   band (which excludes zero); [`verdict_of_runs`] also asks the rank test for p < [`ALPHA`],
+//!   and says "too few runs" when the design cannot reach it.
 //!
 //! Randomness comes from the seeded SplitMix64 the pacer uses, so results are reproducible.
 
@@ -27,6 +31,74 @@ pub struct MannWhitney {
     pub z: f64,
     pub p_two_sided: f64,
     pub exact: bool,
+}
+
+/// The significance level of every verdict (two-sided), matching the 95% intervals.
+pub const ALPHA: f64 = 0.05;
+
+/// Largest pooled sample for [`rank_permutation_p`] (C(50, 25) ≈ 1.3e14 splits, counted
+/// exactly in an f64).
+const PERMUTATION_MAX: usize = 50;
+
+/// C(n, k) as an f64.
+fn choose(n: usize, k: usize) -> f64 {
+    let k = k.min(n - k.min(n));
+    (0..k).fold(1.0, |c, i| c * (n - i) as f64 / (i + 1) as f64)
+}
+
+/// The smallest two-sided p that an exact rank (or permutation) test of `n1` against `n2`
+/// observations can give: the two most extreme splits of C(n₁+n₂, n₁). 3 against 3: 0.1;
+/// 4 against 4: 0.029; 5 against 5: 0.008.
+pub fn min_p(n1: usize, n2: usize) -> f64 {
+    if n1 == 0 || n2 == 0 {
+        return 1.0;
+    }
+    (2.0 / choose(n1 + n2, n1)).min(1.0)
+}
+
+/// The fewest observations per side (equal sides) whose exact two-sided p can go below
+/// [`ALPHA`]: 4.
+pub fn runs_needed() -> usize {
+    (1..).find(|&n| min_p(n, n) < ALPHA).unwrap_or(4)
+}
+
+/// The exact two-sided permutation p of the rank-sum of `a` against `b`, on mid-ranks (ties
+/// keep their exact permutation distribution): the share of the C(n₁+n₂, n₁) splits of the
+/// pooled values whose rank-sum is at least as far from its mean as the observed one. `None`
+/// beyond [`PERMUTATION_MAX`] values (use [`mann_whitney`]'s normal approximation).
+pub fn rank_permutation_p(a: &[f64], b: &[f64]) -> Option<f64> {
+    let (n1, n2) = (a.len(), b.len());
+    let n = n1 + n2;
+    if n1 == 0 || n2 == 0 || n > PERMUTATION_MAX {
+        return None;
+    }
+    let (r, _) = ranks(a, b);
+    // Doubled mid-ranks are whole numbers.
+    let twice: Vec<usize> = r.iter().map(|x| (x * 2.0).round() as usize).collect();
+    let max_sum: usize = twice.iter().sum();
+    // ways[k][s]: the splits that put k of the values seen so far in the first sample, with
+    // doubled rank-sum s.
+    let mut ways = vec![vec![0.0f64; max_sum + 1]; n1 + 1];
+    ways[0][0] = 1.0;
+    for &t in &twice {
+        for k in (1..=n1).rev() {
+            let (lower, upper) = ways.split_at_mut(k);
+            for s in (t..=max_sum).rev() {
+                upper[0][s] += lower[k - 1][s - t];
+            }
+        }
+    }
+    let observed: usize = twice[..n1].iter().sum();
+    let mean = (n1 * (n + 1)) as f64; // doubled: n1 (n + 1) / 2 × 2
+    let far = (observed as f64 - mean).abs() - 1e-9;
+    let total: f64 = ways[n1].iter().sum();
+    let extreme: f64 = ways[n1]
+        .iter()
+        .enumerate()
+        .filter(|(s, _)| (*s as f64 - mean).abs() >= far)
+        .map(|(_, w)| w)
+        .sum();
+    Some((extreme / total).min(1.0))
 }
 
 /// Largest sample size for the exact p-value.
@@ -260,6 +332,9 @@ pub enum Verdict {
     Faster,
     Slower,
     NoSignificantChange,
+    /// The design cannot show a change: an exact rank test of so few runs cannot reach
+    /// p < [`ALPHA`] whatever the data.
+    TooFewRuns,
 }
 
 impl Verdict {
@@ -268,16 +343,17 @@ impl Verdict {
             Verdict::Faster => "faster",
             Verdict::Slower => "slower",
             Verdict::NoSignificantChange => "no significant change",
+            Verdict::TooFewRuns => "too few runs: 4+ per side can show a change",
         }
     }
 }
 
 /// The verdict on a relative change (B/A − 1) with its confidence interval `[lo, hi]`: a
-/// change counts when the interval excludes 0 and the point is beyond `noise` either way.
-/// `higher_is_better`: throughput (more is faster); latency (more is slower).
+/// change counts when the whole interval lies beyond the noise band `±noise` (so it excludes
+/// 0 too). `higher_is_better`: throughput (more is faster); latency (more is slower).
 pub fn verdict(change: Estimate, noise: f64, higher_is_better: bool) -> Verdict {
-    let up = change.lo > 0.0 && change.point > noise;
-    let down = change.hi < 0.0 && change.point < -noise;
+    let up = change.lo > noise.max(0.0);
+    let down = change.hi < -noise.max(0.0);
     match (up, down, higher_is_better) {
         (true, _, true) | (_, true, false) => Verdict::Faster,
         (true, _, false) | (_, true, true) => Verdict::Slower,
@@ -285,9 +361,134 @@ pub fn verdict(change: Estimate, noise: f64, higher_is_better: bool) -> Verdict 
     }
 }
 
+/// The verdict across runs (repeated or interleaved): [`Verdict::TooFewRuns`] when `n1`
+/// against `n2` runs cannot reach p < [`ALPHA`]; a change only when the rank test's `p` is
+/// below [`ALPHA`] *and* the interval lies beyond the noise band ([`verdict`]); else no
+/// significant change, with the reason.
+pub fn verdict_of_runs(
+    change: Estimate,
+    p: f64,
+    n1: usize,
+    n2: usize,
+    noise: f64,
+    higher_is_better: bool,
+) -> (Verdict, Option<String>) {
+    if min_p(n1, n2) >= ALPHA {
+        return (
+            Verdict::TooFewRuns,
+            Some(format!(
+                "{n1} against {n2} runs: the smallest p an exact rank test can give is {:.3}",
+                min_p(n1, n2)
+            )),
+        );
+    }
+    let by_interval = verdict(change, noise, higher_is_better);
+    match (p < ALPHA, by_interval) {
+        (true, v) if v != Verdict::NoSignificantChange => (v, None),
+        (false, _) => (
+            Verdict::NoSignificantChange,
+            Some(format!("p = {p:.3} is not below {ALPHA}")),
+        ),
+        (true, _) => (
+            Verdict::NoSignificantChange,
+            Some(format!(
+                "the interval reaches the ±{:.0}% noise band",
+                noise * 100.0
+            )),
+        ),
+    }
+}
+
+/// The two-sided z for a 5% level and for 80% power: a minimum detectable effect is
+/// `(Z_ALPHA + Z_POWER) × SE`.
+pub const Z_ALPHA: f64 = 1.959_964;
+pub const Z_POWER: f64 = 0.841_621;
+
+/// The minimum detectable relative change (5% two-sided, 80% power, normal approximation)
+/// of the ratio of two sides' figures, from each side's values: `(z + z_β) ×
+/// √(cv_a²/n_a + cv_b²/n_b)`, cv the coefficient of variation. `None` under two values a
+/// side.
+pub fn mde_of_runs(a: &[f64], b: &[f64]) -> Option<f64> {
+    let cv2n = |v: &[f64]| -> Option<f64> {
+        if v.len() < 2 {
+            return None;
+        }
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        if mean <= 0.0 {
+            return None;
+        }
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        Some(var / (mean * mean) / n)
+    };
+    Some((Z_ALPHA + Z_POWER) * (cv2n(a)? + cv2n(b)?).sqrt())
+}
+
+/// The minimum detectable relative change from bootstrap replicates of the ratio B/A:
+/// `(z + z_β) × sd(replicates)`.
+pub fn mde_of_replicates(ratios: &[f64]) -> Option<f64> {
+    if ratios.len() < 2 {
+        return None;
+    }
+    let n = ratios.len() as f64;
+    let mean = ratios.iter().sum::<f64>() / n;
+    let var = ratios.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    Some((Z_ALPHA + Z_POWER) * var.sqrt())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_smallest_p_of_small_designs() {
+        assert!((min_p(3, 3) - 0.1).abs() < 1e-12);
+        assert!((min_p(4, 4) - 2.0 / 70.0).abs() < 1e-12);
+        assert!((min_p(5, 5) - 2.0 / 252.0).abs() < 1e-12);
+        assert_eq!(runs_needed(), 4);
+    }
+
+    #[test]
+    fn the_permutation_p_is_exact_with_and_without_ties() {
+        // Without ties it is the exact Mann-Whitney p.
+        let (a, b) = (vec![1., 2., 3., 4., 5.], vec![6., 7., 8., 9., 10.]);
+        let p = rank_permutation_p(&a, &b).unwrap();
+        assert!((p - mann_whitney(&a, &b).p_two_sided).abs() < 1e-12, "{p}");
+        let (a, b) = (vec![1.1, 2.2, 3.3, 4.4], vec![2.5, 3.5, 4.5, 5.5, 6.5]);
+        assert!((rank_permutation_p(&a, &b).unwrap() - 0.1111111111111111).abs() < 1e-9);
+        // 3 against 3 with ties inside each side, fully separated: still 2 of 20 splits,
+        // where the normal approximation says 0.047.
+        let (a, b) = (vec![5.0, 5.0, 5.0], vec![6.0, 6.0, 6.0]);
+        assert!((rank_permutation_p(&a, &b).unwrap() - 0.1).abs() < 1e-12);
+        assert!(mann_whitney(&a, &b).p_two_sided < 0.05);
+        // Identical samples: p = 1.
+        assert!(
+            (rank_permutation_p(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0]).unwrap() - 1.0).abs() < 1e-12
+        );
+        assert!(rank_permutation_p(&vec![1.0; 30], &vec![2.0; 30]).is_none());
+    }
+
+    #[test]
+    fn verdicts_across_runs_need_the_test_and_the_interval() {
+        let e = |point, lo, hi| Estimate { point, lo, hi };
+        let slow = e(0.3, 0.25, 0.35);
+        assert_eq!(
+            verdict_of_runs(slow, 0.1, 3, 3, 0.02, false).0,
+            Verdict::TooFewRuns
+        );
+        assert_eq!(
+            verdict_of_runs(slow, 0.008, 5, 5, 0.02, false).0,
+            Verdict::Slower
+        );
+        // p says change, the interval does not (it reaches the noise band): no call.
+        let (v, why) = verdict_of_runs(e(0.03, 0.01, 0.05), 0.008, 5, 5, 0.02, false);
+        assert_eq!(v, Verdict::NoSignificantChange);
+        assert!(why.unwrap().contains("noise band"));
+        // The interval says change, p does not: no call, the p named.
+        let (v, why) = verdict_of_runs(slow, 0.056, 5, 5, 0.02, false);
+        assert_eq!(v, Verdict::NoSignificantChange);
+        assert!(why.unwrap().contains("0.056"));
+    }
 
     #[test]
     fn mann_whitney_agrees_with_scipy() {
@@ -439,6 +640,7 @@ mod tests {
             (e(0.20, 0.15, 0.25), true, Verdict::Faster),  // throughput 20% up
             (e(0.05, -0.01, 0.11), false, Verdict::NoSignificantChange), // the interval holds 0
             (e(0.005, 0.001, 0.009), false, Verdict::NoSignificantChange), // within the noise
+            (e(0.04, 0.01, 0.07), false, Verdict::NoSignificantChange), // reaches the noise band
         ];
         for (change, higher, want) in rows {
             assert_eq!(verdict(change, 0.02, higher), want, "{change:?}");

@@ -142,6 +142,12 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
         let mut a = run.clone();
         a.rate = vec![rate];
         a.duration = Some(args.step);
+        // Intervals of a tenth of the step (100 ms to 1 s): the generator's health is judged
+        // on those after the start-up.
+        if a.interval.is_none() && a.every.is_none() {
+            a.interval =
+                Some((args.step / 10).clamp(Duration::from_millis(100), Duration::from_secs(1)));
+        }
         a
     };
     while let Some((rate, confirmation)) = search.next() {
@@ -178,13 +184,15 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
         }
         let max_lag_us = args.max_lag.as_secs_f64() * 1e6;
         let step = knee::judge(&record, rate, &args.slos, confirmation, max_lag_us);
+        let again = if search.retrying() { " (again)" } else { "" };
         say(format!(
-            "step {}: {rate:.0} req/s: {}{}",
+            "step {}: {rate:.0} req/s{again}: {}{}",
             steps.len() + 1,
             match step.verdict {
                 Verdict::Pass => "pass",
                 Verdict::Fail => "fail",
-                Verdict::Client => "the generator is the limit",
+                Verdict::Client if search.retrying() => "the generator is the limit",
+                Verdict::Client => "the generator fell behind: running the step once more",
             },
             if step.reasons.is_empty() {
                 String::new()

@@ -9,6 +9,7 @@
 mod calibrate;
 mod control;
 mod files;
+mod interleave;
 mod knee;
 mod limits;
 mod run;
@@ -34,7 +35,7 @@ pub const EXIT_FAIL_FAST: i32 = 3;
 /// Exit code: responses came back, but every one had an HTTP error status (not 2xx or 3xx).
 pub const EXIT_HTTP_ERRORS: i32 = 4;
 /// Exit code: a `--threshold` failed (k6's convention).
-pub const EXIT_THRESHOLD: i32 = 99;
+pub const EXIT_THRESHOLD: i32 = crate::recorder::record::ThresholdVerdict::EXIT_FAIL;
 /// Exit code after SIGINT (128 + 2).
 pub const EXIT_SIGINT: i32 = 130;
 /// Exit code after SIGTERM (128 + 15).
@@ -112,7 +113,7 @@ pub fn main_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::Calibrate(a) => calibrate::calibrate(&a, command_line),
         Command::Merge(a) => merge(&a),
         Command::Knee(a) => knee::knee(&a, command_line),
-        Command::Compare(a) => compare(&a),
+        Command::Compare(a) => compare(&a, command_line),
     }
 }
 
@@ -244,13 +245,13 @@ fn report(args: &ReportArgs) -> i32 {
     }
 }
 
-/// 0, or [`EXIT_THRESHOLD`] when a `--threshold` checked in `record` failed.
-fn thresholds_code(record: &RunRecord) -> i32 {
-    if crate::cli::ViewArgs::passed(record) {
-        EXIT_OK
-    } else {
-        EXIT_THRESHOLD
-    }
+/// The exit code of the thresholds' verdict: 0, or [`EXIT_THRESHOLD`] when a `--threshold`
+/// checked in `record` failed (one with no data neither passes nor fails).
+pub(crate) fn thresholds_code(record: &RunRecord) -> i32 {
+    record
+        .summary
+        .thresholds_verdict()
+        .map_or(EXIT_OK, |v| v.exit_code)
 }
 
 /// What `reqlife report` prints: the text report or the `--format` asked for.
@@ -269,14 +270,12 @@ fn printed(args: &ReportArgs, record: &RunRecord) -> Result<String, String> {
 }
 
 /// `reqlife compare`.
-fn compare(args: &crate::cli::CompareArgs) -> i32 {
-    if let Err(e) = files::one_stdin(&[&args.a, &args.b]) {
-        return usage_error(e);
+fn compare(args: &crate::cli::CompareArgs, command_line: Vec<String>) -> i32 {
+    if !args.run {
+        if let Err(e) = files::one_stdin(&[&args.a, &args.b]) {
+            return usage_error(e);
+        }
     }
-    let (a, b) = match (load_record(&args.a), load_record(&args.b)) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => return usage_error(e),
-    };
     let to_stderr = match files::stdout_taken(&[("--html", args.html.as_deref())]) {
         Ok(t) => t,
         Err(e) => return usage_error(e),
@@ -286,8 +285,24 @@ fn compare(args: &crate::cli::CompareArgs) -> i32 {
             return usage_error(e);
         }
     }
+    let (a, b) = if args.run {
+        match interleave::run_rounds(args, &command_line) {
+            Ok(r) => r,
+            Err(code) => return code,
+        }
+    } else {
+        match (load_record(&args.a), load_record(&args.b)) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) | (_, Err(e)) => return usage_error(e),
+        }
+    };
     let c = match crate::analysis::compare::compare(&a, &b, args.noise / 100.0, args.seed) {
-        Ok(c) => c,
+        Ok(mut c) => {
+            if args.run {
+                c.method = "interleaved".into();
+            }
+            c
+        }
         Err(e) => return usage_error(e),
     };
     if let Some(path) = &args.html {

@@ -265,8 +265,9 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         } else if let Some((why, failed)) = failure(&record) {
             eprintln!("error: {why}");
             code = failed;
-        } else if code == EXIT_OK && !crate::cli::ViewArgs::passed(&record) {
-            code = super::EXIT_THRESHOLD;
+        } else if code == EXIT_OK {
+            // The thresholds' verdict gives the exit code, as it gives the banner and the JSON.
+            code = super::thresholds_code(&record);
         }
     }
     match signal {

@@ -39,12 +39,16 @@ pub enum Command {
     /// interval series merged by time. Prints the merged report.
     Merge(MergeArgs),
     /// The highest open-loop rate that meets every SLO: an exponential search, then
-    /// bisection, one step per rate (`--step` long); a step passes when the SLOs hold, at least
-    /// 99% of the offered rate was achieved and the generator kept up.
+    /// bisection, one step per rate (`--step` long); a step passes when the SLOs hold and the
+    /// offered rate was achieved.
+    #[command(long_about = KNEE_ABOUT)]
     Knee(Box<KneeArgs>),
     /// Is B faster than A, or is it noise? Throughput and p50/p90/p99/p99.9 of the total, of
-    /// each phase and server metric: A, B, the change, its 95% interval and a verdict (across
-    /// repeated runs with `run --repeat N`; else by resampling the runs' intervals).
+    /// each phase and server metric: A, B, the change, its 95% interval, the p of a rank test,
+    /// the minimum detectable effect and a verdict (across repeated runs with `run --repeat N`,
+    /// across interleaved rounds with `--run URL_A URL_B`; else by resampling the runs'
+    /// intervals).
+    #[command(long_about = COMPARE_ABOUT)]
     Compare(CompareArgs),
 }
 
@@ -60,13 +64,58 @@ const RUN_EXIT_CODES: &str = "Exit codes:
   99   a --threshold failed
   130, 143  interrupted by SIGINT, SIGTERM (the report and the record are still written)";
 
+/// `reqlife knee --help`: how a step is judged.
+const KNEE_ABOUT: &str = "The highest open-loop rate that meets every SLO: an exponential search from a quarter of \
+what a short closed-loop probe achieves, then bisection to --precision, one step per rate (--step long), the \
+answer confirmed by a repeated step.
+
+How a step is judged. It passes when every --slo holds and the achieved rate is at least 99% of the offered one, \
+less the share still in flight at the step's end (mean latency / step, by Little's law). A failing step is blamed \
+on the generator, not the server, only when a worker thread was saturated or when the generator's lateness \
+explains every failure: each failed latency SLO would hold with the schedule lag at its quantile taken off (that \
+lag over --max-lag), a rate shortfall is within the lag's share of the step. The lag after the step's start-up \
+(its first fifth, at most 2 s) is read at the highest quantile the step has samples for, 10 beyond it: p99 needs \
+1,000 samples, p90 100, p50 20, and under 20 it does not judge. A lagging generator cannot make a step look \
+better (latencies count from the intended send times), so a step that passes passes; a step blamed on the \
+generator runs once more before the search stops on a client limit.";
+
+/// `reqlife compare --help`: how a verdict is reached.
+const COMPARE_ABOUT: &str = "Is B faster than A, or is it noise? Throughput and p50/p90/p99/p99.9 of the total, of each \
+phase and server metric: A, B, the change B/A - 1, its 95% interval, the p of a rank test, the minimum detectable \
+effect (MDE: the smallest change these data could show, 5% two-sided, 80% power) and a verdict.
+
+How a verdict is reached. Across runs (both records made with `run --repeat N`, or `--run URL_A URL_B --rounds N` \
+here), each run is one observation: a change is called only when the exact rank test across runs (a permutation \
+test of the rank-sum, ties included) gives p < 0.05 and the 95% bootstrap interval of the ratio of the medians lies \
+wholly beyond the noise band (--noise). Anything else is \"no significant change\", with the reason. An exact test of \
+3 runs against 3 cannot give p below 0.1 whatever the data: such rows say \"too few runs: 4+ per side can show a \
+change\" instead of a verdict. Single runs are compared by resampling blocks of their intervals, and a change is \
+called when that interval lies wholly beyond the noise band; but one run cannot see the run-to-run variance of a \
+shared machine (often a few percent), so the output says so and gives the MDE. `--run URL_A URL_B --rounds N` runs \
+A and B in turn (AB, BA, AB, ...: a drift of the machine or the target in time falls on both sides alike) and \
+compares them across rounds; the flags of each run follow `--` (e.g. `-- -d 2s -c 8`).";
+
 /// Flags of `reqlife compare`.
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
-    /// The baseline RunRecord (- for standard input).
+    /// The baseline RunRecord (- for standard input; with --run: the baseline URL).
     pub a: PathBuf,
-    /// The RunRecord compared with it (- for standard input).
+    /// The RunRecord compared with it (- for standard input; with --run: the URL compared
+    /// with it).
     pub b: PathBuf,
+
+    /// Run A and B here instead of reading records: A and B are URLs, run in turn for
+    /// --rounds rounds (AB, BA, AB, ...), each run with the `run` flags given after `--`.
+    #[arg(long = "run")]
+    pub run: bool,
+
+    /// Rounds of --run (each runs A once and B once); 4 or more can show a change.
+    #[arg(long = "rounds", default_value = "6", value_parser = count_arg, requires = "run")]
+    pub rounds: u64,
+
+    /// The `run` flags of every run of --run, after `--` (e.g. `-- -d 2s -c 8`).
+    #[arg(last = true, requires = "run")]
+    pub run_args: Vec<String>,
 
     /// Exit 99 (a CI regression gate) when B is significantly slower than A by more than this
     /// (throughput, or p50/p90/p99 of the total), e.g. 5%.
@@ -134,8 +183,9 @@ pub struct KneeArgs {
     #[arg(help_heading = "Search", long = "max-rate", value_parser = rate_arg, allow_negative_numbers = true)]
     pub max_rate: Option<f64>,
 
-    /// The schedule lag (p99) above which the generator, not the server, is the limit of a
-    /// step: the search stops there and says so.
+    /// The schedule lag above which the generator, not the server, may be the limit of a
+    /// failing step (read after the step's start-up at a quantile its samples support; see
+    /// above): that step runs once more, and if it fails so again the search stops there.
     #[arg(help_heading = "Search", long = "max-lag", default_value = "1ms", value_parser = duration_arg)]
     pub max_lag: Duration,
 
@@ -618,8 +668,11 @@ pub struct ViewArgs {
     pub json: bool,
 
     /// A bar the run must meet, checked at the end (repeatable): `p99<5ms`, `wait.p90<2ms`,
-    /// `server.db.p99<1ms`, `errors<0.1%`, `rps>10000`. A table shows each; if any fails
-    /// the exit code is 99 (k6's convention).
+    /// `server.db.p99<1ms`, `errors<0.1%`, `rps>10000`. A table shows each: pass or FAIL on
+    /// its measured figure, or "no data" (neither: a percentile of a phase that measured
+    /// nothing, a share of no requests); a figure the record cannot give fails. One verdict
+    /// (`summary.threshold_verdict`) gives the banner, the JSON and the exit code: 99 if any
+    /// failed (k6's convention), else 0.
     #[arg(help_heading = "Analysis", long = "threshold", value_parser = threshold_arg)]
     pub thresholds: Vec<crate::analysis::expr::Expr>,
 }
@@ -629,7 +682,8 @@ fn threshold_arg(s: &str) -> Result<crate::analysis::expr::Expr, String> {
 }
 
 impl ViewArgs {
-    /// Checks the `--threshold`s against `record` and keeps the results in it.
+    /// Checks the `--threshold`s against `record` and keeps the results in it, with their
+    /// verdict as a whole.
     pub fn check(&self, record: &mut crate::recorder::record::RunRecord) {
         if self.thresholds.is_empty() {
             return;
@@ -644,15 +698,13 @@ impl ViewArgs {
                     measured: c.measured,
                     shown: c.measured.map(|v| e.show(v)),
                     pass: c.pass,
+                    no_data: c.no_data,
                     note: c.note,
                 }
             })
             .collect();
-    }
-
-    /// Whether every threshold checked in `record` passed.
-    pub fn passed(record: &crate::recorder::record::RunRecord) -> bool {
-        record.summary.thresholds.iter().all(|t| t.pass)
+        record.summary.threshold_verdict =
+            crate::recorder::record::ThresholdVerdict::of(&record.summary.thresholds);
     }
 
     /// The report these flags ask for.

@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 pub enum Phase {
     /// intended → dispatched: the wait for the scheduler or a free connection.
     Queue,
-    /// TCP connect (only on requests that opened a connection).
+    /// dispatched → connection ready: the TCP connect, from the request's dispatch (so the
+    /// phases of a request add up to its total; only on requests that opened a connection).
     Connect,
     /// TLS handshake (only on requests that opened a TLS connection).
     Tls,
@@ -224,14 +225,34 @@ impl Timestamps {
     /// When writing the request began: after the connection (and TLS) was ready if this
     /// request opened it, else at dispatch.
     fn write_start(&self) -> Instant {
-        self.tls_end.or(self.connect_end).unwrap_or(self.dispatched)
+        self.tls_end
+            .or(self.connect_end)
+            .map_or(self.dispatched, |t| t.max(self.dispatched))
+    }
+
+    /// The total less the client phases of [`Phase::CLIENT`] (the HTTP/2 handshake, which
+    /// overlaps the write and the wait, left out), in nanoseconds: 0 for a request whose
+    /// stamps are in order (the phases tile it); `None` for a request that did not end.
+    pub fn unaccounted_ns(&self) -> Option<i128> {
+        let total = self.phase(Phase::Total)?.as_nanos() as i128;
+        let parts: i128 = Phase::CLIENT
+            .iter()
+            .filter(|p| **p != Phase::H2Handshake)
+            .filter_map(|p| self.phase(*p))
+            .map(|d| d.as_nanos() as i128)
+            .sum();
+        Some(total - parts)
     }
 
     /// The duration of `phase`, if the request reached the end of it.
     ///
     /// Each phase is the difference of two stamps:
-    /// queue = dispatched − intended; connect = connect_end − connect_start;
-    /// tls = tls_end − connect_end; write = written − write_start;
+    /// queue = dispatched − intended; connect = connect_end − dispatched (on a request that
+    /// opened the connection: `connect_start` set; the moment between the dispatch and the
+    /// connect call is the connect's); tls = tls_end − connect_end; write = written −
+    /// write_start. The phases of a request tile its life from its dispatch: a connection
+    /// opened before it (stamps before `dispatched`) counts from the dispatch, 0 if ready by
+    /// then, so that the client phases add up to the total;
     /// wait = first_byte − written; read = done − first_byte; decode = decoded − done;
     /// total = end − intended; uncorrected = end − dispatched, where end is decoded when the
     /// body was decoded, else done; lag = released − intended;
@@ -241,8 +262,11 @@ impl Timestamps {
         let end = self.decoded.or(self.done);
         match phase {
             Phase::Queue => Some(self.dispatched.saturating_duration_since(self.intended)),
-            Phase::Connect => span(self.connect_start?, self.connect_end),
-            Phase::Tls => span(self.connect_end?, self.tls_end),
+            Phase::Connect => {
+                self.connect_start?;
+                span(self.dispatched, self.connect_end)
+            }
+            Phase::Tls => span(self.connect_end?.max(self.dispatched), self.tls_end),
             Phase::Write => span(self.write_start(), self.written),
             Phase::Wait => span(self.written?, self.first_byte),
             Phase::Read => span(self.first_byte?, self.done),
@@ -538,7 +562,7 @@ mod tests {
         // (phase, expected µs): each row is one difference of two stamps.
         let rows = [
             (Phase::Queue, Some(10)),        // dispatched − intended
-            (Phase::Connect, Some(50)),      // connect_end − connect_start
+            (Phase::Connect, Some(50)),      // connect_end − dispatched
             (Phase::Tls, Some(400)),         // tls_end − connect_end
             (Phase::Write, Some(10)),        // written − tls_end
             (Phase::Wait, Some(500)),        // first_byte − written
@@ -550,6 +574,11 @@ mod tests {
         for (phase, want) in rows {
             assert_eq!(us(phase), want, "{}", phase.name());
         }
+        assert_eq!(t.unaccounted_ns(), Some(0));
+        // The connect call a moment after the dispatch: that moment is the connect's.
+        t.connect_start = Some(at(b, 25));
+        assert_eq!(t.phase(Phase::Connect), Some(Duration::from_micros(50)));
+        assert_eq!(t.unaccounted_ns(), Some(0));
     }
 
     #[test]

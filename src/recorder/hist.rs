@@ -76,6 +76,14 @@ pub struct Stats {
     pub p999_us: Option<f64>,
     pub p9999_us: Option<f64>,
     pub max_us: Option<f64>,
+    /// Values at the histogram's highest trackable value ([`MAX_NS`], one hour, within its
+    /// 0.1% precision): those beyond it are recorded there, still counted, never dropped.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub clamped: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn us(ns: u64) -> f64 {
@@ -89,14 +97,26 @@ fn round_us(v: f64) -> f64 {
 
 impl Stats {
     /// The statistics of `h`. Percentiles are HdrHistogram's (the highest value equivalent
-    /// to the value at that quantile), within 0.1% of the exact sample quantile.
+    /// to the value at that quantile), within 0.1% of the exact sample quantile. In debug
+    /// builds the invariants of [`Stats::violations`] are asserted.
     pub fn of(h: &Histogram<u64>) -> Stats {
+        let s = Self::of_unchecked(h);
+        debug_assert!(
+            s.violations().is_empty(),
+            "summary invariants: {:?} in {s:?}",
+            s.violations()
+        );
+        s
+    }
+
+    fn of_unchecked(h: &Histogram<u64>) -> Stats {
         let count = h.len();
         if count == 0 {
             return Stats::default();
         }
         let q = |q: f64| Some(us(h.value_at_quantile(q)));
         Stats {
+            clamped: clamped(h),
             count,
             min_us: Some(us(h.min())),
             mean_us: Some(round_us(h.mean() / 1000.0)),
@@ -108,6 +128,77 @@ impl Stats {
             p9999_us: q(0.9999),
             max_us: Some(us(h.max())),
         }
+    }
+}
+
+/// The values of `h` at its highest trackable value, [`MAX_NS`] (where [`record`] clamps
+/// longer ones).
+pub fn clamped(h: &Histogram<u64>) -> u64 {
+    if h.max() < h.lowest_equivalent(MAX_NS) {
+        return 0;
+    }
+    h.count_between(MAX_NS, h.max())
+}
+
+impl Stats {
+    /// What breaks the invariants of a summary: every percentile within [min, max], the
+    /// percentiles in order, the mean within [min, max], nothing but a zero count when empty,
+    /// no more values clamped than counted. Empty when they hold.
+    pub fn violations(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let (Some(min), Some(max)) = (self.min_us, self.max_us) else {
+            let any = self.count > 0
+                || self.min_us.is_some()
+                || self.max_us.is_some()
+                || self.p50_us.is_some()
+                || self.mean_us.is_some();
+            if any {
+                out.push(format!(
+                    "an empty summary has figures (count {})",
+                    self.count
+                ));
+            }
+            return out;
+        };
+        if min > max {
+            out.push(format!("min {min} > max {max}"));
+        }
+        let ps = [
+            ("p50", self.p50_us),
+            ("p90", self.p90_us),
+            ("p99", self.p99_us),
+            ("p99.9", self.p999_us),
+            ("p99.99", self.p9999_us),
+        ];
+        let mut last = ("min", min);
+        for (name, v) in ps {
+            let Some(v) = v else {
+                out.push(format!("{name} missing"));
+                continue;
+            };
+            if v < last.1 {
+                out.push(format!("{name} {v} < {} {}", last.0, last.1));
+            }
+            if v > max {
+                out.push(format!("{name} {v} > max {max}"));
+            }
+            last = (name, v);
+        }
+        // The mean is of values that lie in [min, max] (within the rounding of its 3
+        // decimals, and of HdrHistogram's equivalent values).
+        if let Some(mean) = self.mean_us {
+            let slack = 0.001 + max * 0.001;
+            if mean < min - slack || mean > max + slack {
+                out.push(format!("mean {mean} outside [{min}, {max}]"));
+            }
+        }
+        if self.clamped > self.count {
+            out.push(format!(
+                "{} clamped of {} counted",
+                self.clamped, self.count
+            ));
+        }
+        out
     }
 }
 
@@ -181,6 +272,51 @@ mod tests {
         assert_eq!(total.len(), 1);
         let back = decode_bytes(&encode_bytes(&i)).unwrap();
         assert_eq!(back.len(), 1);
+    }
+
+    #[test]
+    fn a_stall_beyond_the_range_is_clamped_and_counted() {
+        let mut h = new_hist();
+        record(&mut h, 5_000);
+        record(&mut h, MAX_NS * 3); // three hours: beyond the range
+        record(&mut h, u64::MAX);
+        let s = Stats::of(&h);
+        assert_eq!((s.count, s.clamped), (3, 2));
+        assert!(s.violations().is_empty(), "{:?}", s.violations());
+        // An interval histogram (auto-resizing) clamps the same way.
+        let mut i = new_interval_hist();
+        record(&mut i, u64::MAX);
+        assert_eq!((i.len(), clamped(&i)), (1, 1));
+    }
+
+    proptest::proptest! {
+        /// Whatever the values (zero, beyond the range), every one is counted, those beyond
+        /// the range are clamped and counted as such, and the summary's invariants hold.
+        #[test]
+        fn summaries_keep_their_invariants(values in proptest::collection::vec(
+            proptest::prop_oneof![
+                0u64..2_000,
+                0u64..10_000_000_000,
+                MAX_NS - 10..MAX_NS + 10,
+                proptest::prelude::any::<u64>(),
+            ],
+            0..300,
+        )) {
+            let mut h = new_hist();
+            for &v in &values {
+                record(&mut h, v);
+            }
+            let s = Stats::of(&h);
+            proptest::prop_assert_eq!(s.count, values.len() as u64);
+            let top = h.lowest_equivalent(MAX_NS);
+            let beyond = values.iter().filter(|&&v| v.min(MAX_NS) >= top).count() as u64;
+            proptest::prop_assert_eq!(s.clamped, beyond);
+            proptest::prop_assert!(s.violations().is_empty(), "{:?}", s.violations());
+            // Merged into an interval histogram and back: the same.
+            let mut i = new_interval_hist();
+            i.add(&h).unwrap();
+            proptest::prop_assert_eq!(Stats::of(&i), s);
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@
 pub mod collector;
 pub mod hdrlog;
 pub mod hist;
+pub mod knee;
 pub mod merge;
 pub mod priority;
 pub mod record;

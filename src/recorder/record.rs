@@ -54,7 +54,7 @@ pub struct RunRecord {
     /// `reqlife knee`: the search, step by step, and its answer (the steps' figures are the
     /// levels).
     #[serde(default)]
-    pub knee: Option<crate::analysis::knee::KneeResult>,
+    pub knee: Option<super::knee::KneeResult>,
 }
 
 /// A new run id: 128 random bits (from the OS) as 32 hex digits.
@@ -291,6 +291,92 @@ pub struct Summary {
     /// `--threshold`s checked against this record (k6's convention: any failure exits 99).
     #[serde(default)]
     pub thresholds: Vec<ThresholdCheck>,
+    /// The verdict of the thresholds as a whole: the banner, the JSON and the exit code all
+    /// come from it. Absent when no threshold was checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold_verdict: Option<ThresholdVerdict>,
+}
+
+/// The state of one threshold, or of all of them.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ThresholdState {
+    Pass,
+    Fail,
+    /// Nothing was measured to compare (an empty histogram, a share of no requests): neither
+    /// pass nor fail.
+    NoData,
+}
+
+/// The thresholds' verdict as a whole: `fail` when one failed (exit code 99), else `no_data`
+/// when one had no data (exit code 0: nothing failed, and the banner says what was not
+/// checked), else `pass` (exit code 0).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ThresholdVerdict {
+    pub state: ThresholdState,
+    pub passed: usize,
+    pub failed: usize,
+    pub no_data: usize,
+    /// The exit code this verdict gives: 99 when one failed, else 0.
+    pub exit_code: i32,
+    /// The line the text report prints under the table.
+    pub banner: String,
+}
+
+impl ThresholdVerdict {
+    /// The exit code of a failed threshold (k6's convention).
+    pub const EXIT_FAIL: i32 = 99;
+
+    /// The verdict of `checks`; `None` when there are none.
+    pub fn of(checks: &[ThresholdCheck]) -> Option<ThresholdVerdict> {
+        if checks.is_empty() {
+            return None;
+        }
+        let count = |s: ThresholdState| checks.iter().filter(|c| c.state() == s).count();
+        let (passed, failed, no_data) = (
+            count(ThresholdState::Pass),
+            count(ThresholdState::Fail),
+            count(ThresholdState::NoData),
+        );
+        let n = checks.len();
+        let unchecked = if no_data > 0 {
+            format!(
+                "; {no_data} had no data (neither passed nor failed: nothing was measured to compare)"
+            )
+        } else {
+            String::new()
+        };
+        let (state, exit_code, banner) = if failed > 0 {
+            (
+                ThresholdState::Fail,
+                Self::EXIT_FAIL,
+                format!(
+                    "{failed} of {n} thresholds failed{unchecked} (exit code {})",
+                    Self::EXIT_FAIL
+                ),
+            )
+        } else if no_data > 0 {
+            (
+                ThresholdState::NoData,
+                0,
+                format!("{passed} of {n} thresholds passed{unchecked} (exit code 0)"),
+            )
+        } else {
+            (
+                ThresholdState::Pass,
+                0,
+                format!("all {n} thresholds passed (exit code 0)"),
+            )
+        };
+        Some(ThresholdVerdict {
+            state,
+            passed,
+            failed,
+            no_data,
+            exit_code,
+            banner,
+        })
+    }
 }
 
 /// One `--threshold` and how the run measured against it.
@@ -303,9 +389,42 @@ pub struct ThresholdCheck {
     pub measured: Option<f64>,
     /// The figure in human units (`1.23ms`).
     pub shown: Option<String>,
+    /// Held; false when it failed and when there was no data (see `no_data`).
     pub pass: bool,
+    /// Nothing was measured to compare: neither pass nor fail.
+    #[serde(default)]
+    pub no_data: bool,
     /// Why it could not be measured.
     pub note: Option<String>,
+}
+
+impl Summary {
+    /// The thresholds' verdict: the one kept with them, or (a record made before it was
+    /// kept) the one they give.
+    pub fn thresholds_verdict(&self) -> Option<ThresholdVerdict> {
+        self.threshold_verdict
+            .clone()
+            .or_else(|| ThresholdVerdict::of(&self.thresholds))
+    }
+}
+
+impl ThresholdCheck {
+    pub fn state(&self) -> ThresholdState {
+        match (self.no_data, self.pass) {
+            (true, _) => ThresholdState::NoData,
+            (false, true) => ThresholdState::Pass,
+            (false, false) => ThresholdState::Fail,
+        }
+    }
+
+    /// The result column: `pass`, `FAIL` or `no data`.
+    pub fn result(&self) -> &'static str {
+        match self.state() {
+            ThresholdState::Pass => "pass",
+            ThresholdState::Fail => "FAIL",
+            ThresholdState::NoData => "no data",
+        }
+    }
 }
 
 /// One request name's figures.
@@ -469,6 +588,48 @@ pub struct Latency {
     /// How late the scheduler released each request after its due time (open loop; zero in
     /// a closed loop), waiting for a free connection excluded.
     pub schedule_lag: Stats,
+}
+
+impl Latency {
+    /// What breaks the invariants of these figures: each summary's ([`Stats::violations`]),
+    /// and, with `tiled` (every request ended, no error, and every connection opened by a
+    /// request: a closed loop; an open loop opens its connections ahead of the load, their
+    /// connect time in the connect figures and in no request's total), the client phases
+    /// adding up to the total: Σ mean × count of the phases (the HTTP/2 handshake, which
+    /// overlaps them, left out) equals the total's within rounding (the means' 3 decimals,
+    /// HdrHistogram's 0.1%).
+    pub fn violations(&self, tiled: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        let named = [
+            ("total", &self.total),
+            ("uncorrected", &self.uncorrected),
+            ("schedule_lag", &self.schedule_lag),
+        ];
+        for (name, st) in named
+            .into_iter()
+            .chain(self.phases.iter().map(|(n, st)| (n.as_str(), st)))
+        {
+            out.extend(st.violations().into_iter().map(|v| format!("{name}: {v}")));
+        }
+        if tiled && self.total.count > 0 {
+            let sum = |st: &Stats| st.mean_us.unwrap_or(0.0) * st.count as f64;
+            let parts: f64 = self
+                .phases
+                .iter()
+                .filter(|(n, _)| n.as_str() != Phase::H2Handshake.name())
+                .map(|(_, st)| sum(st))
+                .sum();
+            let total = sum(&self.total);
+            let slack =
+                0.002 * total + 0.001 * (self.phases.len() + 1) as f64 * self.total.count as f64;
+            if (parts - total).abs() > slack {
+                out.push(format!(
+                    "the client phases add up to {parts:.3} us, the totals to {total:.3} us (within {slack:.3})"
+                ));
+            }
+        }
+        out
+    }
 }
 
 /// One level of a sweep.
@@ -1025,6 +1186,13 @@ pub fn warnings_of(r: &RunRecord) -> Vec<String> {
         // (the busy share of a few milliseconds, connects cut short); the error says why.
         return out;
     }
+    if s.latency.total.clamped > 0 {
+        out.push(format!(
+            "{} requests took an hour or more, beyond the histograms' range: they are counted at \
+             one hour, so the highest percentiles and the max are at least that",
+            s.latency.total.clamped
+        ));
+    }
     if r.config.load_model == "open" {
         out.extend(open_loop_warning(r));
     }
@@ -1417,6 +1585,78 @@ mod tests {
                 embedded_target: false,
             },
         )
+    }
+
+    /// One request of the property test: its phase durations in µs (queue, connect or none,
+    /// write, wait, read) from `start_us`, and whether it failed after writing.
+    type Life = (u64, u64, Option<u64>, u64, u64, u64, bool);
+
+    fn life() -> impl proptest::strategy::Strategy<Value = Life> {
+        use proptest::prelude::*;
+        (
+            0u64..2_000_000,
+            prop_oneof![0u64..50, 0u64..50_000],
+            proptest::option::of(1u64..5_000),
+            0u64..500,
+            0u64..200_000,
+            0u64..5_000,
+            proptest::bool::weighted(0.1),
+        )
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Whatever the requests, every summary of a run keeps its invariants (each
+        /// summary's percentiles in order within [min, max]), and when every request ended
+        /// their client phases add up to their totals.
+        #[test]
+        fn every_summary_keeps_its_invariants(lives in proptest::collection::vec(life(), 1..200)) {
+            use crate::model::{Timestamps, Traffic};
+            let base = Instant::now();
+            let all_ended = lives.iter().all(|l| !l.6);
+            // What the recorder does with each sample: its phases into the histograms.
+            let mut hists = crate::recorder::PhaseHists::new(hist::new_hist);
+            {
+                for &(start, queue, connect, write, wait, read, fails) in &lives {
+                    let us = |n: u64| Duration::from_micros(n);
+                    let intended = base + us(start);
+                    let dispatched = intended + us(queue);
+                    let mut st = Timestamps::new(intended, dispatched);
+                    let mut t = dispatched;
+                    if let Some(c) = connect {
+                        st.connect_start = Some(t);
+                        t += us(c);
+                        st.connect_end = Some(t);
+                    }
+                    t += us(write);
+                    st.written = Some(t);
+                    if !fails {
+                        t += us(wait);
+                        st.first_byte = Some(t);
+                        t += us(read);
+                        st.done = Some(t);
+                        proptest::prop_assert_eq!(st.unaccounted_ns(), Some(0));
+                    }
+                    hists.record(&crate::recorder::durations(&crate::model::Sample {
+                        stamps: st,
+                        status: (!fails).then_some(200),
+                        error: fails.then_some(ErrorKind::Timeout),
+                        bytes_read: 100,
+                        bytes_written: 40,
+                        traffic: Traffic::default(),
+                        server_closed: false,
+                        request: 0,
+                    }));
+                }
+            }
+            let latency = latency_of(&hists);
+            let v = latency.violations(all_ended);
+            proptest::prop_assert!(v.is_empty(), "{:?}", v);
+            proptest::prop_assert_eq!(
+                latency.total.count,
+                lives.iter().filter(|l| !l.6).count() as u64
+            );
+        }
     }
 
     #[test]

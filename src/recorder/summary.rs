@@ -196,6 +196,7 @@ pub(crate) fn summarize(parts: &[&Summary], h: &impl Lookup, duration_s: f64) ->
         warnings: Vec::new(),
         by_request: by_request(parts, h, duration_s),
         thresholds: Vec::new(),
+        threshold_verdict: None,
     }
 }
 

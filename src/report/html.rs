@@ -99,7 +99,7 @@ impl ComparePage {
                 let class = match r.verdict {
                     Verdict::Faster => "faster",
                     Verdict::Slower => "slower",
-                    Verdict::NoSignificantChange => "same",
+                    Verdict::NoSignificantChange | Verdict::TooFewRuns => "same",
                 };
                 vec![
                     r.figure.clone(),
@@ -381,7 +381,7 @@ impl Page {
                     (
                         t.threshold.clone(),
                         t.shown.clone().unwrap_or_else(|| "-".into()),
-                        if t.pass { "pass" } else { "FAIL" },
+                        t.result(),
                         t.note.clone().unwrap_or_default(),
                     )
                 })

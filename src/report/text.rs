@@ -551,20 +551,18 @@ fn thresholds(out: &mut String, r: &RunRecord) {
             "  {:<width$} {:>12}  {}",
             c.threshold,
             c.shown.as_deref().unwrap_or("-"),
-            if c.pass { "pass" } else { "FAIL" }
+            c.result()
         );
         if let Some(note) = &c.note {
             let _ = write!(out, " ({note})");
         }
         out.push('\n');
     }
-    let failed = t.iter().filter(|c| !c.pass).count();
-    if failed > 0 {
-        let _ = writeln!(
-            out,
-            "  {failed} of {} thresholds failed (exit code 99)",
-            t.len()
-        );
+    // The banner is the verdict's, as are the JSON's and the exit code.
+    if let Some(v) = r.summary.thresholds_verdict() {
+        if v.state != crate::recorder::record::ThresholdState::Pass {
+            let _ = writeln!(out, "  {}", v.banner);
+        }
     }
 }
 

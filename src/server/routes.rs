@@ -4,6 +4,9 @@
 //! the `compress` metric); `/kv/{key}` (a key-value store: PUT, GET, HEAD, DELETE, the
 //! store's work reported as `lookup`, `insert` or `delete`); `/serial/{ms}` (one request at a time, each taking `ms`: a server
 //! of known capacity, 1000/ms requests per second, for finding a knee); and
+//! `/drift/{ms}` (a delay of `ms` that grows by a tenth of `ms` each second since the process's
+//! first `/drift` request, to 4× `ms` at most: a server whose speed drifts over time, to show
+//! that `compare --run` does not call a drift a change); and
 //! `/stall/{ms}`, which answers at once but makes every embedded target in the process hold
 //! its other responses until `ms` have passed (a garbage-collection pause, to show coordinated
 //! omission). The server measures its own phases ([`handle`] says exactly where each begins
@@ -39,7 +42,7 @@ pub const MAX_DELAY_MS: f64 = 600_000.0;
 const HELLO: &[u8] = b"Hello World!";
 const SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
 const ROUTES: &str =
-    "not found: the routes are /, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /text/{n}, /kv/{key}, /serial/{ms}, /stall/{ms}\n";
+    "not found: the routes are /, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /text/{n}, /kv/{key}, /serial/{ms}, /drift/{ms}, /stall/{ms}\n";
 
 /// The end of the current stall, in nanoseconds since [`origin`] (0: none).
 static STALL_UNTIL_NS: AtomicU64 = AtomicU64::new(0);
@@ -69,6 +72,14 @@ async fn serial(service: Duration) {
         }
     };
     tokio::time::sleep_until((origin() + Duration::from_nanos(done)).into()).await;
+}
+
+/// `/drift/{ms}`'s delay now: `ms × (1 + t/10 s)`, t the time since the process's first
+/// `/drift` request, at most `4 × ms` (after 30 s).
+fn drift(base: Duration) -> Duration {
+    static FIRST: OnceLock<Instant> = OnceLock::new();
+    let t = FIRST.get_or_init(Instant::now).elapsed().as_secs_f64();
+    base.mul_f64((1.0 + t / 10.0).min(4.0))
 }
 
 fn origin() -> Instant {
@@ -222,6 +233,7 @@ enum Route {
     Text(usize),
     Kv(String),
     Serial(Duration),
+    Drift(Duration),
     Stall(Duration),
     BadRequest(String),
     NotFound,
@@ -268,6 +280,16 @@ fn route_of(path: &str) -> Route {
                     }
                     _ => Route::BadRequest(format!(
                         "bad service time '{v}': expected /serial/{{ms}} with ms a number above 0, at most {MAX_DELAY_MS}\n"
+                    )),
+                }
+            } else if let Some(v) = path.strip_prefix("/drift/") {
+                match v.parse::<f64>() {
+                    Ok(ms) if (0.0..=MAX_DELAY_MS / 4.0).contains(&ms) => {
+                        Route::Drift(Duration::from_secs_f64(ms / 1000.0))
+                    }
+                    _ => Route::BadRequest(format!(
+                        "bad drift '{v}': expected /drift/{{ms}} with ms a number from 0 to {}\n",
+                        MAX_DELAY_MS / 4.0
                     )),
                 }
             } else if let Some(v) = path.strip_prefix("/stall/") {
@@ -410,6 +432,10 @@ async fn run_plain_route(route: Route, body: Incoming) -> (StatusCode, Body, boo
         Route::Hello => (StatusCode::OK, Body::full(Bytes::from_static(HELLO)), false),
         Route::Delay(d) => {
             tokio::time::sleep(d).await;
+            (StatusCode::OK, Body::full(Bytes::from_static(HELLO)), false)
+        }
+        Route::Drift(d) => {
+            tokio::time::sleep(drift(d)).await;
             (StatusCode::OK, Body::full(Bytes::from_static(HELLO)), false)
         }
         Route::Serial(d) => {

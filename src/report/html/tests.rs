@@ -310,6 +310,9 @@ fn knee_record() -> RunRecord {
         verdict,
         reasons: reasons.iter().map(|r| r.to_string()).collect(),
         confirmation: false,
+        lag_us: None,
+        lag_quantile: None,
+        lag_samples: 0,
     };
     let mut r = fixture::sweep();
     let mut steps = vec![

@@ -1,0 +1,159 @@
+//! `reqlife compare --run URL_A URL_B --rounds N -- RUN FLAGS`: A and B run in turn, one run
+//! of each per round, in the order AB, BA, AB, BA, ... (a drift of the machine or of the
+//! target in time then falls on both sides alike: with an even number of rounds the runs of A
+//! and of B have the same mean time). Each side's runs become a record of repeated runs
+//! ([`RunRecord::repeated`]), compared across runs.
+
+use super::control::{run_step_measured, Control};
+use super::{usage_error, EXIT_FAILURE, EXIT_SIGINT, EXIT_SIGTERM};
+use crate::cli::{Cli, Command, CompareArgs, RunArgs};
+use crate::recorder::record::{Ending, RunRecord};
+use clap::Parser;
+use std::time::Duration;
+
+/// The `run` flags after `--`, for `url`.
+fn run_args(args: &CompareArgs, url: &str) -> Result<RunArgs, String> {
+    let line = ["reqlife", "run"]
+        .into_iter()
+        .map(String::from)
+        .chain(args.run_args.iter().cloned())
+        .chain(["--quiet".to_string(), url.to_string()]);
+    let run = match Cli::try_parse_from(line) {
+        Ok(Cli {
+            command: Command::Run(r),
+        }) => *r,
+        Ok(_) => unreachable!("parsed as run"),
+        Err(e) => {
+            return Err(format!(
+                "the run flags after `--` are not valid `run` flags: {}",
+                e.to_string().lines().next().unwrap_or_default()
+            ))
+        }
+    };
+    let refused: Vec<&str> = [
+        (run.repeat > 1, "--repeat (use --rounds)"),
+        (run.connections.len() > 1, "a sweep of -c"),
+        (run.rate.len() > 1, "a sweep of -R"),
+        (run.output.is_some(), "-o"),
+        (run.html.is_some(), "--html (give it to compare)"),
+        (run.view.json, "--json (give it to compare)"),
+        (!run.view.thresholds.is_empty(), "--threshold"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, f)| *f)
+    .collect();
+    if !refused.is_empty() {
+        return Err(format!(
+            "{} cannot be a flag of each run of compare --run",
+            refused.join(", ")
+        ));
+    }
+    Ok(run)
+}
+
+/// The order of round `r` (0-based): A first in even rounds, B first in odd ones.
+pub fn order(r: u64) -> [usize; 2] {
+    if r % 2 == 0 {
+        [0, 1]
+    } else {
+        [1, 0]
+    }
+}
+
+/// Runs the rounds; the records of A and B as repeated runs, or the exit code and its
+/// message.
+pub(crate) fn run_rounds(
+    args: &CompareArgs,
+    command_line: &[String],
+) -> Result<(RunRecord, RunRecord), i32> {
+    if args.rounds < 2 {
+        return Err(usage_error(
+            "--rounds must be at least 2 (4 or more can show a change)",
+        ));
+    }
+    let urls = [
+        args.a.to_string_lossy().into_owned(),
+        args.b.to_string_lossy().into_owned(),
+    ];
+    let mut runs = Vec::new();
+    for url in &urls {
+        let r = run_args(args, url).map_err(usage_error)?;
+        crate::cli::plan::build(&r, url).map_err(|e| usage_error(e.0))?;
+        runs.push(r);
+    }
+    let control = Control::new().map_err(|e| {
+        eprintln!("error: {e}");
+        EXIT_FAILURE
+    })?;
+    let pause = runs[0].pause;
+    let quiet = args.json;
+    let mut sides: [Vec<(RunRecord, crate::recorder::Measured, crate::plan::RunPlan)>; 2] =
+        [Vec::new(), Vec::new()];
+    'rounds: for round in 0..args.rounds {
+        for side in order(round) {
+            if (round > 0 || side != order(round)[0]) && !control.pause(pause) {
+                break 'rounds;
+            }
+            if !quiet {
+                eprintln!(
+                    "reqlife compare: round {}/{}: {} ({})",
+                    round + 1,
+                    args.rounds,
+                    ["A", "B"][side],
+                    urls[side]
+                );
+            }
+            let step = run_step_measured(&control, &runs[side], &urls[side], command_line, false)
+                .map_err(|e| {
+                eprintln!("error: {e}");
+                EXIT_FAILURE
+            })?;
+            if control.signal() != 0 {
+                break 'rounds;
+            }
+            sides[side].push(step);
+        }
+    }
+    match control.signal() {
+        libc::SIGINT => return Err(EXIT_SIGINT),
+        libc::SIGTERM => return Err(EXIT_SIGTERM),
+        _ => {}
+    }
+    let [a, b] = sides.map(|runs| repeated(runs, command_line));
+    Ok((a, b))
+}
+
+/// One side's runs as the record of repeated runs.
+fn repeated(
+    runs: Vec<(RunRecord, crate::recorder::Measured, crate::plan::RunPlan)>,
+    command_line: &[String],
+) -> RunRecord {
+    let first = &runs[0].0;
+    let end = Ending {
+        recorded: Duration::from_secs_f64(runs.iter().map(|r| r.0.summary.duration_s).sum()),
+        drained: Duration::ZERO,
+        stop_reason: "compare --run".into(),
+        interrupted: false,
+        start_time: first.environment.start_time.clone(),
+        command_line: command_line.to_vec(),
+        embedded_target: false,
+    };
+    let plan = runs[0].2.clone();
+    let measured: Vec<crate::recorder::Measured> = runs.iter().map(|r| r.1.clone()).collect();
+    let parts: Vec<(String, &crate::plan::RunPlan, RunRecord)> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, (r, _, p))| (format!("round {}", i + 1), p, r.clone()))
+        .collect();
+    RunRecord::repeated(&plan, &measured, end, parts)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rounds_alternate_which_side_goes_first() {
+        let seq: Vec<usize> = (0..4).flat_map(super::order).collect();
+        assert_eq!(seq, [0, 1, 1, 0, 0, 1, 1, 0]);
+    }
+}
