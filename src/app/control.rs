@@ -32,6 +32,8 @@ pub(crate) struct Control {
     /// Stopped by the first SIGINT/SIGTERM.
     interrupt: StopSignal,
     signal: Arc<AtomicI32>,
+    /// `--metrics-addr`: fed each level's plan and final intervals.
+    metrics: Option<crate::report::metrics::Exporter>,
 }
 
 impl Control {
@@ -49,7 +51,25 @@ impl Control {
             runtime,
             interrupt,
             signal,
+            metrics: None,
         })
+    }
+
+    /// Feeds `exporter` (`--metrics-addr`) with the runs this control executes.
+    pub fn with_metrics(mut self, exporter: crate::report::metrics::Exporter) -> Self {
+        self.metrics = Some(exporter);
+        self
+    }
+
+    /// After the run, keeps serving the metrics for `linger` (`--metrics-linger`, ended
+    /// early by a signal), then stops the exporter.
+    pub fn linger_metrics(&mut self, linger: Duration) {
+        if let Some(m) = self.metrics.take() {
+            m.end();
+            if !linger.is_zero() {
+                self.pause(linger);
+            }
+        }
     }
 
     /// The signal that interrupted the run, or 0.
@@ -132,7 +152,14 @@ impl Control {
             (None, None)
         };
         let mut lost: Option<String> = None;
-        let sinks = crate::recorder::collector::Sinks { live: live_tx, log };
+        if let Some(m) = &self.metrics {
+            m.begin(plan);
+        }
+        let sinks = crate::recorder::collector::Sinks {
+            live: live_tx,
+            log,
+            watch: self.metrics.as_ref().map(|m| m.sink()),
+        };
         let mut workers = load::start(plan, config, stop.clone(), progress.clone(), sinks)
             .map_err(|e| format!("cannot start worker threads: {e}"))?;
         // An open loop starts once its connections are open; a signal may come first.

@@ -86,13 +86,30 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
-    let control = match Control::new() {
+    let mut control = match Control::new() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
             return EXIT_FAILURE;
         }
     };
+    if let Some(addr) = args.metrics_addr {
+        match crate::report::metrics::Exporter::start(addr, args.segment) {
+            Ok(m) => {
+                if !args.quiet {
+                    eprintln!(
+                        "reqlife: metrics for Prometheus at http://{}/metrics",
+                        m.addr()
+                    );
+                }
+                control = control.with_metrics(m);
+            }
+            Err(e) => {
+                eprintln!("error: --metrics-addr {addr}: {e}");
+                return EXIT_FAILURE;
+            }
+        }
+    }
     if let Some(start) = args.start_at {
         if !control.wait_start(start, args.quiet) {
             eprintln!("reqlife: interrupted before the start: nothing was measured");
@@ -258,6 +275,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             code = super::EXIT_THRESHOLD;
         }
     }
+    control.linger_metrics(args.metrics_linger);
     match signal {
         libc::SIGINT => EXIT_SIGINT,
         libc::SIGTERM => EXIT_SIGTERM,

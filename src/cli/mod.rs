@@ -458,6 +458,16 @@ pub struct RunArgs {
     /// No progress bar, no header at the start, no line saying where -o wrote.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+
+    /// Serve the run's figures for Prometheus (OpenMetrics text, GET /metrics) on this
+    /// address while it runs: HOST:PORT, or a bare PORT (on 127.0.0.1); e.g. 9464.
+    #[arg(long = "metrics-addr", value_parser = addr_arg)]
+    pub metrics_addr: Option<SocketAddr>,
+
+    /// Keep serving --metrics-addr this long after the run (so that a last scrape sees the
+    /// end: at least the scrape interval).
+    #[arg(long = "metrics-linger", default_value = "0s", value_parser = duration_arg, requires = "metrics_addr")]
+    pub metrics_linger: Duration,
 }
 
 /// Flags of `reqlife serve`.

@@ -231,6 +231,8 @@ pub struct IntervalSnapshot {
     pub busy_max: Option<f64>,
     /// Where `hists` and `server` wait in the series' spill file (they are empty here then).
     pub spilled: Option<(u64, u32)>,
+    /// Responses by status code, by code.
+    pub status: Vec<(u16, u64)>,
 }
 
 impl IntervalSnapshot {
@@ -243,6 +245,7 @@ impl IntervalSnapshot {
         (size_of::<IntervalSnapshot>()
             + self.hists.len() * size_of::<(Phase, Vec<u8>)>()
             + self.server.len() * size_of::<(String, Vec<u8>)>()
+            + self.status.len() * size_of::<(u16, u64)>()
             + hists
             + server) as u64
     }
@@ -473,6 +476,9 @@ impl Recorder {
         if let Some(set) = self.current.as_mut() {
             set.counters.add(s);
             set.hists.record(&d);
+            if let Some(code) = s.status {
+                set.count_status(code);
+            }
         }
         true
     }
@@ -594,7 +600,8 @@ impl Recorder {
     }
 }
 
-fn snapshot(
+/// The compressed snapshot of one interval's counters and histograms.
+pub(crate) fn snapshot(
     index: u64,
     counters: Counters,
     hists: &PhaseHists,
@@ -619,6 +626,7 @@ fn snapshot(
         server,
         busy_max: None,
         spilled: None,
+        status: Vec::new(),
     }
 }
 

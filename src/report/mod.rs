@@ -7,6 +7,7 @@ pub(crate) mod fixture;
 pub mod hgrm;
 pub mod html;
 pub mod live;
+pub mod metrics;
 pub mod plot;
 pub mod text;
 
