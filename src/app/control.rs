@@ -34,6 +34,8 @@ pub(crate) struct Control {
     signal: Arc<AtomicI32>,
     /// `--metrics-addr`: fed each level's plan and final intervals.
     metrics: Option<crate::report::metrics::Exporter>,
+    /// `--live`: the title of the terminal view shown while each level runs.
+    live_view: Option<String>,
 }
 
 impl Control {
@@ -52,7 +54,22 @@ impl Control {
             interrupt,
             signal,
             metrics: None,
+            live_view: None,
         })
+    }
+
+    /// Shows the terminal view (`--live`, titled `title`) while each level runs.
+    pub fn with_live_view(mut self, title: String) -> Self {
+        self.live_view = Some(title);
+        self
+    }
+
+    /// Stops the run as a first `signal` would (`q` in the live view: as Ctrl-C).
+    fn interrupt_as(&self, signal: i32) {
+        let _ = self
+            .signal
+            .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+        self.interrupt.stop();
     }
 
     /// Feeds `exporter` (`--metrics-addr`) with the runs this control executes.
@@ -145,7 +162,16 @@ impl Control {
         let mut live = every.map(|_| LivePrinter::new(plan.interval, &plan.server_total));
         let mut partial =
             (!abort.is_empty()).then(|| crate::analysis::expr::PartialRun::new(plan.interval));
-        let (live_tx, live_rx) = if live.is_some() || partial.is_some() {
+        // --live: drawn from the collector's intervals (never the workers'), on this thread.
+        let mut view = match &self.live_view {
+            Some(title) => Some((
+                crate::report::tui::LiveView::start(title.clone())
+                    .map_err(|e| format!("--live: cannot take over the terminal: {e}"))?,
+                crate::report::tui::LiveState::new(plan.interval),
+            )),
+            None => None,
+        };
+        let (live_tx, live_rx) = if live.is_some() || partial.is_some() || view.is_some() {
             let (tx, rx) = std::sync::mpsc::channel();
             (Some(tx), Some(rx))
         } else {
@@ -176,7 +202,7 @@ impl Control {
             StopRule::Duration(d) => Some(record_from + d),
             StopRule::Requests(_) => None,
         };
-        let bar = progress_bar(plan, quiet);
+        let bar = progress_bar(plan, quiet || view.is_some());
         let mut drain = false;
         let ended = self.runtime.block_on(async {
             let mut tick = tokio::time::interval(Duration::from_millis(200));
@@ -196,9 +222,23 @@ impl Control {
                             if let Some(p) = &mut partial {
                                 p.add(&snap);
                             }
+                            if let Some((_, state)) = &mut view {
+                                state.push(&snap);
+                            }
                             if let Some(live) = &mut live {
                                 live.push(snap);
                             }
+                        }
+                        if let Some((v, state)) = &mut view {
+                            if v.keys() == Some(crate::report::tui::Key::Quit) {
+                                self.interrupt_as(libc::SIGINT);
+                            }
+                            let elapsed = Instant::now().saturating_duration_since(record_from);
+                            let length = match plan.stop {
+                                StopRule::Duration(d) => Some(d),
+                                StopRule::Requests(_) => None,
+                            };
+                            v.draw(state, elapsed, length);
                         }
                         if let Some(live) = &mut live {
                             let elapsed = Instant::now().saturating_duration_since(record_from);
@@ -218,6 +258,8 @@ impl Control {
                 }
             }
         });
+        // The terminal is given back before the drain (where Ctrl-C is a signal again).
+        drop(view);
         if drain {
             // The duration is over: nothing more is sent; the requests in flight may end (and
             // are recorded) for up to --drain.
@@ -311,6 +353,7 @@ async fn watch_signals(stop: StopSignal, signal: Arc<AtomicI32>) -> Result<(), S
                 .compare_exchange(0, got, Ordering::SeqCst, Ordering::SeqCst)
                 .is_err()
             {
+                crate::report::tui::restore();
                 eprintln!("reqlife: second signal, exiting at once");
                 std::process::exit(128 + got);
             }

@@ -93,6 +93,15 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             return EXIT_FAILURE;
         }
     };
+    if args.live {
+        use std::io::IsTerminal;
+        if std::io::stdout().is_terminal() {
+            let target = url.as_deref().unwrap_or("the targets of the list");
+            control = control.with_live_view(format!("{} {target}", args.method));
+        } else {
+            eprintln!("reqlife: --live needs a terminal on stdout: running without the view");
+        }
+    }
     if let Some(addr) = args.metrics_addr {
         match crate::report::metrics::Exporter::start(addr, args.segment) {
             Ok(m) => {

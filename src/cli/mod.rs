@@ -468,6 +468,12 @@ pub struct RunArgs {
     /// end: at least the scrape interval).
     #[arg(long = "metrics-linger", default_value = "0s", value_parser = duration_arg, requires = "metrics_addr")]
     pub metrics_linger: Duration,
+
+    /// A live terminal view while the run goes on (throughput, errors, latency per interval,
+    /// phases, schedule lag, CPU, status codes, time left): q stops the run as Ctrl-C does, p
+    /// pauses the display. Needs a terminal on stdout; the report prints after it closes.
+    #[arg(long = "live", conflicts_with = "every")]
+    pub live: bool,
 }
 
 /// Flags of `reqlife serve`.

@@ -10,6 +10,7 @@ pub mod live;
 pub mod metrics;
 pub mod plot;
 pub mod text;
+pub mod tui;
 
 use crate::recorder::record::RunRecord;
 
