@@ -45,6 +45,9 @@ pub struct IntervalSet {
     /// Responses by status code (codes seen stay, at 0, when the set is reset: no allocation
     /// once a set has seen the run's codes).
     pub status: Vec<(u16, u64)>,
+    /// Per request name (by `Sample::request`, when the run keeps names apart): counters and
+    /// phase histograms, grown to the names seen and kept across resets.
+    pub by_request: Vec<(Counters, PhaseHists)>,
 }
 
 impl IntervalSet {
@@ -58,6 +61,7 @@ impl IntervalSet {
             server: ServerTimingAcc::new(server_total),
             busy: None,
             status: Vec::new(),
+            by_request: Vec::new(),
         })
     }
 
@@ -74,6 +78,24 @@ impl IntervalSet {
         for (_, n) in &mut self.status {
             *n = 0;
         }
+        for (c, h) in &mut self.by_request {
+            *c = Counters::default();
+            h.reset();
+        }
+    }
+
+    /// The figures of request name `slot` (made the first time this set sees it).
+    #[inline]
+    pub(crate) fn request(&mut self, slot: usize) -> &mut (Counters, PhaseHists) {
+        if self.by_request.len() <= slot {
+            self.by_request.resize_with(slot + 1, || {
+                (
+                    Counters::default(),
+                    PhaseHists::new(hist::new_interval_hist),
+                )
+            });
+        }
+        &mut self.by_request[slot]
     }
 
     /// Counts one response of status `code`.
@@ -105,6 +127,7 @@ struct Open {
     server: Vec<(String, Histogram<u64>)>,
     busy: Option<f64>,
     status: Vec<(u16, u64)>,
+    by_request: Vec<(Counters, PhaseHists)>,
 }
 
 impl Open {
@@ -115,6 +138,7 @@ impl Open {
             server: Vec::new(),
             busy: None,
             status: Vec::new(),
+            by_request: Vec::new(),
         }
     }
 
@@ -137,6 +161,24 @@ impl Open {
         for &(code, n) in set.status.iter().filter(|(_, n)| *n > 0) {
             add_status(&mut self.status, code, n);
         }
+        if self.by_request.len() < set.by_request.len() {
+            self.by_request.resize_with(set.by_request.len(), || {
+                (
+                    Counters::default(),
+                    PhaseHists::new(hist::new_interval_hist),
+                )
+            });
+        }
+        for ((c, h), (sc, sh)) in self.by_request.iter_mut().zip(&set.by_request) {
+            if sc.requests > 0 {
+                c.merge(sc);
+                for (into, from) in h.0.iter_mut().zip(&sh.0) {
+                    if !from.is_empty() {
+                        let _ = into.add(from);
+                    }
+                }
+            }
+        }
     }
 
     /// The compressed snapshot of interval `index`; the open interval is emptied for reuse.
@@ -152,6 +194,14 @@ impl Open {
         snap.busy_max = self.busy.take();
         snap.status = std::mem::take(&mut self.status);
         snap.status.sort_unstable();
+        for (slot, (c, h)) in self.by_request.iter_mut().enumerate() {
+            if c.requests > 0 {
+                let part = snapshot(index, std::mem::take(c), h, Vec::new());
+                snap.by_request
+                    .push((slot as u16, part.counters, part.hists));
+                h.reset();
+            }
+        }
         for h in self
             .hists
             .0
@@ -164,6 +214,18 @@ impl Open {
         }
         snap
     }
+}
+
+/// `snap` as the series keeps it: the per-request figures go to the sinks only (the record
+/// has its own per-name totals).
+fn without_requests(snap: &IntervalSnapshot) -> IntervalSnapshot {
+    let by_request = Vec::new();
+    let mut kept = IntervalSnapshot {
+        by_request,
+        ..snap.clone()
+    };
+    kept.by_request.shrink_to_fit();
+    kept
 }
 
 /// The collector's state: the threads' progress, the open intervals and the series.
@@ -217,7 +279,7 @@ impl Collector {
             let mut part = Open::new();
             part.add(set);
             let snap = part.take(set.index);
-            self.series.push(snap.clone());
+            self.series.push(without_requests(&snap));
             return Some(snap);
         }
         let free = &mut self.free;
@@ -240,7 +302,7 @@ impl Collector {
                 let snap = open.take(index);
                 self.free.push(open);
                 self.final_below = self.final_below.max(index + 1);
-                self.series.push(snap.clone());
+                self.series.push(without_requests(&snap));
                 out.push(snap);
             }
         }

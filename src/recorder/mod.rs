@@ -152,6 +152,15 @@ impl PhaseHists {
         PhaseHists(Phase::ALL.iter().map(|_| make()).collect())
     }
 
+    /// Empties every histogram, keeping its allocation.
+    pub(crate) fn reset(&mut self) {
+        for h in &mut self.0 {
+            if !h.is_empty() {
+                h.reset();
+            }
+        }
+    }
+
     /// The histogram of `phase`.
     pub fn get(&self, phase: Phase) -> &Histogram<u64> {
         &self.0[phase.index()]
@@ -233,7 +242,13 @@ pub struct IntervalSnapshot {
     pub spilled: Option<(u64, u32)>,
     /// Responses by status code, by code.
     pub status: Vec<(u16, u64)>,
+    /// Per request name slot (runs that keep names apart): its counters and compressed phase
+    /// histograms. Given to the sinks only; the series keeps none.
+    pub by_request: Vec<(u16, Counters, EncodedHists)>,
 }
+
+/// Compressed (V2+DEFLATE) histograms by phase.
+pub type EncodedHists = Vec<(Phase, Vec<u8>)>;
 
 impl IntervalSnapshot {
     /// The memory the snapshot takes: its compressed histograms, metric names and the
@@ -479,6 +494,11 @@ impl Recorder {
             if let Some(code) = s.status {
                 set.count_status(code);
             }
+            if !self.by_request.is_empty() && (s.request as usize) < self.by_request.len() {
+                let (c, h) = set.request(s.request as usize);
+                c.add(s);
+                h.record(&d);
+            }
         }
         true
     }
@@ -627,6 +647,7 @@ pub(crate) fn snapshot(
         busy_max: None,
         spilled: None,
         status: Vec::new(),
+        by_request: Vec::new(),
     }
 }
 

@@ -229,6 +229,7 @@ fn empty(index: u64) -> IntervalSnapshot {
         busy_max: None,
         spilled: None,
         status: Vec::new(),
+        by_request: Vec::new(),
     }
 }
 
@@ -278,6 +279,7 @@ pub fn merge_snapshots(index: u64, mut snaps: Vec<IntervalSnapshot>) -> Interval
             status.sort_unstable();
             status
         },
+        by_request: Vec::new(),
     }
 }
 

@@ -105,6 +105,8 @@ struct Level {
     schedule: Option<Schedule>,
     share: f64,
     connections: usize,
+    /// The request names of a scenario or target list (by slot).
+    names: Vec<String>,
 }
 
 impl Level {
@@ -118,6 +120,11 @@ impl Level {
             schedule,
             share: 1.0 / plan.segment.count.max(1) as f64,
             connections: plan.local_connections(),
+            names: plan
+                .workload
+                .as_ref()
+                .map(|w| w.names.clone())
+                .unwrap_or_default(),
         }
     }
 
@@ -168,6 +175,8 @@ pub struct Metrics {
     bytes_written: u64,
     connections_opened: u64,
     phases: Vec<Option<Buckets>>,
+    /// Per request name: requests, errors, and the total's buckets.
+    by_request: BTreeMap<String, (u64, u64, Buckets)>,
     level: Option<Level>,
     last: Option<Last>,
     intervals: u64,
@@ -191,6 +200,7 @@ impl Metrics {
             bytes_written: 0,
             connections_opened: 0,
             phases: Phase::ALL.iter().map(|_| None).collect(),
+            by_request: BTreeMap::new(),
             level: None,
             last: None,
             intervals: 0,
@@ -236,6 +246,22 @@ impl Metrics {
             self.phases[phase.index()]
                 .get_or_insert_with(Buckets::new)
                 .add(&h);
+        }
+        let names = self.level.as_ref().map(|l| &l.names[..]).unwrap_or(&[]);
+        for (slot, counters, hists) in &snap.by_request {
+            let Some(name) = names.get(*slot as usize) else {
+                continue;
+            };
+            let (requests, errors, buckets) = self
+                .by_request
+                .entry(name.clone())
+                .or_insert_with(|| (0, 0, Buckets::new()));
+            *requests += counters.requests;
+            *errors += counters.error_total();
+            let total = hists.iter().find(|(p, _)| *p == Phase::Total);
+            if let Some(Ok(h)) = total.map(|(_, b)| hist::decode_bytes(b)) {
+                buckets.add(&h);
+            }
         }
         // The gauges follow the newest interval (a late part of an older one only counts).
         if self.last.as_ref().is_some_and(|l| l.index > snap.index) {
@@ -373,26 +399,67 @@ impl Metrics {
             "histogram",
             "Latency of each phase of a request, cumulative over the run (phase=\"total\": intended start to done).",
         );
-        for phase in Phase::ALL {
-            let Some(b) = &self.phases[phase.index()] else {
-                continue;
-            };
-            let p = format!("phase=\"{}\"", phase.name());
+        let histogram = |out: &mut String, name: &str, p: &str, b: &Buckets| {
             let mut cumulative = 0;
             for (i, bound) in BOUNDS_NS.iter().enumerate() {
                 cumulative += b.counts[i];
                 let l = labels(&format!("{p},le=\"{}\"", seconds(*bound)));
-                let _ = writeln!(out, "reqlife_latency_seconds_bucket{l} {cumulative}");
+                let _ = writeln!(out, "{name}_bucket{l} {cumulative}");
             }
             let l = labels(&format!("{p},le=\"+Inf\""));
-            let _ = writeln!(out, "reqlife_latency_seconds_bucket{l} {}", b.count);
-            let l = labels(&p);
-            let _ = writeln!(out, "reqlife_latency_seconds_count{l} {}", b.count);
-            let _ = writeln!(out, "reqlife_latency_seconds_sum{l} {}", b.sum_ns / 1e9);
+            let _ = writeln!(out, "{name}_bucket{l} {}", b.count);
+            let l = labels(p);
+            let _ = writeln!(out, "{name}_count{l} {}", b.count);
+            let _ = writeln!(out, "{name}_sum{l} {}", b.sum_ns / 1e9);
+        };
+        for phase in Phase::ALL {
+            if let Some(b) = &self.phases[phase.index()] {
+                let p = format!("phase=\"{}\"", phase.name());
+                histogram(&mut out, "reqlife_latency_seconds", &p, b);
+            }
+        }
+        if !self.by_request.is_empty() {
+            family(
+                &mut out,
+                "reqlife_request_requests",
+                "counter",
+                "Requests that ended, by request name (scenarios, target lists).",
+            );
+            for (name, (n, _, _)) in &self.by_request {
+                let l = labels(&format!("request=\"{}\"", escape(name)));
+                let _ = writeln!(out, "reqlife_request_requests_total{l} {n}");
+            }
+            family(
+                &mut out,
+                "reqlife_request_errors",
+                "counter",
+                "Requests that failed, by request name.",
+            );
+            for (name, (_, e, _)) in &self.by_request {
+                let l = labels(&format!("request=\"{}\"", escape(name)));
+                let _ = writeln!(out, "reqlife_request_errors_total{l} {e}");
+            }
+            family(
+                &mut out,
+                "reqlife_request_latency_seconds",
+                "histogram",
+                "Latency of the total (intended start to done) by request name, cumulative over the run.",
+            );
+            for (name, (_, _, b)) in &self.by_request {
+                let p = format!("request=\"{}\",phase=\"total\"", escape(name));
+                histogram(&mut out, "reqlife_request_latency_seconds", &p, b);
+            }
         }
         out.push_str("# EOF\n");
         out
     }
+}
+
+/// A label value escaped for the exposition (backslash, quote, newline).
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// The series names a scrape can hold (for checking queries, e.g. the Grafana dashboard's).
@@ -413,6 +480,11 @@ pub const SERIES: &[&str] = &[
     "reqlife_latency_seconds_bucket",
     "reqlife_latency_seconds_count",
     "reqlife_latency_seconds_sum",
+    "reqlife_request_requests_total",
+    "reqlife_request_errors_total",
+    "reqlife_request_latency_seconds_bucket",
+    "reqlife_request_latency_seconds_count",
+    "reqlife_request_latency_seconds_sum",
 ];
 
 enum Feed {
@@ -595,6 +667,31 @@ mod tests {
         let mut s = crate::recorder::snapshot(index, counters, &h, Vec::new());
         s.status = vec![(status, n)];
         s
+    }
+
+    #[test]
+    fn named_requests_get_their_own_series() {
+        let mut m = Metrics::new(None);
+        m.level = Some(Level {
+            interval: Duration::from_secs(1),
+            schedule: None,
+            share: 1.0,
+            connections: 1,
+            names: vec!["get \"a\"".into(), "put".into()],
+        });
+        let mut s = snap(0, &[1_500_000, 3_000_000], 200);
+        let part = snap(0, &[3_000_000], 200);
+        s.by_request = vec![(1, part.counters.clone(), part.hists.clone())];
+        m.add(&s);
+        let text = m.render();
+        assert!(
+            text.contains("reqlife_request_requests_total{request=\"put\"} 1\n"),
+            "{text}"
+        );
+        assert!(text.contains(
+            "reqlife_request_latency_seconds_bucket{request=\"put\",phase=\"total\",le=\"+Inf\"} 1\n"
+        ));
+        assert_eq!(escape("get \"a\""), "get \\\"a\\\"");
     }
 
     #[test]
