@@ -281,6 +281,10 @@ impl Control {
             bar.finish_and_clear();
         }
         let (measured, log_error) = workers.join();
+        if let Some(m) = &self.metrics {
+            // Every interval is in (the collector has ended): the load is over.
+            m.end();
+        }
         // Workers that end by themselves at the deadline may report a moment after it.
         let recorded = ended.saturating_duration_since(record_from);
         let recorded = match deadline {
