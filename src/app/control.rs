@@ -58,10 +58,33 @@ impl Control {
         })
     }
 
-    /// Shows the terminal view (`--live`, titled `title`) while each level runs.
-    pub fn with_live_view(mut self, title: String) -> Self {
-        self.live_view = Some(title);
-        self
+    /// The watchers `run` asks for: the terminal view (`--live`, when stdout is a terminal)
+    /// and the Prometheus exporter (`--metrics-addr`, listening from now on).
+    pub fn watchers(
+        mut self,
+        args: &crate::cli::RunArgs,
+        url: Option<&str>,
+    ) -> Result<Self, String> {
+        if args.live {
+            if std::io::stdout().is_terminal() {
+                let target = url.unwrap_or("the targets of the list");
+                self.live_view = Some(format!("{} {target}", args.method));
+            } else {
+                eprintln!("reqlife: --live needs a terminal on stdout: running without the view");
+            }
+        }
+        if let Some(addr) = args.metrics_addr {
+            let m = crate::report::metrics::Exporter::start(addr, args.segment)
+                .map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
+            if !args.quiet {
+                eprintln!(
+                    "reqlife: metrics for Prometheus at http://{}/metrics",
+                    m.addr()
+                );
+            }
+            self.metrics = Some(m);
+        }
+        Ok(self)
     }
 
     /// Stops the run as a first `signal` would (`q` in the live view: as Ctrl-C).
@@ -70,12 +93,6 @@ impl Control {
             .signal
             .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
         self.interrupt.stop();
-    }
-
-    /// Feeds `exporter` (`--metrics-addr`) with the runs this control executes.
-    pub fn with_metrics(mut self, exporter: crate::report::metrics::Exporter) -> Self {
-        self.metrics = Some(exporter);
-        self
     }
 
     /// After the run, keeps serving the metrics for `linger` (`--metrics-linger`, ended

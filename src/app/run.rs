@@ -86,39 +86,21 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
-    let mut control = match Control::new() {
+    let control = match Control::new() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
             return EXIT_FAILURE;
         }
     };
-    if args.live {
-        use std::io::IsTerminal;
-        if std::io::stdout().is_terminal() {
-            let target = url.as_deref().unwrap_or("the targets of the list");
-            control = control.with_live_view(format!("{} {target}", args.method));
-        } else {
-            eprintln!("reqlife: --live needs a terminal on stdout: running without the view");
+    // --live and --metrics-addr: watchers of the collector's intervals.
+    let mut control = match control.watchers(args, url.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_FAILURE;
         }
-    }
-    if let Some(addr) = args.metrics_addr {
-        match crate::report::metrics::Exporter::start(addr, args.segment) {
-            Ok(m) => {
-                if !args.quiet {
-                    eprintln!(
-                        "reqlife: metrics for Prometheus at http://{}/metrics",
-                        m.addr()
-                    );
-                }
-                control = control.with_metrics(m);
-            }
-            Err(e) => {
-                eprintln!("error: --metrics-addr {addr}: {e}");
-                return EXIT_FAILURE;
-            }
-        }
-    }
+    };
     if let Some(start) = args.start_at {
         if !control.wait_start(start, args.quiet) {
             eprintln!("reqlife: interrupted before the start: nothing was measured");
