@@ -94,6 +94,7 @@ fn an_interval_close_allocates_nothing_on_the_worker() {
     let sinks = Sinks {
         live: None,
         log: None,
+        watch: None,
     };
     let start = Start {
         gate: std::sync::Arc::new(reqlife::load::StartGate::opened_at(base)),

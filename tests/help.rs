@@ -35,7 +35,8 @@ fn run_help_groups_the_flags_under_headings_in_order() {
             "Load:",
             "Protocol:",
             "Output:",
-            "Analysis:"
+            "Analysis:",
+            "Exit codes:"
         ],
         "{help}"
     );

@@ -193,6 +193,16 @@ fn the_generators_command_lines_parse_and_cover_every_segment() {
         assert_eq!(plan.segment.count, n as u64);
         segments.push(plan.segment.index);
         assert!(args.start_at.is_some(), "a common start");
+        // Prometheus's scrape annotations name the port each generator serves its metrics on.
+        let notes = &load["spec"]["template"]["metadata"]["annotations"];
+        assert_eq!(s(&notes["prometheus.io/scrape"]), "true");
+        assert_eq!(s(&notes["prometheus.io/path"]), "/metrics");
+        let metrics = args.metrics_addr.expect("--metrics-addr");
+        assert_eq!(s(&notes["prometheus.io/port"]), metrics.port().to_string());
+        assert!(
+            !args.metrics_linger.is_zero(),
+            "a last scrape after the end"
+        );
     }
     assert_eq!(
         segments,

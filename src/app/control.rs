@@ -34,6 +34,10 @@ pub(crate) struct Control {
     /// Stopped by the first SIGINT/SIGTERM.
     interrupt: StopSignal,
     signal: Arc<AtomicI32>,
+    /// `--metrics-addr`: fed each level's plan and final intervals.
+    metrics: Option<crate::report::metrics::Exporter>,
+    /// `--live`: the title of the terminal view shown while each level runs.
+    live_view: Option<String>,
 }
 
 impl Control {
@@ -51,7 +55,57 @@ impl Control {
             runtime,
             interrupt,
             signal,
+            metrics: None,
+            live_view: None,
         })
+    }
+
+    /// The watchers `run` asks for: the terminal view (`--live`, when stdout is a terminal)
+    /// and the Prometheus exporter (`--metrics-addr`, listening from now on).
+    pub fn watchers(
+        mut self,
+        args: &crate::cli::RunArgs,
+        url: Option<&str>,
+    ) -> Result<Self, String> {
+        if args.live {
+            if std::io::stdout().is_terminal() {
+                let target = url.unwrap_or("the targets of the list");
+                self.live_view = Some(format!("{} {target}", args.method));
+            } else {
+                eprintln!("reqlife: --live needs a terminal on stdout: running without the view");
+            }
+        }
+        if let Some(addr) = args.metrics_addr {
+            let m = crate::report::metrics::Exporter::start(addr, args.segment)
+                .map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
+            if !args.quiet {
+                eprintln!(
+                    "reqlife: metrics for Prometheus at http://{}/metrics",
+                    m.addr()
+                );
+            }
+            self.metrics = Some(m);
+        }
+        Ok(self)
+    }
+
+    /// Stops the run as a first `signal` would (`q` in the live view: as Ctrl-C).
+    fn interrupt_as(&self, signal: i32) {
+        let _ = self
+            .signal
+            .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+        self.interrupt.stop();
+    }
+
+    /// After the run, keeps serving the metrics for `linger` (`--metrics-linger`, ended
+    /// early by a signal), then stops the exporter.
+    pub fn linger_metrics(&mut self, linger: Duration) {
+        if let Some(m) = self.metrics.take() {
+            m.end();
+            if !linger.is_zero() {
+                self.pause(linger);
+            }
+        }
     }
 
     /// The signal that interrupted the run, or 0.
@@ -127,14 +181,30 @@ impl Control {
         let mut live = every.map(|_| LivePrinter::new(plan.interval, &plan.server_total));
         let mut partial =
             (!abort.is_empty()).then(|| crate::analysis::expr::PartialRun::new(plan.interval));
-        let (live_tx, live_rx) = if live.is_some() || partial.is_some() {
+        // --live: drawn from the collector's intervals (never the workers'), on this thread.
+        let mut view = match &self.live_view {
+            Some(title) => Some((
+                crate::report::tui::LiveView::start(title.clone())
+                    .map_err(|e| format!("--live: cannot take over the terminal: {e}"))?,
+                crate::report::tui::LiveState::new(plan.interval),
+            )),
+            None => None,
+        };
+        let (live_tx, live_rx) = if live.is_some() || partial.is_some() || view.is_some() {
             let (tx, rx) = std::sync::mpsc::channel();
             (Some(tx), Some(rx))
         } else {
             (None, None)
         };
         let mut lost: Option<String> = None;
-        let sinks = crate::recorder::collector::Sinks { live: live_tx, log };
+        if let Some(m) = &self.metrics {
+            m.begin(plan);
+        }
+        let sinks = crate::recorder::collector::Sinks {
+            live: live_tx,
+            log,
+            watch: self.metrics.as_ref().map(|m| m.sink()),
+        };
         let mut workers = load::start(plan, config, stop.clone(), progress.clone(), sinks)
             .map_err(|e| format!("cannot start worker threads: {e}"))?;
         // An open loop starts once its connections are open; a signal may come first.
@@ -151,7 +221,7 @@ impl Control {
             StopRule::Duration(d) => Some(record_from + d),
             StopRule::Requests(_) => None,
         };
-        let bar = progress_bar(plan, quiet);
+        let bar = progress_bar(plan, quiet || view.is_some());
         let mut drain = false;
         let ended = self.runtime.block_on(async {
             let mut tick = tokio::time::interval(Duration::from_millis(200));
@@ -171,9 +241,23 @@ impl Control {
                             if let Some(p) = &mut partial {
                                 p.add(&snap);
                             }
+                            if let Some((_, state)) = &mut view {
+                                state.push(&snap);
+                            }
                             if let Some(live) = &mut live {
                                 live.push(snap);
                             }
+                        }
+                        if let Some((v, state)) = &mut view {
+                            if v.keys() == Some(crate::report::tui::Key::Quit) {
+                                self.interrupt_as(libc::SIGINT);
+                            }
+                            let elapsed = Instant::now().saturating_duration_since(record_from);
+                            let length = match plan.stop {
+                                StopRule::Duration(d) => Some(d),
+                                StopRule::Requests(_) => None,
+                            };
+                            v.draw(state, elapsed, length);
                         }
                         if let Some(live) = &mut live {
                             let elapsed = Instant::now().saturating_duration_since(record_from);
@@ -193,6 +277,8 @@ impl Control {
                 }
             }
         });
+        // The terminal is given back before the drain (where Ctrl-C is a signal again).
+        drop(view);
         if drain {
             // The duration is over: nothing more is sent; the requests in flight may end (and
             // are recorded) for up to --drain.
@@ -215,6 +301,10 @@ impl Control {
         }
         let tripped = workers.tripped();
         let (measured, log_error) = workers.join();
+        if let Some(m) = &self.metrics {
+            // Every interval is in (the collector has ended): the load is over.
+            m.end();
+        }
         // Workers that end by themselves at the deadline may report a moment after it.
         let recorded = ended.saturating_duration_since(record_from);
         let recorded = match deadline {
@@ -306,6 +396,7 @@ async fn watch_signals(stop: StopSignal, signal: Arc<AtomicI32>) -> Result<(), S
                 .compare_exchange(0, got, Ordering::SeqCst, Ordering::SeqCst)
                 .is_err()
             {
+                crate::report::tui::restore();
                 eprintln!("reqlife: second signal, exiting at once");
                 std::process::exit(128 + got);
             }

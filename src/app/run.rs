@@ -100,6 +100,14 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             return EXIT_FAILURE;
         }
     };
+    // --live and --metrics-addr: watchers of the collector's intervals.
+    let mut control = match control.watchers(args, url.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_FAILURE;
+        }
+    };
     if let Some(start) = args.start_at {
         if !control.wait_start(start, args.quiet) {
             eprintln!("reqlife: interrupted before the start: nothing was measured");
@@ -270,6 +278,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             code = super::thresholds_code(&record);
         }
     }
+    control.linger_metrics(args.metrics_linger);
     match signal {
         libc::SIGINT => EXIT_SIGINT,
         libc::SIGTERM => EXIT_SIGTERM,

@@ -564,6 +564,22 @@ pub struct RunArgs {
     /// each interval closes).
     #[arg(help_heading = "Analysis", long = "abort-on-fail")]
     pub abort_on_fail: bool,
+
+    /// Serve the run's figures for Prometheus (OpenMetrics text, GET /metrics) on this
+    /// address while it runs: HOST:PORT, or a bare PORT (on 127.0.0.1); e.g. 9464.
+    #[arg(help_heading = "Output", long = "metrics-addr", value_parser = addr_arg)]
+    pub metrics_addr: Option<SocketAddr>,
+
+    /// Keep serving --metrics-addr this long after the run (so that a last scrape sees the
+    /// end: at least the scrape interval).
+    #[arg(help_heading = "Output", long = "metrics-linger", default_value = "0s", value_parser = duration_arg, requires = "metrics_addr")]
+    pub metrics_linger: Duration,
+
+    /// A live terminal view while the run goes on (throughput, errors, latency per interval,
+    /// phases, schedule lag, CPU, status codes, time left): q stops the run as Ctrl-C does, p
+    /// pauses the display. Needs a terminal on stdout; the report prints after it closes.
+    #[arg(help_heading = "Output", long = "live", conflicts_with = "every")]
+    pub live: bool,
 }
 
 /// Flags of `reqlife serve`.

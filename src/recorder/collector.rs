@@ -42,6 +42,12 @@ pub struct IntervalSet {
     pub server: ServerTimingAcc,
     /// The share of the time the worker was on a CPU since its previous close (0..1).
     pub busy: Option<f64>,
+    /// Responses by status code (codes seen stay, at 0, when the set is reset: no allocation
+    /// once a set has seen the run's codes).
+    pub status: Vec<(u16, u64)>,
+    /// Per request name (by `Sample::request`, when the run keeps names apart): counters and
+    /// phase histograms, grown to the names seen and kept across resets.
+    pub by_request: Vec<(Counters, PhaseHists)>,
 }
 
 impl IntervalSet {
@@ -54,6 +60,8 @@ impl IntervalSet {
             hists: PhaseHists::new(hist::new_interval_hist),
             server: ServerTimingAcc::new(server_total),
             busy: None,
+            status: Vec::new(),
+            by_request: Vec::new(),
         })
     }
 
@@ -67,6 +75,42 @@ impl IntervalSet {
         }
         self.server.reset();
         self.busy = None;
+        for (_, n) in &mut self.status {
+            *n = 0;
+        }
+        for (c, h) in &mut self.by_request {
+            *c = Counters::default();
+            h.reset();
+        }
+    }
+
+    /// The figures of request name `slot` (made the first time this set sees it).
+    #[inline]
+    pub(crate) fn request(&mut self, slot: usize) -> &mut (Counters, PhaseHists) {
+        if self.by_request.len() <= slot {
+            self.by_request.resize_with(slot + 1, || {
+                (
+                    Counters::default(),
+                    PhaseHists::new(hist::new_interval_hist),
+                )
+            });
+        }
+        &mut self.by_request[slot]
+    }
+
+    /// Counts one response of status `code`.
+    #[inline]
+    pub fn count_status(&mut self, code: u16) {
+        add_status(&mut self.status, code, 1);
+    }
+}
+
+/// Adds `n` responses of `code` to `status`.
+#[inline]
+fn add_status(status: &mut Vec<(u16, u64)>, code: u16, n: u64) {
+    match status.iter_mut().find(|(c, _)| *c == code) {
+        Some((_, m)) => *m += n,
+        None => status.push((code, n)),
     }
 }
 
@@ -82,6 +126,8 @@ struct Open {
     hists: PhaseHists,
     server: Vec<(String, Histogram<u64>)>,
     busy: Option<f64>,
+    status: Vec<(u16, u64)>,
+    by_request: Vec<(Counters, PhaseHists)>,
 }
 
 impl Open {
@@ -91,6 +137,8 @@ impl Open {
             hists: PhaseHists::new(hist::new_interval_hist),
             server: Vec::new(),
             busy: None,
+            status: Vec::new(),
+            by_request: Vec::new(),
         }
     }
 
@@ -110,6 +158,27 @@ impl Open {
             }
         }
         self.busy = max_busy(self.busy, set.busy);
+        for &(code, n) in set.status.iter().filter(|(_, n)| *n > 0) {
+            add_status(&mut self.status, code, n);
+        }
+        if self.by_request.len() < set.by_request.len() {
+            self.by_request.resize_with(set.by_request.len(), || {
+                (
+                    Counters::default(),
+                    PhaseHists::new(hist::new_interval_hist),
+                )
+            });
+        }
+        for ((c, h), (sc, sh)) in self.by_request.iter_mut().zip(&set.by_request) {
+            if sc.requests > 0 {
+                c.merge(sc);
+                for (into, from) in h.0.iter_mut().zip(&sh.0) {
+                    if !from.is_empty() {
+                        let _ = into.add(from);
+                    }
+                }
+            }
+        }
     }
 
     /// The compressed snapshot of interval `index`; the open interval is emptied for reuse.
@@ -123,6 +192,16 @@ impl Open {
         let counters = std::mem::take(&mut self.counters);
         let mut snap = snapshot(index, counters, &self.hists, server);
         snap.busy_max = self.busy.take();
+        snap.status = std::mem::take(&mut self.status);
+        snap.status.sort_unstable();
+        for (slot, (c, h)) in self.by_request.iter_mut().enumerate() {
+            if c.requests > 0 {
+                let part = snapshot(index, std::mem::take(c), h, Vec::new());
+                snap.by_request
+                    .push((slot as u16, part.counters, part.hists));
+                h.reset();
+            }
+        }
         for h in self
             .hists
             .0
@@ -135,6 +214,18 @@ impl Open {
         }
         snap
     }
+}
+
+/// `snap` as the series keeps it: the per-request figures go to the sinks only (the record
+/// has its own per-name totals).
+fn without_requests(snap: &IntervalSnapshot) -> IntervalSnapshot {
+    let by_request = Vec::new();
+    let mut kept = IntervalSnapshot {
+        by_request,
+        ..snap.clone()
+    };
+    kept.by_request.shrink_to_fit();
+    kept
 }
 
 /// The collector's state: the threads' progress, the open intervals and the series.
@@ -188,7 +279,7 @@ impl Collector {
             let mut part = Open::new();
             part.add(set);
             let snap = part.take(set.index);
-            self.series.push(snap.clone());
+            self.series.push(without_requests(&snap));
             return Some(snap);
         }
         let free = &mut self.free;
@@ -211,7 +302,7 @@ impl Collector {
                 let snap = open.take(index);
                 self.free.push(open);
                 self.final_below = self.final_below.max(index + 1);
-                self.series.push(snap.clone());
+                self.series.push(without_requests(&snap));
                 out.push(snap);
             }
         }
@@ -284,7 +375,12 @@ pub struct Sinks {
     pub live: Option<mpsc::Sender<IntervalSnapshot>>,
     /// `--hdr-log`.
     pub log: Option<crate::recorder::hdrlog::LogFile>,
+    /// `--metrics-addr`: called with each (must not block).
+    pub watch: Option<Watch>,
 }
+
+/// A watcher of the final intervals, called on the collector thread.
+pub type Watch = Box<dyn Fn(&IntervalSnapshot) + Send>;
 
 /// When the series starts: once the run's gate opens (an open loop opens its connections
 /// first), after the warm-up.
@@ -407,9 +503,13 @@ fn run(
     c.begin(record_from);
     let base = crate::util::start::wall_clock_at(record_from);
     let live = sinks.live;
+    let watch = sinks.watch;
     let (late, log_error) = crate::recorder::hdrlog::stream(sinks.log, base, interval, |write| {
         let mut emit = |snap: IntervalSnapshot| {
             write(&snap);
+            if let Some(watch) = &watch {
+                watch(&snap);
+            }
             if let Some(live) = &live {
                 let _ = live.send(snap);
             }
@@ -522,6 +622,23 @@ mod tests {
         c.add(&set(0, 0, 1), 1);
         assert!(c.ready(t0 + Duration::from_millis(110), false).is_empty());
         assert_eq!(c.ready(t0 + Duration::from_millis(250), false).len(), 1);
+    }
+
+    #[test]
+    fn status_codes_add_up_by_code_and_a_reset_keeps_them_at_zero() {
+        let t0 = Instant::now();
+        let mut c = Collector::new(2, t0, Duration::from_secs(3600));
+        let mut a = set(0, 0, 3);
+        (0..3).for_each(|_| a.count_status(200));
+        let mut b = set(1, 0, 2);
+        b.count_status(503);
+        b.count_status(200);
+        c.add(&a, 1);
+        c.add(&b, 1);
+        let done = c.ready(t0, false);
+        assert_eq!(done[0].status, vec![(200, 4), (503, 1)]);
+        b.reset();
+        assert_eq!(b.status, vec![(503, 0), (200, 0)]);
     }
 
     #[test]

@@ -154,6 +154,15 @@ impl PhaseHists {
         PhaseHists(Phase::ALL.iter().map(|_| make()).collect())
     }
 
+    /// Empties every histogram, keeping its allocation.
+    pub(crate) fn reset(&mut self) {
+        for h in &mut self.0 {
+            if !h.is_empty() {
+                h.reset();
+            }
+        }
+    }
+
     /// The histogram of `phase`.
     pub fn get(&self, phase: Phase) -> &Histogram<u64> {
         &self.0[phase.index()]
@@ -233,7 +242,15 @@ pub struct IntervalSnapshot {
     pub busy_max: Option<f64>,
     /// Where `hists` and `server` wait in the series' spill file (they are empty here then).
     pub spilled: Option<(u64, u32)>,
+    /// Responses by status code, by code.
+    pub status: Vec<(u16, u64)>,
+    /// Per request name slot (runs that keep names apart): its counters and compressed phase
+    /// histograms. Given to the sinks only; the series keeps none.
+    pub by_request: Vec<(u16, Counters, EncodedHists)>,
 }
+
+/// Compressed (V2+DEFLATE) histograms by phase.
+pub type EncodedHists = Vec<(Phase, Vec<u8>)>;
 
 impl IntervalSnapshot {
     /// The memory the snapshot takes: its compressed histograms, metric names and the
@@ -245,6 +262,7 @@ impl IntervalSnapshot {
         (size_of::<IntervalSnapshot>()
             + self.hists.len() * size_of::<(Phase, Vec<u8>)>()
             + self.server.len() * size_of::<(String, Vec<u8>)>()
+            + self.status.len() * size_of::<(u16, u64)>()
             + hists
             + server) as u64
     }
@@ -475,6 +493,14 @@ impl Recorder {
         if let Some(set) = self.current.as_mut() {
             set.counters.add(s);
             set.hists.record(&d);
+            if let Some(code) = s.status {
+                set.count_status(code);
+            }
+            if !self.by_request.is_empty() && (s.request as usize) < self.by_request.len() {
+                let (c, h) = set.request(s.request as usize);
+                c.add(s);
+                h.record(&d);
+            }
         }
         true
     }
@@ -596,7 +622,8 @@ impl Recorder {
     }
 }
 
-fn snapshot(
+/// The compressed snapshot of one interval's counters and histograms.
+pub(crate) fn snapshot(
     index: u64,
     counters: Counters,
     hists: &PhaseHists,
@@ -621,6 +648,8 @@ fn snapshot(
         server,
         busy_max: None,
         spilled: None,
+        status: Vec::new(),
+        by_request: Vec::new(),
     }
 }
 

@@ -228,6 +228,8 @@ fn empty(index: u64) -> IntervalSnapshot {
         server: Vec::new(),
         busy_max: None,
         spilled: None,
+        status: Vec::new(),
+        by_request: Vec::new(),
     }
 }
 
@@ -243,8 +245,15 @@ pub fn merge_snapshots(index: u64, mut snaps: Vec<IntervalSnapshot>) -> Interval
     let mut hists: Vec<(Phase, Histogram<u64>)> = Vec::new();
     let mut server: Vec<(String, Histogram<u64>)> = Vec::new();
     let mut busy_max: Option<f64> = None;
+    let mut status: Vec<(u16, u64)> = Vec::new();
     for snap in &snaps {
         counters.merge(&snap.counters);
+        for &(code, n) in &snap.status {
+            match status.iter_mut().find(|(c, _)| *c == code) {
+                Some((_, m)) => *m += n,
+                None => status.push((code, n)),
+            }
+        }
         busy_max = max_busy(busy_max, snap.busy_max);
         for (phase, bytes) in &snap.hists {
             add_decoded(&mut hists, *phase, bytes);
@@ -266,6 +275,11 @@ pub fn merge_snapshots(index: u64, mut snaps: Vec<IntervalSnapshot>) -> Interval
         server: server.iter().map(|(n, h)| (n.clone(), encode(h))).collect(),
         busy_max,
         spilled: None,
+        status: {
+            status.sort_unstable();
+            status
+        },
+        by_request: Vec::new(),
     }
 }
 

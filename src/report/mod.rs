@@ -7,8 +7,10 @@ pub(crate) mod fixture;
 pub mod hgrm;
 pub mod html;
 pub mod live;
+pub mod metrics;
 pub mod plot;
 pub mod text;
+pub mod tui;
 
 use crate::recorder::record::RunRecord;
 

@@ -1,0 +1,731 @@
+//! `--metrics-addr`: the run's figures for Prometheus while it runs, in the OpenMetrics text
+//! format, on a tiny HTTP server of its own thread (`GET /metrics`).
+//!
+//! The exporter reads only what the run's collector gives as each interval is final (the
+//! merged [`IntervalSnapshot`]s, sent over a channel that never blocks): never the workers.
+//! From them it keeps counters over the whole run (requests, responses by status, errors by
+//! kind, bytes), gauges of the last interval (achieved and offered rate, schedule lag p99,
+//! the busiest worker's CPU) and, per phase, a cumulative histogram in fixed log buckets
+//! ([`BOUNDS_NS`]: the Renard R20 series, 20 per decade from 1 µs to 100 s, each bucket at
+//! most 14.3% wider than the one below), filled from the interval's HdrHistograms. A
+//! `histogram_quantile` over them lands in the same bucket as the exact quantile, so it is
+//! within one bucket's width (≤ 14.3%, a few % with linear interpolation in practice).
+
+use crate::model::{ErrorKind, LoadModel, Phase, Schedule, Segment};
+use crate::plan::RunPlan;
+use crate::recorder::{hist, IntervalSnapshot};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The mantissas of the Renard R20 series (×100): 20 buckets per decade, and 1-2-5 among
+/// them.
+const R20: [u64; 20] = [
+    100, 112, 125, 140, 160, 180, 200, 224, 250, 280, 315, 355, 400, 450, 500, 560, 630, 710, 800,
+    900,
+];
+
+/// Decades covered: from 1 µs (100 × 10 ns) up to 100 s.
+const DECADES: u32 = 8;
+
+/// Number of finite bucket bounds.
+pub const BUCKETS: usize = R20.len() * DECADES as usize + 1;
+
+/// The upper bounds of the latency buckets, in nanoseconds: 1 µs, 1.12 µs, … 90 s, 100 s.
+pub const BOUNDS_NS: [u64; BUCKETS] = bounds();
+
+const fn bounds() -> [u64; BUCKETS] {
+    let mut out = [0u64; BUCKETS];
+    let mut d = 0;
+    let mut scale = 10u64;
+    while d < DECADES as usize {
+        let mut i = 0;
+        while i < R20.len() {
+            out[d * R20.len() + i] = R20[i] * scale;
+            i += 1;
+        }
+        scale *= 10;
+        d += 1;
+    }
+    out[BUCKETS - 1] = 100 * scale;
+    out
+}
+
+/// Nanoseconds as seconds in decimal, exactly (no float): 1120 → `0.00000112`.
+pub fn seconds(ns: u64) -> String {
+    let whole = ns / 1_000_000_000;
+    let frac = ns % 1_000_000_000;
+    if frac == 0 {
+        return whole.to_string();
+    }
+    let frac = format!("{frac:09}");
+    format!("{whole}.{}", frac.trim_end_matches('0'))
+}
+
+/// One phase's cumulative histogram in the fixed buckets.
+#[derive(Debug, Clone)]
+struct Buckets {
+    /// Per bucket (the last one: above the largest bound), not cumulative.
+    counts: Vec<u64>,
+    sum_ns: f64,
+    count: u64,
+}
+
+impl Buckets {
+    fn new() -> Self {
+        Buckets {
+            counts: vec![0; BUCKETS + 1],
+            sum_ns: 0.0,
+            count: 0,
+        }
+    }
+
+    fn add(&mut self, h: &hdrhistogram::Histogram<u64>) {
+        for v in h.iter_recorded() {
+            let ns = v.value_iterated_to();
+            let n = v.count_at_value();
+            let i = BOUNDS_NS.partition_point(|&b| b < ns);
+            self.counts[i] += n;
+            self.count += n;
+            self.sum_ns += h.median_equivalent(ns) as f64 * n as f64;
+        }
+    }
+}
+
+/// What one level of the run offers (a sweep or a scenario has several, one after another).
+#[derive(Debug, Clone)]
+struct Level {
+    interval: Duration,
+    /// An open loop's schedule (the whole plan's), and this process's share of it.
+    schedule: Option<Schedule>,
+    share: f64,
+    connections: usize,
+    /// The request names of a scenario or target list (by slot).
+    names: Vec<String>,
+}
+
+impl Level {
+    fn of(plan: &RunPlan) -> Level {
+        let schedule = match &plan.load {
+            LoadModel::Open { schedule, .. } => Some(schedule.clone()),
+            _ => None,
+        };
+        Level {
+            interval: plan.interval,
+            schedule,
+            share: 1.0 / plan.segment.count.max(1) as f64,
+            connections: plan.local_connections(),
+            names: plan
+                .workload
+                .as_ref()
+                .map(|w| w.names.clone())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The offered rate (req/s, this process's share) in the middle of interval `index`.
+    fn offered(&self, index: u64) -> Option<f64> {
+        let t = self.interval.as_secs_f64() * (index as f64 + 0.5);
+        let rate = match self.schedule.as_ref()? {
+            Schedule::Constant { rate } => *rate,
+            Schedule::Stages(stages) => {
+                let mut from = 0.0;
+                let mut rate = 0.0;
+                for s in stages {
+                    let d = s.duration.as_secs_f64();
+                    if t < from + d {
+                        let f = if d > 0.0 { (t - from) / d } else { 1.0 };
+                        rate = s.from_rps + (s.to_rps - s.from_rps) * f;
+                        break;
+                    }
+                    from += d;
+                }
+                rate
+            }
+        };
+        Some(rate * self.share)
+    }
+}
+
+/// The gauges of the last interval.
+#[derive(Debug, Clone, Default)]
+struct Last {
+    index: u64,
+    achieved: f64,
+    offered: Option<f64>,
+    lag_p99_ns: Option<u64>,
+    busy: Option<f64>,
+}
+
+/// What the exporter knows: the run so far.
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    /// Labels on every series (`segment="2/3"`), possibly empty.
+    labels: String,
+    requests: u64,
+    ok: u64,
+    errors: [u64; ErrorKind::ALL.len()],
+    status: BTreeMap<u16, u64>,
+    bytes_read: u64,
+    bytes_written: u64,
+    connections_opened: u64,
+    phases: Vec<Option<Buckets>>,
+    /// Per request name: requests, errors, and the total's buckets.
+    by_request: BTreeMap<String, (u64, u64, Buckets)>,
+    level: Option<Level>,
+    last: Option<Last>,
+    intervals: u64,
+    running: bool,
+}
+
+impl Metrics {
+    /// Nothing measured yet; `segment`: this process's part of a segmented run.
+    pub fn new(segment: Option<Segment>) -> Self {
+        let labels = match segment {
+            Some(s) if s.count > 1 => format!("segment=\"{}/{}\"", s.index + 1, s.count),
+            _ => String::new(),
+        };
+        Metrics {
+            labels,
+            requests: 0,
+            ok: 0,
+            errors: [0; ErrorKind::ALL.len()],
+            status: BTreeMap::new(),
+            bytes_read: 0,
+            bytes_written: 0,
+            connections_opened: 0,
+            phases: Phase::ALL.iter().map(|_| None).collect(),
+            by_request: BTreeMap::new(),
+            level: None,
+            last: None,
+            intervals: 0,
+            running: false,
+        }
+    }
+
+    /// A level of the run starts (its gauges replace the previous level's).
+    pub fn begin(&mut self, plan: &RunPlan) {
+        self.level = Some(Level::of(plan));
+        self.last = None;
+        self.running = true;
+    }
+
+    /// The load has ended.
+    pub fn end(&mut self) {
+        self.running = false;
+    }
+
+    /// Folds in one final interval (or a late part of one) from the collector.
+    pub fn add(&mut self, snap: &IntervalSnapshot) {
+        let c = &snap.counters;
+        self.intervals += 1;
+        self.requests += c.requests;
+        self.ok += c.ok;
+        for (a, b) in self.errors.iter_mut().zip(c.errors.iter()) {
+            *a += b;
+        }
+        for &(code, n) in &snap.status {
+            *self.status.entry(code).or_default() += n;
+        }
+        self.bytes_read += c.bytes_read;
+        self.bytes_written += c.bytes_written;
+        self.connections_opened += c.connections_opened;
+        let mut lag_p99_ns = None;
+        for (phase, bytes) in &snap.hists {
+            let Ok(h) = hist::decode_bytes(bytes) else {
+                continue;
+            };
+            if *phase == Phase::Lag && !h.is_empty() {
+                lag_p99_ns = Some(h.value_at_quantile(0.99));
+            }
+            self.phases[phase.index()]
+                .get_or_insert_with(Buckets::new)
+                .add(&h);
+        }
+        let names = self.level.as_ref().map(|l| &l.names[..]).unwrap_or(&[]);
+        for (slot, counters, hists) in &snap.by_request {
+            let Some(name) = names.get(*slot as usize) else {
+                continue;
+            };
+            let (requests, errors, buckets) = self
+                .by_request
+                .entry(name.clone())
+                .or_insert_with(|| (0, 0, Buckets::new()));
+            *requests += counters.requests;
+            *errors += counters.error_total();
+            let total = hists.iter().find(|(p, _)| *p == Phase::Total);
+            if let Some(Ok(h)) = total.map(|(_, b)| hist::decode_bytes(b)) {
+                buckets.add(&h);
+            }
+        }
+        // The gauges follow the newest interval (a late part of an older one only counts).
+        if self.last.as_ref().is_some_and(|l| l.index > snap.index) {
+            return;
+        }
+        let Some(level) = &self.level else { return };
+        let secs = level.interval.as_secs_f64().max(1e-9);
+        self.last = Some(Last {
+            index: snap.index,
+            achieved: c.requests as f64 / secs,
+            offered: level.offered(snap.index),
+            lag_p99_ns,
+            busy: snap.busy_max,
+        });
+    }
+
+    /// The OpenMetrics text exposition (ends with `# EOF`).
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(16 * 1024);
+        let base = &self.labels;
+        // `{a="b"}` with the common labels first; `{}` left out.
+        let labels = |extra: &str| -> String {
+            match (base.is_empty(), extra.is_empty()) {
+                (true, true) => String::new(),
+                (false, true) => format!("{{{base}}}"),
+                (true, false) => format!("{{{extra}}}"),
+                (false, false) => format!("{{{base},{extra}}}"),
+            }
+        };
+        let family = |out: &mut String, name: &str, kind: &str, help: &str| {
+            let _ = writeln!(out, "# TYPE {name} {kind}");
+            let _ = writeln!(out, "# HELP {name} {help}");
+        };
+        let counter = |out: &mut String, name: &str, help: &str, v: u64| {
+            family(out, name, "counter", help);
+            let _ = writeln!(out, "{name}_total{} {v}", labels(""));
+        };
+        counter(
+            &mut out,
+            "reqlife_requests",
+            "Requests that ended (a response or an error).",
+            self.requests,
+        );
+        family(
+            &mut out,
+            "reqlife_responses",
+            "counter",
+            "Complete responses, by status code.",
+        );
+        for (code, n) in &self.status {
+            let l = labels(&format!("status=\"{code}\""));
+            let _ = writeln!(out, "reqlife_responses_total{l} {n}");
+        }
+        family(
+            &mut out,
+            "reqlife_errors",
+            "counter",
+            "Requests that failed, by kind of error.",
+        );
+        for kind in ErrorKind::ALL {
+            let l = labels(&format!("kind=\"{}\"", kind.name()));
+            let _ = writeln!(out, "reqlife_errors_total{l} {}", self.errors[kind.index()]);
+        }
+        counter(
+            &mut out,
+            "reqlife_read_bytes",
+            "Bytes read from the server.",
+            self.bytes_read,
+        );
+        counter(
+            &mut out,
+            "reqlife_written_bytes",
+            "Bytes written to the server.",
+            self.bytes_written,
+        );
+        counter(
+            &mut out,
+            "reqlife_connections_opened",
+            "Connections opened.",
+            self.connections_opened,
+        );
+        counter(
+            &mut out,
+            "reqlife_intervals",
+            "Intervals (and late parts of one) received from the collector.",
+            self.intervals,
+        );
+        let gauge = |out: &mut String, name: &str, help: &str, v: Option<f64>| {
+            family(out, name, "gauge", help);
+            if let Some(v) = v {
+                let _ = writeln!(out, "{name}{} {v}", labels(""));
+            }
+        };
+        gauge(
+            &mut out,
+            "reqlife_running",
+            "1 while the load runs, 0 before and after (--metrics-linger).",
+            Some(if self.running { 1.0 } else { 0.0 }),
+        );
+        let level = self.level.as_ref();
+        let last = self.last.as_ref();
+        gauge(
+            &mut out,
+            "reqlife_connections",
+            "Connections the current level holds (this process's share).",
+            level.map(|l| l.connections as f64),
+        );
+        gauge(
+            &mut out,
+            "reqlife_offered_rate",
+            "Open loop: the rate asked for, requests per second, in the last interval.",
+            last.and_then(|l| l.offered),
+        );
+        gauge(
+            &mut out,
+            "reqlife_achieved_rate",
+            "Requests that ended per second in the last interval.",
+            last.map(|l| l.achieved),
+        );
+        gauge(
+            &mut out,
+            "reqlife_schedule_lag_p99_seconds",
+            "Open loop: p99 of the schedule lag (how late requests left) in the last interval.",
+            last.and_then(|l| l.lag_p99_ns).map(|ns| ns as f64 / 1e9),
+        );
+        gauge(
+            &mut out,
+            "reqlife_worker_busy_ratio",
+            "The busiest worker thread's share of the time on a CPU in the last interval.",
+            last.and_then(|l| l.busy),
+        );
+        family(
+            &mut out,
+            "reqlife_latency_seconds",
+            "histogram",
+            "Latency of each phase of a request, cumulative over the run (phase=\"total\": intended start to done).",
+        );
+        let histogram = |out: &mut String, name: &str, p: &str, b: &Buckets| {
+            let mut cumulative = 0;
+            for (i, bound) in BOUNDS_NS.iter().enumerate() {
+                cumulative += b.counts[i];
+                let l = labels(&format!("{p},le=\"{}\"", seconds(*bound)));
+                let _ = writeln!(out, "{name}_bucket{l} {cumulative}");
+            }
+            let l = labels(&format!("{p},le=\"+Inf\""));
+            let _ = writeln!(out, "{name}_bucket{l} {}", b.count);
+            let l = labels(p);
+            let _ = writeln!(out, "{name}_count{l} {}", b.count);
+            let _ = writeln!(out, "{name}_sum{l} {}", b.sum_ns / 1e9);
+        };
+        for phase in Phase::ALL {
+            if let Some(b) = &self.phases[phase.index()] {
+                let p = format!("phase=\"{}\"", phase.name());
+                histogram(&mut out, "reqlife_latency_seconds", &p, b);
+            }
+        }
+        if !self.by_request.is_empty() {
+            family(
+                &mut out,
+                "reqlife_request_requests",
+                "counter",
+                "Requests that ended, by request name (scenarios, target lists).",
+            );
+            for (name, (n, _, _)) in &self.by_request {
+                let l = labels(&format!("request=\"{}\"", escape(name)));
+                let _ = writeln!(out, "reqlife_request_requests_total{l} {n}");
+            }
+            family(
+                &mut out,
+                "reqlife_request_errors",
+                "counter",
+                "Requests that failed, by request name.",
+            );
+            for (name, (_, e, _)) in &self.by_request {
+                let l = labels(&format!("request=\"{}\"", escape(name)));
+                let _ = writeln!(out, "reqlife_request_errors_total{l} {e}");
+            }
+            family(
+                &mut out,
+                "reqlife_request_latency_seconds",
+                "histogram",
+                "Latency of the total (intended start to done) by request name, cumulative over the run.",
+            );
+            for (name, (_, _, b)) in &self.by_request {
+                let p = format!("request=\"{}\",phase=\"total\"", escape(name));
+                histogram(&mut out, "reqlife_request_latency_seconds", &p, b);
+            }
+        }
+        out.push_str("# EOF\n");
+        out
+    }
+}
+
+/// A label value escaped for the exposition (backslash, quote, newline).
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// The series names a scrape can hold (for checking queries, e.g. the Grafana dashboard's).
+pub const SERIES: &[&str] = &[
+    "reqlife_requests_total",
+    "reqlife_responses_total",
+    "reqlife_errors_total",
+    "reqlife_read_bytes_total",
+    "reqlife_written_bytes_total",
+    "reqlife_connections_opened_total",
+    "reqlife_intervals_total",
+    "reqlife_running",
+    "reqlife_connections",
+    "reqlife_offered_rate",
+    "reqlife_achieved_rate",
+    "reqlife_schedule_lag_p99_seconds",
+    "reqlife_worker_busy_ratio",
+    "reqlife_latency_seconds_bucket",
+    "reqlife_latency_seconds_count",
+    "reqlife_latency_seconds_sum",
+    "reqlife_request_requests_total",
+    "reqlife_request_errors_total",
+    "reqlife_request_latency_seconds_bucket",
+    "reqlife_request_latency_seconds_count",
+    "reqlife_request_latency_seconds_sum",
+];
+
+enum Feed {
+    Begin(Box<RunPlan>),
+    Interval(Box<IntervalSnapshot>),
+    End,
+}
+
+/// The exporter: its server thread and the channel that feeds it. Dropping it stops the
+/// server.
+pub struct Exporter {
+    tx: Sender<Feed>,
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How often the server thread looks for a scrape and for new intervals.
+const POLL: Duration = Duration::from_millis(20);
+
+impl Exporter {
+    /// Listens on `addr` and serves the run's figures from now on.
+    pub fn start(addr: SocketAddr, segment: Option<Segment>) -> std::io::Result<Exporter> {
+        let listener = TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let (tx, rx) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let handle = std::thread::Builder::new()
+            .name("reqlife-metrics".into())
+            .spawn({
+                let stop = stop.clone();
+                move || serve(listener, rx, Metrics::new(segment), &stop)
+            })?;
+        Ok(Exporter {
+            tx,
+            addr,
+            stop,
+            handle: Some(handle),
+        })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A level of the run starts.
+    pub fn begin(&self, plan: &RunPlan) {
+        let _ = self.tx.send(Feed::Begin(Box::new(plan.clone())));
+    }
+
+    /// The load has ended (the series stay, `reqlife_running` goes to 0).
+    pub fn end(&self) {
+        let _ = self.tx.send(Feed::End);
+    }
+
+    /// What the collector calls with each final interval: a send on an unbounded channel,
+    /// which never blocks.
+    pub fn sink(&self) -> crate::recorder::collector::Watch {
+        let tx = self.tx.clone();
+        Box::new(move |snap| {
+            let _ = tx.send(Feed::Interval(Box::new(snap.clone())));
+        })
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// The server thread: takes what comes in, answers scrapes, until `stop`.
+fn serve(listener: TcpListener, rx: Receiver<Feed>, mut m: Metrics, stop: &AtomicBool) {
+    let take = |m: &mut Metrics| {
+        while let Ok(feed) = rx.try_recv() {
+            match feed {
+                Feed::Begin(plan) => m.begin(&plan),
+                Feed::Interval(snap) => m.add(&snap),
+                Feed::End => m.end(),
+            }
+        }
+    };
+    while !stop.load(Ordering::SeqCst) {
+        take(&mut m);
+        match listener.accept() {
+            Ok((stream, _)) => {
+                take(&mut m);
+                let _ = answer(stream, &m);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
+            Err(_) => std::thread::sleep(POLL),
+        }
+    }
+}
+
+/// Answers one HTTP/1.x request: `GET /metrics` (any query), or 404; then closes.
+fn answer(mut stream: TcpStream, m: &Metrics) -> std::io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
+    let mut buf = [0u8; 4096];
+    let mut len = 0;
+    while !buf[..len].windows(4).any(|w| w == b"\r\n\r\n") && len < buf.len() {
+        let n = stream.read(&mut buf[len..])?;
+        if n == 0 {
+            break;
+        }
+        len += n;
+    }
+    let head = String::from_utf8_lossy(&buf[..len]);
+    let mut words = head.split_whitespace();
+    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let path = target.split('?').next().unwrap_or("");
+    let (status, kind, body) = match (method, path) {
+        ("GET" | "HEAD", "/metrics") => (
+            "200 OK",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            m.render(),
+        ),
+        ("GET" | "HEAD", _) => (
+            "404 Not Found",
+            "text/plain; charset=utf-8",
+            "reqlife: the metrics are at /metrics\n".to_string(),
+        ),
+        _ => (
+            "405 Method Not Allowed",
+            "text/plain; charset=utf-8",
+            "reqlife: GET /metrics\n".to_string(),
+        ),
+    };
+    let mut response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    if method != "HEAD" {
+        response.push_str(&body);
+    }
+    stream.write_all(response.as_bytes())?;
+    stream.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recorder::{Counters, PhaseHists};
+
+    #[test]
+    fn the_bounds_rise_by_at_most_a_seventh() {
+        assert_eq!(BOUNDS_NS[0], 1_000);
+        assert_eq!(BOUNDS_NS[BUCKETS - 1], 100_000_000_000);
+        for w in BOUNDS_NS.windows(2) {
+            assert!(w[1] > w[0]);
+            assert!(w[1] as f64 / w[0] as f64 <= 1.143, "{w:?}");
+        }
+        // 1-2-5 are bounds.
+        for ns in [1_000_000, 2_000_000, 5_000_000] {
+            assert!(BOUNDS_NS.contains(&ns));
+        }
+        assert_eq!(seconds(1_120), "0.00000112");
+        assert_eq!(seconds(100_000_000_000), "100");
+        assert_eq!(seconds(2_500_000_000), "2.5");
+    }
+
+    fn snap(index: u64, values_ns: &[u64], status: u16) -> IntervalSnapshot {
+        let mut h = PhaseHists::new(hist::new_interval_hist);
+        for &v in values_ns {
+            hist::record(&mut h.0[Phase::Total.index()], v);
+        }
+        let n = values_ns.len() as u64;
+        let counters = Counters {
+            requests: n,
+            ok: n,
+            ..Counters::default()
+        };
+        let mut s = crate::recorder::snapshot(index, counters, &h, Vec::new());
+        s.status = vec![(status, n)];
+        s
+    }
+
+    #[test]
+    fn named_requests_get_their_own_series() {
+        let mut m = Metrics::new(None);
+        m.level = Some(Level {
+            interval: Duration::from_secs(1),
+            schedule: None,
+            share: 1.0,
+            connections: 1,
+            names: vec!["get \"a\"".into(), "put".into()],
+        });
+        let mut s = snap(0, &[1_500_000, 3_000_000], 200);
+        let part = snap(0, &[3_000_000], 200);
+        s.by_request = vec![(1, part.counters.clone(), part.hists.clone())];
+        m.add(&s);
+        let text = m.render();
+        assert!(
+            text.contains("reqlife_request_requests_total{request=\"put\"} 1\n"),
+            "{text}"
+        );
+        assert!(text.contains(
+            "reqlife_request_latency_seconds_bucket{request=\"put\",phase=\"total\",le=\"+Inf\"} 1\n"
+        ));
+        assert_eq!(escape("get \"a\""), "get \\\"a\\\"");
+    }
+
+    #[test]
+    fn the_exposition_is_cumulative_and_well_formed() {
+        let mut m = Metrics::new(Some(Segment { index: 1, count: 3 }));
+        m.add(&snap(0, &[1_500_000, 3_000_000], 200));
+        m.add(&snap(1, &[1_500_000], 503));
+        let text = m.render();
+        assert!(text.ends_with("# EOF\n"));
+        assert!(
+            text.contains("reqlife_requests_total{segment=\"2/3\"} 3\n"),
+            "{text}"
+        );
+        assert!(text.contains("reqlife_responses_total{segment=\"2/3\",status=\"503\"} 1\n"));
+        assert!(text.contains(
+            "reqlife_latency_seconds_bucket{segment=\"2/3\",phase=\"total\",le=\"0.0016\"} 2\n"
+        ));
+        assert!(text.contains(
+            "reqlife_latency_seconds_bucket{segment=\"2/3\",phase=\"total\",le=\"+Inf\"} 3\n"
+        ));
+        // Every sample line names a series of SERIES, and each family is declared once.
+        let mut types = std::collections::BTreeSet::new();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                assert!(types.insert(rest.split(' ').next().unwrap().to_string()));
+                continue;
+            }
+            if line.starts_with('#') {
+                continue;
+            }
+            let name = line.split(['{', ' ']).next().unwrap();
+            assert!(SERIES.contains(&name), "{name}");
+            let value = line.rsplit(' ').next().unwrap();
+            assert!(value.parse::<f64>().is_ok(), "{line}");
+        }
+    }
+}

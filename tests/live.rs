@@ -1,0 +1,258 @@
+//! `--live` on a real pseudo-terminal (util-linux `script`, 120×40): the view draws, `p`
+//! pauses the display, `q` ends the run as Ctrl-C does (exit 130, the record written with
+//! what was measured), the terminal comes back as it was (the alternate screen left, the
+//! cursor shown, the same `stty` settings) and the report prints after the view. And the view
+//! observes without disturbing: the same open-loop plan run with and without it, interleaved,
+//! gives the same latency distribution within the run-to-run noise.
+
+use std::io::{Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn script() -> Option<&'static str> {
+    let found = ["/usr/bin/script", "/bin/script"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists());
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "script (util-linux) is required in CI"
+        );
+        eprintln!("script (util-linux) is not installed: not run");
+    }
+    found
+}
+
+/// A shell line run on a new pseudo-terminal of 120×40; what it writes there is collected.
+struct Pty {
+    child: Child,
+    out: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Pty {
+    fn start(script: &str, line: &str) -> Pty {
+        let mut child = Command::new(script)
+            .arg("-qec")
+            .arg(format!("stty rows 40 cols 120; {line}"))
+            .arg("/dev/null")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let mut stdout = child.stdout.take().unwrap();
+        let sink = out.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Pty { child, out }
+    }
+
+    fn text(&self) -> Vec<u8> {
+        self.out.lock().unwrap().clone()
+    }
+
+    /// Waits until the output holds `what` (after `from` bytes), for at most `limit`.
+    fn wait_for(&self, what: &[u8], from: usize, limit: Duration) -> bool {
+        let started = Instant::now();
+        while started.elapsed() < limit {
+            if find(&self.text()[from.min(self.text().len())..], what).is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    fn key(&mut self, k: &[u8]) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        stdin.write_all(k).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Waits for the end (at most `limit`), keeping stdin open until then.
+    fn finish(&mut self, limit: Duration) -> Vec<u8> {
+        let started = Instant::now();
+        loop {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            if started.elapsed() > limit {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!(
+                    "still running after {limit:?}: {}",
+                    String::from_utf8_lossy(&self.text())
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // The reader thread drains what is left.
+        std::thread::sleep(Duration::from_millis(300));
+        self.text()
+    }
+}
+
+impl Drop for Pty {
+    /// A failed test does not leave its run going.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn rfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).rposition(|w| w == needle)
+}
+
+const ENTER_ALT: &[u8] = b"\x1b[?1049h";
+const LEAVE_ALT: &[u8] = b"\x1b[?1049l";
+const SHOW_CURSOR: &[u8] = b"\x1b[?25h";
+
+#[test]
+fn the_view_draws_p_pauses_and_q_ends_the_run_with_a_record_and_the_terminal_back() {
+    let Some(script) = script() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let bin = env!("CARGO_BIN_EXE_reqlife");
+    let line = format!(
+        "stty -g > {d}/before; {bin} run -R 200 -d 60s --live -o {d}/rec.json; echo RC=$?; stty -g > {d}/after"
+    );
+    let mut pty = Pty::start(script, &line);
+    assert!(
+        pty.wait_for(b"throughput", 0, Duration::from_secs(60)),
+        "the view was not drawn: {}",
+        String::from_utf8_lossy(&pty.text())
+    );
+    // (ratatui moves the cursor over spaces: single words are matched.) Some intervals on
+    // the charts, then a pause of the display and back.
+    assert!(pty.wait_for(b"requests,", 0, Duration::from_secs(30)));
+    std::thread::sleep(Duration::from_secs(2));
+    let at = pty.text().len();
+    pty.key(b"p");
+    assert!(
+        pty.wait_for(b"paused:", at, Duration::from_secs(10)),
+        "p did not pause the display"
+    );
+    pty.key(b"p");
+    std::thread::sleep(Duration::from_millis(600));
+    let started = Instant::now();
+    pty.key(b"q");
+    let out = pty.finish(Duration::from_secs(60));
+    let ended_in = started.elapsed();
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.contains("RC=130"),
+        "q ends the run as Ctrl-C does: {text}"
+    );
+    // The terminal: the alternate screen entered once and left, the cursor shown again after,
+    // the report after the view; the same settings as before (raw mode off).
+    let enter = find(&out, ENTER_ALT).expect("the view took the alternate screen");
+    let leave = rfind(&out, LEAVE_ALT).expect("the alternate screen left");
+    assert!(enter < leave);
+    assert!(
+        rfind(&out, SHOW_CURSOR).is_some_and(|s| s > leave),
+        "cursor shown"
+    );
+    let report = rfind(&out, b"Status codes").expect("the report");
+    assert!(report > leave, "the report prints after the view");
+    let before = std::fs::read(dir.path().join("before")).unwrap();
+    let after = std::fs::read(dir.path().join("after")).unwrap();
+    assert_eq!(before, after, "stty settings restored");
+    // The record, as for Ctrl-C: interrupted, with what was measured.
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("rec.json")).unwrap())
+            .unwrap();
+    assert_eq!(rec["stop_reason"], "interrupted (SIGINT)");
+    assert_eq!(rec["interrupted"], true);
+    assert!(rec["summary"]["requests"]["ok"].as_u64().unwrap() > 0);
+    assert!(
+        rec["summary"]["duration_s"].as_f64().unwrap() < 50.0,
+        "stopped early"
+    );
+    eprintln!("q to exit: {ended_in:?}");
+}
+
+/// One run of the plan on a pseudo-terminal, with or without the view: its summary.
+fn run_on_pty(script: &str, live: bool, dir: &std::path::Path, n: usize) -> serde_json::Value {
+    let rec = dir.join(format!("rec-{n}.json"));
+    let bin = env!("CARGO_BIN_EXE_reqlife");
+    let view = if live { "--live" } else { "-q" };
+    let line = format!(
+        "{bin} run -R 400 -d 5s --seed 7 {view} -o {}; echo RC=$?",
+        rec.display()
+    );
+    let mut pty = Pty::start(script, &line);
+    let out = pty.finish(Duration::from_secs(90));
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("RC=0"), "{text}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    v["summary"].clone()
+}
+
+#[test]
+fn the_view_does_not_change_the_distribution() {
+    let Some(script) = script() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // Interleaved: without, with, without, with (drift on a shared machine hits both).
+    let runs: Vec<(bool, serde_json::Value)> = [false, true, false, true]
+        .iter()
+        .enumerate()
+        .map(|(i, &live)| (live, run_on_pty(script, live, dir.path(), i)))
+        .collect();
+    let fig = |s: &serde_json::Value, k: &str| s["latency"]["total"][k].as_f64().unwrap();
+    eprintln!("view  requests  p50_us  p90_us  p99_us  lag_p99_us");
+    for (live, s) in &runs {
+        eprintln!(
+            "{:<5} {:>8} {:>7.0} {:>7.0} {:>7.0} {:>11.0}",
+            if *live { "on" } else { "off" },
+            s["requests"]["total"],
+            fig(s, "p50_us"),
+            fig(s, "p90_us"),
+            fig(s, "p99_us"),
+            s["latency"]["schedule_lag"]["p99_us"]
+                .as_f64()
+                .unwrap_or(f64::NAN),
+        );
+    }
+    let (off, on): (Vec<_>, Vec<_>) = runs.iter().partition(|(l, _)| !*l);
+    for (k, floor) in [("p50_us", 0.15), ("p90_us", 0.25)] {
+        let a: Vec<f64> = off.iter().map(|(_, s)| fig(s, k)).collect();
+        let b: Vec<f64> = on.iter().map(|(_, s)| fig(s, k)).collect();
+        let (ma, mb) = ((a[0] + a[1]) / 2.0, (b[0] + b[1]) / 2.0);
+        // Run-to-run noise: how far two runs of the same kind are apart.
+        let noise = (a[0] - a[1]).abs().max((b[0] - b[1]).abs());
+        let diff = (mb - ma).abs();
+        eprintln!(
+            "{k}: without {ma:.0} us, with {mb:.0} us (difference {diff:.0} us; run-to-run {noise:.0} us)"
+        );
+        assert!(
+            diff <= 2.0 * noise + floor * ma,
+            "{k}: the view moved it by {diff:.0} us (without {a:?}, with {b:?})"
+        );
+    }
+    // An open loop sends its schedule: about the same number of requests either way (a
+    // stalled shared machine leaves a few in flight at the end of a 5 s window).
+    let count = |s: &serde_json::Value| s["requests"]["total"].as_f64().unwrap();
+    let ca: f64 = off.iter().map(|(_, s)| count(s)).sum();
+    let cb: f64 = on.iter().map(|(_, s)| count(s)).sum();
+    assert!(
+        (cb - ca).abs() <= 0.1 * ca,
+        "requests {ca} without, {cb} with"
+    );
+}
