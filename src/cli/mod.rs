@@ -466,6 +466,7 @@ pub struct RunArgs {
 
     /// Largest response body kept for decoding with --compressed, in bytes (e.g. 64M); a
     /// larger one is a protocol error. Bodies that are not decoded are counted, never kept.
+    /// tcp:// with --framing u32be: the largest reply frame (counted, not kept either).
     #[arg(help_heading = "Protocol", long = "max-body", value_parser = count_arg, default_value = "64M")]
     pub max_body: u64,
 

@@ -1,5 +1,6 @@
 //! Sending requests: [`connect`] opens TCP and TLS connections with timestamps, [`http1`]
-//! drives HTTP/1.1 exchanges over them, and a [`Session`] is one connection slot of a worker
+//! drives HTTP/1.1 exchanges over them ([`framed`]: pre-built binary requests on `tcp://`
+//! targets, with length-prefixed replies), and a [`Session`] is one connection slot of a worker
 //! applying the connection policy (keep-alive, reconnect after `Connection: close` or an
 //! error) and the per-request timeout. Errors come back as values with a kind, never panics.
 
