@@ -56,6 +56,40 @@ pub struct RunPlan {
     pub workload: Option<Arc<Workload>>,
     /// A scenario phase's name (reports label the phase's level with it).
     pub phase: Option<String>,
+    /// `tcp://` targets: a pre-built binary request and how its reply is delimited
+    /// (`--payload-file`, `--framing`); `None` for HTTP.
+    pub framed: Option<FramedPlan>,
+}
+
+/// A framed binary run (`tcp://HOST:PORT --payload-file FILE`): the same bytes sent on every
+/// request (its sequence number written at `seqid_offset`, if given), and a reply read as
+/// `framing` says, its length limited by `--max-body`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FramedPlan {
+    /// The request, sent as it is (with `u32be`, a whole frame: its length prefix included).
+    pub payload: Vec<u8>,
+    pub framing: Framing,
+    /// Where the request's sequence number goes, as a big-endian i32 (Thrift's seqid).
+    pub seqid_offset: Option<usize>,
+}
+
+/// How a framed reply is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// A 4-byte big-endian length, then that many bytes (Thrift's framed transport).
+    U32Be,
+    /// No framing: the reply is exactly this many bytes (`--response-bytes`).
+    Fixed(u64),
+}
+
+impl Framing {
+    /// The name used on the command line and in the record.
+    pub fn name(self) -> &'static str {
+        match self {
+            Framing::U32Be => "u32be",
+            Framing::Fixed(_) => "none",
+        }
+    }
 }
 
 /// HTTP/2 settings.

@@ -269,6 +269,7 @@ fn the_test_command_is_what_ci_runs_and_installs_what_the_tests_need() {
         "chromium",
         "iproute2",
         "yamllint",
+        "thrift",
         "apt-get install -y",
         "DEBIAN_FRONTEND=noninteractive",
     ] {
@@ -289,6 +290,7 @@ fn the_test_command_is_what_ci_runs_and_installs_what_the_tests_need() {
         "nghttp2-client",
         "chromium",
         "yamllint",
+        "thrift",
     ] {
         assert!(
             text.contains(&format!("`{package}`")),

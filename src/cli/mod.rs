@@ -1,6 +1,7 @@
 //! The command line: clap definitions of every subcommand and flag (wrk/oha habits), unit
 //! parsing ([`units`]) and the one place where raw flags become a validated plan ([`plan`]).
 
+pub mod framed;
 pub mod plan;
 use crate::util::units;
 pub mod workload;
@@ -322,6 +323,15 @@ pub enum ArrivalArg {
     Poisson,
 }
 
+/// `--framing`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FramingArg {
+    /// A 4-byte big-endian length, then that many bytes.
+    U32be,
+    /// No framing: replies of --response-bytes bytes.
+    None,
+}
+
 /// `--connection-policy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PolicyArg {
@@ -506,8 +516,29 @@ pub struct RunArgs {
 
     /// Largest response body kept for decoding with --compressed, in bytes (e.g. 64M); a
     /// larger one is a protocol error. Bodies that are not decoded are counted, never kept.
+    /// tcp:// with --framing u32be: the largest reply frame (counted, not kept either).
     #[arg(help_heading = "Protocol", long = "max-body", value_parser = count_arg, default_value = "64M")]
     pub max_body: u64,
+
+    /// tcp:// targets: send the bytes of this file as each request (a pre-built binary
+    /// request, e.g. a Thrift call with its frame header) and read a framed reply.
+    #[arg(help_heading = "Protocol", long = "payload-file")]
+    pub payload_file: Option<PathBuf>,
+
+    /// tcp://: how a reply is delimited: `u32be` (a 4-byte big-endian length, then that many
+    /// bytes, at most --max-body: Thrift's framed transport) or `none` (exactly
+    /// --response-bytes) [default: u32be].
+    #[arg(help_heading = "Protocol", long = "framing", value_enum)]
+    pub framing: Option<FramingArg>,
+
+    /// tcp:// with --framing none: the length of every reply, in bytes.
+    #[arg(help_heading = "Protocol", long = "response-bytes", value_parser = count_arg)]
+    pub response_bytes: Option<u64>,
+
+    /// tcp://: write each request's sequence number at this byte offset of the payload, as a
+    /// big-endian i32 (Thrift's seqid: 12 + the method name's length, frame header included).
+    #[arg(help_heading = "Protocol", long = "seqid-offset")]
+    pub seqid_offset: Option<u64>,
 
     /// Do not verify the server's TLS certificate.
     #[arg(help_heading = "Protocol", long = "insecure", short = 'k')]

@@ -141,7 +141,13 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     if interval < Duration::from_millis(10) {
         return err("--interval/--every must be at least 10ms (e.g. 1s)");
     }
-    let method = args.method.trim().to_string();
+    let framed = super::framed::plan(args, url)?;
+    let method = match &framed {
+        // What the reports print before the protocol: "u32be-framed tcp".
+        Some(f) if f.framing == crate::plan::Framing::U32Be => "u32be-framed".to_string(),
+        Some(_) => "unframed".to_string(),
+        None => args.method.trim().to_string(),
+    };
     if method.is_empty() || !method.bytes().all(is_token_byte) {
         return err(format!(
             "invalid method '{}': expected a token such as GET, POST, PUT, DELETE, HEAD",
@@ -244,6 +250,7 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         segment,
         workload: None,
         phase: None,
+        framed,
     })
 }
 
@@ -298,6 +305,9 @@ const DNS_HINT: &str = "check the host name in the URL (a typo?) and the DNS (/e
 /// Parses and resolves the URL of a run (once, before it starts: a name that does not resolve
 /// is bad input, exit 2).
 pub fn parse_target(url: &str) -> Result<Target, PlanError> {
+    if super::framed::is_tcp(url) {
+        return super::framed::tcp_target(url);
+    }
     let (scheme, host, port, path_and_query) = crate::model::split_url(url).map_err(PlanError)?;
     let addr = (host.as_str(), port)
         .to_socket_addrs()

@@ -27,6 +27,7 @@ fn refuse_request_flags(args: &RunArgs, what: &str) -> Result<(), PlanError> {
         (!args.headers.is_empty(), "-H/--header"),
         (args.body.is_some(), "--body"),
         (args.body_file.is_some(), "--body-file"),
+        (args.payload_file.is_some(), "--payload-file"),
     ]
     .iter()
     .filter(|(on, _)| *on)

@@ -1,11 +1,13 @@
 //! Sending requests: [`connect`] opens TCP and TLS connections with timestamps, [`http1`]
-//! drives HTTP/1.1 exchanges over them, and a [`Session`] is one connection slot of a worker
+//! drives HTTP/1.1 exchanges over them ([`framed`]: pre-built binary requests on `tcp://`
+//! targets, with length-prefixed replies), and a [`Session`] is one connection slot of a worker
 //! applying the connection policy (keep-alive, reconnect after `Connection: close` or an
 //! error) and the per-request timeout. Errors come back as values with a kind, never panics.
 
 pub mod cause;
 pub mod connect;
 pub mod decode;
+pub mod framed;
 pub mod http1;
 pub mod http2;
 pub mod request;
@@ -86,6 +88,10 @@ pub struct SessionConfig {
     pub http2: Option<(http2::H2Request, Option<u32>)>,
     /// `--compressed`: decode encoded bodies, keeping at most this many bytes of one.
     pub decode_max_bytes: Option<u64>,
+    /// `tcp://`: the framed binary request and its reply's framing; its reply may announce
+    /// at most `max_body_bytes`.
+    pub framed: Option<crate::plan::FramedPlan>,
+    pub max_body_bytes: u64,
 }
 
 impl SessionConfig {
@@ -108,15 +114,18 @@ impl SessionConfig {
                 None => None,
             },
             decode_max_bytes: plan.compressed.then_some(plan.max_body_bytes),
+            framed: plan.framed.clone(),
+            max_body_bytes: plan.max_body_bytes,
         })
     }
 }
 
-/// What one send carries: the run's one fixed request, or a request rendered for this send
-/// (HTTP/1.1 bytes; over HTTP/2 they are turned into a stream's request).
+/// What one send carries: the run's one fixed request (`seq`: its sequence number, for a
+/// framed request's seqid slot), or a request rendered for this send (HTTP/1.1 bytes; over
+/// HTTP/2 they are turned into a stream's request).
 #[derive(Debug, Clone, Copy)]
 pub enum Send<'a> {
-    Fixed,
+    Fixed { seq: u64 },
     Rendered { bytes: &'a [u8], head: bool },
 }
 
@@ -161,6 +170,8 @@ pub struct Session {
     max_streams: Option<usize>,
     /// `--compressed`: keeps and decodes encoded bodies.
     decoder: Option<decode::BodyDecoder>,
+    /// `tcp://`: the connection, the framed request and the read buffer (`conn` stays empty).
+    framed: Option<framed::FramedConn>,
 }
 
 impl Session {
@@ -176,6 +187,7 @@ impl Session {
             timing: Vec::new(),
             max_streams: None,
             decoder: config.decode_max_bytes.map(decode::BodyDecoder::new),
+            framed: config.framed.as_ref().map(framed::FramedConn::new),
             config,
         }
     }
@@ -211,7 +223,10 @@ impl Session {
                 }
                 _ => {
                     let stream = config.connector.connect(stamps).await?;
-                    self.conn = Some(Http1Conn::new(stream));
+                    match &mut self.framed {
+                        Some(f) => f.stream = Some(stream),
+                        None => self.conn = Some(Http1Conn::new(stream)),
+                    }
                     Ok(())
                 }
             }
@@ -227,7 +242,7 @@ impl Session {
 
     /// Sends one request, opening a connection first if none is open, within the timeout.
     pub async fn request(&mut self, stamps: &mut Timestamps, send: Send<'_>) -> Outcome {
-        if self.conn.is_none() {
+        if !self.is_open() {
             if let Some(gate) = &self.gate {
                 // Waiting for a connect slot happens before dispatch: it shows as queue.
                 let slot = gate.reserve(stamps.dispatched);
@@ -239,7 +254,7 @@ impl Session {
         }
         let outcome = self.request_now(stamps, send).await;
         if !self.config.keepalive {
-            self.conn = None;
+            self.close();
         }
         if let Err(e) = &outcome.result {
             if e.kind == ErrorKind::AddrNotAvail {
@@ -247,6 +262,19 @@ impl Session {
             }
         }
         outcome
+    }
+
+    /// A connection is open.
+    fn is_open(&self) -> bool {
+        self.conn.is_some() || self.framed.as_ref().is_some_and(|f| f.stream.is_some())
+    }
+
+    /// Drops the connection.
+    fn close(&mut self) {
+        self.conn = None;
+        if let Some(f) = &mut self.framed {
+            f.stream = None;
+        }
     }
 
     async fn request_now(&mut self, stamps: &mut Timestamps, send: Send<'_>) -> Outcome {
@@ -257,8 +285,11 @@ impl Session {
         // A failed request counts what it would have written (HTTP/1.1: the request; HTTP/2,
         // whose frames are the connection's: the body); a response carries the real figure.
         let request_bytes = match (&self.config.http2, send) {
-            (Some((request, _)), Send::Fixed) => request.body.len() as u64,
-            (None, Send::Fixed) => self.config.template.bytes().len() as u64,
+            (Some((request, _)), Send::Fixed { .. }) => request.body.len() as u64,
+            (None, Send::Fixed { .. }) => match &self.config.framed {
+                Some(f) => f.payload.len() as u64,
+                None => self.config.template.bytes().len() as u64,
+            },
             (_, Send::Rendered { bytes, .. }) => bytes.len() as u64,
         };
         match result {
@@ -266,7 +297,7 @@ impl Session {
                 // With keep-alive off the close is ours, not the server's.
                 let server_closed = !response.keep_alive && self.config.keepalive;
                 if !response.keep_alive {
-                    self.conn = None;
+                    self.close();
                 }
                 Outcome {
                     result: Ok(response.status),
@@ -277,7 +308,7 @@ impl Session {
                 }
             }
             Ok(Err(e)) => {
-                self.conn = None;
+                self.close();
                 Outcome {
                     bytes_written: if stamps.written.is_some() {
                         request_bytes
@@ -291,7 +322,7 @@ impl Session {
                 }
             }
             Err(_) => {
-                self.conn = None;
+                self.close();
                 Outcome {
                     bytes_written: if stamps.written.is_some() {
                         request_bytes
@@ -321,7 +352,7 @@ impl Session {
             // A rendered request becomes a stream's request (a few allocations, as h2 needs).
             let rendered;
             let request = match send {
-                Send::Fixed => fixed,
+                Send::Fixed { .. } => fixed,
                 Send::Rendered { bytes, .. } => {
                     rendered = fixed
                         .from_http1(bytes)
@@ -349,13 +380,18 @@ impl Session {
                 keep_alive: !r.server_closed,
             });
         }
+        if let (Some(f), Some(plan), Send::Fixed { seq }) =
+            (self.framed.as_mut(), &config.framed, send)
+        {
+            return f.exchange(config, plan, seq, stamps).await;
+        }
         if self.conn.is_none() {
             let stream = config.connector.connect(stamps).await?;
             self.conn = Some(Http1Conn::new(stream));
         }
         let conn = self.conn.as_mut().expect("connection opened above");
         let (bytes, head) = match send {
-            Send::Fixed => (config.template.bytes(), config.template.head),
+            Send::Fixed { .. } => (config.template.bytes(), config.template.head),
             Send::Rendered { bytes, head } => (bytes, head),
         };
         conn.exchange(

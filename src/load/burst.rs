@@ -66,7 +66,7 @@ impl BurstRun {
                 set.spawn_local(async move {
                     let mut stamps = Timestamps::new(t0, t0);
                     let send = match slot {
-                        _ if buf.is_empty() => Send::Fixed,
+                        _ if buf.is_empty() => Send::Fixed { seq },
                         _ => Send::Rendered { bytes: &buf, head },
                     };
                     let outcome = session.request(&mut stamps, send).await;

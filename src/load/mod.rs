@@ -643,7 +643,7 @@ impl Connection {
                     };
                     (send, slot)
                 }
-                None => (Send::Fixed, 0),
+                None => (Send::Fixed { seq: ticket.seq }, 0),
             };
             self.recorder.borrow_mut().sending();
             let outcome = self.session.request(&mut stamps, send).await;

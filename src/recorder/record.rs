@@ -1457,6 +1457,7 @@ fn config_of(plan: &RunPlan, end: &Ending) -> Config {
         insecure: plan.tls.insecure,
         cacert: plan.tls.cacert.as_ref().map(|p| p.display().to_string()),
         protocol: match (&plan.http2, plan.target.scheme) {
+            _ if plan.framed.is_some() => "tcp".into(),
             (None, _) => "http/1.1".into(),
             (Some(_), crate::model::Scheme::Https) => "h2".into(),
             (Some(_), crate::model::Scheme::Http) => "h2c".into(),

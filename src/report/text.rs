@@ -252,7 +252,7 @@ fn traffic(out: &mut String, b: &crate::recorder::record::Bytes, protocol: &str)
         both(b.read),
         both(b.headers)
     );
-    if protocol != "http/1.1" {
+    if protocol.starts_with("h2") {
         let _ = write!(out, " (space savings {:.2}%)", b.header_saving() * 100.0);
     }
     let _ = write!(out, ", {} data", both(b.body));
@@ -290,7 +290,7 @@ fn phases(out: &mut String, r: &RunRecord) {
         if name == "tls" && stats.count == 0 && !r.config.url.starts_with("https") {
             continue;
         }
-        if name == "h2_handshake" && r.config.protocol == "http/1.1" {
+        if name == "h2_handshake" && !r.config.protocol.starts_with("h2") {
             continue;
         }
         // Bodies are decoded only with --compressed.

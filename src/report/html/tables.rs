@@ -212,7 +212,7 @@ pub(super) fn phases(r: &RunRecord) -> Vec<PhaseRow> {
         };
         let skip = (name == "queue" && !open)
             || (name == "tls" && st.count == 0 && !r.config.url.starts_with("https"))
-            || (name == "h2_handshake" && r.config.protocol == "http/1.1");
+            || (name == "h2_handshake" && !r.config.protocol.starts_with("h2"));
         if !skip {
             rows.push((name, st));
         }
