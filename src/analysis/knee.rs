@@ -531,7 +531,7 @@ mod tests {
             crate::recorder::record::Ending {
                 recorded: std::time::Duration::from_secs(1),
                 drained: std::time::Duration::ZERO,
-                stop_reason: "duration".into(),
+                stop_reason: crate::model::StopReason::Duration,
                 interrupted: false,
                 start_time: String::new(),
                 command_line: Vec::new(),

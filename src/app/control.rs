@@ -6,6 +6,7 @@
 use super::{now_rfc3339, out};
 use crate::engine::SessionConfig;
 use crate::load::{self, Progress, StopSignal};
+use crate::model::StopReason;
 use crate::model::StopRule;
 use crate::plan::RunPlan;
 use crate::report::live::LivePrinter;
@@ -20,7 +21,7 @@ pub(crate) struct Executed {
     pub recorded: Duration,
     /// How long after the window the drain of the requests in flight ended.
     pub drained: Duration,
-    pub stop_reason: String,
+    pub stop_reason: StopReason,
     pub start_time: String,
     /// The first error writing `--hdr-log`, if one was asked for.
     pub log_error: Option<String>,
@@ -319,18 +320,13 @@ impl Control {
         }
         let signal = self.signal();
         let stop_reason = match (signal, plan.stop) {
-            _ if tripped.is_some() && signal == 0 => format!(
-                "{}: {}",
-                crate::recorder::record::FAIL_FAST,
-                tripped.as_ref().map_or("", |t| t.cause.name())
-            ),
-            _ if lost.is_some() => {
-                format!("threshold lost: {}", lost.as_deref().unwrap_or_default())
+            _ if tripped.is_some() && signal == 0 => {
+                StopReason::FailFast(tripped.as_ref().map_or("", |t| t.cause.name()).to_string())
             }
-            (libc::SIGINT, _) => "interrupted (SIGINT)".to_string(),
-            (libc::SIGTERM, _) => "interrupted (SIGTERM)".to_string(),
-            (_, StopRule::Duration(_)) => "duration".to_string(),
-            (_, StopRule::Requests(_)) => "requests".to_string(),
+            _ if lost.is_some() => StopReason::ThresholdLost(lost.clone().unwrap_or_default()),
+            (libc::SIGINT | libc::SIGTERM, _) => StopReason::Interrupted(Some(signal)),
+            (_, StopRule::Duration(_)) => StopReason::Duration,
+            (_, StopRule::Requests(_)) => StopReason::Requests,
         };
         Ok(Executed {
             measured,

@@ -7,6 +7,7 @@
 use super::control::{run_step_measured, Control};
 use super::{usage_error, EXIT_FAILURE, EXIT_SIGINT, EXIT_SIGTERM};
 use crate::cli::{Cli, Command, CompareArgs, RunArgs};
+use crate::model::StopReason;
 use crate::recorder::record::{Ending, RunRecord};
 use clap::Parser;
 use std::time::Duration;
@@ -133,7 +134,7 @@ fn repeated(
     let end = Ending {
         recorded: Duration::from_secs_f64(runs.iter().map(|r| r.0.summary.duration_s).sum()),
         drained: Duration::ZERO,
-        stop_reason: "compare --run".into(),
+        stop_reason: StopReason::Interleaved,
         interrupted: false,
         start_time: first.environment.start_time.clone(),
         command_line: command_line.to_vec(),

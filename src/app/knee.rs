@@ -9,6 +9,7 @@ use super::control::{run_step, run_step_measured, target, Control, STOPPED};
 use super::{files, usage_error, EXIT_FAILURE, EXIT_FAIL_FAST, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
 use crate::analysis::knee::{self, KneeResult, Search, Verdict};
 use crate::cli::{plan, KneeArgs};
+use crate::model::StopReason;
 use crate::recorder::record::{Ending, RunRecord};
 use crate::report;
 use std::time::Duration;
@@ -282,9 +283,9 @@ fn knee_record(
         recorded: Duration::from_secs_f64(parts.iter().map(|p| p.1.summary.duration_s).sum()),
         drained: Duration::ZERO,
         stop_reason: if interrupted {
-            "interrupted".into()
+            StopReason::Interrupted(None)
         } else {
-            "knee search".into()
+            StopReason::KneeSearch
         },
         interrupted,
         start_time: first.environment.start_time.clone(),

@@ -9,6 +9,7 @@ use super::{
 };
 use crate::cli::{plan, workload, RunArgs};
 use crate::engine::SessionConfig;
+use crate::model::StopReason;
 use crate::plan::RunPlan;
 use crate::recorder::record::{Ending, RunRecord};
 use crate::report;
@@ -179,7 +180,8 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         ) {
             Ok(o) => {
                 // A lost threshold or the fail-fast rule ends a sweep too.
-                let lost = o.stop_reason.starts_with("threshold lost") || o.fail_fast.is_some();
+                let lost =
+                    matches!(o.stop_reason, StopReason::ThresholdLost(_)) || o.fail_fast.is_some();
                 levels.push(o);
                 lost
             }
@@ -214,10 +216,9 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             .collect();
         let mut all = ending(&levels[0]);
         all.recorded = levels.iter().map(|o| o.recorded).sum();
-        all.stop_reason = levels
-            .last()
-            .map(|o| o.stop_reason.clone())
-            .unwrap_or_default();
+        if let Some(last) = levels.last() {
+            all.stop_reason = last.stop_reason.clone();
+        }
         let combine = if repeat > 1 {
             RunRecord::repeated
         } else {

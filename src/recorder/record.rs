@@ -6,6 +6,7 @@
 use super::hist::{self, IntervalStats, Stats};
 use super::summary::{round3, round6, summarize};
 use super::{Counters, Measured};
+use crate::model::StopReason;
 use crate::model::{Arrival, ErrorKind, LoadModel, Phase, Schedule, StopRule};
 use crate::plan::RunPlan;
 use serde::{Deserialize, Serialize};
@@ -29,8 +30,8 @@ pub struct RunRecord {
     pub tool: Tool,
     pub config: Config,
     pub environment: Environment,
-    /// How the run ended: `duration`, `requests`, `interrupted` (SIGINT/SIGTERM).
-    pub stop_reason: String,
+    /// How the run ended (written as `duration`, `requests`, `interrupted (SIGINT)`, …).
+    pub stop_reason: StopReason,
     pub interrupted: bool,
     pub summary: Summary,
     pub intervals: Vec<Interval>,
@@ -640,7 +641,7 @@ pub struct Level {
     pub connections: u64,
     /// Open loop: the level's offered rate.
     pub offered_rps: Option<f64>,
-    pub stop_reason: String,
+    pub stop_reason: StopReason,
     pub summary: Summary,
     pub intervals: Vec<Interval>,
     pub histograms: BTreeMap<String, String>,
@@ -720,7 +721,7 @@ pub struct Ending {
     pub recorded: Duration,
     /// How long the end waited for the requests in flight.
     pub drained: Duration,
-    pub stop_reason: String,
+    pub stop_reason: StopReason,
     pub interrupted: bool,
     pub start_time: String,
     pub command_line: Vec<String>,
@@ -849,7 +850,7 @@ impl RunRecord {
         let end = Ending {
             recorded: Duration::ZERO,
             drained: Duration::ZERO,
-            stop_reason: String::new(),
+            stop_reason: StopReason::Duration,
             interrupted: false,
             start_time: String::new(),
             command_line: Vec::new(),
@@ -1173,15 +1174,11 @@ pub const BUSY_NEAR: f64 = 0.85;
 /// Schedule lag (p99) above which the generator is said to be near its limit.
 pub const LAG_NEAR_US: f64 = 500.0;
 
-/// The start of the stop reason of a run the fail-fast rule stopped (`fail fast: connection
-/// refused`).
-pub const FAIL_FAST: &str = "fail fast";
-
 /// Warnings in plain words, so that nobody mistakes the client's limit for the server's.
 pub fn warnings_of(r: &RunRecord) -> Vec<String> {
     let s = &r.summary;
     let mut out = Vec::new();
-    if r.stop_reason.starts_with(FAIL_FAST) {
+    if matches!(r.stop_reason, StopReason::FailFast(_)) {
         // Stopped within moments, every connection failing: the figures describe nothing
         // (the busy share of a few milliseconds, connects cut short); the error says why.
         return out;
@@ -1304,7 +1301,7 @@ fn open_loop_warning(r: &RunRecord) -> Option<String> {
     let offered = s.generator.offered_rps;
     let sent = s.generator.sent_rps.unwrap_or(s.throughput_rps);
     let shortfall = offered
-        .filter(|o| r.stop_reason == "duration" && sent < 0.99 * o)
+        .filter(|o| r.stop_reason == StopReason::Duration && sent < 0.99 * o)
         .map(|o| {
             let mut f = format!(
                 "achieved {sent:.0} req/s of the {o:.0} offered ({:.1}%)",
@@ -1579,7 +1576,7 @@ mod tests {
             Ending {
                 recorded: Duration::from_secs(10),
                 drained: Duration::from_millis(250),
-                stop_reason: "duration".into(),
+                stop_reason: StopReason::Duration,
                 interrupted: false,
                 start_time: String::new(),
                 command_line: vec![],

@@ -115,7 +115,7 @@ fn ending(seconds: u64) -> Ending {
     Ending {
         recorded: Duration::from_secs(seconds),
         drained: Duration::ZERO,
-        stop_reason: "duration".into(),
+        stop_reason: crate::model::StopReason::Duration,
         interrupted: false,
         start_time: "2025-01-01T00:00:00Z".into(),
         command_line: vec!["reqlife".into(), "run".into(), "<&>".into()],

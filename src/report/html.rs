@@ -340,7 +340,7 @@ impl Page {
             },
             header_lines: header_lines(r),
             interrupted: r.interrupted,
-            stop_reason: r.stop_reason.clone(),
+            stop_reason: r.stop_reason.text(),
             toc: Vec::new(),
             summary: summary(r),
             summary_note: r.knee.as_ref().map(|_| {

@@ -68,9 +68,7 @@ fn header(out: &mut String, r: &RunRecord) {
             human_ns(r.summary.duration_s * 1e9)
         );
     }
-    if r.stop_reason
-        .starts_with(crate::recorder::record::FAIL_FAST)
-    {
+    if matches!(r.stop_reason, crate::model::StopReason::FailFast(_)) {
         let _ = writeln!(
             out,
             "  STOPPED EARLY ({}) after {}: every connection failed the same way before any request succeeded",

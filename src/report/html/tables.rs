@@ -303,7 +303,7 @@ pub(super) fn environment(r: &RunRecord) -> Vec<(String, String, bool)> {
         ),
         ("kernel".into(), e.kernel.clone(), false),
         ("started".into(), e.start_time.clone(), false),
-        ("stop".into(), r.stop_reason.clone(), false),
+        ("stop".into(), r.stop_reason.text(), false),
         ("url".into(), c.url.clone(), true),
         (
             "request".into(),

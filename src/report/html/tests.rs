@@ -226,7 +226,7 @@ fn every_string_from_the_record_is_escaped() {
     r.config.command_line = vec!["reqlife".into(), evil.into()];
     r.environment.hostname = evil.into();
     r.environment.kernel = "6.1 & <i>".into();
-    r.stop_reason = evil.into();
+    r.stop_reason = crate::model::StopReason::Other(evil.into());
     r.interrupted = true;
     r.summary.warnings = vec![evil.into()];
     r.first_errors.insert("timeout".into(), evil.into());
