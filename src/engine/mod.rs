@@ -10,6 +10,7 @@ pub mod http1;
 pub mod http2;
 pub mod request;
 pub mod server_timing;
+pub mod stream;
 
 use crate::engine::request::RequestTemplate;
 use crate::model::{ErrorKind, Timestamps, Traffic};
