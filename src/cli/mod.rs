@@ -272,6 +272,17 @@ pub enum ArrivalArg {
     Poisson,
 }
 
+/// `--stream`: what counts as an event of a streamed response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StreamArg {
+    /// Server-Sent Events (text/event-stream): an event ends with an empty line.
+    Sse,
+    /// HTTP/1.1 chunks, HTTP/2 DATA frames.
+    Chunks,
+    /// Lines ending with LF (NDJSON).
+    Lines,
+}
+
 /// `--connection-policy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PolicyArg {
@@ -458,6 +469,13 @@ pub struct RunArgs {
     /// larger one is a protocol error. Bodies that are not decoded are counted, never kept.
     #[arg(help_heading = "Protocol", long = "max-body", value_parser = count_arg, default_value = "64M")]
     pub max_body: u64,
+
+    /// Streamed responses: time the events of each response (`first_event`, `event_gap`,
+    /// `events`): Server-Sent Events, chunks, or lines. Without it, a `text/event-stream`
+    /// response is timed as SSE; other bodies are counted, never parsed. A stream that never
+    /// ends is bounded by --timeout (a counted timeout).
+    #[arg(help_heading = "Protocol", long = "stream", value_enum)]
+    pub stream: Option<StreamArg>,
 
     /// Do not verify the server's TLS certificate.
     #[arg(help_heading = "Protocol", long = "insecure", short = 'k')]

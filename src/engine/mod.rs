@@ -87,6 +87,8 @@ pub struct SessionConfig {
     pub http2: Option<(http2::H2Request, Option<u32>)>,
     /// `--compressed`: decode encoded bodies, keeping at most this many bytes of one.
     pub decode_max_bytes: Option<u64>,
+    /// `--stream`: what counts as an event of a streamed response.
+    pub stream: Option<crate::model::StreamMode>,
 }
 
 impl SessionConfig {
@@ -109,6 +111,7 @@ impl SessionConfig {
                 None => None,
             },
             decode_max_bytes: plan.compressed.then_some(plan.max_body_bytes),
+            stream: plan.stream,
         })
     }
 }
@@ -162,6 +165,8 @@ pub struct Session {
     max_streams: Option<usize>,
     /// `--compressed`: keeps and decodes encoded bodies.
     decoder: Option<decode::BodyDecoder>,
+    /// The events of a streamed response (and their gaps, kept for their capacity).
+    stream: stream::StreamTracker,
 }
 
 impl Session {
@@ -177,6 +182,7 @@ impl Session {
             timing: Vec::new(),
             max_streams: None,
             decoder: config.decode_max_bytes.map(decode::BodyDecoder::new),
+            stream: stream::StreamTracker::new(config.stream),
             config,
         }
     }
@@ -190,6 +196,12 @@ impl Session {
     /// The `Server-Timing` values of the last complete response (headers and trailers).
     pub fn server_timing(&self) -> &[u8] {
         &self.timing
+    }
+
+    /// The gaps between the events of the last response, in nanoseconds (empty unless it was
+    /// a tracked stream).
+    pub fn event_gaps(&self) -> &[u64] {
+        self.stream.gaps()
     }
 
     /// Opens this session's connection ahead of its first request, within the timeout,
@@ -254,7 +266,13 @@ impl Session {
         let timeout = self.config.timeout;
         // The deadline is derived from the dispatch stamp: no extra clock read per request.
         let deadline = stamps.dispatched + timeout;
+        self.stream.idle();
         let result = tokio::time::timeout_at(deadline.into(), self.exchange(stamps, send)).await;
+        // A stream's events, also of one cut short by the timeout.
+        if let Some((first, events)) = self.stream.stamps() {
+            stamps.first_event = first;
+            stamps.events = Some(events);
+        }
         // A failed request counts what it would have written (HTTP/1.1: the request; HTTP/2,
         // whose frames are the connection's: the body); a response carries the real figure.
         let request_bytes = match (&self.config.http2, send) {
@@ -338,6 +356,7 @@ impl Session {
                 stamps,
                 &mut self.timing,
                 self.decoder.as_mut(),
+                &mut self.stream,
             )
             .await?;
             self.max_streams = r.max_streams;
@@ -366,6 +385,7 @@ impl Session {
             stamps,
             &mut self.timing,
             self.decoder.as_mut(),
+            &mut self.stream,
         )
         .await
     }

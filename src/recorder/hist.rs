@@ -91,22 +91,34 @@ impl Stats {
     /// The statistics of `h`. Percentiles are HdrHistogram's (the highest value equivalent
     /// to the value at that quantile), within 0.1% of the exact sample quantile.
     pub fn of(h: &Histogram<u64>) -> Stats {
+        Stats::of_with(h, 1000.0)
+    }
+
+    /// The statistics of a histogram of counts (`events`), the counts as they are in the
+    /// `_us` fields.
+    pub fn of_counts(h: &Histogram<u64>) -> Stats {
+        Stats::of_with(h, 1.0)
+    }
+
+    /// `per_us`: recorded units per reported unit.
+    fn of_with(h: &Histogram<u64>, per_us: f64) -> Stats {
+        let unit = |v: u64| v as f64 / per_us;
         let count = h.len();
         if count == 0 {
             return Stats::default();
         }
-        let q = |q: f64| Some(us(h.value_at_quantile(q)));
+        let q = |q: f64| Some(unit(h.value_at_quantile(q)));
         Stats {
             count,
-            min_us: Some(us(h.min())),
-            mean_us: Some(round_us(h.mean() / 1000.0)),
-            stdev_us: Some(round_us(h.stdev() / 1000.0)),
+            min_us: Some(unit(h.min())),
+            mean_us: Some(round_us(h.mean() / per_us)),
+            stdev_us: Some(round_us(h.stdev() / per_us)),
             p50_us: q(0.50),
             p90_us: q(0.90),
             p99_us: q(0.99),
             p999_us: q(0.999),
             p9999_us: q(0.9999),
-            max_us: Some(us(h.max())),
+            max_us: Some(unit(h.max())),
         }
     }
 }

@@ -350,8 +350,19 @@ impl Recorder {
     /// Folds one sample in with its response's `Server-Timing` values.
     #[inline]
     pub fn record_with_timing(&mut self, s: &Sample, timing: &[u8]) {
+        self.record_response(s, timing, &[]);
+    }
+
+    /// Folds one sample in with its response's `Server-Timing` values and, for a streamed
+    /// response, the gaps between its events (nanoseconds; `event_gap`, one sample each).
+    #[inline]
+    pub fn record_response(&mut self, s: &Sample, timing: &[u8], gaps: &[u64]) {
         self.in_flight = self.in_flight.saturating_sub(1);
-        if self.record(s) && s.error.is_none() && !timing.is_empty() {
+        let recorded = self.record(s);
+        if recorded && s.error.is_none() && !gaps.is_empty() {
+            self.record_gaps(s, gaps);
+        }
+        if recorded && s.error.is_none() && !timing.is_empty() {
             if let Some(set) = self.current.as_mut() {
                 server_timing::ServerTimingAcc::ingest_all(
                     &mut [&mut self.server, &mut set.server],
@@ -475,6 +486,28 @@ impl Recorder {
             set.hists.record(&d);
         }
         true
+    }
+
+    /// Records the gaps of a recorded sample wherever its phases went: the run, its request
+    /// name, its stage and the current interval.
+    fn record_gaps(&mut self, s: &Sample, gaps: &[u64]) {
+        let i = Phase::EventGap.index();
+        let mut into: [Option<&mut Histogram<u64>>; 4] = [
+            Some(&mut self.hists.0[i]),
+            self.by_request
+                .get_mut(s.request as usize)
+                .map(|acc| &mut acc.hists.0[i]),
+            self.segments
+                .iter_mut()
+                .find(|(end, _, _)| s.stamps.intended < *end)
+                .map(|(_, _, h)| &mut h.0[i]),
+            self.current.as_mut().map(|set| &mut set.hists.0[i]),
+        ];
+        for h in into.iter_mut().flatten() {
+            for &ns in gaps {
+                hist::record(h, ns);
+            }
+        }
     }
 
     /// Notes the stream limit an HTTP/2 server announced (the smallest seen is kept).

@@ -983,9 +983,17 @@ fn latency_of(h: &super::PhaseHists) -> Latency {
     Latency {
         total: Stats::of(h.get(Phase::Total)),
         uncorrected: Stats::of(h.get(Phase::Uncorrected)),
+        // The stream phases only when recorded: new keys, for `--stream` runs.
         phases: Phase::CLIENT
             .iter()
-            .map(|&p| (p.name().to_string(), Stats::of(h.get(p))))
+            .chain(Phase::STREAM.iter().filter(|&&p| !h.get(p).is_empty()))
+            .map(|&p| {
+                let stats = match p {
+                    Phase::Events => Stats::of_counts(h.get(p)),
+                    _ => Stats::of(h.get(p)),
+                };
+                (p.name().to_string(), stats)
+            })
             .collect(),
         schedule_lag: Stats::of(h.get(Phase::Lag)),
     }
