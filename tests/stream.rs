@@ -165,3 +165,34 @@ fn the_text_report_has_a_row_per_stream_phase() {
     // A count, not a duration.
     assert!(events.contains(" 3 ") && !events.contains("us"), "{events}");
 }
+
+#[test]
+fn the_html_report_shows_the_gaps() {
+    let s = embedded(ServerTls::None);
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("stream.html");
+    let html_arg = html.to_str().unwrap();
+    run_ok(&[
+        "run",
+        "-n",
+        "10",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--html",
+        html_arg,
+        &s.url("/sse/4/2"),
+    ]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    // The gap distribution as a histogram, and a table row per stream phase.
+    for part in [
+        "event gap",
+        "first event",
+        ">first_event<",
+        ">event_gap<",
+        ">events<",
+    ] {
+        assert!(page.contains(part), "no {part:?} in the page");
+    }
+}
