@@ -94,10 +94,13 @@ impl Stats {
         Stats::of_with(h, 1000.0)
     }
 
-    /// The statistics of a histogram of counts (`events`), the counts as they are in the
-    /// `_us` fields.
-    pub fn of_counts(h: &Histogram<u64>) -> Stats {
-        Stats::of_with(h, 1.0)
+    /// The statistics of `phase`'s histogram: [`Stats::of`], but those of `events`, a
+    /// histogram of counts, are the counts as they are in the `_us` fields.
+    pub fn of_phase(phase: crate::model::Phase, h: &Histogram<u64>) -> Stats {
+        match phase {
+            crate::model::Phase::Events => Stats::of_with(h, 1.0),
+            _ => Stats::of(h),
+        }
     }
 
     /// `per_us`: recorded units per reported unit.

@@ -987,13 +987,7 @@ fn latency_of(h: &super::PhaseHists) -> Latency {
         phases: Phase::CLIENT
             .iter()
             .chain(Phase::STREAM.iter().filter(|&&p| !h.get(p).is_empty()))
-            .map(|&p| {
-                let stats = match p {
-                    Phase::Events => Stats::of_counts(h.get(p)),
-                    _ => Stats::of(h.get(p)),
-                };
-                (p.name().to_string(), stats)
-            })
+            .map(|&p| (p.name().to_string(), Stats::of_phase(p, h.get(p))))
             .collect(),
         schedule_lag: Stats::of(h.get(Phase::Lag)),
     }
