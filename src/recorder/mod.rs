@@ -148,8 +148,17 @@ fn durations(s: &Sample) -> Durations {
 pub struct PhaseHists(pub Vec<Histogram<u64>>);
 
 impl PhaseHists {
+    /// Histograms made by `make`; the stream phases' grow as values arrive (most runs have
+    /// none: no full-size histograms for them).
     pub(crate) fn new(make: fn() -> Histogram<u64>) -> Self {
-        PhaseHists(Phase::ALL.iter().map(|_| make()).collect())
+        let hist = |p: &Phase| {
+            if Phase::STREAM.contains(p) {
+                hist::new_interval_hist()
+            } else {
+                make()
+            }
+        };
+        PhaseHists(Phase::ALL.iter().map(hist).collect())
     }
 
     /// The histogram of `phase`.
