@@ -196,3 +196,43 @@ fn the_html_report_shows_the_gaps() {
         assert!(page.contains(part), "no {part:?} in the page");
     }
 }
+
+/// An event-stream split across chunks, several events in one chunk, CR and CRLF line ends
+/// and a comment: 3 events in 4 chunks.
+const SPLIT_SSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n\
+Transfer-Encoding: chunked\r\n\r\n\
+7\r\ndata: a\r\n\
+16\r\n\r\n\r\ndata: b\n\ndata: c\r\r\r\n\
+A\r\n: comment\n\r\n\
+6\r\nid: 1\n\r\n\
+0\r\n\r\n";
+
+#[test]
+fn a_chunk_is_not_an_event() {
+    let addr = canned_server(SPLIT_SSE, false);
+    let url = format!("http://{addr}/");
+    // (flags, events per response): SSE by the content type, or the chunks themselves.
+    for (extra, events) in [(vec![], 3.0), (vec!["--stream", "chunks"], 4.0)] {
+        let mut args = vec!["-n", "20", "-c", "2"];
+        args.extend_from_slice(&extra);
+        let j = stream_run(&url, &args);
+        assert_eq!(count(&j, "requests.ok"), 20, "{extra:?}");
+        assert_eq!(num(&j, "latency.phases.events.min_us"), events, "{extra:?}");
+        assert_eq!(num(&j, "latency.phases.events.max_us"), events, "{extra:?}");
+    }
+    // The same stream framed by Content-Length, read as lines: 6 LF-ended lines.
+    let body = b"data: a\r\n\r\ndata: b\n\ndata: c\r\r: comment\nid: 1\n";
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let response: &'static [u8] = [head.as_bytes(), body].concat().leak();
+    let addr = canned_server(response, false);
+    let j = stream_run(&format!("http://{addr}/"), &["-n", "10", "-c", "1"]);
+    assert_eq!(num(&j, "latency.phases.events.p50_us"), 3.0);
+    let j = stream_run(
+        &format!("http://{addr}/"),
+        &["-n", "10", "-c", "1", "--stream", "lines"],
+    );
+    assert_eq!(num(&j, "latency.phases.events.p50_us"), 6.0);
+}
