@@ -45,6 +45,9 @@ pub struct RunPlan {
     pub http2: Option<Http2Plan>,
     /// `--compressed`: ask for gzip, deflate or br and decode the body (the `decode` phase).
     pub compressed: bool,
+    /// `--stream`: time the events of streamed responses (`text/event-stream` responses are
+    /// timed as SSE without it).
+    pub stream: Option<crate::model::StreamMode>,
     /// Largest response body kept for decoding, in bytes (`--max-body`); a larger one is a
     /// protocol error. Bodies that are not decoded are counted, never kept.
     pub max_body_bytes: u64,

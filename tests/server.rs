@@ -48,7 +48,7 @@ fn routes_answer_with_server_timing() {
         (
             "/nope",
             "HTTP/1.1 404",
-            "/, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /text/{n}, /kv/{key}, /serial/{ms}, /drift/{ms}, /stall/{ms}\n",
+            "/, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /text/{n}, /kv/{key}, /serial/{ms}, /drift/{ms}, /stall/{ms}, /sse/{n}/{gap_ms}, /chunks/{n}/{gap_ms}\n",
         ),
         ("/text/9", "HTTP/1.1 200", "\r\n\r\nThe life "), // plain: nothing accepted
         ("/kv/none", "HTTP/1.1 404", "\r\n\r\n"),           // a key never put

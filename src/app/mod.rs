@@ -200,7 +200,7 @@ fn serve(args: &ServeArgs) -> i32 {
         let scheme = if tls { "https" } else { "http" };
         // Not println!: a closed stdout (`| head -1`) must not end the server.
         let mut text = format!(
-            "reqlife serve: listening on {scheme}://{addr}/ (Ctrl-C to stop)\n  routes: /  /delay/{{ms}}  /echo  /status/{{code}}  /bytes/{{n}}  /text/{{n}}  /kv/{{key}}  /serial/{{ms}}  /stall/{{ms}}\n"
+            "reqlife serve: listening on {scheme}://{addr}/ (Ctrl-C to stop)\n  routes: /  /delay/{{ms}}  /echo  /status/{{code}}  /bytes/{{n}}  /text/{{n}}  /kv/{{key}}  /serial/{{ms}}  /stall/{{ms}}  /sse/{{n}}/{{gap_ms}}  /chunks/{{n}}/{{gap_ms}}\n"
         );
         if self_signed {
             text.push_str(

@@ -332,6 +332,17 @@ pub enum FramingArg {
     None,
 }
 
+/// `--stream`: what counts as an event of a streamed response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StreamArg {
+    /// Server-Sent Events (text/event-stream): an event ends with an empty line.
+    Sse,
+    /// HTTP/1.1 chunks, HTTP/2 DATA frames.
+    Chunks,
+    /// Lines ending with LF (NDJSON).
+    Lines,
+}
+
 /// `--connection-policy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PolicyArg {
@@ -539,6 +550,12 @@ pub struct RunArgs {
     /// big-endian i32 (Thrift's seqid: 12 + the method name's length, frame header included).
     #[arg(help_heading = "Protocol", long = "seqid-offset")]
     pub seqid_offset: Option<u64>,
+    /// Streamed responses: time the events of each response (`first_event`, `event_gap`,
+    /// `events`): Server-Sent Events, chunks, or lines. Without it, a `text/event-stream`
+    /// response is timed as SSE; other bodies are counted, never parsed. A stream that never
+    /// ends is bounded by --timeout (a counted timeout).
+    #[arg(help_heading = "Protocol", long = "stream", value_enum)]
+    pub stream: Option<StreamArg>,
 
     /// Do not verify the server's TLS certificate.
     #[arg(help_heading = "Protocol", long = "insecure", short = 'k')]

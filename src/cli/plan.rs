@@ -246,6 +246,11 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         },
         max_header_bytes: MAX_HEADER_BYTES,
         compressed: args.compressed,
+        stream: args.stream.map(|s| match s {
+            super::StreamArg::Sse => crate::model::StreamMode::Sse,
+            super::StreamArg::Chunks => crate::model::StreamMode::Chunks,
+            super::StreamArg::Lines => crate::model::StreamMode::Lines,
+        }),
         max_body_bytes: args.max_body,
         segment,
         workload: None,

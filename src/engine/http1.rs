@@ -7,6 +7,7 @@
 
 use super::connect::Stream;
 use super::decode::{BodyDecoder, Codings};
+use super::stream::{track, StreamTracker};
 use super::EngineError;
 use crate::model::{ErrorKind, Timestamps, Traffic};
 use std::time::Instant;
@@ -49,6 +50,8 @@ struct Head {
     keep_alive: bool,
     /// The body's content codings, when asked to decode them.
     codings: Option<Codings>,
+    /// `Content-Type: text/event-stream`.
+    event_stream: bool,
 }
 
 /// What parsing the buffered bytes gave.
@@ -82,6 +85,8 @@ impl Http1Conn {
     /// The values of the response's `Server-Timing` headers and trailers are left in
     /// `timing` (comma-joined), which is cleared first and keeps its capacity. With a
     /// `decoder` (`--compressed`), an encoded body is kept and decoded (stamping `decoded`).
+    /// A streamed response's events go to `stream` (see [`StreamTracker::begin`]).
+    #[allow(clippy::too_many_arguments)]
     pub async fn exchange(
         &mut self,
         request: &[u8],
@@ -90,6 +95,7 @@ impl Http1Conn {
         stamps: &mut Timestamps,
         timing: &mut Vec<u8>,
         decoder: Option<&mut BodyDecoder>,
+        stream: &mut StreamTracker,
     ) -> Result<Response, EngineError> {
         timing.clear();
         let want_codings = decoder.is_some();
@@ -161,6 +167,7 @@ impl Http1Conn {
             }
             _ => None,
         };
+        let mut tracker = stream.begin(head.event_stream).then_some(stream);
         let body_bytes;
         match head.framing {
             Framing::None => {
@@ -173,6 +180,7 @@ impl Http1Conn {
                 }
                 let first = (buffered as u64).min(len) as usize;
                 keep(&mut keeper, &self.buf[head.len..head.len + first])?;
+                track(&mut tracker, &self.buf[head.len..head.len + first]);
                 let mut remaining = len - first as u64;
                 while remaining > 0 {
                     let n = self.read_at(0).await?;
@@ -191,6 +199,7 @@ impl Http1Conn {
                     }
                     let take = n;
                     keep(&mut keeper, &self.buf[..take])?;
+                    track(&mut tracker, &self.buf[..take]);
                     remaining -= take as u64;
                 }
                 body_bytes = len;
@@ -201,7 +210,12 @@ impl Http1Conn {
                 self.trailers.clear();
                 loop {
                     let used = decoder
-                        .feed(&self.buf[start..filled], &mut self.trailers, &mut keeper)
+                        .feed_tracked(
+                            &self.buf[start..filled],
+                            &mut self.trailers,
+                            &mut keeper,
+                            &mut tracker,
+                        )
                         .map_err(|e| EngineError::new(ErrorKind::Protocol, e.to_string()))?;
                     if decoder.is_done() {
                         keep_alive &= start + used == filled;
@@ -225,6 +239,7 @@ impl Http1Conn {
             Framing::UntilClose => {
                 keep_alive = false;
                 keep(&mut keeper, &self.buf[head.len..filled])?;
+                track(&mut tracker, &self.buf[head.len..filled]);
                 let mut body = buffered as u64;
                 loop {
                     let n = self.read_at(0).await?;
@@ -234,10 +249,12 @@ impl Http1Conn {
                     bytes_read += n as u64;
                     body += n as u64;
                     keep(&mut keeper, &self.buf[..n])?;
+                    track(&mut tracker, &self.buf[..n]);
                 }
                 body_bytes = body;
             }
         }
+        tracker.map(StreamTracker::finish);
         stamps.done = Some(Instant::now());
         let header_bytes = (interim_bytes + head.len) as u64;
         let mut traffic = Traffic {
@@ -378,6 +395,7 @@ fn parse_head(
     let mut chunked = false;
     let mut transfer_encoding = false;
     let mut codings = None;
+    let mut event_stream = false;
     for h in res.headers.iter() {
         let name = h.name.as_bytes();
         if name.eq_ignore_ascii_case(b"content-length") {
@@ -411,6 +429,8 @@ fn parse_head(
         } else if want_codings && name.eq_ignore_ascii_case(b"content-encoding") {
             codings =
                 Codings::parse(h.value).map_err(|e| EngineError::new(ErrorKind::Protocol, e))?;
+        } else if name.eq_ignore_ascii_case(b"content-type") {
+            event_stream = super::stream::is_event_stream(h.value);
         } else if name.eq_ignore_ascii_case(b"connection") {
             for token in h.value.split(|&b| b == b',') {
                 let token = token.trim_ascii();
@@ -445,6 +465,7 @@ fn parse_head(
         framing,
         keep_alive,
         codings: codings.filter(|_| framing != Framing::None),
+        event_stream,
     }))
 }
 
@@ -509,6 +530,18 @@ impl ChunkDecoder {
         trailers: &mut Vec<u8>,
         keeper: &mut Option<&mut BodyDecoder>,
     ) -> Result<usize, &'static str> {
+        self.feed_tracked(data, trailers, keeper, &mut None)
+    }
+
+    /// [`ChunkDecoder::feed`], chunk data going to `stream` too when a streamed response is
+    /// tracked (a chunk's end is a unit's end).
+    pub fn feed_tracked(
+        &mut self,
+        data: &[u8],
+        trailers: &mut Vec<u8>,
+        keeper: &mut Option<&mut BodyDecoder>,
+        stream: &mut Option<&mut StreamTracker>,
+    ) -> Result<usize, &'static str> {
         let mut i = 0;
         while i < data.len() && self.state != Chunk::Done {
             if self.state == Chunk::Data {
@@ -518,11 +551,17 @@ impl ChunkDecoder {
                     d.keep(&data[i..i + take as usize])
                         .map_err(|_| "chunked body larger than --max-body")?;
                 }
+                if let Some(t) = stream {
+                    t.body(&data[i..i + take as usize]);
+                }
                 self.size -= take;
                 self.data += take;
                 i += take as usize;
                 if self.size == 0 {
                     self.state = Chunk::DataCr;
+                    if let Some(t) = stream {
+                        t.unit_end();
+                    }
                 }
                 continue;
             }

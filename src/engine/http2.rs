@@ -8,6 +8,7 @@
 
 use super::connect::{Connector, Stream};
 use super::decode::{BodyDecoder, Codings};
+use super::stream::StreamTracker;
 use super::EngineError;
 use crate::model::{ErrorKind, Timestamps, Traffic};
 use bytes::Bytes;
@@ -421,7 +422,8 @@ pub struct H2Response {
 /// Sends one request on a stream of `link`; `timing` receives the `Server-Timing` values of
 /// the response's headers and trailers. A stream the server refused unprocessed is sent once
 /// more on a new connection. With a `decoder` (`--compressed`), an encoded body is kept and
-/// decoded.
+/// decoded. A streamed response's events go to `tracker` (one DATA frame is one unit).
+#[allow(clippy::too_many_arguments)]
 pub async fn exchange(
     link: &H2Link,
     connector: &Connector,
@@ -430,12 +432,17 @@ pub async fn exchange(
     stamps: &mut Timestamps,
     timing: &mut Vec<u8>,
     mut decoder: Option<&mut BodyDecoder>,
+    tracker: &mut StreamTracker,
 ) -> Result<H2Response, EngineError> {
     let mut server_closed = false;
     loop {
         timing.clear();
         let sr = link.sender(connector, window, stamps).await?;
-        match stream(sr, request, stamps, timing, decoder.as_deref_mut()).await {
+        let body = Body {
+            decoder: decoder.as_deref_mut(),
+            tracker: &mut *tracker,
+        };
+        match stream(sr, request, stamps, timing, body).await {
             Ok((status, mut traffic)) => {
                 let share = link.take_wire();
                 traffic.header = share.header;
@@ -490,12 +497,19 @@ fn field_bytes(headers: &http::HeaderMap) -> u64 {
         .sum()
 }
 
+/// Where a response body's bytes go besides the count: `--compressed`'s decoder, and the
+/// tracker of a streamed response's events.
+struct Body<'a> {
+    decoder: Option<&'a mut BodyDecoder>,
+    tracker: &'a mut StreamTracker,
+}
+
 async fn stream(
     sr: SendRequest<Bytes>,
     request: &H2Request,
     stamps: &mut Timestamps,
     timing: &mut Vec<u8>,
-    decoder: Option<&mut BodyDecoder>,
+    Body { decoder, tracker }: Body<'_>,
 ) -> Result<(u16, Traffic), StreamError> {
     let mut sr = sr.ready().await?;
     let has_body = !request.body.is_empty();
@@ -519,6 +533,11 @@ async fn stream(
         (Some(_), Some(v)) => Codings::parse(v.as_bytes()).map_err(StreamError::Decode)?,
         _ => None,
     };
+    let event_stream = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| super::stream::is_event_stream(v.as_bytes()));
+    let mut tracker = tracker.begin(event_stream).then_some(tracker);
     let mut keeper = match (codings, decoder) {
         (Some(_), Some(d)) => {
             d.clear();
@@ -535,7 +554,9 @@ async fn stream(
         if let Some(d) = keeper.as_deref_mut() {
             d.keep(&chunk).map_err(StreamError::Decode)?;
         }
+        super::stream::track(&mut tracker, &chunk);
     }
+    tracker.map(StreamTracker::finish);
     if let Ok(Some(trailers)) = body.trailers().await {
         header_decoded += field_bytes(&trailers);
         for v in trailers.get_all("server-timing") {

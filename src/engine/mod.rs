@@ -12,6 +12,7 @@ pub mod http1;
 pub mod http2;
 pub mod request;
 pub mod server_timing;
+pub mod stream;
 
 use crate::engine::request::RequestTemplate;
 use crate::model::{ErrorKind, Timestamps, Traffic};
@@ -92,6 +93,8 @@ pub struct SessionConfig {
     /// at most `max_body_bytes`.
     pub framed: Option<crate::plan::FramedPlan>,
     pub max_body_bytes: u64,
+    /// `--stream`: what counts as an event of a streamed response.
+    pub stream: Option<crate::model::StreamMode>,
 }
 
 impl SessionConfig {
@@ -116,6 +119,7 @@ impl SessionConfig {
             decode_max_bytes: plan.compressed.then_some(plan.max_body_bytes),
             framed: plan.framed.clone(),
             max_body_bytes: plan.max_body_bytes,
+            stream: plan.stream,
         })
     }
 }
@@ -172,6 +176,8 @@ pub struct Session {
     decoder: Option<decode::BodyDecoder>,
     /// `tcp://`: the connection, the framed request and the read buffer (`conn` stays empty).
     framed: Option<framed::FramedConn>,
+    /// The events of a streamed response (and their gaps, kept for their capacity).
+    stream: stream::StreamTracker,
 }
 
 impl Session {
@@ -188,6 +194,7 @@ impl Session {
             max_streams: None,
             decoder: config.decode_max_bytes.map(decode::BodyDecoder::new),
             framed: config.framed.as_ref().map(framed::FramedConn::new),
+            stream: stream::StreamTracker::new(config.stream),
             config,
         }
     }
@@ -201,6 +208,12 @@ impl Session {
     /// The `Server-Timing` values of the last complete response (headers and trailers).
     pub fn server_timing(&self) -> &[u8] {
         &self.timing
+    }
+
+    /// The gaps between the events of the last response, in nanoseconds (empty unless it was
+    /// a tracked stream).
+    pub fn event_gaps(&self) -> &[u64] {
+        self.stream.gaps()
     }
 
     /// Opens this session's connection ahead of its first request, within the timeout,
@@ -281,7 +294,13 @@ impl Session {
         let timeout = self.config.timeout;
         // The deadline is derived from the dispatch stamp: no extra clock read per request.
         let deadline = stamps.dispatched + timeout;
+        self.stream.idle();
         let result = tokio::time::timeout_at(deadline.into(), self.exchange(stamps, send)).await;
+        // A stream's events, also of one cut short by the timeout.
+        if let Some((first, events)) = self.stream.stamps() {
+            stamps.first_event = first;
+            stamps.events = Some(events);
+        }
         // A failed request counts what it would have written (HTTP/1.1: the request; HTTP/2,
         // whose frames are the connection's: the body); a response carries the real figure.
         let request_bytes = match (&self.config.http2, send) {
@@ -368,6 +387,7 @@ impl Session {
                 stamps,
                 &mut self.timing,
                 self.decoder.as_mut(),
+                &mut self.stream,
             )
             .await?;
             self.max_streams = r.max_streams;
@@ -401,6 +421,7 @@ impl Session {
             stamps,
             &mut self.timing,
             self.decoder.as_mut(),
+            &mut self.stream,
         )
         .await
     }

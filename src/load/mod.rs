@@ -513,7 +513,7 @@ fn record_outcome(
         request,
     };
     let mut recorder = recorder.borrow_mut();
-    recorder.record_with_timing(&sample, session.server_timing());
+    recorder.record_response(&sample, session.server_timing(), session.event_gaps());
     if let Some(n) = session.h2_max_streams() {
         recorder.note_h2_max_streams(n as u64);
     }

@@ -41,11 +41,20 @@ pub enum Phase {
     /// HTTP/2: connection (and TLS) ready → the server's first frame, its SETTINGS (only on
     /// requests that opened a connection).
     H2Handshake,
+    /// Streamed responses: written → the first complete event (see [`StreamMode`]).
+    FirstEvent,
+    /// Streamed responses: the time between two events, one sample per gap (recorded from the
+    /// engine's gaps, not from [`Timestamps`]).
+    EventGap,
+    /// Streamed responses: the events of one response, a count. Its histogram holds the count
+    /// as nanoseconds (one event = 1 ns, exact up to 2048); the record's statistics of this
+    /// phase are counts in the `_us` fields.
+    Events,
 }
 
 impl Phase {
     /// Every phase, in the order of a request's life.
-    pub const ALL: [Phase; 11] = [
+    pub const ALL: [Phase; 14] = [
         Phase::Queue,
         Phase::Connect,
         Phase::Tls,
@@ -57,7 +66,12 @@ impl Phase {
         Phase::Uncorrected,
         Phase::Lag,
         Phase::H2Handshake,
+        Phase::FirstEvent,
+        Phase::EventGap,
+        Phase::Events,
     ];
+    /// The phases of streamed responses (`--stream`), shown when recorded.
+    pub const STREAM: [Phase; 3] = [Phase::FirstEvent, Phase::EventGap, Phase::Events];
     /// The client phases shown as rows of the breakdown (`Total` and `Uncorrected` excluded).
     pub const CLIENT: [Phase; 8] = [
         Phase::Queue,
@@ -84,6 +98,9 @@ impl Phase {
             Phase::Uncorrected => "uncorrected",
             Phase::Lag => "schedule_lag",
             Phase::H2Handshake => "h2_handshake",
+            Phase::FirstEvent => "first_event",
+            Phase::EventGap => "event_gap",
+            Phase::Events => "events",
         }
     }
 
@@ -195,6 +212,10 @@ pub struct Timestamps {
     pub done: Option<Instant>,
     /// `--compressed`: the body decoded (after `done`).
     pub decoded: Option<Instant>,
+    /// Streamed responses: the first complete event.
+    pub first_event: Option<Instant>,
+    /// Streamed responses: the events of the response (`None`: not a tracked stream).
+    pub events: Option<u32>,
 }
 
 impl Timestamps {
@@ -213,6 +234,8 @@ impl Timestamps {
             first_byte: None,
             done: None,
             decoded: None,
+            first_event: None,
+            events: None,
         }
     }
 
@@ -256,7 +279,8 @@ impl Timestamps {
     /// wait = first_byte − written; read = done − first_byte; decode = decoded − done;
     /// total = end − intended; uncorrected = end − dispatched, where end is decoded when the
     /// body was decoded, else done; lag = released − intended;
-    /// h2_handshake = h2_settings − (tls_end or connect_end).
+    /// h2_handshake = h2_settings − (tls_end or connect_end); first_event = first_event −
+    /// written; events = the count as nanoseconds; event_gap is not one request's (`None`).
     pub fn phase(&self, phase: Phase) -> Option<Duration> {
         let span = |a: Instant, b: Option<Instant>| b.map(|b| b.saturating_duration_since(a));
         let end = self.decoded.or(self.done);
@@ -275,6 +299,32 @@ impl Timestamps {
             Phase::Uncorrected => span(self.dispatched, end),
             Phase::Lag => Some(self.released.saturating_duration_since(self.intended)),
             Phase::H2Handshake => span(self.tls_end.or(self.connect_end)?, self.h2_settings),
+            Phase::FirstEvent => span(self.written?, self.first_event),
+            Phase::EventGap => None,
+            Phase::Events => self.events.map(|n| Duration::from_nanos(n.into())),
+        }
+    }
+}
+
+/// What counts as an event of a streamed response (`--stream`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamMode {
+    /// Server-Sent Events (the HTML standard's event-stream format): an event is dispatched by
+    /// an empty line after at least one `data` field.
+    Sse,
+    /// Transport units: an HTTP/1.1 chunk, an HTTP/2 DATA frame (a read, for a body that is
+    /// not chunked).
+    Chunks,
+    /// Lines ending with LF (NDJSON, JSON lines); an unterminated last line counts too.
+    Lines,
+}
+
+impl StreamMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            StreamMode::Sse => "sse",
+            StreamMode::Chunks => "chunks",
+            StreamMode::Lines => "lines",
         }
     }
 }

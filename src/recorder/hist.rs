@@ -100,7 +100,11 @@ impl Stats {
     /// to the value at that quantile), within 0.1% of the exact sample quantile. In debug
     /// builds the invariants of [`Stats::violations`] are asserted.
     pub fn of(h: &Histogram<u64>) -> Stats {
-        let s = Self::of_unchecked(h);
+        Self::checked(Stats::of_with(h, 1000.0))
+    }
+
+    /// `s`, its invariants ([`Stats::violations`]) asserted in debug builds.
+    fn checked(s: Stats) -> Stats {
         debug_assert!(
             s.violations().is_empty(),
             "summary invariants: {:?} in {s:?}",
@@ -109,24 +113,35 @@ impl Stats {
         s
     }
 
-    fn of_unchecked(h: &Histogram<u64>) -> Stats {
+    /// The statistics of `phase`'s histogram: [`Stats::of`], but those of `events`, a
+    /// histogram of counts, are the counts as they are in the `_us` fields.
+    pub fn of_phase(phase: crate::model::Phase, h: &Histogram<u64>) -> Stats {
+        match phase {
+            crate::model::Phase::Events => Self::checked(Stats::of_with(h, 1.0)),
+            _ => Stats::of(h),
+        }
+    }
+
+    /// `per_us`: recorded units per reported unit.
+    fn of_with(h: &Histogram<u64>, per_us: f64) -> Stats {
+        let unit = |v: u64| v as f64 / per_us;
         let count = h.len();
         if count == 0 {
             return Stats::default();
         }
-        let q = |q: f64| Some(us(h.value_at_quantile(q)));
+        let q = |q: f64| Some(unit(h.value_at_quantile(q)));
         Stats {
             clamped: clamped(h),
             count,
-            min_us: Some(us(h.min())),
-            mean_us: Some(round_us(h.mean() / 1000.0)),
-            stdev_us: Some(round_us(h.stdev() / 1000.0)),
+            min_us: Some(unit(h.min())),
+            mean_us: Some(round_us(h.mean() / per_us)),
+            stdev_us: Some(round_us(h.stdev() / per_us)),
             p50_us: q(0.50),
             p90_us: q(0.90),
             p99_us: q(0.99),
             p999_us: q(0.999),
             p9999_us: q(0.9999),
-            max_us: Some(us(h.max())),
+            max_us: Some(unit(h.max())),
         }
     }
 }

@@ -150,8 +150,17 @@ fn durations(s: &Sample) -> Durations {
 pub struct PhaseHists(pub Vec<Histogram<u64>>);
 
 impl PhaseHists {
+    /// Histograms made by `make`; the stream phases' grow as values arrive (most runs have
+    /// none: no full-size histograms for them).
     pub(crate) fn new(make: fn() -> Histogram<u64>) -> Self {
-        PhaseHists(Phase::ALL.iter().map(|_| make()).collect())
+        let hist = |p: &Phase| {
+            if Phase::STREAM.contains(p) {
+                hist::new_interval_hist()
+            } else {
+                make()
+            }
+        };
+        PhaseHists(Phase::ALL.iter().map(hist).collect())
     }
 
     /// Empties every histogram, keeping its allocation.
@@ -370,8 +379,19 @@ impl Recorder {
     /// Folds one sample in with its response's `Server-Timing` values.
     #[inline]
     pub fn record_with_timing(&mut self, s: &Sample, timing: &[u8]) {
+        self.record_response(s, timing, &[]);
+    }
+
+    /// Folds one sample in with its response's `Server-Timing` values and, for a streamed
+    /// response, the gaps between its events (nanoseconds; `event_gap`, one sample each).
+    #[inline]
+    pub fn record_response(&mut self, s: &Sample, timing: &[u8], gaps: &[u64]) {
         self.in_flight = self.in_flight.saturating_sub(1);
-        if self.record(s) && s.error.is_none() && !timing.is_empty() {
+        let recorded = self.record(s);
+        if recorded && s.error.is_none() && !gaps.is_empty() {
+            self.record_gaps(s, gaps);
+        }
+        if recorded && s.error.is_none() && !timing.is_empty() {
             if let Some(set) = self.current.as_mut() {
                 server_timing::ServerTimingAcc::ingest_all(
                     &mut [&mut self.server, &mut set.server],
@@ -503,6 +523,28 @@ impl Recorder {
             }
         }
         true
+    }
+
+    /// Records the gaps of a recorded sample wherever its phases went: the run, its request
+    /// name, its stage and the current interval.
+    fn record_gaps(&mut self, s: &Sample, gaps: &[u64]) {
+        let i = Phase::EventGap.index();
+        let mut into: [Option<&mut Histogram<u64>>; 4] = [
+            Some(&mut self.hists.0[i]),
+            self.by_request
+                .get_mut(s.request as usize)
+                .map(|acc| &mut acc.hists.0[i]),
+            self.segments
+                .iter_mut()
+                .find(|(end, _, _)| s.stamps.intended < *end)
+                .map(|(_, _, h)| &mut h.0[i]),
+            self.current.as_mut().map(|set| &mut set.hists.0[i]),
+        ];
+        for h in into.iter_mut().flatten() {
+            for &ns in gaps {
+                hist::record(h, ns);
+            }
+        }
     }
 
     /// Notes the stream limit an HTTP/2 server announced (the smallest seen is kept).

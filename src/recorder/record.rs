@@ -1145,9 +1145,11 @@ fn latency_of(h: &super::PhaseHists) -> Latency {
     Latency {
         total: Stats::of(h.get(Phase::Total)),
         uncorrected: Stats::of(h.get(Phase::Uncorrected)),
+        // The stream phases only when recorded: new keys, for `--stream` runs.
         phases: Phase::CLIENT
             .iter()
-            .map(|&p| (p.name().to_string(), Stats::of(h.get(p))))
+            .chain(Phase::STREAM.iter().filter(|&&p| !h.get(p).is_empty()))
+            .map(|&p| (p.name().to_string(), Stats::of_phase(p, h.get(p))))
             .collect(),
         schedule_lag: Stats::of(h.get(Phase::Lag)),
     }

@@ -51,9 +51,15 @@ pub(crate) fn latency(h: &impl Lookup) -> Latency {
     Latency {
         total: stats(h, Phase::Total.name()),
         uncorrected: stats(h, Phase::Uncorrected.name()),
+        // The stream phases only when recorded: new keys, for `--stream` runs; `events`
+        // holds counts ([`Stats::of_phase`]).
         phases: Phase::CLIENT
             .iter()
             .map(|p| (p.name().to_string(), stats(h, p.name())))
+            .chain(Phase::STREAM.iter().filter_map(|&p| {
+                let hist = h.find(p.name()).filter(|hist| !hist.is_empty())?;
+                Some((p.name().to_string(), Stats::of_phase(p, hist)))
+            }))
             .collect(),
         schedule_lag: stats(h, Phase::Lag.name()),
     }

@@ -146,3 +146,53 @@ fn failed_request_keeps_its_connect_time() {
     assert_eq!(m.hists.get(Phase::Total).len(), 0);
     assert_eq!(m.counters.connections_opened, 1);
 }
+
+#[test]
+fn a_streams_gaps_go_where_its_phases_go() {
+    let base = Instant::now();
+    let mut r = Recorder::new(base, Duration::from_millis(100))
+        .with_requests(2)
+        .with_segments(&[base + Duration::from_secs(1)]);
+    // (intended ms, request name slot, gaps µs): two streams in two intervals, one plain.
+    let rows: [(u64, u16, &[u64]); 3] = [(0, 0, &[5, 6, 7]), (150, 1, &[8]), (160, 0, &[])];
+    for (ms, request, gaps) in rows {
+        let mut s = sample(base, ms, 50, None);
+        s.request = request;
+        if !gaps.is_empty() {
+            s.stamps.first_event = Some(s.stamps.written.unwrap() + Duration::from_micros(5));
+            s.stamps.events = Some(gaps.len() as u32 + 1);
+        }
+        let ns: Vec<u64> = gaps.iter().map(|us| us * 1000).collect();
+        r.record_response(&s, &[], &ns);
+    }
+    // A failed stream's gaps are not latency of a response.
+    r.record_response(
+        &sample(base, 170, 0, Some(ErrorKind::Timeout)),
+        &[],
+        &[9_000],
+    );
+    let m = r.finish();
+    let gaps = m.hists.get(Phase::EventGap);
+    assert_eq!((gaps.len(), gaps.min()), (4, 5000));
+    assert!(gaps.equivalent(gaps.max(), 8000), "{}", gaps.max());
+    assert_eq!(m.hists.get(Phase::FirstEvent).len(), 2);
+    let events = m.hists.get(Phase::Events);
+    assert_eq!((events.min(), events.max()), (2, 4), "counts, exactly");
+    assert_eq!(m.by_request[0].hists.get(Phase::EventGap).len(), 3);
+    assert_eq!(m.by_request[1].hists.get(Phase::EventGap).len(), 1);
+    assert_eq!(m.segments[0].1.get(Phase::EventGap).len(), 4);
+    // Each interval's set has its own gaps.
+    let per_interval: Vec<(u64, u64)> = m
+        .series
+        .entries
+        .iter()
+        .map(|e| {
+            let h = e.hists.iter().find(|(p, _)| *p == Phase::EventGap);
+            (
+                e.index,
+                h.map_or(0, |(_, b)| hist::decode_bytes(b).unwrap().len()),
+            )
+        })
+        .collect();
+    assert_eq!(per_interval, vec![(0, 3), (1, 1)]);
+}

@@ -302,7 +302,18 @@ fn phases(out: &mut String, r: &RunRecord) {
         rows.push(("uncorrected", &l.uncorrected));
         rows.push(("schedule lag", &l.schedule_lag));
     }
+    // Streamed responses (`--stream`): after total, as they are not parts of it.
+    for p in Phase::STREAM {
+        if let Some(stats) = l.phases.get(p.name()) {
+            rows.push((p.name(), stats));
+        }
+    }
     for (name, s) in rows {
+        // `events` is a count per response, held as microseconds: shown as numbers.
+        let cell = |v: Option<f64>| match v {
+            Some(n) if name == "events" => format!("{n}"),
+            v => cell(v),
+        };
         let _ = writeln!(
             out,
             "  {:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",

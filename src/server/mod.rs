@@ -8,6 +8,7 @@ mod compress;
 pub mod faults;
 pub mod kv;
 pub mod routes;
+mod stream;
 #[cfg(test)]
 mod tests;
 mod tls;

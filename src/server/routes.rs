@@ -7,6 +7,11 @@
 //! `/drift/{ms}` (a delay of `ms` that grows by a tenth of `ms` each second since the process's
 //! first `/drift` request, to 4× `ms` at most: a server whose speed drifts over time, to show
 //! that `compare --run` does not call a drift a change); and
+//! `/sse/{n}/{gap_ms}[/{jitter_ms}]` and `/chunks/{n}/{gap_ms}[/{jitter_ms}]` (a streamed
+//! response of `n` Server-Sent Events or chunks, the first one gap after the head and each
+//! next one a gap later on a fixed schedule, each gap moved by up to ±jitter; a `stream`
+//! metric in a `Server-Timing` trailer where the protocol allows: HTTP/2, and HTTP/1.1 when
+//! the request says `TE: trailers`); and
 //! `/stall/{ms}`, which answers at once but makes every embedded target in the process hold
 //! its other responses until `ms` have passed (a garbage-collection pause, to show coordinated
 //! omission). The server measures its own phases ([`handle`] says exactly where each begins
@@ -16,6 +21,7 @@
 
 use super::compress;
 use super::kv::Kv;
+use super::stream::{stream_route, Events, StreamSpec};
 use crate::engine::decode::Coding;
 use bytes::Bytes;
 use http::{header, HeaderName, Request, Response, StatusCode};
@@ -40,9 +46,9 @@ pub const MAX_TEXT_BYTES: usize = 16 * 1024 * 1024;
 pub const MAX_DELAY_MS: f64 = 600_000.0;
 
 const HELLO: &[u8] = b"Hello World!";
-const SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
+pub(super) const SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
 const ROUTES: &str =
-    "not found: the routes are /, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /text/{n}, /kv/{key}, /serial/{ms}, /drift/{ms}, /stall/{ms}\n";
+    "not found: the routes are /, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /text/{n}, /kv/{key}, /serial/{ms}, /drift/{ms}, /stall/{ms}, /sse/{n}/{gap_ms}, /chunks/{n}/{gap_ms}\n";
 
 /// The end of the current stall, in nanoseconds since [`origin`] (0: none).
 static STALL_UNTIL_NS: AtomicU64 = AtomicU64::new(0);
@@ -82,7 +88,7 @@ fn drift(base: Duration) -> Duration {
     base.mul_f64((1.0 + t / 10.0).min(4.0))
 }
 
-fn origin() -> Instant {
+pub(super) fn origin() -> Instant {
     static ORIGIN: OnceLock<Instant> = OnceLock::new();
     *ORIGIN.get_or_init(Instant::now)
 }
@@ -110,10 +116,12 @@ static PATTERN: [u8; 65536] = {
     a
 };
 
-/// A response body: all at once, or `n` bytes streamed in 64 KiB chunks.
+/// A response body: all at once, `n` bytes streamed in 64 KiB chunks, or a timed stream of
+/// events.
 pub enum Body {
     Full(Option<Bytes>),
     Pattern { remaining: u64 },
+    Events(Box<Events>),
 }
 
 impl Body {
@@ -124,17 +132,21 @@ impl Body {
     fn empty() -> Self {
         Body::Full(None)
     }
-}
 
+    fn stream(spec: StreamSpec) -> Self {
+        Body::Events(Box::new(Events::new(spec)))
+    }
+}
 impl HttpBody for Body {
     type Data = Bytes;
     type Error = Infallible;
 
     fn poll_frame(
         self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
+        cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match self.get_mut() {
+            Body::Events(e) => e.poll_frame(cx).map(|f| f.map(Ok)),
             Body::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
             Body::Pattern { remaining } => {
                 if *remaining == 0 {
@@ -151,6 +163,7 @@ impl HttpBody for Body {
         match self {
             Body::Full(b) => b.is_none(),
             Body::Pattern { remaining } => *remaining == 0,
+            Body::Events(e) => e.ended(),
         }
     }
 
@@ -158,6 +171,7 @@ impl HttpBody for Body {
         match self {
             Body::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
             Body::Pattern { remaining } => SizeHint::with_exact(*remaining),
+            Body::Events(_) => SizeHint::default(),
         }
     }
 }
@@ -176,7 +190,7 @@ struct Timing {
     total_ns: u64,
 }
 
-fn nanos(d: Duration) -> u64 {
+pub(super) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
@@ -224,7 +238,7 @@ impl Timing {
 }
 
 /// What a route decided, before the response is built.
-enum Route {
+pub(super) enum Route {
     Hello,
     Delay(Duration),
     Echo,
@@ -235,6 +249,7 @@ enum Route {
     Serial(Duration),
     Drift(Duration),
     Stall(Duration),
+    Stream(StreamSpec),
     BadRequest(String),
     NotFound,
 }
@@ -292,6 +307,10 @@ fn route_of(path: &str) -> Route {
                         MAX_DELAY_MS / 4.0
                     )),
                 }
+            } else if let Some(v) = path.strip_prefix("/sse/") {
+                stream_route(true, v)
+            } else if let Some(v) = path.strip_prefix("/chunks/") {
+                stream_route(false, v)
             } else if let Some(v) = path.strip_prefix("/stall/") {
                 match v.parse::<f64>() {
                     Ok(ms) if (0.0..=MAX_DELAY_MS).contains(&ms) => {
@@ -453,6 +472,7 @@ async fn run_plain_route(route: Route, body: Incoming) -> (StatusCode, Body, boo
             let body = Body::full(format!("stalling for {d:?}\n"));
             (StatusCode::OK, body, false)
         }
+        Route::Stream(spec) => (StatusCode::OK, Body::stream(spec), false),
         Route::BadRequest(msg) => (StatusCode::BAD_REQUEST, Body::full(msg), false),
         Route::NotFound => (StatusCode::NOT_FOUND, Body::full(ROUTES), false),
     }
@@ -547,6 +567,8 @@ pub async fn handle(req: Request<Incoming>, kv: Arc<Kv>) -> Result<Response<Body
         }
     };
     let serializing = Instant::now();
+    let sse = matches!(&answer.body, Body::Events(e) if e.is_sse());
+    let streamed = matches!(&answer.body, Body::Events(_));
     let mut res = Response::new(answer.body);
     *res.status_mut() = answer.status;
     if let Some(n) = answer.content_length {
@@ -564,7 +586,9 @@ pub async fn handle(req: Request<Incoming>, kv: Arc<Kv>) -> Result<Response<Body
             header::HeaderValue::from_static("accept-encoding"),
         );
     }
-    let content_type = if answer.binary {
+    let content_type = if sse {
+        "text/event-stream"
+    } else if answer.binary {
         "application/octet-stream"
     } else {
         "text/plain"
@@ -586,6 +610,17 @@ pub async fn handle(req: Request<Incoming>, kv: Arc<Kv>) -> Result<Response<Body
     if let Some(v) = timing.header_value() {
         res.headers_mut().insert(SERVER_TIMING, v);
     }
+    if streamed {
+        // The stream's own time comes as a trailer (HTTP/1.1: when the request allows them).
+        res.headers_mut().insert(
+            header::TRAILER,
+            header::HeaderValue::from_static("server-timing"),
+        );
+        res.headers_mut().insert(
+            header::CACHE_CONTROL,
+            header::HeaderValue::from_static("no-cache"),
+        );
+    }
     Ok(res)
 }
 
@@ -605,6 +640,16 @@ mod tests {
         assert!(matches!(route_of("/text/10"), Route::Text(10)));
         assert!(matches!(route_of("/serial/2"), Route::Serial(d) if d == Duration::from_millis(2)));
         assert!(matches!(route_of("/nope"), Route::NotFound));
+        assert!(matches!(
+            route_of("/sse/20/5"),
+            Route::Stream(StreamSpec { sse: true, n: 20, gap, jitter })
+                if gap == Duration::from_millis(5) && jitter.is_zero()
+        ));
+        assert!(matches!(
+            route_of("/chunks/3/10/2"),
+            Route::Stream(StreamSpec { sse: false, n: 3, jitter, .. })
+                if jitter == Duration::from_millis(2)
+        ));
         // (path, a part of the message)
         for (path, want) in [
             ("/delay/abc", "/delay/{ms}"),
@@ -614,6 +659,10 @@ mod tests {
             ("/bytes/99999999999999", "/bytes/{n}"),
             ("/text/99999999999", "/text/{n}"),
             ("/serial/0", "/serial/{ms}"), // no service time: no capacity to find
+            ("/sse/20", "/sse/{n}/{gap_ms}"),
+            ("/sse/x/5", "/sse/{n}/{gap_ms}"),
+            ("/chunks/5/1/2", "jitter_ms at most gap_ms"),
+            ("/sse/1/2/3/4", "/sse/{n}/{gap_ms}"),
         ] {
             match route_of(path) {
                 Route::BadRequest(msg) => assert!(msg.contains(want), "{path}: {msg}"),

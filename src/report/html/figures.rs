@@ -200,6 +200,8 @@ pub(super) fn histograms(r: &RunRecord) -> Vec<String> {
         "total",
         "uncorrected",
         "schedule_lag",
+        "first_event",
+        "event_gap",
     ]
     .iter()
     .filter(|n| open || !matches!(**n, "queue" | "uncorrected" | "schedule_lag"))

@@ -222,6 +222,12 @@ pub(super) fn phases(r: &RunRecord) -> Vec<PhaseRow> {
         rows.push(("uncorrected", &l.uncorrected));
         rows.push(("schedule lag", &l.schedule_lag));
     }
+    // Streamed responses: `events` is a count, shown as a number.
+    for name in ["first_event", "event_gap", "events"] {
+        if let Some(st) = l.phases.get(name) {
+            rows.push((name, st));
+        }
+    }
     rows.into_iter()
         .map(|(name, s)| PhaseRow {
             name: name.to_string(),
@@ -229,7 +235,10 @@ pub(super) fn phases(r: &RunRecord) -> Vec<PhaseRow> {
                 s.min_us, s.mean_us, s.p50_us, s.p90_us, s.p99_us, s.p999_us, s.p9999_us, s.max_us,
             ]
             .iter()
-            .map(|v| cell(*v))
+            .map(|v| match v {
+                Some(n) if name == "events" => format!("{n}"),
+                v => cell(*v),
+            })
             .chain([s.count.to_string()])
             .collect(),
         })
