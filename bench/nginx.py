@@ -13,10 +13,11 @@ import time
 
 NGINX_CONF = """
 worker_processes 1;
+worker_rlimit_nofile {nofile};
 daemon off;
 pid {tmp}/nginx.pid;
 error_log {tmp}/error.log;
-events {{ worker_connections 4096; }}
+events {{ worker_connections {connections}; }}
 http {{
     access_log off;
     client_body_temp_path {tmp}/client_body;
@@ -74,15 +75,18 @@ TLS_H2_SERVER = """
 class Nginx:
     """`tls_h2=True`: HTTPS with HTTP/2 (a self-signed certificate made with openssl)."""
 
-    def __init__(self, cpu="0", tls_h2=False):
+    def __init__(self, cpu="0", tls_h2=False, connections=4096):
+        """`connections`: nginx's worker_connections (its open-file limit follows)."""
         self.cpu = cpu
         self.tls_h2 = tls_h2
+        self.connections = connections
 
     def __enter__(self):
         self.tmp = tempfile.mkdtemp(prefix="reqlife-bench-")
         self.port = free_port()
         conf = f"{self.tmp}/nginx.conf"
-        text = NGINX_CONF.format(tmp=self.tmp, port=self.port)
+        text = NGINX_CONF.format(tmp=self.tmp, port=self.port, connections=self.connections,
+                                 nofile=self.connections + 100)
         if self.tls_h2:
             subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
                             "-subj", "/CN=localhost", "-keyout", f"{self.tmp}/key.pem",

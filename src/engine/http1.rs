@@ -1,9 +1,9 @@
 //! The HTTP/1.1 connection driver over `httparse`: writes a prepared request, stamps the end
 //! of the write and the first response byte, parses the head (skipping 1xx interim
 //! responses), and reads the body as framed (Content-Length, chunked, until close, or none for
-//! HEAD/204/304) without keeping it: body bytes are counted, never stored, so memory per
-//! connection is one buffer whatever the server sends. With `--compressed` a body the server
-//! encoded is kept (bounded) and decoded once complete ([`super::decode`]).
+//! HEAD/204/304) without keeping it: body bytes are counted, never stored, in a read buffer
+//! borrowed only while a response is read ([`super::buffer`]). With `--compressed` a body the
+//! server encoded is kept (bounded) and decoded once complete ([`super::decode`]).
 
 use super::connect::Stream;
 use super::decode::{BodyDecoder, Codings};
@@ -11,10 +11,8 @@ use super::stream::{track, StreamTracker};
 use super::EngineError;
 use crate::model::{ErrorKind, Timestamps, Traffic};
 use std::time::Instant;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
-/// Initial size of a connection's read buffer; it grows for a large head up to the limit.
-const BUF_BYTES: usize = 16 * 1024;
 /// Most headers a response may have.
 const MAX_HEADERS: usize = 128;
 
@@ -64,10 +62,11 @@ enum Parsed {
     Final(Head),
 }
 
-/// One HTTP/1.1 connection and its read buffer.
+/// One HTTP/1.1 connection and its read buffer, held only while a response is read: the
+/// session releases it once an exchange is over.
 pub struct Http1Conn {
     stream: Stream,
-    buf: Vec<u8>,
+    pub(super) buf: super::buffer::ReadBuf,
     /// The trailer section of the last chunked response (kept for its capacity).
     trailers: Vec<u8>,
 }
@@ -76,7 +75,7 @@ impl Http1Conn {
     pub fn new(stream: Stream) -> Self {
         Http1Conn {
             stream,
-            buf: vec![0; BUF_BYTES],
+            buf: Default::default(),
             trailers: Vec::new(),
         }
     }
@@ -278,10 +277,9 @@ impl Http1Conn {
         })
     }
 
-    /// Reads into the buffer at `at`.
+    /// Reads into the buffer at `at` (borrowing one once the socket is readable).
     async fn read_at(&mut self, at: usize) -> Result<usize, EngineError> {
-        self.stream
-            .read(&mut self.buf[at..])
+        super::buffer::read_at(&mut self.stream, &mut self.buf, at)
             .await
             .map_err(|e| EngineError::io(ErrorKind::Read, "read".into(), &e))
     }

@@ -4,6 +4,7 @@
 //! applying the connection policy (keep-alive, reconnect after `Connection: close` or an
 //! error) and the per-request timeout. Errors come back as values with a kind, never panics.
 
+pub mod buffer;
 pub mod cause;
 pub mod connect;
 pub mod decode;
@@ -414,15 +415,20 @@ impl Session {
             Send::Fixed { .. } => (config.template.bytes(), config.template.head),
             Send::Rendered { bytes, head } => (bytes, head),
         };
-        conn.exchange(
-            bytes,
-            head,
-            config.max_header_bytes,
-            stamps,
-            &mut self.timing,
-            self.decoder.as_mut(),
-            &mut self.stream,
-        )
-        .await
+        let response = conn
+            .exchange(
+                bytes,
+                head,
+                config.max_header_bytes,
+                stamps,
+                &mut self.timing,
+                self.decoder.as_mut(),
+                &mut self.stream,
+            )
+            .await;
+        // Idle again: the read buffer goes back to the thread's pool (on an error the
+        // connection is dropped, and its buffer with it goes back too).
+        conn.buf.release();
+        response
     }
 }
