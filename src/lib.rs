@@ -6,7 +6,7 @@
 //! into a [`recorder::RunRecord`]; `report` renders records.
 //!
 //! The modules form layers, lowest first; each uses only those below it (checked by
-//! `tests/layers.rs`): `util` (units, the random generator, limits, the start gate) →
+//! `tests/checks/layers.rs`): `util` (units, the random generator, limits, the start gate) →
 //! `model` (the types that flow: samples, timestamps, tickets, load models, URLs) →
 //! `workload` (what is sent: request templates, scenarios, target lists) → `plan` (a run's
 //! validated plan) → `engine` (connections and protocols) → `recorder` (histograms, series,

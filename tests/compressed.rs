@@ -13,29 +13,27 @@ const TEXT_BYTES: u64 = 20_000;
 const N: u64 = 300;
 
 fn text_run(url: &str, extra: &[&str]) -> serde_json::Value {
-    let n = N.to_string();
-    let mut args = vec!["run", "-n", &n, "-c", "2", "-t", "1", "--json"];
-    args.extend_from_slice(extra);
-    args.push(url);
-    summary(&run_ok(&args))
+    Run::new().n(N).c(2).t(1).args(extra).url(url).json()
 }
 
 /// The figures every decoded run of `/text/20000` must show.
 fn assert_decoded(j: &serde_json::Value, what: &str) {
-    assert_eq!(count(j, "requests.ok"), N, "{what}");
-    assert_eq!(
-        count(j, "latency.phases.decode.count"),
-        N,
-        "{what}: one decode per response"
+    // One decode per response.
+    assert_counts(
+        j,
+        &[
+            ("requests.ok", N),
+            ("latency.phases.decode.count", N),
+            ("bytes.body_decoded", N * TEXT_BYTES),
+        ],
     );
-    assert_eq!(count(j, "bytes.body_decoded"), N * TEXT_BYTES, "{what}");
     let body = count(j, "bytes.body");
     assert!(
         body * 10 < N * TEXT_BYTES,
         "{what}: {body} bytes received for text"
     );
     // The server's side of the same work.
-    assert_eq!(count(j, "server_timing.compress.count"), N, "{what}");
+    assert_counts(j, &[("server_timing.compress.count", N)]);
     // total runs to the end of decoding: at least wait + read + decode at the median.
     assert!(num(j, "latency.total.p50_us") >= num(j, "latency.phases.decode.p50_us"));
 }
@@ -70,10 +68,16 @@ fn every_coding_is_decoded_over_http1() {
 fn without_compressed_bodies_are_counted_not_decoded() {
     let s = embedded(ServerTls::None);
     let j = text_run(&s.url("/text/20000"), &[]);
-    assert_eq!(count(&j, "requests.ok"), N);
-    assert_eq!(count(&j, "latency.phases.decode.count"), 0);
-    assert_eq!(count(&j, "bytes.body"), N * TEXT_BYTES, "sent plain");
-    assert_eq!(count(&j, "bytes.body_decoded"), N * TEXT_BYTES);
+    // The body sent plain: as received = as decoded, nothing to decode.
+    assert_counts(
+        &j,
+        &[
+            ("requests.ok", N),
+            ("latency.phases.decode.count", 0),
+            ("bytes.body", N * TEXT_BYTES),
+            ("bytes.body_decoded", N * TEXT_BYTES),
+        ],
+    );
     assert!(
         j["server_timing"].get("compress").is_none(),
         "{}",
@@ -99,16 +103,12 @@ fn http2_decodes_and_reports_header_compression() {
     // Frames of every kind are read: more than the header blocks and bodies.
     assert!(count(&j, "bytes.read") > headers + count(&j, "bytes.body"));
 
-    let out = run_ok(&[
-        "run",
-        "--http2",
-        "-n",
-        "200",
-        "-c",
-        "1",
-        "--compressed",
-        &s.url("/text/20000"),
-    ]);
+    let out = Run::new()
+        .args(["--http2", "--compressed"])
+        .n(200)
+        .c(1)
+        .url(s.url("/text/20000"))
+        .ok();
     let text = stdout(&out);
     let line = text
         .lines()
@@ -126,50 +126,32 @@ fn a_body_that_does_not_decode_is_a_counted_protocol_error() {
         b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 9\r\n\r\nnot gzip!",
         false,
     );
-    let out = run(&[
-        "run",
-        "-n",
-        "20",
-        "-c",
-        "1",
-        "--compressed",
-        "--json",
-        &format!("http://{addr}/"),
-    ]);
-    assert_eq!(out.status.code(), Some(1), "no request succeeded");
-    let j = summary(&out);
-    assert_eq!(count(&j, "errors.protocol"), 20);
+    let url = format!("http://{addr}/");
+    // Exit 1: no request succeeded.
+    let (_, j) = Run::new()
+        .n(20)
+        .c(1)
+        .arg("--compressed")
+        .url(&url)
+        .json_exits(1);
+    assert_counts(&j, &[("errors.protocol", 20)]);
     // Without --compressed the same body is just bytes.
-    let j = summary(&run_ok(&[
-        "run",
-        "-n",
-        "20",
-        "-c",
-        "1",
-        "--json",
-        &format!("http://{addr}/"),
-    ]));
-    assert_eq!(count(&j, "requests.ok"), 20);
-    assert_eq!(count(&j, "bytes.body"), 20 * 9);
+    let j = Run::new().n(20).c(1).url(&url).json();
+    assert_counts(&j, &[("requests.ok", 20), ("bytes.body", 20 * 9)]);
 }
 
 #[test]
 fn max_body_bounds_what_is_kept_for_decoding() {
     let s = embedded(ServerTls::None);
-    let out = run(&[
-        "run",
-        "-n",
-        "10",
-        "-c",
-        "1",
-        "--compressed",
-        "--max-body",
-        "100",
-        "--json",
-        &s.url("/text/20000"),
-    ]);
-    let j = summary(&out);
-    assert_eq!(count(&j, "errors.protocol"), 10, "{j}");
+    let j = summary(
+        &Run::new()
+            .n(10)
+            .c(1)
+            .args(["--compressed", "--max-body", "100", "--json"])
+            .url(s.url("/text/20000"))
+            .output(),
+    );
+    assert_counts(&j, &[("errors.protocol", 10)]);
     let out = run(&["run", "--max-body", "0", &s.url("/")]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--max-body"), "{}", stderr(&out));

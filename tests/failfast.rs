@@ -20,22 +20,15 @@ const FAST: Duration = Duration::from_secs(2);
 fn run_10s(extra: &[&str], url: &str) -> (Output, Duration, Option<Value>) {
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("run.json");
-    let mut args = vec![
-        "run",
-        "-d",
-        "10s",
-        "-c",
-        "10",
-        "-t",
-        "2",
-        "--quiet",
-        "-o",
-        rec.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    args.push(url);
     let started = Instant::now();
-    let out = run(&args);
+    let out = Run::new()
+        .args(["-d", "10s"])
+        .c(10)
+        .t(2)
+        .args(["--quiet", "-o", rec.to_str().unwrap()])
+        .args(extra)
+        .url(url)
+        .output();
     let took = started.elapsed();
     let record = std::fs::read_to_string(&rec)
         .ok()
@@ -92,18 +85,13 @@ fn an_untrusted_certificate_stops_at_once_and_cacert_fixes_it() {
     let dir = tempfile::tempdir().unwrap();
     let ca = dir.path().join("ca.pem");
     std::fs::write(&ca, s.cert_pem().unwrap()).unwrap();
-    let out = run_ok(&[
-        "run",
-        "-n",
-        "200",
-        "-c",
-        "2",
-        "--json",
-        "--cacert",
-        ca.to_str().unwrap(),
-        &url,
-    ]);
-    assert_eq!(count(&summary(&out), "requests.ok"), 200);
+    let j = Run::new()
+        .n(200)
+        .c(2)
+        .args(["--cacert", ca.to_str().unwrap()])
+        .url(&url)
+        .json();
+    assert_counts(&j, &[("requests.ok", 200)]);
     // A --cacert that is missing or not PEM: one line, exit 2, before anything is sent.
     let not_pem = dir.path().join("not.pem");
     std::fs::write(&not_pem, "hello\n").unwrap();
@@ -211,27 +199,21 @@ fn http2_not_offered_by_alpn_stops_at_once() {
             "does not offer HTTP/2 (h2) in ALPN: drop --http2",
         );
         // The same server over HTTP/1.1 works.
-        let out = run_ok(&["run", "-n", "20", "-c", "2", "-k", "--json", &url]);
-        assert_eq!(count(&summary(&out), "requests.ok"), 20);
+        let j = Run::new().n(20).c(2).arg("-k").url(&url).json();
+        assert_counts(&j, &[("requests.ok", 20)]);
     }
 }
 
 #[test]
 fn every_response_an_http_error_is_named_and_exits_4() {
     let s = embedded(ServerTls::None);
-    let out = run(&[
-        "run",
-        "-d",
-        "300ms",
-        "-c",
-        "2",
-        "--json",
-        &s.url("/status/404"),
-    ]);
-    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let (out, j) = Run::new()
+        .args(["-d", "300ms"])
+        .c(2)
+        .url(s.url("/status/404"))
+        .json_exits(4);
     let want = "every response was 404 Not Found: check the URL's path";
     assert!(stderr(&out).contains(want), "{}", stderr(&out));
-    let j = summary(&out);
     assert!(count(&j, "requests.ok") > 0);
     assert!(
         j["warnings"]
@@ -243,8 +225,12 @@ fn every_response_an_http_error_is_named_and_exits_4() {
         j["warnings"]
     );
     // One success among the errors: a run like any other.
-    let out = run(&["run", "-d", "300ms", "-c", "2", "--json", &s.url("/")]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = Run::new()
+        .args(["-d", "300ms"])
+        .c(2)
+        .arg("--json")
+        .url(s.url("/"))
+        .ok();
     assert!(!stderr(&out).contains("every response"));
 }
 
@@ -299,9 +285,10 @@ fn a_low_open_file_limit_is_raised_or_refused_before_the_start() {
         err.contains("raised the open-file limit (ulimit -n) from 64 to"),
         "{err}"
     );
-    let j = summary(&out);
-    assert_eq!(count(&j, "requests.ok"), 2000);
-    assert_eq!(count(&j, "requests.errors"), 0);
+    assert_counts(
+        &summary(&out),
+        &[("requests.ok", 2000), ("requests.errors", 0)],
+    );
     // A limit that is enough already: not a word.
     let out = run_ok(&["run", "-n", "20", "-c", "2", &url]);
     assert!(!stderr(&out).contains("open-file limit"));
@@ -329,21 +316,14 @@ fn refusals_after_a_success_keep_the_run_going() {
         // The listener is dropped here: nothing listens any more.
     });
     let started = Instant::now();
-    let out = run(&[
-        "run",
-        "-d",
-        "1s",
-        "-c",
-        "1",
-        "-t",
-        "1",
-        "--json",
-        &format!("http://{addr}/"),
-    ]);
+    let (out, j) = Run::new()
+        .args(["-d", "1s"])
+        .c(1)
+        .t(1)
+        .url(format!("http://{addr}/"))
+        .json_exits(0);
     assert!(started.elapsed() >= Duration::from_millis(900));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let j = summary(&out);
-    assert_eq!(count(&j, "requests.ok"), 20);
+    assert_counts(&j, &[("requests.ok", 20)]);
     assert!(count(&j, "errors.connect") > 20, "{}", j["errors"]);
     assert!(!stderr(&out).contains("is the server running"));
 }

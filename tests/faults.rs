@@ -82,21 +82,14 @@ fn a_report_of_something_that_is_not_a_record_is_refused() {
 #[test]
 fn refused_connections_are_counted_and_the_run_ends() {
     let addr = refused_addr();
-    let out = run(&[
-        "run",
-        "-n",
-        "100",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--json",
-        &format!("http://{addr}/"),
-    ]);
     // Every connection refused before any request succeeded: the fail-fast rule stops the
     // run after the first 3 attempts (tests/failfast.rs), exit 3, the errors counted.
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    let j = summary(&out);
+    let (out, j) = Run::new()
+        .n(100)
+        .c(2)
+        .t(1)
+        .url(format!("http://{addr}/"))
+        .json_exits(3);
     let refused = count(&j, "errors.connect");
     assert!((3..100).contains(&refused), "{refused}");
     assert_eq!(count(&j, "requests.errors"), refused);
@@ -107,20 +100,13 @@ fn refused_connections_are_counted_and_the_run_ends() {
 #[test]
 fn garbage_is_a_protocol_error() {
     let addr = canned_server(b"SSH-2.0-OpenSSH_9.2\r\n\r\n", false);
-    let out = run(&[
-        "run",
-        "-n",
-        "20",
-        "-c",
-        "1",
-        "-t",
-        "1",
-        "--json",
-        &format!("http://{addr}/"),
-    ]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let j = summary(&out);
-    assert_eq!(count(&j, "errors.protocol"), 20);
+    let (out, j) = Run::new()
+        .n(20)
+        .c(1)
+        .t(1)
+        .url(format!("http://{addr}/"))
+        .json_exits(1);
+    assert_counts(&j, &[("errors.protocol", 20)]);
     assert!(
         stderr(&out).contains("invalid HTTP response"),
         "{}",
@@ -134,20 +120,13 @@ fn close_in_the_middle_of_a_response_is_counted() {
         b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly part",
         true,
     );
-    let out = run(&[
-        "run",
-        "-n",
-        "20",
-        "-c",
-        "1",
-        "-t",
-        "1",
-        "--json",
-        &format!("http://{addr}/"),
-    ]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let j = summary(&out);
-    assert_eq!(count(&j, "errors.closed"), 20);
+    let (out, j) = Run::new()
+        .n(20)
+        .c(1)
+        .t(1)
+        .url(format!("http://{addr}/"))
+        .json_exits(1);
+    assert_counts(&j, &[("errors.closed", 20)]);
     assert!(
         stderr(&out).contains("closed after 9 of 100 body bytes"),
         "{}",
@@ -159,22 +138,15 @@ fn close_in_the_middle_of_a_response_is_counted() {
 fn a_stalled_server_times_out_within_the_timeout() {
     let addr = stalling_server(Duration::from_secs(30));
     let started = Instant::now();
-    let out = run(&[
-        "run",
-        "-n",
-        "4",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--timeout",
-        "300ms",
-        "--json",
-        &format!("http://{addr}/"),
-    ]);
+    let (_, j) = Run::new()
+        .n(4)
+        .c(2)
+        .t(1)
+        .args(["--timeout", "300ms"])
+        .url(format!("http://{addr}/"))
+        .json_exits(1);
     let took = started.elapsed();
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert_eq!(count(&summary(&out), "errors.timeout"), 4);
+    assert_counts(&j, &[("errors.timeout", 4)]);
     // 4 requests on 2 connections: two rounds of 300 ms, far from the server's 30 s.
     assert!(took < Duration::from_secs(5), "took {took:?}");
 }
@@ -186,27 +158,24 @@ fn a_stall_during_a_timed_run_ends_within_the_drain() {
     // The two requests in flight at the end of the second are drained for up to the timeout
     // (the --drain default): they time out in the drain, and are counted.
     let started = Instant::now();
-    let out = run(&[
-        "run",
-        "-d",
-        "1s",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--timeout",
-        "1s",
-        "--json",
-        &url,
-    ]);
+    let (out, j) = Run::new()
+        .args(["-d", "1s"])
+        .c(2)
+        .t(1)
+        .args(["--timeout", "1s"])
+        .url(&url)
+        .json_exits(1);
     let took = started.elapsed();
     assert!(took < Duration::from_secs(5), "took {took:?}");
-    let j = summary(&out);
-    assert_eq!(count(&j, "requests.total"), 2);
-    assert_eq!(count(&j, "errors.timeout"), 2);
-    assert_eq!(count(&j, "end.drained"), 2);
-    assert_eq!(count(&j, "end.drain_timeouts"), 2);
-    assert_eq!(out.status.code(), Some(1));
+    assert_counts(
+        &j,
+        &[
+            ("requests.total", 2),
+            ("errors.timeout", 2),
+            ("end.drained", 2),
+            ("end.drain_timeouts", 2),
+        ],
+    );
     assert!(
         stderr(&out).contains("no request succeeded"),
         "{}",
@@ -214,14 +183,15 @@ fn a_stall_during_a_timed_run_ends_within_the_drain() {
     );
     // --drain 0s: the run ends with the duration, and the two are counted as in flight.
     let started = Instant::now();
-    let out = run(&[
-        "run", "-d", "1s", "-c", "2", "-t", "1", "--drain", "0s", "--json", &url,
-    ]);
+    let (out, j) = Run::new()
+        .args(["-d", "1s"])
+        .c(2)
+        .t(1)
+        .args(["--drain", "0s"])
+        .url(&url)
+        .json_exits(1);
     assert!(started.elapsed() < Duration::from_secs(4));
-    let j = summary(&out);
-    assert_eq!(count(&j, "requests.total"), 0);
-    assert_eq!(count(&j, "end.in_flight"), 2);
-    assert_eq!(out.status.code(), Some(1));
+    assert_counts(&j, &[("requests.total", 0), ("end.in_flight", 2)]);
     assert!(stderr(&out).contains("no response"), "{}", stderr(&out));
 }
 
@@ -246,6 +216,7 @@ fn sigint_run(extra: &[&str], signal: i32, expect_code: i32) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // Kept: the time measured before the signal (the record's duration is checked below).
     std::thread::sleep(Duration::from_millis(1500));
     unsafe { libc::kill(child.id() as i32, signal) };
     let started = Instant::now();
@@ -326,6 +297,7 @@ fn a_signal_during_connect_ends_the_run_with_a_valid_record() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // Kept: the child shows no sign of being stuck in connect; a second lets it get there.
     std::thread::sleep(Duration::from_millis(1000));
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let started = Instant::now();
@@ -363,6 +335,7 @@ fn a_signal_before_the_start_and_a_second_signal_end_at_once() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // Kept: the child says nothing while it waits for the start; this lets it get there.
     std::thread::sleep(Duration::from_millis(500));
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let started = Instant::now();
@@ -383,6 +356,7 @@ fn a_signal_before_the_start_and_a_second_signal_end_at_once() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // Kept: as above, time for the child to be mid-run (connecting) when the signals come.
     std::thread::sleep(Duration::from_millis(800));
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);

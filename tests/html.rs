@@ -132,6 +132,7 @@ fn an_interrupted_run_still_writes_its_page() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Kept: the run measures for 1.5 s (intervals for the page's figures) before the signal.
     std::thread::sleep(Duration::from_millis(1500));
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();

@@ -14,6 +14,7 @@ use reqlife::recorder::record::RunRecord;
 use reqlife::server::ServerTls;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::time::Duration;
 
 fn load(p: &Path) -> RunRecord {
     reqlife::app::load_record(p).unwrap()
@@ -341,7 +342,17 @@ fn parts_that_did_not_overlap_in_time_merge_with_a_warning() {
     let d = dir.path();
     // One after the other: the second starts after the first ended.
     let first = small_record(d, "first.json", &[], &s.url("/"));
-    std::thread::sleep(std::time::Duration::from_millis(50));
+    // The second starts once the clock has passed the first's end as recorded (its start
+    // time plus its duration), rather than after a guessed pause.
+    let r = load(Path::new(&first));
+    let rfc3339 = &time::format_description::well_known::Rfc3339;
+    let end = time::OffsetDateTime::parse(&r.environment.start_time, rfc3339).unwrap()
+        + time::Duration::seconds_f64(r.summary.duration_s);
+    wait_until(
+        "the first run's recorded end",
+        Duration::from_secs(10),
+        || time::OffsetDateTime::now_utc() > end,
+    );
     let second = small_record(d, "second.json", &[], &s.url("/"));
     let out = run_ok(&["merge", &first, &second]);
     let err = stderr(&out);

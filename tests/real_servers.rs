@@ -132,28 +132,22 @@ fn nginx_gzip_is_decoded_over_http1_and_http2() {
         } else {
             format!("http://127.0.0.1:{port}/static/text.txt")
         };
-        let mut args = vec![
-            "run",
-            "-n",
-            "300",
-            "-c",
-            "2",
-            "-t",
-            "1",
-            "--json",
-            "--compressed",
-        ];
-        if tls {
-            args.extend_from_slice(&["--http2", "--insecure"]);
-        }
-        args.push(&url);
-        let j = summary(&run_ok(&args));
-        assert_eq!(count(&j, "requests.ok"), 300, "tls={tls}");
-        assert_eq!(count(&j, "latency.phases.decode.count"), 300, "tls={tls}");
-        assert_eq!(
-            count(&j, "bytes.body_decoded"),
-            300 * TEXT_BYTES as u64,
-            "tls={tls}"
+        let tls_args: &[&str] = if tls { &["--http2", "--insecure"] } else { &[] };
+        let j = Run::new()
+            .n(300)
+            .c(2)
+            .t(1)
+            .arg("--compressed")
+            .args(tls_args)
+            .url(&url)
+            .json();
+        assert_counts(
+            &j,
+            &[
+                ("requests.ok", 300),
+                ("latency.phases.decode.count", 300),
+                ("bytes.body_decoded", 300 * TEXT_BYTES as u64),
+            ],
         );
         assert!(
             count(&j, "bytes.body") * 10 < 300 * TEXT_BYTES as u64,
@@ -226,21 +220,20 @@ fn nginx_over_http1() {
     };
     let dir = tempfile::tempdir().unwrap();
     let (_nginx, port) = nginx(&program, dir.path(), false);
-    let out = run_ok(&[
-        "run",
-        "-n",
-        "2000",
-        "-c",
-        "4",
-        "-t",
-        "2",
-        "--json",
-        &format!("http://127.0.0.1:{port}/"),
-    ]);
-    let j = summary(&out);
-    assert_eq!(count(&j, "requests.ok"), 2000);
-    assert_eq!(count(&j, "connections.opened"), 4);
-    assert_eq!(count(&j, "server_timing.app.count"), 2000);
+    let j = Run::new()
+        .n(2000)
+        .c(4)
+        .t(2)
+        .url(format!("http://127.0.0.1:{port}/"))
+        .json();
+    assert_counts(
+        &j,
+        &[
+            ("requests.ok", 2000),
+            ("connections.opened", 4),
+            ("server_timing.app.count", 2000),
+        ],
+    );
     // 0.5 ms as sent, within HdrHistogram's 0.1%.
     let p50 = num(&j, "server_timing.app.p50_us");
     assert!((p50 - 500.0).abs() <= 0.5, "{p50}");
@@ -254,33 +247,29 @@ fn nginx_over_tls_with_http2() {
     let dir = tempfile::tempdir().unwrap();
     let (_nginx, port) = nginx(&program, dir.path(), true);
     let url = format!("https://127.0.0.1:{port}/");
-    let out = run_ok(&[
-        "run",
-        "--http2",
-        "--streams",
-        "8",
-        "-n",
-        "2000",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--insecure",
-        "--json",
-        &url,
-    ]);
-    let j = summary(&out);
-    assert_eq!(count(&j, "requests.ok"), 2000);
-    assert_eq!(count(&j, "requests.errors"), 0);
+    let j = Run::new()
+        .args(["--http2", "--streams", "8"])
+        .n(2000)
+        .c(2)
+        .t(1)
+        .arg("--insecure")
+        .url(&url)
+        .json();
+    assert_counts(&j, &[("requests.ok", 2000), ("requests.errors", 0)]);
     // nginx ends an HTTP/2 connection with a graceful GOAWAY after 1000 requests
     // (keepalive_requests): the streams it refused are sent again on a new connection.
     let opened = count(&j, "connections.opened");
     assert!((2..=4).contains(&opened), "{opened} connections");
-    assert_eq!(count(&j, "latency.phases.tls.count"), opened);
-    assert_eq!(count(&j, "latency.phases.h2_handshake.count"), opened);
-    // nginx's http2_max_concurrent_streams default.
-    assert_eq!(count(&j, "h2_max_concurrent_streams"), 128);
-    assert_eq!(count(&j, "bytes.body"), 2000 * 12);
+    // nginx's http2_max_concurrent_streams default: 128.
+    assert_counts(
+        &j,
+        &[
+            ("latency.phases.tls.count", opened),
+            ("latency.phases.h2_handshake.count", opened),
+            ("h2_max_concurrent_streams", 128),
+            ("bytes.body", 2000 * 12),
+        ],
+    );
     assert!(
         count(&j, "bytes.read") > 2000 * 12,
         "frames, not only bodies"
@@ -312,22 +301,19 @@ fn nghttpd_over_h2c() {
     let _server = Server(child);
     wait_listening(port);
     let url = format!("http://127.0.0.1:{port}/index.html");
-    let out = run_ok(&[
-        "run",
-        "--http2",
-        "--streams",
-        "4",
-        "-n",
-        "1000",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--json",
-        &url,
-    ]);
-    let j = summary(&out);
-    assert_eq!(count(&j, "requests.ok"), 1000);
-    assert_eq!(count(&j, "status.200"), 1000);
-    assert_eq!(count(&j, "bytes.body"), 1000 * 12);
+    let j = Run::new()
+        .args(["--http2", "--streams", "4"])
+        .n(1000)
+        .c(2)
+        .t(1)
+        .url(&url)
+        .json();
+    assert_counts(
+        &j,
+        &[
+            ("requests.ok", 1000),
+            ("status.200", 1000),
+            ("bytes.body", 1000 * 12),
+        ],
+    );
 }

@@ -190,6 +190,7 @@ fn a_closed_stdout_does_not_kill_serve() {
         .read_line(&mut line)
         .unwrap();
     let addr = listening_addr(&line);
+    // A window for serve to exit on the closed pipe, were it to: what the test watches for.
     std::thread::sleep(Duration::from_millis(100));
     assert!(
         child.try_wait().unwrap().is_none(),
@@ -289,15 +290,22 @@ fn slowloris_clients_do_not_starve_others() {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     // 100 slow clients, twice the target's connections: each sends a header byte every 100 ms
     // and never ends its head; cut off, it connects again.
+    let connected = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let slow: Vec<_> = (0..100)
         .map(|_| {
             let stop = stop.clone();
+            let connected = connected.clone();
             std::thread::spawn(move || {
+                let mut first = true;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     let Ok(mut c) = TcpStream::connect(addr) else {
                         continue;
                     };
                     let _ = c.write_all(b"GET / HTTP/1.1\r\nX-Slow: ");
+                    if std::mem::take(&mut first) {
+                        connected.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    // The slow client's pace: part of the attack, not a wait.
                     while !stop.load(std::sync::atomic::Ordering::Relaxed)
                         && c.write_all(b"a").is_ok()
                     {
@@ -307,7 +315,12 @@ fn slowloris_clients_do_not_starve_others() {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(300));
+    // The run starts once every slow client holds a connection.
+    wait_until(
+        "100 slow clients connected",
+        Duration::from_secs(10),
+        || connected.load(std::sync::atomic::Ordering::Relaxed) == 100,
+    );
     let out = run_ok(&[
         "run",
         "-n",

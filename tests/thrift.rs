@@ -94,10 +94,6 @@ fn framed_run(url: &str, payload: &Path, args: &[&str]) -> Value {
     summary(&run(&all))
 }
 
-fn phase_count(s: &Value, phase: &str) -> u64 {
-    count(s, &format!("latency.phases.{phase}.count"))
-}
-
 #[test]
 fn thrift_keep_alive_counts_phases_and_seqids() {
     if !have_thrift() {
@@ -114,18 +110,23 @@ fn thrift_keep_alive_counts_phases_and_seqids() {
         &payload,
         &["-c", "4", "-t", "2", "-n", "300", "--seqid-offset", "16"],
     );
-    assert_eq!(count(&s, "requests.ok"), 300, "{s}");
-    assert_eq!(count(&s, "requests.errors"), 0, "{s}");
-    assert_eq!(count(&s, "connections.opened"), 4, "{s}");
-    // Connect on the 4 requests that opened a connection; the rest on every request.
-    assert_eq!(phase_count(&s, "connect"), 4);
-    for phase in ["write", "wait", "read"] {
-        assert_eq!(phase_count(&s, phase), 300, "{phase}");
-    }
-    assert_eq!(count(&s, "latency.total.count"), 300);
-    // The echo reply: a 4-byte prefix and a frame of 26 bytes (version, name, seqid, "hi").
-    assert_eq!(count(&s, "bytes.read"), 300 * 30, "{s}");
-    assert_eq!(count(&s, "bytes.headers"), 300 * 4, "{s}");
+    // Connect on the 4 requests that opened a connection; the rest on every request. The
+    // echo reply: a 4-byte prefix and a frame of 26 bytes (version, name, seqid, "hi").
+    assert_counts(
+        &s,
+        &[
+            ("requests.ok", 300),
+            ("requests.errors", 0),
+            ("connections.opened", 4),
+            ("latency.phases.connect.count", 4),
+            ("latency.phases.write.count", 300),
+            ("latency.phases.wait.count", 300),
+            ("latency.phases.read.count", 300),
+            ("latency.total.count", 300),
+            ("bytes.read", 300 * 30),
+            ("bytes.headers", 300 * 4),
+        ],
+    );
     // Each request carried its own sequence number as Thrift's seqid.
     let mut seqids: Vec<u64> = std::fs::read_to_string(&log)
         .unwrap()
@@ -181,23 +182,29 @@ fn thrift_pool_no_pool_bursts_and_open_loop() {
         &payload,
         &["-c", "4", "-n", "60", "--connection-policy", "new"],
     );
-    assert_eq!(count(&s, "requests.ok"), 60, "{s}");
-    assert_eq!(count(&s, "connections.opened"), 60, "{s}");
-    assert_eq!(phase_count(&s, "connect"), 60);
+    assert_counts(
+        &s,
+        &[
+            ("requests.ok", 60),
+            ("connections.opened", 60),
+            ("latency.phases.connect.count", 60),
+        ],
+    );
     // Every wait holds the server's 20 ms.
     assert!(num(&s, "latency.phases.wait.min_us") >= 19_000.0, "{s}");
     // Bursts of 20 at once, pooled: 20 connections opened in all.
     let s = framed_run(&url, &payload, &["--burst", "20", "--bursts", "3"]);
-    assert_eq!(count(&s, "requests.ok"), 60, "{s}");
-    assert_eq!(count(&s, "connections.opened"), 20, "{s}");
+    assert_counts(&s, &[("requests.ok", 60), ("connections.opened", 20)]);
     // Bursts without a pool: every request connects.
     let s = framed_run(
         &url,
         &payload,
         &["--burst", "20", "--bursts", "3", "--no-keepalive"],
     );
-    assert_eq!(count(&s, "requests.ok"), 60, "{s}");
-    assert_eq!(phase_count(&s, "connect"), 60);
+    assert_counts(
+        &s,
+        &[("requests.ok", 60), ("latency.phases.connect.count", 60)],
+    );
     // An open loop at 100 req/s for a second.
     let s = framed_run(&url, &payload, &["-R", "100", "-d", "1s", "-c", "8"]);
     assert!(count(&s, "requests.ok") >= 90, "{s}");
@@ -272,8 +279,10 @@ fn lying_frames_are_errors_by_kind() {
         let mut args = vec!["-c", "1", "-n", "5", "-o", rec.to_str().unwrap()];
         args.extend_from_slice(extra);
         let s = framed_run(&url, &payload, &args);
-        assert_eq!(count(&s, &format!("errors.{kind}")), 5, "{kind}: {s}");
-        assert_eq!(count(&s, "requests.ok"), 0, "{s}");
+        assert_counts(
+            &s,
+            &[(format!("errors.{kind}").as_str(), 5), ("requests.ok", 0)],
+        );
         let record: Value = serde_json::from_slice(&std::fs::read(&rec).unwrap()).unwrap();
         let first = record["first_errors"][kind].as_str().unwrap_or_default();
         assert!(first.contains(words), "{kind}: {first}");
@@ -308,8 +317,7 @@ fn unframed_replies_of_a_fixed_length() {
             "6",
         ],
     );
-    assert_eq!(count(&s, "requests.ok"), 50, "{s}");
-    assert_eq!(count(&s, "bytes.read"), 300, "{s}");
+    assert_counts(&s, &[("requests.ok", 50), ("bytes.read", 300)]);
     // Asking for more than the server sends: the wait ends in a timeout.
     let s = framed_run(
         &url,
@@ -327,7 +335,7 @@ fn unframed_replies_of_a_fixed_length() {
             "300ms",
         ],
     );
-    assert_eq!(count(&s, "errors.timeout"), 2, "{s}");
+    assert_counts(&s, &[("errors.timeout", 2)]);
 }
 
 #[test]

@@ -127,7 +127,8 @@ mod tests {
                 })
             })
             .collect();
-        // Neither waiter arrives before the gate opens: open it from here.
+        // Neither waiter arrives before the gate opens: open it from here. Kept: a waiter
+        // parked in `opened()` shows nothing to poll; the pause lets both park first.
         std::thread::sleep(std::time::Duration::from_millis(20));
         gate.arrive();
         gate.arrive();

@@ -254,15 +254,7 @@ mod tests {
     use super::*;
 
     proptest::proptest! {
-        #[test]
-        fn no_parser_panics(s in "\\PC{0,30}") {
-            let _ = parse_duration(&s);
-            let _ = parse_count(&s);
-            let _ = parse_rate(&s);
-            let _ = parse_stages(&s);
-            let _ = parse_start_at(&s);
-        }
-
+        // That no parser panics on any text: fuzz/fuzz_targets/units.rs.
         #[test]
         fn counts_and_durations_print_and_parse_back(n in 0u64..1_000_000_000, ms in 0u64..100_000_000) {
             proptest::prop_assert_eq!(parse_count(&n.to_string()), Ok(n));

@@ -7,7 +7,7 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Command, Output};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The reqlife binary built for the tests.
 pub fn reqlife() -> Command {
@@ -44,6 +44,149 @@ pub fn stderr(o: &Output) -> String {
 pub fn summary(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("not JSON ({e}): stdout={} stderr={}", stdout(o), stderr(o)))
+}
+
+/// A reqlife command line built up by intent, then run:
+///
+/// ```ignore
+/// let j = Run::new().n(20).c(1).arg("--compressed").url(&url).json();
+/// let out = Run::new().n(20).c(1).url(&url).exits(1); // the Output, exit 1 asserted
+/// ```
+///
+/// `new` starts with the `run` subcommand (`Run::cmd("knee")` for another); the URL goes
+/// last, after every flag; `json` adds `--json`. Every way to run it asserts that reqlife did
+/// not panic (see [`run`]).
+#[derive(Clone, Debug)]
+pub struct Run {
+    args: Vec<String>,
+    url: Option<String>,
+}
+
+impl Default for Run {
+    fn default() -> Run {
+        Run::new()
+    }
+}
+
+impl Run {
+    /// `reqlife run …`.
+    pub fn new() -> Run {
+        Run::cmd("run")
+    }
+
+    /// `reqlife SUBCOMMAND …`.
+    pub fn cmd(subcommand: &str) -> Run {
+        Run {
+            args: vec![subcommand.to_string()],
+            url: None,
+        }
+    }
+
+    /// `-n N`: the number of requests.
+    pub fn n(self, requests: u64) -> Run {
+        self.args(["-n", &requests.to_string()])
+    }
+
+    /// `-c C`: the number of connections.
+    pub fn c(self, connections: u64) -> Run {
+        self.args(["-c", &connections.to_string()])
+    }
+
+    /// `-t T`: the number of threads.
+    pub fn t(self, threads: u64) -> Run {
+        self.args(["-t", &threads.to_string()])
+    }
+
+    /// One more argument.
+    pub fn arg(mut self, arg: impl AsRef<str>) -> Run {
+        self.args.push(arg.as_ref().to_string());
+        self
+    }
+
+    /// More arguments, in order.
+    pub fn args<I, S>(mut self, args: I) -> Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_string()));
+        self
+    }
+
+    /// The target, placed after every flag.
+    pub fn url(mut self, url: impl AsRef<str>) -> Run {
+        self.url = Some(url.as_ref().to_string());
+        self
+    }
+
+    /// The whole command line, as reqlife gets it.
+    pub fn argv(&self) -> Vec<String> {
+        self.args.iter().chain(&self.url).cloned().collect()
+    }
+
+    /// Runs it, whatever its exit status.
+    pub fn output(&self) -> Output {
+        let argv = self.argv();
+        run(&argv.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    /// Runs it and asserts that it succeeded (showing its stderr if not).
+    pub fn ok(&self) -> Output {
+        self.exits(0)
+    }
+
+    /// Runs it and asserts its exit status (showing the command line and stderr if not).
+    pub fn exits(&self, code: i32) -> Output {
+        let out = self.output();
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{:?}: {}",
+            self.argv(),
+            stderr(&out)
+        );
+        out
+    }
+
+    /// Runs it with `--json`, asserts that it succeeded, and parses the summary.
+    pub fn json(&self) -> serde_json::Value {
+        summary(&self.clone().arg("--json").ok())
+    }
+
+    /// Runs it with `--json`, asserts its exit status, and gives the Output with the parsed
+    /// summary (for the stderr checks that go with a failed run).
+    pub fn json_exits(&self, code: i32) -> (Output, serde_json::Value) {
+        let out = self.clone().arg("--json").exits(code);
+        let j = summary(&out);
+        (out, j)
+    }
+}
+
+/// Asserts the counts at dotted paths of a summary (`("requests.ok", 300)`); a failure names
+/// the path, both figures and the whole summary.
+#[track_caller]
+pub fn assert_counts(v: &serde_json::Value, expected: &[(&str, u64)]) {
+    for &(path, want) in expected {
+        let got = path.split('.').fold(v, |v, k| &v[k]).as_u64();
+        assert!(
+            got == Some(want),
+            "{path}: {} where {want} was expected, in\n{v:#}",
+            got.map_or("no count".to_string(), |g| g.to_string())
+        );
+    }
+}
+
+/// Polls `cond` until it holds, every 10 ms; panics naming `what` after `timeout`. For a test
+/// that waits for something to happen (a server listening, a file written): waiting on the
+/// thing itself, not a guess at how long it takes.
+#[track_caller]
+pub fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !cond() {
+        assert!(Instant::now() < deadline, "{what}: not within {timeout:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// The embedded target on 127.0.0.1:0, in this test process.

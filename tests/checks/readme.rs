@@ -5,9 +5,7 @@
 //! nowhere outside the repository. Its test command is the one `.ci/run` runs, a script that
 //! installs what the tests need.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");

@@ -1,9 +1,7 @@
 //! `--help`: `run`'s flags grouped under headings in the order people look for them, and
 //! `knee --help` listing only the flags knee accepts.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 /// The flags (`-x` and `--xyz`) a help text lists, in order.
 fn flags(help: &str) -> Vec<String> {
