@@ -964,33 +964,29 @@ fn named_hists<'a>(
     named
 }
 
-/// The counts of a run, as a summary whose derived figures (rates, statistics) are left for
-/// [`summarize`]: the one part of its own summary.
-fn counts_of(plan: &RunPlan, measured: &Measured, end: &Ending) -> Summary {
-    let c = &measured.counters;
-    let secs = end.recorded.as_secs_f64();
-    let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
-    let status_of = |status: &mut dyn Iterator<Item = (usize, u64)>| {
-        let mut map = BTreeMap::new();
-        let mut non_2xx_3xx = 0;
-        for (code, n) in status.filter(|(_, n)| *n > 0) {
-            map.insert(code.to_string(), n);
-            if !(200..400).contains(&code) {
-                non_2xx_3xx += n;
-            }
+/// Status counts by code (those seen), and how many were not 2xx or 3xx.
+fn status_of(status: impl Iterator<Item = (usize, u64)>) -> (BTreeMap<String, u64>, u64) {
+    let mut map = BTreeMap::new();
+    let mut non_2xx_3xx = 0;
+    for (code, n) in status.filter(|(_, n)| *n > 0) {
+        map.insert(code.to_string(), n);
+        if !(200..400).contains(&code) {
+            non_2xx_3xx += n;
         }
-        (map, non_2xx_3xx)
-    };
-    let (status, non_2xx_3xx) =
-        status_of(&mut measured.status.iter().enumerate().map(|(c, n)| (c, *n)));
+    }
+    (map, non_2xx_3xx)
+}
+
+/// Each named request's counts (its derived figures are left for [`summarize`]).
+fn request_counts_of(plan: &RunPlan, measured: &Measured) -> BTreeMap<String, RequestFigures> {
     let names = plan.workload.as_ref().map_or(&[][..], |w| &w.names[..]);
-    let by_request = names
+    names
         .iter()
         .zip(&measured.by_request)
         .map(|(name, acc)| {
             let c = &acc.counters;
             let (status, non_2xx_3xx) =
-                status_of(&mut acc.status.iter().map(|(code, n)| (*code as usize, *n)));
+                status_of(acc.status.iter().map(|(code, n)| (*code as usize, *n)));
             let figures = RequestFigures {
                 requests: Requests {
                     total: c.requests,
@@ -1009,7 +1005,17 @@ fn counts_of(plan: &RunPlan, measured: &Measured, end: &Ending) -> Summary {
             };
             (name.clone(), figures)
         })
-        .collect();
+        .collect()
+}
+
+/// The counts of a run, as a summary whose derived figures (rates, statistics) are left for
+/// [`summarize`]: the one part of its own summary.
+fn counts_of(plan: &RunPlan, measured: &Measured, end: &Ending) -> Summary {
+    let c = &measured.counters;
+    let secs = end.recorded.as_secs_f64();
+    let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    let (status, non_2xx_3xx) = status_of(measured.status.iter().enumerate().map(|(c, n)| (c, *n)));
+    let by_request = request_counts_of(plan, measured);
     let st = &measured.server;
     let mut labels: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     for (i, desc, n) in &st.labels {

@@ -1,0 +1,44 @@
+//! The longer texts of `--help`: how verdicts are reached, what exit codes mean.
+
+/// The end of `reqlife run --help`: what its exit codes mean.
+pub(crate) const RUN_EXIT_CODES: &str = "Exit codes:
+  0    done
+  1    no request succeeded (errors only), or the record could not be written
+  2    bad input: a flag, the URL, a file, a host that does not resolve
+  3    stopped early: every connection failed the same way before any request succeeded
+       (refused, untrusted certificate, TLS mismatch, no h2 in ALPN), or ulimit -n is too low
+       to start; the error line names the fix
+  4    responses came back, but every one was an HTTP error (no 2xx or 3xx)
+  99   a --threshold failed
+  130, 143  interrupted by SIGINT, SIGTERM (the report and the record are still written)";
+
+/// `reqlife knee --help`: how a step is judged.
+pub(crate) const KNEE_ABOUT: &str = "The highest open-loop rate that meets every SLO: an exponential search from a quarter of \
+what a short closed-loop probe achieves, then bisection to --precision, one step per rate (--step long), the \
+answer confirmed by a repeated step.
+
+How a step is judged. It passes when every --slo holds and the achieved rate is at least 99% of the offered one, \
+less the share still in flight at the step's end (mean latency / step, by Little's law). A failing step is blamed \
+on the generator, not the server, only when a worker thread was saturated or when the generator's lateness \
+explains every failure: each failed latency SLO would hold with the schedule lag at its quantile taken off (that \
+lag over --max-lag), a rate shortfall is within the lag's share of the step. The lag after the step's start-up \
+(its first fifth, at most 2 s) is read at the highest quantile the step has samples for, 10 beyond it: p99 needs \
+1,000 samples, p90 100, p50 20, and under 20 it does not judge. A lagging generator cannot make a step look \
+better (latencies count from the intended send times), so a step that passes passes; a step blamed on the \
+generator runs once more before the search stops on a client limit.";
+
+/// `reqlife compare --help`: how a verdict is reached.
+pub(crate) const COMPARE_ABOUT: &str = "Is B faster than A, or is it noise? Throughput and p50/p90/p99/p99.9 of the total, of each \
+phase and server metric: A, B, the change B/A - 1, its 95% interval, the p of a rank test, the minimum detectable \
+effect (MDE: the smallest change these data could show, 5% two-sided, 80% power) and a verdict.
+
+How a verdict is reached. Across runs (both records made with `run --repeat N`, or `--run URL_A URL_B --rounds N` \
+here), each run is one observation: a change is called only when the exact rank test across runs (a permutation \
+test of the rank-sum, ties included) gives p < 0.05 and the 95% bootstrap interval of the ratio of the medians lies \
+wholly beyond the noise band (--noise). Anything else is \"no significant change\", with the reason. An exact test of \
+3 runs against 3 cannot give p below 0.1 whatever the data: such rows say \"too few runs: 4+ per side can show a \
+change\" instead of a verdict. Single runs are compared by resampling blocks of their intervals, and a change is \
+called when that interval lies wholly beyond the noise band; but one run cannot see the run-to-run variance of a \
+shared machine (often a few percent), so the output says so and gives the MDE. `--run URL_A URL_B --rounds N` runs \
+A and B in turn (AB, BA, AB, ...: a drift of the machine or the target in time falls on both sides alike) and \
+compares them across rounds; the flags of each run follow `--` (e.g. `-- -d 2s -c 8`).";
