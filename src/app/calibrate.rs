@@ -5,7 +5,8 @@
 //! and the latency the network and the client add at low load. Prints the figures and a
 //! verdict (`--json`: as JSON).
 
-use super::control::{run_step, target, Control, STOPPED};
+use super::control::{run_step, target, Control};
+use super::failure::Failure;
 use super::{out, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT};
 use crate::analysis::calibrate::{self, Calibration, Limit, Step};
 use crate::cli::{CalibrateArgs, Cli, Command, RunArgs};
@@ -55,10 +56,7 @@ pub fn calibrate(args: &CalibrateArgs, command_line: Vec<String>) -> i32 {
     };
     let (embedded, url) = match target(args.external.as_deref(), "/", &no_store) {
         Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_FAILURE;
-        }
+        Err(e) => return e.report(),
     };
     let control = match Control::new() {
         Ok(c) => c,
@@ -74,16 +72,8 @@ pub fn calibrate(args: &CalibrateArgs, command_line: Vec<String>) -> i32 {
     match result {
         Ok(c) if args.json => out(&(serde_json::to_string_pretty(&c).unwrap_or_default() + "\n")),
         Ok(c) => out(&render(&c)),
-        Err(e) if e.starts_with("usage: ") => return usage_error(&e[7..]),
-        // Every connection of a step failed the same way: the fix, exit 3.
-        Err(e) if e.starts_with(STOPPED) => {
-            eprintln!("error: {}", &e[STOPPED.len()..]);
-            return super::EXIT_FAIL_FAST;
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_FAILURE;
-        }
+        // Bad flags exit 2; a step the fail-fast rule stopped, 3 (its line names the fix).
+        Err(e) => return e.report(),
     }
     if control.signal() != 0 {
         return EXIT_SIGINT;
@@ -97,26 +87,20 @@ fn measure(
     url: &str,
     command_line: &[String],
     embedded: bool,
-) -> Result<Calibration, String> {
+) -> Result<Calibration, Failure> {
     let say = |msg: String| {
         if !args.quiet {
             eprintln!("reqlife calibrate: {msg}");
         }
     };
-    let step = |extra: Vec<String>| -> Result<Step, String> {
-        let run_args = step_args(args, &extra).map_err(|e| format!("usage: {e}"))?;
-        let r = run_step(control, &run_args, url, command_line, embedded).map_err(|e| {
-            if e.starts_with(STOPPED) {
-                e
-            } else {
-                format!("usage: {e}")
-            }
-        })?;
+    let step = |extra: Vec<String>| -> Result<Step, Failure> {
+        let run_args = step_args(args, &extra).map_err(Failure::Usage)?;
+        let r = run_step(control, &run_args, url, command_line, embedded)?;
         if r.summary.requests.ok == 0 {
-            return Err(format!(
+            return Err(Failure::Failed(format!(
                 "no request succeeded against {url}: {}",
                 r.first_errors.values().next().cloned().unwrap_or_default()
-            ));
+            )));
         }
         Ok(calibrate::Step::of(&r))
     };

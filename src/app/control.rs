@@ -3,6 +3,7 @@
 //! second exits at once), executes one plan's workers until its stop rule or a signal, shows
 //! progress and `--every` lines, and hands back what was measured ([`Executed`]).
 
+use super::failure::Failure;
 use super::{now_rfc3339, out};
 use crate::engine::SessionConfig;
 use crate::load::{self, Progress, StopSignal};
@@ -452,11 +453,11 @@ pub(crate) fn target(
     url: Option<&str>,
     route: &str,
     kv: &crate::cli::KvArgs,
-) -> Result<(Option<crate::server::RunningServer>, String), String> {
+) -> Result<(Option<crate::server::RunningServer>, String), Failure> {
     match url {
-        Some(_) if kv.kv_preload > 0 => {
-            Err("--kv-preload fills the embedded target's store: drop it, or drop the URL".into())
-        }
+        Some(_) if kv.kv_preload > 0 => Err(Failure::Usage(
+            "--kv-preload fills the embedded target's store: drop it, or drop the URL".into(),
+        )),
         Some(u) => Ok((None, u.to_string())),
         None => {
             let s = crate::server::spawn(crate::server::ServerConfig {
@@ -467,16 +468,12 @@ pub(crate) fn target(
                     crate::server::ServerTls::None,
                 )
             })
-            .map_err(|e| format!("cannot start the embedded target: {e}"))?;
+            .map_err(|e| Failure::Failed(format!("cannot start the embedded target: {e}")))?;
             let url = s.url(route);
             Ok((Some(s), url))
         }
     }
 }
-
-/// The start of the error of a step (knee, calibrate) that the fail-fast rule stopped; the
-/// rest is the rule's line (the hint).
-pub(crate) const STOPPED: &str = "fail fast: ";
 
 /// One step of a command that runs several (knee, calibrate, repeat): the plan built from
 /// `args` for `url`, executed, and its record.
@@ -486,7 +483,7 @@ pub(crate) fn run_step(
     url: &str,
     command_line: &[String],
     embedded: bool,
-) -> Result<crate::recorder::record::RunRecord, String> {
+) -> Result<crate::recorder::record::RunRecord, Failure> {
     run_step_measured(control, args, url, command_line, embedded).map(|(r, _, _)| r)
 }
 
@@ -503,13 +500,15 @@ pub(crate) fn run_step_measured(
         crate::recorder::Measured,
         RunPlan,
     ),
-    String,
+    Failure,
 > {
-    let plan = crate::cli::plan::build(args, url).map_err(|e| e.0)?;
-    let config = SessionConfig::new(&plan)?;
-    let o = control.execute(&plan, config, true, None, false)?;
+    let plan = crate::cli::plan::build(args, url).map_err(|e| Failure::Usage(e.0))?;
+    let config = SessionConfig::new(&plan).map_err(Failure::Usage)?;
+    let o = control
+        .execute(&plan, config, true, None, false)
+        .map_err(Failure::Failed)?;
     if let Some(line) = o.fail_fast {
-        return Err(format!("{STOPPED}{line}"));
+        return Err(Failure::FailFast(line));
     }
     let record = crate::recorder::record::RunRecord::build(
         &plan,

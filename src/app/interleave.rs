@@ -106,10 +106,7 @@ pub(crate) fn run_rounds(
                 );
             }
             let step = run_step_measured(&control, &runs[side], &urls[side], command_line, false)
-                .map_err(|e| {
-                eprintln!("error: {e}");
-                EXIT_FAILURE
-            })?;
+                .map_err(|e| e.report())?;
             if control.signal() != 0 {
                 break 'rounds;
             }

@@ -5,8 +5,8 @@
 //! step and the answer are printed; the record (`-o`) keeps every step's histograms as levels
 //! and the search in `knee`.
 
-use super::control::{run_step, run_step_measured, target, Control, STOPPED};
-use super::{files, usage_error, EXIT_FAILURE, EXIT_FAIL_FAST, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
+use super::control::{run_step, run_step_measured, target, Control};
+use super::{files, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
 use crate::analysis::knee::{self, KneeResult, Search, Verdict};
 use crate::cli::{plan, KneeArgs};
 use crate::model::StopReason;
@@ -71,11 +71,7 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
     }
     let (embedded, url) = match target(run.url.as_deref(), "/", &run.kv) {
         Ok(t) => t,
-        Err(e) if e.starts_with("--") => return usage_error(e),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_FAILURE;
-        }
+        Err(e) => return e.report(),
     };
     // Every flag checked once before the first step: a bad one is found now.
     let mut probe_args = run.clone();
@@ -123,16 +119,8 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
                 ));
                 (flat_out / 4.0).round().max(1.0)
             }
-            Err(e) => {
-                return match e.strip_prefix(STOPPED) {
-                    // Every connection of the probe failed the same way: the fix, exit 3.
-                    Some(line) => {
-                        eprintln!("error: {line}");
-                        EXIT_FAIL_FAST
-                    }
-                    None => usage_error(e),
-                };
-            }
+            // Every connection of the probe failed the same way: the fix, exit 3.
+            Err(e) => return e.report(),
         },
     };
     let precision = args.precision / 100.0;
@@ -168,15 +156,7 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
             embedded.is_some(),
         ) {
             Ok(r) => r,
-            Err(e) => {
-                let line = e.strip_prefix(STOPPED);
-                eprintln!("error: {}", line.unwrap_or(&e));
-                return if line.is_some() {
-                    EXIT_FAIL_FAST
-                } else {
-                    EXIT_FAILURE
-                };
-            }
+            Err(e) => return e.report(),
         };
         if control.signal() != 0 {
             // An interrupted step says nothing about its rate: kept, not judged.

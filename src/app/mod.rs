@@ -8,6 +8,7 @@
 
 mod calibrate;
 mod control;
+mod failure;
 mod files;
 mod interleave;
 mod knee;

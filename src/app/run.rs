@@ -34,11 +34,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     } else {
         match super::control::target(args.url.as_deref(), "/", &args.kv) {
             Ok((server, url)) => (server, Some(url)),
-            Err(e) if e.starts_with("--") => return usage_error(e),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_FAILURE;
-            }
+            Err(e) => return e.report(),
         }
     };
     let built = if workload::is_workload(args) {

@@ -165,13 +165,21 @@ impl LiveView {
             restore();
             return Err(e);
         }
-        let terminal = match ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(out)) {
-            Ok(t) => t,
-            Err(e) => {
-                restore();
-                return Err(e);
-            }
-        };
+        let mut terminal =
+            match ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(out)) {
+                Ok(t) => t,
+                Err(e) => {
+                    restore();
+                    return Err(e);
+                }
+            };
+        // A terminal that keeps the main screen's text in the alternate one (or lines written
+        // meanwhile, the run's header on stderr) would show through the cells the view leaves
+        // blank: clear it once, so the first frame is drawn whole.
+        if let Err(e) = terminal.clear() {
+            restore();
+            return Err(e);
+        }
         Ok(LiveView {
             terminal,
             paused: false,
