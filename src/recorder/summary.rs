@@ -92,50 +92,8 @@ pub(crate) fn summarize(parts: &[&Summary], h: &impl Lookup, duration_s: f64) ->
     };
     let first = parts[0];
     let read = sum(&|s| s.bytes.read);
-    let mut order: Vec<String> = Vec::new();
-    for s in parts {
-        for name in &s.server_timing_order {
-            if !order.contains(name) {
-                order.push(name.clone());
-            }
-        }
-    }
-    let mut labels: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
-    for s in parts {
-        for (metric, descs) in &s.server_timing_labels {
-            let into = labels.entry(metric.clone()).or_default();
-            for (d, n) in descs {
-                *into.entry(d.clone()).or_insert(0) += n;
-            }
-        }
-    }
-    let bursts = first.bursts.as_ref().map(|b| {
-        let of = |name: &str| match h.find(name) {
-            Some(h) if !h.is_empty() => BurstStats::of(h),
-            _ => BurstStats {
-                mean_us: 0.0,
-                p50_us: 0.0,
-                p95_us: 0.0,
-                max_us: 0.0,
-            },
-        };
-        Bursts {
-            size: parts
-                .iter()
-                .filter_map(|s| s.bursts.as_ref())
-                .map(|b| b.size)
-                .sum(),
-            interval_s: b.interval_s,
-            count: parts
-                .iter()
-                .filter_map(|s| s.bursts.as_ref())
-                .map(|b| b.count)
-                .max()
-                .unwrap_or(0),
-            dispatch: of("burst_dispatch"),
-            wait: of("burst_wait"),
-        }
-    });
+    let (order, labels) = server_timing_names(parts);
+    let bursts = bursts_of(parts, h);
     let offered: Vec<f64> = parts
         .iter()
         .filter_map(|s| s.generator.offered_rps)
@@ -204,6 +162,63 @@ pub(crate) fn summarize(parts: &[&Summary], h: &impl Lookup, duration_s: f64) ->
         thresholds: Vec::new(),
         threshold_verdict: None,
     }
+}
+
+/// The Server-Timing metrics of the parts, in the order first seen, and their labels added.
+#[allow(clippy::type_complexity)]
+fn server_timing_names(
+    parts: &[&Summary],
+) -> (Vec<String>, BTreeMap<String, BTreeMap<String, u64>>) {
+    let mut order: Vec<String> = Vec::new();
+    for s in parts {
+        for name in &s.server_timing_order {
+            if !order.contains(name) {
+                order.push(name.clone());
+            }
+        }
+    }
+    let mut labels: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    for s in parts {
+        for (metric, descs) in &s.server_timing_labels {
+            let into = labels.entry(metric.clone()).or_default();
+            for (d, n) in descs {
+                *into.entry(d.clone()).or_insert(0) += n;
+            }
+        }
+    }
+    (order, labels)
+}
+
+/// The parts' bursts: their sizes added (side by side), the most bursts of one part, and the
+/// statistics of the added `burst_dispatch` and `burst_wait` histograms.
+fn bursts_of(parts: &[&Summary], h: &impl Lookup) -> Option<Bursts> {
+    parts[0].bursts.as_ref().map(|b| {
+        let of = |name: &str| match h.find(name) {
+            Some(h) if !h.is_empty() => BurstStats::of(h),
+            _ => BurstStats {
+                mean_us: 0.0,
+                p50_us: 0.0,
+                p95_us: 0.0,
+                max_us: 0.0,
+            },
+        };
+        Bursts {
+            size: parts
+                .iter()
+                .filter_map(|s| s.bursts.as_ref())
+                .map(|b| b.size)
+                .sum(),
+            interval_s: b.interval_s,
+            count: parts
+                .iter()
+                .filter_map(|s| s.bursts.as_ref())
+                .map(|b| b.count)
+                .max()
+                .unwrap_or(0),
+            dispatch: of("burst_dispatch"),
+            wait: of("burst_wait"),
+        }
+    })
 }
 
 /// The named requests' figures of the parts, from the merged `request.<name>.<phase>`

@@ -34,7 +34,6 @@ const KNOWN_FNS: &[(&str, &str, usize)] = &[
     ("engine/http1.rs", "parse_head", 114),
     ("load/mod.rs", "drive", 134),
     ("load/mod.rs", "start", 110),
-    ("recorder/summary.rs", "summarize", 124),
     ("report/html/figures.rs", "breakdown", 102),
     ("report/metrics.rs", "render", 174),
     ("report/plot/knee.rs", "svg", 117),
