@@ -2,9 +2,10 @@
 //! a run of 2,000 (beyond a small slack for interval snapshots), counted by a global
 //! allocator around in-process runs against a server that itself never allocates.
 
+mod common;
+use common::quiet_server;
+
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 struct Counting;
@@ -27,46 +28,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-/// A keep-alive server that answers each request head with a fixed response, from
-/// fixed buffers: it allocates nothing per request.
-fn quiet_server() -> std::net::SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut s = stream;
-                let _ = s.set_nodelay(true);
-                let mut buf = [0u8; 4096];
-                let mut tail = [0u8; 4];
-                loop {
-                    let n = match s.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => n,
-                    };
-                    // Count request heads ending in this read (requests are small, one per read
-                    // or split; track the last 4 bytes across reads).
-                    let mut heads = 0;
-                    for &b in &buf[..n] {
-                        tail = [tail[1], tail[2], tail[3], b];
-                        if &tail == b"\r\n\r\n" {
-                            heads += 1;
-                        }
-                    }
-                    for _ in 0..heads {
-                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\nHello World!")
-                            .is_err()
-                        {
-                            return;
-                        }
-                    }
-                }
-            });
-        }
-    });
-    addr
-}
 
 fn allocations_of_run(url: &str, requests: &str) -> u64 {
     let args = [

@@ -5,6 +5,9 @@
 //! observes without disturbing: the same open-loop plan run with and without it, interleaved,
 //! gives the same latency distribution within the run-to-run noise.
 
+mod common;
+use common::missing;
+
 use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -15,11 +18,7 @@ fn script() -> Option<&'static str> {
         .into_iter()
         .find(|p| std::path::Path::new(p).exists());
     if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "script (util-linux) is required in CI"
-        );
-        eprintln!("script (util-linux) is not installed: not run");
+        missing("script", "apt-get install util-linux");
     }
     found
 }

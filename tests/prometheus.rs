@@ -14,7 +14,7 @@ mod common;
 use common::*;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn free_port() -> u16 {
@@ -23,44 +23,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-/// The prometheus binary; in CI its absence is a failure.
-fn prometheus() -> Option<std::path::PathBuf> {
-    let found = [
-        "/usr/bin/prometheus",
-        "/usr/sbin/prometheus",
-        "/bin/prometheus",
-    ]
-    .iter()
-    .map(std::path::PathBuf::from)
-    .find(|p| p.exists());
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "prometheus is required in CI: apt-get install prometheus"
-        );
-        eprintln!("prometheus is not installed (apt-get install prometheus): not run");
-    }
-    found
-}
-
-/// A child process stopped (SIGTERM, then SIGKILL) when dropped.
-struct Child2(Child);
-
-impl Drop for Child2 {
-    fn drop(&mut self) {
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// A plain HTTP/1.1 GET on 127.0.0.1:`port`: (status, body).
@@ -160,7 +122,9 @@ fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
 
 #[test]
 fn prometheus_scrapes_the_run_and_agrees_on_its_p99() {
-    let Some(bin) = prometheus() else { return };
+    let Some(bin) = find_tool("prometheus", "apt-get install prometheus") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let metrics_port = free_port();
     let prom_port = free_port();
@@ -173,7 +137,7 @@ fn prometheus_scrapes_the_run_and_agrees_on_its_p99() {
         ),
     )
     .unwrap();
-    let _prom = Child2(
+    let _prom = Stopped(
         Command::new(bin)
             .arg(format!("--config.file={}", config.display()))
             .arg(format!(
@@ -195,7 +159,7 @@ fn prometheus_scrapes_the_run_and_agrees_on_its_p99() {
     );
     let record = dir.path().join("run.json");
     let addr = format!("127.0.0.1:{metrics_port}");
-    let mut run = Child2(
+    let mut run = Stopped(
         reqlife()
             .args([
                 "run",
@@ -390,7 +354,7 @@ fn a_scenario_labels_its_requests_by_name() {
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let record = dir.path().join("run.json");
-    let mut run = Child2(
+    let mut run = Stopped(
         reqlife()
             .args(["run", "-R", "200", "-d", "3s", "-q", "--scenario"])
             .arg(&scenario)

@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn free_port() -> u16 {
@@ -17,41 +17,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-/// Where `program` is installed; in CI its absence is a failure.
-fn find(program: &str, package: &str) -> Option<std::path::PathBuf> {
-    let found = ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
-        .iter()
-        .map(|d| std::path::Path::new(d).join(program))
-        .find(|p| p.exists());
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{program} is required in CI: apt-get install {package}"
-        );
-        eprintln!("{program} is not installed (apt-get install {package}): not run");
-    }
-    found
-}
-
-/// A child process killed when dropped.
-struct Server(Child);
-
-impl Drop for Server {
-    /// SIGTERM first: nginx's master then stops its workers (a SIGKILL would orphan them).
-    fn drop(&mut self) {
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn wait_listening(port: u16) {
@@ -67,7 +32,7 @@ fn wait_listening(port: u16) {
 
 /// nginx with one worker in a temporary folder; `tls`: HTTPS + HTTP/2 with a fresh self-signed
 /// certificate (made with reqlife's own embedded-target code path: rcgen).
-fn nginx(program: &std::path::Path, dir: &std::path::Path, tls: bool) -> (Server, u16) {
+fn nginx(program: &std::path::Path, dir: &std::path::Path, tls: bool) -> (Stopped, u16) {
     let port = free_port();
     let d = dir.display();
     let listen = if tls {
@@ -101,7 +66,7 @@ fn nginx(program: &std::path::Path, dir: &std::path::Path, tls: bool) -> (Server
         .stderr(Stdio::null())
         .spawn()
         .expect("nginx starts");
-    let server = Server(child);
+    let server = Stopped(child);
     wait_listening(port);
     (server, port)
 }
@@ -121,7 +86,7 @@ fn text(n: usize) -> Vec<u8> {
 
 #[test]
 fn nginx_gzip_is_decoded_over_http1_and_http2() {
-    let Some(program) = find("nginx", "nginx") else {
+    let Some(program) = find_tool("nginx", "apt-get install nginx") else {
         return;
     };
     for tls in [false, true] {
@@ -173,8 +138,10 @@ fn h2load_traffic(text: &str) -> (u64, u64, u64) {
 
 #[test]
 fn the_traffic_figures_agree_with_h2load() {
-    let (Some(program), Some(h2load)) = (find("nginx", "nginx"), find("h2load", "nghttp2-client"))
-    else {
+    let (Some(program), Some(h2load)) = (
+        find_tool("nginx", "apt-get install nginx"),
+        find_tool("h2load", "apt-get install nghttp2-client"),
+    ) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -215,7 +182,7 @@ fn the_traffic_figures_agree_with_h2load() {
 
 #[test]
 fn nginx_over_http1() {
-    let Some(program) = find("nginx", "nginx") else {
+    let Some(program) = find_tool("nginx", "apt-get install nginx") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -241,7 +208,7 @@ fn nginx_over_http1() {
 
 #[test]
 fn nginx_over_tls_with_http2() {
-    let Some(program) = find("nginx", "nginx") else {
+    let Some(program) = find_tool("nginx", "apt-get install nginx") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -279,7 +246,7 @@ fn nginx_over_tls_with_http2() {
 
 #[test]
 fn nghttpd_over_h2c() {
-    let Some(program) = find("nghttpd", "nghttp2-server") else {
+    let Some(program) = find_tool("nghttpd", "apt-get install nghttp2-server") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -298,7 +265,7 @@ fn nghttpd_over_h2c() {
         .stderr(Stdio::null())
         .spawn()
         .expect("nghttpd starts");
-    let _server = Server(child);
+    let _server = Stopped(child);
     wait_listening(port);
     let url = format!("http://127.0.0.1:{port}/index.html");
     let j = Run::new()

@@ -13,8 +13,6 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::process::Command;
 
 const SMALL: u64 = 500;
@@ -24,40 +22,6 @@ const WRITES_PER_REQUEST: f64 = 1.05;
 const READS_PER_REQUEST: f64 = 1.10;
 /// Most other traced calls (epoll waits, socket calls) per request.
 const OTHERS_PER_REQUEST: f64 = 1.10;
-
-/// A keep-alive server answering each request head with a 12-byte body, one write each.
-fn server() -> std::net::SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut s = stream;
-                let _ = s.set_nodelay(true);
-                let mut buf = [0u8; 4096];
-                let mut tail = [0u8; 4];
-                loop {
-                    let n = match s.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => n,
-                    };
-                    for &b in &buf[..n] {
-                        tail = [tail[1], tail[2], tail[3], b];
-                        if &tail == b"\r\n\r\n"
-                            && s.write_all(
-                                b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\nHello World!",
-                            )
-                            .is_err()
-                        {
-                            return;
-                        }
-                    }
-                }
-            });
-        }
-    });
-    addr
-}
 
 /// Whether strace can trace here; the reason when not.
 fn strace_works() -> Result<(), String> {
@@ -132,7 +96,7 @@ fn one_write_and_one_read_per_request() {
         eprintln!("skipped: {why}");
         return;
     }
-    let url = format!("http://{}/", server());
+    let url = format!("http://{}/", common::quiet_server());
     let dir = tempfile::tempdir().unwrap();
     let small = counted_run(&url, SMALL, dir.path());
     let large = counted_run(&url, LARGE, dir.path());

@@ -202,16 +202,7 @@ pub fn merge_uniform<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Pearson's χ² of observed counts against a uniform expectation.
-    fn chi_square(counts: &[u64]) -> f64 {
-        let total: u64 = counts.iter().sum();
-        let expected = total as f64 / counts.len() as f64;
-        counts
-            .iter()
-            .map(|&c| (c as f64 - expected).powi(2) / expected)
-            .sum()
-    }
+    use crate::util::rng::chi_square;
 
     /// χ² critical value at p = 0.001 for 99 degrees of freedom: a uniform sampler exceeds it
     /// once in a thousand seeds; a biased one (favouring early or late items) by far.

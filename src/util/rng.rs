@@ -24,3 +24,15 @@ impl SplitMix64 {
         ((self.next_u64() as u128 * n as u128) >> 64) as u64
     }
 }
+
+/// Pearson's χ² statistic of observed `counts` against equal expected counts (the tests of
+/// the generators that draw from [`SplitMix64`] check their uniformity with it).
+#[cfg(test)]
+pub(crate) fn chi_square(counts: &[u64]) -> f64 {
+    let total: u64 = counts.iter().sum();
+    let expected = total as f64 / counts.len() as f64;
+    counts
+        .iter()
+        .map(|&c| (c as f64 - expected).powi(2) / expected)
+        .sum()
+}

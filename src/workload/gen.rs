@@ -532,16 +532,7 @@ impl LineFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The χ² statistic of `counts` against equal expected counts.
-    fn chi_square(counts: &[u64]) -> f64 {
-        let total: u64 = counts.iter().sum();
-        let expected = total as f64 / counts.len() as f64;
-        counts
-            .iter()
-            .map(|&c| (c as f64 - expected).powi(2) / expected)
-            .sum()
-    }
+    use crate::util::rng::chi_square;
 
     #[test]
     fn uniform_integers_are_flat_and_inclusive() {

@@ -28,18 +28,6 @@ fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&module))
 }
 
-/// Every `.rs` file under `dir`, recursively.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 /// The non-test code of a file, each line with its number; comments removed.
 fn code_lines(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
@@ -140,9 +128,7 @@ fn test_only_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
 /// (module, file, line, used module) for every use of another top-level module.
 fn uses() -> Vec<(String, String, usize, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    files.sort();
+    let files = crate::rust_files(&src);
     let test_only = test_only_files(&files);
     let mut out = Vec::new();
     for file in files {

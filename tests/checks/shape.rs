@@ -7,7 +7,7 @@
 //! under the limit must leave the list (the test says so), until the lists are empty.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const MAX_FILE_LINES: usize = 800;
 const MAX_FN_LINES: usize = 100;
@@ -64,17 +64,6 @@ fn judge(measured: &[(String, usize)], known: &[(String, usize)], limit: usize) 
         }
     }
     wrong
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 /// The text with comments, string and character literals blanked (newlines kept), so that
@@ -249,9 +238,7 @@ fn functions(code: &str) -> Vec<(String, usize, usize)> {
 
 fn sources() -> Vec<(String, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    files.sort();
+    let files = crate::rust_files(&src);
     files
         .into_iter()
         .filter(|f| f.file_name().unwrap() != "tests.rs")

@@ -306,3 +306,87 @@ pub fn tls_server(alpn: &[&[u8]]) -> SocketAddr {
         }
     })
 }
+
+/// A tool a test needs is missing: a failure in CI (where `.ci/test` installs it), else a line
+/// saying the test does not run. `install` is the command that installs it.
+pub fn missing(what: &str, install: &str) {
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{what} is required in CI: {install}"
+    );
+    eprintln!("{what} is not installed ({install}): not run");
+}
+
+/// Where `program` is installed (`/usr/sbin`, `/usr/bin`, `/sbin`, `/bin`); `None`, after
+/// [`missing`], when it is not.
+pub fn find_tool(program: &str, install: &str) -> Option<std::path::PathBuf> {
+    let found = ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+        .iter()
+        .map(|d| std::path::Path::new(d).join(program))
+        .find(|p| p.exists());
+    if found.is_none() {
+        missing(program, install);
+    }
+    found
+}
+
+/// A child process stopped when dropped: SIGTERM first (nginx's master then stops its
+/// workers; a SIGKILL would orphan them), SIGKILL after 5 s.
+pub struct Stopped(pub std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        // SAFETY: a signal to our own child, by its pid.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A keep-alive server that answers each request head with `Hello World!` (one write per
+/// head), from fixed buffers: it allocates nothing per request (`tests/alloc.rs` counts the
+/// process's allocations) and makes one read and one write per request (`tests/syscalls.rs`).
+pub fn quiet_server() -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut s = stream;
+                let _ = s.set_nodelay(true);
+                let mut buf = [0u8; 4096];
+                let mut tail = [0u8; 4];
+                loop {
+                    let n = match s.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => n,
+                    };
+                    // Count request heads ending in this read (requests are small, one per read
+                    // or split; track the last 4 bytes across reads).
+                    let mut heads = 0;
+                    for &b in &buf[..n] {
+                        tail = [tail[1], tail[2], tail[3], b];
+                        if &tail == b"\r\n\r\n" {
+                            heads += 1;
+                        }
+                    }
+                    for _ in 0..heads {
+                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\nHello World!")
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
