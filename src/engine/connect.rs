@@ -104,7 +104,10 @@ impl Connector {
         // Small requests must leave at once; Nagle would hold them for an ACK.
         let _ = tcp.set_nodelay(true);
         match &self.tls {
-            None => Ok(Stream::Plain(tcp)),
+            None => {
+                super::arrival::stamp_arrivals(&tcp);
+                Ok(Stream::Plain(tcp))
+            }
             Some((connector, name)) => {
                 let tls = connector.connect(name.clone(), tcp).await.map_err(|e| {
                     EngineError::io(ErrorKind::Tls, "TLS handshake".into(), &e)

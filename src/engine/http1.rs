@@ -69,6 +69,8 @@ pub struct Http1Conn {
     pub(super) buf: super::buffer::ReadBuf,
     /// The trailer section of the last chunked response (kept for its capacity).
     trailers: Vec<u8>,
+    /// When the bytes of the last read that returned any arrived, if the kernel said.
+    arrival: Option<Instant>,
 }
 
 impl Http1Conn {
@@ -77,7 +79,13 @@ impl Http1Conn {
             stream,
             buf: Default::default(),
             trailers: Vec::new(),
+            arrival: None,
         }
+    }
+
+    /// A plain TCP connection (no TLS): the kernel stamps its bytes' arrival.
+    pub fn is_plain(&self) -> bool {
+        matches!(self.stream, Stream::Plain(_))
     }
 
     /// Sends `request` and reads its response. `head_request`: the method was HEAD.
@@ -133,7 +141,7 @@ impl Http1Conn {
                 return Err(EngineError::new(ErrorKind::Closed, detail));
             }
             if bytes_read == 0 {
-                stamps.first_byte = Some(Instant::now());
+                stamps.first_byte = stamps.written.map(|w| self.arrived().max(w));
             }
             bytes_read += n as u64;
             filled += n;
@@ -254,7 +262,7 @@ impl Http1Conn {
             }
         }
         tracker.map(StreamTracker::finish);
-        stamps.done = Some(Instant::now());
+        stamps.done = Some(self.arrived());
         let header_bytes = (interim_bytes + head.len) as u64;
         let mut traffic = Traffic {
             header: header_bytes,
@@ -279,9 +287,19 @@ impl Http1Conn {
 
     /// Reads into the buffer at `at` (borrowing one once the socket is readable).
     async fn read_at(&mut self, at: usize) -> Result<usize, EngineError> {
-        super::buffer::read_at(&mut self.stream, &mut self.buf, at)
+        let (n, arrival) = super::buffer::read_at(&mut self.stream, &mut self.buf, at)
             .await
-            .map_err(|e| EngineError::io(ErrorKind::Read, "read".into(), &e))
+            .map_err(|e| EngineError::io(ErrorKind::Read, "read".into(), &e))?;
+        if n > 0 {
+            self.arrival = arrival;
+        }
+        Ok(n)
+    }
+
+    /// When the bytes of the last read arrived: the kernel's stamp on plain TCP
+    /// ([`super::arrival`]), else now.
+    fn arrived(&self) -> Instant {
+        self.arrival.unwrap_or_else(Instant::now)
     }
 }
 

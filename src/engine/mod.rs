@@ -4,6 +4,7 @@
 //! applying the connection policy (keep-alive, reconnect after `Connection: close` or an
 //! error) and the per-request timeout. Errors come back as values with a kind, never panics.
 
+pub mod arrival;
 pub mod buffer;
 pub mod cause;
 pub mod connect;
@@ -230,6 +231,7 @@ impl Session {
             }
         }
         let config = self.config.clone();
+        let _awake = arrival::awake::Needed::new();
         let opening = async {
             match (&self.link, &config.http2) {
                 (Some(link), Some((_, window))) => {
@@ -295,6 +297,7 @@ impl Session {
         let timeout = self.config.timeout;
         // The deadline is derived from the dispatch stamp: no extra clock read per request.
         let deadline = stamps.dispatched + timeout;
+        let _awake = self.needs_thread_awake().then(arrival::awake::Needed::new);
         self.stream.idle();
         let result = tokio::time::timeout_at(deadline.into(), self.exchange(stamps, send)).await;
         // A stream's events, also of one cut short by the timeout.
@@ -359,6 +362,17 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// Whether this request's phases are timed by the clock when the thread notices them, so
+    /// its thread must not sleep through them: all but an HTTP/1.1 exchange on an open plain
+    /// TCP connection without `--compressed`, whose bytes the kernel stamps ([`arrival`]).
+    fn needs_thread_awake(&self) -> bool {
+        let stamped = self.config.http2.is_none()
+            && self.framed.is_none()
+            && self.decoder.is_none()
+            && self.conn.as_ref().is_some_and(Http1Conn::is_plain);
+        !stamped
     }
 
     async fn exchange(

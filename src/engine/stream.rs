@@ -327,6 +327,12 @@ pub fn track(tracker: &mut Option<&mut StreamTracker>, data: &[u8]) {
     }
 }
 
+/// When the bytes just read arrived: the kernel's stamp on plain TCP, else now (events are
+/// counted right after the read that brought them).
+fn arrived() -> Instant {
+    super::arrival::of_last_read().unwrap_or_else(Instant::now)
+}
+
 /// Whether a `Content-Type` value is `text/event-stream` (parameters aside).
 pub fn is_event_stream(value: &[u8]) -> bool {
     value
@@ -400,7 +406,7 @@ impl StreamTracker {
             Some(StreamMode::Chunks) | None => 0,
         };
         if n > 0 {
-            self.events_at(n, Instant::now());
+            self.events_at(n, arrived());
         }
     }
 
@@ -408,7 +414,7 @@ impl StreamTracker {
     /// that is not chunked (`--stream chunks` counts them).
     pub fn unit_end(&mut self) {
         if self.active == Some(StreamMode::Chunks) {
-            self.events_at(1, Instant::now());
+            self.events_at(1, arrived());
         }
     }
 
@@ -416,7 +422,7 @@ impl StreamTracker {
     pub fn finish(&mut self) {
         if self.active == Some(StreamMode::Lines) && self.line_open {
             self.line_open = false;
-            self.events_at(1, Instant::now());
+            self.events_at(1, arrived());
         }
     }
 
