@@ -65,7 +65,7 @@ enum Parsed {
 /// One HTTP/1.1 connection and its read buffer, held only while a response is read: the
 /// session releases it once an exchange is over.
 pub struct Http1Conn {
-    stream: Stream,
+    pub(super) stream: Stream,
     pub(super) buf: super::buffer::ReadBuf,
     /// The trailer section of the last chunked response (kept for its capacity).
     trailers: Vec<u8>,

@@ -406,15 +406,40 @@ impl Session {
         {
             return f.exchange(config, plan, seq, stamps).await;
         }
+        let config = self.config.clone();
+        let (bytes, head) = match send {
+            Send::Fixed { .. } => (config.template.bytes(), config.template.head),
+            Send::Rendered { bytes, head } => (bytes, head),
+        };
+        // A kept connection the server closed while idle is replaced before the send.
+        if self.conn.as_ref().is_some_and(|c| c.stream.peer_closed()) {
+            self.conn = None;
+        }
+        let reused = self.conn.is_some();
+        match self.http1_exchange(stamps, bytes, head).await {
+            Err(e) if reused && retry_on_a_new_connection(&e, stamps, bytes) => {
+                self.conn = None;
+                stamps.written = None;
+                self.http1_exchange(stamps, bytes, head).await
+            }
+            result => result,
+        }
+    }
+
+    /// Sends `bytes` on this session's HTTP/1.1 connection (opened first if none is open)
+    /// and reads the response.
+    async fn http1_exchange(
+        &mut self,
+        stamps: &mut Timestamps,
+        bytes: &[u8],
+        head: bool,
+    ) -> Result<http1::Response, EngineError> {
+        let config = &*self.config;
         if self.conn.is_none() {
             let stream = config.connector.connect(stamps).await?;
             self.conn = Some(Http1Conn::new(stream));
         }
         let conn = self.conn.as_mut().expect("connection opened above");
-        let (bytes, head) = match send {
-            Send::Fixed { .. } => (config.template.bytes(), config.template.head),
-            Send::Rendered { bytes, head } => (bytes, head),
-        };
         let response = conn
             .exchange(
                 bytes,
@@ -431,4 +456,24 @@ impl Session {
         conn.buf.release();
         response
     }
+}
+
+/// Whether a request that failed on a kept connection goes once more on a new one: the
+/// server closed that connection as the request went out (the race of an idle timeout: the
+/// write failed, or the connection closed or reset before any response byte), and the method
+/// is idempotent (RFC 9110 9.2.2), as browsers and curl do.
+fn retry_on_a_new_connection(e: &EngineError, stamps: &Timestamps, request: &[u8]) -> bool {
+    const IDEMPOTENT: [&[u8]; 6] = [
+        b"GET ",
+        b"HEAD ",
+        b"PUT ",
+        b"DELETE ",
+        b"OPTIONS ",
+        b"TRACE ",
+    ];
+    matches!(
+        e.kind,
+        ErrorKind::Write | ErrorKind::Read | ErrorKind::Closed
+    ) && stamps.first_byte.is_none()
+        && IDEMPOTENT.iter().any(|m| request.starts_with(m))
 }

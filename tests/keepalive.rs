@@ -1,0 +1,83 @@
+//! Kept connections the server closes (issue 18): nginx's `keepalive_timeout`, a proxy's idle
+//! timeout. A connection the server closed while idle is noticed before the next request
+//! goes on it (its FIN, seen by the reactor) and replaced, the new connect counted; one it
+//! closes as the request arrives (the race of an idle timeout) gets the request once more on
+//! a new connection when the method is idempotent, as browsers and curl do, and a failure
+//! otherwise.
+
+mod common;
+
+use common::*;
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::Duration;
+
+const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+/// A keep-alive server that closes a connection idle for `idle` (as nginx's
+/// `keepalive_timeout` does).
+fn idle_closing_server(idle: Duration) -> std::net::SocketAddr {
+    raw_server(move |mut s: TcpStream| {
+        s.set_read_timeout(Some(idle)).unwrap();
+        while read_request(&mut s) {
+            if s.write_all(OK).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+#[test]
+fn an_open_loop_slower_than_the_servers_idle_timeout_reconnects() {
+    // 50 ms idle timeout; a request every 100 ms on the one connection: each finds its
+    // connection closed by the server. POST, which is never sent twice: the close is seen
+    // before the send.
+    let addr = idle_closing_server(Duration::from_millis(50));
+    let j = Run::new()
+        .c(1)
+        .t(1)
+        .args(["-R", "10", "-d", "1s", "-m", "POST"])
+        .url(format!("http://{addr}/"))
+        .json();
+    let ok = count(&j, "requests.ok");
+    assert!(ok >= 8, "{ok} responses at 10/s for 1 s");
+    assert_eq!(count(&j, "requests.errors"), 0, "{j}");
+    // A new connection for every request but the first (whose connection the run opened
+    // before its schedule began, within 50 ms of the first send).
+    let opened = count(&j, "connections.opened");
+    assert!(opened >= ok - 1, "{opened} connections for {ok} requests");
+    assert_eq!(count(&j, "latency.phases.connect.count"), opened);
+    eprintln!("{ok} responses, {opened} connections opened, no errors");
+}
+
+/// A server that answers the first request of each connection and closes the connection on
+/// the second one, unanswered: the server's close racing the client's next request.
+fn one_answer_per_connection() -> std::net::SocketAddr {
+    raw_server(|mut s: TcpStream| {
+        if read_request(&mut s) && s.write_all(OK).is_ok() {
+            read_request(&mut s);
+        }
+    })
+}
+
+#[test]
+fn a_request_the_server_closed_on_goes_once_more_when_idempotent() {
+    let url = format!("http://{}/", one_answer_per_connection());
+    // GET: each second request on a connection is sent again on a new one, and succeeds.
+    let j = Run::new().n(20).c(1).t(1).url(&url).json();
+    assert_eq!(count(&j, "requests.ok"), 20, "{j}");
+    assert_eq!(count(&j, "requests.errors"), 0, "{j}");
+    assert_eq!(count(&j, "connections.opened"), 20);
+    // POST is not idempotent: the closed connection is a counted failure.
+    let j = Run::new()
+        .n(20)
+        .c(1)
+        .t(1)
+        .args(["-m", "POST"])
+        .url(&url)
+        .json();
+    let closed = count(&j, "errors.closed");
+    assert!(closed >= 5, "{closed} closed of 20: {j}");
+    assert_eq!(count(&j, "requests.ok") + closed, 20, "{j}");
+    eprintln!("GET: 20 responses on 20 connections; POST: {closed} of 20 closed");
+}
