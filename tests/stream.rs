@@ -139,6 +139,41 @@ fn an_endless_stream_is_bounded_by_the_timeout_and_counted() {
 }
 
 #[test]
+fn an_endless_stream_is_cut_at_max_body_and_counted() {
+    let s = embedded(ServerTls::None);
+    // Ten million events with no gap: 2 KiB comes in milliseconds, the stream never ends.
+    // (URL, flags): SSE by its content type over HTTP/1.1 chunks and over h2c DATA frames,
+    // and chunks counted as events.
+    for (path, extra) in [
+        ("/sse/10000000/0", vec![]),
+        ("/sse/10000000/0", vec!["--http2"]),
+        ("/chunks/10000000/0", vec!["--stream", "chunks"]),
+    ] {
+        let started = std::time::Instant::now();
+        let mut args = vec!["run", "-n", "4", "-c", "2", "-t", "1", "--json"];
+        args.extend_from_slice(&["--max-body", "2k", "--timeout", "30s"]);
+        args.extend_from_slice(&extra);
+        let url = s.url(path);
+        args.push(&url);
+        let out = run(&args);
+        assert!(
+            started.elapsed().as_secs() < 10,
+            "{extra:?}: cut at --max-body, long before --timeout"
+        );
+        // Every request failed: exit 1, each a counted protocol error that says why.
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {}", stderr(&out));
+        let j = summary(&out);
+        assert_eq!(count(&j, "errors.protocol"), 4, "{extra:?}: {j}");
+        assert_eq!(count(&j, "requests.total"), 4, "{extra:?}");
+        assert!(
+            stderr(&out).contains("streamed body longer than --max-body"),
+            "{extra:?}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
 fn a_run_without_streams_has_no_stream_phases() {
     let s = embedded(ServerTls::None);
     let j = stream_run(&s.url("/"), &["-n", "50", "-c", "2"]);

@@ -179,7 +179,7 @@ impl Http1Conn {
                 }
                 let first = (buffered as u64).min(len) as usize;
                 keep(&mut keeper, &self.buf[head.len..head.len + first])?;
-                track(&mut tracker, &self.buf[head.len..head.len + first]);
+                track(&mut tracker, &self.buf[head.len..head.len + first])?;
                 let mut remaining = len - first as u64;
                 while remaining > 0 {
                     let n = self.read_at(0).await?;
@@ -198,7 +198,7 @@ impl Http1Conn {
                     }
                     let take = n;
                     keep(&mut keeper, &self.buf[..take])?;
-                    track(&mut tracker, &self.buf[..take]);
+                    track(&mut tracker, &self.buf[..take])?;
                     remaining -= take as u64;
                 }
                 body_bytes = len;
@@ -238,7 +238,7 @@ impl Http1Conn {
             Framing::UntilClose => {
                 keep_alive = false;
                 keep(&mut keeper, &self.buf[head.len..filled])?;
-                track(&mut tracker, &self.buf[head.len..filled]);
+                track(&mut tracker, &self.buf[head.len..filled])?;
                 let mut body = buffered as u64;
                 loop {
                     let n = self.read_at(0).await?;
@@ -248,7 +248,7 @@ impl Http1Conn {
                     bytes_read += n as u64;
                     body += n as u64;
                     keep(&mut keeper, &self.buf[..n])?;
-                    track(&mut tracker, &self.buf[..n]);
+                    track(&mut tracker, &self.buf[..n])?;
                 }
                 body_bytes = body;
             }
@@ -550,7 +550,7 @@ impl ChunkDecoder {
                         .map_err(|_| "chunked body larger than --max-body")?;
                 }
                 if let Some(t) = stream {
-                    t.body(&data[i..i + take as usize]);
+                    t.body(&data[i..i + take as usize])?;
                 }
                 self.size -= take;
                 self.data += take;

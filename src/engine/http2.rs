@@ -554,7 +554,7 @@ async fn stream(
         if let Some(d) = keeper.as_deref_mut() {
             d.keep(&chunk).map_err(StreamError::Decode)?;
         }
-        super::stream::track(&mut tracker, &chunk);
+        super::stream::track(&mut tracker, &chunk).map_err(|e| StreamError::Decode(e.detail))?;
     }
     tracker.map(StreamTracker::finish);
     if let Ok(Some(trailers)) = body.trailers().await {

@@ -195,7 +195,7 @@ impl Session {
             max_streams: None,
             decoder: config.decode_max_bytes.map(decode::BodyDecoder::new),
             framed: config.framed.as_ref().map(framed::FramedConn::new),
-            stream: stream::StreamTracker::new(config.stream),
+            stream: stream::StreamTracker::new(config.stream, config.max_body_bytes),
             config,
         }
     }
