@@ -220,15 +220,36 @@ fn the_html_report_shows_the_gaps() {
         &s.url("/sse/4/2"),
     ]);
     let page = std::fs::read_to_string(&html).unwrap();
-    // The gap distribution as a histogram, and a table row per stream phase.
+    // The gap distribution as a histogram and over time in a section of its own, and a
+    // table row per stream phase.
     for part in [
-        "event gap",
+        "<section id=\"streams\">",
+        "aria-label=\"log2 histogram of event gap\"",
+        "aria-label=\"event gap over time\"",
         "first event",
         ">first_event<",
         ">event_gap<",
         ">events<",
+        "30 gaps between events of 10 streamed responses",
     ] {
         assert!(page.contains(part), "no {part:?} in the page");
+    }
+    // A run without streams has none of it.
+    run_ok(&[
+        "run",
+        "-n",
+        "10",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--html",
+        html_arg,
+        &s.url("/"),
+    ]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    for part in ["id=\"streams\"", "event gap", "first_event"] {
+        assert!(!page.contains(part), "{part:?} in a page without streams");
     }
 }
 
