@@ -358,8 +358,9 @@ impl H2Link {
         }
     }
 
-    /// Forgets the connection (after an error on it).
-    fn reset(&self) {
+    /// Forgets the connection (after an error on it, or after each request without
+    /// keep-alive).
+    pub(super) fn reset(&self) {
         if let Some(live) = self.sender.borrow().as_ref() {
             live.alive.set(false);
         }

@@ -269,6 +269,10 @@ impl Session {
         let outcome = self.request_now(stamps, send).await;
         if !self.config.keepalive {
             self.close();
+            // HTTP/2 (one stream per connection then): the next request connects anew.
+            if let Some(link) = &self.link {
+                link.reset();
+            }
         }
         if let Err(e) = &outcome.result {
             if e.kind == ErrorKind::AddrNotAvail {
