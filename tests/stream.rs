@@ -262,20 +262,23 @@ fn the_html_report_shows_the_gaps() {
     let s = embedded(ServerTls::None);
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("stream.html");
-    let html_arg = html.to_str().unwrap();
-    run_ok(&[
-        "run",
-        "-n",
-        "10",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--html",
-        html_arg,
-        &s.url("/sse/4/2"),
-    ]);
-    let page = std::fs::read_to_string(&html).unwrap();
+    let page_of = |path: &str| {
+        let html_arg = html.to_str().unwrap();
+        run_ok(&[
+            "run",
+            "-n",
+            "10",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--html",
+            html_arg,
+            &s.url(path),
+        ]);
+        std::fs::read_to_string(&html).unwrap()
+    };
+    let page = page_of("/sse/4/2");
     // The gap distribution as a histogram and over time in a section of its own, and a
     // table row per stream phase.
     for part in [
@@ -291,19 +294,7 @@ fn the_html_report_shows_the_gaps() {
         assert!(page.contains(part), "no {part:?} in the page");
     }
     // A run without streams has none of it.
-    run_ok(&[
-        "run",
-        "-n",
-        "10",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--html",
-        html_arg,
-        &s.url("/"),
-    ]);
-    let page = std::fs::read_to_string(&html).unwrap();
+    let page = page_of("/");
     for part in ["id=\"streams\"", "event gap", "first_event"] {
         assert!(!page.contains(part), "{part:?} in a page without streams");
     }
