@@ -72,7 +72,14 @@ fn an_open_loop_slower_than_the_servers_idle_timeout_reconnects() {
     let opened = count(&j, "connections.opened");
     assert_eq!(opened, seen.accepted.load(Ordering::SeqCst));
     assert_eq!(count(&j, "latency.phases.connect.count"), opened);
-    eprintln!("{ok} responses, {closes} idle closes, {opened} connections opened, no errors");
+    // Each close the next request found counts as a close by the server (the last one, after
+    // the last request, is not seen).
+    let found = count(&j, "connections.server_closes");
+    assert!(
+        found <= closes && found + 1 >= closes,
+        "{found} of {closes}"
+    );
+    eprintln!("{ok} responses, {closes} idle closes ({found} found), {opened} connections opened, no errors");
 }
 
 /// A server that answers the first request of each connection and closes the connection on
@@ -93,6 +100,11 @@ fn a_request_the_server_closed_on_goes_once_more_when_idempotent() {
     assert_eq!(count(&j, "requests.ok"), 20, "{j}");
     assert_eq!(count(&j, "requests.errors"), 0, "{j}");
     assert_eq!(count(&j, "connections.opened"), 20);
+    assert_eq!(
+        count(&j, "connections.server_closes"),
+        19,
+        "requests 2 to 20 found one"
+    );
     // POST is not idempotent: the closed connection is a counted failure.
     let j = Run::new()
         .n(20)

@@ -71,7 +71,8 @@ pub struct Outcome {
     pub bytes_written: u64,
     /// Header and body bytes of the response, as received and decoded.
     pub traffic: Traffic,
-    /// The server closed the connection after a complete response.
+    /// The server closed the connection after a complete response (this one, or over
+    /// HTTP/1.1 the one before: this request found its kept connection closed, and replaced it).
     pub server_closed: bool,
 }
 
@@ -179,6 +180,8 @@ pub struct Session {
     framed: Option<framed::FramedConn>,
     /// The events of a streamed response (and their gaps, kept for their capacity).
     stream: stream::StreamTracker,
+    /// HTTP/1.1: this request found its kept connection closed by the server, and replaced it.
+    found_closed: bool,
 }
 
 impl Session {
@@ -196,6 +199,7 @@ impl Session {
             decoder: config.decode_max_bytes.map(decode::BodyDecoder::new),
             framed: config.framed.as_ref().map(framed::FramedConn::new),
             stream: stream::StreamTracker::new(config.stream, config.max_body_bytes),
+            found_closed: false,
             config,
         }
     }
@@ -319,7 +323,8 @@ impl Session {
         match result {
             Ok(Ok(response)) => {
                 // With keep-alive off the close is ours, not the server's.
-                let server_closed = !response.keep_alive && self.config.keepalive;
+                let server_closed =
+                    (!response.keep_alive && self.config.keepalive) || self.found_closed;
                 if !response.keep_alive {
                     self.close();
                 }
@@ -416,12 +421,14 @@ impl Session {
             Send::Rendered { bytes, head } => (bytes, head),
         };
         // A kept connection the server closed while idle is replaced before the send.
-        if self.conn.as_ref().is_some_and(|c| c.stream.peer_closed()) {
+        self.found_closed = self.conn.as_ref().is_some_and(|c| c.stream.peer_closed());
+        if self.found_closed {
             self.conn = None;
         }
         let reused = self.conn.is_some();
         match self.http1_exchange(stamps, bytes, head).await {
             Err(e) if reused && retry_on_a_new_connection(&e, stamps, bytes) => {
+                self.found_closed = true;
                 self.conn = None;
                 stamps.written = None;
                 self.http1_exchange(stamps, bytes, head).await
