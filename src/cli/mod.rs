@@ -484,8 +484,9 @@ pub struct RunArgs {
     #[arg(help_heading = "Protocol", long = "compressed")]
     pub compressed: bool,
 
-    /// Largest response body kept for decoding with --compressed, in bytes (e.g. 64M); a
-    /// larger one is a protocol error. Bodies that are not decoded are counted, never kept.
+    /// Largest response body kept for decoding with --compressed, or read from a streamed
+    /// response (--stream, or text/event-stream), in bytes (e.g. 64M); a larger one is a
+    /// protocol error. Other bodies are counted, never kept.
     /// tcp:// with --framing u32be: the largest reply frame (counted, not kept either).
     #[arg(help_heading = "Protocol", long = "max-body", value_parser = count_arg, default_value = "64M")]
     pub max_body: u64,
@@ -512,7 +513,7 @@ pub struct RunArgs {
     /// Streamed responses: time the events of each response (`first_event`, `event_gap`,
     /// `events`): Server-Sent Events, chunks, or lines. Without it, a `text/event-stream`
     /// response is timed as SSE; other bodies are counted, never parsed. A stream that never
-    /// ends is bounded by --timeout (a counted timeout).
+    /// ends is bounded by --timeout (a counted timeout) and --max-body (a protocol error).
     #[arg(help_heading = "Protocol", long = "stream", value_enum)]
     pub stream: Option<StreamArg>,
 

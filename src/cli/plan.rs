@@ -20,6 +20,29 @@ fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
     Err(PlanError(msg.into()))
 }
 
+/// `--http2`, `--streams` and `--h2-window`; a connection per request (`keepalive` off)
+/// opens one for each stream, so it shares none.
+fn http2_plan(args: &RunArgs, keepalive: bool) -> Result<Option<Http2Plan>, PlanError> {
+    Ok(match (args.http2, args.streams, args.h2_window) {
+        (false, None, None) => None,
+        (false, _, _) => return err("--streams and --h2-window apply to HTTP/2: give --http2 too"),
+        (true, Some(0), _) => return err("--streams must be at least 1"),
+        (true, Some(n), _) if n > 1 && !keepalive => {
+            return err(format!(
+                "--streams {n} with a new connection per request (--no-keepalive): a connection \
+                 that carries one request shares no streams; give --streams 1 or keep-alive"
+            ))
+        }
+        (true, _, Some(w)) if !(65_535..=2_147_483_647).contains(&w) => {
+            return err("--h2-window must be from 65535 to 2147483647 bytes (e.g. 1M)")
+        }
+        (true, streams, window) => Some(Http2Plan {
+            streams: streams.unwrap_or(1) as usize,
+            window: window.map(|w| w as u32),
+        }),
+    })
+}
+
 /// Default length of a run when neither `-d` nor `-n` is given.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 /// Bursts of a `--burst` run given neither `--bursts` nor `-d`.
@@ -200,18 +223,7 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         }
         other => other,
     };
-    let http2 = match (args.http2, args.streams, args.h2_window) {
-        (false, None, None) => None,
-        (false, _, _) => return err("--streams and --h2-window apply to HTTP/2: give --http2 too"),
-        (true, Some(0), _) => return err("--streams must be at least 1"),
-        (true, _, Some(w)) if !(65_535..=2_147_483_647).contains(&w) => {
-            return err("--h2-window must be from 65535 to 2147483647 bytes (e.g. 1M)")
-        }
-        (true, streams, window) => Some(Http2Plan {
-            streams: streams.unwrap_or(1) as usize,
-            window: window.map(|w| w as u32),
-        }),
-    };
+    let http2 = http2_plan(args, keepalive)?;
     if args.max_body == 0 {
         return err("--max-body must be at least 1 byte (e.g. 64M)");
     }
@@ -526,6 +538,14 @@ mod tests {
         assert!(p.keepalive);
         assert!(!plan(&["--no-keepalive"]).unwrap().keepalive);
         assert!(!plan(&["--connection-policy", "new"]).unwrap().keepalive);
+        // HTTP/2: a connection per request has one stream.
+        assert!(!plan(&["--http2", "--no-keepalive"]).unwrap().keepalive);
+        let e = plan(&["--http2", "--streams", "4", "--no-keepalive"]).unwrap_err();
+        assert!(
+            e.0.contains("--streams 4 with a new connection per request"),
+            "{}",
+            e.0
+        );
         let p = plan(&["--max-connections-per-second", "500"]).unwrap();
         assert_eq!(p.max_connects_per_s, Some(500.0));
     }

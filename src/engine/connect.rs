@@ -7,6 +7,7 @@ use super::EngineError;
 use crate::model::{ErrorKind, Scheme, Timestamps};
 use crate::plan::RunPlan;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -60,6 +61,34 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+impl Stream {
+    /// Whether the server closed this kept connection while it was idle: its FIN (or reset)
+    /// already seen by tokio's reactor, read from the readiness it keeps, so a connection
+    /// still open costs no syscall. A plain socket readable while idle (bytes no request asked
+    /// for, or readiness left by a read that filled the buffer) is peeked at once (nothing
+    /// consumed); over TLS such bytes are a record (a session ticket) the next read handles.
+    pub fn peer_closed(&self) -> bool {
+        let (tcp, tls) = match self {
+            Stream::Plain(t) => (t, false),
+            Stream::Tls(s) => (s.get_ref().0, true),
+        };
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let ready = std::pin::pin!(tcp.ready(tokio::io::Interest::READABLE));
+        match ready.poll(&mut cx) {
+            Poll::Pending => false,
+            Poll::Ready(Ok(r)) if r.is_read_closed() => true,
+            Poll::Ready(Ok(_)) if tls => false,
+            Poll::Ready(Ok(_)) => {
+                let mut byte = [0u8; 1];
+                // Pending: nothing to read after all (the readiness was stale; now cleared).
+                tcp.poll_peek(&mut cx, &mut ReadBuf::new(&mut byte))
+                    .is_ready()
+            }
+            Poll::Ready(Err(_)) => true,
         }
     }
 }

@@ -65,7 +65,7 @@ enum Parsed {
 /// One HTTP/1.1 connection and its read buffer, held only while a response is read: the
 /// session releases it once an exchange is over.
 pub struct Http1Conn {
-    stream: Stream,
+    pub(super) stream: Stream,
     pub(super) buf: super::buffer::ReadBuf,
     /// The trailer section of the last chunked response (kept for its capacity).
     trailers: Vec<u8>,
@@ -187,7 +187,7 @@ impl Http1Conn {
                 }
                 let first = (buffered as u64).min(len) as usize;
                 keep(&mut keeper, &self.buf[head.len..head.len + first])?;
-                track(&mut tracker, &self.buf[head.len..head.len + first]);
+                track(&mut tracker, &self.buf[head.len..head.len + first])?;
                 let mut remaining = len - first as u64;
                 while remaining > 0 {
                     let n = self.read_at(0).await?;
@@ -206,7 +206,7 @@ impl Http1Conn {
                     }
                     let take = n;
                     keep(&mut keeper, &self.buf[..take])?;
-                    track(&mut tracker, &self.buf[..take]);
+                    track(&mut tracker, &self.buf[..take])?;
                     remaining -= take as u64;
                 }
                 body_bytes = len;
@@ -246,7 +246,7 @@ impl Http1Conn {
             Framing::UntilClose => {
                 keep_alive = false;
                 keep(&mut keeper, &self.buf[head.len..filled])?;
-                track(&mut tracker, &self.buf[head.len..filled]);
+                track(&mut tracker, &self.buf[head.len..filled])?;
                 let mut body = buffered as u64;
                 loop {
                     let n = self.read_at(0).await?;
@@ -256,7 +256,7 @@ impl Http1Conn {
                     bytes_read += n as u64;
                     body += n as u64;
                     keep(&mut keeper, &self.buf[..n])?;
-                    track(&mut tracker, &self.buf[..n]);
+                    track(&mut tracker, &self.buf[..n])?;
                 }
                 body_bytes = body;
             }
@@ -568,7 +568,7 @@ impl ChunkDecoder {
                         .map_err(|_| "chunked body larger than --max-body")?;
                 }
                 if let Some(t) = stream {
-                    t.body(&data[i..i + take as usize]);
+                    t.body(&data[i..i + take as usize])?;
                 }
                 self.size -= take;
                 self.data += take;

@@ -358,8 +358,9 @@ impl H2Link {
         }
     }
 
-    /// Forgets the connection (after an error on it).
-    fn reset(&self) {
+    /// Forgets the connection (after an error on it, or after each request without
+    /// keep-alive).
+    pub(super) fn reset(&self) {
         if let Some(live) = self.sender.borrow().as_ref() {
             live.alive.set(false);
         }
@@ -554,7 +555,7 @@ async fn stream(
         if let Some(d) = keeper.as_deref_mut() {
             d.keep(&chunk).map_err(StreamError::Decode)?;
         }
-        super::stream::track(&mut tracker, &chunk);
+        super::stream::track(&mut tracker, &chunk).map_err(|e| StreamError::Decode(e.detail))?;
     }
     tracker.map(StreamTracker::finish);
     if let Ok(Some(trailers)) = body.trailers().await {

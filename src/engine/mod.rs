@@ -72,7 +72,8 @@ pub struct Outcome {
     pub bytes_written: u64,
     /// Header and body bytes of the response, as received and decoded.
     pub traffic: Traffic,
-    /// The server closed the connection after a complete response.
+    /// The server closed the connection after a complete response (this one, or over
+    /// HTTP/1.1 the one before: this request found its kept connection closed, and replaced it).
     pub server_closed: bool,
 }
 
@@ -180,6 +181,8 @@ pub struct Session {
     framed: Option<framed::FramedConn>,
     /// The events of a streamed response (and their gaps, kept for their capacity).
     stream: stream::StreamTracker,
+    /// HTTP/1.1: this request found its kept connection closed by the server, and replaced it.
+    found_closed: bool,
 }
 
 impl Session {
@@ -196,7 +199,8 @@ impl Session {
             max_streams: None,
             decoder: config.decode_max_bytes.map(decode::BodyDecoder::new),
             framed: config.framed.as_ref().map(framed::FramedConn::new),
-            stream: stream::StreamTracker::new(config.stream),
+            stream: stream::StreamTracker::new(config.stream, config.max_body_bytes),
+            found_closed: false,
             config,
         }
     }
@@ -271,6 +275,10 @@ impl Session {
         let outcome = self.request_now(stamps, send).await;
         if !self.config.keepalive {
             self.close();
+            // HTTP/2 (one stream per connection then): the next request connects anew.
+            if let Some(link) = &self.link {
+                link.reset();
+            }
         }
         if let Err(e) = &outcome.result {
             if e.kind == ErrorKind::AddrNotAvail {
@@ -318,7 +326,8 @@ impl Session {
         match result {
             Ok(Ok(response)) => {
                 // With keep-alive off the close is ours, not the server's.
-                let server_closed = !response.keep_alive && self.config.keepalive;
+                let server_closed =
+                    (!response.keep_alive && self.config.keepalive) || self.found_closed;
                 if !response.keep_alive {
                     self.close();
                 }
@@ -420,15 +429,42 @@ impl Session {
         {
             return f.exchange(config, plan, seq, stamps).await;
         }
+        let config = self.config.clone();
+        let (bytes, head) = match send {
+            Send::Fixed { .. } => (config.template.bytes(), config.template.head),
+            Send::Rendered { bytes, head } => (bytes, head),
+        };
+        // A kept connection the server closed while idle is replaced before the send.
+        self.found_closed = self.conn.as_ref().is_some_and(|c| c.stream.peer_closed());
+        if self.found_closed {
+            self.conn = None;
+        }
+        let reused = self.conn.is_some();
+        match self.http1_exchange(stamps, bytes, head).await {
+            Err(e) if reused && retry_on_a_new_connection(&e, stamps, bytes) => {
+                self.found_closed = true;
+                self.conn = None;
+                stamps.written = None;
+                self.http1_exchange(stamps, bytes, head).await
+            }
+            result => result,
+        }
+    }
+
+    /// Sends `bytes` on this session's HTTP/1.1 connection (opened first if none is open)
+    /// and reads the response.
+    async fn http1_exchange(
+        &mut self,
+        stamps: &mut Timestamps,
+        bytes: &[u8],
+        head: bool,
+    ) -> Result<http1::Response, EngineError> {
+        let config = &*self.config;
         if self.conn.is_none() {
             let stream = config.connector.connect(stamps).await?;
             self.conn = Some(Http1Conn::new(stream));
         }
         let conn = self.conn.as_mut().expect("connection opened above");
-        let (bytes, head) = match send {
-            Send::Fixed { .. } => (config.template.bytes(), config.template.head),
-            Send::Rendered { bytes, head } => (bytes, head),
-        };
         let response = conn
             .exchange(
                 bytes,
@@ -445,4 +481,24 @@ impl Session {
         conn.buf.release();
         response
     }
+}
+
+/// Whether a request that failed on a kept connection goes once more on a new one: the
+/// server closed that connection as the request went out (the race of an idle timeout: the
+/// write failed, or the connection closed or reset before any response byte), and the method
+/// is idempotent (RFC 9110 9.2.2), as browsers and curl do.
+fn retry_on_a_new_connection(e: &EngineError, stamps: &Timestamps, request: &[u8]) -> bool {
+    const IDEMPOTENT: [&[u8]; 6] = [
+        b"GET ",
+        b"HEAD ",
+        b"PUT ",
+        b"DELETE ",
+        b"OPTIONS ",
+        b"TRACE ",
+    ];
+    matches!(
+        e.kind,
+        ErrorKind::Write | ErrorKind::Read | ErrorKind::Closed
+    ) && stamps.first_byte.is_none()
+        && IDEMPOTENT.iter().any(|m| request.starts_with(m))
 }

@@ -510,6 +510,16 @@ pub enum Arrival {
     Poisson,
 }
 
+impl Arrival {
+    /// The name in records and reports (`constant`, `poisson`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrival::Constant => "constant",
+            Arrival::Poisson => "poisson",
+        }
+    }
+}
+
 /// The shape of the load.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LoadModel {

@@ -7,7 +7,7 @@ use super::hist::{self, IntervalStats, Stats};
 use super::summary::{round3, round6, summarize};
 use super::{Counters, Measured};
 use crate::model::StopReason;
-use crate::model::{Arrival, ErrorKind, LoadModel, Phase, Schedule, StopRule};
+use crate::model::{ErrorKind, LoadModel, Phase, Schedule, StopRule};
 use crate::plan::RunPlan;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -179,6 +179,9 @@ pub struct Config {
     pub seed: u64,
     /// `reuse` (keep-alive) or `new` (a connection per request).
     pub connection_policy: String,
+    /// `--stream`: `sse`, `chunks` or `lines`; absent without it (SSE by its content type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<String>,
     pub max_connections_per_second: Option<f64>,
     /// The command line as typed.
     pub command_line: Vec<String>,
@@ -1477,19 +1480,14 @@ fn config_of(plan: &RunPlan, end: &Ending) -> Config {
             _ => None,
         },
         arrival: match &plan.load {
-            LoadModel::Open { arrival, .. } => Some(
-                match arrival {
-                    Arrival::Constant => "constant",
-                    Arrival::Poisson => "poisson",
-                }
-                .into(),
-            ),
+            LoadModel::Open { arrival, .. } => Some(arrival.name().into()),
             _ => None,
         },
         pacer_slack_s: matches!(plan.load, LoadModel::Open { .. })
             .then(|| plan.pacer_slack.as_secs_f64()),
         seed: plan.seed,
         connection_policy: if plan.keepalive { "reuse" } else { "new" }.into(),
+        stream: plan.stream.map(|m| m.name().into()),
         max_connections_per_second: plan.max_connects_per_s,
         sweep: None,
         repeat: 1,
