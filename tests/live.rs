@@ -3,7 +3,8 @@
 //! what was measured), the terminal comes back as it was (the alternate screen left, the
 //! cursor shown, the same `stty` settings) and the report prints after the view. And the view
 //! observes without disturbing: the same open-loop plan run with and without it, interleaved,
-//! gives the same latency distribution within the run-to-run noise.
+//! gives the same latency distribution within the run-to-run noise. A knee search keeps one
+//! view across its steps, lists them as they are judged, and `q` ends it the same way.
 
 mod common;
 use common::missing;
@@ -184,6 +185,59 @@ fn the_view_draws_p_pauses_and_q_ends_the_run_with_a_record_and_the_terminal_bac
         "stopped early"
     );
     eprintln!("q to exit: {ended_in:?}");
+}
+
+#[test]
+fn a_knee_search_shows_its_steps_and_q_ends_it_with_a_record_and_the_terminal_back() {
+    let Some(script) = script() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let bin = env!("CARGO_BIN_EXE_reqlife");
+    // The embedded target answers far above 100 req/s: the steps pass and the search climbs.
+    let line = format!(
+        "stty -g > {d}/before; {bin} knee --slo 'p99<=200ms' --start-rate 100 --step 1s --pause 200ms --max-lag 50ms -c 10 -t 1 --live -o {d}/knee.json; echo RC=$?; stty -g > {d}/after"
+    );
+    let mut pty = Pty::start(script, &line);
+    // (Single words: ratatui moves the cursor over blank cells.) The steps' panel, the step
+    // running, then a step judged.
+    for word in [&b"steps"[..], b"running", b"pass"] {
+        assert!(
+            pty.wait_for(word, 0, Duration::from_secs(60)),
+            "{} not drawn: {}",
+            String::from_utf8_lossy(word),
+            String::from_utf8_lossy(&pty.text())
+        );
+    }
+    pty.key(b"q");
+    let out = pty.finish(Duration::from_secs(60));
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("RC=130"), "q ends it as Ctrl-C does: {text}");
+    // The view held the terminal across the steps: entered once, left once, the cursor
+    // shown after, the report after it, the settings as before.
+    assert_eq!(
+        out.windows(ENTER_ALT.len()).filter(|w| *w == ENTER_ALT).count(),
+        1,
+        "one view for the whole search"
+    );
+    let leave = rfind(&out, LEAVE_ALT).expect("the alternate screen left");
+    assert!(
+        rfind(&out, SHOW_CURSOR).is_some_and(|s| s > leave),
+        "cursor shown"
+    );
+    let report = rfind(&out, b"Knee search for").expect("the report");
+    assert!(report > leave, "the report prints after the view");
+    let before = std::fs::read(dir.path().join("before")).unwrap();
+    let after = std::fs::read(dir.path().join("after")).unwrap();
+    assert_eq!(before, after, "stty settings restored");
+    // The record: interrupted, with the steps judged before q.
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("knee.json")).unwrap())
+            .unwrap();
+    assert_eq!(rec["interrupted"], true);
+    let steps = rec["knee"]["steps"].as_array().unwrap();
+    assert!(!steps.is_empty(), "{}", rec["knee"]);
+    assert_eq!(steps[0]["offered_rps"], 100.0);
+    assert_eq!(steps[0]["verdict"], "pass", "{}", rec["knee"]);
 }
 
 /// One run of the plan on a pseudo-terminal, with or without the view: its summary.
