@@ -215,7 +215,9 @@ fn a_knee_search_shows_its_steps_and_q_ends_it_with_a_record_and_the_terminal_ba
     // The view held the terminal across the steps: entered once, left once, the cursor
     // shown after, the report after it, the settings as before.
     assert_eq!(
-        out.windows(ENTER_ALT.len()).filter(|w| *w == ENTER_ALT).count(),
+        out.windows(ENTER_ALT.len())
+            .filter(|w| *w == ENTER_ALT)
+            .count(),
         1,
         "one view for the whole search"
     );
