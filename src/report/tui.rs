@@ -361,10 +361,12 @@ fn frame(f: &mut ratatui::Frame, s: &LiveState, v: &Shown) {
         .map(|i| format!(" phases of the last interval ({:.0}s) ", secs(i)))
         .unwrap_or_else(|| " phases of the last interval ".into());
     f.render_widget(phase_table(s).block(Block::bordered().title(last)), phases);
-    let answers = Paragraph::new(generator_lines(s))
-        .block(Block::bordered().title(" generator and answers "));
+    let lines = generator_lines(s);
+    let height = lines.len() as u16 + 2;
+    let answers = Paragraph::new(lines).block(Block::bordered().title(" generator and answers "));
     // The generator's lines first; the steps or stages below, as many as fit.
-    let [top, below] = Layout::vertical([Constraint::Length(7), Constraint::Min(3)]).areas(side);
+    let [top, below] =
+        Layout::vertical([Constraint::Length(height), Constraint::Min(3)]).areas(side);
     match context(s, v, below.height.saturating_sub(2) as usize) {
         Some((title, lines)) => {
             f.render_widget(answers, top);
