@@ -416,31 +416,19 @@ fn scrape_after(args: &[&str], done: impl Fn(&str) -> bool) -> (String, String, 
             .spawn()
             .unwrap(),
     );
-    let printed = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let mut stdout = run.0.stdout.take().unwrap();
-    let sink = printed.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = stdout.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
+    let printed = collected(run.0.stdout.take().unwrap());
+    let text = || String::from_utf8_lossy(&printed.lock().unwrap()).into_owned();
     assert!(
-        wait_for(Duration::from_secs(90), || done(&printed.lock().unwrap())),
+        wait_for(Duration::from_secs(90), || done(&text())),
         "not done: {}",
-        printed.lock().unwrap()
+        text()
     );
     std::thread::sleep(Duration::from_millis(500));
-    let (status, text) = get(port, "/metrics").expect("the exporter answers in the linger");
+    let (status, exposition) = get(port, "/metrics").expect("the exporter answers in the linger");
     assert_eq!(status, 200);
     assert!(run.0.try_wait().unwrap().is_none(), "still lingering");
-    let printed = printed.lock().unwrap().clone();
-    (text, printed, run)
+    let printed = text();
+    (exposition, printed, run)
 }
 
 #[test]
@@ -466,17 +454,8 @@ fn knee_and_calibrate_serve_their_metrics_with_the_segment_label() {
     );
     assert_eq!(sample(&text, "reqlife_running{segment=\"1/2\"}"), Some(0.0));
     // A calibration: every step's requests (its figures keep no count), and the phases.
-    let calibrate = [
-        "calibrate",
-        "--step",
-        "200ms",
-        "-c",
-        "4",
-        "-t",
-        "1",
-        "--json",
-        "-q",
-    ];
+    #[rustfmt::skip]
+    let calibrate = ["calibrate", "--step", "200ms", "-c", "4", "-t", "1", "--json", "-q"];
     let (text, printed, _run) = scrape_after(&calibrate, |out| out.ends_with("}\n"));
     let figures: serde_json::Value = serde_json::from_str(&printed).unwrap();
     // The closed loop alone ran this many for 200 ms.
