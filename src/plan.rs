@@ -3,6 +3,7 @@
 //! (it holds the templated requests to send) and below the engine (which prepares its fixed
 //! request from it).
 
+use crate::model::load::{Load, LoadError, LoadSpec, Names};
 use crate::model::{LoadModel, Schedule, Segment, StopRule, Target, TlsPlan};
 use crate::workload::Workload;
 use std::sync::Arc;
@@ -18,6 +19,9 @@ pub struct RunPlan {
     pub body: Vec<u8>,
     pub load: LoadModel,
     pub threads: usize,
+    /// The threads asked for (`-t`; `None`: one per core): a plan derived with another load
+    /// ([`RunPlan::with_load`]) takes its `threads` from it.
+    pub threads_asked: Option<usize>,
     pub stop: StopRule,
     /// A period at the start that is not recorded.
     pub warmup: Duration,
@@ -105,6 +109,57 @@ pub struct Http2Plan {
 }
 
 impl RunPlan {
+    /// This plan with the load `spec` asks for (the load model and its stop rule), checked by
+    /// the one load builder: how knee's steps, calibrate's steps and a sweep's levels are
+    /// derived from one plan, never by editing flags. Everything else is kept, but the
+    /// threads, fitted to the new load as [`RunPlan::fit_threads`] says.
+    pub fn with_load(&self, spec: &LoadSpec) -> Result<RunPlan, LoadError> {
+        let Load { model, stop } = spec.build()?;
+        RunPlan {
+            load: model,
+            stop,
+            ..self.clone()
+        }
+        .fit_threads(&spec.names)
+    }
+
+    /// Sets the threads for the load: one for bursts (timed as one), else the threads asked
+    /// for (or one per core), at most one per connection of this process. Refuses a load
+    /// that leaves this process's segment no connection or no request (`names`: what the
+    /// source calls the values).
+    pub fn fit_threads(mut self, names: &Names) -> Result<RunPlan, LoadError> {
+        let (segment, connections) = (self.segment, self.connections() as u64);
+        let fail = |message| Err(LoadError { message, at: None });
+        let local = self.local_connections();
+        if local == 0 {
+            return fail(format!(
+                "segment {}/{} would have no connection: {} {connections} must be at least {} to split over {} segments",
+                segment.index + 1,
+                segment.count,
+                names.connections,
+                segment.count,
+                segment.count
+            ));
+        }
+        if let StopRule::Requests(n) = self.stop {
+            if segment.share(n) == 0 {
+                return fail(format!(
+                    "segment {}/{} would send no request: {} {n} must be at least {}",
+                    segment.index + 1,
+                    segment.count,
+                    names.count,
+                    segment.count
+                ));
+            }
+        }
+        self.threads = match (&self.load, self.threads_asked) {
+            (LoadModel::Burst { .. }, _) => 1,
+            (_, Some(t)) => t.min(local),
+            (_, None) => crate::util::limits::default_threads().min(local),
+        };
+        Ok(self)
+    }
+
     /// Connections this process holds: its segment's share of the plan's.
     pub fn local_connections(&self) -> usize {
         self.segment.share(self.connections() as u64) as usize

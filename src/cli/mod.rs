@@ -209,6 +209,9 @@ pub struct CalibrateArgs {
     /// No progress lines on stderr.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+
+    #[command(flatten)]
+    pub watch: WatchArgs,
 }
 
 /// Flags of `reqlife stats`.
@@ -552,7 +555,7 @@ pub struct RunArgs {
 
     /// Print one line per interval of this length while running (throughput, errors, p50/p99/max
     /// of the total, wait and the server's total): the drift of a long run, as it happens.
-    #[arg(help_heading = "Output", long = "every", value_parser = duration_arg)]
+    #[arg(help_heading = "Output", long = "every", value_parser = duration_arg, conflicts_with = "live")]
     pub every: Option<Duration>,
 
     /// No progress bar, no header at the start, no line saying where -o wrote.
@@ -573,6 +576,14 @@ pub struct RunArgs {
     #[arg(help_heading = "Analysis", long = "abort-on-fail")]
     pub abort_on_fail: bool,
 
+    #[command(flatten)]
+    pub watch: WatchArgs,
+}
+
+/// What watches a run while it goes (`run`, `knee`, `calibrate`): the live terminal view and
+/// the Prometheus exporter, both fed from the collector's intervals, never the workers.
+#[derive(Debug, Clone, Args)]
+pub struct WatchArgs {
     /// Serve the run's figures for Prometheus (OpenMetrics text, GET /metrics) on this
     /// address while it runs: HOST:PORT, or a bare PORT (on 127.0.0.1); e.g. 9464.
     #[arg(help_heading = "Output", long = "metrics-addr", value_parser = addr_arg)]
@@ -584,9 +595,10 @@ pub struct RunArgs {
     pub metrics_linger: Duration,
 
     /// A live terminal view while the run goes on (throughput, errors, latency per interval,
-    /// phases, schedule lag, CPU, status codes, time left): q stops the run as Ctrl-C does, p
-    /// pauses the display. Needs a terminal on stdout; the report prints after it closes.
-    #[arg(help_heading = "Output", long = "live", conflicts_with = "every")]
+    /// phases, schedule lag, CPU, status codes, time left; a knee search's or a calibration's
+    /// steps, the current stage): q stops the run as Ctrl-C does, p pauses the display. Needs
+    /// a terminal on stdout; the report prints after it closes.
+    #[arg(help_heading = "Output", long = "live")]
     pub live: bool,
 }
 

@@ -101,6 +101,11 @@ pub struct Connector {
 }
 
 impl Connector {
+    /// Connections are TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
     /// A connector for `plan`; fails on an unusable `--cacert` or server name.
     pub fn new(plan: &RunPlan, alpn: &[&[u8]]) -> Result<Self, String> {
         let tls = match plan.target.scheme {

@@ -83,11 +83,6 @@ impl Http1Conn {
         }
     }
 
-    /// A plain TCP connection (no TLS): the kernel stamps its bytes' arrival.
-    pub fn is_plain(&self) -> bool {
-        matches!(self.stream, Stream::Plain(_))
-    }
-
     /// Sends `request` and reads its response. `head_request`: the method was HEAD.
     /// The values of the response's `Server-Timing` headers and trailers are left in
     /// `timing` (comma-joined), which is cleared first and keeps its capacity. With a

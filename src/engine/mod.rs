@@ -374,13 +374,14 @@ impl Session {
     }
 
     /// Whether this request's phases are timed by the clock when the thread notices them, so
-    /// its thread must not sleep through them: all but an HTTP/1.1 exchange on an open plain
-    /// TCP connection without `--compressed`, whose bytes the kernel stamps ([`arrival`]).
+    /// its thread must not sleep through them: all but an HTTP/1.1 exchange over plain TCP
+    /// without `--compressed`, whose bytes the kernel stamps ([`arrival`]; its connect, if it
+    /// opens one, keeps the thread awake by itself).
     fn needs_thread_awake(&self) -> bool {
         let stamped = self.config.http2.is_none()
             && self.framed.is_none()
             && self.decoder.is_none()
-            && self.conn.as_ref().is_some_and(Http1Conn::is_plain);
+            && !self.config.connector.is_tls();
         !stamped
     }
 
@@ -461,6 +462,7 @@ impl Session {
     ) -> Result<http1::Response, EngineError> {
         let config = &*self.config;
         if self.conn.is_none() {
+            let _awake = arrival::awake::Needed::new();
             let stream = config.connector.connect(stamps).await?;
             self.conn = Some(Http1Conn::new(stream));
         }
