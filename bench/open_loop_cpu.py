@@ -5,7 +5,9 @@ Starts nginx (one worker, pinned to --server-cpu, 0, a 12-byte body). For each r
 rounds; in each round every client runs once for --duration seconds, pinned to --client-cpu (1),
 at the same rate, one thread and the same connections: wrk2 (`wrk2 -R RATE -t1 -cC -dDs
 --latency`), reqlife `run -R RATE -t 1 -c C --pacer-slack S` for each slack of --slacks, and,
-with --reqlife-before, an older reqlife build (no --pacer-slack flag) for a before/after figure.
+with --reqlife-before, an older reqlife build (no --pacer-slack flag) for a before/after figure;
+with --woken SLACKS, this build again with REQLIFE_NO_NAPS=1 (its thread woken by every
+response, as before it slept through them) at those slacks.
 The order of the clients is reversed every other round. Each client is reaped with wait4(): its
 CPU is its own user+sys time.
 
@@ -20,7 +22,7 @@ not understood, 2 if a tool is missing).
 
     python3 bench/open_loop_cpu.py [--rates 20000,50000] [--slacks 0,25us,50us,100us,200us]
         [--connections 100] [--rounds 3] [--duration 5] [--reqlife target/release/reqlife]
-        [--reqlife-before OLD_BINARY] [--wrk2 wrk2] [--json-out FILE]
+        [--reqlife-before OLD_BINARY] [--woken 50us] [--wrk2 wrk2] [--json-out FILE]
 """
 
 import argparse
@@ -89,6 +91,12 @@ def clients(a, url, rate):
         out.append((f"slack {s}", pin + [a.reqlife, "run", "-R", str(rate), "-t", "1", "-c", c,
                                          "-d", d, "--pacer-slack", s, "--quiet", "--json", url],
                     reqlife_figures))
+    # The same build with its thread woken by each response (REQLIFE_NO_NAPS=1): the figure
+    # before the open loop slept through responses.
+    for s in filter(None, (a.woken or "").split(",")):
+        out.append((f"woken {s}", pin + ["env", "REQLIFE_NO_NAPS=1", a.reqlife, "run", "-R",
+                                         str(rate), "-t", "1", "-c", c, "-d", d, "--pacer-slack",
+                                         s, "--quiet", "--json", url], reqlife_figures))
     return out
 
 
@@ -143,6 +151,9 @@ def main():
     ap.add_argument("--reqlife", default=os.path.join(ROOT, "target", "release", "reqlife"))
     ap.add_argument("--reqlife-before", metavar="BINARY",
                     help="also an older reqlife build (run without --pacer-slack)")
+    ap.add_argument("--woken", metavar="SLACKS",
+                    help="also reqlife with REQLIFE_NO_NAPS=1 (woken by each response) at these "
+                         "--pacer-slack values, comma-separated")
     ap.add_argument("--wrk2", default="wrk2", help="the wrk2 binary (wrk2 on the PATH)")
     ap.add_argument("--server-cpu", default="0")
     ap.add_argument("--client-cpu", default="1")

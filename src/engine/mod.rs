@@ -7,6 +7,7 @@
 pub mod arrival;
 pub mod buffer;
 pub mod cause;
+pub mod chunked;
 pub mod connect;
 pub mod decode;
 pub mod framed;

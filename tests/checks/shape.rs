@@ -15,7 +15,6 @@ const MAX_FN_LINES: usize = 100;
 /// Files still over the limit: (path under `src/`, lines when listed).
 const KNOWN_FILES: &[(&str, usize)] = &[
     ("analysis/expr.rs", 864),
-    ("engine/http1.rs", 935),
     ("recorder/mod.rs", 832),
     ("recorder/record.rs", 1882),
     ("report/text.rs", 846),
