@@ -200,18 +200,7 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         }
         other => other,
     };
-    let http2 = match (args.http2, args.streams, args.h2_window) {
-        (false, None, None) => None,
-        (false, _, _) => return err("--streams and --h2-window apply to HTTP/2: give --http2 too"),
-        (true, Some(0), _) => return err("--streams must be at least 1"),
-        (true, _, Some(w)) if !(65_535..=2_147_483_647).contains(&w) => {
-            return err("--h2-window must be from 65535 to 2147483647 bytes (e.g. 1M)")
-        }
-        (true, streams, window) => Some(Http2Plan {
-            streams: streams.unwrap_or(1) as usize,
-            window: window.map(|w| w as u32),
-        }),
-    };
+    let http2 = http2(args)?;
     if args.max_body == 0 {
         return err("--max-body must be at least 1 byte (e.g. 64M)");
     }
@@ -221,7 +210,7 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(1)
     });
-    Ok(RunPlan {
+    let plan = RunPlan {
         target,
         method,
         headers,
@@ -256,6 +245,25 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         workload: None,
         phase: None,
         framed,
+        grpc: None,
+    };
+    super::grpc::apply(args, plan)
+}
+
+/// The HTTP/2 settings of `--http2` (gRPC runs are HTTP/2 without it).
+fn http2(args: &RunArgs) -> Result<Option<Http2Plan>, PlanError> {
+    let on = args.http2 || super::grpc::is_grpc(args);
+    Ok(match (on, args.streams, args.h2_window) {
+        (false, None, None) => None,
+        (false, _, _) => return err("--streams and --h2-window apply to HTTP/2: give --http2 too"),
+        (true, Some(0), _) => return err("--streams must be at least 1"),
+        (true, _, Some(w)) if !(65_535..=2_147_483_647).contains(&w) => {
+            return err("--h2-window must be from 65535 to 2147483647 bytes (e.g. 1M)")
+        }
+        (true, streams, window) => Some(Http2Plan {
+            streams: streams.unwrap_or(1) as usize,
+            window: window.map(|w| w as u32),
+        }),
     })
 }
 

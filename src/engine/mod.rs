@@ -2,26 +2,32 @@
 //! drives HTTP/1.1 exchanges over them ([`framed`]: pre-built binary requests on `tcp://`
 //! targets, with length-prefixed replies), and a [`Session`] is one connection slot of a worker
 //! applying the connection policy (keep-alive, reconnect after `Connection: close` or an
-//! error) and the per-request timeout. Errors come back as values with a kind, never panics.
+//! error) and the per-request timeout. HTTP/2 ([`http2`]) sends protocol-neutral
+//! [`request::Request`]s, and [`grpc`] makes unary gRPC calls over it. Errors come back as
+//! values with a kind, never panics.
 
 pub mod buffer;
 pub mod cause;
 pub mod connect;
 pub mod decode;
 pub mod framed;
+pub mod grpc;
 pub mod http1;
 pub mod http2;
 pub mod request;
 pub mod server_timing;
 pub mod stream;
 
-use crate::engine::request::RequestTemplate;
+use crate::engine::request::{Request, RequestTemplate};
 use crate::model::{ErrorKind, Timestamps, Traffic};
 use crate::plan::RunPlan;
+use crate::workload::request::Rendered;
+use crate::workload::Workload;
 use connect::Connector;
 use http1::Http1Conn;
 use std::cell::Cell;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A failed request: its kind (for counting) and a human detail (for the first of a kind).
@@ -73,6 +79,8 @@ pub struct Outcome {
     pub traffic: Traffic,
     /// The server closed the connection after a complete response.
     pub server_closed: bool,
+    /// A gRPC call's status code (its message: [`Session::grpc_message`]).
+    pub grpc: Option<u32>,
 }
 
 /// What every session of a run shares.
@@ -86,8 +94,14 @@ pub struct SessionConfig {
     pub keepalive: bool,
     /// The whole run's connect rate limit, per second.
     pub max_connects_per_s: Option<f64>,
-    /// HTTP/2: the request of every stream and the flow-control window.
-    pub http2: Option<(http2::H2Request, Option<u32>)>,
+    /// HTTP/2: the request of every stream (the fixed one; templated requests take its
+    /// scheme, authority and default headers) and the flow-control window.
+    pub http2: Option<(Request, Option<u32>)>,
+    /// The templated requests (their methods and header names), when there are.
+    pub workload: Option<Arc<Workload>>,
+    /// gRPC: read each call's status; with a codec, the rendered body is JSON to encode.
+    pub grpc: bool,
+    pub codec: Option<grpc::Codec>,
     /// `--compressed`: decode encoded bodies, keeping at most this many bytes of one.
     pub decode_max_bytes: Option<u64>,
     /// `tcp://`: the framed binary request and its reply's framing; its reply may announce
@@ -118,6 +132,13 @@ impl SessionConfig {
                 None => None,
             },
             decode_max_bytes: plan.compressed.then_some(plan.max_body_bytes),
+            workload: plan.workload.clone(),
+            grpc: plan.grpc.is_some(),
+            codec: plan
+                .grpc
+                .as_ref()
+                .and_then(|g| g.encode.clone())
+                .map(grpc::Codec::new),
             framed: plan.framed.clone(),
             max_body_bytes: plan.max_body_bytes,
             stream: plan.stream,
@@ -126,12 +147,30 @@ impl SessionConfig {
 }
 
 /// What one send carries: the run's one fixed request (`seq`: its sequence number, for a
-/// framed request's seqid slot), or a request rendered for this send (HTTP/1.1 bytes; over
-/// HTTP/2 they are turned into a stream's request).
+/// framed request's seqid slot), or a request rendered for this send (HTTP/1.1 bytes, or
+/// the parts an HTTP/2 stream's request is built from).
 #[derive(Debug, Clone, Copy)]
 pub enum Send<'a> {
     Fixed { seq: u64 },
-    Rendered { bytes: &'a [u8], head: bool },
+    Rendered { rendered: &'a Rendered, head: bool },
+}
+
+impl SessionConfig {
+    /// The HTTP/2 request of a templated request `rendered` as parts, on the fixed request's
+    /// authority; a gRPC call's rendered JSON becomes its framed message.
+    fn request_of(&self, fixed: &Request, rendered: &Rendered) -> Result<Request, String> {
+        let parts = &rendered.parts;
+        let prepared = self
+            .workload
+            .as_ref()
+            .and_then(|w| w.requests.get(parts.id))
+            .ok_or("internal: a rendered request without its workload")?;
+        let mut request = fixed.with_parts(prepared, parts)?;
+        if let Some(codec) = &self.codec {
+            request.body = codec.frame_json(&parts.body)?.into();
+        }
+        Ok(request)
+    }
 }
 
 /// Spaces the new connections of one worker thread at least `gap` apart
@@ -179,6 +218,8 @@ pub struct Session {
     framed: Option<framed::FramedConn>,
     /// The events of a streamed response (and their gaps, kept for their capacity).
     stream: stream::StreamTracker,
+    /// gRPC: the last call's status.
+    grpc: Option<grpc::Status>,
 }
 
 impl Session {
@@ -196,6 +237,7 @@ impl Session {
             decoder: config.decode_max_bytes.map(decode::BodyDecoder::new),
             framed: config.framed.as_ref().map(framed::FramedConn::new),
             stream: stream::StreamTracker::new(config.stream),
+            grpc: config.grpc.then(grpc::Status::default),
             config,
         }
     }
@@ -209,6 +251,11 @@ impl Session {
     /// The `Server-Timing` values of the last complete response (headers and trailers).
     pub fn server_timing(&self) -> &[u8] {
         &self.timing
+    }
+
+    /// The `grpc-message` of the last gRPC call (empty when it gave none).
+    pub fn grpc_message(&self) -> &str {
+        self.grpc.as_ref().map_or("", |s| s.message.as_str())
     }
 
     /// The gaps between the events of the last response, in nanoseconds (empty unless it was
@@ -310,7 +357,8 @@ impl Session {
                 Some(f) => f.payload.len() as u64,
                 None => self.config.template.bytes().len() as u64,
             },
-            (_, Send::Rendered { bytes, .. }) => bytes.len() as u64,
+            (Some(_), Send::Rendered { rendered, .. }) => rendered.parts.body.len() as u64,
+            (None, Send::Rendered { rendered, .. }) => rendered.bytes.len() as u64,
         };
         match result {
             Ok(Ok(response)) => {
@@ -325,6 +373,7 @@ impl Session {
                     bytes_written: response.bytes_written,
                     traffic: response.traffic,
                     server_closed,
+                    grpc: self.grpc.as_mut().map(|g| g.finish(response.status)),
                 }
             }
             Ok(Err(e)) => {
@@ -339,6 +388,7 @@ impl Session {
                     bytes_read: 0,
                     traffic: Traffic::default(),
                     server_closed: false,
+                    grpc: None,
                 }
             }
             Err(_) => {
@@ -356,6 +406,7 @@ impl Session {
                     bytes_read: 0,
                     traffic: Traffic::default(),
                     server_closed: false,
+                    grpc: None,
                 }
             }
         }
@@ -370,27 +421,27 @@ impl Session {
         self.max_streams = None;
         if let (Some(link), Some((fixed, window))) = (&self.link, &config.http2) {
             // A rendered request becomes a stream's request (a few allocations, as h2 needs).
-            let rendered;
+            let built;
             let request = match send {
                 Send::Fixed { .. } => fixed,
-                Send::Rendered { bytes, .. } => {
-                    rendered = fixed
-                        .from_http1(bytes)
+                Send::Rendered { rendered, .. } => {
+                    built = config
+                        .request_of(fixed, rendered)
                         .map_err(|e| EngineError::new(ErrorKind::Write, e))?;
-                    &rendered
+                    &built
                 }
             };
-            let r = http2::exchange(
-                link,
-                &config.connector,
-                *window,
-                request,
-                stamps,
-                &mut self.timing,
-                self.decoder.as_mut(),
-                &mut self.stream,
-            )
-            .await?;
+            if let Some(g) = self.grpc.as_mut() {
+                g.clear();
+            }
+            let sinks = http2::Sinks {
+                timing: &mut self.timing,
+                decoder: self.decoder.as_mut(),
+                tracker: &mut self.stream,
+                grpc: self.grpc.as_mut(),
+            };
+            let r =
+                http2::exchange(link, &config.connector, *window, request, stamps, sinks).await?;
             self.max_streams = r.max_streams;
             // A GOAWAY under this request counts as the server closing the connection.
             return Ok(http1::Response {
@@ -413,7 +464,7 @@ impl Session {
         let conn = self.conn.as_mut().expect("connection opened above");
         let (bytes, head) = match send {
             Send::Fixed { .. } => (config.template.bytes(), config.template.head),
-            Send::Rendered { bytes, head } => (bytes, head),
+            Send::Rendered { rendered, head } => (rendered.bytes.as_slice(), head),
         };
         let response = conn
             .exchange(
