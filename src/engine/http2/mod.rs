@@ -32,6 +32,8 @@ struct Live {
     settings_at: Rc<Cell<Option<Instant>>>,
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS, as h2 applies it.
     max_streams: Rc<Cell<usize>>,
+    /// The server's first bytes were not a SETTINGS frame (an HTTP/1.x answer).
+    not_h2: Rc<Cell<bool>>,
 }
 
 /// One HTTP/2 connection shared by several streams.
@@ -107,7 +109,13 @@ impl H2Link {
             }
         }
         let settings_at = Rc::new(Cell::new(None));
-        let stream = WireCount::new(stream, settings_at.clone(), self.wire.clone());
+        let not_h2 = Rc::new(Cell::new(false));
+        let stream = WireCount::new(
+            stream,
+            settings_at.clone(),
+            self.wire.clone(),
+            not_h2.clone(),
+        );
         let mut builder = h2::client::Builder::new();
         if let Some(w) = window {
             builder
@@ -143,6 +151,7 @@ impl H2Link {
             alive,
             settings_at,
             max_streams,
+            not_h2,
         });
         Ok(sr)
     }
@@ -170,6 +179,14 @@ impl H2Link {
             header: now.1 - before.1,
             written: now.2 - before.2,
         }
+    }
+
+    /// Whether the current connection's server answered with something else than HTTP/2.
+    fn not_h2(&self) -> bool {
+        self.sender
+            .borrow()
+            .as_ref()
+            .is_some_and(|live| live.not_h2.get())
     }
 
     /// Forgets the connection (after an error on it).
@@ -286,7 +303,15 @@ pub async fn exchange(
                 server_closed = true;
             }
             Err(StreamError::H2(e)) => {
+                let not_h2 = link.not_h2();
                 link.reset();
+                if not_h2 {
+                    return Err(EngineError::new(
+                        ErrorKind::Protocol,
+                        "the server did not answer HTTP/2's connection preface with SETTINGS (HTTP/1.1?): it does not speak HTTP/2 on this port".into(),
+                    )
+                    .with_cause(Some(super::cause::Cause::NotH2)));
+                }
                 return Err(h2_error(&e, "HTTP/2 stream"));
             }
         }

@@ -40,14 +40,23 @@ pub(super) struct WireCount<S> {
     frame_head_len: usize,
     /// Payload bytes of the current frame still to come.
     payload_left: usize,
+    /// Set when the server's first bytes are not a SETTINGS frame (RFC 9113, section 3.4:
+    /// a server's preface is one): an HTTP/1.x answer, an error page.
+    not_h2: Rc<Cell<bool>>,
 }
 
 impl<S> WireCount<S> {
-    pub(super) fn new(inner: S, at: Rc<Cell<Option<Instant>>>, stats: Rc<WireStats>) -> Self {
+    pub(super) fn new(
+        inner: S,
+        at: Rc<Cell<Option<Instant>>>,
+        stats: Rc<WireStats>,
+        not_h2: Rc<Cell<bool>>,
+    ) -> Self {
         WireCount {
             inner,
             at,
             stats,
+            not_h2,
             frame_head: [0; 9],
             frame_head_len: 0,
             payload_left: 0,
@@ -96,6 +105,9 @@ impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WireCount<S> {
         if after > before {
             if self.at.get().is_none() {
                 self.at.set(Some(Instant::now()));
+                // A frame's type is its fourth byte: SETTINGS is 4 (`HTTP/1.1 400`'s is 'P').
+                let first = &buf.filled()[before..after];
+                self.not_h2.set(first.len() >= 4 && first[3] != 0x4);
             }
             self.scan(&buf.filled()[before..after]);
         }
