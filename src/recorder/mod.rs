@@ -116,7 +116,8 @@ type Durations = [Option<u64>; Phase::ALL.len()];
 #[inline]
 fn durations(s: &Sample) -> Durations {
     let mut out = [None; Phase::ALL.len()];
-    let phases: &[Phase] = if s.error.is_none() {
+    // A gRPC call that ended with a status other than OK is a complete response: timed whole.
+    let phases: &[Phase] = if matches!(s.error, None | Some(ErrorKind::Grpc)) {
         &Phase::ALL
     } else {
         &[Phase::Lag, Phase::Queue, Phase::Connect, Phase::Tls]

@@ -51,6 +51,8 @@ def handlers(pb, log):
         return pb.Empty()
 
     def fail(request, context):
+        if request.code == 0:
+            return pb.Empty()
         context.abort(grpc.StatusCode(_code(request.code)), request.message)
 
     def timed(request, context):
