@@ -250,6 +250,54 @@ mod tests {
     }
 
     #[test]
+    fn templated_http2_requests_are_built_from_their_parts() {
+        use crate::workload::template::{Field, Sources, Template};
+        let Command::Run(args) = Cli::try_parse_from(["reqlife", "run", "--http2", "--compressed"])
+            .unwrap()
+            .command
+        else {
+            unreachable!()
+        };
+        let plan = crate::cli::plan::build(&args, "http://127.0.0.1:8080/x").unwrap();
+        let fixed = RequestTemplate::http2(&plan).unwrap();
+        let mut src = Sources::new(".");
+        let mut t = |s: &str, f| Template::parse_in(s, f, &mut src).unwrap();
+        let spec = RequestSpec {
+            id: 0,
+            name: "put".into(),
+            method: "PUT".into(),
+            path: t("/kv/{seq}", Field::Path),
+            headers: vec![
+                ("User-Agent".into(), t("me", Field::Header)),
+                ("X-N".into(), t("{seq}", Field::Header)),
+                ("Connection".into(), t("close", Field::Header)),
+                ("Host".into(), t("h.test", Field::Header)),
+            ],
+            body: t("v{seq}", Field::Body),
+        };
+        let prepared = spec.prepare(&plan.target, true);
+        let mut parts = Parts::default();
+        prepared.render_parts(&mut parts, &mut GenState::new(0, 0, 1), 42);
+        let r = fixed.with_parts(&prepared, &parts).unwrap();
+        assert_eq!(r.method, http::Method::PUT);
+        assert_eq!(r.uri.to_string(), "http://127.0.0.1:8080/kv/42");
+        assert_eq!(r.body.as_ref(), b"v42");
+        let h = |name: &str| {
+            r.headers
+                .get_all(name)
+                .iter()
+                .map(|v| v.to_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        };
+        // the user's User-Agent replaces reqlife's; --compressed's Accept-Encoding stays;
+        // Connection and Host are not HTTP/2 headers (Host is :authority)
+        assert_eq!(h("user-agent"), ["me"]);
+        assert_eq!(h("x-n"), ["42"]);
+        assert_eq!(h("accept-encoding"), [ACCEPT_ENCODING]);
+        assert!(h("connection").is_empty() && h("host").is_empty());
+    }
+
+    #[test]
     fn ipv6_host_is_bracketed() {
         assert!(template(&[], "http://[::1]:9/").contains("Host: [::1]:9\r\n"));
     }
