@@ -144,11 +144,20 @@ pub fn apply(args: &RunArgs, mut plan: RunPlan) -> Result<RunPlan, PlanError> {
     };
     plan.method = "POST".into();
     plan.target.path_and_query = format!("/{service}/{rpc}");
-    plan.headers
-        .push(("content-type".into(), "application/grpc".into()));
-    plan.headers.push(("te".into(), "trailers".into()));
-    if let Some(t) = g.grpc_timeout {
-        plan.headers.push(("grpc-timeout".into(), timeout_value(t)));
+    // gRPC's headers, unless the user gave their own (`application/grpc+proto`, say).
+    let timeout = g.grpc_timeout.map(timeout_value);
+    for (name, value) in [
+        ("content-type", Some("application/grpc".to_string())),
+        ("te", Some("trailers".to_string())),
+        ("grpc-timeout", timeout),
+    ] {
+        let given = plan
+            .headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name));
+        if let (false, Some(v)) = (given, value) {
+            plan.headers.push((name.into(), v));
+        }
     }
     if plan.http2.is_none() {
         plan.http2 = Some(crate::plan::Http2Plan {
@@ -286,6 +295,52 @@ fn call_workload(plan: &RunPlan, body: Template) -> Workload {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_is_an_http2_post_of_one_framed_message() {
+        use crate::cli::{Cli, Command};
+        use clap::Parser;
+        let dir = tempfile::tempdir().unwrap();
+        let message = dir.path().join("m.bin");
+        std::fs::write(&message, b"\x0a\x01x").unwrap();
+        let argv = [
+            "reqlife",
+            "run",
+            "--grpc",
+            "a.B/C",
+            "--data-file",
+            message.to_str().unwrap(),
+            "-H",
+            "Content-Type: application/grpc+proto",
+            "--grpc-timeout",
+            "2s",
+        ];
+        let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {
+            unreachable!()
+        };
+        let plan = crate::cli::plan::build(&args, "http://127.0.0.1:9/").unwrap();
+        assert_eq!(plan.method, "POST");
+        assert_eq!(plan.target.path_and_query, "/a.B/C");
+        assert_eq!(plan.body, frame(b"\x0a\x01x"));
+        assert_eq!(plan.http2.map(|h| h.streams), Some(1));
+        // the user's content-type is the one; te and grpc-timeout added
+        let headers: Vec<(&str, &str)> = plan
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            headers,
+            [
+                ("Content-Type", "application/grpc+proto"),
+                ("te", "trailers"),
+                ("grpc-timeout", "2000000u")
+            ]
+        );
+        let g = plan.grpc.unwrap();
+        assert_eq!(g.method, "a.B/C");
+        assert!(g.encode.is_none() && plan.workload.is_none());
+    }
 
     #[test]
     fn json_braces_are_literal_and_strings_hold_the_slots() {

@@ -16,9 +16,9 @@ const MAX_FN_LINES: usize = 100;
 const KNOWN_FILES: &[(&str, usize)] = &[
     ("analysis/expr.rs", 864),
     ("engine/http1.rs", 935),
-    ("recorder/mod.rs", 832),
-    ("recorder/record.rs", 1882),
-    ("report/text.rs", 846),
+    ("recorder/mod.rs", 818),
+    ("recorder/record.rs", 1861),
+    ("report/text.rs", 845),
 ];
 
 /// Functions still over the limit: (path under `src/`, name, lines when listed).
