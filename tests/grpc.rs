@@ -173,7 +173,7 @@ fn a_threshold_fails_on_non_ok_statuses() {
     }
     let server = Grpc::start();
     // About half the calls end UNAVAILABLE: a failed request each, OK the others.
-    let (out, s) = server
+    let (_, s) = server
         .call(
             "Fail",
             r#"{"code": "{choice:0|14}", "message": "backend down"}"#,

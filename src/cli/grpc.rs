@@ -111,37 +111,7 @@ pub fn apply(args: &RunArgs, mut plan: RunPlan) -> Result<RunPlan, PlanError> {
         Some(path) => Some(input_of(&load_pool(path)?, path, service, rpc)?),
         None => None,
     };
-    let encode = match (&g.data, &g.data_file, input) {
-        (Some(_), Some(_), _) => return err("--data and --data-file conflict: give one of them"),
-        (None, None, _) => return err(
-            "--grpc needs the request message: --data JSON with --proto-set FILE.pb, or --data-file FILE (the encoded message)",
-        ),
-        (Some(_), None, None) => return err(
-            "--data needs --proto-set FILE.pb to encode the JSON (protoc --descriptor_set_out=FILE.pb --include_imports your.proto), or give the encoded message with --data-file",
-        ),
-        (None, Some(path), input) => {
-            plan.body = frame(&read_message(path, input.as_ref())?);
-            None
-        }
-        (Some(json), None, Some(input)) => {
-            let template = json_template(json)?;
-            let codec = Codec::new(input.clone());
-            match template.static_bytes() {
-                Some(bytes) => {
-                    plan.body = codec.frame_json(bytes).map_err(|e| bad_data(json, &e))?;
-                    None
-                }
-                None => {
-                    // One call rendered now: a message that cannot match fails here, not per call.
-                    let mut sample = Vec::new();
-                    template.render_into(&mut sample, &mut GenState::new(plan.seed, 0, 1), 0);
-                    codec.frame_json(&sample).map_err(|e| bad_data(json, &e))?;
-                    plan.body.clear();
-                    Some((template, input))
-                }
-            }
-        }
-    };
+    let encode = message(g, input, &mut plan)?;
     plan.method = "POST".into();
     plan.target.path_and_query = format!("/{service}/{rpc}");
     // gRPC's headers, unless the user gave their own (`application/grpc+proto`, say).
@@ -174,6 +144,46 @@ pub fn apply(args: &RunArgs, mut plan: RunPlan) -> Result<RunPlan, PlanError> {
         encode,
     });
     Ok(plan)
+}
+
+/// The request message of the call: `plan`'s body when it is encoded once, or the JSON
+/// template and message type to encode per call.
+fn message(
+    g: &GrpcArgs,
+    input: Option<MessageDescriptor>,
+    plan: &mut RunPlan,
+) -> Result<Option<(Template, MessageDescriptor)>, PlanError> {
+    Ok(match (&g.data, &g.data_file, input) {
+        (Some(_), Some(_), _) => return err("--data and --data-file conflict: give one of them"),
+        (None, None, _) => return err(
+            "--grpc needs the request message: --data JSON with --proto-set FILE.pb, or --data-file FILE (the encoded message)",
+        ),
+        (Some(_), None, None) => return err(
+            "--data needs --proto-set FILE.pb to encode the JSON (protoc --descriptor_set_out=FILE.pb --include_imports your.proto), or give the encoded message with --data-file",
+        ),
+        (None, Some(path), input) => {
+            plan.body = frame(&read_message(path, input.as_ref())?);
+            None
+        }
+        (Some(json), None, Some(input)) => {
+            let template = json_template(json)?;
+            let codec = Codec::new(input.clone());
+            match template.static_bytes() {
+                Some(bytes) => {
+                    plan.body = codec.frame_json(bytes).map_err(|e| bad_data(json, &e))?;
+                    None
+                }
+                None => {
+                    // One call rendered now: a message that cannot match fails here, not per call.
+                    let mut sample = Vec::new();
+                    template.render_into(&mut sample, &mut GenState::new(plan.seed, 0, 1), 0);
+                    codec.frame_json(&sample).map_err(|e| bad_data(json, &e))?;
+                    plan.body.clear();
+                    Some((template, input))
+                }
+            }
+        }
+    })
 }
 
 fn bad_data(json: &str, why: &str) -> PlanError {
