@@ -167,6 +167,24 @@ fn open_loop_calls_keep_their_schedule() {
 }
 
 #[test]
+fn bursts_render_a_message_per_call() {
+    if !have_grpc() {
+        return;
+    }
+    let server = Grpc::start();
+    let s = server
+        .call("Echo", r#"{"text": "b{seq}"}"#)
+        .args(["--burst", "8", "--bursts", "3", "--burst-interval", "5ms"])
+        .c(8)
+        .json();
+    assert_ok_calls(&s, 24);
+    let mut texts = server.logged();
+    texts.sort();
+    texts.dedup();
+    assert_eq!(texts.len(), 24, "a message per call: {texts:?}");
+}
+
+#[test]
 fn a_threshold_fails_on_non_ok_statuses() {
     if !have_grpc() {
         return;
