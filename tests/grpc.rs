@@ -45,7 +45,25 @@ struct Grpc {
 
 impl Grpc {
     fn start() -> Grpc {
+        Grpc::start_in(tempfile::tempdir().unwrap(), &[])
+    }
+
+    /// The server with TLS: a self-signed certificate for 127.0.0.1 (its PEM: `cert.pem`
+    /// beside the descriptor set), h2 by ALPN.
+    fn start_tls() -> Grpc {
         let dir = tempfile::tempdir().unwrap();
+        let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+        let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+        std::fs::write(&cert, ck.cert.pem()).unwrap();
+        std::fs::write(&key, ck.key_pair.serialize_pem()).unwrap();
+        let tls = ["--tls", cert.to_str().unwrap(), key.to_str().unwrap()];
+        let mut g = Grpc::start_in(dir, &tls);
+        g.url = g.url.replace("http://", "https://");
+        g
+    }
+
+    /// The server with `extra` arguments, its files in `dir`.
+    fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Grpc {
         let proto_set = dir.path().join("echo.pb");
         let log = dir.path().join("echo.log");
         let mut child = Command::new("python3")
@@ -54,6 +72,7 @@ impl Grpc {
             .arg(&proto_set)
             .arg("--log")
             .arg(&log)
+            .args(extra)
             .stdout(Stdio::piped())
             .spawn()
             .expect("python3 runs");
@@ -164,6 +183,32 @@ fn open_loop_calls_keep_their_schedule() {
     assert_ok_calls(&s, n);
     assert!(count(&s, "latency.schedule_lag.count") >= n, "{s:#}");
     assert!(server.logged().iter().all(|t| t == "fixed"));
+}
+
+#[test]
+fn tls_calls_negotiate_h2_by_alpn() {
+    if !have_grpc() {
+        return;
+    }
+    let server = Grpc::start_tls();
+    let cert = server._dir.path().join("cert.pem");
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("run.json");
+    let s = server
+        .call("Echo", r#"{"text": "tls"}"#)
+        .args([
+            "--cacert",
+            cert.to_str().unwrap(),
+            "-o",
+            rec.to_str().unwrap(),
+        ])
+        .n(40)
+        .c(2)
+        .json();
+    assert_ok_calls(&s, 40);
+    assert_counts(&s, &[("latency.phases.tls.count", 2)]);
+    let record: Value = serde_json::from_slice(&std::fs::read(&rec).unwrap()).unwrap();
+    assert_eq!(record["config"]["protocol"], "h2");
 }
 
 #[test]

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The gRPC test server of tests/grpc.rs (and of the README's gRPC section): the service of
-echo.proto (reqlife.test.Test) on Python grpcio, without TLS (h2c).
+echo.proto (reqlife.test.Test) on Python grpcio, without TLS (h2c), or with it (--tls: h2 by
+ALPN).
 
-    grpc_server.py [--port N] [--log FILE] [--descriptor-out FILE.pb]
+    grpc_server.py [--port N] [--log FILE] [--descriptor-out FILE.pb] [--tls CERT.pem KEY.pem]
 
 Compiles echo.proto with grpc_tools.protoc into a temporary directory (and, with
 --descriptor-out, writes its descriptor set as `protoc --descriptor_set_out --include_imports`
@@ -90,13 +91,19 @@ def main():
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--log")
     p.add_argument("--descriptor-out")
+    p.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     a = p.parse_args()
     with tempfile.TemporaryDirectory() as out_dir:
         pb = compile_proto(out_dir, a.descriptor_out)
         log = open(a.log, "a") if a.log else None
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
         server.add_generic_rpc_handlers((handlers(pb, log),))
-        port = server.add_insecure_port(f"127.0.0.1:{a.port}")
+        if a.tls:
+            cert, key = (open(f, "rb").read() for f in a.tls)
+            creds = grpc.ssl_server_credentials(((key, cert),))
+            port = server.add_secure_port(f"127.0.0.1:{a.port}", creds)
+        else:
+            port = server.add_insecure_port(f"127.0.0.1:{a.port}")
         server.start()
         print(f"listening {port}", flush=True)
         server.wait_for_termination()
