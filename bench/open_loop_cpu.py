@@ -33,10 +33,9 @@ import shutil
 import signal
 import statistics
 import sys
-import time
 
 sys.dont_write_bytecode = True  # no bench/__pycache__ churn from a run
-from client_cpu import ClientFailed, run_client, to_us  # noqa: E402
+from client_cpu import ClientFailed, take_turns, to_us  # noqa: E402
 from nginx import Nginx  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -109,18 +108,10 @@ def fmt(x, spec=">9.1f"):
 
 def measure_rate(a, url, rate):
     tools = clients(a, url, rate)
-    runs = []
     print(f"\n{rate} req/s, -t 1 -c {a.connections}, {a.duration} s per run", flush=True)
-    for r in range(1, a.rounds + 1):
-        for name, cmd, parse in (tools if r % 2 else list(reversed(tools))):
-            time.sleep(0.2)  # let the previous client's connections close
-            fig = run_client(name, cmd, parse)
-            fig.update({"rate": rate, "round": r, "tool": name})
-            runs.append(fig)
-            warn = f"  ({fig['errors']} errors!)" if fig["errors"] else ""
-            print(f"  round {r} {name:14} {fig['rps']:>8.0f} req/s  {fig['cpu_us_per_req']:>6.2f} us "
-                  f"CPU/req  lag p99 {fmt(fig.get('lag_p99_us'), '.1f')} us  corrected p50 "
-                  f"{fig['p50_us']:.0f} us p99 {fig['p99_us']:.0f} us{warn}", flush=True)
+    runs = take_turns(tools, a.rounds, lambda fig: (
+        f"lag p99 {fmt(fig.get('lag_p99_us'), '.1f')} us  corrected p50 "
+        f"{fig['p50_us']:.0f} us p99 {fig['p99_us']:.0f} us"), rate=rate)
     medians = {}
     for name, _, _ in tools:
         mine = [x for x in runs if x["tool"] == name]

@@ -66,6 +66,20 @@ pub struct RunPlan {
     /// `tcp://` targets: a pre-built binary request and how its reply is delimited
     /// (`--payload-file`, `--framing`); `None` for HTTP.
     pub framed: Option<FramedPlan>,
+    /// `--grpc SERVICE/METHOD`: unary gRPC calls over HTTP/2 (`http2` is set, `method` is
+    /// POST, the path is `/SERVICE/METHOD`, the body one length-prefixed message).
+    pub grpc: Option<GrpcPlan>,
+}
+
+/// A gRPC run: which method is called, and how its request message is made.
+#[derive(Debug, Clone)]
+pub struct GrpcPlan {
+    /// `package.Service/Method`.
+    pub method: String,
+    /// The request message's type when the message is JSON with generators, encoded on every
+    /// send from the rendered text (the run's `workload` renders it); `None` when the message
+    /// was encoded once into the body (static JSON, `--data-file`).
+    pub encode: Option<prost_reflect::MessageDescriptor>,
 }
 
 /// A framed binary run (`tcp://HOST:PORT --payload-file FILE`): the same bytes sent on every

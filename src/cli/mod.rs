@@ -2,6 +2,7 @@
 //! parsing ([`units`]) and the one place where raw flags become a validated plan ([`plan`]).
 
 pub mod framed;
+pub mod grpc;
 pub mod help;
 pub mod plan;
 use crate::util::units;
@@ -529,6 +530,9 @@ pub struct RunArgs {
     /// trusted, verification kept (-k turns it off).
     #[arg(help_heading = "Protocol", long = "cacert")]
     pub cacert: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub grpc: grpc::GrpcArgs,
 
     #[command(flatten)]
     pub view: ViewArgs,

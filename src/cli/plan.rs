@@ -22,7 +22,8 @@ fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
 /// `--http2`, `--streams` and `--h2-window`; a connection per request (`keepalive` off)
 /// opens one for each stream, so it shares none.
 fn http2_plan(args: &RunArgs, keepalive: bool) -> Result<Option<Http2Plan>, PlanError> {
-    Ok(match (args.http2, args.streams, args.h2_window) {
+    let on = args.http2 || super::grpc::is_grpc(args);
+    Ok(match (on, args.streams, args.h2_window) {
         (false, None, None) => None,
         (false, _, _) => return err("--streams and --h2-window apply to HTTP/2: give --http2 too"),
         (true, Some(0), _) => return err("--streams must be at least 1"),
@@ -165,7 +166,7 @@ fn base(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(1)
     });
-    RunPlan {
+    let plan = RunPlan {
         target,
         method,
         headers,
@@ -201,9 +202,11 @@ fn base(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         workload: None,
         phase: None,
         framed,
+        grpc: None,
     }
     .fit_threads(&load::FLAGS)
-    .map_err(|e| PlanError(e.message))
+    .map_err(|e| PlanError(e.message))?;
+    super::grpc::apply(args, plan)
 }
 
 /// `-t` as asked (`None`: one per core; bursts run on one thread, see

@@ -128,13 +128,10 @@ fn with_workload(
     mix: Mix,
     phase: Option<String>,
 ) -> RunPlan {
-    p.workload = Some(Arc::new(Workload::new(
-        specs,
-        mix,
-        &p.target,
-        p.keepalive,
-        p.compressed,
-    )));
+    let mut workload = Workload::new(specs, mix, &p.target, p.keepalive, p.compressed);
+    // HTTP/2 builds each stream's request from the rendered parts.
+    workload.parts = p.http2.is_some();
+    p.workload = Some(Arc::new(workload));
     p.phase = phase;
     p
 }

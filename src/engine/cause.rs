@@ -30,6 +30,9 @@ pub enum Cause {
     SpeaksTls,
     /// ALPN did not agree on the protocol asked for (h2 with `--http2`, else http/1.1).
     Alpn,
+    /// The server answered HTTP/2's connection preface with something else than its SETTINGS
+    /// (an HTTP/1.x answer): it does not speak HTTP/2 on that port (h2c, prior knowledge).
+    NotH2,
     /// The TLS handshake failed otherwise, as rustls says (an alert from the server, no
     /// common version or cipher suite). A connection closed or reset in the middle of the
     /// handshake has no cause: an overloaded server does that to some connections only.
@@ -38,7 +41,7 @@ pub enum Cause {
 
 impl Cause {
     /// Every cause (for tests and the tracker's table).
-    pub const ALL: [Cause; 10] = [
+    pub const ALL: [Cause; 11] = [
         Cause::Refused,
         Cause::Unreachable,
         Cause::FdLimit,
@@ -48,6 +51,7 @@ impl Cause {
         Cause::NotTls,
         Cause::SpeaksTls,
         Cause::Alpn,
+        Cause::NotH2,
         Cause::TlsHandshake,
     ];
 
@@ -63,6 +67,7 @@ impl Cause {
             Cause::NotTls => "not TLS",
             Cause::SpeaksTls => "TLS server",
             Cause::Alpn => "ALPN",
+            Cause::NotH2 => "not HTTP/2",
             Cause::TlsHandshake => "TLS handshake",
         }
     }
@@ -112,11 +117,22 @@ impl Cause {
                 "{host} speaks TLS (it answered the request with a TLS alert): \
                  use https:// instead of http:// in {url}"
             ),
+            Cause::Alpn if plan.grpc.is_some() => format!(
+                "{host} does not offer HTTP/2 (h2) in ALPN, which gRPC needs: check that a gRPC server listens there"
+            ),
             Cause::Alpn if plan.http2.is_some() => format!(
                 "{host} does not offer HTTP/2 (h2) in ALPN: drop --http2, or enable h2 on the server"
             ),
             Cause::Alpn => format!(
                 "{host} does not offer HTTP/1.1 in ALPN: try --http2"
+            ),
+            Cause::NotH2 if plan.grpc.is_some() => format!(
+                "{host} does not speak HTTP/2 (it answered the connection preface with something else, HTTP/1.1?): gRPC needs a server that speaks h2c (HTTP/2 without TLS) \
+                 on http://, or h2 on https://; check the port and the scheme"
+            ),
+            Cause::NotH2 => format!(
+                "{host} does not speak HTTP/2 without TLS (h2c) on this port (it answered the connection preface \
+                 with something else, HTTP/1.1?): drop --http2, or use https:// if it offers h2 over TLS"
             ),
             Cause::TlsHandshake => format!(
                 "the TLS handshake with {host} failed: check that the server speaks TLS 1.2 or 1.3 on this port \

@@ -2,7 +2,9 @@
 //! drives HTTP/1.1 exchanges over them ([`framed`]: pre-built binary requests on `tcp://`
 //! targets, with length-prefixed replies), and a [`Session`] is one connection slot of a worker
 //! applying the connection policy (keep-alive, reconnect after `Connection: close` or an
-//! error) and the per-request timeout. Errors come back as values with a kind, never panics.
+//! error) and the per-request timeout. HTTP/2 ([`http2`]) sends protocol-neutral
+//! [`request::Request`]s, and [`grpc`] makes unary gRPC calls over it. Errors come back as
+//! values with a kind, never panics.
 
 pub mod arrival;
 pub mod buffer;
@@ -11,19 +13,23 @@ pub mod chunked;
 pub mod connect;
 pub mod decode;
 pub mod framed;
+pub mod grpc;
 pub mod http1;
 pub mod http2;
 pub mod request;
 pub mod server_timing;
 pub mod stream;
 
-use crate::engine::request::RequestTemplate;
+use crate::engine::request::{Request, RequestTemplate};
 use crate::model::{ErrorKind, Timestamps, Traffic};
 use crate::plan::RunPlan;
+use crate::workload::request::Rendered;
+use crate::workload::Workload;
 use connect::Connector;
 use http1::Http1Conn;
 use std::cell::Cell;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A failed request: its kind (for counting) and a human detail (for the first of a kind).
@@ -76,6 +82,8 @@ pub struct Outcome {
     /// The server closed the connection after a complete response (this one, or over
     /// HTTP/1.1 the one before: this request found its kept connection closed, and replaced it).
     pub server_closed: bool,
+    /// A gRPC call's status code (its message: [`Session::grpc_message`]).
+    pub grpc: Option<u32>,
 }
 
 /// What every session of a run shares.
@@ -89,8 +97,14 @@ pub struct SessionConfig {
     pub keepalive: bool,
     /// The whole run's connect rate limit, per second.
     pub max_connects_per_s: Option<f64>,
-    /// HTTP/2: the request of every stream and the flow-control window.
-    pub http2: Option<(http2::H2Request, Option<u32>)>,
+    /// HTTP/2: the request of every stream (the fixed one; templated requests take its
+    /// scheme, authority and default headers) and the flow-control window.
+    pub http2: Option<(Request, Option<u32>)>,
+    /// The templated requests (their methods and header names), when there are.
+    pub workload: Option<Arc<Workload>>,
+    /// gRPC: read each call's status; with a codec, the rendered body is JSON to encode.
+    pub grpc: bool,
+    pub codec: Option<grpc::Codec>,
     /// `--compressed`: decode encoded bodies, keeping at most this many bytes of one.
     pub decode_max_bytes: Option<u64>,
     /// `tcp://`: the framed binary request and its reply's framing; its reply may announce
@@ -121,6 +135,13 @@ impl SessionConfig {
                 None => None,
             },
             decode_max_bytes: plan.compressed.then_some(plan.max_body_bytes),
+            workload: plan.workload.clone(),
+            grpc: plan.grpc.is_some(),
+            codec: plan
+                .grpc
+                .as_ref()
+                .and_then(|g| g.encode.clone())
+                .map(grpc::Codec::new),
             framed: plan.framed.clone(),
             max_body_bytes: plan.max_body_bytes,
             stream: plan.stream,
@@ -129,12 +150,30 @@ impl SessionConfig {
 }
 
 /// What one send carries: the run's one fixed request (`seq`: its sequence number, for a
-/// framed request's seqid slot), or a request rendered for this send (HTTP/1.1 bytes; over
-/// HTTP/2 they are turned into a stream's request).
+/// framed request's seqid slot), or a request rendered for this send (HTTP/1.1 bytes, or
+/// the parts an HTTP/2 stream's request is built from).
 #[derive(Debug, Clone, Copy)]
 pub enum Send<'a> {
     Fixed { seq: u64 },
-    Rendered { bytes: &'a [u8], head: bool },
+    Rendered { rendered: &'a Rendered, head: bool },
+}
+
+impl SessionConfig {
+    /// The HTTP/2 request of a templated request `rendered` as parts, on the fixed request's
+    /// authority; a gRPC call's rendered JSON becomes its framed message.
+    fn request_of(&self, fixed: &Request, rendered: &Rendered) -> Result<Request, String> {
+        let parts = &rendered.parts;
+        let prepared = self
+            .workload
+            .as_ref()
+            .and_then(|w| w.requests.get(parts.id))
+            .ok_or("internal: a rendered request without its workload")?;
+        let mut request = fixed.with_parts(prepared, parts)?;
+        if let Some(codec) = &self.codec {
+            request.body = codec.frame_json(&parts.body)?.into();
+        }
+        Ok(request)
+    }
 }
 
 /// Spaces the new connections of one worker thread at least `gap` apart
@@ -184,6 +223,8 @@ pub struct Session {
     stream: stream::StreamTracker,
     /// HTTP/1.1: this request found its kept connection closed by the server, and replaced it.
     found_closed: bool,
+    /// gRPC: the last call's status.
+    grpc: Option<grpc::Status>,
 }
 
 impl Session {
@@ -202,6 +243,7 @@ impl Session {
             framed: config.framed.as_ref().map(framed::FramedConn::new),
             stream: stream::StreamTracker::new(config.stream, config.max_body_bytes),
             found_closed: false,
+            grpc: config.grpc.then(grpc::Status::default),
             config,
         }
     }
@@ -215,6 +257,11 @@ impl Session {
     /// The `Server-Timing` values of the last complete response (headers and trailers).
     pub fn server_timing(&self) -> &[u8] {
         &self.timing
+    }
+
+    /// The `grpc-message` of the last gRPC call (empty when it gave none).
+    pub fn grpc_message(&self) -> &str {
+        self.grpc.as_ref().map_or("", |s| s.message.as_str())
     }
 
     /// The gaps between the events of the last response, in nanoseconds (empty unless it was
@@ -322,7 +369,8 @@ impl Session {
                 Some(f) => f.payload.len() as u64,
                 None => self.config.template.bytes().len() as u64,
             },
-            (_, Send::Rendered { bytes, .. }) => bytes.len() as u64,
+            (Some(_), Send::Rendered { rendered, .. }) => rendered.parts.body.len() as u64,
+            (None, Send::Rendered { rendered, .. }) => rendered.bytes.len() as u64,
         };
         match result {
             Ok(Ok(response)) => {
@@ -338,6 +386,7 @@ impl Session {
                     bytes_written: response.bytes_written,
                     traffic: response.traffic,
                     server_closed,
+                    grpc: self.grpc.as_mut().map(|g| g.finish(response.status)),
                 }
             }
             Ok(Err(e)) => {
@@ -352,6 +401,7 @@ impl Session {
                     bytes_read: 0,
                     traffic: Traffic::default(),
                     server_closed: false,
+                    grpc: None,
                 }
             }
             Err(_) => {
@@ -369,6 +419,7 @@ impl Session {
                     bytes_read: 0,
                     traffic: Traffic::default(),
                     server_closed: false,
+                    grpc: None,
                 }
             }
         }
@@ -395,27 +446,27 @@ impl Session {
         self.max_streams = None;
         if let (Some(link), Some((fixed, window))) = (&self.link, &config.http2) {
             // A rendered request becomes a stream's request (a few allocations, as h2 needs).
-            let rendered;
+            let built;
             let request = match send {
                 Send::Fixed { .. } => fixed,
-                Send::Rendered { bytes, .. } => {
-                    rendered = fixed
-                        .from_http1(bytes)
+                Send::Rendered { rendered, .. } => {
+                    built = config
+                        .request_of(fixed, rendered)
                         .map_err(|e| EngineError::new(ErrorKind::Write, e))?;
-                    &rendered
+                    &built
                 }
             };
-            let r = http2::exchange(
-                link,
-                &config.connector,
-                *window,
-                request,
-                stamps,
-                &mut self.timing,
-                self.decoder.as_mut(),
-                &mut self.stream,
-            )
-            .await?;
+            if let Some(g) = self.grpc.as_mut() {
+                g.clear();
+            }
+            let sinks = http2::Sinks {
+                timing: &mut self.timing,
+                decoder: self.decoder.as_mut(),
+                tracker: &mut self.stream,
+                grpc: self.grpc.as_mut(),
+            };
+            let r =
+                http2::exchange(link, &config.connector, *window, request, stamps, sinks).await?;
             self.max_streams = r.max_streams;
             // A GOAWAY under this request counts as the server closing the connection.
             return Ok(http1::Response {
@@ -434,7 +485,7 @@ impl Session {
         let config = self.config.clone();
         let (bytes, head) = match send {
             Send::Fixed { .. } => (config.template.bytes(), config.template.head),
-            Send::Rendered { bytes, head } => (bytes, head),
+            Send::Rendered { rendered, head } => (rendered.bytes.as_slice(), head),
         };
         // A kept connection the server closed while idle is replaced before the send.
         self.found_closed = self.conn.as_ref().is_some_and(|c| c.stream.peer_closed());

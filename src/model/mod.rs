@@ -139,11 +139,13 @@ pub enum ErrorKind {
     AddrNotAvail,
     /// HTTP/2: the server reset the stream (RST_STREAM; counted by code too).
     Reset,
+    /// gRPC: the call ended with a status other than OK (counted by code too).
+    Grpc,
 }
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 9] = [
+    pub const ALL: [ErrorKind; 10] = [
         ErrorKind::Connect,
         ErrorKind::Tls,
         ErrorKind::Write,
@@ -153,6 +155,7 @@ impl ErrorKind {
         ErrorKind::Closed,
         ErrorKind::AddrNotAvail,
         ErrorKind::Reset,
+        ErrorKind::Grpc,
     ];
 
     /// The name used in reports and in the RunRecord's JSON.
@@ -167,6 +170,7 @@ impl ErrorKind {
             ErrorKind::Closed => "closed",
             ErrorKind::AddrNotAvail => "addr_not_avail",
             ErrorKind::Reset => "reset",
+            ErrorKind::Grpc => "grpc",
         }
     }
 

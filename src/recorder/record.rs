@@ -197,6 +197,9 @@ pub struct Config {
     /// What was sent when not one fixed request: `scenario FILE` or `targets FILE`.
     #[serde(default)]
     pub workload: Option<String>,
+    /// `--grpc`: the method called (`package.Service/Method`); absent from other runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<String>,
 }
 
 fn one() -> u64 {
@@ -279,6 +282,8 @@ pub struct Summary {
     pub server_timing_overhead: Stats,
     /// HTTP/2: streams reset by the server (RST_STREAM), by error code name.
     pub resets: BTreeMap<String, u64>,
+    #[serde(flatten)]
+    pub grpc: super::codes::GrpcStatuses,
     /// HTTP/2: the concurrent streams per connection the server allows (its
     /// SETTINGS_MAX_CONCURRENT_STREAMS; the smallest seen), which reqlife respects.
     pub h2_max_concurrent_streams: Option<u64>,
@@ -910,30 +915,6 @@ impl RunRecord {
     }
 }
 
-/// The name of an HTTP/2 error code (RFC 9113, section 7).
-fn h2_code_name(code: u32) -> String {
-    const NAMES: [&str; 14] = [
-        "NO_ERROR",
-        "PROTOCOL_ERROR",
-        "INTERNAL_ERROR",
-        "FLOW_CONTROL_ERROR",
-        "SETTINGS_TIMEOUT",
-        "STREAM_CLOSED",
-        "FRAME_SIZE_ERROR",
-        "REFUSED_STREAM",
-        "CANCEL",
-        "COMPRESSION_ERROR",
-        "CONNECT_ERROR",
-        "ENHANCE_YOUR_CALM",
-        "INADEQUATE_SECURITY",
-        "HTTP_1_1_REQUIRED",
-    ];
-    NAMES
-        .get(code as usize)
-        .map(|n| n.to_string())
-        .unwrap_or_else(|| format!("0x{code:x}"))
-}
-
 /// A run's histograms by their names in the record: every phase, each Server-Timing metric
 /// (`server_timing.NAME`), the parse overhead and the bursts' when there are some, and each
 /// named request's phases that saw a value (`request.NAME.PHASE`).
@@ -1070,11 +1051,8 @@ fn counts_of(plan: &RunPlan, measured: &Measured, end: &Ending) -> Summary {
         server_timing_responses: st.responses,
         server_timing_invalid: st.invalid,
         server_timing_total: plan.server_total.clone(),
-        resets: measured
-            .reset_codes
-            .iter()
-            .map(|(code, n)| (h2_code_name(*code), *n))
-            .collect(),
+        resets: measured.reset_codes.by_name(super::codes::h2_code_name),
+        grpc: super::codes::GrpcStatuses::of(&measured.grpc_codes),
         h2_max_concurrent_streams: measured.h2_max_streams,
         bursts: bursts_of(plan, measured),
         by_request,
@@ -1494,6 +1472,7 @@ fn config_of(plan: &RunPlan, end: &Ending) -> Config {
         segment: (plan.segment.count > 1)
             .then(|| format!("{}/{}", plan.segment.index + 1, plan.segment.count)),
         workload: None,
+        grpc: plan.grpc.as_ref().map(|g| g.method.clone()),
         command_line: end.command_line.clone(),
     }
 }

@@ -15,9 +15,9 @@ const MAX_FN_LINES: usize = 100;
 /// Files still over the limit: (path under `src/`, lines when listed).
 const KNOWN_FILES: &[(&str, usize)] = &[
     ("analysis/expr.rs", 864),
-    ("recorder/mod.rs", 832),
-    ("recorder/record.rs", 1882),
-    ("report/text.rs", 846),
+    ("recorder/mod.rs", 818),
+    ("recorder/record.rs", 1861),
+    ("report/text.rs", 845),
 ];
 
 /// Functions still over the limit: (path under `src/`, name, lines when listed).

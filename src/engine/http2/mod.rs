@@ -6,8 +6,12 @@
 //! above TLS, frame by frame ([`WireCount`]), for h2load's traffic line: all bytes, and the
 //! HEADERS and CONTINUATION payloads (the compressed header bytes).
 
+mod wire;
+
 use super::connect::{Connector, Stream};
 use super::decode::{BodyDecoder, Codings};
+use super::grpc::Status;
+use super::request::Request;
 use super::stream::StreamTracker;
 use super::EngineError;
 use crate::model::{ErrorKind, Timestamps, Traffic};
@@ -17,73 +21,7 @@ use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
 use std::time::Instant;
-
-/// What a stream needs to build its request.
-#[derive(Clone)]
-pub struct H2Request {
-    pub method: http::Method,
-    pub uri: http::Uri,
-    pub headers: http::HeaderMap,
-    pub body: Bytes,
-}
-
-impl H2Request {
-    /// The same target's request rendered as HTTP/1.1 bytes (`METHOD PATH HTTP/1.1`, headers,
-    /// a blank line, the body), as a stream's request: the scheme and authority are this
-    /// one's, the hop-by-hop headers and `Host` are dropped (`:authority` stands for it).
-    pub fn from_http1(&self, bytes: &[u8]) -> Result<H2Request, String> {
-        let mut headers = [httparse::EMPTY_HEADER; 64];
-        let mut req = httparse::Request::new(&mut headers);
-        let head_len = match req.parse(bytes) {
-            Ok(httparse::Status::Complete(n)) => n,
-            Ok(httparse::Status::Partial) => return Err("a rendered request is incomplete".into()),
-            Err(e) => return Err(format!("a rendered request is not valid HTTP: {e}")),
-        };
-        let method = http::Method::from_bytes(req.method.unwrap_or("GET").as_bytes())
-            .map_err(|e| format!("invalid method: {e}"))?;
-        let mut parts = self.uri.clone().into_parts();
-        parts.path_and_query = Some(
-            req.path
-                .unwrap_or("/")
-                .parse()
-                .map_err(|e| format!("invalid path '{}': {e}", req.path.unwrap_or("")))?,
-        );
-        let uri = http::Uri::from_parts(parts).map_err(|e| format!("invalid URL: {e}"))?;
-        let mut map = http::HeaderMap::with_capacity(req.headers.len());
-        for h in req.headers.iter() {
-            let name = http::HeaderName::from_bytes(h.name.as_bytes())
-                .map_err(|e| format!("invalid header name '{}': {e}", h.name))?;
-            if matches!(
-                name.as_str(),
-                "connection"
-                    | "keep-alive"
-                    | "transfer-encoding"
-                    | "upgrade"
-                    | "host"
-                    | "content-length"
-            ) {
-                continue;
-            }
-            let value = http::HeaderValue::from_bytes(h.value)
-                .map_err(|e| format!("invalid value of header '{}': {e}", h.name))?;
-            map.append(name, value);
-        }
-        Ok(H2Request {
-            method,
-            uri,
-            headers: map,
-            body: Bytes::copy_from_slice(&bytes[head_len..]),
-        })
-    }
-
-    fn build(&self) -> http::Request<()> {
-        let mut req = http::Request::new(());
-        *req.method_mut() = self.method.clone();
-        *req.uri_mut() = self.uri.clone();
-        *req.headers_mut() = self.headers.clone();
-        req
-    }
-}
+use wire::{WireCount, WireShare, WireStats};
 
 /// A live connection: its sender, and what its driver task reports.
 struct Live {
@@ -94,130 +32,8 @@ struct Live {
     settings_at: Rc<Cell<Option<Instant>>>,
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS, as h2 applies it.
     max_streams: Rc<Cell<usize>>,
-}
-
-/// What a link's connections have read, shared with its streams: every byte, and the
-/// payloads of HEADERS and CONTINUATION frames. Streams take the growth since the last take.
-#[derive(Default)]
-struct WireStats {
-    read: Cell<u64>,
-    header: Cell<u64>,
-    written: Cell<u64>,
-}
-
-/// A stream's share of its connection's traffic (see [`H2Link::take_wire`]).
-struct WireShare {
-    read: u64,
-    header: u64,
-    written: u64,
-}
-
-/// HTTP/2 frame types whose payload is a header block (RFC 9113, section 6).
-const HEADERS: u8 = 0x1;
-const CONTINUATION: u8 = 0x9;
-
-/// A stream that notes when its first bytes were read (on a new HTTP/2 connection those are
-/// the server's SETTINGS frame) and counts what it reads, following the frame headers
-/// (9 bytes: a 24-bit payload length, then the type) to tell header-block bytes apart. It
-/// sits above TLS: application bytes only.
-struct WireCount<S> {
-    inner: S,
-    at: Rc<Cell<Option<Instant>>>,
-    stats: Rc<WireStats>,
-    /// The frame header being read, and how much of it.
-    frame_head: [u8; 9],
-    frame_head_len: usize,
-    /// Payload bytes of the current frame still to come.
-    payload_left: usize,
-}
-
-impl<S> WireCount<S> {
-    fn new(inner: S, at: Rc<Cell<Option<Instant>>>, stats: Rc<WireStats>) -> Self {
-        WireCount {
-            inner,
-            at,
-            stats,
-            frame_head: [0; 9],
-            frame_head_len: 0,
-            payload_left: 0,
-        }
-    }
-
-    /// Follows the frames through `data`, adding header-block payloads to the stats.
-    fn scan(&mut self, mut data: &[u8]) {
-        self.stats
-            .read
-            .set(self.stats.read.get() + data.len() as u64);
-        while !data.is_empty() {
-            if self.payload_left > 0 {
-                let n = self.payload_left.min(data.len());
-                self.payload_left -= n;
-                data = &data[n..];
-                continue;
-            }
-            let n = (9 - self.frame_head_len).min(data.len());
-            self.frame_head[self.frame_head_len..self.frame_head_len + n]
-                .copy_from_slice(&data[..n]);
-            self.frame_head_len += n;
-            data = &data[n..];
-            if self.frame_head_len == 9 {
-                let h = &self.frame_head;
-                let len = (h[0] as usize) << 16 | (h[1] as usize) << 8 | h[2] as usize;
-                if matches!(h[3], HEADERS | CONTINUATION) {
-                    self.stats.header.set(self.stats.header.get() + len as u64);
-                }
-                self.payload_left = len;
-                self.frame_head_len = 0;
-            }
-        }
-    }
-}
-
-impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WireCount<S> {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let r = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
-        let after = buf.filled().len();
-        if after > before {
-            if self.at.get().is_none() {
-                self.at.set(Some(Instant::now()));
-            }
-            self.scan(&buf.filled()[before..after]);
-        }
-        r
-    }
-}
-
-impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for WireCount<S> {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        let r = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
-        if let std::task::Poll::Ready(Ok(n)) = r {
-            self.stats.written.set(self.stats.written.get() + n as u64);
-        }
-        r
-    }
-
-    fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
+    /// The server's first bytes were not a SETTINGS frame (an HTTP/1.x answer).
+    not_h2: Rc<Cell<bool>>,
 }
 
 /// One HTTP/2 connection shared by several streams.
@@ -293,7 +109,13 @@ impl H2Link {
             }
         }
         let settings_at = Rc::new(Cell::new(None));
-        let stream = WireCount::new(stream, settings_at.clone(), self.wire.clone());
+        let not_h2 = Rc::new(Cell::new(false));
+        let stream = WireCount::new(
+            stream,
+            settings_at.clone(),
+            self.wire.clone(),
+            not_h2.clone(),
+        );
         let mut builder = h2::client::Builder::new();
         if let Some(w) = window {
             builder
@@ -329,6 +151,7 @@ impl H2Link {
             alive,
             settings_at,
             max_streams,
+            not_h2,
         });
         Ok(sr)
     }
@@ -356,6 +179,14 @@ impl H2Link {
             header: now.1 - before.1,
             written: now.2 - before.2,
         }
+    }
+
+    /// Whether the current connection's server answered with something else than HTTP/2.
+    fn not_h2(&self) -> bool {
+        self.sender
+            .borrow()
+            .as_ref()
+            .is_some_and(|live| live.not_h2.get())
     }
 
     /// Forgets the connection (after an error on it, or after each request without
@@ -420,30 +251,32 @@ pub struct H2Response {
     pub max_streams: Option<usize>,
 }
 
-/// Sends one request on a stream of `link`; `timing` receives the `Server-Timing` values of
-/// the response's headers and trailers. A stream the server refused unprocessed is sent once
-/// more on a new connection. With a `decoder` (`--compressed`), an encoded body is kept and
-/// decoded. A streamed response's events go to `tracker` (one DATA frame is one unit).
-#[allow(clippy::too_many_arguments)]
+/// Where what a response says goes besides its status and counts: `timing` receives the
+/// `Server-Timing` values of its headers and trailers; with a `decoder` (`--compressed`), an
+/// encoded body is kept and decoded; a streamed response's events go to `tracker` (one DATA
+/// frame is one unit); a gRPC call's `grpc-status` and `grpc-message` go to `grpc`.
+pub struct Sinks<'a> {
+    pub timing: &'a mut Vec<u8>,
+    pub decoder: Option<&'a mut BodyDecoder>,
+    pub tracker: &'a mut StreamTracker,
+    pub grpc: Option<&'a mut Status>,
+}
+
+/// Sends one request on a stream of `link`, what the response says going to `sinks`. A stream
+/// the server refused unprocessed is sent once more on a new connection.
 pub async fn exchange(
     link: &H2Link,
     connector: &Connector,
     window: Option<u32>,
-    request: &H2Request,
+    request: &Request,
     stamps: &mut Timestamps,
-    timing: &mut Vec<u8>,
-    mut decoder: Option<&mut BodyDecoder>,
-    tracker: &mut StreamTracker,
+    mut sinks: Sinks<'_>,
 ) -> Result<H2Response, EngineError> {
     let mut server_closed = false;
     loop {
-        timing.clear();
+        sinks.timing.clear();
         let sr = link.sender(connector, window, stamps).await?;
-        let body = Body {
-            decoder: decoder.as_deref_mut(),
-            tracker: &mut *tracker,
-        };
-        match stream(sr, request, stamps, timing, body).await {
+        match stream(sr, request, stamps, &mut sinks).await {
             Ok((status, mut traffic)) => {
                 let share = link.take_wire();
                 traffic.header = share.header;
@@ -471,7 +304,15 @@ pub async fn exchange(
                 server_closed = true;
             }
             Err(StreamError::H2(e)) => {
+                let not_h2 = link.not_h2();
                 link.reset();
+                if not_h2 {
+                    return Err(EngineError::new(
+                        ErrorKind::Protocol,
+                        "the server did not answer HTTP/2's connection preface with SETTINGS (HTTP/1.1?): it does not speak HTTP/2 on this port".into(),
+                    )
+                    .with_cause(Some(super::cause::Cause::NotH2)));
+                }
                 return Err(h2_error(&e, "HTTP/2 stream"));
             }
         }
@@ -498,23 +339,22 @@ fn field_bytes(headers: &http::HeaderMap) -> u64 {
         .sum()
 }
 
-/// Where a response body's bytes go besides the count: `--compressed`'s decoder, and the
-/// tracker of a streamed response's events.
-struct Body<'a> {
-    decoder: Option<&'a mut BodyDecoder>,
-    tracker: &'a mut StreamTracker,
-}
-
 async fn stream(
     sr: SendRequest<Bytes>,
-    request: &H2Request,
+    request: &Request,
     stamps: &mut Timestamps,
-    timing: &mut Vec<u8>,
-    Body { decoder, tracker }: Body<'_>,
+    sinks: &mut Sinks<'_>,
 ) -> Result<(u16, Traffic), StreamError> {
+    let Sinks {
+        timing,
+        decoder,
+        tracker,
+        grpc,
+    } = sinks;
+    let tracker: &mut StreamTracker = tracker;
     let mut sr = sr.ready().await?;
     let has_body = !request.body.is_empty();
-    let (response, mut send) = sr.send_request(request.build(), !has_body)?;
+    let (response, mut send) = sr.send_request(request.head(), !has_body)?;
     if has_body {
         send.send_data(request.body.clone(), true)?;
     }
@@ -527,8 +367,12 @@ async fn stream(
     for v in response.headers().get_all("server-timing") {
         append(timing, v.as_bytes());
     }
+    if let Some(g) = grpc.as_deref_mut() {
+        // A trailers-only response (an error) carries its status in the headers.
+        g.read(response.headers());
+    }
     let codings = match (
-        &decoder,
+        &*decoder,
         response.headers().get(http::header::CONTENT_ENCODING),
     ) {
         (Some(_), Some(v)) => Codings::parse(v.as_bytes()).map_err(StreamError::Decode)?,
@@ -539,7 +383,7 @@ async fn stream(
         .get(http::header::CONTENT_TYPE)
         .is_some_and(|v| super::stream::is_event_stream(v.as_bytes()));
     let mut tracker = tracker.begin(event_stream).then_some(tracker);
-    let mut keeper = match (codings, decoder) {
+    let mut keeper = match (codings, decoder.as_deref_mut()) {
         (Some(_), Some(d)) => {
             d.clear();
             Some(d)
@@ -562,6 +406,9 @@ async fn stream(
         header_decoded += field_bytes(&trailers);
         for v in trailers.get_all("server-timing") {
             append(timing, v.as_bytes());
+        }
+        if let Some(g) = grpc.as_deref_mut() {
+            g.read(&trailers);
         }
     }
     stamps.done = Some(Instant::now());
