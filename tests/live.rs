@@ -299,6 +299,27 @@ fn the_view_does_not_change_the_distribution() {
             "{k}: the view moved it by {diff:.0} us (without {a:?}, with {b:?})"
         );
     }
+    // The workers' CPU (their share of the run on a CPU, summed over threads): the view draws
+    // from the collector's snapshots, on the main thread, never on the workers.
+    let busy = |s: &serde_json::Value| -> f64 {
+        s["generator"]["thread_busy"]
+            .as_array()
+            .expect("generator.thread_busy")
+            .iter()
+            .filter_map(|b| b.as_f64())
+            .sum()
+    };
+    let (a, b): (Vec<f64>, Vec<f64>) = (
+        off.iter().map(|(_, s)| busy(s)).collect(),
+        on.iter().map(|(_, s)| busy(s)).collect(),
+    );
+    let (ma, mb) = ((a[0] + a[1]) / 2.0, (b[0] + b[1]) / 2.0);
+    let noise = (a[0] - a[1]).abs().max((b[0] - b[1]).abs());
+    eprintln!("worker CPU: without {ma:.3}, with {mb:.3} (run-to-run {noise:.3})");
+    assert!(
+        (mb - ma).abs() <= 2.0 * noise + 0.02,
+        "the view moved the workers' CPU: without {a:?}, with {b:?}"
+    );
     // An open loop sends its schedule: about the same number of requests either way (a
     // stalled shared machine leaves a few in flight at the end of a 5 s window).
     let count = |s: &serde_json::Value| s["requests"]["total"].as_f64().unwrap();

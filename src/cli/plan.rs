@@ -160,12 +160,7 @@ fn base(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     if args.max_body == 0 {
         return err("--max-body must be at least 1 byte (e.g. 64M)");
     }
-    let seed = args.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1)
-    });
+    let seed = args.seed.unwrap_or_else(seed_from_clock);
     let plan = RunPlan {
         target,
         method,
@@ -207,6 +202,14 @@ fn base(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     .fit_threads(&load::FLAGS)
     .map_err(|e| PlanError(e.message))?;
     super::grpc::apply(args, plan)
+}
+
+/// A seed for a run given no `--seed`: the clock's nanoseconds.
+fn seed_from_clock() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1)
 }
 
 /// `-t` as asked (`None`: one per core; bursts run on one thread, see

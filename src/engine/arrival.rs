@@ -21,7 +21,10 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 
 /// Asks the kernel to stamp the segments this socket receives (best effort: without it, reads
-/// carry no stamp and the clock at the read is used).
+/// carry no stamp and the clock at the read is used). The kernel turns stamping on for the
+/// whole host asynchronously when the first socket asks (a deferred work item): segments that
+/// come in the moment after may carry no stamp, and are timed by the clock. An open loop opens
+/// its connections before its schedule starts, which leaves that moment behind.
 pub fn stamp_arrivals(tcp: &TcpStream) {
     let on: libc::c_int = 1;
     // SAFETY: a valid socket descriptor and a c_int option value of the right size.
@@ -188,6 +191,8 @@ mod tests {
             let addr = listener.local_addr().unwrap();
             let client = TcpStream::connect(addr).await.unwrap();
             stamp_arrivals(&client);
+            // Stamping comes on for the host a moment after the first socket asks for it.
+            std::thread::sleep(Duration::from_millis(50));
             let (mut server, _) = listener.accept().await.unwrap();
             server.write_all(b"hello").await.unwrap();
             let sent = Instant::now();
