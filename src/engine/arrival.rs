@@ -144,6 +144,14 @@ pub mod awake {
 
     thread_local! {
         static NEEDED: Cell<usize> = const { Cell::new(0) };
+        static ALWAYS: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// From now on this thread never sleeps through responses: it met a streamed response
+    /// (detected by its content type), whose events are timed one by one as they are read, and
+    /// several events read at once would share one stamp.
+    pub fn from_now_on() {
+        ALWAYS.with(|a| a.set(true));
     }
 
     /// Held while a connection needs its thread awake to time what it waits for.
@@ -170,7 +178,7 @@ pub mod awake {
 
     /// No connection of this thread needs it awake.
     pub fn may_sleep() -> bool {
-        NEEDED.with(|n| n.get() == 0)
+        NEEDED.with(|n| n.get() == 0) && !ALWAYS.with(Cell::get)
     }
 }
 

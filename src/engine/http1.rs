@@ -258,7 +258,7 @@ impl Http1Conn {
             }
         }
         tracker.map(StreamTracker::finish);
-        stamps.done = Some(self.arrived());
+        stamps.done = stamps.first_byte.map(|f| self.arrived().max(f));
         let header_bytes = (interim_bytes + head.len) as u64;
         let mut traffic = Traffic {
             header: header_bytes,

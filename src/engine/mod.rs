@@ -427,12 +427,13 @@ impl Session {
 
     /// Whether this request's phases are timed by the clock when the thread notices them, so
     /// its thread must not sleep through them: all but an HTTP/1.1 exchange over plain TCP
-    /// without `--compressed`, whose bytes the kernel stamps ([`arrival`]; its connect, if it
+    /// without `--compressed` or `--stream`, whose bytes the kernel stamps ([`arrival`]; its connect, if it
     /// opens one, keeps the thread awake by itself).
     fn needs_thread_awake(&self) -> bool {
         let stamped = self.config.http2.is_none()
             && self.framed.is_none()
             && self.decoder.is_none()
+            && self.config.stream.is_none()
             && !self.config.connector.is_tls();
         !stamped
     }

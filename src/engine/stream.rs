@@ -386,6 +386,9 @@ impl StreamTracker {
     /// whether it is tracked (with `--stream`, or by its content type).
     pub fn begin(&mut self, event_stream: bool) -> bool {
         self.active = self.mode.or(event_stream.then_some(StreamMode::Sse));
+        if self.active.is_some() {
+            super::arrival::awake::from_now_on();
+        }
         self.first = None;
         self.last = None;
         self.events = 0;
