@@ -37,6 +37,15 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             Err(e) => return e.report(),
         }
     };
+    // gRPC --data without --proto-set: the server's reflection, asked once before the run.
+    let reflected = match url.as_deref() {
+        Some(u) => match super::reflect::resolve(args, u) {
+            Ok(r) => r,
+            Err(e) => return e.report(),
+        },
+        None => std::borrow::Cow::Borrowed(args),
+    };
+    let args: &RunArgs = &reflected;
     let built = if workload::is_workload(args) {
         // The user's URL is refused with --targets: pass it on to say so.
         let url = if args.targets.is_some() {

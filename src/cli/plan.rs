@@ -107,6 +107,18 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
 /// sweep are derived from. `-t` more than `-c` is refused unless `-c` is a sweep (whose
 /// levels take at most one thread per connection).
 fn base(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
+    super::grpc::apply(args, flags_plan(args, url)?)
+}
+
+/// The plan that gRPC server reflection is asked over (`--grpc` with `--data` and no
+/// `--proto-set`, see [`super::grpc::reflection_service`]): the call's target, TLS and
+/// headers, every flag checked as for the run but the message.
+pub fn reflection_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
+    super::grpc::reflection_plan(args, flags_plan(args, url)?)
+}
+
+/// The plan of the flags of every protocol (gRPC's applied by [`base`]).
+fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     let target = parse_target(url)?;
     if args.stages.is_some() && !args.warmup.is_zero() {
         return err("--stages and --warmup conflict: make the first stage the warm-up");
@@ -206,7 +218,7 @@ fn base(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     }
     .fit_threads(&load::FLAGS)
     .map_err(|e| PlanError(e.message))?;
-    super::grpc::apply(args, plan)
+    Ok(plan)
 }
 
 /// `-t` as asked (`None`: one per core; bursts run on one thread, see

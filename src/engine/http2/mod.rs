@@ -51,7 +51,7 @@ pub struct H2Link {
 
 impl H2Link {
     /// A sender on a live connection, connecting first (and stamping) if there is none.
-    async fn sender(
+    pub(in crate::engine) async fn sender(
         &self,
         connector: &Connector,
         window: Option<u32>,
@@ -201,7 +201,7 @@ impl H2Link {
 /// The kind of an h2 error: a stream reset by the server is `reset` (with its code); a GOAWAY
 /// from the server, or the connection closing under us, is `closed`; a violation h2 detected
 /// itself (the peer does not speak HTTP/2) is `protocol`; other I/O is `read`.
-fn h2_error(e: &h2::Error, what: &str) -> EngineError {
+pub(in crate::engine) fn h2_error(e: &h2::Error, what: &str) -> EngineError {
     let broken = e.get_io().is_some_and(|io| {
         matches!(
             io.kind(),
