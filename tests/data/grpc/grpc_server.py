@@ -30,7 +30,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def compile_proto(out_dir, descriptor_out):
     """Generates echo_pb2 into out_dir (and the descriptor set); returns the module."""
-    args = ["protoc", f"-I{HERE}", f"--python_out={out_dir}"]
+    # The well-known types (google/protobuf/*.proto) come with grpc_tools.
+    well_known = os.path.join(os.path.dirname(protoc.__file__), "_proto")
+    args = ["protoc", f"-I{HERE}", f"-I{well_known}", f"--python_out={out_dir}"]
     if descriptor_out:
         args += [f"--descriptor_set_out={descriptor_out}", "--include_imports"]
     args.append(os.path.join(HERE, "echo.proto"))
