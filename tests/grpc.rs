@@ -609,10 +609,22 @@ fn reflection_that_cannot_describe_the_method_gets_one_clear_line() {
     // Nothing listens: the connection's own fix, and the descriptor set.
     refused(
         Run::new()
-            .args(["--grpc", "reqlife.test.Test/Echo", "--data", "{}", "-n", "5"])
+            .args([
+                "--grpc",
+                "reqlife.test.Test/Echo",
+                "--data",
+                "{}",
+                "-n",
+                "5",
+            ])
             .url(format!("http://{}", refused_addr())),
         3,
-        &["cannot ask", "for gRPC reflection", "connection refused", fix],
+        &[
+            "cannot ask",
+            "for gRPC reflection",
+            "connection refused",
+            fix,
+        ],
     );
     // No call was made by any of them.
     assert!(plain.logged().is_empty() && offering.logged().is_empty());

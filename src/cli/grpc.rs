@@ -30,12 +30,13 @@ pub struct GrpcArgs {
     pub grpc: Option<String>,
 
     /// gRPC: the descriptor set that defines the method and its messages, as `protoc
-    /// --descriptor_set_out=FILE.pb --include_imports` writes it.
+    /// --descriptor_set_out=FILE.pb --include_imports` writes it. Without it, --data asks the
+    /// server for them by gRPC server reflection before the run.
     #[arg(help_heading = "gRPC", long = "proto-set", value_name = "FILE.pb")]
     pub proto_set: Option<PathBuf>,
 
     /// gRPC: the request message in JSON (protobuf's JSON mapping), encoded through
-    /// --proto-set. Generators go inside JSON strings and are rendered per call:
+    /// --proto-set (or the server's reflection). Generators go inside JSON strings and are rendered per call:
     /// '{"id": "{seq}", "text": "k{uniform:1:100}"}' (integer fields take strings too).
     #[arg(help_heading = "gRPC", long = "data", value_name = "JSON")]
     pub data: Option<String>,

@@ -117,6 +117,19 @@ pub fn reflection_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> 
     super::grpc::reflection_plan(args, flags_plan(args, url)?)
 }
 
+/// `-k/--insecure` and `--cacert` (its certificates read now).
+fn tls_plan(args: &RunArgs) -> Result<TlsPlan, PlanError> {
+    let ca_certs = match &args.cacert {
+        Some(path) => read_cacert(path)?,
+        None => Vec::new(),
+    };
+    Ok(TlsPlan {
+        insecure: args.insecure,
+        cacert: args.cacert.clone(),
+        ca_certs,
+    })
+}
+
 /// The plan of the flags of every protocol (gRPC's applied by [`base`]).
 fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     let target = parse_target(url)?;
@@ -149,10 +162,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
     let body = body(args)?;
-    let ca_certs = match &args.cacert {
-        Some(path) => read_cacert(path)?,
-        None => Vec::new(),
-    };
+    let tls = tls_plan(args)?;
     output_folders(args)?;
     let pacer_slack = pacer_slack(args, &load)?;
     let keepalive = match (args.no_keepalive, args.connection_policy) {
@@ -178,7 +188,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(1)
     });
-    let plan = RunPlan {
+    RunPlan {
         target,
         method,
         headers,
@@ -197,11 +207,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         timeout: args.timeout,
         interval,
         pacer_slack,
-        tls: TlsPlan {
-            insecure: args.insecure,
-            cacert: args.cacert.clone(),
-            ca_certs,
-        },
+        tls,
         max_header_bytes: MAX_HEADER_BYTES,
         compressed: args.compressed,
         stream: args.stream.map(|s| match s {
@@ -217,8 +223,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         grpc: None,
     }
     .fit_threads(&load::FLAGS)
-    .map_err(|e| PlanError(e.message))?;
-    Ok(plan)
+    .map_err(|e| PlanError(e.message))
 }
 
 /// `-t` as asked (`None`: one per core; bursts run on one thread, see

@@ -275,7 +275,9 @@ impl Call {
                 return ReflectionResponse::decode(message.as_slice())
                     .map(Ok)
                     .map_err(|e| {
-                        ReflectError::Failed(format!("a reflection answer that does not decode: {e}"))
+                        ReflectError::Failed(format!(
+                            "a reflection answer that does not decode: {e}"
+                        ))
                     });
             }
             match body.data().await {
@@ -283,9 +285,7 @@ impl Call {
                     let _ = body.flow_control().release_capacity(chunk.len());
                     self.buffer.extend_from_slice(&chunk);
                 }
-                Some(Err(e)) => {
-                    return Err(ReflectError::Connect(h2_error(&e, "gRPC reflection")))
-                }
+                Some(Err(e)) => return Err(ReflectError::Connect(h2_error(&e, "gRPC reflection"))),
                 None => {
                     let mut status = Status::default();
                     if let Ok(Some(trailers)) = body.trailers().await {
@@ -362,11 +362,17 @@ mod tests {
     fn messages_are_taken_whole() {
         let mut buffer = frame(b"ab");
         buffer.extend_from_slice(&frame(b"cde")[..4]);
-        assert_eq!(take_message(&mut buffer, 100).unwrap(), Some(b"ab".to_vec()));
+        assert_eq!(
+            take_message(&mut buffer, 100).unwrap(),
+            Some(b"ab".to_vec())
+        );
         // the second has not all arrived
         assert_eq!(take_message(&mut buffer, 100).unwrap(), None);
         buffer.extend_from_slice(&frame(b"cde")[4..]);
-        assert_eq!(take_message(&mut buffer, 100).unwrap(), Some(b"cde".to_vec()));
+        assert_eq!(
+            take_message(&mut buffer, 100).unwrap(),
+            Some(b"cde".to_vec())
+        );
         assert!(buffer.is_empty());
         // over the limit, or compressed: refused
         let mut big = frame(&[0; 10]);
