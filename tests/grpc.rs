@@ -21,37 +21,21 @@ fn script() -> PathBuf {
 
 /// Whether Python has grpcio and grpcio-tools; in CI their absence is a failure.
 fn have_grpc() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import grpc, grpc_tools"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        missing(
-            "the Python grpcio and grpcio-tools packages",
-            "pip install grpcio grpcio-tools",
-        );
-    }
-    ok
+    python_has(
+        "grpc, grpc_tools",
+        "the Python grpcio and grpcio-tools packages",
+        "pip install grpcio grpcio-tools",
+    )
 }
 
 /// Whether Python has grpcio-reflection too (the server's `--reflection`).
 fn have_reflection() -> bool {
-    if !have_grpc() {
-        return false;
-    }
-    let ok = Command::new("python3")
-        .args(["-c", "import grpc_reflection"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        missing(
+    have_grpc()
+        && python_has(
+            "grpc_reflection",
             "the Python grpcio-reflection package",
             "pip install grpcio-reflection",
-        );
-    }
-    ok
+        )
 }
 
 /// The gRPC server (stopped when dropped), its URL, and the descriptor set of its service.
