@@ -14,6 +14,7 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/grpc/grpc_server.py")
@@ -53,16 +54,17 @@ impl Grpc {
         Grpc::start_in(tempfile::tempdir().unwrap(), &[])
     }
 
-    /// The server with TLS: a self-signed certificate for 127.0.0.1 (its PEM: `cert.pem`
-    /// beside the descriptor set), h2 by ALPN.
-    fn start_tls() -> Grpc {
+    /// The server with TLS and `extra` arguments: a self-signed certificate for 127.0.0.1
+    /// (its PEM: `cert.pem` beside the descriptor set), h2 by ALPN.
+    fn start_tls(extra: &[&str]) -> Grpc {
         let dir = tempfile::tempdir().unwrap();
         let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
         let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
         std::fs::write(&cert, ck.cert.pem()).unwrap();
         std::fs::write(&key, ck.key_pair.serialize_pem()).unwrap();
-        let tls = ["--tls", cert.to_str().unwrap(), key.to_str().unwrap()];
-        let mut g = Grpc::start_in(dir, &tls);
+        let mut args = vec!["--tls", cert.to_str().unwrap(), key.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let mut g = Grpc::start_in(dir, &args);
         g.url = g.url.replace("http://", "https://");
         g
     }
@@ -204,7 +206,7 @@ fn tls_calls_negotiate_h2_by_alpn() {
     if !have_grpc() {
         return;
     }
-    let server = Grpc::start_tls();
+    let server = Grpc::start_tls(&[]);
     let cert = server._dir.path().join("cert.pem");
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("run.json");
@@ -545,6 +547,17 @@ fn reflection_stands_in_for_the_descriptor_set() {
     let s = server.reflected("Echo", r#"{"text": "once"}"#).n(10).json();
     assert_ok_calls(&s, 10);
     assert_eq!(server.logged().last().map(String::as_str), Some("once"));
+    // Over TLS, reflection trusts what the run trusts (--cacert).
+    let tls = Grpc::start_tls(&["--reflection"]);
+    let cert = tls._dir.path().join("cert.pem");
+    let s = tls
+        .reflected("Echo", r#"{"text": "tls"}"#)
+        .args(["--cacert", cert.to_str().unwrap()])
+        .n(10)
+        .c(2)
+        .json();
+    assert_ok_calls(&s, 10);
+    assert!(count(&s, "latency.phases.tls.count") >= 1, "{s:#}");
 }
 
 #[test]
@@ -590,8 +603,8 @@ fn reflection_that_cannot_describe_the_method_gets_one_clear_line() {
         2,
         &["invalid --data", "reqlife.test.EchoRequest", "nope"],
     );
-    // Nothing listens: the connection's own fix, and the descriptor set.
-    refused(
+    // A call of Echo without --proto-set to a server at `addr`.
+    let echo_at = |addr: std::net::SocketAddr| {
         Run::new()
             .args([
                 "--grpc",
@@ -601,7 +614,11 @@ fn reflection_that_cannot_describe_the_method_gets_one_clear_line() {
                 "-n",
                 "5",
             ])
-            .url(format!("http://{}", refused_addr())),
+            .url(format!("http://{addr}"))
+    };
+    // Nothing listens: the connection's own fix, and the descriptor set.
+    refused(
+        echo_at(refused_addr()),
         3,
         &[
             "cannot ask",
@@ -609,6 +626,12 @@ fn reflection_that_cannot_describe_the_method_gets_one_clear_line() {
             "connection refused",
             fix,
         ],
+    );
+    // A server that never answers: --timeout bounds the question (exit 1).
+    refused(
+        echo_at(stalling_server(Duration::from_secs(3))).args(["--timeout", "1s"]),
+        1,
+        &["gRPC reflection from", "no answer within --timeout 1s", fix],
     );
     // No call was made by any of them.
     assert!(plain.logged().is_empty() && offering.logged().is_empty());

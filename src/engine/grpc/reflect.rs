@@ -226,12 +226,9 @@ async fn files(
             })?;
             got.insert(file.name().to_string(), file);
         }
-        let missing = got
-            .values()
-            .flat_map(|f| f.dependency.iter())
-            .find(|d| !got.contains_key(*d))
-            .cloned();
-        let Some(file) = missing else { break };
+        let Some(file) = missing_import(&got) else {
+            break;
+        };
         if next.as_ref() == Some(&file) {
             return Err(ReflectError::Failed(format!(
                 "asked for the file '{file}', the server answered without it"
@@ -246,6 +243,14 @@ async fn files(
     // Half-close: the server ends the call.
     let _ = call.send.send_data(Bytes::new(), true);
     Ok(Answer::Files(got.into_values().collect()))
+}
+
+/// A file that one of `got` imports and that has not come (the first by name).
+fn missing_import(got: &BTreeMap<String, FileDescriptorProto>) -> Option<String> {
+    got.values()
+        .flat_map(|f| f.dependency.iter())
+        .find(|d| !got.contains_key(*d))
+        .cloned()
 }
 
 /// The open reflection stream: requests out, length-prefixed responses in.
@@ -356,6 +361,36 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(r.encode_to_vec(), b"\x3a\x00");
+    }
+
+    #[test]
+    fn imports_are_asked_for_until_every_file_has_come() {
+        let file = |name: &str, deps: &[&str]| FileDescriptorProto {
+            name: Some(name.into()),
+            dependency: deps.iter().map(|d| d.to_string()).collect(),
+            ..Default::default()
+        };
+        let mut got = BTreeMap::new();
+        got.insert(
+            "a.proto".to_string(),
+            file("a.proto", &["b.proto", "c.proto"]),
+        );
+        // (the file that comes next, what is still missing after it)
+        let rows = [
+            (file("b.proto", &["c.proto"]), Some("c.proto")),
+            (file("c.proto", &["d.proto"]), Some("d.proto")),
+            (file("d.proto", &[]), None),
+        ];
+        assert_eq!(missing_import(&got).as_deref(), Some("b.proto"));
+        for (next, missing) in rows {
+            got.insert(next.name().to_string(), next);
+            assert_eq!(missing_import(&got).as_deref(), missing);
+        }
+        // The files resolve into one pool in any order.
+        let mut pool = DescriptorPool::new();
+        pool.add_file_descriptor_protos(got.into_values().rev())
+            .unwrap();
+        assert_eq!(pool.files().len(), 4);
     }
 
     #[test]
