@@ -603,8 +603,8 @@ fn reflection_that_cannot_describe_the_method_gets_one_clear_line() {
         2,
         &["invalid --data", "reqlife.test.EchoRequest", "nope"],
     );
-    // A call of Echo without --proto-set to a server at `addr`.
-    let echo_at = |addr: std::net::SocketAddr| {
+    // A call of Echo without --proto-set to `url`.
+    let echo_at = |url: String| {
         Run::new()
             .args([
                 "--grpc",
@@ -614,11 +614,11 @@ fn reflection_that_cannot_describe_the_method_gets_one_clear_line() {
                 "-n",
                 "5",
             ])
-            .url(format!("http://{addr}"))
+            .url(url)
     };
     // Nothing listens: the connection's own fix, and the descriptor set.
     refused(
-        echo_at(refused_addr()),
+        echo_at(format!("http://{}", refused_addr())),
         3,
         &[
             "cannot ask",
@@ -627,9 +627,33 @@ fn reflection_that_cannot_describe_the_method_gets_one_clear_line() {
             fix,
         ],
     );
+    // Servers that do not speak HTTP/2: HTTP/1.1 on an h2c URL, TLS without h2 in ALPN.
+    let http1 = canned_server(
+        b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+        false,
+    );
+    refused(
+        echo_at(format!("http://{http1}")),
+        3,
+        &[
+            "for gRPC reflection",
+            "does not speak HTTP/2",
+            "gRPC needs",
+            fix,
+        ],
+    );
+    refused(
+        echo_at(format!("https://{}", tls_server(&[b"http/1.1"]))).arg("-k"),
+        3,
+        &["does not offer HTTP/2 (h2) in ALPN, which gRPC needs", fix],
+    );
     // A server that never answers: --timeout bounds the question (exit 1).
     refused(
-        echo_at(stalling_server(Duration::from_secs(3))).args(["--timeout", "1s"]),
+        echo_at(format!(
+            "http://{}",
+            stalling_server(Duration::from_secs(3))
+        ))
+        .args(["--timeout", "1s"]),
         1,
         &["gRPC reflection from", "no answer within --timeout 1s", fix],
     );

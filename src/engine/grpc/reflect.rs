@@ -8,7 +8,7 @@
 
 use super::{code_name, frame, Status};
 use crate::engine::connect::Connector;
-use crate::engine::http2::{h2_error, H2Link};
+use crate::engine::http2::{h2_error, not_h2_error, H2Link};
 use crate::engine::request::RequestTemplate;
 use crate::engine::EngineError;
 use crate::model::Timestamps;
@@ -140,7 +140,14 @@ async fn ask(plan: &RunPlan, service: &str) -> Result<DescriptorPool, ReflectErr
             .sender(&connector, None, &mut stamps)
             .await
             .map_err(ReflectError::Connect)?;
-        match files(sender, head, service, plan.max_body_bytes).await? {
+        let answer = match files(sender, head, service, plan.max_body_bytes).await {
+            // An HTTP/1.x server on an h2c URL: the stream fails on its answer.
+            Err(ReflectError::Connect(_)) if link.not_h2() => {
+                Err(ReflectError::Connect(not_h2_error()))
+            }
+            other => other,
+        };
+        match answer? {
             Answer::Files(files) => {
                 let mut pool = DescriptorPool::new();
                 pool.add_file_descriptor_protos(files).map_err(|e| {
