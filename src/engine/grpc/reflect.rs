@@ -133,6 +133,9 @@ async fn ask(plan: &RunPlan, service: &str) -> Result<DescriptorPool, ReflectErr
         let mut p = plan.clone();
         p.body.clear();
         p.target.path_and_query = format!("/{reflection}/ServerReflectionInfo");
+        // The calls' deadline is not the question's (`--timeout` bounds that).
+        p.headers
+            .retain(|(name, _)| !name.eq_ignore_ascii_case("grpc-timeout"));
         let head = RequestTemplate::http2(&p)
             .map_err(ReflectError::Failed)?
             .head();
