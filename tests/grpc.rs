@@ -2,8 +2,10 @@
 //! grpcio (`tests/data/grpc/grpc_server.py` serving `echo.proto`'s `reqlife.test.Test`),
 //! started here on a free loopback port; the descriptor set is the one grpc_tools.protoc
 //! writes for that .proto (`--descriptor_set_out --include_imports`) when the server starts.
-//! `.ci/test` installs the packages (`pip install grpcio grpcio-tools`); in CI (`CI` set)
-//! their absence fails the test, elsewhere the test says so and does not run.
+//! `.ci/test` installs the packages (`pip install grpcio grpcio-tools grpcio-reflection`); in
+//! CI (`CI` set) their absence fails the test, elsewhere the test says so and does not run.
+//! The server offers gRPC server reflection (v1alpha, grpcio-reflection's) only when asked
+//! (`--reflection`), so a run without `--proto-set` meets both kinds of server.
 
 mod common;
 
@@ -12,6 +14,7 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/grpc/grpc_server.py")
@@ -19,18 +22,21 @@ fn script() -> PathBuf {
 
 /// Whether Python has grpcio and grpcio-tools; in CI their absence is a failure.
 fn have_grpc() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import grpc, grpc_tools"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        missing(
-            "the Python grpcio and grpcio-tools packages",
-            "pip install grpcio grpcio-tools",
-        );
-    }
-    ok
+    python_has(
+        "grpc, grpc_tools",
+        "the Python grpcio and grpcio-tools packages",
+        "pip install grpcio grpcio-tools",
+    )
+}
+
+/// Whether Python has grpcio-reflection too (the server's `--reflection`).
+fn have_reflection() -> bool {
+    have_grpc()
+        && python_has(
+            "grpc_reflection",
+            "the Python grpcio-reflection package",
+            "pip install grpcio-reflection",
+        )
 }
 
 /// The gRPC server (stopped when dropped), its URL, and the descriptor set of its service.
@@ -48,16 +54,17 @@ impl Grpc {
         Grpc::start_in(tempfile::tempdir().unwrap(), &[])
     }
 
-    /// The server with TLS: a self-signed certificate for 127.0.0.1 (its PEM: `cert.pem`
-    /// beside the descriptor set), h2 by ALPN.
-    fn start_tls() -> Grpc {
+    /// The server with TLS and `extra` arguments: a self-signed certificate for 127.0.0.1
+    /// (its PEM: `cert.pem` beside the descriptor set), h2 by ALPN.
+    fn start_tls(extra: &[&str]) -> Grpc {
         let dir = tempfile::tempdir().unwrap();
         let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
         let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
         std::fs::write(&cert, ck.cert.pem()).unwrap();
         std::fs::write(&key, ck.key_pair.serialize_pem()).unwrap();
-        let tls = ["--tls", cert.to_str().unwrap(), key.to_str().unwrap()];
-        let mut g = Grpc::start_in(dir, &tls);
+        let mut args = vec!["--tls", cert.to_str().unwrap(), key.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let mut g = Grpc::start_in(dir, &args);
         g.url = g.url.replace("http://", "https://");
         g
     }
@@ -98,6 +105,15 @@ impl Grpc {
         Run::new()
             .args(["--grpc", &format!("reqlife.test.Test/{method}")])
             .args(["--proto-set", self.proto_set.to_str().unwrap()])
+            .args(["--data", json, "--timeout", "5s"])
+            .url(&self.url)
+    }
+
+    /// `run --grpc reqlife.test.Test/METHOD --data JSON` without `--proto-set`: the server's
+    /// reflection describes the method.
+    fn reflected(&self, method: &str, json: &str) -> Run {
+        Run::new()
+            .args(["--grpc", &format!("reqlife.test.Test/{method}")])
             .args(["--data", json, "--timeout", "5s"])
             .url(&self.url)
     }
@@ -190,7 +206,7 @@ fn tls_calls_negotiate_h2_by_alpn() {
     if !have_grpc() {
         return;
     }
-    let server = Grpc::start_tls();
+    let server = Grpc::start_tls(&[]);
     let cert = server._dir.path().join("cert.pem");
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("run.json");
@@ -428,8 +444,9 @@ fn bad_input_gets_one_clear_line() {
             &["--grpc needs the request message", "--data-file"],
         ),
         (
+            // this server offers no reflection to describe the method
             grpc("reqlife.test.Test/Echo").args(["--data", "{}"]),
-            &["--data needs --proto-set"],
+            &["offers no gRPC server reflection", "--proto-set FILE.pb"],
         ),
         (
             grpc("Echo").args(["--proto-set", set, "--data", "{}"]),
@@ -498,4 +515,148 @@ fn a_server_that_does_not_speak_http2_stops_the_run() {
         3,
         &["does not offer HTTP/2 (h2) in ALPN, which gRPC needs"],
     );
+}
+
+#[test]
+fn reflection_stands_in_for_the_descriptor_set() {
+    if !have_reflection() {
+        return;
+    }
+    let server = Grpc::start_in(tempfile::tempdir().unwrap(), &["--reflection"]);
+    // `at` is a google.protobuf.Timestamp: its type is in a file that echo.proto imports.
+    let json = r#"{"text": "r{seq}", "id": "{seq}", "values": [3], "at": "2026-11-23T17:00:00Z"}"#;
+    // The same run with the descriptor set, then with the server's reflection only.
+    let given = server.call("Echo", json).n(120).c(3).json();
+    assert_ok_calls(&given, 120);
+    let texts_given = server.logged();
+    let reflected = server.reflected("Echo", json).n(120).c(3).json();
+    assert_ok_calls(&reflected, 120);
+    for key in ["requests.total", "connections.opened", "status.200"] {
+        assert_eq!(count(&given, key), count(&reflected, key), "{key}");
+    }
+    // Each call's message encoded as with the descriptor set: texts r0 to r119 again.
+    let texts = server.logged();
+    assert_eq!(texts.len(), 240);
+    let mut second: Vec<String> = texts[120..].to_vec();
+    let mut first = texts_given;
+    second.sort();
+    first.sort();
+    assert_eq!(first, second);
+    assert!(second.contains(&"r119".to_string()), "{second:?}");
+    // A static message is encoded once from the reflected descriptors.
+    let s = server.reflected("Echo", r#"{"text": "once"}"#).n(10).json();
+    assert_ok_calls(&s, 10);
+    assert_eq!(server.logged().last().map(String::as_str), Some("once"));
+    // Over TLS, reflection trusts what the run trusts (--cacert).
+    let tls = Grpc::start_tls(&["--reflection"]);
+    let cert = tls._dir.path().join("cert.pem");
+    let s = tls
+        .reflected("Echo", r#"{"text": "tls"}"#)
+        .args(["--cacert", cert.to_str().unwrap()])
+        .n(10)
+        .c(2)
+        .json();
+    assert_ok_calls(&s, 10);
+    assert!(count(&s, "latency.phases.tls.count") >= 1, "{s:#}");
+}
+
+#[test]
+fn reflection_that_cannot_describe_the_method_gets_one_clear_line() {
+    if !have_reflection() {
+        return;
+    }
+    let plain = Grpc::start();
+    let offering = Grpc::start_in(tempfile::tempdir().unwrap(), &["--reflection"]);
+    let fix = "give --proto-set FILE.pb (protoc --descriptor_set_out";
+    // A server without reflection: UNIMPLEMENTED for v1 and for v1alpha.
+    refused(
+        plain.reflected("Echo", "{}").n(5),
+        2,
+        &[
+            "offers no gRPC server reflection",
+            "grpc.reflection.v1.ServerReflection and grpc.reflection.v1alpha.ServerReflection: UNIMPLEMENTED",
+            fix,
+        ],
+    );
+    // A service the server does not know: NOT_FOUND, and the services it offers.
+    refused(
+        Run::new()
+            .args(["--grpc", "reqlife.test.Nope/Echo", "--data", "{}"])
+            .n(5)
+            .url(&offering.url),
+        2,
+        &[
+            "does not know service 'reqlife.test.Nope'",
+            "NOT_FOUND",
+            "it offers reqlife.test.Test",
+            fix,
+        ],
+    );
+    // A method the service does not have, and JSON that does not fit the reflected type.
+    refused(
+        offering.reflected("Nope", "{}").n(5),
+        2,
+        &["has no method 'Nope'", "Echo, Sleep, Fail, Timed"],
+    );
+    refused(
+        offering.reflected("Echo", r#"{"nope": 1}"#).n(5),
+        2,
+        &["invalid --data", "reqlife.test.EchoRequest", "nope"],
+    );
+    // A call of Echo without --proto-set to `url`.
+    let echo_at = |url: String| {
+        Run::new()
+            .args([
+                "--grpc",
+                "reqlife.test.Test/Echo",
+                "--data",
+                "{}",
+                "-n",
+                "5",
+            ])
+            .url(url)
+    };
+    // Nothing listens: the connection's own fix, and the descriptor set.
+    refused(
+        echo_at(format!("http://{}", refused_addr())),
+        3,
+        &[
+            "cannot ask",
+            "for gRPC reflection",
+            "connection refused",
+            fix,
+        ],
+    );
+    // Servers that do not speak HTTP/2: HTTP/1.1 on an h2c URL, TLS without h2 in ALPN.
+    let http1 = canned_server(
+        b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+        false,
+    );
+    refused(
+        echo_at(format!("http://{http1}")),
+        3,
+        &[
+            "for gRPC reflection",
+            "does not speak HTTP/2",
+            "gRPC needs",
+            fix,
+        ],
+    );
+    refused(
+        echo_at(format!("https://{}", tls_server(&[b"http/1.1"]))).arg("-k"),
+        3,
+        &["does not offer HTTP/2 (h2) in ALPN, which gRPC needs", fix],
+    );
+    // A server that never answers: --timeout bounds the question (exit 1).
+    refused(
+        echo_at(format!(
+            "http://{}",
+            stalling_server(Duration::from_secs(3))
+        ))
+        .args(["--timeout", "1s"]),
+        1,
+        &["gRPC reflection from", "no answer within --timeout 1s", fix],
+    );
+    // No call was made by any of them.
+    assert!(plain.logged().is_empty() && offering.logged().is_empty());
 }

@@ -19,15 +19,7 @@ fn script() -> PathBuf {
 
 /// Whether Python has the thrift package; in CI its absence is a failure.
 fn have_thrift() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import thrift"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        missing("the Python thrift package", "pip install thrift");
-    }
-    ok
+    python_has("thrift", "the Python thrift package", "pip install thrift")
 }
 
 /// The Thrift server, killed when dropped.

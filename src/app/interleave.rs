@@ -82,6 +82,10 @@ pub(crate) fn run_rounds(
     let mut pause = Duration::ZERO;
     for url in &urls {
         let r = run_args(args, url).map_err(usage_error)?;
+        // gRPC --data without --proto-set: each side's server is asked by reflection, once.
+        let r = super::reflect::resolve(&r, url)
+            .map_err(|e| e.report())?
+            .into_owned();
         pause = r.pause;
         plans.push(crate::cli::plan::build(&r, url).map_err(|e| usage_error(e.0))?);
     }

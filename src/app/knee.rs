@@ -30,8 +30,13 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
         Ok(t) => t,
         Err(e) => return e.report(),
     };
+    // gRPC --data without --proto-set: the server's reflection, asked once.
+    let reflected = match super::reflect::resolve(run, &url) {
+        Ok(r) => r,
+        Err(e) => return e.report(),
+    };
     // Every flag checked once, into the one plan every step is derived from.
-    let plans = match Plans::new(args, &url) {
+    let plans = match Plans::new(args, &reflected, &url) {
         Ok(p) => p,
         Err(e) => return usage_error(e),
     };
@@ -149,8 +154,9 @@ struct Plans {
 }
 
 impl Plans {
-    fn new(args: &KneeArgs, url: &str) -> Result<Plans, String> {
-        let run = &args.run;
+    /// The plans of `args` whose run flags are `run` (`args.run`, with the server's gRPC
+    /// reflection when it was asked).
+    fn new(args: &KneeArgs, run: &RunArgs, url: &str) -> Result<Plans, String> {
         let base = plan::build(run, url).map_err(|e| e.0)?;
         let mut spec = plan::load_spec(run);
         spec.duration = Some(Given::flag(args.step.min(Duration::from_secs(3))));

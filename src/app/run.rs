@@ -3,6 +3,7 @@
 //! stops the current level (and the sweep) and what was measured is still reported.
 
 use super::control::{Control, Executed};
+use super::failure::Failure;
 use super::{
     files, usage_error, EXIT_FAILURE, EXIT_FAIL_FAST, EXIT_HTTP_ERRORS, EXIT_OK, EXIT_SIGINT,
     EXIT_SIGTERM,
@@ -37,17 +38,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             Err(e) => return e.report(),
         }
     };
-    let built = if workload::is_workload(args) {
-        // The user's URL is refused with --targets: pass it on to say so.
-        let url = if args.targets.is_some() {
-            args.url.as_deref()
-        } else {
-            url.as_deref()
-        };
-        workload::build(args, url)
-    } else {
-        plan::build_levels(args, url.as_deref().unwrap_or("/"))
-    };
+    let built = plans(args, url.as_deref());
     // A page that cannot be written is known now, not after the run.
     if let Some(path) = &args.html {
         if let Err(e) = report::html::check_writable(path) {
@@ -56,7 +47,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     }
     let mut plans = match built {
         Ok(p) => p,
-        Err(e) => return usage_error(e),
+        Err(e) => return e.report(),
     };
     let phased = plans.iter().any(|p| p.phase.is_some());
     if args.abort_on_fail && args.view.thresholds.is_empty() {
@@ -284,6 +275,29 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
 }
 
 /// What was sent when not one fixed request: `scenario FILE` or `targets FILE`.
+/// The plans of the run at `url` (none: a target list's own): a workload's, or one per level;
+/// a gRPC call's `--data` without `--proto-set` is encoded through the server's reflection,
+/// asked here once.
+fn plans(args: &RunArgs, url: Option<&str>) -> Result<Vec<RunPlan>, Failure> {
+    let reflected = match url {
+        Some(u) => super::reflect::resolve(args, u)?,
+        None => std::borrow::Cow::Borrowed(args),
+    };
+    let args: &RunArgs = &reflected;
+    if workload::is_workload(args) {
+        // The user's URL is refused with --targets: pass it on to say so.
+        let url = if args.targets.is_some() {
+            args.url.as_deref()
+        } else {
+            url
+        };
+        workload::build(args, url)
+    } else {
+        plan::build_levels(args, url.unwrap_or("/"))
+    }
+    .map_err(|e| Failure::Usage(e.0))
+}
+
 fn workload_name(args: &RunArgs) -> Option<String> {
     match (&args.scenario, &args.targets) {
         (Some(p), _) => Some(format!("scenario {}", p.display())),

@@ -30,12 +30,13 @@ pub struct GrpcArgs {
     pub grpc: Option<String>,
 
     /// gRPC: the descriptor set that defines the method and its messages, as `protoc
-    /// --descriptor_set_out=FILE.pb --include_imports` writes it.
+    /// --descriptor_set_out=FILE.pb --include_imports` writes it. Without it, --data asks the
+    /// server for them by gRPC server reflection before the run.
     #[arg(help_heading = "gRPC", long = "proto-set", value_name = "FILE.pb")]
     pub proto_set: Option<PathBuf>,
 
     /// gRPC: the request message in JSON (protobuf's JSON mapping), encoded through
-    /// --proto-set. Generators go inside JSON strings and are rendered per call:
+    /// --proto-set (or the server's reflection). Generators go inside JSON strings and are rendered per call:
     /// '{"id": "{seq}", "text": "k{uniform:1:100}"}' (integer fields take strings too).
     #[arg(help_heading = "gRPC", long = "data", value_name = "JSON")]
     pub data: Option<String>,
@@ -47,6 +48,11 @@ pub struct GrpcArgs {
     /// gRPC: send `grpc-timeout`, the server's deadline for each call (e.g. 50ms, 2s).
     #[arg(help_heading = "gRPC", long = "grpc-timeout", value_name = "DURATION", value_parser = super::duration_arg)]
     pub grpc_timeout: Option<Duration>,
+
+    /// The descriptors the server gave by reflection (`--data` without `--proto-set`): asked
+    /// before the plan is built ([`reflection_service`]), not a flag.
+    #[arg(skip)]
+    pub reflected: Option<DescriptorPool>,
 }
 
 fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
@@ -69,21 +75,74 @@ pub fn is_grpc(args: &RunArgs) -> bool {
     args.grpc.grpc.is_some()
 }
 
+/// The service whose descriptors the server is asked for by reflection: `--grpc` with
+/// `--data` and neither `--proto-set` nor `--data-file` (nor descriptors already asked for).
+pub fn reflection_service(args: &RunArgs) -> Option<&str> {
+    let g = &args.grpc;
+    match (&g.grpc, &g.data, &g.proto_set, &g.data_file, &g.reflected) {
+        (Some(method), Some(_), None, None, None) => method
+            .trim_start_matches('/')
+            .split_once('/')
+            .map(|(service, _)| service)
+            .filter(|s| !s.is_empty()),
+        _ => None,
+    }
+}
+
 /// `plan` made a gRPC run when `--grpc` is given (refusing the flags that do not apply);
 /// otherwise `plan` as it is, refusing the gRPC flags.
-pub fn apply(args: &RunArgs, mut plan: RunPlan) -> Result<RunPlan, PlanError> {
+pub fn apply(args: &RunArgs, plan: RunPlan) -> Result<RunPlan, PlanError> {
+    let g = &args.grpc;
+    if g.grpc.is_none() {
+        return plan_without_grpc(args, plan);
+    }
+    let (mut plan, service, rpc) = call(args, plan)?;
+    let input = match (&g.proto_set, &g.reflected) {
+        (Some(path), _) => {
+            let source = format!("'{}'", path.display());
+            Some(input_of(&load_pool(path)?, &source, &service, &rpc)?)
+        }
+        (None, Some(pool)) => Some(input_of(pool, "the server's reflection", &service, &rpc)?),
+        (None, None) => None,
+    };
+    let encode = message(g, input, &mut plan)?;
+    let encode = encode.map(|(template, input)| {
+        plan.workload = Some(Arc::new(call_workload(&plan, template)));
+        input
+    });
+    if let Some(grpc) = plan.grpc.as_mut() {
+        grpc.encode = encode;
+    }
+    Ok(plan)
+}
+
+/// The plan of the call without its message: what the server's reflection is asked over
+/// (its target, TLS and headers), the gRPC flags checked as for the run.
+pub fn reflection_plan(args: &RunArgs, plan: RunPlan) -> Result<RunPlan, PlanError> {
+    call(args, plan).map(|(plan, _, _)| plan)
+}
+
+/// `plan` when `--grpc` is not given, refusing the gRPC flags.
+fn plan_without_grpc(args: &RunArgs, plan: RunPlan) -> Result<RunPlan, PlanError> {
+    let g = &args.grpc;
+    let flags = [
+        (g.proto_set.is_some(), "--proto-set"),
+        (g.data.is_some(), "--data"),
+        (g.data_file.is_some(), "--data-file"),
+        (g.grpc_timeout.is_some(), "--grpc-timeout"),
+    ];
+    match given(&flags, ("applies", "apply")) {
+        None => Ok(plan),
+        Some(f) => err(format!("{f} to gRPC calls: give --grpc SERVICE/METHOD too")),
+    }
+}
+
+/// `plan` made a call of `--grpc SERVICE/METHOD` (POST to its path, gRPC's headers, HTTP/2),
+/// its message not yet set; with the service and method.
+fn call(args: &RunArgs, mut plan: RunPlan) -> Result<(RunPlan, String, String), PlanError> {
     let g = &args.grpc;
     let Some(method) = &g.grpc else {
-        let flags = [
-            (g.proto_set.is_some(), "--proto-set"),
-            (g.data.is_some(), "--data"),
-            (g.data_file.is_some(), "--data-file"),
-            (g.grpc_timeout.is_some(), "--grpc-timeout"),
-        ];
-        return match given(&flags, ("applies", "apply")) {
-            None => Ok(plan),
-            Some(f) => err(format!("{f} to gRPC calls: give --grpc SERVICE/METHOD too")),
-        };
+        return err("a gRPC call needs --grpc SERVICE/METHOD");
     };
     let refused = [
         (args.method != "GET", "-m/--method"),
@@ -107,11 +166,6 @@ pub fn apply(args: &RunArgs, mut plan: RunPlan) -> Result<RunPlan, PlanError> {
             ))
         }
     };
-    let input = match &g.proto_set {
-        Some(path) => Some(input_of(&load_pool(path)?, path, service, rpc)?),
-        None => None,
-    };
-    let encode = message(g, input, &mut plan)?;
     plan.method = "POST".into();
     plan.target.path_and_query = format!("/{service}/{rpc}");
     // gRPC's headers, unless the user gave their own (`application/grpc+proto`, say).
@@ -135,15 +189,11 @@ pub fn apply(args: &RunArgs, mut plan: RunPlan) -> Result<RunPlan, PlanError> {
             window: None,
         });
     }
-    let encode = encode.map(|(template, input)| {
-        plan.workload = Some(Arc::new(call_workload(&plan, template)));
-        input
-    });
     plan.grpc = Some(GrpcPlan {
         method: format!("{service}/{rpc}"),
-        encode,
+        encode: None,
     });
-    Ok(plan)
+    Ok((plan, service.to_string(), rpc.to_string()))
 }
 
 /// The request message of the call: `plan`'s body when it is encoded once, or the JSON
@@ -207,18 +257,18 @@ fn load_pool(path: &Path) -> Result<DescriptorPool, PlanError> {
     })
 }
 
-/// The request message type of `service`'s unary method `rpc` in `pool`.
+/// The request message type of `service`'s unary method `rpc` in `pool` (from `source`: a
+/// descriptor set's quoted path, or the server's reflection).
 fn input_of(
     pool: &DescriptorPool,
-    path: &Path,
+    source: &str,
     service: &str,
     rpc: &str,
 ) -> Result<MessageDescriptor, PlanError> {
     let Some(svc) = pool.get_service_by_name(service) else {
         let known: Vec<String> = pool.services().map(|s| s.full_name().to_string()).collect();
         return err(format!(
-            "no service '{service}' in '{}': it defines {}",
-            path.display(),
+            "no service '{service}' in {source}: it defines {}",
             if known.is_empty() {
                 "no service".to_string()
             } else {

@@ -107,6 +107,31 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
 /// sweep are derived from. `-t` more than `-c` is refused unless `-c` is a sweep (whose
 /// levels take at most one thread per connection).
 fn base(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
+    super::grpc::apply(args, flags_plan(args, url)?)
+}
+
+/// The plan that gRPC server reflection is asked over (`--grpc` with `--data` and no
+/// `--proto-set`, see [`super::grpc::reflection_service`]): the call's target, TLS and
+/// headers, every flag checked as for the run but the message.
+pub fn reflection_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
+    super::grpc::reflection_plan(args, flags_plan(args, url)?)
+}
+
+/// `-k/--insecure` and `--cacert` (its certificates read now).
+fn tls_plan(args: &RunArgs) -> Result<TlsPlan, PlanError> {
+    let ca_certs = match &args.cacert {
+        Some(path) => read_cacert(path)?,
+        None => Vec::new(),
+    };
+    Ok(TlsPlan {
+        insecure: args.insecure,
+        cacert: args.cacert.clone(),
+        ca_certs,
+    })
+}
+
+/// The plan of the flags of every protocol (gRPC's applied by [`base`]).
+fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     let target = parse_target(url)?;
     if args.stages.is_some() && !args.warmup.is_zero() {
         return err("--stages and --warmup conflict: make the first stage the warm-up");
@@ -137,10 +162,7 @@ fn base(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
     let body = body(args)?;
-    let ca_certs = match &args.cacert {
-        Some(path) => read_cacert(path)?,
-        None => Vec::new(),
-    };
+    let tls = tls_plan(args)?;
     output_folders(args)?;
     let pacer_slack = pacer_slack(args, &load)?;
     let keepalive = match (args.no_keepalive, args.connection_policy) {
@@ -161,7 +183,7 @@ fn base(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         return err("--max-body must be at least 1 byte (e.g. 64M)");
     }
     let seed = args.seed.unwrap_or_else(seed_from_clock);
-    let plan = RunPlan {
+    RunPlan {
         target,
         method,
         headers,
@@ -180,11 +202,7 @@ fn base(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         timeout: args.timeout,
         interval,
         pacer_slack,
-        tls: TlsPlan {
-            insecure: args.insecure,
-            cacert: args.cacert.clone(),
-            ca_certs,
-        },
+        tls,
         max_header_bytes: MAX_HEADER_BYTES,
         compressed: args.compressed,
         stream: args.stream.map(|s| match s {
@@ -200,8 +218,7 @@ fn base(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         grpc: None,
     }
     .fit_threads(&load::FLAGS)
-    .map_err(|e| PlanError(e.message))?;
-    super::grpc::apply(args, plan)
+    .map_err(|e| PlanError(e.message))
 }
 
 /// A seed for a run given no `--seed`: the clock's nanoseconds.

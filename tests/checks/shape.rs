@@ -26,7 +26,7 @@ const KNOWN_FNS: &[(&str, &str, usize)] = &[
     ("analysis/expr.rs", "parse", 117),
     ("analysis/knee.rs", "judge", 132),
     ("app/control.rs", "execute_watched", 174),
-    ("app/run.rs", "run", 271),
+    ("app/run.rs", "run", 257),
     ("engine/http1.rs", "exchange", 190),
     ("engine/http1.rs", "parse_head", 114),
     ("load/mod.rs", "drive", 134),

@@ -317,6 +317,20 @@ pub fn missing(what: &str, install: &str) {
     eprintln!("{what} is not installed ({install}): not run");
 }
 
+/// Whether `python3` imports `modules` (`"grpc, grpc_tools"`); when it does not, [`missing`]
+/// with `what` and `install`.
+pub fn python_has(modules: &str, what: &str, install: &str) -> bool {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", &format!("import {modules}")])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        missing(what, install);
+    }
+    ok
+}
+
 /// Where `program` is installed (`/usr/sbin`, `/usr/bin`, `/sbin`, `/bin`); `None`, after
 /// [`missing`], when it is not.
 pub fn find_tool(program: &str, install: &str) -> Option<std::path::PathBuf> {

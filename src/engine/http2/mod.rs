@@ -51,7 +51,7 @@ pub struct H2Link {
 
 impl H2Link {
     /// A sender on a live connection, connecting first (and stamping) if there is none.
-    async fn sender(
+    pub(in crate::engine) async fn sender(
         &self,
         connector: &Connector,
         window: Option<u32>,
@@ -182,7 +182,7 @@ impl H2Link {
     }
 
     /// Whether the current connection's server answered with something else than HTTP/2.
-    fn not_h2(&self) -> bool {
+    pub(in crate::engine) fn not_h2(&self) -> bool {
         self.sender
             .borrow()
             .as_ref()
@@ -201,7 +201,7 @@ impl H2Link {
 /// The kind of an h2 error: a stream reset by the server is `reset` (with its code); a GOAWAY
 /// from the server, or the connection closing under us, is `closed`; a violation h2 detected
 /// itself (the peer does not speak HTTP/2) is `protocol`; other I/O is `read`.
-fn h2_error(e: &h2::Error, what: &str) -> EngineError {
+pub(in crate::engine) fn h2_error(e: &h2::Error, what: &str) -> EngineError {
     let broken = e.get_io().is_some_and(|io| {
         matches!(
             io.kind(),
@@ -225,6 +225,16 @@ fn h2_error(e: &h2::Error, what: &str) -> EngineError {
         ErrorKind::Protocol
     };
     EngineError::new(kind, format!("{what}: {e}"))
+}
+
+/// The error of a connection whose server answered HTTP/2's preface with something else
+/// ([`H2Link::not_h2`]), with its cause.
+pub(in crate::engine) fn not_h2_error() -> EngineError {
+    EngineError::new(
+        ErrorKind::Protocol,
+        "the server did not answer HTTP/2's connection preface with SETTINGS (HTTP/1.1?): it does not speak HTTP/2 on this port".into(),
+    )
+    .with_cause(Some(super::cause::Cause::NotH2))
 }
 
 /// Whether a failed stream was never processed by the server, so sending it again on a new
@@ -307,11 +317,7 @@ pub async fn exchange(
                 let not_h2 = link.not_h2();
                 link.reset();
                 if not_h2 {
-                    return Err(EngineError::new(
-                        ErrorKind::Protocol,
-                        "the server did not answer HTTP/2's connection preface with SETTINGS (HTTP/1.1?): it does not speak HTTP/2 on this port".into(),
-                    )
-                    .with_cause(Some(super::cause::Cause::NotH2)));
+                    return Err(not_h2_error());
                 }
                 return Err(h2_error(&e, "HTTP/2 stream"));
             }

@@ -4,11 +4,14 @@ echo.proto (reqlife.test.Test) on Python grpcio, without TLS (h2c), or with it (
 ALPN).
 
     grpc_server.py [--port N] [--log FILE] [--descriptor-out FILE.pb] [--tls CERT.pem KEY.pem]
+                   [--reflection]
 
 Compiles echo.proto with grpc_tools.protoc into a temporary directory (and, with
 --descriptor-out, writes its descriptor set as `protoc --descriptor_set_out --include_imports`
 does), listens on 127.0.0.1 (port 0: a free one), prints `listening PORT` and serves until
-killed. --log appends the text of every Echo request, one a line.
+killed. --log appends the text of every Echo request, one a line. --reflection adds gRPC
+server reflection (grpcio-reflection: grpc.reflection.v1alpha.ServerReflection) for the Test
+service; without it the server answers reflection UNIMPLEMENTED, as most servers do.
 """
 import argparse
 import importlib
@@ -27,7 +30,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def compile_proto(out_dir, descriptor_out):
     """Generates echo_pb2 into out_dir (and the descriptor set); returns the module."""
-    args = ["protoc", f"-I{HERE}", f"--python_out={out_dir}"]
+    # The well-known types (google/protobuf/*.proto) come with grpc_tools.
+    well_known = os.path.join(os.path.dirname(protoc.__file__), "_proto")
+    args = ["protoc", f"-I{HERE}", f"-I{well_known}", f"--python_out={out_dir}"]
     if descriptor_out:
         args += [f"--descriptor_set_out={descriptor_out}", "--include_imports"]
     args.append(os.path.join(HERE, "echo.proto"))
@@ -92,12 +97,18 @@ def main():
     p.add_argument("--log")
     p.add_argument("--descriptor-out")
     p.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
+    p.add_argument("--reflection", action="store_true")
     a = p.parse_args()
     with tempfile.TemporaryDirectory() as out_dir:
         pb = compile_proto(out_dir, a.descriptor_out)
         log = open(a.log, "a") if a.log else None
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
         server.add_generic_rpc_handlers((handlers(pb, log),))
+        if a.reflection:
+            from grpc_reflection.v1alpha import reflection
+
+            names = (pb.DESCRIPTOR.services_by_name["Test"].full_name, reflection.SERVICE_NAME)
+            reflection.enable_server_reflection(names, server)
         if a.tls:
             cert, key = (open(f, "rb").read() for f in a.tls)
             creds = grpc.ssl_server_credentials(((key, cert),))

@@ -3,7 +3,10 @@
 //! encoded from JSON through its descriptor ([`Codec`], prost-reflect's dynamic messages), and
 //! the call's status read from the response ([`Status`]: `grpc-status` and `grpc-message` in
 //! the trailers, or in the headers of a trailers-only response; an HTTP status without a
-//! `grpc-status` is mapped to a code as the gRPC spec says).
+//! `grpc-status` is mapped to a code as the gRPC spec says). [`reflect`] asks a server for
+//! the descriptors of a service (gRPC server reflection) when no descriptor set is given.
+
+pub mod reflect;
 
 use prost::Message;
 use prost_reflect::{DynamicMessage, MessageDescriptor};
