@@ -660,3 +660,52 @@ fn reflection_that_cannot_describe_the_method_gets_one_clear_line() {
     // No call was made by any of them.
     assert!(plain.logged().is_empty() && offering.logged().is_empty());
 }
+
+/// Rate stages and `compare` take gRPC records as any others: a ramp and a hold kept apart,
+/// and calls that sleep 5 ms compared with echoes are slower by the statistics.
+#[test]
+fn stages_and_compare_work_on_calls() {
+    if !have_grpc() {
+        return;
+    }
+    let server = Grpc::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let staged = path("staged.json");
+    server
+        .call("Echo", r#"{"text": "s{seq}"}"#)
+        .args(["--stages", "1s:0->100, 1s:100", "-c", "4", "-o", &staged])
+        .ok();
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&staged).unwrap()).unwrap();
+    let stages = r["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 2, "{r:#}");
+    // The ramp's area is 50 calls, the hold's 100 (a few in flight at the end are cut).
+    let (n0, n1) = (
+        num(&stages[0], "requests.total"),
+        num(&stages[1], "requests.total"),
+    );
+    assert!((45.0..=50.0).contains(&n0), "ramp {n0}");
+    assert!((90.0..=100.0).contains(&n1), "hold {n1}");
+    assert_eq!(n0 + n1, num(&r, "summary.requests.total"));
+    assert_eq!(r["summary"]["grpc_status"]["OK"], (n0 + n1) as u64);
+    let every = ["-c", "2", "-d", "2s", "--interval", "100ms", "-o"];
+    let (fast, slow) = (path("fast.json"), path("slow.json"));
+    server
+        .call("Echo", r#"{"text": "f"}"#)
+        .args(every)
+        .arg(&fast)
+        .ok();
+    server
+        .call("Sleep", r#"{"ms": 5}"#)
+        .args(every)
+        .arg(&slow)
+        .ok();
+    let c = summary(&run_ok(&["compare", &fast, &slow, "--json"]));
+    let p50 = c["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["figure"] == "total p50")
+        .unwrap_or_else(|| panic!("no total p50 in {c}"));
+    assert_eq!(p50["verdict"], "slower", "{p50}");
+}
