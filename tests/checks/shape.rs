@@ -17,7 +17,6 @@ const KNOWN_FILES: &[(&str, usize)] = &[
     ("analysis/expr.rs", 864),
     ("engine/http1.rs", 935),
     ("recorder/mod.rs", 832),
-    ("recorder/record.rs", 1882),
     ("report/text.rs", 846),
 ];
 
