@@ -14,7 +14,6 @@ const MAX_FN_LINES: usize = 100;
 
 /// Files still over the limit: (path under `src/`, lines when listed).
 const KNOWN_FILES: &[(&str, usize)] = &[
-    ("analysis/expr.rs", 864),
     ("engine/http1.rs", 935),
     ("report/text.rs", 846),
 ];
@@ -22,7 +21,6 @@ const KNOWN_FILES: &[(&str, usize)] = &[
 /// Functions still over the limit: (path under `src/`, name, lines when listed).
 const KNOWN_FNS: &[(&str, &str, usize)] = &[
     ("analysis/compare.rs", "across_intervals", 105),
-    ("analysis/expr.rs", "parse", 117),
     ("analysis/knee.rs", "judge", 132),
     ("app/control.rs", "execute_watched", 174),
     ("app/run.rs", "run", 271),
