@@ -20,7 +20,6 @@ const KNOWN_FILES: &[(&str, usize)] = &[
 
 /// Functions still over the limit: (path under `src/`, name, lines when listed).
 const KNOWN_FNS: &[(&str, &str, usize)] = &[
-    ("analysis/compare.rs", "across_intervals", 105),
     ("app/control.rs", "execute_watched", 174),
     ("app/run.rs", "run", 271),
     ("engine/http1.rs", "exchange", 190),
