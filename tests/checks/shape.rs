@@ -13,10 +13,7 @@ const MAX_FILE_LINES: usize = 800;
 const MAX_FN_LINES: usize = 100;
 
 /// Files still over the limit: (path under `src/`, lines when listed).
-const KNOWN_FILES: &[(&str, usize)] = &[
-    ("engine/http1.rs", 935),
-    ("report/text.rs", 846),
-];
+const KNOWN_FILES: &[(&str, usize)] = &[("engine/http1.rs", 935), ("report/text.rs", 846)];
 
 /// Functions still over the limit: (path under `src/`, name, lines when listed).
 const KNOWN_FNS: &[(&str, &str, usize)] = &[
@@ -24,8 +21,6 @@ const KNOWN_FNS: &[(&str, &str, usize)] = &[
     ("app/run.rs", "run", 271),
     ("engine/http1.rs", "exchange", 190),
     ("engine/http1.rs", "parse_head", 114),
-    ("load/mod.rs", "drive", 134),
-    ("load/mod.rs", "start", 110),
     ("report/html/figures.rs", "breakdown", 102),
     ("report/metrics.rs", "render", 174),
     ("report/plot/knee.rs", "svg", 117),
