@@ -18,11 +18,11 @@
 //! A scope's metric or request name may hold dots: the figure is the last part that reads as
 //! one. An expression prints back in the form it was written ([`std::fmt::Display`]), so
 //! parse → print → parse gives the same expression. [`Expr::measure`] reads the figure from a
-//! [`RunRecord`] (percentiles from its HdrHistograms, in nanoseconds), [`Expr::check`] says
-//! whether it holds.
+//! [`RunRecord`](crate::recorder::record::RunRecord) (percentiles from its HdrHistograms, in
+//! nanoseconds), [`Expr::check`] says whether it holds.
 
 //!
-//! By concern: [`parse`] reads an expression, [`figures`] gives the figures it is measured
+//! By concern: `parse` reads an expression, `figures` gives the figures it is measured
 //! on, and this file holds the expression itself, its measurement and its check.
 
 mod figures;
