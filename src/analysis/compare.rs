@@ -369,67 +369,11 @@ fn across_intervals(
     };
     let (ia, ib) = (trim(a), trim(b));
     let (sa, sb) = (slices(&ia, &keys), slices(&ib, &keys));
-    let (la, lb) = (stats::block_len(sa.len()), stats::block_len(sb.len()));
-    let mut rng = SplitMix64(seed);
-    let mut dense = Vec::new();
-    let mut ratios: Vec<Vec<f64>> = vec![Vec::with_capacity(ITERATIONS); figs.len()];
-    let draw = |slices: &[Slice], l: usize, rng: &mut SplitMix64| -> Vec<usize> {
-        let n = slices.len();
-        let starts = (n - l + 1) as u64;
-        let mut idx = Vec::with_capacity(n + l);
-        while idx.len() < n {
-            let s = (rng.next_u64() % starts) as usize;
-            idx.extend(s..s + l);
-        }
-        idx.truncate(n);
-        idx
-    };
-    for _ in 0..ITERATIONS {
-        let da: Vec<&Slice> = draw(&sa, la, &mut rng)
-            .into_iter()
-            .map(|i| &sa[i])
-            .collect();
-        let db: Vec<&Slice> = draw(&sb, lb, &mut rng)
-            .into_iter()
-            .map(|i| &sb[i])
-            .collect();
-        let fa = replicate(&da, figs, &keys, &mut dense);
-        let fb = replicate(&db, figs, &keys, &mut dense);
-        for (k, (x, y)) in fa.iter().zip(&fb).enumerate() {
-            let r = y / x;
-            if r.is_finite() {
-                ratios[k].push(r);
-            }
-        }
-    }
+    let mut ratios = bootstrap_ratios(&sa, &sb, figs, &keys, seed);
     let rows: Vec<Row> = figs
         .iter()
         .zip(ratios.iter_mut())
-        .filter_map(|(f, reps)| {
-            let (va, vb) = (f.of(&a.summary)?, f.of(&b.summary)?);
-            if va <= 0.0 || reps.is_empty() {
-                return None;
-            }
-            let mde = stats::mde_of_replicates(reps);
-            let (lo, hi) = stats::percentile_interval(reps, CONFIDENCE);
-            let change = relative(Estimate {
-                point: vb / va,
-                lo,
-                hi,
-            });
-            let verdict = stats::verdict(change, noise, f.higher_is_better());
-            Some(Row {
-                figure: f.label.clone(),
-                a: va,
-                b: vb,
-                change,
-                p_value: None,
-                verdict,
-                note: (verdict == Verdict::NoSignificantChange)
-                    .then(|| format!("the interval reaches the ±{:.0}% noise band", noise * 100.0)),
-                mde,
-            })
-        })
+        .filter_map(|(f, reps)| interval_row(f, &a.summary, &b.summary, reps, noise))
         .collect();
     let largest = rows
         .iter()
@@ -454,6 +398,82 @@ fn across_intervals(
         )),
         rows,
     }
+}
+
+/// The block bootstrap of B/A: for each figure, the ratios of [`ITERATIONS`] replicates, each
+/// drawn from both runs' slices in blocks (see [`stats::block_len`]); ratios that are not
+/// finite are left out.
+fn bootstrap_ratios(
+    sa: &[Slice],
+    sb: &[Slice],
+    figs: &[Figure],
+    keys: &[String],
+    seed: u64,
+) -> Vec<Vec<f64>> {
+    let (la, lb) = (stats::block_len(sa.len()), stats::block_len(sb.len()));
+    let mut rng = SplitMix64(seed);
+    let mut dense = Vec::new();
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::with_capacity(ITERATIONS); figs.len()];
+    for _ in 0..ITERATIONS {
+        let da: Vec<&Slice> = draw_blocks(sa.len(), la, &mut rng)
+            .into_iter()
+            .map(|i| &sa[i])
+            .collect();
+        let db: Vec<&Slice> = draw_blocks(sb.len(), lb, &mut rng)
+            .into_iter()
+            .map(|i| &sb[i])
+            .collect();
+        let fa = replicate(&da, figs, keys, &mut dense);
+        let fb = replicate(&db, figs, keys, &mut dense);
+        for (k, (x, y)) in fa.iter().zip(&fb).enumerate() {
+            let r = y / x;
+            if r.is_finite() {
+                ratios[k].push(r);
+            }
+        }
+    }
+    ratios
+}
+
+/// `n` indices into `n` slices, drawn as blocks of `l` consecutive ones from random starts.
+fn draw_blocks(n: usize, l: usize, rng: &mut SplitMix64) -> Vec<usize> {
+    let starts = (n - l + 1) as u64;
+    let mut idx = Vec::with_capacity(n + l);
+    while idx.len() < n {
+        let s = (rng.next_u64() % starts) as usize;
+        idx.extend(s..s + l);
+    }
+    idx.truncate(n);
+    idx
+}
+
+/// A figure's row from the two summaries and its bootstrap ratios: the change with its
+/// interval, the verdict against `noise` and the smallest detectable change; none when the
+/// figure is missing or zero in A, or had no finite ratio.
+fn interval_row(f: &Figure, a: &Summary, b: &Summary, reps: &mut [f64], noise: f64) -> Option<Row> {
+    let (va, vb) = (f.of(a)?, f.of(b)?);
+    if va <= 0.0 || reps.is_empty() {
+        return None;
+    }
+    let mde = stats::mde_of_replicates(reps);
+    let (lo, hi) = stats::percentile_interval(reps, CONFIDENCE);
+    let change = relative(Estimate {
+        point: vb / va,
+        lo,
+        hi,
+    });
+    let verdict = stats::verdict(change, noise, f.higher_is_better());
+    Some(Row {
+        figure: f.label.clone(),
+        a: va,
+        b: vb,
+        change,
+        p_value: None,
+        verdict,
+        note: (verdict == Verdict::NoSignificantChange)
+            .then(|| format!("the interval reaches the ±{:.0}% noise band", noise * 100.0)),
+        mde,
+    })
 }
 
 /// The text table.

@@ -29,7 +29,7 @@
 use super::expr::{Check, Expr};
 use crate::recorder::hist;
 pub use crate::recorder::knee::{KneeResult, KneeStep, Verdict};
-use crate::recorder::record::{RunRecord, BUSY_WARN};
+use crate::recorder::record::{RunRecord, Summary, BUSY_WARN};
 
 /// Steps run at most, confirmation included.
 pub const MAX_STEPS: usize = 24;
@@ -121,60 +121,13 @@ pub fn judge(
     // would hold if each latency were lower by the lag at the SLO's quantile, a shortfall of
     // the rate within `lag` of the step's length.
     let mut explained = true;
-    // The rate counts the responses within the step; those still in flight at its end, about
-    // rate × mean latency (Little's law), come back after it: that share is not a shortfall.
-    let share = |secs: f64| {
-        if s.duration_s > 0.0 {
-            (secs / s.duration_s).clamp(0.0, 1.0)
-        } else {
-            1.0
-        }
-    };
-    let in_flight = share(t.mean_us.unwrap_or(0.0) / 1e6);
-    let needed = ACHIEVED_SHARE * offered * (1.0 - in_flight);
-    if s.throughput_rps < needed {
-        reasons.push(format!(
-            "achieved {:.0} of {offered:.0} req/s (needed {needed:.0}: 99% less the {:.1}% in flight at the end)",
-            s.throughput_rps,
-            in_flight * 100.0
-        ));
-        explained &= lagged && s.throughput_rps >= needed * (1.0 - share(lag / 1e6));
+    if let Some((reason, within_lag)) = rate_shortfall(s, offered, lag) {
+        reasons.push(reason);
+        explained &= lagged && within_lag;
     }
-    // The whole step's lag, start-up included, as the SLOs see the whole step.
-    let lag_hist = record.histogram("schedule_lag").ok();
-    let mut late_stall: Option<String> = None;
-    for c in slos.iter().map(|e| e.check(record)) {
-        if !c.pass {
-            reasons.push(failed(&c));
-            let latency = matches!(
-                c.expr.unit,
-                super::expr::Unit::Ns
-                    | super::expr::Unit::Us
-                    | super::expr::Unit::Ms
-                    | super::expr::Unit::S
-            );
-            // The lag at the SLO's own quantile (the late requests are the slow ones): the
-            // latency that lateness explains.
-            let late_ns = lag_hist.as_ref().map_or(0.0, |h| match c.expr.figure {
-                super::expr::Figure::Percentile(p) => h.value_at_quantile(p / 100.0) as f64,
-                super::expr::Figure::Mean => h.mean(),
-                _ => h.max() as f64,
-            });
-            let this = match c.measured {
-                Some(v) if latency && late_ns > (max_lag_us + slack_us) * 1000.0 => {
-                    c.expr.op.holds(v - late_ns, c.expr.threshold())
-                }
-                _ => false,
-            };
-            if this && late_stall.is_none() {
-                late_stall = Some(format!(
-                    "the generator sent late (schedule lag {} over the step)",
-                    c.expr.show(late_ns)
-                ));
-            }
-            explained &= this;
-        }
-    }
+    let slo = slo_failures(record, slos, (max_lag_us + slack_us) * 1000.0);
+    reasons.extend(slo.reasons);
+    explained &= slo.explained;
     let health = {
         let mut h = Vec::new();
         if lagged {
@@ -183,7 +136,7 @@ pub fn judge(
                 lag_quantile.unwrap_or("p99")
             ));
         }
-        if let (Some(stall), true) = (late_stall, explained && !lagged) {
+        if let (Some(stall), true) = (slo.late_stall, explained && !lagged) {
             h.push(stall);
         }
         if saturated {
@@ -231,6 +184,89 @@ pub fn judge(
         lag_quantile: lag_quantile.map(String::from),
         lag_samples,
     }
+}
+
+/// The share of a step's length that `secs` is (0..1; all of it for a step of no length).
+fn share_of_step(s: &Summary, secs: f64) -> f64 {
+    if s.duration_s > 0.0 {
+        (secs / s.duration_s).clamp(0.0, 1.0)
+    } else {
+        1.0
+    }
+}
+
+/// Why a step fell short of the rate `offered`, if it did, and whether the shortfall is
+/// within a schedule lag of `lag_us` over the step's length (lateness could explain it).
+fn rate_shortfall(s: &Summary, offered: f64, lag_us: f64) -> Option<(String, bool)> {
+    // The rate counts the responses within the step; those still in flight at its end, about
+    // rate × mean latency (Little's law), come back after it: that share is not a shortfall.
+    let in_flight = share_of_step(s, s.latency.total.mean_us.unwrap_or(0.0) / 1e6);
+    let needed = ACHIEVED_SHARE * offered * (1.0 - in_flight);
+    if s.throughput_rps >= needed {
+        return None;
+    }
+    let reason = format!(
+        "achieved {:.0} of {offered:.0} req/s (needed {needed:.0}: 99% less the {:.1}% in flight at the end)",
+        s.throughput_rps,
+        in_flight * 100.0
+    );
+    let within_lag = s.throughput_rps >= needed * (1.0 - share_of_step(s, lag_us / 1e6));
+    Some((reason, within_lag))
+}
+
+/// The SLOs a step failed, and how much of that the generator's lateness explains.
+struct SloFailures {
+    /// Each failed SLO, in words.
+    reasons: Vec<String>,
+    /// Every failed SLO would hold with its latencies lower by the lag at its quantile.
+    explained: bool,
+    /// The lateness that explained one, in words.
+    late_stall: Option<String>,
+}
+
+/// Checks `slos` on a step's record. A failed latency SLO is explained by lateness when the
+/// schedule lag at its quantile is over `bound_ns` and the SLO would hold without it.
+fn slo_failures(record: &RunRecord, slos: &[Expr], bound_ns: f64) -> SloFailures {
+    let mut out = SloFailures {
+        reasons: Vec::new(),
+        explained: true,
+        late_stall: None,
+    };
+    // The whole step's lag, start-up included, as the SLOs see the whole step.
+    let lag_hist = record.histogram("schedule_lag").ok();
+    for c in slos.iter().map(|e| e.check(record)) {
+        if !c.pass {
+            out.reasons.push(failed(&c));
+            let latency = matches!(
+                c.expr.unit,
+                super::expr::Unit::Ns
+                    | super::expr::Unit::Us
+                    | super::expr::Unit::Ms
+                    | super::expr::Unit::S
+            );
+            // The lag at the SLO's own quantile (the late requests are the slow ones): the
+            // latency that lateness explains.
+            let late_ns = lag_hist.as_ref().map_or(0.0, |h| match c.expr.figure {
+                super::expr::Figure::Percentile(p) => h.value_at_quantile(p / 100.0) as f64,
+                super::expr::Figure::Mean => h.mean(),
+                _ => h.max() as f64,
+            });
+            let this = match c.measured {
+                Some(v) if latency && late_ns > bound_ns => {
+                    c.expr.op.holds(v - late_ns, c.expr.threshold())
+                }
+                _ => false,
+            };
+            if this && out.late_stall.is_none() {
+                out.late_stall = Some(format!(
+                    "the generator sent late (schedule lag {} over the step)",
+                    c.expr.show(late_ns)
+                ));
+            }
+            out.explained &= this;
+        }
+    }
+    out
 }
 
 fn failed(c: &Check) -> String {

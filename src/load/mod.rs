@@ -131,14 +131,7 @@ pub fn start(
         scheduler.begin(record_from);
         StartGate::opened_at(start)
     });
-    let stage_ends: Vec<Instant> = plan
-        .stage_durations()
-        .iter()
-        .scan(record_from, |end, d| {
-            *end += *d;
-            Some(*end)
-        })
-        .collect();
+    let stage_ends = stage_ends(plan, record_from);
     let conn_stages = match &plan.load {
         LoadModel::ClosedStages(st) => Some(Arc::new(st.clone())),
         _ => None,
@@ -163,19 +156,7 @@ pub fn start(
     for (thread, link) in (0..plan.threads).zip(links) {
         // Thread i holds c/t connections, and one more for the first c%t threads.
         let conns = connections / plan.threads + usize::from(thread < connections % plan.threads);
-        let pacer = match &plan.load {
-            LoadModel::Closed { .. } | LoadModel::ClosedStages(_) | LoadModel::Burst { .. } => None,
-            LoadModel::Open {
-                schedule, arrival, ..
-            } => Some(ThreadPacer::new(
-                schedule.clone(),
-                *arrival,
-                thread,
-                plan.threads,
-                plan.segment,
-                plan.seed,
-            )),
-        };
+        let pacer = thread_pacer(plan, thread);
         let ctx = WorkerCtx {
             thread,
             threads: plan.threads,
@@ -184,14 +165,7 @@ pub fn start(
             server_total: plan.server_total.clone(),
             http2: plan.http2.is_some(),
             streams: plan.http2.map_or(1, |h| h.streams.max(1)),
-            burst: match &plan.load {
-                LoadModel::Burst {
-                    size,
-                    interval,
-                    bursts,
-                } => Some((*interval, *bursts, *size as u64)),
-                _ => None,
-            },
+            burst: bursts_of(plan),
             conn_stages: conn_stages.clone(),
             segment: plan.segment,
             workload: plan.workload.clone().map(|w| (w, plan.seed)),
@@ -223,6 +197,46 @@ pub fn start(
         gate,
         fail_fast,
     })
+}
+
+/// When each stage of `plan` ends, the first starting at `record_from`.
+fn stage_ends(plan: &RunPlan, record_from: Instant) -> Vec<Instant> {
+    plan.stage_durations()
+        .iter()
+        .scan(record_from, |end, d| {
+            *end += *d;
+            Some(*end)
+        })
+        .collect()
+}
+
+/// Thread `thread`'s share of an open loop's schedule; `None` for the other loads.
+fn thread_pacer(plan: &RunPlan, thread: usize) -> Option<ThreadPacer> {
+    match &plan.load {
+        LoadModel::Closed { .. } | LoadModel::ClosedStages(_) | LoadModel::Burst { .. } => None,
+        LoadModel::Open {
+            schedule, arrival, ..
+        } => Some(ThreadPacer::new(
+            schedule.clone(),
+            *arrival,
+            thread,
+            plan.threads,
+            plan.segment,
+            plan.seed,
+        )),
+    }
+}
+
+/// Bursts: the pause between bursts, their number, and the whole plan's burst size.
+fn bursts_of(plan: &RunPlan) -> Option<(Duration, Option<u64>, u64)> {
+    match &plan.load {
+        LoadModel::Burst {
+            size,
+            interval,
+            bursts,
+        } => Some((*interval, *bursts, *size as u64)),
+        _ => None,
+    }
 }
 
 impl Workers {
@@ -349,40 +363,9 @@ impl WorkerCtx {
         let gate = config
             .max_connects_per_s
             .map(|per_s| Rc::new(ConnectGate::new(per_s, self.threads)));
-        // Worker (segment, thread) of (segments × threads): its own generator stream.
-        let renderer = self.workload.as_ref().map(|(w, seed)| {
-            let s = self.segment;
-            let (worker, workers) = crate::workload::gen::global_worker(
-                s.index as usize,
-                s.count as usize,
-                self.thread,
-                self.threads,
-            );
-            Rc::new(RefCell::new(Renderer::new(
-                w.clone(),
-                *seed,
-                worker,
-                workers,
-            )))
-        });
+        let renderer = self.renderer();
         let mut set = tokio::task::JoinSet::new();
-        // An open loop opens its connections first: one per connection slot (an HTTP/2
-        // link's streams share it); the last one to open tells the gate this thread is ready.
-        let opening = pacer.is_some().then(|| {
-            let slots = if self.burst.is_some() {
-                0
-            } else {
-                self.connections
-            };
-            if slots == 0 {
-                self.gate.arrive();
-            }
-            Rc::new(Opening {
-                pending: Cell::new(slots),
-                gate: self.gate.clone(),
-                record: self.warmup.is_zero(),
-            })
-        });
+        let opening = pacer.is_some().then(|| self.opening());
         let mut keeper = None;
         if let (Some(pacer), Feed::Open(queue)) = (pacer, &feed) {
             let (gate, scheduler, queue) =
@@ -402,21 +385,8 @@ impl WorkerCtx {
             )));
         }
         if let Some((interval, bursts, size)) = self.burst {
-            let sessions = (0..self.connections)
-                .map(|local| {
-                    let link = self.http2.then(|| Rc::new(H2Link::default()));
-                    burst::BurstSession {
-                        session: Session::new(config.clone(), gate.clone(), link),
-                        buf: Rendered::default(),
-                        // Numbered across threads and segments, as connections are.
-                        index: self
-                            .segment
-                            .global((local * self.threads + self.thread) as u64),
-                    }
-                })
-                .collect();
             let run = burst::BurstRun {
-                sessions,
+                sessions: self.burst_sessions(&config, &gate),
                 size,
                 interval,
                 bursts,
@@ -472,6 +442,66 @@ impl WorkerCtx {
         if let Some(k) = keeper {
             k.abort();
         }
+    }
+
+    /// This worker's request generator: worker (segment, thread) of (segments × threads),
+    /// with its own stream; `None` without a workload.
+    fn renderer(&self) -> Option<Rc<RefCell<Renderer>>> {
+        self.workload.as_ref().map(|(w, seed)| {
+            let s = self.segment;
+            let (worker, workers) = crate::workload::gen::global_worker(
+                s.index as usize,
+                s.count as usize,
+                self.thread,
+                self.threads,
+            );
+            Rc::new(RefCell::new(Renderer::new(
+                w.clone(),
+                *seed,
+                worker,
+                workers,
+            )))
+        })
+    }
+
+    /// An open loop opens its connections first: one per connection slot (an HTTP/2 link's
+    /// streams share it); the last one to open tells the gate this thread is ready (at once
+    /// when it has none).
+    fn opening(&self) -> Rc<Opening> {
+        let slots = if self.burst.is_some() {
+            0
+        } else {
+            self.connections
+        };
+        if slots == 0 {
+            self.gate.arrive();
+        }
+        Rc::new(Opening {
+            pending: Cell::new(slots),
+            gate: self.gate.clone(),
+            record: self.warmup.is_zero(),
+        })
+    }
+
+    /// Bursts: this thread's sessions, one per connection.
+    fn burst_sessions(
+        &self,
+        config: &Rc<SessionConfig>,
+        gate: &Option<Rc<ConnectGate>>,
+    ) -> Vec<burst::BurstSession> {
+        (0..self.connections)
+            .map(|local| {
+                let link = self.http2.then(|| Rc::new(H2Link::default()));
+                burst::BurstSession {
+                    session: Session::new(config.clone(), gate.clone(), link),
+                    buf: Rendered::default(),
+                    // Numbered across threads and segments, as connections are.
+                    index: self
+                        .segment
+                        .global((local * self.threads + self.thread) as u64),
+                }
+            })
+            .collect()
     }
 }
 

@@ -1,0 +1,121 @@
+//! What one or more threads measured: the [`Measured`] of a run, and its exact merge across
+//! threads (counters summed, histograms added, intervals of the same index combined).
+
+use super::codes::CodeCounts;
+use super::{
+    hist, reservoir, server_timing, BurstHists, Counters, PhaseHists, RequestAcc, Series,
+    STATUS_SLOTS,
+};
+use crate::model::ErrorKind;
+
+/// What one or more threads measured.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    pub counters: Counters,
+    /// Count per status code (index = code; the last slot holds codes ≥ 999).
+    pub status: Vec<u64>,
+    pub hists: PhaseHists,
+    pub first_errors: [Option<String>; ErrorKind::ALL.len()],
+    /// The interval series, bounded (merged across threads by the collector, or by
+    /// [`Measured::merge`]).
+    pub series: Series,
+    /// Per worker thread: the share of the run it was on a CPU (0..1).
+    pub thread_busy: Vec<f64>,
+    /// Bytes of compressed interval snapshots the threads kept during the run (what the
+    /// memory of a long run legitimately grows by).
+    pub snapshot_bytes: u64,
+    /// Per stage: its counters and phase histograms.
+    pub segments: Vec<(Counters, PhaseHists)>,
+    /// Bursts, when the load was bursts.
+    pub bursts: Option<BurstHists>,
+    /// `Server-Timing` figures.
+    pub server: server_timing::ServerTimingAcc,
+    /// HTTP/2 RST_STREAM counts by error code; gRPC statuses by code (with first messages).
+    pub reset_codes: CodeCounts,
+    pub grpc_codes: CodeCounts,
+    /// HTTP/2: the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced.
+    pub h2_max_streams: Option<u64>,
+    /// Per request name, when the run sent named requests.
+    pub by_request: Vec<RequestAcc>,
+    /// A bounded uniform sample of the responses: (end time since the start of recording in
+    /// µs, total latency in ns).
+    pub samples: reservoir::Reservoir,
+}
+
+impl Measured {
+    /// Merges the measurements of several threads exactly: counters summed, histograms
+    /// added, intervals of the same index combined.
+    pub fn merge(parts: Vec<Measured>) -> Measured {
+        let mut out = Measured {
+            counters: Counters::default(),
+            status: vec![0; STATUS_SLOTS],
+            hists: PhaseHists::new(hist::new_hist),
+            first_errors: Default::default(),
+            series: Series::default(),
+            thread_busy: Vec::new(),
+            snapshot_bytes: 0,
+            segments: Vec::new(),
+            bursts: None,
+            server: server_timing::ServerTimingAcc::new("total"),
+            reset_codes: CodeCounts::default(),
+            grpc_codes: CodeCounts::default(),
+            h2_max_streams: None,
+            by_request: Vec::new(),
+            samples: reservoir::Reservoir::new(0, 0),
+        };
+        let mut samples = Vec::with_capacity(parts.len());
+        for part in parts {
+            out.counters.merge(&part.counters);
+            for (a, b) in out.status.iter_mut().zip(part.status.iter()) {
+                *a += b;
+            }
+            out.hists.merge(&part.hists);
+            out.thread_busy.extend_from_slice(&part.thread_busy);
+            out.snapshot_bytes += part.snapshot_bytes;
+            out.server.merge(&part.server);
+            if let Some(n) = part.h2_max_streams {
+                out.h2_max_streams = Some(out.h2_max_streams.map_or(n, |m| m.min(n)));
+            }
+            out.reset_codes.merge(&part.reset_codes);
+            out.grpc_codes.merge(&part.grpc_codes);
+            if let Some(b) = &part.bursts {
+                match &mut out.bursts {
+                    None => out.bursts = Some(b.clone()),
+                    Some(o) => {
+                        let _ = o.dispatch.add(&b.dispatch);
+                        let _ = o.wait.add(&b.wait);
+                    }
+                }
+            }
+            for (i, (c, h)) in part.segments.iter().enumerate() {
+                if out.segments.len() <= i {
+                    out.segments.push((
+                        Counters::default(),
+                        PhaseHists::new(hist::new_interval_hist),
+                    ));
+                }
+                out.segments[i].0.merge(c);
+                out.segments[i].1.merge(h);
+            }
+            for (i, acc) in part.by_request.iter().enumerate() {
+                if out.by_request.len() <= i {
+                    out.by_request.push(RequestAcc::new());
+                }
+                out.by_request[i].merge(acc);
+            }
+            for (slot, e) in out.first_errors.iter_mut().zip(part.first_errors) {
+                if slot.is_none() {
+                    *slot = e;
+                }
+            }
+            out.series.merge(part.series);
+            samples.push(part.samples);
+        }
+        let seed = samples
+            .iter()
+            .map(|r| r.seen())
+            .fold(0x5EED_u64, |a, n| a.wrapping_mul(31).wrapping_add(n));
+        out.samples = reservoir::Reservoir::merge(samples, reservoir::DEFAULT_CAPACITY, seed);
+        out
+    }
+}

@@ -1,0 +1,162 @@
+//! What a record says was asked for (the [`Config`], derived from the plan) and where it ran
+//! (the [`Environment`]).
+
+use super::Ending;
+use crate::model::{LoadModel, Schedule, StopRule};
+use crate::plan::RunPlan;
+use serde::{Deserialize, Serialize};
+
+/// What was asked for.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Config {
+    pub url: String,
+    /// The target was reqlife's embedded server, started in-process.
+    pub embedded_target: bool,
+    pub method: String,
+    pub headers: Vec<(String, String)>,
+    pub body_bytes: u64,
+    pub connections: u64,
+    pub threads: u64,
+    pub duration_s: Option<f64>,
+    pub requests: Option<u64>,
+    pub warmup_s: f64,
+    pub timeout_s: f64,
+    pub interval_s: f64,
+    pub insecure: bool,
+    pub cacert: Option<String>,
+    pub protocol: String,
+    /// Concurrent streams per connection (1 for HTTP/1.1).
+    pub streams: u64,
+    /// `closed` or `open`.
+    pub load_model: String,
+    /// Open loop: the offered rate (req/s) of a constant schedule.
+    pub rate_rps: Option<f64>,
+    /// Open loop: `constant` or `poisson`.
+    pub arrival: Option<String>,
+    /// Open loop: `--pacer-slack`, seconds (absent from records that predate it).
+    #[serde(default)]
+    pub pacer_slack_s: Option<f64>,
+    pub seed: u64,
+    /// `reuse` (keep-alive) or `new` (a connection per request).
+    pub connection_policy: String,
+    /// `--stream`: `sse`, `chunks` or `lines`; absent without it (SSE by its content type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<String>,
+    pub max_connections_per_second: Option<f64>,
+    /// The command line as typed.
+    pub command_line: Vec<String>,
+    /// A sweep's levels (`of`: `connections` or `rate`).
+    pub sweep: Option<Sweep>,
+    /// `--repeat N`: how many times the plan ran (1: once).
+    #[serde(default = "one")]
+    pub repeat: u64,
+    /// `--segment i/n`: this record is part i of n of the plan (whose figures the config
+    /// holds: the whole rate, connections and count); `None` for the whole plan.
+    #[serde(default)]
+    pub segment: Option<String>,
+    /// What was sent when not one fixed request: `scenario FILE` or `targets FILE`.
+    #[serde(default)]
+    pub workload: Option<String>,
+    /// `--grpc`: the method called (`package.Service/Method`); absent from other runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<String>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Sweep {
+    pub of: String,
+    pub levels: Vec<f64>,
+}
+
+/// Where it ran.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Environment {
+    pub tool_version: String,
+    pub cores: u64,
+    pub os: String,
+    pub arch: String,
+    pub kernel: String,
+    pub hostname: String,
+    /// RFC 3339 wall-clock time at which recording started.
+    pub start_time: String,
+}
+
+impl Environment {
+    /// The environment of this process, recording from `start_time`.
+    pub fn current(start_time: String) -> Self {
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default()
+        };
+        Environment {
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            cores: crate::util::limits::default_threads() as u64,
+            os: std::env::consts::OS.to_string(),
+            arch: std::env::consts::ARCH.to_string(),
+            kernel: read("/proc/sys/kernel/osrelease"),
+            hostname: read("/proc/sys/kernel/hostname"),
+            start_time,
+        }
+    }
+}
+
+/// The config of `plan`, run as `end` says.
+pub(super) fn config_of(plan: &RunPlan, end: &Ending) -> Config {
+    let (duration_s, requests) = match plan.stop {
+        StopRule::Duration(d) => (Some(d.as_secs_f64()), None),
+        StopRule::Requests(n) => (None, Some(n)),
+    };
+    Config {
+        url: plan.target.url.clone(),
+        embedded_target: end.embedded_target,
+        method: plan.method.clone(),
+        headers: plan.headers.clone(),
+        body_bytes: plan.body.len() as u64,
+        connections: plan.connections() as u64,
+        threads: plan.threads as u64,
+        duration_s,
+        requests,
+        warmup_s: plan.warmup.as_secs_f64(),
+        timeout_s: plan.timeout.as_secs_f64(),
+        interval_s: plan.interval.as_secs_f64(),
+        insecure: plan.tls.insecure,
+        cacert: plan.tls.cacert.as_ref().map(|p| p.display().to_string()),
+        protocol: match (&plan.http2, plan.target.scheme) {
+            _ if plan.framed.is_some() => "tcp".into(),
+            (None, _) => "http/1.1".into(),
+            (Some(_), crate::model::Scheme::Https) => "h2".into(),
+            (Some(_), crate::model::Scheme::Http) => "h2c".into(),
+        },
+        streams: plan.http2.map_or(1, |h| h.streams as u64),
+        load_model: plan.load.name().into(),
+        rate_rps: match &plan.load {
+            LoadModel::Open {
+                schedule: Schedule::Constant { rate },
+                ..
+            } => Some(*rate),
+            _ => None,
+        },
+        arrival: match &plan.load {
+            LoadModel::Open { arrival, .. } => Some(arrival.name().into()),
+            _ => None,
+        },
+        pacer_slack_s: matches!(plan.load, LoadModel::Open { .. })
+            .then(|| plan.pacer_slack.as_secs_f64()),
+        seed: plan.seed,
+        connection_policy: if plan.keepalive { "reuse" } else { "new" }.into(),
+        stream: plan.stream.map(|m| m.name().into()),
+        max_connections_per_second: plan.max_connects_per_s,
+        sweep: None,
+        repeat: 1,
+        segment: (plan.segment.count > 1)
+            .then(|| format!("{}/{}", plan.segment.index + 1, plan.segment.count)),
+        workload: None,
+        grpc: plan.grpc.as_ref().map(|g| g.method.clone()),
+        command_line: end.command_line.clone(),
+    }
+}

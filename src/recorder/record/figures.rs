@@ -1,0 +1,488 @@
+//! The figures of a record: the summary and its parts (requests, bytes, connections,
+//! latency, bursts, the generator's own figures), the threshold verdicts, and the per-level,
+//! per-stage and per-interval figures.
+
+use crate::model::{Phase, StopReason};
+use crate::recorder::hist::{IntervalStats, Stats};
+use crate::recorder::summary::{round3, round6};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub requests: Requests,
+    /// Recorded time in seconds (warm-up excluded): the window.
+    pub duration_s: f64,
+    /// Requests that ended (responses and errors) within the window, per second of it. Those
+    /// that ended in the drain after it are in `requests` and `end.drained`, not here.
+    pub throughput_rps: f64,
+    /// What became of the requests that did not end within the window.
+    #[serde(default)]
+    pub end: EndOfRun,
+    pub bytes: Bytes,
+    pub connections: Connections,
+    /// Status code → responses.
+    pub status: BTreeMap<String, u64>,
+    /// Error kind → count (every kind listed).
+    pub errors: BTreeMap<String, u64>,
+    pub latency: Latency,
+    /// How the generator itself fared.
+    pub generator: Generator,
+    /// `Server-Timing` metric name → statistics of its `dur` (same keys as the phases).
+    pub server_timing: BTreeMap<String, Stats>,
+    /// The metric names in the order the server lists them.
+    pub server_timing_order: Vec<String>,
+    /// Metric name → desc → responses (metrics used as labels, `level;desc="L1"`).
+    pub server_timing_labels: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Responses that carried `Server-Timing`.
+    pub server_timing_responses: u64,
+    /// Malformed `Server-Timing` metrics: read in part (a bad `dur` is no duration, a negative
+    /// one is kept out of the histograms) or, without a name, skipped.
+    pub server_timing_invalid: u64,
+    /// The metric taken as the server's total (`--server-total`).
+    pub server_timing_total: String,
+    /// Per response, wait − server total: the network and the client's own time.
+    pub server_timing_overhead: Stats,
+    /// HTTP/2: streams reset by the server (RST_STREAM), by error code name.
+    pub resets: BTreeMap<String, u64>,
+    #[serde(flatten)]
+    pub grpc: crate::recorder::codes::GrpcStatuses,
+    /// HTTP/2: the concurrent streams per connection the server allows (its
+    /// SETTINGS_MAX_CONCURRENT_STREAMS; the smallest seen), which reqlife respects.
+    pub h2_max_concurrent_streams: Option<u64>,
+    /// Bursts (`--burst N`): per burst, the time to dispatch all N and the time then blocked
+    /// waiting for the answers.
+    pub bursts: Option<Bursts>,
+    /// Plain-words warnings: the generator fell behind, the server did not keep up, ports
+    /// ran out. Empty when all went as planned.
+    pub warnings: Vec<String>,
+    /// Named requests (`--scenario`, `--targets`): each name's own figures. Their histograms
+    /// are in the record's `histograms` as `request.<name>.<phase>`.
+    #[serde(default)]
+    pub by_request: BTreeMap<String, RequestFigures>,
+    /// `--threshold`s checked against this record (k6's convention: any failure exits 99).
+    #[serde(default)]
+    pub thresholds: Vec<ThresholdCheck>,
+    /// The verdict of the thresholds as a whole: the banner, the JSON and the exit code all
+    /// come from it. Absent when no threshold was checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold_verdict: Option<ThresholdVerdict>,
+}
+
+/// The state of one threshold, or of all of them.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ThresholdState {
+    Pass,
+    Fail,
+    /// Nothing was measured to compare (an empty histogram, a share of no requests): neither
+    /// pass nor fail.
+    NoData,
+}
+
+/// The thresholds' verdict as a whole: `fail` when one failed (exit code 99), else `no_data`
+/// when one had no data (exit code 0: nothing failed, and the banner says what was not
+/// checked), else `pass` (exit code 0).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ThresholdVerdict {
+    pub state: ThresholdState,
+    pub passed: usize,
+    pub failed: usize,
+    pub no_data: usize,
+    /// The exit code this verdict gives: 99 when one failed, else 0.
+    pub exit_code: i32,
+    /// The line the text report prints under the table.
+    pub banner: String,
+}
+
+impl ThresholdVerdict {
+    /// The exit code of a failed threshold (k6's convention).
+    pub const EXIT_FAIL: i32 = 99;
+
+    /// The verdict of `checks`; `None` when there are none.
+    pub fn of(checks: &[ThresholdCheck]) -> Option<ThresholdVerdict> {
+        if checks.is_empty() {
+            return None;
+        }
+        let count = |s: ThresholdState| checks.iter().filter(|c| c.state() == s).count();
+        let (passed, failed, no_data) = (
+            count(ThresholdState::Pass),
+            count(ThresholdState::Fail),
+            count(ThresholdState::NoData),
+        );
+        let n = checks.len();
+        let unchecked = if no_data > 0 {
+            format!(
+                "; {no_data} had no data (neither passed nor failed: nothing was measured to compare)"
+            )
+        } else {
+            String::new()
+        };
+        let (state, exit_code, banner) = if failed > 0 {
+            (
+                ThresholdState::Fail,
+                Self::EXIT_FAIL,
+                format!(
+                    "{failed} of {n} thresholds failed{unchecked} (exit code {})",
+                    Self::EXIT_FAIL
+                ),
+            )
+        } else if no_data > 0 {
+            (
+                ThresholdState::NoData,
+                0,
+                format!("{passed} of {n} thresholds passed{unchecked} (exit code 0)"),
+            )
+        } else {
+            (
+                ThresholdState::Pass,
+                0,
+                format!("all {n} thresholds passed (exit code 0)"),
+            )
+        };
+        Some(ThresholdVerdict {
+            state,
+            passed,
+            failed,
+            no_data,
+            exit_code,
+            banner,
+        })
+    }
+}
+
+/// One `--threshold` and how the run measured against it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ThresholdCheck {
+    /// The expression, as written (`p99<5ms`).
+    pub threshold: String,
+    /// The figure in its natural unit (ns for latencies, percent for shares); `None` when it
+    /// could not be measured.
+    pub measured: Option<f64>,
+    /// The figure in human units (`1.23ms`).
+    pub shown: Option<String>,
+    /// Held; false when it failed and when there was no data (see `no_data`).
+    pub pass: bool,
+    /// Nothing was measured to compare: neither pass nor fail.
+    #[serde(default)]
+    pub no_data: bool,
+    /// Why it could not be measured.
+    pub note: Option<String>,
+}
+
+impl Summary {
+    /// The thresholds' verdict: the one kept with them, or (a record made before it was
+    /// kept) the one they give.
+    pub fn thresholds_verdict(&self) -> Option<ThresholdVerdict> {
+        self.threshold_verdict
+            .clone()
+            .or_else(|| ThresholdVerdict::of(&self.thresholds))
+    }
+}
+
+impl ThresholdCheck {
+    pub fn state(&self) -> ThresholdState {
+        match (self.no_data, self.pass) {
+            (true, _) => ThresholdState::NoData,
+            (false, true) => ThresholdState::Pass,
+            (false, false) => ThresholdState::Fail,
+        }
+    }
+
+    /// The result column: `pass`, `FAIL` or `no data`.
+    pub fn result(&self) -> &'static str {
+        match self.state() {
+            ThresholdState::Pass => "pass",
+            ThresholdState::Fail => "FAIL",
+            ThresholdState::NoData => "no data",
+        }
+    }
+}
+
+/// One request name's figures.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RequestFigures {
+    pub requests: Requests,
+    /// Requests completed per second of the run.
+    pub throughput_rps: f64,
+    /// Status code → responses.
+    pub status: BTreeMap<String, u64>,
+    /// Error kind → count (kinds with none left out).
+    pub errors: BTreeMap<String, u64>,
+    pub latency: Latency,
+}
+
+/// The per-burst figures of a burst run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Bursts {
+    /// Requests per burst.
+    pub size: u64,
+    pub interval_s: f64,
+    /// Bursts completed.
+    pub count: u64,
+    /// Burst start → the last request written (connection creation included).
+    pub dispatch: BurstStats,
+    /// The last request written → the last answer.
+    pub wait: BurstStats,
+}
+
+/// Statistics over bursts, in microseconds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BurstStats {
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p95_us: f64,
+    pub max_us: f64,
+}
+
+impl BurstStats {
+    pub(crate) fn of(h: &hdrhistogram::Histogram<u64>) -> Self {
+        let us = |ns: u64| ns as f64 / 1000.0;
+        BurstStats {
+            mean_us: round3(h.mean() / 1000.0),
+            p50_us: us(h.value_at_quantile(0.5)),
+            p95_us: us(h.value_at_quantile(0.95)),
+            max_us: us(h.max()),
+        }
+    }
+}
+
+/// The end of a run. Every request sent is counted once: in `requests` (it ended within the
+/// window, or in the drain after it) or here as still in flight when the run ended; requests
+/// due but never sent are counted apart.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct EndOfRun {
+    /// Requests that ended after the window, while the run waited for those in flight
+    /// (`--drain`); they are in `requests` and in the latency figures.
+    pub drained: u64,
+    /// Of the drained requests, those that timed out.
+    pub drain_timeouts: u64,
+    /// Requests sent and still in flight when the run ended (the drain ran out, or a signal
+    /// stopped the run): not in `requests`.
+    pub in_flight: u64,
+    /// Open loop: requests due within the window that were never sent (every connection was
+    /// busy until its end): not in `requests`.
+    pub not_sent: u64,
+    /// How long after the window the drain ended, seconds.
+    pub drain_s: f64,
+}
+
+impl EndOfRun {
+    pub(super) fn of(c: &crate::recorder::Counters, drain: Duration) -> Self {
+        EndOfRun {
+            drained: c.drained,
+            drain_timeouts: c.drain_timeouts,
+            in_flight: c.in_flight_at_end,
+            not_sent: c.not_sent,
+            // The wait for requests that never came back, or the last one that did.
+            drain_s: round6(drain.as_secs_f64().max(c.drain_ns as f64 / 1e9)),
+        }
+    }
+
+    /// Whether anything is left to say.
+    pub fn is_empty(&self) -> bool {
+        self.drained + self.in_flight + self.not_sent == 0
+    }
+}
+
+/// The load generator's own figures, so that its limit is not mistaken for the server's.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Generator {
+    /// Open loop: the rate asked for, req/s.
+    pub offered_rps: Option<f64>,
+    /// Open loop: the rate the generator sent at, req/s of the window (requests recorded and
+    /// those still in flight at the end); below `offered_rps` when it could not keep up.
+    #[serde(default)]
+    pub sent_rps: Option<f64>,
+    /// Per worker thread, the share of the run it was on a CPU (0..1).
+    pub thread_busy: Vec<f64>,
+    /// Bytes of interval snapshots (compressed histograms and their containers) kept in memory
+    /// during the run.
+    pub interval_snapshot_bytes: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Requests {
+    /// Requests that ended: `ok + errors`.
+    pub total: u64,
+    /// Complete responses, whatever their status.
+    pub ok: u64,
+    /// Requests that failed (see `errors` by kind).
+    pub errors: u64,
+    /// Complete responses whose status was not 2xx or 3xx (wrk's figure).
+    pub non_2xx_3xx: u64,
+}
+
+/// Bytes of the run (h2load's traffic line). `read` is everything read from the connections
+/// (above TLS); `headers` the response header bytes as received (HTTP/2: HPACK-compressed
+/// HEADERS and CONTINUATION payloads; HTTP/1.1: the heads) and `headers_decoded` as decoded
+/// (HTTP/2: names and values, h2load's measure; HTTP/1.1: the same as received); `body` the
+/// response content as received (without chunk framing) and `body_decoded` after
+/// `--compressed` decoding (else the same).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Bytes {
+    pub read: u64,
+    pub written: u64,
+    pub read_per_s: f64,
+    pub headers: u64,
+    pub headers_decoded: u64,
+    pub body: u64,
+    pub body_decoded: u64,
+}
+
+impl Bytes {
+    /// The share of header bytes HPACK saved: 1 − received / decoded (h2load's "space
+    /// savings"); 0 when nothing was decoded.
+    pub fn header_saving(&self) -> f64 {
+        if self.headers_decoded == 0 {
+            return 0.0;
+        }
+        1.0 - self.headers as f64 / self.headers_decoded as f64
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Connections {
+    /// TCP connections opened.
+    pub opened: u64,
+    /// Responses after which the server closed the connection (a reconnect followed).
+    pub server_closes: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Latency {
+    /// Intended send → last byte (corrected).
+    pub total: Stats,
+    /// Actual send → last byte.
+    pub uncorrected: Stats,
+    /// Client phases: queue, connect, tls, write, wait, read.
+    pub phases: BTreeMap<String, Stats>,
+    /// How late the scheduler released each request after its due time (open loop; zero in
+    /// a closed loop), waiting for a free connection excluded.
+    pub schedule_lag: Stats,
+}
+
+impl Latency {
+    /// What breaks the invariants of these figures: each summary's ([`Stats::violations`]),
+    /// and, with `tiled` (every request ended, no error, and every connection opened by a
+    /// request: a closed loop; an open loop opens its connections ahead of the load, their
+    /// connect time in the connect figures and in no request's total), the client phases
+    /// adding up to the total: Σ mean × count of the phases (the HTTP/2 handshake, which
+    /// overlaps them, left out) equals the total's within rounding (the means' 3 decimals,
+    /// HdrHistogram's 0.1%).
+    pub fn violations(&self, tiled: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        let named = [
+            ("total", &self.total),
+            ("uncorrected", &self.uncorrected),
+            ("schedule_lag", &self.schedule_lag),
+        ];
+        for (name, st) in named
+            .into_iter()
+            .chain(self.phases.iter().map(|(n, st)| (n.as_str(), st)))
+        {
+            out.extend(st.violations().into_iter().map(|v| format!("{name}: {v}")));
+        }
+        if tiled && self.total.count > 0 {
+            let sum = |st: &Stats| st.mean_us.unwrap_or(0.0) * st.count as f64;
+            let parts: f64 = self
+                .phases
+                .iter()
+                .filter(|(n, _)| n.as_str() != Phase::H2Handshake.name())
+                .map(|(_, st)| sum(st))
+                .sum();
+            let total = sum(&self.total);
+            let slack =
+                0.002 * total + 0.001 * (self.phases.len() + 1) as f64 * self.total.count as f64;
+            if (parts - total).abs() > slack {
+                out.push(format!(
+                    "the client phases add up to {parts:.3} us, the totals to {total:.3} us (within {slack:.3})"
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// One level of a sweep.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Level {
+    /// `100 connections` or `5000 req/s`.
+    pub label: String,
+    pub connections: u64,
+    /// Open loop: the level's offered rate.
+    pub offered_rps: Option<f64>,
+    pub stop_reason: StopReason,
+    pub summary: Summary,
+    pub intervals: Vec<Interval>,
+    pub histograms: BTreeMap<String, String>,
+}
+
+/// One stage of a run with `--stages` (requests belong to the stage they were intended in).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Stage {
+    /// What the stage asked for: `0->20000 req/s`, `200 connections`.
+    pub label: String,
+    pub start_s: f64,
+    pub duration_s: f64,
+    pub requests: Requests,
+    /// Requests completed per second of the stage.
+    pub throughput_rps: f64,
+    /// Open loop: the stage's mean offered rate.
+    pub offered_rps: Option<f64>,
+    pub latency: Latency,
+    /// Phase name → base64 V2+DEFLATE histogram of the stage (empty phases left out), for
+    /// exact merges.
+    pub histograms: BTreeMap<String, String>,
+}
+
+/// One interval of the time series (all threads merged).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Interval {
+    /// Start, seconds from the start of recording.
+    pub start_s: f64,
+    pub duration_s: f64,
+    pub requests: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub throughput_rps: f64,
+    pub bytes_read: u64,
+    /// Phase name (client phases, `total`, `uncorrected`) → p50/p99/max.
+    pub latency: BTreeMap<String, IntervalStats>,
+    /// `Server-Timing` metric → p50/p99/max in the interval.
+    pub server_timing: BTreeMap<String, IntervalStats>,
+    /// Phase name (and `server_timing.<metric>`) → base64 V2+DEFLATE histogram of the
+    /// interval, as in the record's `histograms`: for exact merges by time and for resampling
+    /// the run by blocks of intervals (`compare`). Empty phases are left out.
+    pub histograms: BTreeMap<String, String>,
+    /// The load generator's own health in the interval (absent in records made before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<IntervalGenerator>,
+}
+
+/// The generator's health in one interval: how late it sent, how busy its workers were.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct IntervalGenerator {
+    /// Schedule lag (open loop: intended → released) p99 and max in the interval, µs.
+    pub lag_p99_us: Option<f64>,
+    pub lag_max_us: Option<f64>,
+    /// The busiest worker thread's share of the interval on a CPU (0..1).
+    pub busy_max: Option<f64>,
+}
+
+impl IntervalGenerator {
+    /// From the interval's schedule-lag histogram and busiest share; none if neither is known.
+    pub fn of(lag: Option<&hdrhistogram::Histogram<u64>>, busy_max: Option<f64>) -> Option<Self> {
+        let lag = lag.filter(|h| !h.is_empty());
+        if lag.is_none() && busy_max.is_none() {
+            return None;
+        }
+        let us = |ns: u64| ns as f64 / 1000.0;
+        Some(IntervalGenerator {
+            lag_p99_us: lag.map(|h| us(h.value_at_quantile(0.99))),
+            lag_max_us: lag.map(|h| us(h.max())),
+            busy_max: busy_max.map(round3),
+        })
+    }
+}

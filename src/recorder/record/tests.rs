@@ -1,0 +1,321 @@
+//! Unit tests of the record: built from measured runs, sweeps and repetitions.
+
+use super::build::latency_of;
+use super::*;
+use crate::cli::{plan::build, Cli, Command};
+use crate::model::Phase;
+use crate::recorder::hist::IntervalStats;
+use crate::recorder::Recorder;
+use clap::Parser;
+use std::time::Instant;
+
+fn record(flags: &[&str], tweak: impl FnOnce(&mut Measured)) -> RunRecord {
+    let mut argv = vec!["reqlife", "run"];
+    argv.extend_from_slice(flags);
+    let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {
+        unreachable!()
+    };
+    let plan = build(&args, "http://127.0.0.1:9/").unwrap();
+    let mut m = Recorder::new(Instant::now(), Duration::from_secs(1)).finish();
+    tweak(&mut m);
+    RunRecord::build(
+        &plan,
+        &m,
+        Ending {
+            recorded: Duration::from_secs(10),
+            drained: Duration::from_millis(250),
+            stop_reason: StopReason::Duration,
+            interrupted: false,
+            start_time: String::new(),
+            command_line: vec![],
+            embedded_target: false,
+        },
+    )
+}
+
+/// One request of the property test: its phase durations in µs (queue, connect or none,
+/// write, wait, read) from `start_us`, and whether it failed after writing.
+type Life = (u64, u64, Option<u64>, u64, u64, u64, bool);
+
+fn life() -> impl proptest::strategy::Strategy<Value = Life> {
+    use proptest::prelude::*;
+    (
+        0u64..2_000_000,
+        prop_oneof![0u64..50, 0u64..50_000],
+        proptest::option::of(1u64..5_000),
+        0u64..500,
+        0u64..200_000,
+        0u64..5_000,
+        proptest::bool::weighted(0.1),
+    )
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Whatever the requests, every summary of a run keeps its invariants (each
+    /// summary's percentiles in order within [min, max]), and when every request ended
+    /// their client phases add up to their totals.
+    #[test]
+    fn every_summary_keeps_its_invariants(lives in proptest::collection::vec(life(), 1..200)) {
+        use crate::model::{Timestamps, Traffic};
+        let base = Instant::now();
+        let all_ended = lives.iter().all(|l| !l.6);
+        // What the recorder does with each sample: its phases into the histograms.
+        let mut hists = crate::recorder::PhaseHists::new(hist::new_hist);
+        {
+            for &(start, queue, connect, write, wait, read, fails) in &lives {
+                let us = |n: u64| Duration::from_micros(n);
+                let intended = base + us(start);
+                let dispatched = intended + us(queue);
+                let mut st = Timestamps::new(intended, dispatched);
+                let mut t = dispatched;
+                if let Some(c) = connect {
+                    st.connect_start = Some(t);
+                    t += us(c);
+                    st.connect_end = Some(t);
+                }
+                t += us(write);
+                st.written = Some(t);
+                if !fails {
+                    t += us(wait);
+                    st.first_byte = Some(t);
+                    t += us(read);
+                    st.done = Some(t);
+                    proptest::prop_assert_eq!(st.unaccounted_ns(), Some(0));
+                }
+                hists.record(&crate::recorder::durations(&crate::model::Sample {
+                    stamps: st,
+                    status: (!fails).then_some(200),
+                    error: fails.then_some(ErrorKind::Timeout),
+                    bytes_read: 100,
+                    bytes_written: 40,
+                    traffic: Traffic::default(),
+                    server_closed: false,
+                    request: 0,
+                }));
+            }
+        }
+        let latency = latency_of(&hists);
+        let v = latency.violations(all_ended);
+        proptest::prop_assert!(v.is_empty(), "{:?}", v);
+        proptest::prop_assert_eq!(
+            latency.total.count,
+            lives.iter().filter(|l| !l.6).count() as u64
+        );
+    }
+}
+
+#[test]
+fn port_exhaustion_is_one_warning_with_what_to_do() {
+    let r = record(&[], |m| {
+        m.counters.errors[ErrorKind::AddrNotAvail.index()] = 5000;
+        m.counters.requests = 5000;
+    });
+    let w: Vec<_> = r
+        .summary
+        .warnings
+        .iter()
+        .filter(|w| w.contains("ports ran out"))
+        .collect();
+    assert_eq!(w.len(), 1, "{:?}", r.summary.warnings);
+    for advice in [
+        "--no-keepalive",
+        "--max-connections-per-second",
+        "ip_local_port_range",
+    ] {
+        assert!(w[0].contains(advice), "{}", w[0]);
+    }
+    assert!(w[0].starts_with("5000 connections failed"));
+}
+
+#[test]
+fn generator_warnings() {
+    // A saturated worker thread.
+    let r = record(&[], |m| m.thread_busy = vec![0.99, 0.4]);
+    assert!(r
+        .summary
+        .warnings
+        .iter()
+        .any(|w| w.contains("on a CPU 99%")));
+    // A worker near its limit: a warning of its own, not the saturation one.
+    let r = record(&[], |m| m.thread_busy = vec![0.9, 0.4]);
+    let near: Vec<_> = r
+        .summary
+        .warnings
+        .iter()
+        .filter(|w| w.contains("on a CPU 90%"))
+        .collect();
+    assert_eq!(near.len(), 1, "{:?}", r.summary.warnings);
+    assert!(near[0].contains("near its limit"));
+    // An open loop that achieved 50% of its rate.
+    let r = record(&["-R", "1000"], |m| m.counters.requests = 5000);
+    assert!(r
+        .summary
+        .warnings
+        .iter()
+        .any(|w| w.contains("achieved 500 req/s of the 1000 offered")));
+    // A quiet run has none.
+    let r = record(&["-R", "1000"], |m| {
+        m.counters.requests = 10_000;
+        m.thread_busy = vec![0.2];
+    });
+    assert!(r.summary.warnings.is_empty(), "{:?}", r.summary.warnings);
+}
+
+#[test]
+fn a_lagging_schedule_is_the_generator_s_fault() {
+    let r = record(&["-R", "1000"], |m| {
+        m.counters.requests = 10_000;
+        for _ in 0..100 {
+            hist::record(&mut m.hists.0[Phase::Lag.index()], 5_000_000); // 5 ms late
+        }
+    });
+    assert!(
+        r.summary
+            .warnings
+            .iter()
+            .any(|w| w.contains("the generator fell behind")),
+        "{:?}",
+        r.summary.warnings
+    );
+    // 700 us late: near the limit, not over it.
+    let r = record(&["-R", "1000"], |m| {
+        m.counters.requests = 10_000;
+        for _ in 0..100 {
+            hist::record(&mut m.hists.0[Phase::Lag.index()], 700_000);
+        }
+    });
+    let w = &r.summary.warnings;
+    assert!(
+        w.iter()
+            .any(|w| w.contains("near its limit: schedule lag p99 700 us")),
+        "{w:?}"
+    );
+    assert!(!w.iter().any(|w| w.contains("fell behind")), "{w:?}");
+    // 5 ms late with a 5 ms pacer slack: lateness by design, no warning.
+    let r = record(&["-R", "1000", "--pacer-slack", "5ms"], |m| {
+        m.counters.requests = 10_000;
+        for _ in 0..100 {
+            hist::record(&mut m.hists.0[Phase::Lag.index()], 5_000_000);
+        }
+    });
+    let w = &r.summary.warnings;
+    assert!(!w.iter().any(|w| w.contains("schedule lag")), "{w:?}");
+}
+
+/// Sets the schedule lag (p99, max) of interval `i`, in µs.
+fn lag_in(r: &mut RunRecord, i: usize, p99_us: f64, max_us: f64) {
+    r.intervals[i].latency.insert(
+        "schedule_lag".into(),
+        IntervalStats {
+            count: 100,
+            p50_us: 10.0,
+            p99_us,
+            max_us,
+        },
+    );
+}
+
+#[test]
+fn lagging_intervals_are_named_when_the_run_as_a_whole_kept_up() {
+    let mut r = record(&["-R", "1000"], |m| m.counters.requests = 10_000);
+    assert_eq!(r.intervals.len(), 10);
+    // (interval, lag p99 µs, max µs): two adjacent intervals over the bound, one apart,
+    // one under it.
+    for (i, p99, max) in [
+        (0, 4000.0, 9000.0),
+        (1, 2000.0, 3000.0),
+        (5, 1500.0, 2500.0),
+    ] {
+        lag_in(&mut r, i, p99, max);
+    }
+    lag_in(&mut r, 7, 900.0, 950.0);
+    let w = warnings_of(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with("the generator fell behind in 3 of 10 intervals (0.0-2.0s, 5.0-6.0s)"),
+        "{w:?}"
+    );
+    assert!(w[0].contains("up to 9000 us"), "{w:?}");
+}
+
+#[test]
+fn a_run_that_lagged_throughout_names_its_intervals_and_blames_the_client() {
+    let mut r = record(&["-R", "1000"], |m| {
+        m.counters.requests = 9_000;
+        for _ in 0..200 {
+            hist::record(&mut m.hists.0[Phase::Lag.index()], 3_000_000);
+        }
+    });
+    lag_in(&mut r, 3, 3000.0, 3100.0);
+    let w = warnings_of(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("schedule lag p99 3000 us"), "{w:?}");
+    assert!(w[0].contains("in 1 of 10 intervals (3.0-4.0s)"), "{w:?}");
+    assert!(w[0].contains("the client, not the server, limited this run"));
+    assert!(
+        w[0].contains("achieved 900 req/s of the 1000 offered"),
+        "{w:?}"
+    );
+}
+
+#[test]
+fn a_full_queue_with_some_lag_is_the_server_s_doing_said_once() {
+    // The generator was 2 ms late at p99, but requests waited 50 ms for a free
+    // connection: the server did not keep up, and only that is said.
+    let r = record(&["-R", "1000", "-c", "10"], |m| {
+        m.counters.requests = 8_000;
+        m.counters.not_sent = 2_000;
+        for _ in 0..200 {
+            hist::record(&mut m.hists.0[Phase::Lag.index()], 2_000_000);
+            hist::record(&mut m.hists.0[Phase::Queue.index()], 50_000_000);
+        }
+    });
+    let w = warnings_of(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("the server did not keep up"), "{w:?}");
+    assert!(w[0].contains("2000 requests due were never sent"), "{w:?}");
+    assert!(!w[0].contains("the client, not the server"), "{w:?}");
+}
+
+#[test]
+fn requests_left_in_flight_are_named_with_the_fix() {
+    let r = record(&["-R", "1000"], |m| {
+        m.counters.requests = 10_000;
+        m.counters.in_flight_at_end = 7;
+        m.counters.drained = 40;
+    });
+    let e = &r.summary.end;
+    assert_eq!((e.in_flight, e.drained, e.drain_s), (7, 40, 0.25));
+    // The throughput divides what ended within the window by the window.
+    assert_eq!(r.summary.throughput_rps, 996.0);
+    assert_eq!(r.summary.generator.sent_rps, Some(1000.7));
+    let w = &r.summary.warnings;
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].starts_with("7 requests were still in flight when the drain ended (0.25s"));
+    assert!(w[0].contains("--drain"), "{w:?}");
+}
+
+#[test]
+fn intervals_with_a_saturated_worker_are_named() {
+    let mut r = record(&["-R", "1000"], |m| {
+        m.counters.requests = 10_000;
+        m.thread_busy = vec![0.5];
+    });
+    // (interval, busiest worker's CPU share): two saturated, one near but under.
+    for (i, busy) in [(2, 0.99), (3, 0.97), (8, 0.9)] {
+        r.intervals[i].generator = Some(IntervalGenerator {
+            lag_p99_us: None,
+            lag_max_us: None,
+            busy_max: Some(busy),
+        });
+    }
+    let w = warnings_of(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with(
+            "a worker thread was on a CPU over 95% of the time in 2 of 10 intervals (2.0-4.0s)"
+        ),
+        "{w:?}"
+    );
+}

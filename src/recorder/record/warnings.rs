@@ -1,0 +1,273 @@
+//! The warnings a record's figures call for, in plain words, so that nobody mistakes the
+//! client's limit for the server's.
+
+use super::{Interval, RunRecord};
+use crate::model::StopReason;
+
+/// Schedule lag (p99) above which the generator is said to have fallen behind.
+pub const LAG_WARN_US: f64 = 1000.0;
+/// Thread CPU share above which a worker is said to be saturated.
+pub const BUSY_WARN: f64 = 0.95;
+/// Thread CPU share above which the generator is said to be near its limit.
+pub const BUSY_NEAR: f64 = 0.85;
+/// Schedule lag (p99) above which the generator is said to be near its limit.
+pub const LAG_NEAR_US: f64 = 500.0;
+
+/// Warnings in plain words, so that nobody mistakes the client's limit for the server's.
+pub fn warnings_of(r: &RunRecord) -> Vec<String> {
+    let s = &r.summary;
+    let mut out = Vec::new();
+    if matches!(r.stop_reason, StopReason::FailFast(_)) {
+        // Stopped within moments, every connection failing: the figures describe nothing
+        // (the busy share of a few milliseconds, connects cut short); the error says why.
+        return out;
+    }
+    if s.latency.total.clamped > 0 {
+        out.push(format!(
+            "{} requests took an hour or more, beyond the histograms' range: they are counted at \
+             one hour, so the highest percentiles and the max are at least that",
+            s.latency.total.clamped
+        ));
+    }
+    if r.config.load_model == "open" {
+        out.extend(open_loop_warning(r));
+    }
+    let busiest = s.generator.thread_busy.iter().cloned().fold(0.0, f64::max);
+    let busy = FlaggedIntervals::busy(r, BUSY_WARN);
+    if busiest > BUSY_WARN {
+        out.push(format!(
+            "a worker thread was on a CPU {:.0}% of the run: the client may be the bottleneck; \
+             figures near this limit describe the generator as much as the server",
+            busiest * 100.0
+        ));
+    } else if busy.count > 0 {
+        out.push(format!(
+            "a worker thread was on a CPU over {:.0}% of the time{}: the figures of those \
+             intervals describe the generator as much as the server; add threads (-t)",
+            BUSY_WARN * 100.0,
+            busy.named()
+        ));
+    } else if busiest > BUSY_NEAR {
+        out.push(format!(
+            "a worker thread was on a CPU {:.0}% of the run: the generator is near its limit; \
+             `reqlife calibrate` shows what this machine can generate, or add threads (-t)",
+            busiest * 100.0
+        ));
+    }
+    let e = &s.end;
+    if e.in_flight > 0 {
+        let when = if r.interrupted {
+            "when the run was interrupted".to_string()
+        } else {
+            format!("when the drain ended ({:.2}s after the window)", e.drain_s)
+        };
+        out.push(format!(
+            "{} requests were still in flight {when}: their latency is missing from the figures, \
+             and they are likely the slowest; give them longer with --drain (or --timeout)",
+            e.in_flight
+        ));
+    }
+    out.extend(http_errors_warning(r));
+    let ports = s.errors.get("addr_not_avail").copied().unwrap_or(0);
+    if ports > 0 {
+        out.push(format!(
+            "{ports} connections failed with 'Cannot assign requested address': the local ports ran out. \
+             Reuse connections (drop --no-keepalive), open fewer per second (--max-connections-per-second), \
+             or widen net.ipv4.ip_local_port_range"
+        ));
+    }
+    out
+}
+
+/// When responses came back but every one had an HTTP error status (not 2xx or 3xx): the
+/// statuses, named, and where to look (`every response was 404 Not Found: check the URL's
+/// path`).
+pub fn http_errors_warning(r: &RunRecord) -> Option<String> {
+    let s = &r.summary;
+    if s.requests.ok == 0 || s.requests.non_2xx_3xx < s.requests.ok {
+        return None;
+    }
+    let named = |code: &str| {
+        let reason = code
+            .parse::<u16>()
+            .ok()
+            .and_then(|c| http::StatusCode::from_u16(c).ok())
+            .and_then(|c| c.canonical_reason());
+        match reason {
+            Some(reason) => format!("{code} {reason}"),
+            None => code.to_string(),
+        }
+    };
+    let codes: Vec<(&String, &u64)> = s.status.iter().filter(|(_, n)| **n > 0).collect();
+    if let [(code, _)] = codes[..] {
+        let hint = match code.as_str() {
+            "404" | "410" => "check the URL's path",
+            "400" => "check the request: method, headers and body (-m, -H, --body)",
+            "401" | "403" => "the server wants credentials: add them with -H 'Authorization: ...'",
+            "405" => "check the method (-m)",
+            "415" | "422" => "check the body and its Content-Type (--body, -H)",
+            "429" => "the server limits the rate: lower -c or -R",
+            c if c.starts_with('5') => "the server failed every request: check its logs",
+            _ => "check the URL and the request",
+        };
+        return Some(format!("every response was {}: {hint}", named(code)));
+    }
+    let list: Vec<String> = codes
+        .iter()
+        .map(|(code, n)| format!("{} ({n})", named(code)))
+        .collect();
+    Some(format!(
+        "every response was an HTTP error: {}; check the URL and the request",
+        list.join(", ")
+    ))
+}
+
+/// The one warning an open loop's schedule calls for, if any. Requests can be late for two
+/// reasons: the generator released them late (schedule lag: the client's fault), or every
+/// connection was busy so they waited in the queue (the server's). When both show, the larger
+/// delay decides which it was, and the warning says so once (never "the client limited this
+/// run" beside "the server did not keep up").
+fn open_loop_warning(r: &RunRecord) -> Option<String> {
+    let s = &r.summary;
+    let lag = &s.latency.schedule_lag;
+    let (lag_p99, lag_max) = (lag.p99_us.unwrap_or(0.0), lag.max_us.unwrap_or(0.0));
+    let queue_p99 = s
+        .latency
+        .phases
+        .get("queue")
+        .and_then(|q| q.p99_us)
+        .unwrap_or(0.0);
+    let offered = s.generator.offered_rps;
+    let sent = s.generator.sent_rps.unwrap_or(s.throughput_rps);
+    let shortfall = offered
+        .filter(|o| r.stop_reason == StopReason::Duration && sent < 0.99 * o)
+        .map(|o| {
+            let mut f = format!(
+                "achieved {sent:.0} req/s of the {o:.0} offered ({:.1}%)",
+                100.0 * sent / o
+            );
+            if s.end.not_sent > 0 {
+                f += &format!(", {} requests due were never sent", s.end.not_sent);
+            }
+            f
+        });
+    // The pacer's slack is lateness by design: only the lag beyond it is falling behind.
+    let slack_us = r.config.pacer_slack_s.unwrap_or(0.0) * 1e6;
+    let lagging = FlaggedIntervals::lagging(r, LAG_WARN_US + slack_us);
+    if queue_p99 > 1000.0 && queue_p99 > 10.0 * lag_p99.max(1.0) {
+        let mut w = format!(
+            "requests waited for a free connection (queue p99 {:.2} ms) while the generator kept \
+             its schedule (lag p99 {lag_p99:.0} us): the server did not keep up with {:.0} req/s on \
+             {} connections; the corrected latency includes that wait",
+            queue_p99 / 1000.0,
+            offered.unwrap_or(0.0),
+            r.config.connections
+        );
+        if let Some(f) = shortfall {
+            w += &format!("; {f}");
+        }
+        return Some(w);
+    }
+    if lag_p99 - slack_us > LAG_WARN_US {
+        let mut w = format!(
+            "the generator fell behind its schedule: schedule lag p99 {lag_p99:.0} us (max \
+             {lag_max:.0} us){}; the client, not the server, limited this run",
+            lagging.named()
+        );
+        if let Some(f) = shortfall {
+            w += &format!(" ({f})");
+        }
+        w += ": use more threads (-t), a lower rate, or more generators";
+        return Some(w);
+    }
+    if lagging.count > 0 {
+        return Some(format!(
+            "the generator fell behind{}: schedule lag up to {:.0} us there; the corrected tail \
+             (p99.9, max) includes it",
+            lagging.named(),
+            lagging.max
+        ));
+    }
+    if lag_p99 - slack_us > LAG_NEAR_US {
+        return Some(format!(
+            "the generator is near its limit: schedule lag p99 {lag_p99:.0} us (the bound is \
+             {LAG_WARN_US:.0} us beyond the pacer's slack of {slack_us:.0} us); `reqlife \
+             calibrate` shows what this machine can generate"
+        ));
+    }
+    shortfall
+}
+
+/// The intervals whose figure (schedule lag p99, a worker's CPU share) passed a bound.
+struct FlaggedIntervals {
+    count: usize,
+    of: usize,
+    /// Their time ranges (adjacent ones joined), seconds from the start.
+    ranges: Vec<(f64, f64)>,
+    /// The largest second figure (the lag max) among them.
+    max: f64,
+}
+
+impl FlaggedIntervals {
+    /// The intervals where `figure` gives (value, max) with the value over `bound`.
+    fn of(r: &RunRecord, bound: f64, figure: impl Fn(&Interval) -> Option<(f64, f64)>) -> Self {
+        let mut out = FlaggedIntervals {
+            count: 0,
+            of: r.intervals.len(),
+            ranges: Vec::new(),
+            max: 0.0,
+        };
+        for i in &r.intervals {
+            let Some((_, max)) = figure(i).filter(|(v, _)| *v > bound) else {
+                continue;
+            };
+            out.count += 1;
+            out.max = out.max.max(max);
+            let end = i.start_s + i.duration_s;
+            match out.ranges.last_mut() {
+                Some(last) if (last.1 - i.start_s).abs() < 1e-9 => last.1 = end,
+                _ => out.ranges.push((i.start_s, end)),
+            }
+        }
+        out
+    }
+
+    /// The intervals whose schedule lag p99 passed `bound_us`.
+    fn lagging(r: &RunRecord, bound_us: f64) -> Self {
+        FlaggedIntervals::of(r, bound_us, |i| {
+            let lag = i.latency.get("schedule_lag")?;
+            Some((lag.p99_us, lag.max_us))
+        })
+    }
+
+    /// The intervals in which a worker thread was on a CPU more than `share` of the time.
+    fn busy(r: &RunRecord, share: f64) -> Self {
+        FlaggedIntervals::of(r, share, |i| {
+            let busy = i.generator.as_ref()?.busy_max?;
+            Some((busy, busy))
+        })
+    }
+
+    /// " in 2 of 10 intervals (1.0-2.0s, 5.0-6.0s)", or nothing when none lagged.
+    fn named(&self) -> String {
+        if self.count == 0 {
+            return String::new();
+        }
+        const SHOWN: usize = 4;
+        let mut ranges: Vec<String> = self
+            .ranges
+            .iter()
+            .take(SHOWN)
+            .map(|(a, b)| format!("{a:.1}-{b:.1}s"))
+            .collect();
+        if self.ranges.len() > SHOWN {
+            ranges.push("...".into());
+        }
+        format!(
+            " in {} of {} intervals ({})",
+            self.count,
+            self.of,
+            ranges.join(", ")
+        )
+    }
+}
