@@ -43,6 +43,8 @@ pub struct RunPlan {
     pub server_total: String,
     /// HTTP/2 (`--http2`): h2 by ALPN over TLS, h2c with prior knowledge on `http://`.
     pub http2: Option<Http2Plan>,
+    /// HTTP/3 (`--http3`): over QUIC, on `https://` URLs only.
+    pub http3: Option<Http3Plan>,
     /// `--compressed`: ask for gzip, deflate or br and decode the body (the `decode` phase).
     pub compressed: bool,
     /// `--stream`: time the events of streamed responses (`text/event-stream` responses are
@@ -104,7 +106,23 @@ pub struct Http2Plan {
     pub window: Option<u32>,
 }
 
+/// HTTP/3 settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Http3Plan {
+    /// Concurrent streams per connection.
+    pub streams: usize,
+}
+
 impl RunPlan {
+    /// Sessions (streams) sharing one connection: `--streams` over HTTP/2 or HTTP/3, else 1.
+    pub fn streams(&self) -> usize {
+        match (&self.http2, &self.http3) {
+            (Some(h2), _) => h2.streams.max(1),
+            (None, Some(h3)) => h3.streams.max(1),
+            (None, None) => 1,
+        }
+    }
+
     /// Connections this process holds: its segment's share of the plan's.
     pub fn local_connections(&self) -> usize {
         self.segment.share(self.connections() as u64) as usize

@@ -5,7 +5,7 @@
 use super::{ArrivalArg, PolicyArg, RunArgs};
 use crate::model::load::{self, Fallback, Given, Load, LoadSpec};
 use crate::model::{io_reason, Arrival, LoadModel, Segment, StopRule, Target, TlsPlan};
-use crate::plan::{Http2Plan, RunPlan};
+use crate::plan::{Http2Plan, Http3Plan, RunPlan};
 use crate::util::limits::default_threads;
 use crate::util::units::StagesSpec;
 use std::net::ToSocketAddrs;
@@ -15,6 +15,31 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct PlanError(pub String);
+
+/// `--http3`: an https:// URL, not with `--http2` or `--h2-window`; `--streams` per connection.
+fn http3_plan(args: &RunArgs, target: &Target) -> Result<Option<Http3Plan>, PlanError> {
+    if !args.http3 {
+        return Ok(None);
+    }
+    if args.http2 {
+        return err("--http2 and --http3 conflict: give one of them");
+    }
+    if args.h2_window.is_some() {
+        return err("--h2-window applies to HTTP/2, not to --http3 (QUIC has its own flow control)");
+    }
+    if target.scheme != crate::model::Scheme::Https {
+        return err(format!(
+            "--http3 needs an https:// URL (QUIC always runs TLS), not '{}'",
+            target.url
+        ));
+    }
+    match args.streams {
+        Some(0) => err("--streams must be at least 1"),
+        streams => Ok(Some(Http3Plan {
+            streams: streams.unwrap_or(1) as usize,
+        })),
+    }
+}
 
 fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
     Err(PlanError(msg.into()))
@@ -200,7 +225,9 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         }
         other => other,
     };
+    let http3 = http3_plan(args, &target)?;
     let http2 = match (args.http2, args.streams, args.h2_window) {
+        (false, _, None) if http3.is_some() => None,
         (false, None, None) => None,
         (false, _, _) => return err("--streams and --h2-window apply to HTTP/2: give --http2 too"),
         (true, Some(0), _) => return err("--streams must be at least 1"),
@@ -232,6 +259,7 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         seed,
         server_total: args.server_total.clone(),
         http2,
+        http3,
         threads,
         stop,
         warmup: args.warmup,

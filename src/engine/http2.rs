@@ -76,7 +76,7 @@ impl H2Request {
         })
     }
 
-    fn build(&self) -> http::Request<()> {
+    pub(super) fn build(&self) -> http::Request<()> {
         let mut req = http::Request::new(());
         *req.method_mut() = self.method.clone();
         *req.uri_mut() = self.uri.clone();
@@ -490,7 +490,7 @@ impl From<h2::Error> for StreamError {
 }
 
 /// The decoded size of a header field as h2load counts it: name and value lengths.
-fn field_bytes(headers: &http::HeaderMap) -> u64 {
+pub(super) fn field_bytes(headers: &http::HeaderMap) -> u64 {
     headers
         .iter()
         .map(|(n, v)| (n.as_str().len() + v.len()) as u64)
@@ -499,9 +499,9 @@ fn field_bytes(headers: &http::HeaderMap) -> u64 {
 
 /// Where a response body's bytes go besides the count: `--compressed`'s decoder, and the
 /// tracker of a streamed response's events.
-struct Body<'a> {
-    decoder: Option<&'a mut BodyDecoder>,
-    tracker: &'a mut StreamTracker,
+pub(super) struct Body<'a> {
+    pub(super) decoder: Option<&'a mut BodyDecoder>,
+    pub(super) tracker: &'a mut StreamTracker,
 }
 
 async fn stream(
@@ -577,7 +577,7 @@ async fn stream(
     Ok((status, traffic))
 }
 
-fn append(timing: &mut Vec<u8>, value: &[u8]) {
+pub(super) fn append(timing: &mut Vec<u8>, value: &[u8]) {
     if !timing.is_empty() {
         timing.extend_from_slice(b", ");
     }

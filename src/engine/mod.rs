@@ -11,6 +11,7 @@ pub mod decode;
 pub mod framed;
 pub mod http1;
 pub mod http2;
+pub mod http3;
 pub mod request;
 pub mod server_timing;
 pub mod stream;
@@ -86,8 +87,10 @@ pub struct SessionConfig {
     pub keepalive: bool,
     /// The whole run's connect rate limit, per second.
     pub max_connects_per_s: Option<f64>,
-    /// HTTP/2: the request of every stream and the flow-control window.
+    /// HTTP/2 and HTTP/3: the request of every stream (and HTTP/2's flow-control window).
     pub http2: Option<(http2::H2Request, Option<u32>)>,
+    /// HTTP/3: opens QUIC connections (`connector` is then unused).
+    pub http3: Option<http3::H3Connector>,
     /// `--compressed`: decode encoded bodies, keeping at most this many bytes of one.
     pub decode_max_bytes: Option<u64>,
     /// `tcp://`: the framed binary request and its reply's framing; its reply may announce
@@ -103,6 +106,8 @@ impl SessionConfig {
     pub fn new(plan: &RunPlan) -> Result<Self, String> {
         let alpn: &[&[u8]] = if plan.http2.is_some() {
             &[b"h2"]
+        } else if plan.http3.is_some() {
+            &[b"h3"]
         } else {
             &[b"http/1.1"]
         };
@@ -113,8 +118,13 @@ impl SessionConfig {
             max_header_bytes: plan.max_header_bytes,
             keepalive: plan.keepalive,
             max_connects_per_s: plan.max_connects_per_s,
-            http2: match &plan.http2 {
-                Some(h2) => Some((RequestTemplate::http2(plan)?, h2.window)),
+            http2: match (&plan.http2, &plan.http3) {
+                (Some(h2), _) => Some((RequestTemplate::http2(plan)?, h2.window)),
+                (None, Some(_)) => Some((RequestTemplate::http2(plan)?, None)),
+                (None, None) => None,
+            },
+            http3: match plan.http3 {
+                Some(_) => Some(http3::H3Connector::new(plan)?),
                 None => None,
             },
             decode_max_bytes: plan.compressed.then_some(plan.max_body_bytes),
@@ -123,6 +133,24 @@ impl SessionConfig {
             stream: plan.stream,
         })
     }
+}
+
+impl SessionConfig {
+    /// A new connection slot's link, which its sessions (streams) share: HTTP/2 or HTTP/3;
+    /// `None` for HTTP/1.1 (a session holds its own connection).
+    pub fn link(&self) -> Option<Rc<Link>> {
+        match (&self.http3, &self.http2) {
+            (Some(_), _) => Some(Rc::new(Link::H3(http3::H3Link::default()))),
+            (None, Some(_)) => Some(Rc::new(Link::H2(http2::H2Link::default()))),
+            (None, None) => None,
+        }
+    }
+}
+
+/// The connection the sessions of one connection slot share.
+pub enum Link {
+    H2(http2::H2Link),
+    H3(http3::H3Link),
 }
 
 /// What one send carries: the run's one fixed request (`seq`: its sequence number, for a
@@ -167,8 +195,8 @@ pub struct Session {
     config: Rc<SessionConfig>,
     gate: Option<Rc<ConnectGate>>,
     conn: Option<Http1Conn>,
-    /// HTTP/2: the connection this session's streams share with its sibling sessions.
-    link: Option<Rc<http2::H2Link>>,
+    /// HTTP/2 and HTTP/3: the connection this session's streams share with its siblings.
+    link: Option<Rc<Link>>,
     /// The last response's `Server-Timing` values (kept for its capacity).
     timing: Vec<u8>,
     /// HTTP/2: the server's stream limit, when the last request opened the connection.
@@ -185,7 +213,7 @@ impl Session {
     pub fn new(
         config: Rc<SessionConfig>,
         gate: Option<Rc<ConnectGate>>,
-        link: Option<Rc<http2::H2Link>>,
+        link: Option<Rc<Link>>,
     ) -> Self {
         Session {
             gate,
@@ -231,8 +259,9 @@ impl Session {
         }
         let config = self.config.clone();
         let opening = async {
-            match (&self.link, &config.http2) {
-                (Some(link), Some((_, window))) => {
+            match (self.link.as_deref(), &config.http2, &config.http3) {
+                (Some(Link::H3(link)), _, Some(connector)) => link.open(connector, stamps).await,
+                (Some(Link::H2(link)), Some((_, window)), _) => {
                     link.open(&config.connector, *window, stamps).await
                 }
                 _ => {
@@ -368,7 +397,7 @@ impl Session {
     ) -> Result<http1::Response, EngineError> {
         let config = &*self.config;
         self.max_streams = None;
-        if let (Some(link), Some((fixed, window))) = (&self.link, &config.http2) {
+        if let (Some(link), Some((fixed, window))) = (self.link.as_deref(), &config.http2) {
             // A rendered request becomes a stream's request (a few allocations, as h2 needs).
             let rendered;
             let request = match send {
@@ -380,17 +409,34 @@ impl Session {
                     &rendered
                 }
             };
-            let r = http2::exchange(
-                link,
-                &config.connector,
-                *window,
-                request,
-                stamps,
-                &mut self.timing,
-                self.decoder.as_mut(),
-                &mut self.stream,
-            )
-            .await?;
+            let r = match (link, &config.http3) {
+                (Link::H3(link), Some(connector)) => {
+                    http3::exchange(
+                        link,
+                        connector,
+                        request,
+                        stamps,
+                        &mut self.timing,
+                        self.decoder.as_mut(),
+                        &mut self.stream,
+                    )
+                    .await?
+                }
+                (Link::H2(link), _) => {
+                    http2::exchange(
+                        link,
+                        &config.connector,
+                        *window,
+                        request,
+                        stamps,
+                        &mut self.timing,
+                        self.decoder.as_mut(),
+                        &mut self.stream,
+                    )
+                    .await?
+                }
+                (Link::H3(_), None) => unreachable!("an HTTP/3 link comes with its connector"),
+            };
             self.max_streams = r.max_streams;
             // A GOAWAY under this request counts as the server closing the connection.
             return Ok(http1::Response {

@@ -1154,6 +1154,7 @@ fn latency_of(h: &super::PhaseHists) -> Latency {
         // The stream phases only when recorded: new keys, for `--stream` runs.
         phases: Phase::CLIENT
             .iter()
+            .filter(|p| p.shown(!h.get(**p).is_empty()))
             .chain(Phase::STREAM.iter().filter(|&&p| !h.get(p).is_empty()))
             .map(|&p| (p.name().to_string(), Stats::of_phase(p, h.get(p))))
             .collect(),
@@ -1463,11 +1464,12 @@ fn config_of(plan: &RunPlan, end: &Ending) -> Config {
         cacert: plan.tls.cacert.as_ref().map(|p| p.display().to_string()),
         protocol: match (&plan.http2, plan.target.scheme) {
             _ if plan.framed.is_some() => "tcp".into(),
+            _ if plan.http3.is_some() => "h3".into(),
             (None, _) => "http/1.1".into(),
             (Some(_), crate::model::Scheme::Https) => "h2".into(),
             (Some(_), crate::model::Scheme::Http) => "h2c".into(),
         },
-        streams: plan.http2.map_or(1, |h| h.streams as u64),
+        streams: plan.streams() as u64,
         load_model: plan.load.name().into(),
         rate_rps: match &plan.load {
             LoadModel::Open {
