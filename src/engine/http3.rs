@@ -90,7 +90,14 @@ impl H3Connector {
             })?;
         let conn = tokio::select! {
             r = connecting => r.map_err(|e| of_connection(&e, true))?,
-            e = refused(self.addr) => return Err(socket_error(&e)),
+            e = refused(self.addr) => {
+                return Err(EngineError::io(
+                    ErrorKind::Connect,
+                    format!("QUIC connect to {} (ICMP port unreachable)", self.addr),
+                    &e,
+                )
+                .with_cause(Some(Cause::Refused)));
+            }
         };
         stamps.quic_end = Some(Instant::now());
         let (mut driver, sender) = h3::client::new(h3_quinn::Connection::new(conn.clone()))

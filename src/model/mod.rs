@@ -268,6 +268,11 @@ impl Timestamps {
 
     /// When writing the request began: after the connection (and TLS) was ready if this
     /// request opened it, else at dispatch.
+    /// This request opened a connection: a TCP connect or a QUIC handshake completed.
+    pub fn opened(&self) -> bool {
+        self.connect_end.is_some() || self.quic_end.is_some()
+    }
+
     fn write_start(&self) -> Instant {
         self.tls_end
             .or(self.connect_end)

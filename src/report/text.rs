@@ -269,11 +269,6 @@ fn cell(v: Option<f64>) -> String {
 fn phases(out: &mut String, r: &RunRecord) {
     let l = &r.summary.latency;
     let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "  {:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
-        "Phase", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max", "count"
-    );
     let open_loop = r.config.load_model == "open";
     let mut rows: Vec<(&str, &Stats)> = Vec::new();
     for name in Phase::CLIENT.map(Phase::name) {
@@ -286,6 +281,10 @@ fn phases(out: &mut String, r: &RunRecord) {
             continue;
         }
         if name == "tls" && stats.count == 0 && !r.config.url.starts_with("https") {
+            continue;
+        }
+        // HTTP/3 has no TCP connect and no TLS apart from the QUIC handshake.
+        if matches!(name, "connect" | "tls") && stats.count == 0 && r.config.protocol == "h3" {
             continue;
         }
         if name == "h2_handshake" && !r.config.protocol.starts_with("h2") {
@@ -308,6 +307,13 @@ fn phases(out: &mut String, r: &RunRecord) {
             rows.push((p.name(), stats));
         }
     }
+    // The name column fits the longest name (`quic_handshake`), 12 at least.
+    let w = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(0).max(12);
+    let _ = writeln!(
+        out,
+        "  {:<w$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
+        "Phase", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max", "count"
+    );
     for (name, s) in rows {
         // `events` is a count per response, held as microseconds: shown as numbers.
         let cell = |v: Option<f64>| match v {
@@ -316,7 +322,7 @@ fn phases(out: &mut String, r: &RunRecord) {
         };
         let _ = writeln!(
             out,
-            "  {:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
+            "  {:<w$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
             name,
             cell(s.min_us),
             cell(s.mean_us),

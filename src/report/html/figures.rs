@@ -91,7 +91,14 @@ pub(super) fn breakdown(r: &RunRecord) -> Option<Breakdown> {
     }
     let mut phases: Vec<(String, &Stats)> = Vec::new();
     let open = open_loop(r);
-    for name in ["queue", "connect", "tls", "h2_handshake", "write"] {
+    for name in [
+        "queue",
+        "connect",
+        "tls",
+        "quic_handshake",
+        "h2_handshake",
+        "write",
+    ] {
         match s.latency.phases.get(name) {
             Some(st) if name != "queue" || open => phases.push((name.to_string(), st)),
             _ => {}
@@ -193,6 +200,7 @@ pub(super) fn histograms(r: &RunRecord) -> Vec<String> {
         "queue",
         "connect",
         "tls",
+        "quic_handshake",
         "h2_handshake",
         "write",
         "wait",

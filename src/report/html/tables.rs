@@ -202,6 +202,7 @@ pub(super) fn phases(r: &RunRecord) -> Vec<PhaseRow> {
         "queue",
         "connect",
         "tls",
+        "quic_handshake",
         "h2_handshake",
         "write",
         "wait",
@@ -212,7 +213,8 @@ pub(super) fn phases(r: &RunRecord) -> Vec<PhaseRow> {
         };
         let skip = (name == "queue" && !open)
             || (name == "tls" && st.count == 0 && !r.config.url.starts_with("https"))
-            || (name == "h2_handshake" && !r.config.protocol.starts_with("h2"));
+            || (name == "h2_handshake" && !r.config.protocol.starts_with("h2"))
+            || (matches!(name, "connect" | "tls") && st.count == 0 && r.config.protocol == "h3");
         if !skip {
             rows.push((name, st));
         }
