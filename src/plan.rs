@@ -114,6 +114,17 @@ pub struct Http3Plan {
 }
 
 impl RunPlan {
+    /// The protocol's name in records: `http/1.1`, `h2`, `h2c`, `h3` or `tcp`.
+    pub fn protocol(&self) -> &'static str {
+        match (&self.http2, self.target.scheme) {
+            _ if self.framed.is_some() => "tcp",
+            _ if self.http3.is_some() => "h3",
+            (None, _) => "http/1.1",
+            (Some(_), crate::model::Scheme::Https) => "h2",
+            (Some(_), crate::model::Scheme::Http) => "h2c",
+        }
+    }
+
     /// Sessions (streams) sharing one connection: `--streams` over HTTP/2 or HTTP/3, else 1.
     pub fn streams(&self) -> usize {
         match (&self.http2, &self.http3) {

@@ -149,7 +149,10 @@ fn streamed_responses_over_http3() {
         .c(1)
         .url(s.url("/sse/5/5"))
         .json();
-    assert_counts(&j, &[("requests.ok", 10), ("latency.phases.events.count", 10)]);
+    assert_counts(
+        &j,
+        &[("requests.ok", 10), ("latency.phases.events.count", 10)],
+    );
     assert_eq!(num(&j, "latency.phases.events.min_us"), 5.0);
     assert_eq!(num(&j, "latency.phases.events.max_us"), 5.0);
 }
@@ -191,7 +194,9 @@ fn two_http3_records_merge_exactly() {
     assert_eq!(m.summary.requests.ok, 400);
     assert_eq!(
         m.summary.connections.opened,
-        seg.iter().map(|r| r.summary.connections.opened).sum::<u64>()
+        seg.iter()
+            .map(|r| r.summary.connections.opened)
+            .sum::<u64>()
     );
     for key in ["total", "wait", "quic_handshake"] {
         let mut sum = hist::new_hist();
@@ -249,9 +254,18 @@ fn an_untrusted_certificate_and_bad_flags_are_named() {
     assert!(stderr(&out).contains("is not trusted"), "{}", stderr(&out));
     // (flags, what the one line says)
     let rows: [(&[&str], &str); 3] = [
-        (&["--http3", "http://127.0.0.1:1/"], "--http3 needs an https:// URL"),
-        (&["--http3", "--http2", "https://127.0.0.1:1/"], "--http2 and --http3 conflict"),
-        (&["--http3", "--h2-window", "1M", "https://127.0.0.1:1/"], "--h2-window applies to HTTP/2"),
+        (
+            &["--http3", "http://127.0.0.1:1/"],
+            "--http3 needs an https:// URL",
+        ),
+        (
+            &["--http3", "--http2", "https://127.0.0.1:1/"],
+            "--http2 and --http3 conflict",
+        ),
+        (
+            &["--http3", "--h2-window", "1M", "https://127.0.0.1:1/"],
+            "--h2-window applies to HTTP/2",
+        ),
     ];
     for (flags, says) in rows {
         let out = Run::new().n(1).args(flags).exits(2);
@@ -352,8 +366,8 @@ fn aioquic_over_http3() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
-        .unwrap();
+    let cert =
+        rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
     let (cert_pem, key_pem) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
     std::fs::write(&cert_pem, cert.cert.pem()).unwrap();
     std::fs::write(&key_pem, cert.key_pair.serialize_pem()).unwrap();

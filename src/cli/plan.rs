@@ -16,6 +16,26 @@ use std::time::Duration;
 #[error("{0}")]
 pub struct PlanError(pub String);
 
+/// `--http2`, `--streams` and `--h2-window` (`--streams` goes to HTTP/3 with `--http3`).
+fn http2_plan(args: &RunArgs, http3: bool) -> Result<Option<Http2Plan>, PlanError> {
+    match (args.http2, args.streams, args.h2_window) {
+        (false, _, None) if http3 => Ok(None),
+        (false, None, None) => Ok(None),
+        (false, _, None) => {
+            err("--streams applies to HTTP/2 and HTTP/3: give --http2 or --http3 too")
+        }
+        (false, _, _) => err("--h2-window applies to HTTP/2: give --http2 too"),
+        (true, Some(0), _) => err("--streams must be at least 1"),
+        (true, _, Some(w)) if !(65_535..=2_147_483_647).contains(&w) => {
+            err("--h2-window must be from 65535 to 2147483647 bytes (e.g. 1M)")
+        }
+        (true, streams, window) => Ok(Some(Http2Plan {
+            streams: streams.unwrap_or(1) as usize,
+            window: window.map(|w| w as u32),
+        })),
+    }
+}
+
 /// `--http3`: an https:// URL, not with `--http2` or `--h2-window`; `--streams` per connection.
 fn http3_plan(args: &RunArgs, target: &Target) -> Result<Option<Http3Plan>, PlanError> {
     if !args.http3 {
@@ -25,7 +45,9 @@ fn http3_plan(args: &RunArgs, target: &Target) -> Result<Option<Http3Plan>, Plan
         return err("--http2 and --http3 conflict: give one of them");
     }
     if args.h2_window.is_some() {
-        return err("--h2-window applies to HTTP/2, not to --http3 (QUIC has its own flow control)");
+        return err(
+            "--h2-window applies to HTTP/2, not to --http3 (QUIC has its own flow control)",
+        );
     }
     if target.scheme != crate::model::Scheme::Https {
         return err(format!(
@@ -226,19 +248,7 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         other => other,
     };
     let http3 = http3_plan(args, &target)?;
-    let http2 = match (args.http2, args.streams, args.h2_window) {
-        (false, _, None) if http3.is_some() => None,
-        (false, None, None) => None,
-        (false, _, _) => return err("--streams and --h2-window apply to HTTP/2: give --http2 too"),
-        (true, Some(0), _) => return err("--streams must be at least 1"),
-        (true, _, Some(w)) if !(65_535..=2_147_483_647).contains(&w) => {
-            return err("--h2-window must be from 65535 to 2147483647 bytes (e.g. 1M)")
-        }
-        (true, streams, window) => Some(Http2Plan {
-            streams: streams.unwrap_or(1) as usize,
-            window: window.map(|w| w as u32),
-        }),
-    };
+    let http2 = http2_plan(args, http3.is_some())?;
     if args.max_body == 0 {
         return err("--max-body must be at least 1 byte (e.g. 64M)");
     }

@@ -310,7 +310,10 @@ async fn stream(
     for v in response.headers().get_all("server-timing") {
         append(timing, v.as_bytes());
     }
-    let codings = match (&decoder, response.headers().get(http::header::CONTENT_ENCODING)) {
+    let codings = match (
+        &decoder,
+        response.headers().get(http::header::CONTENT_ENCODING),
+    ) {
         (Some(_), Some(v)) => Codings::parse(v.as_bytes()).map_err(StreamError::Decode)?,
         _ => None,
     };
@@ -449,7 +452,10 @@ fn of_h3_connection(e: &h3::error::ConnectionError) -> EngineError {
     use h3::error::ConnectionError as C;
     use h3::quic::ConnectionErrorIncoming as I;
     match e {
-        C::Remote { 0: I::Undefined(inner), .. } => match inner.downcast_ref::<quinn::ConnectionError>() {
+        C::Remote {
+            0: I::Undefined(inner),
+            ..
+        } => match inner.downcast_ref::<quinn::ConnectionError>() {
             Some(q) => of_connection(q, false),
             None => EngineError::new(ErrorKind::Read, format!("QUIC: {inner}")),
         },
@@ -556,27 +562,58 @@ mod tests {
         use quinn::ConnectionError as C;
         // (error, ended the handshake, kind, cause)
         let rows = [
-            (C::VersionMismatch, true, ErrorKind::Protocol, Some(Cause::QuicVersion)),
+            (
+                C::VersionMismatch,
+                true,
+                ErrorKind::Protocol,
+                Some(Cause::QuicVersion),
+            ),
             (C::TimedOut, true, ErrorKind::Timeout, None), // handshake timeout
             (C::TimedOut, false, ErrorKind::Timeout, None), // idle timeout
-            (C::Reset, false, ErrorKind::Closed, None),     // stateless reset
+            (C::Reset, false, ErrorKind::Closed, None),    // stateless reset
             (C::LocallyClosed, false, ErrorKind::Closed, None),
         ];
         for (e, handshake, kind, cause) in rows {
             let got = of_connection(&e, handshake);
             assert_eq!((got.kind, got.cause), (kind, cause), "{e}");
         }
-        assert!(of_connection(&C::TimedOut, true).detail.contains("handshake"));
-        assert!(of_connection(&C::TimedOut, false).detail.contains("idle timeout"));
-        assert!(of_connection(&C::Reset, false).detail.contains("stateless reset"));
+        assert!(of_connection(&C::TimedOut, true)
+            .detail
+            .contains("handshake"));
+        assert!(of_connection(&C::TimedOut, false)
+            .detail
+            .contains("idle timeout"));
+        assert!(of_connection(&C::Reset, false)
+            .detail
+            .contains("stateless reset"));
         // (code, reason, kind, cause): TLS alerts inside the handshake, and other codes.
         let alert = |a: u8| 0x100 + u64::from(a);
         let rows = [
-            (alert(48), "invalid peer certificate: UnknownIssuer", ErrorKind::Tls, Some(Cause::CertUntrusted)),
-            (alert(42), "invalid peer certificate: NotValidForName", ErrorKind::Tls, Some(Cause::CertName)),
-            (alert(45), "invalid peer certificate: Expired", ErrorKind::Tls, Some(Cause::CertInvalid)),
+            (
+                alert(48),
+                "invalid peer certificate: UnknownIssuer",
+                ErrorKind::Tls,
+                Some(Cause::CertUntrusted),
+            ),
+            (
+                alert(42),
+                "invalid peer certificate: NotValidForName",
+                ErrorKind::Tls,
+                Some(Cause::CertName),
+            ),
+            (
+                alert(45),
+                "invalid peer certificate: Expired",
+                ErrorKind::Tls,
+                Some(Cause::CertInvalid),
+            ),
             (alert(120), "", ErrorKind::Tls, Some(Cause::Alpn)), // no_application_protocol
-            (alert(40), "handshake failure", ErrorKind::Tls, Some(Cause::TlsHandshake)),
+            (
+                alert(40),
+                "handshake failure",
+                ErrorKind::Tls,
+                Some(Cause::TlsHandshake),
+            ),
             (0xa, "protocol violation", ErrorKind::Protocol, None), // PROTOCOL_VIOLATION
         ];
         for (code, reason, kind, cause) in rows {

@@ -1462,13 +1462,7 @@ fn config_of(plan: &RunPlan, end: &Ending) -> Config {
         interval_s: plan.interval.as_secs_f64(),
         insecure: plan.tls.insecure,
         cacert: plan.tls.cacert.as_ref().map(|p| p.display().to_string()),
-        protocol: match (&plan.http2, plan.target.scheme) {
-            _ if plan.framed.is_some() => "tcp".into(),
-            _ if plan.http3.is_some() => "h3".into(),
-            (None, _) => "http/1.1".into(),
-            (Some(_), crate::model::Scheme::Https) => "h2".into(),
-            (Some(_), crate::model::Scheme::Http) => "h2c".into(),
-        },
+        protocol: plan.protocol().into(),
         streams: plan.streams() as u64,
         load_model: plan.load.name().into(),
         rate_rps: match &plan.load {

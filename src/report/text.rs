@@ -275,26 +275,9 @@ fn phases(out: &mut String, r: &RunRecord) {
         let Some(stats) = l.phases.get(name) else {
             continue;
         };
-        // A closed loop has no queue (a request is intended when its connection is free),
-        // and plain HTTP has no TLS: rows that can only be empty are left out.
-        if name == "queue" && !open_loop {
-            continue;
+        if super::phase_row(r, name, stats) {
+            rows.push((name, stats));
         }
-        if name == "tls" && stats.count == 0 && !r.config.url.starts_with("https") {
-            continue;
-        }
-        // HTTP/3 has no TCP connect and no TLS apart from the QUIC handshake.
-        if matches!(name, "connect" | "tls") && stats.count == 0 && r.config.protocol == "h3" {
-            continue;
-        }
-        if name == "h2_handshake" && !r.config.protocol.starts_with("h2") {
-            continue;
-        }
-        // Bodies are decoded only with --compressed.
-        if name == "decode" && stats.count == 0 {
-            continue;
-        }
-        rows.push((name, stats));
     }
     rows.push(("total", &l.total));
     if open_loop {

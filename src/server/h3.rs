@@ -29,10 +29,8 @@ pub(super) fn prepare(
     tls: &rustls::ServerConfig,
     idle: Duration,
 ) -> Result<Prepared, ServerError> {
-    let socket = std::net::UdpSocket::bind(addr).map_err(|error| ServerError::Bind {
-        addr,
-        error,
-    })?;
+    let socket =
+        std::net::UdpSocket::bind(addr).map_err(|error| ServerError::Bind { addr, error })?;
     let mut tls = tls.clone();
     tls.alpn_protocols = vec![b"h3".to_vec()];
     let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(Arc::new(tls))
@@ -49,11 +47,7 @@ pub(super) fn prepare(
 
 /// Serves HTTP/3 until `stop` changes, then closes the connections (bounded by
 /// [`SHUTDOWN_GRACE`]). Runs inside the server's runtime.
-pub(super) async fn serve(
-    p: Prepared,
-    kv: Arc<Kv>,
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) {
+pub(super) async fn serve(p: Prepared, kv: Arc<Kv>, mut stop: tokio::sync::watch::Receiver<bool>) {
     let endpoint = match quinn::Endpoint::new(
         quinn::EndpointConfig::default(),
         Some(p.config),

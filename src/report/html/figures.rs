@@ -83,6 +83,16 @@ pub(super) fn spectrum(r: &RunRecord) -> (Option<String>, String) {
 /// The stacked bars and the breakdown table, when responses were recorded: client phases up
 /// to the request written, the server's metrics (its parts, or its total when it lists no
 /// parts), the network and client overhead (wait − server total) or the wait, then read.
+/// The client phases before the wait, in order.
+const BEFORE_THE_WAIT: [&str; 6] = [
+    "queue",
+    "connect",
+    "tls",
+    "quic_handshake",
+    "h2_handshake",
+    "write",
+];
+
 pub(super) fn breakdown(r: &RunRecord) -> Option<Breakdown> {
     let s = &r.summary;
     let total = &s.latency.total;
@@ -91,14 +101,7 @@ pub(super) fn breakdown(r: &RunRecord) -> Option<Breakdown> {
     }
     let mut phases: Vec<(String, &Stats)> = Vec::new();
     let open = open_loop(r);
-    for name in [
-        "queue",
-        "connect",
-        "tls",
-        "quic_handshake",
-        "h2_handshake",
-        "write",
-    ] {
+    for name in BEFORE_THE_WAIT {
         match s.latency.phases.get(name) {
             Some(st) if name != "queue" || open => phases.push((name.to_string(), st)),
             _ => {}

@@ -192,8 +192,7 @@ pub(super) fn knee_groups(k: &crate::analysis::knee::KneeResult) -> Vec<(&'stati
     .collect()
 }
 
-/// The rows of the phase table, with the text report's rules: no queue in a closed loop, no
-/// TLS on plain HTTP, no h2_handshake on HTTP/1.1.
+/// The rows of the phase table, with the text report's rules ([`crate::report::phase_row`]).
 pub(super) fn phases(r: &RunRecord) -> Vec<PhaseRow> {
     let l = &r.summary.latency;
     let open = open_loop(r);
@@ -211,11 +210,7 @@ pub(super) fn phases(r: &RunRecord) -> Vec<PhaseRow> {
         let Some(st) = l.phases.get(name) else {
             continue;
         };
-        let skip = (name == "queue" && !open)
-            || (name == "tls" && st.count == 0 && !r.config.url.starts_with("https"))
-            || (name == "h2_handshake" && !r.config.protocol.starts_with("h2"))
-            || (matches!(name, "connect" | "tls") && st.count == 0 && r.config.protocol == "h3");
-        if !skip {
+        if crate::report::phase_row(r, name, st) {
             rows.push((name, st));
         }
     }
