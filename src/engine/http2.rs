@@ -419,29 +419,42 @@ pub struct H2Response {
     pub max_streams: Option<usize>,
 }
 
-/// Sends one request on a stream of `link`; `timing` receives the `Server-Timing` values of
-/// the response's headers and trailers. A stream the server refused unprocessed is sent once
-/// more on a new connection. With a `decoder` (`--compressed`), an encoded body is kept and
-/// decoded. A streamed response's events go to `tracker` (one DATA frame is one unit).
-#[allow(clippy::too_many_arguments)]
+/// One request to send on a stream (HTTP/2 or HTTP/3) and where its response goes: `timing`
+/// receives the `Server-Timing` values of the response's headers and trailers; with a
+/// `decoder` (`--compressed`), an encoded body is kept and decoded; a streamed response's
+/// events go to `tracker` (one DATA frame is one unit).
+pub struct Exchange<'a> {
+    pub request: &'a H2Request,
+    pub stamps: &'a mut Timestamps,
+    pub timing: &'a mut Vec<u8>,
+    pub decoder: Option<&'a mut BodyDecoder>,
+    pub tracker: &'a mut StreamTracker,
+}
+
+impl Exchange<'_> {
+    /// What one attempt at the exchange uses (the `Server-Timing` values cleared).
+    pub(super) fn attempt(&mut self) -> (&H2Request, &mut Timestamps, &mut Vec<u8>, Body<'_>) {
+        self.timing.clear();
+        let body = Body {
+            decoder: self.decoder.as_deref_mut(),
+            tracker: &mut *self.tracker,
+        };
+        (self.request, &mut *self.stamps, &mut *self.timing, body)
+    }
+}
+
+/// Sends one request on a stream of `link`. A stream the server refused unprocessed is sent
+/// once more on a new connection.
 pub async fn exchange(
     link: &H2Link,
     connector: &Connector,
     window: Option<u32>,
-    request: &H2Request,
-    stamps: &mut Timestamps,
-    timing: &mut Vec<u8>,
-    mut decoder: Option<&mut BodyDecoder>,
-    tracker: &mut StreamTracker,
+    mut x: Exchange<'_>,
 ) -> Result<H2Response, EngineError> {
     let mut server_closed = false;
     loop {
-        timing.clear();
+        let (request, stamps, timing, body) = x.attempt();
         let sr = link.sender(connector, window, stamps).await?;
-        let body = Body {
-            decoder: decoder.as_deref_mut(),
-            tracker: &mut *tracker,
-        };
         match stream(sr, request, stamps, timing, body).await {
             Ok((status, mut traffic)) => {
                 let share = link.take_wire();
@@ -490,7 +503,7 @@ impl From<h2::Error> for StreamError {
 }
 
 /// The decoded size of a header field as h2load counts it: name and value lengths.
-pub(super) fn field_bytes(headers: &http::HeaderMap) -> u64 {
+fn field_bytes(headers: &http::HeaderMap) -> u64 {
     headers
         .iter()
         .map(|(n, v)| (n.as_str().len() + v.len()) as u64)
@@ -504,12 +517,103 @@ pub(super) struct Body<'a> {
     pub(super) tracker: &'a mut StreamTracker,
 }
 
+/// A response being received on a stream (HTTP/2 or HTTP/3): its `Server-Timing` values and
+/// decoded header bytes, its body counted, kept for `--compressed`'s decoder and tracked for
+/// events.
+pub(super) struct Reception<'a> {
+    timing: &'a mut Vec<u8>,
+    header_decoded: u64,
+    body_bytes: u64,
+    codings: Option<Codings>,
+    keeper: Option<&'a mut BodyDecoder>,
+    tracker: Option<&'a mut StreamTracker>,
+}
+
+impl<'a> Reception<'a> {
+    /// A response whose head (`headers`, after `:status`) arrived.
+    pub(super) fn begin(
+        headers: &http::HeaderMap,
+        timing: &'a mut Vec<u8>,
+        Body { decoder, tracker }: Body<'a>,
+    ) -> Result<Self, String> {
+        for v in headers.get_all("server-timing") {
+            append(timing, v.as_bytes());
+        }
+        let codings = match (&decoder, headers.get(http::header::CONTENT_ENCODING)) {
+            (Some(_), Some(v)) => Codings::parse(v.as_bytes())?,
+            _ => None,
+        };
+        let event_stream = headers
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|v| super::stream::is_event_stream(v.as_bytes()));
+        let tracker = tracker.begin(event_stream).then_some(tracker);
+        let keeper = match (codings, decoder) {
+            (Some(_), Some(d)) => {
+                d.clear();
+                Some(d)
+            }
+            _ => None,
+        };
+        Ok(Reception {
+            timing,
+            // `:status` and its three digits, then the other fields.
+            header_decoded: 10 + field_bytes(headers),
+            body_bytes: 0,
+            codings,
+            keeper,
+            tracker,
+        })
+    }
+
+    /// A piece of the body.
+    pub(super) fn data(&mut self, chunk: &[u8]) -> Result<(), String> {
+        self.body_bytes += chunk.len() as u64;
+        if let Some(d) = self.keeper.as_deref_mut() {
+            d.keep(chunk)?;
+        }
+        super::stream::track(&mut self.tracker, chunk);
+        Ok(())
+    }
+
+    /// The body ended (before any trailers).
+    pub(super) fn body_end(&mut self) {
+        if let Some(t) = self.tracker.as_deref_mut() {
+            t.finish();
+        }
+    }
+
+    /// The trailers.
+    pub(super) fn trailers(&mut self, trailers: &http::HeaderMap) {
+        self.header_decoded += field_bytes(trailers);
+        for v in trailers.get_all("server-timing") {
+            append(self.timing, v.as_bytes());
+        }
+    }
+
+    /// The response is complete: stamps `done` (and `decoded`, decoding a kept body); its
+    /// traffic, `header` (the bytes on the wire) left to the caller.
+    pub(super) fn finish(self, stamps: &mut Timestamps) -> Result<Traffic, String> {
+        stamps.done = Some(Instant::now());
+        let mut traffic = Traffic {
+            header: 0,
+            header_decoded: self.header_decoded,
+            body: self.body_bytes,
+            body_decoded: self.body_bytes,
+        };
+        if let (Some(d), Some(c)) = (self.keeper, &self.codings) {
+            traffic.body_decoded = d.decode(c)?;
+            stamps.decoded = Some(Instant::now());
+        }
+        Ok(traffic)
+    }
+}
+
 async fn stream(
     sr: SendRequest<Bytes>,
     request: &H2Request,
     stamps: &mut Timestamps,
     timing: &mut Vec<u8>,
-    Body { decoder, tracker }: Body<'_>,
+    body: Body<'_>,
 ) -> Result<(u16, Traffic), StreamError> {
     let mut sr = sr.ready().await?;
     let has_body = !request.body.is_empty();
@@ -521,63 +625,23 @@ async fn stream(
     let response = response.await?;
     stamps.first_byte = Some(Instant::now());
     let status = response.status().as_u16();
-    // `:status` and its three digits, then the other fields.
-    let mut header_decoded = 10 + field_bytes(response.headers());
-    for v in response.headers().get_all("server-timing") {
-        append(timing, v.as_bytes());
-    }
-    let codings = match (
-        &decoder,
-        response.headers().get(http::header::CONTENT_ENCODING),
-    ) {
-        (Some(_), Some(v)) => Codings::parse(v.as_bytes()).map_err(StreamError::Decode)?,
-        _ => None,
-    };
-    let event_stream = response
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .is_some_and(|v| super::stream::is_event_stream(v.as_bytes()));
-    let mut tracker = tracker.begin(event_stream).then_some(tracker);
-    let mut keeper = match (codings, decoder) {
-        (Some(_), Some(d)) => {
-            d.clear();
-            Some(d)
-        }
-        _ => None,
-    };
-    let mut body_bytes = 0u64;
+    let mut reception =
+        Reception::begin(response.headers(), timing, body).map_err(StreamError::Decode)?;
     let mut body = response.into_body();
     while let Some(chunk) = body.data().await {
         let chunk = chunk?;
-        body_bytes += chunk.len() as u64;
         let _ = body.flow_control().release_capacity(chunk.len());
-        if let Some(d) = keeper.as_deref_mut() {
-            d.keep(&chunk).map_err(StreamError::Decode)?;
-        }
-        super::stream::track(&mut tracker, &chunk);
+        reception.data(&chunk).map_err(StreamError::Decode)?;
     }
-    tracker.map(StreamTracker::finish);
+    reception.body_end();
     if let Ok(Some(trailers)) = body.trailers().await {
-        header_decoded += field_bytes(&trailers);
-        for v in trailers.get_all("server-timing") {
-            append(timing, v.as_bytes());
-        }
+        reception.trailers(&trailers);
     }
-    stamps.done = Some(Instant::now());
-    let mut traffic = Traffic {
-        header: 0,
-        header_decoded,
-        body: body_bytes,
-        body_decoded: body_bytes,
-    };
-    if let (Some(d), Some(c)) = (keeper, &codings) {
-        traffic.body_decoded = d.decode(c).map_err(StreamError::Decode)?;
-        stamps.decoded = Some(Instant::now());
-    }
+    let traffic = reception.finish(stamps).map_err(StreamError::Decode)?;
     Ok((status, traffic))
 }
 
-pub(super) fn append(timing: &mut Vec<u8>, value: &[u8]) {
+fn append(timing: &mut Vec<u8>, value: &[u8]) {
     if !timing.is_empty() {
         timing.extend_from_slice(b", ");
     }

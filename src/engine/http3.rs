@@ -16,9 +16,7 @@
 //! refused) instead of waiting out the handshake.
 
 use super::cause::Cause;
-use super::decode::{BodyDecoder, Codings};
-use super::http2::{append, field_bytes, H2Request, H2Response};
-use super::stream::StreamTracker;
+use super::http2::{Body, Exchange, H2Request, H2Response, Reception};
 use super::EngineError;
 use crate::model::{ErrorKind, Timestamps, Traffic};
 use crate::plan::RunPlan;
@@ -246,21 +244,12 @@ impl From<h3::error::StreamError> for StreamError {
 pub async fn exchange(
     link: &H3Link,
     connector: &H3Connector,
-    request: &H2Request,
-    stamps: &mut Timestamps,
-    timing: &mut Vec<u8>,
-    decoder: Option<&mut BodyDecoder>,
-    tracker: &mut StreamTracker,
+    mut x: Exchange<'_>,
 ) -> Result<H2Response, EngineError> {
     let mut server_closed = false;
-    let mut decoder = decoder;
     loop {
-        timing.clear();
+        let (request, stamps, timing, body) = x.attempt();
         let sender = link.sender(connector, stamps).await?;
-        let body = super::http2::Body {
-            decoder: decoder.as_deref_mut(),
-            tracker: &mut *tracker,
-        };
         match stream(sender, request, stamps, timing, body).await {
             Ok((status, traffic)) => {
                 let (read, written) = link.take_wire();
@@ -294,7 +283,7 @@ async fn stream(
     request: &H2Request,
     stamps: &mut Timestamps,
     timing: &mut Vec<u8>,
-    super::http2::Body { decoder, tracker }: super::http2::Body<'_>,
+    body: Body<'_>,
 ) -> Result<(u16, Traffic), StreamError> {
     let mut stream = sender.send_request(request.build()).await?;
     if !request.body.is_empty() {
@@ -305,63 +294,23 @@ async fn stream(
     let response = stream.recv_response().await?;
     stamps.first_byte = Some(Instant::now());
     let status = response.status().as_u16();
-    // `:status` and its three digits, then the other fields.
-    let mut header_decoded = 10 + field_bytes(response.headers());
-    for v in response.headers().get_all("server-timing") {
-        append(timing, v.as_bytes());
-    }
-    let codings = match (
-        &decoder,
-        response.headers().get(http::header::CONTENT_ENCODING),
-    ) {
-        (Some(_), Some(v)) => Codings::parse(v.as_bytes()).map_err(StreamError::Decode)?,
-        _ => None,
-    };
-    let event_stream = response
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .is_some_and(|v| super::stream::is_event_stream(v.as_bytes()));
-    let mut tracker = tracker.begin(event_stream).then_some(tracker);
-    let mut keeper = match (codings, decoder) {
-        (Some(_), Some(d)) => {
-            d.clear();
-            Some(d)
-        }
-        _ => None,
-    };
-    let mut body_bytes = 0u64;
+    let mut reception =
+        Reception::begin(response.headers(), timing, body).map_err(StreamError::Decode)?;
     while let Some(mut data) = stream.recv_data().await? {
         while data.has_remaining() {
-            let chunk = data.chunk();
-            let n = chunk.len();
-            body_bytes += n as u64;
-            if let Some(d) = keeper.as_deref_mut() {
-                d.keep(chunk).map_err(StreamError::Decode)?;
-            }
-            super::stream::track(&mut tracker, chunk);
+            let n = data.chunk().len();
+            reception.data(data.chunk()).map_err(StreamError::Decode)?;
             data.advance(n);
         }
     }
-    tracker.map(StreamTracker::finish);
+    reception.body_end();
     if let Ok(Some(trailers)) = stream.recv_trailers().await {
-        header_decoded += field_bytes(&trailers);
-        for v in trailers.get_all("server-timing") {
-            append(timing, v.as_bytes());
-        }
+        reception.trailers(&trailers);
     }
-    stamps.done = Some(Instant::now());
+    let mut traffic = reception.finish(stamps).map_err(StreamError::Decode)?;
     // QPACK's compressed size is not visible through h3: the header bytes are the decoded
     // ones, claiming no savings.
-    let mut traffic = Traffic {
-        header: header_decoded,
-        header_decoded,
-        body: body_bytes,
-        body_decoded: body_bytes,
-    };
-    if let (Some(d), Some(c)) = (keeper, &codings) {
-        traffic.body_decoded = d.decode(c).map_err(StreamError::Decode)?;
-        stamps.decoded = Some(Instant::now());
-    }
+    traffic.header = traffic.header_decoded;
     Ok((status, traffic))
 }
 

@@ -409,32 +409,16 @@ impl Session {
                     &rendered
                 }
             };
+            let x = http2::Exchange {
+                request,
+                stamps,
+                timing: &mut self.timing,
+                decoder: self.decoder.as_mut(),
+                tracker: &mut self.stream,
+            };
             let r = match (link, &config.http3) {
-                (Link::H3(link), Some(connector)) => {
-                    http3::exchange(
-                        link,
-                        connector,
-                        request,
-                        stamps,
-                        &mut self.timing,
-                        self.decoder.as_mut(),
-                        &mut self.stream,
-                    )
-                    .await?
-                }
-                (Link::H2(link), _) => {
-                    http2::exchange(
-                        link,
-                        &config.connector,
-                        *window,
-                        request,
-                        stamps,
-                        &mut self.timing,
-                        self.decoder.as_mut(),
-                        &mut self.stream,
-                    )
-                    .await?
-                }
+                (Link::H3(link), Some(connector)) => http3::exchange(link, connector, x).await?,
+                (Link::H2(link), _) => http2::exchange(link, &config.connector, *window, x).await?,
                 (Link::H3(_), None) => unreachable!("an HTTP/3 link comes with its connector"),
             };
             self.max_streams = r.max_streams;

@@ -83,16 +83,6 @@ pub(super) fn spectrum(r: &RunRecord) -> (Option<String>, String) {
 /// The stacked bars and the breakdown table, when responses were recorded: client phases up
 /// to the request written, the server's metrics (its parts, or its total when it lists no
 /// parts), the network and client overhead (wait − server total) or the wait, then read.
-/// The client phases before the wait, in order.
-const BEFORE_THE_WAIT: [&str; 6] = [
-    "queue",
-    "connect",
-    "tls",
-    "quic_handshake",
-    "h2_handshake",
-    "write",
-];
-
 pub(super) fn breakdown(r: &RunRecord) -> Option<Breakdown> {
     let s = &r.summary;
     let total = &s.latency.total;
@@ -101,7 +91,8 @@ pub(super) fn breakdown(r: &RunRecord) -> Option<Breakdown> {
     }
     let mut phases: Vec<(String, &Stats)> = Vec::new();
     let open = open_loop(r);
-    for name in BEFORE_THE_WAIT {
+    // The client phases before the wait.
+    for &name in &super::tables::CLIENT_PHASES[..6] {
         match s.latency.phases.get(name) {
             Some(st) if name != "queue" || open => phases.push((name.to_string(), st)),
             _ => {}
@@ -199,25 +190,19 @@ pub(super) fn breakdown(r: &RunRecord) -> Option<Breakdown> {
 /// One log2 histogram per phase and server metric that recorded something.
 pub(super) fn histograms(r: &RunRecord) -> Vec<String> {
     let open = open_loop(r);
-    let mut names: Vec<(String, String)> = [
-        "queue",
-        "connect",
-        "tls",
-        "quic_handshake",
-        "h2_handshake",
-        "write",
-        "wait",
-        "read",
+    let others = [
         "total",
         "uncorrected",
         "schedule_lag",
         "first_event",
         "event_gap",
-    ]
-    .iter()
-    .filter(|n| open || !matches!(**n, "queue" | "uncorrected" | "schedule_lag"))
-    .map(|n| (n.to_string(), n.replace('_', " ")))
-    .collect();
+    ];
+    let mut names: Vec<(String, String)> = super::tables::CLIENT_PHASES
+        .iter()
+        .chain(&others)
+        .filter(|n| open || !matches!(**n, "queue" | "uncorrected" | "schedule_lag"))
+        .map(|n| (n.to_string(), n.replace('_', " ")))
+        .collect();
     for m in &r.summary.server_timing_order {
         names.push((format!("server_timing.{m}"), format!("server {m}")));
     }

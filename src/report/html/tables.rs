@@ -193,20 +193,23 @@ pub(super) fn knee_groups(k: &crate::analysis::knee::KneeResult) -> Vec<(&'stati
 }
 
 /// The rows of the phase table, with the text report's rules ([`crate::report::phase_row`]).
+/// The client phases of the tables and figures, in the order of a request's life.
+pub(super) const CLIENT_PHASES: [&str; 8] = [
+    "queue",
+    "connect",
+    "tls",
+    "quic_handshake",
+    "h2_handshake",
+    "write",
+    "wait",
+    "read",
+];
+
 pub(super) fn phases(r: &RunRecord) -> Vec<PhaseRow> {
     let l = &r.summary.latency;
     let open = open_loop(r);
     let mut rows: Vec<(&str, &Stats)> = Vec::new();
-    for name in [
-        "queue",
-        "connect",
-        "tls",
-        "quic_handshake",
-        "h2_handshake",
-        "write",
-        "wait",
-        "read",
-    ] {
+    for name in CLIENT_PHASES {
         let Some(st) = l.phases.get(name) else {
             continue;
         };
