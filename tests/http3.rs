@@ -204,7 +204,7 @@ fn two_http3_records_merge_exactly() {
             sum.add(r.histogram(key).unwrap()).unwrap();
         }
         let got = m.histogram(key).unwrap();
-        assert!(got.len() > 0, "{key}");
+        assert!(!got.is_empty(), "{key}");
         assert_eq!(got.len(), sum.len(), "{key}");
         for q in [0.5, 0.9, 0.99, 1.0] {
             assert_eq!(got.value_at_quantile(q), sum.value_at_quantile(q), "{key}");
