@@ -106,6 +106,29 @@ fn embedded_target_closed_loop_wait_is_the_delay() {
 }
 
 #[test]
+fn the_default_demo_runs_over_http3() {
+    if !udp_loopback() {
+        return;
+    }
+    // No URL: the embedded target in-process, serving HTTP/3 with a certificate it trusts.
+    let j = Run::new().arg("--http3").n(50).c(1).t(1).json();
+    assert_counts(
+        &j,
+        &[
+            ("requests.ok", 50),
+            ("connections.opened", 1),
+            ("latency.phases.quic_handshake.count", 1),
+        ],
+    );
+    let out = Run::cmd("serve").args(["--faults", "--http3"]).exits(2);
+    assert!(
+        stderr(&out).contains("drop --tls, --http3"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn embedded_target_open_loop_with_streams() {
     if !udp_loopback() {
         return;

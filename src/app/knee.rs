@@ -69,7 +69,7 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
     if args.step < Duration::from_millis(200) {
         return usage_error("--step must be at least 200ms (e.g. 20s)");
     }
-    let (embedded, url) = match target(run.url.as_deref(), "/", &run.kv) {
+    let (embedded, url) = match target(run.url.as_deref(), "/", &run.kv, false) {
         Ok(t) => t,
         Err(e) => return e.report(),
     };

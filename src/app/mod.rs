@@ -132,9 +132,9 @@ pub(crate) fn now_rfc3339() -> String {
 
 /// `reqlife serve --faults`: the fault target until SIGINT or SIGTERM.
 fn serve_faults(args: &ServeArgs) -> i32 {
-    if args.tls || args.cert.is_some() || args.kv.kv_preload > 0 {
+    if args.tls || args.http3 || args.cert.is_some() || args.kv.kv_preload > 0 {
         return usage_error(
-            "--faults serves plain HTTP without a store: drop --tls, --cert and --kv-preload",
+            "--faults serves plain HTTP without a store: drop --tls, --http3, --cert and --kv-preload",
         );
     }
     let faults = match server::faults::spawn(args.addr) {
