@@ -91,8 +91,7 @@ pub(super) fn breakdown(r: &RunRecord) -> Option<Breakdown> {
     }
     let mut phases: Vec<(String, &Stats)> = Vec::new();
     let open = open_loop(r);
-    // The client phases before the wait.
-    for &name in &super::tables::CLIENT_PHASES[..6] {
+    for &name in super::tables::BEFORE_THE_WAIT {
         match s.latency.phases.get(name) {
             Some(st) if name != "queue" || open => phases.push((name.to_string(), st)),
             _ => {}

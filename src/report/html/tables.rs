@@ -205,6 +205,9 @@ pub(super) const CLIENT_PHASES: [&str; 8] = [
     "read",
 ];
 
+/// The client phases before the wait (up to `write`).
+pub(super) const BEFORE_THE_WAIT: &[&str] = CLIENT_PHASES.split_at(6).0;
+
 pub(super) fn phases(r: &RunRecord) -> Vec<PhaseRow> {
     let l = &r.summary.latency;
     let open = open_loop(r);
