@@ -120,6 +120,21 @@ fn the_default_demo_runs_over_http3() {
             ("latency.phases.quic_handshake.count", 1),
         ],
     );
+    // --no-keepalive: a QUIC handshake for every request.
+    let j = Run::new()
+        .args(["--http3", "--no-keepalive"])
+        .n(20)
+        .c(1)
+        .t(1)
+        .json();
+    assert_counts(
+        &j,
+        &[
+            ("requests.ok", 20),
+            ("connections.opened", 20),
+            ("latency.phases.quic_handshake.count", 20),
+        ],
+    );
     let out = Run::cmd("serve").args(["--faults", "--http3"]).exits(2);
     assert!(
         stderr(&out).contains("drop --tls, --http3"),

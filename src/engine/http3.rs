@@ -218,8 +218,9 @@ impl H3Link {
         )
     }
 
-    /// Forgets the connection (after a connection error, or the server's GOAWAY).
-    fn reset(&self) {
+    /// Forgets the connection (after a connection error, the server's GOAWAY, or a request
+    /// with keep-alive off).
+    pub(super) fn reset(&self) {
         if let Some(live) = self.live.borrow().as_ref() {
             live.alive.set(false);
         }

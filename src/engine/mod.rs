@@ -298,6 +298,11 @@ impl Session {
         let outcome = self.request_now(stamps, send).await;
         if !self.config.keepalive {
             self.close();
+            // HTTP/3: the next request opens a new QUIC connection (streams of this one still
+            // in flight finish on it).
+            if let Some(Link::H3(link)) = self.link.as_deref() {
+                link.reset();
+            }
         }
         if let Err(e) = &outcome.result {
             if e.kind == ErrorKind::AddrNotAvail {
