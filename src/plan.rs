@@ -111,6 +111,8 @@ pub struct Http2Plan {
 pub struct Http3Plan {
     /// Concurrent streams per connection.
     pub streams: usize,
+    /// `--zero-rtt`: resume connections with 0-RTT where the server allows it.
+    pub zero_rtt: bool,
 }
 
 impl RunPlan {

@@ -144,6 +144,37 @@ fn the_default_demo_runs_over_http3() {
 }
 
 #[test]
+fn zero_rtt_resumes_the_connections_after_the_first() {
+    if !udp_loopback() {
+        return;
+    }
+    let s = h3_target();
+    let j = Run::new()
+        .args(["--http3", "-k", "--zero-rtt", "--no-keepalive"])
+        .n(20)
+        .c(1)
+        .t(1)
+        .url(s.url("/"))
+        .json();
+    // The first connection has a full handshake (and gets a ticket); the next ones resume
+    // with 0-RTT, each counted under its own label.
+    let full = count(&j, "latency.phases.quic_handshake.count");
+    let resumed = count(&j, "latency.phases.quic_0rtt.count");
+    assert_counts(&j, &[("requests.ok", 20), ("connections.opened", 20)]);
+    assert!(full >= 1 && resumed >= 1, "{full} full, {resumed} resumed");
+    assert_eq!(full + resumed, 20);
+    // A resumed connection is usable before a full handshake would have ended.
+    let (resumed_p50, full_p50) = (
+        num(&j, "latency.phases.quic_0rtt.p50_us"),
+        num(&j, "latency.phases.quic_handshake.p50_us"),
+    );
+    assert!(
+        resumed_p50 < full_p50,
+        "0-RTT {resumed_p50} us, full {full_p50} us"
+    );
+}
+
+#[test]
 fn embedded_target_open_loop_with_streams() {
     if !udp_loopback() {
         return;
@@ -291,7 +322,7 @@ fn an_untrusted_certificate_and_bad_flags_are_named() {
         .exits(3);
     assert!(stderr(&out).contains("is not trusted"), "{}", stderr(&out));
     // (flags, what the one line says)
-    let rows: [(&[&str], &str); 3] = [
+    let rows: [(&[&str], &str); 4] = [
         (
             &["--http3", "http://127.0.0.1:1/"],
             "--http3 needs an https:// URL",
@@ -303,6 +334,10 @@ fn an_untrusted_certificate_and_bad_flags_are_named() {
         (
             &["--http3", "--h2-window", "1M", "https://127.0.0.1:1/"],
             "--h2-window applies to HTTP/2",
+        ),
+        (
+            &["--zero-rtt", "https://127.0.0.1:1/"],
+            "--zero-rtt applies to HTTP/3",
         ),
     ];
     for (flags, says) in rows {

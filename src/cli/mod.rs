@@ -459,6 +459,12 @@ pub struct RunArgs {
     #[arg(help_heading = "Protocol", long = "http3")]
     pub http3: bool,
 
+    /// HTTP/3: resume connections after the first with 0-RTT where the server allows it (their
+    /// requests leave before the handshake ends; phase `quic_0rtt`). Replayable: for
+    /// idempotent requests only.
+    #[arg(help_heading = "Protocol", long = "zero-rtt")]
+    pub zero_rtt: bool,
+
     /// HTTP/2 and HTTP/3: concurrent streams per connection (h2load's -m).
     #[arg(help_heading = "Protocol", long = "streams", value_parser = count_arg)]
     pub streams: Option<u64>,

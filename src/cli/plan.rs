@@ -39,6 +39,9 @@ fn http2_plan(args: &RunArgs, http3: bool) -> Result<Option<Http2Plan>, PlanErro
 /// `--http3`: an https:// URL, not with `--http2` or `--h2-window`; `--streams` per connection.
 fn http3_plan(args: &RunArgs, target: &Target) -> Result<Option<Http3Plan>, PlanError> {
     if !args.http3 {
+        if args.zero_rtt {
+            return err("--zero-rtt applies to HTTP/3: give --http3 too");
+        }
         return Ok(None);
     }
     if args.http2 {
@@ -59,6 +62,7 @@ fn http3_plan(args: &RunArgs, target: &Target) -> Result<Option<Http3Plan>, Plan
         Some(0) => err("--streams must be at least 1"),
         streams => Ok(Some(Http3Plan {
             streams: streams.unwrap_or(1) as usize,
+            zero_rtt: args.zero_rtt,
         })),
     }
 }

@@ -43,7 +43,8 @@ pub struct H3Connector {
 impl H3Connector {
     /// A connector for `plan` (`--cacert`, `--insecure` as over TCP).
     pub fn new(plan: &RunPlan) -> Result<Self, String> {
-        let tls = super::connect::client_config(plan, &[b"h3"])?;
+        let mut tls = super::connect::client_config(plan, &[b"h3"])?;
+        tls.enable_early_data = plan.http3.is_some_and(|h| h.zero_rtt);
         let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(Arc::new(tls))
             .map_err(|e| format!("QUIC TLS setup: {e}"))?;
         let mut config = quinn::ClientConfig::new(Arc::new(crypto));
@@ -86,6 +87,14 @@ impl H3Connector {
                     format!("QUIC connect to {}: {e}", self.addr),
                 )
             })?;
+        // `--zero-rtt` with a ticket from an earlier connection: usable at once.
+        let connecting = match connecting.into_0rtt() {
+            Ok((conn, _accepted)) => {
+                stamps.quic_0rtt = Some(Instant::now());
+                return start(conn, endpoint).await;
+            }
+            Err(connecting) => connecting,
+        };
         let conn = tokio::select! {
             r = connecting => r.map_err(|e| of_connection(&e, true))?,
             e = refused(self.addr) => {
@@ -98,23 +107,28 @@ impl H3Connector {
             }
         };
         stamps.quic_end = Some(Instant::now());
-        let (mut driver, sender) = h3::client::new(h3_quinn::Connection::new(conn.clone()))
-            .await
-            .map_err(|e| of_h3_connection(&e))?;
-        let alive = Rc::new(Cell::new(true));
-        let flag = alive.clone();
-        tokio::task::spawn_local(async move {
-            // Drives the control streams until the connection ends.
-            let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
-            flag.set(false);
-        });
-        Ok(Live {
-            sender,
-            conn,
-            _endpoint: endpoint,
-            alive,
-        })
+        start(conn, endpoint).await
     }
+}
+
+/// HTTP/3 on a QUIC connection: its driver task, its request sender.
+async fn start(conn: quinn::Connection, endpoint: quinn::Endpoint) -> Result<Live, EngineError> {
+    let (mut driver, sender) = h3::client::new(h3_quinn::Connection::new(conn.clone()))
+        .await
+        .map_err(|e| of_h3_connection(&e))?;
+    let alive = Rc::new(Cell::new(true));
+    let flag = alive.clone();
+    tokio::task::spawn_local(async move {
+        // Drives the control streams until the connection ends.
+        let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+        flag.set(false);
+    });
+    Ok(Live {
+        sender,
+        conn,
+        _endpoint: endpoint,
+        alive,
+    })
 }
 
 /// Resolves when `addr` answers a probe datagram with ICMP port unreachable (`ECONNREFUSED`

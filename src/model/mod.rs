@@ -57,11 +57,14 @@ pub enum Phase {
     /// phase of a QUIC connection, which has no TCP connect and no TLS apart from it (only on
     /// requests that opened a connection).
     QuicHandshake,
+    /// HTTP/3 with `--zero-rtt`: dispatched → a resumed QUIC connection usable with 0-RTT keys
+    /// (its requests leave before the handshake completes); in place of `QuicHandshake`.
+    Quic0Rtt,
 }
 
 impl Phase {
     /// Every phase, in the order of a request's life.
-    pub const ALL: [Phase; 15] = [
+    pub const ALL: [Phase; 16] = [
         Phase::Queue,
         Phase::Connect,
         Phase::Tls,
@@ -77,16 +80,25 @@ impl Phase {
         Phase::EventGap,
         Phase::Events,
         Phase::QuicHandshake,
+        Phase::Quic0Rtt,
+    ];
+    /// The phases of opening a connection: TCP and TLS, or QUIC (full or 0-RTT).
+    pub const OPENING: [Phase; 4] = [
+        Phase::Connect,
+        Phase::Tls,
+        Phase::QuicHandshake,
+        Phase::Quic0Rtt,
     ];
     /// The phases of streamed responses (`--stream`), shown when recorded.
     pub const STREAM: [Phase; 3] = [Phase::FirstEvent, Phase::EventGap, Phase::Events];
     /// The client phases shown as rows of the breakdown (`Total` and `Uncorrected` excluded;
     /// `QuicHandshake` only in records of HTTP/3 runs, see [`Phase::shown`]).
-    pub const CLIENT: [Phase; 9] = [
+    pub const CLIENT: [Phase; 10] = [
         Phase::Queue,
         Phase::Connect,
         Phase::Tls,
         Phase::QuicHandshake,
+        Phase::Quic0Rtt,
         Phase::H2Handshake,
         Phase::Write,
         Phase::Wait,
@@ -112,6 +124,7 @@ impl Phase {
             Phase::EventGap => "event_gap",
             Phase::Events => "events",
             Phase::QuicHandshake => "quic_handshake",
+            Phase::Quic0Rtt => "quic_0rtt",
         }
     }
 
@@ -119,7 +132,7 @@ impl Phase {
     /// QUIC handshake only when there was one (records of HTTP/1.1 and HTTP/2 runs keep the
     /// keys they had), every other phase always.
     pub fn shown(self, recorded: bool) -> bool {
-        recorded || self != Phase::QuicHandshake
+        recorded || !matches!(self, Phase::QuicHandshake | Phase::Quic0Rtt)
     }
 
     /// Index into per-phase arrays.
@@ -226,6 +239,9 @@ pub struct Timestamps {
     pub h2_settings: Option<Instant>,
     /// HTTP/3: the QUIC handshake completed (from `connect_start`).
     pub quic_end: Option<Instant>,
+    /// HTTP/3 with `--zero-rtt`: the resumed connection was usable with 0-RTT keys (instead of
+    /// `quic_end`).
+    pub quic_0rtt: Option<Instant>,
     pub written: Option<Instant>,
     pub first_byte: Option<Instant>,
     /// The last response byte.
@@ -251,6 +267,7 @@ impl Timestamps {
             tls_end: None,
             h2_settings: None,
             quic_end: None,
+            quic_0rtt: None,
             written: None,
             first_byte: None,
             done: None,
@@ -270,13 +287,14 @@ impl Timestamps {
     /// request opened it, else at dispatch.
     /// This request opened a connection: a TCP connect or a QUIC handshake completed.
     pub fn opened(&self) -> bool {
-        self.connect_end.is_some() || self.quic_end.is_some()
+        self.connect_end.is_some() || self.quic_end.is_some() || self.quic_0rtt.is_some()
     }
 
     fn write_start(&self) -> Instant {
         self.tls_end
             .or(self.connect_end)
             .or(self.quic_end)
+            .or(self.quic_0rtt)
             .map_or(self.dispatched, |t| t.max(self.dispatched))
     }
 
@@ -307,7 +325,8 @@ impl Timestamps {
     /// total = end − intended; uncorrected = end − dispatched, where end is decoded when the
     /// body was decoded, else done; lag = released − intended;
     /// h2_handshake = h2_settings − (tls_end or connect_end); quic_handshake = quic_end −
-    /// dispatched (as connect, for the QUIC handshake); first_event = first_event −
+    /// dispatched (as connect, for the QUIC handshake); quic_0rtt = quic_0rtt − dispatched;
+    /// first_event = first_event −
     /// written; events = the count as nanoseconds; event_gap is not one request's (`None`).
     pub fn phase(&self, phase: Phase) -> Option<Duration> {
         let span = |a: Instant, b: Option<Instant>| b.map(|b| b.saturating_duration_since(a));
@@ -333,6 +352,10 @@ impl Timestamps {
             Phase::QuicHandshake => {
                 self.connect_start?;
                 span(self.dispatched, self.quic_end)
+            }
+            Phase::Quic0Rtt => {
+                self.connect_start?;
+                span(self.dispatched, self.quic_0rtt)
             }
         }
     }

@@ -455,7 +455,7 @@ impl Recorder {
             return;
         }
         self.counters.connections_opened += 1;
-        for phase in [Phase::Connect, Phase::Tls, Phase::QuicHandshake] {
+        for phase in Phase::OPENING {
             if let Some(d) = stamps.phase(phase) {
                 hist::record(&mut self.hists.0[phase.index()], d.as_nanos() as u64);
             }

@@ -33,6 +33,8 @@ pub(super) fn prepare(
         std::net::UdpSocket::bind(addr).map_err(|error| ServerError::Bind { addr, error })?;
     let mut tls = tls.clone();
     tls.alpn_protocols = vec![b"h3".to_vec()];
+    // 0-RTT from resumed clients (QUIC asks for all or nothing).
+    tls.max_early_data_size = u32::MAX;
     let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(Arc::new(tls))
         .map_err(|e| ServerError::SelfSigned(format!("QUIC TLS setup: {e}")))?;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));

@@ -194,11 +194,12 @@ pub(super) fn knee_groups(k: &crate::analysis::knee::KneeResult) -> Vec<(&'stati
 
 /// The rows of the phase table, with the text report's rules ([`crate::report::phase_row`]).
 /// The client phases of the tables and figures, in the order of a request's life.
-pub(super) const CLIENT_PHASES: [&str; 8] = [
+pub(super) const CLIENT_PHASES: [&str; 9] = [
     "queue",
     "connect",
     "tls",
     "quic_handshake",
+    "quic_0rtt",
     "h2_handshake",
     "write",
     "wait",
@@ -206,7 +207,7 @@ pub(super) const CLIENT_PHASES: [&str; 8] = [
 ];
 
 /// The client phases before the wait (up to `write`).
-pub(super) const BEFORE_THE_WAIT: &[&str] = CLIENT_PHASES.split_at(6).0;
+pub(super) const BEFORE_THE_WAIT: &[&str] = CLIENT_PHASES.split_at(7).0;
 
 pub(super) fn phases(r: &RunRecord) -> Vec<PhaseRow> {
     let l = &r.summary.latency;
