@@ -128,6 +128,24 @@ def run_client(tool, cmd, parse):
     return fig
 
 
+def take_turns(tools, rounds, describe, **fields):
+    """Runs each client of tools ((name, command, parser)) once per round, in turns (the given
+    order in odd rounds, reversed in even ones); each run's figures get `fields`, its round and
+    tool, and a line: the tool, requests/s, CPU per request, then describe(figures). Returns
+    the runs."""
+    runs = []
+    for r in range(1, rounds + 1):
+        for name, cmd, parse in (tools if r % 2 else list(reversed(tools))):
+            time.sleep(0.2)  # let the previous client's connections close
+            fig = run_client(name, cmd, parse)
+            fig.update(fields, round=r, tool=name)
+            runs.append(fig)
+            warn = f"  ({fig['errors']} errors!)" if fig["errors"] else ""
+            print(f"  round {r} {name:14} {fig['rps']:>8.0f} req/s  {fig['cpu_us_per_req']:>6.2f} us "
+                  f"CPU/req  {describe(fig)}{warn}", flush=True)
+    return runs
+
+
 def fmt(x, spec):
     return "-" if x is None else format(x, spec)
 

@@ -5,7 +5,9 @@ Starts nginx (one worker, pinned to --server-cpu, 0, a 12-byte body). For each r
 rounds; in each round every client runs once for --duration seconds, pinned to --client-cpu (1),
 at the same rate, one thread and the same connections: wrk2 (`wrk2 -R RATE -t1 -cC -dDs
 --latency`), reqlife `run -R RATE -t 1 -c C --pacer-slack S` for each slack of --slacks, and,
-with --reqlife-before, an older reqlife build (no --pacer-slack flag) for a before/after figure.
+with --reqlife-before, an older reqlife build (no --pacer-slack flag) for a before/after figure;
+with --woken SLACKS, this build again with REQLIFE_NO_NAPS=1 (its thread woken by every
+response, as before it slept through them) at those slacks.
 The order of the clients is reversed every other round. Each client is reaped with wait4(): its
 CPU is its own user+sys time.
 
@@ -20,7 +22,7 @@ not understood, 2 if a tool is missing).
 
     python3 bench/open_loop_cpu.py [--rates 20000,50000] [--slacks 0,25us,50us,100us,200us]
         [--connections 100] [--rounds 3] [--duration 5] [--reqlife target/release/reqlife]
-        [--reqlife-before OLD_BINARY] [--wrk2 wrk2] [--json-out FILE]
+        [--reqlife-before OLD_BINARY] [--woken 50us] [--wrk2 wrk2] [--json-out FILE]
 """
 
 import argparse
@@ -31,10 +33,9 @@ import shutil
 import signal
 import statistics
 import sys
-import time
 
 sys.dont_write_bytecode = True  # no bench/__pycache__ churn from a run
-from client_cpu import ClientFailed, run_client, to_us  # noqa: E402
+from client_cpu import ClientFailed, take_turns, to_us  # noqa: E402
 from nginx import Nginx  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -89,6 +90,12 @@ def clients(a, url, rate):
         out.append((f"slack {s}", pin + [a.reqlife, "run", "-R", str(rate), "-t", "1", "-c", c,
                                          "-d", d, "--pacer-slack", s, "--quiet", "--json", url],
                     reqlife_figures))
+    # The same build with its thread woken by each response (REQLIFE_NO_NAPS=1): the figure
+    # before the open loop slept through responses.
+    for s in filter(None, (a.woken or "").split(",")):
+        out.append((f"woken {s}", pin + ["env", "REQLIFE_NO_NAPS=1", a.reqlife, "run", "-R",
+                                         str(rate), "-t", "1", "-c", c, "-d", d, "--pacer-slack",
+                                         s, "--quiet", "--json", url], reqlife_figures))
     return out
 
 
@@ -101,18 +108,10 @@ def fmt(x, spec=">9.1f"):
 
 def measure_rate(a, url, rate):
     tools = clients(a, url, rate)
-    runs = []
     print(f"\n{rate} req/s, -t 1 -c {a.connections}, {a.duration} s per run", flush=True)
-    for r in range(1, a.rounds + 1):
-        for name, cmd, parse in (tools if r % 2 else list(reversed(tools))):
-            time.sleep(0.2)  # let the previous client's connections close
-            fig = run_client(name, cmd, parse)
-            fig.update({"rate": rate, "round": r, "tool": name})
-            runs.append(fig)
-            warn = f"  ({fig['errors']} errors!)" if fig["errors"] else ""
-            print(f"  round {r} {name:14} {fig['rps']:>8.0f} req/s  {fig['cpu_us_per_req']:>6.2f} us "
-                  f"CPU/req  lag p99 {fmt(fig.get('lag_p99_us'), '.1f')} us  corrected p50 "
-                  f"{fig['p50_us']:.0f} us p99 {fig['p99_us']:.0f} us{warn}", flush=True)
+    runs = take_turns(tools, a.rounds, lambda fig: (
+        f"lag p99 {fmt(fig.get('lag_p99_us'), '.1f')} us  corrected p50 "
+        f"{fig['p50_us']:.0f} us p99 {fig['p99_us']:.0f} us"), rate=rate)
     medians = {}
     for name, _, _ in tools:
         mine = [x for x in runs if x["tool"] == name]
@@ -143,6 +142,9 @@ def main():
     ap.add_argument("--reqlife", default=os.path.join(ROOT, "target", "release", "reqlife"))
     ap.add_argument("--reqlife-before", metavar="BINARY",
                     help="also an older reqlife build (run without --pacer-slack)")
+    ap.add_argument("--woken", metavar="SLACKS",
+                    help="also reqlife with REQLIFE_NO_NAPS=1 (woken by each response) at these "
+                         "--pacer-slack values, comma-separated")
     ap.add_argument("--wrk2", default="wrk2", help="the wrk2 binary (wrk2 on the PATH)")
     ap.add_argument("--server-cpu", default="0")
     ap.add_argument("--client-cpu", default="1")

@@ -3,6 +3,7 @@
 //! (it holds the templated requests to send) and below the engine (which prepares its fixed
 //! request from it).
 
+use crate::model::load::{Load, LoadError, LoadSpec, Names};
 use crate::model::{LoadModel, Schedule, Segment, StopRule, Target, TlsPlan};
 use crate::workload::Workload;
 use std::sync::Arc;
@@ -18,6 +19,9 @@ pub struct RunPlan {
     pub body: Vec<u8>,
     pub load: LoadModel,
     pub threads: usize,
+    /// The threads asked for (`-t`; `None`: one per core): a plan derived with another load
+    /// ([`RunPlan::with_load`]) takes its `threads` from it.
+    pub threads_asked: Option<usize>,
     pub stop: StopRule,
     /// A period at the start that is not recorded.
     pub warmup: Duration,
@@ -64,6 +68,20 @@ pub struct RunPlan {
     /// `tcp://` targets: a pre-built binary request and how its reply is delimited
     /// (`--payload-file`, `--framing`); `None` for HTTP.
     pub framed: Option<FramedPlan>,
+    /// `--grpc SERVICE/METHOD`: unary gRPC calls over HTTP/2 (`http2` is set, `method` is
+    /// POST, the path is `/SERVICE/METHOD`, the body one length-prefixed message).
+    pub grpc: Option<GrpcPlan>,
+}
+
+/// A gRPC run: which method is called, and how its request message is made.
+#[derive(Debug, Clone)]
+pub struct GrpcPlan {
+    /// `package.Service/Method`.
+    pub method: String,
+    /// The request message's type when the message is JSON with generators, encoded on every
+    /// send from the rendered text (the run's `workload` renders it); `None` when the message
+    /// was encoded once into the body (static JSON, `--data-file`).
+    pub encode: Option<prost_reflect::MessageDescriptor>,
 }
 
 /// A framed binary run (`tcp://HOST:PORT --payload-file FILE`): the same bytes sent on every
@@ -134,6 +152,57 @@ impl RunPlan {
             (None, Some(h3)) => h3.streams.max(1),
             (None, None) => 1,
         }
+    }
+
+    /// This plan with the load `spec` asks for (the load model and its stop rule), checked by
+    /// the one load builder: how knee's steps, calibrate's steps and a sweep's levels are
+    /// derived from one plan, never by editing flags. Everything else is kept, but the
+    /// threads, fitted to the new load as [`RunPlan::fit_threads`] says.
+    pub fn with_load(&self, spec: &LoadSpec) -> Result<RunPlan, LoadError> {
+        let Load { model, stop } = spec.build()?;
+        RunPlan {
+            load: model,
+            stop,
+            ..self.clone()
+        }
+        .fit_threads(&spec.names)
+    }
+
+    /// Sets the threads for the load: one for bursts (timed as one), else the threads asked
+    /// for (or one per core), at most one per connection of this process. Refuses a load
+    /// that leaves this process's segment no connection or no request (`names`: what the
+    /// source calls the values).
+    pub fn fit_threads(mut self, names: &Names) -> Result<RunPlan, LoadError> {
+        let (segment, connections) = (self.segment, self.connections() as u64);
+        let fail = |message| Err(LoadError { message, at: None });
+        let local = self.local_connections();
+        if local == 0 {
+            return fail(format!(
+                "segment {}/{} would have no connection: {} {connections} must be at least {} to split over {} segments",
+                segment.index + 1,
+                segment.count,
+                names.connections,
+                segment.count,
+                segment.count
+            ));
+        }
+        if let StopRule::Requests(n) = self.stop {
+            if segment.share(n) == 0 {
+                return fail(format!(
+                    "segment {}/{} would send no request: {} {n} must be at least {}",
+                    segment.index + 1,
+                    segment.count,
+                    names.count,
+                    segment.count
+                ));
+            }
+        }
+        self.threads = match (&self.load, self.threads_asked) {
+            (LoadModel::Burst { .. }, _) => 1,
+            (_, Some(t)) => t.min(local),
+            (_, None) => crate::util::limits::default_threads().min(local),
+        };
+        Ok(self)
     }
 
     /// Connections this process holds: its segment's share of the plan's.

@@ -322,10 +322,26 @@ fn an_untrusted_certificate_and_bad_flags_are_named() {
         .exits(3);
     assert!(stderr(&out).contains("is not trusted"), "{}", stderr(&out));
     // (flags, what the one line says)
-    let rows: [(&[&str], &str); 4] = [
+    let rows: [(&[&str], &str); 6] = [
         (
             &["--http3", "http://127.0.0.1:1/"],
             "--http3 needs an https:// URL",
+        ),
+        // gRPC runs over HTTP/2 only.
+        (
+            &["--http3", "--grpc", "echo.Echo/Say", "https://127.0.0.1:1/"],
+            "--grpc runs over HTTP/2 (h2c, or h2 over TLS), not HTTP/3: drop --http3",
+        ),
+        // A connection per request shares no streams, as over HTTP/2.
+        (
+            &[
+                "--http3",
+                "--streams",
+                "2",
+                "--no-keepalive",
+                "https://127.0.0.1:1/",
+            ],
+            "--streams 2 with a new connection per request (--no-keepalive)",
         ),
         (
             &["--http3", "--http2", "https://127.0.0.1:1/"],

@@ -196,10 +196,10 @@ fn the_generators_command_lines_parse_and_cover_every_segment() {
         let notes = &load["spec"]["template"]["metadata"]["annotations"];
         assert_eq!(s(&notes["prometheus.io/scrape"]), "true");
         assert_eq!(s(&notes["prometheus.io/path"]), "/metrics");
-        let metrics = args.metrics_addr.expect("--metrics-addr");
+        let metrics = args.watch.metrics_addr.expect("--metrics-addr");
         assert_eq!(s(&notes["prometheus.io/port"]), metrics.port().to_string());
         assert!(
-            !args.metrics_linger.is_zero(),
+            !args.watch.metrics_linger.is_zero(),
             "a last scrape after the end"
         );
     }

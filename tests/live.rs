@@ -3,12 +3,13 @@
 //! what was measured), the terminal comes back as it was (the alternate screen left, the
 //! cursor shown, the same `stty` settings) and the report prints after the view. And the view
 //! observes without disturbing: the same open-loop plan run with and without it, interleaved,
-//! gives the same latency distribution within the run-to-run noise.
+//! gives the same latency distribution within the run-to-run noise. A knee search keeps one
+//! view across its steps, lists them as they are judged, and `q` ends it the same way.
 
 mod common;
-use common::missing;
+use common::{collected, missing};
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -40,18 +41,7 @@ impl Pty {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let out = Arc::new(Mutex::new(Vec::new()));
-        let mut stdout = child.stdout.take().unwrap();
-        let sink = out.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = stdout.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        });
+        let out = collected(child.stdout.take().unwrap());
         Pty { child, out }
     }
 
@@ -122,16 +112,46 @@ const ENTER_ALT: &[u8] = b"\x1b[?1049h";
 const LEAVE_ALT: &[u8] = b"\x1b[?1049l";
 const SHOW_CURSOR: &[u8] = b"\x1b[?25h";
 
+/// `reqlife ARGS` on a new pseudo-terminal, followed by `RC=` its exit code; the `stty`
+/// settings before and after it are written to `dir`.
+fn reqlife_on_pty(script: &str, dir: &std::path::Path, args: &str) -> Pty {
+    let (d, bin) = (dir.display(), env!("CARGO_BIN_EXE_reqlife"));
+    let line = format!("stty -g > {d}/before; {bin} {args}; echo RC=$?; stty -g > {d}/after");
+    Pty::start(script, &line)
+}
+
+/// The terminal after the view, from what was written on it: the alternate screen entered
+/// `views` times and left, the cursor shown again after, the report (`report` in it) after
+/// the view, and the same `stty` settings as before (raw mode off, `dir`'s before and after).
+fn assert_terminal_back(out: &[u8], views: usize, report: &[u8], dir: &std::path::Path) {
+    let entered = out
+        .windows(ENTER_ALT.len())
+        .filter(|w| *w == ENTER_ALT)
+        .count();
+    assert_eq!(entered, views, "the view took the alternate screen");
+    let leave = rfind(out, LEAVE_ALT).expect("the alternate screen left");
+    assert!(find(out, ENTER_ALT).is_some_and(|enter| enter < leave));
+    assert!(
+        rfind(out, SHOW_CURSOR).is_some_and(|s| s > leave),
+        "cursor shown"
+    );
+    let report = rfind(out, report).expect("the report");
+    assert!(report > leave, "the report prints after the view");
+    let before = std::fs::read(dir.join("before")).unwrap();
+    let after = std::fs::read(dir.join("after")).unwrap();
+    assert_eq!(before, after, "stty settings restored");
+}
+
 #[test]
 fn the_view_draws_p_pauses_and_q_ends_the_run_with_a_record_and_the_terminal_back() {
     let Some(script) = script() else { return };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display();
-    let bin = env!("CARGO_BIN_EXE_reqlife");
-    let line = format!(
-        "stty -g > {d}/before; {bin} run -R 200 -d 60s --live -o {d}/rec.json; echo RC=$?; stty -g > {d}/after"
+    let mut pty = reqlife_on_pty(
+        script,
+        dir.path(),
+        &format!("run -R 200 -d 60s --live -o {d}/rec.json"),
     );
-    let mut pty = Pty::start(script, &line);
     assert!(
         pty.wait_for(b"throughput", 0, Duration::from_secs(60)),
         "the view was not drawn: {}",
@@ -160,18 +180,7 @@ fn the_view_draws_p_pauses_and_q_ends_the_run_with_a_record_and_the_terminal_bac
     );
     // The terminal: the alternate screen entered once and left, the cursor shown again after,
     // the report after the view; the same settings as before (raw mode off).
-    let enter = find(&out, ENTER_ALT).expect("the view took the alternate screen");
-    let leave = rfind(&out, LEAVE_ALT).expect("the alternate screen left");
-    assert!(enter < leave);
-    assert!(
-        rfind(&out, SHOW_CURSOR).is_some_and(|s| s > leave),
-        "cursor shown"
-    );
-    let report = rfind(&out, b"Status codes").expect("the report");
-    assert!(report > leave, "the report prints after the view");
-    let before = std::fs::read(dir.path().join("before")).unwrap();
-    let after = std::fs::read(dir.path().join("after")).unwrap();
-    assert_eq!(before, after, "stty settings restored");
+    assert_terminal_back(&out, 1, b"Status codes", dir.path());
     // The record, as for Ctrl-C: interrupted, with what was measured.
     let rec: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("rec.json")).unwrap())
@@ -184,6 +193,51 @@ fn the_view_draws_p_pauses_and_q_ends_the_run_with_a_record_and_the_terminal_bac
         "stopped early"
     );
     eprintln!("q to exit: {ended_in:?}");
+}
+
+#[test]
+fn a_knee_search_shows_its_steps_and_q_ends_it_with_a_record_and_the_terminal_back() {
+    let Some(script) = script() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    // The embedded target answers far above 100 req/s: the steps pass and the search climbs.
+    let mut pty = reqlife_on_pty(
+        script,
+        dir.path(),
+        &format!("knee --slo 'p99<=1s' --start-rate 100 --step 1s --pause 200ms --max-lag 50ms -c 10 -t 1 --live -o {d}/knee.json"),
+    );
+    // (Single words: ratatui moves the cursor over blank cells.) The steps' panel, the step
+    // running, then a step judged.
+    for word in [&b"steps"[..], b"running", b"pass"] {
+        assert!(
+            pty.wait_for(word, 0, Duration::from_secs(60)),
+            "{} not drawn: {}",
+            String::from_utf8_lossy(word),
+            String::from_utf8_lossy(&pty.text())
+        );
+    }
+    pty.key(b"q");
+    let out = pty.finish(Duration::from_secs(60));
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("RC=130"), "q ends it as Ctrl-C does: {text}");
+    // The view held the terminal across the steps: entered once, left once, the cursor
+    // shown after, the report after it, the settings as before.
+    assert_terminal_back(&out, 1, b"Knee search for", dir.path());
+    // The record: interrupted, with the steps judged before q.
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("knee.json")).unwrap())
+            .unwrap();
+    assert_eq!(rec["interrupted"], true);
+    let steps = rec["knee"]["steps"].as_array().unwrap();
+    assert!(!steps.is_empty(), "{}", rec["knee"]);
+    assert_eq!(steps[0]["offered_rps"], 100.0);
+    // A step passed before q, as the view drew (a stall of this shared machine may have made
+    // one before it the generator's).
+    assert!(
+        steps.iter().any(|s| s["verdict"] == "pass"),
+        "{}",
+        rec["knee"]
+    );
 }
 
 /// One run of the plan on a pseudo-terminal, with or without the view: its summary.
@@ -245,6 +299,27 @@ fn the_view_does_not_change_the_distribution() {
             "{k}: the view moved it by {diff:.0} us (without {a:?}, with {b:?})"
         );
     }
+    // The workers' CPU (their share of the run on a CPU, summed over threads): the view draws
+    // from the collector's snapshots, on the main thread, never on the workers.
+    let busy = |s: &serde_json::Value| -> f64 {
+        s["generator"]["thread_busy"]
+            .as_array()
+            .expect("generator.thread_busy")
+            .iter()
+            .filter_map(|b| b.as_f64())
+            .sum()
+    };
+    let (a, b): (Vec<f64>, Vec<f64>) = (
+        off.iter().map(|(_, s)| busy(s)).collect(),
+        on.iter().map(|(_, s)| busy(s)).collect(),
+    );
+    let (ma, mb) = ((a[0] + a[1]) / 2.0, (b[0] + b[1]) / 2.0);
+    let noise = (a[0] - a[1]).abs().max((b[0] - b[1]).abs());
+    eprintln!("worker CPU: without {ma:.3}, with {mb:.3} (run-to-run {noise:.3})");
+    assert!(
+        (mb - ma).abs() <= 2.0 * noise + 0.02,
+        "the view moved the workers' CPU: without {a:?}, with {b:?}"
+    );
     // An open loop sends its schedule: about the same number of requests either way (a
     // stalled shared machine leaves a few in flight at the end of a 5 s window).
     let count = |s: &serde_json::Value| s["requests"]["total"].as_f64().unwrap();

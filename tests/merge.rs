@@ -399,3 +399,40 @@ fn a_plan_mismatch_is_said_in_words() {
         "{err}"
     );
 }
+
+#[test]
+fn records_of_different_stream_modes_are_refused_in_one_line() {
+    let s = embedded(ServerTls::None);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let url = s.url("/sse/3/1");
+    let sse = small_record(d, "sse.json", &["--stream", "sse"], &url);
+    let sse2 = small_record(d, "sse2.json", &["--stream", "sse"], &url);
+    let lines = small_record(d, "lines.json", &["--stream", "lines"], &url);
+    let detected = small_record(d, "detected.json", &[], &url);
+    // The record says which mode it ran with; without --stream it says nothing.
+    assert_eq!(load(Path::new(&sse)).config.stream.as_deref(), Some("sse"));
+    assert_eq!(load(Path::new(&detected)).config.stream, None);
+    // (other record, what the line says)
+    for (other, want) in [
+        (&lines, format!("sse in '{sse}', lines in '{lines}'")),
+        (
+            &detected,
+            format!("sse in '{sse}', none (SSE by its content type) in '{detected}'"),
+        ),
+    ] {
+        let out = run(&["merge", &sse, other]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = stderr(&out);
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+        assert!(
+            err.contains(&format!("the stream mode (--stream) differs: {want}")),
+            "{err}"
+        );
+    }
+    // The same mode merges (one run after the other: a warning says so), and the merge
+    // keeps it.
+    let merged = d.join("m.json");
+    run_ok(&["merge", &sse, &sse2, "-o", merged.to_str().unwrap()]);
+    assert_eq!(load(&merged).config.stream.as_deref(), Some("sse"));
+}

@@ -471,3 +471,64 @@ fn requests_due_while_every_connection_was_busy_are_counted_as_not_sent() {
     assert!(w.contains("requests due were never sent"), "{w}");
     assert!(!w.contains("the client, not the server"), "{w}");
 }
+
+/// The open loop's thread sleeps through responses (one wake-up per request due, not one more
+/// per response) and still times them: a server answering in 2 ms, one request due every 5 ms.
+/// The thread sleeps from one due time to the next, so it reads each response about 3 ms after
+/// it came; its `wait` is the kernel's arrival stamp, 2 ms, not the reading's 5 ms. With
+/// `REQLIFE_NO_NAPS=1` (the thread woken by each response: the before figure) the times are
+/// the same and the thread blocks about twice as often.
+#[test]
+fn the_thread_sleeps_through_responses_and_still_times_them() {
+    let addr = raw_server(|mut s| {
+        while read_request(&mut s) {
+            std::thread::sleep(Duration::from_millis(2));
+            let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+            if s.write_all(reply).is_err() {
+                return;
+            }
+        }
+    });
+    let url = format!("http://{addr}/");
+    let run = |naps: bool| {
+        let mut cmd = reqlife();
+        cmd.args(["run", "-R", "200", "-d", "1s", "-c", "4", "-t", "1"])
+            .args(["--pacer-slack", "0", "--json", &url])
+            .env("REQLIFE_NO_NAPS", if naps { "0" } else { "1" })
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        // Reaped below with wait4 (which gives its resource usage), not with `wait`.
+        #[allow(clippy::zombie_processes)]
+        let child = cmd.spawn().unwrap();
+        let pid = child.id() as libc::pid_t;
+        let mut out = String::new();
+        child.stdout.unwrap().read_to_string(&mut out).unwrap();
+        let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+        // SAFETY: a child of this process, reaped once, with valid out-pointers.
+        assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+        assert_eq!(status, 0, "{out}");
+        let j: Value = serde_json::from_str(&out).unwrap();
+        (j, usage.ru_nvcsw as f64)
+    };
+    let (napping, blocks) = run(true);
+    let (woken, blocks_before) = run(false);
+    for (j, what) in [(&napping, "napping"), (&woken, "woken by each response")] {
+        assert_eq!(count(j, "requests.total"), 200, "{what}");
+        assert_eq!(count(j, "requests.errors"), 0, "{what}");
+        let wait = num(j, "latency.phases.wait.p50_us");
+        assert!(
+            (1900.0..3000.0).contains(&wait),
+            "{what}: wait p50 {wait} us"
+        );
+        let total = num(j, "latency.total.p50_us");
+        assert!(
+            (1900.0..3500.0).contains(&total),
+            "{what}: total p50 {total} us"
+        );
+    }
+    eprintln!("blocking waits: {blocks} napping, {blocks_before} woken by each response");
+    assert!(
+        blocks < 0.75 * blocks_before,
+        "napping blocked {blocks} times, woken by each response {blocks_before}"
+    );
+}

@@ -399,3 +399,71 @@ fn a_scenario_labels_its_requests_by_name() {
         "the names add up to the run"
     );
 }
+
+/// Starts `reqlife ARGS --metrics-addr PORT --metrics-linger 30s`, waits until `done` holds
+/// of its stdout so far (the record or the figures are written before the linger) and scrapes
+/// once: the exposition of the whole command, and what the command printed.
+fn scrape_after(args: &[&str], done: impl Fn(&str) -> bool) -> (String, String, Stopped) {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut run = Stopped(
+        reqlife()
+            .args(args)
+            .args(["--metrics-addr", &addr, "--metrics-linger", "30s"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let printed = collected(run.0.stdout.take().unwrap());
+    let text = || String::from_utf8_lossy(&printed.lock().unwrap()).into_owned();
+    assert!(
+        wait_for(Duration::from_secs(90), || done(&text())),
+        "not done: {}",
+        text()
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let (status, exposition) = get(port, "/metrics").expect("the exporter answers in the linger");
+    assert_eq!(status, 200);
+    assert!(run.0.try_wait().unwrap().is_none(), "still lingering");
+    let printed = text();
+    (exposition, printed, run)
+}
+
+#[test]
+fn knee_and_calibrate_serve_their_metrics_with_the_segment_label() {
+    let dir = tempfile::tempdir().unwrap();
+    // A knee search, one segment of two: every step's requests, labelled with the segment.
+    let record = dir.path().join("knee.json");
+    let written = || std::fs::metadata(&record).is_ok_and(|m| m.len() > 0);
+    #[rustfmt::skip]
+    let knee = [
+        "knee", "--slo", "p99<=200ms", "--start-rate", "100", "--max-rate", "200",
+        "--step", "500ms", "--pause", "100ms", "-c", "4", "-t", "1", "-q",
+        "--segment", "1/2", "-o", record.to_str().unwrap(),
+    ];
+    let (text, _, _run) = scrape_after(&knee, |_| written());
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    assert!(!rec["knee"]["steps"].as_array().unwrap().is_empty());
+    assert_eq!(
+        sample(&text, "reqlife_requests_total{segment=\"1/2\"}"),
+        rec["summary"]["requests"]["total"].as_f64(),
+        "the steps' requests, labelled: {text}"
+    );
+    assert_eq!(sample(&text, "reqlife_running{segment=\"1/2\"}"), Some(0.0));
+    // A calibration: every step's requests (its figures keep no count), and the phases.
+    #[rustfmt::skip]
+    let calibrate = ["calibrate", "--step", "200ms", "-c", "4", "-t", "1", "--json", "-q"];
+    let (text, printed, _run) = scrape_after(&calibrate, |out| out.ends_with("}\n"));
+    let figures: serde_json::Value = serde_json::from_str(&printed).unwrap();
+    // The closed loop alone ran this many for 200 ms.
+    let closed = figures["closed"]["achieved_rps"].as_f64().unwrap() * 0.2;
+    let requests = sample(&text, "reqlife_requests_total").unwrap_or(0.0);
+    assert!(
+        requests > closed,
+        "{requests} requests, closed loop {closed}: {text}"
+    );
+    assert!(text.contains("reqlife_latency_seconds_count{phase=\"total\"}"));
+}

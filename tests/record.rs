@@ -393,3 +393,23 @@ fn report_exports_hgrm_csv_and_json_from_the_record() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--format hgrm"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_streamed_record_validates_and_names_its_stream_mode() {
+    let s = embedded(reqlife::server::ServerTls::None);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sse.json");
+    let p = path.to_str().unwrap();
+    let url = s.url("/sse/3/1");
+    run_ok(&[
+        "run", "-n", "20", "-c", "2", "-t", "1", "--stream", "sse", "-o", p, &url,
+    ]);
+    let record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(record["config"]["stream"], "sse");
+    let v = validator();
+    assert_valid(&v, &record);
+    // Only the three modes are valid.
+    let mut broken = record.clone();
+    broken["config"]["stream"] = "frames".into();
+    assert!(!v.is_valid(&broken));
+}

@@ -1,7 +1,8 @@
 //! Streamed responses against the embedded target (`/sse/{n}/{gap_ms}`, `/chunks/…`): the
 //! known truth of `first_event`, `event_gap` and `events` over HTTP/1.1 and h2c, keep-alive
-//! or not, closed or open loop; `--stream chunks|lines`; a stream that never ends is bounded
-//! by `--timeout` and counted; a run without streams has no stream phases.
+//! or not, closed or open loop (every combination); `--stream chunks|lines`; a stream that
+//! never ends is bounded by `--timeout` and by `--max-body`, and counted; a run without
+//! streams has no stream phases.
 //!
 //! The truth: `/sse/20/5` sends 20 events, the first 5 ms after the response was made and
 //! each next one 5 ms after the one before, on a fixed schedule. So every response has 20
@@ -26,29 +27,47 @@ fn stream_run(url: &str, extra: &[&str]) -> serde_json::Value {
 
 /// The figures of `/sse/20/5` (or `/chunks/20/5`) every run must show: `n` responses.
 fn assert_known_truth(j: &serde_json::Value, n: u64, what: &str) {
+    assert_truth(j, (n, 20, GAP_US), what);
+}
+
+/// The figures of `/sse/{events}/{gap}`: `n` responses of `events` events, `gap_us` apart.
+fn assert_truth(j: &serde_json::Value, (n, events, gap_us): (u64, u64, f64), what: &str) {
     assert_eq!(count(j, "requests.ok"), n, "{what}");
-    // 20 events in every response.
+    // `events` events in every response.
     assert_eq!(count(j, "latency.phases.events.count"), n, "{what}");
-    assert_eq!(num(j, "latency.phases.events.min_us"), 20.0, "{what}");
-    assert_eq!(num(j, "latency.phases.events.max_us"), 20.0, "{what}");
-    // 19 gaps per response, 5 ms at the median (within 10%).
-    assert_eq!(count(j, "latency.phases.event_gap.count"), 19 * n, "{what}");
+    assert_eq!(
+        num(j, "latency.phases.events.min_us"),
+        events as f64,
+        "{what}"
+    );
+    assert_eq!(
+        num(j, "latency.phases.events.max_us"),
+        events as f64,
+        "{what}"
+    );
+    // events − 1 gaps per response, one gap at the median (within 10%).
+    let gaps = events - 1;
+    assert_eq!(
+        count(j, "latency.phases.event_gap.count"),
+        gaps * n,
+        "{what}"
+    );
     let gap = num(j, "latency.phases.event_gap.p50_us");
     assert!(
-        (gap - GAP_US).abs() <= 0.1 * GAP_US,
-        "{what}: event_gap p50 {gap} us, not 5 ms within 10%"
+        (gap - gap_us).abs() <= 0.1 * gap_us,
+        "{what}: event_gap p50 {gap} us, not {gap_us} us within 10%"
     );
     // One gap before the first event.
     assert_eq!(count(j, "latency.phases.first_event.count"), n, "{what}");
     let first = num(j, "latency.phases.first_event.p50_us");
     assert!(
-        (GAP_US..=2.0 * GAP_US).contains(&first),
-        "{what}: first_event p50 {first} us, not 5 to 10 ms"
+        (gap_us..=2.0 * gap_us).contains(&first),
+        "{what}: first_event p50 {first} us, not one to two gaps of {gap_us} us"
     );
-    eprintln!("{what}: first_event p50 {first} us, event_gap p50 {gap} us, events 20 x {n}");
-    // read runs to the stream's end (about 20 gaps after the head), total is unchanged.
+    eprintln!("{what}: first_event p50 {first} us, event_gap p50 {gap} us, events {events} x {n}");
+    // read runs to the stream's end (about `events` gaps after the head), total is unchanged.
     let read = num(j, "latency.phases.read.p50_us");
-    assert!(read >= 19.0 * GAP_US, "{what}: read p50 {read} us");
+    assert!(read >= gaps as f64 * gap_us, "{what}: read p50 {read} us");
     assert!(num(j, "latency.total.p50_us") >= read, "{what}");
 }
 
@@ -85,6 +104,43 @@ fn sse_known_truth_in_an_open_loop() {
     let n = count(&j, "requests.ok");
     assert!(n >= 30, "{n} responses at 20/s for 2 s");
     assert_known_truth(&j, n, "open loop");
+}
+
+#[test]
+fn sse_known_truth_in_the_other_combinations() {
+    // The tests above run HTTP/1.1 chunks kept and not, closed loop; h2c kept, closed loop;
+    // HTTP/1.1 kept, open loop. The rest of {HTTP/1.1 chunks, h2c DATA frames} x {keep-alive,
+    // a connection per request} x {closed, open loop}, with gaps of 20 ms (10 events): a
+    // millisecond of lateness on a loaded machine stays well within the 10%.
+    let s = embedded(ServerTls::None);
+    let url = s.url("/sse/10/20");
+    for extra in [
+        vec!["--http2", "--no-keepalive", "-n", "20", "-c", "4"],
+        vec!["--http2", "-R", "20", "-d", "1s", "-c", "8"],
+        vec![
+            "--http2",
+            "--no-keepalive",
+            "-R",
+            "20",
+            "-d",
+            "1s",
+            "-c",
+            "8",
+        ],
+        vec!["--no-keepalive", "-R", "20", "-d", "1s", "-c", "8"],
+    ] {
+        let j = stream_run(&url, &extra);
+        let n = count(&j, "requests.ok");
+        assert!(n >= 15, "{extra:?}: {n} responses");
+        assert_truth(&j, (n, 10, 20_000.0), &format!("{extra:?}"));
+        // Without keep-alive, a connection per request (over HTTP/2 too).
+        let opened = count(&j, "connections.opened");
+        if extra.contains(&"--no-keepalive") {
+            assert_eq!(opened, n, "{extra:?}");
+        } else {
+            assert_eq!(opened, 8, "{extra:?}");
+        }
+    }
 }
 
 #[test]
@@ -139,6 +195,41 @@ fn an_endless_stream_is_bounded_by_the_timeout_and_counted() {
 }
 
 #[test]
+fn an_endless_stream_is_cut_at_max_body_and_counted() {
+    let s = embedded(ServerTls::None);
+    // Ten million events with no gap: 2 KiB comes in milliseconds, the stream never ends.
+    // (URL, flags): SSE by its content type over HTTP/1.1 chunks and over h2c DATA frames,
+    // and chunks counted as events.
+    for (path, extra) in [
+        ("/sse/10000000/0", vec![]),
+        ("/sse/10000000/0", vec!["--http2"]),
+        ("/chunks/10000000/0", vec!["--stream", "chunks"]),
+    ] {
+        let started = std::time::Instant::now();
+        let mut args = vec!["run", "-n", "4", "-c", "2", "-t", "1", "--json"];
+        args.extend_from_slice(&["--max-body", "2k", "--timeout", "30s"]);
+        args.extend_from_slice(&extra);
+        let url = s.url(path);
+        args.push(&url);
+        let out = run(&args);
+        assert!(
+            started.elapsed().as_secs() < 10,
+            "{extra:?}: cut at --max-body, long before --timeout"
+        );
+        // Every request failed: exit 1, each a counted protocol error that says why.
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {}", stderr(&out));
+        let j = summary(&out);
+        assert_eq!(count(&j, "errors.protocol"), 4, "{extra:?}: {j}");
+        assert_eq!(count(&j, "requests.total"), 4, "{extra:?}");
+        assert!(
+            stderr(&out).contains("streamed body longer than --max-body"),
+            "{extra:?}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
 fn a_run_without_streams_has_no_stream_phases() {
     let s = embedded(ServerTls::None);
     let j = stream_run(&s.url("/"), &["-n", "50", "-c", "2"]);
@@ -171,29 +262,41 @@ fn the_html_report_shows_the_gaps() {
     let s = embedded(ServerTls::None);
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("stream.html");
-    let html_arg = html.to_str().unwrap();
-    run_ok(&[
-        "run",
-        "-n",
-        "10",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--html",
-        html_arg,
-        &s.url("/sse/4/2"),
-    ]);
-    let page = std::fs::read_to_string(&html).unwrap();
-    // The gap distribution as a histogram, and a table row per stream phase.
+    let page_of = |path: &str| {
+        let html_arg = html.to_str().unwrap();
+        run_ok(&[
+            "run",
+            "-n",
+            "10",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--html",
+            html_arg,
+            &s.url(path),
+        ]);
+        std::fs::read_to_string(&html).unwrap()
+    };
+    let page = page_of("/sse/4/2");
+    // The gap distribution as a histogram and over time in a section of its own, and a
+    // table row per stream phase.
     for part in [
-        "event gap",
+        "<section id=\"streams\">",
+        "aria-label=\"log2 histogram of event gap\"",
+        "aria-label=\"event gap over time\"",
         "first event",
         ">first_event<",
         ">event_gap<",
         ">events<",
+        "30 gaps between events of 10 streamed responses",
     ] {
         assert!(page.contains(part), "no {part:?} in the page");
+    }
+    // A run without streams has none of it.
+    let page = page_of("/");
+    for part in ["id=\"streams\"", "event gap", "first_event"] {
+        assert!(!page.contains(part), "{part:?} in a page without streams");
     }
 }
 

@@ -5,24 +5,28 @@
 //! and the latency the network and the client add at low load. Prints the figures and a
 //! verdict (`--json`: as JSON).
 
-use super::control::{run_step, target, Control};
+use super::control::{run_plan, target, Control};
 use super::failure::Failure;
 use super::{out, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT};
 use crate::analysis::calibrate::{self, Calibration, Limit, Step};
-use crate::cli::{CalibrateArgs, Cli, Command, RunArgs};
+use crate::cli::{plan, CalibrateArgs, Cli, Command, RunArgs};
+use crate::model::load::Given;
+use crate::plan::RunPlan;
+use crate::report::tui::StepRow;
 use clap::Parser;
 use std::fmt::Write as _;
 
 /// Open-loop steps tried at most.
 const MAX_OPEN_STEPS: usize = 12;
 
-/// The `run` flags of one step: `extra` on top of the calibration's own.
-fn step_args(args: &CalibrateArgs, extra: &[String]) -> Result<RunArgs, String> {
+/// The `run` flags of the calibration: a closed loop of `-c` connections for `--step`.
+fn run_args(args: &CalibrateArgs) -> Result<RunArgs, String> {
     let mut argv: Vec<String> = ["reqlife", "run", "--quiet"]
         .iter()
         .map(|s| s.to_string())
         .collect();
     argv.extend(["-d".into(), format!("{}ms", args.step.as_millis())]);
+    argv.extend(["-c".into(), args.connections.to_string()]);
     if let Some(t) = args.threads {
         argv.extend(["-t".into(), t.to_string()]);
     }
@@ -32,7 +36,6 @@ fn step_args(args: &CalibrateArgs, extra: &[String]) -> Result<RunArgs, String> 
     if args.insecure {
         argv.push("--insecure".into());
     }
-    argv.extend(extra.iter().cloned());
     match Cli::try_parse_from(argv) {
         Ok(Cli {
             command: Command::Run(a),
@@ -58,14 +61,32 @@ pub fn calibrate(args: &CalibrateArgs, command_line: Vec<String>) -> i32 {
         Ok(t) => t,
         Err(e) => return e.report(),
     };
-    let control = match Control::new() {
+    // The one plan every step is derived from.
+    let steps = match run_args(args).and_then(|r| {
+        let base = plan::build(&r, &url).map_err(|e| e.0)?;
+        Ok(Steps { run: r, base })
+    }) {
+        Ok(s) => s,
+        Err(e) => return usage_error(e),
+    };
+    let title = format!("calibrate: GET {url}");
+    let control = Control::new().and_then(|c| c.watchers(&args.watch, None, args.quiet, title));
+    let mut control = match control {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
             return EXIT_FAILURE;
         }
     };
-    let result = measure(args, &control, &url, &command_line, embedded.is_some());
+    let result = measure(
+        args,
+        &steps,
+        &control,
+        &url,
+        &command_line,
+        embedded.is_some(),
+    );
+    control.close_view();
     if let Some(s) = embedded {
         s.shutdown();
     }
@@ -75,34 +96,75 @@ pub fn calibrate(args: &CalibrateArgs, command_line: Vec<String>) -> i32 {
         // Bad flags exit 2; a step the fail-fast rule stopped, 3 (its line names the fix).
         Err(e) => return e.report(),
     }
+    control.linger_metrics(args.watch.metrics_linger);
     if control.signal() != 0 {
         return EXIT_SIGINT;
     }
     EXIT_OK
 }
 
+/// The plans of the steps: each the base plan with its own load.
+struct Steps {
+    run: RunArgs,
+    base: RunPlan,
+}
+
+impl Steps {
+    /// The plan of a step of `connections`, closed or at `rate`.
+    fn plan(&self, connections: u64, rate: Option<f64>) -> Result<RunPlan, Failure> {
+        let mut spec = plan::load_spec(&self.run);
+        spec.connections = Some(Given::flag(connections));
+        spec.rate = rate.map(Given::flag);
+        self.base
+            .with_load(&spec)
+            .map_err(|e| Failure::Usage(e.message))
+    }
+}
+
+/// A calibration step as the live view lists it.
+fn step_row(s: &Step) -> StepRow {
+    StepRow {
+        rate_rps: s.offered_rps.unwrap_or(s.achieved_rps),
+        p99_us: s.total_p99_us,
+        verdict: match (s.offered_rps, s.limit) {
+            (None, _) => "closed loop".into(),
+            (Some(_), Limit::None) => "kept up".into(),
+            (Some(_), _) => "fell behind".into(),
+        },
+    }
+}
+
 fn measure(
     args: &CalibrateArgs,
+    steps: &Steps,
     control: &Control,
     url: &str,
     command_line: &[String],
     embedded: bool,
 ) -> Result<Calibration, Failure> {
     let say = |msg: String| {
-        if !args.quiet {
+        // The view lists the steps itself.
+        if !args.quiet && !control.viewing() {
             eprintln!("reqlife calibrate: {msg}");
         }
     };
-    let step = |extra: Vec<String>| -> Result<Step, Failure> {
-        let run_args = step_args(args, &extra).map_err(Failure::Usage)?;
-        let r = run_step(control, &run_args, url, command_line, embedded)?;
+    let rows = std::cell::RefCell::new(Vec::new());
+    let step = |connections: u64, rate: Option<f64>| -> Result<Step, Failure> {
+        let mut shown = rows.borrow().clone();
+        shown.push(StepRow::running(rate.unwrap_or(0.0)));
+        control.show_steps(" calibration: steps so far ", shown);
+        let plan = steps.plan(connections, rate)?;
+        let (r, _) = run_plan(control, &plan, command_line, embedded)?;
         if r.summary.requests.ok == 0 {
             return Err(Failure::Failed(format!(
                 "no request succeeded against {url}: {}",
                 r.first_errors.values().next().cloned().unwrap_or_default()
             )));
         }
-        Ok(calibrate::Step::of(&r))
+        let s = calibrate::Step::of(&r);
+        rows.borrow_mut().push(step_row(&s));
+        control.show_steps(" calibration: steps so far ", rows.borrow().clone());
+        Ok(s)
     };
     let timestamp_ns = calibrate::timestamp_ns(1_000_000);
     let record_ns = calibrate::record_ns(200_000);
@@ -110,8 +172,8 @@ fn measure(
         "a timestamp costs {timestamp_ns:.1} ns, recording a sample {record_ns:.1} ns"
     ));
 
-    let c = args.connections.to_string();
-    let closed = step(vec!["-c".into(), c.clone()])?;
+    let c = args.connections;
+    let closed = step(c, None)?;
     say(format!(
         "closed loop: {:.0} req/s, {:.2} us client CPU per request",
         closed.achieved_rps, closed.client_cpu_us_per_request
@@ -121,7 +183,7 @@ fn measure(
     let mut open_max = None;
     let mut rate = (closed.achieved_rps * 0.5).max(100.0).round();
     while open_steps.len() < MAX_OPEN_STEPS && control.signal() == 0 {
-        let s = step(vec!["-c".into(), c.clone(), "-R".into(), format!("{rate}")])?;
+        let s = step(c, Some(rate))?;
         let kept = s.limit == Limit::None;
         say(format!(
             "open loop at {rate:.0} req/s: achieved {:.0}, lag p99 {:.0} us: {}",
@@ -141,12 +203,7 @@ fn measure(
     // Low load: a tenth of what the open loop sustained, at most 1000 req/s, on 4 connections.
     let low_rate = (open_max.unwrap_or(closed.achieved_rps) * 0.1).clamp(10.0, 1000.0);
     let low_load = if control.signal() == 0 {
-        Some(step(vec![
-            "-c".into(),
-            "4".into(),
-            "-R".into(),
-            format!("{}", low_rate.round()),
-        ])?)
+        Some(step(4, Some(low_rate.round()))?)
     } else {
         None
     };

@@ -11,6 +11,8 @@ use crate::model::StopReason;
 use crate::model::StopRule;
 use crate::plan::RunPlan;
 use crate::report::live::LivePrinter;
+use crate::report::tui::{Key, LiveState, LiveView, StepRow};
+use std::cell::RefCell;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -38,8 +40,21 @@ pub(crate) struct Control {
     signal: Arc<AtomicI32>,
     /// `--metrics-addr`: fed each level's plan and final intervals.
     metrics: Option<crate::report::metrics::Exporter>,
-    /// `--live`: the title of the terminal view shown while each level runs.
-    live_view: Option<String>,
+    /// `--live`: the title of the terminal view, up from the first run until
+    /// [`Control::close_view`] (across the levels and steps of one command).
+    live_title: Option<String>,
+    view: RefCell<Option<Viewing>>,
+    /// The steps the view lists (title, rows), if the command runs steps.
+    steps: RefCell<Option<(String, Vec<StepRow>)>>,
+}
+
+/// The live view on the terminal, and what it shows.
+struct Viewing {
+    view: LiveView,
+    /// The current run's figures, and its time (elapsed, length) when last drawn.
+    state: LiveState,
+    elapsed: Duration,
+    length: Option<Duration>,
 }
 
 impl Control {
@@ -58,29 +73,33 @@ impl Control {
             interrupt,
             signal,
             metrics: None,
-            live_view: None,
+            live_title: None,
+            view: RefCell::new(None),
+            steps: RefCell::new(None),
         })
     }
 
-    /// The watchers `run` asks for: the terminal view (`--live`, when stdout is a terminal)
-    /// and the Prometheus exporter (`--metrics-addr`, listening from now on).
+    /// The watchers a command asks for: the terminal view (`--live`, when stdout is a
+    /// terminal; `title` heads it) and the Prometheus exporter (`--metrics-addr`, listening
+    /// from now on; `segment` labels its series).
     pub fn watchers(
         mut self,
-        args: &crate::cli::RunArgs,
-        url: Option<&str>,
+        watch: &crate::cli::WatchArgs,
+        segment: Option<crate::model::Segment>,
+        quiet: bool,
+        title: String,
     ) -> Result<Self, String> {
-        if args.live {
+        if watch.live {
             if std::io::stdout().is_terminal() {
-                let target = url.unwrap_or("the targets of the list");
-                self.live_view = Some(format!("{} {target}", args.method));
+                self.live_title = Some(title);
             } else {
                 eprintln!("reqlife: --live needs a terminal on stdout: running without the view");
             }
         }
-        if let Some(addr) = args.metrics_addr {
-            let m = crate::report::metrics::Exporter::start(addr, args.segment)
+        if let Some(addr) = watch.metrics_addr {
+            let m = crate::report::metrics::Exporter::start(addr, segment)
                 .map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
-            if !args.quiet {
+            if !quiet {
                 eprintln!(
                     "reqlife: metrics for Prometheus at http://{}/metrics",
                     m.addr()
@@ -89,6 +108,66 @@ impl Control {
             self.metrics = Some(m);
         }
         Ok(self)
+    }
+
+    /// Whether the live view shows the runs (lines on stderr would draw over it).
+    pub fn viewing(&self) -> bool {
+        self.live_title.is_some()
+    }
+
+    /// The steps the view lists from now on (a knee search's, a calibration's), under
+    /// `title`; drawn at once if the view is up.
+    pub fn show_steps(&self, title: &str, rows: Vec<StepRow>) {
+        if let Some(v) = self.view.borrow_mut().as_mut() {
+            v.view.set_steps(title, rows.clone());
+            v.view.draw(&v.state, v.elapsed, v.length);
+        }
+        // For a view not up yet, and kept for the next one.
+        *self.steps.borrow_mut() = Some((title.to_string(), rows));
+    }
+
+    /// Gives the terminal back (the report prints after it).
+    pub fn close_view(&self) {
+        self.view.borrow_mut().take();
+    }
+
+    /// The view for a run of `plan`: taken over at the first run, its figures reset.
+    fn view_begin(&self, plan: &RunPlan) -> Result<(), String> {
+        let Some(title) = &self.live_title else {
+            return Ok(());
+        };
+        let mut slot = self.view.borrow_mut();
+        match slot.as_mut() {
+            Some(v) => v.state = LiveState::of(plan),
+            None => {
+                let mut view = LiveView::start(title.clone())
+                    .map_err(|e| format!("--live: cannot take over the terminal: {e}"))?;
+                if let Some((title, rows)) = self.steps.borrow().clone() {
+                    view.set_steps(&title, rows);
+                }
+                *slot = Some(Viewing {
+                    view,
+                    state: LiveState::of(plan),
+                    elapsed: Duration::ZERO,
+                    length: None,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the view's keys (`q` stops the run as Ctrl-C does) and draws it, `elapsed` of
+    /// `length` into the run (`None`: as last drawn).
+    fn view_tick(&self, time: Option<(Duration, Option<Duration>)>) {
+        let mut slot = self.view.borrow_mut();
+        let Some(v) = slot.as_mut() else { return };
+        if v.view.keys() == Some(Key::Quit) {
+            self.interrupt_as(libc::SIGINT);
+        }
+        if let Some((elapsed, length)) = time {
+            (v.elapsed, v.length) = (elapsed, length);
+        }
+        v.view.draw(&v.state, v.elapsed, v.length);
     }
 
     /// Stops the run as a first `signal` would (`q` in the live view: as Ctrl-C).
@@ -144,9 +223,16 @@ impl Control {
     /// Waits `pause` between levels; false if interrupted.
     pub fn pause(&self, pause: Duration) -> bool {
         self.runtime.block_on(async {
-            tokio::select! {
-                _ = tokio::time::sleep(pause) => true,
-                _ = self.interrupt.stopped() => false,
+            let end = tokio::time::sleep(pause);
+            tokio::pin!(end);
+            // The view's keys are read meanwhile (`q` stops the command).
+            let mut tick = tokio::time::interval(Duration::from_millis(200));
+            loop {
+                tokio::select! {
+                    _ = &mut end => break true,
+                    _ = self.interrupt.stopped() => break false,
+                    _ = tick.tick() => self.view_tick(None),
+                }
             }
         })
     }
@@ -184,15 +270,9 @@ impl Control {
         let mut partial =
             (!abort.is_empty()).then(|| crate::analysis::expr::PartialRun::new(plan.interval));
         // --live: drawn from the collector's intervals (never the workers'), on this thread.
-        let mut view = match &self.live_view {
-            Some(title) => Some((
-                crate::report::tui::LiveView::start(title.clone())
-                    .map_err(|e| format!("--live: cannot take over the terminal: {e}"))?,
-                crate::report::tui::LiveState::new(plan.interval),
-            )),
-            None => None,
-        };
-        let (live_tx, live_rx) = if live.is_some() || partial.is_some() || view.is_some() {
+        self.view_begin(plan)?;
+        let view = self.view.borrow().is_some();
+        let (live_tx, live_rx) = if live.is_some() || partial.is_some() || view {
             let (tx, rx) = std::sync::mpsc::channel();
             (Some(tx), Some(rx))
         } else {
@@ -223,7 +303,7 @@ impl Control {
             StopRule::Duration(d) => Some(record_from + d),
             StopRule::Requests(_) => None,
         };
-        let bar = progress_bar(plan, quiet || view.is_some());
+        let bar = progress_bar(plan, quiet || view);
         let mut drain = false;
         let ended = self.runtime.block_on(async {
             let mut tick = tokio::time::interval(Duration::from_millis(200));
@@ -243,24 +323,19 @@ impl Control {
                             if let Some(p) = &mut partial {
                                 p.add(&snap);
                             }
-                            if let Some((_, state)) = &mut view {
-                                state.push(&snap);
+                            if let Some(v) = self.view.borrow_mut().as_mut() {
+                                v.state.push(&snap);
                             }
                             if let Some(live) = &mut live {
                                 live.push(snap);
                             }
                         }
-                        if let Some((v, state)) = &mut view {
-                            if v.keys() == Some(crate::report::tui::Key::Quit) {
-                                self.interrupt_as(libc::SIGINT);
-                            }
-                            let elapsed = Instant::now().saturating_duration_since(record_from);
-                            let length = match plan.stop {
-                                StopRule::Duration(d) => Some(d),
-                                StopRule::Requests(_) => None,
-                            };
-                            v.draw(state, elapsed, length);
-                        }
+                        let elapsed = Instant::now().saturating_duration_since(record_from);
+                        let length = match plan.stop {
+                            StopRule::Duration(d) => Some(d),
+                            StopRule::Requests(_) => None,
+                        };
+                        self.view_tick(Some((elapsed, length)));
                         if let Some(live) = &mut live {
                             let elapsed = Instant::now().saturating_duration_since(record_from);
                             print_live(&bar, &live.lines(elapsed, false), json);
@@ -279,16 +354,20 @@ impl Control {
                 }
             }
         });
-        // The terminal is given back before the drain (where Ctrl-C is a signal again).
-        drop(view);
         if drain {
             // The duration is over: nothing more is sent; the requests in flight may end (and
-            // are recorded) for up to --drain.
+            // are recorded) for up to --drain. The view's keys are read meanwhile.
             self.runtime.block_on(async {
-                tokio::select! {
-                    _ = workers.all_finished() => {}
-                    _ = self.interrupt.stopped() => {}
-                    _ = tokio::time::sleep(plan.drain) => {}
+                let end = tokio::time::sleep(plan.drain);
+                tokio::pin!(end);
+                let mut tick = tokio::time::interval(Duration::from_millis(200));
+                loop {
+                    tokio::select! {
+                        _ = workers.all_finished() => break,
+                        _ = self.interrupt.stopped() => break,
+                        _ = &mut end => break,
+                        _ = tick.tick() => self.view_tick(None),
+                    }
                 }
             });
         }
@@ -478,43 +557,29 @@ pub(crate) fn target(
     }
 }
 
-/// One step of a command that runs several (knee, calibrate, repeat): the plan built from
-/// `args` for `url`, executed, and its record.
-pub(crate) fn run_step(
+/// One step of a command that runs several plans (knee, calibrate, compare --run): `plan`
+/// executed, its record, and what was measured (to combine steps exactly).
+pub(crate) fn run_plan(
     control: &Control,
-    args: &crate::cli::RunArgs,
-    url: &str,
-    command_line: &[String],
-    embedded: bool,
-) -> Result<crate::recorder::record::RunRecord, Failure> {
-    run_step_measured(control, args, url, command_line, embedded).map(|(r, _, _)| r)
-}
-
-/// [`run_step`], also giving what was measured and the plan (to combine steps exactly).
-pub(crate) fn run_step_measured(
-    control: &Control,
-    args: &crate::cli::RunArgs,
-    url: &str,
+    plan: &RunPlan,
     command_line: &[String],
     embedded: bool,
 ) -> Result<
     (
         crate::recorder::record::RunRecord,
         crate::recorder::Measured,
-        RunPlan,
     ),
     Failure,
 > {
-    let plan = crate::cli::plan::build(args, url).map_err(|e| Failure::Usage(e.0))?;
-    let config = SessionConfig::new(&plan).map_err(Failure::Usage)?;
+    let config = SessionConfig::new(plan).map_err(Failure::Usage)?;
     let o = control
-        .execute(&plan, config, true, None, false)
+        .execute(plan, config, true, None, false)
         .map_err(Failure::Failed)?;
     if let Some(line) = o.fail_fast {
         return Err(Failure::FailFast(line));
     }
     let record = crate::recorder::record::RunRecord::build(
-        &plan,
+        plan,
         &o.measured,
         crate::recorder::record::Ending {
             recorded: o.recorded,
@@ -526,5 +591,5 @@ pub(crate) fn run_step_measured(
             embedded_target: embedded,
         },
     );
-    Ok((record, o.measured, plan))
+    Ok((record, o.measured))
 }

@@ -4,7 +4,7 @@
 //! and of B have the same mean time). Each side's runs become a record of repeated runs
 //! ([`RunRecord::repeated`]), compared across runs.
 
-use super::control::{run_step_measured, Control};
+use super::control::{run_plan, Control};
 use super::{usage_error, EXIT_FAILURE, EXIT_SIGINT, EXIT_SIGTERM};
 use crate::cli::{Cli, Command, CompareArgs, RunArgs};
 use crate::model::StopReason;
@@ -77,17 +77,18 @@ pub(crate) fn run_rounds(
         args.a.to_string_lossy().into_owned(),
         args.b.to_string_lossy().into_owned(),
     ];
-    let mut runs = Vec::new();
+    // Each side's plan, built once: every round runs it again.
+    let mut plans = Vec::new();
+    let mut pause = Duration::ZERO;
     for url in &urls {
         let r = run_args(args, url).map_err(usage_error)?;
-        crate::cli::plan::build(&r, url).map_err(|e| usage_error(e.0))?;
-        runs.push(r);
+        pause = r.pause;
+        plans.push(crate::cli::plan::build(&r, url).map_err(|e| usage_error(e.0))?);
     }
     let control = Control::new().map_err(|e| {
         eprintln!("error: {e}");
         EXIT_FAILURE
     })?;
-    let pause = runs[0].pause;
     let quiet = args.json;
     let mut sides: [Vec<(RunRecord, crate::recorder::Measured, crate::plan::RunPlan)>; 2] =
         [Vec::new(), Vec::new()];
@@ -105,12 +106,12 @@ pub(crate) fn run_rounds(
                     urls[side]
                 );
             }
-            let step = run_step_measured(&control, &runs[side], &urls[side], command_line, false)
-                .map_err(|e| e.report())?;
+            let (record, measured) =
+                run_plan(&control, &plans[side], command_line, false).map_err(|e| e.report())?;
             if control.signal() != 0 {
                 break 'rounds;
             }
-            sides[side].push(step);
+            sides[side].push((record, measured, plans[side].clone()));
         }
     }
     match control.signal() {

@@ -5,18 +5,88 @@
 //! step and the answer are printed; the record (`-o`) keeps every step's histograms as levels
 //! and the search in `knee`.
 
-use super::control::{run_step, run_step_measured, target, Control};
+use super::control::{run_plan, target, Control};
+use super::failure::Failure;
 use super::{files, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
-use crate::analysis::knee::{self, KneeResult, Search, Verdict};
-use crate::cli::{plan, KneeArgs};
+use crate::analysis::knee::{self, KneeResult, KneeStep, Search, Verdict};
+use crate::cli::{plan, KneeArgs, RunArgs};
+use crate::model::load::Given;
 use crate::model::StopReason;
+use crate::plan::RunPlan;
 use crate::recorder::record::{Ending, RunRecord};
 use crate::report;
+use crate::report::tui::StepRow;
 use std::time::Duration;
 
 /// `reqlife knee`.
 pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
     let run_id = crate::recorder::record::new_run_id();
+    let run = &args.run;
+    let to_stderr = match check(args) {
+        Ok(t) => t,
+        Err(e) => return usage_error(e),
+    };
+    let (embedded, url) = match target(run.url.as_deref(), "/", &run.kv, false) {
+        Ok(t) => t,
+        Err(e) => return e.report(),
+    };
+    // Every flag checked once, into the one plan every step is derived from.
+    let plans = match Plans::new(args, &url) {
+        Ok(p) => p,
+        Err(e) => return usage_error(e),
+    };
+    // Every step has the same connections: a low `ulimit -n` is raised or refused now.
+    if let Err(code) = super::limits::check(std::slice::from_ref(&plans.probe), embedded.is_some())
+    {
+        return code;
+    }
+    if let Some(path) = &run.html {
+        if let Err(e) = report::html::check_writable(path) {
+            return usage_error(e);
+        }
+    }
+    let title = format!("knee: {} {url}", run.method);
+    let control =
+        Control::new().and_then(|c| c.watchers(&run.watch, run.segment, run.quiet, title));
+    let mut control = match control {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    let searched = search(args, &plans, &control, &command_line, embedded.is_some());
+    control.close_view();
+    if let Some(s) = embedded {
+        s.shutdown();
+    }
+    let (result, parts) = match searched {
+        Ok(s) => s,
+        Err(e) => return e.report(),
+    };
+    let signal = control.signal();
+    let Some(mut record) = knee_record(&command_line, parts, result, signal != 0) else {
+        eprintln!("reqlife knee: interrupted before any step ended: nothing was measured");
+        return if signal == libc::SIGTERM {
+            EXIT_SIGTERM
+        } else {
+            EXIT_SIGINT
+        };
+    };
+    record.run_id = Some(run_id);
+    let code = write_and_report(run, &mut record, to_stderr);
+    control.linger_metrics(run.watch.metrics_linger);
+    match signal {
+        libc::SIGINT => EXIT_SIGINT,
+        libc::SIGTERM => EXIT_SIGTERM,
+        _ if record.knee.as_ref().is_some_and(|k| k.answer_rps.is_none()) => EXIT_FAILURE,
+        _ => code,
+    }
+}
+
+/// The flags of `run` knee refuses, and its own checked: whether stdout is taken by an
+/// output file (`-`), or the one line that refuses them.
+fn check(args: &KneeArgs) -> Result<bool, String> {
     let run = &args.run;
     let given: Vec<&str> = [
         (!run.rate.is_empty(), "-R/--rate"),
@@ -47,117 +117,116 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
     .map(|(_, f)| *f)
     .collect();
     if !given.is_empty() {
-        return usage_error(format!(
+        return Err(format!(
             "{} conflict{} with knee: it chooses the rate and the length of each step itself, and takes only the flags `reqlife knee --help` lists",
             given.join(", "),
             if given.len() == 1 { "s" } else { "" }
         ));
     }
-    let to_stderr = match files::stdout_taken(&[
+    let to_stderr = files::stdout_taken(&[
         ("-o", run.output.as_deref()),
         ("--html", run.html.as_deref()),
-    ]) {
-        Ok(t) => t,
-        Err(e) => return usage_error(e),
-    };
+    ])?;
     if args.slos.is_empty() {
-        return usage_error("knee needs at least one --slo (e.g. --slo 'p99<=2ms')");
+        return Err("knee needs at least one --slo (e.g. --slo 'p99<=2ms')".into());
     }
     if !(args.precision > 0.0 && args.precision < 50.0) {
-        return usage_error("--precision must be a percentage above 0 and below 50 (e.g. 5)");
+        return Err("--precision must be a percentage above 0 and below 50 (e.g. 5)".into());
     }
     if args.step < Duration::from_millis(200) {
-        return usage_error("--step must be at least 200ms (e.g. 20s)");
+        return Err("--step must be at least 200ms (e.g. 20s)".into());
     }
-    let (embedded, url) = match target(run.url.as_deref(), "/", &run.kv, false) {
-        Ok(t) => t,
-        Err(e) => return e.report(),
-    };
-    // Every flag checked once before the first step: a bad one is found now.
-    let mut probe_args = run.clone();
-    probe_args.duration = Some(args.step.min(Duration::from_secs(3)));
-    match plan::build(&probe_args, &url) {
-        Err(e) => return usage_error(e),
-        // Every step has the same connections: a low `ulimit -n` is raised or refused now.
-        Ok(p) => {
-            if let Err(code) = super::limits::check(&[p], embedded.is_some()) {
-                return code;
-            }
+    Ok(to_stderr)
+}
+
+/// The plans of a search, all derived from the one plan of the flags: the closed-loop probe,
+/// and the base of the steps (each an open loop at its rate, for `--step`).
+struct Plans {
+    probe: RunPlan,
+    steps: RunPlan,
+    run: RunArgs,
+    step: Duration,
+}
+
+impl Plans {
+    fn new(args: &KneeArgs, url: &str) -> Result<Plans, String> {
+        let run = &args.run;
+        let base = plan::build(run, url).map_err(|e| e.0)?;
+        let mut spec = plan::load_spec(run);
+        spec.duration = Some(Given::flag(args.step.min(Duration::from_secs(3))));
+        let probe = base.with_load(&spec).map_err(|e| e.message)?;
+        let mut steps = base;
+        // Intervals of a tenth of the step (100 ms to 1 s): the generator's health is judged
+        // on those after the start-up.
+        if run.interval.is_none() && run.every.is_none() {
+            steps.interval =
+                (args.step / 10).clamp(Duration::from_millis(100), Duration::from_secs(1));
         }
+        Ok(Plans {
+            probe,
+            steps,
+            run: run.clone(),
+            step: args.step,
+        })
     }
-    if let Some(path) = &run.html {
-        if let Err(e) = report::html::check_writable(path) {
-            return usage_error(e);
-        }
+
+    /// The plan of the step at `rate`.
+    fn at(&self, rate: f64) -> Result<RunPlan, Failure> {
+        let mut spec = plan::load_spec(&self.run);
+        spec.rate = Some(Given::flag(rate));
+        spec.duration = Some(Given::flag(self.step));
+        self.steps
+            .with_load(&spec)
+            .map_err(|e| Failure::Usage(e.message))
     }
-    let control = match Control::new() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_FAILURE;
-        }
-    };
+}
+
+/// The search: the probe (unless `--start-rate`), then one step per rate the search asks
+/// for, until it concludes or a signal stops it. The result and every step run.
+fn search(
+    args: &KneeArgs,
+    plans: &Plans,
+    control: &Control,
+    command_line: &[String],
+    embedded: bool,
+) -> Result<(KneeResult, Vec<Part>), Failure> {
     let say = |msg: String| {
-        if !run.quiet {
+        // The view shows the steps itself.
+        if !args.run.quiet && !control.viewing() {
             eprintln!("reqlife knee: {msg}");
         }
     };
     let start = match args.start_rate {
         Some(r) => r,
-        None => match run_step(
-            &control,
-            &probe_args,
-            &url,
-            &command_line,
-            embedded.is_some(),
-        ) {
-            Ok(r) => {
-                let flat_out = r.summary.throughput_rps;
-                say(format!(
-                    "probe: {flat_out:.0} req/s in a closed loop of {} connections; starting at a quarter",
-                    r.config.connections
-                ));
-                (flat_out / 4.0).round().max(1.0)
-            }
-            // Every connection of the probe failed the same way: the fix, exit 3.
-            Err(e) => return e.report(),
-        },
+        None => {
+            control.show_steps(" knee search: the probe (closed loop) ", Vec::new());
+            let (r, _) = run_plan(control, &plans.probe, command_line, embedded)?;
+            let flat_out = r.summary.throughput_rps;
+            say(format!(
+                "probe: {flat_out:.0} req/s in a closed loop of {} connections; starting at a quarter",
+                r.config.connections
+            ));
+            (flat_out / 4.0).round().max(1.0)
+        }
     };
     let precision = args.precision / 100.0;
     let mut search = Search::new(start, precision, args.max_rate);
-    let mut steps = Vec::new();
+    let mut steps: Vec<KneeStep> = Vec::new();
     let mut parts: Vec<Part> = Vec::new();
-    let plans_args = |rate: f64| {
-        let mut a = run.clone();
-        a.rate = vec![rate];
-        a.duration = Some(args.step);
-        // Intervals of a tenth of the step (100 ms to 1 s): the generator's health is judged
-        // on those after the start-up.
-        if a.interval.is_none() && a.every.is_none() {
-            a.interval =
-                Some((args.step / 10).clamp(Duration::from_millis(100), Duration::from_secs(1)));
-        }
-        a
-    };
     while let Some((rate, confirmation)) = search.next() {
         if control.signal() != 0 {
             break;
         }
         // A pause before every step (the probe's too): the server drains what the step before
         // left queued.
-        if (!parts.is_empty() || args.start_rate.is_none()) && !control.pause(run.pause) {
+        if (!parts.is_empty() || args.start_rate.is_none()) && !control.pause(args.run.pause) {
             break;
         }
-        let (record, measured, plan) = match run_step_measured(
-            &control,
-            &plans_args(rate),
-            &url,
-            &command_line,
-            embedded.is_some(),
-        ) {
-            Ok(r) => r,
-            Err(e) => return e.report(),
-        };
+        let mut rows = step_rows(&steps);
+        rows.push(StepRow::running(rate));
+        control.show_steps(" knee search: steps so far ", rows);
+        let plan = plans.at(rate)?;
+        let (record, measured) = run_plan(control, &plan, command_line, embedded)?;
         if control.signal() != 0 {
             // An interrupted step says nothing about its rate: kept, not judged.
             parts.push((rate, record, measured, plan));
@@ -165,28 +234,11 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
         }
         let max_lag_us = args.max_lag.as_secs_f64() * 1e6;
         let step = knee::judge(&record, rate, &args.slos, confirmation, max_lag_us);
-        let again = if search.retrying() { " (again)" } else { "" };
-        say(format!(
-            "step {}: {rate:.0} req/s{again}: {}{}",
-            steps.len() + 1,
-            match step.verdict {
-                Verdict::Pass => "pass",
-                Verdict::Fail => "fail",
-                Verdict::Client if search.retrying() => "the generator is the limit",
-                Verdict::Client => "the generator fell behind: running the step once more",
-            },
-            if step.reasons.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", step.reasons.join("; "))
-            }
-        ));
+        say(step_line(steps.len() + 1, rate, &step, search.retrying()));
         search.record(step.verdict);
         steps.push(step);
         parts.push((rate, record, measured, plan));
-    }
-    if let Some(s) = embedded {
-        s.shutdown();
+        control.show_steps(" knee search: steps so far ", step_rows(&steps));
     }
     let mut result = KneeResult {
         slos: args.slos.iter().map(|e| e.to_string()).collect(),
@@ -198,28 +250,58 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
         summary: String::new(),
     };
     result.summary = knee::summary_of(&result);
-    let signal = control.signal();
-    let record = knee_record(&command_line, parts, result, signal != 0);
-    let Some(mut record) = record else {
-        eprintln!("reqlife knee: interrupted before any step ended: nothing was measured");
-        return if signal == libc::SIGTERM {
-            EXIT_SIGTERM
+    Ok((result, parts))
+}
+
+/// The line said on stderr as a step ends.
+fn step_line(n: usize, rate: f64, step: &KneeStep, retrying: bool) -> String {
+    let again = if retrying { " (again)" } else { "" };
+    format!(
+        "step {n}: {rate:.0} req/s{again}: {}{}",
+        match step.verdict {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Client if retrying => "the generator is the limit",
+            Verdict::Client => "the generator fell behind: running the step once more",
+        },
+        if step.reasons.is_empty() {
+            String::new()
         } else {
-            EXIT_SIGINT
-        };
-    };
-    run.view.check(&mut record);
+            format!(" ({})", step.reasons.join("; "))
+        }
+    )
+}
+
+/// The steps as the live view's rows.
+fn step_rows(steps: &[KneeStep]) -> Vec<StepRow> {
+    steps
+        .iter()
+        .map(|s| StepRow {
+            rate_rps: s.offered_rps,
+            p99_us: s.p99_us,
+            verdict: match s.verdict {
+                Verdict::Pass => "pass",
+                Verdict::Fail => "fail",
+                Verdict::Client => "generator",
+            }
+            .to_string(),
+        })
+        .collect()
+}
+
+/// Checks the thresholds, writes `-o` and `--html`, prints the report: the exit code.
+fn write_and_report(run: &RunArgs, record: &mut RunRecord, to_stderr: bool) -> i32 {
+    run.view.check(record);
     let mut code = EXIT_OK;
-    record.run_id = Some(run_id);
     if let Some(path) = &run.output {
-        let json = report::record_json(&record) + "\n";
+        let json = report::record_json(record) + "\n";
         if let Err(e) = files::write_text(path, &json, "the record", run.quiet) {
             eprintln!("error: {e}");
             code = EXIT_FAILURE;
         }
     }
     if let Some(path) = &run.html {
-        let page = report::html::render(&record)
+        let page = report::html::render(record)
             .and_then(|p| files::write_text(path, &p, "the HTML report", run.quiet));
         if let Err(e) = page {
             eprintln!("error: {e}");
@@ -232,23 +314,13 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
             to_stderr,
         );
     } else {
-        files::report(&run.view.render(&record), to_stderr);
+        files::report(&run.view.render(record), to_stderr);
     }
-    match signal {
-        libc::SIGINT => EXIT_SIGINT,
-        libc::SIGTERM => EXIT_SIGTERM,
-        _ if record.knee.as_ref().is_some_and(|k| k.answer_rps.is_none()) => EXIT_FAILURE,
-        _ => code,
-    }
+    code
 }
 
 /// One step: its rate, record, measurements and plan.
-type Part = (
-    f64,
-    RunRecord,
-    crate::recorder::Measured,
-    crate::plan::RunPlan,
-);
+type Part = (f64, RunRecord, crate::recorder::Measured, RunPlan);
 
 /// The record of a search: its steps as the levels of a sweep of rates (the top level adds
 /// them up exactly), and the search.
@@ -274,7 +346,7 @@ fn knee_record(
     };
     let first_plan = first_plan.clone();
     let measured: Vec<crate::recorder::Measured> = parts.iter().map(|p| p.2.clone()).collect();
-    let pieces: Vec<(String, &crate::plan::RunPlan, RunRecord)> = parts
+    let pieces: Vec<(String, &RunPlan, RunRecord)> = parts
         .iter()
         .map(|(rate, r, _, p)| (format!("{rate:.0} req/s"), p, r.clone()))
         .collect();

@@ -115,7 +115,9 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         }
     };
     // --live and --metrics-addr: watchers of the collector's intervals.
-    let mut control = match control.watchers(args, url.as_deref()) {
+    let target = url.as_deref().unwrap_or("the targets of the list");
+    let title = format!("{} {target}", args.method);
+    let mut control = match control.watchers(&args.watch, args.segment, args.quiet, title) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
@@ -165,17 +167,13 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         if i > 0 && !control.pause(args.pause) {
             break;
         }
-        if plans.len() > 1 && !args.quiet {
-            if repeat > 1 {
-                eprintln!("reqlife: run {}/{}", i + 1, plans.len());
-            } else {
-                eprintln!(
-                    "reqlife: level {}/{}: {}",
-                    i + 1,
-                    plans.len(),
-                    label(i, plan)
-                );
-            }
+        // (Not over the view, which shows the level itself.)
+        if plans.len() > 1 && !args.quiet && !control.viewing() {
+            let (what, label) = match repeat {
+                1 => ("level", format!(": {}", label(i, plan))),
+                _ => ("run", String::new()),
+            };
+            eprintln!("reqlife: {what} {}/{}{label}", i + 1, plans.len());
         }
         let abort = if args.abort_on_fail {
             &args.view.thresholds[..]
@@ -199,6 +197,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
                 lost
             }
             Err(e) => {
+                control.close_view();
                 eprintln!("error: {e}");
                 return EXIT_FAILURE;
             }
@@ -207,6 +206,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             break;
         }
     }
+    control.close_view(); // The terminal back before the report.
     let signal = control.signal();
     let ending = |o: &Executed| Ending {
         recorded: o.recorded,
@@ -292,7 +292,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             code = super::thresholds_code(&record);
         }
     }
-    control.linger_metrics(args.metrics_linger);
+    control.linger_metrics(args.watch.metrics_linger);
     match signal {
         libc::SIGINT => EXIT_SIGINT,
         libc::SIGTERM => EXIT_SIGTERM,

@@ -6,7 +6,8 @@ pub(crate) const RUN_EXIT_CODES: &str = "Exit codes:
   1    no request succeeded (errors only), or the record could not be written
   2    bad input: a flag, the URL, a file, a host that does not resolve
   3    stopped early: every connection failed the same way before any request succeeded
-       (refused, untrusted certificate, TLS mismatch, no h2 in ALPN), or ulimit -n is too low
+       (refused, untrusted certificate, TLS mismatch, no h2 in ALPN, no HTTP/2 on an h2c
+       port), or ulimit -n is too low
        to start; the error line names the fix
   4    responses came back, but every one was an HTTP error (no 2xx or 3xx)
   99   a --threshold failed

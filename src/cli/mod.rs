@@ -2,8 +2,10 @@
 //! parsing ([`units`]) and the one place where raw flags become a validated plan ([`plan`]).
 
 pub mod framed;
+pub mod grpc;
 pub mod help;
 pub mod plan;
+pub mod protocol;
 use crate::util::units;
 pub mod workload;
 
@@ -209,6 +211,9 @@ pub struct CalibrateArgs {
     /// No progress lines on stderr.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+
+    #[command(flatten)]
+    pub watch: WatchArgs,
 }
 
 /// Flags of `reqlife stats`.
@@ -495,8 +500,9 @@ pub struct RunArgs {
     #[arg(help_heading = "Protocol", long = "compressed")]
     pub compressed: bool,
 
-    /// Largest response body kept for decoding with --compressed, in bytes (e.g. 64M); a
-    /// larger one is a protocol error. Bodies that are not decoded are counted, never kept.
+    /// Largest response body kept for decoding with --compressed, or read from a streamed
+    /// response (--stream, or text/event-stream), in bytes (e.g. 64M); a larger one is a
+    /// protocol error. Other bodies are counted, never kept.
     /// tcp:// with --framing u32be: the largest reply frame (counted, not kept either).
     #[arg(help_heading = "Protocol", long = "max-body", value_parser = count_arg, default_value = "64M")]
     pub max_body: u64,
@@ -523,7 +529,7 @@ pub struct RunArgs {
     /// Streamed responses: time the events of each response (`first_event`, `event_gap`,
     /// `events`): Server-Sent Events, chunks, or lines. Without it, a `text/event-stream`
     /// response is timed as SSE; other bodies are counted, never parsed. A stream that never
-    /// ends is bounded by --timeout (a counted timeout).
+    /// ends is bounded by --timeout (a counted timeout) and --max-body (a protocol error).
     #[arg(help_heading = "Protocol", long = "stream", value_enum)]
     pub stream: Option<StreamArg>,
 
@@ -536,6 +542,9 @@ pub struct RunArgs {
     /// trusted, verification kept (-k turns it off).
     #[arg(help_heading = "Protocol", long = "cacert")]
     pub cacert: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub grpc: grpc::GrpcArgs,
 
     #[command(flatten)]
     pub view: ViewArgs,
@@ -562,7 +571,7 @@ pub struct RunArgs {
 
     /// Print one line per interval of this length while running (throughput, errors, p50/p99/max
     /// of the total, wait and the server's total): the drift of a long run, as it happens.
-    #[arg(help_heading = "Output", long = "every", value_parser = duration_arg)]
+    #[arg(help_heading = "Output", long = "every", value_parser = duration_arg, conflicts_with = "live")]
     pub every: Option<Duration>,
 
     /// No progress bar, no header at the start, no line saying where -o wrote.
@@ -583,6 +592,14 @@ pub struct RunArgs {
     #[arg(help_heading = "Analysis", long = "abort-on-fail")]
     pub abort_on_fail: bool,
 
+    #[command(flatten)]
+    pub watch: WatchArgs,
+}
+
+/// What watches a run while it goes (`run`, `knee`, `calibrate`): the live terminal view and
+/// the Prometheus exporter, both fed from the collector's intervals, never the workers.
+#[derive(Debug, Clone, Args)]
+pub struct WatchArgs {
     /// Serve the run's figures for Prometheus (OpenMetrics text, GET /metrics) on this
     /// address while it runs: HOST:PORT, or a bare PORT (on 127.0.0.1); e.g. 9464.
     #[arg(help_heading = "Output", long = "metrics-addr", value_parser = addr_arg)]
@@ -594,9 +611,10 @@ pub struct RunArgs {
     pub metrics_linger: Duration,
 
     /// A live terminal view while the run goes on (throughput, errors, latency per interval,
-    /// phases, schedule lag, CPU, status codes, time left): q stops the run as Ctrl-C does, p
-    /// pauses the display. Needs a terminal on stdout; the report prints after it closes.
-    #[arg(help_heading = "Output", long = "live", conflicts_with = "every")]
+    /// phases, schedule lag, CPU, status codes, time left; a knee search's or a calibration's
+    /// steps, the current stage): q stops the run as Ctrl-C does, p pauses the display. Needs
+    /// a terminal on stdout; the report prints after it closes.
+    #[arg(help_heading = "Output", long = "live")]
     pub live: bool,
 }
 

@@ -4,9 +4,8 @@
 
 use super::{ArrivalArg, PolicyArg, RunArgs};
 use crate::model::load::{self, Fallback, Given, Load, LoadSpec};
-use crate::model::{io_reason, Arrival, LoadModel, Segment, StopRule, Target, TlsPlan};
-use crate::plan::{Http2Plan, Http3Plan, RunPlan};
-use crate::util::limits::default_threads;
+use crate::model::{io_reason, Arrival, LoadModel, Segment, Target, TlsPlan};
+use crate::plan::RunPlan;
 use crate::util::units::StagesSpec;
 use std::net::ToSocketAddrs;
 use std::time::Duration;
@@ -15,57 +14,6 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct PlanError(pub String);
-
-/// `--http2`, `--streams` and `--h2-window` (`--streams` goes to HTTP/3 with `--http3`).
-fn http2_plan(args: &RunArgs, http3: bool) -> Result<Option<Http2Plan>, PlanError> {
-    match (args.http2, args.streams, args.h2_window) {
-        (false, _, None) if http3 => Ok(None),
-        (false, None, None) => Ok(None),
-        (false, _, None) => {
-            err("--streams applies to HTTP/2 and HTTP/3: give --http2 or --http3 too")
-        }
-        (false, _, _) => err("--h2-window applies to HTTP/2: give --http2 too"),
-        (true, Some(0), _) => err("--streams must be at least 1"),
-        (true, _, Some(w)) if !(65_535..=2_147_483_647).contains(&w) => {
-            err("--h2-window must be from 65535 to 2147483647 bytes (e.g. 1M)")
-        }
-        (true, streams, window) => Ok(Some(Http2Plan {
-            streams: streams.unwrap_or(1) as usize,
-            window: window.map(|w| w as u32),
-        })),
-    }
-}
-
-/// `--http3`: an https:// URL, not with `--http2` or `--h2-window`; `--streams` per connection.
-fn http3_plan(args: &RunArgs, target: &Target) -> Result<Option<Http3Plan>, PlanError> {
-    if !args.http3 {
-        if args.zero_rtt {
-            return err("--zero-rtt applies to HTTP/3: give --http3 too");
-        }
-        return Ok(None);
-    }
-    if args.http2 {
-        return err("--http2 and --http3 conflict: give one of them");
-    }
-    if args.h2_window.is_some() {
-        return err(
-            "--h2-window applies to HTTP/2, not to --http3 (QUIC has its own flow control)",
-        );
-    }
-    if target.scheme != crate::model::Scheme::Https {
-        return err(format!(
-            "--http3 needs an https:// URL (QUIC always runs TLS), not '{}'",
-            target.url
-        ));
-    }
-    match args.streams {
-        Some(0) => err("--streams must be at least 1"),
-        streams => Ok(Some(Http3Plan {
-            streams: streams.unwrap_or(1) as usize,
-            zero_rtt: args.zero_rtt,
-        })),
-    }
-}
 
 fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
     Err(PlanError(msg.into()))
@@ -92,33 +40,31 @@ pub fn build_levels(args: &RunArgs, url: &str) -> Result<Vec<RunPlan>, PlanError
         (c, r) if c > 1 && r > 1 => err(
             "a sweep varies one thing: give a list to -c/--connections or to -R/--rate, not both",
         ),
-        (c, _) if c > 1 => {
+        (c, r) if c > 1 || r > 1 => {
             if args.stages.is_some() {
-                return err("--stages and a sweep (-c a,b,...) conflict: give one of them");
+                let list = if c > 1 { "-c" } else { "-R" };
+                return err(format!(
+                    "--stages and a sweep ({list} a,b,...) conflict: give one of them"
+                ));
             }
-            args.connections
-                .iter()
-                .map(|&c| {
-                    let mut one = args.clone();
-                    one.connections = vec![c];
-                    // A level with fewer connections than -t threads uses one per connection.
-                    one.threads = args.threads.map(|t| t.min(c.max(1)));
-                    build(&one, url)
-                })
-                .collect()
-        }
-        (_, r) if r > 1 => {
-            if args.stages.is_some() {
-                return err("--stages and a sweep (-R a,b,...) conflict: give one of them");
+            // One plan, and each level derived from it with its own load.
+            let base = base(args, url)?;
+            let level = |set: &dyn Fn(&mut LoadSpec)| {
+                let mut spec = load_spec(args);
+                set(&mut spec);
+                base.with_load(&spec).map_err(|e| PlanError(e.message))
+            };
+            if c > 1 {
+                args.connections
+                    .iter()
+                    .map(|&c| level(&|s| s.connections = Some(Given::flag(c))))
+                    .collect()
+            } else {
+                args.rate
+                    .iter()
+                    .map(|&r| level(&|s| s.rate = Some(Given::flag(r))))
+                    .collect()
             }
-            args.rate
-                .iter()
-                .map(|&r| {
-                    let mut one = args.clone();
-                    one.rate = vec![r];
-                    build(&one, url)
-                })
-                .collect()
         }
         _ => Ok(vec![build(args, url)?]),
     }
@@ -130,68 +76,24 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     if args.connections.len() != 1 || args.rate.len() > 1 {
         return err("a sweep has several plans: build them with build_levels");
     }
-    let rate = args.rate.first().copied();
+    base(args, url)
+}
+
+/// The plan of the flags, with the first level of a sweep: the one plan the levels of a
+/// sweep are derived from. `-t` more than `-c` is refused unless `-c` is a sweep (whose
+/// levels take at most one thread per connection).
+fn base(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     let target = parse_target(url)?;
     if args.stages.is_some() && !args.warmup.is_zero() {
         return err("--stages and --warmup conflict: make the first stage the warm-up");
     }
-    let Load { model: load, stop } = load_spec(args, rate)
-        .build()
-        .map_err(|e| PlanError(e.message))?;
-    let connections = load.connections() as u64;
+    let Load { model: load, stop } = load_spec(args).build().map_err(|e| PlanError(e.message))?;
     let segment = args.segment.unwrap_or(Segment::WHOLE);
-    // This process holds its segment's share of the connections.
-    let local = segment.share(connections);
-    if local == 0 {
-        return err(format!(
-            "segment {}/{} would have no connection: -c/--connections {connections} must be at least {} to split over {} segments",
-            segment.index + 1,
-            segment.count,
-            segment.count,
-            segment.count
-        ));
-    }
-    let (connections, local) = (connections as usize, local as usize);
-    let threads = match args.threads {
-        // Bursts are timed as one: they run on one thread.
-        _ if args.burst.is_some() => 1,
-        Some(0) => return err("-t/--threads must be at least 1"),
-        Some(t) if t as usize > local && segment.count > 1 => {
-            return err(format!(
-                "-t/--threads {t} is more than this segment's {local} connections (of {connections}): each thread needs at least one connection"
-            ))
-        }
-        Some(t) if t as usize > connections => {
-            return err(format!(
-                "-t/--threads {t} is more than -c/--connections {connections}: each thread needs at least one connection"
-            ))
-        }
-        Some(t) => t as usize,
-        None => default_threads().min(local),
-    };
-    if let StopRule::Requests(n) = stop {
-        if segment.share(n) == 0 {
-            return err(format!(
-                "segment {}/{} would send no request: -n/--requests {n} must be at least {}",
-                segment.index + 1,
-                segment.count,
-                segment.count
-            ));
-        }
-    }
+    let threads_asked = threads_asked(args, &load, segment)?;
     if args.timeout.is_zero() {
         return err("--timeout must be more than 0 (e.g. 10s)");
     }
-    let interval = match (args.interval, args.every) {
-        (Some(i), Some(e)) if i != e => {
-            return err("--interval and --every differ: --every sets the interval too; give one")
-        }
-        (Some(i), _) | (None, Some(i)) => i,
-        (None, None) => Duration::from_secs(1),
-    };
-    if interval < Duration::from_millis(10) {
-        return err("--interval/--every must be at least 10ms (e.g. 1s)");
-    }
+    let interval = interval(args)?;
     let framed = super::framed::plan(args, url)?;
     let method = match &framed {
         // What the reports print before the protocol: "u32be-framed tcp".
@@ -210,33 +112,12 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
-    let body = match (&args.body, &args.body_file) {
-        (Some(_), Some(_)) => return err("--body and --body-file conflict: give one of them"),
-        (Some(b), None) => b.as_bytes().to_vec(),
-        (None, Some(path)) => std::fs::read(path).map_err(|e| {
-            PlanError(format!(
-                "cannot read body file '{}': {}",
-                path.display(),
-                io_reason(&e)
-            ))
-        })?,
-        (None, None) => Vec::new(),
-    };
+    let body = body(args)?;
     let ca_certs = match &args.cacert {
         Some(path) => read_cacert(path)?,
         None => Vec::new(),
     };
-    // Found out now, not after the run: the folders of the output files must exist.
-    for (flag, path) in [("-o/--output", &args.output), ("--hdr-log", &args.hdr_log)] {
-        let Some(path) = path else { continue };
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-        if dir.is_some_and(|d| !d.is_dir()) {
-            return err(format!(
-                "cannot write {flag} '{}': its folder does not exist",
-                path.display()
-            ));
-        }
-    }
+    output_folders(args)?;
     let pacer_slack = pacer_slack(args, &load)?;
     let keepalive = match (args.no_keepalive, args.connection_policy) {
         (true, Some(PolicyArg::Reuse)) => {
@@ -251,18 +132,13 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         }
         other => other,
     };
-    let http3 = http3_plan(args, &target)?;
-    let http2 = http2_plan(args, http3.is_some())?;
+    let http3 = super::protocol::http3_plan(args, &target, keepalive)?;
+    let http2 = super::protocol::http2_plan(args, keepalive, http3.is_some())?;
     if args.max_body == 0 {
         return err("--max-body must be at least 1 byte (e.g. 64M)");
     }
-    let seed = args.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1)
-    });
-    Ok(RunPlan {
+    let seed = args.seed.unwrap_or_else(seed_from_clock);
+    let plan = RunPlan {
         target,
         method,
         headers,
@@ -274,7 +150,8 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         server_total: args.server_total.clone(),
         http2,
         http3,
-        threads,
+        threads: 0,
+        threads_asked,
         stop,
         warmup: args.warmup,
         drain: args.drain.unwrap_or(args.timeout),
@@ -298,14 +175,103 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         workload: None,
         phase: None,
         framed,
+        grpc: None,
+    }
+    .fit_threads(&load::FLAGS)
+    .map_err(|e| PlanError(e.message))?;
+    super::grpc::apply(args, plan)
+}
+
+/// A seed for a run given no `--seed`: the clock's nanoseconds.
+fn seed_from_clock() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1)
+}
+
+/// `-t` as asked (`None`: one per core; bursts run on one thread, see
+/// [`RunPlan::fit_threads`]): more than `-c` is refused unless `-c` is a sweep (whose levels
+/// take at most one thread per connection).
+fn threads_asked(
+    args: &RunArgs,
+    load: &LoadModel,
+    segment: Segment,
+) -> Result<Option<usize>, PlanError> {
+    let connections = load.connections();
+    // This process holds its segment's share of the connections.
+    let local = segment.share(connections as u64) as usize;
+    let strict = args.connections.len() == 1;
+    Ok(match args.threads {
+        _ if args.burst.is_some() => None,
+        Some(0) => return err("-t/--threads must be at least 1"),
+        Some(t) if strict && t as usize > local && local > 0 && segment.count > 1 => {
+            return err(format!(
+                "-t/--threads {t} is more than this segment's {local} connections (of {connections}): each thread needs at least one connection"
+            ))
+        }
+        Some(t) if strict && t as usize > connections => {
+            return err(format!(
+                "-t/--threads {t} is more than -c/--connections {connections}: each thread needs at least one connection"
+            ))
+        }
+        t => t.map(|t| t as usize),
     })
 }
 
-/// The load the flags ask for, in the one load builder's terms ([`LoadSpec`]). `-c` has a
+/// `--interval` (or `--every`, which sets it too): at least 10ms, 1s when not given.
+fn interval(args: &RunArgs) -> Result<Duration, PlanError> {
+    let interval = match (args.interval, args.every) {
+        (Some(i), Some(e)) if i != e => {
+            return err("--interval and --every differ: --every sets the interval too; give one")
+        }
+        (Some(i), _) | (None, Some(i)) => i,
+        (None, None) => Duration::from_secs(1),
+    };
+    if interval < Duration::from_millis(10) {
+        return err("--interval/--every must be at least 10ms (e.g. 1s)");
+    }
+    Ok(interval)
+}
+
+/// `--body` or `--body-file` (read now), or none.
+fn body(args: &RunArgs) -> Result<Vec<u8>, PlanError> {
+    Ok(match (&args.body, &args.body_file) {
+        (Some(_), Some(_)) => return err("--body and --body-file conflict: give one of them"),
+        (Some(b), None) => b.as_bytes().to_vec(),
+        (None, Some(path)) => std::fs::read(path).map_err(|e| {
+            PlanError(format!(
+                "cannot read body file '{}': {}",
+                path.display(),
+                io_reason(&e)
+            ))
+        })?,
+        (None, None) => Vec::new(),
+    })
+}
+
+/// Found out now, not after the run: the folders of the output files must exist.
+fn output_folders(args: &RunArgs) -> Result<(), PlanError> {
+    for (flag, path) in [("-o/--output", &args.output), ("--hdr-log", &args.hdr_log)] {
+        let Some(path) = path else { continue };
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        if dir.is_some_and(|d| !d.is_dir()) {
+            return err(format!(
+                "cannot write {flag} '{}': its folder does not exist",
+                path.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The load the flags ask for (the first level of a sweep), in the one load builder's terms
+/// ([`LoadSpec`]): the spec commands that run several plans change to derive each one
+/// ([`RunPlan::with_load`]). `-c` has a
 /// default, so it is taken as given except with connection stages (which set the
 /// connections); likewise `--arrival` only when it is not the default, and
 /// `--burst-interval` only with `--burst`.
-fn load_spec(args: &RunArgs, rate: Option<f64>) -> LoadSpec {
+pub fn load_spec(args: &RunArgs) -> LoadSpec {
     let mut spec = LoadSpec::new(
         load::FLAGS,
         Some(Fallback {
@@ -316,7 +282,7 @@ fn load_spec(args: &RunArgs, rate: Option<f64>) -> LoadSpec {
     if !matches!(args.stages, Some(StagesSpec::Connections(_))) {
         spec.connections = Some(Given::flag(args.connections[0]));
     }
-    spec.rate = rate.map(Given::flag);
+    spec.rate = args.rate.first().copied().map(Given::flag);
     spec.stages = args.stages.clone().map(Given::flag);
     spec.arrival = match args.arrival {
         ArrivalArg::Constant => None,
@@ -426,7 +392,8 @@ fn read_cacert(path: &std::path::Path) -> Result<Vec<Vec<u8>>, PlanError> {
 mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
-    use crate::model::{Schedule, Scheme};
+    use crate::model::{Schedule, Scheme, StopRule};
+    use crate::util::limits::default_threads;
     use clap::Parser;
 
     fn args(extra: &[&str]) -> RunArgs {
@@ -568,6 +535,14 @@ mod tests {
         assert!(p.keepalive);
         assert!(!plan(&["--no-keepalive"]).unwrap().keepalive);
         assert!(!plan(&["--connection-policy", "new"]).unwrap().keepalive);
+        // HTTP/2: a connection per request has one stream.
+        assert!(!plan(&["--http2", "--no-keepalive"]).unwrap().keepalive);
+        let e = plan(&["--http2", "--streams", "4", "--no-keepalive"]).unwrap_err();
+        assert!(
+            e.0.contains("--streams 4 with a new connection per request"),
+            "{}",
+            e.0
+        );
         let p = plan(&["--max-connections-per-second", "500"]).unwrap();
         assert_eq!(p.max_connects_per_s, Some(500.0));
     }
@@ -634,6 +609,85 @@ mod tests {
             let e = levels(flags).unwrap_err().0;
             assert!(e.contains(want), "{flags:?}: {e}");
         }
+    }
+
+    #[test]
+    fn with_load_changes_only_the_load() {
+        let base = plan(&[
+            "-c",
+            "8",
+            "-t",
+            "2",
+            "-m",
+            "POST",
+            "-H",
+            "A: b",
+            "--body",
+            "hi",
+            "--seed",
+            "7",
+            "--interval",
+            "250ms",
+            "--timeout",
+            "3s",
+            "--segment",
+            "2/2",
+        ])
+        .unwrap();
+        // (what the spec changes, the load and stop rule of the derived plan, its threads)
+        type Row = (fn(&mut LoadSpec), LoadModel, StopRule, usize);
+        let rows: &[Row] = &[
+            // knee's step: an open loop for the step's length
+            (
+                |s| {
+                    s.rate = Some(Given::flag(500.0));
+                    s.duration = Some(Given::flag(Duration::from_secs(2)))
+                },
+                LoadModel::Open {
+                    schedule: Schedule::Constant { rate: 500.0 },
+                    arrival: Arrival::Constant,
+                    connections: 8,
+                },
+                StopRule::Duration(Duration::from_secs(2)),
+                2,
+            ),
+            // calibrate's low load: fewer connections, so one thread per connection at most
+            // (this segment holds 1 of 2)
+            (
+                |s| {
+                    s.connections = Some(Given::flag(2));
+                    s.count = Some(Given::flag(10))
+                },
+                LoadModel::Closed { connections: 2 },
+                StopRule::Requests(10),
+                1,
+            ),
+        ];
+        for (set, load, stop, threads) in rows {
+            let mut spec = load_spec(&args(&["-c", "8"]));
+            set(&mut spec);
+            let derived = base.with_load(&spec).unwrap();
+            assert_eq!((&derived.load, derived.stop), (load, *stop));
+            assert_eq!(derived.threads, *threads);
+            // Everything else is the base's, field by field.
+            let back = RunPlan {
+                load: base.load.clone(),
+                stop: base.stop,
+                threads: base.threads,
+                ..derived
+            };
+            assert_eq!(format!("{back:?}"), format!("{base:?}"));
+        }
+        // A bad load is the load builder's message; a segment left without a connection is
+        // refused.
+        let mut spec = load_spec(&args(&[]));
+        spec.rate = Some(Given::flag(-1.0));
+        let e = base.with_load(&spec).unwrap_err().message;
+        assert!(e.contains("-R/--rate must be more than 0"), "{e}");
+        let mut spec = load_spec(&args(&[]));
+        spec.connections = Some(Given::flag(1));
+        let e = base.with_load(&spec).unwrap_err().message;
+        assert!(e.contains("segment 2/2 would have no connection"), "{e}");
     }
 
     #[test]

@@ -6,7 +6,6 @@
 
 use super::plan::{self, PlanError};
 use super::RunArgs;
-use crate::model::LoadModel;
 use crate::plan::RunPlan;
 use crate::workload::{mix::Mix, scenario, targets, Workload};
 use std::sync::Arc;
@@ -86,10 +85,14 @@ pub fn build(args: &RunArgs, url: Option<&str>) -> Result<Vec<RunPlan>, PlanErro
             sc.phases
                 .iter()
                 .map(|ph| {
-                    let mut p = base.clone();
-                    p.load = ph.load.clone();
-                    p.stop = ph.stop;
-                    fit_threads(&mut p, &args, &ph.name)?;
+                    // The phase's load, checked when the scenario was read.
+                    let p = RunPlan {
+                        load: ph.load.clone(),
+                        stop: ph.stop,
+                        ..base.clone()
+                    }
+                    .fit_threads(&crate::model::load::SCENARIO)
+                    .map_err(|e| PlanError(format!("phase '{}': {}", ph.name, e.message)))?;
                     Ok(with_workload(
                         p,
                         &specs,
@@ -119,38 +122,16 @@ pub fn build(args: &RunArgs, url: Option<&str>) -> Result<Vec<RunPlan>, PlanErro
     }
 }
 
-/// A phase's threads: the command line's `-t` (or the cores), at most one per connection of
-/// this process, and one for bursts.
-fn fit_threads(p: &mut RunPlan, args: &RunArgs, phase: &str) -> Result<(), PlanError> {
-    let local = p.local_connections();
-    if local == 0 {
-        return err(format!(
-            "phase '{phase}' has too few connections for segment {}/{}",
-            p.segment.index + 1,
-            p.segment.count
-        ));
-    }
-    p.threads = match (&p.load, args.threads) {
-        (LoadModel::Burst { .. }, _) => 1,
-        (_, Some(t)) => (t as usize).min(local),
-        (_, None) => crate::util::limits::default_threads().min(local),
-    };
-    Ok(())
-}
-
 fn with_workload(
     mut p: RunPlan,
     specs: &[crate::workload::request::RequestSpec],
     mix: Mix,
     phase: Option<String>,
 ) -> RunPlan {
-    p.workload = Some(Arc::new(Workload::new(
-        specs,
-        mix,
-        &p.target,
-        p.keepalive,
-        p.compressed,
-    )));
+    let mut workload = Workload::new(specs, mix, &p.target, p.keepalive, p.compressed);
+    // HTTP/2 and HTTP/3 build each stream's request from the rendered parts.
+    workload.parts = p.http2.is_some() || p.http3.is_some();
+    p.workload = Some(Arc::new(workload));
     p.phase = phase;
     p
 }

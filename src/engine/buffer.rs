@@ -12,6 +12,7 @@ use super::connect::Stream;
 use std::cell::RefCell;
 use std::io;
 use std::ops::{Deref, DerefMut};
+use std::time::Instant;
 use tokio::io::AsyncReadExt;
 
 /// Size of a read buffer; one grows for a large head up to the header limit.
@@ -83,19 +84,29 @@ impl DerefMut for ReadBuf {
     }
 }
 
-/// Reads from `stream` into `buf` at `at`. Without a buffer held, it first waits until the
-/// socket is readable (plain TCP: the wait costs no syscall and no buffer; TLS borrows one at
-/// once), then borrows one.
-/// The read itself is the stream's own (`poll_read`), so a short read still tells tokio the
-/// socket is drained: no extra `EAGAIN` read per response.
-pub async fn read_at(stream: &mut Stream, buf: &mut ReadBuf, at: usize) -> io::Result<usize> {
-    if !buf.is_held() {
-        if let Stream::Plain(tcp) = &*stream {
+/// Reads from `stream` into `buf` at `at`: the byte count and, on plain TCP, the instant the
+/// kernel received the last of them ([`super::arrival`]; `None` on TLS, whose bytes are the
+/// decryption's). Without a buffer held, it first waits until the socket is readable (plain
+/// TCP: the wait costs no syscall and no buffer; TLS borrows one at once), then borrows one.
+/// A short read tells tokio the socket is drained: no extra `EAGAIN` read per response.
+pub async fn read_at(
+    stream: &mut Stream,
+    buf: &mut ReadBuf,
+    at: usize,
+) -> io::Result<(usize, Option<Instant>)> {
+    if let Stream::Plain(tcp) = &*stream {
+        if !buf.is_held() {
             tcp.readable().await?;
+            buf.acquire();
         }
-        buf.acquire();
+        let (n, arrival) = super::arrival::read(tcp, &mut buf[at..]).await?;
+        super::arrival::note(arrival);
+        return Ok((n, arrival));
     }
-    stream.read(&mut buf[at..]).await
+    buf.acquire();
+    let n = stream.read(&mut buf[at..]).await?;
+    super::arrival::note(None);
+    Ok((n, None))
 }
 
 #[cfg(test)]

@@ -30,6 +30,9 @@ pub enum Cause {
     SpeaksTls,
     /// ALPN did not agree on the protocol asked for (h2 with `--http2`, else http/1.1).
     Alpn,
+    /// The server answered HTTP/2's connection preface with something else than its SETTINGS
+    /// (an HTTP/1.x answer): it does not speak HTTP/2 on that port (h2c, prior knowledge).
+    NotH2,
     /// The TLS handshake failed otherwise, as rustls says (an alert from the server, no
     /// common version or cipher suite). A connection closed or reset in the middle of the
     /// handshake has no cause: an overloaded server does that to some connections only.
@@ -40,7 +43,7 @@ pub enum Cause {
 
 impl Cause {
     /// Every cause (for tests and the tracker's table).
-    pub const ALL: [Cause; 11] = [
+    pub const ALL: [Cause; 12] = [
         Cause::Refused,
         Cause::Unreachable,
         Cause::FdLimit,
@@ -50,6 +53,7 @@ impl Cause {
         Cause::NotTls,
         Cause::SpeaksTls,
         Cause::Alpn,
+        Cause::NotH2,
         Cause::TlsHandshake,
         Cause::QuicVersion,
     ];
@@ -66,6 +70,7 @@ impl Cause {
             Cause::NotTls => "not TLS",
             Cause::SpeaksTls => "TLS server",
             Cause::Alpn => "ALPN",
+            Cause::NotH2 => "not HTTP/2",
             Cause::TlsHandshake => "TLS handshake",
             Cause::QuicVersion => "QUIC version",
         }
@@ -124,6 +129,9 @@ impl Cause {
             Cause::Alpn if plan.http3.is_some() => format!(
                 "{host} does not offer HTTP/3 (h3) in ALPN: drop --http3, or enable HTTP/3 on the server"
             ),
+            Cause::Alpn if plan.grpc.is_some() => format!(
+                "{host} does not offer HTTP/2 (h2) in ALPN, which gRPC needs: check that a gRPC server listens there"
+            ),
             Cause::Alpn if plan.http2.is_some() => format!(
                 "{host} does not offer HTTP/2 (h2) in ALPN: drop --http2, or enable h2 on the server"
             ),
@@ -137,6 +145,14 @@ impl Cause {
             Cause::TlsHandshake if plan.http3.is_some() => format!(
                 "the TLS handshake inside QUIC with {host} failed: check that the server speaks HTTP/3 on UDP port {}",
                 t.port
+            ),
+            Cause::NotH2 if plan.grpc.is_some() => format!(
+                "{host} does not speak HTTP/2 (it answered the connection preface with something else, HTTP/1.1?): gRPC needs a server that speaks h2c (HTTP/2 without TLS) \
+                 on http://, or h2 on https://; check the port and the scheme"
+            ),
+            Cause::NotH2 => format!(
+                "{host} does not speak HTTP/2 without TLS (h2c) on this port (it answered the connection preface \
+                 with something else, HTTP/1.1?): drop --http2, or use https:// if it offers h2 over TLS"
             ),
             Cause::TlsHandshake => format!(
                 "the TLS handshake with {host} failed: check that the server speaks TLS 1.2 or 1.3 on this port \

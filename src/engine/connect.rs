@@ -7,6 +7,7 @@ use super::EngineError;
 use crate::model::{ErrorKind, Scheme, Timestamps};
 use crate::plan::RunPlan;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -64,6 +65,34 @@ impl AsyncWrite for Stream {
     }
 }
 
+impl Stream {
+    /// Whether the server closed this kept connection while it was idle: its FIN (or reset)
+    /// already seen by tokio's reactor, read from the readiness it keeps, so a connection
+    /// still open costs no syscall. A plain socket readable while idle (bytes no request asked
+    /// for, or readiness left by a read that filled the buffer) is peeked at once (nothing
+    /// consumed); over TLS such bytes are a record (a session ticket) the next read handles.
+    pub fn peer_closed(&self) -> bool {
+        let (tcp, tls) = match self {
+            Stream::Plain(t) => (t, false),
+            Stream::Tls(s) => (s.get_ref().0, true),
+        };
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let ready = std::pin::pin!(tcp.ready(tokio::io::Interest::READABLE));
+        match ready.poll(&mut cx) {
+            Poll::Pending => false,
+            Poll::Ready(Ok(r)) if r.is_read_closed() => true,
+            Poll::Ready(Ok(_)) if tls => false,
+            Poll::Ready(Ok(_)) => {
+                let mut byte = [0u8; 1];
+                // Pending: nothing to read after all (the readiness was stale; now cleared).
+                tcp.poll_peek(&mut cx, &mut ReadBuf::new(&mut byte))
+                    .is_ready()
+            }
+            Poll::Ready(Err(_)) => true,
+        }
+    }
+}
+
 /// Opens connections to the plan's target.
 #[derive(Clone)]
 pub struct Connector {
@@ -72,6 +101,11 @@ pub struct Connector {
 }
 
 impl Connector {
+    /// Connections are TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
     /// A connector for `plan`; fails on an unusable `--cacert` or server name.
     pub fn new(plan: &RunPlan, alpn: &[&[u8]]) -> Result<Self, String> {
         let tls = match plan.target.scheme {
@@ -104,7 +138,10 @@ impl Connector {
         // Small requests must leave at once; Nagle would hold them for an ACK.
         let _ = tcp.set_nodelay(true);
         match &self.tls {
-            None => Ok(Stream::Plain(tcp)),
+            None => {
+                super::arrival::stamp_arrivals(&tcp);
+                Ok(Stream::Plain(tcp))
+            }
             Some((connector, name)) => {
                 let tls = connector.connect(name.clone(), tcp).await.map_err(|e| {
                     EngineError::io(ErrorKind::Tls, "TLS handshake".into(), &e)

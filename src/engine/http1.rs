@@ -5,6 +5,7 @@
 //! borrowed only while a response is read ([`super::buffer`]). With `--compressed` a body the
 //! server encoded is kept (bounded) and decoded once complete ([`super::decode`]).
 
+use super::chunked::ChunkDecoder;
 use super::connect::Stream;
 use super::decode::{BodyDecoder, Codings};
 use super::stream::{track, StreamTracker};
@@ -65,10 +66,12 @@ enum Parsed {
 /// One HTTP/1.1 connection and its read buffer, held only while a response is read: the
 /// session releases it once an exchange is over.
 pub struct Http1Conn {
-    stream: Stream,
+    pub(super) stream: Stream,
     pub(super) buf: super::buffer::ReadBuf,
     /// The trailer section of the last chunked response (kept for its capacity).
     trailers: Vec<u8>,
+    /// When the bytes of the last read that returned any arrived, if the kernel said.
+    arrival: Option<Instant>,
 }
 
 impl Http1Conn {
@@ -77,6 +80,7 @@ impl Http1Conn {
             stream,
             buf: Default::default(),
             trailers: Vec::new(),
+            arrival: None,
         }
     }
 
@@ -133,7 +137,7 @@ impl Http1Conn {
                 return Err(EngineError::new(ErrorKind::Closed, detail));
             }
             if bytes_read == 0 {
-                stamps.first_byte = Some(Instant::now());
+                stamps.first_byte = stamps.written.map(|w| self.arrived().max(w));
             }
             bytes_read += n as u64;
             filled += n;
@@ -179,7 +183,7 @@ impl Http1Conn {
                 }
                 let first = (buffered as u64).min(len) as usize;
                 keep(&mut keeper, &self.buf[head.len..head.len + first])?;
-                track(&mut tracker, &self.buf[head.len..head.len + first]);
+                track(&mut tracker, &self.buf[head.len..head.len + first])?;
                 let mut remaining = len - first as u64;
                 while remaining > 0 {
                     let n = self.read_at(0).await?;
@@ -198,7 +202,7 @@ impl Http1Conn {
                     }
                     let take = n;
                     keep(&mut keeper, &self.buf[..take])?;
-                    track(&mut tracker, &self.buf[..take]);
+                    track(&mut tracker, &self.buf[..take])?;
                     remaining -= take as u64;
                 }
                 body_bytes = len;
@@ -238,7 +242,7 @@ impl Http1Conn {
             Framing::UntilClose => {
                 keep_alive = false;
                 keep(&mut keeper, &self.buf[head.len..filled])?;
-                track(&mut tracker, &self.buf[head.len..filled]);
+                track(&mut tracker, &self.buf[head.len..filled])?;
                 let mut body = buffered as u64;
                 loop {
                     let n = self.read_at(0).await?;
@@ -248,13 +252,13 @@ impl Http1Conn {
                     bytes_read += n as u64;
                     body += n as u64;
                     keep(&mut keeper, &self.buf[..n])?;
-                    track(&mut tracker, &self.buf[..n]);
+                    track(&mut tracker, &self.buf[..n])?;
                 }
                 body_bytes = body;
             }
         }
         tracker.map(StreamTracker::finish);
-        stamps.done = Some(Instant::now());
+        stamps.done = Some(self.arrived());
         let header_bytes = (interim_bytes + head.len) as u64;
         let mut traffic = Traffic {
             header: header_bytes,
@@ -279,9 +283,19 @@ impl Http1Conn {
 
     /// Reads into the buffer at `at` (borrowing one once the socket is readable).
     async fn read_at(&mut self, at: usize) -> Result<usize, EngineError> {
-        super::buffer::read_at(&mut self.stream, &mut self.buf, at)
+        let (n, arrival) = super::buffer::read_at(&mut self.stream, &mut self.buf, at)
             .await
-            .map_err(|e| EngineError::io(ErrorKind::Read, "read".into(), &e))
+            .map_err(|e| EngineError::io(ErrorKind::Read, "read".into(), &e))?;
+        if n > 0 {
+            self.arrival = arrival;
+        }
+        Ok(n)
+    }
+
+    /// When the bytes of the last read arrived: the kernel's stamp on plain TCP
+    /// ([`super::arrival`]), else now.
+    fn arrived(&self) -> Instant {
+        self.arrival.unwrap_or_else(Instant::now)
     }
 }
 
@@ -465,165 +479,6 @@ fn parse_head(
         codings: codings.filter(|_| framing != Framing::None),
         event_stream,
     }))
-}
-
-/// Where a chunked-body decoder is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Chunk {
-    /// Reading the hex size.
-    Size,
-    /// Skipping a chunk extension up to the line end.
-    Ext,
-    SizeLf,
-    /// Skipping `remaining` data bytes.
-    Data,
-    DataCr,
-    DataLf,
-    /// At the start of a trailer line (or of the final empty line).
-    TrailerStart,
-    TrailerLine,
-    TrailerLf,
-    EndLf,
-    Done,
-}
-
-/// An incremental decoder of chunked framing that counts and skips the data.
-#[derive(Debug)]
-pub struct ChunkDecoder {
-    state: Chunk,
-    size: u64,
-    /// Data bytes seen (the body without its framing).
-    data: u64,
-    digits: u32,
-    trailer_bytes: usize,
-    max_trailer_bytes: usize,
-}
-
-impl ChunkDecoder {
-    pub fn new(max_trailer_bytes: usize) -> Self {
-        ChunkDecoder {
-            state: Chunk::Size,
-            size: 0,
-            data: 0,
-            digits: 0,
-            trailer_bytes: 0,
-            max_trailer_bytes,
-        }
-    }
-
-    pub fn is_done(&self) -> bool {
-        self.state == Chunk::Done
-    }
-
-    /// The data bytes of the chunks so far (the body without its framing).
-    pub fn data_bytes(&self) -> u64 {
-        self.data
-    }
-
-    /// Consumes bytes of the body; returns how many were used (fewer than given only when
-    /// the body ended inside `data`). Chunk data goes to `keeper` when a body is kept.
-    pub fn feed(
-        &mut self,
-        data: &[u8],
-        trailers: &mut Vec<u8>,
-        keeper: &mut Option<&mut BodyDecoder>,
-    ) -> Result<usize, &'static str> {
-        self.feed_tracked(data, trailers, keeper, &mut None)
-    }
-
-    /// [`ChunkDecoder::feed`], chunk data going to `stream` too when a streamed response is
-    /// tracked (a chunk's end is a unit's end).
-    pub fn feed_tracked(
-        &mut self,
-        data: &[u8],
-        trailers: &mut Vec<u8>,
-        keeper: &mut Option<&mut BodyDecoder>,
-        stream: &mut Option<&mut StreamTracker>,
-    ) -> Result<usize, &'static str> {
-        let mut i = 0;
-        while i < data.len() && self.state != Chunk::Done {
-            if self.state == Chunk::Data {
-                let take = (data.len() - i).min(self.size as usize) as u64;
-                let take = take.min(self.size);
-                if let Some(d) = keeper {
-                    d.keep(&data[i..i + take as usize])
-                        .map_err(|_| "chunked body larger than --max-body")?;
-                }
-                if let Some(t) = stream {
-                    t.body(&data[i..i + take as usize]);
-                }
-                self.size -= take;
-                self.data += take;
-                i += take as usize;
-                if self.size == 0 {
-                    self.state = Chunk::DataCr;
-                    if let Some(t) = stream {
-                        t.unit_end();
-                    }
-                }
-                continue;
-            }
-            let b = data[i];
-            i += 1;
-            self.state = match (self.state, b) {
-                (Chunk::Size, b) if b.is_ascii_hexdigit() => {
-                    self.digits += 1;
-                    if self.digits > 15 {
-                        return Err("chunk size too large");
-                    }
-                    self.size = self.size * 16 + (b as char).to_digit(16).unwrap_or(0) as u64;
-                    Chunk::Size
-                }
-                (Chunk::Size, b';' | b' ' | b'\t') if self.digits > 0 => Chunk::Ext,
-                (Chunk::Size, b'\r') if self.digits > 0 => Chunk::SizeLf,
-                (Chunk::Size, b'\n') if self.digits > 0 => self.after_size(),
-                (Chunk::Size, _) => return Err("invalid chunk size line"),
-                (Chunk::Ext, b'\r') => Chunk::SizeLf,
-                (Chunk::Ext, b'\n') => self.after_size(),
-                (Chunk::Ext, _) => Chunk::Ext,
-                (Chunk::SizeLf, b'\n') => self.after_size(),
-                (Chunk::SizeLf, _) => return Err("chunk size line not ended by CRLF"),
-                (Chunk::DataCr, b'\r') => Chunk::DataLf,
-                (Chunk::DataCr, b'\n') => Chunk::Size,
-                (Chunk::DataCr, _) => return Err("chunk data longer than its size"),
-                (Chunk::DataLf, b'\n') => Chunk::Size,
-                (Chunk::DataLf, _) => return Err("chunk data not ended by CRLF"),
-                (Chunk::TrailerStart, b'\r') => Chunk::EndLf,
-                (Chunk::TrailerStart, b'\n') => Chunk::Done,
-                (Chunk::TrailerStart | Chunk::TrailerLine, b) => {
-                    self.trailer_bytes += 1;
-                    if self.trailer_bytes > self.max_trailer_bytes {
-                        return Err("chunked trailers too large");
-                    }
-                    trailers.push(b);
-                    match b {
-                        b'\r' => Chunk::TrailerLf,
-                        b'\n' => Chunk::TrailerStart,
-                        _ => Chunk::TrailerLine,
-                    }
-                }
-                (Chunk::TrailerLf, b'\n') => Chunk::TrailerStart,
-                (Chunk::TrailerLf, _) => return Err("trailer line not ended by CRLF"),
-                (Chunk::EndLf, b'\n') => Chunk::Done,
-                (Chunk::EndLf, _) => return Err("chunked body not ended by CRLF"),
-                (Chunk::Data | Chunk::Done, _) => unreachable!("handled above"),
-            };
-            if self.state == Chunk::Size && matches!(b, b'\n') {
-                self.size = 0;
-                self.digits = 0;
-            }
-        }
-        Ok(i)
-    }
-
-    /// After a size line: data, or the trailers after the last chunk.
-    fn after_size(&mut self) -> Chunk {
-        if self.size == 0 {
-            Chunk::TrailerStart
-        } else {
-            Chunk::Data
-        }
-    }
 }
 
 /// The response parsers run over arbitrary bytes, for the fuzz targets (`fuzz/`) and the
@@ -850,28 +705,6 @@ mod tests {
     }
 
     #[test]
-    fn chunked_whole_and_byte_by_byte() {
-        let body = b"5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nServer-Timing: x;dur=1\r\n\r\nEXTRA";
-        let mut d = ChunkDecoder::new(1024);
-        let used = d.feed(body, &mut Vec::new(), &mut None).unwrap();
-        assert!(d.is_done());
-        assert_eq!(&body[used..], b"EXTRA");
-
-        let mut d = ChunkDecoder::new(1024);
-        let mut total = 0;
-        for b in body.iter() {
-            if d.is_done() {
-                break;
-            }
-            total += d
-                .feed(std::slice::from_ref(b), &mut Vec::new(), &mut None)
-                .unwrap();
-        }
-        assert!(d.is_done());
-        assert_eq!(total, used);
-    }
-
-    #[test]
     fn server_timing_from_headers_and_trailers() {
         let mut timing = Vec::new();
         let p = parse_head(
@@ -894,42 +727,5 @@ mod tests {
         assert!(d.is_done());
         trailer_timing(&trailers, &mut timing);
         assert_eq!(timing, b"a;dur=1, b;dur=2, total;dur=3");
-    }
-
-    #[test]
-    fn chunked_errors() {
-        // (body, message)
-        let rows: &[(&[u8], &str)] = &[
-            (b"zz\r\n", "invalid chunk size line"),
-            (b"\r\n", "invalid chunk size line"),
-            (b"3\r\nabcd\r\n", "chunk data longer than its size"),
-            (b"ffffffffffffffff\r\n", "chunk size too large"),
-            (
-                b"0\r\nX-Big: aaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n",
-                "chunked trailers too large",
-            ),
-        ];
-        for (body, want) in rows {
-            let mut d = ChunkDecoder::new(16);
-            assert_eq!(
-                d.feed(body, &mut Vec::new(), &mut None),
-                Err(*want),
-                "{:?}",
-                body.escape_ascii().to_string()
-            );
-        }
-    }
-
-    #[test]
-    fn chunked_partial_is_not_done() {
-        let mut d = ChunkDecoder::new(64);
-        assert_eq!(
-            d.feed(b"a\r\n01234", &mut Vec::new(), &mut None).unwrap(),
-            8
-        );
-        assert!(!d.is_done());
-        d.feed(b"56789\r\n0\r\n\r\n", &mut Vec::new(), &mut None)
-            .unwrap();
-        assert!(d.is_done());
     }
 }

@@ -16,7 +16,8 @@
 //! refused) instead of waiting out the handshake.
 
 use super::cause::Cause;
-use super::http2::{Body, Exchange, H2Request, H2Response, Reception};
+use super::http2::{H2Response, Reception, Sinks};
+use super::request::Request;
 use super::EngineError;
 use crate::model::{ErrorKind, Timestamps, Traffic};
 use crate::plan::RunPlan;
@@ -253,19 +254,22 @@ impl From<h3::error::StreamError> for StreamError {
     }
 }
 
-/// Sends one request on a stream of `link` (see [`super::http2::exchange`], whose response
-/// it gives). A request the server rejected unprocessed (H3_REQUEST_REJECTED, or a GOAWAY
-/// before it was sent) is sent once more on a new connection.
+/// Sends one request on a stream of `link`, what the response says going to `sinks` (see
+/// [`super::http2::exchange`], whose response it gives). A request the server rejected
+/// unprocessed (H3_REQUEST_REJECTED, or a GOAWAY before it was sent) is sent once more on a
+/// new connection.
 pub async fn exchange(
     link: &H3Link,
     connector: &H3Connector,
-    mut x: Exchange<'_>,
+    request: &Request,
+    stamps: &mut Timestamps,
+    mut sinks: Sinks<'_>,
 ) -> Result<H2Response, EngineError> {
     let mut server_closed = false;
     loop {
-        let (request, stamps, timing, body) = x.attempt();
+        sinks.timing.clear();
         let sender = link.sender(connector, stamps).await?;
-        match stream(sender, request, stamps, timing, body).await {
+        match stream(sender, request, stamps, &mut sinks).await {
             Ok((status, traffic)) => {
                 let (read, written) = link.take_wire();
                 return Ok(H2Response {
@@ -295,12 +299,11 @@ pub async fn exchange(
 
 async fn stream(
     mut sender: Sender,
-    request: &H2Request,
+    request: &Request,
     stamps: &mut Timestamps,
-    timing: &mut Vec<u8>,
-    body: Body<'_>,
+    sinks: &mut Sinks<'_>,
 ) -> Result<(u16, Traffic), StreamError> {
-    let mut stream = sender.send_request(request.build()).await?;
+    let mut stream = sender.send_request(request.head()).await?;
     if !request.body.is_empty() {
         stream.send_data(request.body.clone()).await?;
     }
@@ -309,8 +312,7 @@ async fn stream(
     let response = stream.recv_response().await?;
     stamps.first_byte = Some(Instant::now());
     let status = response.status().as_u16();
-    let mut reception =
-        Reception::begin(response.headers(), timing, body).map_err(StreamError::Decode)?;
+    let mut reception = Reception::begin(response.headers(), sinks).map_err(StreamError::Decode)?;
     while let Some(mut data) = stream.recv_data().await? {
         while data.has_remaining() {
             let n = data.chunk().len();

@@ -2,13 +2,18 @@
 //! drives HTTP/1.1 exchanges over them ([`framed`]: pre-built binary requests on `tcp://`
 //! targets, with length-prefixed replies), and a [`Session`] is one connection slot of a worker
 //! applying the connection policy (keep-alive, reconnect after `Connection: close` or an
-//! error) and the per-request timeout. Errors come back as values with a kind, never panics.
+//! error) and the per-request timeout. HTTP/2 ([`http2`]) and HTTP/3 ([`http3`]) send
+//! protocol-neutral [`request::Request`]s, and [`grpc`] makes unary gRPC calls over HTTP/2.
+//! Errors come back as values with a kind, never panics.
 
+pub mod arrival;
 pub mod buffer;
 pub mod cause;
+pub mod chunked;
 pub mod connect;
 pub mod decode;
 pub mod framed;
+pub mod grpc;
 pub mod http1;
 pub mod http2;
 pub mod http3;
@@ -16,13 +21,16 @@ pub mod request;
 pub mod server_timing;
 pub mod stream;
 
-use crate::engine::request::RequestTemplate;
+use crate::engine::request::{Request, RequestTemplate};
 use crate::model::{ErrorKind, Timestamps, Traffic};
 use crate::plan::RunPlan;
+use crate::workload::request::Rendered;
+use crate::workload::Workload;
 use connect::Connector;
 use http1::Http1Conn;
 use std::cell::Cell;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A failed request: its kind (for counting) and a human detail (for the first of a kind).
@@ -72,8 +80,11 @@ pub struct Outcome {
     pub bytes_written: u64,
     /// Header and body bytes of the response, as received and decoded.
     pub traffic: Traffic,
-    /// The server closed the connection after a complete response.
+    /// The server closed the connection after a complete response (this one, or over
+    /// HTTP/1.1 the one before: this request found its kept connection closed, and replaced it).
     pub server_closed: bool,
+    /// A gRPC call's status code (its message: [`Session::grpc_message`]).
+    pub grpc: Option<u32>,
 }
 
 /// What every session of a run shares.
@@ -87,10 +98,16 @@ pub struct SessionConfig {
     pub keepalive: bool,
     /// The whole run's connect rate limit, per second.
     pub max_connects_per_s: Option<f64>,
-    /// HTTP/2 and HTTP/3: the request of every stream (and HTTP/2's flow-control window).
-    pub http2: Option<(http2::H2Request, Option<u32>)>,
+    /// HTTP/2 and HTTP/3: the request of every stream (the fixed one; templated requests
+    /// take its scheme, authority and default headers) and HTTP/2's flow-control window.
+    pub http2: Option<(Request, Option<u32>)>,
     /// HTTP/3: opens QUIC connections (`connector` is then unused).
     pub http3: Option<http3::H3Connector>,
+    /// The templated requests (their methods and header names), when there are.
+    pub workload: Option<Arc<Workload>>,
+    /// gRPC: read each call's status; with a codec, the rendered body is JSON to encode.
+    pub grpc: bool,
+    pub codec: Option<grpc::Codec>,
     /// `--compressed`: decode encoded bodies, keeping at most this many bytes of one.
     pub decode_max_bytes: Option<u64>,
     /// `tcp://`: the framed binary request and its reply's framing; its reply may announce
@@ -102,7 +119,8 @@ pub struct SessionConfig {
 }
 
 impl SessionConfig {
-    /// The shared settings of `plan`'s sessions (HTTP/1.1, or HTTP/2 with `--http2`).
+    /// The shared settings of `plan`'s sessions (HTTP/1.1, HTTP/2 with `--http2` or
+    /// `--grpc`, HTTP/3 with `--http3`).
     pub fn new(plan: &RunPlan) -> Result<Self, String> {
         let alpn: &[&[u8]] = if plan.http2.is_some() {
             &[b"h2"]
@@ -128,6 +146,13 @@ impl SessionConfig {
                 None => None,
             },
             decode_max_bytes: plan.compressed.then_some(plan.max_body_bytes),
+            workload: plan.workload.clone(),
+            grpc: plan.grpc.is_some(),
+            codec: plan
+                .grpc
+                .as_ref()
+                .and_then(|g| g.encode.clone())
+                .map(grpc::Codec::new),
             framed: plan.framed.clone(),
             max_body_bytes: plan.max_body_bytes,
             stream: plan.stream,
@@ -153,13 +178,41 @@ pub enum Link {
     H3(http3::H3Link),
 }
 
+impl Link {
+    /// Forgets the connection: the next stream to need it connects anew.
+    fn reset(&self) {
+        match self {
+            Link::H2(link) => link.reset(),
+            Link::H3(link) => link.reset(),
+        }
+    }
+}
+
 /// What one send carries: the run's one fixed request (`seq`: its sequence number, for a
-/// framed request's seqid slot), or a request rendered for this send (HTTP/1.1 bytes; over
-/// HTTP/2 they are turned into a stream's request).
+/// framed request's seqid slot), or a request rendered for this send (HTTP/1.1 bytes, or
+/// the parts an HTTP/2 stream's request is built from).
 #[derive(Debug, Clone, Copy)]
 pub enum Send<'a> {
     Fixed { seq: u64 },
-    Rendered { bytes: &'a [u8], head: bool },
+    Rendered { rendered: &'a Rendered, head: bool },
+}
+
+impl SessionConfig {
+    /// The HTTP/2 request of a templated request `rendered` as parts, on the fixed request's
+    /// authority; a gRPC call's rendered JSON becomes its framed message.
+    fn request_of(&self, fixed: &Request, rendered: &Rendered) -> Result<Request, String> {
+        let parts = &rendered.parts;
+        let prepared = self
+            .workload
+            .as_ref()
+            .and_then(|w| w.requests.get(parts.id))
+            .ok_or("internal: a rendered request without its workload")?;
+        let mut request = fixed.with_parts(prepared, parts)?;
+        if let Some(codec) = &self.codec {
+            request.body = codec.frame_json(&parts.body)?.into();
+        }
+        Ok(request)
+    }
 }
 
 /// Spaces the new connections of one worker thread at least `gap` apart
@@ -207,6 +260,10 @@ pub struct Session {
     framed: Option<framed::FramedConn>,
     /// The events of a streamed response (and their gaps, kept for their capacity).
     stream: stream::StreamTracker,
+    /// HTTP/1.1: this request found its kept connection closed by the server, and replaced it.
+    found_closed: bool,
+    /// gRPC: the last call's status.
+    grpc: Option<grpc::Status>,
 }
 
 impl Session {
@@ -223,7 +280,9 @@ impl Session {
             max_streams: None,
             decoder: config.decode_max_bytes.map(decode::BodyDecoder::new),
             framed: config.framed.as_ref().map(framed::FramedConn::new),
-            stream: stream::StreamTracker::new(config.stream),
+            stream: stream::StreamTracker::new(config.stream, config.max_body_bytes),
+            found_closed: false,
+            grpc: config.grpc.then(grpc::Status::default),
             config,
         }
     }
@@ -237,6 +296,11 @@ impl Session {
     /// The `Server-Timing` values of the last complete response (headers and trailers).
     pub fn server_timing(&self) -> &[u8] {
         &self.timing
+    }
+
+    /// The `grpc-message` of the last gRPC call (empty when it gave none).
+    pub fn grpc_message(&self) -> &str {
+        self.grpc.as_ref().map_or("", |s| s.message.as_str())
     }
 
     /// The gaps between the events of the last response, in nanoseconds (empty unless it was
@@ -258,6 +322,7 @@ impl Session {
             }
         }
         let config = self.config.clone();
+        let _awake = arrival::awake::Needed::new();
         let opening = async {
             match (self.link.as_deref(), &config.http2, &config.http3) {
                 (Some(Link::H3(link)), _, Some(connector)) => link.open(connector, stamps).await,
@@ -298,9 +363,9 @@ impl Session {
         let outcome = self.request_now(stamps, send).await;
         if !self.config.keepalive {
             self.close();
-            // HTTP/3: the next request opens a new QUIC connection (streams of this one still
-            // in flight finish on it).
-            if let Some(Link::H3(link)) = self.link.as_deref() {
+            // HTTP/2 (one stream per connection then) and HTTP/3: the next request connects
+            // anew (an HTTP/3 stream of this connection still in flight finishes on it).
+            if let Some(link) = self.link.as_deref() {
                 link.reset();
             }
         }
@@ -329,6 +394,7 @@ impl Session {
         let timeout = self.config.timeout;
         // The deadline is derived from the dispatch stamp: no extra clock read per request.
         let deadline = stamps.dispatched + timeout;
+        let _awake = self.needs_thread_awake().then(arrival::awake::Needed::new);
         self.stream.idle();
         let result = tokio::time::timeout_at(deadline.into(), self.exchange(stamps, send)).await;
         // A stream's events, also of one cut short by the timeout.
@@ -344,12 +410,14 @@ impl Session {
                 Some(f) => f.payload.len() as u64,
                 None => self.config.template.bytes().len() as u64,
             },
-            (_, Send::Rendered { bytes, .. }) => bytes.len() as u64,
+            (Some(_), Send::Rendered { rendered, .. }) => rendered.parts.body.len() as u64,
+            (None, Send::Rendered { rendered, .. }) => rendered.bytes.len() as u64,
         };
         match result {
             Ok(Ok(response)) => {
                 // With keep-alive off the close is ours, not the server's.
-                let server_closed = !response.keep_alive && self.config.keepalive;
+                let server_closed =
+                    (!response.keep_alive && self.config.keepalive) || self.found_closed;
                 if !response.keep_alive {
                     self.close();
                 }
@@ -359,6 +427,7 @@ impl Session {
                     bytes_written: response.bytes_written,
                     traffic: response.traffic,
                     server_closed,
+                    grpc: self.grpc.as_mut().map(|g| g.finish(response.status)),
                 }
             }
             Ok(Err(e)) => {
@@ -373,6 +442,7 @@ impl Session {
                     bytes_read: 0,
                     traffic: Traffic::default(),
                     server_closed: false,
+                    grpc: None,
                 }
             }
             Err(_) => {
@@ -390,9 +460,23 @@ impl Session {
                     bytes_read: 0,
                     traffic: Traffic::default(),
                     server_closed: false,
+                    grpc: None,
                 }
             }
         }
+    }
+
+    /// Whether this request's phases are timed by the clock when the thread notices them, so
+    /// its thread must not sleep through them: all but an HTTP/1.1 exchange over plain TCP
+    /// without `--compressed`, whose bytes the kernel stamps ([`arrival`]; its connect, if it
+    /// opens one, keeps the thread awake by itself).
+    fn needs_thread_awake(&self) -> bool {
+        let stamped = self.config.http2.is_none()
+            && self.config.http3.is_none()
+            && self.framed.is_none()
+            && self.decoder.is_none()
+            && !self.config.connector.is_tls();
+        !stamped
     }
 
     async fn exchange(
@@ -404,26 +488,33 @@ impl Session {
         self.max_streams = None;
         if let (Some(link), Some((fixed, window))) = (self.link.as_deref(), &config.http2) {
             // A rendered request becomes a stream's request (a few allocations, as h2 needs).
-            let rendered;
+            let built;
             let request = match send {
                 Send::Fixed { .. } => fixed,
-                Send::Rendered { bytes, .. } => {
-                    rendered = fixed
-                        .from_http1(bytes)
+                Send::Rendered { rendered, .. } => {
+                    built = config
+                        .request_of(fixed, rendered)
                         .map_err(|e| EngineError::new(ErrorKind::Write, e))?;
-                    &rendered
+                    &built
                 }
             };
-            let x = http2::Exchange {
-                request,
-                stamps,
+            if let Some(g) = self.grpc.as_mut() {
+                g.clear();
+            }
+            let sinks = http2::Sinks {
                 timing: &mut self.timing,
                 decoder: self.decoder.as_mut(),
                 tracker: &mut self.stream,
+                grpc: self.grpc.as_mut(),
             };
             let r = match (link, &config.http3) {
-                (Link::H3(link), Some(connector)) => http3::exchange(link, connector, x).await?,
-                (Link::H2(link), _) => http2::exchange(link, &config.connector, *window, x).await?,
+                (Link::H3(link), Some(connector)) => {
+                    http3::exchange(link, connector, request, stamps, sinks).await?
+                }
+                (Link::H2(link), _) => {
+                    http2::exchange(link, &config.connector, *window, request, stamps, sinks)
+                        .await?
+                }
                 (Link::H3(_), None) => unreachable!("an HTTP/3 link comes with its connector"),
             };
             self.max_streams = r.max_streams;
@@ -441,15 +532,43 @@ impl Session {
         {
             return f.exchange(config, plan, seq, stamps).await;
         }
+        let config = self.config.clone();
+        let (bytes, head) = match send {
+            Send::Fixed { .. } => (config.template.bytes(), config.template.head),
+            Send::Rendered { rendered, head } => (rendered.bytes.as_slice(), head),
+        };
+        // A kept connection the server closed while idle is replaced before the send.
+        self.found_closed = self.conn.as_ref().is_some_and(|c| c.stream.peer_closed());
+        if self.found_closed {
+            self.conn = None;
+        }
+        let reused = self.conn.is_some();
+        match self.http1_exchange(stamps, bytes, head).await {
+            Err(e) if reused && retry_on_a_new_connection(&e, stamps, bytes) => {
+                self.found_closed = true;
+                self.conn = None;
+                stamps.written = None;
+                self.http1_exchange(stamps, bytes, head).await
+            }
+            result => result,
+        }
+    }
+
+    /// Sends `bytes` on this session's HTTP/1.1 connection (opened first if none is open)
+    /// and reads the response.
+    async fn http1_exchange(
+        &mut self,
+        stamps: &mut Timestamps,
+        bytes: &[u8],
+        head: bool,
+    ) -> Result<http1::Response, EngineError> {
+        let config = &*self.config;
         if self.conn.is_none() {
+            let _awake = arrival::awake::Needed::new();
             let stream = config.connector.connect(stamps).await?;
             self.conn = Some(Http1Conn::new(stream));
         }
         let conn = self.conn.as_mut().expect("connection opened above");
-        let (bytes, head) = match send {
-            Send::Fixed { .. } => (config.template.bytes(), config.template.head),
-            Send::Rendered { bytes, head } => (bytes, head),
-        };
         let response = conn
             .exchange(
                 bytes,
@@ -466,4 +585,24 @@ impl Session {
         conn.buf.release();
         response
     }
+}
+
+/// Whether a request that failed on a kept connection goes once more on a new one: the
+/// server closed that connection as the request went out (the race of an idle timeout: the
+/// write failed, or the connection closed or reset before any response byte), and the method
+/// is idempotent (RFC 9110 9.2.2), as browsers and curl do.
+fn retry_on_a_new_connection(e: &EngineError, stamps: &Timestamps, request: &[u8]) -> bool {
+    const IDEMPOTENT: [&[u8]; 6] = [
+        b"GET ",
+        b"HEAD ",
+        b"PUT ",
+        b"DELETE ",
+        b"OPTIONS ",
+        b"TRACE ",
+    ];
+    matches!(
+        e.kind,
+        ErrorKind::Write | ErrorKind::Read | ErrorKind::Closed
+    ) && stamps.first_byte.is_none()
+        && IDEMPOTENT.iter().any(|m| request.starts_with(m))
 }

@@ -1,11 +1,88 @@
-//! The fixed request of a run (no templates): its HTTP/1.1 bytes prepared once, with the head
-//! rules of templated requests ([`RequestSpec`]), or its HTTP/2 request.
+//! The requests of a run. HTTP/1.1 has its byte fast path: the fixed request's bytes prepared
+//! once ([`RequestTemplate`]), with the head rules of templated requests ([`RequestSpec`]).
+//! Every other protocol (HTTP/2, gRPC over it, HTTP/3) sends a protocol-neutral [`Request`]
+//! (method, URI with its authority, headers, body): the run's fixed one, or one built per send
+//! from a templated request's rendered [`Parts`] ([`Request::with_parts`]), never by parsing
+//! HTTP/1.1 bytes.
 
-use super::http2::H2Request;
 use crate::model::Scheme;
 use crate::plan::RunPlan;
 use crate::workload::gen::GenState;
-use crate::workload::request::{RequestSpec, ACCEPT_ENCODING};
+use crate::workload::request::{Parts, PreparedRequest, RequestSpec, ACCEPT_ENCODING};
+use bytes::Bytes;
+
+/// A request independent of its wire format: what an HTTP/2 or HTTP/3 stream (and a gRPC
+/// call) sends.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: http::Method,
+    /// The absolute URI: its scheme and authority become `:scheme` and `:authority`.
+    pub uri: http::Uri,
+    pub headers: http::HeaderMap,
+    pub body: Bytes,
+}
+
+/// Headers that are the connection's business, not a request's, in HTTP/2 (`host` is
+/// `:authority`, `content-length` the body's own).
+fn connection_specific(lower: &str) -> bool {
+    matches!(
+        lower,
+        "connection" | "keep-alive" | "transfer-encoding" | "upgrade" | "host" | "content-length"
+    )
+}
+
+impl Request {
+    /// The request of a templated `prepared` request rendered as `parts`, on this (the run's
+    /// fixed) request's scheme and authority: its method and path, this request's headers
+    /// (`user-agent`, `accept-encoding` as asked) with the user's replacing those of the same
+    /// name and connection-specific ones dropped, and the rendered body.
+    pub fn with_parts(&self, prepared: &PreparedRequest, parts: &Parts) -> Result<Request, String> {
+        let method = http::Method::from_bytes(prepared.method().as_bytes())
+            .map_err(|e| format!("invalid method '{}': {e}", prepared.method()))?;
+        let mut uri = self.uri.clone().into_parts();
+        uri.path_and_query = Some(
+            http::uri::PathAndQuery::try_from(parts.path.as_slice()).map_err(|e| {
+                format!(
+                    "invalid path '{}': {e}",
+                    String::from_utf8_lossy(&parts.path)
+                )
+            })?,
+        );
+        let uri = http::Uri::from_parts(uri).map_err(|e| format!("invalid URL: {e}"))?;
+        let mut headers = self.headers.clone();
+        let mut replaced = Vec::new();
+        for (name, value) in prepared.header_names().zip(&parts.values) {
+            let name = http::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| format!("invalid header name '{name}': {e}"))?;
+            if connection_specific(name.as_str()) {
+                continue;
+            }
+            let value = http::HeaderValue::from_bytes(value)
+                .map_err(|e| format!("invalid value of header '{name}': {e}"))?;
+            // The user's header replaces reqlife's default of that name, once.
+            if !replaced.contains(&name) {
+                headers.remove(&name);
+                replaced.push(name.clone());
+            }
+            headers.append(name, value);
+        }
+        Ok(Request {
+            method,
+            uri,
+            headers,
+            body: Bytes::copy_from_slice(&parts.body),
+        })
+    }
+
+    /// The head of the request, for h2 and h3 (the body goes in DATA frames).
+    pub fn head(&self) -> http::Request<()> {
+        let mut req = http::Request::new(());
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = self.uri.clone();
+        *req.headers_mut() = self.headers.clone();
+        req
+    }
+}
 
 /// A request ready to be written as is.
 #[derive(Debug, Clone)]
@@ -39,7 +116,7 @@ impl RequestTemplate {
 
     /// The HTTP/2 request of `plan`: the absolute URI (its authority becomes `:authority`),
     /// the user's headers (lower-cased, hop-by-hop ones dropped), `user-agent` unless given.
-    pub fn http2(plan: &RunPlan) -> Result<H2Request, String> {
+    pub fn http2(plan: &RunPlan) -> Result<Request, String> {
         let t = &plan.target;
         let scheme = match t.scheme {
             Scheme::Http => "http",
@@ -57,10 +134,7 @@ impl RequestTemplate {
         for (name, value) in &plan.headers {
             let lower = name.to_ascii_lowercase();
             // Connection-specific headers are not allowed in HTTP/2; Host is :authority.
-            if matches!(
-                lower.as_str(),
-                "connection" | "keep-alive" | "transfer-encoding" | "upgrade" | "host"
-            ) {
+            if connection_specific(&lower) {
                 continue;
             }
             let name = http::HeaderName::from_bytes(lower.as_bytes())
@@ -83,11 +157,11 @@ impl RequestTemplate {
         }
         let method = http::Method::from_bytes(plan.method.as_bytes())
             .map_err(|e| format!("invalid method '{}': {e}", plan.method))?;
-        Ok(H2Request {
+        Ok(Request {
             method,
             uri,
             headers,
-            body: bytes::Bytes::from(plan.body.clone()),
+            body: Bytes::from(plan.body.clone()),
         })
     }
 
@@ -174,6 +248,54 @@ mod tests {
         assert_eq!(own.matches("Accept-Encoding").count(), 1, "{own}");
         assert!(own.contains("Accept-Encoding: br\r\n"));
         assert!(!template(&[], "http://127.0.0.1:8080/").contains("Accept-Encoding"));
+    }
+
+    #[test]
+    fn templated_http2_requests_are_built_from_their_parts() {
+        use crate::workload::template::{Field, Sources, Template};
+        let Command::Run(args) = Cli::try_parse_from(["reqlife", "run", "--http2", "--compressed"])
+            .unwrap()
+            .command
+        else {
+            unreachable!()
+        };
+        let plan = crate::cli::plan::build(&args, "http://127.0.0.1:8080/x").unwrap();
+        let fixed = RequestTemplate::http2(&plan).unwrap();
+        let mut src = Sources::new(".");
+        let mut t = |s: &str, f| Template::parse_in(s, f, &mut src).unwrap();
+        let spec = RequestSpec {
+            id: 0,
+            name: "put".into(),
+            method: "PUT".into(),
+            path: t("/kv/{seq}", Field::Path),
+            headers: vec![
+                ("User-Agent".into(), t("me", Field::Header)),
+                ("X-N".into(), t("{seq}", Field::Header)),
+                ("Connection".into(), t("close", Field::Header)),
+                ("Host".into(), t("h.test", Field::Header)),
+            ],
+            body: t("v{seq}", Field::Body),
+        };
+        let prepared = spec.prepare(&plan.target, true);
+        let mut parts = Parts::default();
+        prepared.render_parts(&mut parts, &mut GenState::new(0, 0, 1), 42);
+        let r = fixed.with_parts(&prepared, &parts).unwrap();
+        assert_eq!(r.method, http::Method::PUT);
+        assert_eq!(r.uri.to_string(), "http://127.0.0.1:8080/kv/42");
+        assert_eq!(r.body.as_ref(), b"v42");
+        let h = |name: &str| {
+            r.headers
+                .get_all(name)
+                .iter()
+                .map(|v| v.to_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        };
+        // the user's User-Agent replaces reqlife's; --compressed's Accept-Encoding stays;
+        // Connection and Host are not HTTP/2 headers (Host is :authority)
+        assert_eq!(h("user-agent"), ["me"]);
+        assert_eq!(h("x-n"), ["42"]);
+        assert_eq!(h("accept-encoding"), [ACCEPT_ENCODING]);
+        assert!(h("connection").is_empty() && h("host").is_empty());
     }
 
     #[test]

@@ -11,12 +11,20 @@
 //! A [`StreamTracker`] follows one response: it stamps the first event, keeps the gaps
 //! between events (nanoseconds, capacity kept across responses, at most [`MAX_GAPS`] per
 //! response) and the count. Events that complete in the same read share its time (gap 0).
+//! A stream that never ends is bounded by `--timeout` (a timeout) and by `--max-body`: a
+//! tracked body longer than that is cut there, a protocol error ([`TOO_LONG`]), as a
+//! `--compressed` body over it is.
 
-use crate::model::StreamMode;
+use super::EngineError;
+use crate::model::{ErrorKind, StreamMode};
 use std::time::Instant;
 
 /// Most gaps kept for one response; later ones are counted as events but not as gaps.
 pub const MAX_GAPS: usize = 1 << 16;
+
+/// Why a streamed response was cut: its body went past `--max-body`.
+pub const TOO_LONG: &str =
+    "streamed body longer than --max-body (a stream that never ends is cut there)";
 
 /// The fields of the event-stream format that mean something.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -319,12 +327,21 @@ pub fn parse_all(bytes: &[u8], split: usize) -> Vec<Event> {
     c.events
 }
 
-/// Gives a read of a body (not chunked: one unit) to the tracker, if the response is tracked.
-pub fn track(tracker: &mut Option<&mut StreamTracker>, data: &[u8]) {
+/// Gives a read of a body (not chunked: one unit) to the tracker, if the response is
+/// tracked; an error once the body went past `--max-body`.
+pub fn track(tracker: &mut Option<&mut StreamTracker>, data: &[u8]) -> Result<(), EngineError> {
     if let Some(t) = tracker.as_deref_mut().filter(|_| !data.is_empty()) {
-        t.body(data);
+        t.body(data)
+            .map_err(|e| EngineError::new(ErrorKind::Protocol, e.into()))?;
         t.unit_end();
     }
+    Ok(())
+}
+
+/// When the bytes just read arrived: the kernel's stamp on plain TCP, else now (events are
+/// counted right after the read that brought them).
+fn arrived() -> Instant {
+    super::arrival::of_last_read().unwrap_or_else(Instant::now)
 }
 
 /// Whether a `Content-Type` value is `text/event-stream` (parameters aside).
@@ -340,6 +357,10 @@ pub fn is_event_stream(value: &[u8]) -> bool {
 pub struct StreamTracker {
     /// The run's `--stream` mode, if any.
     mode: Option<StreamMode>,
+    /// `--max-body`: the most body bytes of one tracked response.
+    max_body: u64,
+    /// Body bytes of this response so far.
+    body_bytes: u64,
     /// This response's mode (`--stream`, or SSE by its content type), while tracking.
     active: Option<StreamMode>,
     sse: Option<SseParser>,
@@ -352,9 +373,11 @@ pub struct StreamTracker {
 }
 
 impl StreamTracker {
-    pub fn new(mode: Option<StreamMode>) -> Self {
+    /// A tracker for the run's `--stream` `mode`, cutting a body past `max_body` bytes.
+    pub fn new(mode: Option<StreamMode>, max_body: u64) -> Self {
         StreamTracker {
             mode,
+            max_body,
             ..Default::default()
         }
     }
@@ -368,6 +391,7 @@ impl StreamTracker {
         self.events = 0;
         self.gaps.clear();
         self.line_open = false;
+        self.body_bytes = 0;
         if self.active == Some(StreamMode::Sse) {
             self.sse = Some(SseParser::new());
         }
@@ -382,8 +406,13 @@ impl StreamTracker {
         self.gaps.clear();
     }
 
-    /// Body bytes as received (without chunk framing).
-    pub fn body(&mut self, data: &[u8]) {
+    /// Body bytes as received (without chunk framing); [`TOO_LONG`] once the body went past
+    /// `--max-body` (the bytes past it are not parsed).
+    pub fn body(&mut self, data: &[u8]) -> Result<(), &'static str> {
+        self.body_bytes += data.len() as u64;
+        if self.body_bytes > self.max_body {
+            return Err(TOO_LONG);
+        }
         let n = match self.active {
             Some(StreamMode::Sse) => match &mut self.sse {
                 Some(p) => p.feed(data, &mut Count),
@@ -400,15 +429,16 @@ impl StreamTracker {
             Some(StreamMode::Chunks) | None => 0,
         };
         if n > 0 {
-            self.events_at(n, Instant::now());
+            self.events_at(n, arrived());
         }
+        Ok(())
     }
 
     /// A transport unit ended: an HTTP/1.1 chunk, an HTTP/2 DATA frame, or a read of a body
     /// that is not chunked (`--stream chunks` counts them).
     pub fn unit_end(&mut self) {
         if self.active == Some(StreamMode::Chunks) {
-            self.events_at(1, Instant::now());
+            self.events_at(1, arrived());
         }
     }
 
@@ -416,7 +446,7 @@ impl StreamTracker {
     pub fn finish(&mut self) {
         if self.active == Some(StreamMode::Lines) && self.line_open {
             self.line_open = false;
-            self.events_at(1, Instant::now());
+            self.events_at(1, arrived());
         }
     }
 
@@ -586,22 +616,22 @@ mod tests {
 
     #[test]
     fn the_tracker_counts_gaps_between_events() {
-        let mut t = StreamTracker::new(Some(StreamMode::Lines));
+        let mut t = StreamTracker::new(Some(StreamMode::Lines), u64::MAX);
         assert!(t.begin(false));
-        t.body(b"a\nb");
-        t.body(b"\nc\nd");
+        t.body(b"a\nb").unwrap();
+        t.body(b"\nc\nd").unwrap();
         t.finish();
         let (first, n) = t.stamps().unwrap();
         assert!(first.is_some());
         assert_eq!(n, 4);
         assert_eq!(t.gaps().len(), 3);
         // Not tracked without a mode unless the content type says SSE.
-        let mut t = StreamTracker::new(None);
+        let mut t = StreamTracker::new(None, u64::MAX);
         assert!(!t.begin(false));
-        t.body(b"data: a\n\n");
+        t.body(b"data: a\n\n").unwrap();
         assert_eq!(t.stamps(), None);
         assert!(t.begin(true));
-        t.body(b"data: a\n\ndata: b\n\n");
+        t.body(b"data: a\n\ndata: b\n\n").unwrap();
         assert_eq!(t.stamps().map(|s| s.1), Some(2));
         assert_eq!(t.gaps(), &[0]);
         // (content type, an event stream?)
@@ -613,5 +643,25 @@ mod tests {
         ] {
             assert_eq!(is_event_stream(value.as_bytes()), want, "{value}");
         }
+    }
+
+    #[test]
+    fn a_tracked_body_past_max_body_is_cut() {
+        // 10 bytes at most: two SSE events of 9 bytes each go past it in the second read.
+        let mut t = StreamTracker::new(Some(StreamMode::Sse), 10);
+        assert!(t.begin(false));
+        assert_eq!(t.body(b"data: a\n\n"), Ok(()));
+        assert_eq!(t.body(b"data: b\n\n"), Err(TOO_LONG));
+        assert_eq!(
+            t.stamps().map(|s| s.1),
+            Some(1),
+            "the bytes past it are not parsed"
+        );
+        // Each response has its own count; up to the limit exactly is fine.
+        assert!(t.begin(false));
+        assert_eq!(t.body(b"data: 1234"), Ok(()));
+        let mut tracked: Option<&mut StreamTracker> = Some(&mut t);
+        let e = track(&mut tracked, b"\n\n").unwrap_err();
+        assert_eq!((e.kind, e.detail.as_str()), (ErrorKind::Protocol, TOO_LONG));
     }
 }

@@ -8,6 +8,7 @@ use super::Progress;
 use crate::engine::{Send, Session};
 use crate::model::Timestamps;
 use crate::recorder::Recorder;
+use crate::workload::request::Rendered;
 use crate::workload::Renderer;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -18,7 +19,7 @@ use std::time::{Duration, Instant};
 /// number over the whole plan's connections (every thread of every segment).
 pub struct BurstSession {
     pub session: Session,
-    pub buf: Vec<u8>,
+    pub buf: Rendered,
     pub index: u64,
 }
 
@@ -63,11 +64,15 @@ impl BurstRun {
                     Some(r) => r.borrow_mut().render(seq, &mut buf),
                     None => (0, false),
                 };
+                let rendered = self.renderer.is_some();
                 set.spawn_local(async move {
                     let mut stamps = Timestamps::new(t0, t0);
                     let send = match slot {
-                        _ if buf.is_empty() => Send::Fixed { seq },
-                        _ => Send::Rendered { bytes: &buf, head },
+                        _ if !rendered => Send::Fixed { seq },
+                        _ => Send::Rendered {
+                            rendered: &buf,
+                            head,
+                        },
                     };
                     let outcome = session.request(&mut stamps, send).await;
                     (session, buf, index, stamps, outcome, slot)

@@ -20,10 +20,11 @@ use failfast::FailFast;
 pub use scheduler::Scheduler;
 
 use crate::engine::{ConnectGate, Send, Session, SessionConfig};
-use crate::model::{ConnStage, LoadModel, Sample, Segment, Ticket, Timestamps};
+use crate::model::{ConnStage, ErrorKind, LoadModel, Sample, Segment, Ticket, Timestamps};
 use crate::plan::RunPlan;
 use crate::recorder::collector::{CollectorThread, Sinks};
 use crate::recorder::{busy_share, thread_cpu, Measured, Recorder, WorkerLink};
+use crate::workload::request::Rendered;
 use crate::workload::{Renderer, Workload};
 use pacer::ThreadPacer;
 use std::cell::{Cell, RefCell};
@@ -402,7 +403,7 @@ impl WorkerCtx {
                     let link = config.link();
                     burst::BurstSession {
                         session: Session::new(config.clone(), gate.clone(), link),
-                        buf: Vec::new(),
+                        buf: Rendered::default(),
                         // Numbered across threads and segments, as connections are.
                         index: self
                             .segment
@@ -454,7 +455,7 @@ impl WorkerCtx {
                     fail_fast: self.fail_fast.clone(),
                     thread: self.thread,
                     renderer: renderer.clone(),
-                    buf: Vec::new(),
+                    buf: Rendered::default(),
                 };
                 set.spawn_local(conn.run());
             }
@@ -498,10 +499,16 @@ fn record_outcome(
     session: &Session,
     request: u16,
 ) {
+    // A gRPC call that did not end OK failed, whatever its HTTP status.
+    let grpc_failed = outcome.grpc.is_some_and(|code| code != 0);
     let sample = Sample {
         stamps,
         status: outcome.result.as_ref().ok().copied(),
-        error: outcome.result.as_ref().err().map(|e| e.kind),
+        error: match &outcome.result {
+            Err(e) => Some(e.kind),
+            Ok(_) if grpc_failed => Some(ErrorKind::Grpc),
+            Ok(_) => None,
+        },
         bytes_read: outcome.bytes_read,
         bytes_written: outcome.bytes_written,
         traffic: outcome.traffic,
@@ -516,9 +523,20 @@ fn record_outcome(
     progress
         .requests
         .store(recorder.requests(), Ordering::Relaxed);
+    if let Some(code) = outcome.grpc {
+        recorder.count_grpc(code, session.grpc_message());
+    }
     match &outcome.result {
         Ok(_) => fail_fast.succeeded(),
         Err(e) => fail_fast.failed(e.cause, &e.detail),
+    }
+    if grpc_failed {
+        let name = crate::engine::grpc::code_name(outcome.grpc.unwrap_or(0));
+        recorder.note_error(
+            ErrorKind::Grpc,
+            &format!("{name}: {}", session.grpc_message()),
+        );
+        progress.errors.store(recorder.errors(), Ordering::Relaxed);
     }
     if let Err(e) = &outcome.result {
         recorder.note_error(e.kind, &e.detail);
@@ -600,7 +618,7 @@ struct Connection {
     /// A workload's renderer (shared by the thread's connections) and this connection's
     /// buffer for the rendered request.
     renderer: Option<Rc<RefCell<Renderer>>>,
-    buf: Vec<u8>,
+    buf: Rendered,
 }
 
 impl Connection {
@@ -634,7 +652,7 @@ impl Connection {
                 Some(r) => {
                     let (slot, head) = r.borrow_mut().render(ticket.seq, &mut self.buf);
                     let send = Send::Rendered {
-                        bytes: &self.buf,
+                        rendered: &self.buf,
                         head,
                     };
                     (send, slot)

@@ -14,6 +14,7 @@
 use super::pacer::ThreadPacer;
 use super::timer::PreciseTimer;
 use super::Scheduler;
+use crate::engine::arrival;
 use crate::model::Ticket;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -143,10 +144,11 @@ pub async fn dispatch(
         deadline,
         scheduler,
     };
+    let naps = std::env::var_os("REQLIFE_NO_NAPS").is_none_or(|v| v != "1");
     let mut not_sent = 0;
     let mut pending = due_times.next();
     while let Some(first) = pending {
-        timer.sleep_until(wake_at(first.0, slack)).await;
+        wait_until(&timer, &queue, wake_at(first.0, slack), naps).await;
         let released = Instant::now();
         if deadline.is_some_and(|d| released > d + slack) {
             // The window closed before these could leave: the first, and all due after it.
@@ -168,13 +170,44 @@ pub async fn dispatch(
         queue.wake();
     }
     if let Some(end) = deadline {
-        timer.sleep_until(end + slack).await;
+        wait_until(&timer, &queue, end + slack, naps).await;
         // The connections just woken take their tickets first.
         tokio::task::yield_now().await;
         not_sent += queue.withdraw();
     }
     queue.close();
     not_sent
+}
+
+/// The longest the thread sleeps without a look at its sockets and timers: how late, at
+/// worst, a request timeout, a stop or a closed connection is noticed while nothing is due.
+const LONGEST_NAP: Duration = Duration::from_millis(10);
+
+/// Waits until `at`. While every ticket released has been taken and no connection needs the
+/// thread awake ([`arrival::awake`]: what they wait for is timed by the kernel's arrival
+/// stamps), the thread sleeps through responses instead of waking for each: one wake-up per
+/// batch of due requests, not one more per response, and the responses that came meanwhile are
+/// read together at the next wake-up (their `wait` and `read` are the kernel's, not the
+/// reading's). Otherwise (a ticket waits for a connection to come free, a connect or TLS or
+/// HTTP/2 exchange is under way) it waits on the precise timer, woken by any socket.
+/// `naps: false` (`REQLIFE_NO_NAPS=1`, for the benchmarks' before/after) always does that.
+async fn wait_until(timer: &PreciseTimer, queue: &OpenQueue, at: Instant, naps: bool) {
+    loop {
+        // The reactor's turn: the connections just woken send, the responses in are read.
+        tokio::task::yield_now().await;
+        let now = Instant::now();
+        if now >= at {
+            return;
+        }
+        if !naps || !queue.tickets.borrow().is_empty() || !arrival::awake::may_sleep() {
+            return timer.sleep_until(at).await;
+        }
+        std::thread::sleep((at - now).min(LONGEST_NAP));
+        if Instant::now() >= at {
+            // Release first: the responses are read in the turn that sends the batch.
+            return;
+        }
+    }
 }
 
 /// Keeps one timer in the thread's tokio timer wheel that expires before any new request's

@@ -167,11 +167,13 @@ pub enum ErrorKind {
     AddrNotAvail,
     /// HTTP/2: the server reset the stream (RST_STREAM; counted by code too).
     Reset,
+    /// gRPC: the call ended with a status other than OK (counted by code too).
+    Grpc,
 }
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 9] = [
+    pub const ALL: [ErrorKind; 10] = [
         ErrorKind::Connect,
         ErrorKind::Tls,
         ErrorKind::Write,
@@ -181,6 +183,7 @@ impl ErrorKind {
         ErrorKind::Closed,
         ErrorKind::AddrNotAvail,
         ErrorKind::Reset,
+        ErrorKind::Grpc,
     ];
 
     /// The name used in reports and in the RunRecord's JSON.
@@ -195,6 +198,7 @@ impl ErrorKind {
             ErrorKind::Closed => "closed",
             ErrorKind::AddrNotAvail => "addr_not_avail",
             ErrorKind::Reset => "reset",
+            ErrorKind::Grpc => "grpc",
         }
     }
 
@@ -560,6 +564,16 @@ pub enum Arrival {
     Constant,
     /// Exponential gaps with the schedule's mean rate.
     Poisson,
+}
+
+impl Arrival {
+    /// The name in records and reports (`constant`, `poisson`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrival::Constant => "constant",
+            Arrival::Poisson => "poisson",
+        }
+    }
 }
 
 /// The shape of the load.

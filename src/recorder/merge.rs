@@ -208,6 +208,12 @@ fn plan_key(r: &RunRecord) -> Vec<(&'static str, String)> {
         ),
         ("the connection policy", c.connection_policy.clone()),
         (
+            "the stream mode (--stream)",
+            c.stream
+                .clone()
+                .unwrap_or_else(|| "none (SSE by its content type)".into()),
+        ),
+        (
             "the sweep",
             c.sweep.as_ref().map_or("none".into(), |s| {
                 let levels: Vec<String> = s.levels.iter().map(|v| v.to_string()).collect();

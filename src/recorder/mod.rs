@@ -5,6 +5,7 @@
 //! bounded [`series::Series`]. At the end the threads' recorders are merged exactly
 //! ([`Measured::merge`]) and become a [`record::RunRecord`].
 
+pub mod codes;
 pub mod collector;
 pub mod hdrlog;
 pub mod hist;
@@ -22,6 +23,7 @@ pub use collector::{IntervalSet, WorkerLink};
 pub use series::Series;
 
 use crate::model::{ErrorKind, Phase, Sample, Traffic};
+use codes::CodeCounts;
 use hdrhistogram::Histogram;
 use std::time::{Duration, Instant};
 
@@ -29,7 +31,7 @@ use std::time::{Duration, Instant};
 const STATUS_SLOTS: usize = 1000;
 
 /// Counters of a run or of one interval.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Counters {
     /// Requests that ended (a response or an error).
     pub requests: u64,
@@ -58,26 +60,6 @@ pub struct Counters {
     /// Open loop: requests due in the window that were never sent (every connection busy
     /// until the end): not in `requests`.
     pub not_sent: u64,
-}
-
-impl Default for Counters {
-    fn default() -> Self {
-        Counters {
-            requests: 0,
-            ok: 0,
-            errors: [0; ErrorKind::ALL.len()],
-            bytes_read: 0,
-            bytes_written: 0,
-            traffic: Traffic::default(),
-            connections_opened: 0,
-            server_closes: 0,
-            drained: 0,
-            drain_timeouts: 0,
-            drain_ns: 0,
-            in_flight_at_end: 0,
-            not_sent: 0,
-        }
-    }
 }
 
 impl Counters {
@@ -134,7 +116,8 @@ type Durations = [Option<u64>; Phase::ALL.len()];
 #[inline]
 fn durations(s: &Sample) -> Durations {
     let mut out = [None; Phase::ALL.len()];
-    let phases: &[Phase] = if s.error.is_none() {
+    // A gRPC call that ended with a status other than OK is a complete response: timed whole.
+    let phases: &[Phase] = if matches!(s.error, None | Some(ErrorKind::Grpc)) {
         &Phase::ALL
     } else {
         &[Phase::Lag, Phase::Queue, Phase::Connect, Phase::Tls]
@@ -298,8 +281,9 @@ pub struct Recorder {
     bursts: Option<BurstHists>,
     /// What the server said of its own time (`Server-Timing`).
     server: server_timing::ServerTimingAcc,
-    /// HTTP/2 RST_STREAM counts by error code.
-    reset_codes: Vec<(u32, u64)>,
+    /// HTTP/2 RST_STREAM counts by error code; gRPC statuses by code.
+    reset_codes: CodeCounts,
+    grpc_codes: CodeCounts,
     /// HTTP/2: the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced.
     h2_max_streams: Option<u64>,
     /// Per request name (`Sample::request`), when the run sends named requests.
@@ -349,7 +333,8 @@ impl Recorder {
             segments: Vec::new(),
             bursts: None,
             server: server_timing::ServerTimingAcc::new("total"),
-            reset_codes: Vec::new(),
+            reset_codes: CodeCounts::default(),
+            grpc_codes: CodeCounts::default(),
             h2_max_streams: None,
             by_request: Vec::new(),
             samples: reservoir::Reservoir::per_thread(),
@@ -554,10 +539,12 @@ impl Recorder {
 
     /// Counts an HTTP/2 RST_STREAM by its error code.
     pub fn count_reset(&mut self, code: u32) {
-        match self.reset_codes.iter_mut().find(|(c, _)| *c == code) {
-            Some((_, n)) => *n += 1,
-            None => self.reset_codes.push((code, 1)),
-        }
+        self.reset_codes.count(code);
+    }
+
+    /// Counts a gRPC call's status code, keeping the first message of each code.
+    pub fn count_grpc(&mut self, code: u32, message: &str) {
+        self.grpc_codes.count_with(code, message);
     }
 
     /// Keeps the first detail seen of each error kind (for the report's explanation).
@@ -657,6 +644,7 @@ impl Recorder {
             bursts: self.bursts,
             server: self.server,
             reset_codes: self.reset_codes,
+            grpc_codes: self.grpc_codes,
             h2_max_streams: self.h2_max_streams,
             by_request: self.by_request,
             samples: self.samples,
@@ -736,8 +724,9 @@ pub struct Measured {
     pub bursts: Option<BurstHists>,
     /// `Server-Timing` figures.
     pub server: server_timing::ServerTimingAcc,
-    /// HTTP/2 RST_STREAM counts by error code.
-    pub reset_codes: Vec<(u32, u64)>,
+    /// HTTP/2 RST_STREAM counts by error code; gRPC statuses by code (with first messages).
+    pub reset_codes: CodeCounts,
+    pub grpc_codes: CodeCounts,
     /// HTTP/2: the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced.
     pub h2_max_streams: Option<u64>,
     /// Per request name, when the run sent named requests.
@@ -762,7 +751,8 @@ impl Measured {
             segments: Vec::new(),
             bursts: None,
             server: server_timing::ServerTimingAcc::new("total"),
-            reset_codes: Vec::new(),
+            reset_codes: CodeCounts::default(),
+            grpc_codes: CodeCounts::default(),
             h2_max_streams: None,
             by_request: Vec::new(),
             samples: reservoir::Reservoir::new(0, 0),
@@ -780,12 +770,8 @@ impl Measured {
             if let Some(n) = part.h2_max_streams {
                 out.h2_max_streams = Some(out.h2_max_streams.map_or(n, |m| m.min(n)));
             }
-            for (code, n) in &part.reset_codes {
-                match out.reset_codes.iter_mut().find(|(c, _)| c == code) {
-                    Some((_, m)) => *m += n,
-                    None => out.reset_codes.push((*code, *n)),
-                }
-            }
+            out.reset_codes.merge(&part.reset_codes);
+            out.grpc_codes.merge(&part.grpc_codes);
             if let Some(b) = &part.bursts {
                 match &mut out.bursts {
                     None => out.bursts = Some(b.clone()),

@@ -7,7 +7,7 @@ use super::hist::{self, IntervalStats, Stats};
 use super::summary::{round3, round6, summarize};
 use super::{Counters, Measured};
 use crate::model::StopReason;
-use crate::model::{Arrival, ErrorKind, LoadModel, Phase, Schedule, StopRule};
+use crate::model::{ErrorKind, LoadModel, Phase, Schedule, StopRule};
 use crate::plan::RunPlan;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -179,6 +179,9 @@ pub struct Config {
     pub seed: u64,
     /// `reuse` (keep-alive) or `new` (a connection per request).
     pub connection_policy: String,
+    /// `--stream`: `sse`, `chunks` or `lines`; absent without it (SSE by its content type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<String>,
     pub max_connections_per_second: Option<f64>,
     /// The command line as typed.
     pub command_line: Vec<String>,
@@ -194,6 +197,9 @@ pub struct Config {
     /// What was sent when not one fixed request: `scenario FILE` or `targets FILE`.
     #[serde(default)]
     pub workload: Option<String>,
+    /// `--grpc`: the method called (`package.Service/Method`); absent from other runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<String>,
 }
 
 fn one() -> u64 {
@@ -276,6 +282,8 @@ pub struct Summary {
     pub server_timing_overhead: Stats,
     /// HTTP/2: streams reset by the server (RST_STREAM), by error code name.
     pub resets: BTreeMap<String, u64>,
+    #[serde(flatten)]
+    pub grpc: super::codes::GrpcStatuses,
     /// HTTP/2: the concurrent streams per connection the server allows (its
     /// SETTINGS_MAX_CONCURRENT_STREAMS; the smallest seen), which reqlife respects.
     pub h2_max_concurrent_streams: Option<u64>,
@@ -907,30 +915,6 @@ impl RunRecord {
     }
 }
 
-/// The name of an HTTP/2 error code (RFC 9113, section 7).
-fn h2_code_name(code: u32) -> String {
-    const NAMES: [&str; 14] = [
-        "NO_ERROR",
-        "PROTOCOL_ERROR",
-        "INTERNAL_ERROR",
-        "FLOW_CONTROL_ERROR",
-        "SETTINGS_TIMEOUT",
-        "STREAM_CLOSED",
-        "FRAME_SIZE_ERROR",
-        "REFUSED_STREAM",
-        "CANCEL",
-        "COMPRESSION_ERROR",
-        "CONNECT_ERROR",
-        "ENHANCE_YOUR_CALM",
-        "INADEQUATE_SECURITY",
-        "HTTP_1_1_REQUIRED",
-    ];
-    NAMES
-        .get(code as usize)
-        .map(|n| n.to_string())
-        .unwrap_or_else(|| format!("0x{code:x}"))
-}
-
 /// A run's histograms by their names in the record: every phase, each Server-Timing metric
 /// (`server_timing.NAME`), the parse overhead and the bursts' when there are some, and each
 /// named request's phases that saw a value (`request.NAME.PHASE`).
@@ -1067,11 +1051,8 @@ fn counts_of(plan: &RunPlan, measured: &Measured, end: &Ending) -> Summary {
         server_timing_responses: st.responses,
         server_timing_invalid: st.invalid,
         server_timing_total: plan.server_total.clone(),
-        resets: measured
-            .reset_codes
-            .iter()
-            .map(|(code, n)| (h2_code_name(*code), *n))
-            .collect(),
+        resets: measured.reset_codes.by_name(super::codes::h2_code_name),
+        grpc: super::codes::GrpcStatuses::of(&measured.grpc_codes),
         h2_max_concurrent_streams: measured.h2_max_streams,
         bursts: bursts_of(plan, measured),
         by_request,
@@ -1473,25 +1454,21 @@ fn config_of(plan: &RunPlan, end: &Ending) -> Config {
             _ => None,
         },
         arrival: match &plan.load {
-            LoadModel::Open { arrival, .. } => Some(
-                match arrival {
-                    Arrival::Constant => "constant",
-                    Arrival::Poisson => "poisson",
-                }
-                .into(),
-            ),
+            LoadModel::Open { arrival, .. } => Some(arrival.name().into()),
             _ => None,
         },
         pacer_slack_s: matches!(plan.load, LoadModel::Open { .. })
             .then(|| plan.pacer_slack.as_secs_f64()),
         seed: plan.seed,
         connection_policy: if plan.keepalive { "reuse" } else { "new" }.into(),
+        stream: plan.stream.map(|m| m.name().into()),
         max_connections_per_second: plan.max_connects_per_s,
         sweep: None,
         repeat: 1,
         segment: (plan.segment.count > 1)
             .then(|| format!("{}/{}", plan.segment.index + 1, plan.segment.count)),
         workload: None,
+        grpc: plan.grpc.as_ref().map(|g| g.method.clone()),
         command_line: end.command_line.clone(),
     }
 }

@@ -153,6 +153,7 @@ pub(crate) fn summarize(parts: &[&Summary], h: &impl Lookup, duration_s: f64) ->
         server_timing_total: first.server_timing_total.clone(),
         server_timing_overhead: stats(h, "server_timing_overhead"),
         resets: sum_maps(parts.iter().map(|s| &s.resets)),
+        grpc: super::codes::GrpcStatuses::sum(parts.iter().map(|s| &s.grpc)),
         h2_max_concurrent_streams: parts
             .iter()
             .filter_map(|s| s.h2_max_concurrent_streams)

@@ -22,6 +22,9 @@ pub struct Shape {
     pub status_503_every: u64,
     /// Responses carry `Server-Timing`.
     pub server_timing: bool,
+    /// Responses are streams of 5 events (`--stream`): the first at the first byte, then
+    /// gaps of 1 ms + (i mod 7)·100 µs, 10 ms for one response in fifty (i mod 50 = 25).
+    pub stream: bool,
 }
 
 impl Default for Shape {
@@ -32,6 +35,7 @@ impl Default for Shape {
             error_every: 50,
             status_503_every: 30,
             server_timing: true,
+            stream: false,
         }
     }
 }
@@ -75,6 +79,19 @@ pub fn measured(shape: Shape, interval: Duration) -> Measured {
             at += Duration::from_micros(10);
             st.done = Some(at);
         }
+        let gap_ns = if i % 50 == 25 {
+            10_000_000
+        } else {
+            1_000_000 + (i % 7) * 100_000
+        };
+        let gaps: &[u64] = if shape.stream && !failed {
+            st.first_event = st.first_byte;
+            st.events = Some(5);
+            st.done = st.done.map(|d| d + Duration::from_nanos(4 * gap_ns));
+            &[gap_ns; 4]
+        } else {
+            &[]
+        };
         let status = (!failed).then_some(
             if shape.status_503_every > 0 && i % shape.status_503_every == 0 {
                 503
@@ -95,18 +112,18 @@ pub fn measured(shape: Shape, interval: Duration) -> Measured {
         if failed {
             r.note_error(ErrorKind::Timeout, "no answer within 10s <script>");
         }
-        if shape.server_timing {
+        let timing = if shape.server_timing {
             let handler_ms = wait_us as f64 * 0.8 / 1000.0;
             // One parse in four under the server's clock resolution: `dur=0`.
             let parse_ms = if i % 4 == 0 { 0.0 } else { 0.010 };
-            let timing = format!(
+            format!(
                 "parse;dur={parse_ms}, handler;dur={handler_ms:.4}, total;dur={:.4}",
                 handler_ms + 0.01
-            );
-            r.record_with_timing(&s, timing.as_bytes());
+            )
         } else {
-            r.record(&s);
-        }
+            String::new()
+        };
+        r.record_response(&s, timing.as_bytes(), gaps);
     }
     Measured::merge(vec![r.finish()])
 }
@@ -134,6 +151,15 @@ pub fn record(flags: &[&str], shape: Shape) -> RunRecord {
 pub fn plain() -> RunRecord {
     record(&["-d", "3s", "--interval", "1s"], Shape::default())
 }
+/// A streamed run (`--stream sse`): a plain run whose responses are streams of 5 events.
+pub fn streamed() -> RunRecord {
+    let shape = Shape {
+        stream: true,
+        ..Shape::default()
+    };
+    record(&["-d", "3s", "--interval", "1s", "--stream", "sse"], shape)
+}
+
 /// A sweep of two levels (`-c 1,2`), each a plain run.
 pub fn sweep() -> RunRecord {
     let a = args(&["-c", "1,2", "-d", "3s", "--interval", "1s"]);

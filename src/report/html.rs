@@ -234,6 +234,7 @@ struct Page {
     spectrum_note: String,
     breakdown: Option<Breakdown>,
     histograms: Vec<String>,
+    streams: Option<Streams>,
     throughput: Option<String>,
     levels: Option<Levels>,
     knee: Option<Knee>,
@@ -269,6 +270,16 @@ struct Breakdown {
     partial: String,
     /// Server-Timing labels (`level;desc="L1"`), in words.
     labels: Vec<String>,
+}
+
+/// Streamed responses: the gaps between events.
+#[derive(Debug, Serialize)]
+struct Streams {
+    histogram: String,
+    /// Per interval: p50, p99 and max of the gaps.
+    over_time: Option<String>,
+    /// Counts, the stream mode and the first event, in words.
+    note: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -360,6 +371,7 @@ impl Page {
             spectrum_note: String::new(),
             breakdown: breakdown(r),
             histograms: histograms(r),
+            streams: streams(r),
             throughput: throughput(r),
             levels: levels(r),
             knee: knee(r),
@@ -408,6 +420,7 @@ impl Page {
             ("spectrum", "Spectrum", self.spectrum.is_some()),
             ("breakdown", "Breakdown", self.breakdown.is_some()),
             ("histograms", "Histograms", !self.histograms.is_empty()),
+            ("streams", "Streams", self.streams.is_some()),
             ("throughput", "Throughput", self.throughput.is_some()),
             ("levels", "Levels", self.levels.is_some()),
             ("bursts", "Bursts", self.bursts.is_some()),

@@ -1,6 +1,7 @@
 //! Rendering RunRecords: the text report ([`text`]) and the summary JSON. Every report works
 //! from a [`RunRecord`] alone, so a saved run can be re-rendered later (`reqlife report`).
 
+pub mod codes;
 pub mod csv;
 #[cfg(test)]
 pub(crate) mod fixture;

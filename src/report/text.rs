@@ -131,10 +131,11 @@ fn header_of(
             levels.join(", ")
         );
     }
-    let method = if c.workload.is_some() {
-        "requests of the workload"
-    } else {
-        c.method.as_str()
+    let grpc = c.grpc.as_ref().map(|m| format!("gRPC {m} over"));
+    let method = match (&grpc, &c.workload) {
+        (Some(g), _) => g.as_str(),
+        (None, Some(_)) => "requests of the workload",
+        (None, None) => c.method.as_str(),
     };
     if c.sweep.is_some() || !levels.is_empty() {
         let _ = writeln!(
@@ -719,16 +720,14 @@ fn statuses_and_errors(out: &mut String, r: &RunRecord) {
         codes.join(", ")
     };
     let _ = writeln!(out, "  Status codes {codes}");
+    super::codes::grpc(out, s);
     let errors: Vec<(&String, &u64)> = s.errors.iter().filter(|(_, n)| **n > 0).collect();
     if errors.is_empty() {
         let _ = writeln!(out, "  Errors       none");
         return;
     }
     let _ = writeln!(out, "  Errors       {} in all", s.requests.errors);
-    if !s.resets.is_empty() {
-        let codes: Vec<String> = s.resets.iter().map(|(c, n)| format!("{c}: {n}")).collect();
-        let _ = writeln!(out, "  HTTP/2 stream resets by code: {}", codes.join(", "));
-    }
+    super::codes::resets(out, s);
     for (kind, n) in errors {
         match r.first_errors.get(kind) {
             Some(first) => {

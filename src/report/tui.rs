@@ -2,13 +2,16 @@
 //! merged intervals the run's collector hands over as each is final — the same snapshots as
 //! `--every` and `--metrics-addr`, never the workers. It shows the throughput and errors over
 //! time, p50/p99/max of the total per interval, the phase breakdown of the last interval, the
-//! schedule lag and the workers' CPU, the status codes, and the time left.
+//! schedule lag and the workers' CPU, the status codes, and the time left; for a run in
+//! stages, the stages with the current one marked; for a command that runs steps (a knee
+//! search, a calibration), the steps so far (rate, p99, verdict), kept across its runs.
 //!
 //! Keys: `q` (or Ctrl-C: raw mode turns it into a key) ends the run as Ctrl-C does; `p`
 //! pauses the display only. The terminal is restored when the view is dropped, on a panic
 //! (a hook), and by [`restore`] before an exit at once (a second signal).
 
 use crate::model::{ErrorKind, Phase};
+use crate::plan::RunPlan;
 use crate::recorder::{hist, IntervalSnapshot};
 use crate::util::units::human_ns;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
@@ -48,6 +51,8 @@ pub struct LiveState {
     status: BTreeMap<u16, u64>,
     errors: [u64; ErrorKind::ALL.len()],
     requests: u64,
+    /// The plan's stages (label, length), empty without stages.
+    stages: Vec<(String, Duration)>,
 }
 
 impl LiveState {
@@ -55,6 +60,18 @@ impl LiveState {
         LiveState {
             interval,
             ..LiveState::default()
+        }
+    }
+
+    /// Nothing received yet of a run of `plan` (its interval, its stages).
+    pub fn of(plan: &RunPlan) -> Self {
+        LiveState {
+            stages: plan
+                .stage_labels()
+                .into_iter()
+                .zip(plan.stage_durations())
+                .collect(),
+            ..LiveState::new(plan.interval)
         }
     }
 
@@ -131,6 +148,44 @@ pub fn restore() {
     }
 }
 
+/// One step of a command that runs several (a knee search's, a calibration's), as the view
+/// lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepRow {
+    /// The rate of the step (offered; achieved for a closed loop), req/s.
+    pub rate_rps: f64,
+    /// p99 of the total, µs (`None` while it runs).
+    pub p99_us: Option<f64>,
+    /// `pass`, `fail`, `running`, ...
+    pub verdict: String,
+}
+
+impl StepRow {
+    /// The step now running at `rate_rps`.
+    pub fn running(rate_rps: f64) -> StepRow {
+        StepRow {
+            rate_rps,
+            p99_us: None,
+            verdict: "running".into(),
+        }
+    }
+}
+
+/// The steps shown, under their title.
+#[derive(Debug, Clone, Default)]
+struct Steps {
+    title: String,
+    rows: Vec<StepRow>,
+}
+
+/// What a frame shows beside the state: the title, the time, the steps.
+struct Shown<'a> {
+    title: &'a str,
+    elapsed: Duration,
+    length: Option<Duration>,
+    steps: Option<&'a Steps>,
+}
+
 /// What a key asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Key {
@@ -145,6 +200,7 @@ pub struct LiveView {
     /// Whether the frame marked paused is on the screen.
     pause_drawn: bool,
     title: String,
+    steps: Option<Steps>,
 }
 
 impl LiveView {
@@ -185,6 +241,7 @@ impl LiveView {
             paused: false,
             pause_drawn: false,
             title,
+            steps: None,
         })
     }
 
@@ -212,6 +269,14 @@ impl LiveView {
         None
     }
 
+    /// The steps to show from now on (a knee search's, a calibration's), under `title`.
+    pub fn set_steps(&mut self, title: &str, rows: Vec<StepRow>) {
+        self.steps = Some(Steps {
+            title: title.to_string(),
+            rows,
+        });
+    }
+
     /// Draws `state`, `elapsed` of `length`; paused, the screen stays as it was (marked
     /// paused once) while the run and the figures go on.
     pub fn draw(&mut self, state: &LiveState, elapsed: Duration, length: Option<Duration>) {
@@ -224,9 +289,13 @@ impl LiveView {
         } else {
             self.title.clone()
         };
-        let _ = self
-            .terminal
-            .draw(|f| frame(f, state, &title, elapsed, length));
+        let shown = Shown {
+            title: &title,
+            elapsed,
+            length,
+            steps: self.steps.as_ref(),
+        };
+        let _ = self.terminal.draw(|f| frame(f, state, &shown));
     }
 }
 
@@ -241,46 +310,14 @@ fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
-fn frame(
-    f: &mut ratatui::Frame,
-    s: &LiveState,
-    title: &str,
-    elapsed: Duration,
-    length: Option<Duration>,
-) {
+fn frame(f: &mut ratatui::Frame, s: &LiveState, v: &Shown) {
     let [head, charts, bottom] = Layout::vertical([
         Constraint::Length(3),
         Constraint::Percentage(50),
         Constraint::Min(6),
     ])
     .areas(f.area());
-    let time = match length {
-        Some(l) => format!(
-            "{:.0}s of {:.0}s, {:.0}s left",
-            elapsed.as_secs_f64(),
-            l.as_secs_f64(),
-            l.saturating_sub(elapsed).as_secs_f64()
-        ),
-        None => format!("{:.0}s", elapsed.as_secs_f64()),
-    };
-    let errors: u64 = s.errors.iter().sum();
-    let head_text = vec![
-        Line::from(vec![
-            Span::styled(title, Style::default().add_modifier(Modifier::BOLD)),
-            Span::raw(format!(
-                "   {time}   {} requests, {errors} errors",
-                s.requests
-            )),
-        ]),
-        Line::from(Span::styled(
-            "q: stop the run (report and record as for Ctrl-C)   p: pause the display",
-            Style::default().fg(Color::DarkGray),
-        )),
-    ];
-    f.render_widget(
-        Paragraph::new(head_text).block(Block::bordered().title(" reqlife --live ")),
-        head,
-    );
+    f.render_widget(head_of(s, v), head);
     let [left, right] =
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(charts);
     let secs = |i: u64| s.interval.as_secs_f64() * (i as f64 + 1.0);
@@ -296,40 +333,6 @@ fn frame(
         .collect();
     let x0 = rate.first().map_or(0.0, |p| p.0 - s.interval.as_secs_f64());
     let x1 = rate.last().map_or(1.0, |p| p.0).max(x0 + 1.0);
-    let top = rate
-        .iter()
-        .chain(errs.iter())
-        .map(|p| p.1)
-        .fold(1.0, f64::max);
-    let x_axis = |x0: f64, x1: f64| {
-        Axis::default()
-            .bounds([x0, x1])
-            .labels([format!("{x0:.0}s"), format!("{x1:.0}s")])
-    };
-    f.render_widget(
-        Chart::new(vec![
-            Dataset::default()
-                .name("req/s")
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Line)
-                .style(Style::default().fg(Color::Cyan))
-                .data(&rate),
-            Dataset::default()
-                .name("errors/s")
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Line)
-                .style(Style::default().fg(Color::Red))
-                .data(&errs),
-        ])
-        .block(Block::bordered().title(" throughput and errors per interval "))
-        .x_axis(x_axis(x0, x1))
-        .y_axis(
-            Axis::default()
-                .bounds([0.0, top * 1.1])
-                .labels(["0".to_string(), format!("{:.0}", top * 1.1)]),
-        ),
-        left,
-    );
     let lat = |pick: fn((u64, u64, u64)) -> u64| -> Vec<(f64, f64)> {
         s.points
             .values()
@@ -337,39 +340,115 @@ fn frame(
             .collect()
     };
     let (p50, p99, max) = (lat(|t| t.0), lat(|t| t.1), lat(|t| t.2));
-    let ltop = max.iter().map(|p| p.1).fold(0.001, f64::max);
-    f.render_widget(
-        Chart::new(vec![
-            Dataset::default()
-                .name("p50")
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Line)
-                .style(Style::default().fg(Color::Green))
-                .data(&p50),
-            Dataset::default()
-                .name("p99")
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Line)
-                .style(Style::default().fg(Color::Yellow))
-                .data(&p99),
-            Dataset::default()
-                .name("max")
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Line)
-                .style(Style::default().fg(Color::Red))
-                .data(&max),
-        ])
-        .block(Block::bordered().title(" total latency per interval (ms) "))
-        .x_axis(x_axis(x0, x1))
-        .y_axis(
-            Axis::default()
-                .bounds([0.0, ltop * 1.1])
-                .labels(["0".to_string(), format!("{:.2}", ltop * 1.1)]),
-        ),
-        right,
-    );
+    let x = [x0, x1];
+    let throughput = [
+        ("req/s", Color::Cyan, &rate[..]),
+        ("errors/s", Color::Red, &errs[..]),
+    ];
+    let title = " throughput and errors per interval ";
+    f.render_widget(chart(title, x, &throughput, 1.0, 0), left);
+    let latency = [
+        ("p50", Color::Green, &p50[..]),
+        ("p99", Color::Yellow, &p99[..]),
+        ("max", Color::Red, &max[..]),
+    ];
+    let title = " total latency per interval (ms) ";
+    f.render_widget(chart(title, x, &latency, 0.001, 2), right);
     let [phases, side] =
         Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(bottom);
+    let last = s
+        .newest
+        .map(|i| format!(" phases of the last interval ({:.0}s) ", secs(i)))
+        .unwrap_or_else(|| " phases of the last interval ".into());
+    f.render_widget(phase_table(s).block(Block::bordered().title(last)), phases);
+    let lines = generator_lines(s);
+    let height = lines.len() as u16 + 2;
+    let answers = Paragraph::new(lines).block(Block::bordered().title(" generator and answers "));
+    // The generator's lines first; the steps or stages below, as many as fit.
+    let [top, below] =
+        Layout::vertical([Constraint::Length(height), Constraint::Min(3)]).areas(side);
+    match context(s, v, below.height.saturating_sub(2) as usize) {
+        Some((title, lines)) => {
+            f.render_widget(answers, top);
+            let block = Block::bordered().title(title);
+            f.render_widget(Paragraph::new(lines).block(block), below);
+        }
+        None => f.render_widget(answers, side),
+    }
+}
+
+/// The head: the title, the time (and what is left), the requests and errors so far.
+fn head_of<'a>(s: &LiveState, v: &Shown<'a>) -> Paragraph<'a> {
+    let time = match v.length {
+        Some(l) => format!(
+            "{:.0}s of {:.0}s, {:.0}s left",
+            v.elapsed.as_secs_f64(),
+            l.as_secs_f64(),
+            l.saturating_sub(v.elapsed).as_secs_f64()
+        ),
+        None => format!("{:.0}s", v.elapsed.as_secs_f64()),
+    };
+    let errors: u64 = s.errors.iter().sum();
+    let head_text = vec![
+        Line::from(vec![
+            Span::styled(v.title, Style::default().add_modifier(Modifier::BOLD)),
+            Span::raw(format!(
+                "   {time}   {} requests, {errors} errors",
+                s.requests
+            )),
+        ]),
+        Line::from(Span::styled(
+            "q: stop the run (report and record as for Ctrl-C)   p: pause the display",
+            Style::default().fg(Color::DarkGray),
+        )),
+    ];
+    Paragraph::new(head_text).block(Block::bordered().title(" reqlife --live "))
+}
+
+/// A line of a chart: its name, colour and points (seconds, value).
+type Curve<'a> = (&'a str, Color, &'a [(f64, f64)]);
+
+/// A chart of `lines` (name, colour, points) over `x` seconds, from 0 to a tenth above the
+/// highest point (at least `floor`), its top labelled with `decimals`.
+fn chart<'a>(
+    title: &'a str,
+    x: [f64; 2],
+    lines: &[Curve<'a>],
+    floor: f64,
+    decimals: usize,
+) -> Chart<'a> {
+    let top = lines
+        .iter()
+        .flat_map(|l| l.2.iter().map(|p| p.1))
+        .fold(floor, f64::max)
+        * 1.1;
+    let sets = lines
+        .iter()
+        .map(|(name, color, data)| {
+            Dataset::default()
+                .name(*name)
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(Style::default().fg(*color))
+                .data(data)
+        })
+        .collect();
+    Chart::new(sets)
+        .block(Block::bordered().title(title))
+        .x_axis(
+            Axis::default()
+                .bounds(x)
+                .labels([format!("{:.0}s", x[0]), format!("{:.0}s", x[1])]),
+        )
+        .y_axis(
+            Axis::default()
+                .bounds([0.0, top])
+                .labels(["0".to_string(), format!("{top:.decimals$}")]),
+        )
+}
+
+/// The phases of the newest interval: count, p50, p99, max.
+fn phase_table(s: &LiveState) -> Table<'static> {
     let rows: Vec<Row> = s
         .phases
         .iter()
@@ -383,52 +462,32 @@ fn frame(
             ])
         })
         .collect();
-    let last = s
-        .newest
-        .map(|i| format!(" phases of the last interval ({:.0}s) ", secs(i)))
-        .unwrap_or_else(|| " phases of the last interval ".into());
-    f.render_widget(
-        Table::new(
-            rows,
-            [
-                Constraint::Length(13),
-                Constraint::Length(8),
-                Constraint::Length(10),
-                Constraint::Length(10),
-                Constraint::Length(10),
-            ],
-        )
-        .header(
-            Row::new(["phase", "count", "p50", "p99", "max"])
-                .style(Style::default().add_modifier(Modifier::BOLD)),
-        )
-        .block(Block::bordered().title(last)),
-        phases,
-    );
+    let widths = [13, 8, 10, 10, 10].map(Constraint::Length);
+    Table::new(rows, widths).header(
+        Row::new(["phase", "count", "p50", "p99", "max"])
+            .style(Style::default().add_modifier(Modifier::BOLD)),
+    )
+}
+
+/// The generator's health (schedule lag, CPU) and the answers (status codes, errors).
+fn generator_lines(s: &LiveState) -> Vec<Line<'static>> {
+    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    let codes: Vec<String> = s.status.iter().map(|(c, n)| format!("{c}: {n}")).collect();
     let mut lines = vec![
         Line::from(format!(
             "schedule lag p99  {}",
-            s.lag_p99
-                .map(|ns| human_ns(ns as f64))
-                .unwrap_or_else(|| "-".into())
+            or_dash(s.lag_p99.map(|ns| human_ns(ns as f64)))
         )),
         Line::from(format!(
             "workers' CPU      {}",
-            s.busy
-                .map(|b| format!("{:.0}% (busiest)", b * 100.0))
-                .unwrap_or_else(|| "-".into())
+            or_dash(s.busy.map(|b| format!("{:.0}% (busiest)", b * 100.0)))
         )),
         Line::from(""),
+        Line::from(format!(
+            "status  {}",
+            or_dash((!codes.is_empty()).then(|| codes.join("  ")))
+        )),
     ];
-    let codes: Vec<String> = s.status.iter().map(|(c, n)| format!("{c}: {n}")).collect();
-    lines.push(Line::from(format!(
-        "status  {}",
-        if codes.is_empty() {
-            "-".to_string()
-        } else {
-            codes.join("  ")
-        }
-    )));
     for kind in ErrorKind::ALL {
         let n = s.errors[kind.index()];
         if n > 0 {
@@ -438,16 +497,136 @@ fn frame(
             )));
         }
     }
-    f.render_widget(
-        Paragraph::new(lines).block(Block::bordered().title(" generator and answers ")),
-        side,
-    );
+    lines
+}
+
+/// The steps so far (a knee search's, a calibration's: the last ones, under a header) or the
+/// stages (from the one before the current, marked): the panel's title and at most `room`
+/// lines; `None` when there is neither.
+fn context(s: &LiveState, v: &Shown, room: usize) -> Option<(String, Vec<Line<'static>>)> {
+    if let Some(steps) = v.steps {
+        let header = Line::from(Span::styled(
+            format!("{:>4} {:>10} {:>10}  verdict", "step", "req/s", "p99"),
+            Style::default().add_modifier(Modifier::BOLD),
+        ));
+        let skip = steps.rows.len().saturating_sub(room.saturating_sub(1));
+        let rows = steps.rows.iter().enumerate().skip(skip).map(|(i, r)| {
+            let p99 = r.p99_us.map_or("-".into(), |us| human_ns(us * 1e3));
+            let style = match r.verdict.as_str() {
+                "pass" | "kept up" => Style::default().fg(Color::Green),
+                "running" => Style::default().add_modifier(Modifier::BOLD),
+                _ => Style::default().fg(Color::Red),
+            };
+            let text = format!("{:>4} {:>10.0} {p99:>10}  {}", i + 1, r.rate_rps, r.verdict);
+            Line::from(Span::styled(text, style))
+        });
+        return Some((
+            steps.title.clone(),
+            std::iter::once(header).chain(rows).collect(),
+        ));
+    }
+    let n = s.stages.len();
+    let ends: Vec<Duration> = s
+        .stages
+        .iter()
+        .scan(Duration::ZERO, |end, (_, d)| {
+            *end += *d;
+            Some(*end)
+        })
+        .collect();
+    let now = ends
+        .iter()
+        .position(|e| v.elapsed < *e)
+        .unwrap_or(n.checked_sub(1)?);
+    let lines = s
+        .stages
+        .iter()
+        .zip(&ends)
+        .enumerate()
+        .skip(now.saturating_sub(1));
+    let lines = lines.take(room).map(|(i, ((label, length), end))| {
+        let line = format!("{}/{n}  {label}  ({:.0}s)", i + 1, length.as_secs_f64());
+        if i != now {
+            return Line::from(format!("  {line}"));
+        }
+        let left = end.saturating_sub(v.elapsed).as_secs_f64();
+        let bold = Style::default().add_modifier(Modifier::BOLD);
+        Line::from(Span::styled(format!("> {line}: {left:.0}s left"), bold))
+    });
+    Some((" stages ".into(), lines.collect()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::recorder::{Counters, PhaseHists};
+
+    /// The text of a 120×40 frame of `s`, `elapsed` of `length` seconds, one line per row.
+    fn drawn(s: &LiveState, steps: Option<&Steps>, elapsed: u64, length: u64) -> String {
+        let shown = Shown {
+            title: "GET http://x/",
+            elapsed: Duration::from_secs(elapsed),
+            length: Some(Duration::from_secs(length)),
+            steps,
+        };
+        let backend = ratatui::backend::TestBackend::new(120, 40);
+        let mut t = ratatui::Terminal::new(backend).unwrap();
+        t.draw(|f| frame(f, s, &shown)).unwrap();
+        let buffer = t.backend().buffer();
+        let width = buffer.area.width as usize;
+        let cells: Vec<&str> = buffer.content().iter().map(|c| c.symbol()).collect();
+        cells.chunks(width).map(|row| row.concat() + "\n").collect()
+    }
+
+    /// Asserts that the frame `text` shows each of `wants`.
+    fn assert_shows(text: &str, wants: &[&str]) {
+        for want in wants {
+            assert!(text.contains(want), "{want} not in the frame:\n{text}");
+        }
+    }
+
+    #[test]
+    fn a_knee_search_shows_its_steps_and_a_run_in_stages_its_current_stage() {
+        let s = LiveState::new(Duration::from_secs(1));
+        let row = |rate_rps, p99_us, verdict: &str| StepRow {
+            rate_rps,
+            p99_us,
+            verdict: verdict.into(),
+        };
+        let steps = Steps {
+            title: " knee search: steps so far ".into(),
+            rows: vec![
+                row(60.0, Some(4_100.0), "pass"),
+                row(480.0, Some(1_250_000.0), "fail"),
+                StepRow::running(240.0),
+            ],
+        };
+        let wants = [
+            "knee search: steps so far",
+            "   1         60     4.10ms  pass",
+            "   2        480      1.25s  fail",
+            "   3        240          -  running",
+        ];
+        assert_shows(&drawn(&s, Some(&steps), 1, 2), &wants);
+        // Stages: the one running marked, with its time left; the one before it and the
+        // next listed.
+        let mut s = LiveState::new(Duration::from_secs(1));
+        s.stages = vec![
+            ("0->100 req/s".into(), Duration::from_secs(10)),
+            ("100 req/s".into(), Duration::from_secs(20)),
+            ("100->0 req/s".into(), Duration::from_secs(10)),
+        ];
+        let wants = [
+            " stages ",
+            "  1/3  0->100 req/s  (10s)",
+            "> 2/3  100 req/s  (20s): 18s left",
+            "  3/3  100->0 req/s  (10s)",
+        ];
+        assert_shows(&drawn(&s, None, 12, 40), &wants);
+        // Neither: no such panel.
+        s.stages.clear();
+        assert!(!drawn(&s, None, 12, 40).contains(" stages "));
+    }
 
     #[test]
     fn a_frame_draws_the_figures_of_the_snapshots() {
@@ -466,34 +645,14 @@ mod tests {
         snap.busy_max = Some(0.25);
         let mut s = LiveState::new(Duration::from_secs(1));
         s.push(&snap);
-        let backend = ratatui::backend::TestBackend::new(120, 40);
-        let mut t = ratatui::Terminal::new(backend).unwrap();
-        t.draw(|f| {
-            frame(
-                f,
-                &s,
-                "GET http://x/",
-                Duration::from_secs(1),
-                Some(Duration::from_secs(10)),
-            )
-        })
-        .unwrap();
-        let text: String = t
-            .backend()
-            .buffer()
-            .content()
-            .iter()
-            .map(|c| c.symbol())
-            .collect();
-        for want in [
+        let wants = [
             "9s left",
             "3 requests",
             "200: 3",
             "25% (busiest)",
             "wait",
             "total",
-        ] {
-            assert!(text.contains(want), "{want} not in the frame");
-        }
+        ];
+        assert_shows(&drawn(&s, None, 1, 10), &wants);
     }
 }

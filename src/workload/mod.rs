@@ -34,6 +34,8 @@ pub struct Workload {
     pub names: Vec<String>,
     /// Request id → index into `names` (or [`Workload::UNNAMED`]).
     pub slot: Vec<u16>,
+    /// Render requests as their parts (HTTP/2, gRPC), not as HTTP/1.1 bytes.
+    pub parts: bool,
 }
 
 impl Workload {
@@ -73,6 +75,7 @@ impl Workload {
             mix,
             names,
             slot,
+            parts: false,
         }
     }
 }
@@ -99,11 +102,11 @@ impl Renderer {
         }
     }
 
-    /// Picks the next request and renders it into `out` (cleared first) with the sequence
-    /// number `seq` (the plan-wide ticket number: each number once over the whole run, so a
-    /// fill phase covers its keys exactly). Returns the request's name slot and whether its
-    /// method is HEAD.
-    pub fn render(&mut self, seq: u64, out: &mut Vec<u8>) -> (u16, bool) {
+    /// Picks the next request and renders it into `out` with the sequence number `seq` (the
+    /// plan-wide ticket number: each number once over the whole run, so a fill phase covers
+    /// its keys exactly): as HTTP/1.1 bytes (cleared first), or as its parts when the
+    /// workload says so. Returns the request's name slot and whether its method is HEAD.
+    pub fn render(&mut self, seq: u64, out: &mut request::Rendered) -> (u16, bool) {
         let mix = &self.workload.mix;
         // In turn by the plan-wide number: exact shares whatever the threads' speeds.
         let id = if mix.is_round_robin() {
@@ -112,8 +115,12 @@ impl Renderer {
             mix.pick(&mut self.state)
         };
         let request = &self.workload.requests[id];
-        out.clear();
-        request.render_at(out, &mut self.state, seq);
+        if self.workload.parts {
+            request.render_parts(&mut out.parts, &mut self.state, seq);
+        } else {
+            out.bytes.clear();
+            request.render_at(&mut out.bytes, &mut self.state, seq);
+        }
         (self.workload.slot[id], request.is_head())
     }
 }

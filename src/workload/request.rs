@@ -155,6 +155,26 @@ impl RequestSpec {
     }
 }
 
+/// A request rendered as its parts rather than HTTP/1.1 bytes: the request's id (which
+/// [`PreparedRequest`] gives the method and header names), the path and query, the value of
+/// each user header (in order) and the body. Reused from send to send (no allocation once
+/// grown).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Parts {
+    pub id: usize,
+    pub path: Vec<u8>,
+    pub values: Vec<Vec<u8>>,
+    pub body: Vec<u8>,
+}
+
+/// One send's rendered request, reused by a connection: HTTP/1.1 bytes, or the parts of a
+/// request for HTTP/2 and gRPC ([`Workload::parts`](super::Workload::parts) says which).
+#[derive(Debug, Clone, Default)]
+pub struct Rendered {
+    pub bytes: Vec<u8>,
+    pub parts: Parts,
+}
+
 /// A request ready to render for one target; shared by all workers (it is read-only: put it
 /// in an `Arc`), each rendering with its own [`GenState`].
 #[derive(Debug, Clone)]
@@ -243,6 +263,37 @@ impl PreparedRequest {
             out.extend_from_slice(b"\r\n");
         }
         out.extend_from_slice(b"\r\n");
+    }
+
+    /// Renders the request with the sequence number `seq` as its parts (see [`Parts`]): the
+    /// protocols that do not send HTTP/1.1 bytes (HTTP/2, gRPC) build their own request from
+    /// them, with this request's [`method`](Self::method) and
+    /// [`header names`](Self::header_names). None of HTTP/1.1's head rules apply.
+    pub fn render_parts(&self, parts: &mut Parts, state: &mut GenState, seq: u64) {
+        parts.id = self.id;
+        parts.path.clear();
+        self.path.render_into(&mut parts.path, state, seq);
+        parts.values.resize_with(self.headers.len(), Vec::new);
+        for ((_, value), out) in self.headers.iter().zip(parts.values.iter_mut()) {
+            out.clear();
+            value.render_into(out, state, seq);
+        }
+        parts.body.clear();
+        self.body.render_into(&mut parts.body, state, seq);
+    }
+
+    /// The method (`GET`).
+    pub fn method(&self) -> &str {
+        let m = &self.method_sp[..self.method_sp.len() - 1];
+        std::str::from_utf8(m).expect("the method is a token")
+    }
+
+    /// The names of the user's headers, in the order of [`Parts::values`].
+    pub fn header_names(&self) -> impl Iterator<Item = &str> {
+        self.headers.iter().map(|(name, _)| {
+            let n = &name[..name.len() - 2];
+            std::str::from_utf8(n).expect("a header name is a token")
+        })
     }
 
     /// The whole request when it is the same every time (the engine's one-buffer fast path).
@@ -404,6 +455,33 @@ mod tests {
         let mut out = Vec::new();
         b.render_at(&mut out, &mut state, 77);
         assert!(out.starts_with(b"GET /kv/77 "));
+    }
+
+    #[test]
+    fn parts_are_the_templates_without_the_head_rules() {
+        let t = target("127.0.0.1", 8080, Scheme::Http);
+        let p = spec(
+            "PUT",
+            "/kv/{seq}",
+            &[("X-Id", "n{seq}"), ("Accept", "*/*")],
+            "v{seq}",
+        )
+        .prepare(&t, false);
+        assert_eq!(p.method(), "PUT");
+        assert_eq!(p.header_names().collect::<Vec<_>>(), ["X-Id", "Accept"]);
+        let mut parts = Parts::default();
+        let mut state = GenState::new(0, 0, 1);
+        for seq in [7, 8] {
+            p.render_parts(&mut parts, &mut state, seq);
+            // no Host, User-Agent, Connection or Content-Length: those are HTTP/1.1's
+            let want = Parts {
+                id: 0,
+                path: format!("/kv/{seq}").into_bytes(),
+                values: vec![format!("n{seq}").into_bytes(), b"*/*".to_vec()],
+                body: format!("v{seq}").into_bytes(),
+            };
+            assert_eq!(parts, want);
+        }
     }
 
     #[test]

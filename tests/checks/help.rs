@@ -32,6 +32,7 @@ fn run_help_groups_the_flags_under_headings_in_order() {
             "Embedded target:",
             "Load:",
             "Protocol:",
+            "gRPC:",
             "Output:",
             "Analysis:",
             "Exit codes:"
@@ -50,7 +51,9 @@ fn run_help_groups_the_flags_under_headings_in_order() {
         ("Load:", "Protocol:", "--connections"),
         ("Load:", "Protocol:", "--rate"),
         ("Protocol:", "Output:", "--http2"),
-        ("Protocol:", "Output:", "--insecure"),
+        ("Protocol:", "gRPC:", "--insecure"),
+        ("gRPC:", "Output:", "--grpc"),
+        ("gRPC:", "Output:", "--proto-set"),
         ("Output:", "Analysis:", "--output"),
         ("Output:", "Analysis:", "--json"),
         ("Analysis:", "", "--threshold"),

@@ -15,10 +15,9 @@ const MAX_FN_LINES: usize = 100;
 /// Files still over the limit: (path under `src/`, lines when listed).
 const KNOWN_FILES: &[(&str, usize)] = &[
     ("analysis/expr.rs", 864),
-    ("engine/http1.rs", 935),
-    ("recorder/mod.rs", 832),
-    ("recorder/record.rs", 1882),
-    ("report/text.rs", 846),
+    ("recorder/mod.rs", 818),
+    ("recorder/record.rs", 1861),
+    ("report/text.rs", 845),
 ];
 
 /// Functions still over the limit: (path under `src/`, name, lines when listed).
@@ -27,9 +26,7 @@ const KNOWN_FNS: &[(&str, &str, usize)] = &[
     ("analysis/expr.rs", "parse", 117),
     ("analysis/knee.rs", "judge", 132),
     ("app/control.rs", "execute_watched", 174),
-    ("app/knee.rs", "knee", 246),
     ("app/run.rs", "run", 271),
-    ("cli/plan.rs", "build", 183),
     ("engine/http1.rs", "exchange", 190),
     ("engine/http1.rs", "parse_head", 114),
     ("load/mod.rs", "drive", 134),
@@ -37,7 +34,6 @@ const KNOWN_FNS: &[(&str, &str, usize)] = &[
     ("report/html/figures.rs", "breakdown", 102),
     ("report/metrics.rs", "render", 174),
     ("report/plot/knee.rs", "svg", 117),
-    ("report/tui.rs", "frame", 202),
     ("workload/scenario/mod.rs", "request", 120),
     ("workload/targets.rs", "parse", 103),
     ("workload/template/mod.rs", "parse_slot", 129),

@@ -350,6 +350,25 @@ impl Drop for Stopped {
     }
 }
 
+/// What a child writes on `from` (its stdout), collected by a thread as it comes, to read
+/// while the child runs.
+pub fn collected(
+    mut from: impl Read + Send + 'static,
+) -> std::sync::Arc<std::sync::Mutex<Vec<u8>>> {
+    let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = out.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = from.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    out
+}
+
 /// A keep-alive server that answers each request head with `Hello World!` (one write per
 /// head), from fixed buffers: it allocates nothing per request (`tests/alloc.rs` counts the
 /// process's allocations) and makes one read and one write per request (`tests/syscalls.rs`).

@@ -2,7 +2,7 @@
 //! levels, bursts) and calls the plot of [`crate::report::plot`]; the breakdown's table goes
 //! with its bars.
 
-use super::{cell, open_loop, Breakdown, Bursts, Knee, Levels, Repetitions};
+use super::{cell, open_loop, Breakdown, Bursts, Knee, Levels, Repetitions, Streams};
 use crate::analysis::summary::Log2Hist;
 use crate::recorder::hist::Stats;
 use crate::recorder::record::RunRecord;
@@ -11,20 +11,7 @@ use crate::report::plot::{self, boxes::BoxStats, breakdown::Segment, human, spec
 /// The latency-over-time plot and the words on its scatter, when some interval has
 /// responses.
 pub(super) fn latency_time(r: &RunRecord) -> (Option<String>, Option<String>) {
-    let bands: Vec<plot::latency_time::Band> = r
-        .intervals
-        .iter()
-        .filter_map(|i| {
-            let t = i.latency.get("total").filter(|t| t.count > 0)?;
-            Some(plot::latency_time::Band {
-                start_s: i.start_s,
-                end_s: i.start_s + i.duration_s,
-                p50_ns: t.p50_us * 1e3,
-                p99_ns: t.p99_us * 1e3,
-                max_ns: t.max_us * 1e3,
-            })
-        })
-        .collect();
+    let bands = bands(r, "total");
     let samples: Vec<(f64, f64)> = r
         .samples
         .iter()
@@ -50,6 +37,53 @@ pub(super) fn latency_time(r: &RunRecord) -> (Option<String>, Option<String>) {
         }
     });
     (Some(plot::latency_time::svg(&bands, &samples)), note)
+}
+
+/// The p50, p99 and max of `phase` in each interval that recorded it.
+pub(super) fn bands(r: &RunRecord, phase: &str) -> Vec<plot::latency_time::Band> {
+    r.intervals
+        .iter()
+        .filter_map(|i| {
+            let t = i.latency.get(phase).filter(|t| t.count > 0)?;
+            Some(plot::latency_time::Band {
+                start_s: i.start_s,
+                end_s: i.start_s + i.duration_s,
+                p50_ns: t.p50_us * 1e3,
+                p99_ns: t.p99_us * 1e3,
+                max_ns: t.max_us * 1e3,
+            })
+        })
+        .collect()
+}
+
+/// Streamed responses: the gaps between events as a histogram and over time (per interval),
+/// when the run has any.
+pub(super) fn streams(r: &RunRecord) -> Option<Streams> {
+    let h = r.histogram("event_gap").ok().filter(|h| !h.is_empty())?;
+    let bands = bands(r, "event_gap");
+    let over_time = (!bands.is_empty()).then(|| {
+        plot::latency_time::svg_of("event gap over time", "gap between events", &bands, &[])
+    });
+    let phases = &r.summary.latency.phases;
+    let events = phases.get("events");
+    let count = |v: Option<f64>| v.map_or("-".into(), |n| format!("{n:.0}"));
+    let mode = match &r.config.stream {
+        Some(m) => format!("--stream {m}"),
+        None => "Server-Sent Events, by their content type".into(),
+    };
+    Some(Streams {
+        histogram: plot::histogram::svg("event gap", &Log2Hist::of_hist(&h)),
+        over_time,
+        note: format!(
+            "{} gaps between events of {} streamed responses ({mode}); events per response: \
+             p50 {}, max {}; first event p50 {}.",
+            h.len(),
+            events.map_or(0, |e| e.count),
+            count(events.and_then(|e| e.p50_us)),
+            count(events.and_then(|e| e.max_us)),
+            cell(phases.get("first_event").and_then(|f| f.p50_us)),
+        ),
+    })
 }
 
 /// The spectrum: one curve per level of a sweep, else the total (and the uncorrected latency
@@ -189,13 +223,7 @@ pub(super) fn breakdown(r: &RunRecord) -> Option<Breakdown> {
 /// One log2 histogram per phase and server metric that recorded something.
 pub(super) fn histograms(r: &RunRecord) -> Vec<String> {
     let open = open_loop(r);
-    let others = [
-        "total",
-        "uncorrected",
-        "schedule_lag",
-        "first_event",
-        "event_gap",
-    ];
+    let others = ["total", "uncorrected", "schedule_lag", "first_event"];
     let mut names: Vec<(String, String)> = super::tables::CLIENT_PHASES
         .iter()
         .chain(&others)

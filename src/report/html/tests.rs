@@ -159,6 +159,7 @@ fn sections_without_data_are_left_out() {
             error_every: 1,
             status_503_every: 0,
             server_timing: false,
+            stream: false,
         },
     );
     assert_eq!(r.summary.requests.ok, 0);
@@ -183,6 +184,7 @@ fn sections_without_data_are_left_out() {
             error_every: 0,
             status_503_every: 0,
             server_timing: false,
+            stream: false,
         },
     );
     let ids = sections(&page(&r));
@@ -432,4 +434,42 @@ fn the_navigation_wraps_within_the_page() {
     assert!(nav.matches("<a href").count() >= 8, "{nav}");
     assert!(nav.contains("</a>\n<a href"), "{nav}");
     assert!(html.contains("display: flex; flex-wrap: wrap;"));
+}
+
+#[test]
+fn a_streamed_run_shows_its_gaps_as_a_histogram_and_over_time() {
+    let r = fixture::streamed();
+    let html = page(&r);
+    let ids = sections(&html);
+    let at = |id: &str| ids.iter().position(|s| s == id).unwrap();
+    assert!(at("histograms") < at("streams") && at("streams") < at("throughput"));
+    assert!(html.contains("<a href=\"#streams\">"));
+    let start = html.find("<section id=\"streams\"").unwrap();
+    let section = &html[start..start + html[start..].find("</section>").unwrap()];
+    for part in [
+        "aria-label=\"log2 histogram of event gap\"",
+        "aria-label=\"event gap over time\"",
+        "gap between events (ms)",
+        "p99 per interval",
+        // 3000 requests, one in fifty failed: 2940 streams of 5 events, 4 gaps each.
+        "11760 gaps between events of 2940 streamed responses (--stream sse)",
+        "events per response: p50 5, max 5",
+    ] {
+        assert!(section.contains(part), "no {part:?} in {section}");
+    }
+    // The gap histogram is in this section, not among the phases'.
+    assert_eq!(html.matches("log2 histogram of event gap").count(), 1);
+    // Over time: one band per interval of 1 s, and a fourth for the streams that ended
+    // after 3 s; gaps of 1.0 to 1.6 ms, 10 ms in one response of fifty (2% of the gaps:
+    // the p99).
+    let bands = figures::bands(&r, "event_gap");
+    assert_eq!(bands.len(), 4);
+    for b in &bands[..3] {
+        assert!((1.0e6..=1.61e6).contains(&b.p50_ns), "{b:?}");
+        assert!((b.p99_ns - 10e6).abs() < 0.01 * 10e6, "{b:?}");
+    }
+    // A run without streams has no such section, nor the plot.
+    let plain = page(&fixture::plain());
+    assert!(!sections(&plain).contains(&"streams".to_string()));
+    assert!(!plain.contains("event gap"));
 }

@@ -35,6 +35,12 @@ const SCATTER_MARK: &str = "@@reqlife-scatter@@";
 /// The plot of `bands` (intervals with responses, in time order) over `samples` (seconds
 /// since the start of recording, latency ns).
 pub fn svg(bands: &[Band], samples: &[(f64, f64)]) -> String {
+    svg_of("latency over time", "total latency", bands, samples)
+}
+
+/// [`svg`] of another figure than the total latency (the gaps between the events of streamed
+/// responses): `title` names the plot, `y_label` its axis.
+pub fn svg_of(title: &str, y_label: &str, bands: &[Band], samples: &[(f64, f64)]) -> String {
     let x_max = bands
         .iter()
         .map(|b| b.end_s)
@@ -67,7 +73,7 @@ pub fn svg(bands: &[Band], samples: &[(f64, f64)]) -> String {
             Mark::Dot(SCATTER.mix(0.8)),
         ));
     }
-    let svg = render(SIZE, "latency over time", |root| {
+    let svg = render(SIZE, title, |root| {
         let (top, bottom) = with_legend_room(root, &entries);
         let mut chart = ChartBuilder::on(&top)
             .margin(12)
@@ -77,7 +83,7 @@ pub fn svg(bands: &[Band], samples: &[(f64, f64)]) -> String {
         mesh(
             &mut chart,
             "time since the start of recording (s)",
-            &format!("total latency ({})", unit.symbol),
+            &format!("{y_label} ({})", unit.symbol),
             &|v| tick(*v, 2),
             &|v| tick(*v, 3),
         )?;

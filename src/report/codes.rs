@@ -1,0 +1,31 @@
+//! The text report's lines of codes that a protocol gives a request's end beside its HTTP
+//! status: gRPC status codes (with the first `grpc-message` of each) and HTTP/2 stream
+//! resets.
+
+use crate::recorder::record::Summary;
+use std::fmt::Write;
+
+/// `gRPC status  OK: 990, UNAVAILABLE: 10`, then the first message of each code that has one.
+pub fn grpc(out: &mut String, s: &Summary) {
+    let g = &s.grpc;
+    if g.grpc_status.is_empty() {
+        return;
+    }
+    let codes: Vec<String> = g
+        .grpc_status
+        .iter()
+        .map(|(c, n)| format!("{c}: {n}"))
+        .collect();
+    let _ = writeln!(out, "  gRPC status  {}", codes.join(", "));
+    for (code, message) in &g.grpc_messages {
+        let _ = writeln!(out, "    {code:<20} first: {message}");
+    }
+}
+
+/// `HTTP/2 stream resets by code: …`, when the server reset streams.
+pub fn resets(out: &mut String, s: &Summary) {
+    if !s.resets.is_empty() {
+        let codes: Vec<String> = s.resets.iter().map(|(c, n)| format!("{c}: {n}")).collect();
+        let _ = writeln!(out, "  HTTP/2 stream resets by code: {}", codes.join(", "));
+    }
+}

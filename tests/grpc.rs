@@ -1,0 +1,501 @@
+//! gRPC unary calls (`run --grpc SERVICE/METHOD URL`) against a real gRPC server, Python's
+//! grpcio (`tests/data/grpc/grpc_server.py` serving `echo.proto`'s `reqlife.test.Test`),
+//! started here on a free loopback port; the descriptor set is the one grpc_tools.protoc
+//! writes for that .proto (`--descriptor_set_out --include_imports`) when the server starts.
+//! `.ci/test` installs the packages (`pip install grpcio grpcio-tools`); in CI (`CI` set)
+//! their absence fails the test, elsewhere the test says so and does not run.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/grpc/grpc_server.py")
+}
+
+/// Whether Python has grpcio and grpcio-tools; in CI their absence is a failure.
+fn have_grpc() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import grpc, grpc_tools"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        missing(
+            "the Python grpcio and grpcio-tools packages",
+            "pip install grpcio grpcio-tools",
+        );
+    }
+    ok
+}
+
+/// The gRPC server (stopped when dropped), its URL, and the descriptor set of its service.
+struct Grpc {
+    _child: Stopped,
+    url: String,
+    proto_set: PathBuf,
+    /// The texts of the Echo calls it served, one a line.
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Grpc {
+    fn start() -> Grpc {
+        Grpc::start_in(tempfile::tempdir().unwrap(), &[])
+    }
+
+    /// The server with TLS: a self-signed certificate for 127.0.0.1 (its PEM: `cert.pem`
+    /// beside the descriptor set), h2 by ALPN.
+    fn start_tls() -> Grpc {
+        let dir = tempfile::tempdir().unwrap();
+        let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+        let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+        std::fs::write(&cert, ck.cert.pem()).unwrap();
+        std::fs::write(&key, ck.key_pair.serialize_pem()).unwrap();
+        let tls = ["--tls", cert.to_str().unwrap(), key.to_str().unwrap()];
+        let mut g = Grpc::start_in(dir, &tls);
+        g.url = g.url.replace("http://", "https://");
+        g
+    }
+
+    /// The server with `extra` arguments, its files in `dir`.
+    fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Grpc {
+        let proto_set = dir.path().join("echo.pb");
+        let log = dir.path().join("echo.log");
+        let mut child = Command::new("python3")
+            .arg(script())
+            .arg("--descriptor-out")
+            .arg(&proto_set)
+            .arg("--log")
+            .arg(&log)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port: u16 = line
+            .strip_prefix("listening ")
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("the gRPC server said {line:?}"));
+        Grpc {
+            _child: Stopped(child),
+            url: format!("http://127.0.0.1:{port}"),
+            proto_set,
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// `run --grpc reqlife.test.Test/METHOD --proto-set … --data JSON`, the URL last.
+    fn call(&self, method: &str, json: &str) -> Run {
+        Run::new()
+            .args(["--grpc", &format!("reqlife.test.Test/{method}")])
+            .args(["--proto-set", self.proto_set.to_str().unwrap()])
+            .args(["--data", json, "--timeout", "5s"])
+            .url(&self.url)
+    }
+
+    fn logged(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// The phases every call has, and each call's status OK.
+fn assert_ok_calls(s: &Value, n: u64) {
+    assert_counts(
+        s,
+        &[
+            ("requests.ok", n),
+            ("requests.errors", 0),
+            ("grpc_status.OK", n),
+            ("status.200", n),
+            ("latency.phases.write.count", n),
+            ("latency.phases.wait.count", n),
+            ("latency.phases.read.count", n),
+        ],
+    );
+    assert_eq!(s["grpc_status"].as_object().unwrap().len(), 1, "{s:#}");
+}
+
+#[test]
+fn closed_loop_calls_render_their_generators_per_call() {
+    if !have_grpc() {
+        return;
+    }
+    let server = Grpc::start();
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("run.json");
+    let s = server
+        .call(
+            "Echo",
+            r#"{"text": "call {seq}", "id": "{seq}", "values": [1, 2]}"#,
+        )
+        .n(300)
+        .c(4)
+        .t(2)
+        .args(["-o", rec.to_str().unwrap()])
+        .json();
+    assert_ok_calls(&s, 300);
+    // Connect on the 4 calls that opened a connection, as for any HTTP/2 run.
+    assert_counts(
+        &s,
+        &[
+            ("connections.opened", 4),
+            ("latency.phases.connect.count", 4),
+        ],
+    );
+    // Every call carried its own message: texts "call 0" to "call 299", each once.
+    let mut texts = server.logged();
+    texts.sort_by_key(|t| t[5..].parse::<u64>().unwrap());
+    let want: Vec<String> = (0..300).map(|i| format!("call {i}")).collect();
+    assert_eq!(texts, want);
+    let record: Value = serde_json::from_slice(&std::fs::read(&rec).unwrap()).unwrap();
+    assert_eq!(record["config"]["grpc"], "reqlife.test.Test/Echo");
+    assert_eq!(record["config"]["protocol"], "h2c");
+    assert_eq!(record["summary"]["grpc_status"]["OK"], 300);
+}
+
+#[test]
+fn open_loop_calls_keep_their_schedule() {
+    if !have_grpc() {
+        return;
+    }
+    let server = Grpc::start();
+    let s = server
+        .call("Echo", r#"{"text": "fixed"}"#)
+        .args(["-R", "200", "-d", "1s", "--streams", "2"])
+        .c(2)
+        .json();
+    let n = count(&s, "requests.total");
+    // 200 calls due in the second, all sent and answered.
+    assert!((190..=201).contains(&n), "{n} calls in {s:#}");
+    assert_ok_calls(&s, n);
+    assert!(count(&s, "latency.schedule_lag.count") >= n, "{s:#}");
+    assert!(server.logged().iter().all(|t| t == "fixed"));
+}
+
+#[test]
+fn tls_calls_negotiate_h2_by_alpn() {
+    if !have_grpc() {
+        return;
+    }
+    let server = Grpc::start_tls();
+    let cert = server._dir.path().join("cert.pem");
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("run.json");
+    let s = server
+        .call("Echo", r#"{"text": "tls"}"#)
+        .args([
+            "--cacert",
+            cert.to_str().unwrap(),
+            "-o",
+            rec.to_str().unwrap(),
+        ])
+        .n(40)
+        .c(2)
+        .json();
+    assert_ok_calls(&s, 40);
+    assert_counts(&s, &[("latency.phases.tls.count", 2)]);
+    let record: Value = serde_json::from_slice(&std::fs::read(&rec).unwrap()).unwrap();
+    assert_eq!(record["config"]["protocol"], "h2");
+}
+
+#[test]
+fn bursts_render_a_message_per_call() {
+    if !have_grpc() {
+        return;
+    }
+    let server = Grpc::start();
+    let s = server
+        .call("Echo", r#"{"text": "b{seq}"}"#)
+        .args(["--burst", "8", "--bursts", "3", "--burst-interval", "5ms"])
+        .c(8)
+        .json();
+    assert_ok_calls(&s, 24);
+    let mut texts = server.logged();
+    texts.sort();
+    texts.dedup();
+    assert_eq!(texts.len(), 24, "a message per call: {texts:?}");
+}
+
+#[test]
+fn a_threshold_fails_on_non_ok_statuses() {
+    if !have_grpc() {
+        return;
+    }
+    let server = Grpc::start();
+    // About half the calls end UNAVAILABLE: a failed request each, OK the others.
+    let (_, s) = server
+        .call(
+            "Fail",
+            r#"{"code": "{choice:0|14}", "message": "backend down"}"#,
+        )
+        .n(200)
+        .c(2)
+        .args(["--threshold", "errors<1%", "--seed", "7"])
+        .json_exits(99);
+    let ok = count(&s, "grpc_status.OK");
+    let unavailable = count(&s, "grpc_status.UNAVAILABLE");
+    assert_eq!(ok + unavailable, 200, "{s:#}");
+    assert!(ok > 50 && unavailable > 50, "{s:#}");
+    assert_counts(
+        &s,
+        &[
+            ("requests.ok", ok),
+            ("requests.errors", unavailable),
+            ("errors.grpc", unavailable),
+            ("status.200", 200),
+        ],
+    );
+    assert_eq!(s["grpc_messages"]["UNAVAILABLE"], "backend down", "{s:#}");
+    // The threshold measured the failed calls' share.
+    let check = &s["thresholds"][0];
+    assert_eq!(check["threshold"], "errors<1%");
+    assert_eq!(check["pass"], false);
+    assert_eq!(check["measured"].as_f64(), Some(unavailable as f64 / 2.0));
+}
+
+#[test]
+fn a_deadline_exceeded_by_grpc_timeout_is_counted_by_code() {
+    if !have_grpc() {
+        return;
+    }
+    let server = Grpc::start();
+    let out = server
+        .call("Sleep", r#"{"ms": 400}"#)
+        .n(4)
+        .c(2)
+        .args(["--grpc-timeout", "50ms"])
+        .exits(1);
+    let text = stdout(&out);
+    assert!(text.contains("gRPC status  DEADLINE_EXCEEDED: 4"), "{text}");
+    // The server gave up at the deadline, long before its 400 ms sleep.
+    let (_, s) = server
+        .call("Sleep", r#"{"ms": 400}"#)
+        .n(2)
+        .c(1)
+        .args(["--grpc-timeout", "50ms"])
+        .json_exits(1);
+    assert_counts(
+        &s,
+        &[("grpc_status.DEADLINE_EXCEEDED", 2), ("errors.grpc", 2)],
+    );
+    assert!(num(&s, "latency.total.max_us") < 300_000.0, "{s:#}");
+    assert!(
+        stderr(&out).contains("no request succeeded") && stderr(&out).contains("DEADLINE_EXCEEDED"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_server_timing_trailer_goes_to_the_breakdown() {
+    if !have_grpc() {
+        return;
+    }
+    let server = Grpc::start();
+    let s = server.call("Timed", r#"{"text": "t"}"#).n(50).c(1).json();
+    assert_ok_calls(&s, 50);
+    assert_counts(
+        &s,
+        &[
+            ("server_timing_responses", 50),
+            ("server_timing.db.count", 50),
+            ("server_timing.app.count", 50),
+        ],
+    );
+    assert!(
+        (num(&s, "server_timing.db.p50_us") - 2500.0).abs() < 10.0,
+        "{s:#}"
+    );
+}
+
+#[test]
+fn data_file_sends_the_encoded_message_as_it_is() {
+    if !have_grpc() {
+        return;
+    }
+    let server = Grpc::start();
+    let dir = tempfile::tempdir().unwrap();
+    // EchoRequest { text: "raw" }: field 1, length-delimited, 3 bytes.
+    let message = dir.path().join("echo.bin");
+    std::fs::write(&message, b"\x0a\x03raw").unwrap();
+    let s = Run::new()
+        .args(["--grpc", "reqlife.test.Test/Echo"])
+        .args(["--data-file", message.to_str().unwrap()])
+        .n(20)
+        .c(1)
+        .url(&server.url)
+        .json();
+    assert_ok_calls(&s, 20);
+    assert_eq!(server.logged(), vec!["raw"; 20]);
+}
+
+#[test]
+fn segments_merge_their_statuses() {
+    if !have_grpc() {
+        return;
+    }
+    let server = Grpc::start();
+    let dir = tempfile::tempdir().unwrap();
+    let parts: Vec<String> = (1..=2)
+        .map(|i| {
+            let path = dir.path().join(format!("part{i}.json"));
+            server
+                .call("Fail", r#"{"code": "{seq:0:1}", "message": "m{seq}"}"#)
+                .n(40)
+                .c(2)
+                .args(["--segment", &format!("{i}/2"), "-o", path.to_str().unwrap()])
+                .output();
+            path.to_str().unwrap().to_string()
+        })
+        .collect();
+    let out = run_ok(&["merge", &parts[0], &parts[1], "--json"]);
+    let s = summary(&out);
+    // Codes 0 and 1 (CANCELLED) in turn over the whole plan's numbers.
+    assert_counts(
+        &s,
+        &[
+            ("requests.total", 40),
+            ("grpc_status.OK", 20),
+            ("grpc_status.CANCELLED", 20),
+        ],
+    );
+    assert!(
+        s["grpc_messages"]["CANCELLED"]
+            .as_str()
+            .is_some_and(|m| m.starts_with('m')),
+        "{s:#}"
+    );
+}
+
+/// One line on stderr naming `what`, and exit `code`.
+#[track_caller]
+fn refused(run: Run, code: i32, what: &[&str]) {
+    let out = run.exits(code);
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    for w in what {
+        assert!(lines[0].contains(w), "{w:?} not in {err}");
+    }
+}
+
+#[test]
+fn bad_input_gets_one_clear_line() {
+    if !have_grpc() {
+        return;
+    }
+    let server = Grpc::start();
+    let set = server.proto_set.to_str().unwrap();
+    let grpc = |method: &str| Run::new().args(["--grpc", method]).n(1).c(1);
+    // (the run, what its one line names)
+    let rows: Vec<(Run, &[&str])> = vec![
+        (
+            grpc("reqlife.test.Nope/Echo").args(["--proto-set", set, "--data", "{}"]),
+            &["no service 'reqlife.test.Nope'", "reqlife.test.Test"],
+        ),
+        (
+            grpc("reqlife.test.Test/Nope").args(["--proto-set", set, "--data", "{}"]),
+            &["has no method 'Nope'", "Echo, Sleep, Fail, Timed"],
+        ),
+        (
+            grpc("reqlife.test.Test/Echo").args(["--proto-set", set, "--data", r#"{"nope": 1}"#]),
+            &["invalid --data", "reqlife.test.EchoRequest", "nope"],
+        ),
+        (
+            grpc("reqlife.test.Test/Echo").args([
+                "--proto-set",
+                set,
+                "--data",
+                r#"{"id": "x{seq}"}"#,
+            ]),
+            &["invalid --data", "reqlife.test.EchoRequest"],
+        ),
+        (
+            grpc("reqlife.test.Test/Echo").args(["--proto-set", set]),
+            &["--grpc needs the request message", "--data-file"],
+        ),
+        (
+            grpc("reqlife.test.Test/Echo").args(["--data", "{}"]),
+            &["--data needs --proto-set"],
+        ),
+        (
+            grpc("Echo").args(["--proto-set", set, "--data", "{}"]),
+            &["invalid --grpc 'Echo'", "SERVICE/METHOD"],
+        ),
+        (
+            grpc("reqlife.test.Test/Echo").args(["--proto-set", "/no/such.pb", "--data", "{}"]),
+            &["cannot read descriptor set '/no/such.pb'"],
+        ),
+        (
+            grpc("reqlife.test.Test/Echo").args([
+                "--proto-set",
+                script().to_str().unwrap(),
+                "--data",
+                "{}",
+            ]),
+            &["is not a descriptor set", "protoc --descriptor_set_out"],
+        ),
+        (
+            Run::new().args(["--proto-set", set]).n(1),
+            &["--proto-set applies to gRPC calls", "--grpc"],
+        ),
+        (
+            grpc("reqlife.test.Test/Echo").args([
+                "--proto-set",
+                set,
+                "--data",
+                "{}",
+                "--body",
+                "x",
+            ]),
+            &["--body conflicts with --grpc"],
+        ),
+    ];
+    for (run, what) in rows {
+        refused(run.url(&server.url), 2, what);
+    }
+}
+
+#[test]
+fn a_server_that_does_not_speak_http2_stops_the_run() {
+    if !have_grpc() {
+        return;
+    }
+    let server = Grpc::start();
+    let set = server.proto_set.to_str().unwrap();
+    let call = || {
+        Run::new()
+            .args(["--grpc", "reqlife.test.Test/Echo", "--proto-set", set])
+            .args(["--data", "{}", "-n", "20", "-c", "2", "--timeout", "5s"])
+    };
+    // An HTTP/1.1 server on an h2c URL (it answers the preface, keeping the connection),
+    // and a TLS server whose ALPN offers no h2.
+    let http1 = canned_server(
+        b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+        false,
+    );
+    refused(
+        call().url(format!("http://{http1}")),
+        3,
+        &["does not speak HTTP/2", "gRPC needs"],
+    );
+    let tls = tls_server(&[b"http/1.1"]);
+    refused(
+        call().arg("-k").url(format!("https://{tls}")),
+        3,
+        &["does not offer HTTP/2 (h2) in ALPN, which gRPC needs"],
+    );
+}
