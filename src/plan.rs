@@ -47,6 +47,8 @@ pub struct RunPlan {
     pub server_total: String,
     /// HTTP/2 (`--http2`): h2 by ALPN over TLS, h2c with prior knowledge on `http://`.
     pub http2: Option<Http2Plan>,
+    /// HTTP/3 (`--http3`): over QUIC, on `https://` URLs only.
+    pub http3: Option<Http3Plan>,
     /// `--compressed`: ask for gzip, deflate or br and decode the body (the `decode` phase).
     pub compressed: bool,
     /// `--stream`: time the events of streamed responses (`text/event-stream` responses are
@@ -122,7 +124,36 @@ pub struct Http2Plan {
     pub window: Option<u32>,
 }
 
+/// HTTP/3 settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Http3Plan {
+    /// Concurrent streams per connection.
+    pub streams: usize,
+    /// `--zero-rtt`: resume connections with 0-RTT where the server allows it.
+    pub zero_rtt: bool,
+}
+
 impl RunPlan {
+    /// The protocol's name in records: `http/1.1`, `h2`, `h2c`, `h3` or `tcp`.
+    pub fn protocol(&self) -> &'static str {
+        match (&self.http2, self.target.scheme) {
+            _ if self.framed.is_some() => "tcp",
+            _ if self.http3.is_some() => "h3",
+            (None, _) => "http/1.1",
+            (Some(_), crate::model::Scheme::Https) => "h2",
+            (Some(_), crate::model::Scheme::Http) => "h2c",
+        }
+    }
+
+    /// Sessions (streams) sharing one connection: `--streams` over HTTP/2 or HTTP/3, else 1.
+    pub fn streams(&self) -> usize {
+        match (&self.http2, &self.http3) {
+            (Some(h2), _) => h2.streams.max(1),
+            (None, Some(h3)) => h3.streams.max(1),
+            (None, None) => 1,
+        }
+    }
+
     /// This plan with the load `spec` asks for (the load model and its stop rule), checked by
     /// the one load builder: how knee's steps, calibrate's steps and a sweep's levels are
     /// derived from one plan, never by editing flags. Everything else is kept, but the

@@ -57,7 +57,7 @@ pub fn calibrate(args: &CalibrateArgs, command_line: Vec<String>) -> i32 {
         kv_preload: 0,
         value_size: 0,
     };
-    let (embedded, url) = match target(args.external.as_deref(), "/", &no_store) {
+    let (embedded, url) = match target(args.external.as_deref(), "/", &no_store, false) {
         Ok(t) => t,
         Err(e) => return e.report(),
     };

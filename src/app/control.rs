@@ -526,12 +526,14 @@ fn update_bar(
     bar.set_message(format!("{rate:.0} req/s, {errors} errors"));
 }
 
-/// The embedded target started in-process on a free loopback port when no URL is given, and
-/// the URL to load: the user's, or the embedded target's `route`.
+/// The embedded target started in-process on a free loopback port when no URL is given (with
+/// `http3`, serving HTTP/3 too, over TLS with a self-signed certificate), and the URL to load:
+/// the user's, or the embedded target's `route`.
 pub(crate) fn target(
     url: Option<&str>,
     route: &str,
     kv: &crate::cli::KvArgs,
+    http3: bool,
 ) -> Result<(Option<crate::server::RunningServer>, String), Failure> {
     match url {
         Some(_) if kv.kv_preload > 0 => Err(Failure::Usage(
@@ -542,6 +544,7 @@ pub(crate) fn target(
             let s = crate::server::spawn(crate::server::ServerConfig {
                 kv_preload: kv.kv_preload,
                 kv_value_bytes: kv.value_size as usize,
+                http3,
                 ..crate::server::ServerConfig::new(
                     "127.0.0.1:0".parse().expect("a valid address"),
                     crate::server::ServerTls::None,

@@ -26,7 +26,7 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
         Ok(t) => t,
         Err(e) => return usage_error(e),
     };
-    let (embedded, url) = match target(run.url.as_deref(), "/", &run.kv) {
+    let (embedded, url) = match target(run.url.as_deref(), "/", &run.kv, false) {
         Ok(t) => t,
         Err(e) => return e.report(),
     };

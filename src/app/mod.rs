@@ -133,9 +133,9 @@ pub(crate) fn now_rfc3339() -> String {
 
 /// `reqlife serve --faults`: the fault target until SIGINT or SIGTERM.
 fn serve_faults(args: &ServeArgs) -> i32 {
-    if args.tls || args.cert.is_some() || args.kv.kv_preload > 0 {
+    if args.tls || args.http3 || args.cert.is_some() || args.kv.kv_preload > 0 {
         return usage_error(
-            "--faults serves plain HTTP without a store: drop --tls, --cert and --kv-preload",
+            "--faults serves plain HTTP without a store: drop --tls, --http3, --cert and --kv-preload",
         );
     }
     let faults = match server::faults::spawn(args.addr) {
@@ -190,12 +190,15 @@ fn serve(args: &ServeArgs) -> i32 {
             key: key.clone(),
         },
         (_, _, true) => ServerTls::SelfSigned,
+        _ if args.http3 => ServerTls::SelfSigned,
         _ => ServerTls::None,
     };
     let self_signed = matches!(tls, ServerTls::SelfSigned);
+    let http3 = args.http3;
     let config = ServerConfig {
         kv_preload: args.kv.kv_preload,
         kv_value_bytes: args.kv.value_size as usize,
+        http3,
         ..ServerConfig::new(args.addr, tls)
     };
     match server::serve_until_signal(config, |addr, tls| {
@@ -204,6 +207,12 @@ fn serve(args: &ServeArgs) -> i32 {
         let mut text = format!(
             "reqlife serve: listening on {scheme}://{addr}/ (Ctrl-C to stop)\n  routes: /  /delay/{{ms}}  /echo  /status/{{code}}  /bytes/{{n}}  /text/{{n}}  /kv/{{key}}  /serial/{{ms}}  /stall/{{ms}}  /sse/{{n}}/{{gap_ms}}  /chunks/{{n}}/{{gap_ms}}\n"
         );
+        if http3 {
+            text.push_str(&format!(
+                "  HTTP/3 too, on UDP port {} (reqlife run --http3 https://{addr}/)\n",
+                addr.port()
+            ));
+        }
         if self_signed {
             text.push_str(
                 "  the certificate is self-signed: clients must not verify it (reqlife run -k, curl -k), \

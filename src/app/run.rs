@@ -16,6 +16,23 @@ use crate::recorder::record::{Ending, RunRecord};
 use crate::report;
 
 /// `reqlife run`.
+/// The plans of a run against the embedded target trust its self-signed certificate (it has
+/// one when it serves HTTP/3: `run --http3` without a URL).
+fn trusting(
+    mut plans: Vec<RunPlan>,
+    embedded: Option<&crate::server::RunningServer>,
+) -> Vec<RunPlan> {
+    let pem = embedded.and_then(|s| s.cert_pem()).unwrap_or_default();
+    let certs: Vec<Vec<u8>> = rustls_pemfile::certs(&mut pem.as_bytes())
+        .flatten()
+        .map(|c| c.to_vec())
+        .collect();
+    for p in &mut plans {
+        p.tls.ca_certs.extend(certs.iter().cloned());
+    }
+    plans
+}
+
 pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     // The run's identity, from its start: `reqlife merge` refuses a record given twice.
     let run_id = crate::recorder::record::new_run_id();
@@ -33,7 +50,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     let (embedded, url) = if args.targets.is_some() && args.url.is_none() {
         (None, None)
     } else {
-        match super::control::target(args.url.as_deref(), "/", &args.kv) {
+        match super::control::target(args.url.as_deref(), "/", &args.kv, args.http3) {
             Ok((server, url)) => (server, Some(url)),
             Err(e) => return e.report(),
         }
@@ -45,7 +62,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             return usage_error(e);
         }
     }
-    let mut plans = match built {
+    let mut plans = match built.map(|p| trusting(p, embedded.as_ref())) {
         Ok(p) => p,
         Err(e) => return e.report(),
     };

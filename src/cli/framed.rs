@@ -85,6 +85,7 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<FramedPlan>, PlanError> 
         (args.body.is_some(), "--body"),
         (args.body_file.is_some(), "--body-file"),
         (args.http2, "--http2"),
+        (args.http3, "--http3"),
         (args.compressed, "--compressed"),
         (args.insecure, "-k/--insecure"),
         (args.cacert.is_some(), "--cacert"),

@@ -5,6 +5,7 @@ pub mod framed;
 pub mod grpc;
 pub mod help;
 pub mod plan;
+pub mod protocol;
 use crate::util::units;
 pub mod workload;
 
@@ -458,7 +459,18 @@ pub struct RunArgs {
     #[arg(help_heading = "Protocol", long = "http2")]
     pub http2: bool,
 
-    /// HTTP/2: concurrent streams per connection (h2load's -m).
+    /// HTTP/3 over QUIC (https:// URLs only; the connect phase is the QUIC handshake,
+    /// `quic_handshake`, TLS 1.3 included).
+    #[arg(help_heading = "Protocol", long = "http3")]
+    pub http3: bool,
+
+    /// HTTP/3: resume connections after the first with 0-RTT where the server allows it (their
+    /// requests leave before the handshake ends; phase `quic_0rtt`). Replayable: for
+    /// idempotent requests only.
+    #[arg(help_heading = "Protocol", long = "zero-rtt")]
+    pub zero_rtt: bool,
+
+    /// HTTP/2 and HTTP/3: concurrent streams per connection (h2load's -m).
     #[arg(help_heading = "Protocol", long = "streams", value_parser = count_arg)]
     pub streams: Option<u64>,
 
@@ -624,6 +636,11 @@ pub struct ServeArgs {
     /// Private key (PEM) for --tls.
     #[arg(long = "key", requires = "cert")]
     pub key: Option<PathBuf>,
+
+    /// Serve HTTP/3 too, on the UDP port of the same number (TLS on: self-signed unless
+    /// --cert/--key are given).
+    #[arg(long = "http3")]
+    pub http3: bool,
 
     #[command(flatten)]
     pub kv: KvArgs,

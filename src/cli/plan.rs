@@ -5,7 +5,7 @@
 use super::{ArrivalArg, PolicyArg, RunArgs};
 use crate::model::load::{self, Fallback, Given, Load, LoadSpec};
 use crate::model::{io_reason, Arrival, LoadModel, Segment, Target, TlsPlan};
-use crate::plan::{Http2Plan, RunPlan};
+use crate::plan::RunPlan;
 use crate::util::units::StagesSpec;
 use std::net::ToSocketAddrs;
 use std::time::Duration;
@@ -17,30 +17,6 @@ pub struct PlanError(pub String);
 
 fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
     Err(PlanError(msg.into()))
-}
-
-/// `--http2`, `--streams` and `--h2-window`; a connection per request (`keepalive` off)
-/// opens one for each stream, so it shares none.
-fn http2_plan(args: &RunArgs, keepalive: bool) -> Result<Option<Http2Plan>, PlanError> {
-    let on = args.http2 || super::grpc::is_grpc(args);
-    Ok(match (on, args.streams, args.h2_window) {
-        (false, None, None) => None,
-        (false, _, _) => return err("--streams and --h2-window apply to HTTP/2: give --http2 too"),
-        (true, Some(0), _) => return err("--streams must be at least 1"),
-        (true, Some(n), _) if n > 1 && !keepalive => {
-            return err(format!(
-                "--streams {n} with a new connection per request (--no-keepalive): a connection \
-                 that carries one request shares no streams; give --streams 1 or keep-alive"
-            ))
-        }
-        (true, _, Some(w)) if !(65_535..=2_147_483_647).contains(&w) => {
-            return err("--h2-window must be from 65535 to 2147483647 bytes (e.g. 1M)")
-        }
-        (true, streams, window) => Some(Http2Plan {
-            streams: streams.unwrap_or(1) as usize,
-            window: window.map(|w| w as u32),
-        }),
-    })
 }
 
 /// Default length of a run when neither `-d` nor `-n` is given.
@@ -178,7 +154,8 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         }
         other => other,
     };
-    let http2 = http2_plan(args, keepalive)?;
+    let http3 = super::protocol::http3_plan(args, &target, keepalive)?;
+    let http2 = super::protocol::http2_plan(args, keepalive, http3.is_some())?;
     if args.max_body == 0 {
         return err("--max-body must be at least 1 byte (e.g. 64M)");
     }
@@ -194,6 +171,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         seed,
         server_total: args.server_total.clone(),
         http2,
+        http3,
         threads: 0,
         threads_asked,
         stop,

@@ -129,8 +129,8 @@ fn with_workload(
     phase: Option<String>,
 ) -> RunPlan {
     let mut workload = Workload::new(specs, mix, &p.target, p.keepalive, p.compressed);
-    // HTTP/2 builds each stream's request from the rendered parts.
-    workload.parts = p.http2.is_some();
+    // HTTP/2 and HTTP/3 build each stream's request from the rendered parts.
+    workload.parts = p.http2.is_some() || p.http3.is_some();
     p.workload = Some(Arc::new(workload));
     p.phase = phase;
     p

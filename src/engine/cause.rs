@@ -37,11 +37,13 @@ pub enum Cause {
     /// common version or cipher suite). A connection closed or reset in the middle of the
     /// handshake has no cause: an overloaded server does that to some connections only.
     TlsHandshake,
+    /// HTTP/3: QUIC version negotiation failed (the server offers no version we speak).
+    QuicVersion,
 }
 
 impl Cause {
     /// Every cause (for tests and the tracker's table).
-    pub const ALL: [Cause; 11] = [
+    pub const ALL: [Cause; 12] = [
         Cause::Refused,
         Cause::Unreachable,
         Cause::FdLimit,
@@ -53,6 +55,7 @@ impl Cause {
         Cause::Alpn,
         Cause::NotH2,
         Cause::TlsHandshake,
+        Cause::QuicVersion,
     ];
 
     /// A short name, for the record's stop reason (`fail fast: connection refused`).
@@ -69,6 +72,7 @@ impl Cause {
             Cause::Alpn => "ALPN",
             Cause::NotH2 => "not HTTP/2",
             Cause::TlsHandshake => "TLS handshake",
+            Cause::QuicVersion => "QUIC version",
         }
     }
 
@@ -82,6 +86,11 @@ impl Cause {
         };
         let url = &t.url;
         match self {
+            Cause::Refused if plan.http3.is_some() => format!(
+                "nothing listens on UDP port {} of {} (ICMP port unreachable): \
+                 is an HTTP/3 server running on {host}?",
+                t.port, t.addr.ip()
+            ),
             Cause::Refused if t.host.parse::<std::net::IpAddr>().ok() == Some(t.addr.ip()) => {
                 format!("connection refused: is the server running on {host}?")
             }
@@ -117,6 +126,9 @@ impl Cause {
                 "{host} speaks TLS (it answered the request with a TLS alert): \
                  use https:// instead of http:// in {url}"
             ),
+            Cause::Alpn if plan.http3.is_some() => format!(
+                "{host} does not offer HTTP/3 (h3) in ALPN: drop --http3, or enable HTTP/3 on the server"
+            ),
             Cause::Alpn if plan.grpc.is_some() => format!(
                 "{host} does not offer HTTP/2 (h2) in ALPN, which gRPC needs: check that a gRPC server listens there"
             ),
@@ -125,6 +137,14 @@ impl Cause {
             ),
             Cause::Alpn => format!(
                 "{host} does not offer HTTP/1.1 in ALPN: try --http2"
+            ),
+            Cause::QuicVersion => format!(
+                "{host} speaks no QUIC version reqlife does (QUIC v1, RFC 9000): drop --http3, \
+                 or enable QUIC v1 on the server"
+            ),
+            Cause::TlsHandshake if plan.http3.is_some() => format!(
+                "the TLS handshake inside QUIC with {host} failed: check that the server speaks HTTP/3 on UDP port {}",
+                t.port
             ),
             Cause::NotH2 if plan.grpc.is_some() => format!(
                 "{host} does not speak HTTP/2 (it answered the connection preface with something else, HTTP/1.1?): gRPC needs a server that speaks h2c (HTTP/2 without TLS) \

@@ -169,7 +169,10 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 }
 
 /// The rustls client configuration: webpki roots plus `--cacert`, or no verification.
-fn client_config(plan: &RunPlan, alpn: &[&[u8]]) -> Result<rustls::ClientConfig, String> {
+pub(super) fn client_config(
+    plan: &RunPlan,
+    alpn: &[&[u8]],
+) -> Result<rustls::ClientConfig, String> {
     let builder = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS setup: {e}"))?;

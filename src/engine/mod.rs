@@ -2,9 +2,9 @@
 //! drives HTTP/1.1 exchanges over them ([`framed`]: pre-built binary requests on `tcp://`
 //! targets, with length-prefixed replies), and a [`Session`] is one connection slot of a worker
 //! applying the connection policy (keep-alive, reconnect after `Connection: close` or an
-//! error) and the per-request timeout. HTTP/2 ([`http2`]) sends protocol-neutral
-//! [`request::Request`]s, and [`grpc`] makes unary gRPC calls over it. Errors come back as
-//! values with a kind, never panics.
+//! error) and the per-request timeout. HTTP/2 ([`http2`]) and HTTP/3 ([`http3`]) send
+//! protocol-neutral [`request::Request`]s, and [`grpc`] makes unary gRPC calls over HTTP/2.
+//! Errors come back as values with a kind, never panics.
 
 pub mod arrival;
 pub mod buffer;
@@ -16,6 +16,7 @@ pub mod framed;
 pub mod grpc;
 pub mod http1;
 pub mod http2;
+pub mod http3;
 pub mod request;
 pub mod server_timing;
 pub mod stream;
@@ -97,9 +98,11 @@ pub struct SessionConfig {
     pub keepalive: bool,
     /// The whole run's connect rate limit, per second.
     pub max_connects_per_s: Option<f64>,
-    /// HTTP/2: the request of every stream (the fixed one; templated requests take its
-    /// scheme, authority and default headers) and the flow-control window.
+    /// HTTP/2 and HTTP/3: the request of every stream (the fixed one; templated requests
+    /// take its scheme, authority and default headers) and HTTP/2's flow-control window.
     pub http2: Option<(Request, Option<u32>)>,
+    /// HTTP/3: opens QUIC connections (`connector` is then unused).
+    pub http3: Option<http3::H3Connector>,
     /// The templated requests (their methods and header names), when there are.
     pub workload: Option<Arc<Workload>>,
     /// gRPC: read each call's status; with a codec, the rendered body is JSON to encode.
@@ -116,10 +119,13 @@ pub struct SessionConfig {
 }
 
 impl SessionConfig {
-    /// The shared settings of `plan`'s sessions (HTTP/1.1, or HTTP/2 with `--http2`).
+    /// The shared settings of `plan`'s sessions (HTTP/1.1, HTTP/2 with `--http2` or
+    /// `--grpc`, HTTP/3 with `--http3`).
     pub fn new(plan: &RunPlan) -> Result<Self, String> {
         let alpn: &[&[u8]] = if plan.http2.is_some() {
             &[b"h2"]
+        } else if plan.http3.is_some() {
+            &[b"h3"]
         } else {
             &[b"http/1.1"]
         };
@@ -130,8 +136,13 @@ impl SessionConfig {
             max_header_bytes: plan.max_header_bytes,
             keepalive: plan.keepalive,
             max_connects_per_s: plan.max_connects_per_s,
-            http2: match &plan.http2 {
-                Some(h2) => Some((RequestTemplate::http2(plan)?, h2.window)),
+            http2: match (&plan.http2, &plan.http3) {
+                (Some(h2), _) => Some((RequestTemplate::http2(plan)?, h2.window)),
+                (None, Some(_)) => Some((RequestTemplate::http2(plan)?, None)),
+                (None, None) => None,
+            },
+            http3: match plan.http3 {
+                Some(_) => Some(http3::H3Connector::new(plan)?),
                 None => None,
             },
             decode_max_bytes: plan.compressed.then_some(plan.max_body_bytes),
@@ -146,6 +157,34 @@ impl SessionConfig {
             max_body_bytes: plan.max_body_bytes,
             stream: plan.stream,
         })
+    }
+}
+
+impl SessionConfig {
+    /// A new connection slot's link, which its sessions (streams) share: HTTP/2 or HTTP/3;
+    /// `None` for HTTP/1.1 (a session holds its own connection).
+    pub fn link(&self) -> Option<Rc<Link>> {
+        match (&self.http3, &self.http2) {
+            (Some(_), _) => Some(Rc::new(Link::H3(http3::H3Link::default()))),
+            (None, Some(_)) => Some(Rc::new(Link::H2(http2::H2Link::default()))),
+            (None, None) => None,
+        }
+    }
+}
+
+/// The connection the sessions of one connection slot share.
+pub enum Link {
+    H2(http2::H2Link),
+    H3(http3::H3Link),
+}
+
+impl Link {
+    /// Forgets the connection: the next stream to need it connects anew.
+    fn reset(&self) {
+        match self {
+            Link::H2(link) => link.reset(),
+            Link::H3(link) => link.reset(),
+        }
     }
 }
 
@@ -209,8 +248,8 @@ pub struct Session {
     config: Rc<SessionConfig>,
     gate: Option<Rc<ConnectGate>>,
     conn: Option<Http1Conn>,
-    /// HTTP/2: the connection this session's streams share with its sibling sessions.
-    link: Option<Rc<http2::H2Link>>,
+    /// HTTP/2 and HTTP/3: the connection this session's streams share with its siblings.
+    link: Option<Rc<Link>>,
     /// The last response's `Server-Timing` values (kept for its capacity).
     timing: Vec<u8>,
     /// HTTP/2: the server's stream limit, when the last request opened the connection.
@@ -231,7 +270,7 @@ impl Session {
     pub fn new(
         config: Rc<SessionConfig>,
         gate: Option<Rc<ConnectGate>>,
-        link: Option<Rc<http2::H2Link>>,
+        link: Option<Rc<Link>>,
     ) -> Self {
         Session {
             gate,
@@ -285,8 +324,9 @@ impl Session {
         let config = self.config.clone();
         let _awake = arrival::awake::Needed::new();
         let opening = async {
-            match (&self.link, &config.http2) {
-                (Some(link), Some((_, window))) => {
+            match (self.link.as_deref(), &config.http2, &config.http3) {
+                (Some(Link::H3(link)), _, Some(connector)) => link.open(connector, stamps).await,
+                (Some(Link::H2(link)), Some((_, window)), _) => {
                     link.open(&config.connector, *window, stamps).await
                 }
                 _ => {
@@ -323,8 +363,9 @@ impl Session {
         let outcome = self.request_now(stamps, send).await;
         if !self.config.keepalive {
             self.close();
-            // HTTP/2 (one stream per connection then): the next request connects anew.
-            if let Some(link) = &self.link {
+            // HTTP/2 (one stream per connection then) and HTTP/3: the next request connects
+            // anew (an HTTP/3 stream of this connection still in flight finishes on it).
+            if let Some(link) = self.link.as_deref() {
                 link.reset();
             }
         }
@@ -431,6 +472,7 @@ impl Session {
     /// opens one, keeps the thread awake by itself).
     fn needs_thread_awake(&self) -> bool {
         let stamped = self.config.http2.is_none()
+            && self.config.http3.is_none()
             && self.framed.is_none()
             && self.decoder.is_none()
             && self.config.stream.is_none()
@@ -445,7 +487,7 @@ impl Session {
     ) -> Result<http1::Response, EngineError> {
         let config = &*self.config;
         self.max_streams = None;
-        if let (Some(link), Some((fixed, window))) = (&self.link, &config.http2) {
+        if let (Some(link), Some((fixed, window))) = (self.link.as_deref(), &config.http2) {
             // A rendered request becomes a stream's request (a few allocations, as h2 needs).
             let built;
             let request = match send {
@@ -466,8 +508,16 @@ impl Session {
                 tracker: &mut self.stream,
                 grpc: self.grpc.as_mut(),
             };
-            let r =
-                http2::exchange(link, &config.connector, *window, request, stamps, sinks).await?;
+            let r = match (link, &config.http3) {
+                (Link::H3(link), Some(connector)) => {
+                    http3::exchange(link, connector, request, stamps, sinks).await?
+                }
+                (Link::H2(link), _) => {
+                    http2::exchange(link, &config.connector, *window, request, stamps, sinks)
+                        .await?
+                }
+                (Link::H3(_), None) => unreachable!("an HTTP/3 link comes with its connector"),
+            };
             self.max_streams = r.max_streams;
             // A GOAWAY under this request counts as the server closing the connection.
             return Ok(http1::Response {

@@ -1,8 +1,8 @@
 //! The requests of a run. HTTP/1.1 has its byte fast path: the fixed request's bytes prepared
 //! once ([`RequestTemplate`]), with the head rules of templated requests ([`RequestSpec`]).
-//! Every other protocol (HTTP/2, gRPC over it) sends a protocol-neutral [`Request`] (method,
-//! URI with its authority, headers, body): the run's fixed one, or one built per send from a
-//! templated request's rendered [`Parts`] ([`Request::with_parts`]), never by parsing
+//! Every other protocol (HTTP/2, gRPC over it, HTTP/3) sends a protocol-neutral [`Request`]
+//! (method, URI with its authority, headers, body): the run's fixed one, or one built per send
+//! from a templated request's rendered [`Parts`] ([`Request::with_parts`]), never by parsing
 //! HTTP/1.1 bytes.
 
 use crate::model::Scheme;
@@ -11,7 +11,8 @@ use crate::workload::gen::GenState;
 use crate::workload::request::{Parts, PreparedRequest, RequestSpec, ACCEPT_ENCODING};
 use bytes::Bytes;
 
-/// A request independent of its wire format: what an HTTP/2 stream (and a gRPC call) sends.
+/// A request independent of its wire format: what an HTTP/2 or HTTP/3 stream (and a gRPC
+/// call) sends.
 #[derive(Debug, Clone)]
 pub struct Request {
     pub method: http::Method,
@@ -73,7 +74,7 @@ impl Request {
         })
     }
 
-    /// The head of the request, for h2 (the body goes in DATA frames).
+    /// The head of the request, for h2 and h3 (the body goes in DATA frames).
     pub fn head(&self) -> http::Request<()> {
         let mut req = http::Request::new(());
         *req.method_mut() = self.method.clone();

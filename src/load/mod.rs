@@ -19,7 +19,6 @@ pub use crate::util::start::StartGate;
 use failfast::FailFast;
 pub use scheduler::Scheduler;
 
-use crate::engine::http2::H2Link;
 use crate::engine::{ConnectGate, Send, Session, SessionConfig};
 use crate::model::{ConnStage, ErrorKind, LoadModel, Sample, Segment, Ticket, Timestamps};
 use crate::plan::RunPlan;
@@ -163,8 +162,7 @@ pub fn start(
             stage_ends: stage_ends.clone(),
             link: Some(link),
             server_total: plan.server_total.clone(),
-            http2: plan.http2.is_some(),
-            streams: plan.http2.map_or(1, |h| h.streams.max(1)),
+            streams: plan.streams(),
             burst: bursts_of(plan),
             conn_stages: conn_stages.clone(),
             segment: plan.segment,
@@ -292,8 +290,6 @@ struct WorkerCtx {
     burst: Option<(Duration, Option<u64>, u64)>,
     /// `--server-total`.
     server_total: String,
-    /// HTTP/2: sessions per connection share it.
-    http2: bool,
     /// Sessions (streams) per connection: 1 for HTTP/1.1.
     streams: usize,
     /// Where closed intervals go (the run's collector).
@@ -405,8 +401,8 @@ impl WorkerCtx {
             self.connections
         };
         for local in 0..connections {
-            // HTTP/2: the connection slot's streams share one connection.
-            let link = self.http2.then(|| Rc::new(H2Link::default()));
+            // HTTP/2 and HTTP/3: the connection slot's streams share one connection.
+            let link = config.link();
             for stream in 0..self.streams {
                 // Connections are numbered across threads (thread i holds i, i+T, i+2T, …) and
                 // segments (segment s holds every S-th of those), so a ramp of connections grows
@@ -491,7 +487,7 @@ impl WorkerCtx {
     ) -> Vec<burst::BurstSession> {
         (0..self.connections)
             .map(|local| {
-                let link = self.http2.then(|| Rc::new(H2Link::default()));
+                let link = config.link();
                 burst::BurstSession {
                     session: Session::new(config.clone(), gate.clone(), link),
                     buf: Rendered::default(),

@@ -53,11 +53,18 @@ pub enum Phase {
     /// as nanoseconds (one event = 1 ns, exact up to 2048); the record's statistics of this
     /// phase are counts in the `_us` fields.
     Events,
+    /// HTTP/3: dispatched → the QUIC handshake (TLS 1.3 inside it) complete: the connect
+    /// phase of a QUIC connection, which has no TCP connect and no TLS apart from it (only on
+    /// requests that opened a connection).
+    QuicHandshake,
+    /// HTTP/3 with `--zero-rtt`: dispatched → a resumed QUIC connection usable with 0-RTT keys
+    /// (its requests leave before the handshake completes); in place of `QuicHandshake`.
+    Quic0Rtt,
 }
 
 impl Phase {
     /// Every phase, in the order of a request's life.
-    pub const ALL: [Phase; 14] = [
+    pub const ALL: [Phase; 16] = [
         Phase::Queue,
         Phase::Connect,
         Phase::Tls,
@@ -72,14 +79,26 @@ impl Phase {
         Phase::FirstEvent,
         Phase::EventGap,
         Phase::Events,
+        Phase::QuicHandshake,
+        Phase::Quic0Rtt,
+    ];
+    /// The phases of opening a connection: TCP and TLS, or QUIC (full or 0-RTT).
+    pub const OPENING: [Phase; 4] = [
+        Phase::Connect,
+        Phase::Tls,
+        Phase::QuicHandshake,
+        Phase::Quic0Rtt,
     ];
     /// The phases of streamed responses (`--stream`), shown when recorded.
     pub const STREAM: [Phase; 3] = [Phase::FirstEvent, Phase::EventGap, Phase::Events];
-    /// The client phases shown as rows of the breakdown (`Total` and `Uncorrected` excluded).
-    pub const CLIENT: [Phase; 8] = [
+    /// The client phases shown as rows of the breakdown (`Total` and `Uncorrected` excluded;
+    /// `QuicHandshake` only in records of HTTP/3 runs, see [`Phase::shown`]).
+    pub const CLIENT: [Phase; 10] = [
         Phase::Queue,
         Phase::Connect,
         Phase::Tls,
+        Phase::QuicHandshake,
+        Phase::Quic0Rtt,
         Phase::H2Handshake,
         Phase::Write,
         Phase::Wait,
@@ -104,7 +123,16 @@ impl Phase {
             Phase::FirstEvent => "first_event",
             Phase::EventGap => "event_gap",
             Phase::Events => "events",
+            Phase::QuicHandshake => "quic_handshake",
+            Phase::Quic0Rtt => "quic_0rtt",
         }
+    }
+
+    /// Whether a record's latency lists this client phase given whether it saw a value: the
+    /// QUIC handshake only when there was one (records of HTTP/1.1 and HTTP/2 runs keep the
+    /// keys they had), every other phase always.
+    pub fn shown(self, recorded: bool) -> bool {
+        recorded || !matches!(self, Phase::QuicHandshake | Phase::Quic0Rtt)
     }
 
     /// Index into per-phase arrays.
@@ -213,6 +241,11 @@ pub struct Timestamps {
     pub tls_end: Option<Instant>,
     /// HTTP/2: the server's first frame (its SETTINGS) arrived.
     pub h2_settings: Option<Instant>,
+    /// HTTP/3: the QUIC handshake completed (from `connect_start`).
+    pub quic_end: Option<Instant>,
+    /// HTTP/3 with `--zero-rtt`: the resumed connection was usable with 0-RTT keys (instead of
+    /// `quic_end`).
+    pub quic_0rtt: Option<Instant>,
     pub written: Option<Instant>,
     pub first_byte: Option<Instant>,
     /// The last response byte.
@@ -237,6 +270,8 @@ impl Timestamps {
             connect_end: None,
             tls_end: None,
             h2_settings: None,
+            quic_end: None,
+            quic_0rtt: None,
             written: None,
             first_byte: None,
             done: None,
@@ -254,9 +289,16 @@ impl Timestamps {
 
     /// When writing the request began: after the connection (and TLS) was ready if this
     /// request opened it, else at dispatch.
+    /// This request opened a connection: a TCP connect or a QUIC handshake completed.
+    pub fn opened(&self) -> bool {
+        self.connect_end.is_some() || self.quic_end.is_some() || self.quic_0rtt.is_some()
+    }
+
     fn write_start(&self) -> Instant {
         self.tls_end
             .or(self.connect_end)
+            .or(self.quic_end)
+            .or(self.quic_0rtt)
             .map_or(self.dispatched, |t| t.max(self.dispatched))
     }
 
@@ -286,7 +328,9 @@ impl Timestamps {
     /// wait = first_byte − written; read = done − first_byte; decode = decoded − done;
     /// total = end − intended; uncorrected = end − dispatched, where end is decoded when the
     /// body was decoded, else done; lag = released − intended;
-    /// h2_handshake = h2_settings − (tls_end or connect_end); first_event = first_event −
+    /// h2_handshake = h2_settings − (tls_end or connect_end); quic_handshake = quic_end −
+    /// dispatched (as connect, for the QUIC handshake); quic_0rtt = quic_0rtt − dispatched;
+    /// first_event = first_event −
     /// written; events = the count as nanoseconds; event_gap is not one request's (`None`).
     pub fn phase(&self, phase: Phase) -> Option<Duration> {
         let span = |a: Instant, b: Option<Instant>| b.map(|b| b.saturating_duration_since(a));
@@ -309,6 +353,14 @@ impl Timestamps {
             Phase::FirstEvent => span(self.written?, self.first_event),
             Phase::EventGap => None,
             Phase::Events => self.events.map(|n| Duration::from_nanos(n.into())),
+            Phase::QuicHandshake => {
+                self.connect_start?;
+                span(self.dispatched, self.quic_end)
+            }
+            Phase::Quic0Rtt => {
+                self.connect_start?;
+                span(self.dispatched, self.quic_0rtt)
+            }
         }
     }
 }

@@ -75,7 +75,7 @@ impl Counters {
         self.bytes_read += s.bytes_read;
         self.bytes_written += s.bytes_written;
         self.traffic.add(&s.traffic);
-        if s.stamps.connect_end.is_some() {
+        if s.stamps.opened() {
             self.connections_opened += 1;
         }
         match s.error {
@@ -438,11 +438,11 @@ impl Recorder {
     /// Records a connection opened ahead of the load (see [`crate::load`]): its connect and
     /// TLS times, and the connection count. It carried no request.
     pub fn record_connection(&mut self, stamps: &crate::model::Timestamps) {
-        if stamps.connect_end.is_none() {
+        if !stamps.opened() {
             return;
         }
         self.counters.connections_opened += 1;
-        for phase in [Phase::Connect, Phase::Tls] {
+        for phase in Phase::OPENING {
             if let Some(d) = stamps.phase(phase) {
                 hist::record(&mut self.hists.0[phase.index()], d.as_nanos() as u64);
             }

@@ -55,6 +55,7 @@ pub(crate) fn latency(h: &impl Lookup) -> Latency {
         // holds counts ([`Stats::of_phase`]).
         phases: Phase::CLIENT
             .iter()
+            .filter(|p| p.shown(h.find(p.name()).is_some_and(|hist| !hist.is_empty())))
             .map(|p| (p.name().to_string(), stats(h, p.name())))
             .chain(Phase::STREAM.iter().filter_map(|&p| {
                 let hist = h.find(p.name()).filter(|hist| !hist.is_empty())?;

@@ -270,33 +270,15 @@ fn cell(v: Option<f64>) -> String {
 fn phases(out: &mut String, r: &RunRecord) {
     let l = &r.summary.latency;
     let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "  {:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
-        "Phase", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max", "count"
-    );
     let open_loop = r.config.load_model == "open";
     let mut rows: Vec<(&str, &Stats)> = Vec::new();
     for name in Phase::CLIENT.map(Phase::name) {
         let Some(stats) = l.phases.get(name) else {
             continue;
         };
-        // A closed loop has no queue (a request is intended when its connection is free),
-        // and plain HTTP has no TLS: rows that can only be empty are left out.
-        if name == "queue" && !open_loop {
-            continue;
+        if super::phase_row(r, name, stats) {
+            rows.push((name, stats));
         }
-        if name == "tls" && stats.count == 0 && !r.config.url.starts_with("https") {
-            continue;
-        }
-        if name == "h2_handshake" && !r.config.protocol.starts_with("h2") {
-            continue;
-        }
-        // Bodies are decoded only with --compressed.
-        if name == "decode" && stats.count == 0 {
-            continue;
-        }
-        rows.push((name, stats));
     }
     rows.push(("total", &l.total));
     if open_loop {
@@ -309,6 +291,13 @@ fn phases(out: &mut String, r: &RunRecord) {
             rows.push((p.name(), stats));
         }
     }
+    // The name column fits the longest name (`quic_handshake`), 12 at least.
+    let w = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(0).max(12);
+    let _ = writeln!(
+        out,
+        "  {:<w$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
+        "Phase", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max", "count"
+    );
     for (name, s) in rows {
         // `events` is a count per response, held as microseconds: shown as numbers.
         let cell = |v: Option<f64>| match v {
@@ -317,7 +306,7 @@ fn phases(out: &mut String, r: &RunRecord) {
         };
         let _ = writeln!(
             out,
-            "  {:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
+            "  {:<w$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
             name,
             cell(s.min_us),
             cell(s.mean_us),

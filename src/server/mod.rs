@@ -6,6 +6,7 @@
 
 mod compress;
 pub mod faults;
+mod h3;
 pub mod kv;
 pub mod routes;
 mod stream;
@@ -45,6 +46,9 @@ pub struct ServerConfig {
     /// A request's head must arrive within this (and an idle keep-alive connection is closed
     /// after it): a slow client (slowloris) cannot hold a connection for long.
     pub header_timeout: Duration,
+    /// Serve HTTP/3 too, on the UDP port of the same number (`serve --http3`; TLS is then
+    /// on, self-signed unless a certificate is given).
+    pub http3: bool,
 }
 
 /// Connections the embedded target serves at once by default.
@@ -66,6 +70,7 @@ impl ServerConfig {
             kv_value_bytes: 100,
             max_connections: MAX_CONNECTIONS,
             header_timeout: HEADER_TIMEOUT,
+            http3: false,
         }
     }
 }
@@ -152,14 +157,20 @@ struct Prepared {
     kv: std::sync::Arc<kv::Kv>,
     max_connections: usize,
     header_timeout: Duration,
+    /// HTTP/3 on the same port number, over UDP.
+    h3: Option<h3::Prepared>,
 }
 
 fn prepare(config: &ServerConfig) -> Result<Prepared, ServerError> {
     let (tls, cert_pem) = match &config.tls {
+        ServerTls::None if config.http3 => {
+            let (tls, pem) = tls::self_signed()?;
+            (Some(tls), Some(pem))
+        }
         ServerTls::None => (None, None),
         ServerTls::SelfSigned => {
-            let (acceptor, pem) = tls::self_signed()?;
-            (Some(acceptor), Some(pem))
+            let (tls, pem) = tls::self_signed()?;
+            (Some(tls), Some(pem))
         }
         ServerTls::Files { cert, key } => (Some(tls::from_files(cert, key)?), None),
     };
@@ -169,10 +180,15 @@ fn prepare(config: &ServerConfig) -> Result<Prepared, ServerError> {
     };
     let listener = listen(config.addr).map_err(bind_err)?;
     let addr = listener.local_addr().map_err(bind_err)?;
+    let h3 = match (&tls, config.http3) {
+        (Some(tls), true) => Some(h3::prepare(addr, tls, config.header_timeout)?),
+        _ => None,
+    };
     Ok(Prepared {
         listener,
         addr,
-        tls,
+        tls: tls.map(tokio_rustls::TlsAcceptor::from),
+        h3,
         cert_pem,
         kv: std::sync::Arc::new(kv::Kv::preloaded(config.kv_preload, config.kv_value_bytes)),
         max_connections: config.max_connections.max(1),
@@ -264,7 +280,7 @@ pub fn spawn(config: ServerConfig) -> Result<RunningServer, ServerError> {
         .spawn(move || {
             runtime.block_on(async move {
                 let _ = serve(
-                    p.listener,
+                    (p.listener, p.h3),
                     p.tls,
                     p.kv,
                     (p.max_connections, p.header_timeout),
@@ -303,7 +319,7 @@ pub fn serve_until_signal(
         let mut term = signal(SignalKind::terminate()).map_err(ServerError::Runtime)?;
         on_ready(p.addr, p.tls.is_some());
         serve(
-            p.listener,
+            (p.listener, p.h3),
             p.tls,
             p.kv,
             (p.max_connections, p.header_timeout),
@@ -341,13 +357,15 @@ fn connection_builder(header_timeout: Duration) -> auto::Builder<TokioExecutor> 
 
 /// Accepts and serves connections until `shutdown` resolves, then drains them (bounded).
 async fn serve(
-    listener: std::net::TcpListener,
+    (listener, h3): (std::net::TcpListener, Option<h3::Prepared>),
     tls: Option<tokio_rustls::TlsAcceptor>,
     kv: std::sync::Arc<kv::Kv>,
     (max_connections, header_timeout): (usize, Duration),
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServerError> {
     let listener = TcpListener::from_std(listener).map_err(ServerError::Runtime)?;
+    let (stop_h3, stopped) = tokio::sync::watch::channel(false);
+    let h3 = h3.map(|h3| tokio::spawn(h3::serve(h3, kv.clone(), stopped)));
     let builder = std::sync::Arc::new(connection_builder(header_timeout));
     // One permit per connection served; at the limit, new ones wait in the accept queue.
     let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(max_connections));
@@ -408,9 +426,13 @@ async fn serve(
         }
     }
     drop(listener);
+    let _ = stop_h3.send(true);
     tokio::select! {
         _ = graceful.shutdown() => {}
         _ = tokio::time::sleep(SHUTDOWN_GRACE) => {}
+    }
+    if let Some(h3) = h3 {
+        let _ = h3.await;
     }
     Ok(())
 }

@@ -26,7 +26,7 @@ use crate::engine::decode::Coding;
 use bytes::Bytes;
 use http::{header, HeaderName, Request, Response, StatusCode};
 use http_body_util::BodyExt;
-use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
+use hyper::body::{Body as HttpBody, Frame, SizeHint};
 use std::convert::Infallible;
 use std::fmt::Write as _;
 use std::pin::Pin;
@@ -35,6 +35,23 @@ use std::sync::Arc;
 use std::sync::OnceLock;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+
+/// A request body the routes read: hyper's, or an HTTP/3 request's (read whole first).
+pub trait RequestBody:
+    HttpBody<Data = Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+    + Send
+    + Unpin
+    + 'static
+{
+}
+
+impl<T> RequestBody for T where
+    T: HttpBody<Data = Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+        + Send
+        + Unpin
+        + 'static
+{
+}
 
 /// Largest `/echo` body accepted.
 pub const MAX_ECHO_BYTES: usize = 16 * 1024 * 1024;
@@ -368,7 +385,7 @@ impl From<(StatusCode, Body, bool)> for Answer {
 }
 
 /// `/kv/{key}`: the store's answer to `method`.
-async fn kv_route(kv: &Kv, key: &str, method: &http::Method, body: Incoming) -> Answer {
+async fn kv_route(kv: &Kv, key: &str, method: &http::Method, body: impl RequestBody) -> Answer {
     use super::kv::KvAnswer;
     let key = key.as_bytes();
     let value = if method == http::Method::PUT {
@@ -414,7 +431,7 @@ async fn kv_route(kv: &Kv, key: &str, method: &http::Method, body: Incoming) -> 
 async fn run_route(
     route: Route,
     method: http::Method,
-    body: Incoming,
+    body: impl RequestBody,
     coding: Option<Coding>,
     kv: Arc<Kv>,
 ) -> Answer {
@@ -440,7 +457,7 @@ async fn run_route(
 }
 
 /// The routes that never compress: the status, the body and whether the body is binary.
-async fn run_plain_route(route: Route, body: Incoming) -> (StatusCode, Body, bool) {
+async fn run_plain_route(route: Route, body: impl RequestBody) -> (StatusCode, Body, bool) {
     if let Route::Echo = route {
         let (status, body) = echo(body).await;
         return (status, body, status == StatusCode::OK);
@@ -480,7 +497,7 @@ async fn run_plain_route(route: Route, body: Incoming) -> (StatusCode, Body, boo
 
 /// Reads and discards a request body the route does not use (up to [`MAX_ECHO_BYTES`]), so
 /// that hyper can keep the connection alive: a POST to `/` must not cost a new connection.
-async fn drain(mut body: Incoming) {
+async fn drain(mut body: impl RequestBody) {
     if body.is_end_stream() {
         return;
     }
@@ -496,7 +513,7 @@ async fn drain(mut body: Incoming) {
 }
 
 /// `/echo`: the request body back, or 413 above [`MAX_ECHO_BYTES`].
-async fn echo(body: Incoming) -> (StatusCode, Body) {
+async fn echo(body: impl RequestBody) -> (StatusCode, Body) {
     match read_body(body).await {
         Ok(b) => (StatusCode::OK, Body::full(b)),
         Err((status, body, _)) => (status, body),
@@ -504,7 +521,7 @@ async fn echo(body: Incoming) -> (StatusCode, Body) {
 }
 
 /// A request body of at most [`MAX_ECHO_BYTES`], or the answer to give instead (413, 400).
-async fn read_body(body: Incoming) -> Result<Bytes, (StatusCode, Body, bool)> {
+async fn read_body(body: impl RequestBody) -> Result<Bytes, (StatusCode, Body, bool)> {
     let too_large = || {
         let msg = format!("body larger than {MAX_ECHO_BYTES} bytes: at most 16 MiB\n");
         (StatusCode::PAYLOAD_TOO_LARGE, Body::full(msg), false)
@@ -534,7 +551,10 @@ async fn read_body(body: Incoming) -> Result<Bytes, (StatusCode, Body, bool)> {
 /// I/O task to a task of its own, as a server with a worker pool does: under load this is the
 /// time spent behind other ready tasks); `handler` the route's work (for `/echo`, reading the
 /// body); `serialize` building the response; `total` from the call until the response is built.
-pub async fn handle(req: Request<Incoming>, kv: Arc<Kv>) -> Result<Response<Body>, Infallible> {
+pub async fn handle(
+    req: Request<impl RequestBody>,
+    kv: Arc<Kv>,
+) -> Result<Response<Body>, Infallible> {
     let start = Instant::now();
     let route = route_of(req.uri().path());
     let coding = match route {

@@ -7,8 +7,9 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::path::Path;
 use std::sync::Arc;
 
-/// The acceptor and, for a self-signed certificate, its PEM (to be trusted by clients).
-pub fn self_signed() -> Result<(tokio_rustls::TlsAcceptor, String), ServerError> {
+/// The TLS configuration and, for a self-signed certificate, its PEM (to be trusted by
+/// clients).
+pub fn self_signed() -> Result<(Arc<rustls::ServerConfig>, String), ServerError> {
     let names = vec![
         "localhost".to_string(),
         "127.0.0.1".to_string(),
@@ -20,12 +21,12 @@ pub fn self_signed() -> Result<(tokio_rustls::TlsAcceptor, String), ServerError>
     let cert = CertificateDer::from(ck.cert.der().to_vec());
     let key = PrivateKeyDer::try_from(ck.key_pair.serialize_der())
         .map_err(|e| ServerError::SelfSigned(e.to_string()))?;
-    let acceptor = acceptor(vec![cert], key).map_err(ServerError::SelfSigned)?;
-    Ok((acceptor, pem))
+    let config = server_config(vec![cert], key).map_err(ServerError::SelfSigned)?;
+    Ok((config, pem))
 }
 
-/// The acceptor for a certificate chain and key in PEM files.
-pub fn from_files(cert: &Path, key: &Path) -> Result<tokio_rustls::TlsAcceptor, ServerError> {
+/// The TLS configuration for a certificate chain and key in PEM files.
+pub fn from_files(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, ServerError> {
     let read = |path: &Path, what: &'static str| {
         std::fs::read(path).map_err(|error| ServerError::ReadFile {
             what,
@@ -49,18 +50,19 @@ pub fn from_files(cert: &Path, key: &Path) -> Result<tokio_rustls::TlsAcceptor, 
     let key_der = rustls_pemfile::private_key(&mut key_pem.as_slice())
         .map_err(invalid(key, "key"))?
         .ok_or_else(|| ServerError::NoPrivateKey(key.to_path_buf()))?;
-    acceptor(certs, key_der).map_err(|reason| ServerError::CertificateKey {
+    server_config(certs, key_der).map_err(|reason| ServerError::CertificateKey {
         cert: cert.to_path_buf(),
         key: key.to_path_buf(),
         reason,
     })
 }
 
-/// A rustls server configuration (ring, TLS 1.2 and 1.3, ALPN h2 then http/1.1) as an acceptor.
-fn acceptor(
+/// A rustls server configuration (ring, TLS 1.2 and 1.3, ALPN h2 then http/1.1; HTTP/3 takes
+/// a copy with ALPN h3).
+fn server_config(
     certs: Vec<CertificateDer<'static>>,
     key: PrivateKeyDer<'static>,
-) -> Result<tokio_rustls::TlsAcceptor, String> {
+) -> Result<Arc<rustls::ServerConfig>, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -69,5 +71,5 @@ fn acceptor(
         .with_single_cert(certs, key)
         .map_err(|e| e.to_string())?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+    Ok(Arc::new(config))
 }

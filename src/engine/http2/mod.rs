@@ -6,10 +6,11 @@
 //! above TLS, frame by frame ([`WireCount`]), for h2load's traffic line: all bytes, and the
 //! HEADERS and CONTINUATION payloads (the compressed header bytes).
 
+mod reception;
 mod wire;
 
 use super::connect::{Connector, Stream};
-use super::decode::{BodyDecoder, Codings};
+use super::decode::BodyDecoder;
 use super::grpc::Status;
 use super::request::Request;
 use super::stream::StreamTracker;
@@ -17,6 +18,7 @@ use super::EngineError;
 use crate::model::{ErrorKind, Timestamps, Traffic};
 use bytes::Bytes;
 use h2::client::SendRequest;
+pub(super) use reception::Reception;
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
@@ -337,27 +339,12 @@ impl From<h2::Error> for StreamError {
     }
 }
 
-/// The decoded size of a header field as h2load counts it: name and value lengths.
-fn field_bytes(headers: &http::HeaderMap) -> u64 {
-    headers
-        .iter()
-        .map(|(n, v)| (n.as_str().len() + v.len()) as u64)
-        .sum()
-}
-
 async fn stream(
     sr: SendRequest<Bytes>,
     request: &Request,
     stamps: &mut Timestamps,
     sinks: &mut Sinks<'_>,
 ) -> Result<(u16, Traffic), StreamError> {
-    let Sinks {
-        timing,
-        decoder,
-        tracker,
-        grpc,
-    } = sinks;
-    let tracker: &mut StreamTracker = tracker;
     let mut sr = sr.ready().await?;
     let has_body = !request.body.is_empty();
     let (response, mut send) = sr.send_request(request.head(), !has_body)?;
@@ -368,72 +355,17 @@ async fn stream(
     let response = response.await?;
     stamps.first_byte = Some(Instant::now());
     let status = response.status().as_u16();
-    // `:status` and its three digits, then the other fields.
-    let mut header_decoded = 10 + field_bytes(response.headers());
-    for v in response.headers().get_all("server-timing") {
-        append(timing, v.as_bytes());
-    }
-    if let Some(g) = grpc.as_deref_mut() {
-        // A trailers-only response (an error) carries its status in the headers.
-        g.read(response.headers());
-    }
-    let codings = match (
-        &*decoder,
-        response.headers().get(http::header::CONTENT_ENCODING),
-    ) {
-        (Some(_), Some(v)) => Codings::parse(v.as_bytes()).map_err(StreamError::Decode)?,
-        _ => None,
-    };
-    let event_stream = response
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .is_some_and(|v| super::stream::is_event_stream(v.as_bytes()));
-    let mut tracker = tracker.begin(event_stream).then_some(tracker);
-    let mut keeper = match (codings, decoder.as_deref_mut()) {
-        (Some(_), Some(d)) => {
-            d.clear();
-            Some(d)
-        }
-        _ => None,
-    };
-    let mut body_bytes = 0u64;
+    let mut reception = Reception::begin(response.headers(), sinks).map_err(StreamError::Decode)?;
     let mut body = response.into_body();
     while let Some(chunk) = body.data().await {
         let chunk = chunk?;
-        body_bytes += chunk.len() as u64;
         let _ = body.flow_control().release_capacity(chunk.len());
-        if let Some(d) = keeper.as_deref_mut() {
-            d.keep(&chunk).map_err(StreamError::Decode)?;
-        }
-        super::stream::track(&mut tracker, &chunk).map_err(|e| StreamError::Decode(e.detail))?;
+        reception.data(&chunk).map_err(StreamError::Decode)?;
     }
-    tracker.map(StreamTracker::finish);
+    reception.body_end();
     if let Ok(Some(trailers)) = body.trailers().await {
-        header_decoded += field_bytes(&trailers);
-        for v in trailers.get_all("server-timing") {
-            append(timing, v.as_bytes());
-        }
-        if let Some(g) = grpc.as_deref_mut() {
-            g.read(&trailers);
-        }
+        reception.trailers(&trailers);
     }
-    stamps.done = Some(Instant::now());
-    let mut traffic = Traffic {
-        header: 0,
-        header_decoded,
-        body: body_bytes,
-        body_decoded: body_bytes,
-    };
-    if let (Some(d), Some(c)) = (keeper, &codings) {
-        traffic.body_decoded = d.decode(c).map_err(StreamError::Decode)?;
-        stamps.decoded = Some(Instant::now());
-    }
+    let traffic = reception.finish(stamps).map_err(StreamError::Decode)?;
     Ok((status, traffic))
-}
-
-fn append(timing: &mut Vec<u8>, value: &[u8]) {
-    if !timing.is_empty() {
-        timing.extend_from_slice(b", ");
-    }
-    timing.extend_from_slice(value);
 }

@@ -236,6 +236,7 @@ pub(super) fn latency_of(h: &crate::recorder::PhaseHists) -> Latency {
         // The stream phases only when recorded: new keys, for `--stream` runs.
         phases: Phase::CLIENT
             .iter()
+            .filter(|p| p.shown(!h.get(**p).is_empty()))
             .chain(Phase::STREAM.iter().filter(|&&p| !h.get(p).is_empty()))
             .map(|&p| (p.name().to_string(), Stats::of_phase(p, h.get(p))))
             .collect(),

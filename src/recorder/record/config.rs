@@ -126,13 +126,8 @@ pub(super) fn config_of(plan: &RunPlan, end: &Ending) -> Config {
         interval_s: plan.interval.as_secs_f64(),
         insecure: plan.tls.insecure,
         cacert: plan.tls.cacert.as_ref().map(|p| p.display().to_string()),
-        protocol: match (&plan.http2, plan.target.scheme) {
-            _ if plan.framed.is_some() => "tcp".into(),
-            (None, _) => "http/1.1".into(),
-            (Some(_), crate::model::Scheme::Https) => "h2".into(),
-            (Some(_), crate::model::Scheme::Http) => "h2c".into(),
-        },
-        streams: plan.http2.map_or(1, |h| h.streams as u64),
+        protocol: plan.protocol().into(),
+        streams: plan.streams() as u64,
         load_model: plan.load.name().into(),
         rate_rps: match &plan.load {
             LoadModel::Open {

@@ -344,7 +344,7 @@ impl Bytes {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Connections {
-    /// TCP connections opened.
+    /// Connections opened (TCP, or QUIC with `--http3`).
     pub opened: u64,
     /// Responses after which the server closed the connection (a reconnect followed).
     pub server_closes: u64,

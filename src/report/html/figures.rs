@@ -125,7 +125,7 @@ pub(super) fn breakdown(r: &RunRecord) -> Option<Breakdown> {
     }
     let mut phases: Vec<(String, &Stats)> = Vec::new();
     let open = open_loop(r);
-    for name in ["queue", "connect", "tls", "h2_handshake", "write"] {
+    for &name in super::tables::BEFORE_THE_WAIT {
         match s.latency.phases.get(name) {
             Some(st) if name != "queue" || open => phases.push((name.to_string(), st)),
             _ => {}
@@ -223,23 +223,13 @@ pub(super) fn breakdown(r: &RunRecord) -> Option<Breakdown> {
 /// One log2 histogram per phase and server metric that recorded something.
 pub(super) fn histograms(r: &RunRecord) -> Vec<String> {
     let open = open_loop(r);
-    let mut names: Vec<(String, String)> = [
-        "queue",
-        "connect",
-        "tls",
-        "h2_handshake",
-        "write",
-        "wait",
-        "read",
-        "total",
-        "uncorrected",
-        "schedule_lag",
-        "first_event",
-    ]
-    .iter()
-    .filter(|n| open || !matches!(**n, "queue" | "uncorrected" | "schedule_lag"))
-    .map(|n| (n.to_string(), n.replace('_', " ")))
-    .collect();
+    let others = ["total", "uncorrected", "schedule_lag", "first_event"];
+    let mut names: Vec<(String, String)> = super::tables::CLIENT_PHASES
+        .iter()
+        .chain(&others)
+        .filter(|n| open || !matches!(**n, "queue" | "uncorrected" | "schedule_lag"))
+        .map(|n| (n.to_string(), n.replace('_', " ")))
+        .collect();
     for m in &r.summary.server_timing_order {
         names.push((format!("server_timing.{m}"), format!("server {m}")));
     }

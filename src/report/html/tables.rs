@@ -192,28 +192,32 @@ pub(super) fn knee_groups(k: &crate::analysis::knee::KneeResult) -> Vec<(&'stati
     .collect()
 }
 
-/// The rows of the phase table, with the text report's rules: no queue in a closed loop, no
-/// TLS on plain HTTP, no h2_handshake on HTTP/1.1.
+/// The rows of the phase table, with the text report's rules ([`crate::report::phase_row`]).
+/// The client phases of the tables and figures, in the order of a request's life.
+pub(super) const CLIENT_PHASES: [&str; 9] = [
+    "queue",
+    "connect",
+    "tls",
+    "quic_handshake",
+    "quic_0rtt",
+    "h2_handshake",
+    "write",
+    "wait",
+    "read",
+];
+
+/// The client phases before the wait (up to `write`).
+pub(super) const BEFORE_THE_WAIT: &[&str] = CLIENT_PHASES.split_at(7).0;
+
 pub(super) fn phases(r: &RunRecord) -> Vec<PhaseRow> {
     let l = &r.summary.latency;
     let open = open_loop(r);
     let mut rows: Vec<(&str, &Stats)> = Vec::new();
-    for name in [
-        "queue",
-        "connect",
-        "tls",
-        "h2_handshake",
-        "write",
-        "wait",
-        "read",
-    ] {
+    for name in CLIENT_PHASES {
         let Some(st) = l.phases.get(name) else {
             continue;
         };
-        let skip = (name == "queue" && !open)
-            || (name == "tls" && st.count == 0 && !r.config.url.starts_with("https"))
-            || (name == "h2_handshake" && !r.config.protocol.starts_with("h2"));
-        if !skip {
+        if crate::report::phase_row(r, name, st) {
             rows.push((name, st));
         }
     }

@@ -1,0 +1,96 @@
+//! The protocol flags become the plan's HTTP/2 and HTTP/3 settings here (`--http2`, `--grpc`,
+//! `--http3`, `--streams`, `--h2-window`, `--zero-rtt`): which of them apply together, and the
+//! one line that says so when they do not.
+
+use super::plan::PlanError;
+use super::RunArgs;
+use crate::model::{Scheme, Target};
+use crate::plan::{Http2Plan, Http3Plan};
+
+fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
+    Err(PlanError(msg.into()))
+}
+
+/// `--streams N` above 1 with a new connection per request (`keepalive` off): refused, a
+/// connection that carries one request shares no streams.
+fn shares_streams(streams: Option<u64>, keepalive: bool) -> Result<(), PlanError> {
+    match streams {
+        Some(n) if n > 1 && !keepalive => err(format!(
+            "--streams {n} with a new connection per request (--no-keepalive): a connection \
+             that carries one request shares no streams; give --streams 1 or keep-alive"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `--http2` (or `--grpc`), `--streams` and `--h2-window` (`--streams` goes to HTTP/3 with
+/// `--http3`); a connection per request (`keepalive` off) opens one for each stream, so it
+/// shares none.
+pub(super) fn http2_plan(
+    args: &RunArgs,
+    keepalive: bool,
+    http3: bool,
+) -> Result<Option<Http2Plan>, PlanError> {
+    let on = args.http2 || super::grpc::is_grpc(args);
+    Ok(match (on, args.streams, args.h2_window) {
+        (false, _, None) if http3 => None,
+        (false, None, None) => None,
+        (false, _, None) => {
+            return err("--streams applies to HTTP/2 and HTTP/3: give --http2 or --http3 too")
+        }
+        (false, _, _) => return err("--h2-window applies to HTTP/2: give --http2 too"),
+        (true, Some(0), _) => return err("--streams must be at least 1"),
+        (true, _, Some(w)) if !(65_535..=2_147_483_647).contains(&w) => {
+            return err("--h2-window must be from 65535 to 2147483647 bytes (e.g. 1M)")
+        }
+        (true, streams, window) => {
+            shares_streams(streams, keepalive)?;
+            Some(Http2Plan {
+                streams: streams.unwrap_or(1) as usize,
+                window: window.map(|w| w as u32),
+            })
+        }
+    })
+}
+
+/// `--http3`: an https:// URL, not with `--http2`, `--h2-window` or `--grpc` (gRPC runs over
+/// HTTP/2 here); `--streams` per connection, as for HTTP/2.
+pub(super) fn http3_plan(
+    args: &RunArgs,
+    target: &Target,
+    keepalive: bool,
+) -> Result<Option<Http3Plan>, PlanError> {
+    if !args.http3 {
+        if args.zero_rtt {
+            return err("--zero-rtt applies to HTTP/3: give --http3 too");
+        }
+        return Ok(None);
+    }
+    if super::grpc::is_grpc(args) {
+        return err("--grpc runs over HTTP/2 (h2c, or h2 over TLS), not HTTP/3: drop --http3");
+    }
+    if args.http2 {
+        return err("--http2 and --http3 conflict: give one of them");
+    }
+    if args.h2_window.is_some() {
+        return err(
+            "--h2-window applies to HTTP/2, not to --http3 (QUIC has its own flow control)",
+        );
+    }
+    if target.scheme != Scheme::Https {
+        return err(format!(
+            "--http3 needs an https:// URL (QUIC always runs TLS), not '{}'",
+            target.url
+        ));
+    }
+    match args.streams {
+        Some(0) => err("--streams must be at least 1"),
+        streams => {
+            shares_streams(streams, keepalive)?;
+            Ok(Some(Http3Plan {
+                streams: streams.unwrap_or(1) as usize,
+                zero_rtt: args.zero_rtt,
+            }))
+        }
+    }
+}

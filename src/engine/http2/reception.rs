@@ -1,0 +1,131 @@
+//! A response being received on a stream, HTTP/2's or HTTP/3's (the two share it): its
+//! `Server-Timing` values, its decoded header bytes, its body counted, kept for
+//! `--compressed`'s decoder and tracked for a streamed response's events, and a gRPC call's
+//! status, each going to the exchange's [`Sinks`].
+
+use super::Sinks;
+use crate::engine::decode::{BodyDecoder, Codings};
+use crate::engine::grpc::Status;
+use crate::engine::stream::StreamTracker;
+use crate::model::{Timestamps, Traffic};
+use std::time::Instant;
+
+/// A response whose head arrived, being received.
+pub(in crate::engine) struct Reception<'a> {
+    timing: &'a mut Vec<u8>,
+    grpc: Option<&'a mut Status>,
+    header_decoded: u64,
+    body_bytes: u64,
+    codings: Option<Codings>,
+    keeper: Option<&'a mut BodyDecoder>,
+    tracker: Option<&'a mut StreamTracker>,
+}
+
+impl<'a> Reception<'a> {
+    /// A response whose head (`headers`, after `:status`) arrived, what it says going to
+    /// `sinks`.
+    pub(in crate::engine) fn begin(
+        headers: &http::HeaderMap,
+        sinks: &'a mut Sinks<'_>,
+    ) -> Result<Self, String> {
+        let Sinks {
+            timing,
+            decoder,
+            tracker,
+            grpc,
+        } = sinks;
+        for v in headers.get_all("server-timing") {
+            append(timing, v.as_bytes());
+        }
+        let mut grpc = grpc.as_deref_mut();
+        if let Some(g) = grpc.as_deref_mut() {
+            // A trailers-only response (an error) carries its status in the headers.
+            g.read(headers);
+        }
+        let codings = match (&*decoder, headers.get(http::header::CONTENT_ENCODING)) {
+            (Some(_), Some(v)) => Codings::parse(v.as_bytes())?,
+            _ => None,
+        };
+        let event_stream = headers
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|v| crate::engine::stream::is_event_stream(v.as_bytes()));
+        let tracker: &'a mut StreamTracker = tracker;
+        let tracker = tracker.begin(event_stream).then_some(tracker);
+        let keeper = match (codings, decoder.as_deref_mut()) {
+            (Some(_), Some(d)) => {
+                d.clear();
+                Some(d)
+            }
+            _ => None,
+        };
+        Ok(Reception {
+            timing,
+            grpc,
+            // `:status` and its three digits, then the other fields.
+            header_decoded: 10 + field_bytes(headers),
+            body_bytes: 0,
+            codings,
+            keeper,
+            tracker,
+        })
+    }
+
+    /// A piece of the body (a body past `--max-body` on a tracked stream is an error).
+    pub(in crate::engine) fn data(&mut self, chunk: &[u8]) -> Result<(), String> {
+        self.body_bytes += chunk.len() as u64;
+        if let Some(d) = self.keeper.as_deref_mut() {
+            d.keep(chunk)?;
+        }
+        crate::engine::stream::track(&mut self.tracker, chunk).map_err(|e| e.detail)
+    }
+
+    /// The body ended (before any trailers).
+    pub(in crate::engine) fn body_end(&mut self) {
+        if let Some(t) = self.tracker.as_deref_mut() {
+            t.finish();
+        }
+    }
+
+    /// The trailers.
+    pub(in crate::engine) fn trailers(&mut self, trailers: &http::HeaderMap) {
+        self.header_decoded += field_bytes(trailers);
+        for v in trailers.get_all("server-timing") {
+            append(self.timing, v.as_bytes());
+        }
+        if let Some(g) = self.grpc.as_deref_mut() {
+            g.read(trailers);
+        }
+    }
+
+    /// The response is complete: stamps `done` (and `decoded`, decoding a kept body); its
+    /// traffic, `header` (the bytes on the wire) left to the caller.
+    pub(in crate::engine) fn finish(self, stamps: &mut Timestamps) -> Result<Traffic, String> {
+        stamps.done = Some(Instant::now());
+        let mut traffic = Traffic {
+            header: 0,
+            header_decoded: self.header_decoded,
+            body: self.body_bytes,
+            body_decoded: self.body_bytes,
+        };
+        if let (Some(d), Some(c)) = (self.keeper, &self.codings) {
+            traffic.body_decoded = d.decode(c)?;
+            stamps.decoded = Some(Instant::now());
+        }
+        Ok(traffic)
+    }
+}
+
+/// The decoded size of a header field as h2load counts it: name and value lengths.
+fn field_bytes(headers: &http::HeaderMap) -> u64 {
+    headers
+        .iter()
+        .map(|(n, v)| (n.as_str().len() + v.len()) as u64)
+        .sum()
+}
+
+fn append(timing: &mut Vec<u8>, value: &[u8]) {
+    if !timing.is_empty() {
+        timing.extend_from_slice(b", ");
+    }
+    timing.extend_from_slice(value);
+}

@@ -1,0 +1,616 @@
+//! HTTP/3 over QUIC (`--http3`), with quinn and the `h3` crate (through h3-quinn), rustls with
+//! the ring provider as everywhere. An [`H3Link`] is one QUIC connection shared by the
+//! `--streams` sessions of a connection slot, as an HTTP/2 link is; each connection has a UDP
+//! socket (an endpoint) of its own, as each TCP connection has. The request that opens a
+//! connection stamps `connect_start` and `quic_end`: its `quic_handshake` phase is the whole
+//! QUIC handshake, TLS 1.3 inside it (there is no TCP connect and no TLS apart from it). Then
+//! `write`, `wait` and `read` as for an HTTP/2 stream. Bytes read and written are the
+//! connection's UDP payloads, shared out to the streams as they complete.
+//!
+//! Errors are counted by kind: a handshake or idle timeout is `timeout`, a stream reset by the
+//! server is `reset` with its HTTP/3 code, a stateless reset or a close by the server is
+//! `closed`, a failed version negotiation is `protocol` (its cause names the fix), a TLS
+//! failure inside the handshake is `tls` (with the cause of a certificate or ALPN refusal). A
+//! UDP port with nothing listening answers with ICMP port unreachable: a probe datagram sent
+//! beside the handshake sees it as `ECONNREFUSED`, so the run fails fast (`connect`, cause
+//! refused) instead of waiting out the handshake.
+
+use super::cause::Cause;
+use super::http2::{H2Response, Reception, Sinks};
+use super::request::Request;
+use super::EngineError;
+use crate::model::{ErrorKind, Timestamps, Traffic};
+use crate::plan::RunPlan;
+use bytes::{Buf, Bytes};
+use std::cell::{Cell, RefCell};
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+type Sender = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+
+/// A QUIC connection idle this long is closed (both sides take the smaller of their limits).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Opens QUIC connections to the plan's target, with ALPN `h3`.
+#[derive(Clone)]
+pub struct H3Connector {
+    addr: SocketAddr,
+    server_name: String,
+    config: quinn::ClientConfig,
+}
+
+impl H3Connector {
+    /// A connector for `plan` (`--cacert`, `--insecure` as over TCP).
+    pub fn new(plan: &RunPlan) -> Result<Self, String> {
+        let mut tls = super::connect::client_config(plan, &[b"h3"])?;
+        tls.enable_early_data = plan.http3.is_some_and(|h| h.zero_rtt);
+        let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(Arc::new(tls))
+            .map_err(|e| format!("QUIC TLS setup: {e}"))?;
+        let mut config = quinn::ClientConfig::new(Arc::new(crypto));
+        let mut transport = quinn::TransportConfig::default();
+        transport.max_idle_timeout(Some(
+            IDLE_TIMEOUT
+                .try_into()
+                .map_err(|e| format!("QUIC idle timeout: {e}"))?,
+        ));
+        config.transport_config(Arc::new(transport));
+        Ok(H3Connector {
+            addr: plan.target.addr,
+            server_name: plan.target.host.clone(),
+            config,
+        })
+    }
+
+    /// Opens a connection (its own UDP socket), stamping `connect_start` and `quic_end`.
+    async fn connect(&self, stamps: &mut Timestamps) -> Result<Live, EngineError> {
+        stamps.connect_start = Some(Instant::now());
+        let bind: SocketAddr = if self.addr.is_ipv6() {
+            (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+        } else {
+            (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+        };
+        let socket_error = |e: &std::io::Error| {
+            EngineError::io(
+                super::connect::connect_error_kind(e),
+                format!("QUIC connect to {}: UDP socket", self.addr),
+                e,
+            )
+            .with_cause(super::cause::of_connect(e))
+        };
+        let endpoint = quinn::Endpoint::client(bind).map_err(|e| socket_error(&e))?;
+        let connecting = endpoint
+            .connect_with(self.config.clone(), self.addr, &self.server_name)
+            .map_err(|e| {
+                EngineError::new(
+                    ErrorKind::Connect,
+                    format!("QUIC connect to {}: {e}", self.addr),
+                )
+            })?;
+        // `--zero-rtt` with a ticket from an earlier connection: usable at once.
+        let connecting = match connecting.into_0rtt() {
+            Ok((conn, _accepted)) => {
+                stamps.quic_0rtt = Some(Instant::now());
+                return start(conn, endpoint).await;
+            }
+            Err(connecting) => connecting,
+        };
+        let conn = tokio::select! {
+            r = connecting => r.map_err(|e| of_connection(&e, true))?,
+            e = refused(self.addr) => {
+                return Err(EngineError::io(
+                    ErrorKind::Connect,
+                    format!("QUIC connect to {} (ICMP port unreachable)", self.addr),
+                    &e,
+                )
+                .with_cause(Some(Cause::Refused)));
+            }
+        };
+        stamps.quic_end = Some(Instant::now());
+        start(conn, endpoint).await
+    }
+}
+
+/// HTTP/3 on a QUIC connection: its driver task, its request sender.
+async fn start(conn: quinn::Connection, endpoint: quinn::Endpoint) -> Result<Live, EngineError> {
+    let (mut driver, sender) = h3::client::new(h3_quinn::Connection::new(conn.clone()))
+        .await
+        .map_err(|e| of_h3_connection(&e))?;
+    let alive = Rc::new(Cell::new(true));
+    let flag = alive.clone();
+    tokio::task::spawn_local(async move {
+        // Drives the control streams until the connection ends.
+        let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+        flag.set(false);
+    });
+    Ok(Live {
+        sender,
+        conn,
+        _endpoint: endpoint,
+        alive,
+    })
+}
+
+/// Resolves when `addr` answers a probe datagram with ICMP port unreachable (`ECONNREFUSED`
+/// on a connected UDP socket): nothing listens on that UDP port. Pending otherwise (a QUIC
+/// server drops a one-byte datagram that is not a QUIC packet).
+async fn refused(addr: SocketAddr) -> std::io::Error {
+    let probe = async {
+        let bind: SocketAddr = if addr.is_ipv6() {
+            (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+        } else {
+            (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+        };
+        let socket = tokio::net::UdpSocket::bind(bind).await?;
+        socket.connect(addr).await?;
+        socket.send(&[0]).await?;
+        let mut buf = [0u8; 1];
+        loop {
+            socket.recv(&mut buf).await?;
+        }
+    };
+    let r: std::io::Result<()> = probe.await;
+    match r {
+        Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => e,
+        _ => std::future::pending().await,
+    }
+}
+
+/// A live connection: its request sender, the QUIC connection (for its byte counts) and its
+/// endpoint (the UDP socket), and whether its driver task still runs.
+struct Live {
+    sender: Sender,
+    conn: quinn::Connection,
+    _endpoint: quinn::Endpoint,
+    alive: Rc<Cell<bool>>,
+}
+
+/// One HTTP/3 connection shared by several streams.
+#[derive(Default)]
+pub struct H3Link {
+    live: RefCell<Option<Live>>,
+    /// A stream is connecting: the others wait for it.
+    connecting: Cell<bool>,
+    connected: tokio::sync::Notify,
+    /// The connection's UDP bytes (read, written) at the last take.
+    taken: Cell<(u64, u64)>,
+}
+
+impl H3Link {
+    /// A sender on a live connection, connecting first (and stamping) if there is none.
+    async fn sender(
+        &self,
+        connector: &H3Connector,
+        stamps: &mut Timestamps,
+    ) -> Result<Sender, EngineError> {
+        loop {
+            if let Some(live) = self.live.borrow().as_ref() {
+                if live.alive.get() && live.conn.close_reason().is_none() {
+                    return Ok(live.sender.clone());
+                }
+            }
+            if !self.connecting.get() {
+                break;
+            }
+            self.connected.notified().await;
+        }
+        self.connecting.set(true);
+        *self.live.borrow_mut() = None;
+        let result = connector.connect(stamps).await.map(|live| {
+            let sender = live.sender.clone();
+            self.taken.set((0, 0));
+            *self.live.borrow_mut() = Some(live);
+            sender
+        });
+        self.connecting.set(false);
+        self.connected.notify_waiters();
+        result
+    }
+
+    /// Opens the link's connection ahead of its first stream (stamping the QUIC handshake),
+    /// or does nothing if it is live.
+    pub async fn open(
+        &self,
+        connector: &H3Connector,
+        stamps: &mut Timestamps,
+    ) -> Result<(), EngineError> {
+        self.sender(connector, stamps).await.map(|_| ())
+    }
+
+    /// The UDP bytes read and written since the last take: a stream's share of the
+    /// connection's traffic (handshake, control streams and acknowledgements included, so
+    /// the run's totals are the connection's).
+    fn take_wire(&self) -> (u64, u64) {
+        let Some(live) = self.live.borrow().as_ref().map(|l| l.conn.stats()) else {
+            return (0, 0);
+        };
+        let now = (live.udp_rx.bytes, live.udp_tx.bytes);
+        let before = self.taken.replace(now);
+        (
+            now.0.saturating_sub(before.0),
+            now.1.saturating_sub(before.1),
+        )
+    }
+
+    /// Forgets the connection (after a connection error, the server's GOAWAY, or a request
+    /// with keep-alive off).
+    pub(super) fn reset(&self) {
+        if let Some(live) = self.live.borrow().as_ref() {
+            live.alive.set(false);
+        }
+    }
+}
+
+/// Why a stream failed: HTTP/3 (or QUIC under it), or a body that would not decode.
+enum StreamError {
+    H3(h3::error::StreamError),
+    Decode(String),
+}
+
+impl From<h3::error::StreamError> for StreamError {
+    fn from(e: h3::error::StreamError) -> Self {
+        StreamError::H3(e)
+    }
+}
+
+/// Sends one request on a stream of `link`, what the response says going to `sinks` (see
+/// [`super::http2::exchange`], whose response it gives). A request the server rejected
+/// unprocessed (H3_REQUEST_REJECTED, or a GOAWAY before it was sent) is sent once more on a
+/// new connection.
+pub async fn exchange(
+    link: &H3Link,
+    connector: &H3Connector,
+    request: &Request,
+    stamps: &mut Timestamps,
+    mut sinks: Sinks<'_>,
+) -> Result<H2Response, EngineError> {
+    let mut server_closed = false;
+    loop {
+        sinks.timing.clear();
+        let sender = link.sender(connector, stamps).await?;
+        match stream(sender, request, stamps, &mut sinks).await {
+            Ok((status, traffic)) => {
+                let (read, written) = link.take_wire();
+                return Ok(H2Response {
+                    status,
+                    bytes_read: read,
+                    bytes_written: written,
+                    traffic,
+                    server_closed,
+                    max_streams: None,
+                });
+            }
+            Err(StreamError::Decode(e)) => return Err(EngineError::new(ErrorKind::Protocol, e)),
+            Err(StreamError::H3(e)) => {
+                let failure = of_stream(&e);
+                if failure.connection {
+                    link.reset();
+                }
+                if failure.unprocessed && !server_closed {
+                    server_closed = true;
+                    continue;
+                }
+                return Err(failure.error);
+            }
+        }
+    }
+}
+
+async fn stream(
+    mut sender: Sender,
+    request: &Request,
+    stamps: &mut Timestamps,
+    sinks: &mut Sinks<'_>,
+) -> Result<(u16, Traffic), StreamError> {
+    let mut stream = sender.send_request(request.head()).await?;
+    if !request.body.is_empty() {
+        stream.send_data(request.body.clone()).await?;
+    }
+    stream.finish().await?;
+    stamps.written = Some(Instant::now());
+    let response = stream.recv_response().await?;
+    stamps.first_byte = Some(Instant::now());
+    let status = response.status().as_u16();
+    let mut reception = Reception::begin(response.headers(), sinks).map_err(StreamError::Decode)?;
+    while let Some(mut data) = stream.recv_data().await? {
+        while data.has_remaining() {
+            let n = data.chunk().len();
+            reception.data(data.chunk()).map_err(StreamError::Decode)?;
+            data.advance(n);
+        }
+    }
+    reception.body_end();
+    if let Ok(Some(trailers)) = stream.recv_trailers().await {
+        reception.trailers(&trailers);
+    }
+    let mut traffic = reception.finish(stamps).map_err(StreamError::Decode)?;
+    // QPACK's compressed size is not visible through h3: the header bytes are the decoded
+    // ones, claiming no savings.
+    traffic.header = traffic.header_decoded;
+    Ok((status, traffic))
+}
+
+/// What a failed stream means: its error, whether the connection is gone, and whether the
+/// server never processed the request (so sending it again is safe).
+struct Failure {
+    error: EngineError,
+    connection: bool,
+    unprocessed: bool,
+}
+
+/// HTTP/3 error codes (RFC 9114, section 8.1).
+const H3_REQUEST_REJECTED: u64 = 0x10b;
+
+/// The failure of an h3 stream error.
+fn of_stream(e: &h3::error::StreamError) -> Failure {
+    use h3::error::StreamError as S;
+    let failure = |error, connection, unprocessed| Failure {
+        error,
+        connection,
+        unprocessed,
+    };
+    match e {
+        S::RemoteTerminate { code, .. } => {
+            let code = code.value();
+            failure(reset(code), false, code == H3_REQUEST_REJECTED)
+        }
+        S::ConnectionError { 0: c, .. } => failure(of_h3_connection(c), true, false),
+        S::RemoteClosing { .. } => failure(
+            EngineError::new(
+                ErrorKind::Closed,
+                "HTTP/3 stream: the server is closing the connection (GOAWAY)".into(),
+            ),
+            true,
+            true,
+        ),
+        S::HeaderTooBig { .. } | S::StreamError { .. } => failure(
+            EngineError::new(ErrorKind::Protocol, format!("HTTP/3 stream: {e}")),
+            false,
+            false,
+        ),
+        _ => failure(
+            EngineError::new(ErrorKind::Read, format!("HTTP/3 stream: {e}")),
+            true,
+            false,
+        ),
+    }
+}
+
+/// A stream the server reset with `code`: `reset`, counted by code.
+fn reset(code: u64) -> EngineError {
+    let mut e = EngineError::new(
+        ErrorKind::Reset,
+        format!("HTTP/3 stream: reset by the server ({})", code_name(code)),
+    );
+    e.code = u32::try_from(code).ok();
+    e
+}
+
+/// The name of an HTTP/3 error code (RFC 9114, section 8.1), or its hex value.
+pub fn code_name(code: u64) -> String {
+    const NAMES: [&str; 17] = [
+        "H3_NO_ERROR",
+        "H3_GENERAL_PROTOCOL_ERROR",
+        "H3_INTERNAL_ERROR",
+        "H3_STREAM_CREATION_ERROR",
+        "H3_CLOSED_CRITICAL_STREAM",
+        "H3_FRAME_UNEXPECTED",
+        "H3_FRAME_ERROR",
+        "H3_EXCESSIVE_LOAD",
+        "H3_ID_ERROR",
+        "H3_SETTINGS_ERROR",
+        "H3_MISSING_SETTINGS",
+        "H3_REQUEST_REJECTED",
+        "H3_REQUEST_CANCELLED",
+        "H3_REQUEST_INCOMPLETE",
+        "H3_MESSAGE_ERROR",
+        "H3_CONNECT_ERROR",
+        "H3_VERSION_FALLBACK",
+    ];
+    code.checked_sub(0x100)
+        .and_then(|i| NAMES.get(i as usize))
+        .map_or_else(|| format!("0x{code:x}"), |n| n.to_string())
+}
+
+/// The error of an h3 connection error (the QUIC error under it, where there is one).
+fn of_h3_connection(e: &h3::error::ConnectionError) -> EngineError {
+    use h3::error::ConnectionError as C;
+    use h3::quic::ConnectionErrorIncoming as I;
+    match e {
+        C::Remote {
+            0: I::Undefined(inner),
+            ..
+        } => match inner.downcast_ref::<quinn::ConnectionError>() {
+            Some(q) => of_connection(q, false),
+            None => EngineError::new(ErrorKind::Read, format!("QUIC: {inner}")),
+        },
+        C::Remote { 0: I::Timeout, .. } | C::Timeout { .. } => EngineError::new(
+            ErrorKind::Timeout,
+            "QUIC: idle timeout (the server stopped answering)".into(),
+        ),
+        C::Remote {
+            0: I::ApplicationClose { error_code },
+            ..
+        } => EngineError::new(
+            ErrorKind::Closed,
+            format!(
+                "HTTP/3: the server closed the connection ({})",
+                code_name(*error_code)
+            ),
+        ),
+        _ => EngineError::new(ErrorKind::Protocol, format!("HTTP/3 connection: {e}")),
+    }
+}
+
+/// The error of a QUIC connection error; `handshake`: it ended the handshake.
+fn of_connection(e: &quinn::ConnectionError, handshake: bool) -> EngineError {
+    use quinn::ConnectionError as C;
+    let (kind, detail, cause) = match e {
+        C::VersionMismatch => (
+            ErrorKind::Protocol,
+            "QUIC version negotiation failed: the server offers no version in common (QUIC v1)"
+                .to_string(),
+            Some(Cause::QuicVersion),
+        ),
+        C::TimedOut if handshake => (
+            ErrorKind::Timeout,
+            "QUIC handshake timed out (no answer)".into(),
+            None,
+        ),
+        C::TimedOut => (
+            ErrorKind::Timeout,
+            "QUIC: idle timeout (the server stopped answering)".into(),
+            None,
+        ),
+        C::Reset => (
+            ErrorKind::Closed,
+            "QUIC: stateless reset (the server lost the connection's state)".into(),
+            None,
+        ),
+        C::TransportError(t) => {
+            return transport(u64::from(t.code), &t.reason, e, handshake);
+        }
+        C::ConnectionClosed(c) => {
+            let reason = String::from_utf8_lossy(&c.reason);
+            return transport(u64::from(c.error_code), &reason, e, handshake);
+        }
+        C::ApplicationClosed(a) => (
+            ErrorKind::Closed,
+            format!(
+                "HTTP/3: the server closed the connection ({})",
+                code_name(a.error_code.into_inner())
+            ),
+            None,
+        ),
+        C::LocallyClosed | C::CidsExhausted => (ErrorKind::Closed, format!("QUIC: {e}"), None),
+    };
+    EngineError::new(kind, detail).with_cause(cause)
+}
+
+/// QUIC's CRYPTO_ERROR range: 0x100 plus a TLS alert.
+const CRYPTO_ERROR: std::ops::RangeInclusive<u64> = 0x100..=0x1ff;
+/// TLS's no_application_protocol alert.
+const NO_APPLICATION_PROTOCOL: u64 = 120;
+
+/// A connection closed with a transport error `code` (ours or the server's): a TLS alert in
+/// the handshake is `tls`, with the cause its reason names; any other is `protocol`
+/// (`closed` after the handshake).
+fn transport(code: u64, reason: &str, e: &quinn::ConnectionError, handshake: bool) -> EngineError {
+    if !CRYPTO_ERROR.contains(&code) {
+        let kind = if handshake {
+            ErrorKind::Protocol
+        } else {
+            ErrorKind::Closed
+        };
+        return EngineError::new(kind, format!("QUIC: {e}"));
+    }
+    let cause = if code - 0x100 == NO_APPLICATION_PROTOCOL {
+        Cause::Alpn
+    } else if reason.contains("UnknownIssuer") {
+        Cause::CertUntrusted
+    } else if reason.contains("NotValidForName") {
+        Cause::CertName
+    } else if reason.contains("invalid peer certificate") {
+        Cause::CertInvalid
+    } else {
+        Cause::TlsHandshake
+    };
+    EngineError::new(ErrorKind::Tls, format!("QUIC TLS handshake: {e}")).with_cause(Some(cause))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quic_errors_by_kind_and_cause() {
+        use quinn::ConnectionError as C;
+        // (error, ended the handshake, kind, cause)
+        let rows = [
+            (
+                C::VersionMismatch,
+                true,
+                ErrorKind::Protocol,
+                Some(Cause::QuicVersion),
+            ),
+            (C::TimedOut, true, ErrorKind::Timeout, None), // handshake timeout
+            (C::TimedOut, false, ErrorKind::Timeout, None), // idle timeout
+            (C::Reset, false, ErrorKind::Closed, None),    // stateless reset
+            (C::LocallyClosed, false, ErrorKind::Closed, None),
+        ];
+        for (e, handshake, kind, cause) in rows {
+            let got = of_connection(&e, handshake);
+            assert_eq!((got.kind, got.cause), (kind, cause), "{e}");
+        }
+        assert!(of_connection(&C::TimedOut, true)
+            .detail
+            .contains("handshake"));
+        assert!(of_connection(&C::TimedOut, false)
+            .detail
+            .contains("idle timeout"));
+        assert!(of_connection(&C::Reset, false)
+            .detail
+            .contains("stateless reset"));
+        // (code, reason, kind, cause): TLS alerts inside the handshake, and other codes.
+        let alert = |a: u8| 0x100 + u64::from(a);
+        let rows = [
+            (
+                alert(48),
+                "invalid peer certificate: UnknownIssuer",
+                ErrorKind::Tls,
+                Some(Cause::CertUntrusted),
+            ),
+            (
+                alert(42),
+                "invalid peer certificate: NotValidForName",
+                ErrorKind::Tls,
+                Some(Cause::CertName),
+            ),
+            (
+                alert(45),
+                "invalid peer certificate: Expired",
+                ErrorKind::Tls,
+                Some(Cause::CertInvalid),
+            ),
+            (alert(120), "", ErrorKind::Tls, Some(Cause::Alpn)), // no_application_protocol
+            (
+                alert(40),
+                "handshake failure",
+                ErrorKind::Tls,
+                Some(Cause::TlsHandshake),
+            ),
+            (0xa, "protocol violation", ErrorKind::Protocol, None), // PROTOCOL_VIOLATION
+        ];
+        for (code, reason, kind, cause) in rows {
+            let got = transport(code, reason, &C::LocallyClosed, true);
+            assert_eq!((got.kind, got.cause), (kind, cause), "{code:x} {reason}");
+        }
+        // After the handshake a transport error closes the connection.
+        assert_eq!(
+            transport(0xa, "", &C::LocallyClosed, false).kind,
+            ErrorKind::Closed
+        );
+    }
+
+    #[test]
+    fn stream_resets_are_counted_by_code() {
+        // (code, name)
+        let rows = [
+            (0x10c, "H3_REQUEST_CANCELLED"),
+            (0x102, "H3_INTERNAL_ERROR"),
+            (0x110, "H3_VERSION_FALLBACK"),
+            (0x111, "0x111"), // past the list
+            (0x8, "0x8"),     // an HTTP/2 code is not an HTTP/3 one
+        ];
+        for (code, name) in rows {
+            let e = reset(code);
+            assert_eq!(e.kind, ErrorKind::Reset);
+            assert_eq!(e.code, Some(code as u32));
+            assert!(e.detail.contains(name), "{}", e.detail);
+            assert_eq!(code_name(code), name);
+        }
+        // A grease code past u32 keeps its kind, without a code.
+        assert_eq!(reset(0x1f * 0x1_0000_0000 + 0x21).code, None);
+    }
+}
