@@ -13,7 +13,7 @@ const MAX_FILE_LINES: usize = 800;
 const MAX_FN_LINES: usize = 100;
 
 /// Files still over the limit: (path under `src/`, lines when listed).
-const KNOWN_FILES: &[(&str, usize)] = &[("report/text.rs", 845)];
+const KNOWN_FILES: &[(&str, usize)] = &[];
 
 /// Functions still over the limit: (path under `src/`, name, lines when listed).
 const KNOWN_FNS: &[(&str, &str, usize)] = &[

@@ -1,0 +1,300 @@
+//! The text report's sections beyond one run's own figures: each named request's, the
+//! thresholds' verdicts, a sweep's levels, a knee search's steps, repeated runs, bursts and
+//! stages.
+
+use super::*;
+
+/// A sweep: one row per level, offered and achieved, latency and errors.
+pub(super) fn levels(out: &mut String, r: &RunRecord) {
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  {:<18} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
+        "Level", "offered", "achieved", "p50", "p90", "p99", "p99.9", "mean", "errors"
+    );
+    for l in &r.levels {
+        let t = &l.summary.latency.total;
+        let offered = l
+            .offered_rps
+            .map(|o| format!("{o:.0}"))
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            out,
+            "  {:<18} {:>10} {:>10.1} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
+            l.label,
+            offered,
+            l.summary.throughput_rps,
+            cell(t.p50_us),
+            cell(t.p90_us),
+            cell(t.p99_us),
+            cell(t.p999_us),
+            cell(t.mean_us),
+            l.summary.requests.errors
+        );
+    }
+}
+
+/// `reqlife knee`: one row per step (offered, achieved, latency, errors, verdict and why),
+/// then the answer.
+pub(super) fn knee(out: &mut String, k: &crate::analysis::knee::KneeResult) {
+    use crate::analysis::knee::Verdict;
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  Knee search for {} (precision {:.0}%)",
+        k.slos.join(", "),
+        k.precision * 100.0
+    );
+    let _ = writeln!(
+        out,
+        "  {:<5} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  result",
+        "step", "offered", "achieved", "p50", "p90", "p99", "mean", "errors"
+    );
+    for (i, s) in k.steps.iter().enumerate() {
+        let verdict = match s.verdict {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "FAIL",
+            Verdict::Client => "CLIENT LIMIT",
+        };
+        let _ = write!(
+            out,
+            "  {:<5} {:>10.0} {:>10.1} {:>9} {:>9} {:>9} {:>9} {:>7}  {verdict}{}",
+            i + 1,
+            s.offered_rps,
+            s.achieved_rps,
+            cell(s.p50_us),
+            cell(s.p90_us),
+            cell(s.p99_us),
+            cell(s.mean_us),
+            s.errors,
+            if s.confirmation {
+                " (confirmation)"
+            } else {
+                ""
+            }
+        );
+        if !s.reasons.is_empty() {
+            let _ = write!(out, ": {}", s.reasons.join("; "));
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(out, "\n  Answer: {}.", k.summary);
+}
+
+/// Named requests (`--scenario`, `--targets`): a row per name, its count, rate, errors,
+/// statuses and latency.
+pub(super) fn by_request(out: &mut String, title: &str, s: &crate::recorder::record::Summary) {
+    if s.by_request.is_empty() {
+        return;
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  {:<20} {:>9} {:>10} {:>7} {:>9} {:>9} {:>9} {:>9}  status",
+        format!("{title}request"),
+        "count",
+        "req/s",
+        "errors",
+        "p50",
+        "p90",
+        "p99",
+        "max"
+    );
+    for (name, f) in s.by_request.iter().filter(|(_, f)| f.requests.total > 0) {
+        let t = &f.latency.total;
+        let status: Vec<String> = f.status.iter().map(|(c, n)| format!("{c}: {n}")).collect();
+        let _ = writeln!(
+            out,
+            "  {:<20} {:>9} {:>10.1} {:>7} {:>9} {:>9} {:>9} {:>9}  {}",
+            name,
+            f.requests.total,
+            f.throughput_rps,
+            f.requests.errors,
+            cell(t.p50_us),
+            cell(t.p90_us),
+            cell(t.p99_us),
+            cell(t.max_us),
+            status.join(", ")
+        );
+    }
+}
+
+/// The `--threshold`s checked: each with its measured figure, pass or FAIL.
+pub(super) fn thresholds(out: &mut String, r: &RunRecord) {
+    let t = &r.summary.thresholds;
+    if t.is_empty() {
+        return;
+    }
+    let width = t
+        .iter()
+        .map(|c| c.threshold.len())
+        .max()
+        .unwrap_or(0)
+        .max(9);
+    let _ = writeln!(out);
+    let _ = writeln!(out, "  {:<width$} {:>12}  result", "Threshold", "measured");
+    for c in t {
+        let _ = write!(
+            out,
+            "  {:<width$} {:>12}  {}",
+            c.threshold,
+            c.shown.as_deref().unwrap_or("-"),
+            c.result()
+        );
+        if let Some(note) = &c.note {
+            let _ = write!(out, " ({note})");
+        }
+        out.push('\n');
+    }
+    // The banner is the verdict's, as are the JSON's and the exit code.
+    if let Some(v) = r.summary.thresholds_verdict() {
+        if v.state != crate::recorder::record::ThresholdState::Pass {
+            let _ = writeln!(out, "  {}", v.banner);
+        }
+    }
+}
+
+/// `--repeat N`: one row per run, then the median of each figure across the runs and its
+/// spread (the lowest and highest run, and that range as a share of the median).
+pub(super) fn repetitions(out: &mut String, r: &RunRecord) {
+    if r.repetitions.is_empty() {
+        return;
+    }
+    type Figure = fn(&crate::recorder::record::Summary) -> Option<f64>;
+    let figures: [(&str, Figure); 6] = [
+        ("req/s", |s| Some(s.throughput_rps)),
+        ("p50", |s| s.latency.total.p50_us),
+        ("p90", |s| s.latency.total.p90_us),
+        ("p99", |s| s.latency.total.p99_us),
+        ("p99.9", |s| s.latency.total.p999_us),
+        ("mean", |s| s.latency.total.mean_us),
+    ];
+    let _ = writeln!(out);
+    let _ = write!(out, "  {:<10}", "Run");
+    for (name, _) in &figures {
+        let _ = write!(out, " {name:>10}");
+    }
+    let _ = writeln!(out, " {:>8}", "errors");
+    let show = |i: usize, v: f64| {
+        if i == 0 {
+            format!("{v:.1}")
+        } else {
+            human_ns(v * 1000.0)
+        }
+    };
+    for run in &r.repetitions {
+        let _ = write!(out, "  {:<10}", run.label);
+        for (i, (_, f)) in figures.iter().enumerate() {
+            let cell = f(&run.summary).map_or("-".into(), |v| show(i, v));
+            let _ = write!(out, " {cell:>10}");
+        }
+        let _ = writeln!(out, " {:>8}", run.summary.requests.errors);
+    }
+    let columns: Vec<Vec<f64>> = figures
+        .iter()
+        .map(|(_, f)| r.repetitions.iter().filter_map(|l| f(&l.summary)).collect())
+        .collect();
+    let row = |out: &mut String, label: &str, pick: &dyn Fn(usize, &[f64]) -> String| {
+        let _ = write!(out, "  {label:<10}");
+        for (i, col) in columns.iter().enumerate() {
+            let cell = if col.is_empty() {
+                "-".into()
+            } else {
+                pick(i, col)
+            };
+            let _ = write!(out, " {cell:>10}");
+        }
+        let _ = writeln!(out);
+    };
+    row(out, "median", &|i, col| show(i, median(col)));
+    row(out, "min", &|i, col| {
+        show(i, col.iter().cloned().fold(f64::MAX, f64::min))
+    });
+    row(out, "max", &|i, col| {
+        show(i, col.iter().cloned().fold(f64::MIN, f64::max))
+    });
+    row(out, "range", &|_, col| {
+        let (lo, hi) = (
+            col.iter().cloned().fold(f64::MAX, f64::min),
+            col.iter().cloned().fold(f64::MIN, f64::max),
+        );
+        format!(
+            "{:.1}%",
+            100.0 * (hi - lo) / median(col).max(f64::MIN_POSITIVE)
+        )
+    });
+}
+
+/// The median of some values (the mean of the middle two for an even count).
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Bursts: the time to dispatch all and the time waiting for the answers, per burst.
+pub(super) fn bursts(out: &mut String, r: &RunRecord) {
+    let Some(b) = &r.summary.bursts else { return };
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  {} bursts of {} requests, {} apart (one thread)",
+        b.count,
+        b.size,
+        human_ns(b.interval_s * 1e9)
+    );
+    let _ = writeln!(
+        out,
+        "  {:<26} {:>10} {:>10} {:>10} {:>10}",
+        "Per burst", "mean", "p50", "p95", "max"
+    );
+    for (name, s) in [
+        ("dispatch all (connect+write)", &b.dispatch),
+        ("wait for all answers", &b.wait),
+    ] {
+        let _ = writeln!(
+            out,
+            "  {:<26} {:>10} {:>10} {:>10} {:>10}",
+            name,
+            human_ns(s.mean_us * 1000.0),
+            human_ns(s.p50_us * 1000.0),
+            human_ns(s.p95_us * 1000.0),
+            human_ns(s.max_us * 1000.0)
+        );
+    }
+}
+
+/// One row per stage: what it asked for, what it got, and its latency.
+pub(super) fn stages(out: &mut String, r: &RunRecord) {
+    if r.stages.is_empty() {
+        return;
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  {:<5} {:>7} {:<24} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}",
+        "Stage", "from", "target", "requests", "req/s", "p50", "p90", "p99", "p99.9", "errors"
+    );
+    for (i, s) in r.stages.iter().enumerate() {
+        let t = &s.latency.total;
+        let _ = writeln!(
+            out,
+            "  {:<5} {:>6.1}s {:<24} {:>10} {:>10.1} {:>9} {:>9} {:>9} {:>9} {:>7}",
+            i + 1,
+            s.start_s,
+            s.label,
+            s.requests.total,
+            s.throughput_rps,
+            cell(t.p50_us),
+            cell(t.p90_us),
+            cell(t.p99_us),
+            cell(t.p999_us),
+            s.requests.errors
+        );
+    }
+}
