@@ -245,9 +245,107 @@ impl rustls::client::danger::ServerCertVerifier for NoVerification {
     }
 }
 
+/// One connect at a time for a connection that several streams share (an HTTP/2 or HTTP/3
+/// link): the first stream to find no live connection opens one; the others wait for it and
+/// look again. A connect abandoned half-way (its request timed out) lets the next one in.
+#[derive(Default)]
+pub struct SharedConnect {
+    connecting: std::cell::Cell<bool>,
+    connected: tokio::sync::Notify,
+}
+
+impl SharedConnect {
+    /// What `live` finds, or else what `connect` opens (one stream at a time connects).
+    pub async fn get<T, E, F>(
+        &self,
+        mut live: impl FnMut() -> Option<T>,
+        connect: impl FnOnce() -> F,
+    ) -> Result<T, E>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        loop {
+            if let Some(found) = live() {
+                return Ok(found);
+            }
+            if !self.connecting.get() {
+                break;
+            }
+            self.connected.notified().await;
+        }
+        /// Ends the connect however it ends: done, failed or dropped.
+        struct Connecting<'a>(&'a SharedConnect);
+        impl Drop for Connecting<'_> {
+            fn drop(&mut self) {
+                self.0.connecting.set(false);
+                self.0.connected.notify_waiters();
+            }
+        }
+        self.connecting.set(true);
+        let _connecting = Connecting(self);
+        connect().await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn streams_sharing_a_connection_connect_once_and_an_abandoned_connect_lets_the_next_in() {
+        use std::cell::Cell;
+        use std::time::Duration;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            let shared = std::rc::Rc::new(SharedConnect::default());
+            let (conn, connects) = (
+                std::rc::Rc::new(Cell::new(None)),
+                std::rc::Rc::new(Cell::new(0)),
+            );
+            let get = |shared: std::rc::Rc<SharedConnect>,
+                       conn: std::rc::Rc<Cell<Option<u32>>>,
+                       n: std::rc::Rc<Cell<u32>>| async move {
+                shared
+                    .get(
+                        || conn.get(),
+                        || async {
+                            n.set(n.get() + 1);
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                            conn.set(Some(7));
+                            Ok::<u32, ()>(7)
+                        },
+                    )
+                    .await
+            };
+            // Three streams at once: one connects, the other two wait and find its connection.
+            let tasks: Vec<_> = (0..3)
+                .map(|_| {
+                    tokio::task::spawn_local(get(shared.clone(), conn.clone(), connects.clone()))
+                })
+                .collect();
+            for t in tasks {
+                assert_eq!(t.await.unwrap(), Ok(7));
+            }
+            assert_eq!(connects.get(), 1);
+            // A connect dropped half-way (its request timed out): the next stream connects.
+            conn.set(None);
+            let first = get(shared.clone(), conn.clone(), connects.clone());
+            assert!(tokio::time::timeout(Duration::from_millis(5), first)
+                .await
+                .is_err());
+            let second = get(shared.clone(), conn.clone(), connects.clone());
+            assert_eq!(
+                tokio::time::timeout(Duration::from_secs(5), second).await,
+                Ok(Ok(7)),
+                "the next stream was not left waiting"
+            );
+            assert_eq!(connects.get(), 3);
+        });
+    }
 
     #[test]
     fn port_exhaustion_is_its_own_kind() {

@@ -16,6 +16,7 @@
 //! refused) instead of waiting out the handshake.
 
 use super::cause::Cause;
+use super::connect::SharedConnect;
 use super::http2::{H2Response, Reception, Sinks};
 use super::request::Request;
 use super::EngineError;
@@ -170,9 +171,8 @@ struct Live {
 #[derive(Default)]
 pub struct H3Link {
     live: RefCell<Option<Live>>,
-    /// A stream is connecting: the others wait for it.
-    connecting: Cell<bool>,
-    connected: tokio::sync::Notify,
+    /// One stream connects at a time; the others wait for it.
+    connect: SharedConnect,
     /// The connection's UDP bytes (read, written) at the last take.
     taken: Cell<(u64, u64)>,
 }
@@ -184,28 +184,22 @@ impl H3Link {
         connector: &H3Connector,
         stamps: &mut Timestamps,
     ) -> Result<Sender, EngineError> {
-        loop {
-            if let Some(live) = self.live.borrow().as_ref() {
-                if live.alive.get() && live.conn.close_reason().is_none() {
-                    return Ok(live.sender.clone());
-                }
-            }
-            if !self.connecting.get() {
-                break;
-            }
-            self.connected.notified().await;
-        }
-        self.connecting.set(true);
-        *self.live.borrow_mut() = None;
-        let result = connector.connect(stamps).await.map(|live| {
-            let sender = live.sender.clone();
-            self.taken.set((0, 0));
-            *self.live.borrow_mut() = Some(live);
-            sender
-        });
-        self.connecting.set(false);
-        self.connected.notify_waiters();
-        result
+        let live = || {
+            let live = self.live.borrow();
+            live.as_ref()
+                .filter(|l| l.alive.get() && l.conn.close_reason().is_none())
+                .map(|l| l.sender.clone())
+        };
+        let connect = move || async move {
+            *self.live.borrow_mut() = None;
+            connector.connect(stamps).await.map(|live| {
+                let sender = live.sender.clone();
+                self.taken.set((0, 0));
+                *self.live.borrow_mut() = Some(live);
+                sender
+            })
+        };
+        self.connect.get(live, connect).await
     }
 
     /// Opens the link's connection ahead of its first stream (stamping the QUIC handshake),

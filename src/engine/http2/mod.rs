@@ -9,7 +9,7 @@
 mod reception;
 mod wire;
 
-use super::connect::{Connector, Stream};
+use super::connect::{Connector, SharedConnect, Stream};
 use super::decode::BodyDecoder;
 use super::grpc::Status;
 use super::request::Request;
@@ -42,9 +42,8 @@ struct Live {
 #[derive(Default)]
 pub struct H2Link {
     sender: RefCell<Option<Live>>,
-    /// A stream is connecting: the others wait for it.
-    connecting: Cell<bool>,
-    connected: tokio::sync::Notify,
+    /// One stream connects at a time; the others wait for it.
+    connect: SharedConnect,
     /// What the link's connections read (over all of them).
     wire: Rc<WireStats>,
     /// The totals (read, header, written) at the last take ([`H2Link::take_wire`]).
@@ -59,22 +58,16 @@ impl H2Link {
         window: Option<u32>,
         stamps: &mut Timestamps,
     ) -> Result<SendRequest<Bytes>, EngineError> {
-        loop {
-            if let Some(live) = self.sender.borrow().as_ref() {
-                if live.alive.get() {
-                    return Ok(live.sender.clone());
-                }
-            }
-            if !self.connecting.get() {
-                break;
-            }
-            self.connected.notified().await;
-        }
-        self.connecting.set(true);
-        let result = self.connect(connector, window, stamps).await;
-        self.connecting.set(false);
-        self.connected.notify_waiters();
-        result
+        let live = || {
+            let sender = self.sender.borrow();
+            sender
+                .as_ref()
+                .filter(|live| live.alive.get())
+                .map(|live| live.sender.clone())
+        };
+        self.connect
+            .get(live, || self.connect(connector, window, stamps))
+            .await
     }
 
     /// Opens the link's connection ahead of its first stream (stamping connect and TLS), or
