@@ -11,9 +11,8 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 fn script() -> PathBuf {
@@ -73,26 +72,16 @@ impl Grpc {
     fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Grpc {
         let proto_set = dir.path().join("echo.pb");
         let log = dir.path().join("echo.log");
-        let mut child = Command::new("python3")
-            .arg(script())
+        let mut cmd = Command::new("python3");
+        cmd.arg(script())
             .arg("--descriptor-out")
             .arg(&proto_set)
             .arg("--log")
             .arg(&log)
-            .args(extra)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 runs");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port: u16 = line
-            .strip_prefix("listening ")
-            .and_then(|p| p.trim().parse().ok())
-            .unwrap_or_else(|| panic!("the gRPC server said {line:?}"));
+            .args(extra);
+        let (child, port) = listening(&mut cmd, "the gRPC server");
         Grpc {
-            _child: Stopped(child),
+            _child: child,
             url: format!("http://127.0.0.1:{port}"),
             proto_set,
             log,

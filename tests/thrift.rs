@@ -9,9 +9,9 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/thrift/echo_server.py")
@@ -24,34 +24,18 @@ fn have_thrift() -> bool {
 
 /// The Thrift server, killed when dropped.
 struct Thrift {
-    child: Child,
+    _child: Stopped,
     port: u16,
 }
 
-impl Drop for Thrift {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn thrift_server(extra: &[&str]) -> Thrift {
-    let mut child = Command::new("python3")
-        .arg(script())
-        .arg("serve")
-        .args(extra)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3 runs");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port = line
-        .strip_prefix("listening ")
-        .and_then(|p| p.trim().parse().ok())
-        .unwrap_or_else(|| panic!("the Thrift server said {line:?}"));
-    Thrift { child, port }
+    let mut cmd = Command::new("python3");
+    cmd.arg(script()).arg("serve").args(extra);
+    let (child, port) = listening(&mut cmd, "the Thrift server");
+    Thrift {
+        _child: child,
+        port,
+    }
 }
 
 /// One framed `echo` call made by Thrift's client serializer, in `dir`.

@@ -364,6 +364,26 @@ impl Drop for Stopped {
     }
 }
 
+/// A server started as `cmd` (stdout piped here) that prints `listening PORT` first: the
+/// child, stopped when dropped, and its port (`what` names it in the panic otherwise).
+pub fn listening(cmd: &mut std::process::Command, what: &str) -> (Stopped, u16) {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what} starts: {e}"));
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let port = line
+        .strip_prefix("listening ")
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{what} said {line:?}"));
+    (Stopped(child), port)
+}
+
 /// What a child writes on `from` (its stdout), collected by a thread as it comes, to read
 /// while the child runs.
 pub fn collected(
