@@ -24,24 +24,10 @@ use crate::server::{self, ServerConfig, ServerTls};
 use clap::Parser;
 use std::io::Write;
 
-/// Exit code: success.
-pub const EXIT_OK: i32 = 0;
-/// Exit code: the run itself failed.
-pub const EXIT_FAILURE: i32 = 1;
-/// Exit code: bad input (flags, URL, files).
-pub const EXIT_USAGE: i32 = 2;
-/// Exit code: the run stopped early because every connection failed the same way before any
-/// request succeeded (the fail-fast rule), or it did not start because the open-file limit is
-/// below what its connections need; one line on stderr names the fix.
-pub const EXIT_FAIL_FAST: i32 = 3;
-/// Exit code: responses came back, but every one had an HTTP error status (not 2xx or 3xx).
-pub const EXIT_HTTP_ERRORS: i32 = 4;
-/// Exit code: a `--threshold` failed (k6's convention).
-pub const EXIT_THRESHOLD: i32 = crate::recorder::record::ThresholdVerdict::EXIT_FAIL;
-/// Exit code after SIGINT (128 + 2).
-pub const EXIT_SIGINT: i32 = 130;
-/// Exit code after SIGTERM (128 + 15).
-pub const EXIT_SIGTERM: i32 = 143;
+pub use crate::util::exit::{
+    EXIT_FAILURE, EXIT_FAIL_FAST, EXIT_HTTP_ERRORS, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM,
+    EXIT_THRESHOLD, EXIT_USAGE,
+};
 
 /// The subcommands, and what clap answers on its own, as the first argument.
 const FIRST_WORDS: &[&str] = &[

@@ -98,7 +98,7 @@ pub struct ThresholdVerdict {
 
 impl ThresholdVerdict {
     /// The exit code of a failed threshold (k6's convention).
-    pub const EXIT_FAIL: i32 = 99;
+    pub const EXIT_FAIL: i32 = crate::util::exit::EXIT_THRESHOLD;
 
     /// The verdict of `checks`; `None` when there are none.
     pub fn of(checks: &[ThresholdCheck]) -> Option<ThresholdVerdict> {
