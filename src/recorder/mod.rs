@@ -1,9 +1,11 @@
-//! Recording: one [`Recorder`] per worker thread folds [`Sample`]s into an HdrHistogram per
-//! phase, counters per status and error kind, and the current interval's [`IntervalSet`].
-//! No lock and no allocation per sample, nor at an interval's close: the full set goes to the
-//! run's [`collector`], which merges the threads' intervals, compresses them and keeps the
-//! bounded [`series::Series`]. At the end the threads' recorders are merged exactly
-//! ([`Measured::merge`]) and become a [`record::RunRecord`].
+//! Recording: one [`Recorder`] per worker thread folds [`Sample`]s into counters per status
+//! and error kind and into the current interval's [`IntervalSet`] (an HdrHistogram per phase,
+//! small and grown to the values seen). Each phase of a sample is recorded once, into that
+//! set. No lock and no allocation per sample, nor at an interval's close: the full set goes
+//! to the run's [`collector`], which merges the threads' intervals, adds them to the run's
+//! phase histograms, compresses them and keeps the bounded [`series::Series`]. At the end the
+//! threads' recorders are merged exactly ([`Measured::merge`]), the collector's totals with
+//! them, and become a [`record::RunRecord`].
 
 pub mod codes;
 pub mod collector;
@@ -172,9 +174,12 @@ impl PhaseHists {
         }
     }
 
-    fn merge(&mut self, o: &PhaseHists) {
+    /// Adds `o`'s histograms to these (exactly: they share their bounds).
+    pub(crate) fn merge(&mut self, o: &PhaseHists) {
         for (a, b) in self.0.iter_mut().zip(o.0.iter()) {
-            a.add(b).expect("phase histograms share bounds");
+            if !b.is_empty() {
+                a.add(b).expect("phase histograms share bounds");
+            }
         }
     }
 }
@@ -269,6 +274,8 @@ pub struct Recorder {
     interval: Duration,
     counters: Counters,
     status: Vec<u64>,
+    /// The connect and TLS times of connections opened ahead of the load; the samples'
+    /// phases reach the run's histograms through the collector (`Collector::add`).
     hists: PhaseHists,
     first_errors: [Option<String>; ErrorKind::ALL.len()],
     /// The interval being recorded.
@@ -473,7 +480,8 @@ impl Recorder {
         if let Some(code) = s.status {
             self.status[(code as usize).min(STATUS_SLOTS - 1)] += 1;
         }
-        self.hists.record(&d);
+        // The run's histograms are the collector's sum of the intervals: each phase is
+        // recorded once here, into the interval's small set (see `Collector::add`).
         if let Some(acc) = self.by_request.get_mut(s.request as usize) {
             acc.add(s, &d);
         }
@@ -516,8 +524,7 @@ impl Recorder {
     /// name, its stage and the current interval.
     fn record_gaps(&mut self, s: &Sample, gaps: &[u64]) {
         let i = Phase::EventGap.index();
-        let mut into: [Option<&mut Histogram<u64>>; 4] = [
-            Some(&mut self.hists.0[i]),
+        let mut into: [Option<&mut Histogram<u64>>; 3] = [
             self.by_request
                 .get_mut(s.request as usize)
                 .map(|acc| &mut acc.hists.0[i]),
@@ -630,7 +637,12 @@ impl Recorder {
         };
         self.hand_over(last, u64::MAX);
         let series = match self.link {
-            Link::Inline { collector, .. } => collector.finish(),
+            Link::Inline { collector, .. } => {
+                let (series, totals) = collector.finish();
+                self.hists.merge(&totals);
+                series
+            }
+            // The collector thread gives the run's histograms (`Collected::totals`).
             Link::Thread(_) => Series::default(),
         };
         let snapshot_bytes = series.footprint();
