@@ -26,7 +26,7 @@ use crate::recorder::collector::{CollectorThread, Sinks};
 use crate::recorder::{busy_share, thread_cpu, Measured, Recorder, WorkerLink};
 use crate::workload::request::Rendered;
 use crate::workload::{Renderer, Workload};
-use pacer::ThreadPacer;
+use pacer::{BurstPacer, ThreadPacer};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -225,16 +225,10 @@ fn thread_pacer(plan: &RunPlan, thread: usize) -> Option<ThreadPacer> {
     }
 }
 
-/// Bursts: the pause between bursts, their number, and the whole plan's burst size.
-fn bursts_of(plan: &RunPlan) -> Option<(Duration, Option<u64>, u64)> {
-    match &plan.load {
-        LoadModel::Burst {
-            size,
-            interval,
-            bursts,
-        } => Some((*interval, *bursts, *size as u64)),
-        _ => None,
-    }
+/// Bursts: their pacer and the whole plan's burst size.
+fn bursts_of(plan: &RunPlan) -> Option<(BurstPacer, u64)> {
+    let pacer = BurstPacer::of(&plan.load)?;
+    Some((pacer, plan.connections() as u64))
 }
 
 impl Workers {
@@ -286,8 +280,8 @@ struct WorkerCtx {
     segment: Segment,
     /// Requests rendered per send, and the seed of their generators.
     workload: Option<(Arc<Workload>, u64)>,
-    /// Bursts: the pause between bursts, their number, and the whole plan's burst size.
-    burst: Option<(Duration, Option<u64>, u64)>,
+    /// Bursts: their pacer and the whole plan's burst size.
+    burst: Option<(BurstPacer, u64)>,
     /// `--server-total`.
     server_total: String,
     /// Sessions (streams) per connection: 1 for HTTP/1.1.
@@ -380,13 +374,12 @@ impl WorkerCtx {
                 config.timeout,
             )));
         }
-        if let Some((interval, bursts, size)) = self.burst {
+        if let Some((pacer, size)) = self.burst {
             let run = burst::BurstRun {
                 sessions: self.burst_sessions(&config, &gate),
                 size,
-                interval,
-                bursts,
-                deadline: self.record_until,
+                pacer,
+                scheduler: self.scheduler.clone(),
                 recorder: recorder.clone(),
                 progress: self.progress.clone(),
                 fail_fast: self.fail_fast.clone(),
@@ -410,10 +403,7 @@ impl WorkerCtx {
                 let activity = self.conn_stages.as_ref().map(|stages| Activity {
                     stages: stages.clone(),
                     origin: self.record_from,
-                    index: self
-                        .segment
-                        .global((local * self.threads + self.thread) as u64)
-                        as usize,
+                    index: self.scheduler.connection(local, self.thread, self.threads) as usize,
                 });
                 let conn = Connection {
                     opening: opening.clone().filter(|_| stream == 0),
@@ -492,9 +482,7 @@ impl WorkerCtx {
                     session: Session::new(config.clone(), gate.clone(), link),
                     buf: Rendered::default(),
                     // Numbered across threads and segments, as connections are.
-                    index: self
-                        .segment
-                        .global((local * self.threads + self.thread) as u64),
+                    index: self.scheduler.connection(local, self.thread, self.threads),
                 }
             })
             .collect()
