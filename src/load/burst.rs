@@ -236,16 +236,21 @@ mod tests {
 
     #[test]
     fn a_timed_burst_run_stops_at_the_deadline() {
-        // Bursts of 3 every 400 ms for 500 ms: bursts at 0 and at about 400 ms; the third
-        // would be due 400 ms after the second's answers, past the deadline, so the run ends
-        // at the deadline (not when that burst would have been due).
-        let flags = ["--burst", "3", "--burst-interval", "400ms", "-d", "500ms"];
+        // Bursts of 3 with pauses of 1 s for 1.5 s: bursts at 0 and at 1 s and a bit; the
+        // third would be due 1 s after the second's answers (after 2 s), past the deadline, so
+        // the run ends at the deadline, not when that burst would have been due.
+        let flags = ["--burst", "3", "--burst-interval", "1s", "-d", "1500ms"];
         let (m, ran) = burst_run("/", &flags);
+        println!(
+            "{} bursts, {} requests, ended after {ran:?}",
+            bursts(&m),
+            m.counters.requests
+        );
         assert_eq!(bursts(&m), 2);
         assert_eq!(m.counters.requests, 6);
-        assert!(ran >= Duration::from_millis(500), "ended early: {ran:?}");
+        assert!(ran >= Duration::from_millis(1500), "ended early: {ran:?}");
         assert!(
-            ran < Duration::from_millis(800),
+            ran < Duration::from_secs(2),
             "slept past the deadline: {ran:?}"
         );
     }
