@@ -2,11 +2,13 @@
 //! its own [`Recorder`], hold the plan's connections (spread evenly over the threads). In a
 //! closed loop the [`Scheduler`] hands each free connection its next [`Ticket`]; in an open
 //! loop each thread's pacer ([`pacer`]) releases tickets at their due times, waiting on a
-//! precise timer ([`timer`]), into a queue its connections take from. Both apply the stop rule. The
-//! open loop's schedule starts once every thread has opened its connections ([`start`]). The
-//! controlling thread stops everything through one [`StopSignal`] (end of the duration,
-//! Ctrl-C); in-flight requests are then abandoned, never half-recorded. One collector thread
-//! per run ([`crate::recorder::collector`]) takes the workers' closed intervals.
+//! precise timer ([`timer`]), into a queue its connections take from; bursts (`burst`) are
+//! paced by a burst pacer and admitted a burst at a time by the same scheduler. All apply the
+//! stop rule. The open loop's schedule starts once every thread has opened its connections
+//! ([`start`]). The controlling thread stops everything through one [`StopSignal`] (end of
+//! the duration, Ctrl-C); in-flight requests are then abandoned, never half-recorded. One
+//! collector thread per run ([`crate::recorder::collector`]) takes the workers' closed
+//! intervals.
 
 mod burst;
 pub mod failfast;
