@@ -2,11 +2,13 @@
 //! its own [`Recorder`], hold the plan's connections (spread evenly over the threads). In a
 //! closed loop the [`Scheduler`] hands each free connection its next [`Ticket`]; in an open
 //! loop each thread's pacer ([`pacer`]) releases tickets at their due times, waiting on a
-//! precise timer ([`timer`]), into a queue its connections take from. Both apply the stop rule. The
-//! open loop's schedule starts once every thread has opened its connections ([`start`]). The
-//! controlling thread stops everything through one [`StopSignal`] (end of the duration,
-//! Ctrl-C); in-flight requests are then abandoned, never half-recorded. One collector thread
-//! per run ([`crate::recorder::collector`]) takes the workers' closed intervals.
+//! precise timer ([`timer`]), into a queue its connections take from; bursts (`burst`) are
+//! paced by a burst pacer and admitted a burst at a time by the same scheduler. All apply the
+//! stop rule. The open loop's schedule starts once every thread has opened its connections
+//! ([`start`]). The controlling thread stops everything through one [`StopSignal`] (end of
+//! the duration, Ctrl-C); in-flight requests are then abandoned, never half-recorded. One
+//! collector thread per run ([`crate::recorder::collector`]) takes the workers' closed
+//! intervals.
 
 mod burst;
 pub mod failfast;
@@ -26,7 +28,7 @@ use crate::recorder::collector::{CollectorThread, Sinks};
 use crate::recorder::{busy_share, thread_cpu, Measured, Recorder, WorkerLink};
 use crate::workload::request::Rendered;
 use crate::workload::{Renderer, Workload};
-use pacer::ThreadPacer;
+use pacer::{BurstPacer, ThreadPacer};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -225,16 +227,10 @@ fn thread_pacer(plan: &RunPlan, thread: usize) -> Option<ThreadPacer> {
     }
 }
 
-/// Bursts: the pause between bursts, their number, and the whole plan's burst size.
-fn bursts_of(plan: &RunPlan) -> Option<(Duration, Option<u64>, u64)> {
-    match &plan.load {
-        LoadModel::Burst {
-            size,
-            interval,
-            bursts,
-        } => Some((*interval, *bursts, *size as u64)),
-        _ => None,
-    }
+/// Bursts: their pacer and the whole plan's burst size.
+fn bursts_of(plan: &RunPlan) -> Option<(BurstPacer, u64)> {
+    let pacer = BurstPacer::of(&plan.load)?;
+    Some((pacer, plan.connections() as u64))
 }
 
 impl Workers {
@@ -287,8 +283,8 @@ struct WorkerCtx {
     segment: Segment,
     /// Requests rendered per send, and the seed of their generators.
     workload: Option<(Arc<Workload>, u64)>,
-    /// Bursts: the pause between bursts, their number, and the whole plan's burst size.
-    burst: Option<(Duration, Option<u64>, u64)>,
+    /// Bursts: their pacer and the whole plan's burst size.
+    burst: Option<(BurstPacer, u64)>,
     /// `--server-total`.
     server_total: String,
     /// Sessions (streams) per connection: 1 for HTTP/1.1.
@@ -381,13 +377,12 @@ impl WorkerCtx {
                 config.timeout,
             )));
         }
-        if let Some((interval, bursts, size)) = self.burst {
+        if let Some((pacer, size)) = self.burst {
             let run = burst::BurstRun {
                 sessions: self.burst_sessions(&config, &gate),
                 size,
-                interval,
-                bursts,
-                deadline: self.record_until,
+                pacer,
+                scheduler: self.scheduler.clone(),
                 recorder: recorder.clone(),
                 progress: self.progress.clone(),
                 fail_fast: self.fail_fast.clone(),
@@ -411,10 +406,7 @@ impl WorkerCtx {
                 let activity = self.conn_stages.as_ref().map(|stages| Activity {
                     stages: stages.clone(),
                     origin: self.record_from,
-                    index: self
-                        .segment
-                        .global((local * self.threads + self.thread) as u64)
-                        as usize,
+                    index: self.scheduler.connection(local, self.thread, self.threads) as usize,
                 });
                 let conn = Connection {
                     opening: opening.clone().filter(|_| stream == 0),
@@ -493,9 +485,7 @@ impl WorkerCtx {
                     session: Session::new(config.clone(), gate.clone(), link),
                     buf: Rendered::default(),
                     // Numbered across threads and segments, as connections are.
-                    index: self
-                        .segment
-                        .global((local * self.threads + self.thread) as u64),
+                    index: self.scheduler.connection(local, self.thread, self.threads),
                 }
             })
             .collect()

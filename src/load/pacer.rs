@@ -18,8 +18,12 @@
 //! Over S generators (`--segment s/S`) the same holds one level up: segment s takes requests
 //! s, s+S, s+2S, … of the plan's schedule, and its threads interleave within that share, so
 //! thread i of segment s takes request `(k·T + i)·S + s` as its k-th.
+//!
+//! Bursts ([`BurstPacer`]) follow the server instead of a clock: a burst waits for every
+//! answer, then pauses. With `a(k)` the time of the last answer of burst k and `D` the pause,
+//! `t(0) = 0` and `t(k+1) = a(k) + D`; with a count K, no burst k ≥ K is due.
 
-use crate::model::{Arrival, RateStage, Schedule, Segment};
+use crate::model::{Arrival, LoadModel, RateStage, Schedule, Segment};
 use crate::util::rng::SplitMix64;
 use std::time::Duration;
 
@@ -152,6 +156,47 @@ impl ThreadPacer {
                 Some(Duration::from_secs_f64(self.clock_s))
             }
         }
+    }
+}
+
+/// When each burst of a burst load is due (`--burst N --burst-interval D [--bursts K]`).
+///
+/// The maths, written out: a burst sends its N requests at once and waits for every answer,
+/// so its pace follows the server. Burst 0 is due at the start, `t(0) = 0`; burst k+1 is due
+/// `D` after the last answer of burst k, `t(k+1) = a(k) + D`, where `a(k) ≥ t(k)` is when
+/// that answer came. Hence `t(k) = k·D + Σ_{j<k} (a(j) − t(j))`: k pauses plus the bursts'
+/// own lengths. With a count K, bursts `k ≥ K` are never due; K counts the recorded bursts
+/// (those sent in a warm-up are not counted, as `-n` does not count warm-up requests).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BurstPacer {
+    /// `D`: the pause between the last answer of a burst and the next burst.
+    pub interval: Duration,
+    /// `K`: the number of bursts to record; `None`: until the duration ends.
+    pub bursts: Option<u64>,
+}
+
+impl BurstPacer {
+    /// The pacer of a burst load; `None` for the other load models.
+    pub fn of(load: &LoadModel) -> Option<BurstPacer> {
+        match load {
+            LoadModel::Burst {
+                interval, bursts, ..
+            } => Some(BurstPacer {
+                interval: *interval,
+                bursts: *bursts,
+            }),
+            _ => None,
+        }
+    }
+
+    /// When the next burst is due, from the start: `t(0) = 0` when no burst has been sent yet
+    /// (`last_answer` is `None`), else `t(k+1) = a(k) + D` with `a(k) = last_answer`; `None`
+    /// once `recorded` bursts reach the count K.
+    pub fn due(&self, recorded: u64, last_answer: Option<Duration>) -> Option<Duration> {
+        if self.bursts.is_some_and(|k| recorded >= k) {
+            return None;
+        }
+        Some(last_answer.map_or(Duration::ZERO, |a| a + self.interval))
     }
 }
 
@@ -294,5 +339,46 @@ mod tests {
         );
         let second: Vec<_> = (0..5).map(|_| p2.next_due()).collect();
         assert_eq!(first, second);
+    }
+
+    #[test]
+    fn a_burst_is_due_the_pause_after_the_last_answer_of_the_previous_one() {
+        let ms = Duration::from_millis;
+        let p = BurstPacer {
+            interval: ms(10),
+            bursts: None,
+        };
+        // (bursts recorded, last answer of the previous burst, due): the pace follows the
+        // answers, whatever each burst lasted.
+        let rows = [
+            (0, None, ms(0)),            // the first burst: at the start
+            (1, Some(ms(50)), ms(60)),   // burst 0 answered by 50 ms: 10 ms later
+            (2, Some(ms(61)), ms(71)),   // a fast burst (1 ms)
+            (3, Some(ms(500)), ms(510)), // a slow one (429 ms)
+            (0, Some(ms(7)), ms(17)),    // after a warm-up burst: still the same pause
+        ];
+        for (recorded, last, want) in rows {
+            assert_eq!(p.due(recorded, last), Some(want), "{recorded} {last:?}");
+        }
+    }
+
+    #[test]
+    fn a_burst_count_ends_the_bursts() {
+        let ms = Duration::from_millis;
+        let p = BurstPacer {
+            interval: ms(5),
+            bursts: Some(3),
+        };
+        // (bursts recorded, due?)
+        for (recorded, due) in [(0, true), (1, true), (2, true), (3, false), (4, false)] {
+            assert_eq!(p.due(recorded, Some(ms(1))).is_some(), due, "{recorded}");
+        }
+        let load = LoadModel::Burst {
+            size: 4,
+            interval: ms(5),
+            bursts: Some(3),
+        };
+        assert_eq!(BurstPacer::of(&load), Some(p));
+        assert_eq!(BurstPacer::of(&LoadModel::Closed { connections: 4 }), None);
     }
 }

@@ -5,6 +5,12 @@
 //! start after the warm-up), so the run sends exactly `-n` recorded requests whatever the
 //! threads' speeds; a duration ends issuing at `record_from + duration`. An open loop's
 //! scheduler begins only once the plan's connections are open ([`super::start`]).
+//!
+//! Bursts ([`Scheduler::burst`]) take their tickets here too, a burst at a time: the warm-up
+//! and the deadline as for the other models, and the numbers of the whole plan, request `c`
+//! (the plan's number of its connection, [`Scheduler::connection`]) of burst `k` being the
+//! plan's request `k·N + c`. Their count is in whole bursts: the burst pacer
+//! ([`super::pacer::BurstPacer`]) ends after K, so no request count is claimed for them.
 
 use crate::model::{Segment, StopRule, Ticket};
 use crate::plan::RunPlan;
@@ -83,6 +89,31 @@ impl Scheduler {
         })
     }
 
+    /// The plan's number of this thread's connection `local` (`thread` of `threads`):
+    /// connections interleave over the threads (thread i holds i, i+T, i+2T, …), then over
+    /// the segments ([`Segment::global`]), so every generator's connections are numbered apart.
+    pub fn connection(&self, local: usize, thread: usize, threads: usize) -> u64 {
+        self.segment.global((local * threads + thread) as u64)
+    }
+
+    /// Admits a burst of the plan's `size` requests starting `now`, `recorded` bursts having
+    /// been recorded before it: numbered `recorded`, unnumbered when it starts in the warm-up
+    /// (sent, not recorded), `None` once the duration is over.
+    pub fn burst(&self, recorded: u64, size: u64, now: Instant) -> Option<Burst> {
+        if self.deadline().is_some_and(|d| now >= d) {
+            return None;
+        }
+        let number = match self.window.get() {
+            Some(w) if now >= w.record_from => Some(recorded),
+            _ => None,
+        };
+        Some(Burst {
+            number,
+            size,
+            intended: now,
+        })
+    }
+
     /// Admits a request intended at `intended` under the stop rule: its sequence number in
     /// the whole plan (over every segment), or `None` when the count is reached. Requests
     /// intended during the warm-up are not counted (their number is `u64::MAX`: they are not
@@ -96,6 +127,35 @@ impl Scheduler {
         match self.stop {
             StopRule::Requests(n) if claim >= n => None,
             _ => Some(self.segment.global(claim)),
+        }
+    }
+}
+
+/// A burst the scheduler admitted: every request of it is intended when it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Burst {
+    /// Its number among the recorded bursts; `None`: a warm-up burst, sent and not recorded.
+    pub number: Option<u64>,
+    /// The whole plan's burst size N.
+    size: u64,
+    /// When it starts.
+    pub intended: Instant,
+}
+
+impl Burst {
+    /// Whether its requests and its figures are recorded (it is not in the warm-up).
+    pub fn recorded(&self) -> bool {
+        self.number.is_some()
+    }
+
+    /// The ticket of its request on the plan's connection `connection`: the plan's request
+    /// `k·N + c` for burst k; unnumbered (`u64::MAX`) in a warm-up burst, as the other
+    /// models' warm-up requests.
+    pub fn ticket(&self, connection: u64) -> Ticket {
+        Ticket {
+            seq: self.number.map_or(u64::MAX, |k| k * self.size + connection),
+            intended: self.intended,
+            released: self.intended,
         }
     }
 }
@@ -184,5 +244,56 @@ mod tests {
         let s = Scheduler::new(&plan(&["-d", "1s"]), t0);
         let at = t0 + Duration::from_millis(7);
         assert_eq!(s.ticket_at(at).unwrap().intended, at);
+    }
+
+    #[test]
+    fn a_burst_is_numbered_over_the_plan_after_the_warm_up_until_the_deadline() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        // 5 connections per burst over 2 generators: segment 2 holds connections 1 and 3.
+        let flags = [
+            "--burst",
+            "5",
+            "-d",
+            "1s",
+            "--warmup",
+            "100ms",
+            "--segment",
+            "2/2",
+        ];
+        let s = Scheduler::new(&plan(&flags), t0 + ms(100));
+        let conns: Vec<u64> = (0..2).map(|local| s.connection(local, 0, 1)).collect();
+        assert_eq!(conns, [1, 3]);
+        // (start ms, bursts recorded before, its requests' numbers; None = the run is over)
+        let rows = [
+            (0, 0, Some(vec![u64::MAX; 2])), // in the warm-up: sent, not numbered
+            (99, 0, Some(vec![u64::MAX; 2])),
+            (100, 0, Some(vec![1, 3])), // burst 0: requests 0..5 of the plan
+            (150, 1, Some(vec![6, 8])), // burst 1: 5..10
+            (900, 7, Some(vec![36, 38])),
+            (1100, 8, None), // the duration (1 s after the warm-up) is over
+        ];
+        for (at, recorded, want) in rows {
+            let burst = s.burst(recorded, 5, t0 + ms(at));
+            if let Some(b) = burst {
+                assert_eq!(b.intended, t0 + ms(at));
+                assert_eq!(b.recorded(), at >= 100, "at {at} ms");
+            }
+            let seqs = burst.map(|b| conns.iter().map(|&c| b.ticket(c).seq).collect::<Vec<_>>());
+            assert_eq!(seqs, want, "at {at} ms");
+        }
+    }
+
+    #[test]
+    fn connections_are_numbered_over_threads_then_segments() {
+        // 2 threads in segment 1 of 3: thread 1's connection 2 is the thread-level 5th
+        // (2·2 + 1), the plan's 5·3 + 0.
+        let s = Scheduler::new(
+            &plan(&["-c", "12", "-d", "1s", "--segment", "1/3"]),
+            Instant::now(),
+        );
+        assert_eq!(s.connection(2, 1, 2), 15);
+        assert_eq!(s.connection(0, 0, 2), 0);
+        assert_eq!(s.connection(0, 1, 2), 3);
     }
 }
