@@ -15,7 +15,7 @@
 use super::priority::Priority;
 use super::series::{max_busy, Series};
 use super::server_timing::ServerTimingAcc;
-use super::{hist, snapshot, Counters, IntervalSnapshot, PhaseHists};
+use super::{hist, snapshot, Counters, IntervalSnapshot, PhaseHists, RecordError};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
@@ -412,7 +412,7 @@ fn wait_for_start(start: &Start, rx: &Receiver<Msg>) -> (Vec<Msg>, Instant) {
 pub struct Collected {
     pub series: Series,
     /// The first error writing `--hdr-log`.
-    pub log_error: Option<String>,
+    pub log_error: Option<RecordError>,
     /// Parts that came after their interval was final.
     pub late: u64,
 }
@@ -482,7 +482,7 @@ impl CollectorThread {
         self.tx.take();
         self.handle.join().unwrap_or_else(|_| Collected {
             series: Series::default(),
-            log_error: Some("the interval collector failed".into()),
+            log_error: Some(RecordError::CollectorFailed),
             late: 0,
         })
     }

@@ -7,6 +7,7 @@
 
 pub mod codes;
 pub mod collector;
+mod error;
 pub mod hdrlog;
 pub mod hist;
 pub mod knee;
@@ -21,6 +22,7 @@ pub mod spill;
 pub mod summary;
 
 pub use collector::{IntervalSet, WorkerLink};
+pub use error::RecordError;
 pub use measured::Measured;
 pub use series::Series;
 

@@ -8,8 +8,8 @@ use super::{
 };
 use crate::model::{ErrorKind, LoadModel, Phase, Schedule};
 use crate::plan::RunPlan;
-use crate::recorder::hist::{self, IntervalStats, Stats};
-use crate::recorder::summary::{round3, round6};
+use crate::recorder::hist::{self, IntervalStats};
+use crate::recorder::summary::{latency, round3, round6};
 use crate::recorder::{Counters, Measured};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -215,33 +215,17 @@ pub(super) fn stages_of(plan: &RunPlan, measured: &Measured) -> Vec<Stage> {
                 },
                 throughput_rps: round3(c.requests as f64 / secs),
                 offered_rps,
-                latency: latency_of(h),
+                latency: latency(h),
                 histograms: Phase::ALL
                     .iter()
                     .filter(|&&p| !h.get(p).is_empty())
-                    .map(|&p| (p.name().to_string(), hist::encode(h.get(p))))
+                    .map(|&p| (p, hist::encode(h.get(p))))
                     .collect(),
             };
             start += secs;
             stage
         })
         .collect()
-}
-
-/// The latency statistics of a set of phase histograms.
-pub(super) fn latency_of(h: &crate::recorder::PhaseHists) -> Latency {
-    Latency {
-        total: Stats::of(h.get(Phase::Total)),
-        uncorrected: Stats::of(h.get(Phase::Uncorrected)),
-        // The stream phases only when recorded: new keys, for `--stream` runs.
-        phases: Phase::CLIENT
-            .iter()
-            .filter(|p| p.shown(!h.get(**p).is_empty()))
-            .chain(Phase::STREAM.iter().filter(|&&p| !h.get(p).is_empty()))
-            .map(|&p| (p.name().to_string(), Stats::of_phase(p, h.get(p))))
-            .collect(),
-        schedule_lag: Stats::of(h.get(Phase::Lag)),
-    }
 }
 
 /// The rate this process offered in an open loop with a constant schedule: its segment's
@@ -295,7 +279,7 @@ fn interval_of(
     if let Some(s) = snap {
         for (phase, bytes) in &s.hists {
             if let Ok(h) = hist::decode_bytes(bytes) {
-                latency.insert(phase.name().to_string(), IntervalStats::of(&h));
+                latency.insert(*phase, IntervalStats::of(&h));
                 histograms.insert(phase.name().to_string(), hist::encode(&h));
                 if *phase == Phase::Lag {
                     lag = Some(h);

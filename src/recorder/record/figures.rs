@@ -356,8 +356,10 @@ pub struct Latency {
     pub total: Stats,
     /// Actual send → last byte.
     pub uncorrected: Stats,
-    /// Client phases: queue, connect, tls, write, wait, read.
-    pub phases: BTreeMap<String, Stats>,
+    /// Client phases: queue, connect, tls, write, wait, read (and those of streamed
+    /// responses), written by their names.
+    #[serde(with = "crate::model::phase_map")]
+    pub phases: BTreeMap<Phase, Stats>,
     /// How late the scheduler released each request after its due time (open loop; zero in
     /// a closed loop), waiting for a free connection excluded.
     pub schedule_lag: Stats,
@@ -380,7 +382,7 @@ impl Latency {
         ];
         for (name, st) in named
             .into_iter()
-            .chain(self.phases.iter().map(|(n, st)| (n.as_str(), st)))
+            .chain(self.phases.iter().map(|(p, st)| (p.name(), st)))
         {
             out.extend(st.violations().into_iter().map(|v| format!("{name}: {v}")));
         }
@@ -389,7 +391,7 @@ impl Latency {
             let parts: f64 = self
                 .phases
                 .iter()
-                .filter(|(n, _)| n.as_str() != Phase::H2Handshake.name())
+                .filter(|(p, _)| **p != Phase::H2Handshake)
                 .map(|(_, st)| sum(st))
                 .sum();
             let total = sum(&self.total);
@@ -432,9 +434,10 @@ pub struct Stage {
     /// Open loop: the stage's mean offered rate.
     pub offered_rps: Option<f64>,
     pub latency: Latency,
-    /// Phase name → base64 V2+DEFLATE histogram of the stage (empty phases left out), for
-    /// exact merges.
-    pub histograms: BTreeMap<String, String>,
+    /// Phase → base64 V2+DEFLATE histogram of the stage (empty phases left out), for exact
+    /// merges; written by the phases' names.
+    #[serde(with = "crate::model::phase_map")]
+    pub histograms: BTreeMap<Phase, String>,
 }
 
 /// One interval of the time series (all threads merged).
@@ -448,8 +451,10 @@ pub struct Interval {
     pub errors: u64,
     pub throughput_rps: f64,
     pub bytes_read: u64,
-    /// Phase name (client phases, `total`, `uncorrected`) → p50/p99/max.
-    pub latency: BTreeMap<String, IntervalStats>,
+    /// Phase (client phases, `total`, `uncorrected`) → p50/p99/max; written by the phases'
+    /// names.
+    #[serde(with = "crate::model::phase_map")]
+    pub latency: BTreeMap<Phase, IntervalStats>,
     /// `Server-Timing` metric → p50/p99/max in the interval.
     pub server_timing: BTreeMap<String, IntervalStats>,
     /// Phase name (and `server_timing.<metric>`) → base64 V2+DEFLATE histogram of the
