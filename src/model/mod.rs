@@ -3,6 +3,39 @@
 //! derived from those timestamps (in one place: [`Timestamps::phase`]) and the [`ErrorKind`]s
 //! errors are counted by. Modules talk to each other only through these.
 
+/// Display, Serialize and Deserialize by name for an enum of the record with `name()`,
+/// `from_name()` and `ALL` (`$what` names the kind in messages): written as its name, read
+/// from it; a name this version does not know is refused in one line naming the known ones.
+macro_rules! by_name {
+    ($t:ty, $what:literal) => {
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl serde::Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.name())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let name = <String as serde::Deserialize>::deserialize(d)?;
+                <$t>::from_name(&name).ok_or_else(|| {
+                    let known: Vec<&str> = <$t>::ALL.iter().map(|v| v.name()).collect();
+                    <D::Error as serde::de::Error>::custom(format!(
+                        "unknown {} '{name}' (this reqlife knows {}): written by a newer reqlife? upgrade reqlife",
+                        $what,
+                        known.join(", ")
+                    ))
+                })
+            }
+        }
+    };
+}
+
 pub mod load;
 mod phase;
 mod protocol;

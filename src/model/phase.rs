@@ -1,9 +1,7 @@
 //! The phases of a request's life ([`Phase`]) and their names, which are the keys of a
-//! RunRecord's per-phase figures. A phase is written as its name; [`phase_map`] writes a map
+//! RunRecord's per-phase figures. A phase is written as its name (and read from it);
+//! [`phase_map`] writes a map
 //! keyed by phase as records always had it (the keys in name order) and reads one back.
-
-use serde::de::Error as _;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// One phase of a request's life, in the order a request lives it.
 ///
@@ -139,39 +137,7 @@ impl Phase {
     }
 }
 
-impl Phase {
-    /// Every phase's name, for messages: `queue, connect, …`.
-    pub fn names() -> String {
-        Phase::ALL.map(Phase::name).join(", ")
-    }
-}
-
-impl std::fmt::Display for Phase {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A phase is written as its name ([`Phase::name`]).
-impl Serialize for Phase {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
-    }
-}
-
-/// A phase is read from its name; a name this version does not know is refused in one line
-/// naming the known ones.
-impl<'de> Deserialize<'de> for Phase {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let name = String::deserialize(d)?;
-        Phase::from_name(&name).ok_or_else(|| {
-            D::Error::custom(format!(
-                "unknown phase '{name}' (this reqlife knows {}): written by a newer reqlife? upgrade reqlife",
-                Phase::names()
-            ))
-        })
-    }
-}
+by_name!(Phase, "phase");
 
 /// A map keyed by phase (`#[serde(with = "crate::model::phase_map")]`), written as records
 /// always had it: an object keyed by the phases' names, in name order (not in the order of
@@ -208,6 +174,7 @@ pub mod phase_map {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::{Deserialize, Serialize};
     use std::collections::BTreeMap;
 
     #[test]

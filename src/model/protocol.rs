@@ -1,9 +1,6 @@
 //! The protocol a run speaks ([`Protocol`]), named as a RunRecord's `config.protocol` names it,
 //! so that reports ask the record what it was instead of reading the name's letters.
 
-use serde::de::Error as _;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
 /// The protocol of a run's requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Protocol {
@@ -51,33 +48,7 @@ impl Protocol {
     }
 }
 
-impl std::fmt::Display for Protocol {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Written as its name ([`Protocol::name`]).
-impl Serialize for Protocol {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
-    }
-}
-
-/// Read from its name; a name this version does not know is refused in one line naming the
-/// known ones.
-impl<'de> Deserialize<'de> for Protocol {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let name = String::deserialize(d)?;
-        Protocol::from_name(&name).ok_or_else(|| {
-            let known: Vec<&str> = Protocol::ALL.map(Protocol::name).to_vec();
-            D::Error::custom(format!(
-                "unknown protocol '{name}' (this reqlife knows {}): written by a newer reqlife? upgrade reqlife",
-                known.join(", ")
-            ))
-        })
-    }
-}
+by_name!(Protocol, "protocol");
 
 #[cfg(test)]
 mod tests {

@@ -226,10 +226,10 @@ pub(super) fn histograms(r: &RunRecord) -> Vec<String> {
     let open = open_loop(r);
     let others = ["total", "uncorrected", "schedule_lag", "first_event"];
     let mut names: Vec<(String, String)> = super::tables::CLIENT_PHASES
-        .map(Phase::name)
         .iter()
-        .chain(&others)
-        .filter(|n| open || !matches!(**n, "queue" | "uncorrected" | "schedule_lag"))
+        .map(|p| p.name())
+        .chain(others)
+        .filter(|n| open || !matches!(*n, "queue" | "uncorrected" | "schedule_lag"))
         .map(|n| (n.to_string(), n.replace('_', " ")))
         .collect();
     for m in &r.summary.server_timing_order {

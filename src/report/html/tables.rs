@@ -195,17 +195,8 @@ pub(super) fn knee_groups(k: &crate::analysis::knee::KneeResult) -> Vec<(&'stati
 
 /// The rows of the phase table, with the text report's rules ([`crate::report::phase_row`]).
 /// The client phases of the tables and figures, in the order of a request's life.
-pub(super) const CLIENT_PHASES: [Phase; 9] = [
-    Phase::Queue,
-    Phase::Connect,
-    Phase::Tls,
-    Phase::QuicHandshake,
-    Phase::Quic0Rtt,
-    Phase::H2Handshake,
-    Phase::Write,
-    Phase::Wait,
-    Phase::Read,
-];
+/// (Those of [`Phase::CLIENT`] but `decode`.)
+pub(super) const CLIENT_PHASES: &[Phase] = Phase::CLIENT.split_at(9).0;
 
 /// The client phases before the wait (up to `write`).
 pub(super) const BEFORE_THE_WAIT: &[Phase] = CLIENT_PHASES.split_at(7).0;
@@ -214,7 +205,7 @@ pub(super) fn phases(r: &RunRecord) -> Vec<PhaseRow> {
     let l = &r.summary.latency;
     let open = open_loop(r);
     let mut rows: Vec<(&str, &Stats)> = Vec::new();
-    for p in CLIENT_PHASES {
+    for &p in CLIENT_PHASES {
         let Some(st) = l.phases.get(&p) else {
             continue;
         };
