@@ -8,13 +8,10 @@
 //! repetitions merge element by element. Warnings are kept per part, and the merged figures
 //! get their own. Records of different plans are refused, naming the first difference.
 
-use super::hist::{self, IntervalStats};
-use super::record::{
-    warnings_of, Interval, IntervalGenerator, Level, Requests, RunRecord, Stage, Summary,
-};
+use super::hist;
+use super::record::{warnings_of, Interval, Level, Requests, RunRecord, Stage, Summary};
 use super::summary::{latency, round3, summarize};
 use super::RecordError;
-use crate::model::Phase;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::fmt::Display;
@@ -104,16 +101,6 @@ fn merged_interval(
 ) -> Result<Interval, RecordError> {
     let h = add_maps(parts.iter().map(|i| &i.histograms))?;
     let requests: u64 = parts.iter().map(|i| i.requests).sum();
-    let mut latency = BTreeMap::new();
-    let mut server_timing = BTreeMap::new();
-    for (name, hist) in &h {
-        // An interval's histograms are its phases' and its Server-Timing metrics'.
-        if let Some(metric) = name.strip_prefix("server_timing.") {
-            server_timing.insert(metric.to_string(), IntervalStats::of(hist));
-        } else if let Some(phase) = Phase::from_name(name) {
-            latency.insert(phase, IntervalStats::of(hist));
-        }
-    }
     let busy_max = parts
         .iter()
         .filter_map(|i| i.generator.as_ref()?.busy_max)
@@ -130,11 +117,12 @@ fn merged_interval(
             0.0
         }),
         bytes_read: parts.iter().map(|i| i.bytes_read).sum(),
-        latency,
-        server_timing,
-        histograms: encode_all(&h),
-        generator: IntervalGenerator::of(h.get(Phase::Lag.name()), busy_max),
-    })
+        latency: BTreeMap::new(),
+        server_timing: BTreeMap::new(),
+        histograms: BTreeMap::new(),
+        generator: None,
+    }
+    .with_hists(&h, busy_max))
 }
 
 /// Merges the stages of parts that ran the same stages side by side.

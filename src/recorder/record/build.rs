@@ -3,12 +3,12 @@
 //! interval series.
 
 use super::{
-    BurstStats, Bursts, Bytes, Connections, EndOfRun, Ending, Generator, Interval,
-    IntervalGenerator, Latency, RequestFigures, Requests, Stage, Summary,
+    BurstStats, Bursts, Bytes, Connections, EndOfRun, Ending, Generator, Interval, Latency,
+    RequestFigures, Requests, Stage, Summary,
 };
 use crate::model::{ErrorKind, LoadModel, Phase, Schedule};
 use crate::plan::RunPlan;
-use crate::recorder::hist::{self, IntervalStats};
+use crate::recorder::hist;
 use crate::recorder::summary::{latency, round3, round6};
 use crate::recorder::{Counters, Measured};
 use std::collections::BTreeMap;
@@ -272,24 +272,16 @@ fn interval_of(
     start_s: f64,
     duration_s: f64,
 ) -> Interval {
-    let mut latency = BTreeMap::new();
-    let mut server_timing = BTreeMap::new();
-    let mut histograms = BTreeMap::new();
-    let mut lag = None;
+    let mut named = BTreeMap::new();
     if let Some(s) = snap {
-        for (phase, bytes) in &s.hists {
+        let phases = s
+            .hists
+            .iter()
+            .map(|(p, bytes)| (p.name().to_string(), bytes));
+        let metrics = (s.server.iter()).map(|(m, bytes)| (format!("server_timing.{m}"), bytes));
+        for (name, bytes) in phases.chain(metrics) {
             if let Ok(h) = hist::decode_bytes(bytes) {
-                latency.insert(*phase, IntervalStats::of(&h));
-                histograms.insert(phase.name().to_string(), hist::encode(&h));
-                if *phase == Phase::Lag {
-                    lag = Some(h);
-                }
-            }
-        }
-        for (name, bytes) in &s.server {
-            if let Ok(h) = hist::decode_bytes(bytes) {
-                server_timing.insert(name.clone(), IntervalStats::of(&h));
-                histograms.insert(format!("server_timing.{name}"), hist::encode(&h));
+                named.insert(name, h);
             }
         }
     }
@@ -302,9 +294,10 @@ fn interval_of(
         errors: c.error_total(),
         throughput_rps: round3(c.requests as f64 / duration_s),
         bytes_read: c.bytes_read,
-        latency,
-        server_timing,
-        histograms,
-        generator: IntervalGenerator::of(lag.as_ref(), snap.and_then(|s| s.busy_max)),
+        latency: BTreeMap::new(),
+        server_timing: BTreeMap::new(),
+        histograms: BTreeMap::new(),
+        generator: None,
     }
+    .with_hists(&named, snap.and_then(|s| s.busy_max))
 }

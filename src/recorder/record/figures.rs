@@ -466,6 +466,31 @@ pub struct Interval {
     pub generator: Option<IntervalGenerator>,
 }
 
+impl Interval {
+    /// This interval with the figures of its histograms `h`, named as in a record's
+    /// `histograms` (its phases and `server_timing.METRIC`): each one's p50/p99/max and
+    /// encoded form, and the generator's health from the schedule lag and `busy_max`. The one
+    /// derivation for a run's intervals and for merged ones.
+    pub(crate) fn with_hists(
+        mut self,
+        h: &BTreeMap<String, hdrhistogram::Histogram<u64>>,
+        busy_max: Option<f64>,
+    ) -> Interval {
+        for (name, hist) in h {
+            if let Some(metric) = name.strip_prefix("server_timing.") {
+                self.server_timing
+                    .insert(metric.to_string(), IntervalStats::of(hist));
+            } else if let Some(phase) = Phase::from_name(name) {
+                self.latency.insert(phase, IntervalStats::of(hist));
+            }
+            self.histograms
+                .insert(name.clone(), crate::recorder::hist::encode(hist));
+        }
+        self.generator = IntervalGenerator::of(h.get(Phase::Lag.name()), busy_max);
+        self
+    }
+}
+
 /// The generator's health in one interval: how late it sent, how busy its workers were.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct IntervalGenerator {
