@@ -361,6 +361,16 @@ fn records_of_schema_version_1_read_typed() {
     let stages = RunRecord::from_json(V1_RECORDS[0].1, V1_RECORDS[0].0).unwrap();
     assert_eq!(stages.config.protocol, Protocol::Http1);
     assert_eq!(stages.config.scheme(), Some(crate::model::Scheme::Http));
+    // (url, its scheme as the one URL parser reads it)
+    for (url, scheme) in [
+        ("https://example.test/", Some(crate::model::Scheme::Https)),
+        ("http://[::1]:8080/x", Some(crate::model::Scheme::Http)),
+        ("tcp://127.0.0.1:9090", None), // a framed run's
+    ] {
+        let mut c = stages.config.clone();
+        c.url = url.into();
+        assert_eq!(c.scheme(), scheme, "{url}");
+    }
     let wait = &stages.summary.latency.phases[&Phase::Wait];
     assert!(wait.count > 0, "{wait:?}");
     assert_eq!(
