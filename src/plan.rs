@@ -134,14 +134,15 @@ pub struct Http3Plan {
 }
 
 impl RunPlan {
-    /// The protocol's name in records: `http/1.1`, `h2`, `h2c`, `h3` or `tcp`.
-    pub fn protocol(&self) -> &'static str {
+    /// The protocol the plan speaks (named in records `http/1.1`, `h2`, `h2c`, `h3` or `tcp`).
+    pub fn protocol(&self) -> crate::model::Protocol {
+        use crate::model::{Protocol, Scheme};
         match (&self.http2, self.target.scheme) {
-            _ if self.framed.is_some() => "tcp",
-            _ if self.http3.is_some() => "h3",
-            (None, _) => "http/1.1",
-            (Some(_), crate::model::Scheme::Https) => "h2",
-            (Some(_), crate::model::Scheme::Http) => "h2c",
+            _ if self.framed.is_some() => Protocol::Tcp,
+            _ if self.http3.is_some() => Protocol::H3,
+            (None, _) => Protocol::Http1,
+            (Some(_), Scheme::Https) => Protocol::H2,
+            (Some(_), Scheme::Http) => Protocol::H2c,
         }
     }
 

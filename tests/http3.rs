@@ -258,7 +258,7 @@ fn two_http3_records_merge_exactly() {
     let load = |p: &Path| -> RunRecord { reqlife::app::load_record(p).unwrap() };
     let seg: Vec<RunRecord> = parts.iter().map(|p| load(p)).collect();
     let m = load(&merged);
-    assert_eq!(m.config.protocol, "h3");
+    assert_eq!(m.config.protocol, reqlife::model::Protocol::H3);
     assert_eq!(m.summary.requests.total, 400);
     assert_eq!(m.summary.requests.ok, 400);
     assert_eq!(
@@ -280,7 +280,7 @@ fn two_http3_records_merge_exactly() {
         }
     }
     assert_eq!(
-        m.summary.latency.phases["quic_handshake"].count,
+        m.summary.latency.phases[&reqlife::model::Phase::QuicHandshake].count,
         m.summary.connections.opened
     );
 }

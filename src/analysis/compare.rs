@@ -109,7 +109,7 @@ impl Figure {
         match key.strip_prefix("server_timing.") {
             Some(m) => s.server_timing.get(m),
             None if key == "total" => Some(&s.latency.total),
-            None => s.latency.phases.get(key),
+            None => s.latency.phases.get(&Phase::from_name(key)?),
         }
     }
 
@@ -144,12 +144,7 @@ impl Figure {
 fn figures(a: &Summary, b: &Summary) -> Vec<Figure> {
     let mut keys: Vec<(String, String)> = vec![("total".into(), "total".into())];
     for p in Phase::CLIENT {
-        let has = |s: &Summary| {
-            s.latency
-                .phases
-                .get(p.name())
-                .is_some_and(|st| st.count > 0)
-        };
+        let has = |s: &Summary| s.latency.phases.get(&p).is_some_and(|st| st.count > 0);
         if has(a) && has(b) {
             keys.push((p.name().into(), p.name().into()));
         }

@@ -27,7 +27,7 @@ pub(crate) struct Executed {
     pub stop_reason: StopReason,
     pub start_time: String,
     /// The first error writing `--hdr-log`, if one was asked for.
-    pub log_error: Option<String>,
+    pub log_error: Option<crate::recorder::RecordError>,
     /// The fail-fast rule stopped the run: what went wrong and the fix, in one line.
     pub fail_fast: Option<String>,
 }

@@ -18,7 +18,7 @@ mod run;
 mod stats;
 
 use crate::cli::{Cli, Command, ReportArgs, ReportFormat, ServeArgs};
-use crate::recorder::record::{RunRecord, SCHEMA_VERSION};
+use crate::recorder::record::RunRecord;
 use crate::report;
 use crate::server::{self, ServerConfig, ServerTls};
 use clap::Parser;
@@ -397,21 +397,5 @@ pub(crate) fn out(text: &str) {
 /// Reads a RunRecord written by `run -o`; `-` reads it from standard input.
 pub fn load_record(path: &std::path::Path) -> Result<RunRecord, String> {
     let text = files::read_text(path)?;
-    let name = files::input_name(path);
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{name} is not JSON: {e}"))?;
-    match value.get("schema_version").and_then(|v| v.as_u64()) {
-        None => {
-            return Err(format!(
-                "{name} is not a reqlife RunRecord: it has no schema_version (write one with `reqlife run -o FILE`)"
-            ))
-        }
-        Some(v) if v > SCHEMA_VERSION as u64 => {
-            return Err(format!(
-                "{name} has schema_version {v}, newer than this reqlife reads ({SCHEMA_VERSION}): upgrade reqlife"
-            ))
-        }
-        Some(_) => {}
-    }
-    serde_json::from_value(value).map_err(|e| format!("{name} is not a valid RunRecord: {e}"))
+    Ok(RunRecord::from_json(&text, &files::input_name(path))?)
 }

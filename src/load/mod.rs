@@ -256,7 +256,7 @@ impl Workers {
 
     /// Joins the workers (after a stop or when all are done) and merges what they measured,
     /// the collector's series with it; gives the first error writing `--hdr-log` too.
-    pub fn join(self) -> (Measured, Option<String>) {
+    pub fn join(self) -> (Measured, Option<crate::recorder::RecordError>) {
         let parts = self
             .handles
             .into_iter()

@@ -3,148 +3,51 @@
 //! derived from those timestamps (in one place: [`Timestamps::phase`]) and the [`ErrorKind`]s
 //! errors are counted by. Modules talk to each other only through these.
 
+/// Display, Serialize and Deserialize by name for an enum of the record with `name()`,
+/// `from_name()` and `ALL` (`$what` names the kind in messages): written as its name, read
+/// from it; a name this version does not know is refused in one line naming the known ones.
+macro_rules! by_name {
+    ($t:ty, $what:literal) => {
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl serde::Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.name())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let name = <String as serde::Deserialize>::deserialize(d)?;
+                <$t>::from_name(&name).ok_or_else(|| {
+                    let known: Vec<&str> = <$t>::ALL.iter().map(|v| v.name()).collect();
+                    <D::Error as serde::de::Error>::custom(format!(
+                        "unknown {} '{name}' (this reqlife knows {}): written by a newer reqlife? upgrade reqlife",
+                        $what,
+                        known.join(", ")
+                    ))
+                })
+            }
+        }
+    };
+}
+
 pub mod load;
+mod phase;
+mod protocol;
 mod stop;
 
+pub use phase::{phase_map, Phase};
+pub use protocol::Protocol;
 pub use stop::StopReason;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-/// One phase of a request's life, in the order a request lives it.
-///
-/// `Total` is measured from the intended send time (corrected for coordinated omission);
-/// `Uncorrected` from the moment the request was actually dispatched. In a closed loop the
-/// two are equal because a request is intended when its connection becomes free.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Phase {
-    /// intended → dispatched: the wait for the scheduler or a free connection.
-    Queue,
-    /// dispatched → connection ready: the TCP connect, from the request's dispatch (so the
-    /// phases of a request add up to its total; only on requests that opened a connection).
-    Connect,
-    /// TLS handshake (only on requests that opened a TLS connection).
-    Tls,
-    /// start of writing → request fully written.
-    Write,
-    /// written → first response byte (time to first byte).
-    Wait,
-    /// first → last response byte.
-    Read,
-    /// `--compressed`: last response byte → the body decoded (gzip, deflate, br).
-    Decode,
-    /// intended → done (decoded, with `--compressed`).
-    Total,
-    /// dispatched → done (decoded, with `--compressed`).
-    Uncorrected,
-    /// intended → released by the scheduler: how late the pacer let the request go (waiting
-    /// for a free connection excluded). The generator's own precision.
-    Lag,
-    /// HTTP/2: connection (and TLS) ready → the server's first frame, its SETTINGS (only on
-    /// requests that opened a connection).
-    H2Handshake,
-    /// Streamed responses: written → the first complete event (see [`StreamMode`]).
-    FirstEvent,
-    /// Streamed responses: the time between two events, one sample per gap (recorded from the
-    /// engine's gaps, not from [`Timestamps`]).
-    EventGap,
-    /// Streamed responses: the events of one response, a count. Its histogram holds the count
-    /// as nanoseconds (one event = 1 ns, exact up to 2048); the record's statistics of this
-    /// phase are counts in the `_us` fields.
-    Events,
-    /// HTTP/3: dispatched → the QUIC handshake (TLS 1.3 inside it) complete: the connect
-    /// phase of a QUIC connection, which has no TCP connect and no TLS apart from it (only on
-    /// requests that opened a connection).
-    QuicHandshake,
-    /// HTTP/3 with `--zero-rtt`: dispatched → a resumed QUIC connection usable with 0-RTT keys
-    /// (its requests leave before the handshake completes); in place of `QuicHandshake`.
-    Quic0Rtt,
-}
-
-impl Phase {
-    /// Every phase, in the order of a request's life.
-    pub const ALL: [Phase; 16] = [
-        Phase::Queue,
-        Phase::Connect,
-        Phase::Tls,
-        Phase::Write,
-        Phase::Wait,
-        Phase::Read,
-        Phase::Decode,
-        Phase::Total,
-        Phase::Uncorrected,
-        Phase::Lag,
-        Phase::H2Handshake,
-        Phase::FirstEvent,
-        Phase::EventGap,
-        Phase::Events,
-        Phase::QuicHandshake,
-        Phase::Quic0Rtt,
-    ];
-    /// The phases of opening a connection: TCP and TLS, or QUIC (full or 0-RTT).
-    pub const OPENING: [Phase; 4] = [
-        Phase::Connect,
-        Phase::Tls,
-        Phase::QuicHandshake,
-        Phase::Quic0Rtt,
-    ];
-    /// The phases of streamed responses (`--stream`), shown when recorded.
-    pub const STREAM: [Phase; 3] = [Phase::FirstEvent, Phase::EventGap, Phase::Events];
-    /// The client phases shown as rows of the breakdown (`Total` and `Uncorrected` excluded;
-    /// `QuicHandshake` only in records of HTTP/3 runs, see [`Phase::shown`]).
-    pub const CLIENT: [Phase; 10] = [
-        Phase::Queue,
-        Phase::Connect,
-        Phase::Tls,
-        Phase::QuicHandshake,
-        Phase::Quic0Rtt,
-        Phase::H2Handshake,
-        Phase::Write,
-        Phase::Wait,
-        Phase::Read,
-        Phase::Decode,
-    ];
-
-    /// The name used in reports and in the RunRecord's JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Phase::Queue => "queue",
-            Phase::Connect => "connect",
-            Phase::Tls => "tls",
-            Phase::Write => "write",
-            Phase::Wait => "wait",
-            Phase::Read => "read",
-            Phase::Decode => "decode",
-            Phase::Total => "total",
-            Phase::Uncorrected => "uncorrected",
-            Phase::Lag => "schedule_lag",
-            Phase::H2Handshake => "h2_handshake",
-            Phase::FirstEvent => "first_event",
-            Phase::EventGap => "event_gap",
-            Phase::Events => "events",
-            Phase::QuicHandshake => "quic_handshake",
-            Phase::Quic0Rtt => "quic_0rtt",
-        }
-    }
-
-    /// Whether a record's latency lists this client phase given whether it saw a value: the
-    /// QUIC handshake only when there was one (records of HTTP/1.1 and HTTP/2 runs keep the
-    /// keys they had), every other phase always.
-    pub fn shown(self, recorded: bool) -> bool {
-        recorded || !matches!(self, Phase::QuicHandshake | Phase::Quic0Rtt)
-    }
-
-    /// Index into per-phase arrays.
-    pub fn index(self) -> usize {
-        self as usize
-    }
-
-    /// The phase named `name`, if any.
-    pub fn from_name(name: &str) -> Option<Phase> {
-        Phase::ALL.into_iter().find(|p| p.name() == name)
-    }
-}
 
 /// Why a request failed. Errors are counted by kind, never thrown out of the hot loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -764,14 +667,6 @@ mod tests {
             }
         }
         assert!(seen.iter().all(|&x| x));
-    }
-
-    #[test]
-    fn names_round_trip() {
-        for p in Phase::ALL {
-            assert_eq!(Phase::from_name(p.name()), Some(p));
-        }
-        assert_eq!(Phase::from_name("bogus"), None);
     }
 
     #[test]

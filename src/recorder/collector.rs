@@ -15,7 +15,7 @@
 use super::priority::Priority;
 use super::series::{max_busy, Series};
 use super::server_timing::ServerTimingAcc;
-use super::{hist, snapshot, Counters, IntervalSnapshot, PhaseHists};
+use super::{hist, snapshot, Counters, IntervalSnapshot, PhaseHists, RecordError};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
@@ -419,7 +419,7 @@ pub struct Collected {
     /// The run's phase histograms: the sum of every interval part of every worker.
     pub totals: PhaseHists,
     /// The first error writing `--hdr-log`.
-    pub log_error: Option<String>,
+    pub log_error: Option<RecordError>,
     /// Parts that came after their interval was final.
     pub late: u64,
 }
@@ -490,7 +490,7 @@ impl CollectorThread {
         self.handle.join().unwrap_or_else(|_| Collected {
             series: Series::default(),
             totals: PhaseHists::new(hist::new_hist),
-            log_error: Some("the interval collector failed".into()),
+            log_error: Some(RecordError::CollectorFailed),
             late: 0,
         })
     }

@@ -7,7 +7,7 @@
 //! was written is a line of its own with the same start (the log's histograms add up exactly).
 
 use crate::model::Phase;
-use crate::recorder::{hist, IntervalSnapshot};
+use crate::recorder::{hist, IntervalSnapshot, RecordError};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use std::io::LineWriter;
@@ -21,20 +21,22 @@ pub struct LogFile {
 }
 
 /// Creates (or truncates) the log file at `path`; `-` is standard output.
-pub fn create(path: &Path) -> Result<LogFile, String> {
+pub fn create(path: &Path) -> Result<LogFile, RecordError> {
     if path.as_os_str() == "-" {
         use std::os::fd::AsFd;
         let fd = std::io::stdout()
             .as_fd()
             .try_clone_to_owned()
-            .map_err(|e| format!("cannot write the interval log to standard output: {e}"))?;
+            .map_err(|e| RecordError::LogToStdout(e.to_string()))?;
         return Ok(LogFile {
             file: std::fs::File::from(fd),
             path: path.to_path_buf(),
         });
     }
-    let file = std::fs::File::create(path)
-        .map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
+    let file = std::fs::File::create(path).map_err(|e| RecordError::LogCreate {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })?;
     Ok(LogFile {
         file,
         path: path.to_path_buf(),
@@ -49,15 +51,13 @@ pub fn stream<R>(
     base: SystemTime,
     interval: Duration,
     body: impl FnOnce(&mut dyn FnMut(&IntervalSnapshot)) -> R,
-) -> (R, Option<String>) {
+) -> (R, Option<RecordError>) {
     let Some(log) = log else {
         return (body(&mut |_| {}), None);
     };
-    let failed = |e: &dyn std::fmt::Debug| {
-        format!(
-            "cannot write the interval log '{}': {e:?}",
-            log.path.display()
-        )
+    let failed = |e: &dyn std::fmt::Debug| RecordError::LogWrite {
+        path: log.path.display().to_string(),
+        reason: format!("{e:?}"),
     };
     let mut out = LineWriter::new(&log.file);
     let mut serializer = V2DeflateSerializer::new();
@@ -74,7 +74,7 @@ pub fn stream<R>(
         Ok(w) => w,
         Err(e) => return (body(&mut |_| {}), Some(failed(&e))),
     };
-    let mut error: Option<String> = None;
+    let mut error: Option<RecordError> = None;
     let r = body(&mut |snap| {
         if error.is_some() {
             return;
@@ -84,8 +84,9 @@ pub fn stream<R>(
             let Some((_, bytes)) = snap.hists.iter().find(|(p, _)| *p == phase) else {
                 continue;
             };
+            // (The reason as the text it always was, quoted.)
             let written = hist::decode_bytes(bytes)
-                .map_err(|e| failed(&e))
+                .map_err(|e| failed(&e.to_string()))
                 .and_then(|h| {
                     writer
                         .write_histogram(&h, start, interval, Tag::new(phase.name()))

@@ -3,6 +3,7 @@
 //! statistics in microseconds, and its portable form (HdrHistogram V2 + DEFLATE, base64),
 //! which the Java HistogramLogProcessor and every later tool can read.
 
+use super::RecordError;
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
@@ -48,17 +49,17 @@ pub fn encode(h: &Histogram<u64>) -> String {
 }
 
 /// Reads V2 (+DEFLATE) bytes.
-pub fn decode_bytes(bytes: &[u8]) -> Result<Histogram<u64>, String> {
+pub fn decode_bytes(bytes: &[u8]) -> Result<Histogram<u64>, RecordError> {
     Deserializer::new()
         .deserialize(&mut &bytes[..])
-        .map_err(|e| format!("invalid histogram: {e:?}"))
+        .map_err(|e| RecordError::HistogramBytes(format!("{e:?}")))
 }
 
 /// Reads base64 of V2 (+DEFLATE).
-pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
+pub fn decode(text: &str) -> Result<Histogram<u64>, RecordError> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text.trim())
-        .map_err(|e| format!("invalid histogram encoding: {e}"))?;
+        .map_err(|e| RecordError::HistogramEncoding(e.to_string()))?;
     decode_bytes(&bytes)
 }
 

@@ -8,33 +8,39 @@
 //! repetitions merge element by element. Warnings are kept per part, and the merged figures
 //! get their own. Records of different plans are refused, naming the first difference.
 
-use super::hist::{self, IntervalStats};
-use super::record::{
-    warnings_of, Interval, IntervalGenerator, Level, Requests, RunRecord, Stage, Summary,
-};
+use super::hist;
+use super::record::{warnings_of, Interval, Level, Requests, RunRecord, Stage, Summary};
 use super::summary::{latency, round3, summarize};
-use crate::model::Phase;
+use super::RecordError;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
+use std::fmt::Display;
 
-/// Decoded histograms by name.
-type Hists = BTreeMap<String, Histogram<u64>>;
+/// Decoded histograms by name (or by phase: a stage's).
+type Hists<K = String> = BTreeMap<K, Histogram<u64>>;
 
-/// Adds the encoded histograms of `maps`, name by name.
-fn add_maps<'a>(maps: impl Iterator<Item = &'a BTreeMap<String, String>>) -> Result<Hists, String> {
-    let mut out: Hists = BTreeMap::new();
+/// Adds the encoded histograms of `maps`, key by key.
+fn add_maps<'a, K: Ord + Clone + Display + 'a>(
+    maps: impl Iterator<Item = &'a BTreeMap<K, String>>,
+) -> Result<Hists<K>, RecordError> {
+    let mut out: Hists<K> = BTreeMap::new();
     for m in maps {
-        for (name, text) in m {
-            let h = hist::decode(text).map_err(|e| format!("histogram '{name}': {e}"))?;
-            let into = out.entry(name.clone()).or_insert_with(hist::new_hist);
-            into.add(&h)
-                .map_err(|e| format!("histogram '{name}' cannot be added: {e:?}"))?;
+        for (key, text) in m {
+            let h = hist::decode(text).map_err(|e| RecordError::InHistogram {
+                name: key.to_string(),
+                source: Box::new(e),
+            })?;
+            let into = out.entry(key.clone()).or_insert_with(hist::new_hist);
+            into.add(&h).map_err(|e| RecordError::CannotAdd {
+                name: key.to_string(),
+                reason: format!("{e:?}"),
+            })?;
         }
     }
     Ok(out)
 }
 
-fn encode_all(h: &Hists) -> BTreeMap<String, String> {
+fn encode_all<K: Ord + Clone>(h: &Hists<K>) -> BTreeMap<K, String> {
     h.iter()
         .map(|(k, v)| (k.clone(), hist::encode(v)))
         .collect()
@@ -49,7 +55,7 @@ fn intervals(
     series: &[&[Interval]],
     offsets_s: &[f64],
     interval_s: f64,
-) -> Result<Vec<Interval>, String> {
+) -> Result<Vec<Interval>, RecordError> {
     let widest = series
         .iter()
         .flat_map(|s| s.iter())
@@ -88,17 +94,13 @@ fn intervals(
 }
 
 /// Intervals of several generators in one slot, added exactly.
-fn merged_interval(parts: &[&Interval], start_s: f64, duration_s: f64) -> Result<Interval, String> {
+fn merged_interval(
+    parts: &[&Interval],
+    start_s: f64,
+    duration_s: f64,
+) -> Result<Interval, RecordError> {
     let h = add_maps(parts.iter().map(|i| &i.histograms))?;
     let requests: u64 = parts.iter().map(|i| i.requests).sum();
-    let mut latency = BTreeMap::new();
-    let mut server_timing = BTreeMap::new();
-    for (name, hist) in &h {
-        match name.strip_prefix("server_timing.") {
-            Some(metric) => server_timing.insert(metric.to_string(), IntervalStats::of(hist)),
-            None => latency.insert(name.clone(), IntervalStats::of(hist)),
-        };
-    }
     let busy_max = parts
         .iter()
         .filter_map(|i| i.generator.as_ref()?.busy_max)
@@ -115,15 +117,16 @@ fn merged_interval(parts: &[&Interval], start_s: f64, duration_s: f64) -> Result
             0.0
         }),
         bytes_read: parts.iter().map(|i| i.bytes_read).sum(),
-        latency,
-        server_timing,
-        histograms: encode_all(&h),
-        generator: IntervalGenerator::of(h.get(Phase::Lag.name()), busy_max),
-    })
+        latency: BTreeMap::new(),
+        server_timing: BTreeMap::new(),
+        histograms: BTreeMap::new(),
+        generator: None,
+    }
+    .with_hists(&h, busy_max))
 }
 
 /// Merges the stages of parts that ran the same stages side by side.
-fn stages(parts: &[&[Stage]]) -> Result<Vec<Stage>, String> {
+fn stages(parts: &[&[Stage]]) -> Result<Vec<Stage>, RecordError> {
     let n = parts.iter().map(|s| s.len()).max().unwrap_or(0);
     (0..n)
         .map(|k| {
@@ -199,7 +202,7 @@ fn plan_key(r: &RunRecord) -> Vec<(&'static str, String)> {
         ("the warm-up", secs(c.warmup_s)),
         ("the timeout", secs(c.timeout_s)),
         ("the interval", secs(c.interval_s)),
-        ("the protocol", c.protocol.clone()),
+        ("the protocol", c.protocol.to_string()),
         ("the streams per connection", c.streams.to_string()),
         ("the load model", format!("{} loop", c.load_model)),
         (
@@ -251,7 +254,7 @@ fn ids(r: &RunRecord) -> impl Iterator<Item = &str> {
 
 /// Refuses a run given twice: the same record (its run id, or the same content for records
 /// without one), or a part of a merged record given with it.
-fn check_once(records: &[RunRecord], names: &[String]) -> Result<(), String> {
+fn check_once(records: &[RunRecord], names: &[String]) -> Result<(), RecordError> {
     for (j, (b, bn)) in records.iter().zip(names).enumerate() {
         for (a, an) in records[..j].iter().zip(names) {
             let same_id = match (&a.run_id, &b.run_id) {
@@ -264,15 +267,19 @@ fn check_once(records: &[RunRecord], names: &[String]) -> Result<(), String> {
                     .run_id
                     .as_deref()
                     .map_or("identical content".into(), |id| format!("run id {id}"));
-                return Err(format!(
-                    "{an} and {bn} are the same record ({why}): merging it twice would double its figures; give each run once"
-                ));
+                return Err(RecordError::SameRecord {
+                    a: an.clone(),
+                    b: bn.clone(),
+                    why,
+                });
             }
             let shared = ids(a).find(|x| ids(b).any(|y| y == *x));
             if let Some(id) = shared {
-                return Err(format!(
-                    "{an} and {bn} share the run {id} (one is a merge that holds the other): merging them would count it twice; give each run once"
-                ));
+                return Err(RecordError::SharedRun {
+                    a: an.clone(),
+                    b: bn.clone(),
+                    id: id.to_string(),
+                });
             }
         }
     }
@@ -280,24 +287,28 @@ fn check_once(records: &[RunRecord], names: &[String]) -> Result<(), String> {
 }
 
 /// Checks that `records` are parts of one plan; returns notes on what is missing.
-fn check(records: &[RunRecord], names: &[String]) -> Result<Vec<String>, String> {
+fn check(records: &[RunRecord], names: &[String]) -> Result<Vec<String>, RecordError> {
     check_once(records, names)?;
     let first = &records[0];
     let key = plan_key(first);
     for (r, name) in records.iter().zip(names).skip(1) {
         if r.schema_version != first.schema_version {
-            return Err(format!(
-                "{name} has schema_version {}, {} has {}: records of different reqlife versions",
-                r.schema_version, names[0], first.schema_version
-            ));
+            return Err(RecordError::SchemaDiffers {
+                name: name.clone(),
+                version: r.schema_version,
+                first: names[0].clone(),
+                first_version: first.schema_version,
+            });
         }
         for ((field, a), (_, b)) in key.iter().zip(plan_key(r)) {
             if *a != b {
-                return Err(format!(
-                    "{field} differs: {a} in {}, {b} in {name}: not the same plan; \
-                     merge only the records of one plan (its segments, or its repeated runs)",
-                    names[0]
-                ));
+                return Err(RecordError::PlanDiffers {
+                    field,
+                    a: a.clone(),
+                    first: names[0].clone(),
+                    b,
+                    name: name.clone(),
+                });
             }
         }
     }
@@ -312,23 +323,28 @@ fn check(records: &[RunRecord], names: &[String]) -> Result<Vec<String>, String>
         let mut seen: Vec<Option<&String>> = vec![None; n as usize];
         for (s, name) in segments.iter().flatten().zip(names) {
             if s.1 != n {
-                return Err(format!(
-                    "{name} is segment {}/{} but {} is one of {n}: the segments of one plan share n",
-                    s.0, s.1, names[0]
-                ));
+                return Err(RecordError::SegmentCount {
+                    name: name.clone(),
+                    i: s.0,
+                    n: s.1,
+                    first: names[0].clone(),
+                    first_n: n,
+                });
             }
             let Some(slot) = seen.get_mut((s.0 as usize).wrapping_sub(1)) else {
-                return Err(format!(
-                    "{name} is segment {}/{n}: a segment index is from 1 to n",
-                    s.0
-                ));
+                return Err(RecordError::SegmentIndex {
+                    name: name.clone(),
+                    i: s.0,
+                    n,
+                });
             };
             if let Some(other) = slot {
-                return Err(format!(
-                    "segment {}/{n} is given twice, by {other} and {name}: two generators ran \
-                     the same index (Kubernetes can start two pods for one index); merge one of them",
-                    s.0
-                ));
+                return Err(RecordError::SegmentTwice {
+                    i: s.0,
+                    n,
+                    other: other.to_string(),
+                    name: name.clone(),
+                });
             }
             *slot = Some(name);
         }
@@ -345,10 +361,7 @@ fn check(records: &[RunRecord], names: &[String]) -> Result<Vec<String>, String>
             ));
         }
     } else if segments.iter().any(Option::is_some) {
-        return Err(
-            "some records are segments of a plan (--segment) and some are not: merge one kind"
-                .into(),
-        );
+        return Err(RecordError::MixedSegments);
     }
     Ok(notes)
 }
@@ -401,7 +414,7 @@ fn start_offsets(records: &[RunRecord]) -> Vec<f64> {
 }
 
 /// Merges the levels (or repetitions) of the parts, element by element.
-fn levels(parts: &[&[Level]], offsets: &[f64], interval_s: f64) -> Result<Vec<Level>, String> {
+fn levels(parts: &[&[Level]], offsets: &[f64], interval_s: f64) -> Result<Vec<Level>, RecordError> {
     let n = parts.iter().map(|l| l.len()).max().unwrap_or(0);
     (0..n)
         .map(|k| {
@@ -434,9 +447,9 @@ fn levels(parts: &[&[Level]], offsets: &[f64], interval_s: f64) -> Result<Vec<Le
 }
 
 /// Merges `records` (named `names` in messages) into one record of the whole plan.
-pub fn merge(records: Vec<RunRecord>, names: &[String]) -> Result<RunRecord, String> {
+pub fn merge(records: Vec<RunRecord>, names: &[String]) -> Result<RunRecord, RecordError> {
     if records.is_empty() {
-        return Err("nothing to merge: give at least one record".into());
+        return Err(RecordError::NothingToMerge);
     }
     let notes = check(&records, names)?;
     let offsets = start_offsets(&records);

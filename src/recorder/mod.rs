@@ -9,6 +9,7 @@
 
 pub mod codes;
 pub mod collector;
+mod error;
 pub mod hdrlog;
 pub mod hist;
 pub mod knee;
@@ -23,6 +24,7 @@ pub mod spill;
 pub mod summary;
 
 pub use collector::{IntervalSet, WorkerLink};
+pub use error::RecordError;
 pub use measured::Measured;
 pub use series::Series;
 

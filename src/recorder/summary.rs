@@ -12,9 +12,15 @@ use crate::model::Phase;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 
-/// Histograms by name (`total`, `server_timing.db`, `request.get.wait`, …).
+/// Histograms by name (`total`, `server_timing.db`, `request.get.wait`, …), and by phase.
 pub(crate) trait Lookup {
+    /// The histogram named `name`, as in a record's `histograms`.
     fn find(&self, name: &str) -> Option<&Histogram<u64>>;
+
+    /// The histogram of `phase`: by default the one named by its name.
+    fn phase(&self, phase: Phase) -> Option<&Histogram<u64>> {
+        self.find(phase.name())
+    }
 }
 
 impl Lookup for BTreeMap<String, Histogram<u64>> {
@@ -26,6 +32,28 @@ impl Lookup for BTreeMap<String, Histogram<u64>> {
 impl Lookup for BTreeMap<String, &Histogram<u64>> {
     fn find(&self, name: &str) -> Option<&Histogram<u64>> {
         self.get(name).copied()
+    }
+}
+
+/// A stage's merged histograms, keyed by phase.
+impl Lookup for BTreeMap<Phase, Histogram<u64>> {
+    fn find(&self, name: &str) -> Option<&Histogram<u64>> {
+        self.phase(Phase::from_name(name)?)
+    }
+
+    fn phase(&self, phase: Phase) -> Option<&Histogram<u64>> {
+        self.get(&phase)
+    }
+}
+
+/// The histograms a run (or one of its stages) recorded, one per phase.
+impl Lookup for super::PhaseHists {
+    fn find(&self, name: &str) -> Option<&Histogram<u64>> {
+        self.phase(Phase::from_name(name)?)
+    }
+
+    fn phase(&self, phase: Phase) -> Option<&Histogram<u64>> {
+        Some(self.get(phase))
     }
 }
 
@@ -46,23 +74,26 @@ pub(crate) fn stats(h: &impl Lookup, name: &str) -> Stats {
     h.find(name).map(Stats::of).unwrap_or_default()
 }
 
-/// The latency statistics of named phase histograms.
+/// The latency statistics of phase histograms: the one derivation, for a run, its stages,
+/// its named requests and merges of any of them.
 pub(crate) fn latency(h: &impl Lookup) -> Latency {
+    // `events` holds counts ([`Stats::of_phase`]); an absent histogram is an empty one.
+    let of = |p: Phase| {
+        h.phase(p)
+            .map_or_else(Stats::default, |hist| Stats::of_phase(p, hist))
+    };
+    let recorded = |p: Phase| h.phase(p).is_some_and(|hist| !hist.is_empty());
     Latency {
-        total: stats(h, Phase::Total.name()),
-        uncorrected: stats(h, Phase::Uncorrected.name()),
-        // The stream phases only when recorded: new keys, for `--stream` runs; `events`
-        // holds counts ([`Stats::of_phase`]).
+        total: of(Phase::Total),
+        uncorrected: of(Phase::Uncorrected),
+        // The stream phases only when recorded: new keys, for `--stream` runs.
         phases: Phase::CLIENT
-            .iter()
-            .filter(|p| p.shown(h.find(p.name()).is_some_and(|hist| !hist.is_empty())))
-            .map(|p| (p.name().to_string(), stats(h, p.name())))
-            .chain(Phase::STREAM.iter().filter_map(|&p| {
-                let hist = h.find(p.name()).filter(|hist| !hist.is_empty())?;
-                Some((p.name().to_string(), Stats::of_phase(p, hist)))
-            }))
+            .into_iter()
+            .filter(|p| p.shown(recorded(*p)))
+            .chain(Phase::STREAM.into_iter().filter(|p| recorded(*p)))
+            .map(|p| (p, of(p)))
             .collect(),
-        schedule_lag: stats(h, Phase::Lag.name()),
+        schedule_lag: of(Phase::Lag),
     }
 }
 

@@ -14,15 +14,9 @@ use std::fmt::Write as _;
 
 /// The CSV of `record`'s intervals.
 pub fn render(record: &RunRecord) -> String {
-    let phases: Vec<&str> = Phase::ALL
-        .iter()
-        .map(|p| p.name())
-        .filter(|name| {
-            record
-                .intervals
-                .iter()
-                .any(|i| i.latency.contains_key(*name))
-        })
+    let phases: Vec<Phase> = Phase::ALL
+        .into_iter()
+        .filter(|p| record.intervals.iter().any(|i| i.latency.contains_key(p)))
         .collect();
     let metrics = metric_names(record);
     let mut out = String::new();
@@ -37,8 +31,8 @@ pub fn render(record: &RunRecord) -> String {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    for name in &phases {
-        head.extend(stat_columns(name));
+    for p in &phases {
+        head.extend(stat_columns(p.name()));
     }
     for name in &metrics {
         head.extend(stat_columns(&format!("server_timing.{name}")));
@@ -53,8 +47,8 @@ pub fn render(record: &RunRecord) -> String {
             i.errors.to_string(),
             i.throughput_rps.to_string(),
         ];
-        for name in &phases {
-            row.extend(stat_cells(i.latency.get(*name)));
+        for p in &phases {
+            row.extend(stat_cells(i.latency.get(p)));
         }
         for name in &metrics {
             row.extend(stat_cells(i.server_timing.get(name)));
@@ -170,7 +164,7 @@ mod tests {
             assert_eq!(row[col("errors")].parse::<u64>().unwrap(), i.errors);
             assert_eq!(
                 row[col("total_p99_us")].parse::<f64>().unwrap(),
-                i.latency["total"].p99_us
+                i.latency[&Phase::Total].p99_us
             );
             assert_eq!(
                 row[col("server_timing.handler_p50_us")]

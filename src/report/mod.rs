@@ -13,24 +13,26 @@ pub mod plot;
 pub mod text;
 pub mod tui;
 
+use crate::model::{Phase, Protocol, Scheme};
 use crate::recorder::record::RunRecord;
 
 /// The summary JSON printed by `--json`: the `summary` object of the record; for a sweep,
 /// with a `levels` array of each level's label, connections, offered rate and summary.
-/// Whether the phase table of `r` (text and HTML) has a row for client phase `name`: rows
+/// Whether the phase table of `r` (text and HTML) has a row for client phase `phase`: rows
 /// that can only be empty are left out.
-pub(crate) fn phase_row(r: &RunRecord, name: &str, stats: &crate::recorder::hist::Stats) -> bool {
+pub(crate) fn phase_row(r: &RunRecord, phase: Phase, stats: &crate::recorder::hist::Stats) -> bool {
     let empty = stats.count == 0;
-    let skip = match name {
+    let h3 = r.config.protocol == Protocol::H3;
+    let skip = match phase {
         // A closed loop has no queue (a request is intended when its connection is free).
-        "queue" => r.config.load_model != "open",
+        Phase::Queue => r.config.load_model != "open",
         // Plain HTTP has no TLS; HTTP/3 has no TCP connect and no TLS apart from the QUIC
         // handshake.
-        "tls" => empty && (!r.config.url.starts_with("https") || r.config.protocol == "h3"),
-        "connect" => empty && r.config.protocol == "h3",
-        "h2_handshake" => !r.config.protocol.starts_with("h2"),
+        Phase::Tls => empty && (r.config.scheme() != Some(Scheme::Https) || h3),
+        Phase::Connect => empty && h3,
+        Phase::H2Handshake => !r.config.protocol.is_h2(),
         // Bodies are decoded only with --compressed.
-        "decode" => empty,
+        Phase::Decode => empty,
         _ => false,
     };
     !skip

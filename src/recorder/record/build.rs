@@ -3,13 +3,13 @@
 //! interval series.
 
 use super::{
-    BurstStats, Bursts, Bytes, Connections, EndOfRun, Ending, Generator, Interval,
-    IntervalGenerator, Latency, RequestFigures, Requests, Stage, Summary,
+    BurstStats, Bursts, Bytes, Connections, EndOfRun, Ending, Generator, Interval, Latency,
+    RequestFigures, Requests, Stage, Summary,
 };
 use crate::model::{ErrorKind, LoadModel, Phase, Schedule};
 use crate::plan::RunPlan;
-use crate::recorder::hist::{self, IntervalStats, Stats};
-use crate::recorder::summary::{round3, round6};
+use crate::recorder::hist;
+use crate::recorder::summary::{latency, round3, round6};
 use crate::recorder::{Counters, Measured};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -215,33 +215,17 @@ pub(super) fn stages_of(plan: &RunPlan, measured: &Measured) -> Vec<Stage> {
                 },
                 throughput_rps: round3(c.requests as f64 / secs),
                 offered_rps,
-                latency: latency_of(h),
+                latency: latency(h),
                 histograms: Phase::ALL
                     .iter()
                     .filter(|&&p| !h.get(p).is_empty())
-                    .map(|&p| (p.name().to_string(), hist::encode(h.get(p))))
+                    .map(|&p| (p, hist::encode(h.get(p))))
                     .collect(),
             };
             start += secs;
             stage
         })
         .collect()
-}
-
-/// The latency statistics of a set of phase histograms.
-pub(super) fn latency_of(h: &crate::recorder::PhaseHists) -> Latency {
-    Latency {
-        total: Stats::of(h.get(Phase::Total)),
-        uncorrected: Stats::of(h.get(Phase::Uncorrected)),
-        // The stream phases only when recorded: new keys, for `--stream` runs.
-        phases: Phase::CLIENT
-            .iter()
-            .filter(|p| p.shown(!h.get(**p).is_empty()))
-            .chain(Phase::STREAM.iter().filter(|&&p| !h.get(p).is_empty()))
-            .map(|&p| (p.name().to_string(), Stats::of_phase(p, h.get(p))))
-            .collect(),
-        schedule_lag: Stats::of(h.get(Phase::Lag)),
-    }
 }
 
 /// The rate this process offered in an open loop with a constant schedule: its segment's
@@ -288,24 +272,16 @@ fn interval_of(
     start_s: f64,
     duration_s: f64,
 ) -> Interval {
-    let mut latency = BTreeMap::new();
-    let mut server_timing = BTreeMap::new();
-    let mut histograms = BTreeMap::new();
-    let mut lag = None;
+    let mut named = BTreeMap::new();
     if let Some(s) = snap {
-        for (phase, bytes) in &s.hists {
+        let phases = s
+            .hists
+            .iter()
+            .map(|(p, bytes)| (p.name().to_string(), bytes));
+        let metrics = (s.server.iter()).map(|(m, bytes)| (format!("server_timing.{m}"), bytes));
+        for (name, bytes) in phases.chain(metrics) {
             if let Ok(h) = hist::decode_bytes(bytes) {
-                latency.insert(phase.name().to_string(), IntervalStats::of(&h));
-                histograms.insert(phase.name().to_string(), hist::encode(&h));
-                if *phase == Phase::Lag {
-                    lag = Some(h);
-                }
-            }
-        }
-        for (name, bytes) in &s.server {
-            if let Ok(h) = hist::decode_bytes(bytes) {
-                server_timing.insert(name.clone(), IntervalStats::of(&h));
-                histograms.insert(format!("server_timing.{name}"), hist::encode(&h));
+                named.insert(name, h);
             }
         }
     }
@@ -318,9 +294,10 @@ fn interval_of(
         errors: c.error_total(),
         throughput_rps: round3(c.requests as f64 / duration_s),
         bytes_read: c.bytes_read,
-        latency,
-        server_timing,
-        histograms,
-        generator: IntervalGenerator::of(lag.as_ref(), snap.and_then(|s| s.busy_max)),
+        latency: BTreeMap::new(),
+        server_timing: BTreeMap::new(),
+        histograms: BTreeMap::new(),
+        generator: None,
     }
+    .with_hists(&named, snap.and_then(|s| s.busy_max))
 }

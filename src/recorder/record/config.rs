@@ -2,7 +2,7 @@
 //! (the [`Environment`]).
 
 use super::Ending;
-use crate::model::{LoadModel, Schedule, StopRule};
+use crate::model::{LoadModel, Protocol, Schedule, Scheme, StopRule};
 use crate::plan::RunPlan;
 use serde::{Deserialize, Serialize};
 
@@ -24,7 +24,8 @@ pub struct Config {
     pub interval_s: f64,
     pub insecure: bool,
     pub cacert: Option<String>,
-    pub protocol: String,
+    /// Written by its name: `http/1.1`, `h2`, `h2c`, `h3` or `tcp`.
+    pub protocol: Protocol,
     /// Concurrent streams per connection (1 for HTTP/1.1).
     pub streams: u64,
     /// `closed` or `open`.
@@ -60,6 +61,16 @@ pub struct Config {
     /// `--grpc`: the method called (`package.Service/Method`); absent from other runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc: Option<String>,
+}
+
+impl Config {
+    /// The scheme of the URL, as the one URL parser reads it; `None` for a URL that is not
+    /// `http://` or `https://` (a framed run's `tcp://`).
+    pub fn scheme(&self) -> Option<Scheme> {
+        crate::model::split_url(&self.url)
+            .ok()
+            .map(|(scheme, ..)| scheme)
+    }
 }
 
 fn one() -> u64 {
@@ -126,7 +137,7 @@ pub(super) fn config_of(plan: &RunPlan, end: &Ending) -> Config {
         interval_s: plan.interval.as_secs_f64(),
         insecure: plan.tls.insecure,
         cacert: plan.tls.cacert.as_ref().map(|p| p.display().to_string()),
-        protocol: plan.protocol().into(),
+        protocol: plan.protocol(),
         streams: plan.streams() as u64,
         load_model: plan.load.name().into(),
         rate_rps: match &plan.load {

@@ -356,8 +356,10 @@ pub struct Latency {
     pub total: Stats,
     /// Actual send → last byte.
     pub uncorrected: Stats,
-    /// Client phases: queue, connect, tls, write, wait, read.
-    pub phases: BTreeMap<String, Stats>,
+    /// Client phases: queue, connect, tls, write, wait, read (and those of streamed
+    /// responses), written by their names.
+    #[serde(with = "crate::model::phase_map")]
+    pub phases: BTreeMap<Phase, Stats>,
     /// How late the scheduler released each request after its due time (open loop; zero in
     /// a closed loop), waiting for a free connection excluded.
     pub schedule_lag: Stats,
@@ -380,7 +382,7 @@ impl Latency {
         ];
         for (name, st) in named
             .into_iter()
-            .chain(self.phases.iter().map(|(n, st)| (n.as_str(), st)))
+            .chain(self.phases.iter().map(|(p, st)| (p.name(), st)))
         {
             out.extend(st.violations().into_iter().map(|v| format!("{name}: {v}")));
         }
@@ -389,7 +391,7 @@ impl Latency {
             let parts: f64 = self
                 .phases
                 .iter()
-                .filter(|(n, _)| n.as_str() != Phase::H2Handshake.name())
+                .filter(|(p, _)| **p != Phase::H2Handshake)
                 .map(|(_, st)| sum(st))
                 .sum();
             let total = sum(&self.total);
@@ -432,9 +434,10 @@ pub struct Stage {
     /// Open loop: the stage's mean offered rate.
     pub offered_rps: Option<f64>,
     pub latency: Latency,
-    /// Phase name → base64 V2+DEFLATE histogram of the stage (empty phases left out), for
-    /// exact merges.
-    pub histograms: BTreeMap<String, String>,
+    /// Phase → base64 V2+DEFLATE histogram of the stage (empty phases left out), for exact
+    /// merges; written by the phases' names.
+    #[serde(with = "crate::model::phase_map")]
+    pub histograms: BTreeMap<Phase, String>,
 }
 
 /// One interval of the time series (all threads merged).
@@ -448,8 +451,10 @@ pub struct Interval {
     pub errors: u64,
     pub throughput_rps: f64,
     pub bytes_read: u64,
-    /// Phase name (client phases, `total`, `uncorrected`) → p50/p99/max.
-    pub latency: BTreeMap<String, IntervalStats>,
+    /// Phase (client phases, `total`, `uncorrected`) → p50/p99/max; written by the phases'
+    /// names.
+    #[serde(with = "crate::model::phase_map")]
+    pub latency: BTreeMap<Phase, IntervalStats>,
     /// `Server-Timing` metric → p50/p99/max in the interval.
     pub server_timing: BTreeMap<String, IntervalStats>,
     /// Phase name (and `server_timing.<metric>`) → base64 V2+DEFLATE histogram of the
@@ -459,6 +464,31 @@ pub struct Interval {
     /// The load generator's own health in the interval (absent in records made before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator: Option<IntervalGenerator>,
+}
+
+impl Interval {
+    /// This interval with the figures of its histograms `h`, named as in a record's
+    /// `histograms` (its phases and `server_timing.METRIC`): each one's p50/p99/max and
+    /// encoded form, and the generator's health from the schedule lag and `busy_max`. The one
+    /// derivation for a run's intervals and for merged ones.
+    pub(crate) fn with_hists(
+        mut self,
+        h: &BTreeMap<String, hdrhistogram::Histogram<u64>>,
+        busy_max: Option<f64>,
+    ) -> Interval {
+        for (name, hist) in h {
+            if let Some(metric) = name.strip_prefix("server_timing.") {
+                self.server_timing
+                    .insert(metric.to_string(), IntervalStats::of(hist));
+            } else if let Some(phase) = Phase::from_name(name) {
+                self.latency.insert(phase, IntervalStats::of(hist));
+            }
+            self.histograms
+                .insert(name.clone(), crate::recorder::hist::encode(hist));
+        }
+        self.generator = IntervalGenerator::of(h.get(Phase::Lag.name()), busy_max);
+        self
+    }
 }
 
 /// The generator's health in one interval: how late it sent, how busy its workers were.

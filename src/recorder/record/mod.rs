@@ -25,7 +25,7 @@ use crate::model::{ErrorKind, StopReason};
 use crate::plan::RunPlan;
 use crate::recorder::hist;
 use crate::recorder::summary::{round6, summarize};
-use crate::recorder::Measured;
+use crate::recorder::{Measured, RecordError};
 use build::{counts_of, intervals_of, named_hists, offered_rps, stages_of};
 use config::config_of;
 use serde::{Deserialize, Serialize};
@@ -346,12 +346,35 @@ impl RunRecord {
         self
     }
 
-    /// The histogram of `phase` from the record.
-    pub fn histogram(&self, phase: &str) -> Result<hdrhistogram::Histogram<u64>, String> {
+    /// The histogram named `name` (a phase's name, `server_timing.METRIC`, …) from the
+    /// record.
+    pub fn histogram(&self, name: &str) -> Result<hdrhistogram::Histogram<u64>, RecordError> {
         let text = self
             .histograms
-            .get(phase)
-            .ok_or_else(|| format!("the record has no histogram for '{phase}'"))?;
+            .get(name)
+            .ok_or_else(|| RecordError::NoHistogram(name.to_string()))?;
         hist::decode(text)
+    }
+
+    /// Reads a record from its JSON `text` (named `name` in messages): JSON with a
+    /// `schema_version` this version reads, in the record's layout.
+    pub fn from_json(text: &str, name: &str) -> Result<RunRecord, RecordError> {
+        let name = name.to_string();
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| RecordError::NotJson {
+                name: name.clone(),
+                reason: e.to_string(),
+            })?;
+        match value.get("schema_version").and_then(|v| v.as_u64()) {
+            None => return Err(RecordError::NoSchemaVersion { name }),
+            Some(version) if version > SCHEMA_VERSION as u64 => {
+                return Err(RecordError::NewerSchema { name, version })
+            }
+            Some(_) => {}
+        }
+        serde_json::from_value(value).map_err(|e| RecordError::Invalid {
+            name,
+            reason: e.to_string(),
+        })
     }
 }

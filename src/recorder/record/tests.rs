@@ -1,10 +1,10 @@
 //! Unit tests of the record: built from measured runs, sweeps and repetitions.
 
-use super::build::latency_of;
 use super::*;
 use crate::cli::{plan::build, Cli, Command};
 use crate::model::Phase;
 use crate::recorder::hist::IntervalStats;
+use crate::recorder::summary::latency;
 use crate::recorder::Recorder;
 use clap::Parser;
 use std::time::Instant;
@@ -95,7 +95,7 @@ proptest::proptest! {
                 }));
             }
         }
-        let latency = latency_of(&hists);
+        let latency = latency(&hists);
         let v = latency.violations(all_ended);
         proptest::prop_assert!(v.is_empty(), "{:?}", v);
         proptest::prop_assert_eq!(
@@ -206,7 +206,7 @@ fn a_lagging_schedule_is_the_generator_s_fault() {
 /// Sets the schedule lag (p99, max) of interval `i`, in µs.
 fn lag_in(r: &mut RunRecord, i: usize, p99_us: f64, max_us: f64) {
     r.intervals[i].latency.insert(
-        "schedule_lag".into(),
+        crate::model::Phase::Lag,
         IntervalStats {
             count: 100,
             p50_us: 10.0,
@@ -317,5 +317,99 @@ fn intervals_with_a_saturated_worker_are_named() {
             "a worker thread was on a CPU over 95% of the time in 2 of 10 intervals (2.0-4.0s)"
         ),
         "{w:?}"
+    );
+}
+
+/// Records of schema_version 1 as reqlife wrote them before their phases and protocol were
+/// typed: an open loop in stages sending two named requests over HTTP/1.1, and a sweep of
+/// two levels over HTTP/2 in the clear.
+const V1_RECORDS: [(&str, &str); 2] = [
+    (
+        "record_v1_stages.json",
+        include_str!("../../../tests/data/record_v1_stages.json"),
+    ),
+    (
+        "record_v1_sweep_h2c.json",
+        include_str!("../../../tests/data/record_v1_sweep_h2c.json"),
+    ),
+];
+
+/// The schema test: a record read and written again (as `-o` writes it) is the same bytes.
+#[test]
+fn records_of_schema_version_1_read_and_write_byte_for_byte() {
+    for (name, text) in V1_RECORDS {
+        let r = RunRecord::from_json(text, name).unwrap();
+        let again = serde_json::to_string_pretty(&r).unwrap() + "\n";
+        let at = text
+            .bytes()
+            .zip(again.bytes())
+            .position(|(a, b)| a != b)
+            .unwrap_or(text.len().min(again.len()));
+        assert!(
+            again == text,
+            "{name}: differs from byte {at}: {:?} written as {:?}",
+            &text[at.saturating_sub(80)..(at + 80).min(text.len())],
+            &again[at.saturating_sub(80)..(at + 80).min(again.len())]
+        );
+    }
+}
+
+/// The keys were read as what they name: phases and protocols, not text.
+#[test]
+fn records_of_schema_version_1_read_typed() {
+    use crate::model::{Phase, Protocol};
+    let stages = RunRecord::from_json(V1_RECORDS[0].1, V1_RECORDS[0].0).unwrap();
+    assert_eq!(stages.config.protocol, Protocol::Http1);
+    assert_eq!(stages.config.scheme(), Some(crate::model::Scheme::Http));
+    // (url, its scheme as the one URL parser reads it)
+    for (url, scheme) in [
+        ("https://example.test/", Some(crate::model::Scheme::Https)),
+        ("http://[::1]:8080/x", Some(crate::model::Scheme::Http)),
+        ("tcp://127.0.0.1:9090", None), // a framed run's
+    ] {
+        let mut c = stages.config.clone();
+        c.url = url.into();
+        assert_eq!(c.scheme(), scheme, "{url}");
+    }
+    let wait = &stages.summary.latency.phases[&Phase::Wait];
+    assert!(wait.count > 0, "{wait:?}");
+    assert_eq!(
+        stages.summary.by_request["get"].latency.phases[&Phase::Wait].count
+            + stages.summary.by_request["put"].latency.phases[&Phase::Wait].count,
+        wait.count
+    );
+    assert!(stages.stages[0].histograms.contains_key(&Phase::Total));
+    assert!(stages.intervals[0].latency.contains_key(&Phase::Lag));
+    let sweep = RunRecord::from_json(V1_RECORDS[1].1, V1_RECORDS[1].0).unwrap();
+    assert_eq!(sweep.config.protocol, Protocol::H2c);
+    assert_eq!(sweep.levels.len(), 2);
+    assert!(sweep.levels[1].summary.latency.phases[&Phase::H2Handshake].count > 0);
+}
+
+/// A newer reqlife's phase in a record of the same schema version is left out, the rest read
+/// as it was; a protocol this version does not know is refused in one line.
+#[test]
+fn unknown_phases_are_left_out_and_unknown_protocols_refused() {
+    let (name, text) = V1_RECORDS[0];
+    let known = RunRecord::from_json(text, name).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+    let queue = v["summary"]["latency"]["phases"]["queue"].clone();
+    v["summary"]["latency"]["phases"]["dns"] = queue;
+    v["intervals"][0]["latency"]["dns"] = v["intervals"][0]["latency"]["total"].clone();
+    let newer = RunRecord::from_json(&v.to_string(), name).unwrap();
+    assert_eq!(newer, known);
+
+    v["config"]["protocol"] = "h9".into();
+    let e = RunRecord::from_json(&v.to_string(), name).unwrap_err();
+    let line = e.to_string();
+    assert!(
+        line.starts_with("record_v1_stages.json is not a valid RunRecord: unknown protocol 'h9'"),
+        "{line}"
+    );
+    assert!(line.contains("http/1.1, h2, h2c, h3, tcp"), "{line}");
+    assert!(!line.contains('\n'), "{line}");
+    assert_eq!(
+        crate::util::exit::ExitCode::exit_code(&e),
+        crate::util::exit::EXIT_USAGE
     );
 }

@@ -2,7 +2,7 @@
 //! client's limit for the server's.
 
 use super::{Interval, RunRecord};
-use crate::model::StopReason;
+use crate::model::{Phase, StopReason};
 
 /// Schedule lag (p99) above which the generator is said to have fallen behind.
 pub const LAG_WARN_US: f64 = 1000.0;
@@ -134,7 +134,7 @@ fn open_loop_warning(r: &RunRecord) -> Option<String> {
     let queue_p99 = s
         .latency
         .phases
-        .get("queue")
+        .get(&Phase::Queue)
         .and_then(|q| q.p99_us)
         .unwrap_or(0.0);
     let offered = s.generator.offered_rps;
@@ -235,7 +235,7 @@ impl FlaggedIntervals {
     /// The intervals whose schedule lag p99 passed `bound_us`.
     fn lagging(r: &RunRecord, bound_us: f64) -> Self {
         FlaggedIntervals::of(r, bound_us, |i| {
-            let lag = i.latency.get("schedule_lag")?;
+            let lag = i.latency.get(&Phase::Lag)?;
             Some((lag.p99_us, lag.max_us))
         })
     }

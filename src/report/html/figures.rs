@@ -4,6 +4,7 @@
 
 use super::{cell, open_loop, Breakdown, Bursts, Knee, Levels, Repetitions, Streams};
 use crate::analysis::summary::Log2Hist;
+use crate::model::Phase;
 use crate::recorder::hist::Stats;
 use crate::recorder::record::RunRecord;
 use crate::report::plot::{self, boxes::BoxStats, breakdown::Segment, human, spectrum::Curve};
@@ -11,7 +12,7 @@ use crate::report::plot::{self, boxes::BoxStats, breakdown::Segment, human, spec
 /// The latency-over-time plot and the words on its scatter, when some interval has
 /// responses.
 pub(super) fn latency_time(r: &RunRecord) -> (Option<String>, Option<String>) {
-    let bands = bands(r, "total");
+    let bands = bands(r, Phase::Total);
     let samples: Vec<(f64, f64)> = r
         .samples
         .iter()
@@ -40,11 +41,11 @@ pub(super) fn latency_time(r: &RunRecord) -> (Option<String>, Option<String>) {
 }
 
 /// The p50, p99 and max of `phase` in each interval that recorded it.
-pub(super) fn bands(r: &RunRecord, phase: &str) -> Vec<plot::latency_time::Band> {
+pub(super) fn bands(r: &RunRecord, phase: Phase) -> Vec<plot::latency_time::Band> {
     r.intervals
         .iter()
         .filter_map(|i| {
-            let t = i.latency.get(phase).filter(|t| t.count > 0)?;
+            let t = i.latency.get(&phase).filter(|t| t.count > 0)?;
             Some(plot::latency_time::Band {
                 start_s: i.start_s,
                 end_s: i.start_s + i.duration_s,
@@ -60,12 +61,12 @@ pub(super) fn bands(r: &RunRecord, phase: &str) -> Vec<plot::latency_time::Band>
 /// when the run has any.
 pub(super) fn streams(r: &RunRecord) -> Option<Streams> {
     let h = r.histogram("event_gap").ok().filter(|h| !h.is_empty())?;
-    let bands = bands(r, "event_gap");
+    let bands = bands(r, Phase::EventGap);
     let over_time = (!bands.is_empty()).then(|| {
         plot::latency_time::svg_of("event gap over time", "gap between events", &bands, &[])
     });
     let phases = &r.summary.latency.phases;
-    let events = phases.get("events");
+    let events = phases.get(&Phase::Events);
     let count = |v: Option<f64>| v.map_or("-".into(), |n| format!("{n:.0}"));
     let mode = match &r.config.stream {
         Some(m) => format!("--stream {m}"),
@@ -81,7 +82,7 @@ pub(super) fn streams(r: &RunRecord) -> Option<Streams> {
             events.map_or(0, |e| e.count),
             count(events.and_then(|e| e.p50_us)),
             count(events.and_then(|e| e.max_us)),
-            cell(phases.get("first_event").and_then(|f| f.p50_us)),
+            cell(phases.get(&Phase::FirstEvent).and_then(|f| f.p50_us)),
         ),
     })
 }
@@ -125,9 +126,9 @@ pub(super) fn breakdown(r: &RunRecord) -> Option<Breakdown> {
     }
     let mut phases: Vec<(String, &Stats)> = Vec::new();
     let open = open_loop(r);
-    for &name in super::tables::BEFORE_THE_WAIT {
-        match s.latency.phases.get(name) {
-            Some(st) if name != "queue" || open => phases.push((name.to_string(), st)),
+    for &p in super::tables::BEFORE_THE_WAIT {
+        match s.latency.phases.get(&p) {
+            Some(st) if p != Phase::Queue || open => phases.push((p.name().to_string(), st)),
             _ => {}
         }
     }
@@ -152,10 +153,10 @@ pub(super) fn breakdown(r: &RunRecord) -> Option<Breakdown> {
             "network+client (wait − server total)".into(),
             &s.server_timing_overhead,
         ));
-    } else if let Some(st) = s.latency.phases.get("wait") {
+    } else if let Some(st) = s.latency.phases.get(&Phase::Wait) {
         phases.push(("wait".into(), st));
     }
-    if let Some(st) = s.latency.phases.get("read") {
+    if let Some(st) = s.latency.phases.get(&Phase::Read) {
         phases.push(("read".into(), st));
     }
     phases.retain(|(_, st)| st.count > 0);
@@ -226,8 +227,9 @@ pub(super) fn histograms(r: &RunRecord) -> Vec<String> {
     let others = ["total", "uncorrected", "schedule_lag", "first_event"];
     let mut names: Vec<(String, String)> = super::tables::CLIENT_PHASES
         .iter()
-        .chain(&others)
-        .filter(|n| open || !matches!(**n, "queue" | "uncorrected" | "schedule_lag"))
+        .map(|p| p.name())
+        .chain(others)
+        .filter(|n| open || !matches!(*n, "queue" | "uncorrected" | "schedule_lag"))
         .map(|n| (n.to_string(), n.replace('_', " ")))
         .collect();
     for m in &r.summary.server_timing_order {

@@ -2,6 +2,7 @@
 //! codes, errors and the environment (with the command line quoted for a shell).
 
 use super::{cell, open_loop, PhaseRow};
+use crate::model::Phase;
 use crate::recorder::hist::Stats;
 use crate::recorder::record::RunRecord;
 use crate::report::plot::human;
@@ -194,31 +195,22 @@ pub(super) fn knee_groups(k: &crate::analysis::knee::KneeResult) -> Vec<(&'stati
 
 /// The rows of the phase table, with the text report's rules ([`crate::report::phase_row`]).
 /// The client phases of the tables and figures, in the order of a request's life.
-pub(super) const CLIENT_PHASES: [&str; 9] = [
-    "queue",
-    "connect",
-    "tls",
-    "quic_handshake",
-    "quic_0rtt",
-    "h2_handshake",
-    "write",
-    "wait",
-    "read",
-];
+/// (Those of [`Phase::CLIENT`] but `decode`.)
+pub(super) const CLIENT_PHASES: &[Phase] = Phase::CLIENT.split_at(9).0;
 
 /// The client phases before the wait (up to `write`).
-pub(super) const BEFORE_THE_WAIT: &[&str] = CLIENT_PHASES.split_at(7).0;
+pub(super) const BEFORE_THE_WAIT: &[Phase] = CLIENT_PHASES.split_at(7).0;
 
 pub(super) fn phases(r: &RunRecord) -> Vec<PhaseRow> {
     let l = &r.summary.latency;
     let open = open_loop(r);
     let mut rows: Vec<(&str, &Stats)> = Vec::new();
-    for name in CLIENT_PHASES {
-        let Some(st) = l.phases.get(name) else {
+    for &p in CLIENT_PHASES {
+        let Some(st) = l.phases.get(&p) else {
             continue;
         };
-        if crate::report::phase_row(r, name, st) {
-            rows.push((name, st));
+        if crate::report::phase_row(r, p, st) {
+            rows.push((p.name(), st));
         }
     }
     rows.push(("total", &l.total));
@@ -227,9 +219,9 @@ pub(super) fn phases(r: &RunRecord) -> Vec<PhaseRow> {
         rows.push(("schedule lag", &l.schedule_lag));
     }
     // Streamed responses: `events` is a count, shown as a number.
-    for name in ["first_event", "event_gap", "events"] {
-        if let Some(st) = l.phases.get(name) {
-            rows.push((name, st));
+    for p in Phase::STREAM {
+        if let Some(st) = l.phases.get(&p) {
+            rows.push((p.name(), st));
         }
     }
     rows.into_iter()

@@ -4,7 +4,7 @@
 //! percentile spectrum of HdrHistogram / wrk2.
 
 use crate::analysis::summary::{Log2Hist, Summary};
-use crate::model::Phase;
+use crate::model::{Phase, Protocol};
 use crate::recorder::hist::Stats;
 use crate::recorder::record::RunRecord;
 use crate::util::units::{human_bytes, human_ns};
@@ -228,7 +228,7 @@ fn totals(out: &mut String, r: &RunRecord) {
             e.not_sent
         );
     }
-    traffic(out, &s.bytes, &r.config.protocol);
+    traffic(out, &s.bytes, r.config.protocol);
     let _ = writeln!(
         out,
         "  Connections  {} opened, {} closed by the server after a response",
@@ -246,7 +246,7 @@ fn totals(out: &mut String, r: &RunRecord) {
 /// h2load's traffic line: all bytes read, the header bytes as received and (HTTP/2) what HPACK
 /// saved, the body bytes; with `--compressed`, what the bodies decoded to. HTTP/1.1 headers are
 /// not compressed: no savings to show.
-fn traffic(out: &mut String, b: &crate::recorder::record::Bytes, protocol: &str) {
+fn traffic(out: &mut String, b: &crate::recorder::record::Bytes, protocol: Protocol) {
     let both = |n: u64| format!("{} ({n})", human_bytes(n as f64));
     let _ = write!(
         out,
@@ -254,7 +254,7 @@ fn traffic(out: &mut String, b: &crate::recorder::record::Bytes, protocol: &str)
         both(b.read),
         both(b.headers)
     );
-    if protocol.starts_with("h2") {
+    if protocol.is_h2() {
         let _ = write!(out, " (space savings {:.2}%)", b.header_saving() * 100.0);
     }
     let _ = write!(out, ", {} data", both(b.body));
@@ -275,12 +275,12 @@ fn phases(out: &mut String, r: &RunRecord) {
     let _ = writeln!(out);
     let open_loop = r.config.load_model == "open";
     let mut rows: Vec<(&str, &Stats)> = Vec::new();
-    for name in Phase::CLIENT.map(Phase::name) {
-        let Some(stats) = l.phases.get(name) else {
+    for p in Phase::CLIENT {
+        let Some(stats) = l.phases.get(&p) else {
             continue;
         };
-        if super::phase_row(r, name, stats) {
-            rows.push((name, stats));
+        if super::phase_row(r, p, stats) {
+            rows.push((p.name(), stats));
         }
     }
     rows.push(("total", &l.total));
@@ -290,7 +290,7 @@ fn phases(out: &mut String, r: &RunRecord) {
     }
     // Streamed responses (`--stream`): after total, as they are not parts of it.
     for p in Phase::STREAM {
-        if let Some(stats) = l.phases.get(p.name()) {
+        if let Some(stats) = l.phases.get(&p) {
             rows.push((p.name(), stats));
         }
     }
@@ -371,9 +371,9 @@ fn breakdown(out: &mut String, r: &RunRecord) {
         );
     };
     let open_loop = r.config.load_model == "open";
-    for name in ["queue", "connect", "tls", "write"] {
-        match s.latency.phases.get(name) {
-            Some(st) if st.count > 0 && (name != "queue" || open_loop) => row(out, name, st),
+    for p in [Phase::Queue, Phase::Connect, Phase::Tls, Phase::Write] {
+        match s.latency.phases.get(&p) {
+            Some(st) if st.count > 0 && (p != Phase::Queue || open_loop) => row(out, p.name(), st),
             _ => {}
         }
     }
@@ -394,10 +394,15 @@ fn breakdown(out: &mut String, r: &RunRecord) {
         "network+client (wait - server)",
         &s.server_timing_overhead,
     );
-    if let Some(st) = s.latency.phases.get("read") {
+    if let Some(st) = s.latency.phases.get(&Phase::Read) {
         row(out, "read", st);
     }
-    if let Some(st) = s.latency.phases.get("decode").filter(|st| st.count > 0) {
+    if let Some(st) = s
+        .latency
+        .phases
+        .get(&Phase::Decode)
+        .filter(|st| st.count > 0)
+    {
         row(out, "decode", st);
     }
     row(out, "total", &s.latency.total);

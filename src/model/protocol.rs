@@ -1,0 +1,85 @@
+//! The protocol a run speaks ([`Protocol`]), named as a RunRecord's `config.protocol` names it,
+//! so that reports ask the record what it was instead of reading the name's letters.
+
+/// The protocol of a run's requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    /// HTTP/1.1 (over TLS with an `https://` URL).
+    Http1,
+    /// HTTP/2 over TLS (ALPN `h2`).
+    H2,
+    /// HTTP/2 in the clear (prior knowledge, `h2c`).
+    H2c,
+    /// HTTP/3 over QUIC.
+    H3,
+    /// Framed binary messages over TCP (`tcp://HOST:PORT`), no HTTP.
+    Tcp,
+}
+
+impl Protocol {
+    /// Every protocol.
+    pub const ALL: [Protocol; 5] = [
+        Protocol::Http1,
+        Protocol::H2,
+        Protocol::H2c,
+        Protocol::H3,
+        Protocol::Tcp,
+    ];
+
+    /// The name in records and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "http/1.1",
+            Protocol::H2 => "h2",
+            Protocol::H2c => "h2c",
+            Protocol::H3 => "h3",
+            Protocol::Tcp => "tcp",
+        }
+    }
+
+    /// The protocol named `name`, if any.
+    pub fn from_name(name: &str) -> Option<Protocol> {
+        Protocol::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// HTTP/2, over TLS or in the clear: its frames, HPACK and handshake.
+    pub fn is_h2(self) -> bool {
+        matches!(self, Protocol::H2 | Protocol::H2c)
+    }
+}
+
+by_name!(Protocol, "protocol");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_protocol_is_written_and_read_as_its_name() {
+        // (protocol, its name in records)
+        let rows = [
+            (Protocol::Http1, "http/1.1"),
+            (Protocol::H2, "h2"),
+            (Protocol::H2c, "h2c"),
+            (Protocol::H3, "h3"),
+            (Protocol::Tcp, "tcp"),
+        ];
+        for (p, name) in rows {
+            let json = serde_json::to_string(&p).unwrap();
+            assert_eq!(json, format!("\"{name}\""));
+            assert_eq!(serde_json::from_str::<Protocol>(&json).unwrap(), p);
+            assert_eq!(p.to_string(), name);
+        }
+        let e = serde_json::from_str::<Protocol>("\"h4\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown protocol 'h4'"), "{e}");
+        assert!(e.contains("http/1.1, h2, h2c, h3, tcp"), "{e}");
+    }
+
+    #[test]
+    fn h2_is_either_http2() {
+        let h2: Vec<Protocol> = Protocol::ALL.into_iter().filter(|p| p.is_h2()).collect();
+        assert_eq!(h2, [Protocol::H2, Protocol::H2c]);
+    }
+}
