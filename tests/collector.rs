@@ -3,6 +3,8 @@
 //! most 2,000 (wider) intervals whose counts add up to the run's exactly, in a bounded record; an
 //! interrupted run leaves its `--hdr-log` written as it went.
 
+mod common;
+
 use reqlife::model::{Sample, Timestamps, Traffic};
 use reqlife::recorder::collector::{most_sets, CollectorThread, IntervalSet, Sinks, Start};
 use reqlife::recorder::Recorder;
@@ -262,12 +264,10 @@ fn an_interrupted_run_leaves_its_interval_log() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // The log grows while the run goes on.
-    let deadline = Instant::now() + Duration::from_secs(20);
+    // The log grows while the run goes on: waited on until it holds 10 intervals (at most
+    // 20 s; the count is asserted below, once the child is stopped).
     let totals = |p: &std::path::Path| log_lines(p).into_iter().filter(|l| l.0 == "total").count();
-    while totals(&log) < 10 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::within(Duration::from_secs(20), || totals(&log) >= 10);
     let while_running = totals(&log);
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();

@@ -297,8 +297,10 @@ fn a_signal_during_connect_ends_the_run_with_a_valid_record() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Kept: the child shows no sign of being stuck in connect; a second lets it get there.
-    std::thread::sleep(Duration::from_millis(1000));
+    // Signalled once it is connecting: a SYN to the full queue, unanswered.
+    wait_until("the run connecting", Duration::from_secs(10), || {
+        syn_sent_to(addr) > 0
+    });
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let started = Instant::now();
     let out = child.wait_with_output().unwrap();
@@ -323,7 +325,7 @@ fn a_signal_during_connect_ends_the_run_with_a_valid_record() {
 #[test]
 fn a_signal_before_the_start_and_a_second_signal_end_at_once() {
     // Waiting for --start-at: a signal ends the wait, nothing was measured.
-    let child = reqlife()
+    let mut child = reqlife()
         .args([
             "run",
             "--start-at",
@@ -335,18 +337,18 @@ fn a_signal_before_the_start_and_a_second_signal_end_at_once() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Kept: the child says nothing while it waits for the start; this lets it get there.
-    std::thread::sleep(Duration::from_millis(500));
+    // Signalled once it says it waits for the start.
+    let err = collected(child.stderr.take().unwrap());
+    wait_until("the wait for the start", Duration::from_secs(10), || {
+        err.text().contains("starting in")
+    });
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let started = Instant::now();
-    let out = child.wait_with_output().unwrap();
+    let status = child.wait().unwrap();
     assert!(started.elapsed() < Duration::from_secs(3));
-    assert_eq!(out.status.code(), Some(130));
-    assert!(
-        stderr(&out).contains("before the start"),
-        "{}",
-        stderr(&out)
-    );
+    assert_eq!(status.code(), Some(130));
+    let err = String::from_utf8_lossy(&err.all(Duration::from_secs(10))).into_owned();
+    assert!(err.contains("before the start"), "{err}");
     // Two signals in a row mid-run: the second does not wait for anything.
     let (addr, _fill, _listener) = blackhole();
     let child = reqlife()
@@ -356,8 +358,10 @@ fn a_signal_before_the_start_and_a_second_signal_end_at_once() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Kept: as above, time for the child to be mid-run (connecting) when the signals come.
-    std::thread::sleep(Duration::from_millis(800));
+    // As above: signalled mid-run, while it connects.
+    wait_until("the run connecting", Duration::from_secs(10), || {
+        syn_sent_to(addr) > 0
+    });
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);
         libc::kill(child.id() as i32, libc::SIGINT);

@@ -67,6 +67,7 @@ fn against(url: &str, extra: &[&str]) -> Outcome {
         if let Some(kb) = rss_kb(pid) {
             max_rss_kb = max_rss_kb.max(kb);
         }
+        // The sampling period of the peak RSS, not a wait for anything.
         std::thread::sleep(Duration::from_millis(20));
     }
     let took = started.elapsed();

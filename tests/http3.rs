@@ -365,7 +365,7 @@ fn an_untrusted_certificate_and_bad_flags_are_named() {
 }
 
 /// A free port number on loopback for both TCP and UDP.
-fn free_port() -> u16 {
+fn free_udp_port() -> u16 {
     loop {
         let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = tcp.local_addr().unwrap().port();
@@ -415,7 +415,7 @@ fn caddy_over_http3() {
     };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display();
-    let port = free_port();
+    let port = free_udp_port();
     // `tls internal`: caddy's own CA; HTTP/3 is on by default. rustls sends no SNI for an
     // IP address, and quic-go then fails the handshake: default_sni names the site.
     let conf = format!(
@@ -460,7 +460,7 @@ fn aioquic_over_http3() {
     let (cert_pem, key_pem) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
     std::fs::write(&cert_pem, cert.cert.pem()).unwrap();
     std::fs::write(&key_pem, cert.key_pair.serialize_pem()).unwrap();
-    let port = free_port();
+    let port = free_udp_port();
     let log = dir.path().join("aioquic.log");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/h3_server.py");
     let _server = Stopped(

@@ -18,6 +18,8 @@ fn a_stall_shows_in_the_corrected_tail_and_not_in_the_uncorrected_one() {
     let addr = s.addr();
     // 0.5 s into the run, the server stops answering for 300 ms.
     let staller = std::thread::spawn(move || {
+        // Kept: where the stall falls in the 2 s run is the test's design (after the start,
+        // well before the end), not a wait for something.
         std::thread::sleep(Duration::from_millis(500));
         let mut c = std::net::TcpStream::connect(addr).unwrap();
         write!(
@@ -482,6 +484,7 @@ fn requests_due_while_every_connection_was_busy_are_counted_as_not_sent() {
 fn the_thread_sleeps_through_responses_and_still_times_them() {
     let addr = raw_server(|mut s| {
         while read_request(&mut s) {
+            // The server's 2 ms per answer: what the test measures.
             std::thread::sleep(Duration::from_millis(2));
             let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
             if s.write_all(reply).is_err() {

@@ -161,17 +161,7 @@ fn serve_prints_its_address_and_stops_on_sigterm() {
     let addr = listening_addr(&line);
     assert!(get(addr, "/").ends_with("Hello World!"));
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let started = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "serve did not stop"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = exit_within(&mut child, "serve stopping", Duration::from_secs(5));
     assert!(status.success(), "{status:?}");
     drop(reader);
 }

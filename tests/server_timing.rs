@@ -289,6 +289,7 @@ fn server_total_option_picks_the_metric() {
     // The server takes 5 ms and says db took 1 ms and app 2 ms (no `total`).
     let addr = raw_server(|mut s| {
         while read_request(&mut s) {
+            // The 5 ms the server takes: what the test measures.
             std::thread::sleep(std::time::Duration::from_millis(5));
             let r = b"HTTP/1.1 200 OK\r\nServer-Timing: db;dur=1, app;dur=2\r\nContent-Length: 0\r\n\r\n";
             if std::io::Write::write_all(&mut s, r).is_err() {
