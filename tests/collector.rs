@@ -169,7 +169,7 @@ fn a_long_series_is_capped_exact_and_bounded() {
     ]);
     assert_eq!(code, 0);
     let size = std::fs::metadata(&path).unwrap().len();
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let r: Value = common::read_json(&path);
     let intervals = r["intervals"].as_array().unwrap();
     assert!(intervals.len() <= 2000, "{} intervals", intervals.len());
     // Neighbours merged: each interval is 10 ms times a power of two, at least 2 (the last
@@ -278,7 +278,7 @@ fn an_interrupted_run_leaves_its_interval_log() {
     );
     let lines = log_lines(&log);
     let logged: u64 = lines.iter().filter(|l| l.0 == "total").map(|l| l.2).sum();
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let r: Value = common::read_json(&out);
     assert_eq!(r["interrupted"], Value::Bool(true));
     // Every response of the record is in the log, interval by interval.
     assert_eq!(

@@ -228,7 +228,7 @@ fn sigint_run(extra: &[&str], signal: i32, expect_code: i32) {
     assert_eq!(out.status.code(), Some(expect_code), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("INTERRUPTED"), "{text}");
-    let record: Value = serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
+    let record: Value = read_json(&out_path);
     assert_eq!(record["interrupted"], Value::Bool(true));
     assert!(
         count(&record, "summary.requests.total") > 0,
@@ -311,7 +311,7 @@ fn a_signal_during_connect_ends_the_run_with_a_valid_record() {
     );
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(stdout(&out).contains("INTERRUPTED"));
-    let record: Value = serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    let record: Value = read_json(&rec);
     assert_eq!(record["interrupted"], Value::Bool(true));
     // Still connecting: nothing completed, and the record says so rather than inventing.
     assert_eq!(count(&record, "summary.requests.total"), 0);

@@ -97,8 +97,7 @@ fn embedded_target_closed_loop_wait_is_the_delay() {
     assert!(hs > 0.0 && hs < 1_000_000.0, "quic_handshake {hs} us");
     // Bytes are the connection's UDP payloads: more than the bodies, the handshake included.
     assert!(count(&j, "bytes.read") > 200 * 5 + 1000);
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    let r: serde_json::Value = read_json(&rec);
     assert_eq!(r["config"]["protocol"], "h3");
     let text = stdout(&run_ok(&["report", rec.to_str().unwrap()]));
     assert!(text.contains("quic_handshake"), "{text}");

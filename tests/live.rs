@@ -7,7 +7,7 @@
 //! view across its steps, lists them as they are judged, and `q` ends it the same way.
 
 mod common;
-use common::{collected, missing, within, Collected};
+use common::{collected, missing, read_json, within, Collected};
 
 use std::io::Write;
 use std::process::{Child, Command, Stdio};
@@ -173,9 +173,7 @@ fn the_view_draws_p_pauses_and_q_ends_the_run_with_a_record_and_the_terminal_bac
     // the report after the view; the same settings as before (raw mode off).
     assert_terminal_back(&out, 1, b"Status codes", dir.path());
     // The record, as for Ctrl-C: interrupted, with what was measured.
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("rec.json")).unwrap())
-            .unwrap();
+    let rec: serde_json::Value = read_json(dir.path().join("rec.json"));
     assert_eq!(rec["stop_reason"], "interrupted (SIGINT)");
     assert_eq!(rec["interrupted"], true);
     assert!(rec["summary"]["requests"]["ok"].as_u64().unwrap() > 0);
@@ -215,9 +213,7 @@ fn a_knee_search_shows_its_steps_and_q_ends_it_with_a_record_and_the_terminal_ba
     // shown after, the report after it, the settings as before.
     assert_terminal_back(&out, 1, b"Knee search for", dir.path());
     // The record: interrupted, with the steps judged before q.
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("knee.json")).unwrap())
-            .unwrap();
+    let rec: serde_json::Value = read_json(dir.path().join("knee.json"));
     assert_eq!(rec["interrupted"], true);
     let steps = rec["knee"]["steps"].as_array().unwrap();
     assert!(!steps.is_empty(), "{}", rec["knee"]);
@@ -244,8 +240,7 @@ fn run_on_pty(script: &str, live: bool, dir: &std::path::Path, n: usize) -> serd
     let out = pty.finish(Duration::from_secs(90));
     let text = String::from_utf8_lossy(&out);
     assert!(text.contains("RC=0"), "{text}");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    let v: serde_json::Value = read_json(&rec);
     v["summary"].clone()
 }
 

@@ -294,8 +294,7 @@ fn a_run_given_twice_is_refused_naming_both_files() {
 
     // Records of older versions, without a run id, still load and merge; the same one twice
     // is still found by its content.
-    let mut old: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    let mut old: serde_json::Value = read_json(&a);
     old.as_object_mut().unwrap().remove("run_id");
     let old_path = d.join("old.json");
     std::fs::write(&old_path, old.to_string()).unwrap();

@@ -180,7 +180,7 @@ fn rate_stages_ramp_and_hold_and_are_kept_apart() {
         path.to_str().unwrap(),
     ]);
     assert!(stdout(&out).contains("0->2000 req/s"), "{}", stdout(&out));
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let r: Value = read_json(&path);
     let stages = r["stages"].as_array().unwrap();
     assert_eq!(stages.len(), 2);
     // The ramp's area is 1000 requests, the hold's 2000 (a few in flight at the end are cut).
@@ -237,7 +237,7 @@ fn a_sweep_runs_each_level_and_keeps_them_all() {
     ] {
         assert!(text.contains(row), "missing {row:?} in\n{text}");
     }
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let r: Value = read_json(&path);
     let levels = r["levels"].as_array().unwrap();
     assert_eq!(levels.len(), 2);
     let n: Vec<f64> = levels
@@ -288,7 +288,7 @@ fn bursts_time_the_dispatch_and_the_wait() {
     let text = stdout(&out);
     assert!(text.contains("3 bursts of 20 requests"), "{text}");
     assert!(text.contains("dispatch all (connect+write)"), "{text}");
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let r: Value = read_json(&path);
     let b = &r["summary"]["bursts"];
     assert_eq!(num(b, "count"), 3.0);
     assert_eq!(num(&r, "summary.requests.total"), 60.0);
@@ -363,7 +363,7 @@ fn an_open_loop_starts_once_its_connections_are_open() {
         path.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let record: Value = read_json(&path);
     let s = &record["summary"];
     assert_eq!(num(s, "connections.opened"), 100.0);
     assert_eq!(num(s, "latency.phases.connect.count"), 100.0);

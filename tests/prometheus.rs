@@ -201,8 +201,7 @@ fn prometheus_scrapes_the_run_and_agrees_on_its_p99() {
         one(prom_port, "max_over_time(up{job=\"reqlife\"}[1m])"),
         1.0
     );
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    let rec: serde_json::Value = read_json(&record);
     let total = rec["summary"]["requests"]["total"].as_f64().unwrap();
     let p99_us = rec["summary"]["latency"]["total"]["p99_us"]
         .as_f64()
@@ -285,8 +284,7 @@ fn dashboard_queries() -> Vec<(String, String)> {
         if path.extension().is_none_or(|e| e != "json") {
             continue;
         }
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let v: serde_json::Value = read_json(&path);
         let mut found = Vec::new();
         exprs(&v, &mut found);
         assert!(!found.is_empty(), "{}: no query", path.display());
@@ -370,8 +368,7 @@ fn a_scenario_labels_its_requests_by_name() {
     let (status, text) = get(port, "/metrics").expect("the exporter answers in the linger");
     assert_eq!(status, 200);
     assert!(run.0.try_wait().unwrap().is_none(), "still lingering");
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    let rec: serde_json::Value = read_json(&record);
     let mut sum = 0.0;
     for name in ["home", "put"] {
         let n = sample(
@@ -441,8 +438,7 @@ fn knee_and_calibrate_serve_their_metrics_with_the_segment_label() {
         "--segment", "1/2", "-o", record.to_str().unwrap(),
     ];
     let (text, _, _run) = scrape_after(&knee, |_| written());
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    let rec: serde_json::Value = read_json(&record);
     assert!(!rec["knee"]["steps"].as_array().unwrap().is_empty());
     assert_eq!(
         sample(&text, "reqlife_requests_total{segment=\"1/2\"}"),

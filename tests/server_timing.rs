@@ -207,18 +207,12 @@ Server-Timing: app;dur=3.125, bad;dur=x, total;dur=20\r\nTransfer-Encoding: chun
 2\r\nok\r\n0\r\nServer-Timing: tail;dur=1.5\r\n\r\n",
         false,
     );
-    let out = run_ok(&[
-        "run",
-        "-n",
-        "200",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--json",
-        &format!("http://{addr}/"),
-    ]);
-    let j = summary(&out);
+    let j = Run::new()
+        .n(200)
+        .c(2)
+        .t(1)
+        .url(format!("http://{addr}/"))
+        .json();
     // (metric, dur in ms as sent)
     for (name, ms) in [
         ("parse", 0.25),

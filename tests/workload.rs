@@ -43,7 +43,7 @@ duration = "1s"
 "#;
 
 fn record(path: &str) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    read_json(path)
 }
 
 fn n(v: &Value, path: &str) -> u64 {

@@ -252,6 +252,16 @@ pub fn syn_sent_to(to: SocketAddr) -> usize {
         .count()
 }
 
+/// The JSON file at `path` (a record, a report, a summary), parsed; a failure names the file.
+#[track_caller]
+pub fn read_json(path: impl AsRef<std::path::Path>) -> serde_json::Value {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{} cannot be read: {e}", path.display()));
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not JSON ({e}): {text}", path.display()))
+}
+
 /// The embedded target on 127.0.0.1:0, in this test process.
 pub fn embedded(tls: reqlife::server::ServerTls) -> reqlife::server::RunningServer {
     reqlife::server::spawn(reqlife::server::ServerConfig::new(
