@@ -269,7 +269,7 @@ fn an_interrupted_run_leaves_its_interval_log() {
     let totals = |p: &std::path::Path| log_lines(p).into_iter().filter(|l| l.0 == "total").count();
     common::within(Duration::from_secs(20), || totals(&log) >= 10);
     let while_running = totals(&log);
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    common::send_signal(&child, libc::SIGINT);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     assert!(

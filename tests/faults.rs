@@ -218,7 +218,7 @@ fn sigint_run(extra: &[&str], signal: i32, expect_code: i32) {
         .unwrap();
     // Kept: the time measured before the signal (the record's duration is checked below).
     std::thread::sleep(Duration::from_millis(1500));
-    unsafe { libc::kill(child.id() as i32, signal) };
+    send_signal(&child, signal);
     let started = Instant::now();
     let out = child.wait_with_output().unwrap();
     assert!(
@@ -301,7 +301,7 @@ fn a_signal_during_connect_ends_the_run_with_a_valid_record() {
     wait_until("the run connecting", Duration::from_secs(10), || {
         syn_sent_to(addr) > 0
     });
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    send_signal(&child, libc::SIGINT);
     let started = Instant::now();
     let out = child.wait_with_output().unwrap();
     assert!(
@@ -342,7 +342,7 @@ fn a_signal_before_the_start_and_a_second_signal_end_at_once() {
     wait_until("the wait for the start", Duration::from_secs(10), || {
         err.text().contains("starting in")
     });
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    send_signal(&child, libc::SIGINT);
     let started = Instant::now();
     let status = child.wait().unwrap();
     assert!(started.elapsed() < Duration::from_secs(3));
@@ -362,10 +362,8 @@ fn a_signal_before_the_start_and_a_second_signal_end_at_once() {
     wait_until("the run connecting", Duration::from_secs(10), || {
         syn_sent_to(addr) > 0
     });
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
+    send_signal(&child, libc::SIGINT);
+    send_signal(&child, libc::SIGINT);
     let started = Instant::now();
     let out = child.wait_with_output().unwrap();
     assert!(started.elapsed() < Duration::from_secs(3));

@@ -340,7 +340,7 @@ fn serve(args: &[&str]) -> (Vec<String>, std::process::Child) {
 }
 
 fn stop(mut child: std::process::Child) {
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    send_signal(&child, libc::SIGTERM);
     let _ = child.wait();
 }
 

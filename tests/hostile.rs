@@ -185,7 +185,7 @@ fn serve_faults_prints_where_each_fault_is() {
     for name in faults::HTTP1_FAULTS.iter().chain(faults::H2_FAULTS.iter()) {
         assert!(text.contains(name), "{name}: {text}");
     }
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    send_signal(&child, libc::SIGTERM);
     assert!(child.wait().unwrap().success());
     let out = Command::new(env!("CARGO_BIN_EXE_reqlife"))
         .args(["serve", "--faults", "--tls"])

@@ -134,7 +134,7 @@ fn an_interrupted_run_still_writes_its_page() {
         .unwrap();
     // Kept: the run measures for 1.5 s (intervals for the page's figures) before the signal.
     std::thread::sleep(Duration::from_millis(1500));
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    send_signal(&child, libc::SIGINT);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     let html = std::fs::read_to_string(&page).expect("the page was written");

@@ -417,6 +417,13 @@ pub fn find_tool(program: &str, install: &str) -> Option<std::path::PathBuf> {
     found
 }
 
+/// Sends `sig` (`libc::SIGINT`, `libc::SIGTERM`) to `child`, as Ctrl-C or a service
+/// manager would.
+pub fn send_signal(child: &std::process::Child, sig: i32) {
+    // SAFETY: a signal to our own child, by its pid.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
 /// A child process stopped when dropped: SIGTERM first (nginx's master then stops its
 /// workers; a SIGKILL would orphan them), SIGKILL after 5 s.
 pub struct Stopped(pub std::process::Child);
@@ -427,8 +434,7 @@ impl Drop for Stopped {
         if let Ok(Some(_)) = self.0.try_wait() {
             return;
         }
-        // SAFETY: a signal to our own child, by its pid.
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        send_signal(&self.0, libc::SIGTERM);
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(5) {
             if let Ok(Some(_)) = self.0.try_wait() {
