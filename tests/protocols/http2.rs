@@ -2,9 +2,7 @@
 //! streams per connection, a body, Server-Timing from HTTP/2 headers; a server that does not
 //! speak HTTP/2 is an error, not a hang.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqlife::server::ServerTls;
 
 #[test]

@@ -2,9 +2,7 @@
 //! misbehaves, the run counts a specific error kind, ends within its duration plus one
 //! `--timeout`, keeps its memory bounded, and still writes its report and record.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqlife::server::faults;
 use serde_json::Value;
 use std::process::{Command, Stdio};

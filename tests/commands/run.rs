@@ -2,9 +2,7 @@
 //! in this test, or started by reqlife itself) bound to 127.0.0.1:0. Every run is bounded
 //! by `-n` or a short `-d`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqlife::server::ServerTls;
 
 #[test]

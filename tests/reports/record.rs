@@ -1,14 +1,12 @@
 //! The RunRecord: real output validates against `schema/runrecord.schema.json`, and
 //! `reqlife report` re-renders exactly the report the run printed, from the record alone.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn validator() -> jsonschema::Validator {
     let schema: Value =
-        serde_json::from_str(include_str!("../schema/runrecord.schema.json")).unwrap();
+        serde_json::from_str(include_str!("../../schema/runrecord.schema.json")).unwrap();
     jsonschema::validator_for(&schema).expect("the schema compiles")
 }
 
@@ -149,7 +147,7 @@ fn record_validates_against_the_schema_and_re_renders() {
     let record: Value = read_json(&path);
 
     let schema: Value =
-        serde_json::from_str(include_str!("../schema/runrecord.schema.json")).unwrap();
+        serde_json::from_str(include_str!("../../schema/runrecord.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
     let errors: Vec<String> = validator
         .iter_errors(&record)

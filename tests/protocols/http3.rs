@@ -5,9 +5,7 @@
 //! (tests/data/h3_server.py). `.ci/test` installs both; without UDP on loopback the tests say
 //! so and do not run.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqlife::recorder::hist;
 use reqlife::recorder::record::RunRecord;
 use reqlife::server::{RunningServer, ServerConfig, ServerTls};

@@ -3,9 +3,7 @@
 //! HTTP/2 with rendered requests, a fill split over generators that puts each key once, a
 //! vegeta target list, and scenario errors through the command line.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 

@@ -6,9 +6,7 @@
 //! or the same segment index run by two generators) is refused naming both files; parts that
 //! did not overlap in time are merged with a warning.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqlife::recorder::hist;
 use reqlife::recorder::record::RunRecord;
 use reqlife::server::ServerTls;
@@ -137,7 +135,7 @@ fn three_segments_merge_into_the_whole_plan() {
 
     // The merged record is a record like any other: it validates and re-reports.
     let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../schema/runrecord.schema.json")).unwrap();
+        serde_json::from_str(include_str!("../../schema/runrecord.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let json = serde_json::to_value(&merged).unwrap();
     assert!(validator.is_valid(&json));

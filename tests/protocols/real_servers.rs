@@ -4,9 +4,7 @@
 //! CI (`CI` set) a missing server fails its test; on a developer's machine without them, the
 //! test says so and does not run.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 

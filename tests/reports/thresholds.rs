@@ -3,9 +3,7 @@
 //! `--abort-on-fail` stopping a run early, and a malformed expression refused with the valid
 //! figures named.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::time::{Duration, Instant};
 
 #[test]

@@ -4,9 +4,7 @@
 //! as a person sees it: headless Chromium renders it, light and dark, and the screenshots are
 //! checked for content and colour.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -2,9 +2,7 @@
 //! right exit code, never a panic and never a hang; an interrupted run still writes what it
 //! measured.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -83,7 +81,7 @@ fn a_report_of_something_that_is_not_a_record_is_refused() {
 fn refused_connections_are_counted_and_the_run_ends() {
     let addr = refused_addr();
     // Every connection refused before any request succeeded: the fail-fast rule stops the
-    // run after the first 3 attempts (tests/failfast.rs), exit 3, the errors counted.
+    // run after the first 3 attempts (tests/commands/failfast.rs), exit 3, the errors counted.
     let (out, j) = Run::new()
         .n(100)
         .c(2)
@@ -316,7 +314,7 @@ fn a_signal_during_connect_ends_the_run_with_a_valid_record() {
     // Still connecting: nothing completed, and the record says so rather than inventing.
     assert_eq!(count(&record, "summary.requests.total"), 0);
     let schema: Value =
-        serde_json::from_str(include_str!("../schema/runrecord.schema.json")).unwrap();
+        serde_json::from_str(include_str!("../../schema/runrecord.schema.json")).unwrap();
     assert!(jsonschema::validator_for(&schema)
         .unwrap()
         .is_valid(&record));

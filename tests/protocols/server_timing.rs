@@ -2,9 +2,7 @@
 //! chunked trailer, with labels and a malformed metric) and the medians reqlife reports; and
 //! the parser against the web-platform-tests' parsing cases.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqlife::engine::server_timing;
 
 /// (name, duration, description) as a browser exposes them: 0 and "" when absent.

@@ -7,9 +7,7 @@
 //! The server offers gRPC server reflection (v1alpha, grpcio-reflection's) only when asked
 //! (`--reflection`), so a run without `--proto-set` meets both kinds of server.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

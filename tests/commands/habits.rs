@@ -4,9 +4,7 @@
 //! `-o FILE` says so; the header at the start; no HPACK savings on HTTP/1.1's Traffic line.
 //! Every load is a few hundred requests or a fraction of a second, on 127.0.0.1.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqlife::server::ServerTls;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Output, Stdio};
