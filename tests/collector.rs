@@ -3,6 +3,8 @@
 //! most 2,000 (wider) intervals whose counts add up to the run's exactly, in a bounded record; an
 //! interrupted run leaves its `--hdr-log` written as it went.
 
+mod common;
+
 use reqlife::model::{Sample, Timestamps, Traffic};
 use reqlife::recorder::collector::{most_sets, CollectorThread, IntervalSet, Sinks, Start};
 use reqlife::recorder::Recorder;
@@ -167,7 +169,7 @@ fn a_long_series_is_capped_exact_and_bounded() {
     ]);
     assert_eq!(code, 0);
     let size = std::fs::metadata(&path).unwrap().len();
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let r: Value = common::read_json(&path);
     let intervals = r["intervals"].as_array().unwrap();
     assert!(intervals.len() <= 2000, "{} intervals", intervals.len());
     // Neighbours merged: each interval is 10 ms times a power of two, at least 2 (the last
@@ -262,14 +264,12 @@ fn an_interrupted_run_leaves_its_interval_log() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // The log grows while the run goes on.
-    let deadline = Instant::now() + Duration::from_secs(20);
+    // The log grows while the run goes on: waited on until it holds 10 intervals (at most
+    // 20 s; the count is asserted below, once the child is stopped).
     let totals = |p: &std::path::Path| log_lines(p).into_iter().filter(|l| l.0 == "total").count();
-    while totals(&log) < 10 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::within(Duration::from_secs(20), || totals(&log) >= 10);
     let while_running = totals(&log);
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    common::send_signal(&child, libc::SIGINT);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     assert!(
@@ -278,7 +278,7 @@ fn an_interrupted_run_leaves_its_interval_log() {
     );
     let lines = log_lines(&log);
     let logged: u64 = lines.iter().filter(|l| l.0 == "total").map(|l| l.2).sum();
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let r: Value = common::read_json(&out);
     assert_eq!(r["interrupted"], Value::Bool(true));
     // Every response of the record is in the log, interval by interval.
     assert_eq!(

@@ -41,8 +41,7 @@ fn search(step: &str) -> (f64, Vec<String>, serde_json::Value, String) {
         stdout(&out),
         stderr(&out)
     );
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    let r: serde_json::Value = read_json(&rec);
     let steps = r["knee"]["steps"].as_array().unwrap();
     let path: Vec<String> = steps
         .iter()

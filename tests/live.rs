@@ -7,11 +7,10 @@
 //! view across its steps, lists them as they are judged, and `q` ends it the same way.
 
 mod common;
-use common::{collected, missing};
+use common::{collected, missing, read_json, within, Collected};
 
 use std::io::Write;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 fn script() -> Option<&'static str> {
@@ -27,7 +26,7 @@ fn script() -> Option<&'static str> {
 /// A shell line run on a new pseudo-terminal of 120×40; what it writes there is collected.
 struct Pty {
     child: Child,
-    out: Arc<Mutex<Vec<u8>>>,
+    out: Collected,
 }
 
 impl Pty {
@@ -51,14 +50,10 @@ impl Pty {
 
     /// Waits until the output holds `what` (after `from` bytes), for at most `limit`.
     fn wait_for(&self, what: &[u8], from: usize, limit: Duration) -> bool {
-        let started = Instant::now();
-        while started.elapsed() < limit {
-            if find(&self.text()[from.min(self.text().len())..], what).is_some() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        false
+        within(limit, || {
+            let text = self.text();
+            find(&text[from.min(text.len())..], what).is_some()
+        })
     }
 
     fn key(&mut self, k: &[u8]) {
@@ -69,24 +64,16 @@ impl Pty {
 
     /// Waits for the end (at most `limit`), keeping stdin open until then.
     fn finish(&mut self, limit: Duration) -> Vec<u8> {
-        let started = Instant::now();
-        loop {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            if started.elapsed() > limit {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!(
-                    "still running after {limit:?}: {}",
-                    String::from_utf8_lossy(&self.text())
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        if !within(limit, || matches!(self.child.try_wait(), Ok(Some(_)))) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            panic!(
+                "still running after {limit:?}: {}",
+                String::from_utf8_lossy(&self.text())
+            );
         }
-        // The reader thread drains what is left.
-        std::thread::sleep(Duration::from_millis(300));
-        self.text()
+        // Everything the reader thread reads up to the end of the output.
+        self.out.all(Duration::from_secs(10))
     }
 }
 
@@ -160,6 +147,8 @@ fn the_view_draws_p_pauses_and_q_ends_the_run_with_a_record_and_the_terminal_bac
     // (ratatui moves the cursor over spaces: single words are matched.) Some intervals on
     // the charts, then a pause of the display and back.
     assert!(pty.wait_for(b"requests,", 0, Duration::from_secs(30)));
+    // Kept: 2 s of intervals for the charts. What the view writes says nothing countable
+    // about them: ratatui rewrites only the cells that changed (a clock 1s→2s writes "2").
     std::thread::sleep(Duration::from_secs(2));
     let at = pty.text().len();
     pty.key(b"p");
@@ -168,6 +157,8 @@ fn the_view_draws_p_pauses_and_q_ends_the_run_with_a_record_and_the_terminal_bac
         "p did not pause the display"
     );
     pty.key(b"p");
+    // Kept: a moment of the resumed display before `q` (resuming erases the paused title
+    // with blanks: nothing to match in the output).
     std::thread::sleep(Duration::from_millis(600));
     let started = Instant::now();
     pty.key(b"q");
@@ -182,9 +173,7 @@ fn the_view_draws_p_pauses_and_q_ends_the_run_with_a_record_and_the_terminal_bac
     // the report after the view; the same settings as before (raw mode off).
     assert_terminal_back(&out, 1, b"Status codes", dir.path());
     // The record, as for Ctrl-C: interrupted, with what was measured.
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("rec.json")).unwrap())
-            .unwrap();
+    let rec: serde_json::Value = read_json(dir.path().join("rec.json"));
     assert_eq!(rec["stop_reason"], "interrupted (SIGINT)");
     assert_eq!(rec["interrupted"], true);
     assert!(rec["summary"]["requests"]["ok"].as_u64().unwrap() > 0);
@@ -224,9 +213,7 @@ fn a_knee_search_shows_its_steps_and_q_ends_it_with_a_record_and_the_terminal_ba
     // shown after, the report after it, the settings as before.
     assert_terminal_back(&out, 1, b"Knee search for", dir.path());
     // The record: interrupted, with the steps judged before q.
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("knee.json")).unwrap())
-            .unwrap();
+    let rec: serde_json::Value = read_json(dir.path().join("knee.json"));
     assert_eq!(rec["interrupted"], true);
     let steps = rec["knee"]["steps"].as_array().unwrap();
     assert!(!steps.is_empty(), "{}", rec["knee"]);
@@ -253,8 +240,7 @@ fn run_on_pty(script: &str, live: bool, dir: &std::path::Path, n: usize) -> serd
     let out = pty.finish(Duration::from_secs(90));
     let text = String::from_utf8_lossy(&out);
     assert!(text.contains("RC=0"), "{text}");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    let v: serde_json::Value = read_json(&rec);
     v["summary"].clone()
 }
 

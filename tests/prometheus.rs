@@ -13,17 +13,9 @@ mod common;
 
 use common::*;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use std::time::Duration;
 
 /// A plain HTTP/1.1 GET on 127.0.0.1:`port`: (status, body).
 fn get(port: u16, target: &str) -> Option<(u16, String)> {
@@ -108,16 +100,21 @@ fn one(port: u16, promql: &str) -> f64 {
     r[0].1
 }
 
-/// Waits until `done` holds, polling, for at most `limit`.
-fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let started = Instant::now();
-    while started.elapsed() < limit {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    false
+/// Waits until the exporter on `port` says the run is over (`reqlife_running` 0, every
+/// series of it): it has taken the run's last interval, as the linger begins.
+fn wait_ended(port: u16) {
+    let ended = |text: &str| {
+        let mut running = text
+            .lines()
+            .filter(|l| l.starts_with("reqlife_running"))
+            .peekable();
+        running.peek().is_some() && running.all(|l| l.ends_with(" 0"))
+    };
+    wait_until(
+        "the exporter's end of the run",
+        Duration::from_secs(10),
+        || get(port, "/metrics").is_some_and(|(_, text)| ended(&text)),
+    );
 }
 
 #[test]
@@ -153,7 +150,7 @@ fn prometheus_scrapes_the_run_and_agrees_on_its_p99() {
             .expect("prometheus starts"),
     );
     assert!(
-        wait_for(Duration::from_secs(60), || get(prom_port, "/-/ready")
+        within(Duration::from_secs(60), || get(prom_port, "/-/ready")
             .is_some_and(|(s, _)| s == 200)),
         "Prometheus did not get ready"
     );
@@ -180,7 +177,7 @@ fn prometheus_scrapes_the_run_and_agrees_on_its_p99() {
             .unwrap(),
     );
     // While the run goes on: the target is up and the load is seen running.
-    let running = wait_for(Duration::from_secs(8), || {
+    let running = within(Duration::from_secs(8), || {
         query(prom_port, "reqlife_running")
             .first()
             .is_some_and(|(_, v)| *v == 1.0)
@@ -204,8 +201,7 @@ fn prometheus_scrapes_the_run_and_agrees_on_its_p99() {
         one(prom_port, "max_over_time(up{job=\"reqlife\"}[1m])"),
         1.0
     );
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    let rec: serde_json::Value = read_json(&record);
     let total = rec["summary"]["requests"]["total"].as_f64().unwrap();
     let p99_us = rec["summary"]["latency"]["total"]["p99_us"]
         .as_f64()
@@ -288,8 +284,7 @@ fn dashboard_queries() -> Vec<(String, String)> {
         if path.extension().is_none_or(|e| e != "json") {
             continue;
         }
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let v: serde_json::Value = read_json(&path);
         let mut found = Vec::new();
         exprs(&v, &mut found);
         assert!(!found.is_empty(), "{}: no query", path.display());
@@ -367,14 +362,13 @@ fn a_scenario_labels_its_requests_by_name() {
             .unwrap(),
     );
     // The record is written before the linger: then the exposition holds the whole run.
-    assert!(wait_for(Duration::from_secs(60), || record.exists()
+    assert!(within(Duration::from_secs(60), || record.exists()
         && std::fs::metadata(&record).is_ok_and(|m| m.len() > 0)));
-    std::thread::sleep(Duration::from_millis(500));
+    wait_ended(port);
     let (status, text) = get(port, "/metrics").expect("the exporter answers in the linger");
     assert_eq!(status, 200);
     assert!(run.0.try_wait().unwrap().is_none(), "still lingering");
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    let rec: serde_json::Value = read_json(&record);
     let mut sum = 0.0;
     for name in ["home", "put"] {
         let n = sample(
@@ -419,11 +413,11 @@ fn scrape_after(args: &[&str], done: impl Fn(&str) -> bool) -> (String, String, 
     let printed = collected(run.0.stdout.take().unwrap());
     let text = || String::from_utf8_lossy(&printed.lock().unwrap()).into_owned();
     assert!(
-        wait_for(Duration::from_secs(90), || done(&text())),
+        within(Duration::from_secs(90), || done(&text())),
         "not done: {}",
         text()
     );
-    std::thread::sleep(Duration::from_millis(500));
+    wait_ended(port);
     let (status, exposition) = get(port, "/metrics").expect("the exporter answers in the linger");
     assert_eq!(status, 200);
     assert!(run.0.try_wait().unwrap().is_none(), "still lingering");
@@ -444,8 +438,7 @@ fn knee_and_calibrate_serve_their_metrics_with_the_segment_label() {
         "--segment", "1/2", "-o", record.to_str().unwrap(),
     ];
     let (text, _, _run) = scrape_after(&knee, |_| written());
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    let rec: serde_json::Value = read_json(&record);
     assert!(!rec["knee"]["steps"].as_array().unwrap().is_empty());
     assert_eq!(
         sample(&text, "reqlife_requests_total{segment=\"1/2\"}"),

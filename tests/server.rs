@@ -160,18 +160,8 @@ fn serve_prints_its_address_and_stops_on_sigterm() {
     reader.read_line(&mut line).unwrap();
     let addr = listening_addr(&line);
     assert!(get(addr, "/").ends_with("Hello World!"));
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let started = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "serve did not stop"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    send_signal(&child, libc::SIGTERM);
+    let status = exit_within(&mut child, "serve stopping", Duration::from_secs(5));
     assert!(status.success(), "{status:?}");
     drop(reader);
 }
@@ -197,7 +187,7 @@ fn a_closed_stdout_does_not_kill_serve() {
         "serve exited when its stdout closed"
     );
     assert!(get(addr, "/").ends_with("Hello World!"));
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    send_signal(&child, libc::SIGTERM);
     let out = child.wait_with_output().unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
 }

@@ -206,7 +206,7 @@ fn the_readme_points_nowhere_outside_the_repository() {
         );
     }
     // Every path it names under a top-level directory exists (`bench/README.md`,
-    // `deploy/kubernetes/`, `tests/netns.rs`).
+    // `deploy/kubernetes/`, `tests/reports/netns.rs`).
     let tops = top_level();
     let mut named = 0;
     for word in text.split(|c: char| c.is_whitespace() || "`'\"()[]<>,;".contains(c)) {

@@ -181,12 +181,85 @@ pub fn assert_counts(v: &serde_json::Value, expected: &[(&str, u64)]) {
 /// that waits for something to happen (a server listening, a file written): waiting on the
 /// thing itself, not a guess at how long it takes.
 #[track_caller]
-pub fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+pub fn wait_until(what: &str, timeout: Duration, cond: impl FnMut() -> bool) {
+    assert!(within(timeout, cond), "{what}: not within {timeout:?}");
+}
+
+/// Whether `cond` comes to hold within `timeout`, polled every 10 ms: [`wait_until`] for a
+/// test that says more than "not within" when it does not (or does something first).
+pub fn within(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
-    while !cond() {
-        assert!(Instant::now() < deadline, "{what}: not within {timeout:?}");
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Waits for `child` to exit, for at most `timeout` (panics naming `what` after that; a
+/// child in a [`Stopped`] guard is then stopped as the test unwinds), and gives its status.
+#[track_caller]
+pub fn exit_within(
+    child: &mut std::process::Child,
+    what: &str,
+    timeout: Duration,
+) -> std::process::ExitStatus {
+    let mut status = None;
+    wait_until(what, timeout, || {
+        status = child.try_wait().expect("the child can be waited for");
+        status.is_some()
+    });
+    status.expect("it exited")
+}
+
+/// A free loopback port (bound once, then let go) for a server that takes its port on the
+/// command line rather than binding port 0 itself.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// How many TCP sockets of this network namespace are in SYN_SENT towards `to`
+/// (`/proc/net/tcp`): a connect under way that has no answer yet, as to [a full accept
+/// queue](https://man7.org/linux/man-pages/man2/listen.2.html) that drops SYNs. A test that
+/// must signal a child while it connects waits on this instead of guessing how long it takes.
+pub fn syn_sent_to(to: SocketAddr) -> usize {
+    let SocketAddr::V4(v4) = to else {
+        panic!("syn_sent_to reads /proc/net/tcp: IPv4 only, not {to}")
+    };
+    // The kernel prints the address as the in-memory u32 in hex (little-endian here), then
+    // the port in hex; 02 is TCP_SYN_SENT.
+    let remote = format!(
+        "{:08X}:{:04X}",
+        u32::from_ne_bytes(v4.ip().octets()),
+        v4.port()
+    );
+    std::fs::read_to_string("/proc/net/tcp")
+        .expect("/proc/net/tcp is readable")
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.get(2) == Some(&remote.as_str()) && f.get(3) == Some(&"02")
+        })
+        .count()
+}
+
+/// The JSON file at `path` (a record, a report, a summary), parsed; a failure names the file.
+#[track_caller]
+pub fn read_json(path: impl AsRef<std::path::Path>) -> serde_json::Value {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{} cannot be read: {e}", path.display()));
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not JSON ({e}): {text}", path.display()))
 }
 
 /// The embedded target on 127.0.0.1:0, in this test process.
@@ -344,14 +417,24 @@ pub fn find_tool(program: &str, install: &str) -> Option<std::path::PathBuf> {
     found
 }
 
+/// Sends `sig` (`libc::SIGINT`, `libc::SIGTERM`) to `child`, as Ctrl-C or a service
+/// manager would.
+pub fn send_signal(child: &std::process::Child, sig: i32) {
+    // SAFETY: a signal to our own child, by its pid.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
 /// A child process stopped when dropped: SIGTERM first (nginx's master then stops its
 /// workers; a SIGKILL would orphan them), SIGKILL after 5 s.
 pub struct Stopped(pub std::process::Child);
 
 impl Drop for Stopped {
     fn drop(&mut self) {
-        // SAFETY: a signal to our own child, by its pid.
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        // A child already reaped is not signalled: its pid may be another process's by now.
+        if let Ok(Some(_)) = self.0.try_wait() {
+            return;
+        }
+        send_signal(&self.0, libc::SIGTERM);
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(5) {
             if let Ok(Some(_)) = self.0.try_wait() {
@@ -385,13 +468,12 @@ pub fn listening(cmd: &mut std::process::Command, what: &str) -> (Stopped, u16) 
 }
 
 /// What a child writes on `from` (its stdout), collected by a thread as it comes, to read
-/// while the child runs.
-pub fn collected(
-    mut from: impl Read + Send + 'static,
-) -> std::sync::Arc<std::sync::Mutex<Vec<u8>>> {
+/// while the child runs: derefs to the bytes so far (`out.lock()`), and [`Collected::all`]
+/// gives everything once the writer has closed its end.
+pub fn collected(mut from: impl Read + Send + 'static) -> Collected {
     let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = out.clone();
-    std::thread::spawn(move || {
+    let reader = std::thread::spawn(move || {
         let mut buf = [0u8; 8192];
         while let Ok(n) = from.read(&mut buf) {
             if n == 0 {
@@ -400,7 +482,41 @@ pub fn collected(
             sink.lock().unwrap().extend_from_slice(&buf[..n]);
         }
     });
-    out
+    Collected { out, reader }
+}
+
+/// A child's output read by [`collected`]: the bytes so far, and the thread that reads them.
+pub struct Collected {
+    out: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl Collected {
+    /// The bytes so far, as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.out.lock().unwrap()).into_owned()
+    }
+
+    /// Whether the writer has closed its end (every byte is in).
+    pub fn ended(&self) -> bool {
+        self.reader.is_finished()
+    }
+
+    /// Everything written, once the writer has closed its end (the child exited); panics
+    /// after `timeout` (something else holds the pipe open).
+    #[track_caller]
+    pub fn all(&self, timeout: Duration) -> Vec<u8> {
+        wait_until("the child's output to its end", timeout, || self.ended());
+        self.out.lock().unwrap().clone()
+    }
+}
+
+impl std::ops::Deref for Collected {
+    type Target = std::sync::Arc<std::sync::Mutex<Vec<u8>>>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.out
+    }
 }
 
 /// A keep-alive server that answers each request head with `Hello World!` (one write per

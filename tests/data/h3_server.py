@@ -1,4 +1,4 @@
-"""A minimal HTTP/3 server on aioquic, for tests/http3.rs: a second HTTP/3 implementation
+"""A minimal HTTP/3 server on aioquic, for tests/protocols/http3.rs: a second HTTP/3 implementation
 besides the embedded target and caddy.
 
     python3 h3_server.py PORT CERT KEY

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The gRPC test server of tests/grpc.rs (and of the README's gRPC section): the service of
+"""The gRPC test server of tests/protocols/grpc.rs (and of the README's gRPC section): the service of
 echo.proto (reqlife.test.Test) on Python grpcio, without TLS (h2c), or with it (--tls: h2 by
 ALPN).
 

@@ -5,9 +5,7 @@
 //! lie. `.ci/test` installs the package (`pip install thrift`); in CI (`CI` set) its absence
 //! fails the test, elsewhere the test says so and does not run.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -130,7 +128,7 @@ fn thrift_keep_alive_counts_phases_and_seqids() {
     assert_eq!(record["config"]["protocol"], "tcp");
     assert_eq!(record["config"]["method"], "u32be-framed");
     let schema: Value =
-        serde_json::from_str(include_str!("../schema/runrecord.schema.json")).unwrap();
+        serde_json::from_str(include_str!("../../schema/runrecord.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let errors: Vec<String> = validator
         .iter_errors(&record)

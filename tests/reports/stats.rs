@@ -6,9 +6,7 @@
 //! `file(FILE, encoding = "UTF-8-BOM")` for `bom_cr.txt`), `quantile(x)`, `mean(x)`, `sd(x)`,
 //! NA's left out as `summary()` does.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::io::Write;
 use std::process::Stdio;
 

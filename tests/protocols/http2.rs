@@ -2,9 +2,7 @@
 //! streams per connection, a body, Server-Timing from HTTP/2 headers; a server that does not
 //! speak HTTP/2 is an error, not a hang.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqlife::server::ServerTls;
 
 #[test]
@@ -12,36 +10,37 @@ fn h2c_with_streams_shares_connections() {
     let s = embedded(ServerTls::None);
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("h2c.json");
-    let out = run_ok(&[
-        "run",
-        "--http2",
-        "--streams",
-        "4",
-        "-n",
-        "2000",
-        "-c",
-        "2",
-        "-t",
-        "2",
-        "--json",
-        "-o",
-        rec.to_str().unwrap(),
-        &s.url("/"),
-    ]);
-    let j = summary(&out);
-    assert_eq!(count(&j, "requests.ok"), 2000);
-    assert_eq!(count(&j, "status.200"), 2000);
-    // 2 connections of 4 streams each: 2 connects, not 8, each with its HTTP/2 handshake
-    // (until the server's SETTINGS), and the server's stream limit reported.
-    assert_eq!(count(&j, "connections.opened"), 2);
-    assert_eq!(count(&j, "latency.phases.h2_handshake.count"), 2);
+    let j = Run::new()
+        .args(["--http2", "--streams", "4"])
+        .n(2000)
+        .c(2)
+        .t(2)
+        .arg("-o")
+        .arg(rec.to_str().unwrap())
+        .url(s.url("/"))
+        .json();
+    assert_counts(
+        &j,
+        &[
+            ("requests.ok", 2000),
+            ("status.200", 2000),
+            // 2 connections of 4 streams each: 2 connects, not 8, each with its HTTP/2
+            // handshake (until the server's SETTINGS), and the server's stream limit reported.
+            ("connections.opened", 2),
+            ("latency.phases.h2_handshake.count", 2),
+        ],
+    );
     assert!(num(&j, "latency.phases.h2_handshake.min_us") > 0.0);
-    assert_eq!(count(&j, "h2_max_concurrent_streams"), 1024);
-    assert_eq!(count(&j, "latency.phases.wait.count"), 2000);
-    // Server-Timing arrives in HTTP/2 headers too.
-    assert_eq!(count(&j, "server_timing.total.count"), 2000);
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    assert_counts(
+        &j,
+        &[
+            ("h2_max_concurrent_streams", 1024),
+            ("latency.phases.wait.count", 2000),
+            // Server-Timing arrives in HTTP/2 headers too.
+            ("server_timing.total.count", 2000),
+        ],
+    );
+    let r = read_json(&rec);
     assert_eq!(r["config"]["protocol"], "h2c");
     assert_eq!(r["config"]["streams"], 4);
 }
@@ -52,28 +51,17 @@ fn h2_over_tls_by_alpn() {
     let dir = tempfile::tempdir().unwrap();
     let ca = dir.path().join("ca.pem");
     std::fs::write(&ca, s.cert_pem().unwrap()).unwrap();
-    let out = run_ok(&[
-        "run",
-        "--http2",
-        "--streams",
-        "2",
-        "-n",
-        "500",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--cacert",
-        ca.to_str().unwrap(),
-        "--json",
-        &s.url("/echo"),
-        "-m",
-        "POST",
-        "--body",
-        "0123456789",
-    ]);
-    let j = summary(&out);
-    assert_eq!(count(&j, "requests.ok"), 500);
+    let j = Run::new()
+        .args(["--http2", "--streams", "2"])
+        .n(500)
+        .c(2)
+        .t(1)
+        .arg("--cacert")
+        .arg(ca.to_str().unwrap())
+        .args(["-m", "POST", "--body", "0123456789"])
+        .url(s.url("/echo"))
+        .json();
+    assert_counts(&j, &[("requests.ok", 500)]);
     assert_eq!(
         count(&j, "latency.phases.tls.count"),
         2,
@@ -165,24 +153,15 @@ fn misbehaving_h2_server() -> std::net::SocketAddr {
 #[test]
 fn resets_and_goaways_are_counted_not_fatal() {
     let addr = misbehaving_h2_server();
-    let out = run_ok(&[
-        "run",
-        "--http2",
-        "--streams",
-        "2",
-        "-n",
-        "400",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--timeout",
-        "5s",
-        "--json",
-        &format!("http://{addr}/"),
-    ]);
-    let j = summary(&out);
-    assert_eq!(count(&j, "requests.total"), 400);
+    let j = Run::new()
+        .args(["--http2", "--streams", "2"])
+        .n(400)
+        .c(2)
+        .t(1)
+        .args(["--timeout", "5s"])
+        .url(format!("http://{addr}/"))
+        .json();
+    assert_counts(&j, &[("requests.total", 400)]);
     let resets = count(&j, "errors.reset");
     // One stream in four is reset (a few more or less: streams refused by the GOAWAY are sent
     // again on the next connection, which counts anew).

@@ -2,9 +2,7 @@
 //! misbehaves, the run counts a specific error kind, ends within its duration plus one
 //! `--timeout`, keeps its memory bounded, and still writes its report and record.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqlife::server::faults;
 use serde_json::Value;
 use std::process::{Command, Stdio};
@@ -67,6 +65,7 @@ fn against(url: &str, extra: &[&str]) -> Outcome {
         if let Some(kb) = rss_kb(pid) {
             max_rss_kb = max_rss_kb.max(kb);
         }
+        // The sampling period of the peak RSS, not a wait for anything.
         std::thread::sleep(Duration::from_millis(20));
     }
     let took = started.elapsed();
@@ -184,7 +183,7 @@ fn serve_faults_prints_where_each_fault_is() {
     for name in faults::HTTP1_FAULTS.iter().chain(faults::H2_FAULTS.iter()) {
         assert!(text.contains(name), "{name}: {text}");
     }
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    send_signal(&child, libc::SIGTERM);
     assert!(child.wait().unwrap().success());
     let out = Command::new(env!("CARGO_BIN_EXE_reqlife"))
         .args(["serve", "--faults", "--tls"])

@@ -2,35 +2,27 @@
 //! in this test, or started by reqlife itself) bound to 127.0.0.1:0. Every run is bounded
 //! by `-n` or a short `-d`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqlife::server::ServerTls;
 
 #[test]
 fn counts_statuses_and_phases_against_the_embedded_target() {
     let s = embedded(ServerTls::None);
-    let out = run_ok(&[
-        "run",
-        "-n",
-        "2000",
-        "-c",
-        "4",
-        "-t",
-        "2",
-        "--json",
-        &s.url("/"),
-    ]);
-    let j = summary(&out);
-    assert_eq!(count(&j, "requests.total"), 2000);
-    assert_eq!(count(&j, "requests.ok"), 2000);
-    assert_eq!(count(&j, "requests.errors"), 0);
-    assert_eq!(count(&j, "status.200"), 2000);
-    // Keep-alive: one connect per connection, and connect belongs to the request that
-    // opened the connection.
-    assert_eq!(count(&j, "connections.opened"), 4);
-    assert_eq!(count(&j, "latency.phases.connect.count"), 4);
-    assert_eq!(count(&j, "latency.phases.tls.count"), 0);
+    let j = Run::new().n(2000).c(4).t(2).url(s.url("/")).json();
+    assert_counts(
+        &j,
+        &[
+            ("requests.total", 2000),
+            ("requests.ok", 2000),
+            ("requests.errors", 0),
+            ("status.200", 2000),
+            // Keep-alive: one connect per connection, and connect belongs to the request
+            // that opened the connection.
+            ("connections.opened", 4),
+            ("latency.phases.connect.count", 4),
+            ("latency.phases.tls.count", 0),
+        ],
+    );
     for phase in ["write", "wait", "read"] {
         assert_eq!(
             count(&j, &format!("latency.phases.{phase}.count")),
@@ -38,7 +30,7 @@ fn counts_statuses_and_phases_against_the_embedded_target() {
             "{phase}"
         );
     }
-    assert_eq!(count(&j, "latency.total.count"), 2000);
+    assert_counts(&j, &[("latency.total.count", 2000)]);
     // The phases add up: wait ≤ total, and p50 is between min and max.
     assert!(num(&j, "latency.phases.wait.p50_us") <= num(&j, "latency.total.p50_us"));
     assert!(num(&j, "latency.total.min_us") <= num(&j, "latency.total.p50_us"));
@@ -52,46 +44,34 @@ fn counts_statuses_and_phases_against_the_embedded_target() {
 fn status_codes_are_counted() {
     let s = embedded(ServerTls::None);
     // Every response an HTTP error: counted, and the run exits 4.
-    let out = run(&[
-        "run",
-        "-n",
-        "300",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--json",
-        &s.url("/status/503"),
-    ]);
-    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
-    let j = summary(&out);
-    assert_eq!(count(&j, "status.503"), 300);
-    assert_eq!(count(&j, "requests.non_2xx_3xx"), 300);
-    assert_eq!(count(&j, "requests.ok"), 300);
+    let (_, j) = Run::new()
+        .n(300)
+        .c(2)
+        .t(1)
+        .url(s.url("/status/503"))
+        .json_exits(4);
+    assert_counts(
+        &j,
+        &[
+            ("status.503", 300),
+            ("requests.non_2xx_3xx", 300),
+            ("requests.ok", 300),
+        ],
+    );
 }
 
 #[test]
 fn post_with_headers_and_body_to_echo() {
     let s = embedded(ServerTls::None);
-    let out = run_ok(&[
-        "run",
-        "-n",
-        "100",
-        "-c",
-        "1",
-        "-t",
-        "1",
-        "-m",
-        "POST",
-        "-H",
-        "Content-Type: text/plain",
-        "--body",
-        "0123456789",
-        "--json",
-        &s.url("/echo"),
-    ]);
-    let j = summary(&out);
-    assert_eq!(count(&j, "status.200"), 100);
+    let j = Run::new()
+        .n(100)
+        .c(1)
+        .t(1)
+        .args(["-m", "POST", "-H", "Content-Type: text/plain"])
+        .args(["--body", "0123456789"])
+        .url(s.url("/echo"))
+        .json();
+    assert_counts(&j, &[("status.200", 100)]);
     // Each echo carries the 10-byte body back; each request wrote it.
     assert!(count(&j, "bytes.written") >= 100 * 10);
     assert!(count(&j, "bytes.read") >= 100 * 10);
@@ -105,23 +85,13 @@ fn head_and_no_content_responses_have_no_body() {
         ("GET", "/status/204"),
         ("GET", "/status/304"),
     ] {
-        let out = run(&[
-            "run",
-            "-n",
-            "50",
-            "-c",
-            "1",
-            "-t",
-            "1",
-            "-m",
-            method,
-            "--json",
-            "--timeout",
-            "2s",
-            &s.url(path),
-        ]);
-        assert!(out.status.success(), "{method} {path}: {}", stderr(&out));
-        let j = summary(&out);
+        let j = Run::new()
+            .n(50)
+            .c(1)
+            .t(1)
+            .args(["-m", method, "--timeout", "2s"])
+            .url(s.url(path))
+            .json();
         assert_eq!(count(&j, "requests.ok"), 50, "{method} {path}");
         assert_eq!(
             count(&j, "errors.timeout"),
@@ -139,19 +109,13 @@ fn head_and_no_content_responses_have_no_body() {
 #[test]
 fn large_bodies_are_counted_not_kept() {
     let s = embedded(ServerTls::None);
-    let out = run_ok(&[
-        "run",
-        "-n",
-        "20",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--json",
-        &s.url("/bytes/1000000"),
-    ]);
-    let j = summary(&out);
-    assert_eq!(count(&j, "requests.ok"), 20);
+    let j = Run::new()
+        .n(20)
+        .c(2)
+        .t(1)
+        .url(s.url("/bytes/1000000"))
+        .json();
+    assert_counts(&j, &[("requests.ok", 20)]);
     assert!(count(&j, "bytes.read") >= 20 * 1_000_000);
 }
 
@@ -164,21 +128,15 @@ fn tls_with_cacert_insecure_and_unverified() {
     let url = s.url("/");
     assert!(url.starts_with("https://"));
 
-    let out = run_ok(&[
-        "run",
-        "-n",
-        "200",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--json",
-        "--cacert",
-        ca.to_str().unwrap(),
-        &url,
-    ]);
-    let j = summary(&out);
-    assert_eq!(count(&j, "requests.ok"), 200);
+    let j = Run::new()
+        .n(200)
+        .c(2)
+        .t(1)
+        .arg("--cacert")
+        .arg(ca.to_str().unwrap())
+        .url(&url)
+        .json();
+    assert_counts(&j, &[("requests.ok", 200)]);
     assert_eq!(
         count(&j, "latency.phases.tls.count"),
         2,
@@ -186,26 +144,19 @@ fn tls_with_cacert_insecure_and_unverified() {
     );
     assert!(num(&j, "latency.phases.tls.min_us") > 0.0);
 
-    let out = run_ok(&[
-        "run",
-        "-n",
-        "50",
-        "-c",
-        "1",
-        "-t",
-        "1",
-        "--json",
-        "--insecure",
-        &url,
-    ]);
-    assert_eq!(count(&summary(&out), "requests.ok"), 50);
+    let j = Run::new()
+        .n(50)
+        .c(1)
+        .t(1)
+        .arg("--insecure")
+        .url(&url)
+        .json();
+    assert_counts(&j, &[("requests.ok", 50)]);
 
     // Verification is on by default: a self-signed certificate is refused, counted as tls;
     // every attempt failing alike, the fail-fast rule stops the run after 3 (exit 3).
-    let out = run(&["run", "-n", "20", "-c", "1", "-t", "1", "--json", &url]);
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    let j = summary(&out);
-    assert_eq!(count(&j, "errors.tls"), 3);
+    let (out, j) = Run::new().n(20).c(1).t(1).url(&url).json_exits(3);
+    assert_counts(&j, &[("errors.tls", 3)]);
     assert!(
         stderr(&out).contains("no request succeeded"),
         "{}",
@@ -235,24 +186,15 @@ fn no_url_runs_the_embedded_target_and_prints_the_report() {
 #[test]
 fn warmup_is_not_recorded() {
     let s = embedded(ServerTls::None);
-    let out = run_ok(&[
-        "run",
-        "-d",
-        "500ms",
-        "--warmup",
-        "500ms",
-        "-c",
-        "1",
-        "-t",
-        "1",
-        "-o",
-        "/dev/null",
-        "--json",
-        &s.url("/"),
-    ]);
-    let j = summary(&out);
+    let j = Run::new()
+        .args(["-d", "500ms", "--warmup", "500ms"])
+        .c(1)
+        .t(1)
+        .args(["-o", "/dev/null"])
+        .url(s.url("/"))
+        .json();
     // The connection was opened during the warm-up: no recorded request opened it.
-    assert_eq!(count(&j, "latency.phases.connect.count"), 0);
+    assert_counts(&j, &[("latency.phases.connect.count", 0)]);
     assert!(count(&j, "requests.total") > 0);
     let d = num(&j, "duration_s");
     assert!(
@@ -267,21 +209,20 @@ fn server_connection_close_reconnects_and_counts() {
         b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
         true,
     );
-    let out = run_ok(&[
-        "run",
-        "-n",
-        "50",
-        "-c",
-        "1",
-        "-t",
-        "1",
-        "--json",
-        &format!("http://{addr}/"),
-    ]);
-    let j = summary(&out);
-    assert_eq!(count(&j, "requests.ok"), 50);
-    assert_eq!(count(&j, "connections.server_closes"), 50);
-    assert_eq!(count(&j, "connections.opened"), 50);
+    let j = Run::new()
+        .n(50)
+        .c(1)
+        .t(1)
+        .url(format!("http://{addr}/"))
+        .json();
+    assert_counts(
+        &j,
+        &[
+            ("requests.ok", 50),
+            ("connections.server_closes", 50),
+            ("connections.opened", 50),
+        ],
+    );
 }
 
 #[test]
@@ -290,21 +231,14 @@ fn chunked_and_interim_responses() {
         b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\nServer-Timing: total;dur=1\r\n\r\n",
         false,
     );
-    let out = run_ok(&[
-        "run",
-        "-n",
-        "100",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--json",
-        "--timeout",
-        "2s",
-        &format!("http://{addr}/"),
-    ]);
-    let j = summary(&out);
-    assert_eq!(count(&j, "requests.ok"), 100);
+    let j = Run::new()
+        .n(100)
+        .c(2)
+        .t(1)
+        .args(["--timeout", "2s"])
+        .url(format!("http://{addr}/"))
+        .json();
+    assert_counts(&j, &[("requests.ok", 100)]);
     assert_eq!(
         count(&j, "connections.opened"),
         2,
@@ -316,19 +250,7 @@ fn chunked_and_interim_responses() {
 fn no_keepalive_opens_a_connection_per_request() {
     let s = embedded(ServerTls::None);
     for flag in ["--no-keepalive", "--connection-policy=new"] {
-        let out = run_ok(&[
-            "run",
-            "-n",
-            "200",
-            "-c",
-            "2",
-            "-t",
-            "1",
-            flag,
-            "--json",
-            &s.url("/"),
-        ]);
-        let j = summary(&out);
+        let j = Run::new().n(200).c(2).t(1).arg(flag).url(s.url("/")).json();
         assert_eq!(count(&j, "requests.ok"), 200, "{flag}");
         assert_eq!(count(&j, "connections.opened"), 200, "{flag}");
         assert_eq!(count(&j, "latency.phases.connect.count"), 200, "{flag}");
@@ -340,22 +262,14 @@ fn no_keepalive_opens_a_connection_per_request() {
 #[test]
 fn the_connect_rate_is_limited() {
     let s = embedded(ServerTls::None);
-    let out = run_ok(&[
-        "run",
-        "-n",
-        "50",
-        "-c",
-        "4",
-        "-t",
-        "1",
-        "--no-keepalive",
-        "--max-connections-per-second",
-        "100",
-        "--json",
-        &s.url("/"),
-    ]);
-    let j = summary(&out);
-    assert_eq!(count(&j, "connections.opened"), 50);
+    let j = Run::new()
+        .n(50)
+        .c(4)
+        .t(1)
+        .args(["--no-keepalive", "--max-connections-per-second", "100"])
+        .url(s.url("/"))
+        .json();
+    assert_counts(&j, &[("connections.opened", 50)]);
     // 50 connects at 100 per second cannot take less than 0.49 s.
     assert!(num(&j, "duration_s") >= 0.49, "{}", num(&j, "duration_s"));
 }
@@ -364,22 +278,12 @@ fn the_connect_rate_is_limited() {
 fn a_body_sent_to_any_route_keeps_the_connection() {
     // The embedded target reads (and drops) a body its route does not use, so keep-alive holds.
     let s = embedded(ServerTls::None);
-    let out = run_ok(&[
-        "run",
-        "-m",
-        "POST",
-        "--body",
-        "hello",
-        "-n",
-        "500",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--json",
-        &s.url("/"),
-    ]);
-    let j = summary(&out);
-    assert_eq!(count(&j, "requests.ok"), 500);
-    assert_eq!(count(&j, "connections.opened"), 2);
+    let j = Run::new()
+        .args(["-m", "POST", "--body", "hello"])
+        .n(500)
+        .c(2)
+        .t(1)
+        .url(s.url("/"))
+        .json();
+    assert_counts(&j, &[("requests.ok", 500), ("connections.opened", 2)]);
 }

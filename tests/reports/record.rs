@@ -1,14 +1,12 @@
 //! The RunRecord: real output validates against `schema/runrecord.schema.json`, and
 //! `reqlife report` re-renders exactly the report the run printed, from the record alone.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn validator() -> jsonschema::Validator {
     let schema: Value =
-        serde_json::from_str(include_str!("../schema/runrecord.schema.json")).unwrap();
+        serde_json::from_str(include_str!("../../schema/runrecord.schema.json")).unwrap();
     jsonschema::validator_for(&schema).expect("the schema compiles")
 }
 
@@ -42,7 +40,7 @@ fn an_open_loop_record_validates_too() {
         "-o",
         p,
     ]);
-    let record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let record: Value = read_json(&path);
     assert_valid(&validator(), &record);
     assert_eq!(record["config"]["load_model"], "open");
     assert_eq!(record["config"]["arrival"], "poisson");
@@ -61,7 +59,7 @@ fn a_sweep_record_validates_too() {
     let path = dir.path().join("sweep.json");
     let p = path.to_str().unwrap();
     let out = run_ok(&["run", "-c", "1,2", "-n", "100", "--pause", "0s", "-o", p]);
-    let record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let record: Value = read_json(&path);
     assert_valid(&validator(), &record);
     assert_eq!(record["levels"].as_array().unwrap().len(), 2);
     // The series runs level after level, each interval once, adding up to the whole.
@@ -92,7 +90,7 @@ fn a_repeated_run_keeps_every_run_and_reports_their_spread() {
     let out = run_ok(&[
         "run", "-n", "300", "-c", "2", "-t", "1", "--repeat", "3", "--pause", "50ms", "-o", p,
     ]);
-    let record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let record: Value = read_json(&path);
     assert_valid(&validator(), &record);
     assert_eq!(record["config"]["repeat"], 3);
     let runs = record["repetitions"].as_array().unwrap();
@@ -146,10 +144,10 @@ fn record_validates_against_the_schema_and_re_renders() {
         "-o",
         p,
     ]);
-    let record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let record: Value = read_json(&path);
 
     let schema: Value =
-        serde_json::from_str(include_str!("../schema/runrecord.schema.json")).unwrap();
+        serde_json::from_str(include_str!("../../schema/runrecord.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
     let errors: Vec<String> = validator
         .iter_errors(&record)
@@ -289,7 +287,7 @@ fn the_sample_of_responses_is_uniform_bounded_and_agrees_with_the_histogram() {
     let path = dir.path().join("run.json");
     let p = path.to_str().unwrap();
     run_ok(&["run", "-d", "1s", "-c", "4", "-t", "2", "--json", "-o", p]);
-    let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let value: Value = read_json(&path);
     assert_valid(&validator(), &value);
     let rec = reqlife::app::load_record(&path).unwrap();
     let s = rec
@@ -378,7 +376,7 @@ fn report_exports_hgrm_csv_and_json_from_the_record() {
     // json: the whole record, as saved.
     let json: Value =
         serde_json::from_slice(&run_ok(&["report", p, "--format", "json"]).stdout).expect("JSON");
-    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let saved: Value = read_json(&path);
     assert_eq!(json, saved);
 
     // Bad input: one error naming the valid choices, exit 2.
@@ -404,7 +402,7 @@ fn a_streamed_record_validates_and_names_its_stream_mode() {
     run_ok(&[
         "run", "-n", "20", "-c", "2", "-t", "1", "--stream", "sse", "-o", p, &url,
     ]);
-    let record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let record: Value = read_json(&path);
     assert_eq!(record["config"]["stream"], "sse");
     let v = validator();
     assert_valid(&v, &record);

@@ -3,9 +3,7 @@
 //! HTTP/2 with rendered requests, a fill split over generators that puts each key once, a
 //! vegeta target list, and scenario errors through the command line.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 
@@ -43,7 +41,7 @@ duration = "1s"
 "#;
 
 fn record(path: &str) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    read_json(path)
 }
 
 fn n(v: &Value, path: &str) -> u64 {

@@ -11,9 +11,7 @@
 //! plus the exchange and the server's timer lateness (tokio's timers tick every millisecond;
 //! a debug build on a loaded machine adds more): at least 5 ms, at most 10 ms at the median.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqlife::server::ServerTls;
 
 const GAP_US: f64 = 5000.0;

@@ -5,8 +5,7 @@
 //! through reqlife's own parser and plan builder. The Dockerfile builds the binary and runs
 //! it as a non-root user.
 
-mod common;
-use common::missing;
+use crate::common::missing;
 
 use clap::Parser;
 use std::path::{Path, PathBuf};

@@ -1,9 +1,7 @@
 //! `reqlife calibrate` against the embedded target: its figures and its verdict, as JSON and
 //! as text; bad input and an unreachable --external target are clear errors.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 #[test]
 fn calibrate_measures_and_gives_a_verdict() {

@@ -6,9 +6,7 @@
 //! or the same segment index run by two generators) is refused naming both files; parts that
 //! did not overlap in time are merged with a warning.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqlife::recorder::hist;
 use reqlife::recorder::record::RunRecord;
 use reqlife::server::ServerTls;
@@ -137,7 +135,7 @@ fn three_segments_merge_into_the_whole_plan() {
 
     // The merged record is a record like any other: it validates and re-reports.
     let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../schema/runrecord.schema.json")).unwrap();
+        serde_json::from_str(include_str!("../../schema/runrecord.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let json = serde_json::to_value(&merged).unwrap();
     assert!(validator.is_valid(&json));
@@ -294,8 +292,7 @@ fn a_run_given_twice_is_refused_naming_both_files() {
 
     // Records of older versions, without a run id, still load and merge; the same one twice
     // is still found by its content.
-    let mut old: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    let mut old: serde_json::Value = read_json(&a);
     old.as_object_mut().unwrap().remove("run_id");
     let old_path = d.join("old.json");
     std::fs::write(&old_path, old.to_string()).unwrap();

@@ -4,9 +4,7 @@
 //! Creating namespaces needs root and iproute2: without them the test says why and does not
 //! run. Everything it creates is removed when it ends, failed or not.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqlife::recorder::hist;
 use reqlife::server::{ServerConfig, ServerTls};
 use std::process::{Command, Stdio};

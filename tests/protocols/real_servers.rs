@@ -4,30 +4,16 @@
 //! CI (`CI` set) a missing server fails its test; on a developer's machine without them, the
 //! test says so and does not run.
 
-mod common;
-
-use common::*;
-use std::net::TcpListener;
+use crate::common::*;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use std::time::Duration;
 
 fn wait_listening(port: u16) {
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "server did not listen on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(
+        &format!("a server listening on {port}"),
+        Duration::from_secs(10),
+        || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+    );
 }
 
 /// nginx with one worker in a temporary folder; `tls`: HTTPS + HTTP/2 with a fresh self-signed

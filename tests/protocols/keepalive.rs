@@ -5,9 +5,7 @@
 //! a new connection when the method is idempotent, as browsers and curl do, and a failure
 //! otherwise.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};

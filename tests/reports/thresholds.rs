@@ -3,9 +3,7 @@
 //! `--abort-on-fail` stopping a run early, and a malformed expression refused with the valid
 //! figures named.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::time::{Duration, Instant};
 
 #[test]
@@ -35,8 +33,7 @@ fn thresholds_that_hold_pass_and_exit_0() {
     assert!(text.contains("Threshold"), "{text}");
     assert_eq!(text.matches(" pass").count(), 5, "{text}");
     // The record keeps the checks.
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    let r: serde_json::Value = read_json(&rec);
     let checks = r["summary"]["thresholds"].as_array().unwrap();
     assert_eq!(checks.len(), 5);
     assert!(checks.iter().all(|c| c["pass"] == true));
@@ -115,8 +112,7 @@ fn a_threshold_over_no_data_is_neither_pass_nor_fail() {
     );
     let banner = "1 of 2 thresholds passed; 1 had no data (neither passed nor failed";
     assert!(text.contains(banner), "{text}");
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    let r: serde_json::Value = read_json(&rec);
     let t = &r["summary"]["thresholds"][0];
     assert_eq!(
         (t["no_data"].as_bool(), t["pass"].as_bool()),
@@ -188,8 +184,7 @@ fn abort_on_fail_stops_the_run_when_a_threshold_is_lost() {
         started.elapsed()
     );
     assert_eq!(out.status.code(), Some(99));
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    let r: serde_json::Value = read_json(&rec);
     let reason = r["stop_reason"].as_str().unwrap();
     assert!(reason.starts_with("threshold lost: p50<1ns"), "{reason}");
     assert!(r["summary"]["requests"]["total"].as_u64().unwrap() > 0);

@@ -4,9 +4,7 @@
 //! as a person sees it: headless Chromium renders it, light and dark, and the screenshots are
 //! checked for content and colour.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -134,7 +132,7 @@ fn an_interrupted_run_still_writes_its_page() {
         .unwrap();
     // Kept: the run measures for 1.5 s (intervals for the page's figures) before the signal.
     std::thread::sleep(Duration::from_millis(1500));
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    send_signal(&child, libc::SIGINT);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     let html = std::fs::read_to_string(&page).expect("the page was written");
@@ -186,41 +184,37 @@ fn screenshot(page: &Path, png: &Path, extra: &[&str]) {
          Debian's package with `apt-get install chromium` (.ci/run does)"
     );
     let profile = tempfile::tempdir().unwrap();
-    let mut child = Command::new(CHROMIUM)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(format!("--screenshot={}", png.display()))
-        .arg("--window-size=1280,4000")
-        .args(extra)
-        .arg(format!("file://{}", page.display()))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("chromium starts");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("chromium did not finish within 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let mut child = Stopped(
+        Command::new(CHROMIUM)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--hide-scrollbars",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg(format!("--screenshot={}", png.display()))
+            .arg("--window-size=1280,4000")
+            .args(extra)
+            .arg(format!("file://{}", page.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("chromium starts"),
+    );
+    // A hung browser is stopped (by the guard) as the panic unwinds.
+    let status = exit_within(
+        &mut child.0,
+        "chromium's screenshot",
+        Duration::from_secs(120),
+    );
     let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
+    if let Some(mut e) = child.0.stderr.take() {
         let _ = std::io::Read::read_to_string(&mut e, &mut err);
     }
     assert!(status.success() && png.exists(), "chromium failed: {err}");

@@ -5,9 +5,7 @@
 //! (tests/data/h3_server.py). `.ci/test` installs both; without UDP on loopback the tests say
 //! so and do not run.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqlife::recorder::hist;
 use reqlife::recorder::record::RunRecord;
 use reqlife::server::{RunningServer, ServerConfig, ServerTls};
@@ -97,8 +95,7 @@ fn embedded_target_closed_loop_wait_is_the_delay() {
     assert!(hs > 0.0 && hs < 1_000_000.0, "quic_handshake {hs} us");
     // Bytes are the connection's UDP payloads: more than the bodies, the handshake included.
     assert!(count(&j, "bytes.read") > 200 * 5 + 1000);
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    let r: serde_json::Value = read_json(&rec);
     assert_eq!(r["config"]["protocol"], "h3");
     let text = stdout(&run_ok(&["report", rec.to_str().unwrap()]));
     assert!(text.contains("quic_handshake"), "{text}");
@@ -365,7 +362,7 @@ fn an_untrusted_certificate_and_bad_flags_are_named() {
 }
 
 /// A free port number on loopback for both TCP and UDP.
-fn free_port() -> u16 {
+fn free_udp_port() -> u16 {
     loop {
         let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = tcp.local_addr().unwrap().port();
@@ -415,7 +412,7 @@ fn caddy_over_http3() {
     };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display();
-    let port = free_port();
+    let port = free_udp_port();
     // `tls internal`: caddy's own CA; HTTP/3 is on by default. rustls sends no SNI for an
     // IP address, and quic-go then fails the handshake: default_sni names the site.
     let conf = format!(
@@ -460,7 +457,7 @@ fn aioquic_over_http3() {
     let (cert_pem, key_pem) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
     std::fs::write(&cert_pem, cert.cert.pem()).unwrap();
     std::fs::write(&key_pem, cert.key_pair.serialize_pem()).unwrap();
-    let port = free_port();
+    let port = free_udp_port();
     let log = dir.path().join("aioquic.log");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/h3_server.py");
     let _server = Stopped(

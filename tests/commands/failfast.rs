@@ -4,9 +4,7 @@
 //! 4 with the statuses named, and a low `ulimit -n` is raised or refused before the start.
 //! Every run is bounded by `-d` (10 s at most, expected to end far sooner) or `-n`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqlife::server::ServerTls;
 use serde_json::Value;
 use std::process::Output;
@@ -60,7 +58,7 @@ fn assert_stopped(
     assert_eq!(count(&record, "summary.requests.ok"), 0, "{what}");
     assert!(count(&record, "summary.requests.errors") > 0, "{what}");
     let schema: Value =
-        serde_json::from_str(include_str!("../schema/runrecord.schema.json")).unwrap();
+        serde_json::from_str(include_str!("../../schema/runrecord.schema.json")).unwrap();
     assert!(
         jsonschema::validator_for(&schema)
             .unwrap()

@@ -2,9 +2,7 @@
 //! right exit code, never a panic and never a hang; an interrupted run still writes what it
 //! measured.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -83,7 +81,7 @@ fn a_report_of_something_that_is_not_a_record_is_refused() {
 fn refused_connections_are_counted_and_the_run_ends() {
     let addr = refused_addr();
     // Every connection refused before any request succeeded: the fail-fast rule stops the
-    // run after the first 3 attempts (tests/failfast.rs), exit 3, the errors counted.
+    // run after the first 3 attempts (tests/commands/failfast.rs), exit 3, the errors counted.
     let (out, j) = Run::new()
         .n(100)
         .c(2)
@@ -218,7 +216,7 @@ fn sigint_run(extra: &[&str], signal: i32, expect_code: i32) {
         .unwrap();
     // Kept: the time measured before the signal (the record's duration is checked below).
     std::thread::sleep(Duration::from_millis(1500));
-    unsafe { libc::kill(child.id() as i32, signal) };
+    send_signal(&child, signal);
     let started = Instant::now();
     let out = child.wait_with_output().unwrap();
     assert!(
@@ -228,7 +226,7 @@ fn sigint_run(extra: &[&str], signal: i32, expect_code: i32) {
     assert_eq!(out.status.code(), Some(expect_code), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("INTERRUPTED"), "{text}");
-    let record: Value = serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
+    let record: Value = read_json(&out_path);
     assert_eq!(record["interrupted"], Value::Bool(true));
     assert!(
         count(&record, "summary.requests.total") > 0,
@@ -297,9 +295,11 @@ fn a_signal_during_connect_ends_the_run_with_a_valid_record() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Kept: the child shows no sign of being stuck in connect; a second lets it get there.
-    std::thread::sleep(Duration::from_millis(1000));
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    // Signalled once it is connecting: a SYN to the full queue, unanswered.
+    wait_until("the run connecting", Duration::from_secs(10), || {
+        syn_sent_to(addr) > 0
+    });
+    send_signal(&child, libc::SIGINT);
     let started = Instant::now();
     let out = child.wait_with_output().unwrap();
     assert!(
@@ -309,12 +309,12 @@ fn a_signal_during_connect_ends_the_run_with_a_valid_record() {
     );
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(stdout(&out).contains("INTERRUPTED"));
-    let record: Value = serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    let record: Value = read_json(&rec);
     assert_eq!(record["interrupted"], Value::Bool(true));
     // Still connecting: nothing completed, and the record says so rather than inventing.
     assert_eq!(count(&record, "summary.requests.total"), 0);
     let schema: Value =
-        serde_json::from_str(include_str!("../schema/runrecord.schema.json")).unwrap();
+        serde_json::from_str(include_str!("../../schema/runrecord.schema.json")).unwrap();
     assert!(jsonschema::validator_for(&schema)
         .unwrap()
         .is_valid(&record));
@@ -323,7 +323,7 @@ fn a_signal_during_connect_ends_the_run_with_a_valid_record() {
 #[test]
 fn a_signal_before_the_start_and_a_second_signal_end_at_once() {
     // Waiting for --start-at: a signal ends the wait, nothing was measured.
-    let child = reqlife()
+    let mut child = reqlife()
         .args([
             "run",
             "--start-at",
@@ -335,18 +335,18 @@ fn a_signal_before_the_start_and_a_second_signal_end_at_once() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Kept: the child says nothing while it waits for the start; this lets it get there.
-    std::thread::sleep(Duration::from_millis(500));
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    // Signalled once it says it waits for the start.
+    let err = collected(child.stderr.take().unwrap());
+    wait_until("the wait for the start", Duration::from_secs(10), || {
+        err.text().contains("starting in")
+    });
+    send_signal(&child, libc::SIGINT);
     let started = Instant::now();
-    let out = child.wait_with_output().unwrap();
+    let status = child.wait().unwrap();
     assert!(started.elapsed() < Duration::from_secs(3));
-    assert_eq!(out.status.code(), Some(130));
-    assert!(
-        stderr(&out).contains("before the start"),
-        "{}",
-        stderr(&out)
-    );
+    assert_eq!(status.code(), Some(130));
+    let err = String::from_utf8_lossy(&err.all(Duration::from_secs(10))).into_owned();
+    assert!(err.contains("before the start"), "{err}");
     // Two signals in a row mid-run: the second does not wait for anything.
     let (addr, _fill, _listener) = blackhole();
     let child = reqlife()
@@ -356,12 +356,12 @@ fn a_signal_before_the_start_and_a_second_signal_end_at_once() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Kept: as above, time for the child to be mid-run (connecting) when the signals come.
-    std::thread::sleep(Duration::from_millis(800));
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
+    // As above: signalled mid-run, while it connects.
+    wait_until("the run connecting", Duration::from_secs(10), || {
+        syn_sent_to(addr) > 0
+    });
+    send_signal(&child, libc::SIGINT);
+    send_signal(&child, libc::SIGINT);
     let started = Instant::now();
     let out = child.wait_with_output().unwrap();
     assert!(started.elapsed() < Duration::from_secs(3));

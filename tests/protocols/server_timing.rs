@@ -2,9 +2,7 @@
 //! chunked trailer, with labels and a malformed metric) and the medians reqlife reports; and
 //! the parser against the web-platform-tests' parsing cases.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqlife::engine::server_timing;
 
 /// (name, duration, description) as a browser exposes them: 0 and "" when absent.
@@ -207,18 +205,12 @@ Server-Timing: app;dur=3.125, bad;dur=x, total;dur=20\r\nTransfer-Encoding: chun
 2\r\nok\r\n0\r\nServer-Timing: tail;dur=1.5\r\n\r\n",
         false,
     );
-    let out = run_ok(&[
-        "run",
-        "-n",
-        "200",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--json",
-        &format!("http://{addr}/"),
-    ]);
-    let j = summary(&out);
+    let j = Run::new()
+        .n(200)
+        .c(2)
+        .t(1)
+        .url(format!("http://{addr}/"))
+        .json();
     // (metric, dur in ms as sent)
     for (name, ms) in [
         ("parse", 0.25),
@@ -289,6 +281,7 @@ fn server_total_option_picks_the_metric() {
     // The server takes 5 ms and says db took 1 ms and app 2 ms (no `total`).
     let addr = raw_server(|mut s| {
         while read_request(&mut s) {
+            // The 5 ms the server takes: what the test measures.
             std::thread::sleep(std::time::Duration::from_millis(5));
             let r = b"HTTP/1.1 200 OK\r\nServer-Timing: db;dur=1, app;dur=2\r\nContent-Length: 0\r\n\r\n";
             if std::io::Write::write_all(&mut s, r).is_err() {

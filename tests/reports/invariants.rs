@@ -5,9 +5,7 @@
 //! (`recorder::record`, `recorder::hist`) and, for the first, as a debug assertion on every
 //! summary built.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqlife::recorder::record::RunRecord;
 
 /// An open loop opens its connections ahead of the load: their connect time is in the

@@ -7,9 +7,7 @@
 //! The server offers gRPC server reflection (v1alpha, grpcio-reflection's) only when asked
 //! (`--reflection`), so a run without `--proto-set` meets both kinds of server.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -665,7 +663,7 @@ fn stages_and_compare_work_on_calls() {
         .call("Echo", r#"{"text": "s{seq}"}"#)
         .args(["--stages", "1s:0->100, 1s:100", "-c", "4", "-o", &staged])
         .ok();
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&staged).unwrap()).unwrap();
+    let r: Value = read_json(&staged);
     let stages = r["stages"].as_array().unwrap();
     assert_eq!(stages.len(), 2, "{r:#}");
     // The ramp's area is 50 calls, the hold's 100 (a few in flight at the end are cut).

@@ -4,9 +4,7 @@
 //! (h2load's traffic line), and a body that does not decode is a counted error, not a failure
 //! of the run.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqlife::server::ServerTls;
 
 const TEXT_BYTES: u64 = 20_000;

@@ -4,9 +4,7 @@
 //! `-o FILE` says so; the header at the start; no HPACK savings on HTTP/1.1's Traffic line.
 //! Every load is a few hundred requests or a fraction of a second, on 127.0.0.1.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqlife::server::ServerTls;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Output, Stdio};
@@ -340,7 +338,7 @@ fn serve(args: &[&str]) -> (Vec<String>, std::process::Child) {
 }
 
 fn stop(mut child: std::process::Child) {
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    send_signal(&child, libc::SIGTERM);
     let _ = child.wait();
 }
 

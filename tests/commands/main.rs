@@ -1,0 +1,18 @@
+//! The commands end to end through the real binary: `run` against the embedded target, bad
+//! input and misbehaving servers, fail-fast, the fault target, other tools' habits, `calibrate`,
+//! workloads and the Kubernetes files' command lines.
+//! One test binary of several former ones (`tests/commands/NAME.rs` was `tests/NAME.rs`): they
+//! share the helpers and the setup, and the crate is linked once for them. Each module is the
+//! test file it was (`cargo test --test commands run::` runs that module's tests alone).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod calibrate;
+mod failfast;
+mod faults;
+mod habits;
+mod hostile;
+mod kubernetes;
+mod run;
+mod workload;
