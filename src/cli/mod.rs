@@ -246,7 +246,7 @@ fn duration_arg(s: &str) -> Result<Duration, String> {
 }
 
 fn segment_arg(s: &str) -> Result<crate::model::Segment, String> {
-    crate::model::Segment::parse(s)
+    crate::model::Segment::parse(s).map_err(|e| e.to_string())
 }
 
 fn start_at_arg(s: &str) -> Result<units::StartAt, String> {
