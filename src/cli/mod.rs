@@ -1,6 +1,7 @@
 //! The command line: clap definitions of every subcommand and flag (wrk/oha habits), unit
 //! parsing ([`units`]) and the one place where raw flags become a validated plan ([`plan`]).
 
+mod error;
 pub mod framed;
 pub mod grpc;
 pub mod help;

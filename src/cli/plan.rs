@@ -10,35 +10,7 @@ use crate::util::units::StagesSpec;
 use std::net::ToSocketAddrs;
 use std::time::Duration;
 
-/// Bad input: one line naming what is wrong and what is valid. Always a usage error (exit
-/// 2): the lower layers' bad input (a URL, a load, a workload file, a session's TLS setup)
-/// becomes one with its line unchanged.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct PlanError(pub String);
-
-impl crate::util::exit::ExitCode for PlanError {
-    fn exit_code(&self) -> i32 {
-        crate::util::exit::EXIT_USAGE
-    }
-}
-
-/// Each lower layer's bad input as a plan's, its line unchanged (all are usage errors).
-macro_rules! plan_error_from {
-    ($($t:ty),*) => {$(
-        impl From<$t> for PlanError {
-            fn from(e: $t) -> Self {
-                PlanError(e.to_string())
-            }
-        }
-    )*};
-}
-plan_error_from!(
-    crate::model::ModelError,
-    load::LoadError,
-    crate::workload::WorkloadError,
-    crate::engine::SetupError
-);
+pub use super::error::PlanError;
 
 fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
     Err(PlanError(msg.into()))
