@@ -184,11 +184,7 @@ fn figures(a: &Summary, b: &Summary) -> Vec<Figure> {
 #[error("{0}")]
 pub struct CompareError(pub String);
 
-impl crate::util::exit::ExitCode for CompareError {
-    fn exit_code(&self) -> i32 {
-        crate::util::exit::EXIT_USAGE
-    }
-}
+crate::util::exit::exit_code!(crate::util::exit::EXIT_USAGE => CompareError);
 
 /// Compares `a` with `b`; `noise` is the relative change below which nothing is called a
 /// change (e.g. 0.02).

@@ -39,7 +39,7 @@ impl Failure {
 
     /// The same line as bad input: for a command whose only output is the file the user
     /// named (`reqlife report --html FILE`), a file that cannot be written is the path to fix.
-    pub(crate) fn as_usage(self) -> Failure {
+    pub(crate) fn into_usage(self) -> Failure {
         match self {
             Failure::Failed(m) => Failure::Usage(m),
             other => other,
@@ -110,7 +110,7 @@ mod tests {
         assert_eq!(Failure::HttpErrors("x".into()).exit_code(), 4);
         assert_eq!(Failure::Failed("x".into()).exit_code(), 1);
         assert_eq!(Failure::FailFast("refused".into()).message(), "refused");
-        assert_eq!(Failure::Failed("gone".into()).as_usage().exit_code(), 2);
+        assert_eq!(Failure::Failed("gone".into()).into_usage().exit_code(), 2);
     }
 
     #[test]

@@ -207,7 +207,7 @@ fn report(args: &ReportArgs) -> Result<i32, Failure> {
     if let Some(path) = &args.html {
         let page = report::html::render(&record)?;
         // The page is all this command writes: a path it cannot write is the user's to fix.
-        files::write_text(path, &page, "the HTML report", false).map_err(Failure::as_usage)?;
+        files::write_text(path, &page, "the HTML report", false).map_err(Failure::into_usage)?;
     }
     files::report(&printed(args, &record)?, to_stderr);
     Ok(thresholds_code(&record))

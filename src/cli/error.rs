@@ -2,18 +2,14 @@
 //! lower layers' bad input (a URL, a load, a workload file) becomes one with its line
 //! unchanged, so `cli` callers see one type.
 
-use crate::util::exit::{ExitCode, EXIT_USAGE};
+use crate::util::exit::EXIT_USAGE;
 
 /// Bad input: one line naming what is wrong and what is valid. Always a usage error (exit 2).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct PlanError(pub String);
 
-impl ExitCode for PlanError {
-    fn exit_code(&self) -> i32 {
-        EXIT_USAGE
-    }
-}
+crate::util::exit::exit_code!(EXIT_USAGE => PlanError);
 
 /// Each lower layer's bad input as a plan's, its line unchanged (all are usage errors).
 macro_rules! plan_error_from {
@@ -34,6 +30,7 @@ plan_error_from!(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::exit::ExitCode;
 
     #[test]
     fn bad_flags_and_the_lower_layers_bad_input_exit_2_with_their_line() {

@@ -39,11 +39,7 @@ use std::time::{Duration, Instant};
 #[error("{0}")]
 pub struct SetupError(pub String);
 
-impl crate::util::exit::ExitCode for SetupError {
-    fn exit_code(&self) -> i32 {
-        crate::util::exit::EXIT_USAGE
-    }
-}
+crate::util::exit::exit_code!(crate::util::exit::EXIT_USAGE => SetupError);
 
 /// A failed request: its kind (for counting) and a human detail (for the first of a kind).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -115,11 +115,7 @@ pub struct LoadError {
     pub at: Option<usize>,
 }
 
-impl crate::util::exit::ExitCode for LoadError {
-    fn exit_code(&self) -> i32 {
-        crate::util::exit::EXIT_USAGE
-    }
-}
+crate::util::exit::exit_code!(crate::util::exit::EXIT_USAGE => LoadError);
 
 impl LoadSpec {
     /// An empty spec (nothing given) with a source's names and fallback.

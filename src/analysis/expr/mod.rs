@@ -143,12 +143,8 @@ pub struct Expr {
 #[error("{0}")]
 pub struct ExprError(pub String);
 
-impl crate::util::exit::ExitCode for ExprError {
-    /// An expression that does not parse is bad input: exit 2.
-    fn exit_code(&self) -> i32 {
-        crate::util::exit::EXIT_USAGE
-    }
-}
+// An expression that does not parse is bad input: exit 2.
+crate::util::exit::exit_code!(crate::util::exit::EXIT_USAGE => ExprError);
 impl Expr {
     /// The threshold in the figure's natural unit: ns for latencies, percent for shares,
     /// else the number.
