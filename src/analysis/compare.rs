@@ -563,7 +563,11 @@ mod tests {
     #[test]
     fn records_that_cannot_be_compared_are_bad_input() {
         use crate::util::exit::ExitCode;
-        let e = CompareError("A has no complete response to compare".into());
+        let b = crate::report::fixture::plain();
+        let mut a = b.clone();
+        a.summary.requests.ok = 0;
+        let e = compare(&a, &b, 0.02, 1).unwrap_err();
+        assert_eq!(e.to_string(), "A has no complete response to compare");
         assert_eq!(e.exit_code(), crate::util::exit::EXIT_USAGE);
     }
 

@@ -251,6 +251,22 @@ mod tests {
     }
 
     #[test]
+    fn a_request_http2_cannot_carry_is_a_setup_error_and_bad_input() {
+        use crate::util::exit::ExitCode;
+        let Command::Run(args) = Cli::try_parse_from(["reqlife", "run", "--http2"])
+            .unwrap()
+            .command
+        else {
+            unreachable!()
+        };
+        let mut plan = crate::cli::plan::build(&args, "http://127.0.0.1:8080/x").unwrap();
+        plan.headers.push(("X-Bad".into(), "a\u{7f}b".into()));
+        let e = RequestTemplate::http2(&plan).unwrap_err();
+        assert!(e.0.starts_with("invalid header value 'a\u{7f}b'"), "{e}");
+        assert_eq!(e.exit_code(), crate::util::exit::EXIT_USAGE);
+    }
+
+    #[test]
     fn templated_http2_requests_are_built_from_their_parts() {
         use crate::workload::template::{Field, Sources, Template};
         let Command::Run(args) = Cli::try_parse_from(["reqlife", "run", "--http2", "--compressed"])
