@@ -173,13 +173,28 @@ fn figures(a: &Summary, b: &Summary) -> Vec<Figure> {
     out
 }
 
+/// Two records that cannot be compared (one has no complete response, or too few intervals
+/// to resample): bad input, exit 2.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CompareError(pub String);
+
+crate::util::exit::exit_code!(crate::util::exit::EXIT_USAGE => CompareError);
+
 /// Compares `a` with `b`; `noise` is the relative change below which nothing is called a
 /// change (e.g. 0.02).
-pub fn compare(a: &RunRecord, b: &RunRecord, noise: f64, seed: u64) -> Result<Comparison, String> {
+pub fn compare(
+    a: &RunRecord,
+    b: &RunRecord,
+    noise: f64,
+    seed: u64,
+) -> Result<Comparison, CompareError> {
     let figs = figures(&a.summary, &b.summary);
     for (r, name) in [(a, "A"), (b, "B")] {
         if r.summary.requests.ok == 0 {
-            return Err(format!("{name} has no complete response to compare"));
+            return Err(CompareError(format!(
+                "{name} has no complete response to compare"
+            )));
         }
     }
     if a.repetitions.len() >= 2 && b.repetitions.len() >= 2 {
@@ -188,10 +203,10 @@ pub fn compare(a: &RunRecord, b: &RunRecord, noise: f64, seed: u64) -> Result<Co
     for (r, name) in [(a, "A"), (b, "B")] {
         let n = r.intervals.iter().filter(|i| i.requests > 0).count();
         if n < MIN_INTERVALS {
-            return Err(format!(
+            return Err(CompareError(format!(
                 "{name} has {n} intervals with requests: a single run needs at least {MIN_INTERVALS} to resample \
                  (run longer, or with a shorter --interval, or repeat it with --repeat N)"
-            ));
+            )));
         }
     }
     Ok(across_intervals(a, b, &figs, noise, seed))
@@ -539,6 +554,17 @@ pub fn render(c: &Comparison, a_name: &str, b_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_that_cannot_be_compared_are_bad_input() {
+        use crate::util::exit::ExitCode;
+        let b = crate::report::fixture::plain();
+        let mut a = b.clone();
+        a.summary.requests.ok = 0;
+        let e = compare(&a, &b, 0.02, 1).unwrap_err();
+        assert_eq!(e.to_string(), "A has no complete response to compare");
+        assert_eq!(e.exit_code(), crate::util::exit::EXIT_USAGE);
+    }
 
     #[test]
     fn log_buckets_are_within_one_percent() {

@@ -7,7 +7,7 @@
 
 use super::control::{run_plan, target, Control};
 use super::failure::Failure;
-use super::{out, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT};
+use super::{out, EXIT_OK, EXIT_SIGINT};
 use crate::analysis::calibrate::{self, Calibration, Limit, Step};
 use crate::cli::{plan, CalibrateArgs, Cli, Command, RunArgs};
 use crate::model::load::Given;
@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 const MAX_OPEN_STEPS: usize = 12;
 
 /// The `run` flags of the calibration: a closed loop of `-c` connections for `--step`.
-fn run_args(args: &CalibrateArgs) -> Result<RunArgs, String> {
+fn run_args(args: &CalibrateArgs) -> Result<RunArgs, Failure> {
     let mut argv: Vec<String> = ["reqlife", "run", "--quiet"]
         .iter()
         .map(|s| s.to_string())
@@ -40,18 +40,18 @@ fn run_args(args: &CalibrateArgs) -> Result<RunArgs, String> {
         Ok(Cli {
             command: Command::Run(a),
         }) => Ok(*a),
-        Ok(_) => Err("internal: not a run".into()),
-        Err(e) => Err(e.to_string()),
+        Ok(_) => Err(Failure::Failed("internal: not a run".into())),
+        Err(e) => Err(Failure::Usage(e.to_string())),
     }
 }
 
 /// `reqlife calibrate`.
 pub fn calibrate(args: &CalibrateArgs, command_line: Vec<String>) -> i32 {
     if args.step.is_zero() {
-        return usage_error("--step must be longer than 0 (e.g. 3s)");
+        return Failure::Usage("--step must be longer than 0 (e.g. 3s)".into()).report();
     }
     if args.connections == 0 {
-        return usage_error("-c/--connections must be at least 1");
+        return Failure::Usage("-c/--connections must be at least 1".into()).report();
     }
     let no_store = crate::cli::KvArgs {
         kv_preload: 0,
@@ -63,20 +63,17 @@ pub fn calibrate(args: &CalibrateArgs, command_line: Vec<String>) -> i32 {
     };
     // The one plan every step is derived from.
     let steps = match run_args(args).and_then(|r| {
-        let base = plan::build(&r, &url).map_err(|e| e.0)?;
+        let base = plan::build(&r, &url)?;
         Ok(Steps { run: r, base })
     }) {
         Ok(s) => s,
-        Err(e) => return usage_error(e),
+        Err(e) => return e.report(),
     };
     let title = format!("calibrate: GET {url}");
     let control = Control::new().and_then(|c| c.watchers(&args.watch, None, args.quiet, title));
     let mut control = match control {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_FAILURE;
-        }
+        Err(e) => return e.report(),
     };
     let result = measure(
         args,
@@ -115,9 +112,7 @@ impl Steps {
         let mut spec = plan::load_spec(&self.run);
         spec.connections = Some(Given::flag(connections));
         spec.rate = rate.map(Given::flag);
-        self.base
-            .with_load(&spec)
-            .map_err(|e| Failure::Usage(e.message))
+        Ok(self.base.with_load(&spec)?)
     }
 }
 

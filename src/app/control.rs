@@ -58,13 +58,13 @@ struct Viewing {
 }
 
 impl Control {
-    pub fn new() -> Result<Self, String> {
+    pub fn new() -> Result<Self, Failure> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("reqlife-control")
             .enable_all()
             .build()
-            .map_err(|e| format!("cannot start the control runtime: {e}"))?;
+            .map_err(|e| Failure::Failed(format!("cannot start the control runtime: {e}")))?;
         let interrupt = StopSignal::default();
         let signal = Arc::new(AtomicI32::new(0));
         runtime.block_on(watch_signals(interrupt.clone(), signal.clone()))?;
@@ -88,7 +88,7 @@ impl Control {
         segment: Option<crate::model::Segment>,
         quiet: bool,
         title: String,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, Failure> {
         if watch.live {
             if std::io::stdout().is_terminal() {
                 self.live_title = Some(title);
@@ -98,7 +98,7 @@ impl Control {
         }
         if let Some(addr) = watch.metrics_addr {
             let m = crate::report::metrics::Exporter::start(addr, segment)
-                .map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
+                .map_err(|e| Failure::Failed(format!("--metrics-addr {addr}: {e}")))?;
             if !quiet {
                 eprintln!(
                     "reqlife: metrics for Prometheus at http://{}/metrics",
@@ -132,7 +132,7 @@ impl Control {
     }
 
     /// The view for a run of `plan`: taken over at the first run, its figures reset.
-    fn view_begin(&self, plan: &RunPlan) -> Result<(), String> {
+    fn view_begin(&self, plan: &RunPlan) -> Result<(), Failure> {
         let Some(title) = &self.live_title else {
             return Ok(());
         };
@@ -140,8 +140,9 @@ impl Control {
         match slot.as_mut() {
             Some(v) => v.state = LiveState::of(plan),
             None => {
-                let mut view = LiveView::start(title.clone())
-                    .map_err(|e| format!("--live: cannot take over the terminal: {e}"))?;
+                let mut view = LiveView::start(title.clone()).map_err(|e| {
+                    Failure::Failed(format!("--live: cannot take over the terminal: {e}"))
+                })?;
                 if let Some((title, rows)) = self.steps.borrow().clone() {
                     view.set_steps(&title, rows);
                 }
@@ -245,7 +246,7 @@ impl Control {
         quiet: bool,
         every: Option<Duration>,
         json: bool,
-    ) -> Result<Executed, String> {
+    ) -> Result<Executed, Failure> {
         self.execute_watched(plan, config, quiet, every, json, &[], None)
     }
 
@@ -262,23 +263,14 @@ impl Control {
         json: bool,
         abort: &[crate::analysis::expr::Expr],
         log: Option<crate::recorder::hdrlog::LogFile>,
-    ) -> Result<Executed, String> {
+    ) -> Result<Executed, Failure> {
         let stop = StopSignal::default();
         let progress = Progress::new(plan.threads);
         let start_time = now_rfc3339();
-        let mut live = every.map(|_| LivePrinter::new(plan.interval, &plan.server_total));
-        let mut partial =
-            (!abort.is_empty()).then(|| crate::analysis::expr::PartialRun::new(plan.interval));
         // --live: drawn from the collector's intervals (never the workers'), on this thread.
         self.view_begin(plan)?;
         let view = self.view.borrow().is_some();
-        let (live_tx, live_rx) = if live.is_some() || partial.is_some() || view {
-            let (tx, rx) = std::sync::mpsc::channel();
-            (Some(tx), Some(rx))
-        } else {
-            (None, None)
-        };
-        let mut lost: Option<String> = None;
+        let (mut watch, live_tx) = Watch::new(plan, every, abort, json, view);
         if let Some(m) = &self.metrics {
             m.begin(plan);
         }
@@ -288,88 +280,23 @@ impl Control {
             watch: self.metrics.as_ref().map(|m| m.sink()),
         };
         let mut workers = load::start(plan, config, stop.clone(), progress.clone(), sinks)
-            .map_err(|e| format!("cannot start worker threads: {e}"))?;
-        // An open loop starts once its connections are open; a signal may come first.
-        let gate = workers.gate();
-        let record_from = self.runtime.block_on(async {
-            tokio::select! {
-                r = gate.opened() => Some(r + plan.warmup),
-                _ = self.interrupt.stopped() => None,
-                _ = workers.all_finished() => None,
-            }
-        });
-        let record_from = record_from.unwrap_or_else(Instant::now);
+            .map_err(|e| Failure::Failed(format!("cannot start worker threads: {e}")))?;
+        let record_from = self.opened(plan, &mut workers);
         let deadline = match plan.stop {
             StopRule::Duration(d) => Some(record_from + d),
             StopRule::Requests(_) => None,
         };
         let bar = progress_bar(plan, quiet || view);
-        let mut drain = false;
-        let ended = self.runtime.block_on(async {
-            let mut tick = tokio::time::interval(Duration::from_millis(200));
-            loop {
-                tokio::select! {
-                    _ = workers.all_finished() => break Instant::now(),
-                    _ = self.interrupt.stopped() => break Instant::now(),
-                    _ = sleep_until(deadline) => {
-                        drain = true;
-                        break deadline.unwrap_or_else(Instant::now)
-                    }
-                    _ = tick.tick() => {
-                        update_bar(&bar, &progress, plan.stop, record_from);
-                        let mut new_snapshots = false;
-                        while let Some(snap) = live_rx.as_ref().and_then(|rx| rx.try_recv().ok()) {
-                            new_snapshots = true;
-                            if let Some(p) = &mut partial {
-                                p.add(&snap);
-                            }
-                            if let Some(v) = self.view.borrow_mut().as_mut() {
-                                v.state.push(&snap);
-                            }
-                            if let Some(live) = &mut live {
-                                live.push(snap);
-                            }
-                        }
-                        let elapsed = Instant::now().saturating_duration_since(record_from);
-                        let length = match plan.stop {
-                            StopRule::Duration(d) => Some(d),
-                            StopRule::Requests(_) => None,
-                        };
-                        self.view_tick(Some((elapsed, length)));
-                        if let Some(live) = &mut live {
-                            let elapsed = Instant::now().saturating_duration_since(record_from);
-                            print_live(&bar, &live.lines(elapsed, false), json);
-                        }
-                        if let (Some(p), true) = (&partial, new_snapshots) {
-                            let failed = abort.iter().map(|e| e.check(p)).find(|c| {
-                                !c.pass && c.measured.is_some()
-                            });
-                            if let Some(c) = failed {
-                                let v = c.measured.map(|v| c.expr.show(v)).unwrap_or_default();
-                                lost = Some(format!("{} (measured {v})", c.expr));
-                                break Instant::now();
-                            }
-                        }
-                    }
-                }
-            }
-        });
+        let window = Window {
+            plan,
+            progress: &progress,
+            bar: &bar,
+            record_from,
+            deadline,
+        };
+        let (ended, drain) = self.watch_run(&window, &mut workers, &mut watch);
         if drain {
-            // The duration is over: nothing more is sent; the requests in flight may end (and
-            // are recorded) for up to --drain. The view's keys are read meanwhile.
-            self.runtime.block_on(async {
-                let end = tokio::time::sleep(plan.drain);
-                tokio::pin!(end);
-                let mut tick = tokio::time::interval(Duration::from_millis(200));
-                loop {
-                    tokio::select! {
-                        _ = workers.all_finished() => break,
-                        _ = self.interrupt.stopped() => break,
-                        _ = &mut end => break,
-                        _ = tick.tick() => self.view_tick(None),
-                    }
-                }
-            });
+            self.drain(plan, &mut workers);
         }
         // The drain ended this long after the window.
         let drained = match (drain, deadline) {
@@ -392,33 +319,222 @@ impl Control {
             Some(d) => recorded.min(d.saturating_duration_since(record_from)),
             None => recorded,
         };
-        if let Some(live) = &mut live {
-            while let Some(snap) = live_rx.as_ref().and_then(|rx| rx.try_recv().ok()) {
-                live.push(snap);
-            }
-            print_live(&None, &live.lines(recorded, true), json);
-        }
+        watch.last_lines(recorded);
         let signal = self.signal();
-        let stop_reason = match (signal, plan.stop) {
-            _ if tripped.is_some() && signal == 0 => {
-                StopReason::FailFast(tripped.as_ref().map_or("", |t| t.cause.name()).to_string())
-            }
-            _ if lost.is_some() => StopReason::ThresholdLost(lost.clone().unwrap_or_default()),
-            (libc::SIGINT | libc::SIGTERM, _) => StopReason::Interrupted(Some(signal)),
-            (_, StopRule::Duration(_)) => StopReason::Duration,
-            (_, StopRule::Requests(_)) => StopReason::Requests,
-        };
+        let tripped = tripped.filter(|_| signal == 0);
         Ok(Executed {
             measured,
             recorded,
             drained,
-            stop_reason,
+            stop_reason: stop_reason(signal, plan.stop, tripped.as_ref(), watch.lost),
             start_time,
             log_error,
-            fail_fast: tripped
-                .filter(|_| signal == 0)
-                .map(|t| fail_fast_line(plan, &t)),
+            fail_fast: tripped.map(|t| fail_fast_line(plan, &t)),
         })
+    }
+
+    /// When the recorded window starts: once an open loop's connections are open (a signal,
+    /// or workers that end first, start it now), plus the warm-up.
+    fn opened(&self, plan: &RunPlan, workers: &mut load::Workers) -> Instant {
+        let gate = workers.gate();
+        let from = self.runtime.block_on(async {
+            tokio::select! {
+                r = gate.opened() => Some(r + plan.warmup),
+                _ = self.interrupt.stopped() => None,
+                _ = workers.all_finished() => None,
+            }
+        });
+        from.unwrap_or_else(Instant::now)
+    }
+
+    /// Watches the run until the workers finish, a signal, the deadline (then `drain` is
+    /// true) or a lost `--abort-on-fail` threshold: when it ended, and whether to drain.
+    fn watch_run(
+        &self,
+        window: &Window,
+        workers: &mut load::Workers,
+        watch: &mut Watch,
+    ) -> (Instant, bool) {
+        let deadline = window.deadline;
+        self.runtime.block_on(async {
+            let mut tick = tokio::time::interval(Duration::from_millis(200));
+            loop {
+                tokio::select! {
+                    _ = workers.all_finished() => break (Instant::now(), false),
+                    _ = self.interrupt.stopped() => break (Instant::now(), false),
+                    _ = sleep_until(deadline) => {
+                        break (deadline.unwrap_or_else(Instant::now), true)
+                    }
+                    _ = tick.tick() => {
+                        if self.on_tick(window, watch) {
+                            break (Instant::now(), false);
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    /// One tick of a run: the progress bar, the intervals closed since (to the view,
+    /// `--every` and `--abort-on-fail`), the view drawn. True when a threshold was lost.
+    fn on_tick(&self, window: &Window, watch: &mut Watch) -> bool {
+        let plan = window.plan;
+        update_bar(window.bar, window.progress, plan.stop, window.record_from);
+        let new_snapshots = watch.take(|snap| {
+            if let Some(v) = self.view.borrow_mut().as_mut() {
+                v.state.push(snap);
+            }
+        });
+        let elapsed = Instant::now().saturating_duration_since(window.record_from);
+        let length = match plan.stop {
+            StopRule::Duration(d) => Some(d),
+            StopRule::Requests(_) => None,
+        };
+        self.view_tick(Some((elapsed, length)));
+        watch.print_lines(window.bar, elapsed);
+        new_snapshots && watch.lost_threshold()
+    }
+
+    /// The duration is over: nothing more is sent; the requests in flight may end (and are
+    /// recorded) for up to --drain. The view's keys are read meanwhile.
+    fn drain(&self, plan: &RunPlan, workers: &mut load::Workers) {
+        self.runtime.block_on(async {
+            let end = tokio::time::sleep(plan.drain);
+            tokio::pin!(end);
+            let mut tick = tokio::time::interval(Duration::from_millis(200));
+            loop {
+                tokio::select! {
+                    _ = workers.all_finished() => break,
+                    _ = self.interrupt.stopped() => break,
+                    _ = &mut end => break,
+                    _ = tick.tick() => self.view_tick(None),
+                }
+            }
+        });
+    }
+}
+
+/// What a tick of a run looks at: its plan, progress and bar, and its recorded window.
+struct Window<'a> {
+    plan: &'a RunPlan,
+    progress: &'a Progress,
+    bar: &'a Option<indicatif::ProgressBar>,
+    record_from: Instant,
+    deadline: Option<Instant>,
+}
+
+/// The watchers of one run's closed intervals: `--every` lines, `--abort-on-fail`'s
+/// thresholds on what was measured so far (and the one lost, if one was), fed from the
+/// collector's channel.
+struct Watch<'a> {
+    live: Option<LivePrinter>,
+    partial: Option<crate::analysis::expr::PartialRun>,
+    rx: Option<std::sync::mpsc::Receiver<crate::recorder::IntervalSnapshot>>,
+    abort: &'a [crate::analysis::expr::Expr],
+    /// `--every` lines go to stderr (stdout carries `--json` or a file).
+    json: bool,
+    /// The threshold that stopped the run, as `EXPR (measured V)`.
+    lost: Option<String>,
+}
+
+impl<'a> Watch<'a> {
+    /// The watchers of a run of `plan`, and the sender the collector feeds them by (none when
+    /// nothing watches: not `--every`, `--abort-on-fail` or the view).
+    fn new(
+        plan: &RunPlan,
+        every: Option<Duration>,
+        abort: &'a [crate::analysis::expr::Expr],
+        json: bool,
+        view: bool,
+    ) -> (
+        Self,
+        Option<std::sync::mpsc::Sender<crate::recorder::IntervalSnapshot>>,
+    ) {
+        let live = every.map(|_| LivePrinter::new(plan.interval, &plan.server_total));
+        let partial =
+            (!abort.is_empty()).then(|| crate::analysis::expr::PartialRun::new(plan.interval));
+        let (tx, rx) = if live.is_some() || partial.is_some() || view {
+            let (tx, rx) = std::sync::mpsc::channel();
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
+        let watch = Watch {
+            live,
+            partial,
+            rx,
+            abort,
+            json,
+            lost: None,
+        };
+        (watch, tx)
+    }
+
+    /// Takes the intervals closed since the last call, each shown to `view` too; whether
+    /// there were any.
+    fn take(&mut self, mut view: impl FnMut(&crate::recorder::IntervalSnapshot)) -> bool {
+        let mut any = false;
+        while let Some(snap) = self.rx.as_ref().and_then(|rx| rx.try_recv().ok()) {
+            any = true;
+            if let Some(p) = &mut self.partial {
+                p.add(&snap);
+            }
+            view(&snap);
+            if let Some(live) = &mut self.live {
+                live.push(snap);
+            }
+        }
+        any
+    }
+
+    /// Prints the `--every` lines due `elapsed` into the run.
+    fn print_lines(&mut self, bar: &Option<indicatif::ProgressBar>, elapsed: Duration) {
+        if let Some(live) = &mut self.live {
+            print_live(bar, &live.lines(elapsed, false), self.json);
+        }
+    }
+
+    /// Whether one of the `--abort-on-fail` thresholds fails on what was measured so far
+    /// (one with no data yet does not); the one that failed is kept in `lost`.
+    fn lost_threshold(&mut self) -> bool {
+        let Some(p) = &self.partial else { return false };
+        let failed = self
+            .abort
+            .iter()
+            .map(|e| e.check(p))
+            .find(|c| !c.pass && c.measured.is_some());
+        if let Some(c) = failed {
+            let v = c.measured.map(|v| c.expr.show(v)).unwrap_or_default();
+            self.lost = Some(format!("{} (measured {v})", c.expr));
+        }
+        self.lost.is_some()
+    }
+
+    /// The last `--every` lines, with the intervals that closed as the run ended.
+    fn last_lines(&mut self, recorded: Duration) {
+        self.take(|_| {});
+        if let Some(live) = &mut self.live {
+            print_live(&None, &live.lines(recorded, true), self.json);
+        }
+    }
+}
+
+/// Why a run of a plan stopped by `rule` ended: the fail-fast rule (`tripped`, with no
+/// signal), a lost threshold, a signal, or its stop rule.
+fn stop_reason(
+    signal: i32,
+    rule: StopRule,
+    tripped: Option<&load::failfast::Tripped>,
+    lost: Option<String>,
+) -> StopReason {
+    match (signal, rule) {
+        _ if tripped.is_some() => {
+            StopReason::FailFast(tripped.map_or("", |t| t.cause.name()).to_string())
+        }
+        _ if lost.is_some() => StopReason::ThresholdLost(lost.unwrap_or_default()),
+        (libc::SIGINT | libc::SIGTERM, _) => StopReason::Interrupted(Some(signal)),
+        (_, StopRule::Duration(_)) => StopReason::Duration,
+        (_, StopRule::Requests(_)) => StopReason::Requests,
     }
 }
 
@@ -456,12 +572,12 @@ async fn sleep_until(deadline: Option<Instant>) {
 
 /// Installs SIGINT/SIGTERM handlers: the first stops the run (its number is kept in
 /// `signal`), a second one exits at once.
-async fn watch_signals(stop: StopSignal, signal: Arc<AtomicI32>) -> Result<(), String> {
+async fn watch_signals(stop: StopSignal, signal: Arc<AtomicI32>) -> Result<(), Failure> {
     use tokio::signal::unix::{signal as unix_signal, SignalKind};
-    let mut int =
-        unix_signal(SignalKind::interrupt()).map_err(|e| format!("cannot handle SIGINT: {e}"))?;
-    let mut term =
-        unix_signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
+    let cannot =
+        |name: &str, e: std::io::Error| Failure::Failed(format!("cannot handle {name}: {e}"));
+    let mut int = unix_signal(SignalKind::interrupt()).map_err(|e| cannot("SIGINT", e))?;
+    let mut term = unix_signal(SignalKind::terminate()).map_err(|e| cannot("SIGTERM", e))?;
     tokio::spawn(async move {
         loop {
             let got = tokio::select! {
@@ -571,10 +687,8 @@ pub(crate) fn run_plan(
     ),
     Failure,
 > {
-    let config = SessionConfig::new(plan).map_err(Failure::Usage)?;
-    let o = control
-        .execute(plan, config, true, None, false)
-        .map_err(Failure::Failed)?;
+    let config = SessionConfig::new(plan)?;
+    let o = control.execute(plan, config, true, None, false)?;
     if let Some(line) = o.fail_fast {
         return Err(Failure::FailFast(line));
     }

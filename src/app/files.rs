@@ -4,6 +4,7 @@
 //! the report (text or `--json`) goes to stderr, so that `reqlife run -o - | jq` reads valid
 //! JSON. Standard input is read once: `-` for one input at most.
 
+use super::failure::Failure;
 use std::path::Path;
 
 /// Whether `path` is `-`.
@@ -22,7 +23,7 @@ pub(crate) fn input_name(path: &Path) -> String {
 
 /// Checks that at most one of the `(flag, path)` outputs is `-`; whether one is (the report
 /// then goes to stderr).
-pub(crate) fn stdout_taken(outputs: &[(&str, Option<&Path>)]) -> Result<bool, String> {
+pub(crate) fn stdout_taken(outputs: &[(&str, Option<&Path>)]) -> Result<bool, Failure> {
     let dashes: Vec<&str> = outputs
         .iter()
         .filter(|(_, p)| p.is_some_and(is_dash))
@@ -31,48 +32,77 @@ pub(crate) fn stdout_taken(outputs: &[(&str, Option<&Path>)]) -> Result<bool, St
     match dashes.len() {
         0 => Ok(false),
         1 => Ok(true),
-        _ => Err(format!(
+        _ => Err(Failure::Usage(format!(
             "{} all write to standard output ('-'): give '-' to one of them, a file to the others",
             dashes.join(" and ")
-        )),
+        ))),
     }
 }
 
 /// Checks that at most one of `inputs` is `-`.
-pub(crate) fn one_stdin(inputs: &[&Path]) -> Result<(), String> {
+pub(crate) fn one_stdin(inputs: &[&Path]) -> Result<(), Failure> {
     if inputs.iter().filter(|p| is_dash(p)).count() > 1 {
-        return Err(
+        return Err(Failure::Usage(
             "'-' (standard input) is given more than once: it can be read once; give files for the others"
                 .into(),
-        );
+        ));
     }
     Ok(())
 }
 
-/// Reads `path`, or standard input for `-`.
-pub(crate) fn read_text(path: &Path) -> Result<String, String> {
+/// Reads `path`, or standard input for `-`: an input that cannot be read is bad input.
+pub(crate) fn read_text(path: &Path) -> Result<String, Failure> {
     if is_dash(path) {
         let mut text = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-            .map_err(|e| format!("cannot read standard input: {e}"))?;
+            .map_err(|e| Failure::Usage(format!("cannot read standard input: {e}")))?;
         return Ok(text);
     }
-    std::fs::read_to_string(path).map_err(|e| format!("cannot read '{}': {e}", path.display()))
+    std::fs::read_to_string(path)
+        .map_err(|e| Failure::Usage(format!("cannot read '{}': {e}", path.display())))
 }
 
 /// Writes `text` (`what`: "the record", "the HTML report") to `path`, or to standard output
-/// for `-`; a file written is said on stderr in one line unless `quiet`.
-pub(crate) fn write_text(path: &Path, text: &str, what: &str, quiet: bool) -> Result<(), String> {
+/// for `-`; a file written is said on stderr in one line unless `quiet`. A file that cannot
+/// be written fails the command (exit 1): what it measured is lost to that file.
+pub(crate) fn write_text(path: &Path, text: &str, what: &str, quiet: bool) -> Result<(), Failure> {
     if is_dash(path) {
         super::out(text);
         return Ok(());
     }
-    std::fs::write(path, text)
-        .map_err(|e| format!("cannot write {what} to '{}': {e}", path.display()))?;
+    std::fs::write(path, text).map_err(|e| {
+        Failure::Failed(format!("cannot write {what} to '{}': {e}", path.display()))
+    })?;
     if !quiet {
         eprintln!("reqlife: wrote {what} to {}", path.display());
     }
     Ok(())
+}
+
+/// Writes `record` to `output` (`-o`, its JSON) and `html` (`--html`, its page) where asked;
+/// each that cannot be written says so in one line. The exit code: 0, or 1 when one failed.
+pub(crate) fn write_record(
+    record: &crate::recorder::record::RunRecord,
+    output: Option<&Path>,
+    html: Option<&Path>,
+    quiet: bool,
+) -> i32 {
+    let mut code = crate::util::exit::EXIT_OK;
+    if let Some(path) = output {
+        let json = crate::report::record_json(record) + "\n";
+        if let Err(e) = write_text(path, &json, "the record", quiet) {
+            code = e.report();
+        }
+    }
+    if let Some(path) = html {
+        let page = crate::report::html::render(record)
+            .map_err(Failure::from)
+            .and_then(|p| write_text(path, &p, "the HTML report", quiet));
+        if let Err(e) = page {
+            code = e.report();
+        }
+    }
+    code
 }
 
 /// Prints the report: on stdout, or on stderr when stdout carries a file (`-`).

@@ -5,7 +5,8 @@
 //! ([`RunRecord::repeated`]), compared across runs.
 
 use super::control::{run_plan, Control};
-use super::{usage_error, EXIT_FAILURE, EXIT_SIGINT, EXIT_SIGTERM};
+use super::failure::Failure;
+use super::{EXIT_SIGINT, EXIT_SIGTERM};
 use crate::cli::{Cli, Command, CompareArgs, RunArgs};
 use crate::model::StopReason;
 use crate::recorder::record::{Ending, RunRecord};
@@ -13,7 +14,7 @@ use clap::Parser;
 use std::time::Duration;
 
 /// The `run` flags after `--`, for `url`.
-fn run_args(args: &CompareArgs, url: &str) -> Result<RunArgs, String> {
+fn run_args(args: &CompareArgs, url: &str) -> Result<RunArgs, Failure> {
     let line = ["reqlife", "run"]
         .into_iter()
         .map(String::from)
@@ -25,10 +26,10 @@ fn run_args(args: &CompareArgs, url: &str) -> Result<RunArgs, String> {
         }) => *r,
         Ok(_) => unreachable!("parsed as run"),
         Err(e) => {
-            return Err(format!(
+            return Err(Failure::Usage(format!(
                 "the run flags after `--` are not valid `run` flags: {}",
                 e.to_string().lines().next().unwrap_or_default()
-            ))
+            )))
         }
     };
     let refused: Vec<&str> = [
@@ -45,10 +46,10 @@ fn run_args(args: &CompareArgs, url: &str) -> Result<RunArgs, String> {
     .map(|(_, f)| *f)
     .collect();
     if !refused.is_empty() {
-        return Err(format!(
+        return Err(Failure::Usage(format!(
             "{} cannot be a flag of each run of compare --run",
             refused.join(", ")
-        ));
+        )));
     }
     Ok(run)
 }
@@ -69,9 +70,10 @@ pub(crate) fn run_rounds(
     command_line: &[String],
 ) -> Result<(RunRecord, RunRecord), i32> {
     if args.rounds < 2 {
-        return Err(usage_error(
-            "--rounds must be at least 2 (4 or more can show a change)",
-        ));
+        return Err(Failure::Usage(
+            "--rounds must be at least 2 (4 or more can show a change)".into(),
+        )
+        .report());
     }
     let urls = [
         args.a.to_string_lossy().into_owned(),
@@ -81,18 +83,16 @@ pub(crate) fn run_rounds(
     let mut plans = Vec::new();
     let mut pause = Duration::ZERO;
     for url in &urls {
-        let r = run_args(args, url).map_err(usage_error)?;
+        let r = run_args(args, url).map_err(|e| e.report())?;
         // gRPC --data without --proto-set: each side's server is asked by reflection, once.
         let r = super::reflect::resolve(&r, url)
             .map_err(|e| e.report())?
             .into_owned();
         pause = r.pause;
-        plans.push(crate::cli::plan::build(&r, url).map_err(|e| usage_error(e.0))?);
+        let plan = crate::cli::plan::build(&r, url).map_err(|e| Failure::from(e).report())?;
+        plans.push(plan);
     }
-    let control = Control::new().map_err(|e| {
-        eprintln!("error: {e}");
-        EXIT_FAILURE
-    })?;
+    let control = Control::new().map_err(|e| e.report())?;
     let quiet = args.json;
     let mut sides: [Vec<(RunRecord, crate::recorder::Measured, crate::plan::RunPlan)>; 2] =
         [Vec::new(), Vec::new()];

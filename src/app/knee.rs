@@ -7,7 +7,7 @@
 
 use super::control::{run_plan, target, Control};
 use super::failure::Failure;
-use super::{files, usage_error, EXIT_FAILURE, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
+use super::{files, EXIT_FAILURE, EXIT_SIGINT, EXIT_SIGTERM};
 use crate::analysis::knee::{self, KneeResult, KneeStep, Search, Verdict};
 use crate::cli::{plan, KneeArgs, RunArgs};
 use crate::model::load::Given;
@@ -24,7 +24,7 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
     let run = &args.run;
     let to_stderr = match check(args) {
         Ok(t) => t,
-        Err(e) => return usage_error(e),
+        Err(e) => return e.report(),
     };
     let (embedded, url) = match target(run.url.as_deref(), "/", &run.kv, false) {
         Ok(t) => t,
@@ -38,16 +38,15 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
     // Every flag checked once, into the one plan every step is derived from.
     let plans = match Plans::new(args, &reflected, &url) {
         Ok(p) => p,
-        Err(e) => return usage_error(e),
+        Err(e) => return e.report(),
     };
     // Every step has the same connections: a low `ulimit -n` is raised or refused now.
-    if let Err(code) = super::limits::check(std::slice::from_ref(&plans.probe), embedded.is_some())
-    {
-        return code;
+    if let Err(e) = super::limits::check(std::slice::from_ref(&plans.probe), embedded.is_some()) {
+        return e.report();
     }
     if let Some(path) = &run.html {
         if let Err(e) = report::html::check_writable(path) {
-            return usage_error(e);
+            return Failure::from(e).report();
         }
     }
     let title = format!("knee: {} {url}", run.method);
@@ -55,10 +54,7 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
         Control::new().and_then(|c| c.watchers(&run.watch, run.segment, run.quiet, title));
     let mut control = match control {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_FAILURE;
-        }
+        Err(e) => return e.report(),
     };
     let searched = search(args, &plans, &control, &command_line, embedded.is_some());
     control.close_view();
@@ -91,7 +87,7 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
 
 /// The flags of `run` knee refuses, and its own checked: whether stdout is taken by an
 /// output file (`-`), or the one line that refuses them.
-fn check(args: &KneeArgs) -> Result<bool, String> {
+fn check(args: &KneeArgs) -> Result<bool, Failure> {
     let run = &args.run;
     let given: Vec<&str> = [
         (!run.rate.is_empty(), "-R/--rate"),
@@ -122,24 +118,30 @@ fn check(args: &KneeArgs) -> Result<bool, String> {
     .map(|(_, f)| *f)
     .collect();
     if !given.is_empty() {
-        return Err(format!(
+        return Err(Failure::Usage(format!(
             "{} conflict{} with knee: it chooses the rate and the length of each step itself, and takes only the flags `reqlife knee --help` lists",
             given.join(", "),
             if given.len() == 1 { "s" } else { "" }
-        ));
+        )));
     }
     let to_stderr = files::stdout_taken(&[
         ("-o", run.output.as_deref()),
         ("--html", run.html.as_deref()),
     ])?;
     if args.slos.is_empty() {
-        return Err("knee needs at least one --slo (e.g. --slo 'p99<=2ms')".into());
+        return Err(Failure::Usage(
+            "knee needs at least one --slo (e.g. --slo 'p99<=2ms')".into(),
+        ));
     }
     if !(args.precision > 0.0 && args.precision < 50.0) {
-        return Err("--precision must be a percentage above 0 and below 50 (e.g. 5)".into());
+        return Err(Failure::Usage(
+            "--precision must be a percentage above 0 and below 50 (e.g. 5)".into(),
+        ));
     }
     if args.step < Duration::from_millis(200) {
-        return Err("--step must be at least 200ms (e.g. 20s)".into());
+        return Err(Failure::Usage(
+            "--step must be at least 200ms (e.g. 20s)".into(),
+        ));
     }
     Ok(to_stderr)
 }
@@ -156,11 +158,11 @@ struct Plans {
 impl Plans {
     /// The plans of `args` whose run flags are `run` (`args.run`, with the server's gRPC
     /// reflection when it was asked).
-    fn new(args: &KneeArgs, run: &RunArgs, url: &str) -> Result<Plans, String> {
-        let base = plan::build(run, url).map_err(|e| e.0)?;
+    fn new(args: &KneeArgs, run: &RunArgs, url: &str) -> Result<Plans, Failure> {
+        let base = plan::build(run, url)?;
         let mut spec = plan::load_spec(run);
         spec.duration = Some(Given::flag(args.step.min(Duration::from_secs(3))));
-        let probe = base.with_load(&spec).map_err(|e| e.message)?;
+        let probe = base.with_load(&spec)?;
         let mut steps = base;
         // Intervals of a tenth of the step (100 ms to 1 s): the generator's health is judged
         // on those after the start-up.
@@ -181,9 +183,7 @@ impl Plans {
         let mut spec = plan::load_spec(&self.run);
         spec.rate = Some(Given::flag(rate));
         spec.duration = Some(Given::flag(self.step));
-        self.steps
-            .with_load(&spec)
-            .map_err(|e| Failure::Usage(e.message))
+        Ok(self.steps.with_load(&spec)?)
     }
 }
 
@@ -298,22 +298,8 @@ fn step_rows(steps: &[KneeStep]) -> Vec<StepRow> {
 /// Checks the thresholds, writes `-o` and `--html`, prints the report: the exit code.
 fn write_and_report(run: &RunArgs, record: &mut RunRecord, to_stderr: bool) -> i32 {
     run.view.check(record);
-    let mut code = EXIT_OK;
-    if let Some(path) = &run.output {
-        let json = report::record_json(record) + "\n";
-        if let Err(e) = files::write_text(path, &json, "the record", run.quiet) {
-            eprintln!("error: {e}");
-            code = EXIT_FAILURE;
-        }
-    }
-    if let Some(path) = &run.html {
-        let page = report::html::render(record)
-            .and_then(|p| files::write_text(path, &p, "the HTML report", run.quiet));
-        if let Err(e) = page {
-            eprintln!("error: {e}");
-            code = EXIT_FAILURE;
-        }
-    }
+    let (output, html) = (run.output.as_deref(), run.html.as_deref());
+    let code = files::write_record(record, output, html, run.quiet);
     if run.view.json {
         files::report(
             &(serde_json::to_string_pretty(&record.knee).unwrap_or_default() + "\n"),

@@ -25,30 +25,28 @@ pub fn needed(plans: &[RunPlan], embedded: bool) -> u64 {
 }
 
 /// Checks the open-file limit for `plans` before they start (raising it if need be, saying so
-/// in one line): `Err(exit code)` after the one line that refuses them.
-pub fn check(plans: &[RunPlan], embedded: bool) -> Result<(), i32> {
+/// in one line), or the failure that refuses them (the fail-fast kind: exit 3, its line names
+/// the fix).
+pub(crate) fn check(plans: &[RunPlan], embedded: bool) -> Result<(), super::failure::Failure> {
     let connections = plans
         .iter()
         .map(|p| p.local_connections())
         .max()
         .unwrap_or(0);
-    match ensure_open_files(needed(plans, embedded), connections as u64) {
-        Ok(None) => Ok(()),
-        Ok(Some(note)) => {
-            eprintln!("{note}");
-            Ok(())
-        }
-        Err(line) => {
-            eprintln!("error: {line}");
-            Err(super::EXIT_FAIL_FAST)
-        }
+    if let Some(note) = ensure_open_files(needed(plans, embedded), connections as u64)? {
+        eprintln!("{note}");
     }
+    Ok(())
 }
 
 /// Makes sure `needed` files may be open: `Ok(None)` when the soft limit is enough,
-/// `Ok(Some(note))` when it was raised to the hard limit (the note says so), `Err(line)` when
-/// the hard limit is too low too (the line names the limit, the need and the command).
-pub fn ensure_open_files(needed: u64, connections: u64) -> Result<Option<String>, String> {
+/// `Ok(Some(note))` when it was raised to the hard limit (the note says so), an error when
+/// the hard limit is too low too (the fail-fast kind, exit 3: its line names the limit, the
+/// need and the command).
+pub(crate) fn ensure_open_files(
+    needed: u64,
+    connections: u64,
+) -> Result<Option<String>, super::failure::Failure> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -77,9 +75,9 @@ pub fn ensure_open_files(needed: u64, connections: u64) -> Result<Option<String>
             )));
         }
     }
-    Err(format!(
+    Err(super::failure::Failure::FailFast(format!(
         "{connections} connections need about {needed} open files, but the limit (ulimit -n) is {soft} \
          (hard limit {hard}): raise it with `ulimit -n {needed}` (the hard limit too: as root, or in \
          /etc/security/limits.conf) or use fewer connections (-c)"
-    ))
+    )))
 }

@@ -22,6 +22,7 @@ use crate::recorder::record::RunRecord;
 use crate::report;
 use crate::server::{self, ServerConfig, ServerTls};
 use clap::Parser;
+pub use failure::Failure;
 use std::io::Write;
 
 pub use crate::util::exit::{
@@ -49,7 +50,7 @@ const FIRST_WORDS: &[&str] = &[
 /// wrk's and oha's habits, before clap reads the line: `reqlife URL ...` (no subcommand, a
 /// URL among the arguments) runs `reqlife run URL ...`. Gives the line to parse, or the
 /// message for `-q N` (oha's and hey's rate flag; here -q is --quiet).
-fn habits(mut args: Vec<std::ffi::OsString>) -> Result<Vec<std::ffi::OsString>, String> {
+fn habits(mut args: Vec<std::ffi::OsString>) -> Result<Vec<std::ffi::OsString>, Failure> {
     let is_url = |a: &std::ffi::OsString| {
         let a = a.to_string_lossy();
         a.starts_with("http://") || a.starts_with("https://")
@@ -68,9 +69,9 @@ fn habits(mut args: Vec<std::ffi::OsString>) -> Result<Vec<std::ffi::OsString>, 
             _ => None,
         };
         if let Some(rate) = rate.filter(|r| crate::util::units::parse_rate(r).is_ok()) {
-            return Err(format!(
+            return Err(Failure::Usage(format!(
                 "-q is --quiet here: for a rate of {rate} req/s (oha's and hey's -q), use -R {rate}"
-            ));
+            )));
         }
     }
     Ok(args)
@@ -80,7 +81,7 @@ fn habits(mut args: Vec<std::ffi::OsString>) -> Result<Vec<std::ffi::OsString>, 
 pub fn main_with(args: Vec<std::ffi::OsString>) -> i32 {
     let args = match habits(args) {
         Ok(a) => a,
-        Err(e) => return usage_error(e),
+        Err(e) => return e.report(),
     };
     let cli = match Cli::try_parse_from(args.clone()) {
         Ok(cli) => cli,
@@ -93,21 +94,18 @@ pub fn main_with(args: Vec<std::ffi::OsString>) -> i32 {
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    match cli.command {
-        Command::Run(a) => run::run(&a, command_line),
+    let done = match cli.command {
+        Command::Run(a) => Ok(run::run(&a, command_line)),
         Command::Serve(a) => serve(&a),
         Command::Report(a) => report(&a),
-        Command::Stats(a) => stats::stats(&a),
-        Command::Calibrate(a) => calibrate::calibrate(&a, command_line),
+        Command::Stats(a) => Ok(stats::stats(&a)),
+        Command::Calibrate(a) => Ok(calibrate::calibrate(&a, command_line)),
         Command::Merge(a) => merge(&a),
-        Command::Knee(a) => knee::knee(&a, command_line),
+        Command::Knee(a) => Ok(knee::knee(&a, command_line)),
         Command::Compare(a) => compare(&a, command_line),
-    }
-}
-
-pub(crate) fn usage_error(msg: impl std::fmt::Display) -> i32 {
-    eprintln!("error: {msg}");
-    EXIT_USAGE
+    };
+    // The failure's one line, and the exit code its kind calls for.
+    done.unwrap_or_else(|e| e.report())
 }
 
 /// The wall-clock time now, RFC 3339.
@@ -118,16 +116,13 @@ pub(crate) fn now_rfc3339() -> String {
 }
 
 /// `reqlife serve --faults`: the fault target until SIGINT or SIGTERM.
-fn serve_faults(args: &ServeArgs) -> i32 {
+fn serve_faults(args: &ServeArgs) -> Result<i32, Failure> {
     if args.tls || args.http3 || args.cert.is_some() || args.kv.kv_preload > 0 {
-        return usage_error(
-            "--faults serves plain HTTP without a store: drop --tls, --http3, --cert and --kv-preload",
-        );
+        return Err(Failure::Usage(
+            "--faults serves plain HTTP without a store: drop --tls, --http3, --cert and --kv-preload".into(),
+        ));
     }
-    let faults = match server::faults::spawn(args.addr) {
-        Ok(f) => f,
-        Err(e) => return usage_error(e),
-    };
+    let faults = server::faults::spawn(args.addr)?;
     let mut text = format!(
         "reqlife serve --faults: HTTP/1.1 faults on http://{}/fault/NAME (Ctrl-C to stop)\n  NAME: {}\n  HTTP/2 faults (h2c, run with --http2):\n",
         faults.addr(),
@@ -136,16 +131,10 @@ fn serve_faults(args: &ServeArgs) -> i32 {
     for f in server::faults::H2_FAULTS {
         text.push_str(&format!("    {}\n", faults.h2_url(f).unwrap_or_default()));
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: cannot start a runtime: {e}");
-            return EXIT_FAILURE;
-        }
-    };
+        .map_err(|e| Failure::Failed(format!("cannot start a runtime: {e}")))?;
     runtime.block_on(async {
         use tokio::signal::unix::{signal, SignalKind};
         // The handlers first, then the addresses: whoever reads them may signal at once.
@@ -162,11 +151,11 @@ fn serve_faults(args: &ServeArgs) -> i32 {
         }
     });
     drop(faults);
-    EXIT_OK
+    Ok(EXIT_OK)
 }
 
 /// `reqlife serve`.
-fn serve(args: &ServeArgs) -> i32 {
+fn serve(args: &ServeArgs) -> Result<i32, Failure> {
     if args.faults {
         return serve_faults(args);
     }
@@ -187,7 +176,7 @@ fn serve(args: &ServeArgs) -> i32 {
         http3,
         ..ServerConfig::new(args.addr, tls)
     };
-    match server::serve_until_signal(config, |addr, tls| {
+    server::serve_until_signal(config, |addr, tls| {
         let scheme = if tls { "https" } else { "http" };
         // Not println!: a closed stdout (`| head -1`) must not end the server.
         let mut text = format!(
@@ -206,40 +195,22 @@ fn serve(args: &ServeArgs) -> i32 {
             );
         }
         out(&text);
-    }) {
-        Ok(()) => EXIT_OK,
-        Err(e) => {
-            eprintln!("error: {e}");
-            EXIT_USAGE
-        }
-    }
+    })?;
+    Ok(EXIT_OK)
 }
 
 /// `reqlife report`.
-fn report(args: &ReportArgs) -> i32 {
-    let mut record = match load_record(&args.file) {
-        Ok(r) => r,
-        Err(e) => return usage_error(e),
-    };
-    let to_stderr = match files::stdout_taken(&[("--html", args.html.as_deref())]) {
-        Ok(t) => t,
-        Err(e) => return usage_error(e),
-    };
+fn report(args: &ReportArgs) -> Result<i32, Failure> {
+    let mut record = load_record(&args.file)?;
+    let to_stderr = files::stdout_taken(&[("--html", args.html.as_deref())])?;
     args.view.check(&mut record);
     if let Some(path) = &args.html {
-        let page = report::html::render(&record)
-            .and_then(|p| files::write_text(path, &p, "the HTML report", false));
-        if let Err(e) = page {
-            return usage_error(e);
-        }
+        let page = report::html::render(&record)?;
+        // The page is all this command writes: a path it cannot write is the user's to fix.
+        files::write_text(path, &page, "the HTML report", false).map_err(Failure::into_usage)?;
     }
-    match printed(args, &record) {
-        Ok(text) => {
-            files::report(&text, to_stderr);
-            thresholds_code(&record)
-        }
-        Err(e) => usage_error(e),
-    }
+    files::report(&printed(args, &record)?, to_stderr);
+    Ok(thresholds_code(&record))
 }
 
 /// The exit code of the thresholds' verdict: 0, or [`EXIT_THRESHOLD`] when a `--threshold`
@@ -252,14 +223,14 @@ pub(crate) fn thresholds_code(record: &RunRecord) -> i32 {
 }
 
 /// What `reqlife report` prints: the text report or the `--format` asked for.
-fn printed(args: &ReportArgs, record: &RunRecord) -> Result<String, String> {
+fn printed(args: &ReportArgs, record: &RunRecord) -> Result<String, Failure> {
     const PHASE_ALONE: &str =
         "--phase chooses the histogram of --format hgrm; add --format hgrm or drop --phase";
     Ok(match (args.format, &args.phase) {
         (ReportFormat::Hgrm, phase) => {
             report::hgrm::of_record(record, phase.as_deref().unwrap_or("total"))?
         }
-        (_, Some(_)) => return Err(PHASE_ALONE.into()),
+        (_, Some(_)) => return Err(Failure::Usage(PHASE_ALONE.into())),
         (ReportFormat::Csv, None) => report::csv::render(record),
         (ReportFormat::Json, None) => report::record_json(record) + "\n",
         (ReportFormat::Text, None) => args.view.render(record),
@@ -267,49 +238,31 @@ fn printed(args: &ReportArgs, record: &RunRecord) -> Result<String, String> {
 }
 
 /// `reqlife compare`.
-fn compare(args: &crate::cli::CompareArgs, command_line: Vec<String>) -> i32 {
+fn compare(args: &crate::cli::CompareArgs, command_line: Vec<String>) -> Result<i32, Failure> {
     if !args.run {
-        if let Err(e) = files::one_stdin(&[&args.a, &args.b]) {
-            return usage_error(e);
-        }
+        files::one_stdin(&[&args.a, &args.b])?;
     }
-    let to_stderr = match files::stdout_taken(&[("--html", args.html.as_deref())]) {
-        Ok(t) => t,
-        Err(e) => return usage_error(e),
-    };
+    let to_stderr = files::stdout_taken(&[("--html", args.html.as_deref())])?;
     if let Some(path) = &args.html {
-        if let Err(e) = report::html::check_writable(path) {
-            return usage_error(e);
-        }
+        report::html::check_writable(path)?;
     }
     let (a, b) = if args.run {
         match interleave::run_rounds(args, &command_line) {
             Ok(r) => r,
-            Err(code) => return code,
+            Err(code) => return Ok(code),
         }
     } else {
-        match (load_record(&args.a), load_record(&args.b)) {
-            (Ok(a), Ok(b)) => (a, b),
-            (Err(e), _) | (_, Err(e)) => return usage_error(e),
-        }
+        let a = load_record(&args.a);
+        (a?, load_record(&args.b)?)
     };
-    let c = match crate::analysis::compare::compare(&a, &b, args.noise / 100.0, args.seed) {
-        Ok(mut c) => {
-            if args.run {
-                c.method = "interleaved".into();
-            }
-            c
-        }
-        Err(e) => return usage_error(e),
-    };
+    let mut c = crate::analysis::compare::compare(&a, &b, args.noise / 100.0, args.seed)?;
+    if args.run {
+        c.method = "interleaved".into();
+    }
     if let Some(path) = &args.html {
         let (an, bn) = (args.a.display().to_string(), args.b.display().to_string());
-        let page = report::html::render_compare(&c, (&an, &a), (&bn, &b))
-            .and_then(|p| files::write_text(path, &p, "the HTML comparison", false));
-        if let Err(e) = page {
-            eprintln!("error: {e}");
-            return EXIT_FAILURE;
-        }
+        let page = report::html::render_compare(&c, (&an, &a), (&bn, &b))?;
+        files::write_text(path, &page, "the HTML comparison", false)?;
     }
     if args.json {
         files::report(
@@ -327,7 +280,7 @@ fn compare(args: &crate::cli::CompareArgs, command_line: Vec<String>) -> i32 {
         );
     }
     let Some(limit) = args.fail_if_slower else {
-        return EXIT_OK;
+        return Ok(EXIT_OK);
     };
     let gated = ["throughput", "total p50", "total p90", "total p99"];
     let regressions: Vec<String> = c
@@ -339,52 +292,39 @@ fn compare(args: &crate::cli::CompareArgs, command_line: Vec<String>) -> i32 {
         .map(|r| format!("{} {:+.1}%", r.figure, r.change.point * 100.0))
         .collect();
     if regressions.is_empty() {
-        EXIT_OK
-    } else {
-        eprintln!(
-            "reqlife compare: B is slower than A by more than {limit}%: {}",
-            regressions.join(", ")
-        );
-        EXIT_THRESHOLD
+        return Ok(EXIT_OK);
     }
+    eprintln!(
+        "reqlife compare: B is slower than A by more than {limit}%: {}",
+        regressions.join(", ")
+    );
+    Ok(EXIT_THRESHOLD)
 }
 
 /// `reqlife merge`.
-fn merge(args: &crate::cli::MergeArgs) -> i32 {
+fn merge(args: &crate::cli::MergeArgs) -> Result<i32, Failure> {
     let inputs: Vec<&std::path::Path> = args.files.iter().map(|p| p.as_path()).collect();
-    if let Err(e) = files::one_stdin(&inputs) {
-        return usage_error(e);
-    }
-    let to_stderr = match files::stdout_taken(&[("-o", args.output.as_deref())]) {
-        Ok(t) => t,
-        Err(e) => return usage_error(e),
-    };
-    let mut records = Vec::with_capacity(args.files.len());
-    for path in &args.files {
-        match load_record(path) {
-            Ok(r) => records.push(r),
-            Err(e) => return usage_error(e),
-        }
-    }
+    files::one_stdin(&inputs)?;
+    let to_stderr = files::stdout_taken(&[("-o", args.output.as_deref())])?;
+    let records = args
+        .files
+        .iter()
+        .map(|path| load_record(path))
+        .collect::<Result<Vec<_>, _>>()?;
     let names: Vec<String> = args.files.iter().map(|p| files::input_name(p)).collect();
     let apart = crate::recorder::merge::overlap_warning(&records, &names);
-    let mut merged = match crate::recorder::merge::merge(records, &names) {
-        Ok(m) => m,
-        Err(e) => return usage_error(e),
-    };
+    // The recorder's reason (records that do not merge) is bad input, as before.
+    let mut merged = crate::recorder::merge::merge(records, &names).map_err(Failure::from)?;
     if let Some(w) = apart {
         eprintln!("warning: {w}");
     }
     args.view.check(&mut merged);
     if let Some(path) = &args.output {
         let json = crate::report::record_json(&merged) + "\n";
-        if let Err(e) = files::write_text(path, &json, "the merged record", false) {
-            eprintln!("error: {e}");
-            return EXIT_FAILURE;
-        }
+        files::write_text(path, &json, "the merged record", false)?;
     }
     files::report(&args.view.render(&merged), to_stderr);
-    thresholds_code(&merged)
+    Ok(thresholds_code(&merged))
 }
 
 /// Writes to stdout, ignoring a closed pipe (print! would panic on it).
@@ -394,8 +334,9 @@ pub(crate) fn out(text: &str) {
     let _ = stdout.flush();
 }
 
-/// Reads a RunRecord written by `run -o`; `-` reads it from standard input.
-pub fn load_record(path: &std::path::Path) -> Result<RunRecord, String> {
+/// Reads a RunRecord written by `run -o`; `-` reads it from standard input. A record that
+/// cannot be read is bad input.
+pub fn load_record(path: &std::path::Path) -> Result<RunRecord, Failure> {
     let text = files::read_text(path)?;
     Ok(RunRecord::from_json(&text, &files::input_name(path))?)
 }

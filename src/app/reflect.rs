@@ -20,7 +20,7 @@ pub(crate) fn resolve<'a>(args: &'a RunArgs, url: &str) -> Result<Cow<'a, RunArg
     let Some(service) = crate::cli::grpc::reflection_service(args) else {
         return Ok(Cow::Borrowed(args));
     };
-    let plan = crate::cli::plan::reflection_plan(args, url).map_err(|e| Failure::Usage(e.0))?;
+    let plan = crate::cli::plan::reflection_plan(args, url)?;
     let pool = reflect::descriptors(&plan, service).map_err(|e| failure(&plan, service, e))?;
     let mut args = args.clone();
     args.grpc.reflected = Some(pool);

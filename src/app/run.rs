@@ -4,10 +4,7 @@
 
 use super::control::{Control, Executed};
 use super::failure::Failure;
-use super::{
-    files, usage_error, EXIT_FAILURE, EXIT_FAIL_FAST, EXIT_HTTP_ERRORS, EXIT_OK, EXIT_SIGINT,
-    EXIT_SIGTERM,
-};
+use super::{files, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
 use crate::cli::{plan, workload, RunArgs};
 use crate::engine::SessionConfig;
 use crate::model::StopReason;
@@ -15,7 +12,6 @@ use crate::plan::RunPlan;
 use crate::recorder::record::{Ending, RunRecord};
 use crate::report;
 
-/// `reqlife run`.
 /// The plans of a run against the embedded target trust its self-signed certificate (it has
 /// one when it serves HTTP/3: `run --http3` without a URL).
 fn trusting(
@@ -33,87 +29,42 @@ fn trusting(
     plans
 }
 
+/// A run checked and ready to start: its plans (one per level, or per repetition) and their
+/// sessions' settings, the embedded target if it has one, and where its report goes.
+struct Prepared {
+    plans: Vec<RunPlan>,
+    configs: Vec<SessionConfig>,
+    embedded: Option<crate::server::RunningServer>,
+    url: Option<String>,
+    /// `-`: a file goes to stdout; the report then goes to stderr.
+    to_stderr: bool,
+    /// `--repeat`.
+    repeat: usize,
+    /// A scenario's phases are the levels.
+    phased: bool,
+}
+
+impl Prepared {
+    /// The label of level (or run) `i`: `run 2` of a repeated run, else the level's.
+    fn label(&self, i: usize) -> String {
+        if self.repeat > 1 {
+            format!("run {}", i + 1)
+        } else {
+            level_label(&self.plans[i])
+        }
+    }
+}
+
+/// `reqlife run`: checks everything, runs the levels, then writes and reports the record.
 pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     // The run's identity, from its start: `reqlife merge` refuses a record given twice.
     let run_id = crate::recorder::record::new_run_id();
-    // `-`: one output on stdout at most; the report then goes to stderr.
-    let to_stderr = match files::stdout_taken(&[
-        ("-o", args.output.as_deref()),
-        ("--html", args.html.as_deref()),
-        ("--hdr-log", args.hdr_log.as_deref()),
-    ]) {
-        Ok(t) => t,
-        Err(e) => return usage_error(e),
-    };
-    // No URL: the embedded target, in-process, on a free loopback port (a target list names
-    // its own server).
-    let (embedded, url) = if args.targets.is_some() && args.url.is_none() {
-        (None, None)
-    } else {
-        match super::control::target(args.url.as_deref(), "/", &args.kv, args.http3) {
-            Ok((server, url)) => (server, Some(url)),
-            Err(e) => return e.report(),
-        }
-    };
-    let built = plans(args, url.as_deref());
-    // A page that cannot be written is known now, not after the run.
-    if let Some(path) = &args.html {
-        if let Err(e) = report::html::check_writable(path) {
-            return usage_error(e);
-        }
-    }
-    let mut plans = match built.map(|p| trusting(p, embedded.as_ref())) {
-        Ok(p) => p,
+    let (mut prepared, mut control) = match prepare(args).and_then(|p| {
+        let c = start_control(args, &p)?;
+        Ok((p, c))
+    }) {
+        Ok(pc) => pc,
         Err(e) => return e.report(),
-    };
-    let phased = plans.iter().any(|p| p.phase.is_some());
-    if args.abort_on_fail && args.view.thresholds.is_empty() {
-        return usage_error("--abort-on-fail stops on a failed --threshold: give at least one");
-    }
-    let repeat = args.repeat as usize;
-    match (repeat, plans.len()) {
-        (0, _) => return usage_error("--repeat must be at least 1"),
-        (r, n) if r > 1 && n > 1 => return usage_error(
-            "--repeat and a sweep (-c a,b,... or -R a,b,...) conflict: repeat one level at a time",
-        ),
-        (r, _) if r > 1 => plans = vec![plans[0].clone(); r],
-        _ => {}
-    }
-    let label = |i: usize, plan: &RunPlan| {
-        if repeat > 1 {
-            format!("run {}", i + 1)
-        } else {
-            level_label(plan)
-        }
-    };
-    let configs = match plans
-        .iter()
-        .map(SessionConfig::new)
-        .collect::<Result<Vec<_>, _>>()
-    {
-        Ok(c) => c,
-        Err(e) => return usage_error(e),
-    };
-    // A low `ulimit -n` is raised, or refused now, not met by every connect failing.
-    if let Err(code) = super::limits::check(&plans, embedded.is_some()) {
-        return code;
-    }
-    let control = match Control::new() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_FAILURE;
-        }
-    };
-    // --live and --metrics-addr: watchers of the collector's intervals.
-    let target = url.as_deref().unwrap_or("the targets of the list");
-    let title = format!("{} {target}", args.method);
-    let mut control = match control.watchers(&args.watch, args.segment, args.quiet, title) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_FAILURE;
-        }
     };
     if let Some(start) = args.start_at {
         if !control.wait_start(start, args.quiet) {
@@ -124,165 +75,23 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             };
         }
     }
-    // The header as the run starts (the report repeats it at the end): on stderr, with the
-    // progress bar, so that stdout keeps only the report (or the file given as `-`).
     if !args.quiet {
-        if let Some(mut c) = RunRecord::planned_config(&plans, embedded.is_some()) {
-            c.repeat = repeat as u64;
-            if repeat > 1 || phased {
-                c.sweep = None;
-            }
-            c.workload = workload_name(args);
-            let labels: Vec<String> = if phased {
-                plans.iter().enumerate().map(|(i, p)| label(i, p)).collect()
-            } else {
-                Vec::new()
-            };
-            let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
-            eprint!("{}", report::text::start_header(&c, &labels));
-        }
+        print_header(args, &prepared);
     }
-    // The interval log is written as the run goes (one level only, as before).
-    let mut log = match (&args.hdr_log, plans.len()) {
-        (Some(path), 1) => match crate::recorder::hdrlog::create(path) {
-            Ok(f) => Some(f),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_FAILURE;
-            }
-        },
-        _ => None,
-    };
-    let mut levels = Vec::new();
-    for (i, (plan, config)) in plans.iter().zip(configs).enumerate() {
-        if i > 0 && !control.pause(args.pause) {
-            break;
-        }
-        // (Not over the view, which shows the level itself.)
-        if plans.len() > 1 && !args.quiet && !control.viewing() {
-            let (what, label) = match repeat {
-                1 => ("level", format!(": {}", label(i, plan))),
-                _ => ("run", String::new()),
-            };
-            eprintln!("reqlife: {what} {}/{}{label}", i + 1, plans.len());
-        }
-        let abort = if args.abort_on_fail {
-            &args.view.thresholds[..]
-        } else {
-            &[]
-        };
-        let lost = match control.execute_watched(
-            plan,
-            config,
-            args.quiet,
-            args.every,
-            args.view.json || to_stderr,
-            abort,
-            log.take(),
-        ) {
-            Ok(o) => {
-                // A lost threshold or the fail-fast rule ends a sweep too.
-                let lost =
-                    matches!(o.stop_reason, StopReason::ThresholdLost(_)) || o.fail_fast.is_some();
-                levels.push(o);
-                lost
-            }
-            Err(e) => {
-                control.close_view();
-                eprintln!("error: {e}");
-                return EXIT_FAILURE;
-            }
-        };
-        if control.signal() != 0 || lost {
-            break;
-        }
-    }
+    let levels = execute_levels(args, &mut prepared, &control);
     control.close_view(); // The terminal back before the report.
+    let levels = match levels {
+        Ok(l) => l,
+        Err(e) => return e.report(),
+    };
     let signal = control.signal();
-    let ending = |o: &Executed| Ending {
-        recorded: o.recorded,
-        drained: o.drained,
-        stop_reason: o.stop_reason.clone(),
-        interrupted: signal != 0,
-        start_time: o.start_time.clone(),
-        command_line: command_line.clone(),
-        embedded_target: embedded.is_some(),
-    };
-    let mut record = if plans.len() == 1 {
-        let o = &levels[0];
-        RunRecord::build(&plans[0], &o.measured, ending(o))
-    } else {
-        let parts: Vec<(String, &RunPlan, RunRecord)> = levels
-            .iter()
-            .zip(&plans)
-            .enumerate()
-            .map(|(i, (o, p))| (label(i, p), p, RunRecord::build(p, &o.measured, ending(o))))
-            .collect();
-        let mut all = ending(&levels[0]);
-        all.recorded = levels.iter().map(|o| o.recorded).sum();
-        if let Some(last) = levels.last() {
-            all.stop_reason = last.stop_reason.clone();
-        }
-        let combine = if repeat > 1 {
-            RunRecord::repeated
-        } else {
-            RunRecord::sweep
-        };
-        combine(
-            &plans[0],
-            &levels
-                .iter()
-                .map(|o| o.measured.clone())
-                .collect::<Vec<_>>(),
-            all,
-            parts,
-        )
-    };
+    let mut record = build_record(args, &prepared, &levels, signal != 0, command_line);
     record.run_id = Some(run_id);
-    // --repeat: the runs asked for (an interrupted series keeps those that ran).
-    record.config.repeat = repeat as u64;
-    if phased {
-        // A scenario's phases are levels of their own kind, not a sweep.
-        record.config.sweep = None;
-    }
-    record.config.workload = workload_name(args);
-    if let Some(server) = embedded {
+    if let Some(server) = prepared.embedded.take() {
         server.shutdown();
     }
     args.view.check(&mut record);
-    let mut code = EXIT_OK;
-    if let Some(e) = levels.iter().find_map(|o| o.log_error.as_ref()) {
-        eprintln!("error: {e}");
-        code = EXIT_FAILURE;
-    }
-    if let Some(path) = &args.output {
-        let json = report::record_json(&record) + "\n";
-        if let Err(e) = files::write_text(path, &json, "the record", args.quiet) {
-            eprintln!("error: {e}");
-            code = EXIT_FAILURE;
-        }
-    }
-    if let Some(path) = &args.html {
-        let page = report::html::render(&record)
-            .and_then(|p| files::write_text(path, &p, "the HTML report", args.quiet));
-        if let Err(e) = page {
-            eprintln!("error: {e}");
-            code = EXIT_FAILURE;
-        }
-    }
-    files::report(&args.view.render(&record), to_stderr);
-    if signal == 0 {
-        if let Some(line) = levels.iter().find_map(|o| o.fail_fast.as_ref()) {
-            eprintln!("error: {line}");
-            code = EXIT_FAIL_FAST;
-        } else if let Some((why, failed)) = failure(&record) {
-            eprintln!("error: {why}");
-            code = failed;
-        } else if code == EXIT_OK {
-            // The thresholds' verdict gives the exit code, as it gives the banner and the JSON.
-            code = super::thresholds_code(&record);
-        }
-    }
+    let code = finish(args, &record, &levels, prepared.to_stderr, signal);
     control.linger_metrics(args.watch.metrics_linger);
     match signal {
         libc::SIGINT => EXIT_SIGINT,
@@ -291,7 +100,236 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     }
 }
 
-/// What was sent when not one fixed request: `scenario FILE` or `targets FILE`.
+/// Every check before the run: the outputs, the target (the embedded one started when there
+/// is no URL), the plans, `--html`'s file, `--repeat`, the sessions' settings and the
+/// open-file limit.
+fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
+    // `-`: one output on stdout at most; the report then goes to stderr.
+    let to_stderr = files::stdout_taken(&[
+        ("-o", args.output.as_deref()),
+        ("--html", args.html.as_deref()),
+        ("--hdr-log", args.hdr_log.as_deref()),
+    ])?;
+    // No URL: the embedded target, in-process, on a free loopback port (a target list names
+    // its own server).
+    let (embedded, url) = if args.targets.is_some() && args.url.is_none() {
+        (None, None)
+    } else {
+        let (server, url) = super::control::target(args.url.as_deref(), "/", &args.kv, args.http3)?;
+        (server, Some(url))
+    };
+    let built = plans(args, url.as_deref());
+    // A page that cannot be written is known now, not after the run.
+    if let Some(path) = &args.html {
+        report::html::check_writable(path)?;
+    }
+    let mut plans = trusting(built?, embedded.as_ref());
+    let phased = plans.iter().any(|p| p.phase.is_some());
+    let usage = |line: &str| Err(Failure::Usage(line.into()));
+    if args.abort_on_fail && args.view.thresholds.is_empty() {
+        return usage("--abort-on-fail stops on a failed --threshold: give at least one");
+    }
+    let repeat = args.repeat as usize;
+    match (repeat, plans.len()) {
+        (0, _) => return usage("--repeat must be at least 1"),
+        (r, n) if r > 1 && n > 1 => return usage(
+            "--repeat and a sweep (-c a,b,... or -R a,b,...) conflict: repeat one level at a time",
+        ),
+        (r, _) if r > 1 => plans = vec![plans[0].clone(); r],
+        _ => {}
+    }
+    let configs = plans
+        .iter()
+        .map(SessionConfig::new)
+        .collect::<Result<Vec<_>, _>>()?;
+    // A low `ulimit -n` is raised, or refused now, not met by every connect failing.
+    super::limits::check(&plans, embedded.is_some())?;
+    Ok(Prepared {
+        plans,
+        configs,
+        embedded,
+        url,
+        to_stderr,
+        repeat,
+        phased,
+    })
+}
+
+/// The control runtime of the run, with the watchers it asks for (`--live`, `--metrics-addr`).
+fn start_control(args: &RunArgs, prepared: &Prepared) -> Result<Control, Failure> {
+    let target = prepared.url.as_deref().unwrap_or("the targets of the list");
+    let title = format!("{} {target}", args.method);
+    Control::new()?.watchers(&args.watch, args.segment, args.quiet, title)
+}
+
+/// The header as the run starts (the report repeats it at the end): on stderr, with the
+/// progress bar, so that stdout keeps only the report (or the file given as `-`).
+fn print_header(args: &RunArgs, prepared: &Prepared) {
+    let plans = &prepared.plans;
+    let Some(mut c) = RunRecord::planned_config(plans, prepared.embedded.is_some()) else {
+        return;
+    };
+    c.repeat = prepared.repeat as u64;
+    if prepared.repeat > 1 || prepared.phased {
+        c.sweep = None;
+    }
+    c.workload = workload_name(args);
+    let labels: Vec<String> = if prepared.phased {
+        (0..plans.len()).map(|i| prepared.label(i)).collect()
+    } else {
+        Vec::new()
+    };
+    let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+    eprint!("{}", report::text::start_header(&c, &labels));
+}
+
+/// Runs the levels in turn, until the last, a signal, a lost threshold or the fail-fast rule;
+/// what each measured. The interval log (`--hdr-log`, one level only) is written as it goes.
+fn execute_levels(
+    args: &RunArgs,
+    prepared: &mut Prepared,
+    control: &Control,
+) -> Result<Vec<Executed>, Failure> {
+    let n = prepared.plans.len();
+    let mut log = match (&args.hdr_log, n) {
+        // The recorder's reason, as before: a log that cannot be created fails the run.
+        (Some(path), 1) => Some(crate::recorder::hdrlog::create(path).map_err(Failure::from)?),
+        _ => None,
+    };
+    let abort = if args.abort_on_fail {
+        &args.view.thresholds[..]
+    } else {
+        &[]
+    };
+    let configs = std::mem::take(&mut prepared.configs);
+    let mut levels = Vec::new();
+    for (i, config) in configs.into_iter().enumerate() {
+        if i > 0 && !control.pause(args.pause) {
+            break;
+        }
+        // (Not over the view, which shows the level itself.)
+        if n > 1 && !args.quiet && !control.viewing() {
+            let (what, label) = match prepared.repeat {
+                1 => ("level", format!(": {}", prepared.label(i))),
+                _ => ("run", String::new()),
+            };
+            eprintln!("reqlife: {what} {}/{n}{label}", i + 1);
+        }
+        let json = args.view.json || prepared.to_stderr;
+        let plan = &prepared.plans[i];
+        let o = control.execute_watched(
+            plan,
+            config,
+            args.quiet,
+            args.every,
+            json,
+            abort,
+            log.take(),
+        )?;
+        // A lost threshold or the fail-fast rule ends a sweep too.
+        let lost = matches!(o.stop_reason, StopReason::ThresholdLost(_)) || o.fail_fast.is_some();
+        levels.push(o);
+        if control.signal() != 0 || lost {
+            break;
+        }
+    }
+    Ok(levels)
+}
+
+/// The record of the levels that ran: one run's, or a sweep's (or repetitions') with each
+/// level's record.
+fn build_record(
+    args: &RunArgs,
+    prepared: &Prepared,
+    levels: &[Executed],
+    interrupted: bool,
+    command_line: Vec<String>,
+) -> RunRecord {
+    let plans = &prepared.plans;
+    let ending = |o: &Executed| Ending {
+        recorded: o.recorded,
+        drained: o.drained,
+        stop_reason: o.stop_reason.clone(),
+        interrupted,
+        start_time: o.start_time.clone(),
+        command_line: command_line.clone(),
+        embedded_target: prepared.embedded.is_some(),
+    };
+    let mut record = if plans.len() == 1 {
+        let o = &levels[0];
+        RunRecord::build(&plans[0], &o.measured, ending(o))
+    } else {
+        let parts: Vec<(String, &RunPlan, RunRecord)> = levels
+            .iter()
+            .zip(plans)
+            .enumerate()
+            .map(|(i, (o, p))| {
+                (
+                    prepared.label(i),
+                    p,
+                    RunRecord::build(p, &o.measured, ending(o)),
+                )
+            })
+            .collect();
+        let mut all = ending(&levels[0]);
+        all.recorded = levels.iter().map(|o| o.recorded).sum();
+        if let Some(last) = levels.last() {
+            all.stop_reason = last.stop_reason.clone();
+        }
+        let combine = if prepared.repeat > 1 {
+            RunRecord::repeated
+        } else {
+            RunRecord::sweep
+        };
+        let measured: Vec<_> = levels.iter().map(|o| o.measured.clone()).collect();
+        combine(&plans[0], &measured, all, parts)
+    };
+    // --repeat: the runs asked for (an interrupted series keeps those that ran).
+    record.config.repeat = prepared.repeat as u64;
+    if prepared.phased {
+        // A scenario's phases are levels of their own kind, not a sweep.
+        record.config.sweep = None;
+    }
+    record.config.workload = workload_name(args);
+    record
+}
+
+/// Writes the record's files, prints the report, and gives the exit code of a run that was
+/// not interrupted: a failed output, the fail-fast rule, a run where nothing succeeded, or
+/// the thresholds' verdict.
+fn finish(
+    args: &RunArgs,
+    record: &RunRecord,
+    levels: &[Executed],
+    to_stderr: bool,
+    signal: i32,
+) -> i32 {
+    let mut code = EXIT_OK;
+    if let Some(e) = levels.iter().find_map(|o| o.log_error.as_ref()) {
+        // The recorder's reason, as before: the interval log is an output of the run.
+        code = Failure::from(e.clone()).report();
+    }
+    let (output, html) = (args.output.as_deref(), args.html.as_deref());
+    let written = files::write_record(record, output, html, args.quiet);
+    if written != EXIT_OK {
+        code = written;
+    }
+    files::report(&args.view.render(record), to_stderr);
+    if signal != 0 {
+        return code;
+    }
+    if let Some(line) = levels.iter().find_map(|o| o.fail_fast.as_ref()) {
+        Failure::FailFast(line.clone()).report()
+    } else if let Some(failed) = failure(record) {
+        failed.report()
+    } else if code == EXIT_OK {
+        // The thresholds' verdict gives the exit code, as it gives the banner and the JSON.
+        super::thresholds_code(record)
+    } else {
+        code
+    }
+}
+
 /// The plans of the run at `url` (none: a target list's own): a workload's, or one per level;
 /// a gRPC call's `--data` without `--proto-set` is encoded through the server's reflection,
 /// asked here once.
@@ -312,9 +350,10 @@ fn plans(args: &RunArgs, url: Option<&str>) -> Result<Vec<RunPlan>, Failure> {
     } else {
         plan::build_levels(args, url.unwrap_or("/"))
     }
-    .map_err(|e| Failure::Usage(e.0))
+    .map_err(Failure::from)
 }
 
+/// What was sent when not one fixed request: `scenario FILE` or `targets FILE`.
 fn workload_name(args: &RunArgs) -> Option<String> {
     match (&args.scenario, &args.targets) {
         (Some(p), _) => Some(format!("scenario {}", p.display())),
@@ -337,23 +376,22 @@ fn level_label(plan: &RunPlan) -> String {
     }
 }
 
-/// Why a finished run failed as a whole, and its exit code: no request succeeded (1), or
-/// every response was an HTTP error (4).
-fn failure(record: &RunRecord) -> Option<(String, i32)> {
+/// Why a finished run failed as a whole, of its kind: no request succeeded (exit 1), or
+/// every response was an HTTP error (exit 4).
+fn failure(record: &RunRecord) -> Option<Failure> {
     let s = &record.summary;
     let url = &record.config.url;
     if s.requests.ok > 0 {
         let why = crate::recorder::record::http_errors_warning(record)?;
-        return Some((
-            format!("no request succeeded against {url}: {why}"),
-            EXIT_HTTP_ERRORS,
-        ));
+        return Some(Failure::HttpErrors(format!(
+            "no request succeeded against {url}: {why}"
+        )));
     }
     if s.requests.errors == 0 {
-        return Some((format!(
+        return Some(Failure::Failed(format!(
             "no response from {url} within the run ({:.2}s): the server may be stalled; try a longer -d or check the server",
             s.duration_s
-        ), EXIT_FAILURE));
+        )));
     }
     let (kind, n) = s.errors.iter().max_by_key(|(_, n)| **n)?;
     let first = record
@@ -361,8 +399,7 @@ fn failure(record: &RunRecord) -> Option<(String, i32)> {
         .get(kind)
         .map(String::as_str)
         .unwrap_or("");
-    Some((
-        format!("no request succeeded against {url}: {n} {kind} errors (first: {first})"),
-        EXIT_FAILURE,
-    ))
+    Some(Failure::Failed(format!(
+        "no request succeeded against {url}: {n} {kind} errors (first: {first})"
+    )))
 }

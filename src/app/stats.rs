@@ -7,7 +7,8 @@
 //! `summary()` does, missing values (`NA` and `NaN`) are left out of the statistics and counted
 //! as `NA's`; infinite values stay in (a mean of `Inf`, quantiles as R's `quantile()` gives).
 
-use super::{out, usage_error, EXIT_OK};
+use super::failure::Failure;
+use super::{out, EXIT_OK};
 use crate::analysis::summary::{self, num, Log2Hist, Summary};
 use crate::cli::StatsArgs;
 use serde_json::{json, Value};
@@ -17,11 +18,11 @@ use std::io::Read;
 pub fn stats(args: &StatsArgs) -> i32 {
     let text = match read_input(&args.file) {
         Ok(t) => t,
-        Err(e) => return usage_error(e),
+        Err(e) => return e.report(),
     };
     let parsed = match parse_values(&text, args) {
         Ok(v) => v,
-        Err(e) => return usage_error(e),
+        Err(e) => return e.report(),
     };
     if let Some(first) = parsed.first_skipped {
         let n = parsed.skipped;
@@ -39,10 +40,11 @@ pub fn stats(args: &StatsArgs) -> i32 {
         } else {
             String::new()
         };
-        return usage_error(format!(
+        return Failure::Usage(format!(
             "no values in '{}'{na}: expected one number per line (or --column N of a delimited file)",
             args.file
-        ));
+        ))
+        .report();
     };
     let sd = summary::sd(&values);
     if args.json {
@@ -112,16 +114,18 @@ fn to_json(s: &Summary, sd: Option<f64>, na: u64, hist: &Log2Hist) -> Value {
     })
 }
 
-fn read_input(file: &str) -> Result<String, String> {
+/// The text of `file` (`-`: standard input); one that cannot be read is bad input.
+fn read_input(file: &str) -> Result<String, Failure> {
     let mut bytes = Vec::new();
     if file == "-" {
         std::io::stdin()
             .read_to_end(&mut bytes)
-            .map_err(|e| format!("cannot read standard input: {e}"))?;
+            .map_err(|e| Failure::Usage(format!("cannot read standard input: {e}")))?;
     } else {
-        bytes = std::fs::read(file).map_err(|e| format!("cannot read '{file}': {e}"))?;
+        bytes = std::fs::read(file)
+            .map_err(|e| Failure::Usage(format!("cannot read '{file}': {e}")))?;
     }
-    String::from_utf8(bytes).map_err(|_| format!("'{file}' is not text (UTF-8)"))
+    String::from_utf8(bytes).map_err(|_| Failure::Usage(format!("'{file}' is not text (UTF-8)")))
 }
 
 /// What [`parse_values`] read.
@@ -176,10 +180,11 @@ fn number(field: &str) -> Result<Option<f64>, ()> {
     }
 }
 
-/// The numbers of the input: each line (or its `--column`), blank lines skipped.
-pub fn parse_values(text: &str, args: &StatsArgs) -> Result<Values, String> {
+/// The numbers of the input: each line (or its `--column`), blank lines skipped; a line
+/// that is not a number is bad input.
+pub(crate) fn parse_values(text: &str, args: &StatsArgs) -> Result<Values, Failure> {
     if args.column == Some(0) {
-        return Err("--column counts from 1".into());
+        return Err(Failure::Usage("--column counts from 1".into()));
     }
     let mut out = Values::default();
     for (n, line) in lines(text) {
@@ -210,9 +215,9 @@ pub fn parse_values(text: &str, args: &StatsArgs) -> Result<Values, String> {
                     (Some(f), _) => format!("'{}' is not a number", f.trim()),
                     (None, None) => "is empty".into(),
                 };
-                return Err(format!(
+                return Err(Failure::Usage(format!(
                     "line {n}: {what} (use --skip-invalid to skip such lines)"
-                ));
+                )));
             }
         }
     }

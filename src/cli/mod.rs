@@ -1,6 +1,7 @@
 //! The command line: clap definitions of every subcommand and flag (wrk/oha habits), unit
 //! parsing ([`units`]) and the one place where raw flags become a validated plan ([`plan`]).
 
+mod error;
 pub mod framed;
 pub mod grpc;
 pub mod help;
@@ -246,7 +247,7 @@ fn duration_arg(s: &str) -> Result<Duration, String> {
 }
 
 fn segment_arg(s: &str) -> Result<crate::model::Segment, String> {
-    crate::model::Segment::parse(s)
+    crate::model::Segment::parse(s).map_err(|e| e.to_string())
 }
 
 fn start_at_arg(s: &str) -> Result<units::StartAt, String> {

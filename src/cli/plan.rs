@@ -10,10 +10,7 @@ use crate::util::units::StagesSpec;
 use std::net::ToSocketAddrs;
 use std::time::Duration;
 
-/// Bad input: one line naming what is wrong and what is valid.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct PlanError(pub String);
+pub use super::error::PlanError;
 
 fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
     Err(PlanError(msg.into()))
@@ -52,7 +49,7 @@ pub fn build_levels(args: &RunArgs, url: &str) -> Result<Vec<RunPlan>, PlanError
             let level = |set: &dyn Fn(&mut LoadSpec)| {
                 let mut spec = load_spec(args);
                 set(&mut spec);
-                base.with_load(&spec).map_err(|e| PlanError(e.message))
+                base.with_load(&spec).map_err(PlanError::from)
             };
             if c > 1 {
                 args.connections
@@ -112,7 +109,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     if args.stages.is_some() && !args.warmup.is_zero() {
         return err("--stages and --warmup conflict: make the first stage the warm-up");
     }
-    let Load { model: load, stop } = load_spec(args).build().map_err(|e| PlanError(e.message))?;
+    let Load { model: load, stop } = load_spec(args).build()?;
     let segment = args.segment.unwrap_or(Segment::WHOLE);
     let threads_asked = threads_asked(args, &load, segment)?;
     if args.timeout.is_zero() {
@@ -196,7 +193,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         grpc: None,
     }
     .fit_threads(&load::FLAGS)
-    .map_err(|e| PlanError(e.message))
+    .map_err(PlanError::from)
 }
 
 /// A seed for a run given no `--seed`: the clock's nanoseconds.
@@ -338,7 +335,7 @@ pub fn parse_target(url: &str) -> Result<Target, PlanError> {
     if super::framed::is_tcp(url) {
         return super::framed::tcp_target(url);
     }
-    let (scheme, host, port, path_and_query) = crate::model::split_url(url).map_err(PlanError)?;
+    let (scheme, host, port, path_and_query) = crate::model::split_url(url)?;
     let addr = (host.as_str(), port)
         .to_socket_addrs()
         .map_err(|e| PlanError(format!("cannot resolve host '{host}': {e}: {DNS_HINT}")))?

@@ -7,7 +7,7 @@
 use super::plan::{self, PlanError};
 use super::RunArgs;
 use crate::plan::RunPlan;
-use crate::workload::{mix::Mix, scenario, targets, Workload};
+use crate::workload::{mix::Mix, scenario, targets, Workload, WorkloadError};
 use std::sync::Arc;
 
 fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
@@ -52,7 +52,7 @@ pub fn build(args: &RunArgs, url: Option<&str>) -> Result<Vec<RunPlan>, PlanErro
         (Some(path), _) => {
             refuse_request_flags(args, "--scenario")?;
             let url = url.ok_or_else(|| PlanError("--scenario needs a server URL".into()))?;
-            let sc = scenario::load(path).map_err(|e| PlanError(e.to_string()))?;
+            let sc = scenario::load(path).map_err(WorkloadError::from)?;
             let specs: Vec<_> = sc.requests.iter().map(|r| r.spec.clone()).collect();
             let mut args = args.clone();
             if args.seed.is_none() {
@@ -110,9 +110,8 @@ pub fn build(args: &RunArgs, url: Option<&str>) -> Result<Vec<RunPlan>, PlanErro
                     path.display()
                 ));
             }
-            let entries = targets::load(path).map_err(|e| PlanError(e.to_string()))?;
-            let origin =
-                targets::common_origin(&entries, path).map_err(|e| PlanError(e.to_string()))?;
+            let entries = targets::load(path).map_err(WorkloadError::from)?;
+            let origin = targets::common_origin(&entries, path).map_err(WorkloadError::from)?;
             let base = plan::build(args, &format!("{origin}/"))?;
             let specs: Vec<_> = entries.iter().map(|e| e.spec.clone()).collect();
             let n = specs.len();

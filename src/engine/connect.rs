@@ -3,7 +3,7 @@
 //! connection. Certificate verification is on by default (webpki roots plus `--cacert`);
 //! `--insecure` turns it off explicitly.
 
-use super::EngineError;
+use super::{EngineError, SetupError};
 use crate::model::{ErrorKind, Scheme, Timestamps};
 use crate::plan::RunPlan;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -107,13 +107,17 @@ impl Connector {
     }
 
     /// A connector for `plan`; fails on an unusable `--cacert` or server name.
-    pub fn new(plan: &RunPlan, alpn: &[&[u8]]) -> Result<Self, String> {
+    pub fn new(plan: &RunPlan, alpn: &[&[u8]]) -> Result<Self, SetupError> {
         let tls = match plan.target.scheme {
             Scheme::Http => None,
             Scheme::Https => {
                 let config = client_config(plan, alpn)?;
-                let name = ServerName::try_from(plan.target.host.clone())
-                    .map_err(|e| format!("invalid TLS server name '{}': {e}", plan.target.host))?;
+                let name = ServerName::try_from(plan.target.host.clone()).map_err(|e| {
+                    SetupError(format!(
+                        "invalid TLS server name '{}': {e}",
+                        plan.target.host
+                    ))
+                })?;
                 Some((TlsConnector::from(Arc::new(config)), name))
             }
         };
@@ -172,10 +176,10 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 pub(super) fn client_config(
     plan: &RunPlan,
     alpn: &[&[u8]],
-) -> Result<rustls::ClientConfig, String> {
+) -> Result<rustls::ClientConfig, SetupError> {
     let builder = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup: {e}"))?;
+        .map_err(|e| SetupError(format!("TLS setup: {e}")))?;
     let mut config = if plan.tls.insecure {
         builder
             .dangerous()
@@ -188,7 +192,7 @@ pub(super) fn client_config(
         for der in &plan.tls.ca_certs {
             roots
                 .add(CertificateDer::from(der.clone()))
-                .map_err(|e| format!("invalid CA certificate in --cacert: {e}"))?;
+                .map_err(|e| SetupError(format!("invalid CA certificate in --cacert: {e}")))?;
         }
         builder.with_root_certificates(roots).with_no_client_auth()
     };

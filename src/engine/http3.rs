@@ -44,17 +44,17 @@ pub struct H3Connector {
 
 impl H3Connector {
     /// A connector for `plan` (`--cacert`, `--insecure` as over TCP).
-    pub fn new(plan: &RunPlan) -> Result<Self, String> {
+    pub fn new(plan: &RunPlan) -> Result<Self, super::SetupError> {
         let mut tls = super::connect::client_config(plan, &[b"h3"])?;
         tls.enable_early_data = plan.http3.is_some_and(|h| h.zero_rtt);
         let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(Arc::new(tls))
-            .map_err(|e| format!("QUIC TLS setup: {e}"))?;
+            .map_err(|e| super::SetupError(format!("QUIC TLS setup: {e}")))?;
         let mut config = quinn::ClientConfig::new(Arc::new(crypto));
         let mut transport = quinn::TransportConfig::default();
         transport.max_idle_timeout(Some(
             IDLE_TIMEOUT
                 .try_into()
-                .map_err(|e| format!("QUIC idle timeout: {e}"))?,
+                .map_err(|e| super::SetupError(format!("QUIC idle timeout: {e}")))?,
         ));
         config.transport_config(Arc::new(transport));
         Ok(H3Connector {

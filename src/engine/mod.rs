@@ -33,6 +33,14 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// A run's sessions that cannot be set up from its plan (a `--cacert` rustls refuses, a
+/// server name or a header HTTP/2 cannot carry): one line naming it. Bad input: exit 2.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SetupError(pub String);
+
+crate::util::exit::exit_code!(crate::util::exit::EXIT_USAGE => SetupError);
+
 /// A failed request: its kind (for counting) and a human detail (for the first of a kind).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineError {
@@ -121,7 +129,7 @@ pub struct SessionConfig {
 impl SessionConfig {
     /// The shared settings of `plan`'s sessions (HTTP/1.1, HTTP/2 with `--http2` or
     /// `--grpc`, HTTP/3 with `--http3`).
-    pub fn new(plan: &RunPlan) -> Result<Self, String> {
+    pub fn new(plan: &RunPlan) -> Result<Self, SetupError> {
         let alpn: &[&[u8]] = if plan.http2.is_some() {
             &[b"h2"]
         } else if plan.http3.is_some() {

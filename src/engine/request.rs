@@ -116,7 +116,7 @@ impl RequestTemplate {
 
     /// The HTTP/2 request of `plan`: the absolute URI (its authority becomes `:authority`),
     /// the user's headers (lower-cased, hop-by-hop ones dropped), `user-agent` unless given.
-    pub fn http2(plan: &RunPlan) -> Result<Request, String> {
+    pub fn http2(plan: &RunPlan) -> Result<Request, super::SetupError> {
         let t = &plan.target;
         let scheme = match t.scheme {
             Scheme::Http => "http",
@@ -129,7 +129,7 @@ impl RequestTemplate {
         };
         let uri: http::Uri = format!("{scheme}://{host}:{}{}", t.port, t.path_and_query)
             .parse()
-            .map_err(|e| format!("invalid URL for HTTP/2: {e}"))?;
+            .map_err(|e| super::SetupError(format!("invalid URL for HTTP/2: {e}")))?;
         let mut headers = http::HeaderMap::new();
         for (name, value) in &plan.headers {
             let lower = name.to_ascii_lowercase();
@@ -138,9 +138,9 @@ impl RequestTemplate {
                 continue;
             }
             let name = http::HeaderName::from_bytes(lower.as_bytes())
-                .map_err(|e| format!("invalid header name '{name}': {e}"))?;
+                .map_err(|e| super::SetupError(format!("invalid header name '{name}': {e}")))?;
             let value = http::HeaderValue::from_str(value)
-                .map_err(|e| format!("invalid header value '{value}': {e}"))?;
+                .map_err(|e| super::SetupError(format!("invalid header value '{value}': {e}")))?;
             headers.append(name, value);
         }
         if plan.compressed && !headers.contains_key(http::header::ACCEPT_ENCODING) {
@@ -156,7 +156,7 @@ impl RequestTemplate {
             );
         }
         let method = http::Method::from_bytes(plan.method.as_bytes())
-            .map_err(|e| format!("invalid method '{}': {e}", plan.method))?;
+            .map_err(|e| super::SetupError(format!("invalid method '{}': {e}", plan.method)))?;
         Ok(Request {
             method,
             uri,
@@ -248,6 +248,22 @@ mod tests {
         assert_eq!(own.matches("Accept-Encoding").count(), 1, "{own}");
         assert!(own.contains("Accept-Encoding: br\r\n"));
         assert!(!template(&[], "http://127.0.0.1:8080/").contains("Accept-Encoding"));
+    }
+
+    #[test]
+    fn a_request_http2_cannot_carry_is_a_setup_error_and_bad_input() {
+        use crate::util::exit::ExitCode;
+        let Command::Run(args) = Cli::try_parse_from(["reqlife", "run", "--http2"])
+            .unwrap()
+            .command
+        else {
+            unreachable!()
+        };
+        let mut plan = crate::cli::plan::build(&args, "http://127.0.0.1:8080/x").unwrap();
+        plan.headers.push(("X-Bad".into(), "a\u{7f}b".into()));
+        let e = RequestTemplate::http2(&plan).unwrap_err();
+        assert!(e.0.starts_with("invalid header value 'a\u{7f}b'"), "{e}");
+        assert_eq!(e.exit_code(), crate::util::exit::EXIT_USAGE);
     }
 
     #[test]

@@ -106,12 +106,16 @@ pub struct Load {
     pub stop: StopRule,
 }
 
-/// Bad input: the message names the values as the user wrote them; `at` is where.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Bad input: the message names the values as the user wrote them; `at` is where. A usage
+/// error (exit 2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
 pub struct LoadError {
     pub message: String,
     pub at: Option<usize>,
 }
+
+crate::util::exit::exit_code!(crate::util::exit::EXIT_USAGE => LoadError);
 
 impl LoadSpec {
     /// An empty spec (nothing given) with a source's names and fallback.
@@ -445,7 +449,10 @@ mod tests {
         );
         let mut s = scenario();
         s.burst = at(4, 0);
-        assert!(s.build().unwrap_err().message.contains("no stop rule"));
+        let e = s.build().unwrap_err();
+        assert!(e.message.contains("no stop rule"));
+        // Bad input: exit 2.
+        assert_eq!(crate::util::exit::ExitCode::exit_code(&e), 2);
         assert!(scenario()
             .build()
             .unwrap_err()

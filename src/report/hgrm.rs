@@ -19,6 +19,7 @@
 //! the percentile as a fraction (`%12f`), the cumulative count up to that value (`%12d`) and
 //! 1/(1 − percentile) (`%12.2f`, `inf` on the last row).
 
+use super::ReportError;
 use crate::recorder::record::RunRecord;
 use hdrhistogram::Histogram;
 use std::fmt::Write as _;
@@ -78,13 +79,18 @@ fn sub_buckets(sigfig: u8) -> u64 {
 }
 
 /// The `.hgrm` of the record's histogram `phase`, or an error naming the phases it has.
-pub fn of_record(record: &RunRecord, phase: &str) -> Result<String, String> {
+pub fn of_record(record: &RunRecord, phase: &str) -> Result<String, ReportError> {
     match record.histograms.get(phase) {
-        Some(_) => Ok(render(&record.histogram(phase)?)),
-        None => Err(format!(
+        // The recorder's reason stays its line (a histogram the record cannot decode).
+        Some(_) => Ok(render(
+            &record
+                .histogram(phase)
+                .map_err(|e| ReportError::Record(e.to_string()))?,
+        )),
+        None => Err(ReportError::Record(format!(
             "unknown phase '{phase}': this record has histograms for {}",
             phases(record).join(", ")
-        )),
+        ))),
     }
 }
 
@@ -233,7 +239,7 @@ mod tests {
     #[test]
     fn an_unknown_phase_names_the_valid_ones() {
         let record = crate::report::fixture::plain();
-        let e = of_record(&record, "latency").unwrap_err();
+        let e = of_record(&record, "latency").unwrap_err().to_string();
         assert!(e.starts_with("unknown phase 'latency'"), "{e}");
         for valid in ["total", "wait", "connect", "server_timing.handler"] {
             assert!(e.contains(valid), "{e}");

@@ -14,6 +14,7 @@ mod figures;
 mod tables;
 
 use super::plot::human;
+use super::ReportError;
 use crate::recorder::record::RunRecord;
 use figures::*;
 use serde::Serialize;
@@ -25,7 +26,7 @@ const COMPARE_TEMPLATE: &str = include_str!("compare.html.j2");
 const STYLE: &str = include_str!("style.html.j2");
 
 /// The templates, auto-escaping (their names end in `.html`).
-fn templates() -> Result<minijinja::Environment<'static>, String> {
+fn templates() -> Result<minijinja::Environment<'static>, ReportError> {
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     for (name, text) in [
@@ -33,18 +34,18 @@ fn templates() -> Result<minijinja::Environment<'static>, String> {
         ("compare.html", COMPARE_TEMPLATE),
     ] {
         env.add_template(name, text)
-            .map_err(|e| format!("the HTML template {name} is broken: {e}"))?;
+            .map_err(|e| ReportError::Render(format!("the HTML template {name} is broken: {e}")))?;
     }
     Ok(env)
 }
 
 /// The page of `record`.
-pub fn render(record: &RunRecord) -> Result<String, String> {
+pub fn render(record: &RunRecord) -> Result<String, ReportError> {
     let env = templates()?;
     let page = Page::of(record);
     env.get_template("report.html")
         .and_then(|t| t.render(minijinja::value::Serde(&page)))
-        .map_err(|e| format!("cannot render the HTML report: {e}"))
+        .map_err(|e| ReportError::Render(format!("cannot render the HTML report: {e}")))
 }
 
 /// The page of a comparison (`reqlife compare --html`): the table of changes, the two runs'
@@ -53,12 +54,12 @@ pub fn render_compare(
     c: &crate::analysis::compare::Comparison,
     a: (&str, &RunRecord),
     b: (&str, &RunRecord),
-) -> Result<String, String> {
+) -> Result<String, ReportError> {
     let env = templates()?;
     let page = ComparePage::of(c, a, b);
     env.get_template("compare.html")
         .and_then(|t| t.render(minijinja::value::Serde(&page)))
-        .map_err(|e| format!("cannot render the HTML comparison: {e}"))
+        .map_err(|e| ReportError::Render(format!("cannot render the HTML comparison: {e}")))
 }
 
 /// Everything the comparison page shows.
@@ -176,14 +177,14 @@ impl ComparePage {
 }
 
 /// Writes the page of `record` to `path`.
-pub fn write(record: &RunRecord, path: &std::path::Path) -> Result<(), String> {
+pub fn write(record: &RunRecord, path: &std::path::Path) -> Result<(), ReportError> {
     let page = render(record)?;
     std::fs::write(path, page).map_err(|e| unwritable(path, e))
 }
 
 /// Checks before a run that `path` can be written (then leaves it as it was): an error names
 /// the file and why not. `-` (standard output) can.
-pub fn check_writable(path: &std::path::Path) -> Result<(), String> {
+pub fn check_writable(path: &std::path::Path) -> Result<(), ReportError> {
     if path.as_os_str() == "-" {
         return Ok(());
     }
@@ -199,11 +200,11 @@ pub fn check_writable(path: &std::path::Path) -> Result<(), String> {
     Ok(())
 }
 
-fn unwritable(path: &std::path::Path, e: std::io::Error) -> String {
-    format!(
+fn unwritable(path: &std::path::Path, e: std::io::Error) -> ReportError {
+    ReportError::Unwritable(format!(
         "cannot write the HTML report to '{}': {e}; give --html a file in a directory that exists and can be written",
         path.display()
-    )
+    ))
 }
 
 /// A table row: a name and its cells.

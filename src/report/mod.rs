@@ -3,6 +3,7 @@
 
 pub mod codes;
 pub mod csv;
+mod error;
 #[cfg(test)]
 pub(crate) mod fixture;
 pub mod hgrm;
@@ -13,11 +14,11 @@ pub mod plot;
 pub mod text;
 pub mod tui;
 
+pub use error::ReportError;
+
 use crate::model::{Phase, Protocol, Scheme};
 use crate::recorder::record::RunRecord;
 
-/// The summary JSON printed by `--json`: the `summary` object of the record; for a sweep,
-/// with a `levels` array of each level's label, connections, offered rate and summary.
 /// Whether the phase table of `r` (text and HTML) has a row for client phase `phase`: rows
 /// that can only be empty are left out.
 pub(crate) fn phase_row(r: &RunRecord, phase: Phase, stats: &crate::recorder::hist::Stats) -> bool {
@@ -38,6 +39,8 @@ pub(crate) fn phase_row(r: &RunRecord, phase: Phase, stats: &crate::recorder::hi
     !skip
 }
 
+/// The summary JSON printed by `--json`: the `summary` object of the record; for a sweep,
+/// with a `levels` array of each level's label, connections, offered rate and summary.
 pub fn summary_json(record: &RunRecord) -> String {
     let mut value = serde_json::to_value(&record.summary).expect("the summary serializes");
     if !record.levels.is_empty() {

@@ -121,6 +121,23 @@ pub enum ServerError {
     Runtime(std::io::Error),
 }
 
+impl crate::util::exit::ExitCode for ServerError {
+    /// An address, certificate or key the user gave that does not serve: bad input (exit 2);
+    /// a certificate or a runtime that cannot be made here: the server failed (exit 1).
+    fn exit_code(&self) -> i32 {
+        use crate::util::exit::{EXIT_FAILURE, EXIT_USAGE};
+        match self {
+            ServerError::Bind { .. }
+            | ServerError::ReadFile { .. }
+            | ServerError::InvalidPem { .. }
+            | ServerError::NoCertificate(_)
+            | ServerError::NoPrivateKey(_)
+            | ServerError::CertificateKey { .. } => EXIT_USAGE,
+            ServerError::SelfSigned(_) | ServerError::Runtime(_) => EXIT_FAILURE,
+        }
+    }
+}
+
 /// An I/O error as a short phrase: "no such file or directory", without "(os error 2)".
 fn io_reason(e: &std::io::Error) -> String {
     let text = crate::model::io_reason(e);

@@ -541,3 +541,19 @@ async fn kv_stores_reads_and_deletes_with_the_store_s_own_timing() {
     }
     assert_eq!(client.get("/kv/1").await.body.len(), 32);
 }
+
+#[test]
+fn a_bad_address_or_certificate_is_bad_input_a_failed_runtime_a_failure() {
+    use crate::util::exit::ExitCode;
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap();
+    let bind = spawn(ServerConfig::new(addr, ServerTls::None))
+        .map(|_| ())
+        .unwrap_err();
+    assert!(matches!(bind, ServerError::Bind { .. }), "{bind}");
+    assert_eq!(bind.exit_code(), 2);
+    let missing = ServerError::NoCertificate("/x/cert.pem".into());
+    assert_eq!(missing.exit_code(), 2);
+    let runtime = ServerError::Runtime(std::io::Error::other("no threads"));
+    assert_eq!(runtime.exit_code(), 1);
+}

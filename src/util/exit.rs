@@ -26,3 +26,16 @@ pub trait ExitCode: std::fmt::Display {
     /// The process exit code this error calls for.
     fn exit_code(&self) -> i32;
 }
+
+/// Implements [`ExitCode`] for error types whose every value calls for the one code `code`
+/// (an expression, a load, a plan: bad input whatever it says): `exit_code!(EXIT_USAGE => T)`.
+macro_rules! exit_code {
+    ($code:expr => $($t:ty),+ $(,)?) => {$(
+        impl $crate::util::exit::ExitCode for $t {
+            fn exit_code(&self) -> i32 {
+                $code
+            }
+        }
+    )+};
+}
+pub(crate) use exit_code;

@@ -16,6 +16,32 @@ pub mod targets;
 pub mod template;
 
 use crate::model::Target;
+use crate::util::exit::{ExitCode, EXIT_USAGE};
+
+/// A workload file that cannot be used (`--scenario`, `--targets`, or a template in one):
+/// each names the file, where, and what is valid. All are bad input: exit 2.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorkloadError {
+    /// A scenario file (`--scenario`).
+    #[error(transparent)]
+    Scenario(#[from] scenario::ScenarioError),
+    /// A target list (`--targets`).
+    #[error(transparent)]
+    Targets(#[from] targets::TargetsError),
+    /// A request template.
+    #[error(transparent)]
+    Template(#[from] template::TemplateError),
+}
+
+impl ExitCode for WorkloadError {
+    fn exit_code(&self) -> i32 {
+        match self {
+            WorkloadError::Scenario(_) | WorkloadError::Targets(_) | WorkloadError::Template(_) => {
+                EXIT_USAGE
+            }
+        }
+    }
+}
 
 /// Most distinct request names whose figures are kept apart (`by_request`): a targets file of
 /// thousands of URLs is reported as a whole.
@@ -122,5 +148,31 @@ impl Renderer {
             request.render_at(&mut out.bytes, &mut self.state, seq);
         }
         (self.workload.slot[id], request.is_head())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn a_bad_scenario_target_list_or_template_is_bad_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("bad.toml");
+        std::fs::write(&file, "[[request]]\npath = 7\n").unwrap();
+        let scenario = WorkloadError::from(scenario::load(&file).unwrap_err());
+        assert!(scenario
+            .to_string()
+            .starts_with(&file.display().to_string()));
+        let list = targets::parse("GET ftp://x/\n", Path::new("t.txt"), dir.path());
+        let list = WorkloadError::from(list.unwrap_err());
+        assert!(list.to_string().starts_with("t.txt:1: "), "{list}");
+        let mut sources = template::Sources::new(".");
+        let slot = template::Template::parse_in("/{nope}", template::Field::Path, &mut sources);
+        let slot = WorkloadError::from(slot.unwrap_err());
+        for e in [scenario, list, slot] {
+            assert_eq!(e.exit_code(), EXIT_USAGE, "{e}");
+        }
     }
 }

@@ -112,7 +112,7 @@ pub fn parse(text: &str, file: &Path, body_dir: &Path) -> Result<Vec<Entry>, Tar
                     format!("expected 'METHOD URL' (e.g. GET http://127.0.0.1:8080/path), found '{line}'"),
                 )
             })?;
-        let (origin, path) = parse_url(url).map_err(|e| error(Some(n), e))?;
+        let (origin, path) = parse_url(url).map_err(|e| error(Some(n), e.to_string()))?;
         let mut headers = Vec::new();
         let mut body = Vec::new();
         for (h, hline) in lines.by_ref() {
@@ -195,7 +195,7 @@ pub fn parse(text: &str, file: &Path, body_dir: &Path) -> Result<Vec<Entry>, Tar
 
 /// Splits an absolute `http://` or `https://` URL into its origin and `/path?query` (the
 /// command line's URL rules: [`crate::model::split_url`]).
-fn parse_url(url: &str) -> Result<(Origin, String), String> {
+fn parse_url(url: &str) -> Result<(Origin, String), crate::model::ModelError> {
     let (scheme, host, port, path) = crate::model::split_url(url)?;
     Ok((Origin { scheme, host, port }, path))
 }

@@ -287,3 +287,34 @@ fn a_body_sent_to_any_route_keeps_the_connection() {
         .json();
     assert_counts(&j, &[("requests.ok", 500), ("connections.opened", 2)]);
 }
+
+/// Bad input from a file and from a flag: each exits 2 with its one `error:` line, naming
+/// what is wrong where (issue 15: the kind, hence the code, is decided where the error is
+/// made, not read back from its text).
+#[test]
+fn a_bad_scenario_file_or_threshold_exits_2_with_its_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("bad.toml");
+    std::fs::write(&scenario, "[[request]]\npath = 7\n").unwrap();
+    let file = scenario.to_str().unwrap();
+    let cases = [
+        (
+            vec!["run", "-n", "1", "--scenario", file],
+            format!("error: {file}:2:8: invalid type: integer `7`, expected a string"),
+        ),
+        (
+            vec!["run", "-n", "1", "--threshold", "p99<<5ms"],
+            "error: invalid value 'p99<<5ms' for '--threshold <THRESHOLDS>': one comparison in \
+             'p99<<5ms': OP is one of <, <=, >, >="
+                .to_string(),
+        ),
+    ];
+    for (args, line) in cases {
+        let out = run(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
+        assert_eq!(errors, [line.as_str()], "{args:?}: {err}");
+        assert!(stdout(&out).is_empty(), "{args:?}: no run, no report");
+    }
+}

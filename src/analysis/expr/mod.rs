@@ -142,20 +142,14 @@ pub struct Expr {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct ExprError(pub String);
+
+// An expression that does not parse is bad input: exit 2.
+crate::util::exit::exit_code!(crate::util::exit::EXIT_USAGE => ExprError);
 impl Expr {
     /// The threshold in the figure's natural unit: ns for latencies, percent for shares,
     /// else the number.
     pub fn threshold(&self) -> f64 {
         self.value * self.unit.ns()
-    }
-
-    /// The figure's value in `record` (a finished run, or the part measured so far), in the
-    /// natural unit of [`Expr::threshold`]; why not, when there is none (no data included).
-    pub fn measure(&self, record: &dyn Figures) -> Result<f64, String> {
-        match self.measured(record) {
-            Measured::Value(v) => Ok(v),
-            Measured::NoData(e) | Measured::Invalid(e) => Err(e),
-        }
     }
 
     /// The figure's value in `record`, or why not: no data (a latency of a scope that

@@ -205,3 +205,10 @@ proptest::proptest! {
         proptest::prop_assert_eq!(Expr::parse(&e.to_string()).unwrap(), e);
     }
 }
+
+#[test]
+fn an_expression_that_does_not_parse_is_bad_input() {
+    use crate::util::exit::ExitCode;
+    let e = Expr::parse("p99<<5ms").unwrap_err();
+    assert_eq!(e.exit_code(), crate::util::exit::EXIT_USAGE);
+}

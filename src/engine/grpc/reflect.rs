@@ -122,7 +122,7 @@ enum Answer {
 }
 
 async fn ask(plan: &RunPlan, service: &str) -> Result<DescriptorPool, ReflectError> {
-    let connector = Connector::new(plan, &[b"h2"]).map_err(ReflectError::Failed)?;
+    let connector = Connector::new(plan, &[b"h2"]).map_err(|e| ReflectError::Failed(e.0))?;
     let link = H2Link::default();
     let now = Instant::now();
     let mut stamps = Timestamps::new(now, now);
@@ -137,7 +137,7 @@ async fn ask(plan: &RunPlan, service: &str) -> Result<DescriptorPool, ReflectErr
         p.headers
             .retain(|(name, _)| !name.eq_ignore_ascii_case("grpc-timeout"));
         let head = RequestTemplate::http2(&p)
-            .map_err(ReflectError::Failed)?
+            .map_err(|e| ReflectError::Failed(e.0))?
             .head();
         let sender = link
             .sender(&connector, None, &mut stamps)

@@ -1,0 +1,47 @@
+//! The one error of the command line's checks, [`PlanError`]: bad input, always exit 2. The
+//! lower layers' bad input (a URL, a load, a workload file) becomes one with its line
+//! unchanged, so `cli` callers see one type.
+
+use crate::util::exit::EXIT_USAGE;
+
+/// Bad input: one line naming what is wrong and what is valid. Always a usage error (exit 2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PlanError(pub String);
+
+crate::util::exit::exit_code!(EXIT_USAGE => PlanError);
+
+/// Each lower layer's bad input as a plan's, its line unchanged (all are usage errors).
+macro_rules! plan_error_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for PlanError {
+            fn from(e: $t) -> Self {
+                PlanError(e.to_string())
+            }
+        }
+    )*};
+}
+plan_error_from!(
+    crate::model::ModelError,
+    crate::model::load::LoadError,
+    crate::workload::WorkloadError
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::exit::ExitCode;
+
+    #[test]
+    fn bad_flags_and_the_lower_layers_bad_input_exit_2_with_their_line() {
+        let target = crate::cli::plan::parse_target("http://127.0.0.1:8080/a b");
+        assert_eq!(target.unwrap_err().exit_code(), EXIT_USAGE);
+        let url = crate::model::split_url("ftp://x/").unwrap_err();
+        let line = url.to_string();
+        let plan = PlanError::from(url);
+        assert_eq!(
+            (plan.0.as_str(), plan.exit_code()),
+            (line.as_str(), EXIT_USAGE)
+        );
+    }
+}
