@@ -24,9 +24,6 @@ const KNOWN_FNS: &[(&str, &str, usize)] = &[
     ("report/html/figures.rs", "breakdown", 102),
     ("report/metrics.rs", "render", 174),
     ("report/plot/knee.rs", "svg", 117),
-    ("workload/scenario/mod.rs", "request", 120),
-    ("workload/targets.rs", "parse", 103),
-    ("workload/template/mod.rs", "parse_slot", 129),
 ];
 
 /// Checks measured lengths against the limit and the known offenders: what is wrong.
