@@ -21,9 +21,6 @@ const KNOWN_FNS: &[(&str, &str, usize)] = &[
     ("app/run.rs", "run", 257),
     ("engine/http1.rs", "exchange", 190),
     ("engine/http1.rs", "parse_head", 114),
-    ("report/html/figures.rs", "breakdown", 102),
-    ("report/metrics.rs", "render", 174),
-    ("report/plot/knee.rs", "svg", 117),
 ];
 
 /// Checks measured lengths against the limit and the known offenders: what is wrong.
