@@ -44,6 +44,7 @@ pub(super) enum Parsed {
 
 /// Parses the buffered bytes, dropping interim responses from the buffer (their length is
 /// added to `interim_bytes`), until a final head or the need for more bytes.
+#[inline]
 pub(super) fn parse_loop(
     buf: &mut [u8],
     filled: &mut usize,
@@ -90,6 +91,7 @@ pub(super) fn trailer_timing(trailers: &[u8], timing: &mut Vec<u8>) {
 
 /// Parses a response head from `bytes`; the final head's `Server-Timing` values are
 /// appended to `timing`; with `want_codings`, its `Content-Encoding` is parsed too.
+#[inline]
 pub(super) fn parse_head(
     bytes: &[u8],
     head_request: bool,
