@@ -278,180 +278,214 @@ impl Metrics {
         });
     }
 
-    /// The OpenMetrics text exposition (ends with `# EOF`).
+    /// The OpenMetrics text exposition (ends with `# EOF`): the counters, the gauges of the
+    /// last interval, the latency histograms, then the series by request name.
     pub fn render(&self) -> String {
-        let mut out = String::with_capacity(16 * 1024);
-        let base = &self.labels;
-        // `{a="b"}` with the common labels first; `{}` left out.
-        let labels = |extra: &str| -> String {
-            match (base.is_empty(), extra.is_empty()) {
-                (true, true) => String::new(),
-                (false, true) => format!("{{{base}}}"),
-                (true, false) => format!("{{{extra}}}"),
-                (false, false) => format!("{{{base},{extra}}}"),
-            }
+        let mut x = Exposition {
+            out: String::with_capacity(16 * 1024),
+            base: &self.labels,
         };
-        let family = |out: &mut String, name: &str, kind: &str, help: &str| {
-            let _ = writeln!(out, "# TYPE {name} {kind}");
-            let _ = writeln!(out, "# HELP {name} {help}");
-        };
-        let counter = |out: &mut String, name: &str, help: &str, v: u64| {
-            family(out, name, "counter", help);
-            let _ = writeln!(out, "{name}_total{} {v}", labels(""));
-        };
-        counter(
-            &mut out,
+        self.render_counters(&mut x);
+        self.render_gauges(&mut x);
+        self.render_latency(&mut x);
+        self.render_by_request(&mut x);
+        x.out.push_str("# EOF\n");
+        x.out
+    }
+
+    /// The counters over the whole run.
+    fn render_counters(&self, x: &mut Exposition<'_>) {
+        x.counter(
             "reqlife_requests",
             "Requests that ended (a response or an error).",
             self.requests,
         );
-        family(
-            &mut out,
+        x.family(
             "reqlife_responses",
             "counter",
             "Complete responses, by status code.",
         );
         for (code, n) in &self.status {
-            let l = labels(&format!("status=\"{code}\""));
-            let _ = writeln!(out, "reqlife_responses_total{l} {n}");
+            let l = x.labels(&format!("status=\"{code}\""));
+            let _ = writeln!(x.out, "reqlife_responses_total{l} {n}");
         }
-        family(
-            &mut out,
+        x.family(
             "reqlife_errors",
             "counter",
             "Requests that failed, by kind of error.",
         );
         for kind in ErrorKind::ALL {
-            let l = labels(&format!("kind=\"{}\"", kind.name()));
-            let _ = writeln!(out, "reqlife_errors_total{l} {}", self.errors[kind.index()]);
+            let l = x.labels(&format!("kind=\"{}\"", kind.name()));
+            let _ = writeln!(
+                x.out,
+                "reqlife_errors_total{l} {}",
+                self.errors[kind.index()]
+            );
         }
-        counter(
-            &mut out,
+        x.counter(
             "reqlife_read_bytes",
             "Bytes read from the server.",
             self.bytes_read,
         );
-        counter(
-            &mut out,
+        x.counter(
             "reqlife_written_bytes",
             "Bytes written to the server.",
             self.bytes_written,
         );
-        counter(
-            &mut out,
+        x.counter(
             "reqlife_connections_opened",
             "Connections opened.",
             self.connections_opened,
         );
-        counter(
-            &mut out,
+        x.counter(
             "reqlife_intervals",
             "Intervals (and late parts of one) received from the collector.",
             self.intervals,
         );
-        let gauge = |out: &mut String, name: &str, help: &str, v: Option<f64>| {
-            family(out, name, "gauge", help);
-            if let Some(v) = v {
-                let _ = writeln!(out, "{name}{} {v}", labels(""));
-            }
-        };
-        gauge(
-            &mut out,
+    }
+
+    /// The gauges: running or not, the current level's connections, the last interval's
+    /// rates, lag and CPU.
+    fn render_gauges(&self, x: &mut Exposition<'_>) {
+        x.gauge(
             "reqlife_running",
             "1 while the load runs, 0 before and after (--metrics-linger).",
             Some(if self.running { 1.0 } else { 0.0 }),
         );
         let level = self.level.as_ref();
         let last = self.last.as_ref();
-        gauge(
-            &mut out,
+        x.gauge(
             "reqlife_connections",
             "Connections the current level holds (this process's share).",
             level.map(|l| l.connections as f64),
         );
-        gauge(
-            &mut out,
+        x.gauge(
             "reqlife_offered_rate",
             "Open loop: the rate asked for, requests per second, in the last interval.",
             last.and_then(|l| l.offered),
         );
-        gauge(
-            &mut out,
+        x.gauge(
             "reqlife_achieved_rate",
             "Requests that ended per second in the last interval.",
             last.map(|l| l.achieved),
         );
-        gauge(
-            &mut out,
+        x.gauge(
             "reqlife_schedule_lag_p99_seconds",
             "Open loop: p99 of the schedule lag (how late requests left) in the last interval.",
             last.and_then(|l| l.lag_p99_ns).map(|ns| ns as f64 / 1e9),
         );
-        gauge(
-            &mut out,
+        x.gauge(
             "reqlife_worker_busy_ratio",
             "The busiest worker thread's share of the time on a CPU in the last interval.",
             last.and_then(|l| l.busy),
         );
-        family(
-            &mut out,
+    }
+
+    /// One cumulative histogram per phase that recorded something.
+    fn render_latency(&self, x: &mut Exposition<'_>) {
+        x.family(
             "reqlife_latency_seconds",
             "histogram",
             "Latency of each phase of a request, cumulative over the run (phase=\"total\": intended start to done).",
         );
-        let histogram = |out: &mut String, name: &str, p: &str, b: &Buckets| {
-            let mut cumulative = 0;
-            for (i, bound) in BOUNDS_NS.iter().enumerate() {
-                cumulative += b.counts[i];
-                let l = labels(&format!("{p},le=\"{}\"", seconds(*bound)));
-                let _ = writeln!(out, "{name}_bucket{l} {cumulative}");
-            }
-            let l = labels(&format!("{p},le=\"+Inf\""));
-            let _ = writeln!(out, "{name}_bucket{l} {}", b.count);
-            let l = labels(p);
-            let _ = writeln!(out, "{name}_count{l} {}", b.count);
-            let _ = writeln!(out, "{name}_sum{l} {}", b.sum_ns / 1e9);
-        };
         for phase in Phase::ALL {
             if let Some(b) = &self.phases[phase.index()] {
                 let p = format!("phase=\"{}\"", phase.name());
-                histogram(&mut out, "reqlife_latency_seconds", &p, b);
+                x.histogram("reqlife_latency_seconds", &p, b);
             }
         }
-        if !self.by_request.is_empty() {
-            family(
-                &mut out,
-                "reqlife_request_requests",
-                "counter",
-                "Requests that ended, by request name (scenarios, target lists).",
-            );
-            for (name, (n, _, _)) in &self.by_request {
-                let l = labels(&format!("request=\"{}\"", escape(name)));
-                let _ = writeln!(out, "reqlife_request_requests_total{l} {n}");
-            }
-            family(
-                &mut out,
-                "reqlife_request_errors",
-                "counter",
-                "Requests that failed, by request name.",
-            );
-            for (name, (_, e, _)) in &self.by_request {
-                let l = labels(&format!("request=\"{}\"", escape(name)));
-                let _ = writeln!(out, "reqlife_request_errors_total{l} {e}");
-            }
-            family(
-                &mut out,
-                "reqlife_request_latency_seconds",
-                "histogram",
-                "Latency of the total (intended start to done) by request name, cumulative over the run.",
-            );
-            for (name, (_, _, b)) in &self.by_request {
-                let p = format!("request=\"{}\",phase=\"total\"", escape(name));
-                histogram(&mut out, "reqlife_request_latency_seconds", &p, b);
-            }
+    }
+
+    /// Requests, errors and the total's histogram by request name (scenarios, target lists),
+    /// when requests have names.
+    fn render_by_request(&self, x: &mut Exposition<'_>) {
+        if self.by_request.is_empty() {
+            return;
         }
-        out.push_str("# EOF\n");
-        out
+        x.family(
+            "reqlife_request_requests",
+            "counter",
+            "Requests that ended, by request name (scenarios, target lists).",
+        );
+        for (name, (n, _, _)) in &self.by_request {
+            let l = x.labels(&format!("request=\"{}\"", escape(name)));
+            let _ = writeln!(x.out, "reqlife_request_requests_total{l} {n}");
+        }
+        x.family(
+            "reqlife_request_errors",
+            "counter",
+            "Requests that failed, by request name.",
+        );
+        for (name, (_, e, _)) in &self.by_request {
+            let l = x.labels(&format!("request=\"{}\"", escape(name)));
+            let _ = writeln!(x.out, "reqlife_request_errors_total{l} {e}");
+        }
+        x.family(
+            "reqlife_request_latency_seconds",
+            "histogram",
+            "Latency of the total (intended start to done) by request name, cumulative over the run.",
+        );
+        for (name, (_, _, b)) in &self.by_request {
+            let p = format!("request=\"{}\",phase=\"total\"", escape(name));
+            x.histogram("reqlife_request_latency_seconds", &p, b);
+        }
+    }
+}
+
+/// An exposition being written: its text, and the labels every series carries.
+struct Exposition<'a> {
+    out: String,
+    /// The common labels (`segment="2/3"`), possibly empty.
+    base: &'a str,
+}
+
+impl Exposition<'_> {
+    /// `{a="b"}` with the common labels first; `{}` left out.
+    fn labels(&self, extra: &str) -> String {
+        let base = self.base;
+        match (base.is_empty(), extra.is_empty()) {
+            (true, true) => String::new(),
+            (false, true) => format!("{{{base}}}"),
+            (true, false) => format!("{{{extra}}}"),
+            (false, false) => format!("{{{base},{extra}}}"),
+        }
+    }
+
+    /// A family's `# TYPE` and `# HELP` lines.
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.out, "# TYPE {name} {kind}");
+        let _ = writeln!(self.out, "# HELP {name} {help}");
+    }
+
+    /// A counter family of one series.
+    fn counter(&mut self, name: &str, help: &str, v: u64) {
+        self.family(name, "counter", help);
+        let l = self.labels("");
+        let _ = writeln!(self.out, "{name}_total{l} {v}");
+    }
+
+    /// A gauge family of one series, or none when there is no value.
+    fn gauge(&mut self, name: &str, help: &str, v: Option<f64>) {
+        self.family(name, "gauge", help);
+        if let Some(v) = v {
+            let l = self.labels("");
+            let _ = writeln!(self.out, "{name}{l} {v}");
+        }
+    }
+
+    /// The buckets, count and sum of one histogram series labelled `p`.
+    fn histogram(&mut self, name: &str, p: &str, b: &Buckets) {
+        let mut cumulative = 0;
+        for (i, bound) in BOUNDS_NS.iter().enumerate() {
+            cumulative += b.counts[i];
+            let l = self.labels(&format!("{p},le=\"{}\"", seconds(*bound)));
+            let _ = writeln!(self.out, "{name}_bucket{l} {cumulative}");
+        }
+        let l = self.labels(&format!("{p},le=\"+Inf\""));
+        let _ = writeln!(self.out, "{name}_bucket{l} {}", b.count);
+        let l = self.labels(p);
+        let _ = writeln!(self.out, "{name}_count{l} {}", b.count);
+        let _ = writeln!(self.out, "{name}_sum{l} {}", b.sum_ns / 1e9);
     }
 }
 

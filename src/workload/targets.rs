@@ -123,51 +123,10 @@ pub fn parse(text: &str, file: &Path, body_dir: &Path) -> Result<Vec<Entry>, Tar
                 continue;
             }
             if let Some(written) = hline.strip_prefix('@') {
-                let written = written.trim();
-                let p = body_dir.join(written);
-                body = match bodies.get(&p) {
-                    Some(b) => b.clone(),
-                    None => {
-                        let b = std::fs::read(&p).map_err(|e| {
-                            error(
-                                Some(h),
-                                format!(
-                                    "cannot read body file '{}': {}",
-                                    p.display(),
-                                    io_reason(&e)
-                                ),
-                            )
-                        })?;
-                        bodies.insert(p, b.clone());
-                        b
-                    }
-                };
+                body = body_file(&mut bodies, body_dir.join(written.trim()), h, &error)?;
                 break;
             }
-            let bad = |why: &str| {
-                let hint = if hline
-                    .split_once(char::is_whitespace)
-                    .is_some_and(|(m, u)| is_token(m) && u.contains("://"))
-                {
-                    " (targets are separated by a blank line)"
-                } else {
-                    ""
-                };
-                error(
-                    Some(h),
-                    format!(
-                        "invalid header '{hline}': {why}; expected 'Name: value', '@bodyfile' or a blank line{hint}"
-                    ),
-                )
-            };
-            let (name, value) = hline.split_once(':').ok_or_else(|| bad("no ':'"))?;
-            let name = name.trim();
-            if !is_token(name) {
-                return Err(bad(
-                    "the name is empty or has characters not allowed in a header name",
-                ));
-            }
-            headers.push((name.to_string(), Template::literal(value.trim())));
+            headers.push(header(hline, h, &error)?);
         }
         let id = entries.len();
         entries.push(Entry {
@@ -191,6 +150,61 @@ pub fn parse(text: &str, file: &Path, body_dir: &Path) -> Result<Vec<Entry>, Tar
         ));
     }
     Ok(entries)
+}
+
+/// The bytes of the body file `p` (named on line `h`), read once however many targets name
+/// it.
+fn body_file(
+    bodies: &mut HashMap<PathBuf, Vec<u8>>,
+    p: PathBuf,
+    h: usize,
+    error: &impl Fn(Option<usize>, String) -> TargetsError,
+) -> Result<Vec<u8>, TargetsError> {
+    Ok(match bodies.get(&p) {
+        Some(b) => b.clone(),
+        None => {
+            let b = std::fs::read(&p).map_err(|e| {
+                error(
+                    Some(h),
+                    format!("cannot read body file '{}': {}", p.display(), io_reason(&e)),
+                )
+            })?;
+            bodies.insert(p, b.clone());
+            b
+        }
+    })
+}
+
+/// The header line `hline` (line `h`): `Name: value`.
+fn header(
+    hline: &str,
+    h: usize,
+    error: &impl Fn(Option<usize>, String) -> TargetsError,
+) -> Result<(String, Template), TargetsError> {
+    let bad = |why: &str| {
+        let hint = if hline
+            .split_once(char::is_whitespace)
+            .is_some_and(|(m, u)| is_token(m) && u.contains("://"))
+        {
+            " (targets are separated by a blank line)"
+        } else {
+            ""
+        };
+        error(
+            Some(h),
+            format!(
+                "invalid header '{hline}': {why}; expected 'Name: value', '@bodyfile' or a blank line{hint}"
+            ),
+        )
+    };
+    let (name, value) = hline.split_once(':').ok_or_else(|| bad("no ':'"))?;
+    let name = name.trim();
+    if !is_token(name) {
+        return Err(bad(
+            "the name is empty or has characters not allowed in a header name",
+        ));
+    }
+    Ok((name.to_string(), Template::literal(value.trim())))
 }
 
 /// Splits an absolute `http://` or `https://` URL into its origin and `/path?query` (the

@@ -124,6 +124,42 @@ pub(super) fn breakdown(r: &RunRecord) -> Option<Breakdown> {
     if total.count == 0 {
         return None;
     }
+    let phases = breakdown_phases(r);
+    // A phase every response went through is stacked; one that only some went through
+    // (connect, with keep-alive) has no value at the typical request: in the table only.
+    let every = s.requests.ok;
+    let ns = |st: &Stats| [st.p50_us, st.p90_us, st.p99_us].map(|v| v.unwrap_or(0.0) * 1e3);
+    let (whole, partial): (Vec<_>, Vec<_>) = phases.iter().partition(|(_, st)| st.count >= every);
+    let stacked: Vec<Segment> = whole
+        .iter()
+        .map(|(name, st)| Segment {
+            name: name.clone(),
+            ns: ns(st),
+        })
+        .collect();
+    let mut rows = phases.clone();
+    let server_total = s.server_timing.get(&s.server_timing_total);
+    if let (true, Some(st)) = (s.server_timing_responses > 0, server_total) {
+        // In the table beside its parts; not stacked twice.
+        rows.push((format!("server {} (its total)", s.server_timing_total), st));
+    }
+    rows.push(("total".into(), total));
+    let partial: Vec<String> = partial.iter().map(|(n, _)| n.clone()).collect();
+    Some(Breakdown {
+        svg: plot::breakdown::svg(&stacked, ns(total)),
+        rows: breakdown_rows(rows, every, total.p50_us.unwrap_or(0.0)),
+        partial: if partial.is_empty() {
+            "none here".into()
+        } else {
+            partial.join(", ")
+        },
+        labels: timing_labels(r),
+    })
+}
+
+/// The breakdown's phases that recorded something, in the order of a request's life.
+fn breakdown_phases(r: &RunRecord) -> Vec<(String, &Stats)> {
+    let s = &r.summary;
     let mut phases: Vec<(String, &Stats)> = Vec::new();
     let open = open_loop(r);
     for &p in super::tables::BEFORE_THE_WAIT {
@@ -132,7 +168,6 @@ pub(super) fn breakdown(r: &RunRecord) -> Option<Breakdown> {
             _ => {}
         }
     }
-    let server_total = s.server_timing.get(&s.server_timing_total);
     if s.server_timing_responses > 0 {
         let parts: Vec<&String> = s
             .server_timing_order
@@ -160,27 +195,13 @@ pub(super) fn breakdown(r: &RunRecord) -> Option<Breakdown> {
         phases.push(("read".into(), st));
     }
     phases.retain(|(_, st)| st.count > 0);
-    // A phase every response went through is stacked; one that only some went through
-    // (connect, with keep-alive) has no value at the typical request: in the table only.
-    let every = s.requests.ok;
-    let ns = |st: &Stats| [st.p50_us, st.p90_us, st.p99_us].map(|v| v.unwrap_or(0.0) * 1e3);
-    let (whole, partial): (Vec<_>, Vec<_>) = phases.iter().partition(|(_, st)| st.count >= every);
-    let stacked: Vec<Segment> = whole
-        .iter()
-        .map(|(name, st)| Segment {
-            name: name.clone(),
-            ns: ns(st),
-        })
-        .collect();
-    let mut rows = phases.clone();
-    if let (true, Some(st)) = (s.server_timing_responses > 0, server_total) {
-        // In the table beside its parts; not stacked twice.
-        rows.push((format!("server {} (its total)", s.server_timing_total), st));
-    }
-    rows.push(("total".into(), total));
-    let p50_total = total.p50_us.unwrap_or(0.0);
-    let table = rows
-        .into_iter()
+    phases
+}
+
+/// The breakdown table's rows: percentiles, count and the share of the p50 total
+/// (`p50_total`, µs) of a phase that `every` response went through.
+fn breakdown_rows(rows: Vec<(String, &Stats)>, every: u64, p50_total: f64) -> Vec<super::Row> {
+    rows.into_iter()
         .map(|(name, st)| {
             let share = match st.p50_us {
                 Some(v) if st.count >= every && p50_total > 0.0 => {
@@ -195,8 +216,12 @@ pub(super) fn breakdown(r: &RunRecord) -> Option<Breakdown> {
                 .collect();
             (name, cells)
         })
-        .collect();
-    let labels = s
+        .collect()
+}
+
+/// The Server-Timing labels (`level;desc="L1"`) in words: each description's share.
+fn timing_labels(r: &RunRecord) -> Vec<String> {
+    r.summary
         .server_timing_labels
         .iter()
         .map(|(name, descs)| {
@@ -207,18 +232,7 @@ pub(super) fn breakdown(r: &RunRecord) -> Option<Breakdown> {
                 .collect();
             format!("Server-Timing {name}: {}", parts.join(", "))
         })
-        .collect();
-    let partial: Vec<String> = partial.iter().map(|(n, _)| n.clone()).collect();
-    Some(Breakdown {
-        svg: plot::breakdown::svg(&stacked, ns(total)),
-        rows: table,
-        partial: if partial.is_empty() {
-            "none here".into()
-        } else {
-            partial.join(", ")
-        },
-        labels,
-    })
+        .collect()
 }
 
 /// One log2 histogram per phase and server metric that recorded something.

@@ -6,7 +6,7 @@
 
 use super::{
     label_room, legend_row, linear_ticks, mesh, plot_px, render, short, ticked, upper,
-    with_legend_room, Mark, FG, RED, Y_LABEL_ROOM_PX,
+    with_legend_room, Area, DrawResult, Mark, FG, RED, Y_LABEL_ROOM_PX,
 };
 use plotters::prelude::*;
 
@@ -33,17 +33,22 @@ pub fn svg(steps: &[Step], slos: &[(String, f64)], answer: Option<f64>) -> Strin
             .map(|s| s.offered_rps.max(s.achieved_rps))
             .fold(0.0, f64::max),
     );
-    let values = sorted
-        .iter()
-        .flat_map(|s| [s.p50_ns, s.p99_ns])
-        .chain(slos.iter().map(|s| s.1))
-        .filter(|v| *v > 0.0);
-    let (lo, hi) = values.fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    let (lo, hi) = if hi > 0.0 { (lo, hi) } else { (1.0, 1.0) };
-    let scale = super::LatencyScale::of(lo, hi);
-    let (log, unit) = (scale.log, scale.unit);
-    let y = move |ns: f64| scale.y(ns);
-    let (y_lo, y_hi) = scale.range(lo, hi);
+    let entries = legend(slos, answer);
+    render(
+        SIZE,
+        "latency and achieved rate against the offered rate",
+        |root| {
+            let (top, bottom) = with_legend_room(root, &entries);
+            let (left, right) = top.split_horizontally(620);
+            latency_chart(&left, &sorted, slos, answer, x_max)?;
+            rate_chart(&right, &sorted, x_max)?;
+            legend_row(&bottom, &entries)
+        },
+    )
+}
+
+/// The legend's entries: p50, p99, failed steps, each SLO and the answer.
+fn legend(slos: &[(String, f64)], answer: Option<f64>) -> Vec<(String, Mark)> {
     let mut entries = vec![
         ("p50".to_string(), Mark::Line(super::color(0).to_rgba(), 2)),
         ("p99".to_string(), Mark::Line(super::color(1).to_rgba(), 2)),
@@ -58,88 +63,110 @@ pub fn svg(steps: &[Step], slos: &[(String, f64)], answer: Option<f64>) -> Strin
     if let Some(a) = answer {
         entries.push((format!("answer {a:.0} req/s"), Mark::Tick));
     }
-    render(
-        SIZE,
-        "latency and achieved rate against the offered rate",
-        |root| {
-            let (top, bottom) = with_legend_room(root, &entries);
-            let (left, right) = top.split_horizontally(620);
-            // Ticks of the 1-2-5 series (and powers of ten on a log axis), as many as fit:
-            // labels never overlap, whatever the rates.
-            let x_room = |v: f64| label_room(&short(v));
-            let (w, h) = plot_px(&left, 12, 44, 72);
-            let mut chart = ChartBuilder::on(&left)
-                .margin(12)
-                .x_label_area_size(44)
-                .y_label_area_size(72)
-                .build_cartesian_2d(
-                    ticked(0.0..x_max, linear_ticks(0.0, x_max, w, &x_room)),
-                    ticked(y_lo..y_hi, scale.ticks((y_lo, y_hi), h, Y_LABEL_ROOM_PX)),
-                )?;
-            let y_desc = format!(
-                "latency ({}{})",
-                unit.symbol,
-                if log { ", log" } else { "" }
-            );
-            mesh(
-                &mut chart,
-                "offered rate (req/s)",
-                &y_desc,
-                &|v| short(*v),
-                &|v| scale.label(*v),
-            )?;
-            for (i, (_, ns)) in slos.iter().enumerate() {
-                chart.draw_series(LineSeries::new(
-                    [(0.0, y(*ns)), (x_max, y(*ns))],
-                    super::color(3 + i).stroke_width(1),
-                ))?;
-            }
-            if let Some(a) = answer {
-                chart.draw_series(LineSeries::new([(a, y_lo), (a, y_hi)], FG.stroke_width(2)))?;
-            }
-            for (i, pick) in [|s: &Step| s.p50_ns, |s: &Step| s.p99_ns]
-                .iter()
-                .enumerate()
-            {
-                let color = super::color(i);
-                let points: Vec<(f64, f64)> = sorted
-                    .iter()
-                    .filter(|s| pick(s) > 0.0)
-                    .map(|s| (s.offered_rps, y(pick(s))))
-                    .collect();
-                chart.draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?;
-                chart.draw_series(sorted.iter().filter(|s| pick(s) > 0.0).map(|s| {
-                    let c = if s.pass { color } else { RED };
-                    Circle::new((s.offered_rps, y(pick(s))), 4, c.filled())
-                }))?;
-            }
-            let (w, h) = plot_px(&right, 12, 44, 64);
-            let mut rate = ChartBuilder::on(&right)
-                .margin(12)
-                .x_label_area_size(44)
-                .y_label_area_size(64)
-                .build_cartesian_2d(
-                    ticked(0.0..x_max, linear_ticks(0.0, x_max, w, &x_room)),
-                    ticked(
-                        0.0..x_max,
-                        linear_ticks(0.0, x_max, h, &|_| Y_LABEL_ROOM_PX),
-                    ),
-                )?;
-            mesh(
-                &mut rate,
-                "offered (req/s)",
-                "achieved (req/s)",
-                &|v| short(*v),
-                &|v| short(*v),
-            )?;
-            rate.draw_series(LineSeries::new([(0.0, 0.0), (x_max, x_max)], FG.mix(0.4)))?;
-            rate.draw_series(sorted.iter().map(|s| {
-                let c = if s.pass { super::color(2) } else { RED };
-                Circle::new((s.offered_rps, s.achieved_rps), 4, c.filled())
-            }))?;
-            legend_row(&bottom, &entries)
-        },
-    )
+    entries
+}
+
+/// Left: the p50 and p99 of each step (`sorted` by offered rate) against its offered rate,
+/// up to `x_max`, with the SLOs and the answer.
+fn latency_chart(
+    area: &Area<'_>,
+    sorted: &[&Step],
+    slos: &[(String, f64)],
+    answer: Option<f64>,
+    x_max: f64,
+) -> DrawResult {
+    let values = sorted
+        .iter()
+        .flat_map(|s| [s.p50_ns, s.p99_ns])
+        .chain(slos.iter().map(|s| s.1))
+        .filter(|v| *v > 0.0);
+    let (lo, hi) = values.fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let (lo, hi) = if hi > 0.0 { (lo, hi) } else { (1.0, 1.0) };
+    let scale = super::LatencyScale::of(lo, hi);
+    let (log, unit) = (scale.log, scale.unit);
+    let y = move |ns: f64| scale.y(ns);
+    let (y_lo, y_hi) = scale.range(lo, hi);
+    // Ticks of the 1-2-5 series (and powers of ten on a log axis), as many as fit:
+    // labels never overlap, whatever the rates.
+    let x_room = |v: f64| label_room(&short(v));
+    let (w, h) = plot_px(area, 12, 44, 72);
+    let mut chart = ChartBuilder::on(area)
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(72)
+        .build_cartesian_2d(
+            ticked(0.0..x_max, linear_ticks(0.0, x_max, w, &x_room)),
+            ticked(y_lo..y_hi, scale.ticks((y_lo, y_hi), h, Y_LABEL_ROOM_PX)),
+        )?;
+    let y_desc = format!(
+        "latency ({}{})",
+        unit.symbol,
+        if log { ", log" } else { "" }
+    );
+    mesh(
+        &mut chart,
+        "offered rate (req/s)",
+        &y_desc,
+        &|v| short(*v),
+        &|v| scale.label(*v),
+    )?;
+    for (i, (_, ns)) in slos.iter().enumerate() {
+        chart.draw_series(LineSeries::new(
+            [(0.0, y(*ns)), (x_max, y(*ns))],
+            super::color(3 + i).stroke_width(1),
+        ))?;
+    }
+    if let Some(a) = answer {
+        chart.draw_series(LineSeries::new([(a, y_lo), (a, y_hi)], FG.stroke_width(2)))?;
+    }
+    for (i, pick) in [|s: &Step| s.p50_ns, |s: &Step| s.p99_ns]
+        .iter()
+        .enumerate()
+    {
+        let color = super::color(i);
+        let points: Vec<(f64, f64)> = sorted
+            .iter()
+            .filter(|s| pick(s) > 0.0)
+            .map(|s| (s.offered_rps, y(pick(s))))
+            .collect();
+        chart.draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?;
+        chart.draw_series(sorted.iter().filter(|s| pick(s) > 0.0).map(|s| {
+            let c = if s.pass { color } else { RED };
+            Circle::new((s.offered_rps, y(pick(s))), 4, c.filled())
+        }))?;
+    }
+    Ok(())
+}
+
+/// Right: the achieved rate of each step against the offered one, with the line where they
+/// are equal.
+fn rate_chart(area: &Area<'_>, sorted: &[&Step], x_max: f64) -> DrawResult {
+    let x_room = |v: f64| label_room(&short(v));
+    let (w, h) = plot_px(area, 12, 44, 64);
+    let mut rate = ChartBuilder::on(area)
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(
+            ticked(0.0..x_max, linear_ticks(0.0, x_max, w, &x_room)),
+            ticked(
+                0.0..x_max,
+                linear_ticks(0.0, x_max, h, &|_| Y_LABEL_ROOM_PX),
+            ),
+        )?;
+    mesh(
+        &mut rate,
+        "offered (req/s)",
+        "achieved (req/s)",
+        &|v| short(*v),
+        &|v| short(*v),
+    )?;
+    rate.draw_series(LineSeries::new([(0.0, 0.0), (x_max, x_max)], FG.mix(0.4)))?;
+    rate.draw_series(sorted.iter().map(|s| {
+        let c = if s.pass { super::color(2) } else { RED };
+        Circle::new((s.offered_rps, s.achieved_rps), 4, c.filled())
+    }))?;
+    Ok(())
 }
 
 #[cfg(test)]

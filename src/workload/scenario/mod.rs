@@ -421,6 +421,43 @@ fn request(
     }
     let path = Template::parse_in(raw.path.get_ref(), Field::Path, sources)
         .map_err(|e| ctx.template_error(&raw.path, &what("path"), e))?;
+    let headers = request_headers(ctx, raw, &what, sources)?;
+    let body = request_body(ctx, raw, &what, sources)?;
+    let weight = match &raw.weight {
+        None => 1,
+        Some(w) if *w.get_ref() >= 1 => *w.get_ref() as u64,
+        Some(w) => {
+            return Err(ctx.at(
+                w,
+                format!(
+                    "{}: {} is not a positive integer: weights are 1 or more (leave a request out of a phase's requests instead)",
+                    what("weight"),
+                    w.get_ref()
+                ),
+            ))
+        }
+    };
+    Ok(ScenarioRequest {
+        spec: RequestSpec {
+            id,
+            name,
+            method,
+            path,
+            headers,
+            body,
+        },
+        weight,
+    })
+}
+
+/// A request's headers (names checked, values parsed as templates); `what` names a key of
+/// the request in messages.
+fn request_headers(
+    ctx: &Ctx,
+    raw: &RawRequest,
+    what: &impl Fn(&str) -> String,
+    sources: &mut Sources,
+) -> Result<Vec<(String, Template)>, ScenarioError> {
     let mut headers = Vec::new();
     for (n, v) in raw.headers.iter().flat_map(|h| h.0.iter()) {
         let hname = n.get_ref().trim();
@@ -448,6 +485,16 @@ fn request(
             .map_err(|e| ctx.template_error(v, &what(&format!("header {hname}")), e))?;
         headers.push((hname.to_string(), value));
     }
+    Ok(headers)
+}
+
+/// A request's body: a template from `body`, the bytes of `body_file` as they are, or none.
+fn request_body(
+    ctx: &Ctx,
+    raw: &RawRequest,
+    what: &impl Fn(&str) -> String,
+    sources: &mut Sources,
+) -> Result<Template, ScenarioError> {
     let body = match (&raw.body, &raw.body_file) {
         (Some(_), Some(f)) => {
             return Err(ctx.at(
@@ -477,31 +524,7 @@ fn request(
         }
         (None, None) => Template::default(),
     };
-    let weight = match &raw.weight {
-        None => 1,
-        Some(w) if *w.get_ref() >= 1 => *w.get_ref() as u64,
-        Some(w) => {
-            return Err(ctx.at(
-                w,
-                format!(
-                    "{}: {} is not a positive integer: weights are 1 or more (leave a request out of a phase's requests instead)",
-                    what("weight"),
-                    w.get_ref()
-                ),
-            ))
-        }
-    };
-    Ok(ScenarioRequest {
-        spec: RequestSpec {
-            id,
-            name,
-            method,
-            path,
-            headers,
-            body,
-        },
-        weight,
-    })
+    Ok(body)
 }
 
 fn phase(

@@ -1,0 +1,462 @@
+//! The HTTP/1.1 connection driver over `httparse`: writes a prepared request, stamps the end
+//! of the write and the first response byte, parses the head ([`head`]: skipping 1xx interim
+//! responses), and reads the body as framed (Content-Length, chunked, until close, or none for
+//! HEAD/204/304) without keeping it: body bytes are counted, never stored, in a read buffer
+//! borrowed only while a response is read ([`super::buffer`]). With `--compressed` a body the
+//! server encoded is kept (bounded) and decoded once complete ([`super::decode`]).
+
+mod head;
+
+use super::chunked::ChunkDecoder;
+use super::connect::Stream;
+use super::decode::{BodyDecoder, Codings};
+use super::stream::{track, StreamTracker};
+use super::EngineError;
+use crate::model::{ErrorKind, Timestamps, Traffic};
+use head::{parse_head, parse_loop, trailer_timing, Framing, Head};
+use std::time::Instant;
+use tokio::io::AsyncWriteExt;
+
+/// A complete response, as far as the load tester cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Response {
+    pub status: u16,
+    /// Bytes read for this response (interim responses, head, body framing and body).
+    pub bytes_read: u64,
+    /// Bytes written for its request.
+    pub bytes_written: u64,
+    /// Head and body bytes, as received and decoded.
+    pub traffic: Traffic,
+    /// The connection may carry another request.
+    pub keep_alive: bool,
+}
+
+/// A final head read by [`Http1Conn::read_head`], with what reading it took.
+struct HeadRead {
+    head: Head,
+    /// Bytes in the buffer: the head and the body bytes that came with it.
+    filled: usize,
+    /// Bytes read for the head (interim responses included).
+    bytes_read: u64,
+    /// Interim (1xx) heads dropped from the buffer: they count as header bytes.
+    interim_bytes: usize,
+}
+
+/// A body read as its head framed it.
+struct Body {
+    /// Body bytes (chunked: the data, without the framing).
+    bytes: u64,
+    /// Bytes read for it beyond those that came with the head.
+    read: u64,
+    /// Nothing followed the body, so the connection may carry another request.
+    keep_alive: bool,
+}
+
+/// One HTTP/1.1 connection and its read buffer, held only while a response is read: the
+/// session releases it once an exchange is over.
+pub struct Http1Conn {
+    pub(super) stream: Stream,
+    pub(super) buf: super::buffer::ReadBuf,
+    /// The trailer section of the last chunked response (kept for its capacity).
+    trailers: Vec<u8>,
+    /// When the bytes of the last read that returned any arrived, if the kernel said.
+    arrival: Option<Instant>,
+}
+
+impl Http1Conn {
+    pub fn new(stream: Stream) -> Self {
+        Http1Conn {
+            stream,
+            buf: Default::default(),
+            trailers: Vec::new(),
+            arrival: None,
+        }
+    }
+
+    /// Sends `request` and reads its response. `head_request`: the method was HEAD.
+    /// The values of the response's `Server-Timing` headers and trailers are left in
+    /// `timing` (comma-joined), which is cleared first and keeps its capacity. With a
+    /// `decoder` (`--compressed`), an encoded body is kept and decoded (stamping `decoded`).
+    /// A streamed response's events go to `stream` (see [`StreamTracker::begin`]).
+    ///
+    /// The steps: [`Self::send`], [`Self::read_head`], then the body as the head frames it
+    /// ([`Self::length_body`], [`Self::chunked_body`], [`Self::body_until_close`]).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn exchange(
+        &mut self,
+        request: &[u8],
+        head_request: bool,
+        max_header_bytes: usize,
+        stamps: &mut Timestamps,
+        timing: &mut Vec<u8>,
+        decoder: Option<&mut BodyDecoder>,
+        stream: &mut StreamTracker,
+    ) -> Result<Response, EngineError> {
+        timing.clear();
+        let want_codings = decoder.is_some();
+        self.send(request, stamps).await?;
+        let got = self
+            .read_head(head_request, want_codings, max_header_bytes, stamps, timing)
+            .await?;
+        let head = got.head;
+        let buffered = got.filled - head.len;
+        // With --compressed, an encoded body is kept for decoding.
+        let mut keeper = match (head.codings, decoder) {
+            (Some(_), Some(d)) => {
+                d.clear();
+                Some(d)
+            }
+            _ => None,
+        };
+        let mut tracker = stream.begin(head.event_stream).then_some(stream);
+        let (k, t) = (&mut keeper, &mut tracker);
+        let body = match head.framing {
+            Framing::None => Body {
+                bytes: 0,
+                read: 0,
+                keep_alive: buffered == 0,
+            },
+            Framing::Length(len) => self.length_body(head.len, buffered, len, k, t).await?,
+            Framing::Chunked => {
+                self.chunked_body(head.len, got.filled, max_header_bytes, timing, k, t)
+                    .await?
+            }
+            Framing::UntilClose => self.body_until_close(head.len, got.filled, k, t).await?,
+        };
+        tracker.map(StreamTracker::finish);
+        stamps.done = stamps.first_byte.map(|f| self.arrived().max(f));
+        let header_bytes = (got.interim_bytes + head.len) as u64;
+        let mut traffic = Traffic {
+            header: header_bytes,
+            header_decoded: header_bytes,
+            body: body.bytes,
+            body_decoded: body.bytes,
+        };
+        if let (Some(d), Some(codings)) = (keeper, &head.codings) {
+            traffic.body_decoded = d
+                .decode(codings)
+                .map_err(|e| EngineError::new(ErrorKind::Protocol, e))?;
+            stamps.decoded = Some(Instant::now());
+        }
+        Ok(Response {
+            status: head.status,
+            bytes_read: got.bytes_read + body.read,
+            bytes_written: request.len() as u64,
+            traffic,
+            keep_alive: head.keep_alive && body.keep_alive,
+        })
+    }
+
+    /// Writes `request` and stamps the end of the write.
+    #[inline]
+    async fn send(&mut self, request: &[u8], stamps: &mut Timestamps) -> Result<(), EngineError> {
+        self.stream
+            .write_all(request)
+            .await
+            .map_err(|e| EngineError::io(ErrorKind::Write, "write".into(), &e))?;
+        self.stream
+            .flush()
+            .await
+            .map_err(|e| EngineError::io(ErrorKind::Write, "write".into(), &e))?;
+        stamps.written = Some(Instant::now());
+        Ok(())
+    }
+
+    /// Reads until a final head is parsed (dropping interim ones), growing the buffer up to
+    /// `max_header_bytes`; stamps the first response byte.
+    #[inline]
+    async fn read_head(
+        &mut self,
+        head_request: bool,
+        want_codings: bool,
+        max_header_bytes: usize,
+        stamps: &mut Timestamps,
+        timing: &mut Vec<u8>,
+    ) -> Result<HeadRead, EngineError> {
+        let mut filled = 0usize;
+        let mut bytes_read = 0u64;
+        // Interim (1xx) heads dropped from the buffer: they count as header bytes.
+        let mut interim_bytes = 0usize;
+        loop {
+            if filled == self.buf.len() {
+                if self.buf.len() >= max_header_bytes {
+                    return Err(EngineError::new(
+                        ErrorKind::Protocol,
+                        format!("response head larger than {max_header_bytes} bytes"),
+                    ));
+                }
+                let grown = (self.buf.len() * 2).min(max_header_bytes);
+                self.buf.resize(grown, 0);
+            }
+            let n = self.read_at(filled).await?;
+            if n == 0 {
+                let detail = if bytes_read == 0 {
+                    "connection closed before any response byte".to_string()
+                } else {
+                    format!("connection closed in the response head after {bytes_read} bytes")
+                };
+                return Err(EngineError::new(ErrorKind::Closed, detail));
+            }
+            if bytes_read == 0 {
+                stamps.first_byte = stamps.written.map(|w| self.arrived().max(w));
+            }
+            bytes_read += n as u64;
+            filled += n;
+            match parse_loop(
+                &mut self.buf,
+                &mut filled,
+                head_request,
+                want_codings,
+                timing,
+                &mut interim_bytes,
+            )? {
+                Some(head) => {
+                    return Ok(HeadRead {
+                        head,
+                        filled,
+                        bytes_read,
+                        interim_bytes,
+                    })
+                }
+                None if filled >= max_header_bytes => {
+                    return Err(EngineError::new(
+                        ErrorKind::Protocol,
+                        format!("response head larger than {max_header_bytes} bytes"),
+                    ))
+                }
+                None => continue,
+            }
+        }
+    }
+
+    /// A body of Content-Length `len`, of which `buffered` bytes already follow the head
+    /// (which ends at `start`).
+    #[inline]
+    async fn length_body(
+        &mut self,
+        start: usize,
+        buffered: usize,
+        len: u64,
+        keeper: &mut Option<&mut BodyDecoder>,
+        tracker: &mut Option<&mut StreamTracker>,
+    ) -> Result<Body, EngineError> {
+        if buffered as u64 > len {
+            return Err(longer_than_its_length(buffered as u64 - len, len));
+        }
+        let first = (buffered as u64).min(len) as usize;
+        keep(keeper, &self.buf[start..start + first])?;
+        track(tracker, &self.buf[start..start + first])?;
+        let mut remaining = len - first as u64;
+        let mut read = 0u64;
+        while remaining > 0 {
+            let n = self.read_at(0).await?;
+            if n == 0 {
+                return Err(EngineError::new(
+                    ErrorKind::Closed,
+                    format!(
+                        "connection closed after {} of {len} body bytes",
+                        len - remaining
+                    ),
+                ));
+            }
+            read += n as u64;
+            if n as u64 > remaining {
+                return Err(longer_than_its_length(n as u64 - remaining, len));
+            }
+            let take = n;
+            keep(keeper, &self.buf[..take])?;
+            track(tracker, &self.buf[..take])?;
+            remaining -= take as u64;
+        }
+        Ok(Body {
+            bytes: len,
+            read,
+            keep_alive: true,
+        })
+    }
+
+    /// A chunked body, whose first bytes are `buf[start..filled]`; the `Server-Timing` of
+    /// its trailers go to `timing`.
+    #[inline]
+    async fn chunked_body(
+        &mut self,
+        mut start: usize,
+        mut filled: usize,
+        max_header_bytes: usize,
+        timing: &mut Vec<u8>,
+        keeper: &mut Option<&mut BodyDecoder>,
+        tracker: &mut Option<&mut StreamTracker>,
+    ) -> Result<Body, EngineError> {
+        let mut decoder = ChunkDecoder::new(max_header_bytes);
+        let mut read = 0u64;
+        self.trailers.clear();
+        loop {
+            let used = decoder
+                .feed_tracked(
+                    &self.buf[start..filled],
+                    &mut self.trailers,
+                    keeper,
+                    tracker,
+                )
+                .map_err(|e| EngineError::new(ErrorKind::Protocol, e.to_string()))?;
+            if decoder.is_done() {
+                trailer_timing(&self.trailers, timing);
+                return Ok(Body {
+                    bytes: decoder.data_bytes(),
+                    read,
+                    keep_alive: start + used == filled,
+                });
+            }
+            // All fed bytes are consumed by the decoder (it keeps its own state).
+            start = 0;
+            let n = self.read_at(0).await?;
+            if n == 0 {
+                return Err(EngineError::new(
+                    ErrorKind::Closed,
+                    "connection closed in the middle of a chunked body".to_string(),
+                ));
+            }
+            read += n as u64;
+            filled = n;
+        }
+    }
+
+    /// A body delimited by the end of the connection, whose first bytes are
+    /// `buf[start..filled]`.
+    #[inline]
+    async fn body_until_close(
+        &mut self,
+        start: usize,
+        filled: usize,
+        keeper: &mut Option<&mut BodyDecoder>,
+        tracker: &mut Option<&mut StreamTracker>,
+    ) -> Result<Body, EngineError> {
+        keep(keeper, &self.buf[start..filled])?;
+        track(tracker, &self.buf[start..filled])?;
+        let mut bytes = (filled - start) as u64;
+        let mut read = 0u64;
+        loop {
+            let n = self.read_at(0).await?;
+            if n == 0 {
+                break;
+            }
+            read += n as u64;
+            bytes += n as u64;
+            keep(keeper, &self.buf[..n])?;
+            track(tracker, &self.buf[..n])?;
+        }
+        Ok(Body {
+            bytes,
+            read,
+            keep_alive: false,
+        })
+    }
+
+    /// Reads into the buffer at `at` (borrowing one once the socket is readable).
+    async fn read_at(&mut self, at: usize) -> Result<usize, EngineError> {
+        let (n, arrival) = super::buffer::read_at(&mut self.stream, &mut self.buf, at)
+            .await
+            .map_err(|e| EngineError::io(ErrorKind::Read, "read".into(), &e))?;
+        if n > 0 {
+            self.arrival = arrival;
+        }
+        Ok(n)
+    }
+
+    /// When the bytes of the last read arrived: the kernel's stamp on plain TCP
+    /// ([`super::arrival`]), else now.
+    fn arrived(&self) -> Instant {
+        self.arrival.unwrap_or_else(Instant::now)
+    }
+}
+
+/// Bytes after a body of Content-Length `len`: the server's framing lies (no request was
+/// pipelined, so nothing else may follow the response).
+fn longer_than_its_length(extra: u64, len: u64) -> EngineError {
+    EngineError::new(
+        ErrorKind::Protocol,
+        format!("{extra} bytes after a body of Content-Length {len}: the response is longer than it says"),
+    )
+}
+
+/// Keeps body bytes for decoding, when a body is being kept.
+fn keep(keeper: &mut Option<&mut BodyDecoder>, data: &[u8]) -> Result<(), EngineError> {
+    match keeper {
+        Some(d) => d
+            .keep(data)
+            .map_err(|e| EngineError::new(ErrorKind::Protocol, e)),
+        None => Ok(()),
+    }
+}
+
+/// The response parsers run over arbitrary bytes, for the fuzz targets (`fuzz/`) and the
+/// proptests: the head parser (with and without `HEAD`, codings on and off), interim responses
+/// dropped from a buffer, and the chunked decoder fed the rest in pieces of `split` bytes.
+/// Whatever the bytes, this returns; it never panics.
+#[doc(hidden)]
+pub fn parse_any(data: &[u8], split: usize) {
+    let mut timing = Vec::new();
+    for (head, codings) in [(false, true), (true, false)] {
+        let _ = parse_head(data, head, codings, &mut timing);
+    }
+    let mut buf = data.to_vec();
+    let mut filled = buf.len();
+    let mut interim = 0;
+    let head = parse_loop(
+        &mut buf,
+        &mut filled,
+        false,
+        true,
+        &mut timing,
+        &mut interim,
+    );
+    let body = match head {
+        Ok(Some(h)) if h.len <= filled => &buf[h.len..filled],
+        _ => data,
+    };
+    let mut decoder = ChunkDecoder::new(1024);
+    let mut trailers = Vec::new();
+    let mut keep = BodyDecoder::new(4096);
+    let mut keeper = Some(&mut keep);
+    for piece in body.chunks(split.max(1)) {
+        if decoder.feed(piece, &mut trailers, &mut keeper).is_err() || decoder.is_done() {
+            break;
+        }
+    }
+    trailer_timing(&trailers, &mut timing);
+    if let Ok(Some(c)) = Codings::parse(data) {
+        let mut d = BodyDecoder::new(1 << 16);
+        let _ = d.keep(body);
+        let _ = d.decode(&c);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        // Any bytes, in any pieces: fuzz/fuzz_targets/http1_response.rs. What random bytes
+        // seldom reach, a status line, header lines and chunked framing, is generated here.
+        #[test]
+        fn any_response_like_bytes_parse_without_panic(
+            status in 100u16..600,
+            headers in proptest::collection::vec("[A-Za-z-]{1,12}: [ -~]{0,20}", 0..6),
+            chunked in proptest::bool::ANY,
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..200),
+            split in 1usize..32,
+        ) {
+            let mut r = format!("HTTP/1.1 {status} X\r\n").into_bytes();
+            for h in &headers {
+                r.extend_from_slice(h.as_bytes());
+                r.extend_from_slice(b"\r\n");
+            }
+            if chunked {
+                r.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
+            }
+            r.extend_from_slice(b"\r\n");
+            r.extend_from_slice(&body);
+            parse_any(&r, split);
+        }
+    }
+}
