@@ -264,7 +264,6 @@ impl Workers {
             .collect();
         let mut measured = Measured::merge(parts);
         let collected = self.collector.join();
-        measured.hists.merge(&collected.totals);
         measured.snapshot_bytes = collected.series.footprint();
         measured.series = collected.series;
         (measured, collected.log_error)

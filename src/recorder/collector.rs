@@ -240,9 +240,6 @@ pub struct Collector {
     /// Every interval below this one is final.
     final_below: u64,
     series: Series,
-    /// The whole run's phase histograms: every interval part added as it comes, so the
-    /// workers record each sample once (into their interval set), not twice.
-    totals: PhaseHists,
     /// Parts that came after their interval was final.
     pub late: u64,
 }
@@ -264,7 +261,6 @@ impl Collector {
             free: Vec::new(),
             final_below: 0,
             series: Series::default(),
-            totals: PhaseHists::new(hist::new_hist),
             late: 0,
         }
     }
@@ -278,7 +274,6 @@ impl Collector {
         if set.counters.requests == 0 && set.hists.0.iter().all(|h| h.is_empty()) {
             return None;
         }
-        self.totals.merge(&set.hists);
         if set.index < self.final_below {
             self.late += 1;
             let mut part = Open::new();
@@ -341,11 +336,11 @@ impl Collector {
         self.series.compacting()
     }
 
-    /// The series kept, and the run's phase histograms (the sum of every part).
-    pub fn finish(mut self) -> (Series, PhaseHists) {
+    /// The series kept.
+    pub fn finish(mut self) -> Series {
         self.ready(Instant::now(), true);
         self.series.settle();
-        (self.series, self.totals)
+        self.series
     }
 }
 
@@ -416,8 +411,6 @@ fn wait_for_start(start: &Start, rx: &Receiver<Msg>) -> (Vec<Msg>, Instant) {
 /// What the collector thread gave at the end.
 pub struct Collected {
     pub series: Series,
-    /// The run's phase histograms: the sum of every interval part of every worker.
-    pub totals: PhaseHists,
     /// The first error writing `--hdr-log`.
     pub log_error: Option<RecordError>,
     /// Parts that came after their interval was final.
@@ -489,7 +482,6 @@ impl CollectorThread {
         self.tx.take();
         self.handle.join().unwrap_or_else(|_| Collected {
             series: Series::default(),
-            totals: PhaseHists::new(hist::new_hist),
             log_error: Some(RecordError::CollectorFailed),
             late: 0,
         })
@@ -528,10 +520,8 @@ fn run(
         drain(&mut c, &rx, &backs, &priority, &mut emit);
         c.late
     });
-    let (series, totals) = c.finish();
     Collected {
-        series,
-        totals,
+        series: c.finish(),
         log_error,
         late,
     }
@@ -621,10 +611,8 @@ mod tests {
         let late = c.add(&set(1, 0, 5), 2).unwrap();
         assert_eq!(late.counters.requests, 5);
         assert_eq!(c.late, 1);
-        let (s, totals) = c.finish();
+        let s = c.finish();
         assert_eq!(s.entries[0].counters.requests, 12);
-        // The run's histograms hold every part, the late one too.
-        assert_eq!(totals.get(Phase::Total).len(), 12);
     }
 
     #[test]

@@ -1,11 +1,9 @@
-//! Recording: one [`Recorder`] per worker thread folds [`Sample`]s into counters per status
-//! and error kind and into the current interval's [`IntervalSet`] (an HdrHistogram per phase,
-//! small and grown to the values seen). Each phase of a sample is recorded once, into that
-//! set. No lock and no allocation per sample, nor at an interval's close: the full set goes
-//! to the run's [`collector`], which merges the threads' intervals, adds them to the run's
-//! phase histograms, compresses them and keeps the bounded [`series::Series`]. At the end the
-//! threads' recorders are merged exactly ([`Measured::merge`]), the collector's totals with
-//! them, and become a [`record::RunRecord`].
+//! Recording: one [`Recorder`] per worker thread folds [`Sample`]s into an HdrHistogram per
+//! phase, counters per status and error kind, and the current interval's [`IntervalSet`].
+//! No lock and no allocation per sample, nor at an interval's close: the full set goes to the
+//! run's [`collector`], which merges the threads' intervals, compresses them and keeps the
+//! bounded [`series::Series`]. At the end the threads' recorders are merged exactly
+//! ([`Measured::merge`]) and become a [`record::RunRecord`].
 
 pub mod codes;
 pub mod collector;
@@ -176,12 +174,9 @@ impl PhaseHists {
         }
     }
 
-    /// Adds `o`'s histograms to these (exactly: they share their bounds).
-    pub(crate) fn merge(&mut self, o: &PhaseHists) {
+    fn merge(&mut self, o: &PhaseHists) {
         for (a, b) in self.0.iter_mut().zip(o.0.iter()) {
-            if !b.is_empty() {
-                a.add(b).expect("phase histograms share bounds");
-            }
+            a.add(b).expect("phase histograms share bounds");
         }
     }
 }
@@ -276,8 +271,6 @@ pub struct Recorder {
     interval: Duration,
     counters: Counters,
     status: Vec<u64>,
-    /// The connect and TLS times of connections opened ahead of the load; the samples'
-    /// phases reach the run's histograms through the collector (`Collector::add`).
     hists: PhaseHists,
     first_errors: [Option<String>; ErrorKind::ALL.len()],
     /// The interval being recorded.
@@ -482,8 +475,7 @@ impl Recorder {
         if let Some(code) = s.status {
             self.status[(code as usize).min(STATUS_SLOTS - 1)] += 1;
         }
-        // The run's histograms are the collector's sum of the intervals: each phase is
-        // recorded once here, into the interval's small set (see `Collector::add`).
+        self.hists.record(&d);
         if let Some(acc) = self.by_request.get_mut(s.request as usize) {
             acc.add(s, &d);
         }
@@ -526,7 +518,8 @@ impl Recorder {
     /// name, its stage and the current interval.
     fn record_gaps(&mut self, s: &Sample, gaps: &[u64]) {
         let i = Phase::EventGap.index();
-        let mut into: [Option<&mut Histogram<u64>>; 3] = [
+        let mut into: [Option<&mut Histogram<u64>>; 4] = [
+            Some(&mut self.hists.0[i]),
             self.by_request
                 .get_mut(s.request as usize)
                 .map(|acc| &mut acc.hists.0[i]),
@@ -639,12 +632,7 @@ impl Recorder {
         };
         self.hand_over(last, u64::MAX);
         let series = match self.link {
-            Link::Inline { collector, .. } => {
-                let (series, totals) = collector.finish();
-                self.hists.merge(&totals);
-                series
-            }
-            // The collector thread gives the run's histograms (`Collected::totals`).
+            Link::Inline { collector, .. } => collector.finish(),
             Link::Thread(_) => Series::default(),
         };
         let snapshot_bytes = series.footprint();
