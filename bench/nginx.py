@@ -1,6 +1,12 @@
 """nginx (Debian's package) on a free loopback port for the benchmarks: one worker, pinned
 to one core, answering every request with the 12-byte body `Hello World!`, all its files in a
-temporary folder. Use as a context manager; it yields the port and stops nginx on exit."""
+temporary folder. Use as a context manager; it yields the port and stops nginx on exit.
+
+It also warns (on stderr, once) about kernel threads that do work of their own on the clients'
+cores: on the VM of the issue-14 figures, DAMON's `kdamond.0` ran on the client's core for up to
+4 ms at a time (seen with `perf sched timehist`), and every such run was an interval's schedule
+lag max of ~4 ms in reqlife's record. The warning names the fix (`taskset -p -c SERVER_CPU PID`);
+the script changes nothing itself."""
 
 import os
 import shutil
@@ -72,6 +78,44 @@ TLS_H2_SERVER = """
 """
 
 
+# Kernel threads that run long stretches of work of their own (not on behalf of the clients).
+BUSY_KERNEL_THREADS = ("kdamond",)
+
+
+def busy_kernel_threads(server_cpu):
+    """(pid, name, allowed CPUs) of the kernel threads of BUSY_KERNEL_THREADS that may run on a
+    CPU other than `server_cpu` (a taskset list such as "0" or "0-1")."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                status = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+        except OSError:
+            continue
+        name = status.get("Name", "")
+        if not name.startswith(BUSY_KERNEL_THREADS):
+            continue
+        allowed = status.get("Cpus_allowed_list", "").strip()
+        if allowed and allowed != server_cpu:
+            found.append((int(pid), name, allowed))
+    return found
+
+
+_WARNED = False
+
+
+def warn_busy_kernel_threads(server_cpu):
+    """Says once which busy kernel threads may share the clients' cores, and the fix."""
+    global _WARNED
+    if _WARNED:
+        return
+    _WARNED = True
+    for pid, name, allowed in busy_kernel_threads(server_cpu):
+        print(f"warning: kernel thread {name} (pid {pid}) may run on CPUs {allowed}, the clients' "
+              f"too: its stretches of work show as the clients' schedule lag; move it to the "
+              f"server's core for the run: taskset -p -c {server_cpu} {pid}", file=sys.stderr)
+
+
 class Nginx:
     """`tls_h2=True`: HTTPS with HTTP/2 (a self-signed certificate made with openssl)."""
 
@@ -82,6 +126,7 @@ class Nginx:
         self.connections = connections
 
     def __enter__(self):
+        warn_busy_kernel_threads(self.cpu)
         self.tmp = tempfile.mkdtemp(prefix="reqlife-bench-")
         self.port = free_port()
         conf = f"{self.tmp}/nginx.conf"
