@@ -129,14 +129,6 @@ impl ExitCode for RecordError {
     }
 }
 
-/// For the layers above whose functions still return `Result<_, String>`: `?` gives the
-/// error's one line.
-impl From<RecordError> for String {
-    fn from(e: RecordError) -> String {
-        e.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,7 +183,6 @@ mod tests {
         for (e, code, line) in rows {
             assert_eq!(e.exit_code(), code, "{e}");
             assert_eq!(e.to_string(), line);
-            assert_eq!(String::from(e), line);
         }
     }
 }
