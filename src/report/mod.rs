@@ -17,7 +17,20 @@ pub mod tui;
 pub use error::ReportError;
 
 use crate::model::{Phase, Protocol, Scheme};
-use crate::recorder::record::RunRecord;
+use crate::recorder::record::{RunRecord, Summary};
+
+/// A figure of one run's summary, as `--repeat`'s tables show it.
+pub(crate) type RepetitionFigure = fn(&Summary) -> Option<f64>;
+
+/// The figures `--repeat` compares across its runs (text and HTML): name, and how to read it.
+pub(crate) const REPETITION_FIGURES: [(&str, RepetitionFigure); 6] = [
+    ("req/s", |s| Some(s.throughput_rps)),
+    ("p50", |s| s.latency.total.p50_us),
+    ("p90", |s| s.latency.total.p90_us),
+    ("p99", |s| s.latency.total.p99_us),
+    ("p99.9", |s| s.latency.total.p999_us),
+    ("mean", |s| s.latency.total.mean_us),
+];
 
 /// Whether the phase table of `r` (text and HTML) has a row for client phase `phase`: rows
 /// that can only be empty are left out.

@@ -461,15 +461,7 @@ pub(super) fn repetitions(r: &RunRecord) -> Option<Repetitions> {
         .iter()
         .filter_map(|l| Curve::of_hist(&l.label, &decode(l)?))
         .collect();
-    type Figure = fn(&crate::recorder::record::Summary) -> Option<f64>;
-    let figures: [(&str, Figure); 6] = [
-        ("req/s", |s| Some(s.throughput_rps)),
-        ("p50", |s| s.latency.total.p50_us),
-        ("p90", |s| s.latency.total.p90_us),
-        ("p99", |s| s.latency.total.p99_us),
-        ("p99.9", |s| s.latency.total.p999_us),
-        ("mean", |s| s.latency.total.mean_us),
-    ];
+    let figures = crate::report::REPETITION_FIGURES;
     let show = |i: usize, v: f64| {
         if i == 0 {
             format!("{v:.1}")

@@ -160,15 +160,7 @@ pub(super) fn repetitions(out: &mut String, r: &RunRecord) {
     if r.repetitions.is_empty() {
         return;
     }
-    type Figure = fn(&crate::recorder::record::Summary) -> Option<f64>;
-    let figures: [(&str, Figure); 6] = [
-        ("req/s", |s| Some(s.throughput_rps)),
-        ("p50", |s| s.latency.total.p50_us),
-        ("p90", |s| s.latency.total.p90_us),
-        ("p99", |s| s.latency.total.p99_us),
-        ("p99.9", |s| s.latency.total.p999_us),
-        ("mean", |s| s.latency.total.mean_us),
-    ];
+    let figures = crate::report::REPETITION_FIGURES;
     let _ = writeln!(out);
     let _ = write!(out, "  {:<10}", "Run");
     for (name, _) in &figures {
