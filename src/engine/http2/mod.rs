@@ -6,6 +6,7 @@
 //! above TLS, frame by frame ([`WireCount`]), for h2load's traffic line: all bytes, and the
 //! HEADERS and CONTINUATION payloads (the compressed header bytes).
 
+pub mod hpack;
 mod reception;
 mod wire;
 
