@@ -56,16 +56,23 @@ const fn canonical_codes() -> [u32; 257] {
 /// How many leading bits the fast table is indexed by.
 const FAST_BITS: u32 = 12;
 
-/// A fast-table entry's length fields when its bits start a code longer than [`FAST_BITS`].
-const NONE: u32 = 127;
+/// What the fast table says of the next [`FAST_BITS`] bits: the symbols whose codes they hold
+/// whole (one or two), the first code's length and both codes' length; the lengths are
+/// [`NONE`] when the bits hold no whole code, and equal when they hold one.
+#[derive(Clone, Copy, Default)]
+struct Fast {
+    sym: [u8; 2],
+    first: u8,
+    both: u8,
+}
+
+/// A fast-table entry's lengths when its bits start a code longer than [`FAST_BITS`].
+const NONE: u8 = 127;
 
 /// The decoding tables, built once from [`CODES`].
 pub(super) struct Huffman {
-    /// For each value of the next [`FAST_BITS`] bits: the symbols whose codes they hold whole
-    /// (one or two), packed as symbol 0 (bits 0-7), symbol 1 (8-15), the first code's length
-    /// (16-22) and both codes' length (24-30); the lengths are [`NONE`] when the bits hold no
-    /// whole code, and equal when they hold one.
-    fast: Box<[u32]>,
+    /// Indexed by the next [`FAST_BITS`] bits, complemented (see [`Huffman::decode`]).
+    fast: Box<[Fast; 1 << FAST_BITS]>,
     /// The code tree, root first: each node's two children, a node index or a leaf
     /// (`LEAF | symbol`).
     tree: Vec<[u16; 2]>,
@@ -100,21 +107,30 @@ impl Huffman {
             }
         }
         let mut huffman = Huffman {
-            fast: vec![0; 1 << FAST_BITS].into_boxed_slice(),
+            fast: Box::new([Fast::default(); 1 << FAST_BITS]),
             tree,
         };
+        let mask = (1 << FAST_BITS) - 1;
         for peek in 0..1u32 << FAST_BITS {
             let bits = u64::from(peek) << (64 - FAST_BITS);
-            let entry = match huffman.walk(bits, FAST_BITS) {
-                Some((s0, l0)) if s0 != EOS => match huffman.walk(bits << l0, FAST_BITS - l0) {
-                    Some((s1, l1)) if s1 != EOS => {
-                        u32::from(s0) | u32::from(s1) << 8 | l0 << 16 | (l0 + l1) << 24
-                    }
-                    _ => u32::from(s0) | l0 << 16 | l0 << 24,
-                },
-                _ => NONE << 16 | NONE << 24,
+            let none = Fast {
+                sym: [0, 0],
+                first: NONE,
+                both: NONE,
             };
-            huffman.fast[peek as usize] = entry;
+            let entry = match huffman.walk(bits, FAST_BITS) {
+                Some((s0, l0)) if s0 != EOS => {
+                    let next = huffman.walk(bits << l0, FAST_BITS - l0);
+                    let (s1, l1) = next.filter(|n| n.0 != EOS).unwrap_or((0, 0));
+                    Fast {
+                        sym: [s0 as u8, s1 as u8],
+                        first: l0 as u8,
+                        both: (l0 + l1) as u8,
+                    }
+                }
+                _ => none,
+            };
+            huffman.fast[(!peek & mask) as usize] = entry;
         }
         huffman
     }
@@ -133,63 +149,69 @@ impl Huffman {
         None
     }
 
-    /// Appends the decoding of `src` to `out`; on an error `out` may hold part of it.
-    pub(super) fn decode(&self, src: &[u8], out: &mut Vec<u8>) -> Result<(), HpackError> {
-        let start = out.len();
+    /// Writes the decoding of `src` into `out` from `at` (lengthening `out` when it is too
+    /// short for the longest possible decoding) and returns where it ends.
+    pub(super) fn decode(
+        &self,
+        src: &[u8],
+        out: &mut Vec<u8>,
+        at: usize,
+    ) -> Result<usize, HpackError> {
         // At most one symbol per 5 bits, and a pair's second byte may be written one past.
-        out.resize(start + src.len() * 8 / 5 + 2, 0);
-        let buf = &mut out[start..];
+        let need = at + src.len() * 8 / 5 + 2;
+        if out.len() < need {
+            out.resize(need, 0);
+        }
+        let buf = &mut out[at..need];
         let mut w = 0;
-        // The unread bits, left-aligned, `have` of them (at most 63); below them, zeros or the
-        // input's next bits.
+        // The unread bits, complemented and left-aligned, `have` of them (at most 63); below
+        // them, zeros or the input's next bits. Complemented, the zeros shifted in are the ones
+        // an encoder pads with (EOS's leading bits), and the fast table is indexed directly.
         let mut acc = 0u64;
         let mut have = 0u32;
         let mut pos = 0;
         loop {
             if have < 30 {
                 if let Some(word) = src.get(pos..pos + 8) {
-                    acc |= u64::from_be_bytes(word.try_into().unwrap()) >> have;
+                    acc |= !u64::from_be_bytes(word.try_into().unwrap()) >> have;
                     let take = (63 - have) / 8;
                     pos += take as usize;
                     have += take * 8;
                 } else {
                     while have <= 55 && pos < src.len() {
-                        acc |= u64::from(src[pos]) << (56 - have);
+                        acc |= u64::from(!src[pos]) << (56 - have);
                         have += 8;
                         pos += 1;
                     }
                 }
             }
-            // After a refill, `have` is at least 30 unless the input is all read, when ones fill
-            // the rest: the padding an encoder writes (EOS's leading bits).
-            let bits = acc | u64::MAX >> have;
-            let entry = self.fast[(bits >> (64 - FAST_BITS)) as usize];
-            let first = entry >> 16 & 0x7f;
-            let both = entry >> 24;
+            // After a refill, `have` is at least 30 unless the input is all read.
+            let entry = self.fast[(acc >> (64 - FAST_BITS)) as usize];
+            let both = u32::from(entry.both);
             if both <= have {
-                buf[w] = entry as u8;
-                buf[w + 1] = (entry >> 8) as u8;
-                w += 1 + usize::from(both != first);
+                buf[w] = entry.sym[0];
+                buf[w + 1] = entry.sym[1];
+                w += 1 + usize::from(entry.both != entry.first);
                 acc <<= both;
                 have -= both;
                 continue;
             }
+            let first = u32::from(entry.first);
             if first <= have {
-                buf[w] = entry as u8;
+                buf[w] = entry.sym[0];
                 w += 1;
                 acc <<= first;
                 have -= first;
                 continue;
             }
-            let done = pos == src.len();
-            if done && have < 8 {
-                // The rest is padding: fewer than 8 bits, all ones.
-                if have == 0 || acc >> (64 - have) == (1 << have) - 1 {
+            if pos == src.len() && have < 8 {
+                // The rest is padding: fewer than 8 bits, all ones (zeros here).
+                if acc == 0 {
                     break;
                 }
                 return Err(HpackError::BadHuffman);
             }
-            match self.walk(bits, 30) {
+            match self.walk(!acc, 30) {
                 Some((sym, len)) if len <= have => {
                     if sym == EOS {
                         return Err(HpackError::HuffmanEos);
@@ -203,8 +225,7 @@ impl Huffman {
                 _ => return Err(HpackError::BadHuffman),
             }
         }
-        out.truncate(start + w);
-        Ok(())
+        Ok(at + w)
     }
 }
 

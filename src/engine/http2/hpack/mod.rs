@@ -62,7 +62,8 @@ pub struct Decoder {
     table: Dynamic,
     /// The largest table size an update may ask for.
     max_size: usize,
-    /// Huffman-decoded names and values of the field being decoded.
+    /// Huffman-decoded names and values of the field being decoded (its length is the most
+    /// a field has needed, not what the current one uses).
     scratch: Vec<u8>,
     huffman: &'static Huffman,
 }
@@ -163,12 +164,12 @@ impl Decoder {
         field: &mut impl FnMut(&[u8], &[u8]),
     ) -> Result<(), HpackError> {
         let index = integer(block, pos, prefix)?;
-        self.scratch.clear();
+        let mut used = 0;
         let name = match index {
-            0 => Some(self.string(block, pos)?),
+            0 => Some(self.string(block, pos, &mut used)?),
             _ => None,
         };
-        let value = self.string(block, pos)?;
+        let value = self.string(block, pos, &mut used)?;
         let mut bytes = indexing.then(|| self.table.buffer());
         let name = match name {
             Some(text) => text.slice(block, &self.scratch),
@@ -188,8 +189,13 @@ impl Decoder {
     }
 
     /// A string literal at `pos`: where it lies, raw in the block or Huffman-decoded into the
-    /// scratch buffer.
-    fn string(&mut self, block: &[u8], pos: &mut usize) -> Result<Text, HpackError> {
+    /// scratch buffer (from `used`, which moves past it).
+    fn string(
+        &mut self,
+        block: &[u8],
+        pos: &mut usize,
+        used: &mut usize,
+    ) -> Result<Text, HpackError> {
         let huffman = block.get(*pos).ok_or(HpackError::Truncated)? & 0x80 != 0;
         let len = integer(block, pos, 7)?;
         let start = *pos;
@@ -201,9 +207,11 @@ impl Decoder {
         if !huffman {
             return Ok(Text::Block(start, end));
         }
-        let from = self.scratch.len();
-        self.huffman.decode(&block[start..end], &mut self.scratch)?;
-        Ok(Text::Scratch(from, self.scratch.len()))
+        let from = *used;
+        *used = self
+            .huffman
+            .decode(&block[start..end], &mut self.scratch, from)?;
+        Ok(Text::Scratch(from, *used))
     }
 }
 

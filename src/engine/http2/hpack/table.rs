@@ -78,119 +78,89 @@ pub(super) fn find_static(name: &[u8], value: &[u8]) -> (Option<usize>, Option<u
     (full, Some(first))
 }
 
-/// The first static index with this name, and how many entries have it (a match on the
-/// length, then on the name).
+/// The static table's names by length: each with its first index and how many entries have it.
+const BY_LENGTH: [&[(&[u8], usize, usize)]; 28] = [
+    &[],
+    &[],
+    &[],
+    &[(b"age", 21, 1), (b"via", 60, 1)],
+    &[
+        (b"date", 33, 1),
+        (b"etag", 34, 1),
+        (b"from", 37, 1),
+        (b"host", 38, 1),
+        (b"link", 45, 1),
+        (b"vary", 59, 1),
+    ],
+    &[(b":path", 4, 2), (b"allow", 22, 1), (b"range", 50, 1)],
+    &[
+        (b"accept", 19, 1),
+        (b"cookie", 32, 1),
+        (b"expect", 35, 1),
+        (b"server", 54, 1),
+    ],
+    &[
+        (b":method", 2, 2),
+        (b":scheme", 6, 2),
+        (b":status", 8, 7),
+        (b"expires", 36, 1),
+        (b"referer", 51, 1),
+        (b"refresh", 52, 1),
+    ],
+    &[
+        (b"if-match", 39, 1),
+        (b"if-range", 42, 1),
+        (b"location", 46, 1),
+    ],
+    &[],
+    &[
+        (b":authority", 1, 1),
+        (b"set-cookie", 55, 1),
+        (b"user-agent", 58, 1),
+    ],
+    &[(b"retry-after", 53, 1)],
+    &[(b"content-type", 31, 1), (b"max-forwards", 47, 1)],
+    &[
+        (b"accept-ranges", 18, 1),
+        (b"authorization", 23, 1),
+        (b"cache-control", 24, 1),
+        (b"content-range", 30, 1),
+        (b"if-none-match", 41, 1),
+        (b"last-modified", 44, 1),
+    ],
+    &[(b"accept-charset", 15, 1), (b"content-length", 28, 1)],
+    &[(b"accept-encoding", 16, 1), (b"accept-language", 17, 1)],
+    &[
+        (b"content-encoding", 26, 1),
+        (b"content-language", 27, 1),
+        (b"content-location", 29, 1),
+        (b"www-authenticate", 61, 1),
+    ],
+    &[(b"if-modified-since", 40, 1), (b"transfer-encoding", 57, 1)],
+    &[(b"proxy-authenticate", 48, 1)],
+    &[
+        (b"content-disposition", 25, 1),
+        (b"if-unmodified-since", 43, 1),
+        (b"proxy-authorization", 49, 1),
+    ],
+    &[],
+    &[],
+    &[],
+    &[],
+    &[],
+    &[(b"strict-transport-security", 56, 1)],
+    &[],
+    &[(b"access-control-allow-origin", 20, 1)],
+];
+
+/// The first static index with this name, and how many entries have it (found among the
+/// names of its length: six at most).
 fn static_name(name: &[u8]) -> Option<(usize, usize)> {
-    let first = match name.len() {
-        3 => match name {
-            b"age" => 21,
-            b"via" => 60,
-            _ => return None,
-        },
-        4 => match name {
-            b"date" => 33,
-            b"etag" => 34,
-            b"from" => 37,
-            b"host" => 38,
-            b"link" => 45,
-            b"vary" => 59,
-            _ => return None,
-        },
-        5 => match name {
-            b":path" => return Some((4, 2)),
-            b"allow" => 22,
-            b"range" => 50,
-            _ => return None,
-        },
-        6 => match name {
-            b"accept" => 19,
-            b"cookie" => 32,
-            b"expect" => 35,
-            b"server" => 54,
-            _ => return None,
-        },
-        7 => match name {
-            b":method" => return Some((2, 2)),
-            b":scheme" => return Some((6, 2)),
-            b":status" => return Some((8, 7)),
-            b"expires" => 36,
-            b"referer" => 51,
-            b"refresh" => 52,
-            _ => return None,
-        },
-        8 => match name {
-            b"if-match" => 39,
-            b"if-range" => 42,
-            b"location" => 46,
-            _ => return None,
-        },
-        10 => match name {
-            b":authority" => 1,
-            b"set-cookie" => 55,
-            b"user-agent" => 58,
-            _ => return None,
-        },
-        11 => match name {
-            b"retry-after" => 53,
-            _ => return None,
-        },
-        12 => match name {
-            b"content-type" => 31,
-            b"max-forwards" => 47,
-            _ => return None,
-        },
-        13 => match name {
-            b"accept-ranges" => 18,
-            b"authorization" => 23,
-            b"cache-control" => 24,
-            b"content-range" => 30,
-            b"if-none-match" => 41,
-            b"last-modified" => 44,
-            _ => return None,
-        },
-        14 => match name {
-            b"accept-charset" => 15,
-            b"content-length" => 28,
-            _ => return None,
-        },
-        15 => match name {
-            b"accept-encoding" => 16,
-            b"accept-language" => 17,
-            _ => return None,
-        },
-        16 => match name {
-            b"content-encoding" => 26,
-            b"content-language" => 27,
-            b"content-location" => 29,
-            b"www-authenticate" => 61,
-            _ => return None,
-        },
-        17 => match name {
-            b"if-modified-since" => 40,
-            b"transfer-encoding" => 57,
-            _ => return None,
-        },
-        18 => match name {
-            b"proxy-authenticate" => 48,
-            _ => return None,
-        },
-        19 => match name {
-            b"content-disposition" => 25,
-            b"if-unmodified-since" => 43,
-            b"proxy-authorization" => 49,
-            _ => return None,
-        },
-        25 => match name {
-            b"strict-transport-security" => 56,
-            _ => return None,
-        },
-        27 => match name {
-            b"access-control-allow-origin" => 20,
-            _ => return None,
-        },
-        _ => return None,
-    };
-    Some((first, 1))
+    let names = BY_LENGTH.get(name.len())?;
+    names
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|&(_, first, count)| (first, count))
 }
 
 /// The first index of the dynamic table.
