@@ -107,7 +107,9 @@ impl ServerTimingAcc {
         if value.is_empty() || accs.is_empty() {
             return;
         }
-        let total_name = accs[0].total_name.clone();
+        // Taken out while the accumulators fold (none reads its own), put back below: no copy
+        // per response.
+        let total_name = std::mem::take(&mut accs[0].total_name);
         let mut total_ms: Option<f64> = None;
         let mut sum_ms = 0.0;
         let mut any_dur = false;
@@ -127,6 +129,7 @@ impl ServerTimingAcc {
                 }
             }
         });
+        accs[0].total_name = total_name;
         let server_total = total_ms.or(any_dur.then_some(sum_ms));
         for acc in accs.iter_mut() {
             acc.responses += 1;
