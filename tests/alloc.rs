@@ -29,6 +29,9 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+/// The tests of this binary count the process's allocations: one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn allocations_of_run(url: &str, requests: &str) -> u64 {
     let args = [
         "reqlife", "run", "-n", requests, "-c", "4", "-t", "2", "--quiet", "--json", url,
@@ -41,6 +44,7 @@ fn allocations_of_run(url: &str, requests: &str) -> u64 {
 
 #[test]
 fn allocations_do_not_grow_with_the_request_count() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let addr = quiet_server();
     let url = format!("http://{addr}/");
     // Warm the server's threads and connections paths once.
@@ -50,6 +54,121 @@ fn allocations_do_not_grow_with_the_request_count() {
     // 18,000 more requests; a per-request allocation would add at least 18,000.
     let extra = large.saturating_sub(small);
     eprintln!("allocations: {small} for 2,000 requests, {large} for 20,000");
+    assert!(
+        extra < 500,
+        "{small} allocations for 2,000 requests, {large} for 20,000: {extra} more"
+    );
+}
+
+/// An h2c server on its own threads that answers every request (a HEADERS frame) with
+/// `:status 200` and a 2-byte body, and acknowledges SETTINGS, from fixed buffers: it never
+/// allocates after a connection's thread started.
+fn quiet_h2c_server() -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut s = stream;
+                let _ = s.set_nodelay(true);
+                // The server's preface: an empty SETTINGS frame.
+                if s.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).is_err() {
+                    return;
+                }
+                let mut buf = [0u8; 1 << 16];
+                let mut filled = 0;
+                let mut preface = 24;
+                let mut out = [0u8; 4096];
+                loop {
+                    let n = match s.read(&mut buf[filled..]) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => n,
+                    };
+                    filled += n;
+                    let mut at = preface.min(filled);
+                    preface -= at;
+                    let mut len = 0;
+                    while filled - at >= 9 {
+                        let f = &buf[at..];
+                        let size = (f[0] as usize) << 16 | (f[1] as usize) << 8 | f[2] as usize;
+                        if filled - at < 9 + size {
+                            break;
+                        }
+                        let (kind, flags) = (f[3], f[4]);
+                        let stream = [f[5], f[6], f[7], f[8]];
+                        let reply: &[u8] = match kind {
+                            4 if flags & 1 == 0 => &[0, 0, 0, 4, 1, 0, 0, 0, 0],
+                            1 => {
+                                // HEADERS `:status 200` (static index 8), DATA "ok" END_STREAM.
+                                let r = &mut out[len..len + 21];
+                                r[..9].copy_from_slice(&[
+                                    0, 0, 1, 1, 4, stream[0], stream[1], stream[2], stream[3],
+                                ]);
+                                r[9] = 0x88;
+                                r[10..19].copy_from_slice(&[
+                                    0, 0, 2, 0, 1, stream[0], stream[1], stream[2], stream[3],
+                                ]);
+                                r[19..21].copy_from_slice(b"ok");
+                                len += 21;
+                                &[]
+                            }
+                            _ => &[],
+                        };
+                        out[len..len + reply.len()].copy_from_slice(reply);
+                        len += reply.len();
+                        at += 9 + size;
+                        if len + 32 > out.len() {
+                            if s.write_all(&out[..len]).is_err() {
+                                return;
+                            }
+                            len = 0;
+                        }
+                    }
+                    buf.copy_within(at..filled, 0);
+                    filled -= at;
+                    if len > 0 && s.write_all(&out[..len]).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn http2_allocations_do_not_grow_with_the_request_count() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let addr = quiet_h2c_server();
+    let url = format!("http://{addr}/");
+    let run = |requests: &str| {
+        let args = [
+            "reqlife",
+            "run",
+            "--http2",
+            "--streams",
+            "8",
+            "-n",
+            requests,
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--quiet",
+            "--json",
+            &url,
+        ];
+        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        let code = reqlife::app::main_with(args.iter().map(|s| (*s).into()).collect());
+        assert_eq!(code, 0);
+        ALLOCATIONS.load(Ordering::Relaxed) - before
+    };
+    run("100");
+    let small = run("2000");
+    let large = run("20000");
+    let extra = large.saturating_sub(small);
+    eprintln!("HTTP/2 allocations: {small} for 2,000 requests, {large} for 20,000");
     assert!(
         extra < 500,
         "{small} allocations for 2,000 requests, {large} for 20,000: {extra} more"

@@ -498,13 +498,13 @@ impl Session {
         if let (Some(link), Some((fixed, window))) = (self.link.as_deref(), &config.http2) {
             // A rendered request becomes a stream's request (a few allocations, as h2 needs).
             let built;
-            let request = match send {
-                Send::Fixed { .. } => fixed,
+            let (request, is_fixed) = match send {
+                Send::Fixed { .. } => (fixed, true),
                 Send::Rendered { rendered, .. } => {
                     built = config
                         .request_of(fixed, rendered)
                         .map_err(|e| EngineError::new(ErrorKind::Write, e))?;
-                    &built
+                    (&built, false)
                 }
             };
             if let Some(g) = self.grpc.as_mut() {
@@ -521,7 +521,8 @@ impl Session {
                     http3::exchange(link, connector, request, stamps, sinks).await?
                 }
                 (Link::H2(link), _) => {
-                    http2::exchange(link, &config.connector, *window, request, stamps, sinks)
+                    let connector = &config.connector;
+                    http2::exchange(link, connector, *window, request, is_fixed, stamps, sinks)
                         .await?
                 }
                 (Link::H3(_), None) => unreachable!("an HTTP/3 link comes with its connector"),

@@ -124,19 +124,27 @@ impl Status {
 
     /// Reads `grpc-status` and `grpc-message` from a header block (trailers, or the headers
     /// of a trailers-only response), if it has them.
-    pub fn read(&mut self, fields: &http::HeaderMap) {
-        let Some(code) = fields.get("grpc-status") else {
+    pub fn read<'f>(&mut self, fields: impl Iterator<Item = (&'f [u8], &'f [u8])>) {
+        let (mut code, mut message) = (None, None);
+        for (name, value) in fields {
+            match name {
+                b"grpc-status" => code = Some(value),
+                b"grpc-message" => message = Some(value),
+                _ => {}
+            }
+        }
+        let Some(code) = code else {
             return;
         };
         self.code = Some(
-            std::str::from_utf8(code.as_bytes())
+            std::str::from_utf8(code)
                 .ok()
                 .and_then(|c| c.trim().parse().ok())
                 .unwrap_or(UNKNOWN),
         );
         self.message.clear();
-        if let Some(m) = fields.get("grpc-message") {
-            self.message = percent_decode(m.as_bytes());
+        if let Some(m) = message {
+            self.message = percent_decode(m);
         }
     }
 
@@ -182,6 +190,7 @@ fn percent_decode(v: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::http2::HeaderFields;
 
     #[test]
     fn timeouts_fit_eight_digits_and_round_up() {
@@ -205,7 +214,7 @@ mod tests {
         let mut h = http::HeaderMap::new();
         h.insert("grpc-status", "14".parse().unwrap());
         h.insert("grpc-message", "down%20for%2Fnow %zz".parse().unwrap());
-        s.read(&h);
+        s.read(h.fields());
         assert_eq!(s.finish(200), 14);
         assert_eq!(s.message, "down for/now %zz");
         assert_eq!(code_name(14), "UNAVAILABLE");
@@ -213,14 +222,14 @@ mod tests {
         // no grpc-status: the HTTP status's code
         for (http, code) in [(200, 2), (404, 12), (503, 14), (401, 16), (500, 2)] {
             s.clear();
-            s.read(&http::HeaderMap::new());
+            s.read(http::HeaderMap::new().fields());
             assert_eq!(s.finish(http), code, "{http}");
             assert!(s.message.contains(&http.to_string()));
         }
         // a status that is not a number is UNKNOWN
         s.clear();
         h.insert("grpc-status", "x".parse().unwrap());
-        s.read(&h);
+        s.read(h.fields());
         assert_eq!(s.finish(200), 2);
     }
 

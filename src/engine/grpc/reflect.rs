@@ -8,7 +8,8 @@
 
 use super::{code_name, frame, Status};
 use crate::engine::connect::Connector;
-use crate::engine::http2::{h2_error, not_h2_error, H2Link};
+use crate::engine::http2::crate_link::{h2_error, CrateLink};
+use crate::engine::http2::{not_h2_error, HeaderFields};
 use crate::engine::request::RequestTemplate;
 use crate::engine::EngineError;
 use crate::model::Timestamps;
@@ -123,10 +124,10 @@ enum Answer {
 
 async fn ask(plan: &RunPlan, service: &str) -> Result<DescriptorPool, ReflectError> {
     let connector = Connector::new(plan, &[b"h2"]).map_err(|e| ReflectError::Failed(e.0))?;
-    let link = H2Link::default();
+    let link = CrateLink::default();
     let now = Instant::now();
     let mut stamps = Timestamps::new(now, now);
-    link.open(&connector, None, &mut stamps)
+    link.sender(&connector, &mut stamps)
         .await
         .map_err(ReflectError::Connect)?;
     for reflection in SERVICES {
@@ -140,7 +141,7 @@ async fn ask(plan: &RunPlan, service: &str) -> Result<DescriptorPool, ReflectErr
             .map_err(|e| ReflectError::Failed(e.0))?
             .head();
         let sender = link
-            .sender(&connector, None, &mut stamps)
+            .sender(&connector, &mut stamps)
             .await
             .map_err(ReflectError::Connect)?;
         let answer = match files(sender, head, service, plan.max_body_bytes).await {
@@ -194,7 +195,7 @@ async fn files(
     let response = response.await.map_err(h2)?;
     let http = response.status().as_u16();
     let mut status = Status::default();
-    status.read(response.headers());
+    status.read(response.headers().fields());
     if status.code.is_some() || http != 200 {
         // A trailers-only answer: the call ended before any message.
         let code = status.finish(http);
@@ -304,7 +305,7 @@ impl Call {
                 None => {
                     let mut status = Status::default();
                     if let Ok(Some(trailers)) = body.trailers().await {
-                        status.read(&trailers);
+                        status.read(trailers.fields());
                     }
                     let code = status.finish(200);
                     return Ok(Err(Answer::Status(code, status.message)));

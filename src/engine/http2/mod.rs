@@ -1,11 +1,15 @@
-//! HTTP/2 over the `h2` crate, used directly so each stream is timed exactly: h2 negotiated by
-//! ALPN over TLS, or h2c with prior knowledge on `http://`. An [`H2Link`] is one connection
-//! shared by the `--streams` sessions of a connection slot; its driver task runs beside them,
-//! and when the connection ends (GOAWAY, reset, error) the next stream to need it reconnects,
-//! stamping connect and TLS on its own request. The bytes the connection reads are counted
-//! above TLS, frame by frame ([`WireCount`]), for h2load's traffic line: all bytes, and the
-//! HEADERS and CONTINUATION payloads (the compressed header bytes).
+//! HTTP/2 for the load, over reqlife's own client ([`conn`]): h2 negotiated by ALPN over TLS,
+//! or h2c with prior knowledge on `http://`. An [`H2Link`] is one connection shared by the
+//! `--streams` sessions of a connection slot; its driver task runs beside them, and when the
+//! connection ends (GOAWAY, reset, error) the next stream to need it reconnects, stamping
+//! connect and TLS on its own request. The connection counts the bytes it reads above TLS,
+//! frame by frame, for h2load's traffic line: all bytes, and the HEADERS and CONTINUATION
+//! payloads (the compressed header bytes). gRPC reflection, a call that streams both ways,
+//! keeps the h2 crate ([`crate_link`]).
 
+mod conn;
+pub(in crate::engine) mod crate_link;
+mod frame;
 pub mod hpack;
 mod reception;
 mod wire;
@@ -17,54 +21,40 @@ use super::request::Request;
 use super::stream::StreamTracker;
 use super::EngineError;
 use crate::model::{ErrorKind, Timestamps, Traffic};
-use bytes::Bytes;
-use h2::client::SendRequest;
+use conn::{BodyError, Conn, ConnFailure, Core, Failure, Start};
+pub(in crate::engine) use reception::HeaderFields;
 pub(super) use reception::Reception;
 use std::cell::{Cell, RefCell};
-use std::future::Future;
 use std::rc::Rc;
 use std::time::Instant;
-use wire::{WireCount, WireShare, WireStats};
+use wire::{WireShare, WireStats};
 
-/// A live connection: its sender, and what its driver task reports.
-struct Live {
-    sender: SendRequest<Bytes>,
-    /// The driver task still runs.
-    alive: Rc<Cell<bool>>,
-    /// When the server's first frame (its SETTINGS) arrived.
-    settings_at: Rc<Cell<Option<Instant>>>,
-    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS, as h2 applies it.
-    max_streams: Rc<Cell<usize>>,
-    /// The server's first bytes were not a SETTINGS frame (an HTTP/1.x answer).
-    not_h2: Rc<Cell<bool>>,
-}
+#[doc(hidden)]
+pub use conn::receive_any;
 
 /// One HTTP/2 connection shared by several streams.
 #[derive(Default)]
 pub struct H2Link {
-    sender: RefCell<Option<Live>>,
+    conn: RefCell<Option<Rc<Conn>>>,
     /// One stream connects at a time; the others wait for it.
     connect: SharedConnect,
-    /// What the link's connections read (over all of them).
+    /// What the link's connections read and wrote (over all of them).
     wire: Rc<WireStats>,
     /// The totals (read, header, written) at the last take ([`H2Link::take_wire`]).
     taken: Cell<(u64, u64, u64)>,
 }
 
 impl H2Link {
-    /// A sender on a live connection, connecting first (and stamping) if there is none.
-    pub(in crate::engine) async fn sender(
+    /// The live connection, connecting first (and stamping) if there is none.
+    async fn conn(
         &self,
         connector: &Connector,
         window: Option<u32>,
         stamps: &mut Timestamps,
-    ) -> Result<SendRequest<Bytes>, EngineError> {
+    ) -> Result<Rc<Conn>, EngineError> {
         let live = || {
-            let sender = self.sender.borrow();
-            sender
-                .as_ref()
-                .filter(|live| live.alive.get())
-                .map(|live| live.sender.clone())
+            let conn = self.conn.borrow();
+            conn.as_ref().filter(|c| c.core.borrow().usable()).cloned()
         };
         self.connect
             .get(live, || self.connect(connector, window, stamps))
@@ -79,7 +69,7 @@ impl H2Link {
         window: Option<u32>,
         stamps: &mut Timestamps,
     ) -> Result<(), EngineError> {
-        self.sender(connector, window, stamps).await.map(|_| ())
+        self.conn(connector, window, stamps).await.map(|_| ())
     }
 
     async fn connect(
@@ -87,78 +77,25 @@ impl H2Link {
         connector: &Connector,
         window: Option<u32>,
         stamps: &mut Timestamps,
-    ) -> Result<SendRequest<Bytes>, EngineError> {
-        *self.sender.borrow_mut() = None;
+    ) -> Result<Rc<Conn>, EngineError> {
+        self.reset();
         let stream = connector.connect(stamps).await?;
-        if let Stream::Tls(tls) = &stream {
-            // Over TLS, HTTP/2 needs the server to agree to h2 in ALPN; an HTTP/1.1 server
-            // that ignores ALPN would take the preface for a bad request.
-            let chosen = tls.get_ref().1.alpn_protocol();
-            if chosen != Some(&b"h2"[..]) {
-                let chosen =
-                    chosen.map_or("none".into(), |p| String::from_utf8_lossy(p).into_owned());
-                return Err(EngineError::new(
-                    ErrorKind::Tls,
-                    format!("ALPN: the server did not agree to h2 (chosen: {chosen})"),
-                )
-                .with_cause(Some(super::cause::Cause::Alpn)));
-            }
-        }
-        let settings_at = Rc::new(Cell::new(None));
-        let not_h2 = Rc::new(Cell::new(false));
-        let stream = WireCount::new(
-            stream,
-            settings_at.clone(),
-            self.wire.clone(),
-            not_h2.clone(),
-        );
-        let mut builder = h2::client::Builder::new();
-        if let Some(w) = window {
-            builder
-                .initial_window_size(w)
-                .initial_connection_window_size(w);
-        }
-        let (sr, mut conn) = builder
-            .handshake::<_, Bytes>(stream)
-            .await
-            .map_err(|e| h2_error(&e, "HTTP/2 handshake"))?;
-        let alive = Rc::new(Cell::new(true));
-        let max_streams = Rc::new(Cell::new(usize::MAX));
-        let (flag, max, seen) = (alive.clone(), max_streams.clone(), settings_at.clone());
-        tokio::task::spawn_local(async move {
-            // Drive the connection, noting the stream limit the server's SETTINGS give: asked
-            // (it takes h2's lock) only until a poll after the SETTINGS arrived.
-            let mut polls_after_settings = 0;
-            let _ = std::future::poll_fn(|cx| {
-                let r = std::pin::Pin::new(&mut conn).poll(cx);
-                if polls_after_settings < 2 {
-                    max.set(conn.max_concurrent_send_streams());
-                    if seen.get().is_some() {
-                        polls_after_settings += 1;
-                    }
-                }
-                r
-            })
-            .await;
-            flag.set(false);
+        check_alpn(&stream)?;
+        let conn = Rc::new(Conn {
+            core: RefCell::new(Core::new(window, self.wire.clone())),
         });
-        *self.sender.borrow_mut() = Some(Live {
-            sender: sr.clone(),
-            alive,
-            settings_at,
-            max_streams,
-            not_h2,
-        });
-        Ok(sr)
+        tokio::task::spawn_local(conn::drive(conn.clone(), stream));
+        *self.conn.borrow_mut() = Some(conn.clone());
+        Ok(conn)
     }
 
     /// The server's SETTINGS time and stream limit on the current connection.
     fn settings(&self) -> (Option<Instant>, Option<usize>) {
-        match self.sender.borrow().as_ref() {
-            Some(live) => (
-                live.settings_at.get(),
-                Some(live.max_streams.get()).filter(|m| *m != usize::MAX),
-            ),
+        match self.conn.borrow().as_ref() {
+            Some(c) => {
+                let core = c.core.borrow();
+                (core.settings_at, core.max_streams().map(|m| m as usize))
+            }
             None => (None, None),
         }
     }
@@ -177,50 +114,37 @@ impl H2Link {
         }
     }
 
-    /// Whether the current connection's server answered with something else than HTTP/2.
-    pub(in crate::engine) fn not_h2(&self) -> bool {
-        self.sender
-            .borrow()
-            .as_ref()
-            .is_some_and(|live| live.not_h2.get())
-    }
-
     /// Forgets the connection (after an error on it, or after each request without
-    /// keep-alive).
+    /// keep-alive): it takes no new stream, and closes once its streams are done.
     pub(super) fn reset(&self) {
-        if let Some(live) = self.sender.borrow().as_ref() {
-            live.alive.set(false);
+        if let Some(c) = self.conn.borrow_mut().take() {
+            c.core.borrow_mut().retire();
         }
     }
 }
 
-/// The kind of an h2 error: a stream reset by the server is `reset` (with its code); a GOAWAY
-/// from the server, or the connection closing under us, is `closed`; a violation h2 detected
-/// itself (the peer does not speak HTTP/2) is `protocol`; other I/O is `read`.
-pub(in crate::engine) fn h2_error(e: &h2::Error, what: &str) -> EngineError {
-    let broken = e.get_io().is_some_and(|io| {
-        matches!(
-            io.kind(),
-            std::io::ErrorKind::BrokenPipe
-                | std::io::ErrorKind::UnexpectedEof
-                | std::io::ErrorKind::ConnectionReset
-        )
-    });
-    if e.is_reset() && e.is_remote() {
-        let mut err = EngineError::new(ErrorKind::Reset, format!("{what}: {e}"));
-        err.code = e.reason().map(u32::from);
-        return err;
+impl Drop for H2Link {
+    fn drop(&mut self) {
+        self.reset();
     }
-    let kind = if e.is_library() {
-        ErrorKind::Protocol
-    } else if e.is_go_away() || broken {
-        ErrorKind::Closed
-    } else if e.is_io() {
-        ErrorKind::Read
-    } else {
-        ErrorKind::Protocol
+}
+
+/// Over TLS, HTTP/2 needs the server to agree to h2 in ALPN: an HTTP/1.1 server that ignores
+/// ALPN would take the preface for a bad request.
+fn check_alpn(stream: &Stream) -> Result<(), EngineError> {
+    let Stream::Tls(tls) = stream else {
+        return Ok(());
     };
-    EngineError::new(kind, format!("{what}: {e}"))
+    let chosen = tls.get_ref().1.alpn_protocol();
+    if chosen == Some(&b"h2"[..]) {
+        return Ok(());
+    }
+    let chosen = chosen.map_or("none".into(), |p| String::from_utf8_lossy(p).into_owned());
+    Err(EngineError::new(
+        ErrorKind::Tls,
+        format!("ALPN: the server did not agree to h2 (chosen: {chosen})"),
+    )
+    .with_cause(Some(super::cause::Cause::Alpn)))
 }
 
 /// The error of a connection whose server answered HTTP/2's preface with something else
@@ -231,17 +155,6 @@ pub(in crate::engine) fn not_h2_error() -> EngineError {
         "the server did not answer HTTP/2's connection preface with SETTINGS (HTTP/1.1?): it does not speak HTTP/2 on this port".into(),
     )
     .with_cause(Some(super::cause::Cause::NotH2))
-}
-
-/// Whether a failed stream was never processed by the server, so sending it again on a new
-/// connection is safe: refused by a graceful GOAWAY (NO_ERROR: the server closes the
-/// connection, as nginx does after `keepalive_requests`), or reset with REFUSED_STREAM.
-fn unprocessed(e: &h2::Error) -> bool {
-    match e.reason() {
-        Some(h2::Reason::NO_ERROR) => e.is_go_away() && e.is_remote(),
-        Some(h2::Reason::REFUSED_STREAM) => e.is_remote(),
-        _ => false,
-    }
 }
 
 /// A response: status, bytes, and whether the server closed the connection (GOAWAY)
@@ -270,19 +183,24 @@ pub struct Sinks<'a> {
 
 /// Sends one request on a stream of `link`, what the response says going to `sinks`. A stream
 /// the server refused unprocessed is sent once more on a new connection.
+/// Sends one request on a stream of `link`, what the response says going to `sinks`
+/// (`fixed`: the request is the run's fixed one, whose header block is replayed). A stream the
+/// server refused unprocessed is sent once more on a new connection.
 pub async fn exchange(
     link: &H2Link,
     connector: &Connector,
     window: Option<u32>,
     request: &Request,
+    fixed: bool,
     stamps: &mut Timestamps,
     mut sinks: Sinks<'_>,
 ) -> Result<H2Response, EngineError> {
+    let key = fixed.then_some(request as *const Request as usize);
     let mut server_closed = false;
     loop {
         sinks.timing.clear();
-        let sr = link.sender(connector, window, stamps).await?;
-        match stream(sr, request, stamps, &mut sinks).await {
+        let conn = link.conn(connector, window, stamps).await?;
+        match stream(&conn, request, key, stamps, &mut sinks).await {
             Ok((status, mut traffic)) => {
                 let share = link.take_wire();
                 traffic.header = share.header;
@@ -305,61 +223,132 @@ pub async fn exchange(
             Err(StreamError::Decode(e)) => {
                 return Err(EngineError::new(ErrorKind::Protocol, e));
             }
-            Err(StreamError::H2(e)) if unprocessed(&e) && !server_closed => {
+            Err(StreamError::H2(Failure::Retired)) => {}
+            Err(StreamError::H2(Failure::Refused { .. })) if !server_closed => {
                 link.reset();
                 server_closed = true;
             }
-            Err(StreamError::H2(e)) => {
-                let not_h2 = link.not_h2();
+            Err(StreamError::H2(f)) => {
                 link.reset();
-                if not_h2 {
-                    return Err(not_h2_error());
-                }
-                return Err(h2_error(&e, "HTTP/2 stream"));
+                return Err(stream_error(f));
             }
         }
     }
 }
 
+/// The engine's error for a stream that failed.
+fn stream_error(f: Failure) -> EngineError {
+    let reset = |code: u32| {
+        let mut e = EngineError::new(
+            ErrorKind::Reset,
+            format!(
+                "HTTP/2 stream: reset by the server ({})",
+                frame::code_name(code)
+            ),
+        );
+        e.code = Some(code);
+        e
+    };
+    let (kind, text) = match f {
+        Failure::Reset(code) => return reset(code),
+        Failure::Refused { by_reset: true } => return reset(frame::REFUSED_STREAM),
+        Failure::Refused { .. } | Failure::Retired => (
+            ErrorKind::Closed,
+            "HTTP/2 stream: not processed: the server sent GOAWAY (NO_ERROR) again".to_string(),
+        ),
+        Failure::GoAway(code) => (
+            ErrorKind::Closed,
+            format!(
+                "HTTP/2 stream: the server sent GOAWAY ({})",
+                frame::code_name(code)
+            ),
+        ),
+        Failure::Malformed(what) => (ErrorKind::Protocol, format!("HTTP/2 stream: {what}")),
+        Failure::Connection(ConnFailure::NotH2) => return not_h2_error(),
+        Failure::Connection(ConnFailure::Closed(what, goaway)) => (
+            ErrorKind::Closed,
+            match goaway {
+                Some(code) => format!(
+                    "HTTP/2 connection: {what}, after its GOAWAY ({})",
+                    frame::code_name(code)
+                ),
+                None => format!("HTTP/2 connection: {what}"),
+            },
+        ),
+        Failure::Connection(ConnFailure::Io(what)) => {
+            (ErrorKind::Read, format!("HTTP/2 connection: {what}"))
+        }
+        Failure::Connection(ConnFailure::Protocol(what)) => (ErrorKind::Protocol, what),
+    };
+    EngineError::new(kind, text)
+}
+
 /// Why a stream failed: HTTP/2 itself, or a body that would not decode.
 enum StreamError {
-    H2(h2::Error),
+    H2(Failure),
     Decode(String),
 }
 
-impl From<h2::Error> for StreamError {
-    fn from(e: h2::Error) -> Self {
-        StreamError::H2(e)
+impl From<Failure> for StreamError {
+    fn from(f: Failure) -> Self {
+        StreamError::H2(f)
+    }
+}
+
+/// A stream opened on a connection: its slot is given back however the exchange ends
+/// (dropped at a timeout, the stream is reset with CANCEL).
+struct Opened<'a> {
+    conn: &'a Conn,
+    slot: usize,
+}
+
+impl Drop for Opened<'_> {
+    fn drop(&mut self) {
+        self.conn.core.borrow_mut().finish(self.slot);
     }
 }
 
 async fn stream(
-    sr: SendRequest<Bytes>,
+    conn: &Conn,
     request: &Request,
+    key: Option<usize>,
     stamps: &mut Timestamps,
     sinks: &mut Sinks<'_>,
 ) -> Result<(u16, Traffic), StreamError> {
-    let mut sr = sr.ready().await?;
-    let has_body = !request.body.is_empty();
-    let (response, mut send) = sr.send_request(request.head(), !has_body)?;
-    if has_body {
-        send.send_data(request.body.clone(), true)?;
-    }
+    let slot =
+        std::future::poll_fn(
+            |cx| match conn.core.borrow_mut().start(request, key, cx.waker()) {
+                Start::Open(i) => std::task::Poll::Ready(Ok(i)),
+                Start::Wait => std::task::Poll::Pending,
+                Start::Gone(f) => std::task::Poll::Ready(Err(f)),
+            },
+        )
+        .await?;
+    let opened = Opened { conn, slot };
+    // Queued now; written when the driver's write of it returns (stamped below).
     stamps.written = Some(Instant::now());
-    let response = response.await?;
-    stamps.first_byte = Some(Instant::now());
-    let status = response.status().as_u16();
-    let mut reception = Reception::begin(response.headers(), sinks).map_err(StreamError::Decode)?;
-    let mut body = response.into_body();
-    while let Some(chunk) = body.data().await {
-        let chunk = chunk?;
-        let _ = body.flow_control().release_capacity(chunk.len());
-        reception.data(&chunk).map_err(StreamError::Decode)?;
+    let head = std::future::poll_fn(|cx| conn.core.borrow_mut().poll_head(slot, cx)).await?;
+    if head.written.is_some() {
+        stamps.written = head.written;
     }
+    stamps.first_byte = head.first_byte;
+    let mut reception =
+        Reception::begin(conn.core.borrow().head(slot), sinks).map_err(StreamError::Decode)?;
+    std::future::poll_fn(|cx| {
+        conn.core
+            .borrow_mut()
+            .poll_body(slot, cx, |chunk| reception.data(chunk))
+    })
+    .await
+    .map_err(|e| match e {
+        BodyError::Stream(f) => StreamError::H2(f),
+        BodyError::Sink(e) => StreamError::Decode(e),
+    })?;
     reception.body_end();
-    if let Ok(Some(trailers)) = body.trailers().await {
-        reception.trailers(&trailers);
+    if let Some(trailers) = conn.core.borrow().trailers(slot) {
+        reception.trailers(trailers);
     }
+    drop(opened);
     let traffic = reception.finish(stamps).map_err(StreamError::Decode)?;
-    Ok((status, traffic))
+    Ok((head.status, traffic))
 }

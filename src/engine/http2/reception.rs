@@ -25,7 +25,7 @@ impl<'a> Reception<'a> {
     /// A response whose head (`headers`, after `:status`) arrived, what it says going to
     /// `sinks`.
     pub(in crate::engine) fn begin(
-        headers: &http::HeaderMap,
+        headers: &impl HeaderFields,
         sinks: &'a mut Sinks<'_>,
     ) -> Result<Self, String> {
         let Sinks {
@@ -34,21 +34,27 @@ impl<'a> Reception<'a> {
             tracker,
             grpc,
         } = sinks;
-        for v in headers.get_all("server-timing") {
-            append(timing, v.as_bytes());
+        let (mut bytes, mut coding, mut event_stream) = (0, None, false);
+        for (name, value) in headers.fields() {
+            bytes += (name.len() + value.len()) as u64;
+            match name {
+                b"server-timing" => append(timing, value),
+                b"content-encoding" => coding = Some(value),
+                b"content-type" => {
+                    event_stream = crate::engine::stream::is_event_stream(value);
+                }
+                _ => {}
+            }
         }
         let mut grpc = grpc.as_deref_mut();
         if let Some(g) = grpc.as_deref_mut() {
             // A trailers-only response (an error) carries its status in the headers.
-            g.read(headers);
+            g.read(headers.fields());
         }
-        let codings = match (&*decoder, headers.get(http::header::CONTENT_ENCODING)) {
-            (Some(_), Some(v)) => Codings::parse(v.as_bytes())?,
+        let codings = match (&*decoder, coding) {
+            (Some(_), Some(v)) => Codings::parse(v)?,
             _ => None,
         };
-        let event_stream = headers
-            .get(http::header::CONTENT_TYPE)
-            .is_some_and(|v| crate::engine::stream::is_event_stream(v.as_bytes()));
         let tracker: &'a mut StreamTracker = tracker;
         let tracker = tracker.begin(event_stream).then_some(tracker);
         let keeper = match (codings, decoder.as_deref_mut()) {
@@ -62,7 +68,7 @@ impl<'a> Reception<'a> {
             timing,
             grpc,
             // `:status` and its three digits, then the other fields.
-            header_decoded: 10 + field_bytes(headers),
+            header_decoded: 10 + bytes,
             body_bytes: 0,
             codings,
             keeper,
@@ -87,13 +93,15 @@ impl<'a> Reception<'a> {
     }
 
     /// The trailers.
-    pub(in crate::engine) fn trailers(&mut self, trailers: &http::HeaderMap) {
-        self.header_decoded += field_bytes(trailers);
-        for v in trailers.get_all("server-timing") {
-            append(self.timing, v.as_bytes());
+    pub(in crate::engine) fn trailers(&mut self, trailers: &impl HeaderFields) {
+        for (name, value) in trailers.fields() {
+            self.header_decoded += (name.len() + value.len()) as u64;
+            if name == b"server-timing" {
+                append(self.timing, value);
+            }
         }
         if let Some(g) = self.grpc.as_deref_mut() {
-            g.read(trailers);
+            g.read(trailers.fields());
         }
     }
 
@@ -115,12 +123,24 @@ impl<'a> Reception<'a> {
     }
 }
 
-/// The decoded size of a header field as h2load counts it: name and value lengths.
-fn field_bytes(headers: &http::HeaderMap) -> u64 {
-    headers
-        .iter()
-        .map(|(n, v)| (n.as_str().len() + v.len()) as u64)
-        .sum()
+/// The header fields of a response, however they are held: lowercase names (as HTTP/2 and
+/// HTTP/3 send them) and values, in order. Their decoded size, as h2load counts it, is the
+/// sum of the names' and values' lengths.
+pub(in crate::engine) trait HeaderFields {
+    fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])>;
+}
+
+impl HeaderFields for http::HeaderMap {
+    fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.iter()
+            .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()))
+    }
+}
+
+impl HeaderFields for super::conn::Fields {
+    fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.iter()
+    }
 }
 
 fn append(timing: &mut Vec<u8>, value: &[u8]) {

@@ -1,0 +1,593 @@
+//! One HTTP/2 client connection built for load: the protocol's state without I/O ([`Core`]:
+//! frames in, frames out, the streams' slots), and the task that moves its bytes ([`drive`]).
+//!
+//! The streams of a connection slot share one [`Conn`] on one thread. A stream opens with its
+//! request's header block, encoded once per request shape and replayed afterwards (HPACK
+//! indexed fields); its HEADERS and DATA go into the connection's output, which the driver
+//! writes in one call for every stream that queued something since its last write. The driver
+//! reads frames, decodes the responses' header blocks into the streams' slots (buffers kept
+//! and reused: no allocation per stream once the slots exist) and wakes the streams. Windows
+//! open in large steps: the client announces large windows and tops them up when half is used.
+
+mod drive;
+mod receive;
+#[cfg(test)]
+mod tests;
+
+use super::frame;
+use super::hpack::{Decoder, Encoder};
+use super::wire::WireStats;
+use crate::engine::request::Request;
+use bytes::Bytes;
+pub(super) use drive::{drive, Conn};
+pub use receive::receive_any;
+use std::cell::Cell;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+/// What the client's HPACK decoder may keep (SETTINGS_HEADER_TABLE_SIZE, left at its default).
+const TABLE_SIZE: usize = 4096;
+/// The read buffer: the largest frame the client accepts (it announces no larger
+/// SETTINGS_MAX_FRAME_SIZE than the default), its header, and room for the next frames.
+const READ_BUFFER: usize = 2 * frame::DEFAULT_MAX_FRAME + 2 * 9;
+/// Stream and connection windows when the run gives no `--h2-window`.
+const STREAM_WINDOW: u32 = 1 << 20;
+const CONNECTION_WINDOW: u32 = 1 << 24;
+/// The largest stream identifier; past it a connection takes no new stream.
+const LAST_STREAM_ID: u32 = (1 << 31) - 1;
+
+/// The header fields of a response (or of its trailers) as decoded, pseudo-fields aside: their
+/// names and values in one buffer, kept from one response to the next.
+#[derive(Default)]
+pub(super) struct Fields {
+    bytes: Vec<u8>,
+    /// Each field's name start, name end (its value's start) and value end in `bytes`.
+    spans: Vec<(u32, u32, u32)>,
+}
+
+impl Fields {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.spans.clear();
+    }
+
+    fn push(&mut self, name: &[u8], value: &[u8]) {
+        let start = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(name);
+        let mid = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(value);
+        self.spans.push((start, mid, self.bytes.len() as u32));
+    }
+
+    /// The fields in order, as (name, value).
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.spans.iter().map(|&(a, b, c)| {
+            (
+                &self.bytes[a as usize..b as usize],
+                &self.bytes[b as usize..c as usize],
+            )
+        })
+    }
+}
+
+/// Why a connection ended under its streams.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ConnFailure {
+    /// The server closed it (end of stream, reset, broken pipe), after a GOAWAY with this code
+    /// if one came.
+    Closed(String, Option<u32>),
+    /// Reading or writing failed otherwise.
+    Io(String),
+    /// The server broke the protocol, as the client found (it sent GOAWAY and closed).
+    Protocol(String),
+    /// The server's first bytes were not a SETTINGS frame: it does not speak HTTP/2.
+    NotH2,
+}
+
+/// Why a stream ended without its response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Failure {
+    /// The server reset it with this code (not REFUSED_STREAM).
+    Reset(u32),
+    /// The server did not process it, so it may be sent again: reset with REFUSED_STREAM
+    /// (`by_reset`), or above the last stream of a graceful GOAWAY, or refused by a connection
+    /// already going away.
+    Refused { by_reset: bool },
+    /// Above the last stream of a GOAWAY with this error code.
+    GoAway(u32),
+    /// The link let the connection go (after an error on another stream) before this stream
+    /// opened: it goes on a new connection.
+    Retired,
+    /// The response broke HTTP/2's rules for a response (no `:status`, DATA before HEADERS).
+    Malformed(&'static str),
+    /// The connection ended.
+    Connection(ConnFailure),
+}
+
+/// A stream's place in the connection: what arrived for it, until its task takes it.
+#[derive(Default)]
+struct Slot {
+    /// The stream's identifier (0: a free slot).
+    id: u32,
+    waker: Option<Waker>,
+    /// The response's status, once its head arrived (0 before).
+    status: u16,
+    written: Option<Instant>,
+    first_byte: Option<Instant>,
+    head: Fields,
+    trailers: Fields,
+    has_trailers: bool,
+    /// DATA payloads not yet taken, and where each frame's ends.
+    data: Vec<u8>,
+    frame_ends: Vec<usize>,
+    /// The server ended the stream (END_STREAM).
+    ended: bool,
+    failure: Option<Failure>,
+    /// The request body not yet sent (flow control), and the stream's send window.
+    body: Bytes,
+    body_sent: usize,
+    send_window: i64,
+    /// DATA bytes received since the stream's window was last topped up.
+    unacked: u32,
+}
+
+impl Slot {
+    fn wake(&mut self) {
+        if let Some(w) = &self.waker {
+            w.wake_by_ref();
+        }
+    }
+}
+
+/// A response's head as a stream learns it: its status, when the driver wrote the request,
+/// and when the head arrived.
+pub(super) struct Head {
+    pub(super) status: u16,
+    pub(super) written: Option<Instant>,
+    pub(super) first_byte: Option<Instant>,
+}
+
+/// What [`Core::start`] did with a new stream.
+pub(super) enum Start {
+    /// Opened in this slot.
+    Open(usize),
+    /// The server's stream limit is reached: the caller is woken when a stream closes.
+    Wait,
+    /// This connection takes no new stream.
+    Gone(Failure),
+}
+
+/// The protocol state of one connection, without I/O.
+pub(super) struct Core {
+    /// Bytes to write, and how much of them is written.
+    out: Vec<u8>,
+    out_done: usize,
+    /// Slots whose HEADERS are in `out`: stamped `written` when `out` is.
+    queued: Vec<usize>,
+    encoder: Encoder,
+    decoder: Decoder,
+    /// The fixed request's header block as last encoded without inserting into the table:
+    /// (request key, the encoder's insertion count then, the block).
+    replay: Option<(usize, u64, Vec<u8>)>,
+    slots: Vec<Slot>,
+    free: Vec<usize>,
+    /// The open streams: identifier and slot.
+    open: Vec<(u32, usize)>,
+    next_id: u32,
+    /// The server's settings: stream limit, initial window of new streams, largest frame.
+    max_streams: Option<u32>,
+    peer_window: i64,
+    max_frame: usize,
+    /// The connection's send window.
+    send_window: i64,
+    /// The server's first SETTINGS were applied: bodies wait for them, since the stream
+    /// window they give may be smaller than the default (even 0).
+    settings_applied: bool,
+    /// The client's windows, and the DATA bytes received on the connection since its last top-up.
+    stream_window: u32,
+    connection_window: u32,
+    unacked: u32,
+    /// A GOAWAY arrived (its code), or the link let the connection go: no new stream.
+    going_away: bool,
+    goaway_code: Option<u32>,
+    failure: Option<ConnFailure>,
+    /// When the server's first bytes (its SETTINGS) arrived.
+    pub(super) settings_at: Option<Instant>,
+    /// The read buffer and how much of it holds bytes not yet taken as frames.
+    buffer: Box<[u8]>,
+    filled: usize,
+    /// A header block spread over CONTINUATION frames: its stream, END_STREAM, bytes so far.
+    block: Option<(u32, bool)>,
+    block_bytes: Vec<u8>,
+    /// Bytes read, header-block bytes among them (HEADERS and CONTINUATION payloads), bytes
+    /// written: added to the link's counts, over all its connections.
+    wire: Rc<WireStats>,
+    /// Streams waiting for the stream limit, and the driver.
+    waiting: Vec<Waker>,
+    driver: Option<Waker>,
+}
+
+impl Core {
+    /// A new connection's state, its preface and SETTINGS (and its window top-up) queued:
+    /// `window` is `--h2-window`, for streams and the connection; `wire` the link's counts.
+    pub(super) fn new(window: Option<u32>, wire: Rc<WireStats>) -> Core {
+        let (stream_window, connection_window) = match window {
+            Some(w) => (w, w),
+            None => (STREAM_WINDOW, CONNECTION_WINDOW),
+        };
+        let mut out = Vec::with_capacity(256);
+        out.extend_from_slice(frame::PREFACE);
+        frame::put_settings(
+            &mut out,
+            &[
+                (frame::SETTINGS_ENABLE_PUSH, 0),
+                (frame::SETTINGS_INITIAL_WINDOW_SIZE, stream_window),
+            ],
+        );
+        let top_up = connection_window as i64 - frame::DEFAULT_WINDOW;
+        if top_up > 0 {
+            frame::put_window_update(&mut out, 0, top_up as u32);
+        }
+        Core {
+            out,
+            out_done: 0,
+            queued: Vec::new(),
+            encoder: Encoder::new(),
+            decoder: Decoder::new(TABLE_SIZE),
+            replay: None,
+            slots: Vec::new(),
+            free: Vec::new(),
+            open: Vec::new(),
+            next_id: 1,
+            max_streams: None,
+            peer_window: frame::DEFAULT_WINDOW,
+            max_frame: frame::DEFAULT_MAX_FRAME,
+            send_window: frame::DEFAULT_WINDOW,
+            settings_applied: false,
+            stream_window,
+            connection_window,
+            unacked: 0,
+            going_away: false,
+            goaway_code: None,
+            failure: None,
+            settings_at: None,
+            buffer: vec![0; READ_BUFFER].into_boxed_slice(),
+            filled: 0,
+            block: None,
+            block_bytes: Vec::new(),
+            wire,
+            waiting: Vec::new(),
+            driver: None,
+        }
+    }
+
+    /// Whether a new stream may use this connection.
+    pub(super) fn usable(&self) -> bool {
+        !self.going_away && self.failure.is_none()
+    }
+
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS, once its SETTINGS said.
+    pub(super) fn max_streams(&self) -> Option<u32> {
+        self.max_streams
+    }
+
+    /// Opens a stream for `request` (`key`: the run's fixed request, whose header block is
+    /// replayed; `None` for a request rendered for this send).
+    pub(super) fn start(&mut self, request: &Request, key: Option<usize>, waker: &Waker) -> Start {
+        if let Some(f) = &self.failure {
+            return Start::Gone(Failure::Connection(f.clone()));
+        }
+        if self.going_away || self.next_id > LAST_STREAM_ID {
+            return Start::Gone(match self.goaway_code {
+                Some(_) => Failure::Refused { by_reset: false },
+                None => Failure::Retired,
+            });
+        }
+        if self
+            .max_streams
+            .is_some_and(|max| self.open.len() >= max as usize)
+        {
+            self.waiting.push(waker.clone());
+            return Start::Wait;
+        }
+        let id = self.next_id;
+        self.next_id += 2;
+        let i = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(Slot::default());
+            self.slots.len() - 1
+        });
+        let s = &mut self.slots[i];
+        s.id = id;
+        s.waker = Some(waker.clone());
+        s.status = 0;
+        s.written = None;
+        s.first_byte = None;
+        s.head.clear();
+        s.trailers.clear();
+        s.has_trailers = false;
+        s.data.clear();
+        s.frame_ends.clear();
+        s.ended = false;
+        s.failure = None;
+        s.send_window = self.peer_window;
+        s.unacked = 0;
+        self.open.push((id, i));
+        let end_stream = request.body.is_empty();
+        self.put_headers(id, request, key, end_stream);
+        self.queued.push(i);
+        if !end_stream {
+            let s = &mut self.slots[i];
+            s.body = request.body.clone();
+            s.body_sent = 0;
+            self.send_body(i);
+        }
+        self.wake_driver();
+        Start::Open(i)
+    }
+
+    /// Queues the HEADERS (and CONTINUATION) frames of `request` on stream `id`.
+    fn put_headers(&mut self, id: u32, request: &Request, key: Option<usize>, end_stream: bool) {
+        let start = self.out.len();
+        self.out.extend_from_slice(&[0; 9]);
+        let inserted = self.encoder.inserted();
+        match &self.replay {
+            Some((k, n, block)) if Some(*k) == key && *n == inserted => {
+                self.out.extend_from_slice(block);
+            }
+            _ => {
+                let at = self.out.len();
+                encode(&mut self.encoder, request, &mut self.out);
+                // A block that inserted nothing is the same bytes next time.
+                if let (Some(k), true) = (key, self.encoder.inserted() == inserted) {
+                    let mut block = match self.replay.take() {
+                        Some((_, _, mut b)) => {
+                            b.clear();
+                            b
+                        }
+                        None => Vec::new(),
+                    };
+                    block.extend_from_slice(&self.out[at..]);
+                    self.replay = Some((k, inserted, block));
+                }
+            }
+        }
+        let flags = if end_stream { frame::END_STREAM } else { 0 };
+        let len = self.out.len() - start - 9;
+        if len <= self.max_frame {
+            let head = frame::head(len, frame::HEADERS, flags | frame::END_HEADERS, id);
+            self.out[start..start + 9].copy_from_slice(&head);
+            return;
+        }
+        // A block larger than a frame: HEADERS, then CONTINUATION frames.
+        let block = self.out.split_off(start + 9);
+        self.out.truncate(start);
+        let mut pieces = block.chunks(self.max_frame).peekable();
+        let mut kind = frame::HEADERS;
+        let mut first_flags = flags;
+        while let Some(piece) = pieces.next() {
+            let end = if pieces.peek().is_none() {
+                frame::END_HEADERS
+            } else {
+                0
+            };
+            frame::put_head(&mut self.out, piece.len(), kind, first_flags | end, id);
+            self.out.extend_from_slice(piece);
+            kind = frame::CONTINUATION;
+            first_flags = 0;
+        }
+    }
+
+    /// Queues as much of slot `i`'s request body as the windows allow.
+    fn send_body(&mut self, i: usize) {
+        if !self.settings_applied {
+            return;
+        }
+        let s = &mut self.slots[i];
+        while s.body_sent < s.body.len() {
+            let room = s
+                .send_window
+                .min(self.send_window)
+                .min(self.max_frame as i64);
+            if room <= 0 {
+                return;
+            }
+            let n = (s.body.len() - s.body_sent).min(room as usize);
+            let last = s.body_sent + n == s.body.len();
+            let flags = if last { frame::END_STREAM } else { 0 };
+            frame::put_head(&mut self.out, n, frame::DATA, flags, s.id);
+            self.out
+                .extend_from_slice(&s.body[s.body_sent..s.body_sent + n]);
+            s.body_sent += n;
+            s.send_window -= n as i64;
+            self.send_window -= n as i64;
+        }
+        s.body = Bytes::new();
+    }
+
+    /// Queues what the open streams' bodies still have to send, as the windows now allow.
+    fn send_bodies(&mut self) {
+        for k in 0..self.open.len() {
+            let i = self.open[k].1;
+            if !self.slots[i].body.is_empty() {
+                self.send_body(i);
+            }
+        }
+    }
+
+    /// Slot `i`'s response head, once it arrived.
+    pub(super) fn poll_head(
+        &mut self,
+        i: usize,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Head, Failure>> {
+        let s = &mut self.slots[i];
+        if s.status != 0 {
+            return Poll::Ready(Ok(Head {
+                status: s.status,
+                written: s.written,
+                first_byte: s.first_byte,
+            }));
+        }
+        if let Some(f) = s.failure.take() {
+            return Poll::Ready(Err(f));
+        }
+        register(&mut s.waker, cx);
+        Poll::Pending
+    }
+
+    /// Slot `i`'s response head fields.
+    pub(super) fn head(&self, i: usize) -> &Fields {
+        &self.slots[i].head
+    }
+
+    /// Gives slot `i`'s DATA frames that arrived to `each`, one call per frame; `Ready(Ok(()))`
+    /// once the stream ended.
+    pub(super) fn poll_body<E>(
+        &mut self,
+        i: usize,
+        cx: &mut Context<'_>,
+        mut each: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Poll<Result<(), BodyError<E>>> {
+        let s = &mut self.slots[i];
+        let mut from = 0;
+        let mut result = Ok(());
+        for &end in &s.frame_ends {
+            if result.is_ok() {
+                result = each(&s.data[from..end]);
+            }
+            from = end;
+        }
+        s.data.clear();
+        s.frame_ends.clear();
+        if let Err(e) = result {
+            return Poll::Ready(Err(BodyError::Sink(e)));
+        }
+        if s.ended {
+            return Poll::Ready(Ok(()));
+        }
+        if let Some(f) = s.failure.take() {
+            return Poll::Ready(Err(BodyError::Stream(f)));
+        }
+        register(&mut s.waker, cx);
+        Poll::Pending
+    }
+
+    /// Slot `i`'s trailers, if the response had them.
+    pub(super) fn trailers(&self, i: usize) -> Option<&Fields> {
+        let s = &self.slots[i];
+        s.has_trailers.then_some(&s.trailers)
+    }
+
+    /// The stream of slot `i` is done with: reset (CANCEL) if it is still open, and its slot
+    /// freed.
+    pub(super) fn finish(&mut self, i: usize) {
+        if let Some(k) = self.open.iter().position(|&(_, s)| s == i) {
+            frame::put_rst(&mut self.out, self.open[k].0, frame::CANCEL);
+            self.close(k);
+        }
+        let s = &mut self.slots[i];
+        s.id = 0;
+        s.waker = None;
+        s.body = Bytes::new();
+        self.free.push(i);
+        self.queued.retain(|&q| q != i);
+        if self.going_away || !self.out.is_empty() {
+            self.wake_driver();
+        }
+    }
+
+    /// Takes no new stream: the driver ends the connection once its streams are done.
+    pub(super) fn retire(&mut self) {
+        self.going_away = true;
+        self.wake_all_waiting();
+        self.wake_driver();
+    }
+
+    /// The stream at `k` in `open` is closed: it no longer counts toward the server's limit.
+    fn close(&mut self, k: usize) {
+        self.open.swap_remove(k);
+        self.wake_all_waiting();
+    }
+
+    fn wake_all_waiting(&mut self) {
+        for w in self.waiting.drain(..) {
+            w.wake();
+        }
+    }
+
+    fn wake_driver(&self) {
+        if let Some(w) = &self.driver {
+            w.wake_by_ref();
+        }
+    }
+
+    /// The slot of the open stream `id`.
+    fn open_slot(&self, id: u32) -> Option<(usize, usize)> {
+        self.open
+            .iter()
+            .position(|&(s, _)| s == id)
+            .map(|k| (k, self.open[k].1))
+    }
+
+    /// Ends every open stream with `failure` (the connection ended).
+    fn fail_all(&mut self, failure: ConnFailure) {
+        let failure = match (failure, self.goaway_code) {
+            (ConnFailure::Closed(m, None), Some(code)) => ConnFailure::Closed(m, Some(code)),
+            (f, _) => f,
+        };
+        for &(_, i) in &self.open {
+            let s = &mut self.slots[i];
+            s.failure = Some(Failure::Connection(failure.clone()));
+            s.wake();
+        }
+        self.open.clear();
+        self.failure = Some(failure);
+        self.wake_all_waiting();
+    }
+
+    /// Whether the driver has nothing left to do: the connection failed, or it is going
+    /// away with no open stream, and its output is written.
+    fn done(&self) -> bool {
+        self.out.is_empty() && (self.failure.is_some() || (self.going_away && self.open.is_empty()))
+    }
+}
+
+/// A stream's result as [`Core::poll_body`] gives it: the stream failed, or the sink did.
+pub(super) enum BodyError<E> {
+    Stream(Failure),
+    Sink(E),
+}
+
+fn add(count: &Cell<u64>, n: usize) {
+    count.set(count.get() + n as u64);
+}
+
+fn register(slot: &mut Option<Waker>, cx: &Context<'_>) {
+    match slot {
+        Some(w) if w.will_wake(cx.waker()) => {}
+        _ => *slot = Some(cx.waker().clone()),
+    }
+}
+
+/// The header block of `request`: pseudo-fields, then its headers.
+fn encode(encoder: &mut Encoder, request: &Request, out: &mut Vec<u8>) {
+    let uri = &request.uri;
+    let pseudo = [
+        (&b":method"[..], request.method.as_str().as_bytes()),
+        (b":scheme", uri.scheme_str().unwrap_or("http").as_bytes()),
+        (
+            b":authority",
+            uri.authority().map_or("", |a| a.as_str()).as_bytes(),
+        ),
+        (
+            b":path",
+            uri.path_and_query().map_or("/", |p| p.as_str()).as_bytes(),
+        ),
+    ];
+    let headers = request
+        .headers
+        .iter()
+        .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()));
+    encoder.encode(pseudo.into_iter().chain(headers), out);
+}

@@ -1,0 +1,421 @@
+//! The connection's state fed a server's frames by hand: what the streams see, and what the
+//! client writes back.
+
+use super::*;
+use crate::engine::http2::frame::{self, Head as FrameHead};
+use crate::engine::http2::hpack;
+use std::task::Waker;
+
+fn request(path: &str, body: &'static [u8]) -> Request {
+    let mut headers = http::HeaderMap::new();
+    headers.insert("user-agent", "reqlife-test".parse().unwrap());
+    Request {
+        method: if body.is_empty() {
+            http::Method::GET
+        } else {
+            http::Method::POST
+        },
+        uri: format!("http://127.0.0.1:8080{path}").parse().unwrap(),
+        headers,
+        body: Bytes::from_static(body),
+    }
+}
+
+fn new_core() -> Core {
+    Core::new(None, Rc::default())
+}
+
+/// One frame's bytes.
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut b = Vec::new();
+    frame::put_head(&mut b, payload.len(), kind, flags, stream);
+    b.extend_from_slice(payload);
+    b
+}
+
+/// A server's header block for `fields`.
+fn block(server: &mut hpack::Encoder, fields: &[(&str, &str)]) -> Vec<u8> {
+    let mut b = Vec::new();
+    server.encode(
+        fields.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())),
+        &mut b,
+    );
+    b
+}
+
+/// Feeds `bytes` from the server, in pieces of `split` bytes.
+fn feed(core: &mut Core, bytes: &[u8], split: usize) -> Result<(), ConnFailure> {
+    for piece in bytes.chunks(split) {
+        let at = core.filled;
+        core.buffer[at..at + piece.len()].copy_from_slice(piece);
+        core.filled += piece.len();
+        core.receive(Instant::now())?;
+    }
+    Ok(())
+}
+
+/// The frames the client queued (after its preface), taken.
+fn written(core: &mut Core) -> Vec<(FrameHead, Vec<u8>)> {
+    let out = std::mem::take(&mut core.out);
+    let mut rest = out.strip_prefix(frame::PREFACE).unwrap_or(&out);
+    let mut frames = Vec::new();
+    while rest.len() >= 9 {
+        let h = FrameHead::parse(rest);
+        frames.push((h, rest[9..9 + h.len].to_vec()));
+        rest = &rest[9 + h.len..];
+    }
+    assert!(rest.is_empty(), "a partial frame in the output");
+    frames
+}
+
+fn open(core: &mut Core, req: &Request, key: Option<usize>) -> usize {
+    match core.start(req, key, Waker::noop()) {
+        Start::Open(i) => i,
+        _ => panic!("the stream did not open"),
+    }
+}
+
+fn head(core: &mut Core, i: usize) -> Poll<Result<u16, Failure>> {
+    let mut cx = Context::from_waker(Waker::noop());
+    core.poll_head(i, &mut cx).map(|r| r.map(|h| h.status))
+}
+
+/// The body frames that arrived, and whether the stream ended.
+fn body(core: &mut Core, i: usize) -> (Vec<Vec<u8>>, Poll<Result<(), Failure>>) {
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut frames = Vec::new();
+    let r = core.poll_body(i, &mut cx, |chunk| {
+        frames.push(chunk.to_vec());
+        Ok::<(), ()>(())
+    });
+    let r = r.map(|r| {
+        r.map_err(|e| match e {
+            BodyError::Stream(f) => f,
+            BodyError::Sink(()) => unreachable!(),
+        })
+    });
+    (frames, r)
+}
+
+#[test]
+fn a_stream_is_answered_in_pieces_of_any_size() {
+    for split in [1, 7, 4096] {
+        let mut core = new_core();
+        let req = request("/a", b"");
+        let i = open(&mut core, &req, None);
+        let frames = written(&mut core);
+        // SETTINGS (push off, a 1 MiB window), the connection's top-up to 16 MiB, HEADERS.
+        let kinds: Vec<u8> = frames.iter().map(|(h, _)| h.kind).collect();
+        assert_eq!(
+            kinds,
+            [frame::SETTINGS, frame::WINDOW_UPDATE, frame::HEADERS]
+        );
+        let (h, fields) = &frames[2];
+        assert_eq!(h.stream, 1);
+        assert_eq!(h.flags, frame::END_HEADERS | frame::END_STREAM);
+        let mut decoded = Vec::new();
+        hpack::Decoder::new(4096)
+            .decode(fields, |n, v| decoded.push((n.to_vec(), v.to_vec())))
+            .unwrap();
+        let names: Vec<&[u8]> = decoded.iter().map(|(n, _)| n.as_slice()).collect();
+        assert_eq!(
+            names,
+            [
+                &b":method"[..],
+                b":scheme",
+                b":authority",
+                b":path",
+                b"user-agent"
+            ]
+        );
+        assert_eq!(decoded[2].1, b"127.0.0.1:8080");
+        assert_eq!(decoded[3].1, b"/a");
+
+        let mut server = hpack::Encoder::new();
+        let mut bytes = frame(frame::SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 100]);
+        let interim = block(&mut server, &[(":status", "103")]);
+        bytes.extend(frame(frame::HEADERS, frame::END_HEADERS, 1, &interim));
+        let fields = block(
+            &mut server,
+            &[(":status", "200"), ("server-timing", "app;dur=1.5")],
+        );
+        // The head split over HEADERS and a CONTINUATION, then a padded DATA frame and an
+        // empty one that ends the stream.
+        bytes.extend(frame(frame::HEADERS, 0, 1, &fields[..2]));
+        bytes.extend(frame(
+            frame::CONTINUATION,
+            frame::END_HEADERS,
+            1,
+            &fields[2..],
+        ));
+        bytes.extend(frame(
+            frame::DATA,
+            frame::PADDED,
+            1,
+            &[3, b'o', b'k', 0, 0, 0],
+        ));
+        bytes.extend(frame(frame::DATA, frame::END_STREAM, 1, b""));
+        feed(&mut core, &bytes, split).unwrap();
+        assert_eq!(core.max_streams(), Some(100));
+        assert!(core.settings_at.is_some());
+        assert_eq!(head(&mut core, i), Poll::Ready(Ok(200)));
+        let head_fields: Vec<_> = core
+            .head(i)
+            .iter()
+            .map(|(n, v)| (n.to_vec(), v.to_vec()))
+            .collect();
+        assert_eq!(
+            head_fields,
+            [(b"server-timing".to_vec(), b"app;dur=1.5".to_vec())]
+        );
+        assert_eq!(
+            body(&mut core, i),
+            (vec![b"ok".to_vec()], Poll::Ready(Ok(())))
+        );
+        assert!(core.trailers(i).is_none());
+        // The server's SETTINGS acknowledged; every byte read counted, the header blocks apart.
+        let acks: Vec<_> = written(&mut core)
+            .into_iter()
+            .map(|(h, _)| (h.kind, h.flags))
+            .collect();
+        assert_eq!(acks, [(frame::SETTINGS, frame::ACK)]);
+        assert_eq!(
+            core.wire.header.get(),
+            (interim.len() + fields.len()) as u64
+        );
+        core.finish(i);
+        assert!(core.open.is_empty());
+        assert!(
+            written(&mut core).is_empty(),
+            "a finished stream is not reset"
+        );
+    }
+}
+
+#[test]
+fn the_fixed_requests_header_block_is_replayed_once_it_inserts_nothing() {
+    let mut core = new_core();
+    let req = request("/", b"");
+    let key = Some(&req as *const Request as usize);
+    let mut blocks = Vec::new();
+    for _ in 0..3 {
+        let i = open(&mut core, &req, key);
+        let frames = written(&mut core);
+        blocks.push(frames.last().unwrap().1.clone());
+        core.finish(i);
+        written(&mut core);
+    }
+    // The first block inserts into the server's table; the next ones refer to it.
+    assert!(blocks[1].len() < blocks[0].len(), "{blocks:?}");
+    assert_eq!(blocks[1], blocks[2]);
+    let (_, _, replayed) = core.replay.as_ref().expect("a block kept for replay");
+    assert_eq!(replayed, &blocks[2]);
+    // The server's decoder reads all three alike.
+    let mut server = hpack::Decoder::new(4096);
+    let mut seen = Vec::new();
+    for b in &blocks {
+        let mut fields = Vec::new();
+        server
+            .decode(b, |n, v| fields.push((n.to_vec(), v.to_vec())))
+            .unwrap();
+        seen.push(fields);
+    }
+    assert_eq!(seen[0], seen[1]);
+    assert_eq!(seen[1], seen[2]);
+}
+
+#[test]
+fn the_servers_stream_limit_holds_streams_back_until_one_closes() {
+    let mut core = new_core();
+    feed(
+        &mut core,
+        &frame(frame::SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 1]),
+        64,
+    )
+    .unwrap();
+    let req = request("/", b"");
+    let first = open(&mut core, &req, None);
+    assert!(matches!(core.start(&req, None, Waker::noop()), Start::Wait));
+    // Reset by the server: closed, its code given, and the next stream opens.
+    feed(
+        &mut core,
+        &frame(frame::RST_STREAM, 0, 1, &2u32.to_be_bytes()),
+        64,
+    )
+    .unwrap();
+    assert_eq!(head(&mut core, first), Poll::Ready(Err(Failure::Reset(2))));
+    let second = open(&mut core, &req, None);
+    assert_eq!(core.slots[second].id, 3);
+    core.finish(first);
+    // Refused: it may be sent again.
+    feed(
+        &mut core,
+        &frame(frame::RST_STREAM, 0, 3, &7u32.to_be_bytes()),
+        64,
+    )
+    .unwrap();
+    assert_eq!(
+        head(&mut core, second),
+        Poll::Ready(Err(Failure::Refused { by_reset: true }))
+    );
+}
+
+#[test]
+fn a_goaway_refuses_the_streams_above_its_last_and_lets_the_others_finish() {
+    let mut core = new_core();
+    let req = request("/", b"");
+    let (a, b) = (open(&mut core, &req, None), open(&mut core, &req, None));
+    let mut payload = 1u32.to_be_bytes().to_vec();
+    payload.extend(0u32.to_be_bytes());
+    feed(&mut core, &frame(frame::SETTINGS, 0, 0, &[]), 64).unwrap();
+    feed(&mut core, &frame(frame::GOAWAY, 0, 0, &payload), 64).unwrap();
+    assert_eq!(head(&mut core, a), Poll::Pending);
+    assert_eq!(
+        head(&mut core, b),
+        Poll::Ready(Err(Failure::Refused { by_reset: false }))
+    );
+    assert!(!core.usable());
+    assert!(matches!(
+        core.start(&req, None, Waker::noop()),
+        Start::Gone(Failure::Refused { by_reset: false })
+    ));
+    // The connection then closes under stream 1, after a GOAWAY with an error this time.
+    let mut payload = 1u32.to_be_bytes().to_vec();
+    payload.extend(2u32.to_be_bytes());
+    feed(&mut core, &frame(frame::GOAWAY, 0, 0, &payload), 64).unwrap();
+    core.fail_all(ConnFailure::Closed("eof".into(), None));
+    assert_eq!(
+        head(&mut core, a),
+        Poll::Ready(Err(Failure::Connection(ConnFailure::Closed(
+            "eof".into(),
+            Some(2)
+        ))))
+    );
+}
+
+#[test]
+fn a_body_waits_for_the_servers_settings_and_its_windows() {
+    let mut core = new_core();
+    // Before the server's SETTINGS, a body waits: they may close the stream window.
+    let req = request("/", b"hello");
+    open(&mut core, &req, None);
+    let kinds: Vec<u8> = written(&mut core).iter().map(|(h, _)| h.kind).collect();
+    assert_eq!(
+        kinds,
+        [frame::SETTINGS, frame::WINDOW_UPDATE, frame::HEADERS]
+    );
+    feed(&mut core, &frame(frame::SETTINGS, 0, 0, &[]), 64).unwrap();
+    let sent = written(&mut core);
+    assert_eq!(
+        (sent[1].0.kind, &sent[1].1[..]),
+        (frame::DATA, &b"hello"[..])
+    );
+    let mut core = new_core();
+    // The server opens no stream window at first.
+    feed(
+        &mut core,
+        &frame(frame::SETTINGS, 0, 0, &[0, 4, 0, 0, 0, 0]),
+        64,
+    )
+    .unwrap();
+    written(&mut core);
+    let req = request("/", b"hello");
+    open(&mut core, &req, None);
+    let kinds: Vec<u8> = written(&mut core).iter().map(|(h, _)| h.kind).collect();
+    assert_eq!(kinds, [frame::HEADERS]);
+    // Three bytes of window: three bytes sent; then the rest, with END_STREAM.
+    feed(
+        &mut core,
+        &frame(frame::WINDOW_UPDATE, 0, 1, &3u32.to_be_bytes()),
+        64,
+    )
+    .unwrap();
+    let sent = written(&mut core);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        (sent[0].0.kind, sent[0].0.flags, &sent[0].1[..]),
+        (frame::DATA, 0, &b"hel"[..])
+    );
+    feed(
+        &mut core,
+        &frame(frame::WINDOW_UPDATE, 0, 1, &10u32.to_be_bytes()),
+        64,
+    )
+    .unwrap();
+    let sent = written(&mut core);
+    assert_eq!(
+        (sent[0].0.flags, &sent[0].1[..]),
+        (frame::END_STREAM, &b"lo"[..])
+    );
+}
+
+#[test]
+fn pings_are_answered_and_violations_end_the_connection_with_goaway() {
+    let mut core = new_core();
+    feed(&mut core, &frame(frame::SETTINGS, 0, 0, &[]), 64).unwrap();
+    written(&mut core);
+    feed(&mut core, &frame(frame::PING, 0, 0, b"12345678"), 64).unwrap();
+    let sent = written(&mut core);
+    assert_eq!(
+        (sent[0].0.kind, sent[0].0.flags, &sent[0].1[..]),
+        (frame::PING, frame::ACK, &b"12345678"[..])
+    );
+    let r = feed(
+        &mut core,
+        &frame(frame::PUSH_PROMISE, 0, 1, &[0, 0, 0, 2]),
+        64,
+    );
+    assert!(matches!(r, Err(ConnFailure::Protocol(_))), "{r:?}");
+    assert_eq!(written(&mut core)[0].0.kind, frame::GOAWAY);
+}
+
+#[test]
+fn an_http1_answer_is_not_http2() {
+    let mut core = new_core();
+    let r = feed(&mut core, b"HTTP/1.1 400 Bad Request\r\n\r\n", 64);
+    assert_eq!(r, Err(ConnFailure::NotH2));
+}
+
+#[test]
+fn trailers_end_a_stream_and_a_reset_stream_is_cancelled() {
+    let mut core = new_core();
+    let req = request("/", b"");
+    let i = open(&mut core, &req, None);
+    let mut server = hpack::Encoder::new();
+    let mut bytes = frame(frame::SETTINGS, 0, 0, &[]);
+    bytes.extend(frame(
+        frame::HEADERS,
+        frame::END_HEADERS,
+        1,
+        &block(&mut server, &[(":status", "200")]),
+    ));
+    bytes.extend(frame(frame::DATA, 0, 1, b"x"));
+    bytes.extend(frame(
+        frame::HEADERS,
+        frame::END_HEADERS | frame::END_STREAM,
+        1,
+        &block(&mut server, &[("grpc-status", "0")]),
+    ));
+    feed(&mut core, &bytes, 64).unwrap();
+    assert_eq!(
+        body(&mut core, i),
+        (vec![b"x".to_vec()], Poll::Ready(Ok(())))
+    );
+    let t: Vec<_> = core
+        .trailers(i)
+        .unwrap()
+        .iter()
+        .map(|(n, v)| (n.to_vec(), v.to_vec()))
+        .collect();
+    assert_eq!(t, [(b"grpc-status".to_vec(), b"0".to_vec())]);
+    core.finish(i);
+    // A stream given up before its answer (a timeout) is reset with CANCEL.
+    let j = open(&mut core, &req, None);
+    written(&mut core);
+    core.finish(j);
+    let sent = written(&mut core);
+    assert_eq!(
+        (sent[0].0.kind, sent[0].0.stream, &sent[0].1[..]),
+        (frame::RST_STREAM, 3, &8u32.to_be_bytes()[..])
+    );
+}

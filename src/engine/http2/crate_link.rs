@@ -1,0 +1,105 @@
+//! The h2 crate's HTTP/2 client, kept for gRPC reflection (`--proto-reflect`): a call that
+//! streams messages both ways on one stream, asked once before a run. The load's streams go
+//! over reqlife's own client ([`super::conn`]).
+
+use super::wire::{WireCount, WireStats};
+use super::EngineError;
+use crate::engine::connect::Connector;
+use crate::model::{ErrorKind, Timestamps};
+use bytes::Bytes;
+use h2::client::SendRequest;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+/// A live connection: its sender, and what its driver task reports.
+struct Live {
+    sender: SendRequest<Bytes>,
+    /// The driver task still runs.
+    alive: Rc<Cell<bool>>,
+    /// The server's first bytes were not a SETTINGS frame (an HTTP/1.x answer).
+    not_h2: Rc<Cell<bool>>,
+}
+
+/// One HTTP/2 connection over the h2 crate, for gRPC reflection's calls.
+#[derive(Default)]
+pub struct CrateLink {
+    sender: RefCell<Option<Live>>,
+    /// What the connection reads, counted (by [`WireCount`], which finds a non-HTTP/2 answer).
+    wire: Rc<WireStats>,
+}
+
+impl CrateLink {
+    /// A sender on a live connection, connecting first (and stamping) if there is none.
+    pub(in crate::engine) async fn sender(
+        &self,
+        connector: &Connector,
+        stamps: &mut Timestamps,
+    ) -> Result<SendRequest<Bytes>, EngineError> {
+        if let Some(live) = self.sender.borrow().as_ref().filter(|l| l.alive.get()) {
+            return Ok(live.sender.clone());
+        }
+        *self.sender.borrow_mut() = None;
+        let stream = connector.connect(stamps).await?;
+        super::check_alpn(&stream)?;
+        let not_h2 = Rc::new(Cell::new(false));
+        let stream = WireCount::new(
+            stream,
+            Rc::new(Cell::new(None)),
+            self.wire.clone(),
+            not_h2.clone(),
+        );
+        let (sr, conn) = h2::client::Builder::new()
+            .handshake::<_, Bytes>(stream)
+            .await
+            .map_err(|e| h2_error(&e, "HTTP/2 handshake"))?;
+        let alive = Rc::new(Cell::new(true));
+        let flag = alive.clone();
+        tokio::task::spawn_local(async move {
+            let _ = conn.await;
+            flag.set(false);
+        });
+        *self.sender.borrow_mut() = Some(Live {
+            sender: sr.clone(),
+            alive,
+            not_h2,
+        });
+        Ok(sr)
+    }
+
+    /// Whether the current connection's server answered with something else than HTTP/2.
+    pub(in crate::engine) fn not_h2(&self) -> bool {
+        self.sender
+            .borrow()
+            .as_ref()
+            .is_some_and(|live| live.not_h2.get())
+    }
+}
+
+/// The kind of an h2 error: a stream reset by the server is `reset` (with its code); a GOAWAY
+/// from the server, or the connection closing under us, is `closed`; a violation h2 detected
+/// itself (the peer does not speak HTTP/2) is `protocol`; other I/O is `read`.
+pub(in crate::engine) fn h2_error(e: &h2::Error, what: &str) -> EngineError {
+    let broken = e.get_io().is_some_and(|io| {
+        matches!(
+            io.kind(),
+            std::io::ErrorKind::BrokenPipe
+                | std::io::ErrorKind::UnexpectedEof
+                | std::io::ErrorKind::ConnectionReset
+        )
+    });
+    if e.is_reset() && e.is_remote() {
+        let mut err = EngineError::new(ErrorKind::Reset, format!("{what}: {e}"));
+        err.code = e.reason().map(u32::from);
+        return err;
+    }
+    let kind = if e.is_library() {
+        ErrorKind::Protocol
+    } else if e.is_go_away() || broken {
+        ErrorKind::Closed
+    } else if e.is_io() {
+        ErrorKind::Read
+    } else {
+        ErrorKind::Protocol
+    };
+    EngineError::new(kind, format!("{what}: {e}"))
+}
