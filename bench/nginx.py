@@ -77,6 +77,15 @@ TLS_H2_SERVER = """
 }}
 """
 
+H2C_SERVER = """
+    server {{
+        listen 127.0.0.1:{port} http2;
+        default_type text/plain;
+        location / {{ return 200 "Hello World!"; }}
+    }}
+}}
+"""
+
 
 # Kernel threads that run long stretches of work of their own (not on behalf of the clients).
 BUSY_KERNEL_THREADS = ("kdamond",)
@@ -117,12 +126,14 @@ def warn_busy_kernel_threads(server_cpu):
 
 
 class Nginx:
-    """`tls_h2=True`: HTTPS with HTTP/2 (a self-signed certificate made with openssl)."""
+    """`tls_h2=True`: HTTPS with HTTP/2 (a self-signed certificate made with openssl);
+    `h2c=True`: HTTP/2 without TLS (prior knowledge)."""
 
-    def __init__(self, cpu="0", tls_h2=False, connections=4096):
+    def __init__(self, cpu="0", tls_h2=False, connections=4096, h2c=False):
         """`connections`: nginx's worker_connections (its open-file limit follows)."""
         self.cpu = cpu
         self.tls_h2 = tls_h2
+        self.h2c = h2c
         self.connections = connections
 
     def __enter__(self):
@@ -138,6 +149,8 @@ class Nginx:
                             "-out", f"{self.tmp}/cert.pem"], check=True, capture_output=True)
             # Replace the plain server block with the TLS + h2 one.
             text = text[:text.index("    server {")] + TLS_H2_SERVER.format(tmp=self.tmp, port=self.port)
+        elif self.h2c:
+            text = text[:text.index("    server {")] + H2C_SERVER.format(port=self.port)
         with open(conf, "w") as f:
             f.write(text)
         self.stderr = open(f"{self.tmp}/stderr.log", "wb")
