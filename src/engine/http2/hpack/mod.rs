@@ -66,6 +66,35 @@ pub struct Decoder {
     /// a field has needed, not what the current one uses).
     scratch: Vec<u8>,
     huffman: &'static Huffman,
+    replay: Replay,
+}
+
+/// The last block decoded and its fields, kept to replay: a server repeats its response
+/// headers, and nginx, for one, sends each response's fields as literals it adds to the table
+/// and never refers to, Huffman-coded. A block that refers to no dynamic entry and updates no
+/// table size gives the same fields whatever the table holds, so the same bytes again are
+/// replayed: their fields given as kept, the same entries added to the table.
+#[derive(Default)]
+struct Replay {
+    block: Vec<u8>,
+    /// The fields' names and values, one after the other.
+    bytes: Vec<u8>,
+    /// Each field's start, name end and value end in `bytes`, and whether it was added to
+    /// the table.
+    fields: Vec<(u32, u32, u32, bool)>,
+    /// The kept block may be replayed.
+    valid: bool,
+}
+
+impl Replay {
+    fn record(&mut self, name: &[u8], value: &[u8], inserted: bool) {
+        let start = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(name);
+        self.bytes.extend_from_slice(value);
+        let name_end = start + name.len() as u32;
+        self.fields
+            .push((start, name_end, self.bytes.len() as u32, inserted));
+    }
 }
 
 /// Where a decoded string lies: a range of the block (raw) or of the scratch buffer (Huffman).
@@ -92,6 +121,7 @@ impl Decoder {
             max_size,
             scratch: Vec::new(),
             huffman: huffman::tables(),
+            replay: Replay::default(),
         }
     }
 
@@ -103,15 +133,38 @@ impl Decoder {
         block: &[u8],
         mut field: impl FnMut(&[u8], &[u8]),
     ) -> Result<(), HpackError> {
+        if self.replay.valid && self.replay.block == block {
+            let Decoder { replay, table, .. } = self;
+            for &(start, name_end, end, inserted) in &replay.fields {
+                let name = &replay.bytes[start as usize..name_end as usize];
+                let value = &replay.bytes[name_end as usize..end as usize];
+                field(name, value);
+                if inserted {
+                    let mut bytes = table.buffer();
+                    bytes.extend_from_slice(name);
+                    bytes.extend_from_slice(value);
+                    table.push(bytes, name.len());
+                }
+            }
+            return Ok(());
+        }
+        let replay = &mut self.replay;
+        replay.valid = false;
+        replay.block.clear();
+        replay.bytes.clear();
+        replay.fields.clear();
+        let mut replayable = true;
         let mut pos = 0;
         let mut fields = false;
         while let Some(&b) = block.get(pos) {
             if b & 0x80 != 0 {
                 let index = integer(block, &mut pos, 7)?;
-                let (name, value) = self.entry(index)?;
+                replayable &= index < DYNAMIC_START;
+                let (name, value) = entry(&self.table, index)?;
                 field(name, value);
+                self.replay.record(name, value, false);
             } else if b & 0x40 != 0 {
-                self.literal(block, &mut pos, 6, true, &mut field)?;
+                replayable &= self.literal(block, &mut pos, 6, true, &mut field)?;
             } else if b & 0x20 != 0 {
                 if fields {
                     return Err(HpackError::LateSizeUpdate);
@@ -121,12 +174,17 @@ impl Decoder {
                     return Err(HpackError::TableSizeUpdate(size));
                 }
                 self.table.set_capacity(size);
+                replayable = false;
                 continue;
             } else {
                 // Without indexing (0000) or never indexed (0001): the same to a decoder.
-                self.literal(block, &mut pos, 4, false, &mut field)?;
+                replayable &= self.literal(block, &mut pos, 4, false, &mut field)?;
             }
             fields = true;
+        }
+        if replayable {
+            self.replay.block.extend_from_slice(block);
+            self.replay.valid = true;
         }
         Ok(())
     }
@@ -141,20 +199,9 @@ impl Decoder {
         self.table.len()
     }
 
-    /// The entry at `index` of the static and dynamic tables, as (name, value).
-    fn entry(&self, index: usize) -> Result<(&[u8], &[u8]), HpackError> {
-        match index {
-            0 => Err(HpackError::BadIndex(0)),
-            i if i < DYNAMIC_START => Ok(STATIC[i - 1]),
-            i => self
-                .table
-                .get(i - DYNAMIC_START)
-                .ok_or(HpackError::BadIndex(i)),
-        }
-    }
-
     /// A literal field at `pos` whose name index has a `prefix`-bit prefix; added to the
-    /// dynamic table when `indexing`.
+    /// dynamic table when `indexing`. Whether its name was not a dynamic entry's (a block of
+    /// such fields may be replayed).
     fn literal(
         &mut self,
         block: &[u8],
@@ -162,7 +209,7 @@ impl Decoder {
         prefix: u32,
         indexing: bool,
         field: &mut impl FnMut(&[u8], &[u8]),
-    ) -> Result<(), HpackError> {
+    ) -> Result<bool, HpackError> {
         let index = integer(block, pos, prefix)?;
         let mut used = 0;
         let name = match index {
@@ -173,10 +220,11 @@ impl Decoder {
         let mut bytes = indexing.then(|| self.table.buffer());
         let name = match name {
             Some(text) => text.slice(block, &self.scratch),
-            None => self.entry(index)?.0,
+            None => entry(&self.table, index)?.0,
         };
         let value = value.slice(block, &self.scratch);
         field(name, value);
+        self.replay.record(name, value, indexing);
         if let Some(bytes) = &mut bytes {
             bytes.extend_from_slice(name);
             bytes.extend_from_slice(value);
@@ -185,7 +233,7 @@ impl Decoder {
         if let Some(bytes) = bytes {
             self.table.push(bytes, name_len);
         }
-        Ok(())
+        Ok(index < DYNAMIC_START)
     }
 
     /// A string literal at `pos`: where it lies, raw in the block or Huffman-decoded into the
@@ -223,6 +271,17 @@ impl std::fmt::Debug for Decoder {
             .field("size", &self.table.size())
             .field("entries", &self.table.len())
             .finish()
+    }
+}
+
+/// The entry at `index` of the static and `dynamic` tables, as (name, value).
+fn entry(dynamic: &Dynamic, index: usize) -> Result<(&[u8], &[u8]), HpackError> {
+    match index {
+        0 => Err(HpackError::BadIndex(0)),
+        i if i < DYNAMIC_START => Ok(STATIC[i - 1]),
+        i => dynamic
+            .get(i - DYNAMIC_START)
+            .ok_or(HpackError::BadIndex(i)),
     }
 }
 

@@ -651,6 +651,60 @@ fn nginx_block() -> Vec<u8> {
     block
 }
 
+#[test]
+fn a_repeated_block_is_replayed_with_its_insertions_and_one_that_refers_to_the_table_is_not() {
+    // nginx's way: literals with incremental indexing, never referred to. Decoded four times
+    // on one decoder (replayed from the second), they give what a fresh decoder gives each
+    // time, and the table holds the same entries.
+    let mut block = vec![0x88];
+    for (index, value) in [(54, &b"nginx"[..]), (33, b"Tue, 08 Apr 2025 12:34:56 GMT")] {
+        put_integer(&mut block, 0x40, 6, index);
+        let mut coded = Vec::new();
+        huffman::encode(value, &mut coded);
+        put_integer(&mut block, 0x80, 7, coded.len());
+        block.extend_from_slice(&coded);
+    }
+    let mut once = Decoder::new(4096);
+    let first = decode(&mut once, &block).unwrap();
+    assert_eq!(first.len(), 3);
+    let mut replayed = Decoder::new(4096);
+    let mut fresh = Decoder::new(4096);
+    for round in 0..4 {
+        assert_eq!(
+            decode(&mut replayed, &block).unwrap(),
+            first,
+            "round {round}"
+        );
+        // What the table would hold without the replay: decoded fields pushed the slow way.
+        decode(&mut fresh, &block).unwrap();
+        fresh.replay.valid = false;
+        assert_eq!(table(&replayed), table(&fresh), "round {round}");
+        assert_eq!(replayed.table_size(), fresh.table_size());
+    }
+    assert_eq!(replayed.table_len(), 8);
+    // A block that refers to the newest dynamic entry is decoded anew each time: the entry
+    // it names changes as other blocks add to the table.
+    let mut d = Decoder::new(4096);
+    let add = |v: &str| {
+        let mut b = vec![0x40 | 0x00, 1, b'x'];
+        put_integer(&mut b, 0, 7, v.len());
+        b.extend_from_slice(v.as_bytes());
+        b
+    };
+    decode(&mut d, &add("1")).unwrap();
+    let newest = [0xbe]; // index 62: the dynamic table's first entry
+    assert_eq!(decode(&mut d, &newest).unwrap(), fields(&[("x", "1")]));
+    decode(&mut d, &add("2")).unwrap();
+    assert_eq!(decode(&mut d, &newest).unwrap(), fields(&[("x", "2")]));
+    // Size updates are not replayed either: the second time they must empty the table again
+    // (to 0, back to 4096, then one entry).
+    let mut d = Decoder::new(4096);
+    let update = [0x20, 0x3f, 0xe1, 0x1f, 0x40, 1, b'y', 1, b'z'];
+    decode(&mut d, &update).unwrap();
+    decode(&mut d, &update).unwrap();
+    assert_eq!(table(&d), ["y: z"]);
+}
+
 /// `cargo test --release --lib hpack -- --ignored --nocapture`: the time to decode a typical
 /// response block.
 #[test]
