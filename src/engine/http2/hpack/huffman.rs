@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 /// The code length of each symbol, 0 to 255 and EOS (256), from RFC 7541 Appendix B. The code
 /// is canonical: codes of one length are consecutive in symbol order, and each length's first
-/// code follows the last of the length before ([`CODES`]).
+/// code is the one after the previous length's last, shifted left ([`CODES`]).
 const LENGTHS: [u8; 257] = [
     13, 23, 28, 28, 28, 28, 28, 28, 28, 24, 30, 28, 28, 30, 28, 28, // 0-15
     28, 28, 28, 28, 28, 28, 30, 28, 28, 28, 28, 28, 28, 28, 28, 28, // 16-31
