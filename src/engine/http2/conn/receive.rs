@@ -297,7 +297,10 @@ impl Core {
             let value = u32::from_be_bytes(setting[2..6].try_into().expect("4 bytes"));
             match id {
                 frame::SETTINGS_HEADER_TABLE_SIZE => {
-                    self.encoder.set_max_table_size(value as usize)
+                    // The next block may have to carry a table size update: encoded, not
+                    // replayed.
+                    self.encoder.set_max_table_size(value as usize);
+                    self.replay = None;
                 }
                 frame::SETTINGS_MAX_CONCURRENT_STREAMS => self.max_streams = Some(value),
                 frame::SETTINGS_INITIAL_WINDOW_SIZE => {

@@ -210,6 +210,29 @@ fn the_fixed_requests_header_block_is_replayed_once_it_inserts_nothing() {
     assert_eq!(blocks[1], blocks[2]);
     let (_, _, replayed) = core.replay.as_ref().expect("a block kept for replay");
     assert_eq!(replayed, &blocks[2]);
+    // The server shrinks its table to nothing: the next block is encoded anew, its first
+    // byte a table size update (to 0), and it decodes on a decoder limited to 0 bytes.
+    feed(
+        &mut core,
+        &frame(frame::SETTINGS, 0, 0, &[0, 1, 0, 0, 0, 0]),
+        64,
+    )
+    .unwrap();
+    written(&mut core);
+    let i = open(&mut core, &req, key);
+    let shrunk = written(&mut core).pop().unwrap().1;
+    core.finish(i);
+    assert_eq!(shrunk[0] & 0xe0, 0x20, "{shrunk:?}");
+    let mut small = hpack::Decoder::new(4096);
+    for b in &blocks {
+        small.decode(b, |_, _| {}).unwrap();
+    }
+    let mut fields = Vec::new();
+    small
+        .decode(&shrunk, |n, v| fields.push((n.to_vec(), v.to_vec())))
+        .unwrap();
+    assert_eq!(small.table_len(), 0);
+    assert_eq!(fields.len(), 5, "{fields:?}");
     // The server's decoder reads all three alike.
     let mut server = hpack::Decoder::new(4096);
     let mut seen = Vec::new();
