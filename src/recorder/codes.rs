@@ -99,28 +99,9 @@ impl CodeCounts {
     }
 }
 
-/// The name of an HTTP/2 error code (RFC 9113, section 7).
+/// The name of an HTTP/2 error code (RFC 9113, section 7), or its number in hex.
 pub fn h2_code_name(code: u32) -> String {
-    const NAMES: [&str; 14] = [
-        "NO_ERROR",
-        "PROTOCOL_ERROR",
-        "INTERNAL_ERROR",
-        "FLOW_CONTROL_ERROR",
-        "SETTINGS_TIMEOUT",
-        "STREAM_CLOSED",
-        "FRAME_SIZE_ERROR",
-        "REFUSED_STREAM",
-        "CANCEL",
-        "COMPRESSION_ERROR",
-        "CONNECT_ERROR",
-        "ENHANCE_YOUR_CALM",
-        "INADEQUATE_SECURITY",
-        "HTTP_1_1_REQUIRED",
-    ];
-    NAMES
-        .get(code as usize)
-        .map(|n| n.to_string())
-        .unwrap_or_else(|| format!("0x{code:x}"))
+    crate::engine::http2::code_name(code).map_or_else(|| format!("0x{code:x}"), str::to_string)
 }
 
 #[cfg(test)]

@@ -114,8 +114,8 @@ pub(super) fn unpadded(flags: u8, payload: &[u8]) -> Option<&[u8]> {
     rest.len().checked_sub(pad as usize).map(|end| &rest[..end])
 }
 
-/// The name of an HTTP/2 error code (RFC 9113, section 7), for messages.
-pub(super) fn code_name(code: u32) -> std::borrow::Cow<'static, str> {
+/// The name of an HTTP/2 error code (RFC 9113, section 7), if it has one.
+pub fn code_name(code: u32) -> Option<&'static str> {
     const NAMES: [&str; 14] = [
         "NO_ERROR",
         "PROTOCOL_ERROR",
@@ -132,8 +132,13 @@ pub(super) fn code_name(code: u32) -> std::borrow::Cow<'static, str> {
         "INADEQUATE_SECURITY",
         "HTTP_1_1_REQUIRED",
     ];
-    match NAMES.get(code as usize) {
-        Some(name) => (*name).into(),
+    NAMES.get(code as usize).copied()
+}
+
+/// An error code for a message: its name, or its number.
+pub(super) fn code_text(code: u32) -> std::borrow::Cow<'static, str> {
+    match code_name(code) {
+        Some(name) => name.into(),
         None => format!("error code {code:#x}").into(),
     }
 }
@@ -168,7 +173,7 @@ mod tests {
         assert_eq!(unpadded(PADDED, &[5, b'a']), None);
         assert_eq!(unpadded(PADDED, &[]), None);
         assert_eq!(unpadded(0, b"ab"), Some(&b"ab"[..]));
-        assert_eq!(code_name(7), "REFUSED_STREAM");
-        assert_eq!(code_name(0x42), "error code 0x42");
+        assert_eq!(code_name(7), Some("REFUSED_STREAM"));
+        assert_eq!(code_text(0x42), "error code 0x42");
     }
 }

@@ -31,6 +31,7 @@ use wire::{WireShare, WireStats};
 
 #[doc(hidden)]
 pub use conn::receive_any;
+pub use frame::code_name;
 
 /// One HTTP/2 connection shared by several streams.
 #[derive(Default)]
@@ -243,7 +244,7 @@ fn stream_error(f: Failure) -> EngineError {
             ErrorKind::Reset,
             format!(
                 "HTTP/2 stream: reset by the server ({})",
-                frame::code_name(code)
+                frame::code_text(code)
             ),
         );
         e.code = Some(code);
@@ -260,7 +261,7 @@ fn stream_error(f: Failure) -> EngineError {
             ErrorKind::Closed,
             format!(
                 "HTTP/2 stream: the server sent GOAWAY ({})",
-                frame::code_name(code)
+                frame::code_text(code)
             ),
         ),
         Failure::Malformed(what) => (ErrorKind::Protocol, format!("HTTP/2 stream: {what}")),
@@ -270,7 +271,7 @@ fn stream_error(f: Failure) -> EngineError {
             match goaway {
                 Some(code) => format!(
                     "HTTP/2 connection: {what}, after its GOAWAY ({})",
-                    frame::code_name(code)
+                    frame::code_text(code)
                 ),
                 None => format!("HTTP/2 connection: {what}"),
             },

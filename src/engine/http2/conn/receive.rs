@@ -45,7 +45,7 @@ impl Core {
     /// The server broke the protocol: a GOAWAY with `code` is queued, and the failure made.
     fn broken(&mut self, code: u32, what: &str) -> ConnFailure {
         frame::put_goaway(&mut self.out, 0, code);
-        ConnFailure::Protocol(format!("HTTP/2: {what} ({})", frame::code_name(code)))
+        ConnFailure::Protocol(format!("HTTP/2: {what} ({})", frame::code_text(code)))
     }
 
     fn frame(&mut self, h: Head, payload: &[u8], now: Instant) -> Result<(), ConnFailure> {

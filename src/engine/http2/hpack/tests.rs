@@ -686,7 +686,7 @@ fn a_repeated_block_is_replayed_with_its_insertions_and_one_that_refers_to_the_t
     // it names changes as other blocks add to the table.
     let mut d = Decoder::new(4096);
     let add = |v: &str| {
-        let mut b = vec![0x40 | 0x00, 1, b'x'];
+        let mut b = vec![0x40, 1, b'x'];
         put_integer(&mut b, 0, 7, v.len());
         b.extend_from_slice(v.as_bytes());
         b
