@@ -65,76 +65,67 @@ fn allocations_do_not_grow_with_the_request_count() {
 /// allocates after a connection's thread started.
 fn quiet_h2c_server() -> std::net::SocketAddr {
     use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut s = stream;
-                let _ = s.set_nodelay(true);
-                // The server's preface: an empty SETTINGS frame.
-                if s.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).is_err() {
-                    return;
+    common::thread_per_connection(|mut s| {
+        // The server's preface: an empty SETTINGS frame.
+        if s.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).is_err() {
+            return;
+        }
+        let mut buf = [0u8; 1 << 16];
+        let mut filled = 0;
+        let mut preface = 24;
+        let mut out = [0u8; 4096];
+        loop {
+            let n = match s.read(&mut buf[filled..]) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            filled += n;
+            let mut at = preface.min(filled);
+            preface -= at;
+            let mut len = 0;
+            while filled - at >= 9 {
+                let f = &buf[at..];
+                let size = (f[0] as usize) << 16 | (f[1] as usize) << 8 | f[2] as usize;
+                if filled - at < 9 + size {
+                    break;
                 }
-                let mut buf = [0u8; 1 << 16];
-                let mut filled = 0;
-                let mut preface = 24;
-                let mut out = [0u8; 4096];
-                loop {
-                    let n = match s.read(&mut buf[filled..]) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => n,
-                    };
-                    filled += n;
-                    let mut at = preface.min(filled);
-                    preface -= at;
-                    let mut len = 0;
-                    while filled - at >= 9 {
-                        let f = &buf[at..];
-                        let size = (f[0] as usize) << 16 | (f[1] as usize) << 8 | f[2] as usize;
-                        if filled - at < 9 + size {
-                            break;
-                        }
-                        let (kind, flags) = (f[3], f[4]);
-                        let stream = [f[5], f[6], f[7], f[8]];
-                        let reply: &[u8] = match kind {
-                            4 if flags & 1 == 0 => &[0, 0, 0, 4, 1, 0, 0, 0, 0],
-                            1 => {
-                                // HEADERS `:status 200` (static index 8), DATA "ok" END_STREAM.
-                                let r = &mut out[len..len + 21];
-                                r[..9].copy_from_slice(&[
-                                    0, 0, 1, 1, 4, stream[0], stream[1], stream[2], stream[3],
-                                ]);
-                                r[9] = 0x88;
-                                r[10..19].copy_from_slice(&[
-                                    0, 0, 2, 0, 1, stream[0], stream[1], stream[2], stream[3],
-                                ]);
-                                r[19..21].copy_from_slice(b"ok");
-                                len += 21;
-                                &[]
-                            }
-                            _ => &[],
-                        };
-                        out[len..len + reply.len()].copy_from_slice(reply);
-                        len += reply.len();
-                        at += 9 + size;
-                        if len + 32 > out.len() {
-                            if s.write_all(&out[..len]).is_err() {
-                                return;
-                            }
-                            len = 0;
-                        }
+                let (kind, flags) = (f[3], f[4]);
+                let stream = [f[5], f[6], f[7], f[8]];
+                let reply: &[u8] = match kind {
+                    4 if flags & 1 == 0 => &[0, 0, 0, 4, 1, 0, 0, 0, 0],
+                    1 => {
+                        // HEADERS `:status 200` (static index 8), DATA "ok" END_STREAM.
+                        let r = &mut out[len..len + 21];
+                        r[..9].copy_from_slice(&[
+                            0, 0, 1, 1, 4, stream[0], stream[1], stream[2], stream[3],
+                        ]);
+                        r[9] = 0x88;
+                        r[10..19].copy_from_slice(&[
+                            0, 0, 2, 0, 1, stream[0], stream[1], stream[2], stream[3],
+                        ]);
+                        r[19..21].copy_from_slice(b"ok");
+                        len += 21;
+                        &[]
                     }
-                    buf.copy_within(at..filled, 0);
-                    filled -= at;
-                    if len > 0 && s.write_all(&out[..len]).is_err() {
+                    _ => &[],
+                };
+                out[len..len + reply.len()].copy_from_slice(reply);
+                len += reply.len();
+                at += 9 + size;
+                if len + 32 > out.len() {
+                    if s.write_all(&out[..len]).is_err() {
                         return;
                     }
+                    len = 0;
                 }
-            });
+            }
+            buf.copy_within(at..filled, 0);
+            filled -= at;
+            if len > 0 && s.write_all(&out[..len]).is_err() {
+                return;
+            }
         }
-    });
-    addr
+    })
 }
 
 #[test]

@@ -523,38 +523,43 @@ impl std::ops::Deref for Collected {
 /// head), from fixed buffers: it allocates nothing per request (`tests/alloc.rs` counts the
 /// process's allocations) and makes one read and one write per request (`tests/syscalls.rs`).
 pub fn quiet_server() -> std::net::SocketAddr {
+    thread_per_connection(|mut s| {
+        let mut buf = [0u8; 4096];
+        let mut tail = [0u8; 4];
+        loop {
+            let n = match s.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            // Count request heads ending in this read (requests are small, one per read
+            // or split; track the last 4 bytes across reads).
+            let mut heads = 0;
+            for &b in &buf[..n] {
+                tail = [tail[1], tail[2], tail[3], b];
+                if &tail == b"\r\n\r\n" {
+                    heads += 1;
+                }
+            }
+            for _ in 0..heads {
+                if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\nHello World!")
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        }
+    })
+}
+
+/// A loopback server that serves each connection on a thread of its own with `serve` (the
+/// socket with TCP_NODELAY set).
+pub fn thread_per_connection(serve: fn(std::net::TcpStream)) -> std::net::SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut s = stream;
-                let _ = s.set_nodelay(true);
-                let mut buf = [0u8; 4096];
-                let mut tail = [0u8; 4];
-                loop {
-                    let n = match s.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => n,
-                    };
-                    // Count request heads ending in this read (requests are small, one per read
-                    // or split; track the last 4 bytes across reads).
-                    let mut heads = 0;
-                    for &b in &buf[..n] {
-                        tail = [tail[1], tail[2], tail[3], b];
-                        if &tail == b"\r\n\r\n" {
-                            heads += 1;
-                        }
-                    }
-                    for _ in 0..heads {
-                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\nHello World!")
-                            .is_err()
-                        {
-                            return;
-                        }
-                    }
-                }
-            });
+            let _ = stream.set_nodelay(true);
+            std::thread::spawn(move || serve(stream));
         }
     });
     addr
