@@ -182,8 +182,6 @@ pub struct Sinks<'a> {
     pub grpc: Option<&'a mut Status>,
 }
 
-/// Sends one request on a stream of `link`, what the response says going to `sinks`. A stream
-/// the server refused unprocessed is sent once more on a new connection.
 /// Sends one request on a stream of `link`, what the response says going to `sinks`
 /// (`fixed`: the request is the run's fixed one, whose header block is replayed). A stream the
 /// server refused unprocessed is sent once more on a new connection.
