@@ -168,6 +168,8 @@ fn resets_and_goaways_are_counted_not_fatal() {
     assert!((80..=120).contains(&resets), "{resets} resets: {j}");
     assert_eq!(count(&j, "resets.INTERNAL_ERROR"), resets);
     assert_eq!(count(&j, "requests.ok") + resets, 400, "{j}");
-    // A GOAWAY every 50 streams: new connections, no failed requests for it.
-    assert!(count(&j, "connections.opened") >= 8, "{j}");
+    // A GOAWAY every 50 streams: new connections, no failed requests for it. A reset stream
+    // leaves its connection to the others: about 400 / 50 connections, not one per reset.
+    let opened = count(&j, "connections.opened");
+    assert!((8..=12).contains(&opened), "{opened} connections: {j}");
 }

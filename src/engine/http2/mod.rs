@@ -223,9 +223,18 @@ pub async fn exchange(
                 return Err(EngineError::new(ErrorKind::Protocol, e));
             }
             Err(StreamError::H2(Failure::Retired)) => {}
-            Err(StreamError::H2(Failure::Refused { .. })) if !server_closed => {
-                link.reset();
+            Err(StreamError::H2(Failure::Refused { by_reset })) if !server_closed => {
+                // Refused by a GOAWAY: the connection is going away; by REFUSED_STREAM: it
+                // stays, and takes the stream again.
+                if !by_reset {
+                    link.reset();
+                }
                 server_closed = true;
+            }
+            // A stream the server reset, or whose response broke the rules (the client reset
+            // it), leaves its connection to the other streams, as h2load does.
+            Err(StreamError::H2(f @ (Failure::Reset(_) | Failure::Malformed(_)))) => {
+                return Err(stream_error(f));
             }
             Err(StreamError::H2(f)) => {
                 link.reset();
