@@ -195,7 +195,7 @@ pub async fn exchange(
     mut sinks: Sinks<'_>,
 ) -> Result<H2Response, EngineError> {
     let key = fixed.then_some(request as *const Request as usize);
-    let mut server_closed = false;
+    let (mut server_closed, mut resent) = (false, false);
     loop {
         sinks.timing.clear();
         let conn = link.conn(connector, window, stamps).await?;
@@ -223,13 +223,14 @@ pub async fn exchange(
                 return Err(EngineError::new(ErrorKind::Protocol, e));
             }
             Err(StreamError::H2(Failure::Retired)) => {}
-            Err(StreamError::H2(Failure::Refused { by_reset })) if !server_closed => {
-                // Refused by a GOAWAY: the connection is going away; by REFUSED_STREAM: it
-                // stays, and takes the stream again.
+            Err(StreamError::H2(Failure::Refused { by_reset })) if !resent => {
+                // Refused by a GOAWAY: the connection is going away (the server closed it
+                // under this request); by REFUSED_STREAM: it stays, and takes the stream again.
                 if !by_reset {
                     link.reset();
+                    server_closed = true;
                 }
-                server_closed = true;
+                resent = true;
             }
             // A stream the server reset, or whose response broke the rules (the client reset
             // it), leaves its connection to the other streams, as h2load does.
