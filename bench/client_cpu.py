@@ -185,15 +185,20 @@ def main():
     if a.server_cpu == a.client_cpu:
         print(f"warning: server and client share core {a.server_cpu}", file=sys.stderr)
 
-    # SIGTERM/SIGHUP unwind like Ctrl-C, so that nginx and a running client are stopped.
+    return against_nginx(a.server_cpu, lambda port: measure(a, port))
+
+
+def against_nginx(server_cpu, measure):
+    """Runs `measure(port)` against nginx on core `server_cpu`; the exit status is what it
+    returns, 1 when a client failed (`ClientFailed`), 130 when interrupted. SIGTERM and SIGHUP
+    unwind like Ctrl-C, so that nginx and a running client are stopped."""
     def stop(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGHUP, stop)
-
     try:
-        with Nginx(cpu=a.server_cpu) as port:
-            return measure(a, port)
+        with Nginx(cpu=server_cpu) as port:
+            return measure(port)
     except ClientFailed as e:
         print(e, file=sys.stderr)
         return 1

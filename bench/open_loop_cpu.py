@@ -30,13 +30,11 @@ import json
 import os
 import re
 import shutil
-import signal
 import statistics
 import sys
 
 sys.dont_write_bytecode = True  # no bench/__pycache__ churn from a run
-from client_cpu import ClientFailed, take_turns, to_us  # noqa: E402
-from nginx import Nginx  # noqa: E402
+from client_cpu import against_nginx, take_turns, to_us  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -163,24 +161,19 @@ def main():
                   file=sys.stderr)
             return 2
 
-    def stop(signum, _frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGHUP, stop)
     doc = {"config": vars(a), "rates": {}}
-    try:
-        with Nginx(cpu=a.server_cpu) as port:
-            url = f"http://127.0.0.1:{port}/"
-            print(f"nginx on {url} (1 worker, core {a.server_cpu}); clients on core {a.client_cpu}")
-            for rate in (int(r) for r in a.rates.split(",")):
-                runs, medians = measure_rate(a, url, rate)
-                doc["rates"][rate] = {"runs": runs, "medians": medians}
-    except ClientFailed as e:
-        print(e, file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("\ninterrupted; nginx stopped", file=sys.stderr)
-        return 130
+
+    def measure(port):
+        url = f"http://127.0.0.1:{port}/"
+        print(f"nginx on {url} (1 worker, core {a.server_cpu}); clients on core {a.client_cpu}")
+        for rate in (int(r) for r in a.rates.split(",")):
+            runs, medians = measure_rate(a, url, rate)
+            doc["rates"][rate] = {"runs": runs, "medians": medians}
+        return 0
+
+    code = against_nginx(a.server_cpu, measure)
+    if code:
+        return code
     if a.json_out:
         with open(a.json_out, "w") as f:
             json.dump(doc, f, indent=2)

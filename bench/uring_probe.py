@@ -46,16 +46,14 @@ import json
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 
 sys.dont_write_bytecode = True  # no bench/__pycache__ churn from a run
-from client_cpu import (ClientFailed, reqlife_figures, run_client, take_turns,  # noqa: E402
+from client_cpu import (against_nginx, reqlife_figures, run_client, take_turns,  # noqa: E402
                         wrk_figures)
-from nginx import Nginx  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBE = os.path.join(ROOT, "bench", "uring_probe", "target", "release", "uring_probe")
@@ -170,20 +168,7 @@ def main():
                   f"--release)", file=sys.stderr)
             return 2
 
-    def stop(signum, _frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGHUP, stop)
-
-    try:
-        with Nginx(cpu=a.server_cpu) as port:
-            return measure(a, port, clients)
-    except ClientFailed as e:
-        print(e, file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    return against_nginx(a.server_cpu, lambda port: measure(a, port, clients))
 
 
 def measure(a, port, clients):
