@@ -496,6 +496,27 @@ fn a_server_that_does_not_speak_http2_stops_the_run() {
         3,
         &["does not speak HTTP/2", "gRPC needs"],
     );
+    // The same server asked for reflection (no --proto-set): the h2 crate's connection,
+    // whose first bytes say the same.
+    refused(
+        Run::new()
+            .args([
+                "--grpc",
+                "reqlife.test.Test/Echo",
+                "--data",
+                "{}",
+                "-n",
+                "20",
+            ])
+            .args(["--timeout", "5s"])
+            .url(format!("http://{http1}")),
+        3,
+        &[
+            "for gRPC reflection",
+            "does not speak HTTP/2",
+            "--proto-set FILE.pb",
+        ],
+    );
     let tls = tls_server(&[b"http/1.1"]);
     refused(
         call().arg("-k").url(format!("https://{tls}")),

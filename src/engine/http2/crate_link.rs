@@ -2,7 +2,7 @@
 //! streams messages both ways on one stream, asked once before a run. The load's streams go
 //! over reqlife's own client ([`super::conn`]).
 
-use super::wire::{WireCount, WireStats};
+use super::wire::FirstBytes;
 use super::EngineError;
 use crate::engine::connect::Connector;
 use crate::model::{ErrorKind, Timestamps};
@@ -24,8 +24,6 @@ struct Live {
 #[derive(Default)]
 pub struct CrateLink {
     sender: RefCell<Option<Live>>,
-    /// What the connection reads, counted (by [`WireCount`], which finds a non-HTTP/2 answer).
-    wire: Rc<WireStats>,
 }
 
 impl CrateLink {
@@ -42,12 +40,7 @@ impl CrateLink {
         let stream = connector.connect(stamps).await?;
         super::check_alpn(&stream)?;
         let not_h2 = Rc::new(Cell::new(false));
-        let stream = WireCount::new(
-            stream,
-            Rc::new(Cell::new(None)),
-            self.wire.clone(),
-            not_h2.clone(),
-        );
+        let stream = FirstBytes::new(stream, not_h2.clone());
         let (sr, conn) = h2::client::Builder::new()
             .handshake::<_, Bytes>(stream)
             .await
