@@ -76,8 +76,8 @@ pub struct Step {
     pub lag_p99_us: Option<f64>,
     pub total_p50_us: Option<f64>,
     pub total_p99_us: Option<f64>,
-    /// Per response, the time to first byte minus the server's own total: the network and
-    /// the client (when the server reports `Server-Timing`).
+    /// Per response, from the start of its write to its first byte, minus the server's own
+    /// total: the network and the client (when the server reports `Server-Timing`).
     pub added_p50_us: Option<f64>,
     pub added_p99_us: Option<f64>,
     pub limit: Limit,

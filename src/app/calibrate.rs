@@ -262,7 +262,7 @@ fn render(c: &Calibration) -> String {
     if let Some(low) = &c.low_load {
         let _ = writeln!(
             out,
-            "\n  at low load: total p50 {} us, p99 {} us; network+client (wait - server) p50 {} us, p99 {} us",
+            "\n  at low load: total p50 {} us, p99 {} us; network+client (write+wait - server) p50 {} us, p99 {} us",
             us(low.total_p50_us),
             us(low.total_p99_us),
             us(low.added_p50_us),

@@ -580,7 +580,7 @@ pub struct RunArgs {
     pub quiet: bool,
 
     /// The Server-Timing metric that is the server's own total; responses without it count
-    /// the sum of their metrics. The breakdown shows wait − server total as network and client.
+    /// the sum of their metrics. The breakdown shows write + wait − server total as network and client.
     #[arg(
         help_heading = "Analysis",
         long = "server-total",

@@ -192,19 +192,28 @@ impl Timestamps {
         self
     }
 
-    /// When writing the request began: after the connection (and TLS) was ready if this
-    /// request opened it, else at dispatch.
     /// This request opened a connection: a TCP connect or a QUIC handshake completed.
     pub fn opened(&self) -> bool {
         self.connect_end.is_some() || self.quic_end.is_some() || self.quic_0rtt.is_some()
     }
 
+    /// When writing the request began: after the connection (and TLS) was ready if this
+    /// request opened it, else at dispatch.
     fn write_start(&self) -> Instant {
         self.tls_end
             .or(self.connect_end)
             .or(self.quic_end)
             .or(self.quic_0rtt)
             .map_or(self.dispatched, |t| t.max(self.dispatched))
+    }
+
+    /// From the start of the request's write to its first byte (write + wait): the span that
+    /// holds the server's own time whatever the scheduler did. The wait alone does not: a
+    /// generator preempted between its write and the stamp of its end sees the response
+    /// arrive (the kernel's stamp) before it, and its wait is 0.
+    pub fn to_first_byte(&self) -> Option<Duration> {
+        self.first_byte
+            .map(|b| b.saturating_duration_since(self.write_start()))
     }
 
     /// The total less the client phases of [`Phase::CLIENT`] (the HTTP/2 handshake, which

@@ -385,7 +385,7 @@ impl Recorder {
                 server_timing::ServerTimingAcc::ingest_all(
                     &mut [&mut self.server, &mut set.server],
                     timing,
-                    s.stamps.phase(Phase::Wait),
+                    s.stamps.to_first_byte(),
                 );
             }
         }

@@ -1,7 +1,7 @@
 //! The server's side of a request's life: one histogram per `Server-Timing` metric name (in
 //! the order the server lists them), counts per (name, desc) for metrics used as labels
 //! (`level;desc="L1"`), the count of malformed metrics, and the network-and-client overhead
-//! `wait − server total` of each response. A name or label is allocated once, when first
+//! `write + wait − server total` of each response. A name or label is allocated once, when first
 //! seen; after that, ingesting a response allocates nothing.
 
 use super::hist;
@@ -39,7 +39,7 @@ pub struct ServerTimingAcc {
     pub dropped: u64,
     /// Responses that carried the header.
     pub responses: u64,
-    /// wait − server total, per response that had both (nanoseconds).
+    /// write + wait − server total, per response that had both (nanoseconds).
     pub overhead: Histogram<u64>,
 }
 
@@ -96,14 +96,19 @@ impl ServerTimingAcc {
         }
     }
 
-    /// Folds in one response's `Server-Timing` values; `wait` is its time to first byte.
-    pub fn ingest(&mut self, value: &[u8], wait: Option<Duration>) {
-        Self::ingest_all(&mut [self], value, wait);
+    /// Folds in one response's `Server-Timing` values; `to_first_byte` is the time from the
+    /// start of its write to its first byte.
+    pub fn ingest(&mut self, value: &[u8], to_first_byte: Option<Duration>) {
+        Self::ingest_all(&mut [self], value, to_first_byte);
     }
 
     /// Folds one response into several accumulators (the run's and the interval's), parsing
     /// the header once.
-    pub fn ingest_all(accs: &mut [&mut ServerTimingAcc], value: &[u8], wait: Option<Duration>) {
+    pub fn ingest_all(
+        accs: &mut [&mut ServerTimingAcc],
+        value: &[u8],
+        to_first_byte: Option<Duration>,
+    ) {
         if value.is_empty() || accs.is_empty() {
             return;
         }
@@ -134,8 +139,8 @@ impl ServerTimingAcc {
         for acc in accs.iter_mut() {
             acc.responses += 1;
             acc.invalid += u64::from(invalid + negative);
-            if let (Some(wait), Some(total)) = (wait, server_total) {
-                let overhead = wait.as_nanos() as f64 - total * 1e6;
+            if let (Some(span), Some(total)) = (to_first_byte, server_total) {
+                let overhead = span.as_nanos() as f64 - total * 1e6;
                 hist::record(&mut acc.overhead, overhead.max(0.0) as u64);
             }
         }

@@ -196,3 +196,24 @@ fn a_streams_gaps_go_where_its_phases_go() {
         .collect();
     assert_eq!(per_interval, vec![(0, 3), (1, 1)]);
 }
+
+#[test]
+fn the_overhead_spans_the_write_so_a_late_stamp_of_its_end_does_not_hide_it() {
+    // The server says 0.2 ms. The generator began writing at t0, was preempted before it
+    // stamped the end of its write (0.5 ms), and the response had arrived at 0.3 ms: its
+    // first byte is stamped no earlier than the write's end, so its wait is 0. The network
+    // and the client still took 0.5 − 0.2 = 0.3 ms of the span from the write to the first
+    // byte; wait − server total would have said 0 (clamped).
+    let base = Instant::now();
+    let mut r = Recorder::new(base, Duration::from_secs(1));
+    let mut s = sample(base, 1, 600, None);
+    let t0 = s.stamps.dispatched;
+    s.stamps.written = Some(t0 + Duration::from_micros(500));
+    s.stamps.first_byte = s.stamps.written;
+    assert_eq!(s.stamps.phase(Phase::Wait), Some(Duration::ZERO));
+    r.record_with_timing(&s, b"total;dur=0.2");
+    let m = r.finish();
+    assert_eq!(m.server.overhead.len(), 1);
+    let us = m.server.overhead.max() as f64 / 1e3;
+    assert!((us - 300.0).abs() < 1.0, "overhead {us} us");
+}

@@ -268,7 +268,7 @@ Server-Timing: app;dur=3.125, bad;dur=x, total;dur=20\r\nTransfer-Encoding: chun
             .unwrap_or_else(|| panic!("no {s:?} in\n{text}"))
     };
     assert!(at("server parse") < at("server db") && at("server db") < at("server tail"));
-    assert!(text.contains("network+client (wait - server)"));
+    assert!(text.contains("network+client (write+wait - server)"));
     assert!(text.contains("level: L1 100.0%"), "{text}");
     assert!(
         text.contains("50 malformed Server-Timing metrics (read as far as"),
@@ -308,7 +308,7 @@ fn server_total_option_picks_the_metric() {
     ]));
     assert_eq!(a["server_timing_total"], "total");
     assert_eq!(b["server_timing_total"], "db");
-    // Without a `total` metric the sum (3 ms) is the server's own time: wait − 3 ms ≈ 2 ms;
+    // Without a `total` metric the sum (3 ms) is the server's own time: write + wait − 3 ms ≈ 2 ms;
     // with --server-total db: wait − 1 ms ≈ 4 ms.
     let oa = num(&a, "server_timing_overhead.p50_us");
     let ob = num(&b, "server_timing_overhead.p50_us");

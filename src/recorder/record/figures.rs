@@ -42,7 +42,7 @@ pub struct Summary {
     pub server_timing_invalid: u64,
     /// The metric taken as the server's total (`--server-total`).
     pub server_timing_total: String,
-    /// Per response, wait − server total: the network and the client's own time.
+    /// Per response, write + wait − server total: the network and the client's own time.
     pub server_timing_overhead: Stats,
     /// HTTP/2: streams reset by the server (RST_STREAM), by error code name.
     pub resets: BTreeMap<String, u64>,

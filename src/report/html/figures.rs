@@ -116,8 +116,9 @@ pub(super) fn spectrum(r: &RunRecord) -> (Option<String>, String) {
 }
 
 /// The stacked bars and the breakdown table, when responses were recorded: client phases up
-/// to the request written, the server's metrics (its parts, or its total when it lists no
-/// parts), the network and client overhead (wait − server total) or the wait, then read.
+/// to the request written (up to the connection ready when the server sent `Server-Timing`),
+/// the server's metrics (its parts, or its total when it lists no parts), the network and
+/// client overhead (write + wait − server total) or the wait, then read.
 pub(super) fn breakdown(r: &RunRecord) -> Option<Breakdown> {
     let s = &r.summary;
     let total = &s.latency.total;
@@ -162,13 +163,16 @@ fn breakdown_phases(r: &RunRecord) -> Vec<(String, &Stats)> {
     let s = &r.summary;
     let mut phases: Vec<(String, &Stats)> = Vec::new();
     let open = open_loop(r);
+    let timed = s.server_timing_responses > 0;
     for &p in super::tables::BEFORE_THE_WAIT {
         match s.latency.phases.get(&p) {
+            // With Server-Timing the write is in the network and client overhead.
+            Some(_) if p == Phase::Write && timed => {}
             Some(st) if p != Phase::Queue || open => phases.push((p.name().to_string(), st)),
             _ => {}
         }
     }
-    if s.server_timing_responses > 0 {
+    if timed {
         let parts: Vec<&String> = s
             .server_timing_order
             .iter()
@@ -185,7 +189,7 @@ fn breakdown_phases(r: &RunRecord) -> Vec<(String, &Stats)> {
             }
         }
         phases.push((
-            "network+client (wait − server total)".into(),
+            "network+client (write + wait − server total)".into(),
             &s.server_timing_overhead,
         ));
     } else if let Some(st) = s.latency.phases.get(&Phase::Wait) {

@@ -95,7 +95,7 @@ fn tables_hold_the_record_s_figures() {
     for row in [
         "server handler",
         "server parse",
-        "network+client (wait − server total)",
+        "network+client (write + wait − server total)",
         "server total (its total)",
     ] {
         assert!(html.contains(&format!("<td>{row}</td>")), "{row}");

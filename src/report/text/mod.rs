@@ -324,9 +324,9 @@ fn phases(out: &mut String, r: &RunRecord) {
     }
 }
 
-/// The life of a request, client and server: the client phases up to the request written,
+/// The life of a request, client and server: the client phases up to the connection ready,
 /// then the server's metrics in the order it lists them, the network and client overhead
-/// (wait − server total), then read; each with its percentiles and its share of the total at
+/// (write + wait − server total: the write is in it), then read; each with its percentiles and its share of the total at
 /// p50. Shown when the server sent `Server-Timing`.
 fn breakdown(out: &mut String, r: &RunRecord) {
     let s = &r.summary;
@@ -346,7 +346,7 @@ fn breakdown(out: &mut String, r: &RunRecord) {
     );
     let _ = writeln!(
         out,
-        "  {:<30} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "  {:<36} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "Phase", "p50", "p90", "p99", "p99.9", "p99.99", "p50 share"
     );
     // A phase that only some requests have (connect, with keep-alive) has no share of the
@@ -360,7 +360,7 @@ fn breakdown(out: &mut String, r: &RunRecord) {
         };
         let _ = writeln!(
             out,
-            "  {:<30} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "  {:<36} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
             name,
             cell(st.p50_us),
             cell(st.p90_us),
@@ -371,7 +371,7 @@ fn breakdown(out: &mut String, r: &RunRecord) {
         );
     };
     let open_loop = r.config.load_model == "open";
-    for p in [Phase::Queue, Phase::Connect, Phase::Tls, Phase::Write] {
+    for p in [Phase::Queue, Phase::Connect, Phase::Tls] {
         match s.latency.phases.get(&p) {
             Some(st) if st.count > 0 && (p != Phase::Queue || open_loop) => row(out, p.name(), st),
             _ => {}
@@ -391,7 +391,7 @@ fn breakdown(out: &mut String, r: &RunRecord) {
     }
     row(
         out,
-        "network+client (wait - server)",
+        "network+client (write+wait - server)",
         &s.server_timing_overhead,
     );
     if let Some(st) = s.latency.phases.get(&Phase::Read) {
