@@ -146,6 +146,17 @@ fn the_sample_output_has_the_structure_of_a_real_run() {
     let real = stdout(&out);
     let real: Vec<&str> = real.lines().collect();
     let real = shapes(&real);
+    // The End line is there only when requests were in flight as the window closed: a worker
+    // stalled across the deadline finds its last responses stamped (by the kernel) inside
+    // the window, and then there is none. It is compared where both have it.
+    let (sample, real) = if real.iter().any(|l| l.starts_with("End ")) {
+        (sample, real)
+    } else {
+        let no_end = |v: Vec<String>| -> Vec<String> {
+            v.into_iter().filter(|l| !l.starts_with("End ")).collect()
+        };
+        (no_end(sample), real)
+    };
     if sample != real {
         let width = sample.iter().map(String::len).max().unwrap_or(0);
         let rows: Vec<String> = (0..sample.len().max(real.len()))
