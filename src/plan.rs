@@ -39,6 +39,9 @@ pub struct RunPlan {
     pub max_header_bytes: usize,
     /// Keep connections open across requests (`reuse`), or open one per request (`new`).
     pub keepalive: bool,
+    /// HTTP/1.1 requests in flight per connection, sent back to back in one write and
+    /// answered in order (`--pipeline`; closed loops only): 1 without pipelining.
+    pub pipeline: usize,
     /// At most this many new connections per second, over all threads.
     pub max_connects_per_s: Option<f64>,
     /// Seed of the random generators (poisson arrivals).
@@ -197,6 +200,17 @@ impl RunPlan {
                     segment.count
                 ));
             }
+        }
+        if self.pipeline > 1
+            && !matches!(
+                self.load,
+                LoadModel::Closed { .. } | LoadModel::ClosedStages(_)
+            )
+        {
+            return fail(format!(
+                "--pipeline {} needs a closed loop: an open loop (-R) sends each request when it is due, a burst all at once; drop --pipeline or -R/--burst",
+                self.pipeline
+            ));
         }
         self.threads = match (&self.load, self.threads_asked) {
             (LoadModel::Burst { .. }, _) => 1,

@@ -127,7 +127,7 @@ pub struct CompareArgs {
 pub struct KneeArgs {
     /// A service level each step must meet (repeatable), as a --threshold: `p99<=2ms`,
     /// `mean<=1.5ms`, `errors<=0.1%`, `wait.p90<1ms`, `server.db.p99<1ms`.
-    #[arg(help_heading = "Search", long = "slo", value_parser = threshold_arg)]
+    #[arg(help_heading = "Search", long = "slo", value_parser = crate::analysis::expr::Expr::arg)]
     pub slos: Vec<crate::analysis::expr::Expr>,
 
     /// How long each step runs.
@@ -471,6 +471,11 @@ pub struct RunArgs {
     #[arg(help_heading = "Protocol", long = "zero-rtt")]
     pub zero_rtt: bool,
 
+    /// HTTP/1.1: requests per connection sent in one write, answered in order, the next
+    /// batch once all are in (wrk's pipeline.lua); closed loops; 1 = no pipelining.
+    #[arg(help_heading = "Protocol", long = "pipeline", value_parser = count_arg)]
+    pub pipeline: Option<u64>,
+
     /// HTTP/2 and HTTP/3: concurrent streams per connection (h2load's -m).
     #[arg(help_heading = "Protocol", long = "streams", value_parser = count_arg)]
     pub streams: Option<u64>,
@@ -731,12 +736,8 @@ pub struct ViewArgs {
     /// nothing, a share of no requests); a figure the record cannot give fails. One verdict
     /// (`summary.threshold_verdict`) gives the banner, the JSON and the exit code: 99 if any
     /// failed (k6's convention), else 0.
-    #[arg(help_heading = "Analysis", long = "threshold", value_parser = threshold_arg)]
+    #[arg(help_heading = "Analysis", long = "threshold", value_parser = crate::analysis::expr::Expr::arg)]
     pub thresholds: Vec<crate::analysis::expr::Expr>,
-}
-
-fn threshold_arg(s: &str) -> Result<crate::analysis::expr::Expr, String> {
-    crate::analysis::expr::Expr::parse(s).map_err(|e| e.0)
 }
 
 impl ViewArgs {

@@ -153,6 +153,12 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     };
     let http3 = super::protocol::http3_plan(args, &target, keepalive)?;
     let http2 = super::protocol::http2_plan(args, keepalive, http3.is_some())?;
+    let pipeline = super::protocol::pipeline(
+        args,
+        keepalive,
+        http2.is_some() || http3.is_some(),
+        framed.is_some(),
+    )?;
     if args.max_body == 0 {
         return err("--max-body must be at least 1 byte (e.g. 64M)");
     }
@@ -164,6 +170,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         body,
         load,
         keepalive,
+        pipeline,
         max_connects_per_s,
         seed,
         server_total: args.server_total.clone(),

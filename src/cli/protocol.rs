@@ -53,6 +53,46 @@ pub(super) fn http2_plan(
     })
 }
 
+/// `--pipeline N` (1 when not given): HTTP/1.1 only, from 1 to [`MAX_PIPELINE`], on kept
+/// connections; that the load is a closed loop is checked with the load
+/// ([`crate::plan::RunPlan::fit_threads`]).
+pub(super) fn pipeline(
+    args: &RunArgs,
+    keepalive: bool,
+    multiplexed: bool,
+    framed: bool,
+) -> Result<usize, PlanError> {
+    let Some(n) = args.pipeline else {
+        return Ok(1);
+    };
+    if n == 0 || n > MAX_PIPELINE {
+        return err(format!(
+            "--pipeline must be from 1 to {MAX_PIPELINE} requests (1: no pipelining)"
+        ));
+    }
+    if n == 1 {
+        return Ok(1);
+    }
+    if multiplexed {
+        return err(
+            "--pipeline applies to HTTP/1.1: HTTP/2 and HTTP/3 put requests in flight side by side with --streams",
+        );
+    }
+    if framed {
+        return err("--pipeline applies to HTTP/1.1, not to tcp:// targets");
+    }
+    if !keepalive {
+        return err(format!(
+            "--pipeline {n} with a new connection per request (--no-keepalive): a connection \
+             that carries one request pipelines none; give --pipeline 1 or keep-alive"
+        ));
+    }
+    Ok(n as usize)
+}
+
+/// The most requests `--pipeline` puts in flight on one connection.
+pub const MAX_PIPELINE: u64 = 1024;
+
 /// `--http3`: an https:// URL, not with `--http2`, `--h2-window` or `--grpc` (gRPC runs over
 /// HTTP/2 here); `--streams` per connection, as for HTTP/2.
 pub(super) fn http3_plan(

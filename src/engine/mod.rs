@@ -2,7 +2,8 @@
 //! drives HTTP/1.1 exchanges over them ([`framed`]: pre-built binary requests on `tcp://`
 //! targets, with length-prefixed replies), and a [`Session`] is one connection slot of a worker
 //! applying the connection policy (keep-alive, reconnect after `Connection: close` or an
-//! error) and the per-request timeout. HTTP/2 ([`http2`]) and HTTP/3 ([`http3`]) send
+//! error) and the per-request timeout ([`pipeline`]: several requests of one connection
+//! in flight, `--pipeline`). HTTP/2 ([`http2`]) and HTTP/3 ([`http3`]) send
 //! protocol-neutral [`request::Request`]s, and [`grpc`] makes unary gRPC calls over HTTP/2.
 //! Errors come back as values with a kind, never panics.
 
@@ -17,6 +18,7 @@ pub mod grpc;
 pub mod http1;
 pub mod http2;
 pub mod http3;
+pub mod pipeline;
 pub mod request;
 pub mod server_timing;
 pub mod stream;
@@ -124,6 +126,8 @@ pub struct SessionConfig {
     pub max_body_bytes: u64,
     /// `--stream`: what counts as an event of a streamed response.
     pub stream: Option<crate::model::StreamMode>,
+    /// `--pipeline`: HTTP/1.1 requests in flight per connection ([`pipeline`]).
+    pub pipeline: usize,
 }
 
 impl SessionConfig {
@@ -164,6 +168,7 @@ impl SessionConfig {
             framed: plan.framed.clone(),
             max_body_bytes: plan.max_body_bytes,
             stream: plan.stream,
+            pipeline: plan.pipeline,
         })
     }
 }
@@ -293,6 +298,11 @@ impl Session {
             grpc: config.grpc.then(grpc::Status::default),
             config,
         }
+    }
+
+    /// What every session of the run shares.
+    pub fn config(&self) -> &SessionConfig {
+        &self.config
     }
 
     /// HTTP/2: the server's SETTINGS_MAX_CONCURRENT_STREAMS, if the last request opened the

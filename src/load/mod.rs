@@ -21,6 +21,7 @@ pub use crate::util::start::StartGate;
 use failfast::FailFast;
 pub use scheduler::Scheduler;
 
+use crate::engine::pipeline::Batch;
 use crate::engine::{ConnectGate, Send, Session, SessionConfig};
 use crate::model::{ConnStage, ErrorKind, LoadModel, Sample, Segment, Ticket, Timestamps};
 use crate::plan::RunPlan;
@@ -643,6 +644,10 @@ struct Connection {
 
 impl Connection {
     async fn run(mut self) {
+        let depth = self.session.pipeline();
+        if depth > 1 {
+            return self.run_pipelined(depth).await;
+        }
         if let Some(opening) = self.opening.take() {
             let now = Instant::now();
             let mut stamps = Timestamps::new(now, now);
@@ -690,6 +695,57 @@ impl Connection {
                 &self.session,
                 slot,
             );
+        }
+    }
+
+    /// `--pipeline depth` (a closed loop): take up to `depth` tickets at once, send their
+    /// requests in one write, record each response as it ends, repeat.
+    async fn run_pipelined(mut self, depth: usize) {
+        let mut batch = Batch::default();
+        let mut slots: Vec<u16> = Vec::with_capacity(depth);
+        loop {
+            if let Some(a) = &self.activity {
+                if !a.wait_active().await {
+                    break;
+                }
+            }
+            batch.clear();
+            slots.clear();
+            while batch.len() < depth {
+                let Some(ticket) = self.feed.next().await else {
+                    break;
+                };
+                // A closed loop's ticket was issued now: it is dispatched when intended.
+                let stamps =
+                    Timestamps::new(ticket.intended, ticket.intended).released_at(ticket.released);
+                match &self.renderer {
+                    Some(r) => {
+                        let (slot, head) = r.borrow_mut().render(ticket.seq, &mut self.buf);
+                        batch.push(&self.buf.bytes, head, stamps);
+                        slots.push(slot);
+                    }
+                    None => {
+                        let template = &self.session.config().template;
+                        batch.push(template.bytes(), template.head, stamps);
+                        slots.push(0);
+                    }
+                }
+            }
+            if batch.is_empty() {
+                break;
+            }
+            for _ in 0..batch.len() {
+                self.recorder.borrow_mut().sending();
+            }
+            let (recorder, fail_fast) = (&self.recorder, &self.fail_fast);
+            let progress = &self.progress.0[self.thread];
+            self.session
+                .request_batch(&mut batch, |i, stamps, outcome, session| {
+                    record_outcome(
+                        recorder, progress, fail_fast, stamps, outcome, session, slots[i],
+                    )
+                })
+                .await;
         }
     }
 }

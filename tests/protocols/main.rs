@@ -12,6 +12,7 @@ mod grpc;
 mod http2;
 mod http3;
 mod keepalive;
+mod pipeline;
 mod real_servers;
 mod server_timing;
 mod stream;

@@ -193,6 +193,47 @@ fn nginx_over_http1() {
 }
 
 #[test]
+fn nginx_pipelined_through_its_keepalive_limit_and_gzip() {
+    let Some(program) = find_tool("nginx", "apt-get install nginx") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (_nginx, port) = nginx(&program, dir.path(), false);
+    // nginx closes a connection after 1000 requests (keepalive_requests), in the middle of
+    // the 63rd batch of 16: its last 8 requests go again on a new connection.
+    let j = Run::new()
+        .n(2400)
+        .c(1)
+        .t(1)
+        .args(["--pipeline", "16", "--timeout", "2s"])
+        .url(format!("http://127.0.0.1:{port}/"))
+        .json();
+    assert_counts(
+        &j,
+        &[
+            ("requests.ok", 2400),
+            ("connections.opened", 3),
+            ("connections.server_closes", 2),
+            ("server_timing.app.count", 2400),
+        ],
+    );
+    // gzip on the fly: chunked bodies, decoded, four in flight at a time.
+    let j = Run::new()
+        .n(40)
+        .c(1)
+        .t(1)
+        .args(["--pipeline", "4", "--compressed", "--timeout", "2s"])
+        .url(format!("http://127.0.0.1:{port}/static/text.txt"))
+        .json();
+    assert_counts(&j, &[("requests.ok", 40), ("connections.opened", 1)]);
+    assert_eq!(
+        count(&j, "bytes.body_decoded"),
+        40 * TEXT_BYTES as u64,
+        "{j}"
+    );
+}
+
+#[test]
 fn nginx_over_tls_with_http2() {
     let Some(program) = find_tool("nginx", "apt-get install nginx") else {
         return;

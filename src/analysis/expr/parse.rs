@@ -66,6 +66,11 @@ fn scope_of(text: &str, whole: &str) -> Result<Scope, ExprError> {
     }
 }
 impl Expr {
+    /// A command-line value (`--threshold`, `--slo`): [`Expr::parse`] with its message.
+    pub fn arg(text: &str) -> Result<Expr, String> {
+        Expr::parse(text).map_err(|e| e.0)
+    }
+
     /// Parses `text` (whitespace around its parts is allowed).
     pub fn parse(text: &str) -> Result<Expr, ExprError> {
         let whole = text.trim();

@@ -31,6 +31,23 @@ pub struct Response {
     pub keep_alive: bool,
 }
 
+impl Response {
+    /// The same response, with the bytes written for its request.
+    pub fn written(mut self, bytes: u64) -> Self {
+        self.bytes_written = bytes;
+        self
+    }
+}
+
+/// Where a response's parts go besides its counts: its `Server-Timing` values (cleared
+/// first, comma-joined), the decoder of an encoded body (`--compressed`), the tracker of a
+/// streamed one's events (`--stream`).
+pub struct Sinks<'a> {
+    pub timing: &'a mut Vec<u8>,
+    pub decoder: Option<&'a mut BodyDecoder>,
+    pub stream: &'a mut StreamTracker,
+}
+
 /// A final head read by [`Http1Conn::read_head`], with what reading it took.
 struct HeadRead {
     head: Head,
@@ -48,8 +65,11 @@ struct Body {
     bytes: u64,
     /// Bytes read for it beyond those that came with the head.
     read: u64,
-    /// Nothing followed the body, so the connection may carry another request.
+    /// Nothing followed the body (or, pipelined, what followed is the next response's), so
+    /// the connection may carry another request.
     keep_alive: bool,
+    /// Pipelined: the bytes after the body in the buffer (`buf[a..b]`), the next response's.
+    rest: Option<(usize, usize)>,
 }
 
 /// One HTTP/1.1 connection and its read buffer, held only while a response is read: the
@@ -61,6 +81,9 @@ pub struct Http1Conn {
     trailers: Vec<u8>,
     /// When the bytes of the last read that returned any arrived, if the kernel said.
     arrival: Option<Instant>,
+    /// Pipelined (`--pipeline`): bytes at the start of the buffer that came after the last
+    /// response, the beginning of the next one (the buffer is held while there are any).
+    carried: usize,
 }
 
 impl Http1Conn {
@@ -70,7 +93,13 @@ impl Http1Conn {
             buf: Default::default(),
             trailers: Vec::new(),
             arrival: None,
+            carried: 0,
         }
+    }
+
+    /// Pipelined: bytes of the next response are already in the buffer.
+    pub fn has_carried(&self) -> bool {
+        self.carried > 0
     }
 
     /// Sends `request` and reads its response. `head_request`: the method was HEAD.
@@ -79,8 +108,7 @@ impl Http1Conn {
     /// `decoder` (`--compressed`), an encoded body is kept and decoded (stamping `decoded`).
     /// A streamed response's events go to `stream` (see [`StreamTracker::begin`]).
     ///
-    /// The steps: [`Self::send`], [`Self::read_head`], then the body as the head frames it
-    /// ([`Self::length_body`], [`Self::chunked_body`], [`Self::body_until_close`]).
+    /// The steps: [`Self::send`], then [`Self::read_response`].
     #[allow(clippy::too_many_arguments)]
     pub async fn exchange(
         &mut self,
@@ -92,9 +120,52 @@ impl Http1Conn {
         decoder: Option<&mut BodyDecoder>,
         stream: &mut StreamTracker,
     ) -> Result<Response, EngineError> {
+        self.send(request, stamps).await?;
+        let sinks = Sinks {
+            timing,
+            decoder,
+            stream,
+        };
+        self.read_response(head_request, max_header_bytes, stamps, sinks, false)
+            .await
+            .map(|r| r.written(request.len() as u64))
+    }
+
+    /// Writes `requests` (one or several back to back, `--pipeline`) in one write; returns
+    /// when the write ended.
+    pub async fn send_all(&mut self, requests: &[u8]) -> Result<Instant, EngineError> {
+        self.stream
+            .write_all(requests)
+            .await
+            .map_err(|e| EngineError::io(ErrorKind::Write, "write".into(), &e))?;
+        self.stream
+            .flush()
+            .await
+            .map_err(|e| EngineError::io(ErrorKind::Write, "write".into(), &e))?;
+        Ok(Instant::now())
+    }
+
+    /// Reads the next response (its request written, `stamps.written` set): the head, then
+    /// the body as the head frames it ([`Self::length_body`], [`Self::chunked_body`],
+    /// [`Self::body_until_close`]). `pipelined`: bytes after the response are the next
+    /// response's, kept in the buffer for the next call; otherwise they are an error (the
+    /// server's framing lies) or end the connection. Its `bytes_written` is 0: the caller
+    /// knows what it wrote ([`Response::written`]).
+    pub async fn read_response(
+        &mut self,
+        head_request: bool,
+        max_header_bytes: usize,
+        stamps: &mut Timestamps,
+        sinks: Sinks<'_>,
+        pipelined: bool,
+    ) -> Result<Response, EngineError> {
+        let Sinks {
+            timing,
+            decoder,
+            stream,
+        } = sinks;
         timing.clear();
         let want_codings = decoder.is_some();
-        self.send(request, stamps).await?;
         let got = self
             .read_head(head_request, want_codings, max_header_bytes, stamps, timing)
             .await?;
@@ -114,15 +185,27 @@ impl Http1Conn {
             Framing::None => Body {
                 bytes: 0,
                 read: 0,
-                keep_alive: buffered == 0,
+                keep_alive: buffered == 0 || pipelined,
+                rest: (pipelined && buffered > 0).then_some((head.len, got.filled)),
             },
-            Framing::Length(len) => self.length_body(head.len, buffered, len, k, t).await?,
+            Framing::Length(len) => {
+                self.length_body(head.len, buffered, len, k, t, pipelined)
+                    .await?
+            }
             Framing::Chunked => {
-                self.chunked_body(head.len, got.filled, max_header_bytes, timing, k, t)
+                let at = (head.len, got.filled);
+                self.chunked_body(at, max_header_bytes, timing, k, t, pipelined)
                     .await?
             }
             Framing::UntilClose => self.body_until_close(head.len, got.filled, k, t).await?,
         };
+        // Pipelined: the next response's first bytes move to the front of the buffer.
+        let mut carried = 0;
+        if let Some((a, b)) = body.rest {
+            self.buf.copy_within(a..b, 0);
+            carried = b - a;
+        }
+        self.carried = carried;
         tracker.map(StreamTracker::finish);
         stamps.done = stamps.first_byte.map(|f| self.arrived().max(f));
         let header_bytes = (got.interim_bytes + head.len) as u64;
@@ -140,8 +223,8 @@ impl Http1Conn {
         }
         Ok(Response {
             status: head.status,
-            bytes_read: got.bytes_read + body.read,
-            bytes_written: request.len() as u64,
+            bytes_read: got.bytes_read + body.read - carried as u64,
+            bytes_written: 0,
             traffic,
             keep_alive: head.keep_alive && body.keep_alive,
         })
@@ -150,15 +233,7 @@ impl Http1Conn {
     /// Writes `request` and stamps the end of the write.
     #[inline]
     async fn send(&mut self, request: &[u8], stamps: &mut Timestamps) -> Result<(), EngineError> {
-        self.stream
-            .write_all(request)
-            .await
-            .map_err(|e| EngineError::io(ErrorKind::Write, "write".into(), &e))?;
-        self.stream
-            .flush()
-            .await
-            .map_err(|e| EngineError::io(ErrorKind::Write, "write".into(), &e))?;
-        stamps.written = Some(Instant::now());
+        stamps.written = Some(self.send_all(request).await?);
         Ok(())
     }
 
@@ -173,10 +248,31 @@ impl Http1Conn {
         stamps: &mut Timestamps,
         timing: &mut Vec<u8>,
     ) -> Result<HeadRead, EngineError> {
-        let mut filled = 0usize;
-        let mut bytes_read = 0u64;
+        // Pipelined: the bytes after the last response begin this one; they arrived with
+        // the read that brought them.
+        let mut filled = std::mem::take(&mut self.carried);
+        let mut bytes_read = filled as u64;
         // Interim (1xx) heads dropped from the buffer: they count as header bytes.
         let mut interim_bytes = 0usize;
+        if filled > 0 {
+            stamps.first_byte = stamps.written.map(|w| self.arrived().max(w));
+            let parsed = parse_loop(
+                &mut self.buf,
+                &mut filled,
+                head_request,
+                want_codings,
+                timing,
+                &mut interim_bytes,
+            )?;
+            if let Some(head) = parsed {
+                return Ok(HeadRead {
+                    head,
+                    filled,
+                    bytes_read,
+                    interim_bytes,
+                });
+            }
+        }
         loop {
             if filled == self.buf.len() {
                 if self.buf.len() >= max_header_bytes {
@@ -230,7 +326,7 @@ impl Http1Conn {
     }
 
     /// A body of Content-Length `len`, of which `buffered` bytes already follow the head
-    /// (which ends at `start`).
+    /// (which ends at `start`); `pipelined`: bytes beyond it are the next response's.
     #[inline]
     async fn length_body(
         &mut self,
@@ -239,8 +335,9 @@ impl Http1Conn {
         len: u64,
         keeper: &mut Option<&mut BodyDecoder>,
         tracker: &mut Option<&mut StreamTracker>,
+        pipelined: bool,
     ) -> Result<Body, EngineError> {
-        if buffered as u64 > len {
+        if buffered as u64 > len && !pipelined {
             return Err(longer_than_its_length(buffered as u64 - len, len));
         }
         let first = (buffered as u64).min(len) as usize;
@@ -248,6 +345,7 @@ impl Http1Conn {
         track(tracker, &self.buf[start..start + first])?;
         let mut remaining = len - first as u64;
         let mut read = 0u64;
+        let mut rest = (first < buffered).then_some((start + first, start + buffered));
         while remaining > 0 {
             let n = self.read_at(0).await?;
             if n == 0 {
@@ -260,32 +358,36 @@ impl Http1Conn {
                 ));
             }
             read += n as u64;
-            if n as u64 > remaining {
+            if n as u64 > remaining && !pipelined {
                 return Err(longer_than_its_length(n as u64 - remaining, len));
             }
-            let take = n;
+            let take = (n as u64).min(remaining) as usize;
             keep(keeper, &self.buf[..take])?;
             track(tracker, &self.buf[..take])?;
             remaining -= take as u64;
+            if take < n {
+                rest = Some((take, n));
+            }
         }
         Ok(Body {
             bytes: len,
             read,
             keep_alive: true,
+            rest,
         })
     }
 
     /// A chunked body, whose first bytes are `buf[start..filled]`; the `Server-Timing` of
-    /// its trailers go to `timing`.
+    /// its trailers go to `timing`; `pipelined`: bytes after it are the next response's.
     #[inline]
     async fn chunked_body(
         &mut self,
-        mut start: usize,
-        mut filled: usize,
+        (mut start, mut filled): (usize, usize),
         max_header_bytes: usize,
         timing: &mut Vec<u8>,
         keeper: &mut Option<&mut BodyDecoder>,
         tracker: &mut Option<&mut StreamTracker>,
+        pipelined: bool,
     ) -> Result<Body, EngineError> {
         let mut decoder = ChunkDecoder::new(max_header_bytes);
         let mut read = 0u64;
@@ -301,10 +403,12 @@ impl Http1Conn {
                 .map_err(|e| EngineError::new(ErrorKind::Protocol, e.to_string()))?;
             if decoder.is_done() {
                 trailer_timing(&self.trailers, timing);
+                let end = start + used;
                 return Ok(Body {
                     bytes: decoder.data_bytes(),
                     read,
-                    keep_alive: start + used == filled,
+                    keep_alive: end == filled || pipelined,
+                    rest: (pipelined && end < filled).then_some((end, filled)),
                 });
             }
             // All fed bytes are consumed by the decoder (it keeps its own state).
@@ -349,6 +453,7 @@ impl Http1Conn {
             bytes,
             read,
             keep_alive: false,
+            rest: None,
         })
     }
 

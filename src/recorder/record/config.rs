@@ -28,6 +28,9 @@ pub struct Config {
     pub protocol: Protocol,
     /// Concurrent streams per connection (1 for HTTP/1.1).
     pub streams: u64,
+    /// HTTP/1.1 requests pipelined per connection (`--pipeline`; 1: none, then not written).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub pipeline: u64,
     /// `closed` or `open`.
     pub load_model: String,
     /// Open loop: the offered rate (req/s) of a constant schedule.
@@ -71,6 +74,10 @@ impl Config {
             .ok()
             .map(|(scheme, ..)| scheme)
     }
+}
+
+fn is_one(n: &u64) -> bool {
+    *n == 1
 }
 
 fn one() -> u64 {
@@ -139,6 +146,7 @@ pub(super) fn config_of(plan: &RunPlan, end: &Ending) -> Config {
         cacert: plan.tls.cacert.as_ref().map(|p| p.display().to_string()),
         protocol: plan.protocol(),
         streams: plan.streams() as u64,
+        pipeline: plan.pipeline as u64,
         load_model: plan.load.name().into(),
         rate_rps: match &plan.load {
             LoadModel::Open {

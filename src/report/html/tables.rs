@@ -323,6 +323,7 @@ pub(super) fn environment(r: &RunRecord) -> Vec<(String, String, bool)> {
         ("connections", c.connections.to_string()),
         ("threads", c.threads.to_string()),
         ("streams per connection", c.streams.to_string()),
+        ("pipelined requests per connection", c.pipeline.to_string()),
         ("duration", opt(c.duration_s.map(|d| format!("{d} s")))),
         ("requests", opt(c.requests.map(|n| n.to_string()))),
         ("warm-up", format!("{} s", c.warmup_s)),

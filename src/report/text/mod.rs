@@ -89,6 +89,25 @@ pub fn start_header(config: &crate::recorder::record::Config, levels: &[&str]) -
     out
 }
 
+/// The header's line on pipelining (`--pipeline`) and on an open loop's offered rate.
+fn pipeline_and_rate(out: &mut String, c: &crate::recorder::record::Config) {
+    if c.pipeline > 1 {
+        let _ = writeln!(
+            out,
+            "  pipelined: {} requests per connection sent in one write, answered in order",
+            c.pipeline
+        );
+    }
+    if let (Some(rate), None) = (c.rate_rps, &c.sweep) {
+        let _ = writeln!(
+            out,
+            "  offered {rate:.0} req/s, {} arrivals (seed {})",
+            c.arrival.as_deref().unwrap_or("constant"),
+            c.seed
+        );
+    }
+}
+
 /// The header's lines; `ran`: how many repetitions ran (`None` before the run).
 fn header_of(
     out: &mut String,
@@ -153,14 +172,7 @@ fn header_of(
             c.threads, c.connections, method, c.protocol, c.load_model
         );
     }
-    if let (Some(rate), None) = (c.rate_rps, &c.sweep) {
-        let _ = writeln!(
-            out,
-            "  offered {rate:.0} req/s, {} arrivals (seed {})",
-            c.arrival.as_deref().unwrap_or("constant"),
-            c.seed
-        );
-    }
+    pipeline_and_rate(out, c);
     if let Some(seg) = &c.segment {
         let _ = writeln!(
             out,

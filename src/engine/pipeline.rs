@@ -1,0 +1,303 @@
+//! HTTP/1.1 pipelining (`--pipeline N`, wrk's `pipeline.lua`): a connection's session sends
+//! a batch of up to N requests in one write and reads their responses in order, each stamped
+//! on its own (its first byte and its end arrive when the reads that brought them did), and
+//! takes the next batch once the last response is in. A response that closes the connection
+//! (`Connection: close`, nginx's `keepalive_requests`) leaves the batch's later requests
+//! unanswered: they go again, in one write, on a new connection. A kept connection the
+//! server closed as the batch went out is replaced once, as for a single request
+//! ([`super::retry_on_a_new_connection`]). Any other failure fails the request it hit and
+//! every later one of the batch (they were behind it on the connection), with its kind.
+
+use super::http1::{Http1Conn, Response, Sinks};
+use super::{arrival, EngineError, Outcome, Session};
+use crate::model::{ErrorKind, Timestamps, Traffic};
+use std::time::Instant;
+
+/// One batch's requests, back to back, and the stamps of each (kept for their capacity).
+#[derive(Default)]
+pub struct Batch {
+    bytes: Vec<u8>,
+    /// Where each request ends in `bytes`.
+    ends: Vec<usize>,
+    /// Each request's method was HEAD.
+    heads: Vec<bool>,
+    pub stamps: Vec<Timestamps>,
+}
+
+impl Batch {
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+        self.heads.clear();
+        self.stamps.clear();
+    }
+
+    /// Adds a request: its bytes, whether it is a HEAD, its stamps (dispatched).
+    pub fn push(&mut self, request: &[u8], head: bool, stamps: Timestamps) {
+        self.bytes.extend_from_slice(request);
+        self.ends.push(self.bytes.len());
+        self.heads.push(head);
+        self.stamps.push(stamps);
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Request `i`'s bytes.
+    fn request(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+
+    /// Requests `from..` back to back.
+    fn from(&self, from: usize) -> &[u8] {
+        let start = if from == 0 { 0 } else { self.ends[from - 1] };
+        &self.bytes[start..]
+    }
+}
+
+/// What became of the write of a batch's requests `from..`.
+enum Sent {
+    Written(Instant),
+    /// The kept connection failed as the requests went out: send them on a new one.
+    Again,
+    Failed(EngineError),
+}
+
+/// What became of the reads of a batch's responses.
+enum Read {
+    /// All answered (the connection may have closed after the last).
+    Done,
+    /// Answered up to `next`, then the server closed the connection (after a response, or
+    /// before any byte of `next`'s that may go once more): send `next..` on a new one.
+    Again { next: usize, retried: bool },
+    /// Request `at` failed with this error, and the later ones behind it.
+    Failed { at: usize, error: EngineError },
+}
+
+impl Session {
+    /// The pipeline depth (`--pipeline`): 1 without pipelining.
+    pub fn pipeline(&self) -> usize {
+        self.config.pipeline
+    }
+
+    /// Sends `batch`'s requests pipelined on this session's HTTP/1.1 connection (opened first
+    /// if none is open: the first unanswered request stamps the connect) and calls `each`
+    /// with every request's index, stamps and outcome, in order, as its response ends (or
+    /// fails). Each response has the per-request timeout from its dispatch.
+    pub async fn request_batch(
+        &mut self,
+        batch: &mut Batch,
+        mut each: impl FnMut(usize, Timestamps, &Outcome, &Session),
+    ) {
+        let _awake = self.needs_thread_awake().then(arrival::awake::Needed::new);
+        let n = batch.len();
+        let mut next = 0;
+        // One resend on a new connection for a kept one the server closed as we sent.
+        let mut resent = false;
+        // The next request to go found its kept connection closed by the server.
+        let mut replaced = false;
+        while next < n {
+            let found_closed = self.conn.as_ref().is_some_and(|c| c.stream.peer_closed());
+            if found_closed {
+                self.conn = None;
+                replaced = true;
+            }
+            let reused = self.conn.is_some();
+            let written = match self.send_from(batch, next, reused && !resent).await {
+                Sent::Written(at) => at,
+                Sent::Again => {
+                    resent = true;
+                    replaced = true;
+                    continue;
+                }
+                Sent::Failed(error) => {
+                    self.fail_from(batch, next, &error, &mut each);
+                    return;
+                }
+            };
+            for s in &mut batch.stamps[next..] {
+                s.written = Some(written);
+            }
+            let read = self.read_from(batch, next, !resent, replaced, &mut each);
+            match read.await {
+                Read::Done => break,
+                Read::Again { next: at, retried } => {
+                    next = at;
+                    resent |= retried;
+                    replaced = retried;
+                    for s in &mut batch.stamps[next..] {
+                        s.written = None;
+                    }
+                }
+                Read::Failed { at, error } => {
+                    self.close();
+                    self.fail_from(batch, at, &error, &mut each);
+                    return;
+                }
+            }
+        }
+        // Idle again: the read buffer goes back to the thread's pool (a server that sent more
+        // than was asked keeps it until the next batch reads it as an answer, or fails).
+        if let Some(conn) = self.conn.as_mut().filter(|c| !c.has_carried()) {
+            conn.buf.release();
+        }
+    }
+
+    /// Opens the connection if needed (stamping request `from`) and writes requests `from..`
+    /// in one write, within the timeout of request `from`.
+    async fn send_from(&mut self, batch: &mut Batch, from: usize, may_resend: bool) -> Sent {
+        let deadline = batch.stamps[from].dispatched + self.config.timeout;
+        if self.conn.is_none() {
+            if let Some(gate) = &self.gate {
+                // Waiting for a connect slot (--max-connections-per-second) is in the write.
+                let now = Instant::now();
+                let slot = gate.reserve(now);
+                if slot > now {
+                    tokio::time::sleep_until(slot.into()).await;
+                }
+            }
+            let _awake = arrival::awake::Needed::new();
+            let connect = self.config.connector.connect(&mut batch.stamps[from]);
+            match tokio::time::timeout_at(deadline.into(), connect).await {
+                Ok(Ok(stream)) => self.conn = Some(Http1Conn::new(stream)),
+                Ok(Err(e)) => return Sent::Failed(e),
+                Err(_) => return Sent::Failed(timed_out(self.config.timeout)),
+            }
+        }
+        let conn = self.conn.as_mut().expect("connection opened above");
+        let write = conn.send_all(batch.from(from));
+        let error = match tokio::time::timeout_at(deadline.into(), write).await {
+            Ok(Ok(at)) => return Sent::Written(at),
+            Ok(Err(e)) => e,
+            Err(_) => timed_out(self.config.timeout),
+        };
+        self.close();
+        let stamps = &batch.stamps[from];
+        if may_resend && super::retry_on_a_new_connection(&error, stamps, batch.request(from)) {
+            Sent::Again
+        } else {
+            Sent::Failed(error)
+        }
+    }
+
+    /// Reads the responses of requests `from..` in order, calling `each` as each ends.
+    async fn read_from(
+        &mut self,
+        batch: &mut Batch,
+        from: usize,
+        may_resend: bool,
+        replaced: bool,
+        each: &mut impl FnMut(usize, Timestamps, &Outcome, &Session),
+    ) -> Read {
+        let n = batch.len();
+        for i in from..n {
+            let deadline = batch.stamps[i].dispatched + self.config.timeout;
+            self.stream.idle();
+            let response = {
+                let conn = self.conn.as_mut().expect("the batch's connection");
+                let sinks = Sinks {
+                    timing: &mut self.timing,
+                    decoder: self.decoder.as_mut(),
+                    stream: &mut self.stream,
+                };
+                let read = conn.read_response(
+                    batch.heads[i],
+                    self.config.max_header_bytes,
+                    &mut batch.stamps[i],
+                    sinks,
+                    true,
+                );
+                tokio::time::timeout_at(deadline.into(), read).await
+            };
+            if let Some((first, events)) = self.stream.stamps() {
+                batch.stamps[i].first_event = first;
+                batch.stamps[i].events = Some(events);
+            }
+            let response: Response = match response {
+                Ok(Ok(r)) => r.written(batch.request(i).len() as u64),
+                Ok(Err(e)) => {
+                    if may_resend
+                        && super::retry_on_a_new_connection(&e, &batch.stamps[i], batch.request(i))
+                    {
+                        // The server closed the kept connection before answering `i`.
+                        self.close();
+                        return Read::Again {
+                            next: i,
+                            retried: true,
+                        };
+                    }
+                    return Read::Failed { at: i, error: e };
+                }
+                Err(_) => {
+                    return Read::Failed {
+                        at: i,
+                        error: timed_out(self.config.timeout),
+                    }
+                }
+            };
+            // With keep-alive off the close is ours, not the server's.
+            let closes = !response.keep_alive;
+            let server_closed = (closes && self.config.keepalive) || (i == from && replaced);
+            let outcome = Outcome {
+                result: Ok(response.status),
+                bytes_read: response.bytes_read,
+                bytes_written: response.bytes_written,
+                traffic: response.traffic,
+                server_closed,
+                grpc: None,
+            };
+            each(i, batch.stamps[i], &outcome, self);
+            if closes {
+                self.close();
+                if i + 1 < n {
+                    return Read::Again {
+                        next: i + 1,
+                        retried: false,
+                    };
+                }
+            }
+        }
+        Read::Done
+    }
+
+    /// Requests `from..` of `batch` failed with `error` (the first of them hit it; the later
+    /// ones were behind it on the connection).
+    fn fail_from(
+        &mut self,
+        batch: &Batch,
+        from: usize,
+        error: &EngineError,
+        each: &mut impl FnMut(usize, Timestamps, &Outcome, &Session),
+    ) {
+        self.close();
+        for i in from..batch.len() {
+            let stamps = batch.stamps[i];
+            let outcome = Outcome {
+                result: Err(error.clone()),
+                bytes_read: 0,
+                bytes_written: if stamps.written.is_some() {
+                    batch.request(i).len() as u64
+                } else {
+                    0
+                },
+                traffic: Traffic::default(),
+                server_closed: false,
+                grpc: None,
+            };
+            each(i, stamps, &outcome, self);
+        }
+    }
+}
+
+fn timed_out(timeout: std::time::Duration) -> EngineError {
+    EngineError::new(
+        ErrorKind::Timeout,
+        format!("no complete response within {timeout:?}"),
+    )
+}
