@@ -589,17 +589,21 @@ impl Session {
             self.conn = Some(Http1Conn::new(stream));
         }
         let conn = self.conn.as_mut().expect("connection opened above");
-        let response = conn
-            .exchange(
-                bytes,
-                head,
-                config.max_header_bytes,
-                stamps,
-                &mut self.timing,
-                self.decoder.as_mut(),
-                &mut self.stream,
-            )
-            .await;
+        let sinks = http1::Sinks {
+            timing: &mut self.timing,
+            decoder: self.decoder.as_mut(),
+            stream: &mut self.stream,
+        };
+        // Send, then read: one future each, none around them (a nested one costs).
+        let response = match conn.send_all(bytes).await {
+            Ok(written) => {
+                stamps.written = Some(written);
+                conn.read_response(head, config.max_header_bytes, stamps, sinks, false)
+                    .await
+                    .map(|r| r.written(bytes.len() as u64))
+            }
+            Err(e) => Err(e),
+        };
         // Idle again: the read buffer goes back to the thread's pool (on an error the
         // connection is dropped, and its buffer with it goes back too).
         conn.buf.release();

@@ -7,6 +7,17 @@ use crate::common::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
+/// `run -n N -c C -t 1 --pipeline DEPTH --timeout 5s` against `addr`, its summary.
+fn pipelined(addr: std::net::SocketAddr, n: u64, c: u64, depth: u64) -> serde_json::Value {
+    Run::new()
+        .n(n)
+        .c(c)
+        .t(1)
+        .args(["--pipeline", &depth.to_string(), "--timeout", "5s"])
+        .url(format!("http://{addr}/"))
+        .json()
+}
+
 /// Reads from `s` until `n` complete request heads are in (requests without bodies); false
 /// when the peer closed first. Returns how many reads it took.
 fn read_requests(s: &mut TcpStream, n: usize, reads: &mut usize) -> bool {
@@ -59,13 +70,7 @@ fn batches_of_8(mut s: TcpStream) {
 fn a_batch_goes_in_one_write_and_its_responses_are_read_in_order() {
     let addr = thread_per_connection(batches_of_8);
     let url = format!("http://{addr}/");
-    let j = Run::new()
-        .n(80)
-        .c(1)
-        .t(1)
-        .args(["--pipeline", "8", "--timeout", "5s"])
-        .url(&url)
-        .json();
+    let j = pipelined(addr, 80, 1, 8);
     // 10 batches of 8: each request answered by its own response, framings in turn.
     assert_counts(
         &j,
@@ -122,13 +127,7 @@ fn closes_after_6(mut s: TcpStream) {
 #[test]
 fn requests_left_unanswered_by_a_close_go_again_on_a_new_connection() {
     let addr = thread_per_connection(closes_after_6);
-    let j = Run::new()
-        .n(24)
-        .c(1)
-        .t(1)
-        .args(["--pipeline", "8", "--timeout", "5s"])
-        .url(format!("http://{addr}/"))
-        .json();
+    let j = pipelined(addr, 24, 1, 8);
     // 6 answered per connection: 4 connections, each closed by the server.
     assert_counts(
         &j,
@@ -173,13 +172,7 @@ fn batches_of_8_in_pieces(mut s: TcpStream) {
 #[test]
 fn responses_cut_anywhere_are_read_in_order() {
     let addr = thread_per_connection(batches_of_8_in_pieces);
-    let j = Run::new()
-        .n(800)
-        .c(2)
-        .t(1)
-        .args(["--pipeline", "8", "--timeout", "5s"])
-        .url(format!("http://{addr}/"))
-        .json();
+    let j = pipelined(addr, 800, 2, 8);
     assert_counts(
         &j,
         &[
@@ -221,13 +214,7 @@ fn stalls_after_2(mut s: TcpStream) {
 fn a_failure_fails_its_request_and_those_behind_it() {
     // Garbage after 2 responses: the third is a protocol error, the fourth was behind it.
     let addr = thread_per_connection(garbage_after_2);
-    let j = Run::new()
-        .n(8)
-        .c(1)
-        .t(1)
-        .args(["--pipeline", "4", "--timeout", "5s"])
-        .url(format!("http://{addr}/"))
-        .json();
+    let j = pipelined(addr, 8, 1, 4);
     assert_counts(
         &j,
         &[

@@ -102,37 +102,9 @@ impl Http1Conn {
         self.carried > 0
     }
 
-    /// Sends `request` and reads its response. `head_request`: the method was HEAD.
-    /// The values of the response's `Server-Timing` headers and trailers are left in
-    /// `timing` (comma-joined), which is cleared first and keeps its capacity. With a
-    /// `decoder` (`--compressed`), an encoded body is kept and decoded (stamping `decoded`).
-    /// A streamed response's events go to `stream` (see [`StreamTracker::begin`]).
-    ///
-    /// The steps: [`Self::send`], then [`Self::read_response`].
-    #[allow(clippy::too_many_arguments)]
-    pub async fn exchange(
-        &mut self,
-        request: &[u8],
-        head_request: bool,
-        max_header_bytes: usize,
-        stamps: &mut Timestamps,
-        timing: &mut Vec<u8>,
-        decoder: Option<&mut BodyDecoder>,
-        stream: &mut StreamTracker,
-    ) -> Result<Response, EngineError> {
-        self.send(request, stamps).await?;
-        let sinks = Sinks {
-            timing,
-            decoder,
-            stream,
-        };
-        self.read_response(head_request, max_header_bytes, stamps, sinks, false)
-            .await
-            .map(|r| r.written(request.len() as u64))
-    }
-
-    /// Writes `requests` (one or several back to back, `--pipeline`) in one write; returns
-    /// when the write ended.
+    /// Writes `requests` (a request, or several back to back: `--pipeline`) in one write;
+    /// returns when the write ended, the `written` stamp ([`Self::read_response`] reads the
+    /// response).
     pub async fn send_all(&mut self, requests: &[u8]) -> Result<Instant, EngineError> {
         self.stream
             .write_all(requests)
@@ -145,9 +117,9 @@ impl Http1Conn {
         Ok(Instant::now())
     }
 
-    /// Reads the next response (its request written, `stamps.written` set): the head, then
-    /// the body as the head frames it ([`Self::length_body`], [`Self::chunked_body`],
-    /// [`Self::body_until_close`]). `pipelined`: bytes after the response are the next
+    /// Reads the next response (its request written, `stamps.written` set; `head_request`:
+    /// its method was HEAD): the head, then the body as the head frames it
+    /// ([`Self::length_body`], [`Self::chunked_body`], [`Self::body_until_close`]). `pipelined`: bytes after the response are the next
     /// response's, kept in the buffer for the next call; otherwise they are an error (the
     /// server's framing lies) or end the connection. Its `bytes_written` is 0: the caller
     /// knows what it wrote ([`Response::written`]).
@@ -230,13 +202,6 @@ impl Http1Conn {
         })
     }
 
-    /// Writes `request` and stamps the end of the write.
-    #[inline]
-    async fn send(&mut self, request: &[u8], stamps: &mut Timestamps) -> Result<(), EngineError> {
-        stamps.written = Some(self.send_all(request).await?);
-        Ok(())
-    }
-
     /// Reads until a final head is parsed (dropping interim ones), growing the buffer up to
     /// `max_header_bytes`; stamps the first response byte.
     #[inline]
@@ -254,50 +219,39 @@ impl Http1Conn {
         let mut bytes_read = filled as u64;
         // Interim (1xx) heads dropped from the buffer: they count as header bytes.
         let mut interim_bytes = 0usize;
-        if filled > 0 {
+        // Carried bytes are parsed before anything is read.
+        let mut read_first = filled == 0;
+        if !read_first {
             stamps.first_byte = stamps.written.map(|w| self.arrived().max(w));
-            let parsed = parse_loop(
-                &mut self.buf,
-                &mut filled,
-                head_request,
-                want_codings,
-                timing,
-                &mut interim_bytes,
-            )?;
-            if let Some(head) = parsed {
-                return Ok(HeadRead {
-                    head,
-                    filled,
-                    bytes_read,
-                    interim_bytes,
-                });
-            }
         }
         loop {
-            if filled == self.buf.len() {
-                if self.buf.len() >= max_header_bytes {
-                    return Err(EngineError::new(
-                        ErrorKind::Protocol,
-                        format!("response head larger than {max_header_bytes} bytes"),
-                    ));
+            if read_first {
+                if filled == self.buf.len() {
+                    if self.buf.len() >= max_header_bytes {
+                        return Err(EngineError::new(
+                            ErrorKind::Protocol,
+                            format!("response head larger than {max_header_bytes} bytes"),
+                        ));
+                    }
+                    let grown = (self.buf.len() * 2).min(max_header_bytes);
+                    self.buf.resize(grown, 0);
                 }
-                let grown = (self.buf.len() * 2).min(max_header_bytes);
-                self.buf.resize(grown, 0);
+                let n = self.read_at(filled).await?;
+                if n == 0 {
+                    let detail = if bytes_read == 0 {
+                        "connection closed before any response byte".to_string()
+                    } else {
+                        format!("connection closed in the response head after {bytes_read} bytes")
+                    };
+                    return Err(EngineError::new(ErrorKind::Closed, detail));
+                }
+                if bytes_read == 0 {
+                    stamps.first_byte = stamps.written.map(|w| self.arrived().max(w));
+                }
+                bytes_read += n as u64;
+                filled += n;
             }
-            let n = self.read_at(filled).await?;
-            if n == 0 {
-                let detail = if bytes_read == 0 {
-                    "connection closed before any response byte".to_string()
-                } else {
-                    format!("connection closed in the response head after {bytes_read} bytes")
-                };
-                return Err(EngineError::new(ErrorKind::Closed, detail));
-            }
-            if bytes_read == 0 {
-                stamps.first_byte = stamps.written.map(|w| self.arrived().max(w));
-            }
-            bytes_read += n as u64;
-            filled += n;
+            read_first = true;
             match parse_loop(
                 &mut self.buf,
                 &mut filled,
