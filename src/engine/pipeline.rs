@@ -225,7 +225,7 @@ impl Session {
                     if may_resend
                         && super::retry_on_a_new_connection(&e, &batch.stamps[i], batch.request(i))
                     {
-                        // The server closed the kept connection before answering `i`.
+                        // The server closed the connection before answering `i`.
                         self.close();
                         return Read::Again {
                             next: i,
@@ -241,9 +241,9 @@ impl Session {
                     }
                 }
             };
-            // With keep-alive off the close is ours, not the server's.
+            // Pipelining runs on kept connections only: a close is the server's.
             let closes = !response.keep_alive;
-            let server_closed = (closes && self.config.keepalive) || (i == from && replaced);
+            let server_closed = closes || (i == from && replaced);
             let outcome = Outcome {
                 result: Ok(response.status),
                 bytes_read: response.bytes_read,
