@@ -557,11 +557,7 @@ impl Session {
             Send::Fixed { .. } => (config.template.bytes(), config.template.head),
             Send::Rendered { rendered, head } => (rendered.bytes.as_slice(), head),
         };
-        // A kept connection the server closed while idle is replaced before the send.
-        self.found_closed = self.conn.as_ref().is_some_and(|c| c.stream.peer_closed());
-        if self.found_closed {
-            self.conn = None;
-        }
+        self.found_closed = self.drop_if_peer_closed();
         let reused = self.conn.is_some();
         match self.http1_exchange(stamps, bytes, head).await {
             Err(e) if reused && retry_on_a_new_connection(&e, stamps, bytes) => {
@@ -572,6 +568,16 @@ impl Session {
             }
             result => result,
         }
+    }
+
+    /// A kept HTTP/1.1 connection the server closed while idle is dropped before the next
+    /// send (which opens a new one); true when it was.
+    fn drop_if_peer_closed(&mut self) -> bool {
+        let closed = self.conn.as_ref().is_some_and(|c| c.stream.peer_closed());
+        if closed {
+            self.conn = None;
+        }
+        closed
     }
 
     /// Sends `bytes` on this session's HTTP/1.1 connection (opened first if none is open)

@@ -103,9 +103,7 @@ impl Session {
         // The next request to go found its kept connection closed by the server.
         let mut replaced = false;
         while next < n {
-            let found_closed = self.conn.as_ref().is_some_and(|c| c.stream.peer_closed());
-            if found_closed {
-                self.conn = None;
+            if self.drop_if_peer_closed() {
                 replaced = true;
             }
             let reused = self.conn.is_some();

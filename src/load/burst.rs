@@ -78,7 +78,7 @@ impl BurstRun {
         let t0 = burst.intended;
         let mut set = tokio::task::JoinSet::new();
         for _ in 0..self.sessions.len() {
-            self.recorder.borrow_mut().sending();
+            self.recorder.borrow_mut().sending(1);
         }
         for BurstSession {
             mut session,

@@ -684,7 +684,7 @@ impl Connection {
                 }
                 None => (Send::Fixed { seq: ticket.seq }, 0),
             };
-            self.recorder.borrow_mut().sending();
+            self.recorder.borrow_mut().sending(1);
             let outcome = self.session.request(&mut stamps, send).await;
             record_outcome(
                 &self.recorder,
@@ -734,9 +734,7 @@ impl Connection {
             if batch.is_empty() {
                 break;
             }
-            for _ in 0..batch.len() {
-                self.recorder.borrow_mut().sending();
-            }
+            self.recorder.borrow_mut().sending(batch.len() as u64);
             let (recorder, fail_fast) = (&self.recorder, &self.fail_fast);
             let progress = &self.progress.0[self.thread];
             self.session

@@ -559,10 +559,10 @@ impl Recorder {
         }
     }
 
-    /// A request is being sent (its outcome comes back through
+    /// `n` requests are being sent (each outcome comes back through
     /// [`Recorder::record_with_timing`]); those still out at the end are counted.
-    pub fn sending(&mut self) {
-        self.in_flight += 1;
+    pub fn sending(&mut self, n: u64) {
+        self.in_flight += n;
     }
 
     /// Counts requests due in the window that were never sent.

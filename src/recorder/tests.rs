@@ -76,14 +76,14 @@ fn samples_ending_after_the_window_are_drained_and_kept() {
         (95, 0, Some(ErrorKind::Timeout)),
     ];
     for (ms, us, err) in rows {
-        r.sending();
+        r.sending(1);
         let mut s = sample(base, ms, us, err);
         if err.is_some() {
             s.stamps.done = Some(until + Duration::from_millis(1));
         }
         r.record_with_timing(&s, &[]);
     }
-    r.sending(); // one more never comes back
+    r.sending(1); // one more never comes back
     r.not_sent(2);
     let m = r.finish();
     let c = &m.counters;

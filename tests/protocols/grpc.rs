@@ -385,6 +385,15 @@ fn segments_merge_their_statuses() {
 
 /// One line on stderr naming `what`, and exit `code`.
 #[track_caller]
+/// `run --grpc reqlife.test.Test/Echo --data {} -n N URL` without `--proto-set`: the method
+/// must be described by the server's reflection.
+fn echo_without_descriptors(url: impl AsRef<str>, n: u64) -> Run {
+    Run::new()
+        .args(["--grpc", "reqlife.test.Test/Echo", "--data", "{}"])
+        .n(n)
+        .url(url)
+}
+
 fn refused(run: Run, code: i32, what: &[&str]) {
     let out = run.exits(code);
     let err = stderr(&out);
@@ -499,17 +508,7 @@ fn a_server_that_does_not_speak_http2_stops_the_run() {
     // The same server asked for reflection (no --proto-set): the h2 crate's connection,
     // whose first bytes say the same.
     refused(
-        Run::new()
-            .args([
-                "--grpc",
-                "reqlife.test.Test/Echo",
-                "--data",
-                "{}",
-                "-n",
-                "20",
-            ])
-            .args(["--timeout", "5s"])
-            .url(format!("http://{http1}")),
+        echo_without_descriptors(format!("http://{http1}"), 20).args(["--timeout", "5s"]),
         3,
         &[
             "for gRPC reflection",
@@ -612,18 +611,7 @@ fn reflection_that_cannot_describe_the_method_gets_one_clear_line() {
         &["invalid --data", "reqlife.test.EchoRequest", "nope"],
     );
     // A call of Echo without --proto-set to `url`.
-    let echo_at = |url: String| {
-        Run::new()
-            .args([
-                "--grpc",
-                "reqlife.test.Test/Echo",
-                "--data",
-                "{}",
-                "-n",
-                "5",
-            ])
-            .url(url)
-    };
+    let echo_at = |url: String| echo_without_descriptors(url, 5);
     // Nothing listens: the connection's own fix, and the descriptor set.
     refused(
         echo_at(format!("http://{}", refused_addr())),
