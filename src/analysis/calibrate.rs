@@ -3,7 +3,7 @@
 //! in a loop on this thread), the reading of one measuring step from its RunRecord (client CPU
 //! per request, whether the generator kept its schedule and who limited it), and the verdict.
 
-use crate::model::{Sample, Timestamps, Traffic};
+use crate::model::{LoadKind, Sample, Timestamps, Traffic};
 use crate::recorder::record::{RunRecord, BUSY_WARN, LAG_WARN_US};
 use crate::recorder::Recorder;
 use serde::Serialize;
@@ -66,7 +66,7 @@ pub enum Limit {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Step {
     /// `closed` or `open`.
-    pub load: String,
+    pub load: LoadKind,
     pub offered_rps: Option<f64>,
     pub achieved_rps: f64,
     /// Worker threads' CPU time per request, µs.
@@ -99,7 +99,7 @@ impl Step {
         };
         let overhead = &s.server_timing_overhead;
         Step {
-            load: r.config.load_model.clone(),
+            load: r.config.load_model,
             offered_rps: offered,
             achieved_rps: s.throughput_rps,
             client_cpu_us_per_request: if s.requests.total > 0 {
@@ -219,7 +219,11 @@ mod tests {
 
     fn step(limit: Limit, offered: Option<f64>, achieved: f64) -> Step {
         Step {
-            load: if offered.is_some() { "open" } else { "closed" }.into(),
+            load: if offered.is_some() {
+                LoadKind::Open
+            } else {
+                LoadKind::Closed
+            },
             offered_rps: offered,
             achieved_rps: achieved,
             client_cpu_us_per_request: 4.0,

@@ -4,7 +4,7 @@
 
 use super::{ArrivalArg, PolicyArg, RunArgs};
 use crate::model::load::{self, Fallback, Given, Load, LoadSpec};
-use crate::model::{io_reason, Arrival, LoadModel, Segment, Target, TlsPlan};
+use crate::model::{io_reason, Arrival, LoadKind, LoadModel, Segment, Target, TlsPlan};
 use crate::plan::RunPlan;
 use crate::util::units::StagesSpec;
 use std::net::ToSocketAddrs;
@@ -323,7 +323,7 @@ pub fn load_spec(args: &RunArgs) -> LoadSpec {
 fn pacer_slack(args: &RunArgs, load: &LoadModel) -> Result<Duration, PlanError> {
     match args.pacer_slack {
         None => Ok(DEFAULT_PACER_SLACK),
-        Some(_) if load.name() != "open" => {
+        Some(_) if load.kind() != LoadKind::Open => {
             err("--pacer-slack applies to an open loop: give -R/--rate too")
         }
         Some(s) if s > MAX_PACER_SLACK => {
@@ -575,7 +575,7 @@ mod tests {
         assert_eq!(p.stage_labels(), vec!["0->100 req/s", "100 req/s"]);
         assert_eq!(p.connections(), 4);
         let p = plan(&["--stages", "1s:1->8c, 1s:8c"]).unwrap();
-        assert_eq!(p.load.name(), "closed");
+        assert_eq!(p.load.kind(), LoadKind::Closed);
         assert_eq!(p.connections(), 8, "the most connections at any time");
         assert_eq!(p.stage_durations(), vec![Duration::from_secs(1); 2]);
     }

@@ -5,7 +5,7 @@
 //! in what happens when no length is given: the command line falls back to its defaults (10
 //! seconds; 10 bursts), a scenario's phase must say how long it lasts ([`LoadSpec::fallback`]).
 
-use super::{Arrival, ConnStage, LoadModel, RateStage, Schedule, StopRule};
+use super::{Arrival, ConnStage, LoadKind, LoadModel, RateStage, Schedule, StopRule};
 use crate::util::limits::MAX_CONNECTIONS;
 use crate::util::units::StagesSpec;
 use std::time::Duration;
@@ -183,7 +183,7 @@ impl LoadSpec {
             };
             Load { model, stop }
         };
-        if let Some(a) = self.arrival.filter(|_| load.model.name() != "open") {
+        if let Some(a) = self.arrival.filter(|_| load.model.kind() != LoadKind::Open) {
             return fail(
                 a.at,
                 format!(

@@ -515,15 +515,48 @@ pub enum LoadModel {
 }
 
 impl LoadModel {
-    /// The short name used in reports: `closed` or `open`.
-    pub fn name(&self) -> &'static str {
+    /// Its kind, as records and reports name it.
+    pub fn kind(&self) -> LoadKind {
         match self {
-            LoadModel::Closed { .. } | LoadModel::ClosedStages(_) => "closed",
-            LoadModel::Open { .. } => "open",
-            LoadModel::Burst { .. } => "burst",
+            LoadModel::Closed { .. } | LoadModel::ClosedStages(_) => LoadKind::Closed,
+            LoadModel::Open { .. } => LoadKind::Open,
+            LoadModel::Burst { .. } => LoadKind::Burst,
         }
     }
 }
+
+/// The kind of a run's load, as a RunRecord's `config.load_model` names it: what reports ask
+/// of a record (is the queue phase the scheduler's? are there due times?) without its details.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LoadKind {
+    /// A closed loop (with or without connection stages).
+    Closed,
+    /// An open loop: requests due on a schedule.
+    Open,
+    /// Bursts of requests fired at once.
+    Burst,
+}
+
+impl LoadKind {
+    /// Every kind.
+    pub const ALL: [LoadKind; 3] = [LoadKind::Closed, LoadKind::Open, LoadKind::Burst];
+
+    /// The name in records and reports: `closed`, `open` or `burst`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadKind::Closed => "closed",
+            LoadKind::Open => "open",
+            LoadKind::Burst => "burst",
+        }
+    }
+
+    /// The kind named `name`, if any.
+    pub fn from_name(name: &str) -> Option<LoadKind> {
+        LoadKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+by_name!(LoadKind, "load model");
 
 /// This process's share of a plan run by several generators (`--segment i/n`): request `k` of
 /// the whole plan (its k-th due time, its k-th sequence number) belongs to segment `k mod n`,
@@ -579,6 +612,27 @@ impl Segment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_load_kind_is_written_and_read_as_its_name() {
+        for (kind, name) in [
+            (LoadKind::Closed, "closed"),
+            (LoadKind::Open, "open"),
+            (LoadKind::Burst, "burst"),
+        ] {
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{name}\""));
+            assert_eq!(serde_json::from_str::<LoadKind>(&json).unwrap(), kind);
+            assert_eq!(kind.to_string(), name);
+        }
+        let e = serde_json::from_str::<LoadKind>("\"sideways\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown load model 'sideways'"), "{e}");
+        assert!(e.contains("closed, open, burst"), "{e}");
+        let stages = LoadModel::ClosedStages(Vec::new());
+        assert_eq!(stages.kind(), LoadKind::Closed);
+    }
 
     fn at(base: Instant, us: u64) -> Instant {
         base + Duration::from_micros(us)

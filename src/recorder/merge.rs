@@ -12,6 +12,7 @@ use super::hist;
 use super::record::{warnings_of, Interval, Level, Requests, RunRecord, Stage, Summary};
 use super::summary::{latency, round3, summarize};
 use super::RecordError;
+use crate::model::LoadKind;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::fmt::Display;
@@ -163,7 +164,7 @@ fn secs(v: f64) -> String {
 /// but where and how a part ran (segment, threads, command line, seed, CA file).
 fn plan_key(r: &RunRecord) -> Vec<(&'static str, String)> {
     let c = &r.config;
-    let closed = c.load_model == "closed";
+    let closed = c.load_model == LoadKind::Closed;
     let none_because = if closed {
         "none (closed loop)"
     } else {

@@ -15,6 +15,7 @@ mod tables;
 
 use super::plot::human;
 use super::ReportError;
+use crate::model::LoadKind;
 use crate::recorder::record::RunRecord;
 use figures::*;
 use serde::Serialize;
@@ -334,7 +335,7 @@ fn cell(us: Option<f64>) -> String {
 }
 
 fn open_loop(r: &RunRecord) -> bool {
-    r.config.load_model == "open"
+    r.config.load_model == LoadKind::Open
 }
 
 impl Page {

@@ -16,7 +16,7 @@ pub mod tui;
 
 pub use error::ReportError;
 
-use crate::model::{Phase, Protocol, Scheme};
+use crate::model::{LoadKind, Phase, Protocol, Scheme};
 use crate::recorder::record::{RunRecord, Summary};
 
 /// A figure of one run's summary, as `--repeat`'s tables show it.
@@ -39,7 +39,7 @@ pub(crate) fn phase_row(r: &RunRecord, phase: Phase, stats: &crate::recorder::hi
     let h3 = r.config.protocol == Protocol::H3;
     let skip = match phase {
         // A closed loop has no queue (a request is intended when its connection is free).
-        Phase::Queue => r.config.load_model != "open",
+        Phase::Queue => r.config.load_model != LoadKind::Open,
         // Plain HTTP has no TLS; HTTP/3 has no TCP connect and no TLS apart from the QUIC
         // handshake.
         Phase::Tls => empty && (r.config.scheme() != Some(Scheme::Https) || h3),

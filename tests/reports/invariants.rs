@@ -12,7 +12,7 @@ use reqlife::recorder::record::RunRecord;
 /// connect figures and in no request's total, so the phases tile the totals only in a closed
 /// loop (and without errors: a failed request has phases and no total).
 fn check(r: &RunRecord, what: &str) {
-    let closed = r.config.load_model == "closed";
+    let closed = r.config.load_model == reqlife::model::LoadKind::Closed;
     let s = &r.summary;
     let v = s.latency.violations(closed && s.requests.errors == 0);
     assert!(v.is_empty(), "{what}: {v:?}");

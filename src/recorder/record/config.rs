@@ -2,7 +2,7 @@
 //! (the [`Environment`]).
 
 use super::Ending;
-use crate::model::{LoadModel, Protocol, Schedule, Scheme, StopRule};
+use crate::model::{LoadKind, LoadModel, Protocol, Schedule, Scheme, StopRule};
 use crate::plan::RunPlan;
 use serde::{Deserialize, Serialize};
 
@@ -31,8 +31,8 @@ pub struct Config {
     /// HTTP/1.1 requests pipelined per connection (`--pipeline`; 1: none, then not written).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub pipeline: u64,
-    /// `closed` or `open`.
-    pub load_model: String,
+    /// `closed`, `open` or `burst`.
+    pub load_model: LoadKind,
     /// Open loop: the offered rate (req/s) of a constant schedule.
     pub rate_rps: Option<f64>,
     /// Open loop: `constant` or `poisson`.
@@ -147,7 +147,7 @@ pub(super) fn config_of(plan: &RunPlan, end: &Ending) -> Config {
         protocol: plan.protocol(),
         streams: plan.streams() as u64,
         pipeline: plan.pipeline as u64,
-        load_model: plan.load.name().into(),
+        load_model: plan.load.kind(),
         rate_rps: match &plan.load {
             LoadModel::Open {
                 schedule: Schedule::Constant { rate },

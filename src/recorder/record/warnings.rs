@@ -2,7 +2,7 @@
 //! client's limit for the server's.
 
 use super::{Interval, RunRecord};
-use crate::model::{Phase, StopReason};
+use crate::model::{LoadKind, Phase, StopReason};
 
 /// Schedule lag (p99) above which the generator is said to have fallen behind.
 pub const LAG_WARN_US: f64 = 1000.0;
@@ -29,7 +29,7 @@ pub fn warnings_of(r: &RunRecord) -> Vec<String> {
             s.latency.total.clamped
         ));
     }
-    if r.config.load_model == "open" {
+    if r.config.load_model == LoadKind::Open {
         out.extend(open_loop_warning(r));
     }
     let busiest = s.generator.thread_busy.iter().cloned().fold(0.0, f64::max);

@@ -329,7 +329,7 @@ pub(super) fn environment(r: &RunRecord) -> Vec<(String, String, bool)> {
         ("warm-up", format!("{} s", c.warmup_s)),
         ("timeout", format!("{} s", c.timeout_s)),
         ("interval", format!("{} s", c.interval_s)),
-        ("load model", c.load_model.clone()),
+        ("load model", c.load_model.to_string()),
         ("rate", opt(c.rate_rps.map(|r| format!("{r} req/s")))),
         ("arrival", opt(c.arrival.clone())),
         ("seed", c.seed.to_string()),

@@ -4,7 +4,7 @@
 //! percentile spectrum of HdrHistogram / wrk2.
 
 use crate::analysis::summary::{Log2Hist, Summary};
-use crate::model::{Phase, Protocol};
+use crate::model::{LoadKind, Phase, Protocol};
 use crate::recorder::hist::Stats;
 use crate::recorder::record::RunRecord;
 use crate::util::units::{human_bytes, human_ns};
@@ -285,7 +285,7 @@ fn cell(v: Option<f64>) -> String {
 fn phases(out: &mut String, r: &RunRecord) {
     let l = &r.summary.latency;
     let _ = writeln!(out);
-    let open_loop = r.config.load_model == "open";
+    let open_loop = r.config.load_model == LoadKind::Open;
     let mut rows: Vec<(&str, &Stats)> = Vec::new();
     for p in Phase::CLIENT {
         let Some(stats) = l.phases.get(&p) else {
@@ -382,7 +382,7 @@ fn breakdown(out: &mut String, r: &RunRecord) {
             share_cell
         );
     };
-    let open_loop = r.config.load_model == "open";
+    let open_loop = r.config.load_model == LoadKind::Open;
     for p in [Phase::Queue, Phase::Connect, Phase::Tls] {
         match s.latency.phases.get(&p) {
             Some(st) if st.count > 0 && (p != Phase::Queue || open_loop) => row(out, p.name(), st),
