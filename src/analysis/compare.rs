@@ -94,22 +94,62 @@ pub fn rule_of_intervals(noise: f64) -> String {
     )
 }
 
+/// The latency histogram a figure reads: the total, a client phase or a `Server-Timing` metric.
+#[derive(Debug, Clone, PartialEq)]
+enum Hist {
+    Total,
+    Phase(Phase),
+    Server(String),
+}
+
+impl Hist {
+    /// Its name among an interval's histograms in the record.
+    fn record_name(&self) -> String {
+        match self {
+            Hist::Total => "total".into(),
+            Hist::Phase(p) => p.name().into(),
+            Hist::Server(m) => format!("server_timing.{m}"),
+        }
+    }
+
+    /// Its name in the comparison's rows.
+    fn label(&self) -> String {
+        match self {
+            Hist::Total => "total".into(),
+            Hist::Phase(p) => p.name().into(),
+            Hist::Server(m) => format!("server {m}"),
+        }
+    }
+
+    fn stats<'a>(&self, s: &'a Summary) -> Option<&'a crate::recorder::hist::Stats> {
+        match self {
+            Hist::Total => Some(&s.latency.total),
+            Hist::Phase(p) => s.latency.phases.get(p),
+            Hist::Server(m) => s.server_timing.get(m),
+        }
+    }
+}
+
 /// A figure of a summary: throughput, or a latency statistic of a phase or server metric, in µs.
 #[derive(Debug, Clone)]
 struct Figure {
     label: String,
-    /// Record histogram key (`total`, `wait`, `server_timing.db`); `None` for throughput.
-    key: Option<String>,
+    /// The histogram of a latency figure; `None` for throughput.
+    key: Option<Hist>,
     q: f64,
 }
 
 impl Figure {
     fn stats<'a>(&self, s: &'a Summary) -> Option<&'a crate::recorder::hist::Stats> {
-        let key = self.key.as_ref()?;
-        match key.strip_prefix("server_timing.") {
-            Some(m) => s.server_timing.get(m),
-            None if key == "total" => Some(&s.latency.total),
-            None => s.latency.phases.get(&Phase::from_name(key)?),
+        self.key.as_ref()?.stats(s)
+    }
+
+    /// Throughput, or the total's median: the figures whose smallest detectable change the
+    /// caveat of single runs quotes.
+    fn is_headline(&self) -> bool {
+        match &self.key {
+            None => true,
+            Some(h) => *h == Hist::Total && self.q == 0.5,
         }
     }
 
@@ -142,28 +182,23 @@ impl Figure {
 /// The figures both summaries have, each with enough values on both sides (see
 /// [`Figure::enough`]): a tail quantile of a few values is not compared.
 fn figures(a: &Summary, b: &Summary) -> Vec<Figure> {
-    let mut keys: Vec<(String, String)> = vec![("total".into(), "total".into())];
-    for p in Phase::CLIENT {
-        let has = |s: &Summary| s.latency.phases.get(&p).is_some_and(|st| st.count > 0);
-        if has(a) && has(b) {
-            keys.push((p.name().into(), p.name().into()));
-        }
-    }
-    for m in &a.server_timing_order {
-        let has = |s: &Summary| s.server_timing.get(m).is_some_and(|st| st.count > 0);
-        if has(a) && has(b) {
-            keys.push((format!("server_timing.{m}"), format!("server {m}")));
-        }
-    }
+    let phases = Phase::CLIENT.into_iter().map(Hist::Phase);
+    let servers = a.server_timing_order.iter().cloned().map(Hist::Server);
+    let keys: Vec<Hist> = std::iter::once(Hist::Total)
+        .chain(phases.chain(servers).filter(|h| {
+            let has = |s: &Summary| h.stats(s).is_some_and(|st| st.count > 0);
+            has(a) && has(b)
+        }))
+        .collect();
     let mut out = vec![Figure {
         label: "throughput".into(),
         key: None,
         q: 0.0,
     }];
-    for (key, name) in keys {
+    for key in keys {
         for (qname, q) in QUANTILES {
             out.push(Figure {
-                label: format!("{name} {qname}"),
+                label: format!("{} {qname}", key.label()),
                 key: Some(key.clone()),
                 q,
             });
@@ -292,7 +327,7 @@ fn value_of(bucket: u32) -> f64 {
     BUCKET.powf(bucket as f64 + 0.5)
 }
 
-fn slices(intervals: &[Interval], keys: &[String]) -> Vec<Slice> {
+fn slices(intervals: &[Interval], keys: &[Hist]) -> Vec<Slice> {
     intervals
         .iter()
         .map(|i| Slice {
@@ -301,7 +336,8 @@ fn slices(intervals: &[Interval], keys: &[String]) -> Vec<Slice> {
             buckets: keys
                 .iter()
                 .map(|k| {
-                    let Some(h) = i.histograms.get(k).and_then(|t| hist::decode(t).ok()) else {
+                    let name = k.record_name();
+                    let Some(h) = i.histograms.get(&name).and_then(|t| hist::decode(t).ok()) else {
                         return Vec::new();
                     };
                     let mut out: Vec<(u32, u64)> = Vec::new();
@@ -320,7 +356,7 @@ fn slices(intervals: &[Interval], keys: &[String]) -> Vec<Slice> {
 }
 
 /// The figures of one replicate (the slices `drawn`), in the order of `figs`.
-fn replicate(drawn: &[&Slice], figs: &[Figure], keys: &[String], dense: &mut Vec<u64>) -> Vec<f64> {
+fn replicate(drawn: &[&Slice], figs: &[Figure], keys: &[Hist], dense: &mut Vec<u64>) -> Vec<f64> {
     let requests: u64 = drawn.iter().map(|s| s.requests).sum();
     let secs: f64 = drawn.iter().map(|s| s.duration_s).sum();
     figs.iter()
@@ -367,7 +403,7 @@ fn across_intervals(
     noise: f64,
     seed: u64,
 ) -> Comparison {
-    let mut keys: Vec<String> = figs.iter().filter_map(|f| f.key.clone()).collect();
+    let mut keys: Vec<Hist> = figs.iter().filter_map(|f| f.key.clone()).collect();
     keys.dedup();
     // Intervals before the first and after the last request are the run's edges, not data.
     let trim = |r: &RunRecord| -> Vec<Interval> {
@@ -380,16 +416,17 @@ fn across_intervals(
     let (ia, ib) = (trim(a), trim(b));
     let (sa, sb) = (slices(&ia, &keys), slices(&ib, &keys));
     let mut ratios = bootstrap_ratios(&sa, &sb, figs, &keys, seed);
-    let rows: Vec<Row> = figs
+    let rows: Vec<(&Figure, Row)> = figs
         .iter()
         .zip(ratios.iter_mut())
-        .filter_map(|(f, reps)| interval_row(f, &a.summary, &b.summary, reps, noise))
+        .filter_map(|(f, reps)| Some((f, interval_row(f, &a.summary, &b.summary, reps, noise)?)))
         .collect();
     let largest = rows
         .iter()
-        .filter(|r| r.figure == "throughput" || r.figure == "total p50")
-        .filter_map(|r| r.mde)
+        .filter(|(f, _)| f.is_headline())
+        .filter_map(|(_, r)| r.mde)
         .fold(0.0, f64::max);
+    let rows: Vec<Row> = rows.into_iter().map(|(_, r)| r).collect();
     Comparison {
         method: "intervals".into(),
         n_a: sa.len(),
@@ -417,7 +454,7 @@ fn bootstrap_ratios(
     sa: &[Slice],
     sb: &[Slice],
     figs: &[Figure],
-    keys: &[String],
+    keys: &[Hist],
     seed: u64,
 ) -> Vec<Vec<f64>> {
     let (la, lb) = (stats::block_len(sa.len()), stats::block_len(sb.len()));
