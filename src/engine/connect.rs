@@ -147,7 +147,10 @@ impl Connector {
                 Ok(Stream::Plain(tcp))
             }
             Some((connector, name)) => {
-                let tls = connector.connect(name.clone(), tcp).await.map_err(|e| {
+                // Boxed: the handshake's future is large, and inline it would size every
+                // connection's task for it while the connection is open (issue 18's ≤ 6 KB).
+                let handshake = Box::pin(connector.connect(name.clone(), tcp));
+                let tls = handshake.await.map_err(|e| {
                     EngineError::io(ErrorKind::Tls, "TLS handshake".into(), &e)
                         .with_cause(super::cause::of_tls(&e))
                 })?;

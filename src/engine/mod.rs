@@ -343,7 +343,11 @@ impl Session {
         let _awake = arrival::awake::Needed::new();
         let opening = async {
             match (self.link.as_deref(), &config.http2, &config.http3) {
-                (Some(Link::H3(link)), _, Some(connector)) => link.open(connector, stamps).await,
+                // HTTP/3's futures are large (quinn, h3): boxed, so that they do not size the
+                // task of every connection of every protocol.
+                (Some(Link::H3(link)), _, Some(connector)) => {
+                    Box::pin(link.open(connector, stamps)).await
+                }
                 (Some(Link::H2(link)), Some((_, window)), _) => {
                     link.open(&config.connector, *window, stamps).await
                 }
@@ -528,7 +532,7 @@ impl Session {
             };
             let r = match (link, &config.http3) {
                 (Link::H3(link), Some(connector)) => {
-                    http3::exchange(link, connector, request, stamps, sinks).await?
+                    Box::pin(http3::exchange(link, connector, request, stamps, sinks)).await?
                 }
                 (Link::H2(link), _) => {
                     let connector = &config.connector;
