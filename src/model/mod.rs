@@ -610,26 +610,41 @@ impl Segment {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Each of `rows` is written as its name (JSON and `Display`) and read back; `bad` is
+    /// refused with a message holding each of `says`.
+    pub(crate) fn written_and_read_by_name<T>(rows: &[(T, &str)], bad: &str, says: &[&str])
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned + std::fmt::Display,
+        T: PartialEq + std::fmt::Debug,
+    {
+        for (value, name) in rows {
+            let json = serde_json::to_string(value).unwrap();
+            assert_eq!(json, format!("\"{name}\""));
+            assert_eq!(&serde_json::from_str::<T>(&json).unwrap(), value);
+            assert_eq!(value.to_string(), *name);
+        }
+        let e = serde_json::from_str::<T>(&format!("\"{bad}\""))
+            .unwrap_err()
+            .to_string();
+        for part in says {
+            assert!(e.contains(part), "{e}");
+        }
+    }
 
     #[test]
     fn a_load_kind_is_written_and_read_as_its_name() {
-        for (kind, name) in [
-            (LoadKind::Closed, "closed"),
-            (LoadKind::Open, "open"),
-            (LoadKind::Burst, "burst"),
-        ] {
-            let json = serde_json::to_string(&kind).unwrap();
-            assert_eq!(json, format!("\"{name}\""));
-            assert_eq!(serde_json::from_str::<LoadKind>(&json).unwrap(), kind);
-            assert_eq!(kind.to_string(), name);
-        }
-        let e = serde_json::from_str::<LoadKind>("\"sideways\"")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("unknown load model 'sideways'"), "{e}");
-        assert!(e.contains("closed, open, burst"), "{e}");
+        written_and_read_by_name(
+            &[
+                (LoadKind::Closed, "closed"),
+                (LoadKind::Open, "open"),
+                (LoadKind::Burst, "burst"),
+            ],
+            "sideways",
+            &["unknown load model 'sideways'", "closed, open, burst"],
+        );
         let stages = LoadModel::ClosedStages(Vec::new());
         assert_eq!(stages.kind(), LoadKind::Closed);
     }

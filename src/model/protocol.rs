@@ -64,17 +64,11 @@ mod tests {
             (Protocol::H3, "h3"),
             (Protocol::Tcp, "tcp"),
         ];
-        for (p, name) in rows {
-            let json = serde_json::to_string(&p).unwrap();
-            assert_eq!(json, format!("\"{name}\""));
-            assert_eq!(serde_json::from_str::<Protocol>(&json).unwrap(), p);
-            assert_eq!(p.to_string(), name);
-        }
-        let e = serde_json::from_str::<Protocol>("\"h4\"")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("unknown protocol 'h4'"), "{e}");
-        assert!(e.contains("http/1.1, h2, h2c, h3, tcp"), "{e}");
+        crate::model::tests::written_and_read_by_name(
+            &rows,
+            "h4",
+            &["unknown protocol 'h4'", "http/1.1, h2, h2c, h3, tcp"],
+        );
     }
 
     #[test]
