@@ -103,7 +103,8 @@ def reqlife_figures(out):
     """reqlife --json's summary; the key paths read here are the contract."""
     j = json.loads(out)
     errors = j["requests"].get("errors", 0) + j["requests"].get("non_2xx_3xx", 0)
-    phases = sorted(j["latency"].get("phases", {}))
+    # The summary lists every client phase; the ones this run timed have a count.
+    phases = sorted(k for k, v in j["latency"].get("phases", {}).items() if v.get("count", 0) > 0)
     return {"requests": int(j["requests"]["total"]), "rps": float(j["throughput_rps"]),
             "p50_us": float(j["latency"]["total"]["p50_us"]), "errors": errors,
             "phases": phases}
