@@ -328,16 +328,17 @@ fn value_of(bucket: u32) -> f64 {
 }
 
 fn slices(intervals: &[Interval], keys: &[Hist]) -> Vec<Slice> {
+    // The keys' names in the record, made once rather than per interval.
+    let names: Vec<String> = keys.iter().map(Hist::record_name).collect();
     intervals
         .iter()
         .map(|i| Slice {
             requests: i.requests,
             duration_s: i.duration_s,
-            buckets: keys
+            buckets: names
                 .iter()
-                .map(|k| {
-                    let name = k.record_name();
-                    let Some(h) = i.histograms.get(&name).and_then(|t| hist::decode(t).ok()) else {
+                .map(|name| {
+                    let Some(h) = i.histograms.get(name).and_then(|t| hist::decode(t).ok()) else {
                         return Vec::new();
                     };
                     let mut out: Vec<(u32, u64)> = Vec::new();
