@@ -84,11 +84,11 @@ fn embedded_target_closed_loop_wait_is_the_delay() {
             ("server_timing.total.count", 200),
         ],
     );
-    // Known truth: the route waits 20 ms, so no wait is shorter, and the median is close
-    // (within half of it: the server's timer and a loaded test machine add some).
-    let wait_min = num(&j, "latency.phases.wait.min_us");
+    // Known truth: the route waits 20 ms, so no request is shorter, the wait's median holds
+    // it and is close (within half of it: the server's timer and a loaded test machine add
+    // some). Not every wait: see `waits_hold`.
+    waits_hold(&j, 20_000.0);
     let wait_p50 = num(&j, "latency.phases.wait.p50_us");
-    assert!(wait_min >= 20_000.0, "wait min {wait_min} us");
     assert!(wait_p50 < 20_000.0 * 1.5, "wait p50 {wait_p50} us");
     // The handshake happened, took some time, and far less than a second on loopback.
     let hs = num(&j, "latency.phases.quic_handshake.p50_us");
@@ -194,9 +194,8 @@ fn embedded_target_open_loop_with_streams() {
             ("latency.phases.wait.count", 200),
         ],
     );
-    let wait_min = num(&j, "latency.phases.wait.min_us");
+    waits_hold(&j, 20_000.0);
     let wait_p50 = num(&j, "latency.phases.wait.p50_us");
-    assert!(wait_min >= 20_000.0, "wait min {wait_min} us");
     assert!(wait_p50 < 20_000.0 * 1.5, "wait p50 {wait_p50} us");
     // An open loop times from the intended send: total is at least the uncorrected figure.
     assert!(num(&j, "latency.total.p50_us") >= num(&j, "latency.uncorrected.p50_us"));
@@ -474,5 +473,21 @@ fn aioquic_over_http3() {
     // The certificate trusted as a CA (--cacert), as for TLS over TCP.
     let url = format!("https://127.0.0.1:{port}/delay/10");
     let j = check_real_server(&url, &["--cacert", cert_pem.to_str().unwrap()]);
-    assert!(num(&j, "latency.phases.wait.min_us") >= 10_000.0);
+    waits_hold(&j, 10_000.0);
+}
+
+/// A server that waits `us` before answering: every request's total holds it, and so does
+/// the median wait. Not every wait: a worker preempted between its write and the stamp of
+/// the write's end starts that wait late (the server's time began before it).
+fn waits_hold(j: &serde_json::Value, us: f64) {
+    let total_min = num(j, "latency.total.min_us");
+    let wait_p50 = num(j, "latency.phases.wait.p50_us");
+    assert!(
+        total_min >= us,
+        "total min {total_min} us, the server waits {us}"
+    );
+    assert!(
+        wait_p50 >= us,
+        "wait p50 {wait_p50} us, the server waits {us}"
+    );
 }

@@ -160,8 +160,12 @@ fn thrift_pool_no_pool_bursts_and_open_loop() {
             ("latency.phases.connect.count", 60),
         ],
     );
-    // Every wait holds the server's 20 ms.
-    assert!(num(&s, "latency.phases.wait.min_us") >= 19_000.0, "{s}");
+    // Every request holds the server's 20 ms, and it shows in the wait. Not every wait: a
+    // worker preempted between its write and the stamp of the write's end starts that wait
+    // late while the reply's arrival is the kernel's stamp (CI, two loaded cores: a write of
+    // 3.2 ms and a wait of 17.5 ms), so the bound on each request is on its total.
+    assert!(num(&s, "latency.total.min_us") >= 19_000.0, "{s}");
+    assert!(num(&s, "latency.phases.wait.p50_us") >= 19_000.0, "{s}");
     // Bursts of 20 at once, pooled: 20 connections opened in all.
     let s = framed_run(&url, &payload, &["--burst", "20", "--bursts", "3"]);
     assert_counts(&s, &[("requests.ok", 60), ("connections.opened", 20)]);
