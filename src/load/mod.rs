@@ -266,6 +266,9 @@ impl Workers {
             .collect();
         let mut measured = Measured::merge(parts);
         let collected = self.collector.join();
+        if let Some(totals) = &collected.totals {
+            measured.hists.merge(totals);
+        }
         measured.snapshot_bytes = collected.series.footprint();
         measured.series = collected.series;
         (measured, collected.log_error)

@@ -1,6 +1,6 @@
 //! The shared types of the pipeline: the validated [`RunPlan`], the [`Ticket`] a worker must
 //! send, the raw [`Timestamps`] of one request and the [`Sample`] it becomes, the [`Phase`]s
-//! derived from those timestamps (in one place: [`Timestamps::phase`]) and the [`ErrorKind`]s
+//! derived from those timestamps (in one place: [`Timestamps::durations`]) and the [`ErrorKind`]s
 //! errors are counted by. Modules talk to each other only through these.
 
 /// Display, Serialize and Deserialize by name for an enum of the record with `name()`,
@@ -40,11 +40,13 @@ mod error;
 pub mod load;
 mod phase;
 mod protocol;
+mod stamps;
 mod stop;
 
 pub use error::ModelError;
 pub use phase::{phase_map, Phase};
 pub use protocol::Protocol;
+pub use stamps::Timestamps;
 pub use stop::StopReason;
 
 use std::net::SocketAddr;
@@ -132,151 +134,6 @@ pub struct Ticket {
     pub intended: Instant,
     /// When the scheduler let it go (≥ intended; equal in a closed loop).
     pub released: Instant,
-}
-
-/// Raw instants stamped on one request. Durations are derived only by [`Timestamps::phase`].
-#[derive(Debug, Clone, Copy)]
-pub struct Timestamps {
-    pub intended: Instant,
-    /// When the scheduler released the request (see [`Phase::Lag`]).
-    pub released: Instant,
-    pub dispatched: Instant,
-    pub connect_start: Option<Instant>,
-    pub connect_end: Option<Instant>,
-    pub tls_end: Option<Instant>,
-    /// HTTP/2: the server's first frame (its SETTINGS) arrived.
-    pub h2_settings: Option<Instant>,
-    /// HTTP/3: the QUIC handshake completed (from `connect_start`).
-    pub quic_end: Option<Instant>,
-    /// HTTP/3 with `--zero-rtt`: the resumed connection was usable with 0-RTT keys (instead of
-    /// `quic_end`).
-    pub quic_0rtt: Option<Instant>,
-    pub written: Option<Instant>,
-    pub first_byte: Option<Instant>,
-    /// The last response byte.
-    pub done: Option<Instant>,
-    /// `--compressed`: the body decoded (after `done`).
-    pub decoded: Option<Instant>,
-    /// Streamed responses: the first complete event.
-    pub first_event: Option<Instant>,
-    /// Streamed responses: the events of the response (`None`: not a tracked stream).
-    pub events: Option<u32>,
-}
-
-impl Timestamps {
-    /// Timestamps of a request intended at `intended` and dispatched at `dispatched`
-    /// (released by the scheduler when intended; see [`Timestamps::released_at`]).
-    pub fn new(intended: Instant, dispatched: Instant) -> Self {
-        Timestamps {
-            intended,
-            released: intended,
-            dispatched,
-            connect_start: None,
-            connect_end: None,
-            tls_end: None,
-            h2_settings: None,
-            quic_end: None,
-            quic_0rtt: None,
-            written: None,
-            first_byte: None,
-            done: None,
-            decoded: None,
-            first_event: None,
-            events: None,
-        }
-    }
-
-    /// The same stamps with the scheduler's release time.
-    pub fn released_at(mut self, released: Instant) -> Self {
-        self.released = released;
-        self
-    }
-
-    /// This request opened a connection: a TCP connect or a QUIC handshake completed.
-    pub fn opened(&self) -> bool {
-        self.connect_end.is_some() || self.quic_end.is_some() || self.quic_0rtt.is_some()
-    }
-
-    /// When writing the request began: after the connection (and TLS) was ready if this
-    /// request opened it, else at dispatch.
-    fn write_start(&self) -> Instant {
-        self.tls_end
-            .or(self.connect_end)
-            .or(self.quic_end)
-            .or(self.quic_0rtt)
-            .map_or(self.dispatched, |t| t.max(self.dispatched))
-    }
-
-    /// From the start of the request's write to its first byte (write + wait): the span that
-    /// holds the server's own time whatever the scheduler did. The wait alone does not: a
-    /// generator preempted between its write and the stamp of its end sees the response
-    /// arrive (the kernel's stamp) before it, and its wait is 0.
-    pub fn to_first_byte(&self) -> Option<Duration> {
-        self.first_byte
-            .map(|b| b.saturating_duration_since(self.write_start()))
-    }
-
-    /// The total less the client phases of [`Phase::CLIENT`] (the HTTP/2 handshake, which
-    /// overlaps the write and the wait, left out), in nanoseconds: 0 for a request whose
-    /// stamps are in order (the phases tile it); `None` for a request that did not end.
-    pub fn unaccounted_ns(&self) -> Option<i128> {
-        let total = self.phase(Phase::Total)?.as_nanos() as i128;
-        let parts: i128 = Phase::CLIENT
-            .iter()
-            .filter(|p| **p != Phase::H2Handshake)
-            .filter_map(|p| self.phase(*p))
-            .map(|d| d.as_nanos() as i128)
-            .sum();
-        Some(total - parts)
-    }
-
-    /// The duration of `phase`, if the request reached the end of it.
-    ///
-    /// Each phase is the difference of two stamps:
-    /// queue = dispatched − intended; connect = connect_end − dispatched (on a request that
-    /// opened the connection: `connect_start` set; the moment between the dispatch and the
-    /// connect call is the connect's); tls = tls_end − connect_end; write = written −
-    /// write_start. The phases of a request tile its life from its dispatch: a connection
-    /// opened before it (stamps before `dispatched`) counts from the dispatch, 0 if ready by
-    /// then, so that the client phases add up to the total;
-    /// wait = first_byte − written; read = done − first_byte; decode = decoded − done;
-    /// total = end − intended; uncorrected = end − dispatched, where end is decoded when the
-    /// body was decoded, else done; lag = released − intended;
-    /// h2_handshake = h2_settings − (tls_end or connect_end); quic_handshake = quic_end −
-    /// dispatched (as connect, for the QUIC handshake); quic_0rtt = quic_0rtt − dispatched;
-    /// first_event = first_event −
-    /// written; events = the count as nanoseconds; event_gap is not one request's (`None`).
-    pub fn phase(&self, phase: Phase) -> Option<Duration> {
-        let span = |a: Instant, b: Option<Instant>| b.map(|b| b.saturating_duration_since(a));
-        let end = self.decoded.or(self.done);
-        match phase {
-            Phase::Queue => Some(self.dispatched.saturating_duration_since(self.intended)),
-            Phase::Connect => {
-                self.connect_start?;
-                span(self.dispatched, self.connect_end)
-            }
-            Phase::Tls => span(self.connect_end?.max(self.dispatched), self.tls_end),
-            Phase::Write => span(self.write_start(), self.written),
-            Phase::Wait => span(self.written?, self.first_byte),
-            Phase::Read => span(self.first_byte?, self.done),
-            Phase::Decode => span(self.done?, self.decoded),
-            Phase::Total => span(self.intended, end),
-            Phase::Uncorrected => span(self.dispatched, end),
-            Phase::Lag => Some(self.released.saturating_duration_since(self.intended)),
-            Phase::H2Handshake => span(self.tls_end.or(self.connect_end)?, self.h2_settings),
-            Phase::FirstEvent => span(self.written?, self.first_event),
-            Phase::EventGap => None,
-            Phase::Events => self.events.map(|n| Duration::from_nanos(n.into())),
-            Phase::QuicHandshake => {
-                self.connect_start?;
-                span(self.dispatched, self.quic_end)
-            }
-            Phase::Quic0Rtt => {
-                self.connect_start?;
-                span(self.dispatched, self.quic_0rtt)
-            }
-        }
-    }
 }
 
 /// What counts as an event of a streamed response (`--stream`).
@@ -647,84 +504,6 @@ pub(crate) mod tests {
         );
         let stages = LoadModel::ClosedStages(Vec::new());
         assert_eq!(stages.kind(), LoadKind::Closed);
-    }
-
-    fn at(base: Instant, us: u64) -> Instant {
-        base + Duration::from_micros(us)
-    }
-
-    #[test]
-    fn phases_of_a_request_that_opened_a_tls_connection() {
-        let b = Instant::now();
-        let mut t = Timestamps::new(b, at(b, 10)).released_at(at(b, 4));
-        t.connect_start = Some(at(b, 10));
-        t.connect_end = Some(at(b, 60));
-        t.tls_end = Some(at(b, 460));
-        t.written = Some(at(b, 470));
-        t.first_byte = Some(at(b, 970));
-        t.done = Some(at(b, 1000));
-        let us = |p| t.phase(p).map(|d| d.as_micros() as u64);
-        // (phase, expected µs): each row is one difference of two stamps.
-        let rows = [
-            (Phase::Queue, Some(10)),        // dispatched − intended
-            (Phase::Connect, Some(50)),      // connect_end − dispatched
-            (Phase::Tls, Some(400)),         // tls_end − connect_end
-            (Phase::Write, Some(10)),        // written − tls_end
-            (Phase::Wait, Some(500)),        // first_byte − written
-            (Phase::Read, Some(30)),         // done − first_byte
-            (Phase::Total, Some(1000)),      // done − intended
-            (Phase::Uncorrected, Some(990)), // done − dispatched
-            (Phase::Lag, Some(4)),           // released − intended
-        ];
-        for (phase, want) in rows {
-            assert_eq!(us(phase), want, "{}", phase.name());
-        }
-        assert_eq!(t.unaccounted_ns(), Some(0));
-        // The connect call a moment after the dispatch: that moment is the connect's.
-        t.connect_start = Some(at(b, 25));
-        assert_eq!(t.phase(Phase::Connect), Some(Duration::from_micros(50)));
-        assert_eq!(t.unaccounted_ns(), Some(0));
-    }
-
-    #[test]
-    fn phases_of_a_request_on_a_reused_connection() {
-        let b = Instant::now();
-        let mut t = Timestamps::new(b, b);
-        t.written = Some(at(b, 5));
-        t.first_byte = Some(at(b, 105));
-        t.done = Some(at(b, 105));
-        let us = |p| t.phase(p).map(|d| d.as_micros() as u64);
-        let rows = [
-            (Phase::Queue, Some(0)),   // closed loop: intended == dispatched
-            (Phase::Connect, None),    // no connection opened
-            (Phase::Tls, None),        // no handshake
-            (Phase::Write, Some(5)),   // written − dispatched
-            (Phase::Wait, Some(100)),  // first_byte − written
-            (Phase::Read, Some(0)),    // whole response in one read
-            (Phase::Total, Some(105)), // done − intended
-        ];
-        for (phase, want) in rows {
-            assert_eq!(us(phase), want, "{}", phase.name());
-        }
-    }
-
-    #[test]
-    fn a_failed_request_has_no_end_phases() {
-        let b = Instant::now();
-        let mut t = Timestamps::new(b, b);
-        t.connect_start = Some(b);
-        t.connect_end = Some(at(b, 20));
-        // (phase, present?)
-        let rows = [
-            (Phase::Connect, true), // the connection was measured, so it counts
-            (Phase::Tls, false),
-            (Phase::Write, false),
-            (Phase::Wait, false),
-            (Phase::Total, false),
-        ];
-        for (phase, present) in rows {
-            assert_eq!(t.phase(phase).is_some(), present, "{}", phase.name());
-        }
     }
 
     #[test]

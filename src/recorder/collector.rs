@@ -240,6 +240,9 @@ pub struct Collector {
     /// Every interval below this one is final.
     final_below: u64,
     series: Series,
+    /// The run's phase histograms: every interval of every thread added up (the workers
+    /// record a request's phases into their interval only).
+    totals: PhaseHists,
     /// Parts that came after their interval was final.
     pub late: u64,
 }
@@ -261,6 +264,7 @@ impl Collector {
             free: Vec::new(),
             final_below: 0,
             series: Series::default(),
+            totals: PhaseHists::new(hist::new_hist),
             late: 0,
         }
     }
@@ -274,6 +278,7 @@ impl Collector {
         if set.counters.requests == 0 && set.hists.0.iter().all(|h| h.is_empty()) {
             return None;
         }
+        self.totals.merge(&set.hists);
         if set.index < self.final_below {
             self.late += 1;
             let mut part = Open::new();
@@ -336,11 +341,11 @@ impl Collector {
         self.series.compacting()
     }
 
-    /// The series kept.
-    pub fn finish(mut self) -> Series {
+    /// The series kept, and the run's phase histograms (the sum of its intervals).
+    pub fn finish(mut self) -> (Series, PhaseHists) {
         self.ready(Instant::now(), true);
         self.series.settle();
-        self.series
+        (self.series, self.totals)
     }
 }
 
@@ -411,6 +416,8 @@ fn wait_for_start(start: &Start, rx: &Receiver<Msg>) -> (Vec<Msg>, Instant) {
 /// What the collector thread gave at the end.
 pub struct Collected {
     pub series: Series,
+    /// The run's phase histograms, the sum of the intervals (`None`: the collector failed).
+    pub totals: Option<PhaseHists>,
     /// The first error writing `--hdr-log`.
     pub log_error: Option<RecordError>,
     /// Parts that came after their interval was final.
@@ -482,6 +489,7 @@ impl CollectorThread {
         self.tx.take();
         self.handle.join().unwrap_or_else(|_| Collected {
             series: Series::default(),
+            totals: None,
             log_error: Some(RecordError::CollectorFailed),
             late: 0,
         })
@@ -520,8 +528,10 @@ fn run(
         drain(&mut c, &rx, &backs, &priority, &mut emit);
         c.late
     });
+    let (series, totals) = c.finish();
     Collected {
-        series: c.finish(),
+        series,
+        totals: Some(totals),
         log_error,
         late,
     }
@@ -611,8 +621,10 @@ mod tests {
         let late = c.add(&set(1, 0, 5), 2).unwrap();
         assert_eq!(late.counters.requests, 5);
         assert_eq!(c.late, 1);
-        let s = c.finish();
+        let (s, totals) = c.finish();
         assert_eq!(s.entries[0].counters.requests, 12);
+        // The run's histograms hold every part, the late one too.
+        assert_eq!(totals.get(Phase::Total).len(), 12);
     }
 
     #[test]

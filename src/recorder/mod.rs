@@ -119,15 +119,14 @@ type Durations = [Option<u64>; Phase::ALL.len()];
 /// latency of a response.
 #[inline]
 fn durations(s: &Sample) -> Durations {
-    let mut out = [None; Phase::ALL.len()];
+    let mut out = s.stamps.durations();
     // A gRPC call that ended with a status other than OK is a complete response: timed whole.
-    let phases: &[Phase] = if matches!(s.error, None | Some(ErrorKind::Grpc)) {
-        &Phase::ALL
-    } else {
-        &[Phase::Lag, Phase::Queue, Phase::Connect, Phase::Tls]
-    };
-    for &p in phases {
-        out[p.index()] = s.stamps.phase(p).map(|d| d.as_nanos() as u64);
+    if !matches!(s.error, None | Some(ErrorKind::Grpc)) {
+        for (p, d) in Phase::ALL.iter().zip(out.iter_mut()) {
+            if !matches!(p, Phase::Lag | Phase::Queue | Phase::Connect | Phase::Tls) {
+                *d = None;
+            }
+        }
     }
     out
 }
@@ -174,9 +173,12 @@ impl PhaseHists {
         }
     }
 
-    fn merge(&mut self, o: &PhaseHists) {
+    /// Adds `o`'s histograms (its empty ones cost nothing).
+    pub(crate) fn merge(&mut self, o: &PhaseHists) {
         for (a, b) in self.0.iter_mut().zip(o.0.iter()) {
-            a.add(b).expect("phase histograms share bounds");
+            if !b.is_empty() {
+                a.add(b).expect("phase histograms share bounds");
+            }
         }
     }
 }
@@ -271,6 +273,10 @@ pub struct Recorder {
     interval: Duration,
     counters: Counters,
     status: Vec<u64>,
+    /// The connections opened ahead of the load (see [`Recorder::record_connection`]): the
+    /// requests' phases are recorded into the current interval only, and the run's histograms
+    /// are the sum of the intervals, added up by the collector (one record per phase and
+    /// request on the worker, not two).
     hists: PhaseHists,
     first_errors: [Option<String>; ErrorKind::ALL.len()],
     /// The interval being recorded.
@@ -326,7 +332,7 @@ impl Recorder {
             interval,
             counters: Counters::default(),
             status: vec![0; STATUS_SLOTS],
-            hists: PhaseHists::new(hist::new_hist),
+            hists: PhaseHists::new(hist::new_interval_hist),
             first_errors: Default::default(),
             current: None,
             link: Link::Inline {
@@ -475,7 +481,6 @@ impl Recorder {
         if let Some(code) = s.status {
             self.status[(code as usize).min(STATUS_SLOTS - 1)] += 1;
         }
-        self.hists.record(&d);
         if let Some(acc) = self.by_request.get_mut(s.request as usize) {
             acc.add(s, &d);
         }
@@ -514,12 +519,11 @@ impl Recorder {
         true
     }
 
-    /// Records the gaps of a recorded sample wherever its phases went: the run, its request
-    /// name, its stage and the current interval.
+    /// Records the gaps of a recorded sample wherever its phases went: its request name, its
+    /// stage and the current interval (whence the run's).
     fn record_gaps(&mut self, s: &Sample, gaps: &[u64]) {
         let i = Phase::EventGap.index();
-        let mut into: [Option<&mut Histogram<u64>>; 4] = [
-            Some(&mut self.hists.0[i]),
+        let mut into: [Option<&mut Histogram<u64>>; 3] = [
             self.by_request
                 .get_mut(s.request as usize)
                 .map(|acc| &mut acc.hists.0[i]),
@@ -631,15 +635,20 @@ impl Recorder {
             None => self.spare_set(),
         };
         self.hand_over(last, u64::MAX);
-        let series = match self.link {
-            Link::Inline { collector, .. } => collector.finish(),
-            Link::Thread(_) => Series::default(),
+        // The run's histograms: the intervals' sum (the collector's), with the connections'.
+        let (series, hists) = match self.link {
+            Link::Inline { collector, .. } => {
+                let (series, mut totals) = collector.finish();
+                totals.merge(&self.hists);
+                (series, totals)
+            }
+            Link::Thread(_) => (Series::default(), self.hists),
         };
         let snapshot_bytes = series.footprint();
         Measured {
             counters: self.counters,
             status: self.status,
-            hists: self.hists,
+            hists,
             first_errors: self.first_errors,
             series,
             thread_busy: Vec::new(),

@@ -217,3 +217,44 @@ fn the_overhead_spans_the_write_so_a_late_stamp_of_its_end_does_not_hide_it() {
     let us = m.server.overhead.max() as f64 / 1e3;
     assert!((us - 300.0).abs() < 1.0, "overhead {us} us");
 }
+
+#[test]
+fn a_request_is_recorded_into_its_interval_only_and_the_run_is_their_sum() {
+    let base = Instant::now();
+    let mut r = Recorder::new(base, Duration::from_secs(1));
+    // A connection opened ahead of the load: its connect time is the run's, no interval's.
+    let mut opened = Timestamps::new(base, base);
+    opened.connect_start = Some(base);
+    opened.connect_end = Some(base + Duration::from_micros(30));
+    r.record_connection(&opened);
+    for (start_ms, total_us) in [(0, 100), (1500, 200), (1600, 300), (2500, 400)] {
+        r.record(&sample(base, start_ms, total_us, None));
+    }
+    // The worker's own histograms hold the connection only: one record per phase and
+    // request, into the current interval.
+    assert!(Phase::ALL
+        .iter()
+        .filter(|p| **p != Phase::Connect)
+        .all(|p| r.hists.get(*p).is_empty()));
+    assert_eq!(r.hists.get(Phase::Connect).len(), 1);
+    let current = r.current.as_ref().unwrap();
+    assert_eq!(
+        (current.index, current.hists.get(Phase::Total).len()),
+        (2, 1)
+    );
+    let m = r.finish();
+    let total = m.hists.get(Phase::Total);
+    assert_eq!(total.len(), 4);
+    assert_eq!(m.hists.get(Phase::Wait).len(), 4);
+    assert_eq!(m.hists.get(Phase::Connect).len(), 1);
+    // Exactly the sum of the intervals: the same count at every value.
+    let per_interval: Vec<u64> = m
+        .series
+        .entries
+        .iter()
+        .map(|e| e.counters.requests)
+        .collect();
+    assert_eq!(per_interval, vec![1, 2, 1]);
+    assert_eq!(total.max(), total.highest_equivalent(400_000));
+    assert_eq!(total.count_at(200_000), 1);
+}
