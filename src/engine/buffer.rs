@@ -96,7 +96,7 @@ pub async fn read_at(
 ) -> io::Result<(usize, Option<Instant>)> {
     if let Stream::Plain(tcp) = &*stream {
         if !buf.is_held() {
-            tcp.readable().await?;
+            super::arrival::read_ready(tcp).await?;
             buf.acquire();
         }
         let (n, arrival) = super::arrival::read(tcp, &mut buf[at..]).await?;
