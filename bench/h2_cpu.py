@@ -4,7 +4,7 @@
 nginx (one worker, core 0) serves HTTPS with HTTP/2 and a 12-byte body; h2load
 (`-c 10 -m 10 -t 1`) and reqlife (`--http2 -c 10 --streams 10 -t 1 --insecure`) run in turn on
 core 1 for --duration seconds, --rounds times, alternating which goes first. Prints requests/s
-and client CPU µs per request (user+sys of the finished client / its requests), medians and the
+and client CPU µs per request (user+sys of the finished client / its requests, and each), medians and the
 ratio reqlife/h2load (issue 18: target <= 0.8, gate 1.0). `--h2c`: the same over HTTP/2
 without TLS (nginx `listen ... http2` on plain TCP, prior knowledge). `--before OLD_BINARY`:
 an older reqlife build runs too, in the same rounds (`before`).
@@ -30,8 +30,8 @@ def cpu_of(cmd):
     before = os.times()
     p = subprocess.run(cmd, capture_output=True, text=True)
     after = os.times()
-    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    return p.stdout, p.stderr, cpu
+    user = after.children_user - before.children_user
+    return p.stdout, p.stderr, (user, after.children_system - before.children_system)
 
 
 def h2load_count(out):
@@ -80,19 +80,22 @@ def main():
         rows = []
         for r in range(a.rounds):
             for name, cmd, parse in (tools if r % 2 == 0 else tools[::-1]):
-                out, err, cpu = cpu_of(cmd)
+                out, err, (user, sys_) = cpu_of(cmd)
+                cpu = user + sys_
                 try:
                     n, rps = parse(out)
                 except (ValueError, KeyError, json.JSONDecodeError) as e:
                     print(f"{name} output not understood ({e}):\n{out}\n{err}", file=sys.stderr)
                     return 1
-                rows.append((name, rps, cpu / max(n, 1) * 1e6))
-                print(f"round {r + 1} {name:8} {rps:>10.0f} req/s  {cpu / max(n, 1) * 1e6:>6.2f} us CPU/req", flush=True)
-    med = {name: (statistics.median(x[1] for x in rows if x[0] == name),
-                  statistics.median(x[2] for x in rows if x[0] == name)) for name, _, _ in tools}
+                per = lambda x: x / max(n, 1) * 1e6
+                rows.append((name, rps, per(cpu), per(user), per(sys_)))
+                print(f"round {r + 1} {name:8} {rps:>10.0f} req/s  {per(cpu):>6.2f} us CPU/req"
+                      f" (user {per(user):.2f}, sys {per(sys_):.2f})", flush=True)
+    med = {name: [statistics.median(x[i] for x in rows if x[0] == name) for i in (1, 2, 3, 4)]
+           for name, _, _ in tools}
     print()
-    for name, (rps, us) in med.items():
-        print(f"  median {name:8} {rps:>10.0f} req/s  {us:>6.2f} us CPU/req")
+    for name, (rps, us, user, sys_) in med.items():
+        print(f"  median {name:8} {rps:>10.0f} req/s  {us:>6.2f} us CPU/req (user {user:.2f}, sys {sys_:.2f})")
     for name in med:
         if name != "h2load":
             print(f"  ratio {name}/h2load CPU per request: {med[name][1] / med['h2load'][1]:.3f} (target <= 0.8)")
