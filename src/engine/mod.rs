@@ -12,6 +12,7 @@ pub mod buffer;
 pub mod cause;
 pub mod chunked;
 pub mod connect;
+pub mod deadline;
 pub mod decode;
 pub mod framed;
 pub mod grpc;
@@ -275,6 +276,8 @@ pub struct Session {
     stream: stream::StreamTracker,
     /// HTTP/1.1: this request found its kept connection closed by the server, and replaced it.
     found_closed: bool,
+    /// The requests' timeout ([`deadline`]): armed once, moved when it fires.
+    timer: deadline::Timer,
     /// gRPC: the last call's status.
     grpc: Option<grpc::Status>,
 }
@@ -295,6 +298,7 @@ impl Session {
             framed: config.framed.as_ref().map(framed::FramedConn::new),
             stream: stream::StreamTracker::new(config.stream, config.max_body_bytes),
             found_closed: false,
+            timer: None,
             grpc: config.grpc.then(grpc::Status::default),
             config,
         }
@@ -418,7 +422,12 @@ impl Session {
         let deadline = stamps.dispatched + timeout;
         let _awake = self.needs_thread_awake().then(arrival::awake::Needed::new);
         self.stream.idle();
-        let result = tokio::time::timeout_at(deadline.into(), self.exchange(stamps, send)).await;
+        let mut timer = self.timer.take();
+        let result = {
+            let exchange = std::pin::pin!(self.exchange(stamps, send));
+            deadline::within(&mut timer, deadline, exchange).await
+        };
+        self.timer = timer;
         // A stream's events, also of one cut short by the timeout.
         if let Some((first, events)) = self.stream.stamps() {
             stamps.first_event = first;
@@ -436,7 +445,7 @@ impl Session {
             (None, Send::Rendered { rendered, .. }) => rendered.bytes.len() as u64,
         };
         match result {
-            Ok(Ok(response)) => {
+            Some(Ok(response)) => {
                 // With keep-alive off the close is ours, not the server's.
                 let server_closed =
                     (!response.keep_alive && self.config.keepalive) || self.found_closed;
@@ -452,7 +461,7 @@ impl Session {
                     grpc: self.grpc.as_mut().map(|g| g.finish(response.status)),
                 }
             }
-            Ok(Err(e)) => {
+            Some(Err(e)) => {
                 self.close();
                 Outcome {
                     bytes_written: if stamps.written.is_some() {
@@ -467,7 +476,7 @@ impl Session {
                     grpc: None,
                 }
             }
-            Err(_) => {
+            None => {
                 self.close();
                 Outcome {
                     bytes_written: if stamps.written.is_some() {
