@@ -91,12 +91,13 @@ impl Timestamps {
     /// overlaps the write and the wait, left out), in nanoseconds: 0 for a request whose
     /// stamps are in order (the phases tile it); `None` for a request that did not end.
     pub fn unaccounted_ns(&self) -> Option<i128> {
-        let total = self.phase(Phase::Total)?.as_nanos() as i128;
+        let d = self.durations();
+        let total = d[Phase::Total.index()]? as i128;
         let parts: i128 = Phase::CLIENT
             .iter()
             .filter(|p| **p != Phase::H2Handshake)
-            .filter_map(|p| self.phase(*p))
-            .map(|d| d.as_nanos() as i128)
+            .filter_map(|p| d[p.index()])
+            .map(i128::from)
             .sum();
         Some(total - parts)
     }

@@ -278,12 +278,11 @@ impl Collector {
         if set.counters.requests == 0 && set.hists.0.iter().all(|h| h.is_empty()) {
             return None;
         }
-        self.totals.merge(&set.hists);
         if set.index < self.final_below {
             self.late += 1;
             let mut part = Open::new();
             part.add(set);
-            let snap = part.take(set.index);
+            let snap = self.close(&mut part, set.index);
             self.series.push(without_requests(&snap));
             return Some(snap);
         }
@@ -304,7 +303,7 @@ impl Collector {
                 break;
             }
             if let Some(mut open) = self.open.remove(&index) {
-                let snap = open.take(index);
+                let snap = self.close(&mut open, index);
                 self.free.push(open);
                 self.final_below = self.final_below.max(index + 1);
                 self.series.push(without_requests(&snap));
@@ -312,6 +311,13 @@ impl Collector {
             }
         }
         out
+    }
+
+    /// Interval `index` (or a late part of it), its threads' parts merged in `open`: added to
+    /// the run's histograms (once per interval, not once per thread's part) and compressed.
+    fn close(&mut self, open: &mut Open, index: u64) -> IntervalSnapshot {
+        self.totals.merge(&open.hists);
+        open.take(index)
     }
 
     /// Whether every thread is past interval `index`, or its grace is over.

@@ -450,9 +450,10 @@ impl Recorder {
             return;
         }
         self.counters.connections_opened += 1;
+        let d = stamps.durations();
         for phase in Phase::OPENING {
-            if let Some(d) = stamps.phase(phase) {
-                hist::record(&mut self.hists.0[phase.index()], d.as_nanos() as u64);
+            if let Some(ns) = d[phase.index()] {
+                hist::record(&mut self.hists.0[phase.index()], ns);
             }
         }
     }
