@@ -507,7 +507,11 @@ impl Recorder {
         }
         if let Some(set) = self.current.as_mut() {
             set.counters.add(s);
-            set.hists.record(&d);
+            let st = &s.stamps;
+            set.record(
+                &d,
+                st.dispatched == st.intended && st.released == st.intended,
+            );
             if let Some(code) = s.status {
                 set.count_status(code);
             }

@@ -258,3 +258,70 @@ fn a_request_is_recorded_into_its_interval_only_and_the_run_is_their_sum() {
     assert_eq!(total.max(), total.highest_equivalent(400_000));
     assert_eq!(total.count_at(200_000), 1);
 }
+
+#[test]
+fn the_phases_an_on_time_request_implies_come_out_as_if_recorded() {
+    // Interval 0: a closed loop's requests only (one of them failed); interval 1: on-time
+    // requests, then late ones, then on-time ones again; interval 2: late ones first.
+    let base = Instant::now();
+    let late = |start_ms: u64, total_us: u64| {
+        let mut s = sample(base, start_ms, total_us, None);
+        let t = s.stamps.intended;
+        s.stamps.dispatched = t + Duration::from_micros(7);
+        s.stamps = s.stamps.released_at(t + Duration::from_micros(3));
+        s
+    };
+    let mut samples = vec![
+        sample(base, 10, 100, None),
+        sample(base, 20, 0, Some(ErrorKind::Timeout)),
+        sample(base, 30, 300, None),
+        sample(base, 1010, 110, None),
+        late(1020, 120),
+        sample(base, 1030, 130, None),
+        late(2010, 210),
+        sample(base, 2020, 220, None),
+    ];
+    samples.extend((0..50).map(|i| sample(base, 40 + i, 50 + i, None)));
+    let mut r = Recorder::new(base, Duration::from_secs(1));
+    let mut expected: Vec<PhaseHists> = (0..3)
+        .map(|_| PhaseHists::new(hist::new_interval_hist))
+        .collect();
+    for s in &samples {
+        r.record(s);
+        let index = (s.stamps.intended - base).as_secs() as usize;
+        expected[index].record(&durations(s));
+    }
+    let m = r.finish();
+    let mut run = PhaseHists::new(hist::new_hist);
+    for e in &expected {
+        run.merge(e);
+    }
+    // The same counts at the same values (the histograms' sizes may differ).
+    let counts = |h: &Histogram<u64>| -> Vec<(u64, u64)> {
+        let at = |v: hdrhistogram::iterators::IterationValue<u64>| {
+            (v.value_iterated_to(), v.count_at_value())
+        };
+        h.iter_recorded().map(at).collect()
+    };
+    for p in Phase::ALL {
+        assert_eq!(
+            counts(m.hists.get(p)),
+            counts(run.get(p)),
+            "the run's {p:?}"
+        );
+    }
+    assert_eq!(m.hists.get(Phase::Queue).len(), samples.len() as u64);
+    let uncorrected = m.hists.get(Phase::Uncorrected);
+    assert_eq!(uncorrected.max(), uncorrected.highest_equivalent(300_000));
+    for (e, want) in m.series.entries.iter().zip(&expected) {
+        for p in Phase::ALL {
+            let got = e.hists.iter().find(|(q, _)| *q == p);
+            let got = got.map(|(_, b)| hist::decode_bytes(b).unwrap());
+            match got {
+                Some(h) => assert_eq!(counts(&h), counts(want.get(p)), "{} {p:?}", e.index),
+                None => assert!(want.get(p).is_empty(), "interval {} {p:?}", e.index),
+            }
+        }
+    }
+    assert_eq!(m.series.entries.len(), 3);
+}
