@@ -7,9 +7,10 @@ core 1 for --duration seconds, --rounds times, alternating which goes first. Pri
 and client CPU µs per request (user+sys of the finished client / its requests, and each), medians and the
 ratio reqlife/h2load (issue 18: target <= 0.8, gate 1.0). `--h2c`: the same over HTTP/2
 without TLS (nginx `listen ... http2` on plain TCP, prior knowledge). `--before OLD_BINARY`:
-an older reqlife build runs too, in the same rounds (`before`).
+an older reqlife build runs too, in the same rounds (`before`). `--coalesce D`: reqlife also
+runs with `--h2-coalesce D` (`coalesce`).
 
-    python3 bench/h2_cpu.py [--rounds 3] [--duration 5] [--h2c] [--before OLD_BINARY]
+    python3 bench/h2_cpu.py [--rounds 3] [--duration 5] [--h2c] [--before OLD_BINARY] [--coalesce 10ms]
 """
 
 import argparse
@@ -55,6 +56,7 @@ def main():
     ap.add_argument("--reqlife", default=os.path.join(ROOT, "target", "release", "reqlife"))
     ap.add_argument("--before", help="an older reqlife build, run in the same rounds")
     ap.add_argument("--h2c", action="store_true", help="HTTP/2 without TLS")
+    ap.add_argument("--coalesce", help="also run reqlife with --h2-coalesce COALESCE (e.g. 10ms)")
     a = ap.parse_args()
     for tool in ("nginx", "h2load", "openssl", "taskset"):
         if not shutil.which(tool):
@@ -67,9 +69,9 @@ def main():
         url = f"{'http' if a.h2c else 'https'}://127.0.0.1:{port}/"
         pin = ["taskset", "-c", "1"]
 
-        def reqlife(binary):
+        def reqlife(binary, *extra):
             return pin + [binary, "run", "--http2", "-c", "10", "--streams", "10", "-t", "1",
-                          "-d", f"{a.duration}s", "--insecure", "--quiet", "--json", url]
+                          "-d", f"{a.duration}s", "--insecure", "--quiet", "--json", *extra, url]
 
         tools = [
             ("h2load", pin + ["h2load", "-c", "10", "-m", "10", "-t", "1", "-D", str(a.duration), url], h2load_count),
@@ -77,6 +79,8 @@ def main():
         ]
         if a.before:
             tools.append(("before", reqlife(a.before), reqlife_count))
+        if a.coalesce:
+            tools.append(("coalesce", reqlife(a.reqlife, "--h2-coalesce", a.coalesce), reqlife_count))
         rows = []
         for r in range(a.rounds):
             for name, cmd, parse in (tools if r % 2 == 0 else tools[::-1]):

@@ -125,6 +125,9 @@ pub struct Http2Plan {
     pub streams: usize,
     /// Initial flow-control window (stream and connection), bytes.
     pub window: Option<u32>,
+    /// `--h2-coalesce`: how long a freed stream's request may wait for the connection's
+    /// streams in flight (closed loops; `None`: not at all).
+    pub coalesce: Option<Duration>,
 }
 
 /// HTTP/3 settings.
@@ -198,6 +201,16 @@ impl RunPlan {
                     segment.count,
                     names.count,
                     segment.count
+                ));
+            }
+        }
+        if let Some(c) = self.http2.and_then(|h| h.coalesce) {
+            if !matches!(
+                self.load,
+                LoadModel::Closed { .. } | LoadModel::ClosedStages(_)
+            ) {
+                return fail(format!(
+                    "--h2-coalesce {c:?} needs a closed loop: an open loop (-R) sends each request when it is due, a burst all at once; drop --h2-coalesce or -R/--burst"
                 ));
             }
         }

@@ -55,9 +55,10 @@ fn parse_counts(table: &str) -> Vec<(String, u64)> {
     out
 }
 
-/// (writes, reads, others) of one run of `requests` requests over one connection.
-fn counted_run(url: &str, requests: u64, dir: &std::path::Path) -> (u64, u64, u64) {
-    let table = dir.join(format!("strace-{requests}.txt"));
+/// (writes, reads, others) of one run of `requests` requests over one connection (`extra`:
+/// more options).
+fn counted_run(url: &str, requests: u64, extra: &[&str], dir: &std::path::Path) -> (u64, u64, u64) {
+    let table = dir.join(format!("strace-{requests}-{}.txt", extra.join("")));
     let out = Command::new("strace")
         .args(["-f", "-c", "-o"])
         .arg(&table)
@@ -67,6 +68,7 @@ fn counted_run(url: &str, requests: u64, dir: &std::path::Path) -> (u64, u64, u6
         ])
         .arg(env!("CARGO_BIN_EXE_reqlife"))
         .args(["run", "-n", &requests.to_string(), "-c", "1", "-t", "1"])
+        .args(extra)
         .args(["--quiet", "--json", url])
         .output()
         .expect("strace runs");
@@ -98,8 +100,8 @@ fn one_write_and_one_read_per_request() {
     }
     let url = format!("http://{}/", common::quiet_server());
     let dir = tempfile::tempdir().unwrap();
-    let small = counted_run(&url, SMALL, dir.path());
-    let large = counted_run(&url, LARGE, dir.path());
+    let small = counted_run(&url, SMALL, &[], dir.path());
+    let large = counted_run(&url, LARGE, &[], dir.path());
     let per = |a: u64, b: u64| b.saturating_sub(a) as f64 / (LARGE - SMALL) as f64;
     let (writes, reads, others) = (
         per(small.0, large.0),
@@ -118,6 +120,43 @@ fn one_write_and_one_read_per_request() {
     assert!(
         others <= OTHERS_PER_REQUEST,
         "{others:.3} other traced calls per request (budget {OTHERS_PER_REQUEST})"
+    );
+}
+
+/// Writes per request of HTTP/2 requests on 8 streams of one connection (`extra`: options).
+fn h2_writes_per_request(url: &str, extra: &[&str], dir: &std::path::Path) -> f64 {
+    let args: Vec<&str> = ["--http2", "--streams", "8"]
+        .iter()
+        .chain(extra)
+        .copied()
+        .collect();
+    let small = counted_run(url, SMALL, &args, dir);
+    let large = counted_run(url, LARGE, &args, dir);
+    large.0.saturating_sub(small.0) as f64 / (LARGE - SMALL) as f64
+}
+
+#[test]
+fn coalesced_http2_streams_share_their_writes() {
+    if let Err(why) = strace_works() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{why}: strace is required in CI (apt-get install strace)"
+        );
+        eprintln!("skipped: {why}");
+        return;
+    }
+    // The embedded target, h2c by prior knowledge, in this (untraced) process.
+    let server = common::embedded(reqlife::server::ServerTls::None);
+    let url = format!("http://{}/", server.addr());
+    let dir = tempfile::tempdir().unwrap();
+    let coalesced = h2_writes_per_request(&url, &["--h2-coalesce", "100ms"], dir.path());
+    eprintln!("writes per request with --h2-coalesce: {coalesced:.3}");
+    // Eight streams answered together go out again in one write (1/8). A hold that ended
+    // when the last stream in flight was answered, before its task queued its next request,
+    // wrote 7 and then 1 (0.25 per request).
+    assert!(
+        coalesced <= 0.2,
+        "{coalesced:.3} writes per request with --h2-coalesce (8 streams: 0.125)"
     );
 }
 

@@ -187,6 +187,7 @@ fn call(args: &RunArgs, mut plan: RunPlan) -> Result<(RunPlan, String, String), 
         plan.http2 = Some(crate::plan::Http2Plan {
             streams: 1,
             window: None,
+            coalesce: None,
         });
     }
     plan.grpc = Some(GrpcPlan {

@@ -32,6 +32,15 @@ pub(super) fn http2_plan(
     http3: bool,
 ) -> Result<Option<Http2Plan>, PlanError> {
     let on = args.http2 || super::grpc::is_grpc(args);
+    let coalesce = match args.h2_coalesce {
+        Some(_) if !on && http3 => return err("--h2-coalesce applies to HTTP/2, not to --http3"),
+        Some(_) if !on => return err("--h2-coalesce applies to HTTP/2: give --http2 too"),
+        Some(d) if d > MAX_COALESCE => {
+            return err("--h2-coalesce must be from 0 to 1s (e.g. 1ms; 0: off)")
+        }
+        Some(d) => Some(d).filter(|d| !d.is_zero()),
+        None => None,
+    };
     Ok(match (on, args.streams, args.h2_window) {
         (false, _, None) if http3 => None,
         (false, None, None) => None,
@@ -48,6 +57,7 @@ pub(super) fn http2_plan(
             Some(Http2Plan {
                 streams: streams.unwrap_or(1) as usize,
                 window: window.map(|w| w as u32),
+                coalesce,
             })
         }
     })
@@ -89,6 +99,9 @@ pub(super) fn pipeline(
     }
     Ok(n as usize)
 }
+
+/// The longest `--h2-coalesce`.
+const MAX_COALESCE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The most requests `--pipeline` puts in flight on one connection.
 pub const MAX_PIPELINE: u64 = 1024;

@@ -110,8 +110,8 @@ pub struct SessionConfig {
     /// The whole run's connect rate limit, per second.
     pub max_connects_per_s: Option<f64>,
     /// HTTP/2 and HTTP/3: the request of every stream (the fixed one; templated requests
-    /// take its scheme, authority and default headers) and HTTP/2's flow-control window.
-    pub http2: Option<(Request, Option<u32>)>,
+    /// take its scheme, authority and default headers) and HTTP/2's connection settings.
+    pub http2: Option<(Request, http2::Tuning)>,
     /// HTTP/3: opens QUIC connections (`connector` is then unused).
     pub http3: Option<http3::H3Connector>,
     /// The templated requests (their methods and header names), when there are.
@@ -150,8 +150,14 @@ impl SessionConfig {
             keepalive: plan.keepalive,
             max_connects_per_s: plan.max_connects_per_s,
             http2: match (&plan.http2, &plan.http3) {
-                (Some(h2), _) => Some((RequestTemplate::http2(plan)?, h2.window)),
-                (None, Some(_)) => Some((RequestTemplate::http2(plan)?, None)),
+                (Some(h2), _) => {
+                    let tuning = http2::Tuning {
+                        window: h2.window,
+                        coalesce: h2.coalesce,
+                    };
+                    Some((RequestTemplate::http2(plan)?, tuning))
+                }
+                (None, Some(_)) => Some((RequestTemplate::http2(plan)?, Default::default())),
                 (None, None) => None,
             },
             http3: match plan.http3 {
@@ -352,8 +358,8 @@ impl Session {
                 (Some(Link::H3(link)), _, Some(connector)) => {
                     Box::pin(link.open(connector, stamps)).await
                 }
-                (Some(Link::H2(link)), Some((_, window)), _) => {
-                    link.open(&config.connector, *window, stamps).await
+                (Some(Link::H2(link)), Some((_, tuning)), _) => {
+                    link.open(&config.connector, *tuning, stamps).await
                 }
                 _ => {
                     let stream = config.connector.connect(stamps).await?;
@@ -518,7 +524,7 @@ impl Session {
     ) -> Result<http1::Response, EngineError> {
         let config = &*self.config;
         self.max_streams = None;
-        if let (Some(link), Some((fixed, window))) = (self.link.as_deref(), &config.http2) {
+        if let (Some(link), Some((fixed, tuning))) = (self.link.as_deref(), &config.http2) {
             // A rendered request becomes a stream's request (a few allocations, as h2 needs).
             let built;
             let (request, is_fixed) = match send {
@@ -545,7 +551,7 @@ impl Session {
                 }
                 (Link::H2(link), _) => {
                     let connector = &config.connector;
-                    http2::exchange(link, connector, *window, request, is_fixed, stamps, sinks)
+                    http2::exchange(link, connector, *tuning, request, is_fixed, stamps, sinks)
                         .await?
                 }
                 (Link::H3(_), None) => unreachable!("an HTTP/3 link comes with its connector"),

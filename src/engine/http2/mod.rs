@@ -33,6 +33,16 @@ use wire::{WireShare, WireStats};
 pub use conn::receive_any;
 pub use frame::code_name;
 
+/// How a link's connections are set up.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tuning {
+    /// `--h2-window`: the client's stream and connection windows.
+    pub window: Option<u32>,
+    /// `--h2-coalesce`: how long new streams' frames may wait for the connection's streams
+    /// in flight, to go out in one write (see [`conn`]'s `Core::hold`).
+    pub coalesce: Option<std::time::Duration>,
+}
+
 /// One HTTP/2 connection shared by several streams.
 #[derive(Default)]
 pub struct H2Link {
@@ -50,7 +60,7 @@ impl H2Link {
     async fn conn(
         &self,
         connector: &Connector,
-        window: Option<u32>,
+        tuning: Tuning,
         stamps: &mut Timestamps,
     ) -> Result<Rc<Conn>, EngineError> {
         let live = || {
@@ -58,7 +68,7 @@ impl H2Link {
             conn.as_ref().filter(|c| c.core.borrow().usable()).cloned()
         };
         self.connect
-            .get(live, || self.connect(connector, window, stamps))
+            .get(live, || self.connect(connector, tuning, stamps))
             .await
     }
 
@@ -67,23 +77,23 @@ impl H2Link {
     pub async fn open(
         &self,
         connector: &Connector,
-        window: Option<u32>,
+        tuning: Tuning,
         stamps: &mut Timestamps,
     ) -> Result<(), EngineError> {
-        self.conn(connector, window, stamps).await.map(|_| ())
+        self.conn(connector, tuning, stamps).await.map(|_| ())
     }
 
     async fn connect(
         &self,
         connector: &Connector,
-        window: Option<u32>,
+        tuning: Tuning,
         stamps: &mut Timestamps,
     ) -> Result<Rc<Conn>, EngineError> {
         self.reset();
         let stream = connector.connect(stamps).await?;
         check_alpn(&stream)?;
         let conn = Rc::new(Conn {
-            core: RefCell::new(Core::new(window, self.wire.clone())),
+            core: RefCell::new(Core::new(tuning, self.wire.clone())),
         });
         tokio::task::spawn_local(conn::drive(conn.clone(), stream));
         *self.conn.borrow_mut() = Some(conn.clone());
@@ -188,7 +198,7 @@ pub struct Sinks<'a> {
 pub async fn exchange(
     link: &H2Link,
     connector: &Connector,
-    window: Option<u32>,
+    tuning: Tuning,
     request: &Request,
     fixed: bool,
     stamps: &mut Timestamps,
@@ -198,7 +208,7 @@ pub async fn exchange(
     let (mut server_closed, mut resent) = (false, false);
     loop {
         sinks.timing.clear();
-        let conn = link.conn(connector, window, stamps).await?;
+        let conn = link.conn(connector, tuning, stamps).await?;
         match stream(&conn, request, key, stamps, &mut sinks).await {
             Ok((status, mut traffic)) => {
                 let share = link.take_wire();
@@ -324,15 +334,18 @@ async fn stream(
     stamps: &mut Timestamps,
     sinks: &mut Sinks<'_>,
 ) -> Result<(u16, Traffic), StreamError> {
-    let slot =
-        std::future::poll_fn(
-            |cx| match conn.core.borrow_mut().start(request, key, cx.waker()) {
-                Start::Open(i) => std::task::Poll::Ready(Ok(i)),
-                Start::Wait => std::task::Poll::Pending,
-                Start::Gone(f) => std::task::Poll::Ready(Err(f)),
-            },
-        )
-        .await?;
+    let slot = std::future::poll_fn(|cx| {
+        match conn
+            .core
+            .borrow_mut()
+            .start(request, key, stamps.dispatched, cx.waker())
+        {
+            Start::Open(i) => std::task::Poll::Ready(Ok(i)),
+            Start::Wait => std::task::Poll::Pending,
+            Start::Gone(f) => std::task::Poll::Ready(Err(f)),
+        }
+    })
+    .await?;
     let opened = Opened { conn, slot };
     // Queued now; written when the driver's write of it returns (stamped below).
     stamps.written = Some(Instant::now());

@@ -31,6 +31,9 @@ pub struct Config {
     /// HTTP/1.1 requests pipelined per connection (`--pipeline`; 1: none, then not written).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub pipeline: u64,
+    /// HTTP/2: `--h2-coalesce`, seconds (absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2_coalesce_s: Option<f64>,
     /// `closed`, `open` or `burst`.
     pub load_model: LoadKind,
     /// Open loop: the offered rate (req/s) of a constant schedule.
@@ -147,6 +150,7 @@ pub(super) fn config_of(plan: &RunPlan, end: &Ending) -> Config {
         protocol: plan.protocol(),
         streams: plan.streams() as u64,
         pipeline: plan.pipeline as u64,
+        h2_coalesce_s: plan.http2.and_then(|h| h.coalesce).map(|d| d.as_secs_f64()),
         load_model: plan.load.kind(),
         rate_rps: match &plan.load {
             LoadModel::Open {

@@ -324,6 +324,10 @@ pub(super) fn environment(r: &RunRecord) -> Vec<(String, String, bool)> {
         ("threads", c.threads.to_string()),
         ("streams per connection", c.streams.to_string()),
         ("pipelined requests per connection", c.pipeline.to_string()),
+        (
+            "HTTP/2 coalescing (--h2-coalesce)",
+            opt(c.h2_coalesce_s.map(|s| format!("{s} s"))),
+        ),
         ("duration", opt(c.duration_s.map(|d| format!("{d} s")))),
         ("requests", opt(c.requests.map(|n| n.to_string()))),
         ("warm-up", format!("{} s", c.warmup_s)),

@@ -98,6 +98,14 @@ fn pipeline_and_rate(out: &mut String, c: &crate::recorder::record::Config) {
             c.pipeline
         );
     }
+    if let Some(s) = c.h2_coalesce_s {
+        let _ = writeln!(
+            out,
+            "  coalesced: a freed stream's request waits up to {} us for its connection's \
+             streams in flight (--h2-coalesce; counted in write)",
+            s * 1e6
+        );
+    }
     if let (Some(rate), None) = (c.rate_rps, &c.sweep) {
         let _ = writeln!(
             out,

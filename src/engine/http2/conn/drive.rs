@@ -1,14 +1,18 @@
 //! The task that moves a connection's bytes: it writes what the streams queued (one write
 //! for all of them), reads what the server sends and hands it to the connection's state.
+//! With `--h2-coalesce` new streams' frames wait for the streams in flight ([`Core::hold`]):
+//! the answers wake the driver, and its timer ends a hold that no answer ends.
 
 use super::{add, register, ConnFailure, Core};
 use crate::engine::connect::Stream;
 use std::cell::RefCell;
+use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Sleep;
 
 /// Reads the driver makes in one turn before it lets the streams run.
 const READS_PER_TURN: usize = 16;
@@ -18,22 +22,50 @@ pub(in crate::engine::http2) struct Conn {
     pub(in crate::engine::http2) core: RefCell<Core>,
 }
 
-/// Moves the bytes of `conn` over `io` until the connection ends.
-pub(in crate::engine::http2) async fn drive(conn: Rc<Conn>, mut io: Stream) {
-    let mut flush = false;
-    std::future::poll_fn(|cx| poll_drive(&conn, &mut io, &mut flush, cx)).await;
+/// What the driver keeps between its turns.
+#[derive(Default)]
+struct Turns {
+    /// Written bytes not flushed yet.
+    flush: bool,
+    /// Ends a hold no answer ends (see [`holding`]).
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
-fn poll_drive(conn: &Conn, io: &mut Stream, flush: &mut bool, cx: &mut Context<'_>) -> Poll<()> {
+/// Moves the bytes of `conn` over `io` until the connection ends.
+pub(in crate::engine::http2) async fn drive(conn: Rc<Conn>, mut io: Stream) {
+    let mut turns = Turns::default();
+    std::future::poll_fn(|cx| poll_drive(&conn, &mut io, &mut turns, cx)).await;
+}
+
+/// Whether the frames in `out` wait ([`Core::hold`]). The answers that wake the driver end
+/// most holds; should none come, the timer wakes it within about a millisecond (the timer
+/// wheel's step). The timer is set again only once it fired: never moved earlier, which
+/// would wake the runtime's driver through its event descriptor.
+fn holding(core: &Core, timer: &mut Option<Pin<Box<Sleep>>>, cx: &mut Context<'_>) -> bool {
+    let mut now = None;
+    if !core.hold(|| *now.insert(Instant::now())) {
+        return false;
+    }
+    let max = core.coalesce.unwrap_or_default();
+    let due = tokio::time::Instant::from_std(now.unwrap_or_else(Instant::now) + max);
+    let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
+    if timer.is_elapsed() {
+        timer.as_mut().reset(due);
+    }
+    timer.as_mut().poll(cx).is_pending()
+}
+
+fn poll_drive(conn: &Conn, io: &mut Stream, turns: &mut Turns, cx: &mut Context<'_>) -> Poll<()> {
     let mut core = conn.core.borrow_mut();
     register(&mut core.driver, cx);
+    let Turns { flush, timer } = turns;
     let mut reads = 0;
     loop {
         if core.done() && !*flush {
             return Poll::Ready(());
         }
         let mut progress = false;
-        if core.out_done < core.out.len() {
+        if core.out_done < core.out.len() && !holding(&core, timer, cx) {
             let from = core.out_done;
             match Pin::new(&mut *io).poll_write(cx, &core.out[from..]) {
                 Poll::Ready(Ok(0)) => {
@@ -43,13 +75,7 @@ fn poll_drive(conn: &Conn, io: &mut Stream, flush: &mut bool, cx: &mut Context<'
                     add(&core.wire.written, n);
                     core.out_done += n;
                     if core.out_done == core.out.len() {
-                        core.out.clear();
-                        core.out_done = 0;
-                        let now = Instant::now();
-                        let Core { queued, slots, .. } = &mut *core;
-                        for i in queued.drain(..) {
-                            slots[i].written = Some(now);
-                        }
+                        core.written_out(Instant::now());
                     }
                     *flush = true;
                     progress = true;

@@ -165,6 +165,13 @@ pub(super) struct Core {
     out_done: usize,
     /// Slots whose HEADERS are in `out`: stamped `written` when `out` is.
     queued: Vec<usize>,
+    /// How long new streams' frames may wait for the streams in flight ([`Core::hold`]).
+    coalesce: Option<std::time::Duration>,
+    /// `out` holds frames that must not wait: the preface, acknowledgements, window updates,
+    /// resets, a body the server's window let go (anything but new streams' frames).
+    urgent: bool,
+    /// The earliest dispatch among the streams queued in `out`: the hold's start.
+    held_since: Option<Instant>,
     encoder: Encoder,
     decoder: Decoder,
     /// The fixed request's header block as last encoded without inserting into the table:
@@ -211,8 +218,8 @@ pub(super) struct Core {
 impl Core {
     /// A new connection's state, its preface and SETTINGS (and its window top-up) queued:
     /// `window` is `--h2-window`, for streams and the connection; `wire` the link's counts.
-    pub(super) fn new(window: Option<u32>, wire: Rc<WireStats>) -> Core {
-        let (stream_window, connection_window) = match window {
+    pub(super) fn new(tuning: super::Tuning, wire: Rc<WireStats>) -> Core {
+        let (stream_window, connection_window) = match tuning.window {
             Some(w) => (w, w),
             None => (STREAM_WINDOW, CONNECTION_WINDOW),
         };
@@ -233,6 +240,9 @@ impl Core {
             out,
             out_done: 0,
             queued: Vec::new(),
+            coalesce: tuning.coalesce,
+            urgent: true,
+            held_since: None,
             encoder: Encoder::new(),
             decoder: Decoder::new(TABLE_SIZE),
             replay: None,
@@ -273,8 +283,14 @@ impl Core {
     }
 
     /// Opens a stream for `request` (`key`: the run's fixed request, whose header block is
-    /// replayed; `None` for a request rendered for this send).
-    pub(super) fn start(&mut self, request: &Request, key: Option<usize>, waker: &Waker) -> Start {
+    /// replayed; `None` for a request rendered for this send), dispatched at `since`.
+    pub(super) fn start(
+        &mut self,
+        request: &Request,
+        key: Option<usize>,
+        since: Instant,
+        waker: &Waker,
+    ) -> Start {
         if let Some(f) = &self.failure {
             return Start::Gone(Failure::Connection(f.clone()));
         }
@@ -316,6 +332,7 @@ impl Core {
         let end_stream = request.body.is_empty();
         self.put_headers(id, request, key, end_stream);
         self.queued.push(i);
+        self.held_since = Some(self.held_since.map_or(since, |h| h.min(since)));
         if !end_stream {
             let s = &mut self.slots[i];
             s.body = request.body.clone();
@@ -484,6 +501,7 @@ impl Core {
     pub(super) fn finish(&mut self, i: usize) {
         if let Some(k) = self.open.iter().position(|&(_, s)| s == i) {
             frame::put_rst(&mut self.out, self.open[k].0, frame::CANCEL);
+            self.urgent = true;
             self.close(k);
         }
         let s = &mut self.slots[i];
@@ -494,6 +512,40 @@ impl Core {
         self.queued.retain(|&q| q != i);
         if self.going_away || !self.out.is_empty() {
             self.wake_driver();
+        }
+    }
+
+    /// Whether the new streams' frames in `out` wait (`now`: the clock, read only if it may):
+    /// with `--h2-coalesce` (closed loops), while other streams of the connection are in
+    /// flight or answered but not yet done with (their tasks' next requests join the same
+    /// write), for at most that long from the earliest dispatch among the waiting ones. Each write is a TCP segment that the
+    /// kernel sends, and on loopback also receives, on this thread's time: one write for a
+    /// connection's streams instead of one for every few is most of HTTP/2's cost (h2load's
+    /// loop batches the same way by being slower). The wait is the requests' `write` phase.
+    /// Nothing else waits: the preface, acknowledgements, window updates, resets and bodies
+    /// the server's window let go go out at once.
+    pub(super) fn hold(&self, now: impl FnOnce() -> Instant) -> bool {
+        let Some(max) = self.coalesce else {
+            return false;
+        };
+        !self.urgent
+            && self.out_done == 0
+            && !self.out.is_empty()
+            && self.usable()
+            && self.slots.len() - self.free.len() > self.queued.len()
+            && self
+                .held_since
+                .is_some_and(|since| now().saturating_duration_since(since) < max)
+    }
+
+    /// `out` was written whole.
+    pub(super) fn written_out(&mut self, now: Instant) {
+        self.out.clear();
+        self.out_done = 0;
+        self.urgent = false;
+        self.held_since = None;
+        for i in self.queued.drain(..) {
+            self.slots[i].written = Some(now);
         }
     }
 

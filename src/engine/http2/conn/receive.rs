@@ -9,6 +9,15 @@ use std::time::Instant;
 impl Core {
     /// Takes the whole frames at the start of the read buffer (`now`: when they arrived).
     pub(super) fn receive(&mut self, now: Instant) -> Result<(), ConnFailure> {
+        let queued = self.out.len();
+        let result = self.take_frames(now);
+        // What the server's frames made the client queue (acknowledgements, window updates,
+        // resets, bodies let go) goes out at once.
+        self.urgent |= self.out.len() > queued;
+        result
+    }
+
+    fn take_frames(&mut self, now: Instant) -> Result<(), ConnFailure> {
         let buffer = std::mem::take(&mut self.buffer);
         let mut at = 0;
         let result = loop {
@@ -372,14 +381,14 @@ fn status_of(value: &[u8]) -> u16 {
 #[doc(hidden)]
 pub fn receive_any(data: &[u8], split: usize) {
     use std::task::{Context, Waker};
-    let mut core = Core::new(None, Default::default());
+    let mut core = Core::new(Default::default(), Default::default());
     let request = crate::engine::request::Request {
         method: http::Method::POST,
         uri: http::Uri::from_static("http://127.0.0.1:8080/"),
         headers: http::HeaderMap::new(),
         body: Bytes::from_static(b"body"),
     };
-    let super::Start::Open(i) = core.start(&request, None, Waker::noop()) else {
+    let super::Start::Open(i) = core.start(&request, None, Instant::now(), Waker::noop()) else {
         return;
     };
     let mut bytes = Vec::with_capacity(9 + data.len());

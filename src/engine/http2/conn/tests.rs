@@ -22,7 +22,7 @@ fn request(path: &str, body: &'static [u8]) -> Request {
 }
 
 fn new_core() -> Core {
-    Core::new(None, Rc::default())
+    Core::new(Default::default(), Rc::default())
 }
 
 /// One frame's bytes.
@@ -69,7 +69,7 @@ fn written(core: &mut Core) -> Vec<(FrameHead, Vec<u8>)> {
 }
 
 fn open(core: &mut Core, req: &Request, key: Option<usize>) -> usize {
-    match core.start(req, key, Waker::noop()) {
+    match core.start(req, key, Instant::now(), Waker::noop()) {
         Start::Open(i) => i,
         _ => panic!("the stream did not open"),
     }
@@ -258,7 +258,10 @@ fn the_servers_stream_limit_holds_streams_back_until_one_closes() {
     .unwrap();
     let req = request("/", b"");
     let first = open(&mut core, &req, None);
-    assert!(matches!(core.start(&req, None, Waker::noop()), Start::Wait));
+    assert!(matches!(
+        core.start(&req, None, Instant::now(), Waker::noop()),
+        Start::Wait
+    ));
     // Reset by the server: closed, its code given, and the next stream opens.
     feed(
         &mut core,
@@ -299,7 +302,7 @@ fn a_goaway_refuses_the_streams_above_its_last_and_lets_the_others_finish() {
     );
     assert!(!core.usable());
     assert!(matches!(
-        core.start(&req, None, Waker::noop()),
+        core.start(&req, None, Instant::now(), Waker::noop()),
         Start::Gone(Failure::Refused { by_reset: false })
     ));
     // The connection then closes under stream 1, after a GOAWAY with an error this time.
@@ -441,4 +444,60 @@ fn trailers_end_a_stream_and_a_reset_stream_is_cancelled() {
         (sent[0].0.kind, sent[0].0.stream, &sent[0].1[..]),
         (frame::RST_STREAM, 3, &8u32.to_be_bytes()[..])
     );
+}
+
+#[test]
+fn coalesced_streams_wait_for_those_in_flight_within_the_bound_and_nothing_else_waits() {
+    let ms = std::time::Duration::from_millis;
+    let coalesce = crate::engine::http2::Tuning {
+        window: None,
+        coalesce: Some(ms(5)),
+    };
+    for tuning in [coalesce, Default::default()] {
+        let on = tuning.coalesce.is_some();
+        let mut core = Core::new(tuning, Rc::default());
+        let mut server = hpack::Encoder::new();
+        let t0 = Instant::now();
+        // The preface and the SETTINGS acknowledgement go out at once.
+        feed(&mut core, &frame(frame::SETTINGS, 0, 0, &[]), 64).unwrap();
+        assert!(!core.hold(|| t0));
+        core.written_out(t0);
+        // Two streams with none in flight: written at once.
+        let req = request("/", b"");
+        let (a, b) = (open(&mut core, &req, None), open(&mut core, &req, None));
+        assert!(!core.hold(|| t0));
+        core.written_out(t0);
+        // Stream 1 answered; its next request waits for stream 3, in flight, within the bound.
+        let answer = block(&mut server, &[(":status", "200")]);
+        let flags = frame::END_HEADERS | frame::END_STREAM;
+        feed(&mut core, &frame(frame::HEADERS, flags, 1, &answer), 64).unwrap();
+        assert!(!core.hold(|| t0), "nothing queued");
+        core.finish(a);
+        let at_t0 = |core: &mut Core| match core.start(&req, None, t0, Waker::noop()) {
+            Start::Open(i) => i,
+            _ => panic!("the stream did not open"),
+        };
+        let c = at_t0(&mut core);
+        assert_eq!(core.hold(|| t0 + ms(1)), on, "coalescing {on}");
+        assert!(!core.hold(|| t0 + ms(5)), "past the bound");
+        // A frame that must not wait (a PING's answer) takes the new stream's with it.
+        feed(&mut core, &frame(frame::PING, 0, 0, b"12345678"), 64).unwrap();
+        assert!(!core.hold(|| t0 + ms(1)));
+        core.written_out(t0);
+        // Streams 3 and 5 answered: the next request waits for their tasks to be done with
+        // them (their next requests join it), then for nothing.
+        for id in [3, 5] {
+            let answer = block(&mut server, &[(":status", "200")]);
+            feed(&mut core, &frame(frame::HEADERS, flags, id, &answer), 64).unwrap();
+        }
+        core.finish(b);
+        at_t0(&mut core);
+        assert_eq!(
+            core.hold(|| t0 + ms(1)),
+            on,
+            "stream 5 answered, not yet done with"
+        );
+        core.finish(c);
+        assert!(!core.hold(|| t0 + ms(1)), "none in flight");
+    }
 }
