@@ -307,6 +307,8 @@ impl Core {
             self.waiting.push(waker.clone());
             return Start::Wait;
         }
+        // A hold the driver knows of (it was woken when it began) and that goes on.
+        let held = self.held();
         let id = self.next_id;
         self.next_id += 2;
         let i = self.free.pop().unwrap_or_else(|| {
@@ -339,7 +341,9 @@ impl Core {
             s.body_sent = 0;
             self.send_body(i);
         }
-        self.wake_driver();
+        if !(held && self.held()) {
+            self.wake_driver();
+        }
         Start::Open(i)
     }
 
@@ -510,7 +514,7 @@ impl Core {
         s.body = Bytes::new();
         self.free.push(i);
         self.queued.retain(|&q| q != i);
-        if self.going_away || !self.out.is_empty() {
+        if self.going_away || (!self.out.is_empty() && !self.held()) {
             self.wake_driver();
         }
     }
@@ -518,24 +522,29 @@ impl Core {
     /// Whether the new streams' frames in `out` wait (`now`: the clock, read only if it may):
     /// with `--h2-coalesce` (closed loops), while other streams of the connection are in
     /// flight or answered but not yet done with (their tasks' next requests join the same
-    /// write), for at most that long from the earliest dispatch among the waiting ones. Each write is a TCP segment that the
-    /// kernel sends, and on loopback also receives, on this thread's time: one write for a
-    /// connection's streams instead of one for every few is most of HTTP/2's cost (h2load's
-    /// loop batches the same way by being slower). The wait is the requests' `write` phase.
-    /// Nothing else waits: the preface, acknowledgements, window updates, resets and bodies
-    /// the server's window let go go out at once.
+    /// write), for at most that long from the earliest dispatch among the waiting ones. Each
+    /// write is a TCP segment that the kernel sends, and on loopback also receives, on this
+    /// thread's time: one write for a connection's streams instead of one for every few is
+    /// most of HTTP/2's cost (h2load's loop batches the same way by being slower). The wait is
+    /// the requests' `write` phase. Nothing else waits: the preface, acknowledgements, window
+    /// updates, resets and bodies the server's window let go go out at once.
     pub(super) fn hold(&self, now: impl FnOnce() -> Instant) -> bool {
-        let Some(max) = self.coalesce else {
-            return false;
-        };
-        !self.urgent
+        self.held()
+            && self
+                .coalesce
+                .zip(self.held_since)
+                .is_some_and(|(max, since)| now().saturating_duration_since(since) < max)
+    }
+
+    /// [`Core::hold`] but for its time: the driver need not be woken for a stream queued or
+    /// done with while this holds (an answer or its timer wakes it).
+    fn held(&self) -> bool {
+        self.coalesce.is_some()
+            && !self.urgent
             && self.out_done == 0
             && !self.out.is_empty()
             && self.usable()
             && self.slots.len() - self.free.len() > self.queued.len()
-            && self
-                .held_since
-                .is_some_and(|since| now().saturating_duration_since(since) < max)
     }
 
     /// `out` was written whole.

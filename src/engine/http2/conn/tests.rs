@@ -501,3 +501,49 @@ fn coalesced_streams_wait_for_those_in_flight_within_the_bound_and_nothing_else_
         assert!(!core.hold(|| t0 + ms(1)), "none in flight");
     }
 }
+
+#[test]
+fn a_hold_wakes_the_driver_when_it_begins_and_when_it_ends_not_for_each_stream() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    struct Count(AtomicUsize);
+    impl std::task::Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let count = Arc::new(Count(AtomicUsize::new(0)));
+    let tuning = crate::engine::http2::Tuning {
+        window: None,
+        coalesce: Some(std::time::Duration::from_millis(5)),
+    };
+    let mut core = Core::new(tuning, Rc::default());
+    core.driver = Some(Waker::from(count.clone()));
+    let wakes = || count.0.load(Ordering::Relaxed);
+    let mut server = hpack::Encoder::new();
+    feed(&mut core, &frame(frame::SETTINGS, 0, 0, &[]), 64).unwrap();
+    core.written_out(Instant::now());
+    let req = request("/", b"");
+    let slots: Vec<usize> = (0..3).map(|_| open(&mut core, &req, None)).collect();
+    core.written_out(Instant::now());
+    // Streams 1 and 3 answered and done with, stream 5 in flight.
+    let flags = frame::END_HEADERS | frame::END_STREAM;
+    for id in [1, 3] {
+        let answer = block(&mut server, &[(":status", "200")]);
+        feed(&mut core, &frame(frame::HEADERS, flags, id, &answer), 64).unwrap();
+    }
+    let before = wakes();
+    core.finish(slots[0]);
+    open(&mut core, &req, None);
+    assert_eq!(wakes(), before + 1, "the hold begins: the driver is told");
+    core.finish(slots[1]);
+    open(&mut core, &req, None);
+    assert_eq!(wakes(), before + 1, "the hold goes on: no wake");
+    assert!(core.hold(Instant::now));
+    // Stream 5 answered and done with: the hold ends, the driver is told.
+    let answer = block(&mut server, &[(":status", "200")]);
+    feed(&mut core, &frame(frame::HEADERS, flags, 5, &answer), 64).unwrap();
+    core.finish(slots[2]);
+    assert_eq!(wakes(), before + 2, "the hold ends");
+    assert!(!core.hold(Instant::now));
+}
