@@ -38,6 +38,19 @@ fn strace_works() -> Result<(), String> {
     }
 }
 
+/// Whether strace can trace here; if not, the test says why and passes, except in CI.
+fn strace_or_skip() -> bool {
+    if let Err(why) = strace_works() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{why}: strace is required in CI (apt-get install strace)"
+        );
+        eprintln!("skipped: {why}");
+        return false;
+    }
+    true
+}
+
 /// Calls per syscall name of `strace -c`'s table (failed calls included).
 fn parse_counts(table: &str) -> Vec<(String, u64)> {
     let mut out = Vec::new();
@@ -90,12 +103,7 @@ fn counted_run(url: &str, requests: u64, extra: &[&str], dir: &std::path::Path) 
 
 #[test]
 fn one_write_and_one_read_per_request() {
-    if let Err(why) = strace_works() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{why}: strace is required in CI (apt-get install strace)"
-        );
-        eprintln!("skipped: {why}");
+    if !strace_or_skip() {
         return;
     }
     let url = format!("http://{}/", common::quiet_server());
@@ -137,12 +145,7 @@ fn h2_writes_per_request(url: &str, extra: &[&str], dir: &std::path::Path) -> f6
 
 #[test]
 fn coalesced_http2_streams_share_their_writes() {
-    if let Err(why) = strace_works() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{why}: strace is required in CI (apt-get install strace)"
-        );
-        eprintln!("skipped: {why}");
+    if !strace_or_skip() {
         return;
     }
     // The embedded target, h2c by prior knowledge, in this (untraced) process.
