@@ -38,9 +38,9 @@ pub(in crate::engine::http2) async fn drive(conn: Rc<Conn>, mut io: Stream) {
 }
 
 /// Whether the frames in `out` wait ([`Core::hold`]). The answers that wake the driver end
-/// most holds; should none come, the timer wakes it within about a millisecond (the timer
-/// wheel's step). The timer is set again only once it fired: never moved earlier, which
-/// would wake the runtime's driver through its event descriptor.
+/// most holds; should none come, the timer wakes it at the bound, to the timer wheel's
+/// millisecond. The timer is set again only once it fired: never moved earlier, which would
+/// wake the runtime's driver through its event descriptor.
 fn holding(core: &Core, timer: &mut Option<Pin<Box<Sleep>>>, cx: &mut Context<'_>) -> bool {
     let mut now = None;
     if !core.hold(|| *now.insert(Instant::now())) {

@@ -544,7 +544,7 @@ impl Core {
             && self.out_done == 0
             && !self.out.is_empty()
             && self.usable()
-            && self.slots.len() - self.free.len() > self.queued.len()
+            && self.slots.len().saturating_sub(self.free.len()) > self.queued.len()
     }
 
     /// `out` was written whole.
