@@ -146,8 +146,10 @@ impl IntervalSet {
     }
 }
 
-/// The phases an on-time request implies: see [`IntervalSet::on_time`].
-const IMPLIED: [Phase; 3] = [Phase::Queue, Phase::Lag, Phase::Uncorrected];
+/// The phases an on-time request implies (see [`IntervalSet::on_time`]): these are 0, and
+/// `Uncorrected` equals `Total`.
+const IMPLIED_ZERO: [Phase; 2] = [Phase::Queue, Phase::Lag];
+const IMPLIED: [Phase; 3] = [IMPLIED_ZERO[0], IMPLIED_ZERO[1], Phase::Uncorrected];
 
 /// Adds to `into` the implied phases of `n` on-time requests whose totals are `total`: a
 /// queue and a lag of 0 each, and an uncorrected time equal to the total.
@@ -155,7 +157,7 @@ fn add_implied(into: &mut PhaseHists, total: &Histogram<u64>, n: u64) {
     if n == 0 {
         return;
     }
-    for p in [Phase::Queue, Phase::Lag] {
+    for p in IMPLIED_ZERO {
         let _ = into.0[p.index()].record_n(0, n);
     }
     if !total.is_empty() {
