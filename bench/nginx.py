@@ -1,5 +1,5 @@
-"""nginx (Debian's package) on a free loopback port for the benchmarks: one worker, pinned
-to one core, answering every request with the 12-byte body `Hello World!`, all its files in a
+"""nginx (Debian's package) on a free loopback port for the benchmarks: one worker per core of
+its CPU list (one by default), pinned to them, answering every request with the 12-byte body `Hello World!`, all its files in a
 temporary folder. Use as a context manager; it yields the port and stops nginx on exit.
 
 It also warns (on stderr, once) about kernel threads that do work of their own on the clients'
@@ -18,7 +18,7 @@ import tempfile
 import time
 
 NGINX_CONF = """
-worker_processes 1;
+{user}worker_processes {workers};
 worker_rlimit_nofile {nofile};
 daemon off;
 pid {tmp}/nginx.pid;
@@ -40,6 +40,15 @@ http {{
     }}
 }}
 """
+
+
+def cpu_count(cpus):
+    """How many CPUs a taskset list names ("0" -> 1, "8-15" -> 8, "0,2-3" -> 3)."""
+    n = 0
+    for part in cpus.split(","):
+        lo, _, hi = part.partition("-")
+        n += int(hi or lo) - int(lo) + 1
+    return n
 
 
 def free_port():
@@ -141,8 +150,11 @@ class Nginx:
         self.tmp = tempfile.mkdtemp(prefix="reqlife-bench-")
         self.port = free_port()
         conf = f"{self.tmp}/nginx.conf"
+        # One worker per server CPU; as root (a bare benchmark machine), the workers stay root:
+        # such a machine may have no user nginx could switch to.
         text = NGINX_CONF.format(tmp=self.tmp, port=self.port, connections=self.connections,
-                                 nofile=self.connections + 100)
+                                 nofile=self.connections + 100, workers=cpu_count(self.cpu),
+                                 user="user root;\n" if os.geteuid() == 0 else "")
         if self.tls_h2:
             subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
                             "-subj", "/CN=localhost", "-keyout", f"{self.tmp}/key.pem",
@@ -156,7 +168,8 @@ class Nginx:
         self.stderr = open(f"{self.tmp}/stderr.log", "wb")
         # Its own session: a Ctrl-C in the terminal reaches only this script, which then stops
         # nginx itself (and, if it must, kills the whole group, workers included).
-        self.proc = subprocess.Popen(["taskset", "-c", self.cpu, "nginx", "-c", conf],
+        self.proc = subprocess.Popen(["taskset", "-c", self.cpu, "nginx", "-p", self.tmp,
+                                      "-e", f"{self.tmp}/error.log", "-c", conf],
                                      stdout=subprocess.DEVNULL, stderr=self.stderr,
                                      start_new_session=True)
         try:
