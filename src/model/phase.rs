@@ -80,6 +80,18 @@ impl Phase {
         Phase::QuicHandshake,
         Phase::Quic0Rtt,
     ];
+    /// The phases a request has in every run: the others (a connection's opening, a decoded or
+    /// streamed body) only some requests, or only some runs, have. (`Queue`, `Lag` and
+    /// `Uncorrected` are an open loop's: a closed loop's requests imply them.)
+    pub const EVERY_REQUEST: [Phase; 7] = [
+        Phase::Queue,
+        Phase::Write,
+        Phase::Wait,
+        Phase::Read,
+        Phase::Total,
+        Phase::Uncorrected,
+        Phase::Lag,
+    ];
     /// The phases of streamed responses (`--stream`), shown when recorded.
     pub const STREAM: [Phase; 3] = [Phase::FirstEvent, Phase::EventGap, Phase::Events];
     /// The client phases shown as rows of the breakdown (`Total` and `Uncorrected` excluded;

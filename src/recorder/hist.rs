@@ -27,6 +27,17 @@ pub fn new_interval_hist() -> Histogram<u64> {
     h
 }
 
+/// A histogram at its smallest (2,048 counts, 16 KiB: values up to 2 µs exact) that grows as
+/// values arrive: for the phases that most requests do not have (a connection's opening, a
+/// decoded or streamed body), of which a thread keeps one per phase in each of its interval
+/// sets. Growing writes its new counts (resident from then on); one that records nothing
+/// stays at 16 KiB.
+pub fn new_growing_hist() -> Histogram<u64> {
+    let mut h = Histogram::new_with_max(2, SIGFIG).expect("valid static bounds");
+    h.auto(true);
+    h
+}
+
 /// Records `ns`, clamped to [`MAX_NS`].
 #[inline]
 pub fn record(h: &mut Histogram<u64>, ns: u64) {
@@ -315,6 +326,36 @@ mod tests {
             assert_eq!(got, want, "{} values", h.len());
             assert_eq!(decode_bytes(&got).unwrap(), *h);
         }
+    }
+
+    #[test]
+    fn a_growing_histogram_starts_at_16_kib_and_grows_to_what_it_records() {
+        let mut h = new_growing_hist();
+        assert_eq!(
+            h.distinct_values(),
+            2048,
+            "counts of a phase that records nothing"
+        );
+        let mut full = new_hist();
+        for v in [1u64, 2047, 2048, 12_345, 5_000_000] {
+            record(&mut h, v);
+            record(&mut full, v);
+        }
+        // Up to 5 ms: 14 of the full range's 33 half-buckets of 1,024 counts.
+        assert_eq!(h.distinct_values(), 14 * 1024);
+        assert_eq!(full.distinct_values(), 33 * 1024);
+        for v in [7_000_000_000, MAX_NS * 2] {
+            record(&mut h, v);
+            record(&mut full, v);
+        }
+        assert_eq!(h.len(), 7);
+        // The same counts at the same values as the full-range histogram, the clamp included.
+        let counts = |h: &Histogram<u64>| {
+            h.iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(counts(&h), counts(&full));
     }
 
     #[test]

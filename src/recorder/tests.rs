@@ -325,3 +325,22 @@ fn the_phases_an_on_time_request_implies_come_out_as_if_recorded() {
     }
     assert_eq!(m.series.entries.len(), 3);
 }
+
+#[test]
+fn only_the_phases_every_request_has_start_at_full_size() {
+    // A thread keeps several interval sets: the phases most runs never record stay small.
+    for make in [
+        hist::new_interval_hist as fn() -> Histogram<u64>,
+        hist::new_hist,
+    ] {
+        let hists = PhaseHists::new(make);
+        for p in Phase::ALL {
+            let counts = hists.get(p).distinct_values();
+            if Phase::EVERY_REQUEST.contains(&p) {
+                assert_eq!(counts, make().distinct_values(), "{p:?}");
+            } else {
+                assert_eq!(counts, 2048, "{p:?}: 16 KiB until it records");
+            }
+        }
+    }
+}
