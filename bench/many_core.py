@@ -9,9 +9,9 @@ peak RSS are its own. Cases (--cases, all by default):
   h1-c50      HTTP/1.1 -t 1 -c 50                wrk          reqlife [before]
   h1-t8-c400  HTTP/1.1 -t 8 -c 400               wrk          reqlife [before]
   h1-t8-c10k  HTTP/1.1 -t 8 -c 10000             wrk          reqlife
-  https-c50   HTTPS/1.1 -t 1 -c 50               wrk          reqlife
+  https-c50   HTTPS/1.1 -t 1 -c 50               wrk          reqlife [before]
   new-conn    a new connection per request, -t 1 -c 50 (wrk: Connection: close; reqlife:
-              --no-keepalive)
+              --no-keepalive) [before]
   h2-tls      HTTP/2 over TLS -t 1 -c 10 -m 10   h2load       reqlife, --h2-coalesce 10ms [before]
   h2c         the same without TLS
   open-loop   -t 2 -c 200 -R --rate (100000)     wrk2         reqlife
@@ -93,10 +93,9 @@ def cases(a):
         "h1-t8-c400": ("plain", 4096, h1(8, 400)),
         "h1-t8-c10k": ("plain", 20000, h1(8, 10000, extra_wrk=["--timeout", "10s"],
                                           before=False)),
-        "https-c50": ("tls", 4096, h1(1, 50, scheme="https", extra_rl=["--insecure"],
-                                      before=False)),
+        "https-c50": ("tls", 4096, h1(1, 50, scheme="https", extra_rl=["--insecure"])),
         "new-conn": ("plain", 4096, h1(1, 50, extra_wrk=["-H", "Connection: close"],
-                                       extra_rl=["--no-keepalive"], before=False)),
+                                       extra_rl=["--no-keepalive"])),
         "h2-tls": ("tls", 4096, h2("https")),
         "h2c": ("h2c", 4096, h2("http")),
         "open-loop": ("plain", 4096, [
