@@ -19,7 +19,8 @@ peak RSS are its own. Cases (--cases, all by default):
 Prints a line per run and, per case, the medians (requests/s, CPU us per request with its user
 and sys parts, peak RSS) and the ratios to the peer. `--budget S` skips the cases that would
 not end within S seconds of the start (a lent machine's time is short). `--json-out FILE` keeps
-every run. It reports, it does not judge: exit 0 when it ran, 2 if a tool is missing.
+every run. It reports, it does not judge: exit 0 when it ran, 2 on bad arguments or a missing
+tool, 130 when interrupted (Ctrl-C, SIGTERM; the cases that ended are kept in --json-out).
 
     python3 bench/many_core.py [--server-cpu 8-15] [--client-cpu 0-7] [--rounds 3]
         [--duration 4] [--before OLD_BINARY] [--cases h1-c50,h2-tls] [--budget 420]
@@ -32,6 +33,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import statistics
 import sys
 import time
@@ -144,6 +146,10 @@ def main():
     ap.add_argument("--budget", type=float, default=0, help="seconds; 0: no bound")
     ap.add_argument("--json-out", metavar="FILE")
     a = ap.parse_args()
+    if a.rounds < 1 or a.duration < 1 or a.budget < 0:
+        print(f"--rounds and --duration must be at least 1 and --budget at least 0 (got "
+              f"{a.rounds}, {a.duration}, {a.budget:g})", file=sys.stderr)
+        return 2
     chosen = a.cases.split(",")
     unknown = [c for c in chosen if c not in CASES]
     if unknown:
@@ -160,34 +166,49 @@ def main():
         return 2
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
-    start = time.monotonic()
     result = {"server_cpu": a.server_cpu, "client_cpu": a.client_cpu, "cases": {}}
-    for name in chosen:
-        kind, conns, tools = all_cases[name]
-        cost = len(tools) * a.rounds * (a.duration + 1.5) + 3
-        if a.budget and time.monotonic() - start + cost > a.budget:
-            print(f"\n{name}: skipped (about {cost:.0f} s, beyond --budget)", flush=True)
-            continue
-        print(f"\n{name}:", flush=True)
-        with Nginx(cpu=a.server_cpu, tls_h2=kind == "tls", h2c=kind == "h2c",
-                   connections=conns) as port:
-            url = f"{'https' if kind == 'tls' else 'http'}://127.0.0.1:{port}/"
-            pinned = [(t, ["taskset", "-c", a.client_cpu]
-                       + [url if x in ("http", "https") else x for x in cmd], p)
-                      for t, cmd, p in tools]
-            try:
-                runs = take_turns(pinned, a.rounds, lambda f: f"peak RSS {f['max_rss_kib']} KiB",
-                                  case=name)
-            except ClientFailed as e:
-                print(f"{name}: a client failed: {str(e)[:1500]}", flush=True)
-                continue
-        result["cases"][name] = {"runs": runs, "medians": summarize(name, runs)}
-        if a.json_out:
-            with open(a.json_out, "w") as f:
-                json.dump(result, f, indent=1)
+
+    def stop(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
+    start = time.monotonic()
+    try:
+        for name in chosen:
+            measure_case(a, name, all_cases[name], start, result)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted; nginx stopped; the {len(result['cases'])} cases that ended are kept"
+              + (f" in {a.json_out}" if a.json_out else ""), file=sys.stderr)
+        return 130
     print(f"\ntook {time.monotonic() - start:.0f} s")
     return 0
 
+
+def measure_case(a, name, case, start, result):
+    """Runs one case's clients in turns against its own nginx; adds its runs and medians to
+    `result` (written to --json-out at once)."""
+    kind, conns, tools = case
+    cost = len(tools) * a.rounds * (a.duration + 1.5) + 3
+    if a.budget and time.monotonic() - start + cost > a.budget:
+        print(f"\n{name}: skipped (about {cost:.0f} s, beyond --budget)", flush=True)
+        return
+    print(f"\n{name}:", flush=True)
+    with Nginx(cpu=a.server_cpu, tls_h2=kind == "tls", h2c=kind == "h2c",
+               connections=conns) as port:
+        url = f"{'https' if kind == 'tls' else 'http'}://127.0.0.1:{port}/"
+        pinned = [(t, ["taskset", "-c", a.client_cpu]
+                   + [url if x in ("http", "https") else x for x in cmd], p)
+                  for t, cmd, p in tools]
+        try:
+            runs = take_turns(pinned, a.rounds, lambda f: f"peak RSS {f['max_rss_kib']} KiB",
+                              case=name)
+        except ClientFailed as e:
+            print(f"{name}: a client failed: {str(e)[:1500]}", flush=True)
+            return
+    result["cases"][name] = {"runs": runs, "medians": summarize(name, runs)}
+    if a.json_out:
+        with open(a.json_out, "w") as f:
+            json.dump(result, f, indent=1)
 
 if __name__ == "__main__":
     sys.exit(main())
