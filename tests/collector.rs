@@ -5,7 +5,7 @@
 
 mod common;
 
-use reqlife::model::{Sample, Timestamps, Traffic};
+use reqlife::model::{Phase, Sample, Timestamps, Traffic};
 use reqlife::recorder::collector::{most_sets, CollectorThread, IntervalSet, Sinks, Start};
 use reqlife::recorder::Recorder;
 use serde_json::Value;
@@ -103,13 +103,13 @@ fn an_interval_close_allocates_nothing_on_the_worker() {
         warmup: Duration::ZERO,
     };
     let (collector, mut links) =
-        CollectorThread::spawn(1, "total", start, interval, sinks).unwrap();
+        CollectorThread::spawn(1, "total", &[], start, interval, sinks).unwrap();
     let mut r = Recorder::new(base, interval).collector(links.remove(0));
     // Warm-up: the pool's histograms grow to the latencies' range.
     record_intervals(&mut r, base, 0, 200, 5);
     // What one set the worker would make if none came back costs, grown to the same range.
     let per_set = allocations_in(|| {
-        let mut s = IntervalSet::new(0, "total");
+        let mut s = IntervalSet::new(0, "total", &[]);
         for v in [10_000u64, 10_000_000] {
             for h in &mut s.hists.0 {
                 let _ = h.record(v);
@@ -287,4 +287,41 @@ fn an_interrupted_run_leaves_its_interval_log() {
     );
     let last = lines.iter().map(|l| l.1).fold(0.0, f64::max);
     assert!(last >= 0.9, "the last interval starts at {last} s");
+}
+
+#[test]
+fn a_workers_sets_start_the_runs_phases_full_size_and_the_rest_small() {
+    let sinks = Sinks {
+        live: None,
+        log: None,
+        watch: None,
+    };
+    let start = Start {
+        gate: std::sync::Arc::new(reqlife::load::StartGate::opened_at(Instant::now())),
+        warmup: Duration::ZERO,
+    };
+    let (collector, links) = CollectorThread::spawn(
+        1,
+        "total",
+        &[Phase::Connect, Phase::Tls],
+        start,
+        Duration::from_millis(100),
+        sinks,
+    )
+    .unwrap();
+    let full = IntervalSet::new(0, "total", &Phase::ALL);
+    // The pool's sets, then one the link makes when none is back: the same sizes.
+    for _ in 0..4 {
+        let set = links[0].spare("total");
+        for p in Phase::ALL {
+            let counts = set.hists.get(p).distinct_values();
+            if Phase::EVERY_REQUEST.contains(&p) || [Phase::Connect, Phase::Tls].contains(&p) {
+                assert_eq!(counts, full.hists.get(p).distinct_values(), "{p:?}");
+            } else {
+                assert_eq!(counts, 2048, "{p:?}");
+            }
+        }
+    }
+    drop(links);
+    collector.join();
 }

@@ -25,7 +25,7 @@ pub mod server_timing;
 pub mod stream;
 
 use crate::engine::request::{Request, RequestTemplate};
-use crate::model::{ErrorKind, Timestamps, Traffic};
+use crate::model::{ErrorKind, Phase, Timestamps, Traffic};
 use crate::plan::RunPlan;
 use crate::workload::request::Rendered;
 use crate::workload::Workload;
@@ -132,6 +132,28 @@ pub struct SessionConfig {
 }
 
 impl SessionConfig {
+    /// The phases this run's requests record besides [`Phase::EVERY_REQUEST`]: a connection's
+    /// opening (TCP and TLS, HTTP/2's handshake, QUIC's), decoding and a stream's events. The
+    /// recorder's histograms of these start full-size, so none grows while the run is timed.
+    pub fn phases(&self) -> Vec<Phase> {
+        let mut phases = vec![Phase::Connect];
+        if self.connector.is_tls() {
+            phases.push(Phase::Tls);
+        }
+        match (&self.http2, &self.http3) {
+            (_, Some(_)) => phases.extend([Phase::QuicHandshake, Phase::Quic0Rtt]),
+            (Some(_), None) => phases.push(Phase::H2Handshake),
+            (None, None) => {}
+        }
+        if self.decode_max_bytes.is_some() {
+            phases.push(Phase::Decode);
+        }
+        if self.stream.is_some() {
+            phases.extend(Phase::STREAM);
+        }
+        phases
+    }
+
     /// The shared settings of `plan`'s sessions (HTTP/1.1, HTTP/2 with `--http2` or
     /// `--grpc`, HTTP/3 with `--http3`).
     pub fn new(plan: &RunPlan) -> Result<Self, SetupError> {
@@ -654,4 +676,37 @@ fn retry_on_a_new_connection(e: &EngineError, stamps: &Timestamps, request: &[u8
         ErrorKind::Write | ErrorKind::Read | ErrorKind::Closed
     ) && stamps.first_byte.is_none()
         && IDEMPOTENT.iter().any(|m| request.starts_with(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{plan::build, Cli, Command};
+    use clap::Parser;
+
+    fn phases(url: &str, flags: &[&str]) -> Vec<Phase> {
+        let mut argv = vec!["reqlife", "run"];
+        argv.extend_from_slice(flags);
+        let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {
+            unreachable!()
+        };
+        SessionConfig::new(&build(&args, url).unwrap())
+            .unwrap()
+            .phases()
+    }
+
+    #[test]
+    fn the_phases_a_run_records_besides_every_requests_follow_its_protocol_and_options() {
+        use Phase::*;
+        let plain = "http://127.0.0.1:9/";
+        let tls = "https://127.0.0.1:9/";
+        assert_eq!(phases(plain, &[]), [Connect]);
+        assert_eq!(phases(tls, &[]), [Connect, Tls]);
+        assert_eq!(phases(tls, &["--http2"]), [Connect, Tls, H2Handshake]);
+        assert_eq!(phases(plain, &["--compressed"]), [Connect, Decode]);
+        assert_eq!(
+            phases(plain, &["--stream", "sse"]),
+            [Connect, FirstEvent, EventGap, Events]
+        );
+    }
 }

@@ -139,6 +139,7 @@ pub fn start(
         LoadModel::ClosedStages(st) => Some(Arc::new(st.clone())),
         _ => None,
     };
+    let phases = config.phases();
     let config = Arc::new(config);
     let fail_fast = Arc::new(FailFast::new(plan.local_connections(), stop.clone()));
     let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -151,6 +152,7 @@ pub fn start(
     let (collector, links) = CollectorThread::spawn(
         plan.threads,
         &plan.server_total,
+        &phases,
         start,
         plan.interval,
         sinks,

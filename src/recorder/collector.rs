@@ -60,13 +60,14 @@ pub struct IntervalSet {
 }
 
 impl IntervalSet {
-    /// An empty set of `thread` (`server_total`: the run's `--server-total`).
-    pub fn new(thread: usize, server_total: &str) -> Box<Self> {
+    /// An empty set of `thread` (`server_total`: the run's `--server-total`; `phases`: those
+    /// the run records besides [`Phase::EVERY_REQUEST`], whose histograms start full-size).
+    pub fn new(thread: usize, server_total: &str, phases: &[Phase]) -> Box<Self> {
         Box::new(IntervalSet {
             thread,
             index: 0,
             counters: Counters::default(),
-            hists: PhaseHists::new(hist::new_interval_hist),
+            hists: PhaseHists::sized(hist::new_interval_hist, phases),
             on_time: Some(0),
             server: ServerTimingAcc::new(server_total),
             busy: None,
@@ -425,12 +426,16 @@ pub struct WorkerLink {
     tx: SyncSender<Msg>,
     spares: Receiver<Box<IntervalSet>>,
     priority: Arc<Priority>,
+    /// The phases the run records besides [`Phase::EVERY_REQUEST`].
+    phases: Arc<[Phase]>,
 }
 
 impl WorkerLink {
-    /// A spare set, reset, if one is back.
-    pub fn spare(&self) -> Option<Box<IntervalSet>> {
-        self.spares.try_recv().ok()
+    /// A spare set, reset, if one is back; else a new one.
+    pub fn spare(&self, server_total: &str) -> Box<IntervalSet> {
+        self.spares
+            .try_recv()
+            .unwrap_or_else(|_| IntervalSet::new(self.thread, server_total, &self.phases))
     }
 
     /// Hands a closed interval over (waits only if the collector is far behind).
@@ -512,11 +517,13 @@ pub struct CollectorThread {
 }
 
 impl CollectorThread {
-    /// Starts the collector of `threads` workers, with [`POOL`] sets per worker made now;
-    /// gives one link per worker.
+    /// Starts the collector of `threads` workers, with [`POOL`] sets per worker made now
+    /// (`phases`: those the run records besides [`Phase::EVERY_REQUEST`]); gives one link per
+    /// worker.
     pub fn spawn(
         threads: usize,
         server_total: &str,
+        phases: &[Phase],
         start: Start,
         interval: Duration,
         sinks: Sinks,
@@ -526,10 +533,11 @@ impl CollectorThread {
         let mut backs = Vec::with_capacity(threads);
         let mut links = Vec::with_capacity(threads);
         let priority = Arc::new(Priority::new());
+        let phases: Arc<[Phase]> = phases.into();
         for thread in 0..threads {
             let (back, spares) = mpsc::sync_channel(most_sets(threads));
             for _ in 0..POOL {
-                let _ = back.try_send(IntervalSet::new(thread, server_total));
+                let _ = back.try_send(IntervalSet::new(thread, server_total, &phases));
             }
             backs.push(back);
             links.push(WorkerLink {
@@ -537,6 +545,7 @@ impl CollectorThread {
                 tx: tx.clone(),
                 spares,
                 priority: priority.clone(),
+                phases: phases.clone(),
             });
         }
         let collector = Collector::new(threads, Instant::now(), interval);
@@ -666,7 +675,7 @@ mod tests {
     use super::*;
 
     fn set(thread: usize, index: u64, n: u64) -> Box<IntervalSet> {
-        let mut s = IntervalSet::new(thread, "total");
+        let mut s = IntervalSet::new(thread, "total", &[]);
         s.index = index;
         s.counters.requests = n;
         for _ in 0..n {
