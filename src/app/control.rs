@@ -14,7 +14,7 @@ use crate::report::live::LivePrinter;
 use crate::report::tui::{Key, LiveState, LiveView, StepRow};
 use std::cell::RefCell;
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -428,6 +428,10 @@ struct Window<'a> {
 /// collector's channel.
 struct Watch<'a> {
     live: Option<LivePrinter>,
+    /// How far the collector's intervals are final, as it says, and as read before the
+    /// channel's snapshots were last taken: the `--every` lines print up to there.
+    final_below: Arc<AtomicU64>,
+    final_seen: u64,
     partial: Option<crate::analysis::expr::PartialRun>,
     rx: Option<std::sync::mpsc::Receiver<crate::recorder::IntervalSnapshot>>,
     abort: &'a [crate::analysis::expr::Expr],
@@ -446,21 +450,25 @@ impl<'a> Watch<'a> {
         abort: &'a [crate::analysis::expr::Expr],
         json: bool,
         view: bool,
-    ) -> (
-        Self,
-        Option<std::sync::mpsc::Sender<crate::recorder::IntervalSnapshot>>,
-    ) {
+    ) -> (Self, Option<crate::recorder::collector::Live>) {
         let live = every.map(|_| LivePrinter::new(plan.interval, &plan.server_total));
         let partial =
             (!abort.is_empty()).then(|| crate::analysis::expr::PartialRun::new(plan.interval));
+        let final_below = Arc::new(AtomicU64::new(0));
         let (tx, rx) = if live.is_some() || partial.is_some() || view {
             let (tx, rx) = std::sync::mpsc::channel();
+            let tx = crate::recorder::collector::Live {
+                tx,
+                final_below: final_below.clone(),
+            };
             (Some(tx), Some(rx))
         } else {
             (None, None)
         };
         let watch = Watch {
             live,
+            final_below,
+            final_seen: 0,
             partial,
             rx,
             abort,
@@ -473,6 +481,8 @@ impl<'a> Watch<'a> {
     /// Takes the intervals closed since the last call, each shown to `view` too; whether
     /// there were any.
     fn take(&mut self, mut view: impl FnMut(&crate::recorder::IntervalSnapshot)) -> bool {
+        // Read before the channel: every snapshot of an interval below it is in there now.
+        self.final_seen = self.final_below.load(Ordering::Acquire);
         let mut any = false;
         while let Some(snap) = self.rx.as_ref().and_then(|rx| rx.try_recv().ok()) {
             any = true;
@@ -490,7 +500,7 @@ impl<'a> Watch<'a> {
     /// Prints the `--every` lines due `elapsed` into the run.
     fn print_lines(&mut self, bar: &Option<indicatif::ProgressBar>, elapsed: Duration) {
         if let Some(live) = &mut self.live {
-            print_live(bar, &live.lines(elapsed, false), self.json);
+            print_live(bar, &live.lines(elapsed, self.final_seen), self.json);
         }
     }
 
@@ -514,7 +524,7 @@ impl<'a> Watch<'a> {
     fn last_lines(&mut self, recorded: Duration) {
         self.take(|_| {});
         if let Some(live) = &mut self.live {
-            print_live(&None, &live.lines(recorded, true), self.json);
+            print_live(&None, &live.last_lines(recorded), self.json);
         }
     }
 }

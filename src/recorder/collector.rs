@@ -19,6 +19,7 @@ use super::{hist, snapshot, Counters, Durations, IntervalSnapshot, PhaseHists, R
 use crate::model::Phase;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -400,6 +401,24 @@ impl Collector {
             .unwrap_or(self.record_from)
     }
 
+    /// Every interval below the index this gives is final at `now`: each thread has moved
+    /// past it, or its grace is over, and no part of it waits here unmerged. Intervals in which
+    /// nothing was recorded count too, so a watcher can tell an interval with no requests from
+    /// one whose parts have not come yet (a collector kept off the CPU).
+    pub fn final_below(&self, now: Instant) -> u64 {
+        let past = self.at.iter().map(|a| a.unwrap_or(0)).min().unwrap_or(0);
+        let waited = now
+            .checked_duration_since(self.record_from + self.grace)
+            .map_or(0, |d| {
+                (d.as_nanos() / self.interval.as_nanos().max(1)) as u64
+            });
+        let below = past.max(waited);
+        match self.open.keys().next() {
+            Some(&oldest) => below.min(oldest),
+            None => below,
+        }
+    }
+
     /// When the oldest open interval is final at the latest, if one is open.
     pub fn next_deadline(&self) -> Option<Instant> {
         self.open.keys().next().map(|&i| self.deadline(i))
@@ -450,12 +469,22 @@ impl WorkerLink {
 
 /// Where the collector's final intervals go, besides the series.
 pub struct Sinks {
-    /// `--every`, `--abort-on-fail`.
-    pub live: Option<mpsc::Sender<IntervalSnapshot>>,
+    /// `--every`, `--abort-on-fail`, the view.
+    pub live: Option<Live>,
     /// `--hdr-log`.
     pub log: Option<crate::recorder::hdrlog::LogFile>,
     /// `--metrics-addr`: called with each (must not block).
     pub watch: Option<Watch>,
+}
+
+/// The final intervals for the run's own thread (`--every`, `--abort-on-fail`, the view),
+/// and how far they are final: an `--every` line waits for that, not for the clock.
+pub struct Live {
+    pub tx: mpsc::Sender<IntervalSnapshot>,
+    /// Every interval below this index is final ([`Collector::final_below`]); stored after
+    /// their snapshots were sent. A run's thread that reads it first, then the channel, holds
+    /// every part of those intervals that came in time.
+    pub final_below: Arc<AtomicU64>,
 }
 
 /// A watcher of the final intervals, called on the collector thread.
@@ -588,7 +617,10 @@ fn run(
     let (early, record_from) = wait_for_start(&start, &rx);
     c.begin(record_from);
     let base = crate::util::start::wall_clock_at(record_from);
-    let live = sinks.live;
+    let (live, final_below) = match sinks.live {
+        Some(l) => (Some(l.tx), Some(l.final_below)),
+        None => (None, None),
+    };
     let watch = sinks.watch;
     let (late, log_error) = crate::recorder::hdrlog::stream(sinks.log, base, interval, |write| {
         let mut emit = |snap: IntervalSnapshot| {
@@ -603,7 +635,14 @@ fn run(
         for msg in early {
             take(&mut c, msg, &backs, &mut emit);
         }
-        drain(&mut c, &rx, &backs, &priority, &mut emit);
+        drain(
+            &mut c,
+            &rx,
+            &backs,
+            &priority,
+            final_below.as_deref(),
+            &mut emit,
+        );
         c.late
     });
     let (series, totals) = c.finish();
@@ -616,12 +655,14 @@ fn run(
 }
 
 /// Takes the workers' intervals until every worker is done, sending their sets back; what
-/// is final goes to `emit`. A widening of the series goes on between messages.
+/// is final goes to `emit`, then how far it is final to `final_below`. A widening of the
+/// series goes on between messages.
 fn drain(
     c: &mut Collector,
     rx: &Receiver<Msg>,
     backs: &[SyncSender<Box<IntervalSet>>],
     priority: &Priority,
+    final_below: Option<&AtomicU64>,
     emit: &mut dyn FnMut(IntervalSnapshot),
 ) {
     let mut compacting = false;
@@ -645,12 +686,17 @@ fn drain(
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
-        c.ready(Instant::now(), false)
-            .into_iter()
-            .for_each(&mut *emit);
+        let now = Instant::now();
+        c.ready(now, false).into_iter().for_each(&mut *emit);
+        if let Some(f) = final_below {
+            f.store(c.final_below(now), Ordering::Release);
+        }
         compacting = c.compact();
     }
     c.ready(Instant::now(), true).into_iter().for_each(emit);
+    if let Some(f) = final_below {
+        f.store(u64::MAX, Ordering::Release);
+    }
 }
 
 /// Merges one worker's closed interval and sends the emptied set back to it.
@@ -711,6 +757,32 @@ mod tests {
         c.add(&set(0, 0, 1), 1);
         assert!(c.ready(t0 + Duration::from_millis(110), false).is_empty());
         assert_eq!(c.ready(t0 + Duration::from_millis(250), false).len(), 1);
+    }
+
+    #[test]
+    fn intervals_are_final_below_what_every_thread_passed_or_the_grace_ended() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        // Intervals of 100 ms, a grace of 100 ms.
+        let mut c = Collector::new(2, t0, ms(100));
+        assert_eq!(
+            c.final_below(t0 + ms(150)),
+            0,
+            "nothing said, no grace over"
+        );
+        // Interval 0 ends at 100 ms, its grace at 200: final then, even with no request.
+        assert_eq!(c.final_below(t0 + ms(200)), 1);
+        assert_eq!(c.final_below(t0 + ms(450)), 3);
+        // A part of interval 4 waits for thread 1: 4 is not final, whatever the clock says.
+        c.add(&set(0, 4, 2), 5);
+        assert!(c.ready(t0 + ms(450), false).is_empty());
+        assert_eq!(c.final_below(t0 + ms(650)), 4);
+        // Thread 1 moved past 6 (nothing recorded in 4-5): 4 closes, and 0-5 are final.
+        c.add(&set(1, 5, 0), 6);
+        assert_eq!(c.ready(t0 + ms(500), false).len(), 1);
+        assert_eq!(c.final_below(t0 + ms(500)), 5, "thread 0 is at 5");
+        c.add(&set(0, 5, 0), 7);
+        assert_eq!(c.final_below(t0 + ms(500)), 6);
     }
 
     #[test]

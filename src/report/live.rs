@@ -1,7 +1,10 @@
 //! `--every D`: one line per interval while the run goes on (vegeta's `report -every`), from
 //! the merged intervals the run's collector sends as each is final (and, rarely, a late part
-//! of one). An interval is printed once it has ended and had a moment to arrive; an interval in which
-//! nothing completed is printed too (a stall is news). The record keeps the exact series.
+//! of one). An interval is printed once the collector says it is final (every thread moved
+//! past it, or its grace is over), not once the clock says it should be: a collector kept off
+//! the CPU delays the line, it does not print an interval as empty before its parts came. An
+//! interval in which nothing completed is printed too (a stall is news). The record keeps the
+//! exact series.
 
 use crate::model::Phase;
 use crate::recorder::{hist, IntervalSnapshot};
@@ -29,8 +32,6 @@ impl LivePrinter {
         }
     }
 
-    /// The lines of the intervals complete at `elapsed` (from the start of recording); with
-    /// `last`, every interval up to `elapsed`.
     /// Takes an interval (or a late part of one) from the collector.
     pub fn push(&mut self, snap: IntervalSnapshot) {
         if snap.index >= self.next {
@@ -38,18 +39,26 @@ impl LivePrinter {
         }
     }
 
-    pub fn lines(&mut self, elapsed: Duration, last: bool) -> String {
-        let grace = (self.interval / 2).min(Duration::from_millis(500));
+    /// The lines of the intervals ended at `elapsed` (from the start of recording) that the
+    /// collector holds final: those below `final_below`.
+    pub fn lines(&mut self, elapsed: Duration, final_below: u64) -> String {
+        self.print_while(|next, end| end <= elapsed && next < final_below)
+    }
+
+    /// The run is over and the collector has given every interval: the lines of every one
+    /// that started before `recorded`.
+    pub fn last_lines(&mut self, recorded: Duration) -> String {
+        // (a millisecond of slack: a 3 s run has 3 intervals, not a 4th of 0 s)
+        let interval = self.interval;
+        self.print_while(|_, end| end - interval + Duration::from_millis(1) < recorded)
+    }
+
+    /// Prints the next interval while `ready(its index, its end)`.
+    fn print_while(&mut self, ready: impl Fn(u64, Duration) -> bool) -> String {
         let mut out = String::new();
         loop {
             let end = self.interval * (self.next as u32 + 1);
-            let ready = if last {
-                // (a millisecond of slack: a 3 s run has 3 intervals, not a 4th of 0 s)
-                self.interval * (self.next as u32) + Duration::from_millis(1) < elapsed
-            } else {
-                end + grace <= elapsed
-            };
-            if !ready {
+            if !ready(self.next, end) {
                 break;
             }
             let snaps = self.pending.remove(&self.next).unwrap_or_default();
@@ -104,5 +113,58 @@ impl LivePrinter {
         stats(out, "wait", &wait);
         stats(out, &format!("server {}", self.server_total), &server);
         out.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recorder::{Counters, PhaseHists};
+
+    /// Interval `index` with `n` requests of 1 ms.
+    fn snap(index: u64, n: u64) -> IntervalSnapshot {
+        let mut h = PhaseHists::new(hist::new_interval_hist);
+        for _ in 0..n {
+            hist::record(&mut h.0[Phase::Total.index()], 1_000_000);
+        }
+        let counters = Counters {
+            requests: n,
+            ok: n,
+            ..Counters::default()
+        };
+        crate::recorder::snapshot(index, counters, &h, Vec::new())
+    }
+
+    #[test]
+    fn a_line_waits_for_the_collector_not_for_the_clock() {
+        let half = Duration::from_millis(500);
+        let mut p = LivePrinter::new(half, "total");
+        // Two seconds in, the collector (kept off the CPU) has said nothing: no line, not
+        // four lines of 0 req/s.
+        assert_eq!(p.lines(4 * half, 0), "");
+        // Interval 0 came and is final: its line, with its requests; 1 is not final yet.
+        p.push(snap(0, 250));
+        let out = p.lines(4 * half, 1);
+        assert_eq!(out.lines().count(), 1, "{out}");
+        assert!(out.starts_with("[     0.0s]      500.0 req/s"), "{out}");
+        assert!(out.contains("total p50 1.00ms"), "{out}");
+        // 1 to 3 final, 1 and 3 with requests and 2 without: a stall is printed as one.
+        p.push(snap(1, 100));
+        p.push(snap(3, 50));
+        let out = p.lines(4 * half, 4);
+        let rates: Vec<&str> = out
+            .lines()
+            .map(|l| l.split_whitespace().nth(2).unwrap())
+            .collect();
+        assert_eq!(rates, ["200.0", "0.0", "100.0"], "{out}");
+        // Final but not ended yet: no line before its end.
+        assert_eq!(p.lines(4 * half, u64::MAX), "");
+        // A late part of an interval already printed is left out of the lines.
+        p.push(snap(1, 7));
+        // The run is over: the lines of every interval it started.
+        p.push(snap(4, 10));
+        let out = p.last_lines(4 * half + Duration::from_millis(300));
+        assert_eq!(out.lines().count(), 1, "{out}");
+        assert!(out.starts_with("[     2.0s]       20.0 req/s"), "{out}");
     }
 }
