@@ -543,6 +543,7 @@ pub fn most_sets(threads: usize) -> usize {
 pub struct CollectorThread {
     tx: Option<SyncSender<Msg>>,
     handle: std::thread::JoinHandle<Collected>,
+    priority: Arc<Priority>,
 }
 
 impl CollectorThread {
@@ -578,13 +579,15 @@ impl CollectorThread {
             });
         }
         let collector = Collector::new(threads, Instant::now(), interval);
+        let its = priority.clone();
         let handle = std::thread::Builder::new()
             .name("reqlife-collector".into())
-            .spawn(move || run(collector, rx, backs, sinks, interval, start, priority))?;
+            .spawn(move || run(collector, rx, backs, sinks, interval, start, its))?;
         Ok((
             CollectorThread {
                 tx: Some(tx),
                 handle,
+                priority,
             },
             links,
         ))
@@ -593,6 +596,8 @@ impl CollectorThread {
     /// Waits for the collector to take the last intervals (every worker's link dropped) and
     /// gives the series.
     pub fn join(mut self) -> Collected {
+        // Nothing left to protect: an idle collector would wait for busy cores to go idle.
+        self.priority.finish();
         self.tx.take();
         self.handle.join().unwrap_or_else(|_| Collected {
             series: Series::default(),

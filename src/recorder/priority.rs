@@ -6,6 +6,9 @@
 //! collector drops back to idle once it has emptied its queue. Raising a thread is allowed
 //! to root and where `RLIMIT_NICE` reaches nice 0; elsewhere an idle collector could starve
 //! behind a busy core (a worker would then wait on a full queue), so it runs at nice 10.
+//! Once the workers have ended there is nothing left to protect: the collector runs normally
+//! to its end ([`Priority::finish`]), or busy cores would hold the run's end back (an idle
+//! thread runs only on an otherwise idle CPU).
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
@@ -18,6 +21,8 @@ pub struct Priority {
     raised: AtomicBool,
     /// Whether it may run idle (it can be raised again).
     idle: bool,
+    /// The load is over: never idle again.
+    done: AtomicBool,
 }
 
 impl Priority {
@@ -27,14 +32,15 @@ impl Priority {
             tid: AtomicI32::new(0),
             raised: AtomicBool::new(false),
             idle: may_raise(),
+            done: AtomicBool::new(false),
         }
     }
 
     /// On the collector thread, as it starts: its low priority.
     pub fn enter(&self) {
         let tid = gettid();
-        self.tid.store(tid, Ordering::Release);
-        if self.idle {
+        self.tid.store(tid, Ordering::SeqCst);
+        if self.idle && !self.done.load(Ordering::SeqCst) {
             set_policy(tid, libc::SCHED_IDLE);
         } else {
             // SAFETY: setpriority on a thread of this process; failure leaves it as it was.
@@ -51,10 +57,27 @@ impl Priority {
         }
     }
 
-    /// On the collector thread, its queue empty: back to idle if it was raised.
+    /// On the collector thread, its queue empty: back to idle if it was raised (and the load
+    /// is not over).
     pub fn settle(&self) {
         if self.raised.swap(false, Ordering::AcqRel) {
-            set_policy(self.tid.load(Ordering::Acquire), libc::SCHED_IDLE);
+            let tid = self.tid.load(Ordering::Acquire);
+            set_policy(tid, libc::SCHED_IDLE);
+            // `finish` may have come in between: it stored `done` before it set the policy,
+            // so either it set it after this, or this sees `done`.
+            if self.done.load(Ordering::SeqCst) {
+                set_policy(tid, libc::SCHED_OTHER);
+            }
+        }
+    }
+
+    /// The workers have ended: the collector runs normally to its end, whatever comes.
+    pub fn finish(&self) {
+        self.done.store(true, Ordering::SeqCst);
+        let tid = self.tid.load(Ordering::SeqCst);
+        if self.idle && tid != 0 {
+            self.raised.store(true, Ordering::Release);
+            set_policy(tid, libc::SCHED_OTHER);
         }
     }
 
@@ -135,5 +158,48 @@ mod tests {
                 (libc::SCHED_OTHER, libc::SCHED_OTHER, libc::SCHED_OTHER)
             );
         }
+    }
+
+    /// An idle collector is raised from another thread when the load is over, and stays
+    /// raised: its queue emptied, a worker's raise, a late start. (One that may not run idle
+    /// runs at nice 10 throughout, under the normal policy.)
+    #[test]
+    fn finished_it_stays_normal() {
+        let p = std::sync::Arc::new(Priority::new());
+        let expect_entered = if p.is_idle() {
+            libc::SCHED_IDLE
+        } else {
+            libc::SCHED_OTHER
+        };
+        let (entered_tx, entered) = std::sync::mpsc::channel();
+        let (finished_tx, finished) = std::sync::mpsc::channel::<()>();
+        let q = p.clone();
+        let collector = std::thread::spawn(move || {
+            q.enter();
+            entered_tx.send(policy()).unwrap();
+            finished.recv().unwrap();
+            let after = policy();
+            q.settle();
+            q.raise();
+            q.settle();
+            (after, policy())
+        });
+        assert_eq!(entered.recv().unwrap(), expect_entered);
+        p.finish();
+        finished_tx.send(()).unwrap();
+        let seen = collector.join().unwrap();
+        assert_eq!(seen, (libc::SCHED_OTHER, libc::SCHED_OTHER));
+        // Finished before the collector started: it never goes idle.
+        let p = Priority::new();
+        p.finish();
+        let late = std::thread::scope(|s| {
+            s.spawn(|| {
+                p.enter();
+                policy()
+            })
+            .join()
+            .unwrap()
+        });
+        assert_eq!(late, libc::SCHED_OTHER);
     }
 }
