@@ -450,11 +450,15 @@ pub struct WorkerLink {
 }
 
 impl WorkerLink {
-    /// A spare set, reset, if one is back; else a new one.
+    /// A spare set, reset, if one is back; else a new one, and the collector, a pool of
+    /// intervals behind (other work keeps an idle thread off the CPU), runs normally until it
+    /// has caught up: the watchers (`--every`, `--metrics-addr`, `--abort-on-fail`) wait for
+    /// it, and a new set is fresh memory on this thread.
     pub fn spare(&self, server_total: &str) -> Box<IntervalSet> {
-        self.spares
-            .try_recv()
-            .unwrap_or_else(|_| IntervalSet::new(self.thread, server_total, &self.phases))
+        self.spares.try_recv().unwrap_or_else(|_| {
+            self.priority.raise();
+            IntervalSet::new(self.thread, server_total, &self.phases)
+        })
     }
 
     /// Hands a closed interval over (waits only if the collector is far behind).

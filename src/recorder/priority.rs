@@ -2,8 +2,8 @@
 //! (on a 2-core machine with the server pinned to one core, it shares the worker's), and any
 //! moment a worker waits for it to get off the CPU shows as schedule lag. So it runs idle
 //! (`SCHED_IDLE`: only on an otherwise idle CPU, preempted at once by a waking worker) while it
-//! keeps up; a worker that finds its queue full raises it to the normal policy, and the
-//! collector drops back to idle once it has emptied its queue. Raising a thread is allowed
+//! keeps up; a worker that finds its queue full, or none of its sets back, raises it to the
+//! normal policy, and the collector drops back to idle once it has emptied its queue. Raising a thread is allowed
 //! to root and where `RLIMIT_NICE` reaches nice 0; elsewhere an idle collector could starve
 //! behind a busy core (a worker would then wait on a full queue), so it runs at nice 10.
 //! Once the workers have ended there is nothing left to protect: the collector runs normally
@@ -84,6 +84,16 @@ impl Priority {
     /// Whether the collector runs idle (else at nice 10).
     pub fn is_idle(&self) -> bool {
         self.idle
+    }
+
+    /// Whether the collector thread has started (and taken its priority).
+    pub fn entered(&self) -> bool {
+        self.tid.load(Ordering::Acquire) != 0
+    }
+
+    /// Whether a worker has raised the collector and it has not settled since.
+    pub fn is_raised(&self) -> bool {
+        self.raised.load(Ordering::Acquire)
     }
 }
 

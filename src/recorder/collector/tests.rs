@@ -95,3 +95,36 @@ fn reset_keeps_the_set_empty_and_reusable() {
     assert!(s.server.metrics.iter().all(|m| m.hist.is_empty()));
     assert_eq!(s.busy, None);
 }
+
+#[test]
+fn a_worker_with_no_set_back_raises_the_collector() {
+    // A load that has not started: the collector keeps what comes and gives nothing back.
+    let start = Start {
+        gate: Arc::new(crate::util::start::StartGate::new(1)),
+        warmup: Duration::ZERO,
+    };
+    let sinks = Sinks {
+        live: None,
+        log: None,
+        watch: None,
+    };
+    let (collector, mut links) =
+        CollectorThread::spawn(1, "total", &[], start, Duration::from_secs(1), sinks).unwrap();
+    let link = links.remove(0);
+    let t0 = Instant::now();
+    while !link.priority.entered() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the collector started"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // The pool's sets: the collector is not behind yet.
+    let pool: Vec<_> = (0..POOL).map(|_| link.spare("total")).collect();
+    assert!(!link.priority.is_raised());
+    // None back: a new set, and the collector raised (where it may run idle at all).
+    let extra = link.spare("total");
+    assert_eq!(link.priority.is_raised(), link.priority.is_idle());
+    drop((pool, extra, link));
+    collector.join();
+}
