@@ -27,6 +27,7 @@ pub mod engine;
 pub mod recorder;
 
 pub mod load;
+pub mod probe;
 pub mod server;
 
 pub mod analysis;

@@ -46,6 +46,8 @@ pub(crate) struct Control {
     view: RefCell<Option<Viewing>>,
     /// The steps the view lists (title, rows), if the command runs steps.
     steps: RefCell<Option<(String, Vec<StepRow>)>>,
+    /// `--server-probes`: attached, given the run's window, stopped when it ends.
+    probes: RefCell<Option<crate::probe::Probes>>,
 }
 
 /// The live view on the terminal, and what it shows.
@@ -76,6 +78,7 @@ impl Control {
             live_title: None,
             view: RefCell::new(None),
             steps: RefCell::new(None),
+            probes: RefCell::new(None),
         })
     }
 
@@ -238,6 +241,12 @@ impl Control {
         })
     }
 
+    /// Probes on the server (`--server-probes`), attached: the next run gives them its window
+    /// and stops them when it ends.
+    pub fn attach_probes(&self, probes: crate::probe::Probes) {
+        *self.probes.borrow_mut() = Some(probes);
+    }
+
     /// Runs the workers of `plan` until the stop rule, or a signal, ends the run.
     pub fn execute(
         &self,
@@ -282,6 +291,9 @@ impl Control {
         let mut workers = load::start(plan, config, stop.clone(), progress.clone(), sinks)
             .map_err(|e| Failure::Failed(format!("cannot start worker threads: {e}")))?;
         let record_from = self.opened(plan, &mut workers);
+        if let Some(p) = self.probes.borrow_mut().as_mut() {
+            p.begin(record_from, plan.interval);
+        }
         let deadline = match plan.stop {
             StopRule::Duration(d) => Some(record_from + d),
             StopRule::Requests(_) => None,
@@ -308,7 +320,12 @@ impl Control {
             bar.finish_and_clear();
         }
         let tripped = workers.tripped();
-        let (measured, log_error) = workers.join();
+        let (mut measured, log_error) = workers.join();
+        if let Some(p) = self.probes.borrow_mut().take() {
+            let mut acc = p.finish();
+            measured.series.merge(std::mem::take(&mut acc.series));
+            measured.probes = Some(acc);
+        }
         if let Some(m) = &self.metrics {
             // Every interval is in (the collector has ended): the load is over.
             m.end();

@@ -13,6 +13,7 @@ mod files;
 mod interleave;
 mod knee;
 mod limits;
+mod probes;
 mod reflect;
 mod run;
 mod stats;

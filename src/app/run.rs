@@ -42,6 +42,8 @@ struct Prepared {
     repeat: usize,
     /// A scenario's phases are the levels.
     phased: bool,
+    /// `--server-probes`: checked, the script written.
+    probes: Option<crate::probe::Prepared>,
 }
 
 impl Prepared {
@@ -66,6 +68,31 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         Ok(pc) => pc,
         Err(e) => return e.report(),
     };
+    if let Some(p) = &prepared.probes {
+        if args.probes.print_probe_script {
+            print!("{}", p.script.text);
+            return EXIT_OK;
+        }
+        match p.start() {
+            Ok(session) => {
+                if !args.quiet {
+                    eprintln!(
+                        "reqlife: {} probes on {} (pid {}) attached",
+                        p.script.probes.len(),
+                        p.server.name,
+                        p.server
+                            .pids
+                            .iter()
+                            .map(u32::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                }
+                control.attach_probes(session);
+            }
+            Err(e) => return Failure::from(e).report(),
+        }
+    }
     if let Some(start) = args.start_at {
         if !control.wait_start(start, args.quiet) {
             eprintln!("reqlife: interrupted before the start: nothing was measured");
@@ -142,9 +169,11 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
         .iter()
         .map(SessionConfig::new)
         .collect::<Result<Vec<_>, _>>()?;
+    let probes = super::probes::prepare(args, &plans, embedded.is_some(), repeat)?;
     // A low `ulimit -n` is raised, or refused now, not met by every connect failing.
     super::limits::check(&plans, embedded.is_some())?;
     Ok(Prepared {
+        probes,
         plans,
         configs,
         embedded,

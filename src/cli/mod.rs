@@ -6,6 +6,7 @@ pub mod framed;
 pub mod grpc;
 pub mod help;
 pub mod plan;
+pub mod probes;
 pub mod protocol;
 use crate::util::units;
 pub mod workload;
@@ -606,6 +607,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub watch: WatchArgs,
+
+    #[command(flatten)]
+    pub probes: probes::ProbeArgs,
 }
 
 /// What watches a run while it goes (`run`, `knee`, `calibrate`): the live terminal view and

@@ -40,6 +40,9 @@ pub struct Measured {
     /// A bounded uniform sample of the responses: (end time since the start of recording in
     /// µs, total latency in ns).
     pub samples: reservoir::Reservoir,
+    /// The server's phases from probes (`--server-probes`), when asked for: gathered beside
+    /// the threads, not by them.
+    pub probes: Option<super::probes::ProbeAcc>,
 }
 
 impl Measured {
@@ -62,6 +65,7 @@ impl Measured {
             h2_max_streams: None,
             by_request: Vec::new(),
             samples: reservoir::Reservoir::new(0, 0),
+            probes: None,
         };
         let mut samples = Vec::with_capacity(parts.len());
         for part in parts {
@@ -110,6 +114,9 @@ impl Measured {
             }
             out.series.merge(part.series);
             samples.push(part.samples);
+            if out.probes.is_none() {
+                out.probes = part.probes;
+            }
         }
         let seed = samples
             .iter()

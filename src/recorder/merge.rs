@@ -120,6 +120,7 @@ fn merged_interval(
         bytes_read: parts.iter().map(|i| i.bytes_read).sum(),
         latency: BTreeMap::new(),
         server_timing: BTreeMap::new(),
+        server_probes: BTreeMap::new(),
         histograms: BTreeMap::new(),
         generator: None,
     }
@@ -557,6 +558,7 @@ mod tests {
             bytes_read: 0,
             latency: BTreeMap::new(),
             server_timing: BTreeMap::new(),
+            server_probes: BTreeMap::new(),
             histograms: BTreeMap::new(),
             generator: None,
         }

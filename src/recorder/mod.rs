@@ -14,6 +14,7 @@ pub mod knee;
 mod measured;
 pub mod merge;
 pub mod priority;
+pub mod probes;
 pub mod record;
 pub mod reservoir;
 pub mod series;
@@ -678,6 +679,7 @@ impl Recorder {
             h2_max_streams: self.h2_max_streams,
             by_request: self.by_request,
             samples: self.samples,
+            probes: None,
         }
     }
 }

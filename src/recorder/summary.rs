@@ -132,7 +132,14 @@ pub(crate) fn summarize(parts: &[&Summary], h: &impl Lookup, duration_s: f64) ->
         .collect();
     // Parts side by side share the window: their sending rates add up.
     let sent: Vec<f64> = parts.iter().filter_map(|s| s.generator.sent_rps).collect();
+    // The probes of one part (one run's server) are kept; parts probed apart are not added.
+    let mut probed = parts.iter().filter_map(|s| s.server_probes.as_ref());
+    let server_probes = match (probed.next(), probed.next()) {
+        (Some(one), None) => Some(one.clone()),
+        _ => None,
+    };
     Summary {
+        server_probes,
         requests: Requests {
             total: sum(&|s| s.requests.total),
             ok: sum(&|s| s.requests.ok),

@@ -17,7 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["plan"],
     &["engine"],
     &["recorder"],
-    &["load", "server"],
+    &["load", "server", "probe"],
     &["analysis"],
     &["report"],
     &["cli"],

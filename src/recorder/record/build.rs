@@ -9,6 +9,7 @@ use super::{
 use crate::model::{ErrorKind, LoadModel, Phase, Schedule};
 use crate::plan::RunPlan;
 use crate::recorder::hist;
+use crate::recorder::probes::PREFIX as PROBE_PREFIX;
 use crate::recorder::summary::{latency, round3, round6};
 use crate::recorder::{Counters, Measured};
 use std::collections::BTreeMap;
@@ -27,6 +28,9 @@ pub(super) fn named_hists<'a>(
         .collect();
     for m in &measured.server.metrics {
         named.insert(format!("server_timing.{}", m.name), &m.hist);
+    }
+    for p in measured.probes.iter().flat_map(|a| &a.phases) {
+        named.insert(format!("server_probe.{}", p.name), &p.hist);
     }
     if !measured.server.overhead.is_empty() {
         named.insert("server_timing_overhead".into(), &measured.server.overhead);
@@ -278,7 +282,10 @@ fn interval_of(
             .hists
             .iter()
             .map(|(p, bytes)| (p.name().to_string(), bytes));
-        let metrics = (s.server.iter()).map(|(m, bytes)| (format!("server_timing.{m}"), bytes));
+        let metrics = (s.server.iter()).map(|(m, bytes)| match m.strip_prefix(PROBE_PREFIX) {
+            Some(p) => (format!("server_probe.{p}"), bytes),
+            None => (format!("server_timing.{m}"), bytes),
+        });
         for (name, bytes) in phases.chain(metrics) {
             if let Ok(h) = hist::decode_bytes(bytes) {
                 named.insert(name, h);
@@ -296,6 +303,7 @@ fn interval_of(
         bytes_read: c.bytes_read,
         latency: BTreeMap::new(),
         server_timing: BTreeMap::new(),
+        server_probes: BTreeMap::new(),
         histograms: BTreeMap::new(),
         generator: None,
     }

@@ -44,6 +44,9 @@ pub struct Summary {
     pub server_timing_total: String,
     /// Per response, write + wait − server total: the network and the client's own time.
     pub server_timing_overhead: Stats,
+    /// The server's side measured by probes (`--server-probes`), when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_probes: Option<super::probes::ServerProbes>,
     /// HTTP/2: streams reset by the server (RST_STREAM), by error code name.
     pub resets: BTreeMap<String, u64>,
     #[serde(flatten)]
@@ -457,6 +460,10 @@ pub struct Interval {
     pub latency: BTreeMap<Phase, IntervalStats>,
     /// `Server-Timing` metric → p50/p99/max in the interval.
     pub server_timing: BTreeMap<String, IntervalStats>,
+    /// Probed server phase (`--server-probes`) → p50/p99/max in the interval (the phases of
+    /// a tick of the probes land in the interval of its middle).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub server_probes: BTreeMap<String, IntervalStats>,
     /// Phase name (and `server_timing.<metric>`) → base64 V2+DEFLATE histogram of the
     /// interval, as in the record's `histograms`: for exact merges by time and for resampling
     /// the run by blocks of intervals (`compare`). Empty phases are left out.
@@ -480,6 +487,9 @@ impl Interval {
             if let Some(metric) = name.strip_prefix("server_timing.") {
                 self.server_timing
                     .insert(metric.to_string(), IntervalStats::of(hist));
+            } else if let Some(phase) = name.strip_prefix("server_probe.") {
+                self.server_probes
+                    .insert(phase.to_string(), IntervalStats::of(hist));
             } else if let Some(phase) = Phase::from_name(name) {
                 self.latency.insert(phase, IntervalStats::of(hist));
             }

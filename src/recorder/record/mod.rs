@@ -11,6 +11,7 @@
 mod build;
 pub mod config;
 pub mod figures;
+pub mod probes;
 #[cfg(test)]
 mod tests;
 pub mod warnings;
@@ -216,7 +217,18 @@ impl RunRecord {
             samples: Samples::of(&measured.samples),
             knee: None,
         }
+        .with_probes(measured)
         .with_warnings()
+    }
+
+    /// This record with the figures of the server's probes (`--server-probes`), beside its
+    /// client phases.
+    fn with_probes(mut self, measured: &Measured) -> Self {
+        self.summary.server_probes = measured
+            .probes
+            .as_ref()
+            .map(|acc| probes::ServerProbes::of(acc, &self.summary.latency.phases));
+        self
     }
 
     /// The record of a sweep: the levels' records (label, plan, record) in order, and a

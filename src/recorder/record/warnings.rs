@@ -22,6 +22,9 @@ pub fn warnings_of(r: &RunRecord) -> Vec<String> {
         // (the busy share of a few milliseconds, connects cut short); the error says why.
         return out;
     }
+    if let Some(p) = &s.server_probes {
+        out.extend(p.warnings());
+    }
     if s.latency.total.clamped > 0 {
         out.push(format!(
             "{} requests took an hour or more, beyond the histograms' range: they are counted at \

@@ -11,6 +11,7 @@ use crate::util::units::{human_bytes, human_ns};
 use std::fmt::Write as _;
 use steps::{bursts, by_request, knee, levels, repetitions, stages, thresholds};
 
+mod probes;
 mod steps;
 
 /// What to include.
@@ -31,6 +32,7 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
         repetitions(&mut out, record);
         phases(&mut out, record);
         breakdown(&mut out, record);
+        probes::server_probes(&mut out, record);
         by_request(&mut out, "", &record.summary);
     } else if let Some(k) = &record.knee {
         knee(&mut out, k);

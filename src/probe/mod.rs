@@ -1,0 +1,234 @@
+//! The server's side of a request's life, measured without the server's help
+//! (`run --server-probes`, `--server-pid`, `--server-fn`): eBPF probes on a server of this
+//! machine, driven through bpftrace, beside the load.
+//!
+//! Why bpftrace: it is the tool the studies used and users know, it needs nothing at build
+//! time (reqlife builds and runs where it is absent, and says how to get it when asked for
+//! probes), it compiles the probes for the running kernel itself, and the script it runs can
+//! be printed (`--print-probe-script`) and run by hand. A Rust eBPF library (aya, libbpf-rs)
+//! would need a BPF toolchain in the build and a program of ours per kernel feature.
+//!
+//! The pipeline: [`prepare`] checks what the probes need (Linux, root, bpftrace, tracefs,
+//! BTF), finds the server ([`target`]), resolves the functions named ([`spec`], [`symbols`])
+//! and writes the script ([`script`]); [`Prepared::start`] attaches it ([`session`]) and
+//! measures what a probe hit costs here ([`calibrate`]); the run's recorded window is given
+//! to the session, which folds bpftrace's ticks ([`output`]) into a
+//! [`ProbeAcc`](crate::recorder::probes::ProbeAcc) and stops bpftrace (its probes detached)
+//! when the run ends.
+
+mod calibrate;
+pub mod output;
+pub mod script;
+pub mod session;
+pub mod spec;
+pub mod symbols;
+pub mod target;
+
+use crate::recorder::probes::ProbeAcc;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Why the probes cannot run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProbeError {
+    /// Bad input: a flag's value, a pid, a port, a function (exit 2).
+    #[error("{0}")]
+    Input(String),
+    /// This machine lacks what probes need (root, bpftrace, tracefs), with how to get it.
+    #[error("{0}")]
+    Missing(String),
+    /// bpftrace failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// What the user asked of the probes.
+#[derive(Debug, Clone, Default)]
+pub struct ProbeRequest {
+    /// The server's processes (none: the ones listening on the target's port).
+    pub pids: Vec<u32>,
+    /// `--server-fn`'s list, unread.
+    pub functions: Option<String>,
+    /// One request in this many is timed.
+    pub sample: u64,
+    /// The run's interval (its ticks are a tenth of it, from 10 to 100 ms).
+    pub interval: Duration,
+}
+
+/// Everything checked, and the script written: ready to attach.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub server: target::Server,
+    pub script: script::Script,
+    bpftrace: PathBuf,
+    sample: u64,
+    calibrates: bool,
+}
+
+/// `name` found in `PATH`.
+fn in_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// What the machine lacks for probes, in one line with how to get it; `printing`: only what
+/// writing the script needs (no root).
+fn missing(printing: bool) -> Option<String> {
+    if !cfg!(target_os = "linux") {
+        return Some(
+            "--server-probes: eBPF probes need Linux; run reqlife on the server's Linux host"
+                .into(),
+        );
+    }
+    if in_path("bpftrace").is_none() {
+        return Some(
+            "--server-probes needs bpftrace, which is not in PATH: `apt-get install bpftrace` \
+             (Debian, Ubuntu), `dnf install bpftrace` (Fedora)"
+                .into(),
+        );
+    }
+    if printing {
+        return None;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some(
+            "--server-probes needs root (eBPF probes): run reqlife as root, or with sudo".into(),
+        );
+    }
+    let tracefs = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .any(|d| Path::new(d).join("events/sock").is_dir());
+    if !tracefs {
+        return Some(
+            "--server-probes needs tracefs for the kernel's tracepoints: \
+             `mount -t tracefs nodev /sys/kernel/tracing` (as root)"
+                .into(),
+        );
+    }
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Some(
+            "--server-probes needs the kernel's BTF (/sys/kernel/btf/vmlinux: a kernel built \
+             with CONFIG_DEBUG_INFO_BTF) to read the server's sockets"
+                .into(),
+        );
+    }
+    None
+}
+
+/// Checks what the probes need, finds the server on `port` (or as `req.pids`) and writes the
+/// script. `printing`: for `--print-probe-script` (root not needed).
+pub fn prepare(req: &ProbeRequest, port: u16, printing: bool) -> Result<Prepared, ProbeError> {
+    if let Some(line) = missing(printing) {
+        return Err(ProbeError::Missing(line));
+    }
+    if req.sample == 0 {
+        return Err(ProbeError::Input(
+            "--server-sample must be at least 1 (1: every request; 100: one in 100)".into(),
+        ));
+    }
+    let bpftrace = in_path("bpftrace").expect("checked above");
+    let mut functions = match &req.functions {
+        Some(list) => spec::parse_list(list)?,
+        None => Vec::new(),
+    };
+    let server = target::find(&req.pids, port)?;
+    if server.pids.contains(&std::process::id()) {
+        return Err(ProbeError::Input(
+            "--server-probes: the target is served by reqlife itself (the embedded target); \
+             run `reqlife serve` apart and give its URL"
+                .into(),
+        ));
+    }
+    symbols::resolve(&bpftrace, &server.exe, &mut functions)?;
+    let calibrate = calibrate::target().map(|exe| (std::process::id(), exe));
+    let tick_ms = (req.interval.as_millis() as u64 / 10).clamp(10, 100);
+    let plan = script::ScriptPlan {
+        pids: server.pids.clone(),
+        port,
+        kernel: true,
+        functions,
+        sample: req.sample,
+        tick_ms,
+        calibrate: calibrate.clone(),
+    };
+    Ok(Prepared {
+        script: plan.write(),
+        server,
+        bpftrace,
+        sample: req.sample,
+        calibrates: calibrate.is_some(),
+    })
+}
+
+/// A running probe session: attached, calibrated, waiting for the run's window.
+pub struct Probes {
+    session: session::Session,
+    server_cpu_from: Option<f64>,
+    pids: Vec<u32>,
+}
+
+impl Prepared {
+    /// Attaches the probes and measures what a hit costs here.
+    pub fn start(&self) -> Result<Probes, ProbeError> {
+        let base = self.calibrates.then(calibrate::loops);
+        let mut acc = ProbeAcc::new(
+            self.server.pids.clone(),
+            self.server.name.clone(),
+            self.sample,
+            &self.script.phases,
+            &self.script.probes,
+        );
+        if !self.calibrates {
+            acc.notes.push(
+                "the probes' cost was not measured (the calibration needs x86-64 and /proc)".into(),
+            );
+        }
+        let session = session::Session::start(&self.bpftrace, &self.script.text, acc)?;
+        match base {
+            Some(base) if session.wait_probed(Duration::from_secs(10), calibrate::poke) => {
+                session.set_cost(calibrate::cost(base, calibrate::loops()));
+            }
+            Some(_) => session.note("the probes' cost was not measured: the calibration's probe did not fire within 10 s"),
+            // Without the calibration's word, a moment for bpftrace's uprobes to attach.
+            None => std::thread::sleep(Duration::from_millis(200)),
+        }
+        Ok(Probes {
+            session,
+            server_cpu_from: None,
+            pids: self.server.pids.clone(),
+        })
+    }
+}
+
+impl Probes {
+    /// The run's recorded window starts at `from`.
+    pub fn begin(&mut self, from: Instant, interval: Duration) {
+        self.server_cpu_from = target::cpu_s(&self.pids);
+        self.session.begin(from, interval);
+    }
+
+    /// The run has ended: the probes detached, what they measured.
+    pub fn finish(self) -> ProbeAcc {
+        let cpu_to = target::cpu_s(&self.pids);
+        let mut acc = self.session.finish();
+        if let (Some(a), Some(b)) = (self.server_cpu_from, cpu_to) {
+            acc.cost.server_cpu_s = Some((b - a).max(0.0));
+        }
+        let never: Vec<&str> = acc
+            .hits
+            .iter()
+            .filter(|(name, n)| *n == 0 && !name.starts_with("calibration"))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        if !never.is_empty() {
+            acc.notes.push(format!(
+                "these probes never fired: {} (a function the server does not call on this path, or a server that got no request)",
+                never.join(", ")
+            ));
+        }
+        acc
+    }
+}

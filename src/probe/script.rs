@@ -1,0 +1,414 @@
+//! The bpftrace script of a run's probes, written out (`--print-probe-script` prints it).
+//!
+//! Every probed phase ends in the kernel: its duration's bucket key
+//! ([`bucket_key`](crate::recorder::probes::bucket_key), computed here in the script's own
+//! arithmetic) is counted in `@h0` or `@h1`, by phase. A tick flips `@ep`, so that the events
+//! count into the other map, then prints the one they left and clears it: no event is lost
+//! between the print and the clear. The output, line by line:
+//!
+//! ```text
+//! R                  BEGIN ran (the probes are being attached)
+//! U                  the calibration's first uprobe fired: every probe is attached
+//! T <nsecs>          a tick (CLOCK_MONOTONIC, ns), then its counts
+//! @h0[P, K]: N       phase P, bucket key K, N durations
+//! E                  the tick's end
+//! @n[I]: N           at the end: probe I fired N times
+//! Z                  the end
+//! ```
+//!
+//! The kernel's phases follow a request on the server's sockets (those whose local port is
+//! the server's): `sock:sk_data_ready` stamps its bytes' arrival, the server's first read
+//! after it (`sock:sock_recv_length`) ends `socket` and starts `handle`, which its next write
+//! ends (at the write's syscall entry: `sock:sock_send_length` fires when it returned).
+//! `return` runs from there to the response's arrival at the client's socket (on this
+//! machine: the socket whose remote port is the server's), whichever of the two the kernel
+//! sees first. The function phases are per thread: the first function starts a request, each
+//! next one ends a phase, the last ends the request (and `total`, with three or more).
+
+use super::spec::{FnProbe, Site};
+use crate::recorder::probes::SUB_BITS;
+use std::fmt::Write;
+use std::path::PathBuf;
+
+/// The phase index the calibration counts under (no phase of the run has it).
+pub const CALIBRATION_PHASE: usize = 99;
+
+/// What the script probes.
+#[derive(Debug, Clone)]
+pub struct ScriptPlan {
+    pub pids: Vec<u32>,
+    pub port: u16,
+    /// The kernel's phases (tracepoints).
+    pub kernel: bool,
+    /// The functions, resolved (each with its binary).
+    pub functions: Vec<FnProbe>,
+    /// One request in this many is timed.
+    pub sample: u64,
+    pub tick_ms: u64,
+    /// reqlife's own pid and its executable, whose two calibration functions the script
+    /// probes (see [`calibrate`](super::calibrate)).
+    pub calibrate: Option<(u32, PathBuf)>,
+}
+
+/// A script and what its indices mean.
+#[derive(Debug, Clone)]
+pub struct Script {
+    pub text: String,
+    /// By phase index: (name, what).
+    pub phases: Vec<(String, String)>,
+    /// By probe index: (name, is a uprobe).
+    pub probes: Vec<(String, bool)>,
+    /// The first probe index of the calibration's (a uprobe, a stepped one, a tracepoint).
+    pub calibration: Option<usize>,
+}
+
+/// The code that counts the duration `$d` under phase `phase`.
+fn count(phase: usize) -> String {
+    let mut s = String::from("$v = $d; $e = 0;\n");
+    for bits in [32, 16, 8, 4, 2] {
+        let _ = writeln!(
+            s,
+            "  if ($v >= {}) {{ $v = $v >> {bits}; $e = $e + {bits}; }}",
+            1u64 << bits
+        );
+    }
+    let _ = writeln!(s, "  if ($v >= 2) {{ $e = $e + 1; }}");
+    let _ = writeln!(
+        s,
+        "  $k = $d; if ($e >= {SUB_BITS}) {{ $k = ($e << {SUB_BITS}) | (($d >> ($e - {SUB_BITS})) & {}); }}",
+        (1u64 << SUB_BITS) - 1
+    );
+    let _ = write!(
+        s,
+        "  if (@ep & 1) {{ @h1[{phase}, $k] = count(); }} else {{ @h0[{phase}, $k] = count(); }}"
+    );
+    s
+}
+
+/// `cond` when one request in `n` is timed by a draw, else the plain statement.
+fn sampled(n: u64, body: &str) -> String {
+    if n <= 1 {
+        body.to_string()
+    } else {
+        format!("if (rand % {n} == 0) {{ {body} }}")
+    }
+}
+
+impl ScriptPlan {
+    fn pid_filter(&self) -> String {
+        let any: Vec<String> = self.pids.iter().map(|p| format!("pid == {p}")).collect();
+        format!("({})", any.join(" || "))
+    }
+
+    /// The script, with its phases and probes.
+    pub fn write(&self) -> Script {
+        let mut t = String::from("BEGIN { printf(\"R\\n\"); }\n");
+        let mut phases = Vec::new();
+        let mut probes = Vec::new();
+        let pids = self.pid_filter();
+        if self.kernel {
+            self.kernel_probes(&mut t, &pids, &mut phases, &mut probes);
+        }
+        self.function_probes(&mut t, &pids, &mut phases, &mut probes);
+        let calibration = self.calibrate.as_ref().map(|(me, exe)| {
+            let at = probes.len();
+            probes.push(("calibration:uprobe".to_string(), true));
+            probes.push(("calibration:uprobe-stepped".to_string(), true));
+            probes.push(("calibration:tracepoint".to_string(), false));
+            for (i, probe) in [
+                format!("uprobe:{}:reqlife_calibrate_push", exe.display()),
+                format!("uprobe:{}:reqlife_calibrate_step", exe.display()),
+                "tracepoint:syscalls:sys_enter_getppid".to_string(),
+            ]
+            .iter()
+            .enumerate()
+            {
+                // The first uprobe's first hit says the probes are all attached (bpftrace
+                // prints BEGIN's line before its uprobes are; this one is attached last).
+                let seen = if i == 0 {
+                    "if (@up == 0) { @up = 1; printf(\"U\\n\"); }\n  "
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    t,
+                    "{probe} /pid == {me}/ {{\n  {seen}@n[{}] = count();\n  $d = nsecs - @cal[{i}]; @cal[{i}] = nsecs;\n  {}\n}}",
+                    at + i,
+                    count(CALIBRATION_PHASE)
+                );
+            }
+            at
+        });
+        let _ = writeln!(
+            t,
+            "interval:ms:{} {{\n  @ep = @ep + 1;\n  printf(\"T %llu\\n\", nsecs);\n  if (@ep & 1) {{ print(@h0); clear(@h0); }} else {{ print(@h1); clear(@h1); }}\n  printf(\"E\\n\");\n}}",
+            self.tick_ms.max(1)
+        );
+        // Only the maps the script has: bpftrace refuses to clear an undefined one.
+        let mut maps = vec!["@h0", "@h1", "@n", "@ep"];
+        if self.kernel {
+            maps.extend(["@arr", "@rd", "@ws", "@carr", "@sent"]);
+        }
+        if self.functions.len() >= 2 {
+            maps.extend(["@fp", "@fs"]);
+        }
+        if calibration.is_some() {
+            maps.extend(["@cal", "@up"]);
+        }
+        let clears: Vec<String> = maps.iter().map(|m| format!("clear({m});")).collect();
+        let _ = writeln!(
+            t,
+            "END {{\n  printf(\"T %llu\\n\", nsecs); print(@h0); print(@h1); printf(\"E\\n\");\n  print(@n); printf(\"Z\\n\");\n  {}\n}}",
+            clears.join(" ")
+        );
+        Script {
+            text: t,
+            phases,
+            probes,
+            calibration,
+        }
+    }
+
+    fn kernel_probes(
+        &self,
+        t: &mut String,
+        pids: &str,
+        phases: &mut Vec<(String, String)>,
+        probes: &mut Vec<(String, bool)>,
+    ) {
+        let port = self.port;
+        let port_be = port.swap_bytes();
+        phases.push((
+            "socket".into(),
+            "in the server's socket (arrival → its read)".into(),
+        ));
+        phases.push(("handle".into(), "the server's read → its write".into()));
+        phases.push((
+            "return".into(),
+            "the server's write → the client's socket".into(),
+        ));
+        for name in [
+            "sk_data_ready",
+            "sock_recv_length",
+            "sock_send_length",
+            "send syscalls",
+        ] {
+            probes.push((format!("kernel:{name}"), false));
+        }
+        let arrive = sampled(self.sample, "@arr[args->skaddr] = nsecs;");
+        let _ = writeln!(
+            t,
+            "tracepoint:sock:sk_data_ready /args->protocol == 6/ {{
+  $sk = (struct sock *)args->skaddr;
+  if ($sk->__sk_common.skc_num == {port}) {{
+    @n[0] = count();
+    if (@arr[args->skaddr] == 0) {{ {arrive} }}
+  }} else if ($sk->__sk_common.skc_dport == {port_be}) {{
+    $p = $sk->__sk_common.skc_num;
+    $w = @sent[$p];
+    if ($w) {{
+      $d = nsecs - $w;
+  {}
+      delete(@sent[$p]);
+    }} else {{ @carr[$p] = nsecs; }}
+  }}
+}}
+tracepoint:sock:sock_recv_length /{pids} && args->ret > 0 && args->protocol == 6/ {{
+  @n[1] = count();
+  $a = @arr[args->sk];
+  if ($a) {{
+    $d = nsecs - $a;
+  {}
+    delete(@arr[args->sk]); @rd[args->sk] = nsecs;
+  }}
+}}
+tracepoint:syscalls:sys_enter_write, tracepoint:syscalls:sys_enter_writev,
+tracepoint:syscalls:sys_enter_sendto, tracepoint:syscalls:sys_enter_sendmsg,
+tracepoint:syscalls:sys_enter_sendfile64 /{pids}/ {{ @n[3] = count(); @ws[tid] = nsecs; }}
+tracepoint:sock:sock_send_length /{pids} && args->ret > 0 && args->protocol == 6/ {{
+  @n[2] = count();
+  $r = @rd[args->sk];
+  if ($r) {{
+    $w = @ws[tid];
+    if ($w < $r) {{ $w = nsecs; }}
+    $d = $w - $r;
+  {}
+    delete(@rd[args->sk]);
+    $sk = (struct sock *)args->sk;
+    $q = $sk->__sk_common.skc_dport;
+    $p = (($q & 255) << 8) | ($q >> 8);
+    $c = @carr[$p];
+    if ($c >= $w) {{
+      $d = $c - $w;
+  {}
+      delete(@carr[$p]);
+    }} else {{ @sent[$p] = $w; }}
+  }}
+}}",
+            count(2),
+            count(0),
+            count(1),
+            count(2)
+        );
+    }
+
+    fn function_probes(
+        &self,
+        t: &mut String,
+        pids: &str,
+        phases: &mut Vec<(String, String)>,
+        probes: &mut Vec<(String, bool)>,
+    ) {
+        let f = &self.functions;
+        if f.len() < 2 {
+            return;
+        }
+        let base = phases.len();
+        for pair in f.windows(2) {
+            phases.push((
+                format!("fn:{}->{}", pair[0].label, pair[1].label),
+                format!("{} → {}", pair[0].label, pair[1].label),
+            ));
+        }
+        let total = (f.len() > 2).then(|| {
+            phases.push((
+                format!("fn:{}->{}", f[0].label, f[f.len() - 1].label),
+                format!(
+                    "{} → {} (the functions' total)",
+                    f[0].label,
+                    f[f.len() - 1].label
+                ),
+            ));
+            phases.len() - 1
+        });
+        for (i, probe) in f.iter().enumerate() {
+            let n = probes.len();
+            probes.push((format!("fn:{}", probe.label), true));
+            let body = if i == 0 {
+                sampled(self.sample, "@fs[tid] = nsecs; @fp[tid] = nsecs;")
+            } else {
+                let mut b = format!(
+                    "$p = @fp[tid];\n  if ($p) {{\n    $d = nsecs - $p;\n  {}\n",
+                    count(base + i - 1)
+                );
+                if i == f.len() - 1 {
+                    if let Some(total) = total {
+                        let _ = writeln!(b, "    $d = nsecs - @fs[tid];\n  {}", count(total));
+                    }
+                    b.push_str("    delete(@fp[tid]); delete(@fs[tid]);\n  }");
+                } else {
+                    b.push_str("    @fp[tid] = nsecs;\n  }");
+                }
+                b
+            };
+            let _ = writeln!(
+                t,
+                "{} /{pids}/ {{\n  @n[{n}] = count();\n  {body}\n}}",
+                attach_point(&probe.site)
+            );
+        }
+    }
+}
+
+/// bpftrace's name of a probe site (its binary resolved).
+fn attach_point(site: &Site) -> String {
+    match site {
+        Site::Function {
+            binary,
+            symbol,
+            ret,
+        } => {
+            let kind = if *ret { "uretprobe" } else { "uprobe" };
+            let bin = binary
+                .as_ref()
+                .map(|b| b.display().to_string())
+                .unwrap_or_default();
+            format!("{kind}:{bin}:{symbol}")
+        }
+        Site::Usdt {
+            binary,
+            provider,
+            name,
+        } => {
+            let bin = binary
+                .as_ref()
+                .map(|b| b.display().to_string())
+                .unwrap_or_default();
+            format!("usdt:{bin}:{provider}:{name}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::spec::parse_list;
+
+    fn plan(functions: &str, sample: u64) -> ScriptPlan {
+        let mut functions = if functions.is_empty() {
+            Vec::new()
+        } else {
+            parse_list(functions).unwrap()
+        };
+        for f in &mut functions {
+            if let Site::Function { binary, .. } = &mut f.site {
+                *binary = Some("/srv/bin".into());
+            }
+        }
+        ScriptPlan {
+            pids: vec![10, 11],
+            port: 8080,
+            kernel: true,
+            functions,
+            sample,
+            tick_ms: 100,
+            calibrate: Some((42, "/usr/bin/reqlife".into())),
+        }
+    }
+
+    #[test]
+    fn the_script_names_its_phases_and_probes_in_order() {
+        let s = plan("parse,handle,respond", 1).write();
+        let names: Vec<&str> = s.phases.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "socket",
+                "handle",
+                "return",
+                "fn:parse->handle",
+                "fn:handle->respond",
+                "fn:parse->respond"
+            ]
+        );
+        assert_eq!(s.probes.len(), 4 + 3 + 3);
+        assert_eq!(s.calibration, Some(7));
+        assert!(s
+            .text
+            .contains("uprobe:/usr/bin/reqlife:reqlife_calibrate_step /pid == 42/"));
+        assert!(s
+            .text
+            .contains("uprobe:/srv/bin:parse /(pid == 10 || pid == 11)/"));
+        assert!(s.text.contains("skc_num == 8080"));
+        // 8080 = 0x1F90, in network order 0x901F.
+        assert!(s.text.contains(&format!("skc_dport == {}", 0x901F)));
+        assert!(s.text.contains("interval:ms:100"));
+        assert!(!s.text.contains("rand %"));
+        // Every phase index is counted somewhere, in both maps.
+        for i in 0..s.phases.len() {
+            assert!(s.text.contains(&format!("@h1[{i}, $k]")), "phase {i}");
+        }
+    }
+
+    #[test]
+    fn sampling_draws_at_a_request_start_and_two_functions_have_no_total() {
+        let s = plan("a,b", 100).write();
+        assert_eq!(s.phases.len(), 3 + 1);
+        assert_eq!(s.text.matches("rand % 100 == 0").count(), 2, "{}", s.text);
+        let s = plan("", 1).write();
+        assert_eq!(s.phases.len(), 3);
+        assert!(!s.text.contains("uprobe:/srv"));
+        // No function: no function map to clear at the end (bpftrace refuses undefined ones).
+        assert!(!s.text.contains("@fp"));
+    }
+}

@@ -1,0 +1,242 @@
+//! The server's side of a request's life as probes measured it (`run --server-probes`): one
+//! histogram per probed phase of the server (the kernel's: in the server's socket, its read to
+//! its write, its write to the client; and those between the server's functions the user
+//! named), their interval series, the probes' hits and what they cost.
+//!
+//! The probes aggregate in the kernel: a phase's duration `d` (ns) is counted under a
+//! log-linear bucket key ([`bucket_key`]: exact below 32 ns, then 32 buckets per power of
+//! two, 1/32 = 3.1% wide), and the keys' counts come out every tick. [`bucket_value`] turns a
+//! key back into its bucket's middle, which is within 1.6% of every duration counted in it;
+//! the histograms here hold those middles, so their percentiles are within 1.6% (plus
+//! HdrHistogram's 0.1%) of the durations measured.
+
+use super::{hist, IntervalSnapshot, Series};
+use hdrhistogram::Histogram;
+
+/// Bits of a bucket key below the power of two: 32 buckets per octave.
+pub const SUB_BITS: u32 = 5;
+
+/// The prefix that marks a probed phase among an interval snapshot's named server histograms
+/// (whose other names are `Server-Timing` metric names: HTTP tokens, which cannot hold `:`).
+pub const PREFIX: &str = "probe:";
+
+/// The bucket key of a duration of `ns` nanoseconds, as the probes compute it in the kernel:
+/// `ns` itself below 2^SUB_BITS, else `e << SUB_BITS | m` where `e` is the position of the
+/// highest bit and `m` the SUB_BITS bits below it.
+pub fn bucket_key(ns: u64) -> u64 {
+    if ns < 1 << SUB_BITS {
+        return ns;
+    }
+    let e = 63 - u64::from(ns.leading_zeros());
+    (e << SUB_BITS) | ((ns >> (e - u64::from(SUB_BITS))) & ((1 << SUB_BITS) - 1))
+}
+
+/// The middle of the bucket of `key` (ns); `None` for a key no duration has.
+pub fn bucket_value(key: u64) -> Option<u64> {
+    if key < 1 << SUB_BITS {
+        return Some(key);
+    }
+    let e = key >> SUB_BITS;
+    if !(u64::from(SUB_BITS)..64).contains(&e) {
+        return None;
+    }
+    let m = key & ((1 << SUB_BITS) - 1);
+    let shift = e - u64::from(SUB_BITS);
+    let low = ((1 << SUB_BITS) | m) << shift;
+    Some(low + ((1u64 << shift) >> 1))
+}
+
+/// One probed phase of the server.
+#[derive(Debug, Clone)]
+pub struct ProbedPhase {
+    /// Its key in the record (`socket`, `handle`, `return`, `fn:A->B`).
+    pub name: String,
+    /// What it is, in words, for the report.
+    pub what: String,
+    /// The run's durations, ns.
+    pub hist: Histogram<u64>,
+}
+
+/// What the probes cost, measured at the start of the run on this machine.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProbeCost {
+    /// CPU time of one uprobe hit (the trap and the probe's program) on an instruction the
+    /// kernel emulates (a `push`, how most functions begin), ns.
+    pub uprobe_hit_ns: Option<f64>,
+    /// The same on an instruction the kernel must single-step (a second trap), ns.
+    pub uprobe_stepped_hit_ns: Option<f64>,
+    /// CPU time of one tracepoint hit, ns.
+    pub tracepoint_hit_ns: Option<f64>,
+    /// The server's processes' CPU time while the run was recorded, seconds.
+    pub server_cpu_s: Option<f64>,
+}
+
+/// What the probes measured in one run (or one level of a sweep).
+#[derive(Debug, Clone)]
+pub struct ProbeAcc {
+    /// The server's processes, and the name of the first.
+    pub pids: Vec<u32>,
+    pub process: String,
+    /// One request in this many is timed (1: every one).
+    pub sample: u64,
+    /// The phases in the order a request lives them (the kernel's, then the functions').
+    pub phases: Vec<ProbedPhase>,
+    /// The interval series of the phases (named [`PREFIX`] + name among `server`).
+    pub series: Series,
+    /// Each probe (`kernel:…`, `uprobe:…`) and its hits.
+    pub hits: Vec<(String, u64)>,
+    /// Whether the probes are uprobes (true) or tracepoints (false), by `hits`' index.
+    pub uprobe: Vec<bool>,
+    /// Things the report must say (the server exited, probes that never fired).
+    pub notes: Vec<String>,
+    pub cost: ProbeCost,
+}
+
+impl ProbeAcc {
+    /// An empty accumulator for the phases `phases` (name, what) and the probes `probes`
+    /// (name, is a uprobe).
+    pub fn new(
+        pids: Vec<u32>,
+        process: String,
+        sample: u64,
+        phases: &[(String, String)],
+        probes: &[(String, bool)],
+    ) -> ProbeAcc {
+        ProbeAcc {
+            pids,
+            process,
+            sample: sample.max(1),
+            phases: phases
+                .iter()
+                .map(|(name, what)| ProbedPhase {
+                    name: name.clone(),
+                    what: what.clone(),
+                    hist: hist::new_interval_hist(),
+                })
+                .collect(),
+            series: Series::default(),
+            hits: probes.iter().map(|(n, _)| (n.clone(), 0)).collect(),
+            uprobe: probes.iter().map(|(_, u)| *u).collect(),
+            notes: Vec::new(),
+            cost: ProbeCost::default(),
+        }
+    }
+
+    /// Folds in one tick's counts, `(phase index, bucket key, count)`, as interval `index`
+    /// of the series (`None`: outside the recorded window, counted in no interval nor in the
+    /// run's figures). Keys no duration has are skipped.
+    pub fn add_tick(&mut self, index: Option<u64>, counts: &[(usize, u64, u64)]) {
+        let Some(index) = index else {
+            return;
+        };
+        let mut per_phase: Vec<Option<Histogram<u64>>> = vec![None; self.phases.len()];
+        for &(phase, key, n) in counts {
+            let (Some(slot), Some(ns)) = (per_phase.get_mut(phase), bucket_value(key)) else {
+                continue;
+            };
+            let h = slot.get_or_insert_with(hist::new_interval_hist);
+            let _ = h.record_n(ns.min(hist::MAX_NS), n);
+        }
+        let mut server = Vec::new();
+        for (p, h) in self.phases.iter_mut().zip(per_phase) {
+            if let Some(h) = h {
+                let _ = p.hist.add(&h);
+                server.push((format!("{PREFIX}{}", p.name), hist::encode_bytes(&h)));
+            }
+        }
+        if server.is_empty() {
+            return;
+        }
+        self.series.push(IntervalSnapshot {
+            index,
+            counters: Default::default(),
+            hists: Vec::new(),
+            server,
+            busy_max: None,
+            spilled: None,
+            status: Vec::new(),
+            by_request: Vec::new(),
+        });
+    }
+
+    /// Probed CPU time, seconds: each probe's hits at its kind's measured cost (a uprobe's at
+    /// the cost on an emulated instruction), the calibration's own left out.
+    pub fn probe_cpu_s(&self) -> Option<f64> {
+        let mut total = 0.0;
+        let probes = self.hits.iter().zip(&self.uprobe);
+        for ((_, n), &up) in probes.filter(|((name, _), _)| !name.starts_with("calibration")) {
+            let each = if up {
+                self.cost.uprobe_hit_ns?
+            } else {
+                self.cost.tracepoint_hit_ns?
+            };
+            total += *n as f64 * each / 1e9;
+        }
+        Some(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_key_comes_back_within_its_width() {
+        // Exact below 32 ns; then within half a bucket (1/64 of the value) of every duration.
+        for ns in [
+            0u64,
+            1,
+            31,
+            32,
+            33,
+            63,
+            64,
+            100,
+            1_000,
+            4_567,
+            50_000,
+            200_000,
+            1 << 40,
+        ] {
+            let back = bucket_value(bucket_key(ns)).unwrap();
+            let err = back.abs_diff(ns) as f64;
+            assert!(err <= ns as f64 / 64.0 + 0.5, "{ns} came back as {back}");
+        }
+        assert_eq!(bucket_key(31), 31);
+        // 1000 = 0b1111101000: highest bit 9, the five below it 11110.
+        assert_eq!(bucket_key(1000), (9 << 5) | 0b11110);
+        assert_eq!(bucket_value(2000 << 5), None);
+    }
+
+    #[test]
+    fn keys_are_monotonic() {
+        let mut last = 0;
+        for ns in (0..200_000u64).step_by(7) {
+            let k = bucket_key(ns);
+            assert!(k >= last, "{ns}");
+            last = k;
+        }
+    }
+
+    #[test]
+    fn ticks_fold_into_the_run_and_its_intervals() {
+        let phases = [("socket".to_string(), "in the socket".to_string())];
+        let mut acc = ProbeAcc::new(vec![1], "srv".into(), 1, &phases, &[]);
+        let k = bucket_key(50_000);
+        acc.add_tick(Some(0), &[(0, k, 3)]);
+        acc.add_tick(Some(0), &[(0, k, 2), (7, k, 9)]);
+        acc.add_tick(None, &[(0, k, 100)]);
+        acc.add_tick(Some(2), &[(0, bucket_key(1_000), 1)]);
+        assert_eq!(acc.phases[0].hist.len(), 6);
+        let p50 = acc.phases[0].hist.value_at_quantile(0.5) as f64;
+        assert!((p50 - 50_000.0).abs() / 50_000.0 < 0.02, "{p50}");
+        let mut s = acc.series.clone();
+        s.settle();
+        assert_eq!(s.entries.len(), 2);
+        let first = hist::decode_bytes(&s.entries[0].server[0].1).unwrap();
+        assert_eq!(
+            (s.entries[0].server[0].0.as_str(), first.len()),
+            ("probe:socket", 5)
+        );
+    }
+}

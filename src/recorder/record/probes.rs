@@ -1,0 +1,213 @@
+//! The record's figures of the server's side as probes measured it (`summary.server_probes`):
+//! each probed phase's statistics, how much of the client's time from the start of its write
+//! to the first byte they account for, the probes' hits and what they cost.
+
+use crate::model::Phase;
+use crate::recorder::hist::Stats;
+use crate::recorder::probes::ProbeAcc;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The probes' share of the server's CPU above which the report warns (their cost is then
+/// part of what the client measured).
+pub const COST_WARN_SHARE: f64 = 0.03;
+
+/// The kernel's phases, which follow a request from its arrival at the server to the
+/// response's arrival at the client: together they span the client's write + wait.
+pub const KERNEL_PHASES: [&str; 3] = ["socket", "handle", "return"];
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ServerProbes {
+    /// The server's processes and the name of the first.
+    pub pids: Vec<u32>,
+    pub process: String,
+    /// One request in this many was timed.
+    pub sample: u64,
+    /// Phase name → its statistics (same keys as the client's phases); histograms in the
+    /// record's `histograms` as `server_probe.NAME`.
+    pub phases: BTreeMap<String, Stats>,
+    /// The phases in the order a request lives them.
+    pub order: Vec<String>,
+    /// Phase name → what it is, in words.
+    pub what: BTreeMap<String, String>,
+    /// How much of the client's write + wait the kernel's phases account for (by means,
+    /// which add up where percentiles do not); absent when either side saw nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explained: Option<Explained>,
+    /// Probe → times it fired during the run.
+    pub hits: BTreeMap<String, u64>,
+    pub cost: Cost,
+    /// What the report must say: the server exited, probes that never fired.
+    pub notes: Vec<String>,
+}
+
+/// The client's write + wait, and the part of it the server's side accounts for.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Explained {
+    /// Mean of the client's write + wait (start of its write → the first byte), µs.
+    pub client_mean_us: f64,
+    /// Sum of the means of the kernel's phases (socket + handle + return), µs.
+    pub server_mean_us: f64,
+    /// server / client (1.0: all of it).
+    pub share: f64,
+    /// client − server, µs: the client's own send, the scheduler, the unknown.
+    pub left_us: f64,
+}
+
+/// What the probes cost.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Cost {
+    /// A uprobe hit (on a `push`, how most functions begin; on an instruction the kernel
+    /// must single-step) and a tracepoint hit, ns, measured at the start of the run. The CPU
+    /// below counts each uprobe hit at the first.
+    pub uprobe_hit_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uprobe_stepped_hit_ns: Option<f64>,
+    pub tracepoint_hit_ns: Option<f64>,
+    /// Hits × their cost, seconds of CPU.
+    pub probe_cpu_s: Option<f64>,
+    /// The server's processes' CPU time during the run, seconds.
+    pub server_cpu_s: Option<f64>,
+    /// probe_cpu_s / server_cpu_s.
+    pub share_of_server_cpu: Option<f64>,
+}
+
+fn round3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+impl ServerProbes {
+    /// The figures of `acc`, beside the client's `phases` (for the share explained).
+    pub fn of(acc: &ProbeAcc, client: &BTreeMap<Phase, Stats>) -> ServerProbes {
+        let phases: BTreeMap<String, Stats> = acc
+            .phases
+            .iter()
+            .map(|p| (p.name.clone(), Stats::of(&p.hist)))
+            .collect();
+        let explained = explained(&phases, client);
+        let probe_cpu_s = acc.probe_cpu_s();
+        let server_cpu_s = acc.cost.server_cpu_s;
+        let share = match (probe_cpu_s, server_cpu_s) {
+            (Some(p), Some(s)) if s > 0.0 => Some(round3(p / s * 1000.0) / 1000.0),
+            _ => None,
+        };
+        ServerProbes {
+            pids: acc.pids.clone(),
+            process: acc.process.clone(),
+            sample: acc.sample,
+            order: acc.phases.iter().map(|p| p.name.clone()).collect(),
+            what: acc
+                .phases
+                .iter()
+                .map(|p| (p.name.clone(), p.what.clone()))
+                .collect(),
+            phases,
+            explained,
+            hits: acc.hits.iter().cloned().collect(),
+            cost: Cost {
+                uprobe_hit_ns: acc.cost.uprobe_hit_ns.map(round3),
+                uprobe_stepped_hit_ns: acc.cost.uprobe_stepped_hit_ns.map(round3),
+                tracepoint_hit_ns: acc.cost.tracepoint_hit_ns.map(round3),
+                probe_cpu_s: probe_cpu_s.map(|v| round3(v * 1000.0) / 1000.0),
+                server_cpu_s: server_cpu_s.map(|v| round3(v * 1000.0) / 1000.0),
+                share_of_server_cpu: share,
+            },
+            notes: acc.notes.clone(),
+        }
+    }
+
+    /// The warnings these figures call for: probes that cost the server more than
+    /// [`COST_WARN_SHARE`] of its CPU, and each note.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(share) = self
+            .cost
+            .share_of_server_cpu
+            .filter(|s| *s > COST_WARN_SHARE)
+        {
+            out.push(format!(
+                "the server's probes took about {:.1}% of its CPU: its latency measured here \
+                 includes them (--server-sample N probes one request in N)",
+                share * 100.0
+            ));
+        }
+        out.extend(self.notes.iter().map(|n| format!("server probes: {n}")));
+        out
+    }
+}
+
+/// The kernel's phases against the client's write + wait, by means.
+fn explained(
+    phases: &BTreeMap<String, Stats>,
+    client: &BTreeMap<Phase, Stats>,
+) -> Option<Explained> {
+    let mean = |p: Phase| client.get(&p).filter(|s| s.count > 0)?.mean_us;
+    let client_mean_us = mean(Phase::Write)? + mean(Phase::Wait)?;
+    let mut server_mean_us = 0.0;
+    for name in KERNEL_PHASES {
+        server_mean_us += phases.get(name).filter(|s| s.count > 0)?.mean_us?;
+    }
+    if client_mean_us <= 0.0 {
+        return None;
+    }
+    Some(Explained {
+        client_mean_us: round3(client_mean_us),
+        server_mean_us: round3(server_mean_us),
+        share: round3(server_mean_us / client_mean_us * 1000.0) / 1000.0,
+        left_us: round3(client_mean_us - server_mean_us),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recorder::probes::bucket_key;
+
+    fn stats(mean: f64, count: u64) -> Stats {
+        Stats {
+            count,
+            mean_us: Some(mean),
+            ..Stats::default()
+        }
+    }
+
+    #[test]
+    fn the_kernels_phases_explain_a_share_of_write_and_wait() {
+        let mut server = BTreeMap::new();
+        for (name, mean) in [("socket", 10.0), ("handle", 70.0), ("return", 10.0)] {
+            server.insert(name.to_string(), stats(mean, 5));
+        }
+        let client = BTreeMap::from([(Phase::Write, stats(5.0, 5)), (Phase::Wait, stats(95.0, 5))]);
+        let e = explained(&server, &client).unwrap();
+        assert_eq!(
+            (e.client_mean_us, e.server_mean_us, e.share, e.left_us),
+            (100.0, 90.0, 0.9, 10.0)
+        );
+        // A phase that saw nothing explains nothing.
+        server.insert("return".into(), stats(0.0, 0));
+        assert_eq!(explained(&server, &client), None);
+    }
+
+    #[test]
+    fn costs_over_the_bar_and_notes_are_warned() {
+        let phases = [("socket".to_string(), "in the socket".to_string())];
+        let probes = [("kernel:a".to_string(), false), ("fn:f".to_string(), true)];
+        let mut acc = ProbeAcc::new(vec![7], "srv".into(), 1, &phases, &probes);
+        acc.add_tick(Some(0), &[(0, bucket_key(20_000), 4)]);
+        acc.hits = vec![("kernel:a".into(), 1_000_000), ("fn:f".into(), 100_000)];
+        acc.cost.uprobe_hit_ns = Some(2_000.0);
+        acc.cost.tracepoint_hit_ns = Some(100.0);
+        acc.cost.server_cpu_s = Some(5.0);
+        acc.notes
+            .push("the server (pid 7) exited 1.00 s into the run".into());
+        let f = ServerProbes::of(&acc, &BTreeMap::new());
+        // 1e6 × 100 ns + 1e5 × 2 µs = 0.3 s of 5 s: 6%.
+        assert_eq!(f.cost.probe_cpu_s, Some(0.3));
+        assert_eq!(f.cost.share_of_server_cpu, Some(0.06));
+        assert_eq!(f.phases["socket"].count, 4);
+        let w = f.warnings();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("6.0% of its CPU"));
+        assert_eq!(f.explained, None);
+    }
+}

@@ -1,0 +1,421 @@
+//! `run --server-probes` end to end: eBPF probes (bpftrace) on a known-truth server built
+//! here from tests/data/probe_server.c (parse 50 µs, handle 200 µs, respond 50 µs, each a
+//! busy wait) and on nginx, bad input, a server that exits mid-run, probes that never fire,
+//! and no probe left behind after SIGINT, SIGTERM or SIGKILL.
+//!
+//! These need root, bpftrace, tracefs and a C compiler: `.ci/test` installs bpftrace and
+//! mounts tracefs, and in CI a missing one fails; elsewhere each test says why it does not
+//! run. The tests take turns (one bpftrace at a time), so that "no bpftrace is left" is theirs
+//! to check.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+static TURN: Mutex<()> = Mutex::new(());
+
+/// Whether probes can run here (root, bpftrace, tracefs mounted, cc); in CI they must.
+fn can_probe() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        missing("root (eBPF probes)", "run the tests as root");
+        return false;
+    }
+    if find_tool("bpftrace", "apt-get install bpftrace").is_none() {
+        return false;
+    }
+    let tracefs = Path::new("/sys/kernel/tracing/events/sock");
+    if !tracefs.is_dir() {
+        let _ = Command::new("mount")
+            .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
+            .status();
+    }
+    if !tracefs.is_dir() {
+        missing("tracefs", "mount -t tracefs nodev /sys/kernel/tracing");
+        return false;
+    }
+    find_tool("cc", "apt-get install gcc").is_some()
+}
+
+/// bpftrace processes running now.
+fn bpftraces() -> usize {
+    Command::new("pgrep")
+        .args(["-x", "bpftrace"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().count())
+        .unwrap_or(0)
+}
+
+/// The known-truth server, built and started: (its guard, its port, its pid).
+fn probe_server(dir: &Path) -> (Stopped, u16, u32) {
+    let bin = dir.join("probe_server");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/probe_server.c");
+    // -O0: each function begins with `push %rbp`, which the kernel emulates under a uprobe
+    // (most functions of real servers begin with a push too); see src/probe/calibrate.rs.
+    let built = Command::new("cc")
+        .arg("-O0")
+        .arg("-o")
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .expect("cc runs");
+    assert!(built.success(), "tests/data/probe_server.c builds");
+    let mut child = Command::new(&bin)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the probe server starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line.trim().parse().expect("it prints its port");
+    let pid = child.id();
+    (Stopped(child), port, pid)
+}
+
+fn url(port: u16) -> String {
+    format!("http://127.0.0.1:{port}/")
+}
+
+fn probes_of(v: &serde_json::Value) -> &serde_json::Value {
+    &v["summary"]["server_probes"]
+}
+
+#[test]
+fn the_known_truth_servers_phases_come_out_as_chosen() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_probe() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, port, pid) = probe_server(dir.path());
+    let before = bpftraces();
+    let out = dir.path().join("run.json");
+    Run::new()
+        .n(2000)
+        .c(1)
+        .t(1)
+        .args(["--server-fn", "parse,handle,respond,finish", "-o"])
+        .arg(out.to_str().unwrap())
+        .url(url(port))
+        .ok();
+    let v = read_json(&out);
+    let p = probes_of(&v);
+    assert_eq!(p["pids"][0].as_u64(), Some(u64::from(pid)));
+    // Every request timed in every phase, once.
+    for phase in [
+        "socket",
+        "handle",
+        "return",
+        "fn:parse->handle",
+        "fn:handle->respond",
+        "fn:respond->finish",
+        "fn:parse->finish",
+    ] {
+        assert_eq!(
+            p["phases"][phase]["count"].as_u64(),
+            Some(2000),
+            "{phase}: {p}"
+        );
+    }
+    // The chosen times, within 5% at p50.
+    for (phase, us) in [
+        ("fn:parse->handle", 50.0),
+        ("fn:handle->respond", 200.0),
+        ("fn:respond->finish", 50.0),
+        ("fn:parse->finish", 300.0),
+    ] {
+        let p50 = p["phases"][phase]["p50_us"].as_f64().unwrap();
+        assert!(
+            (p50 - us).abs() / us <= 0.05,
+            "{phase}: p50 {p50} us, chosen {us}"
+        );
+    }
+    // The kernel's phases account for the client's write + wait.
+    let share = p["explained"]["share"].as_f64().unwrap();
+    assert!(share >= 0.9, "explained {share}: {}", p["explained"]);
+    // The cost was measured, and every probe fired.
+    assert!(
+        p["cost"]["uprobe_hit_ns"].as_f64().unwrap() > 0.0,
+        "{}",
+        p["cost"]
+    );
+    assert!(p["cost"]["tracepoint_hit_ns"].as_f64().unwrap() > 0.0);
+    assert_eq!(p["notes"].as_array().unwrap().len(), 0, "{}", p["notes"]);
+    // The interval series holds the phases too, adding up to the run's.
+    let in_intervals: u64 = v["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            i["server_probes"]["fn:parse->handle"]["count"]
+                .as_u64()
+                .unwrap_or(0)
+        })
+        .sum();
+    assert_eq!(in_intervals, 2000);
+    assert_eq!(bpftraces(), before, "bpftrace ended with the run");
+    // The record validates, and `reqlife report` prints the probed table from it alone.
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../schema/runrecord.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "schema errors: {errors:?}");
+    let again = run_ok(&["report", out.to_str().unwrap()]);
+    assert!(stdout(&again).contains("server fn: handle → respond"));
+}
+
+#[test]
+fn nginx_is_probed_without_changing_it() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_probe() {
+        return;
+    }
+    let Some(nginx) = find_tool("nginx", "apt-get install nginx") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let d = dir.path().display();
+    std::fs::write(
+        dir.path().join("nginx.conf"),
+        format!(
+            "worker_processes 1; daemon off; pid {d}/nginx.pid; error_log {d}/error.log;
+             events {{ worker_connections 1024; }}
+             http {{ access_log off; client_body_temp_path {d}/cb; proxy_temp_path {d}/p;
+                    fastcgi_temp_path {d}/f; uwsgi_temp_path {d}/u; scgi_temp_path {d}/s;
+                    server {{ listen 127.0.0.1:{port}; return 200 'hello'; }} }}"
+        ),
+    )
+    .unwrap();
+    let _nginx = Stopped(
+        Command::new(nginx)
+            .args(["-c", &format!("{d}/nginx.conf")])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("nginx listening", Duration::from_secs(10), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let out = dir.path().join("run.json");
+    let report = Run::new()
+        .n(5000)
+        .c(4)
+        .t(1)
+        .args([
+            "--server-fn",
+            "ngx_http_process_request,ngx_http_finalize_request",
+            "-o",
+        ])
+        .arg(out.to_str().unwrap())
+        .url(url(port))
+        .ok();
+    let v = read_json(&out);
+    let p = probes_of(&v);
+    let requests = count(&v, "summary.requests.total");
+    assert_eq!(requests, 5000);
+    // Found by its port: nginx's master and its worker.
+    assert_eq!(p["pids"].as_array().unwrap().len(), 2, "{p}");
+    for phase in [
+        "socket",
+        "handle",
+        "fn:ngx_http_process_request->ngx_http_finalize_request",
+    ] {
+        assert_eq!(
+            p["phases"][phase]["count"].as_u64(),
+            Some(requests),
+            "{phase}"
+        );
+    }
+    let text = stdout(&report);
+    assert!(text.contains("The server's side, probed: nginx"), "{text}");
+    assert!(
+        text.contains("ngx_http_process_request → ngx_http_finalize_request"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_input_gets_one_line_and_its_exit_code() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_probe() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, port, _pid) = probe_server(dir.path());
+    let u = url(port);
+    let many = vec!["parse"; 17].join(",");
+    let cases: Vec<(Vec<&str>, &str, i32)> = vec![
+        // A misspelled function: the closest names the binary has.
+        (
+            vec!["--server-fn", "pars,handle", &u],
+            "the closest it has: parse",
+            2,
+        ),
+        (vec!["--server-fn", &many, &u], "at most 16", 2),
+        (vec!["--server-fn", "a,,b", &u], "an empty name", 2),
+        (vec!["--server-pid", "999999999", &u], "no such process", 2),
+        (
+            vec!["--server-probes", "--server-sample", "0", &u],
+            "at least 1",
+            2,
+        ),
+        (
+            vec!["--server-probes"],
+            "the embedded target runs inside reqlife",
+            2,
+        ),
+        (
+            vec!["--server-probes", "-c", "1,2", &u],
+            "one level at a time",
+            2,
+        ),
+    ];
+    for (args, says, code) in cases {
+        let mut all = vec!["run", "-n", "10", "-c", "1"];
+        all.extend(args);
+        let out = run(&all);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(code), "{all:?}: {err}");
+        assert!(err.contains(says), "{all:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{all:?}: one line: {err}");
+    }
+    // A port nothing listens on.
+    let free = free_port();
+    let out = run(&["run", "-n", "1", "--server-probes", &url(free)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains(&format!(
+        "no process on this machine listens on port {free}"
+    )));
+    // No bpftrace: what to install (exit 3: the run cannot succeed, the line names the fix).
+    let empty = tempfile::tempdir().unwrap();
+    let out = reqlife()
+        .env("PATH", empty.path())
+        .args(["run", "-n", "1", "--server-probes", &u])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("apt-get install bpftrace"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn probes_that_never_fire_and_a_server_that_exits_are_told() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_probe() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, port, _) = probe_server(dir.path());
+    // `main` ran before the probes: it never fires during the run.
+    let out = dir.path().join("never.json");
+    Run::new()
+        .n(200)
+        .c(1)
+        .args(["--server-fn", "main,finish", "-o"])
+        .arg(out.to_str().unwrap())
+        .url(url(port))
+        .ok();
+    let v = read_json(&out);
+    let notes = probes_of(&v)["notes"].to_string();
+    assert!(notes.contains("never fired: fn:main"), "{notes}");
+    assert!(v["summary"]["warnings"].to_string().contains("never fired"));
+
+    // The server killed 1 s into a 3 s run: the run goes on and says when its phases ended.
+    let (mut server, port, _) = probe_server(dir.path());
+    let out = dir.path().join("gone.json");
+    let mut run = reqlife()
+        .args(["run", "-d", "3s", "-c", "1", "-q", "--server-probes", "-o"])
+        .arg(&out)
+        .arg(url(port))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let _ = server.0.kill();
+    let _ = server.0.wait();
+    let status = run.wait().unwrap();
+    assert!(status.code().is_some(), "the run ended by itself");
+    let v = read_json(&out);
+    let notes = probes_of(&v)["notes"].to_string();
+    assert!(
+        notes.contains("exited") && notes.contains("its phases end there"),
+        "{notes}"
+    );
+}
+
+#[test]
+fn no_probe_is_left_after_a_signal() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_probe() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, port, _) = probe_server(dir.path());
+    let before = bpftraces();
+    for (sig, name) in [
+        (libc::SIGINT, "SIGINT"),
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGKILL, "SIGKILL"),
+    ] {
+        let out = dir.path().join(format!("{name}.json"));
+        let mut child = reqlife()
+            .args([
+                "run",
+                "-d",
+                "30s",
+                "-c",
+                "1",
+                "-q",
+                "--server-fn",
+                "parse,finish",
+                "-o",
+            ])
+            .arg(&out)
+            .arg(url(port))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        // Attached (bpftrace compiles its script, then the probes' cost is measured) and
+        // running for a while.
+        wait_until("bpftrace started", Duration::from_secs(30), || {
+            bpftraces() > before
+        });
+        std::thread::sleep(Duration::from_secs(5));
+        // The whole group, as a terminal's Ctrl-C or GNU timeout signals it.
+        // SAFETY: a signal to our child's process group.
+        unsafe { libc::kill(-(child.id() as i32), sig) };
+        let status = child.wait().unwrap();
+        wait_until(
+            &format!("no bpftrace after {name}"),
+            Duration::from_secs(10),
+            || bpftraces() == before,
+        );
+        if sig != libc::SIGKILL {
+            assert!(status.code().is_some(), "{name}: {status:?}");
+            let v = read_json(&out);
+            assert_eq!(v["interrupted"], true, "{name}");
+            assert!(
+                probes_of(&v)["phases"]["fn:parse->finish"]["count"]
+                    .as_u64()
+                    .unwrap()
+                    > 0
+            );
+        }
+    }
+}
+
+use std::os::unix::process::CommandExt;
