@@ -1,9 +1,11 @@
 //! The control side of a run, shared by `run`, `knee` and `calibrate`: one control runtime
-//! that watches SIGINT/SIGTERM for the whole command (the first stops the current run, a
-//! second exits at once), executes one plan's workers until its stop rule or a signal, shows
-//! progress and `--every` lines, and hands back what was measured ([`Executed`]).
+//! that watches SIGINT/SIGTERM for the whole command (the first stops the current run; only a
+//! third, a second or more after the first, exits at once: [`super::interrupt`]), executes
+//! one plan's workers until its stop rule or a signal, shows progress and `--every` lines, and
+//! hands back what was measured ([`Executed`]).
 
 use super::failure::Failure;
+use super::interrupt;
 use super::{now_rfc3339, out};
 use crate::engine::SessionConfig;
 use crate::load::{self, Progress, StopSignal};
@@ -14,7 +16,7 @@ use crate::report::live::LivePrinter;
 use crate::report::tui::{Key, LiveState, LiveView, StepRow};
 use std::cell::RefCell;
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -37,7 +39,8 @@ pub(crate) struct Control {
     runtime: tokio::runtime::Runtime,
     /// Stopped by the first SIGINT/SIGTERM.
     interrupt: StopSignal,
-    signal: Arc<AtomicI32>,
+    /// The signals taken (the first one's number is the run's).
+    signals: interrupt::Shared,
     /// `--metrics-addr`: fed each level's plan and final intervals.
     metrics: Option<crate::report::metrics::Exporter>,
     /// `--live`: the title of the terminal view, up from the first run until
@@ -68,12 +71,12 @@ impl Control {
             .build()
             .map_err(|e| Failure::Failed(format!("cannot start the control runtime: {e}")))?;
         let interrupt = StopSignal::default();
-        let signal = Arc::new(AtomicI32::new(0));
-        runtime.block_on(watch_signals(interrupt.clone(), signal.clone()))?;
+        let signals = interrupt::Shared::default();
+        runtime.block_on(interrupt::watch_signals(interrupt.clone(), signals.clone()))?;
         Ok(Control {
             runtime,
             interrupt,
-            signal,
+            signals,
             metrics: None,
             live_title: None,
             view: RefCell::new(None),
@@ -176,9 +179,9 @@ impl Control {
 
     /// Stops the run as a first `signal` would (`q` in the live view: as Ctrl-C).
     fn interrupt_as(&self, signal: i32) {
-        let _ = self
-            .signal
-            .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+        if self.signals.signal() == 0 {
+            self.signals.take(signal);
+        }
         self.interrupt.stop();
     }
 
@@ -195,7 +198,7 @@ impl Control {
 
     /// The signal that interrupted the run, or 0.
     pub fn signal(&self) -> i32 {
-        self.signal.load(Ordering::SeqCst)
+        self.signals.signal()
     }
 
     /// Waits until `--start-at` (at once if that time has passed); false if interrupted.
@@ -595,34 +598,6 @@ async fn sleep_until(deadline: Option<Instant>) {
         Some(d) => tokio::time::sleep_until(d.into()).await,
         None => std::future::pending().await,
     }
-}
-
-/// Installs SIGINT/SIGTERM handlers: the first stops the run (its number is kept in
-/// `signal`), a second one exits at once.
-async fn watch_signals(stop: StopSignal, signal: Arc<AtomicI32>) -> Result<(), Failure> {
-    use tokio::signal::unix::{signal as unix_signal, SignalKind};
-    let cannot =
-        |name: &str, e: std::io::Error| Failure::Failed(format!("cannot handle {name}: {e}"));
-    let mut int = unix_signal(SignalKind::interrupt()).map_err(|e| cannot("SIGINT", e))?;
-    let mut term = unix_signal(SignalKind::terminate()).map_err(|e| cannot("SIGTERM", e))?;
-    tokio::spawn(async move {
-        loop {
-            let got = tokio::select! {
-                _ = int.recv() => libc::SIGINT,
-                _ = term.recv() => libc::SIGTERM,
-            };
-            if signal
-                .compare_exchange(0, got, Ordering::SeqCst, Ordering::SeqCst)
-                .is_err()
-            {
-                crate::report::tui::restore();
-                eprintln!("reqlife: second signal, exiting at once");
-                std::process::exit(128 + got);
-            }
-            stop.stop();
-        }
-    });
-    Ok(())
 }
 
 fn progress_bar(plan: &RunPlan, quiet: bool) -> Option<indicatif::ProgressBar> {

@@ -11,6 +11,7 @@ mod control;
 mod failure;
 mod files;
 mod interleave;
+mod interrupt;
 mod knee;
 mod limits;
 mod probes;

@@ -8,7 +8,8 @@
 //!
 //! Keys: `q` (or Ctrl-C: raw mode turns it into a key) ends the run as Ctrl-C does; `p`
 //! pauses the display only. The terminal is restored when the view is dropped, on a panic
-//! (a hook), and by [`restore`] before an exit at once (a second signal).
+//! (a hook), and by [`restore`] before an exit at once (a signal again, a second after the
+//! first).
 
 use crate::model::{ErrorKind, Phase};
 use crate::plan::RunPlan;

@@ -347,7 +347,7 @@ fn a_signal_before_the_start_and_a_second_signal_end_at_once() {
     assert_eq!(status.code(), Some(130));
     let err = String::from_utf8_lossy(&err.all(Duration::from_secs(10))).into_owned();
     assert!(err.contains("before the start"), "{err}");
-    // Two signals in a row mid-run: the second does not wait for anything.
+    // Two signals in a row mid-run: one interrupt (tests/commands/interrupt.rs), ended at once.
     let (addr, _fill, _listener) = blackhole();
     let child = reqlife()
         .args(["run", "-d", "60s", "-c", "2", "--timeout", "30s", "--quiet"])
