@@ -9,6 +9,9 @@ use crate::workload::Workload;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The largest response head accepted when `--max-header-list` is not given (64 KiB).
+pub const MAX_HEADER_BYTES: usize = 64 * 1024;
+
 /// A validated, typed plan: everything a run needs, built from flags in `cli::plan`.
 #[derive(Debug, Clone)]
 pub struct RunPlan {
@@ -35,7 +38,8 @@ pub struct RunPlan {
     /// first, so they leave late by up to this (recorded as schedule lag), never early.
     pub pacer_slack: Duration,
     pub tls: TlsPlan,
-    /// Response head size limit in bytes.
+    /// Response head size limit in bytes (`--max-header-list`): HTTP/1.1's head, HTTP/2's
+    /// header block (compressed, and its decoded list), HTTP/3's field section.
     pub max_header_bytes: usize,
     /// Keep connections open across requests (`reuse`), or open one per request (`new`).
     pub keepalive: bool,

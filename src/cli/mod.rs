@@ -259,6 +259,10 @@ fn count_arg(s: &str) -> Result<u64, String> {
     units::parse_count(s).map_err(|e| e.0)
 }
 
+fn size_arg(s: &str) -> Result<u64, String> {
+    units::parse_size(s).map_err(|e| e.0)
+}
+
 fn stages_arg(s: &str) -> Result<units::StagesSpec, String> {
     units::parse_stages(s).map_err(|e| e.0)
 }
@@ -519,6 +523,11 @@ pub struct RunArgs {
     /// tcp:// with --framing u32be: the largest reply frame (counted, not kept either).
     #[arg(help_heading = "Protocol", long = "max-body", value_parser = count_arg, default_value = "64M")]
     pub max_body: u64,
+
+    /// Largest response head: HTTP/1.1's head, HTTP/2's header block (advertised as
+    /// SETTINGS_MAX_HEADER_LIST_SIZE), HTTP/3's field section; a larger one is a protocol error.
+    #[arg(help_heading = "Protocol", long = "max-header-list", value_name = "SIZE", value_parser = size_arg, default_value = "64KiB")]
+    pub max_header_list: u64,
 
     /// tcp:// targets: send the bytes of this file as each request (a pre-built binary
     /// request, e.g. a Thrift call with its frame header) and read a framed reply.

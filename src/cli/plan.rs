@@ -23,8 +23,6 @@ pub const DEFAULT_BURSTS: u64 = 10;
 /// `--pacer-slack` when not given, and its largest accepted value.
 pub const DEFAULT_PACER_SLACK: Duration = Duration::from_micros(50);
 pub const MAX_PACER_SLACK: Duration = Duration::from_millis(10);
-/// Largest response head accepted.
-pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 
 /// Builds the plans of `reqlife run` for `url`: one, or one per level of a sweep
 /// (`-c 100,200,500` or `-R 5000,10000`), in the order given.
@@ -162,6 +160,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     if args.max_body == 0 {
         return err("--max-body must be at least 1 byte (e.g. 64M)");
     }
+    let max_header_bytes = super::protocol::max_header_list(args)?;
     let seed = args.seed.unwrap_or_else(seed_from_clock);
     RunPlan {
         target,
@@ -185,7 +184,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         interval,
         pacer_slack,
         tls,
-        max_header_bytes: MAX_HEADER_BYTES,
+        max_header_bytes,
         compressed: args.compressed,
         stream: args.stream.map(|s| match s {
             super::StreamArg::Sse => crate::model::StreamMode::Sse,

@@ -1,6 +1,6 @@
 //! The protocol flags become the plan's HTTP/2 and HTTP/3 settings here (`--http2`, `--grpc`,
-//! `--http3`, `--streams`, `--h2-window`, `--zero-rtt`): which of them apply together, and the
-//! one line that says so when they do not.
+//! `--http3`, `--streams`, `--h2-window`, `--zero-rtt`, `--max-header-list`): which of them
+//! apply together, and the one line that says so when they do not.
 
 use super::plan::PlanError;
 use super::RunArgs;
@@ -99,6 +99,19 @@ pub(super) fn pipeline(
     }
     Ok(n as usize)
 }
+
+/// `--max-header-list`: the largest response head, from 1 KiB to 16 MiB.
+pub(super) fn max_header_list(args: &RunArgs) -> Result<usize, PlanError> {
+    match args.max_header_list {
+        n if (MIN_HEADER_LIST..=MAX_HEADER_LIST).contains(&n) => Ok(n as usize),
+        n => err(format!(
+            "--max-header-list must be from 1KiB to 16MiB (got {n} bytes; e.g. 64KiB, 1MiB)"
+        )),
+    }
+}
+
+const MIN_HEADER_LIST: u64 = 1024;
+const MAX_HEADER_LIST: u64 = 16 << 20;
 
 /// The longest `--h2-coalesce`.
 const MAX_COALESCE: std::time::Duration = std::time::Duration::from_secs(1);

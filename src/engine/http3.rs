@@ -40,6 +40,8 @@ pub struct H3Connector {
     addr: SocketAddr,
     server_name: String,
     config: quinn::ClientConfig,
+    /// `--max-header-list`: the largest field section taken (SETTINGS_MAX_FIELD_SECTION_SIZE).
+    max_field_section: u64,
 }
 
 impl H3Connector {
@@ -61,6 +63,7 @@ impl H3Connector {
             addr: plan.target.addr,
             server_name: plan.target.host.clone(),
             config,
+            max_field_section: plan.max_header_bytes as u64,
         })
     }
 
@@ -93,7 +96,7 @@ impl H3Connector {
         let connecting = match connecting.into_0rtt() {
             Ok((conn, _accepted)) => {
                 stamps.quic_0rtt = Some(Instant::now());
-                return start(conn, endpoint).await;
+                return start(conn, endpoint, self.max_field_section).await;
             }
             Err(connecting) => connecting,
         };
@@ -109,13 +112,19 @@ impl H3Connector {
             }
         };
         stamps.quic_end = Some(Instant::now());
-        start(conn, endpoint).await
+        start(conn, endpoint, self.max_field_section).await
     }
 }
 
 /// HTTP/3 on a QUIC connection: its driver task, its request sender.
-async fn start(conn: quinn::Connection, endpoint: quinn::Endpoint) -> Result<Live, EngineError> {
-    let (mut driver, sender) = h3::client::new(h3_quinn::Connection::new(conn.clone()))
+async fn start(
+    conn: quinn::Connection,
+    endpoint: quinn::Endpoint,
+    max_field_section: u64,
+) -> Result<Live, EngineError> {
+    let (mut driver, sender) = h3::client::builder()
+        .max_field_section_size(max_field_section)
+        .build(h3_quinn::Connection::new(conn.clone()))
         .await
         .map_err(|e| of_h3_connection(&e))?;
     let alive = Rc::new(Cell::new(true));
@@ -358,7 +367,19 @@ fn of_stream(e: &h3::error::StreamError) -> Failure {
             true,
             true,
         ),
-        S::HeaderTooBig { .. } | S::StreamError { .. } => failure(
+        S::HeaderTooBig {
+            actual_size,
+            max_size,
+            ..
+        } => failure(
+            EngineError::new(
+                ErrorKind::Protocol,
+                format!("HTTP/3 stream: a field section of {actual_size} bytes, over the --max-header-list limit of {max_size} (raise it for larger heads)"),
+            ),
+            false,
+            false,
+        ),
+        S::StreamError { .. } => failure(
             EngineError::new(ErrorKind::Protocol, format!("HTTP/3 stream: {e}")),
             false,
             false,

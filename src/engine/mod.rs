@@ -176,6 +176,7 @@ impl SessionConfig {
                     let tuning = http2::Tuning {
                         window: h2.window,
                         coalesce: h2.coalesce,
+                        max_header_list: plan.max_header_bytes as u32,
                     };
                     Some((RequestTemplate::http2(plan)?, tuning))
                 }

@@ -1,5 +1,6 @@
 //! Parsing of human units on the command line: durations (`10s`, `2m`, `1.5ms`, `250us`,
-//! `1h`, a bare number is seconds, as in wrk) and counts (`100`, `10k`, `1.5M`, `2G`).
+//! `1h`, a bare number is seconds, as in wrk), counts (`100`, `10k`, `1.5M`, `2G`) and sizes
+//! (`64KiB`, `1MiB`, `100k`).
 //! Every error names what was given and what is valid.
 
 use std::time::Duration;
@@ -95,6 +96,38 @@ pub fn parse_count(input: &str) -> Result<u64, UnitError> {
     }
     if total > 1e18 {
         return Err(UnitError(format!("count '{input}' is too large")));
+    }
+    Ok(total as u64)
+}
+
+const SIZE_FORMS: &str =
+    "a number of bytes, optionally with KiB, MiB or GiB (1024s) or k, M or G (1000s) (e.g. 64KiB, 1MiB, 100000)";
+
+/// Parses a size in bytes: `65536`, `64KiB`, `1MiB`, `1.5M`, `100k` (`B` may follow each).
+pub fn parse_size(input: &str) -> Result<u64, UnitError> {
+    let s = input.trim();
+    let bad = || UnitError(format!("invalid size '{input}': expected {SIZE_FORMS}"));
+    let (num, unit) = split_number(s);
+    let value = parse_number(num).ok_or_else(bad)?;
+    let unit = unit.trim_start().to_ascii_lowercase();
+    let scale = match unit.strip_suffix('b').unwrap_or(&unit) {
+        "" => 1.0,
+        "k" => 1e3,
+        "m" => 1e6,
+        "g" => 1e9,
+        "ki" => 1024.0,
+        "mi" => 1024.0 * 1024.0,
+        "gi" => 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(bad()),
+    };
+    let total = value * scale;
+    if total.fract() != 0.0 {
+        return Err(UnitError(format!(
+            "invalid size '{input}': it is not a whole number of bytes ({total})"
+        )));
+    }
+    if total > 1e18 {
+        return Err(UnitError(format!("size '{input}' is too large")));
     }
     Ok(total as u64)
 }
@@ -262,6 +295,34 @@ mod tests {
             proptest::prop_assert_eq!(parse_duration(&format!("{}ms", ms)), Ok(d));
             proptest::prop_assert_eq!(parse_duration(&format!("{}s", d.as_secs_f64())), Ok(d));
         }
+    }
+
+    #[test]
+    fn sizes() {
+        for (text, bytes) in [
+            ("65536", 65536),
+            ("64KiB", 65536),
+            ("64kib", 65536),
+            ("64Ki", 65536),
+            ("1MiB", 1 << 20),
+            ("1.5MiB", 3 << 19),
+            ("2GiB", 2 << 30),
+            ("100k", 100_000),
+            ("100KB", 100_000),
+            ("1M", 1_000_000),
+            ("512B", 512),
+            (" 1 MiB ", 1 << 20),
+        ] {
+            assert_eq!(parse_size(text), Ok(bytes), "{text}");
+        }
+        for bad in ["", "KiB", "64XB", "-1", "lots", "1e3"] {
+            let e = parse_size(bad).unwrap_err().0;
+            assert!(e.starts_with(&format!("invalid size '{bad}'")), "{e}");
+        }
+        assert!(parse_size("1.5")
+            .unwrap_err()
+            .0
+            .contains("not a whole number"));
     }
 
     #[test]

@@ -45,6 +45,14 @@ fn bad_input_is_one_clear_line_and_exit_2() {
             "--frobnicate",
         ),
         (
+            &["run", "--max-header-list", "lots", "http://127.0.0.1:9/"],
+            "invalid size 'lots'",
+        ),
+        (
+            &["run", "--max-header-list", "100", "http://127.0.0.1:9/"],
+            "--max-header-list must be from 1KiB to 16MiB (got 100 bytes",
+        ),
+        (
             &["report", "/no/such/record.json"],
             "cannot read '/no/such/record.json'",
         ),

@@ -26,6 +26,7 @@ pub(super) const SETTINGS_ENABLE_PUSH: u16 = 0x2;
 pub(super) const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 0x3;
 pub(super) const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 0x4;
 pub(super) const SETTINGS_MAX_FRAME_SIZE: u16 = 0x5;
+pub(super) const SETTINGS_MAX_HEADER_LIST_SIZE: u16 = 0x6;
 
 pub(super) const NO_ERROR: u32 = 0x0;
 pub(super) const PROTOCOL_ERROR: u32 = 0x1;
@@ -34,6 +35,7 @@ pub(super) const FRAME_SIZE_ERROR: u32 = 0x6;
 pub(super) const REFUSED_STREAM: u32 = 0x7;
 pub(super) const CANCEL: u32 = 0x8;
 pub(super) const COMPRESSION_ERROR: u32 = 0x9;
+pub(super) const ENHANCE_YOUR_CALM: u32 = 0xb;
 
 /// The default (and smallest allowed) maximum frame size, and the largest.
 pub(super) const DEFAULT_MAX_FRAME: usize = 16_384;

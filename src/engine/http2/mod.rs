@@ -34,13 +34,27 @@ pub use conn::receive_any;
 pub use frame::code_name;
 
 /// How a link's connections are set up.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct Tuning {
     /// `--h2-window`: the client's stream and connection windows.
     pub window: Option<u32>,
     /// `--h2-coalesce`: how long new streams' frames may wait for the connection's streams
     /// in flight, to go out in one write (see [`conn`]'s `Core::hold`).
     pub coalesce: Option<std::time::Duration>,
+    /// `--max-header-list`: the largest header block the client takes, in bytes (as received,
+    /// HEADERS and CONTINUATION; and as decoded, RFC 9113's list size), advertised as
+    /// SETTINGS_MAX_HEADER_LIST_SIZE.
+    pub max_header_list: u32,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            window: None,
+            coalesce: None,
+            max_header_list: crate::plan::MAX_HEADER_BYTES as u32,
+        }
+    }
 }
 
 /// One HTTP/2 connection shared by several streams.

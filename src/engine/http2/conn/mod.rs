@@ -207,6 +207,8 @@ pub(super) struct Core {
     /// A header block spread over CONTINUATION frames: its stream, END_STREAM, bytes so far.
     block: Option<(u32, bool)>,
     block_bytes: Vec<u8>,
+    /// `--max-header-list`: the largest header block taken, as received and as decoded.
+    max_header_list: usize,
     /// Bytes read, header-block bytes among them (HEADERS and CONTINUATION payloads), bytes
     /// written: added to the link's counts, over all its connections.
     wire: Rc<WireStats>,
@@ -230,6 +232,7 @@ impl Core {
             &[
                 (frame::SETTINGS_ENABLE_PUSH, 0),
                 (frame::SETTINGS_INITIAL_WINDOW_SIZE, stream_window),
+                (frame::SETTINGS_MAX_HEADER_LIST_SIZE, tuning.max_header_list),
             ],
         );
         let top_up = connection_window as i64 - frame::DEFAULT_WINDOW;
@@ -266,6 +269,7 @@ impl Core {
             filled: 0,
             block: None,
             block_bytes: Vec::new(),
+            max_header_list: tuning.max_header_list as usize,
             wire,
             waiting: Vec::new(),
             driver: None,

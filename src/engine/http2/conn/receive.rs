@@ -202,6 +202,9 @@ impl Core {
             }
             fragment = &fragment[5..];
         }
+        if fragment.len() > self.max_header_list {
+            return Err(self.too_large());
+        }
         let end_stream = h.flags & frame::END_STREAM != 0;
         if h.flags & frame::END_HEADERS != 0 {
             return self.header_block(h.stream, end_stream, fragment, now);
@@ -217,6 +220,12 @@ impl Core {
         let Some((stream, end_stream)) = self.block.filter(|(s, _)| *s == h.stream) else {
             return Err(self.broken(frame::PROTOCOL_ERROR, "CONTINUATION out of a header block"));
         };
+        // HEADERS and endless CONTINUATIONs would grow the block without end.
+        if self.block_bytes.len() + payload.len() > self.max_header_list {
+            self.block = None;
+            self.block_bytes = Vec::new();
+            return Err(self.too_large());
+        }
         self.block_bytes.extend_from_slice(payload);
         if h.flags & frame::END_HEADERS == 0 {
             return Ok(());
@@ -228,8 +237,19 @@ impl Core {
         result
     }
 
+    /// A header block over `--max-header-list` as received: the connection fails (the
+    /// decoder's table cannot follow a block it does not take).
+    fn too_large(&mut self) -> ConnFailure {
+        let what = format!(
+            "a header block over {} bytes, the --max-header-list limit (raise it for larger heads)",
+            self.max_header_list
+        );
+        self.broken(frame::ENHANCE_YOUR_CALM, &what)
+    }
+
     /// A whole header block for `stream`: the response's head (an interim 1xx head is passed
-    /// over) or its trailers.
+    /// over) or its trailers. Its fields are kept up to `--max-header-list` as decoded (RFC
+    /// 9113's list size: name, value and 32 bytes each); a longer list fails the stream.
     fn header_block(
         &mut self,
         stream: u32,
@@ -246,11 +266,20 @@ impl Core {
         };
         let Core { decoder, slots, .. } = self;
         let s = &mut slots[i];
+        // The list's size so far: over the limit, no more fields are kept.
+        let (mut list, max) = (0usize, self.max_header_list);
+        let mut fits = |name: &[u8], value: &[u8]| {
+            list += name.len() + value.len() + 32;
+            list <= max
+        };
         let decoded = if s.status == 0 {
             let mut status = 0u16;
             s.head.clear();
             let head = &mut s.head;
             let r = decoder.decode(block, |name, value| {
+                if !fits(name, value) {
+                    return;
+                }
                 if name == b":status" {
                     status = status_of(value);
                 } else if name.first() != Some(&b':') {
@@ -258,7 +287,9 @@ impl Core {
                 }
             });
             if r.is_ok() {
-                if status == 0 {
+                if list > max {
+                    s.failure = Some(Failure::Malformed(LIST_TOO_LONG));
+                } else if status == 0 {
                     s.failure = Some(Failure::Malformed("a response without a valid :status"));
                 } else if status >= 200 || end_stream {
                     s.status = status;
@@ -274,7 +305,15 @@ impl Core {
             s.trailers.clear();
             s.has_trailers = true;
             let trailers = &mut s.trailers;
-            decoder.decode(block, |name, value| trailers.push(name, value))
+            let r = decoder.decode(block, |name, value| {
+                if fits(name, value) {
+                    trailers.push(name, value)
+                }
+            });
+            if r.is_ok() && list > max {
+                s.failure = Some(Failure::Malformed(LIST_TOO_LONG));
+            }
+            r
         };
         if let Err(e) = decoded {
             return Err(self.broken(frame::COMPRESSION_ERROR, &e.to_string()));
@@ -364,6 +403,10 @@ impl Core {
         self.wake_all_waiting();
     }
 }
+
+/// A stream's failure when its header list is over `--max-header-list` once decoded.
+const LIST_TOO_LONG: &str =
+    "a header list over the --max-header-list limit once decoded (raise it for larger heads)";
 
 /// `:status`'s three digits (0 if they are not).
 fn status_of(value: &[u8]) -> u16 {

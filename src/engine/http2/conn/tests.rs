@@ -452,6 +452,7 @@ fn coalesced_streams_wait_for_those_in_flight_within_the_bound_and_nothing_else_
     let coalesce = crate::engine::http2::Tuning {
         window: None,
         coalesce: Some(ms(5)),
+        ..Default::default()
     };
     for tuning in [coalesce, Default::default()] {
         let on = tuning.coalesce.is_some();
@@ -516,6 +517,7 @@ fn a_hold_wakes_the_driver_when_it_begins_and_when_it_ends_not_for_each_stream()
     let tuning = crate::engine::http2::Tuning {
         window: None,
         coalesce: Some(std::time::Duration::from_millis(5)),
+        ..Default::default()
     };
     let mut core = Core::new(tuning, Rc::default());
     core.driver = Some(Waker::from(count.clone()));
@@ -546,4 +548,145 @@ fn a_hold_wakes_the_driver_when_it_begins_and_when_it_ends_not_for_each_stream()
     core.finish(slots[2]);
     assert_eq!(wakes(), before + 2, "the hold ends");
     assert!(!core.hold(Instant::now));
+}
+
+/// An HPACK integer with a 7-bit prefix (RFC 7541, 5.1), the prefix's other bit clear.
+fn int7(mut v: usize, out: &mut Vec<u8>) {
+    if v < 127 {
+        return out.push(v as u8);
+    }
+    out.push(0x7f);
+    v -= 127;
+    while v >= 128 {
+        out.push((v & 0x7f) as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A header block of `len` compressed bytes (`:status 200`, then a field `x` whose value of
+/// `len - 8` bytes fills it, not indexed) in HEADERS and CONTINUATION frames of 16 KiB on
+/// `stream`.
+fn big_head(stream: u32, len: usize) -> Vec<u8> {
+    let mut block = vec![0x88, 0x00, 0x01, b'x'];
+    int7(len - 8, &mut block);
+    assert_eq!(block.len(), 8, "the length takes 4 bytes");
+    block.resize(len, b'v');
+    let mut bytes = Vec::new();
+    let pieces = block.chunks(16_384).count();
+    for (n, piece) in block.chunks(16_384).enumerate() {
+        let kind = if n == 0 {
+            frame::HEADERS
+        } else {
+            frame::CONTINUATION
+        };
+        let flags = if n + 1 == pieces {
+            frame::END_HEADERS
+        } else {
+            0
+        };
+        bytes.extend(frame(kind, flags, stream, piece));
+    }
+    bytes
+}
+
+#[test]
+fn a_header_block_over_the_limit_fails_the_connection_as_it_comes() {
+    let mut core = new_core();
+    open(&mut core, &request("/", b""), None);
+    // The limit is advertised: SETTINGS_MAX_HEADER_LIST_SIZE of 64 KiB.
+    let frames = written(&mut core);
+    assert_eq!(frames[0].0.kind, frame::SETTINGS);
+    assert!(
+        frames[0].1.chunks(6).any(|s| s == [0, 6, 0, 1, 0, 0]),
+        "{:?}",
+        frames[0].1
+    );
+    feed(&mut core, &frame(frame::SETTINGS, 0, 0, &[]), 64).unwrap();
+    written(&mut core);
+    // HEADERS without END_HEADERS, then CONTINUATIONs that never end it.
+    feed(&mut core, &frame(frame::HEADERS, 0, 1, &[0x88]), 64).unwrap();
+    let piece = [0u8; 16_384];
+    let mut sent = 1;
+    let failure = loop {
+        let r = feed(&mut core, &frame(frame::CONTINUATION, 0, 1, &piece), 4096);
+        sent += piece.len();
+        assert!(core.block_bytes.len() <= 64 * 1024);
+        match r {
+            Err(f) => break f,
+            Ok(()) => assert!(sent < 1 << 20, "still taken after {sent} bytes"),
+        }
+    };
+    // Failed by the frame that crossed 64 KiB.
+    assert_eq!(sent, 1 + 4 * 16_384);
+    let ConnFailure::Protocol(text) = failure else {
+        panic!("{failure:?}")
+    };
+    assert!(
+        text.contains("over 65536 bytes, the --max-header-list limit")
+            && text.contains("ENHANCE_YOUR_CALM"),
+        "{text}"
+    );
+    let frames = written(&mut core);
+    assert_eq!(
+        (frames[0].0.kind, &frames[0].1[4..]),
+        (frame::GOAWAY, &frame::ENHANCE_YOUR_CALM.to_be_bytes()[..])
+    );
+}
+
+#[test]
+fn a_larger_limit_takes_a_larger_head_and_the_default_refuses_it() {
+    let one_mib = crate::engine::http2::Tuning {
+        max_header_list: 1 << 20,
+        ..Default::default()
+    };
+    for (tuning, taken) in [(one_mib, true), (Default::default(), false)] {
+        let mut core = Core::new(tuning, Rc::default());
+        let i = open(&mut core, &request("/", b""), None);
+        feed(&mut core, &frame(frame::SETTINGS, 0, 0, &[]), 64).unwrap();
+        let r = feed(&mut core, &big_head(1, 100_000), 4096);
+        assert_eq!(r.is_ok(), taken, "{r:?}");
+        if taken {
+            assert_eq!(head(&mut core, i), Poll::Ready(Ok(200)));
+            let (name, value) = core.head(i).iter().next().unwrap();
+            assert_eq!((name, value.len()), (&b"x"[..], 100_000 - 8));
+        }
+    }
+}
+
+#[test]
+fn a_header_list_over_the_limit_once_decoded_fails_its_stream() {
+    let mut core = new_core();
+    let i = open(&mut core, &request("/", b""), None);
+    feed(&mut core, &frame(frame::SETTINGS, 0, 0, &[]), 64).unwrap();
+    // A 4000-byte field into the decoder's table (literal with incremental indexing).
+    let mut first = vec![0x88, 0x40, 0x05];
+    first.extend_from_slice(b"x-big");
+    int7(4000, &mut first);
+    first.extend_from_slice(&[b'a'; 4000]);
+    let end = frame::END_HEADERS | frame::END_STREAM;
+    feed(&mut core, &frame(frame::HEADERS, end, 1, &first), 4096).unwrap();
+    assert_eq!(head(&mut core, i), Poll::Ready(Ok(200)));
+    core.finish(i);
+    // Then 20 bytes that name it 20 times: 80 KB decoded, over 64 KiB.
+    let j = open(&mut core, &request("/", b""), None);
+    written(&mut core);
+    let mut refs = vec![0x88];
+    refs.extend([0x80 | 62; 20]);
+    feed(&mut core, &frame(frame::HEADERS, end, 3, &refs), 4096).unwrap();
+    let Poll::Ready(Err(Failure::Malformed(what))) = head(&mut core, j) else {
+        panic!("the stream was not failed")
+    };
+    assert!(what.contains("--max-header-list"), "{what}");
+    let frames = written(&mut core);
+    assert_eq!(
+        (frames[0].0.kind, frames[0].0.stream),
+        (frame::RST_STREAM, 3)
+    );
+    assert!(
+        core.head(j).iter().count() <= 16,
+        "fields kept past the limit"
+    );
+    // The connection goes on.
+    assert!(core.usable());
 }
