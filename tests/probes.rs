@@ -172,6 +172,37 @@ fn the_known_truth_servers_phases_come_out_as_chosen() {
 }
 
 #[test]
+fn sampling_times_one_request_in_n() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_probe() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, port, _) = probe_server(dir.path());
+    let out = dir.path().join("run.json");
+    Run::new()
+        .n(3000)
+        .c(1)
+        .args(["--server-fn", "parse,finish", "--server-sample", "10", "-o"])
+        .arg(out.to_str().unwrap())
+        .url(url(port))
+        .ok();
+    let v = read_json(&out);
+    let p = probes_of(&v);
+    assert_eq!(p["sample"], 10);
+    // Binomial(3000, 0.1): mean 300, sd 16.4; five of them either way.
+    for phase in ["socket", "fn:parse->finish"] {
+        let n = p["phases"][phase]["count"].as_u64().unwrap();
+        assert!(
+            (218..=382).contains(&n),
+            "{phase}: {n} of 3000 at one in 10"
+        );
+    }
+    let text = stdout(&run_ok(&["report", out.to_str().unwrap()]));
+    assert!(text.contains("one request in 10"), "{text}");
+}
+
+#[test]
 fn nginx_is_probed_without_changing_it() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     if !can_probe() {

@@ -8,7 +8,9 @@ pub mod help;
 pub mod plan;
 pub mod probes;
 pub mod protocol;
+mod watch;
 use crate::util::units;
+pub use watch::WatchArgs;
 pub mod workload;
 
 use clap::{Args, Parser, Subcommand};
@@ -619,28 +621,6 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub probes: probes::ProbeArgs,
-}
-
-/// What watches a run while it goes (`run`, `knee`, `calibrate`): the live terminal view and
-/// the Prometheus exporter, both fed from the collector's intervals, never the workers.
-#[derive(Debug, Clone, Args)]
-pub struct WatchArgs {
-    /// Serve the run's figures for Prometheus (OpenMetrics text, GET /metrics) on this
-    /// address while it runs: HOST:PORT, or a bare PORT (on 127.0.0.1); e.g. 9464.
-    #[arg(help_heading = "Output", long = "metrics-addr", value_parser = addr_arg)]
-    pub metrics_addr: Option<SocketAddr>,
-
-    /// Keep serving --metrics-addr this long after the run (so that a last scrape sees the
-    /// end: at least the scrape interval).
-    #[arg(help_heading = "Output", long = "metrics-linger", default_value = "0s", value_parser = duration_arg, requires = "metrics_addr")]
-    pub metrics_linger: Duration,
-
-    /// A live terminal view while the run goes on (throughput, errors, latency per interval,
-    /// phases, schedule lag, CPU, status codes, time left; a knee search's or a calibration's
-    /// steps, the current stage): q stops the run as Ctrl-C does, p pauses the display. Needs
-    /// a terminal on stdout; the report prints after it closes.
-    #[arg(help_heading = "Output", long = "live")]
-    pub live: bool,
 }
 
 /// Flags of `reqlife serve`.

@@ -178,15 +178,9 @@ impl ScriptPlan {
     ) {
         let port = self.port;
         let port_be = port.swap_bytes();
-        phases.push((
-            "socket".into(),
-            "in the server's socket (arrival → its read)".into(),
-        ));
-        phases.push(("handle".into(), "the server's read → its write".into()));
-        phases.push((
-            "return".into(),
-            "the server's write → the client's socket".into(),
-        ));
+        phases.push(("socket".into(), "in its socket (arrival → read)".into()));
+        phases.push(("handle".into(), "its read → its write".into()));
+        phases.push(("return".into(), "its write → the client's socket".into()));
         for name in [
             "sk_data_ready",
             "sock_recv_length",

@@ -35,6 +35,7 @@ fn run_help_groups_the_flags_under_headings_in_order() {
             "gRPC:",
             "Output:",
             "Analysis:",
+            "Server side:",
             "Exit codes:"
         ],
         "{help}"
@@ -56,7 +57,9 @@ fn run_help_groups_the_flags_under_headings_in_order() {
         ("gRPC:", "Output:", "--proto-set"),
         ("Output:", "Analysis:", "--output"),
         ("Output:", "Analysis:", "--json"),
-        ("Analysis:", "", "--threshold"),
+        ("Analysis:", "Server side:", "--threshold"),
+        ("Server side:", "Exit codes:", "--server-probes"),
+        ("Server side:", "Exit codes:", "--server-fn"),
     ] {
         let f = at(&format!(" {flag}"));
         let end = if next.is_empty() {

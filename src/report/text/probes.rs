@@ -11,11 +11,11 @@ use crate::recorder::record::probes::{ServerProbes, KERNEL_PHASES};
 use crate::recorder::record::RunRecord;
 use std::fmt::Write as _;
 
-/// One row: a name, p50 … p99.9, mean and count.
-fn row(out: &mut String, name: &str, st: &Stats) {
+/// One row: a name (in a column `w` wide), p50 … p99.9, mean and count.
+fn row(out: &mut String, w: usize, name: &str, st: &Stats) {
     let _ = writeln!(
         out,
-        "  {:<44} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "  {:<w$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         name,
         cell(st.p50_us),
         cell(st.p90_us),
@@ -43,34 +43,40 @@ pub(super) fn server_probes(out: &mut String, r: &RunRecord) {
         p.process,
         pids.join(", ")
     );
+    let client = &r.summary.latency.phases;
+    let mut kernel: Vec<(String, &Stats)> = Vec::new();
+    for (phase, name) in [(Phase::Write, "client write"), (Phase::Wait, "client wait")] {
+        if let Some(st) = client.get(&phase) {
+            kernel.push((name.to_string(), st));
+        }
+    }
+    let mut functions: Vec<(String, &Stats)> = Vec::new();
+    for name in &p.order {
+        if let (Some(st), Some(what)) = (p.phases.get(name), p.what.get(name)) {
+            match KERNEL_PHASES.contains(&name.as_str()) {
+                true => kernel.push((format!("server: {what}"), st)),
+                false => functions.push((format!("server fn: {what}"), st)),
+            }
+        }
+    }
+    let w = kernel
+        .iter()
+        .chain(&functions)
+        .map(|(n, _)| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(12);
     let _ = writeln!(
         out,
-        "  {:<44} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "  {:<w$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "Phase", "p50", "p90", "p99", "p99.9", "mean", "count"
     );
-    let client = &r.summary.latency.phases;
-    for (phase, name) in [
-        (Phase::Write, "client write"),
-        (Phase::Wait, "client wait (written → first byte)"),
-    ] {
-        if let Some(st) = client.get(&phase) {
-            row(out, name, st);
-        }
-    }
-    for name in &p.order {
-        if let (Some(st), Some(what)) = (p.phases.get(name), p.what.get(name)) {
-            if KERNEL_PHASES.contains(&name.as_str()) {
-                row(out, &format!("server: {what}"), st);
-            }
-        }
+    for (name, st) in &kernel {
+        row(out, w, name, st);
     }
     explained(out, p);
-    for name in &p.order {
-        if let (Some(st), Some(what)) = (p.phases.get(name), p.what.get(name)) {
-            if !KERNEL_PHASES.contains(&name.as_str()) {
-                row(out, &format!("server fn: {what}"), st);
-            }
-        }
+    for (name, st) in &functions {
+        row(out, w, name, st);
     }
     cost(out, p);
 }
@@ -121,4 +127,10 @@ fn cost(out: &mut String, p: &ServerProbes) {
         _ => String::new(),
     };
     let _ = writeln!(out, "  probes: {hits} hits{each}{share}");
+    if p.order.iter().any(|n| !KERNEL_PHASES.contains(&n.as_str())) {
+        let _ = writeln!(
+            out,
+            "  (a function phase holds about one uprobe hit of its own: the trap's cost lands between the two stamps)"
+        );
+    }
 }
