@@ -169,6 +169,23 @@ fn the_known_truth_servers_phases_come_out_as_chosen() {
     assert!(errors.is_empty(), "schema errors: {errors:?}");
     let again = run_ok(&["report", out.to_str().unwrap()]);
     assert!(stdout(&again).contains("server fn: handle → respond"));
+    let html = dir.path().join("run.html");
+    run_ok(&[
+        "report",
+        out.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains(r#"<section id="server-probes">"#),
+        "the HTML has the section"
+    );
+    assert!(page.contains("server fn: handle → respond"));
+    assert!(
+        page.contains("of the client&#x27;s write+wait")
+            || page.contains("of the client's write+wait")
+    );
 }
 
 #[test]
@@ -200,6 +217,93 @@ fn sampling_times_one_request_in_n() {
     }
     let text = stdout(&run_ok(&["report", out.to_str().unwrap()]));
     assert!(text.contains("one request in 10"), "{text}");
+}
+
+#[test]
+fn the_metrics_endpoint_serves_the_probed_phases() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_probe() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, port, _) = probe_server(dir.path());
+    let metrics = free_port();
+    let mut run = reqlife()
+        .args([
+            "run",
+            "-n",
+            "2000",
+            "-c",
+            "1",
+            "-q",
+            "--server-fn",
+            "parse,finish",
+        ])
+        .args([
+            "--metrics-addr",
+            &format!("127.0.0.1:{metrics}"),
+            "--metrics-linger",
+            "20s",
+        ])
+        .arg(url(port))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let scrape = || {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", metrics)).ok()?;
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .ok()?;
+        let mut text = String::new();
+        s.read_to_string(&mut text).ok()?;
+        Some(text)
+    };
+    // Every request ends, the last tick is in, and the endpoint lingers with it.
+    let line = "reqlife_server_probe_seconds_count{phase=\"fn:parse->finish\"} 2000";
+    wait_until(
+        "the probed phases on /metrics",
+        Duration::from_secs(30),
+        || scrape().is_some_and(|t| t.contains(line) && t.contains("reqlife_running 0")),
+    );
+    let text = scrape().unwrap();
+    assert!(
+        text.contains("reqlife_server_probe_seconds_count{phase=\"socket\"} 2000"),
+        "{text}"
+    );
+    let _ = run.kill();
+    let _ = run.wait();
+}
+
+#[test]
+fn compare_reads_the_probed_phases() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_probe() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, port, _) = probe_server(dir.path());
+    let record = |name: &str| {
+        let out = dir.path().join(name);
+        Run::new()
+            .n(3000)
+            .c(1)
+            .args(["--server-fn", "parse,handle", "--interval", "50ms", "-o"])
+            .arg(out.to_str().unwrap())
+            .url(url(port))
+            .ok();
+        out.to_str().unwrap().to_string()
+    };
+    let (a, b) = (record("a.json"), record("b.json"));
+    let out = run_ok(&["compare", &a, &b]);
+    let text = stdout(&out);
+    for row in [
+        "probed socket p50",
+        "probed handle p50",
+        "probed fn:parse->handle p50",
+    ] {
+        assert!(text.contains(row), "{row} in\n{text}");
+    }
 }
 
 #[test]

@@ -94,12 +94,14 @@ pub fn rule_of_intervals(noise: f64) -> String {
     )
 }
 
-/// The latency histogram a figure reads: the total, a client phase or a `Server-Timing` metric.
+/// The latency histogram a figure reads: the total, a client phase, a `Server-Timing` metric
+/// or a phase of the server the probes measured (`--server-probes`).
 #[derive(Debug, Clone, PartialEq)]
 enum Hist {
     Total,
     Phase(Phase),
     Server(String),
+    Probed(String),
 }
 
 impl Hist {
@@ -109,6 +111,7 @@ impl Hist {
             Hist::Total => "total".into(),
             Hist::Phase(p) => p.name().into(),
             Hist::Server(m) => format!("server_timing.{m}"),
+            Hist::Probed(p) => format!("server_probe.{p}"),
         }
     }
 
@@ -118,6 +121,7 @@ impl Hist {
             Hist::Total => "total".into(),
             Hist::Phase(p) => p.name().into(),
             Hist::Server(m) => format!("server {m}"),
+            Hist::Probed(p) => format!("probed {p}"),
         }
     }
 
@@ -126,6 +130,7 @@ impl Hist {
             Hist::Total => Some(&s.latency.total),
             Hist::Phase(p) => s.latency.phases.get(p),
             Hist::Server(m) => s.server_timing.get(m),
+            Hist::Probed(p) => s.server_probes.as_ref()?.phases.get(p),
         }
     }
 }
@@ -184,8 +189,12 @@ impl Figure {
 fn figures(a: &Summary, b: &Summary) -> Vec<Figure> {
     let phases = Phase::CLIENT.into_iter().map(Hist::Phase);
     let servers = a.server_timing_order.iter().cloned().map(Hist::Server);
+    let probed = a
+        .server_probes
+        .iter()
+        .flat_map(|p| p.order.iter().cloned().map(Hist::Probed));
     let keys: Vec<Hist> = std::iter::once(Hist::Total)
-        .chain(phases.chain(servers).filter(|h| {
+        .chain(phases.chain(servers).chain(probed).filter(|h| {
             let has = |s: &Summary| h.stats(s).is_some_and(|st| st.count > 0);
             has(a) && has(b)
         }))

@@ -295,7 +295,11 @@ impl Control {
             .map_err(|e| Failure::Failed(format!("cannot start worker threads: {e}")))?;
         let record_from = self.opened(plan, &mut workers);
         if let Some(p) = self.probes.borrow_mut().as_mut() {
-            p.begin(record_from, plan.interval);
+            p.begin(
+                record_from,
+                plan.interval,
+                self.metrics.as_ref().map(|m| m.probe_sink()),
+            );
         }
         let deadline = match plan.stop {
             StopRule::Duration(d) => Some(record_from + d),

@@ -204,10 +204,16 @@ impl Prepared {
 }
 
 impl Probes {
-    /// The run's recorded window starts at `from`.
-    pub fn begin(&mut self, from: Instant, interval: Duration) {
+    /// The run's recorded window starts at `from`; `watch` (the metrics endpoint) is given
+    /// each tick's phases.
+    pub fn begin(
+        &mut self,
+        from: Instant,
+        interval: Duration,
+        watch: Option<crate::recorder::collector::Watch>,
+    ) {
         self.server_cpu_from = target::cpu_s(&self.pids);
-        self.session.begin(from, interval);
+        self.session.begin(from, interval, watch);
     }
 
     /// The run has ended: the probes detached, what they measured.

@@ -28,7 +28,6 @@ struct Window {
     until_ns: Option<u64>,
 }
 
-#[derive(Debug)]
 struct Shared {
     ready: bool,
     /// The calibration's first uprobe fired.
@@ -41,6 +40,8 @@ struct Shared {
     last_tick_ns: u64,
     /// When the server's processes were all found gone (CLOCK_MONOTONIC ns).
     gone_ns: Option<u64>,
+    /// Given each tick's snapshot (the metrics endpoint).
+    watch: Option<crate::recorder::collector::Watch>,
 }
 
 /// A running bpftrace and what it has measured.
@@ -105,6 +106,7 @@ impl Session {
                 window: None,
                 last_tick_ns: mono_now_ns(),
                 gone_ns: None,
+                watch: None,
             }),
             Condvar::new(),
         ));
@@ -198,9 +200,15 @@ impl Session {
 
     /// The recording starts at `from`, in intervals of `interval`: ticks before it are left
     /// out, and each later one lands in the interval of its middle.
-    pub fn begin(&self, from: Instant, interval: Duration) {
+    pub fn begin(
+        &self,
+        from: Instant,
+        interval: Duration,
+        watch: Option<crate::recorder::collector::Watch>,
+    ) {
         let from_ns = mono_ns(from);
         self.with(|s| {
+            s.watch = watch;
             s.window = Some(Window {
                 from_ns,
                 interval_ns: interval.as_nanos().max(1) as u64,
@@ -295,5 +303,7 @@ fn tick(s: &mut Shared, ns: u64, counts: &[(usize, u64, u64)]) {
         let middle = (prev / 2 + ns / 2).max(w.from_ns);
         overlaps.then(|| (middle - w.from_ns) / w.interval_ns)
     });
-    s.acc.add_tick(index, counts);
+    if let (Some(snap), Some(watch)) = (s.acc.add_tick(index, counts), &s.watch) {
+        watch(&snap);
+    }
 }

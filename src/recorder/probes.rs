@@ -124,11 +124,14 @@ impl ProbeAcc {
 
     /// Folds in one tick's counts, `(phase index, bucket key, count)`, as interval `index`
     /// of the series (`None`: outside the recorded window, counted in no interval nor in the
-    /// run's figures). Keys no duration has are skipped.
-    pub fn add_tick(&mut self, index: Option<u64>, counts: &[(usize, u64, u64)]) {
-        let Some(index) = index else {
-            return;
-        };
+    /// run's figures). Keys no duration has are skipped. Gives the tick's snapshot (for the
+    /// metrics endpoint), when it had durations.
+    pub fn add_tick(
+        &mut self,
+        index: Option<u64>,
+        counts: &[(usize, u64, u64)],
+    ) -> Option<IntervalSnapshot> {
+        let index = index?;
         let mut per_phase: Vec<Option<Histogram<u64>>> = vec![None; self.phases.len()];
         for &(phase, key, n) in counts {
             let (Some(slot), Some(ns)) = (per_phase.get_mut(phase), bucket_value(key)) else {
@@ -145,9 +148,9 @@ impl ProbeAcc {
             }
         }
         if server.is_empty() {
-            return;
+            return None;
         }
-        self.series.push(IntervalSnapshot {
+        let snap = IntervalSnapshot {
             index,
             counters: Default::default(),
             hists: Vec::new(),
@@ -156,7 +159,9 @@ impl ProbeAcc {
             spilled: None,
             status: Vec::new(),
             by_request: Vec::new(),
-        });
+        };
+        self.series.push(snap.clone());
+        Some(snap)
     }
 
     /// Probed CPU time, seconds: each probe's hits at its kind's measured cost (a uprobe's at

@@ -11,6 +11,7 @@
 //! `bursts`, `status`, `errors`, `thresholds`, `warnings`, `environment`.
 
 mod figures;
+mod probes;
 mod tables;
 
 use super::plot::human;
@@ -235,6 +236,7 @@ struct Page {
     spectrum: Option<String>,
     spectrum_note: String,
     breakdown: Option<Breakdown>,
+    probed: Option<probes::Probed>,
     histograms: Vec<String>,
     streams: Option<Streams>,
     throughput: Option<String>,
@@ -372,6 +374,7 @@ impl Page {
             spectrum: None,
             spectrum_note: String::new(),
             breakdown: breakdown(r),
+            probed: probes::probed(r),
             histograms: histograms(r),
             streams: streams(r),
             throughput: throughput(r),
@@ -421,6 +424,7 @@ impl Page {
             ),
             ("spectrum", "Spectrum", self.spectrum.is_some()),
             ("breakdown", "Breakdown", self.breakdown.is_some()),
+            ("server-probes", "Server, probed", self.probed.is_some()),
             ("histograms", "Histograms", !self.histograms.is_empty()),
             ("streams", "Streams", self.streams.is_some()),
             ("throughput", "Throughput", self.throughput.is_some()),

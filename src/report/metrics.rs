@@ -13,6 +13,7 @@
 
 use crate::model::{ErrorKind, LoadModel, Phase, Schedule, Segment};
 use crate::plan::RunPlan;
+use crate::recorder::probes::PREFIX as PROBE_PREFIX;
 use crate::recorder::{hist, IntervalSnapshot};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -181,6 +182,8 @@ pub struct Metrics {
     last: Option<Last>,
     intervals: u64,
     running: bool,
+    /// The server's phases from probes (`--server-probes`), by name, in the order first seen.
+    probed: Vec<(String, Buckets)>,
 }
 
 impl Metrics {
@@ -205,6 +208,7 @@ impl Metrics {
             last: None,
             intervals: 0,
             running: false,
+            probed: Vec::new(),
         }
     }
 
@@ -278,6 +282,24 @@ impl Metrics {
         });
     }
 
+    /// Folds in one tick of the server's probes (`--server-probes`): their phases, by name.
+    pub fn add_probed(&mut self, snap: &IntervalSnapshot) {
+        for (name, bytes) in &snap.server {
+            let (Some(phase), Ok(h)) = (name.strip_prefix(PROBE_PREFIX), hist::decode_bytes(bytes))
+            else {
+                continue;
+            };
+            match self.probed.iter_mut().find(|(n, _)| n == phase) {
+                Some((_, b)) => b.add(&h),
+                None => {
+                    let mut b = Buckets::new();
+                    b.add(&h);
+                    self.probed.push((phase.to_string(), b));
+                }
+            }
+        }
+    }
+
     /// The OpenMetrics text exposition (ends with `# EOF`): the counters, the gauges of the
     /// last interval, the latency histograms, then the series by request name.
     pub fn render(&self) -> String {
@@ -288,6 +310,7 @@ impl Metrics {
         self.render_counters(&mut x);
         self.render_gauges(&mut x);
         self.render_latency(&mut x);
+        self.render_probed(&mut x);
         self.render_by_request(&mut x);
         x.out.push_str("# EOF\n");
         x.out
@@ -393,6 +416,22 @@ impl Metrics {
                 let p = format!("phase=\"{}\"", phase.name());
                 x.histogram("reqlife_latency_seconds", &p, b);
             }
+        }
+    }
+
+    /// One cumulative histogram per phase of the server the probes measured.
+    fn render_probed(&self, x: &mut Exposition<'_>) {
+        if self.probed.is_empty() {
+            return;
+        }
+        x.family(
+            "reqlife_server_probe_seconds",
+            "histogram",
+            "The server's phases from eBPF probes (--server-probes), cumulative over the run.",
+        );
+        for (name, b) in &self.probed {
+            let p = format!("phase=\"{}\"", escape(name));
+            x.histogram("reqlife_server_probe_seconds", &p, b);
         }
     }
 
@@ -524,6 +563,7 @@ pub const SERIES: &[&str] = &[
 enum Feed {
     Begin(Box<RunPlan>),
     Interval(Box<IntervalSnapshot>),
+    Probed(Box<IntervalSnapshot>),
     End,
 }
 
@@ -586,6 +626,16 @@ impl Exporter {
     }
 }
 
+impl Exporter {
+    /// What the server's probes call with each tick (`--server-probes`).
+    pub fn probe_sink(&self) -> crate::recorder::collector::Watch {
+        let tx = self.tx.clone();
+        Box::new(move |snap| {
+            let _ = tx.send(Feed::Probed(Box::new(snap.clone())));
+        })
+    }
+}
+
 impl Drop for Exporter {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
@@ -602,6 +652,7 @@ fn serve(listener: TcpListener, rx: Receiver<Feed>, mut m: Metrics, stop: &Atomi
             match feed {
                 Feed::Begin(plan) => m.begin(&plan),
                 Feed::Interval(snap) => m.add(&snap),
+                Feed::Probed(snap) => m.add_probed(&snap),
                 Feed::End => m.end(),
             }
         }
@@ -666,100 +717,4 @@ fn answer(mut stream: TcpStream, m: &Metrics) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::recorder::{Counters, PhaseHists};
-
-    #[test]
-    fn the_bounds_rise_by_at_most_a_seventh() {
-        assert_eq!(BOUNDS_NS[0], 1_000);
-        assert_eq!(BOUNDS_NS[BUCKETS - 1], 100_000_000_000);
-        for w in BOUNDS_NS.windows(2) {
-            assert!(w[1] > w[0]);
-            assert!(w[1] as f64 / w[0] as f64 <= 1.143, "{w:?}");
-        }
-        // 1-2-5 are bounds.
-        for ns in [1_000_000, 2_000_000, 5_000_000] {
-            assert!(BOUNDS_NS.contains(&ns));
-        }
-        assert_eq!(seconds(1_120), "0.00000112");
-        assert_eq!(seconds(100_000_000_000), "100");
-        assert_eq!(seconds(2_500_000_000), "2.5");
-    }
-
-    fn snap(index: u64, values_ns: &[u64], status: u16) -> IntervalSnapshot {
-        let mut h = PhaseHists::new(hist::new_interval_hist);
-        for &v in values_ns {
-            hist::record(&mut h.0[Phase::Total.index()], v);
-        }
-        let n = values_ns.len() as u64;
-        let counters = Counters {
-            requests: n,
-            ok: n,
-            ..Counters::default()
-        };
-        let mut s = crate::recorder::snapshot(index, counters, &h, Vec::new());
-        s.status = vec![(status, n)];
-        s
-    }
-
-    #[test]
-    fn named_requests_get_their_own_series() {
-        let mut m = Metrics::new(None);
-        m.level = Some(Level {
-            interval: Duration::from_secs(1),
-            schedule: None,
-            share: 1.0,
-            connections: 1,
-            names: vec!["get \"a\"".into(), "put".into()],
-        });
-        let mut s = snap(0, &[1_500_000, 3_000_000], 200);
-        let part = snap(0, &[3_000_000], 200);
-        s.by_request = vec![(1, part.counters.clone(), part.hists.clone())];
-        m.add(&s);
-        let text = m.render();
-        assert!(
-            text.contains("reqlife_request_requests_total{request=\"put\"} 1\n"),
-            "{text}"
-        );
-        assert!(text.contains(
-            "reqlife_request_latency_seconds_bucket{request=\"put\",phase=\"total\",le=\"+Inf\"} 1\n"
-        ));
-        assert_eq!(escape("get \"a\""), "get \\\"a\\\"");
-    }
-
-    #[test]
-    fn the_exposition_is_cumulative_and_well_formed() {
-        let mut m = Metrics::new(Some(Segment { index: 1, count: 3 }));
-        m.add(&snap(0, &[1_500_000, 3_000_000], 200));
-        m.add(&snap(1, &[1_500_000], 503));
-        let text = m.render();
-        assert!(text.ends_with("# EOF\n"));
-        assert!(
-            text.contains("reqlife_requests_total{segment=\"2/3\"} 3\n"),
-            "{text}"
-        );
-        assert!(text.contains("reqlife_responses_total{segment=\"2/3\",status=\"503\"} 1\n"));
-        assert!(text.contains(
-            "reqlife_latency_seconds_bucket{segment=\"2/3\",phase=\"total\",le=\"0.0016\"} 2\n"
-        ));
-        assert!(text.contains(
-            "reqlife_latency_seconds_bucket{segment=\"2/3\",phase=\"total\",le=\"+Inf\"} 3\n"
-        ));
-        // Every sample line names a series of SERIES, and each family is declared once.
-        let mut types = std::collections::BTreeSet::new();
-        for line in text.lines() {
-            if let Some(rest) = line.strip_prefix("# TYPE ") {
-                assert!(types.insert(rest.split(' ').next().unwrap().to_string()));
-                continue;
-            }
-            if line.starts_with('#') {
-                continue;
-            }
-            let name = line.split(['{', ' ']).next().unwrap();
-            assert!(SERIES.contains(&name), "{name}");
-            let value = line.rsplit(' ').next().unwrap();
-            assert!(value.parse::<f64>().is_ok(), "{line}");
-        }
-    }
-}
+mod tests;

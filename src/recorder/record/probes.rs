@@ -5,6 +5,7 @@
 use crate::model::Phase;
 use crate::recorder::hist::Stats;
 use crate::recorder::probes::ProbeAcc;
+use crate::util::units::human_ns;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -132,6 +133,111 @@ impl ServerProbes {
             ));
         }
         out.extend(self.notes.iter().map(|n| format!("server probes: {n}")));
+        out
+    }
+}
+
+/// Microseconds in human units (`1.23us`).
+fn human_us(us: f64) -> String {
+    human_ns(us * 1000.0)
+}
+
+/// The rows a report shows: the client's write and wait and the kernel's phases, then the
+/// phases between the server's functions; (name, figures).
+pub type ProbeRows<'a> = (Vec<(String, &'a Stats)>, Vec<(String, &'a Stats)>);
+
+impl ServerProbes {
+    /// The table's title: the server, and how many requests were timed.
+    pub fn title(&self) -> String {
+        let pids: Vec<String> = self.pids.iter().map(u32::to_string).collect();
+        let sampled = match self.sample {
+            1 => "every request".to_string(),
+            n => format!("one request in {n}"),
+        };
+        format!(
+            "The server's side, probed: {} (pid {}), {sampled}",
+            self.process,
+            pids.join(", ")
+        )
+    }
+
+    /// The rows of the table, beside the client's phases `client`.
+    pub fn rows<'a>(&'a self, client: &'a BTreeMap<Phase, Stats>) -> ProbeRows<'a> {
+        let mut kernel: Vec<(String, &Stats)> = Vec::new();
+        for (phase, name) in [(Phase::Write, "client write"), (Phase::Wait, "client wait")] {
+            if let Some(st) = client.get(&phase) {
+                kernel.push((name.to_string(), st));
+            }
+        }
+        let mut functions = Vec::new();
+        for name in &self.order {
+            if let (Some(st), Some(what)) = (self.phases.get(name), self.what.get(name)) {
+                match KERNEL_PHASES.contains(&name.as_str()) {
+                    true => kernel.push((format!("server: {what}"), st)),
+                    false => functions.push((format!("server fn: {what}"), st)),
+                }
+            }
+        }
+        (kernel, functions)
+    }
+
+    /// How much of the client's write + wait the kernel's phases account for, in words.
+    pub fn explained_line(&self) -> String {
+        match &self.explained {
+            Some(e) => format!(
+                "the server's side accounts for {:.1}% of the client's write+wait (means: {} of {}); \
+                 left {}: the client's own send, the scheduler, the unknown",
+                e.share * 100.0,
+                human_us(e.server_mean_us),
+                human_us(e.client_mean_us),
+                human_us(e.left_us)
+            ),
+            None => "the server's side accounts for no share of the client's write+wait: one of \
+                     them saw no request"
+                .into(),
+        }
+    }
+
+    /// What the probes cost, in words: their hits, a hit's cost, their CPU against the
+    /// server's; and, with function phases, that each holds about one hit.
+    pub fn cost_lines(&self) -> Vec<String> {
+        let hits: u64 = self
+            .hits
+            .iter()
+            .filter(|(n, _)| !n.starts_with("calibration"))
+            .map(|(_, n)| n)
+            .sum();
+        let c = &self.cost;
+        let each = match (
+            c.uprobe_hit_ns,
+            c.uprobe_stepped_hit_ns,
+            c.tracepoint_hit_ns,
+        ) {
+            (Some(u), Some(s), Some(t)) => format!(
+                " (measured here: a uprobe hit {u:.0} ns, {s:.0} ns where the kernel \
+                 single-steps; a tracepoint hit {t:.0} ns)"
+            ),
+            _ => String::new(),
+        };
+        let share = match (c.probe_cpu_s, c.server_cpu_s, c.share_of_server_cpu) {
+            (Some(pc), Some(sc), Some(sh)) => format!(
+                ": {pc:.3} s of CPU, {:.1}% of the server's {sc:.2} s",
+                sh * 100.0
+            ),
+            _ => String::new(),
+        };
+        let mut out = vec![format!("probes: {hits} hits{each}{share}")];
+        if self
+            .order
+            .iter()
+            .any(|n| !KERNEL_PHASES.contains(&n.as_str()))
+        {
+            out.push(
+                "(a function phase holds about one uprobe hit of its own: the trap's cost lands \
+                 between the two stamps)"
+                    .into(),
+            );
+        }
         out
     }
 }
