@@ -56,6 +56,7 @@ def main():
     ap.add_argument("--sample", type=int, default=100)
     ap.add_argument("--every", type=int, default=10)
     ap.add_argument("--signal", choices=["INT", "TERM"], default="INT")
+    ap.add_argument("--no-probes", action="store_true", help="the same run without probes: the baseline of its memory")
     ap.add_argument("--reqlife", default=os.path.join(ROOT, "target/release/reqlife"))
     a = ap.parse_args()
     if a.rate <= 0 or a.duration <= 0 or a.sample <= 0 or a.every <= 0:
@@ -81,10 +82,11 @@ http {{ access_log off; client_body_temp_path {d}/cb; proxy_temp_path {d}/p;
         except OSError:
             time.sleep(0.05)
     record = f"{d}/run.json"
+    probes = [] if a.no_probes else [
+        "--server-fn", "ngx_http_process_request,ngx_http_finalize_request", "--server-sample", str(a.sample)]
     run = subprocess.Popen(
         [a.reqlife, "run", "-R", str(a.rate), "-c", "50", "-t", "1", "-d", f"{a.duration + 60}s", "-q",
-         "--server-fn", "ngx_http_process_request,ngx_http_finalize_request",
-         "--server-sample", str(a.sample), "-o", record, f"http://127.0.0.1:{port}/"],
+         *probes, "-o", record, f"http://127.0.0.1:{port}/"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     rows = []
     start = time.time()
@@ -102,16 +104,17 @@ http {{ access_log off; client_body_temp_path {d}/cb; proxy_temp_path {d}/p;
     time.sleep(1)
     left = [p for p in bpftraces() if p not in before]
     r = json.load(open(record))
-    p = r["summary"]["server_probes"]
     settled = rows[min(3, len(rows) - 1)]
     print(f"\nreqlife RSS: {settled[1]} kB at {settled[0]} s, {rows[-1][1]} kB at {rows[-1][0]} s, "
           f"max {max(x[1] for x in rows)} kB; bpftrace RSS at the end {rows[-1][2]} kB")
     print(f"requests {r['summary']['requests']['total']}, interrupted {r['interrupted']}, exit {run.returncode}")
-    for name in p["order"]:
-        s = p["phases"][name]
-        print(f"  {name:<60} count {s['count']:>8}  p50 {s['p50_us']} us  p99 {s['p99_us']} us")
-    print(f"cost: {p['cost']}")
-    print(f"notes: {p['notes']}")
+    p = r["summary"].get("server_probes")
+    if p:
+        for name in p["order"]:
+            s = p["phases"][name]
+            print(f"  {name:<60} count {s['count']:>8}  p50 {s['p50_us']} us  p99 {s['p99_us']} us")
+        print(f"cost: {p['cost']}")
+        print(f"notes: {p['notes']}")
     print(f"bpftrace left after SIG{a.signal}: {len(left)}")
     if err.strip():
         print("stderr:", err.strip()[-400:])

@@ -276,6 +276,94 @@ fn the_metrics_endpoint_serves_the_probed_phases() {
 }
 
 #[test]
+fn an_agent_on_the_servers_host_serves_a_run_elsewhere() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_probe() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, port, pid) = probe_server(dir.path());
+    let before = bpftraces();
+    let listen = free_port();
+    let agent_url = format!("http://127.0.0.1:{listen}");
+    let agent = reqlife()
+        .args([
+            "probe",
+            "--listen",
+            &format!("127.0.0.1:{listen}"),
+            "--port",
+            &port.to_string(),
+        ])
+        .args(["--server-fn", "parse,handle"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut agent = Stopped(agent);
+    let mut said = BufReader::new(agent.0.stderr.take().unwrap());
+    let mut line = String::new();
+    said.read_line(&mut line).unwrap();
+    assert!(line.contains("serving http://127.0.0.1:"), "{line}");
+    // Two runs in turn against one agent: it attaches afresh after each.
+    for round in 0..2 {
+        let out = dir.path().join(format!("remote{round}.json"));
+        Run::new()
+            .n(1500)
+            .c(1)
+            .args(["--server-probes-from", &agent_url, "-o"])
+            .arg(out.to_str().unwrap())
+            .url(url(port))
+            .ok();
+        let v = read_json(&out);
+        let p = probes_of(&v);
+        assert_eq!(p["pids"][0].as_u64(), Some(u64::from(pid)));
+        for phase in ["socket", "handle", "fn:parse->handle"] {
+            assert_eq!(
+                p["phases"][phase]["count"].as_u64(),
+                Some(1500),
+                "{round} {phase}: {p}"
+            );
+        }
+        // One host, one clock: the offset measured is within its own bound (half the round
+        // trip) of zero.
+        let (offset, rtt) = (num(p, "remote.offset_us"), num(p, "remote.rtt_us"));
+        assert!(
+            offset.abs() <= rtt / 2.0 + 1.0,
+            "offset {offset} us, rtt {rtt} us"
+        );
+        assert_eq!(p["remote"]["agent"], format!("127.0.0.1:{listen}"));
+    }
+    // SAFETY: a signal to our child.
+    unsafe { libc::kill(agent.0.id() as i32, libc::SIGINT) };
+    assert!(agent.0.wait().unwrap().success());
+    wait_until("the agent's bpftrace gone", Duration::from_secs(10), || {
+        bpftraces() == before
+    });
+    // No agent there; probe flags that belong to the agent.
+    let out = run(&[
+        "run",
+        "-n",
+        "1",
+        "--server-probes-from",
+        &agent_url,
+        &url(port),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no probe agent answers there"));
+    let out = run(&[
+        "run",
+        "-n",
+        "1",
+        "--server-probes-from",
+        &agent_url,
+        "--server-fn",
+        "parse",
+        &url(port),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("to `reqlife probe` on the server's host"));
+}
+
+#[test]
 fn compare_reads_the_probed_phases() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     if !can_probe() {

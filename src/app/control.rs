@@ -50,7 +50,7 @@ pub(crate) struct Control {
     /// The steps the view lists (title, rows), if the command runs steps.
     steps: RefCell<Option<(String, Vec<StepRow>)>>,
     /// `--server-probes`: attached, given the run's window, stopped when it ends.
-    probes: RefCell<Option<crate::probe::Probes>>,
+    probes: RefCell<Option<crate::probe::Attached>>,
 }
 
 /// The live view on the terminal, and what it shows.
@@ -246,7 +246,7 @@ impl Control {
 
     /// Probes on the server (`--server-probes`), attached: the next run gives them its window
     /// and stops them when it ends.
-    pub fn attach_probes(&self, probes: crate::probe::Probes) {
+    pub fn attach_probes(&self, probes: crate::probe::Attached) {
         *self.probes.borrow_mut() = Some(probes);
     }
 
@@ -295,11 +295,10 @@ impl Control {
             .map_err(|e| Failure::Failed(format!("cannot start worker threads: {e}")))?;
         let record_from = self.opened(plan, &mut workers);
         if let Some(p) = self.probes.borrow_mut().as_mut() {
-            p.begin(
-                record_from,
-                plan.interval,
-                self.metrics.as_ref().map(|m| m.probe_sink()),
-            );
+            let sink = self.metrics.as_ref().map(|m| m.probe_sink());
+            if let Err(e) = p.begin(record_from, plan.interval, sink) {
+                eprintln!("reqlife: {e}");
+            }
         }
         let deadline = match plan.stop {
             StopRule::Duration(d) => Some(record_from + d),
@@ -329,9 +328,13 @@ impl Control {
         let tripped = workers.tripped();
         let (mut measured, log_error) = workers.join();
         if let Some(p) = self.probes.borrow_mut().take() {
-            let mut acc = p.finish();
-            measured.series.merge(std::mem::take(&mut acc.series));
-            measured.probes = Some(acc);
+            match p.finish() {
+                Ok(mut acc) => {
+                    measured.series.merge(std::mem::take(&mut acc.series));
+                    measured.probes = Some(acc);
+                }
+                Err(e) => eprintln!("reqlife: the server's phases are lost: {e}"),
+            }
         }
         if let Some(m) = &self.metrics {
             // Every interval is in (the collector has ended): the load is over.

@@ -99,6 +99,7 @@ pub fn main_with(args: Vec<std::ffi::OsString>) -> i32 {
     let done = match cli.command {
         Command::Run(a) => Ok(run::run(&a, command_line)),
         Command::Serve(a) => serve(&a),
+        Command::Probe(a) => probes::agent(&a),
         Command::Report(a) => report(&a),
         Command::Stats(a) => Ok(stats::stats(&a)),
         Command::Calibrate(a) => Ok(calibrate::calibrate(&a, command_line)),

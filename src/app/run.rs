@@ -42,8 +42,8 @@ struct Prepared {
     repeat: usize,
     /// A scenario's phases are the levels.
     phased: bool,
-    /// `--server-probes`: checked, the script written.
-    probes: Option<crate::probe::Prepared>,
+    /// `--server-probes`: checked, the script written (or the agent reached).
+    probes: Option<super::probes::Planned>,
 }
 
 impl Prepared {
@@ -69,28 +69,13 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         Err(e) => return e.report(),
     };
     if let Some(p) = &prepared.probes {
-        if args.probes.print_probe_script {
-            print!("{}", p.script.text);
+        if let (true, Some(script)) = (args.probes.print_probe_script, p.script()) {
+            print!("{script}");
             return EXIT_OK;
         }
-        match p.start() {
-            Ok(session) => {
-                if !args.quiet {
-                    eprintln!(
-                        "reqlife: {} probes on {} (pid {}) attached",
-                        p.script.probes.len(),
-                        p.server.name,
-                        p.server
-                            .pids
-                            .iter()
-                            .map(u32::to_string)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    );
-                }
-                control.attach_probes(session);
-            }
-            Err(e) => return Failure::from(e).report(),
+        match p.attach(args.quiet) {
+            Ok(attached) => control.attach_probes(attached),
+            Err(e) => return e.report(),
         }
     }
     if let Some(start) = args.start_at {

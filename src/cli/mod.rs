@@ -34,6 +34,9 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Run the embedded target on its own.
     Serve(ServeArgs),
+    /// On the server's host, as root: attach eBPF probes to the server and serve what they
+    /// measure to `run --server-probes-from` on the generator's host.
+    Probe(probes::ProbeAgentArgs),
     /// Re-render the report of a saved RunRecord (`run -o FILE`).
     Report(ReportArgs),
     /// Summary statistics of a file of numbers (one per line, or a column): R's summary()

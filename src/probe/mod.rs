@@ -18,6 +18,7 @@
 
 mod calibrate;
 pub mod output;
+pub mod remote;
 pub mod script;
 pub mod session;
 pub mod spec;
@@ -212,8 +213,19 @@ impl Probes {
         interval: Duration,
         watch: Option<crate::recorder::collector::Watch>,
     ) {
+        self.begin_ns(session::mono_ns(from), interval, watch);
+    }
+
+    /// [`Probes::begin`] at `from_ns` (CLOCK_MONOTONIC: another host's run, its clock
+    /// converted).
+    pub fn begin_ns(
+        &mut self,
+        from_ns: u64,
+        interval: Duration,
+        watch: Option<crate::recorder::collector::Watch>,
+    ) {
         self.server_cpu_from = target::cpu_s(&self.pids);
-        self.session.begin(from, interval, watch);
+        self.session.begin(from_ns, interval, watch);
     }
 
     /// The run has ended: the probes detached, what they measured.
@@ -236,5 +248,37 @@ impl Probes {
             ));
         }
         acc
+    }
+}
+
+/// The probes of a run: attached here, or on the server's host through its agent.
+pub enum Attached {
+    Here(Probes),
+    There(remote::Remote),
+}
+
+impl Attached {
+    /// The run's recorded window starts at `from`.
+    pub fn begin(
+        &mut self,
+        from: Instant,
+        interval: Duration,
+        watch: Option<crate::recorder::collector::Watch>,
+    ) -> Result<(), ProbeError> {
+        match self {
+            Attached::Here(p) => {
+                p.begin(from, interval, watch);
+                Ok(())
+            }
+            Attached::There(r) => r.begin(from, interval),
+        }
+    }
+
+    /// The run has ended: what the probes measured.
+    pub fn finish(self) -> Result<ProbeAcc, ProbeError> {
+        match self {
+            Attached::Here(p) => Ok(p.finish()),
+            Attached::There(r) => r.finish(),
+        }
     }
 }

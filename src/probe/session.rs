@@ -198,15 +198,14 @@ impl Session {
         self.with(|s| s.acc.cost = cost);
     }
 
-    /// The recording starts at `from`, in intervals of `interval`: ticks before it are left
+    /// The recording starts at `from_ns` (CLOCK_MONOTONIC), in intervals of `interval`: ticks before it are left
     /// out, and each later one lands in the interval of its middle.
     pub fn begin(
         &self,
-        from: Instant,
+        from_ns: u64,
         interval: Duration,
         watch: Option<crate::recorder::collector::Watch>,
     ) {
-        let from_ns = mono_ns(from);
         self.with(|s| {
             s.watch = watch;
             s.window = Some(Window {

@@ -12,6 +12,7 @@
 
 use super::{hist, IntervalSnapshot, Series};
 use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
 
 /// Bits of a bucket key below the power of two: 32 buckets per octave.
 pub const SUB_BITS: u32 = 5;
@@ -58,7 +59,7 @@ pub struct ProbedPhase {
 }
 
 /// What the probes cost, measured at the start of the run on this machine.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProbeCost {
     /// CPU time of one uprobe hit (the trap and the probe's program) on an instruction the
     /// kernel emulates (a `push`, how most functions begin), ns.
@@ -90,6 +91,122 @@ pub struct ProbeAcc {
     /// Things the report must say (the server exited, probes that never fired).
     pub notes: Vec<String>,
     pub cost: ProbeCost,
+    /// Probed on another host (`reqlife probe` there, `run --server-probes-from`): where,
+    /// and the clocks' offset.
+    pub remote: Option<RemoteClock>,
+}
+
+/// The probes' agent on the server's host and its clock against the generator's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RemoteClock {
+    /// The agent's address (`HOST:PORT`).
+    pub agent: String,
+    /// Its CLOCK_MONOTONIC minus the generator's, µs (measured as NTP does: the middle of the
+    /// fastest of several exchanges).
+    pub offset_us: f64,
+    /// That exchange's round trip, µs: the offset is within half of it.
+    pub rtt_us: f64,
+}
+
+/// What the probes measured, as the agent of another host sends it (`reqlife probe`): the
+/// histograms V2+DEFLATE in base64, the series by interval.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WireAcc {
+    pub pids: Vec<u32>,
+    pub process: String,
+    pub sample: u64,
+    /// (name, what, histogram)
+    pub phases: Vec<(String, String, String)>,
+    /// (interval index, [(name with [`PREFIX`], histogram)])
+    pub series: Vec<(u64, Vec<(String, String)>)>,
+    pub hits: Vec<(String, u64, bool)>,
+    pub notes: Vec<String>,
+    pub cost: ProbeCost,
+}
+
+impl WireAcc {
+    /// `acc` for the wire.
+    pub fn of(acc: &ProbeAcc) -> WireAcc {
+        let mut series = acc.series.clone();
+        series.settle();
+        use base64::Engine as _;
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        WireAcc {
+            pids: acc.pids.clone(),
+            process: acc.process.clone(),
+            sample: acc.sample,
+            phases: acc
+                .phases
+                .iter()
+                .map(|p| (p.name.clone(), p.what.clone(), hist::encode(&p.hist)))
+                .collect(),
+            series: series
+                .entries
+                .iter()
+                .map(|e| {
+                    let e = series.load(e);
+                    let named = e.server.iter().map(|(n, b)| (n.clone(), b64(b))).collect();
+                    (e.index * series.span, named)
+                })
+                .collect(),
+            hits: acc
+                .hits
+                .iter()
+                .zip(&acc.uprobe)
+                .map(|((n, c), u)| (n.clone(), *c, *u))
+                .collect(),
+            notes: acc.notes.clone(),
+            cost: acc.cost.clone(),
+        }
+    }
+
+    /// Back into an accumulator; `None` when a histogram does not decode.
+    pub fn into_acc(self, remote: Option<RemoteClock>) -> Option<ProbeAcc> {
+        use base64::Engine as _;
+        let phases = self
+            .phases
+            .iter()
+            .map(|(name, what, h)| {
+                Some(ProbedPhase {
+                    name: name.clone(),
+                    what: what.clone(),
+                    hist: hist::decode(h).ok()?,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let mut series = Series::default();
+        for (index, named) in self.series {
+            let server = named
+                .into_iter()
+                .map(|(n, b)| {
+                    let bytes = base64::engine::general_purpose::STANDARD.decode(b).ok()?;
+                    Some((n, bytes))
+                })
+                .collect::<Option<Vec<_>>>()?;
+            series.push(IntervalSnapshot {
+                index,
+                counters: Default::default(),
+                hists: Vec::new(),
+                server,
+                busy_max: None,
+                spilled: None,
+                status: Vec::new(),
+                by_request: Vec::new(),
+            });
+        }
+        Some(ProbeAcc {
+            pids: self.pids,
+            process: self.process,
+            sample: self.sample,
+            phases,
+            series,
+            uprobe: self.hits.iter().map(|h| h.2).collect(),
+            hits: self.hits.into_iter().map(|(n, c, _)| (n, c)).collect(),
+            notes: self.notes,
+            cost: self.cost,
+            remote,
+        })
+    }
 }
 
 impl ProbeAcc {
@@ -119,6 +236,7 @@ impl ProbeAcc {
             uprobe: probes.iter().map(|(_, u)| *u).collect(),
             notes: Vec::new(),
             cost: ProbeCost::default(),
+            remote: None,
         }
     }
 
@@ -221,6 +339,38 @@ mod tests {
             assert!(k >= last, "{ns}");
             last = k;
         }
+    }
+
+    #[test]
+    fn an_accumulator_crosses_the_wire_unchanged() {
+        let phases = [("socket".to_string(), "in its socket".to_string())];
+        let probes = [("kernel:a".to_string(), false), ("fn:f".to_string(), true)];
+        let mut acc = ProbeAcc::new(vec![3, 4], "srv".into(), 10, &phases, &probes);
+        acc.add_tick(Some(1), &[(0, bucket_key(7_000), 5)]);
+        acc.add_tick(Some(4), &[(0, bucket_key(9_000), 2)]);
+        acc.hits = vec![("kernel:a".into(), 70), ("fn:f".into(), 7)];
+        acc.notes.push("a note".into());
+        acc.cost.tracepoint_hit_ns = Some(700.0);
+        let text = serde_json::to_string(&WireAcc::of(&acc)).unwrap();
+        let back: WireAcc = serde_json::from_str(&text).unwrap();
+        let clock = RemoteClock {
+            agent: "h:1".into(),
+            offset_us: 5.0,
+            rtt_us: 80.0,
+        };
+        let b = back.into_acc(Some(clock.clone())).unwrap();
+        assert_eq!(
+            (b.pids, b.process.as_str(), b.sample),
+            (vec![3, 4], "srv", 10)
+        );
+        assert_eq!(b.phases[0].hist, acc.phases[0].hist);
+        assert_eq!((b.hits, b.uprobe), (acc.hits.clone(), acc.uprobe.clone()));
+        assert_eq!(
+            (b.notes, b.cost, b.remote),
+            (acc.notes.clone(), acc.cost.clone(), Some(clock))
+        );
+        let indices: Vec<u64> = b.series.entries.iter().map(|e| e.index).collect();
+        assert_eq!(indices, vec![1, 4]);
     }
 
     #[test]

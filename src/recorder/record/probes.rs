@@ -4,7 +4,7 @@
 
 use crate::model::Phase;
 use crate::recorder::hist::Stats;
-use crate::recorder::probes::ProbeAcc;
+use crate::recorder::probes::{ProbeAcc, RemoteClock};
 use crate::util::units::human_ns;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -40,6 +40,10 @@ pub struct ServerProbes {
     pub cost: Cost,
     /// What the report must say: the server exited, probes that never fired.
     pub notes: Vec<String>,
+    /// Probed on the server's host by `reqlife probe` (`run --server-probes-from`): the agent
+    /// and the clocks' offset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<RemoteClock>,
 }
 
 /// The client's write + wait, and the part of it the server's side accounts for.
@@ -114,6 +118,7 @@ impl ServerProbes {
                 share_of_server_cpu: share,
             },
             notes: acc.notes.clone(),
+            remote: acc.remote.clone(),
         }
     }
 
@@ -154,8 +159,17 @@ impl ServerProbes {
             1 => "every request".to_string(),
             n => format!("one request in {n}"),
         };
+        let host = match &self.remote {
+            Some(r) => format!(
+                " on {} (reqlife probe; its clock {:+.1} µs from ours, within {:.1} µs)",
+                r.agent,
+                r.offset_us,
+                r.rtt_us / 2.0
+            ),
+            None => String::new(),
+        };
         format!(
-            "The server's side, probed: {} (pid {}), {sampled}",
+            "The server's side, probed: {} (pid {}){host}, {sampled}",
             self.process,
             pids.join(", ")
         )
@@ -249,9 +263,19 @@ fn explained(
 ) -> Option<Explained> {
     let mean = |p: Phase| client.get(&p).filter(|s| s.count > 0)?.mean_us;
     let client_mean_us = mean(Phase::Write)? + mean(Phase::Wait)?;
+    // The server's socket and its read to write; the way back to the client when the
+    // client's socket is on the server's host (a generator elsewhere: the network's, left).
     let mut server_mean_us = 0.0;
     for name in KERNEL_PHASES {
-        server_mean_us += phases.get(name).filter(|s| s.count > 0)?.mean_us?;
+        match phases
+            .get(name)
+            .filter(|s| s.count > 0)
+            .and_then(|s| s.mean_us)
+        {
+            Some(mean) => server_mean_us += mean,
+            None if name == "return" => {}
+            None => return None,
+        }
     }
     if client_mean_us <= 0.0 {
         return None;
@@ -289,8 +313,11 @@ mod tests {
             (e.client_mean_us, e.server_mean_us, e.share, e.left_us),
             (100.0, 90.0, 0.9, 10.0)
         );
-        // A phase that saw nothing explains nothing.
+        // The way back unseen (a client on another host): the rest explains what it can.
         server.insert("return".into(), stats(0.0, 0));
+        assert_eq!(explained(&server, &client).unwrap().server_mean_us, 80.0);
+        // The server's socket unseen: nothing is explained.
+        server.insert("socket".into(), stats(0.0, 0));
         assert_eq!(explained(&server, &client), None);
     }
 
