@@ -54,19 +54,41 @@ fn bpftraces() -> usize {
 
 /// The known-truth server, built and started: (its guard, its port, its pid).
 fn probe_server(dir: &Path) -> (Stopped, u16, u32) {
-    let bin = dir.join("probe_server");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/probe_server.c");
     // -O0: each function begins with `push %rbp`, which the kernel emulates under a uprobe
     // (most functions of real servers begin with a push too); see src/probe/calibrate.rs.
-    let built = Command::new("cc")
-        .arg("-O0")
-        .arg("-o")
-        .arg(&bin)
-        .arg(&src)
-        .status()
-        .expect("cc runs");
-    assert!(built.success(), "tests/data/probe_server.c builds");
-    let mut child = Command::new(&bin)
+    let bin = build(dir, "cc", &["-O0"], "probe_server.c").expect("cc runs");
+    start(&bin)
+}
+
+/// tests/data/`src` built with `compiler` and `flags` into `dir`; `None` (after [`missing`])
+/// when the compiler is not there.
+fn build(dir: &Path, compiler: &str, flags: &[&str], src: &str) -> Option<std::path::PathBuf> {
+    let bin = dir.join(format!(
+        "{}-{}",
+        src.replace('.', "_"),
+        compiler.replace('+', "x")
+    ));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(src);
+    let mut cmd = Command::new(compiler);
+    if compiler == "go" {
+        cmd.arg("build").current_dir(dir);
+    }
+    let status = match cmd.args(flags).arg("-o").arg(&bin).arg(&src).status() {
+        Ok(s) => s,
+        Err(_) => {
+            missing(compiler, "the machine's compilers: gcc, g++, rustc, go");
+            return None;
+        }
+    };
+    assert!(status.success(), "{} builds with {compiler}", src.display());
+    Some(bin)
+}
+
+/// A built known-truth server started: (its guard, its port, its pid).
+fn start(bin: &Path) -> (Stopped, u16, u32) {
+    let mut child = Command::new(bin)
         .stdout(Stdio::piped())
         .spawn()
         .expect("the probe server starts");
@@ -391,6 +413,93 @@ fn compare_reads_the_probed_phases() {
         "probed fn:parse->handle p50",
     ] {
         assert!(text.contains(row), "{row} in\n{text}");
+    }
+}
+
+#[test]
+fn cpp_rust_go_and_usdt_probes() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_probe() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let w = "probe_server::work::";
+    let rust_fns = format!("{w}parse,{w}handle,{w}respond,{w}finish");
+    // (compiler, flags, source, the functions, the phase whose p50 is checked and its bounds:
+    // Go's functions begin with an instruction the kernel single-steps, ~10 µs a hit here)
+    let cases: Vec<(&str, Vec<&str>, &str, String, String, (f64, f64))> = vec![
+        (
+            "g++",
+            vec!["-x", "c++", "-O0"],
+            "probe_server.c",
+            "parse,handle,respond,finish".into(),
+            "fn:handle->respond".into(),
+            (200.0, 210.0),
+        ),
+        (
+            "cc",
+            vec!["-O0", "-DWITH_USDT"],
+            "probe_server.c",
+            "usdt:probe_server:request__start,usdt:probe_server:request__done".into(),
+            "fn:usdt:probe_server:request__start->usdt:probe_server:request__done".into(),
+            (290.0, 345.0),
+        ),
+        (
+            "rustc",
+            vec!["-O", "-C", "force-frame-pointers=yes"],
+            "probe_server.rs",
+            rust_fns,
+            format!("fn:{w}handle->{w}respond"),
+            (200.0, 210.0),
+        ),
+        (
+            "go",
+            vec![],
+            "probe_server.go",
+            "main.parse,main.handle,main.respond,main.finish".into(),
+            "fn:main.handle->main.respond".into(),
+            (200.0, 260.0),
+        ),
+    ];
+    for (compiler, flags, src, fns, phase, (low, high)) in cases {
+        let Some(bin) = build(dir.path(), compiler, &flags, src) else {
+            continue;
+        };
+        let (_server, port, _) = start(&bin);
+        let out = dir.path().join(format!("{compiler}.json"));
+        Run::new()
+            .n(1000)
+            .c(1)
+            .args(["--server-fn", &fns, "-o"])
+            .arg(out.to_str().unwrap())
+            .url(url(port))
+            .ok();
+        let v = read_json(&out);
+        let p = probes_of(&v);
+        let n_fns = fns.split(',').count();
+        let phases: Vec<&str> = p["order"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|n| n.as_str())
+            .collect();
+        assert_eq!(
+            phases.len(),
+            3 + (n_fns - 1) + usize::from(n_fns > 2),
+            "{compiler}: {phases:?}"
+        );
+        for name in &phases {
+            assert_eq!(
+                p["phases"][name]["count"].as_u64(),
+                Some(1000),
+                "{compiler} {name}: {p}"
+            );
+        }
+        let p50 = p["phases"][&phase]["p50_us"].as_f64().unwrap();
+        assert!(
+            (low..=high).contains(&p50),
+            "{compiler} {phase}: p50 {p50} us, not in {low}-{high}"
+        );
     }
 }
 

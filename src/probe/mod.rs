@@ -144,6 +144,18 @@ pub fn prepare(req: &ProbeRequest, port: u16, printing: bool) -> Result<Prepared
         ));
     }
     symbols::resolve(&bpftrace, &server.exe, &mut functions)?;
+    let go = !functions.is_empty() && symbols::is_go(&bpftrace, &server.exe);
+    let returns = functions
+        .iter()
+        .any(|f| matches!(f.site, spec::Site::Function { ret: true, .. }));
+    if go && returns {
+        return Err(ProbeError::Input(
+            "--server-fn: a Go server's returns cannot be probed (a uretprobe breaks Go's \
+             moving stacks): name the functions' entries, e.g. the next function a request \
+             calls"
+                .into(),
+        ));
+    }
     let calibrate = calibrate::target().map(|exe| (std::process::id(), exe));
     let tick_ms = (req.interval.as_millis() as u64 / 10).clamp(10, 100);
     let plan = script::ScriptPlan {
@@ -151,6 +163,7 @@ pub fn prepare(req: &ProbeRequest, port: u16, printing: bool) -> Result<Prepared
         port,
         kernel: true,
         functions,
+        go,
         sample: req.sample,
         tick_ms,
         calibrate: calibrate.clone(),

@@ -42,6 +42,9 @@ pub struct ScriptPlan {
     pub kernel: bool,
     /// The functions, resolved (each with its binary).
     pub functions: Vec<FnProbe>,
+    /// The server is a Go program: a request's functions are followed by goroutine, not by
+    /// thread.
+    pub go: bool,
     /// One request in this many is timed.
     pub sample: u64,
     pub tick_ms: u64,
@@ -275,23 +278,29 @@ tracepoint:sock:sock_send_length /{pids} && args->ret > 0 && args->protocol == 6
             ));
             phases.len() - 1
         });
+        // A request's functions run on one thread; a Go server's on one goroutine, which
+        // may move between threads: keyed by its g (register r14 on x86-64, Go 1.17 on).
+        let key = if self.go { "reg(\"r14\")" } else { "tid" };
         for (i, probe) in f.iter().enumerate() {
             let n = probes.len();
             probes.push((format!("fn:{}", probe.label), true));
             let body = if i == 0 {
-                sampled(self.sample, "@fs[tid] = nsecs; @fp[tid] = nsecs;")
+                sampled(
+                    self.sample,
+                    &"@fs[K] = nsecs; @fp[K] = nsecs;".replace('K', key),
+                )
             } else {
                 let mut b = format!(
-                    "$p = @fp[tid];\n  if ($p) {{\n    $d = nsecs - $p;\n  {}\n",
+                    "$p = @fp[{key}];\n  if ($p) {{\n    $d = nsecs - $p;\n  {}\n",
                     count(base + i - 1)
                 );
                 if i == f.len() - 1 {
                     if let Some(total) = total {
-                        let _ = writeln!(b, "    $d = nsecs - @fs[tid];\n  {}", count(total));
+                        let _ = writeln!(b, "    $d = nsecs - @fs[{key}];\n  {}", count(total));
                     }
-                    b.push_str("    delete(@fp[tid]); delete(@fs[tid]);\n  }");
+                    let _ = write!(b, "    delete(@fp[{key}]); delete(@fs[{key}]);\n  }}");
                 } else {
-                    b.push_str("    @fp[tid] = nsecs;\n  }");
+                    let _ = write!(b, "    @fp[{key}] = nsecs;\n  }}");
                 }
                 b
             };
@@ -354,6 +363,7 @@ mod tests {
             port: 8080,
             kernel: true,
             functions,
+            go: false,
             sample,
             tick_ms: 100,
             calibrate: Some((42, "/usr/bin/reqlife".into())),

@@ -23,6 +23,13 @@ pub fn list(bpftrace: &Path, kind: &str, binary: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Whether `exe` is a Go program (it has Go's runtime).
+pub fn is_go(bpftrace: &Path, exe: &Path) -> bool {
+    list(bpftrace, "uprobe", exe)
+        .iter()
+        .any(|n| n == "runtime.goexit" || n == "runtime.goexit.abi0" || n == "runtime.goexit0")
+}
+
 /// Each function of `probes` resolved to a symbol of its binary (`exe` unless it names
 /// another), its binary made explicit; a name the binary lacks is refused with the closest.
 pub fn resolve(bpftrace: &Path, exe: &Path, probes: &mut [FnProbe]) -> Result<(), ProbeError> {
@@ -70,10 +77,12 @@ fn find_symbol(want: &str, names: &[String]) -> Option<String> {
     if names.iter().any(|n| n == want) {
         return Some(want.to_string());
     }
-    if !want.contains("::") {
+    // C++ and Rust (legacy) symbols: a name as the source spells it (`ns::f`, or a plain
+    // `parse` that C++ mangles to `_Z5parsev`).
+    let mangled: Vec<&String> = names.iter().filter(|n| n.starts_with("_Z")).collect();
+    if mangled.is_empty() {
         return None;
     }
-    let mangled: Vec<&String> = names.iter().filter(|n| n.starts_with("_Z")).collect();
     let plain = demangle(&mangled)?;
     mangled
         .iter()
@@ -197,7 +206,12 @@ mod tests {
             eprintln!("skipped: no c++filt");
             return;
         }
-        let names = vec!["main".to_string(), "_ZN3srv4Task7processEi".to_string()];
+        let names = vec![
+            "main".to_string(),
+            "_ZN3srv4Task7processEi".to_string(),
+            "_Z5parsev".to_string(),
+        ];
+        assert_eq!(find_symbol("parse", &names).as_deref(), Some("_Z5parsev"));
         assert_eq!(
             find_symbol("srv::Task::process", &names).as_deref(),
             Some("_ZN3srv4Task7processEi")
