@@ -129,6 +129,8 @@ pub struct FramedConn {
     pub stream: Option<Stream>,
     request: Vec<u8>,
     buf: Vec<u8>,
+    /// Bytes read for the last request (also when it failed).
+    pub read: u64,
 }
 
 impl FramedConn {
@@ -137,6 +139,7 @@ impl FramedConn {
             stream: None,
             request: plan.payload.clone(),
             buf: vec![0; BUF_BYTES],
+            read: 0,
         }
     }
 
@@ -162,11 +165,13 @@ impl FramedConn {
         stream.flush().await.map_err(write)?;
         stamps.written = Some(Instant::now());
         let mut reader = FrameReader::new(plan.framing, config.max_body_bytes);
+        self.read = 0;
         loop {
             let n = stream
                 .read(&mut self.buf)
                 .await
                 .map_err(|e| EngineError::io(ErrorKind::Read, "read".into(), &e))?;
+            self.read += n as u64;
             if n == 0 {
                 return Err(EngineError::new(ErrorKind::Closed, closed_detail(&reader)));
             }

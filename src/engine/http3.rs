@@ -236,6 +236,11 @@ impl H3Link {
         )
     }
 
+    /// The UDP bytes read and written since the last take, taken: a failed stream's share.
+    pub(super) fn take_failed(&self) -> (u64, u64) {
+        self.take_wire()
+    }
+
     /// Forgets the connection (after a connection error, the server's GOAWAY, or a request
     /// with keep-alive off).
     pub(super) fn reset(&self) {

@@ -491,38 +491,59 @@ impl Session {
                 }
             }
             Some(Err(e)) => {
+                let (bytes_read, wire_written) = self.read_of_failed();
                 self.close();
                 Outcome {
-                    bytes_written: if stamps.written.is_some() {
-                        request_bytes
-                    } else {
-                        0
+                    bytes_written: match wire_written {
+                        Some(n) => n,
+                        None if stamps.written.is_some() => request_bytes,
+                        None => 0,
                     },
                     result: Err(e),
-                    bytes_read: 0,
+                    bytes_read,
                     traffic: Traffic::default(),
                     server_closed: false,
                     grpc: None,
                 }
             }
             None => {
+                let (bytes_read, wire_written) = self.read_of_failed();
                 self.close();
                 Outcome {
-                    bytes_written: if stamps.written.is_some() {
-                        request_bytes
-                    } else {
-                        0
+                    bytes_written: match wire_written {
+                        Some(n) => n,
+                        None if stamps.written.is_some() => request_bytes,
+                        None => 0,
                     },
                     result: Err(EngineError::new(
                         ErrorKind::Timeout,
                         format!("no complete response within {timeout:?}"),
                     )),
-                    bytes_read: 0,
+                    bytes_read,
                     traffic: Traffic::default(),
                     server_closed: false,
                     grpc: None,
                 }
             }
+        }
+    }
+
+    /// The bytes a failed request read (a body cut at `--max-body` or by the timeout, a
+    /// broken framing): what its connection read since its request went out (HTTP/1.1,
+    /// `tcp://`), or the link's share since the last response (HTTP/2, HTTP/3: with the bytes
+    /// written, which no later response may carry). Counted in `bytes`, as they did cross.
+    fn read_of_failed(&mut self) -> (u64, Option<u64>) {
+        match (self.link.as_deref(), &self.framed) {
+            (Some(Link::H2(link)), _) => {
+                let (read, written) = link.take_failed();
+                (read, Some(written))
+            }
+            (Some(Link::H3(link)), _) => {
+                let (read, written) = link.take_failed();
+                (read, Some(written))
+            }
+            (None, Some(f)) => (f.read, None),
+            (None, None) => (self.conn.as_ref().map_or(0, |c| c.read_since_send), None),
         }
     }
 
@@ -580,7 +601,7 @@ impl Session {
                 (Link::H3(_), None) => unreachable!("an HTTP/3 link comes with its connector"),
             };
             self.max_streams = r.max_streams;
-            // A GOAWAY under this request counts as the server closing the connection.
+            // The server's end of the connection before this one (GOAWAY, or a close), told once.
             return Ok(http1::Response {
                 status: r.status,
                 bytes_read: r.bytes_read,

@@ -84,6 +84,9 @@ pub struct Http1Conn {
     /// Pipelined (`--pipeline`): bytes at the start of the buffer that came after the last
     /// response, the beginning of the next one (the buffer is held while there are any).
     carried: usize,
+    /// Bytes read since the last write: what a request that failed while reading its
+    /// response had read (a body cut at `--max-body`, or by the timeout).
+    pub(super) read_since_send: u64,
 }
 
 impl Http1Conn {
@@ -94,6 +97,7 @@ impl Http1Conn {
             trailers: Vec::new(),
             arrival: None,
             carried: 0,
+            read_since_send: 0,
         }
     }
 
@@ -106,6 +110,7 @@ impl Http1Conn {
     /// returns when the write ended, the `written` stamp ([`Self::read_response`] reads the
     /// response).
     pub async fn send_all(&mut self, requests: &[u8]) -> Result<Instant, EngineError> {
+        self.read_since_send = 0;
         self.stream
             .write_all(requests)
             .await
@@ -419,6 +424,7 @@ impl Http1Conn {
         if n > 0 {
             self.arrival = arrival;
         }
+        self.read_since_send += n as u64;
         Ok(n)
     }
 

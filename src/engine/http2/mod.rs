@@ -67,6 +67,9 @@ pub struct H2Link {
     wire: Rc<WireStats>,
     /// The totals (read, header, written) at the last take ([`H2Link::take_wire`]).
     taken: Cell<(u64, u64, u64)>,
+    /// The server ended the link's last connection (GOAWAY, or its close), not yet told by
+    /// a response ([`H2Link::take_server_close`]): one count per connection, not per stream.
+    server_ended: Cell<bool>,
 }
 
 impl H2Link {
@@ -139,12 +142,29 @@ impl H2Link {
         }
     }
 
+    /// The bytes read and written since the last take, taken: a failed stream's share (the
+    /// header-block bytes among them are not a response's).
+    pub(super) fn take_failed(&self) -> (u64, u64) {
+        let share = self.take_wire();
+        (share.read, share.written)
+    }
+
     /// Forgets the connection (after an error on it, or after each request without
     /// keep-alive): it takes no new stream, and closes once its streams are done.
     pub(super) fn reset(&self) {
         if let Some(c) = self.conn.borrow_mut().take() {
-            c.core.borrow_mut().retire();
+            let mut core = c.core.borrow_mut();
+            if core.ended_by_server() {
+                self.server_ended.set(true);
+            }
+            core.retire();
         }
+    }
+
+    /// Whether the server ended the link's last connection since the last take: told once,
+    /// by the response that took it.
+    fn take_server_close(&self) -> bool {
+        self.server_ended.replace(false)
     }
 }
 
@@ -182,8 +202,8 @@ pub(in crate::engine) fn not_h2_error() -> EngineError {
     .with_cause(Some(super::cause::Cause::NotH2))
 }
 
-/// A response: status, bytes, and whether the server closed the connection (GOAWAY)
-/// under this request, which was then sent again on a new one.
+/// A response: status, bytes, and whether the server ended (GOAWAY, or a close) the
+/// connection before it, once per such connection: the first response after it tells it.
 pub struct H2Response {
     pub status: u16,
     /// The connection's bytes read and written since the previous response (this one's share).
@@ -219,7 +239,7 @@ pub async fn exchange(
     mut sinks: Sinks<'_>,
 ) -> Result<H2Response, EngineError> {
     let key = fixed.then_some(request as *const Request as usize);
-    let (mut server_closed, mut resent) = (false, false);
+    let mut resent = false;
     loop {
         sinks.timing.clear();
         let conn = link.conn(connector, tuning, stamps).await?;
@@ -239,7 +259,9 @@ pub async fn exchange(
                     bytes_read: share.read,
                     bytes_written: share.written,
                     traffic,
-                    server_closed,
+                    // The server ended the connection before this one (however many of its
+                    // streams it refused): one close, told by one response.
+                    server_closed: link.take_server_close(),
                     max_streams,
                 });
             }
@@ -252,7 +274,6 @@ pub async fn exchange(
                 // under this request); by REFUSED_STREAM: it stays, and takes the stream again.
                 if !by_reset {
                     link.reset();
-                    server_closed = true;
                 }
                 resent = true;
             }

@@ -10,6 +10,7 @@
 
 mod build;
 pub mod config;
+mod counts;
 pub mod figures;
 pub mod probes;
 #[cfg(test)]

@@ -413,3 +413,38 @@ fn unknown_phases_are_left_out_and_unknown_protocols_refused() {
         crate::util::exit::EXIT_USAGE
     );
 }
+
+#[test]
+fn the_counts_of_a_summary_follow_from_each_other() {
+    // A run's own counts keep the relations (-c 10: 10 connections may exist before it).
+    let consistent = record(&["-c", "10"], |m| {
+        m.counters.requests = 120;
+        m.counters.ok = 100;
+        m.counters.errors[ErrorKind::Timeout.index()] = 20;
+        m.counters.bytes_read = 5000;
+        m.counters.connections_opened = 30;
+        m.counters.server_closes = 25;
+    });
+    let v = consistent.summary.count_violations(10);
+    assert!(v.is_empty(), "{v:?}");
+    assert_eq!(consistent.summary.throughput_rps, 12.0);
+    // What issue 37 saw: more server closes than connections; responses, no byte read.
+    let broken = record(&["-c", "10"], |m| {
+        m.counters.requests = 400;
+        m.counters.ok = 400;
+        m.counters.connections_opened = 122;
+        m.counters.server_closes = 309;
+    });
+    let v = broken.summary.count_violations(10);
+    assert!(
+        v.iter().any(|v| v.contains("309 server closes of 122")),
+        "{v:?}"
+    );
+    assert!(v.iter().any(|v| v.contains("no byte read")), "{v:?}");
+    let mut s = consistent.summary.clone();
+    s.throughput_rps = 915.58;
+    s.bytes.body = 6000;
+    s.requests.ok = 90;
+    let v = s.count_violations(10);
+    assert_eq!(v.len(), 3, "{v:?}");
+}

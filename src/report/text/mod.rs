@@ -221,14 +221,16 @@ fn totals(out: &mut String, r: &RunRecord) {
         "  Requests     {} total, {} ok, {} errors, {} non-2xx/3xx in {:.2}s",
         s.requests.total, s.requests.ok, s.requests.errors, s.requests.non_2xx_3xx, s.duration_s
     );
-    // What the throughput divides: the requests that ended within the window.
+    // What the throughput divides: the requests that ended within the window (all of them
+    // failures when none was answered: said, so that the rate is not taken for the server's).
+    let ended = s.requests.total.saturating_sub(s.end.drained);
     let basis = match s.end.drained {
-        0 => String::new(),
-        d => format!(
-            " (the {} that ended within the {:.2}s)",
-            s.requests.total.saturating_sub(d),
+        _ if s.requests.ok == 0 && ended > 0 => format!(
+            " (the {ended} that ended within the {:.2}s, all failed: none answered)",
             s.duration_s
         ),
+        0 => String::new(),
+        _ => format!(" (the {ended} that ended within the {:.2}s)", s.duration_s),
     };
     let _ = writeln!(
         out,
@@ -240,13 +242,21 @@ fn totals(out: &mut String, r: &RunRecord) {
     );
     if !s.end.is_empty() {
         let e = &s.end;
+        // No connection opened and nothing written: those in flight were still connecting.
+        let connecting = s.connections.opened == 0 && s.bytes.written == 0 && e.in_flight > 0;
+        let waiting = if connecting {
+            " (connecting: no connection opened, nothing sent)"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "  End          {} ended in the drain ({} after the window, {} timed out), {} still in flight, {} due but never sent",
+            "  End          {} ended in the drain ({} after the window, {} timed out), {} still in flight{}, {} due but never sent",
             e.drained,
             human_ns(e.drain_s * 1e9),
             e.drain_timeouts,
             e.in_flight,
+            waiting,
             e.not_sent
         );
     }

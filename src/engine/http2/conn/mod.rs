@@ -281,6 +281,11 @@ impl Core {
         !self.going_away && self.failure.is_none()
     }
 
+    /// Whether the server ended this connection: its GOAWAY, or its close.
+    pub(super) fn ended_by_server(&self) -> bool {
+        self.goaway_code.is_some() || matches!(self.failure, Some(ConnFailure::Closed(..)))
+    }
+
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS, once its SETTINGS said.
     pub(super) fn max_streams(&self) -> Option<u32> {
         self.max_streams
