@@ -10,6 +10,7 @@ mod calibrate;
 mod control;
 mod failure;
 mod files;
+mod habits;
 mod interleave;
 mod interrupt;
 mod knee;
@@ -32,56 +33,9 @@ pub use crate::util::exit::{
     EXIT_THRESHOLD, EXIT_USAGE,
 };
 
-/// The subcommands, and what clap answers on its own, as the first argument.
-const FIRST_WORDS: &[&str] = &[
-    "run",
-    "serve",
-    "report",
-    "stats",
-    "calibrate",
-    "merge",
-    "knee",
-    "compare",
-    "help",
-    "-h",
-    "--help",
-    "-V",
-    "--version",
-];
-
-/// wrk's and oha's habits, before clap reads the line: `reqlife URL ...` (no subcommand, a
-/// URL among the arguments) runs `reqlife run URL ...`. Gives the line to parse, or the
-/// message for `-q N` (oha's and hey's rate flag; here -q is --quiet).
-fn habits(mut args: Vec<std::ffi::OsString>) -> Result<Vec<std::ffi::OsString>, Failure> {
-    let is_url = |a: &std::ffi::OsString| {
-        let a = a.to_string_lossy();
-        a.starts_with("http://") || a.starts_with("https://")
-    };
-    if let Some(first) = args.get(1) {
-        let first = first.to_string_lossy();
-        if !FIRST_WORDS.contains(&first.as_ref()) && args[1..].iter().any(is_url) {
-            args.insert(1, "run".into());
-        }
-    }
-    for (i, a) in args.iter().enumerate() {
-        let a = a.to_string_lossy();
-        let rate = match a.strip_prefix("-q") {
-            Some("") => args.get(i + 1).map(|v| v.to_string_lossy().into_owned()),
-            Some(v) if v.starts_with(|c: char| c.is_ascii_digit()) => Some(v.to_string()),
-            _ => None,
-        };
-        if let Some(rate) = rate.filter(|r| crate::util::units::parse_rate(r).is_ok()) {
-            return Err(Failure::Usage(format!(
-                "-q is --quiet here: for a rate of {rate} req/s (oha's and hey's -q), use -R {rate}"
-            )));
-        }
-    }
-    Ok(args)
-}
-
 /// Runs the command line `args` (the program name first) and returns the exit code.
 pub fn main_with(args: Vec<std::ffi::OsString>) -> i32 {
-    let args = match habits(args) {
+    let args = match habits::habits(args) {
         Ok(a) => a,
         Err(e) => return e.report(),
     };

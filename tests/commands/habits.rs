@@ -1,6 +1,7 @@
 //! Habits of other tools' users: `-` for standard output (`-o`, `--html`, `--hdr-log`) and
 //! standard input (`report`, `stats`, `merge`, `compare`); `reqlife URL` runs it; oha's `-q`
-//! gets a suggestion; compound durations; a negative rate in words; `serve --addr PORT`;
+//! gets a suggestion, and so do oha's -z, --disable-keepalive and --no-tui, wrk's -s, k6's --vus,
+//! a negative value and a mistyped subcommand; compound durations; a negative rate in words; `serve --addr PORT`;
 //! `-o FILE` says so; the header at the start; no HPACK savings on HTTP/1.1's Traffic line.
 //! Every load is a few hundred requests or a fraction of a second, on 127.0.0.1.
 
@@ -374,4 +375,62 @@ fn serve_takes_a_bare_port_and_says_a_tls_certificate_is_self_signed() {
         "{}",
         stderr(&out)
     );
+}
+
+/// Other tools' flags each get one line naming reqlife's way (issue 37), not clap's tips
+/// ("use '-- -z'", "a similar argument exists: '--value-size'"), and exit 2.
+#[test]
+fn other_tools_flags_get_reqlifes_way() {
+    let url = "http://127.0.0.1:9/";
+    // (arguments, the line)
+    let rows: [(&[&str], &str); 10] = [
+        (
+            &["run", "-z", "5s", url],
+            "-z is oha's duration: here it is -d (e.g. -d 5s)",
+        ),
+        (
+            &[url, "-z5s"],
+            "-z is oha's duration: here it is -d (e.g. -d 5s)",
+        ),
+        (
+            &["run", "-s", "post.lua", url],
+            "-s is wrk's Lua script: reqlife has no scripting; for a method and a body use -m POST --body TEXT (or --body-file FILE), for varied requests --targets FILE (vegeta's list) or --scenario FILE (TOML, weights and templates)",
+        ),
+        (
+            &["run", "--disable-keepalive", url],
+            "--disable-keepalive is oha's: here it is --no-keepalive (a new connection for every request)",
+        ),
+        (
+            &["run", "--no-keepalive", "--no-tui", url],
+            "--no-tui is oha's: reqlife shows no live view unless --live is given; drop it (--quiet hides the progress bar too)",
+        ),
+        (
+            &["run", "--vus", "10", url],
+            "--vus is k6's virtual users: here a closed loop of -c 10 connections, each sending its next request when the last one ended",
+        ),
+        (
+            &["run", "-d", "-5s", url],
+            "-d takes a positive value, not -5s (e.g. -d 5s)",
+        ),
+        (
+            &["run", "--timeout", "-1s", url],
+            "--timeout takes a positive value, not -1s (e.g. --timeout 1s)",
+        ),
+        (
+            &["rnu", url],
+            "no subcommand 'rnu': did you mean 'run'? (reqlife run …; reqlife --help lists them)",
+        ),
+        (
+            &["reprot", "r.json"],
+            "no subcommand 'reprot': did you mean 'report'? (reqlife report …; reqlife --help lists them)",
+        ),
+    ];
+    for (args, line) in rows {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out).trim(), format!("error: {line}"), "{args:?}");
+    }
+    // reqlife's own flags are not taken for habits: -s as a value, a URL-first line.
+    let out = run(&["run", "--scenario", "-s", url]);
+    assert!(!stderr(&out).contains("wrk's"), "{}", stderr(&out));
 }

@@ -1,0 +1,254 @@
+//! Habits of other tools' users, answered before clap reads the line (clap's own tips, "use
+//! '-- -z'" or "a similar argument exists: '--value-size'", would mislead): `reqlife URL ...`
+//! (no subcommand, a URL among the arguments) runs `reqlife run URL ...`; a subcommand typed
+//! wrong gets the one meant; oha's, hey's, wrk's and k6's flags (`-q N`, `-z`, `-s`,
+//! `--disable-keepalive`, `--no-tui`, `--vus`) get one line naming reqlife's way; a negative
+//! value gets a sentence instead of clap's "use '-- -5'".
+
+use super::Failure;
+use clap::CommandFactory;
+use std::ffi::OsString;
+
+/// The subcommands, and what clap answers on its own, as the first argument.
+const FIRST_WORDS: &[&str] = &[
+    "run",
+    "serve",
+    "report",
+    "stats",
+    "calibrate",
+    "merge",
+    "knee",
+    "compare",
+    "help",
+    "-h",
+    "--help",
+    "-V",
+    "--version",
+];
+
+/// Another tool's flag (without its value), what it is there, and reqlife's way (`{v}`: the
+/// value given, if the flag takes one).
+struct Habit {
+    flag: &'static str,
+    takes_value: bool,
+    answer: &'static str,
+}
+
+const HABITS: &[Habit] = &[
+    Habit {
+        flag: "-z",
+        takes_value: true,
+        answer: "-z is oha's duration: here it is -d (e.g. -d {v})",
+    },
+    Habit {
+        flag: "-s",
+        takes_value: true,
+        answer: "-s is wrk's Lua script: reqlife has no scripting; for a method and a body use -m POST --body TEXT (or --body-file FILE), for varied requests --targets FILE (vegeta's list) or --scenario FILE (TOML, weights and templates)",
+    },
+    Habit {
+        flag: "--script",
+        takes_value: true,
+        answer: "--script is wrk's Lua script: reqlife has no scripting; for a method and a body use -m POST --body TEXT (or --body-file FILE), for varied requests --targets FILE (vegeta's list) or --scenario FILE (TOML, weights and templates)",
+    },
+    Habit {
+        flag: "--disable-keepalive",
+        takes_value: false,
+        answer: "--disable-keepalive is oha's: here it is --no-keepalive (a new connection for every request)",
+    },
+    Habit {
+        flag: "--no-tui",
+        takes_value: false,
+        answer: "--no-tui is oha's: reqlife shows no live view unless --live is given; drop it (--quiet hides the progress bar too)",
+    },
+    Habit {
+        flag: "--vus",
+        takes_value: true,
+        answer: "--vus is k6's virtual users: here a closed loop of -c {v} connections, each sending its next request when the last one ended",
+    },
+    Habit {
+        flag: "-u",
+        takes_value: true,
+        answer: "-u is k6's virtual users: here a closed loop of -c {v} connections, each sending its next request when the last one ended",
+    },
+];
+
+/// The line to parse, or the one-line answer to a habit of another tool.
+pub(super) fn habits(mut args: Vec<OsString>) -> Result<Vec<OsString>, Failure> {
+    let is_url = |a: &OsString| {
+        let a = a.to_string_lossy();
+        a.starts_with("http://") || a.starts_with("https://")
+    };
+    if let Some(first) = args.get(1) {
+        let first = first.to_string_lossy().into_owned();
+        if !FIRST_WORDS.contains(&first.as_str()) {
+            let bare = !first.starts_with('-') && !is_url(&args[1]);
+            if let Some(meant) = meant_subcommand(&first).filter(|_| bare) {
+                return Err(Failure::Usage(format!(
+                    "no subcommand '{first}': did you mean '{meant}'? (reqlife {meant} …; reqlife --help lists them)"
+                )));
+            }
+            if args[1..].iter().any(is_url) {
+                args.insert(1, "run".into());
+            }
+        }
+    }
+    let text: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut is_value = false;
+    for (i, a) in text.iter().enumerate().skip(1) {
+        if a == "--" {
+            break;
+        }
+        // The value of a flag of reqlife's (`--body -s`) is no flag.
+        if std::mem::take(&mut is_value) {
+            continue;
+        }
+        is_value = a.starts_with('-')
+            && !a.contains('=')
+            && find_arg(&text, a).is_some_and(|arg| {
+                arg.get_action().takes_values() && (a.starts_with("--") || a.chars().count() == 2)
+            });
+        let next = text.get(i + 1).map(String::as_str);
+        if let Some(rate) = oha_rate(a, next) {
+            return Err(Failure::Usage(format!(
+                "-q is --quiet here: for a rate of {rate} req/s (oha's and hey's -q), use -R {rate}"
+            )));
+        }
+        if let Some(line) = other_tools_flag(a, next).filter(|_| !defined(&text, a)) {
+            return Err(Failure::Usage(line));
+        }
+        if let Some(line) = negative_value(&text, i) {
+            return Err(Failure::Usage(line));
+        }
+    }
+    Ok(args)
+}
+
+/// `-q N` or `-qN` with a rate: oha's and hey's rate flag (here -q is --quiet).
+fn oha_rate(a: &str, next: Option<&str>) -> Option<String> {
+    let rate = match a.strip_prefix("-q") {
+        Some("") => next.map(str::to_string),
+        Some(v) if v.starts_with(|c: char| c.is_ascii_digit()) => Some(v.to_string()),
+        _ => None,
+    };
+    rate.filter(|r| crate::util::units::parse_rate(r).is_ok())
+}
+
+/// The answer to `a` (with `next` after it) when it is another tool's flag reqlife does not
+/// have: `-z 5s`, `-z5s`, `--vus=10`, `--no-tui`, ….
+fn other_tools_flag(a: &str, next: Option<&str>) -> Option<String> {
+    HABITS.iter().find_map(|h| {
+        let value = if a == h.flag {
+            match h.takes_value {
+                true => next.unwrap_or("VALUE"),
+                false => "",
+            }
+        } else {
+            a.strip_prefix(h.flag)
+                .and_then(|rest| match h.flag.starts_with("--") {
+                    true => rest.strip_prefix('='),
+                    false => (h.takes_value && !rest.is_empty()).then_some(rest),
+                })?
+        };
+        Some(h.answer.replace("{v}", value))
+    })
+}
+
+/// The argument of the subcommand (`text[1]`) that the flag `flag` (`-x`, `--long`, or with
+/// `=value` or an attached value) names, if it has one.
+fn find_arg(text: &[String], flag: &str) -> Option<clap::Arg> {
+    let cmd = crate::cli::Cli::command();
+    let sub = cmd.find_subcommand(text.get(1)?)?;
+    let found = sub
+        .get_arguments()
+        .find(|arg| match flag.strip_prefix("--") {
+            Some(long) => arg.get_long() == long.split('=').next(),
+            None => {
+                flag[1..].chars().next().is_some() && arg.get_short() == flag[1..].chars().next()
+            }
+        });
+    found.cloned()
+}
+
+/// Whether the subcommand has the flag `a` itself (then it is not another tool's habit).
+fn defined(text: &[String], a: &str) -> bool {
+    find_arg(text, a).is_some()
+}
+
+/// `-d -5s`: a flag of the subcommand that takes a value, given one that starts with `-` and
+/// a digit, which clap would take for a flag (its tip, "use '-- -5'", is wrong here). Flags
+/// that read negative numbers themselves (`-R`: its own sentence) are left to them.
+fn negative_value(text: &[String], i: usize) -> Option<String> {
+    let value = text.get(i + 1)?;
+    let negative = value.starts_with('-') && value[1..].starts_with(|c: char| c.is_ascii_digit());
+    let flag = text[i].as_str();
+    if !negative || !flag.starts_with('-') {
+        return None;
+    }
+    if !flag.starts_with("--") && flag.chars().count() != 2 {
+        return None;
+    }
+    let arg = find_arg(text, flag)?;
+    let takes_value = arg.get_action().takes_values();
+    if !takes_value || arg.is_allow_negative_numbers_set() || arg.is_allow_hyphen_values_set() {
+        return None;
+    }
+    let positive = &value[1..];
+    Some(format!(
+        "{flag} takes a positive value, not {value} (e.g. {flag} {positive})"
+    ))
+}
+
+/// The subcommand `word` was probably meant to be: one within two edits (a swap counts as
+/// one) of a subcommand's name.
+fn meant_subcommand(word: &str) -> Option<&'static str> {
+    FIRST_WORDS
+        .iter()
+        .filter(|w| !w.starts_with('-'))
+        .map(|w| (edits(word, w), *w))
+        .filter(|(d, _)| *d <= 2.min(word.len().saturating_sub(1)).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, w)| w)
+}
+
+/// Optimal string alignment distance: insertions, deletions, substitutions and swaps of two
+/// neighbours.
+fn edits(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_subcommands_are_found() {
+        assert_eq!(meant_subcommand("rnu"), Some("run"));
+        assert_eq!(meant_subcommand("serv"), Some("serve"));
+        assert_eq!(meant_subcommand("reprot"), Some("report"));
+        assert_eq!(meant_subcommand("example.com"), None);
+        assert_eq!(meant_subcommand("x"), None);
+    }
+}
