@@ -140,8 +140,10 @@ fn serve(args: &ServeArgs) -> Result<i32, Failure> {
             "reqlife serve: listening on {scheme}://{addr}/ (Ctrl-C to stop)\n  routes: /  /delay/{{ms}}  /echo  /status/{{code}}  /bytes/{{n}}  /text/{{n}}  /kv/{{key}}  /serial/{{ms}}  /stall/{{ms}}  /sse/{{n}}/{{gap_ms}}  /chunks/{{n}}/{{gap_ms}}\n"
         );
         if http3 {
+            // The command that works as printed: a self-signed certificate needs -k.
+            let k = if self_signed { " -k" } else { "" };
             text.push_str(&format!(
-                "  HTTP/3 too, on UDP port {} (reqlife run --http3 https://{addr}/)\n",
+                "  HTTP/3 too, on UDP port {} (reqlife run --http3{k} https://{addr}/)\n",
                 addr.port()
             ));
         }

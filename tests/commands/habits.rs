@@ -434,3 +434,35 @@ fn other_tools_flags_get_reqlifes_way() {
     let out = run(&["run", "--scenario", "-s", url]);
     assert!(!stderr(&out).contains("wrk's"), "{}", stderr(&out));
 }
+
+/// `serve --http3` prints the command that works against it as printed (issue 37: without
+/// `-k` it exited 3 on the self-signed certificate).
+#[test]
+fn serve_http3_prints_a_command_that_works() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_reqlife"))
+        .args(["serve", "--addr", "0", "--http3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut command = None;
+    for _ in 0..6 {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        if let Some(at) = line.find("(reqlife run ") {
+            command = Some(line[at + 1..].trim_end().trim_end_matches(')').to_string());
+            break;
+        }
+    }
+    let command = command.expect("serve --http3 prints a command");
+    let words: Vec<&str> = command.split_whitespace().collect();
+    assert_eq!(words[..4], ["reqlife", "run", "--http3", "-k"], "{command}");
+    let mut args = words[1..].to_vec();
+    args.splice(1..1, ["-n", "20", "-c", "2", "-t", "1", "--quiet"]);
+    let out = run(&args);
+    stop(child);
+    assert_eq!(out.status.code(), Some(0), "{command}: {}", stderr(&out));
+}
