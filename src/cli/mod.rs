@@ -8,6 +8,7 @@ pub mod help;
 pub mod plan;
 pub mod probes;
 pub mod protocol;
+pub mod resolve;
 mod watch;
 use crate::util::units;
 pub use watch::WatchArgs;
@@ -572,6 +573,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub grpc: grpc::GrpcArgs,
+
+    #[command(flatten)]
+    pub resolve: resolve::ResolveArgs,
 
     #[command(flatten)]
     pub view: ViewArgs,

@@ -7,7 +7,6 @@ use crate::model::load::{self, Fallback, Given, Load, LoadSpec};
 use crate::model::{io_reason, Arrival, LoadKind, LoadModel, Segment, Target, TlsPlan};
 use crate::plan::RunPlan;
 use crate::util::units::StagesSpec;
-use std::net::ToSocketAddrs;
 use std::time::Duration;
 
 pub use super::error::PlanError;
@@ -103,7 +102,7 @@ fn tls_plan(args: &RunArgs) -> Result<TlsPlan, PlanError> {
 
 /// The plan of the flags of every protocol (gRPC's applied by [`base`]).
 fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
-    let target = parse_target(url)?;
+    let target = super::resolve::target(url, &args.resolve.resolve)?;
     if args.stages.is_some() && !args.warmup.is_zero() {
         return err("--stages and --warmup conflict: make the first stage the warm-up");
     }
@@ -332,33 +331,10 @@ fn pacer_slack(args: &RunArgs, load: &LoadModel) -> Result<Duration, PlanError> 
     }
 }
 
-/// What to do when the URL's host does not resolve.
-const DNS_HINT: &str = "check the host name in the URL (a typo?) and the DNS (/etc/resolv.conf)";
-
 /// Parses and resolves the URL of a run (once, before it starts: a name that does not resolve
 /// is bad input, exit 2).
 pub fn parse_target(url: &str) -> Result<Target, PlanError> {
-    if super::framed::is_tcp(url) {
-        return super::framed::tcp_target(url);
-    }
-    let (scheme, host, port, path_and_query) = crate::model::split_url(url)?;
-    let addr = (host.as_str(), port)
-        .to_socket_addrs()
-        .map_err(|e| PlanError(format!("cannot resolve host '{host}': {e}: {DNS_HINT}")))?
-        .next()
-        .ok_or_else(|| {
-            PlanError(format!(
-                "cannot resolve host '{host}': no address found: {DNS_HINT}"
-            ))
-        })?;
-    Ok(Target {
-        url: url.to_string(),
-        scheme,
-        host,
-        port,
-        path_and_query,
-        addr,
-    })
+    super::resolve::target(url, &[])
 }
 
 /// RFC 9110 token characters (methods and header names).

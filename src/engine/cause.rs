@@ -142,10 +142,22 @@ impl Cause {
                 "{host} speaks no QUIC version reqlife does (QUIC v1, RFC 9000): drop --http3, \
                  or enable QUIC v1 on the server"
             ),
-            Cause::TlsHandshake if plan.http3.is_some() => format!(
-                "the TLS handshake inside QUIC with {host} failed: check that the server speaks HTTP/3 on UDP port {}",
-                t.port
-            ),
+            Cause::TlsHandshake if plan.http3.is_some() => {
+                let mut s = format!(
+                    "the TLS handshake inside QUIC with {host} failed: check that the server speaks HTTP/3 on UDP port {}",
+                    t.port
+                );
+                // No client sends SNI for an IP address: a server that picks its site by name
+                // (caddy: TLS alert 80) refuses the handshake.
+                if t.host.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok() {
+                    s.push_str(&format!(
+                        ", and that it needs no name: no client sends SNI for an IP address; give the name in the URL and its address with --resolve NAME:{}:{}",
+                        t.port,
+                        t.addr.ip()
+                    ));
+                }
+                s
+            }
             Cause::NotH2 if plan.grpc.is_some() => format!(
                 "{host} does not speak HTTP/2 (it answered the connection preface with something else, HTTP/1.1?): gRPC needs a server that speaks h2c (HTTP/2 without TLS) \
                  on http://, or h2 on https://; check the port and the scheme"
@@ -264,5 +276,33 @@ mod tests {
         let eof = io::Error::new(io::ErrorKind::UnexpectedEof, "tls handshake eof");
         assert_eq!(of_tls(&eof), None);
         assert_eq!(of_tls(&os(libc::ECONNRESET)), None);
+    }
+}
+
+#[cfg(test)]
+mod hint_tests {
+    use super::Cause;
+    use crate::cli::{plan::build, Cli, Command};
+    use clap::Parser;
+
+    fn hint(url: &str) -> String {
+        let argv = ["reqlife", "run", "--http3", url];
+        let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {
+            unreachable!()
+        };
+        Cause::TlsHandshake.hint(&build(&args, url).unwrap())
+    }
+
+    /// HTTP/3 to an IP address: the server may need a name (issue 37: caddy's alert 80).
+    #[test]
+    fn a_quic_handshake_refused_for_an_ip_address_suggests_a_name() {
+        let h = hint("https://127.0.0.1:8443/");
+        assert!(h.contains("speaks HTTP/3 on UDP port 8443"), "{h}");
+        assert!(
+            h.contains("no client sends SNI for an IP address")
+                && h.contains("--resolve NAME:8443:127.0.0.1"),
+            "{h}"
+        );
+        assert!(!hint("https://localhost:8443/").contains("--resolve"));
     }
 }

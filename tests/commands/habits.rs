@@ -7,7 +7,7 @@
 
 use crate::common::*;
 use reqlife::server::ServerTls;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -465,4 +465,83 @@ fn serve_http3_prints_a_command_that_works() {
     let out = run(&args);
     stop(child);
     assert_eq!(out.status.code(), Some(0), "{command}: {}", stderr(&out));
+}
+
+/// curl's `--resolve HOST:PORT:ADDR` (issue 37): a name DNS does not know, connected at ADDR
+/// over HTTP/1.1, HTTP/2 and HTTP/3 (TLS: the name is the SNI), and the name in the Host
+/// header; a bad entry is one line, exit 2.
+#[test]
+fn resolve_connects_to_the_address_and_keeps_the_name() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_reqlife"))
+        .args(["serve", "--addr", "0", "--tls", "--http3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let port = first
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|p| p.parse::<u16>().ok())
+        .unwrap_or_else(|| panic!("{first}"));
+    let name = "reqlife-test.invalid";
+    let entry = format!("{name}:{port}:127.0.0.1");
+    let url = format!("https://{name}:{port}/");
+    for proto in [&[][..], &["--http2"][..], &["--http3"][..]] {
+        let mut args = vec!["run", "-n", "20", "-c", "2", "-t", "1", "-k", "--json"];
+        args.extend_from_slice(proto);
+        args.extend_from_slice(&["--resolve", &entry, &url]);
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(0), "{proto:?}: {}", stderr(&out));
+        assert_eq!(count(&summary(&out), "requests.ok"), 20, "{proto:?}");
+    }
+    stop(child);
+    // The Host header is the name.
+    let hosts = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = hosts.clone();
+    let addr = raw_server(move |mut s| {
+        let mut head = Vec::new();
+        let mut b = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && s.read(&mut b).unwrap_or(0) == 1 {
+            head.push(b[0]);
+        }
+        let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+        if let Some(h) = head.lines().find(|l| l.starts_with("host:")) {
+            seen.lock().unwrap().push(h.to_string());
+        }
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    });
+    let entry = format!("{name}:{}:127.0.0.1", addr.port());
+    let url = format!("http://{name}:{}/", addr.port());
+    run_ok(&[
+        "run",
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--quiet",
+        "--resolve",
+        &entry,
+        &url,
+    ]);
+    let hosts = hosts.lock().unwrap();
+    assert_eq!(hosts.len(), 3, "{hosts:?}");
+    let expected = format!("host: {name}:{}", addr.port());
+    assert!(hosts.iter().all(|h| *h == expected), "{hosts:?}");
+    // Bad entries: one line, exit 2.
+    for (entry, line) in [
+        ("nope", "error: --resolve 'nope': three parts are needed (HOST:PORT:ADDR, e.g. example.com:443:127.0.0.1)"),
+        ("a:1:x", "error: --resolve 'a:1:x': 'x' is not an IP address (HOST:PORT:ADDR, e.g. example.com:443:127.0.0.1)"),
+        ("other:1:127.0.0.1", "error: --resolve 'other:1:127.0.0.1' is for other:1, but the URL names reqlife-test.invalid:9"),
+    ] {
+        let out = run(&["run", "-n", "1", "--resolve", entry, "http://reqlife-test.invalid:9/"]);
+        assert_eq!(out.status.code(), Some(2), "{entry}");
+        assert_eq!(stderr(&out).trim(), line);
+    }
 }
