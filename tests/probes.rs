@@ -416,6 +416,10 @@ fn compare_reads_the_probed_phases() {
     }
 }
 
+/// A server built one way: (compiler, flags, source, the functions, the phase whose p50 is
+/// checked, its bounds in µs).
+type Kind<'a> = (&'a str, Vec<&'a str>, &'a str, String, String, (f64, f64));
+
 #[test]
 fn cpp_rust_go_and_usdt_probes() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
@@ -427,7 +431,7 @@ fn cpp_rust_go_and_usdt_probes() {
     let rust_fns = format!("{w}parse,{w}handle,{w}respond,{w}finish");
     // (compiler, flags, source, the functions, the phase whose p50 is checked and its bounds:
     // Go's functions begin with an instruction the kernel single-steps, ~10 µs a hit here)
-    let cases: Vec<(&str, Vec<&str>, &str, String, String, (f64, f64))> = vec![
+    let cases: Vec<Kind> = vec![
         (
             "g++",
             vec!["-x", "c++", "-O0"],
