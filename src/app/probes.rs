@@ -21,7 +21,7 @@ impl From<ProbeError> for Failure {
 /// The probes of a run, checked: here (the script written), or on the server's host (its
 /// agent reached, the clocks' offset measured).
 pub(super) enum Planned {
-    Here(probe::Prepared),
+    Here(Box<probe::Prepared>),
     There(probe::remote::Remote),
 }
 
@@ -124,7 +124,7 @@ pub(super) fn prepare(
         plan.target.port,
         p.print_probe_script,
     )?;
-    Ok(Some(Planned::Here(prepared)))
+    Ok(Some(Planned::Here(Box::new(prepared))))
 }
 
 /// The agent's stop: set by SIGINT or SIGTERM.

@@ -1,6 +1,6 @@
 //! What a probe hit costs on this machine, measured at the start of a run: the script probes
 //! two functions of reqlife's own (written in assembly, so that their first instruction is
-//! known) and the `getppid` system call (a tracepoint), each with a phase's work (a map read, a
+//! known) and reads of a UNIX socket (a tracepoint), each with a phase's work (a map read, a
 //! bucket, a count), and reqlife times [`CALLS`] calls of each before and after the probes
 //! attach.
 //!
@@ -62,8 +62,8 @@ pub fn poke() {
     };
 }
 
-/// Per-call time (ns) of the push function, the stepped one and the raw `getppid` system
-/// call, each the fastest of [`ROUNDS`] loops.
+/// Per-call time (ns) of the push function, the stepped one and a byte through a UNIX socket
+/// pair, each the fastest of [`ROUNDS`] loops.
 pub fn loops() -> [f64; 3] {
     let time = |f: &dyn Fn(u64)| {
         (0..ROUNDS)
@@ -86,10 +86,32 @@ pub fn loops() -> [f64; 3] {
     );
     #[cfg(not(target_arch = "x86_64"))]
     let (push, step) = (0.0, 0.0);
-    // SAFETY: the raw call takes no arguments.
-    let raw = time(&|_| {
-        std::hint::black_box(unsafe { libc::syscall(libc::SYS_getppid) });
-    });
+    // A byte through a pair of UNIX sockets and back: each read fires `sock:sock_recv_length`
+    // once (not a system call's tracepoint: enabling one would slow every system call of the
+    // machine for the whole run).
+    let mut fds = [0i32; 2];
+    // SAFETY: fds has room for the two descriptors.
+    let paired =
+        unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM, 0, fds.as_mut_ptr()) } == 0;
+    let raw = if paired {
+        let byte = [1u8];
+        let back = std::cell::Cell::new(0u8);
+        let t = time(&|_| {
+            // SAFETY: valid descriptors and buffers of one byte.
+            unsafe {
+                libc::send(fds[0], byte.as_ptr().cast(), 1, 0);
+                libc::recv(fds[1], back.as_ptr().cast(), 1, 0);
+            }
+        });
+        // SAFETY: ours, closed once.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+        t
+    } else {
+        0.0
+    };
     [push, step, raw]
 }
 

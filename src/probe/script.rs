@@ -7,8 +7,8 @@
 //! between the print and the clear. The output, line by line:
 //!
 //! ```text
-//! R                  BEGIN ran (the probes are being attached)
-//! U                  the calibration's first uprobe fired: every probe is attached
+//! R                  BEGIN ran: every probe is attached
+//! U                  (the calibration's script) its first uprobe fired
 //! T <nsecs>          a tick (CLOCK_MONOTONIC, ns), then its counts
 //! @h0[P, K]: N       phase P, bucket key K, N durations
 //! E                  the tick's end
@@ -45,6 +45,10 @@ pub struct ScriptPlan {
     /// The server is a Go program: a request's functions are followed by goroutine, not by
     /// thread.
     pub go: bool,
+    /// The kernel has `tcp:tcp_sendmsg_locked`: a send's start is stamped (else `handle` ends
+    /// when the send returned, and on loopback `return` is not seen: the client's socket has
+    /// its bytes by then).
+    pub send_start: bool,
     /// One request in this many is timed.
     pub sample: u64,
     pub tick_ms: u64,
@@ -121,7 +125,7 @@ impl ScriptPlan {
             for (i, probe) in [
                 format!("uprobe:{}:reqlife_calibrate_push", exe.display()),
                 format!("uprobe:{}:reqlife_calibrate_step", exe.display()),
-                "tracepoint:syscalls:sys_enter_getppid".to_string(),
+                "tracepoint:sock:sock_recv_length".to_string(),
             ]
             .iter()
             .enumerate()
@@ -133,9 +137,11 @@ impl ScriptPlan {
                 } else {
                     ""
                 };
+                // The tracepoint: reqlife's own reads of its UNIX socket pair (AF_UNIX, 1).
+                let only = if i == 2 { " && args->family == 1" } else { "" };
                 let _ = writeln!(
                     t,
-                    "{probe} /pid == {me}/ {{\n  {seen}@n[{}] = count();\n  $d = nsecs - @cal[{i}]; @cal[{i}] = nsecs;\n  {}\n}}",
+                    "{probe} /pid == {me}{only}/ {{\n  {seen}@n[{}] = count();\n  $d = nsecs - @cal[{i}]; @cal[{i}] = nsecs;\n  {}\n}}",
                     at + i,
                     count(CALIBRATION_PHASE)
                 );
@@ -184,15 +190,24 @@ impl ScriptPlan {
         phases.push(("socket".into(), "in its socket (arrival → read)".into()));
         phases.push(("handle".into(), "its read → its write".into()));
         phases.push(("return".into(), "its write → the client's socket".into()));
-        for name in [
-            "sk_data_ready",
-            "sock_recv_length",
-            "sock_send_length",
-            "send syscalls",
-        ] {
+        let mut kernel = vec!["sk_data_ready", "sock_recv_length", "sock_send_length"];
+        if self.send_start {
+            kernel.push("tcp_sendmsg_locked");
+        }
+        for name in kernel {
             probes.push((format!("kernel:{name}"), false));
         }
         let arrive = sampled(self.sample, "@arr[args->skaddr] = nsecs;");
+        // Where a send starts: `tcp:tcp_sendmsg_locked` (Linux 6.11 on), the first of a send's
+        // on its thread. Not the send syscalls' tracepoints: enabling one puts every system
+        // call of the machine on the slow path (nginx lost a third of its requests a second).
+        let send_start = if self.send_start {
+            format!(
+                "tracepoint:tcp:tcp_sendmsg_locked /{pids}/ {{ @n[3] = count(); if (@ws[tid] == 0) {{ @ws[tid] = nsecs; }} }}\n"
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             t,
             "tracepoint:sock:sk_data_ready /args->protocol == 6/ {{
@@ -219,14 +234,12 @@ tracepoint:sock:sock_recv_length /{pids} && args->ret > 0 && args->protocol == 6
     delete(@arr[args->sk]); @rd[args->sk] = nsecs;
   }}
 }}
-tracepoint:syscalls:sys_enter_write, tracepoint:syscalls:sys_enter_writev,
-tracepoint:syscalls:sys_enter_sendto, tracepoint:syscalls:sys_enter_sendmsg,
-tracepoint:syscalls:sys_enter_sendfile64 /{pids}/ {{ @n[3] = count(); @ws[tid] = nsecs; }}
-tracepoint:sock:sock_send_length /{pids} && args->ret > 0 && args->protocol == 6/ {{
+{send_start}tracepoint:sock:sock_send_length /{pids} && args->ret > 0 && args->protocol == 6/ {{
   @n[2] = count();
   $r = @rd[args->sk];
+  $w = @ws[tid];
+  delete(@ws[tid]);
   if ($r) {{
-    $w = @ws[tid];
     if ($w < $r) {{ $w = nsecs; }}
     $d = $w - $r;
   {}
@@ -364,6 +377,7 @@ mod tests {
             kernel: true,
             functions,
             go: false,
+            send_start: true,
             sample,
             tick_ms: 100,
             calibrate: Some((42, "/usr/bin/reqlife".into())),

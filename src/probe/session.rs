@@ -188,16 +188,6 @@ impl Session {
         false
     }
 
-    /// A note for the report.
-    pub fn note(&self, line: &str) {
-        self.with(|s| s.acc.notes.push(line.to_string()));
-    }
-
-    /// What a probe hit costs, as measured.
-    pub fn set_cost(&self, cost: crate::recorder::probes::ProbeCost) {
-        self.with(|s| s.acc.cost = cost);
-    }
-
     /// The recording starts at `from_ns` (CLOCK_MONOTONIC), in intervals of `interval`: ticks before it are left
     /// out, and each later one lands in the interval of its middle.
     pub fn begin(
