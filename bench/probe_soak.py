@@ -3,7 +3,7 @@
 root: does reqlife's memory stay flat, what do the probes cost, and is every probe gone after
 the signal that ends it?
 
-nginx (one worker, `return 200`) starts on a free loopback port; reqlife runs an open loop at
+nginx (bench/nginx.py: one worker on --server-cpu) starts on a free loopback port; reqlife runs an open loop at
 --rate for --duration seconds with the kernel's probes and nginx's
 `ngx_http_process_request,ngx_http_finalize_request`, one request in --sample timed; every
 --every seconds this samples reqlife's and bpftrace's resident memory. At --duration the run is
@@ -17,21 +17,14 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from nginx import Nginx  # noqa: E402
 
 
 def rss_kb(pid):
@@ -58,6 +51,7 @@ def main():
     ap.add_argument("--signal", choices=["INT", "TERM"], default="INT")
     ap.add_argument("--no-probes", action="store_true", help="the same run without probes: the baseline of its memory")
     ap.add_argument("--reqlife", default=os.path.join(ROOT, "target/release/reqlife"))
+    ap.add_argument("--server-cpu", default="0")
     a = ap.parse_args()
     if a.rate <= 0 or a.duration <= 0 or a.sample <= 0 or a.every <= 0:
         print("probe_soak: --rate, --duration, --sample and --every must be positive", file=sys.stderr)
@@ -66,21 +60,14 @@ def main():
         print("probe_soak: the probes need root", file=sys.stderr)
         return 2
     before = bpftraces()
+    with Nginx(cpu=a.server_cpu) as port:
+        return soak(a, port, before)
+
+
+def soak(a, port, before):
+    """The run against nginx on `port`, sampled and ended by the signal; 0 when no bpftrace
+    is left after it."""
     d = tempfile.mkdtemp(prefix="probe_soak.")
-    port = free_port()
-    conf = f"""worker_processes 1; daemon off; pid {d}/nginx.pid; error_log {d}/error.log;
-events {{ worker_connections 1024; }}
-http {{ access_log off; client_body_temp_path {d}/cb; proxy_temp_path {d}/p;
-       fastcgi_temp_path {d}/f; uwsgi_temp_path {d}/u; scgi_temp_path {d}/s;
-       server {{ listen 127.0.0.1:{port}; return 200 'hello'; }} }}"""
-    open(f"{d}/nginx.conf", "w").write(conf)
-    nginx = subprocess.Popen(["nginx", "-c", f"{d}/nginx.conf"], stderr=subprocess.DEVNULL)
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            break
-        except OSError:
-            time.sleep(0.05)
     record = f"{d}/run.json"
     probes = [] if a.no_probes else [
         "--server-fn", "ngx_http_process_request,ngx_http_finalize_request", "--server-sample", str(a.sample)]
@@ -99,8 +86,6 @@ http {{ access_log off; client_body_temp_path {d}/cb; proxy_temp_path {d}/p;
     finally:
         os.killpg(run.pid, getattr(signal, "SIG" + a.signal))
         err = run.communicate(timeout=60)[1]
-        nginx.terminate()
-        nginx.wait()
     time.sleep(1)
     left = [p for p in bpftraces() if p not in before]
     r = json.load(open(record))

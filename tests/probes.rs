@@ -43,6 +43,28 @@ fn can_probe() -> bool {
     find_tool("cc", "apt-get install gcc").is_some()
 }
 
+/// This test's turn and a folder of its own, when probes can run here.
+fn turn() -> Option<(std::sync::MutexGuard<'static, ()>, tempfile::TempDir)> {
+    let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    can_probe().then(|| (turn, tempfile::tempdir().unwrap()))
+}
+
+/// `run -n N -c 1 -t 1 ARGS -o DIR/NAME URL` against the server on `port`, which must succeed:
+/// its record.
+fn probed(dir: &Path, name: &str, port: u16, n: u64, args: &[&str]) -> serde_json::Value {
+    let out = dir.join(name);
+    Run::new()
+        .n(n)
+        .c(1)
+        .t(1)
+        .args(args)
+        .arg("-o")
+        .arg(out.to_str().unwrap())
+        .url(url(port))
+        .ok();
+    read_json(&out)
+}
+
 /// bpftrace processes running now.
 fn bpftraces() -> usize {
     Command::new("pgrep")
@@ -111,23 +133,18 @@ fn probes_of(v: &serde_json::Value) -> &serde_json::Value {
 
 #[test]
 fn the_known_truth_servers_phases_come_out_as_chosen() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_probe() {
+    let Some((_turn, dir)) = turn() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let (_server, port, pid) = probe_server(dir.path());
     let before = bpftraces();
-    let out = dir.path().join("run.json");
-    Run::new()
-        .n(2000)
-        .c(1)
-        .t(1)
-        .args(["--server-fn", "parse,handle,respond,finish", "-o"])
-        .arg(out.to_str().unwrap())
-        .url(url(port))
-        .ok();
-    let v = read_json(&out);
+    let v = probed(
+        dir.path(),
+        "run.json",
+        port,
+        2000,
+        &["--server-fn", "parse,handle,respond,finish"],
+    );
     let p = probes_of(&v);
     assert_eq!(p["pids"][0].as_u64(), Some(u64::from(pid)));
     // Every request timed in every phase, once.
@@ -189,6 +206,7 @@ fn the_known_truth_servers_phases_come_out_as_chosen() {
     let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
     let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "schema errors: {errors:?}");
+    let out = dir.path().join("run.json");
     let again = run_ok(&["report", out.to_str().unwrap()]);
     assert!(stdout(&again).contains("server fn: handle → respond"));
     let html = dir.path().join("run.html");
@@ -212,21 +230,17 @@ fn the_known_truth_servers_phases_come_out_as_chosen() {
 
 #[test]
 fn sampling_times_one_request_in_n() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_probe() {
+    let Some((_turn, dir)) = turn() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let (_server, port, _) = probe_server(dir.path());
-    let out = dir.path().join("run.json");
-    Run::new()
-        .n(3000)
-        .c(1)
-        .args(["--server-fn", "parse,finish", "--server-sample", "10", "-o"])
-        .arg(out.to_str().unwrap())
-        .url(url(port))
-        .ok();
-    let v = read_json(&out);
+    let v = probed(
+        dir.path(),
+        "run.json",
+        port,
+        3000,
+        &["--server-fn", "parse,finish", "--server-sample", "10"],
+    );
     let p = probes_of(&v);
     assert_eq!(p["sample"], 10);
     // Binomial(3000, 0.1): mean 300, sd 16.4; five of them either way.
@@ -237,17 +251,16 @@ fn sampling_times_one_request_in_n() {
             "{phase}: {n} of 3000 at one in 10"
         );
     }
+    let out = dir.path().join("run.json");
     let text = stdout(&run_ok(&["report", out.to_str().unwrap()]));
     assert!(text.contains("one request in 10"), "{text}");
 }
 
 #[test]
 fn the_metrics_endpoint_serves_the_probed_phases() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_probe() {
+    let Some((_turn, dir)) = turn() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let (_server, port, _) = probe_server(dir.path());
     let metrics = free_port();
     let mut run = reqlife()
@@ -299,11 +312,9 @@ fn the_metrics_endpoint_serves_the_probed_phases() {
 
 #[test]
 fn an_agent_on_the_servers_host_serves_a_run_elsewhere() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_probe() {
+    let Some((_turn, dir)) = turn() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let (_server, port, pid) = probe_server(dir.path());
     let before = bpftraces();
     let listen = free_port();
@@ -327,15 +338,13 @@ fn an_agent_on_the_servers_host_serves_a_run_elsewhere() {
     assert!(line.contains("serving http://127.0.0.1:"), "{line}");
     // Two runs in turn against one agent: it attaches afresh after each.
     for round in 0..2 {
-        let out = dir.path().join(format!("remote{round}.json"));
-        Run::new()
-            .n(1500)
-            .c(1)
-            .args(["--server-probes-from", &agent_url, "-o"])
-            .arg(out.to_str().unwrap())
-            .url(url(port))
-            .ok();
-        let v = read_json(&out);
+        let v = probed(
+            dir.path(),
+            &format!("remote{round}.json"),
+            port,
+            1500,
+            &["--server-probes-from", &agent_url],
+        );
         let p = probes_of(&v);
         assert_eq!(p["pids"][0].as_u64(), Some(u64::from(pid)));
         for phase in ["socket", "handle", "fn:parse->handle"] {
@@ -387,22 +396,14 @@ fn an_agent_on_the_servers_host_serves_a_run_elsewhere() {
 
 #[test]
 fn compare_reads_the_probed_phases() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_probe() {
+    let Some((_turn, dir)) = turn() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let (_server, port, _) = probe_server(dir.path());
     let record = |name: &str| {
-        let out = dir.path().join(name);
-        Run::new()
-            .n(3000)
-            .c(1)
-            .args(["--server-fn", "parse,handle", "--interval", "50ms", "-o"])
-            .arg(out.to_str().unwrap())
-            .url(url(port))
-            .ok();
-        out.to_str().unwrap().to_string()
+        let args = ["--server-fn", "parse,handle", "--interval", "50ms"];
+        probed(dir.path(), name, port, 3000, &args);
+        dir.path().join(name).to_str().unwrap().to_string()
     };
     let (a, b) = (record("a.json"), record("b.json"));
     let out = run_ok(&["compare", &a, &b]);
@@ -422,11 +423,9 @@ type Kind<'a> = (&'a str, Vec<&'a str>, &'a str, String, String, (f64, f64));
 
 #[test]
 fn cpp_rust_go_and_usdt_probes() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_probe() {
+    let Some((_turn, dir)) = turn() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let w = "probe_server::work::";
     let rust_fns = format!("{w}parse,{w}handle,{w}respond,{w}finish");
     // (compiler, flags, source, the functions, the phase whose p50 is checked and its bounds:
@@ -470,15 +469,13 @@ fn cpp_rust_go_and_usdt_probes() {
             continue;
         };
         let (_server, port, _) = start(&bin);
-        let out = dir.path().join(format!("{compiler}.json"));
-        Run::new()
-            .n(1000)
-            .c(1)
-            .args(["--server-fn", &fns, "-o"])
-            .arg(out.to_str().unwrap())
-            .url(url(port))
-            .ok();
-        let v = read_json(&out);
+        let v = probed(
+            dir.path(),
+            &format!("{compiler}.json"),
+            port,
+            1000,
+            &["--server-fn", &fns],
+        );
         let p = probes_of(&v);
         let n_fns = fns.split(',').count();
         let phases: Vec<&str> = p["order"]
@@ -580,11 +577,9 @@ fn nginx_is_probed_without_changing_it() {
 
 #[test]
 fn bad_input_gets_one_line_and_its_exit_code() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_probe() {
+    let Some((_turn, dir)) = turn() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let (_server, port, _pid) = probe_server(dir.path());
     let u = url(port);
     let many = vec!["parse"; 17].join(",");
@@ -647,22 +642,18 @@ fn bad_input_gets_one_line_and_its_exit_code() {
 
 #[test]
 fn probes_that_never_fire_and_a_server_that_exits_are_told() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_probe() {
+    let Some((_turn, dir)) = turn() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let (_server, port, _) = probe_server(dir.path());
     // `main` ran before the probes: it never fires during the run.
-    let out = dir.path().join("never.json");
-    Run::new()
-        .n(200)
-        .c(1)
-        .args(["--server-fn", "main,finish", "-o"])
-        .arg(out.to_str().unwrap())
-        .url(url(port))
-        .ok();
-    let v = read_json(&out);
+    let v = probed(
+        dir.path(),
+        "never.json",
+        port,
+        200,
+        &["--server-fn", "main,finish"],
+    );
     let notes = probes_of(&v)["notes"].to_string();
     assert!(notes.contains("never fired: fn:main"), "{notes}");
     assert!(v["summary"]["warnings"].to_string().contains("never fired"));
@@ -693,11 +684,9 @@ fn probes_that_never_fire_and_a_server_that_exits_are_told() {
 
 #[test]
 fn no_probe_is_left_after_a_signal() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_probe() {
+    let Some((_turn, dir)) = turn() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let (_server, port, _) = probe_server(dir.path());
     let before = bpftraces();
     for (sig, name) in [

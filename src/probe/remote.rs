@@ -169,16 +169,7 @@ fn answer(
 ) -> std::io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-    let mut buf = [0u8; 2048];
-    let mut len = 0;
-    while !buf[..len].windows(4).any(|w| w == b"\r\n\r\n") && len < buf.len() {
-        let n = stream.read(&mut buf[len..])?;
-        if n == 0 {
-            break;
-        }
-        len += n;
-    }
-    let head = String::from_utf8_lossy(&buf[..len]).into_owned();
+    let head = crate::util::http_head::read(&mut stream)?;
     let target = head.split_whitespace().nth(1).unwrap_or("");
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let param = |k: &str| {

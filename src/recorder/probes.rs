@@ -47,6 +47,21 @@ pub fn bucket_value(key: u64) -> Option<u64> {
     Some(low + ((1u64 << shift) >> 1))
 }
 
+/// The interval snapshot of the probed phases `server` (named with [`PREFIX`]) in interval
+/// `index`: no request counted in it, only the server's histograms.
+fn snapshot(index: u64, server: Vec<(String, Vec<u8>)>) -> IntervalSnapshot {
+    IntervalSnapshot {
+        index,
+        counters: Default::default(),
+        hists: Vec::new(),
+        server,
+        busy_max: None,
+        spilled: None,
+        status: Vec::new(),
+        by_request: Vec::new(),
+    }
+}
+
 /// One probed phase of the server.
 #[derive(Debug, Clone)]
 pub struct ProbedPhase {
@@ -183,16 +198,7 @@ impl WireAcc {
                     Some((n, bytes))
                 })
                 .collect::<Option<Vec<_>>>()?;
-            series.push(IntervalSnapshot {
-                index,
-                counters: Default::default(),
-                hists: Vec::new(),
-                server,
-                busy_max: None,
-                spilled: None,
-                status: Vec::new(),
-                by_request: Vec::new(),
-            });
+            series.push(snapshot(index, server));
         }
         Some(ProbeAcc {
             pids: self.pids,
@@ -268,16 +274,7 @@ impl ProbeAcc {
         if server.is_empty() {
             return None;
         }
-        let snap = IntervalSnapshot {
-            index,
-            counters: Default::default(),
-            hists: Vec::new(),
-            server,
-            busy_max: None,
-            spilled: None,
-            status: Vec::new(),
-            by_request: Vec::new(),
-        };
+        let snap = snapshot(index, server);
         self.series.push(snap.clone());
         Some(snap)
     }
