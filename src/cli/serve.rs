@@ -1,0 +1,53 @@
+//! The flags of the embedded target: `reqlife serve`'s, and how its `/kv` store starts (for
+//! `serve`, and `run` with no URL).
+
+use super::{addr_arg, count_arg};
+use clap::Args;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Flags of `reqlife serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on: HOST:PORT, or a bare PORT (on 127.0.0.1).
+    #[arg(long = "addr", default_value = "127.0.0.1:8080", value_parser = addr_arg)]
+    pub addr: SocketAddr,
+
+    /// Serve HTTPS (a self-signed certificate unless --cert/--key are given).
+    #[arg(long = "tls")]
+    pub tls: bool,
+
+    /// Certificate chain (PEM) for --tls.
+    #[arg(long = "cert", requires = "key")]
+    pub cert: Option<PathBuf>,
+
+    /// Private key (PEM) for --tls.
+    #[arg(long = "key", requires = "cert")]
+    pub key: Option<PathBuf>,
+
+    /// Serve HTTP/3 too, on the UDP port of the same number (TLS on: self-signed unless
+    /// --cert/--key are given).
+    #[arg(long = "http3")]
+    pub http3: bool,
+
+    #[command(flatten)]
+    pub kv: KvArgs,
+
+    /// Serve the fault-injecting target instead: servers that close early, answer garbage,
+    /// lie about lengths, drip, stall or reset, over HTTP/1.1, and HTTP/2 ones that send
+    /// GOAWAY, reset streams, flood SETTINGS or never open their window.
+    #[arg(long = "faults")]
+    pub faults: bool,
+}
+
+/// How the embedded target's `/kv` store starts (for `serve`, and `run` with no URL).
+#[derive(Debug, Clone, Args)]
+pub struct KvArgs {
+    /// Fill the embedded target's /kv store with keys 1..=N before serving.
+    #[arg(help_heading = "Embedded target", long = "kv-preload", default_value = "0", value_parser = count_arg)]
+    pub kv_preload: u64,
+
+    /// Bytes of each preloaded value (e.g. 100, 4k).
+    #[arg(help_heading = "Embedded target", long = "value-size", default_value = "100", value_parser = count_arg)]
+    pub value_size: u64,
+}
