@@ -61,9 +61,41 @@ fn a_stall_shows_in_the_corrected_tail_and_not_in_the_uncorrected_one() {
         "uncorrected p99 {uncorrected_p99} us"
     );
     assert!(queue_p99 > 100_000.0, "queue p99 {queue_p99} us");
+    // The wait is the server's: the generator kept its schedule, and its lag is apart.
+    let lag_p99 = num(&j, "latency.schedule_lag.p99_us");
+    assert!(lag_p99 < queue_p99 / 10.0, "lag p99 {lag_p99} us");
     assert!(
         num(&j, "latency.uncorrected.max_us") > 200_000.0,
         "the in-flight ones saw it"
+    );
+}
+
+/// Each wait is booked to whose it is: at a rate the server easily keeps, a request finds an
+/// idle connection, so it has no queue (the server's) and all its lateness is the generator's
+/// lag; the phases that tile a request (lag, queue, write, wait, read) add up to its total.
+#[test]
+fn the_generators_lateness_is_its_lag_never_the_servers_queue() {
+    let out = run_ok(&[
+        "run", "-R", "1000", "-d", "1s", "-c", "10", "-t", "1", "--json",
+    ]);
+    let j = summary(&out);
+    let queue_p50 = num(&j, "latency.phases.queue.p50_us");
+    let lag_p50 = num(&j, "latency.schedule_lag.p50_us");
+    assert!(
+        queue_p50 < 1.0,
+        "queue p50 {queue_p50} us (lag p50 {lag_p50} us)"
+    );
+    assert!(lag_p50 > queue_p50, "lag p50 {lag_p50} us");
+    let mean = |k: &str| num(&j, &format!("latency.{k}.mean_us"));
+    let parts = mean("schedule_lag")
+        + ["queue", "write", "wait", "read"]
+            .iter()
+            .map(|p| mean(&format!("phases.{p}")))
+            .sum::<f64>();
+    let total = mean("total");
+    assert!(
+        (parts - total).abs() < 0.01 * total + 0.1,
+        "lag+queue+write+wait+read means {parts} us against total {total} us"
     );
 }
 
@@ -158,7 +190,7 @@ fn the_text_report_shows_both_latencies_and_the_lag() {
         "offered 500 req/s",
         "queue",
         "uncorrected",
-        "schedule lag",
+        "schedule_lag",
     ] {
         assert!(text.contains(row), "missing {row:?} in\n{text}");
     }

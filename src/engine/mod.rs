@@ -142,7 +142,7 @@ impl SessionConfig {
         }
         match (&self.http2, &self.http3) {
             (_, Some(_)) => phases.extend([Phase::QuicHandshake, Phase::Quic0Rtt]),
-            (Some(_), None) => phases.push(Phase::H2Handshake),
+            (Some(_), None) => phases.extend([Phase::H2Handshake, Phase::StreamWait]),
             (None, None) => {}
         }
         if self.decode_max_bytes.is_some() {
@@ -724,7 +724,10 @@ mod tests {
         let tls = "https://127.0.0.1:9/";
         assert_eq!(phases(plain, &[]), [Connect]);
         assert_eq!(phases(tls, &[]), [Connect, Tls]);
-        assert_eq!(phases(tls, &["--http2"]), [Connect, Tls, H2Handshake]);
+        assert_eq!(
+            phases(tls, &["--http2"]),
+            [Connect, Tls, H2Handshake, StreamWait]
+        );
         assert_eq!(phases(plain, &["--compressed"]), [Connect, Decode]);
         assert_eq!(
             phases(plain, &["--stream", "sse"]),

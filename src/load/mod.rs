@@ -510,9 +510,11 @@ enum Feed {
 }
 
 impl Feed {
-    async fn next(&self) -> Option<Ticket> {
+    /// The next ticket and its dispatch: a closed loop's is issued now, so it is dispatched
+    /// when intended (no second clock read); an open loop's when a connection took it.
+    async fn next(&self) -> Option<(Ticket, Instant)> {
         match self {
-            Feed::Closed(s) => s.next_ticket(),
+            Feed::Closed(s) => s.next_ticket().map(|t| (t, t.intended)),
             Feed::Open(q) => q.take().await,
         }
     }
@@ -673,14 +675,8 @@ impl Connection {
                         break;
                     }
                 }
-                let Some(ticket) = self.feed.next().await else {
+                let Some((ticket, dispatched)) = self.feed.next().await else {
                     break;
-                };
-                // Closed loop: the ticket was issued now, so it is dispatched when intended
-                // (no second clock read); open loop: dispatched when this connection took it.
-                let dispatched = match self.feed {
-                    Feed::Closed(_) => ticket.intended,
-                    Feed::Open(_) => Instant::now(),
                 };
                 let mut stamps =
                     Timestamps::new(ticket.intended, dispatched).released_at(ticket.released);
@@ -726,7 +722,7 @@ impl Connection {
                 batch.clear();
                 slots.clear();
                 while batch.len() < depth {
-                    let Some(ticket) = self.feed.next().await else {
+                    let Some((ticket, _)) = self.feed.next().await else {
                         break;
                     };
                     // A closed loop's ticket was issued now: it is dispatched when intended.

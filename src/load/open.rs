@@ -63,15 +63,25 @@ impl OpenQueue {
         self.notify.notify_waiters();
     }
 
-    /// The next ticket, waiting for one; `None` once closed and empty.
-    pub async fn take(&self) -> Option<Ticket> {
+    /// The next ticket, waiting for one, and when it was taken (its dispatch); `None` once
+    /// closed and empty. A ticket found waiting waited for a busy connection since its release
+    /// (its `queue`); one taken by a connection that was idle, woken for it, did not: its
+    /// `released` is moved to the dispatch, so that the moment the connection took to start
+    /// is the generator's lag and not the server's queue.
+    pub async fn take(&self) -> Option<(Ticket, Instant)> {
+        let mut idle = false;
         loop {
-            if let Some(t) = self.tickets.borrow_mut().pop_front() {
-                return Some(t);
+            if let Some(mut t) = self.tickets.borrow_mut().pop_front() {
+                let now = Instant::now();
+                if idle {
+                    t.released = now;
+                }
+                return Some((t, now));
             }
             if self.closed.get() {
                 return None;
             }
+            idle = true;
             // Counted before the first poll registers the waiter: nothing runs in between
             // on this thread, so `wake` never notifies a connection that is not waiting.
             self.idle.set(self.idle.get() + 1);
@@ -300,6 +310,45 @@ mod tests {
     }
 
     #[test]
+    fn a_ticket_queues_only_when_no_connection_was_idle() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            let q = Rc::new(OpenQueue::default());
+            let released = Instant::now() - Duration::from_millis(5);
+            let ticket = |seq| Ticket {
+                seq,
+                intended: released,
+                released,
+            };
+            // Every connection busy: the ticket waits in the queue; the connection that comes
+            // free takes it, and the wait since its release is its `queue`.
+            q.push(ticket(0));
+            let (t, dispatched) = q.take().await.unwrap();
+            assert_eq!(
+                t.released, released,
+                "found waiting: released when released"
+            );
+            assert!(dispatched - t.released >= Duration::from_millis(5));
+            // An idle connection woken for a ticket: no queue, the moment it took to start is
+            // the generator's lag (released moves to the dispatch).
+            let taker = {
+                let q = q.clone();
+                tokio::task::spawn_local(async move { q.take().await.unwrap() })
+            };
+            tokio::task::yield_now().await;
+            assert_eq!(q.idle.get(), 1);
+            q.push(ticket(1));
+            q.wake();
+            let (t, dispatched) = taker.await.unwrap();
+            assert_eq!(t.released, dispatched, "taken by an idle connection");
+            assert!(t.released - t.intended >= Duration::from_millis(5));
+        });
+    }
+
+    #[test]
     fn the_queue_wakes_only_idle_connections() {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
@@ -310,7 +359,7 @@ mod tests {
             let takers: Vec<_> = (0..3)
                 .map(|_| {
                     let q = q.clone();
-                    tokio::task::spawn_local(async move { q.take().await.map(|t| t.seq) })
+                    tokio::task::spawn_local(async move { q.take().await.map(|(t, _)| t.seq) })
                 })
                 .collect();
             tokio::task::yield_now().await;

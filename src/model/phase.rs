@@ -10,7 +10,11 @@
 /// two are equal because a request is intended when its connection becomes free.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Phase {
-    /// intended → dispatched: the wait for the scheduler or a free connection.
+    /// released → dispatched: the wait for a free connection, a request due while every
+    /// connection (or stream) was busy with an earlier one: the server's time. A request taken
+    /// by a connection that was idle has none (the moment its connection took to start is the
+    /// generator's, in [`Phase::Lag`]). Open loops only: a closed loop's request is intended
+    /// when its connection is free.
     Queue,
     /// dispatched → connection ready: the TCP connect, from the request's dispatch (so the
     /// phases of a request add up to its total; only on requests that opened a connection).
@@ -29,8 +33,9 @@ pub enum Phase {
     Total,
     /// dispatched → done (decoded, with `--compressed`).
     Uncorrected,
-    /// intended → released by the scheduler: how late the pacer let the request go (waiting
-    /// for a free connection excluded). The generator's own precision.
+    /// intended → released by the scheduler (or, for a request that an idle connection took,
+    /// → dispatched): how late the generator let the request go, waiting for a free connection
+    /// excluded. The generator's own precision: the client's time, never the server's.
     Lag,
     /// HTTP/2: connection (and TLS) ready → the server's first frame, its SETTINGS (only on
     /// requests that opened a connection).
@@ -51,11 +56,15 @@ pub enum Phase {
     /// HTTP/3 with `--zero-rtt`: dispatched → a resumed QUIC connection usable with 0-RTT keys
     /// (its requests leave before the handshake completes); in place of `QuicHandshake`.
     Quic0Rtt,
+    /// HTTP/2: the wait for a stream under the server's `SETTINGS_MAX_CONCURRENT_STREAMS`
+    /// (every stream it allows was open): the server's limit, recorded only when a request had
+    /// to wait. h2load starts its clock after it; here it is a part of the total.
+    StreamWait,
 }
 
 impl Phase {
     /// Every phase, in the order of a request's life.
-    pub const ALL: [Phase; 16] = [
+    pub const ALL: [Phase; 17] = [
         Phase::Queue,
         Phase::Connect,
         Phase::Tls,
@@ -72,6 +81,7 @@ impl Phase {
         Phase::Events,
         Phase::QuicHandshake,
         Phase::Quic0Rtt,
+        Phase::StreamWait,
     ];
     /// The phases of opening a connection: TCP and TLS, or QUIC (full or 0-RTT).
     pub const OPENING: [Phase; 4] = [
@@ -94,15 +104,33 @@ impl Phase {
     ];
     /// The phases of streamed responses (`--stream`), shown when recorded.
     pub const STREAM: [Phase; 3] = [Phase::FirstEvent, Phase::EventGap, Phase::Events];
-    /// The client phases shown as rows of the breakdown (`Total` and `Uncorrected` excluded;
-    /// `QuicHandshake` only in records of HTTP/3 runs, see [`Phase::shown`]).
-    pub const CLIENT: [Phase; 10] = [
+    /// The phases that tile a request's life, from its intended time to its end, in order:
+    /// whose each wait is (the generator's lag, then the server's queue for a free connection
+    /// and its stream limit) and then the exchange. They add up to `Total` (the HTTP/2
+    /// handshake, which overlaps the write and the wait, is not one of them).
+    pub const TILES: [Phase; 11] = [
+        Phase::Lag,
+        Phase::Queue,
+        Phase::Connect,
+        Phase::Tls,
+        Phase::QuicHandshake,
+        Phase::Quic0Rtt,
+        Phase::StreamWait,
+        Phase::Write,
+        Phase::Wait,
+        Phase::Read,
+        Phase::Decode,
+    ];
+    /// The client phases of a record's `latency.phases` (`Total`, `Uncorrected` and `Lag`
+    /// apart; `QuicHandshake` and `StreamWait` only where recorded, see [`Phase::shown`]).
+    pub const CLIENT: [Phase; 11] = [
         Phase::Queue,
         Phase::Connect,
         Phase::Tls,
         Phase::QuicHandshake,
         Phase::Quic0Rtt,
         Phase::H2Handshake,
+        Phase::StreamWait,
         Phase::Write,
         Phase::Wait,
         Phase::Read,
@@ -128,14 +156,19 @@ impl Phase {
             Phase::Events => "events",
             Phase::QuicHandshake => "quic_handshake",
             Phase::Quic0Rtt => "quic_0rtt",
+            Phase::StreamWait => "stream_wait",
         }
     }
 
     /// Whether a record's latency lists this client phase given whether it saw a value: the
-    /// QUIC handshake only when there was one (records of HTTP/1.1 and HTTP/2 runs keep the
-    /// keys they had), every other phase always.
+    /// QUIC handshake and the wait for an HTTP/2 stream only when there was one (records of
+    /// other runs keep the keys they had), every other phase always.
     pub fn shown(self, recorded: bool) -> bool {
-        recorded || !matches!(self, Phase::QuicHandshake | Phase::Quic0Rtt)
+        recorded
+            || !matches!(
+                self,
+                Phase::QuicHandshake | Phase::Quic0Rtt | Phase::StreamWait
+            )
     }
 
     /// Index into per-phase arrays.

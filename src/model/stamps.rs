@@ -17,6 +17,9 @@ pub struct Timestamps {
     pub tls_end: Option<Instant>,
     /// HTTP/2: the server's first frame (its SETTINGS) arrived.
     pub h2_settings: Option<Instant>,
+    /// HTTP/2: the stream opened after waiting under the server's stream limit (`None`: it
+    /// did not wait; see [`Phase::StreamWait`]).
+    pub stream_open: Option<Instant>,
     /// HTTP/3: the QUIC handshake completed (from `connect_start`).
     pub quic_end: Option<Instant>,
     /// HTTP/3 with `--zero-rtt`: the resumed connection was usable with 0-RTT keys (instead of
@@ -46,6 +49,7 @@ impl Timestamps {
             connect_end: None,
             tls_end: None,
             h2_settings: None,
+            stream_open: None,
             quic_end: None,
             quic_0rtt: None,
             written: None,
@@ -68,14 +72,21 @@ impl Timestamps {
         self.connect_end.is_some() || self.quic_end.is_some() || self.quic_0rtt.is_some()
     }
 
-    /// When writing the request began: after the connection (and TLS) was ready if this
+    /// When writing the request could begin: after the connection (and TLS) was ready if this
     /// request opened it, else at dispatch.
-    fn write_start(&self) -> Instant {
+    fn ready(&self) -> Instant {
         self.tls_end
             .or(self.connect_end)
             .or(self.quic_end)
             .or(self.quic_0rtt)
             .map_or(self.dispatched, |t| t.max(self.dispatched))
+    }
+
+    /// When writing the request began: when it could, or when its HTTP/2 stream opened if it
+    /// waited for one.
+    fn write_start(&self) -> Instant {
+        let ready = self.ready();
+        self.stream_open.map_or(ready, |s| s.max(ready))
     }
 
     /// From the start of the request's write to its first byte (write + wait): the span that
@@ -87,15 +98,13 @@ impl Timestamps {
             .map(|b| b.saturating_duration_since(self.write_start()))
     }
 
-    /// The total less the client phases of [`Phase::CLIENT`] (the HTTP/2 handshake, which
-    /// overlaps the write and the wait, left out), in nanoseconds: 0 for a request whose
+    /// The total less the phases of [`Phase::TILES`], in nanoseconds: 0 for a request whose
     /// stamps are in order (the phases tile it); `None` for a request that did not end.
     pub fn unaccounted_ns(&self) -> Option<i128> {
         let d = self.durations();
         let total = d[Phase::Total.index()]? as i128;
-        let parts: i128 = Phase::CLIENT
+        let parts: i128 = Phase::TILES
             .iter()
-            .filter(|p| **p != Phase::H2Handshake)
             .filter_map(|p| d[p.index()])
             .map(i128::from)
             .sum();
@@ -107,15 +116,16 @@ impl Timestamps {
     /// per request).
     ///
     /// Each phase is the difference of two stamps:
-    /// queue = dispatched − intended; connect = connect_end − dispatched (on a request that
+    /// lag = released − intended; queue = dispatched − released; connect = connect_end − dispatched (on a request that
     /// opened the connection: `connect_start` set; the moment between the dispatch and the
-    /// connect call is the connect's); tls = tls_end − connect_end; write = written −
-    /// write_start. The phases of a request tile its life from its dispatch: a connection
+    /// connect call is the connect's); tls = tls_end − connect_end; stream_wait = stream_open −
+    /// ready (the connection ready: tls_end, connect_end or dispatched); write = written −
+    /// write_start (stream_open when the request waited for a stream, else ready). The phases of a request tile its life from its dispatch: a connection
     /// opened before it (stamps before `dispatched`) counts from the dispatch, 0 if ready by
     /// then, so that the client phases add up to the total;
     /// wait = first_byte − written; read = done − first_byte; decode = decoded − done;
     /// total = end − intended; uncorrected = end − dispatched, where end is decoded when the
-    /// body was decoded, else done; lag = released − intended;
+    /// body was decoded, else done;
     /// h2_handshake = h2_settings − (tls_end or connect_end); quic_handshake = quic_end −
     /// dispatched (as connect, for the QUIC handshake); quic_0rtt = quic_0rtt − dispatched;
     /// first_event = first_event −
@@ -141,15 +151,23 @@ impl Timestamps {
         let (written, first_byte) = (on(self.written), on(self.first_byte));
         let (done, decoded) = (on(self.done), on(self.decoded));
         let end = decoded.or(done);
-        let write_start = tls_end
+        let ready = tls_end
             .or(connect_end)
             .or(quic_end)
             .or(quic_0rtt)
             .map_or(dispatched, |t| t.max(dispatched));
+        let stream_open = on(self.stream_open);
+        let write_start = stream_open.map_or(ready, |s| s.max(ready));
         let opened = self.connect_start.is_some();
+        let released = at(self.released);
         let mut out = [None; Phase::ALL.len()];
         let mut put = |p: Phase, d: Option<u64>| out[p.index()] = d;
-        put(Phase::Queue, span(0, Some(dispatched)));
+        put(Phase::Lag, span(0, Some(released)));
+        put(Phase::Queue, span(released.max(0), Some(dispatched)));
+        put(
+            Phase::StreamWait,
+            stream_open.and_then(|_| span(ready, Some(write_start))),
+        );
         put(
             Phase::Connect,
             span(dispatched, connect_end.filter(|_| opened)),
@@ -164,11 +182,11 @@ impl Timestamps {
         put(Phase::Decode, done.and_then(|d| span(d, decoded)));
         put(Phase::Total, span(0, end));
         put(Phase::Uncorrected, span(dispatched, end));
-        put(Phase::Lag, span(0, Some(at(self.released))));
-        let ready = tls_end.or(connect_end);
         put(
             Phase::H2Handshake,
-            ready.and_then(|r| span(r, on(self.h2_settings))),
+            tls_end
+                .or(connect_end)
+                .and_then(|r| span(r, on(self.h2_settings))),
         );
         put(
             Phase::FirstEvent,
@@ -222,7 +240,8 @@ mod tests {
         let us = |p| t.phase(p).map(|d| d.as_micros() as u64);
         // (phase, expected µs): each row is one difference of two stamps.
         let rows = [
-            (Phase::Queue, Some(10)),        // dispatched − intended
+            (Phase::Lag, Some(4)),           // released − intended
+            (Phase::Queue, Some(6)),         // dispatched − released
             (Phase::Connect, Some(50)),      // connect_end − dispatched
             (Phase::Tls, Some(400)),         // tls_end − connect_end
             (Phase::Write, Some(10)),        // written − tls_end
@@ -230,7 +249,7 @@ mod tests {
             (Phase::Read, Some(30)),         // done − first_byte
             (Phase::Total, Some(1000)),      // done − intended
             (Phase::Uncorrected, Some(990)), // done − dispatched
-            (Phase::Lag, Some(4)),           // released − intended
+            (Phase::StreamWait, None),       // no wait for an HTTP/2 stream
         ];
         for (phase, want) in rows {
             assert_eq!(us(phase), want, "{}", phase.name());
@@ -240,6 +259,39 @@ mod tests {
         t.connect_start = Some(at(b, 25));
         assert_eq!(t.phase(Phase::Connect), Some(Duration::from_micros(50)));
         assert_eq!(t.unaccounted_ns(), Some(0));
+    }
+
+    #[test]
+    fn each_wait_is_its_own_phase_and_the_phases_add_up() {
+        // An open loop's request: the pacer released it 30 µs late, it waited 200 µs for a
+        // busy connection, then 70 µs for an HTTP/2 stream under the server's limit.
+        let b = Instant::now();
+        let mut t = Timestamps::new(b, at(b, 230)).released_at(at(b, 30));
+        t.stream_open = Some(at(b, 300));
+        t.written = Some(at(b, 310));
+        t.first_byte = Some(at(b, 810));
+        t.done = Some(at(b, 820));
+        let us = |p| t.phase(p).map(|d| d.as_micros() as u64);
+        // (phase, expected µs): whose each wait is, apart.
+        let rows = [
+            (Phase::Lag, Some(30)),          // the generator's: released − intended
+            (Phase::Queue, Some(200)),       // a free connection: dispatched − released
+            (Phase::StreamWait, Some(70)),   // the server's stream limit: stream_open − dispatched
+            (Phase::Write, Some(10)),        // written − stream_open
+            (Phase::Wait, Some(500)),        // first_byte − written
+            (Phase::Read, Some(10)),         // done − first_byte
+            (Phase::Total, Some(820)),       // done − intended
+            (Phase::Uncorrected, Some(590)), // done − dispatched
+        ];
+        for (phase, want) in rows {
+            assert_eq!(us(phase), want, "{}", phase.name());
+        }
+        assert_eq!(t.unaccounted_ns(), Some(0));
+        // The same request taken at once by an idle connection: its lag runs to the dispatch
+        // (the load sets `released` to it), and it has no queue.
+        let t = Timestamps::new(b, at(b, 32)).released_at(at(b, 32));
+        assert_eq!(t.phase(Phase::Lag), Some(Duration::from_micros(32)));
+        assert_eq!(t.phase(Phase::Queue), Some(Duration::ZERO));
     }
 
     #[test]
@@ -289,7 +341,10 @@ mod tests {
         let span = |a: Instant, b: Option<Instant>| b.map(|b| b.saturating_duration_since(a));
         let end = t.decoded.or(t.done);
         match phase {
-            Phase::Queue => Some(t.dispatched.saturating_duration_since(t.intended)),
+            Phase::Queue => Some(
+                t.dispatched
+                    .saturating_duration_since(t.released.max(t.intended)),
+            ),
             Phase::Connect => t.connect_start.and(span(t.dispatched, t.connect_end)),
             Phase::Tls => span(t.connect_end?.max(t.dispatched), t.tls_end),
             Phase::Write => span(t.write_start(), t.written),
@@ -305,6 +360,7 @@ mod tests {
             Phase::Events => t.events.map(|n| Duration::from_nanos(n.into())),
             Phase::QuicHandshake => t.connect_start.and(span(t.dispatched, t.quic_end)),
             Phase::Quic0Rtt => t.connect_start.and(span(t.dispatched, t.quic_0rtt)),
+            Phase::StreamWait => t.stream_open.and(Some(t.write_start() - t.ready())),
         }
     }
 
@@ -326,6 +382,7 @@ mod tests {
             t.connect_end = stamp(&mut rng);
             t.tls_end = stamp(&mut rng);
             t.h2_settings = stamp(&mut rng);
+            t.stream_open = stamp(&mut rng);
             t.quic_end = stamp(&mut rng);
             t.quic_0rtt = stamp(&mut rng);
             t.written = stamp(&mut rng);

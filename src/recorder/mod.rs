@@ -124,7 +124,10 @@ fn durations(s: &Sample) -> Durations {
     // A gRPC call that ended with a status other than OK is a complete response: timed whole.
     if !matches!(s.error, None | Some(ErrorKind::Grpc)) {
         for (p, d) in Phase::ALL.iter().zip(out.iter_mut()) {
-            if !matches!(p, Phase::Lag | Phase::Queue | Phase::Connect | Phase::Tls) {
+            if !matches!(
+                p,
+                Phase::Lag | Phase::Queue | Phase::Connect | Phase::Tls | Phase::StreamWait
+            ) {
                 *d = None;
             }
         }

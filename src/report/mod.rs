@@ -32,14 +32,52 @@ pub(crate) const REPETITION_FIGURES: [(&str, RepetitionFigure); 6] = [
     ("mean", |s| s.latency.total.mean_us),
 ];
 
+/// The client phases of the phase tables (text and HTML), in the order of a request's life:
+/// those that tile it ([`Phase::TILES`], each wait apart: the generator's lag, the queue for a
+/// free connection, the wait for an HTTP/2 stream) with the HTTP/2 handshake, which overlaps
+/// the write and the wait, before the stream's wait.
+pub(crate) const TABLE_PHASES: [Phase; 12] = [
+    Phase::Lag,
+    Phase::Queue,
+    Phase::Connect,
+    Phase::Tls,
+    Phase::QuicHandshake,
+    Phase::Quic0Rtt,
+    Phase::H2Handshake,
+    Phase::StreamWait,
+    Phase::Write,
+    Phase::Wait,
+    Phase::Read,
+    Phase::Decode,
+];
+
+/// The rows of `r`'s phase table for the client phases of [`TABLE_PHASES`]: each phase the run
+/// has ([`phase_row`]) with its figures (the schedule lag's are `latency.schedule_lag`).
+pub(crate) fn phase_rows(r: &RunRecord) -> Vec<(Phase, &crate::recorder::hist::Stats)> {
+    let l = &r.summary.latency;
+    TABLE_PHASES
+        .into_iter()
+        .filter_map(|p| {
+            let stats = match p {
+                Phase::Lag => &l.schedule_lag,
+                _ => l.phases.get(&p)?,
+            };
+            phase_row(r, p, stats).then_some((p, stats))
+        })
+        .collect()
+}
+
 /// Whether the phase table of `r` (text and HTML) has a row for client phase `phase`: rows
 /// that can only be empty are left out.
 pub(crate) fn phase_row(r: &RunRecord, phase: Phase, stats: &crate::recorder::hist::Stats) -> bool {
     let empty = stats.count == 0;
     let h3 = r.config.protocol == Protocol::H3;
     let skip = match phase {
-        // A closed loop has no queue (a request is intended when its connection is free).
-        Phase::Queue => r.config.load_model != LoadKind::Open,
+        // A closed loop has no queue and no lag (a request is intended when its connection is
+        // free).
+        Phase::Queue | Phase::Lag => r.config.load_model != LoadKind::Open,
+        // Only requests that waited for an HTTP/2 stream have one.
+        Phase::StreamWait => empty,
         // Plain HTTP has no TLS; HTTP/3 has no TCP connect and no TLS apart from the QUIC
         // handshake.
         Phase::Tls => empty && (r.config.scheme() != Some(Scheme::Https) || h3),

@@ -319,3 +319,54 @@ fn nghttpd_over_h2c() {
         ],
     );
 }
+
+/// nghttpd allowing one stream at a time (`-m 1`) under four streams a connection: the wait for
+/// a stream slot is a phase of its own (`stream_wait`, the server's limit; h2load's clock starts
+/// after it), not hidden in the write, and the phases still add up to the total.
+#[test]
+fn the_wait_for_a_stream_under_the_servers_limit_is_its_own_phase() {
+    let Some(program) = find_tool("nghttpd", "apt-get install nghttp2-server") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("index.html"), "Hello World!").unwrap();
+    let port = free_port();
+    let child = Command::new(program)
+        .args(["--no-tls", "-m", "1", "-a", "127.0.0.1", "-d"])
+        .arg(dir.path())
+        .arg(port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nghttpd starts");
+    let _server = Stopped(child);
+    wait_listening(port);
+    let j = Run::new()
+        .args(["--http2", "--streams", "4"])
+        .n(1000)
+        .c(1)
+        .t(1)
+        .url(format!("http://127.0.0.1:{port}/index.html"))
+        .json();
+    assert_counts(
+        &j,
+        &[("requests.ok", 1000), ("h2_max_concurrent_streams", 1)],
+    );
+    // Three of the four streams wait for the one the server allows, most of the time.
+    let waited = num(&j, "latency.phases.stream_wait.count");
+    assert!(waited >= 500.0, "{waited} requests waited for a stream");
+    let mean = |k: &str| num(&j, &format!("latency.{k}.mean_us"));
+    let (write, wait) = (mean("phases.write"), mean("phases.wait"));
+    let stream_wait = mean("phases.stream_wait");
+    assert!(
+        stream_wait > wait,
+        "stream_wait {stream_wait} us, wait {wait} us"
+    );
+    // The parts of a mean request: the stream wait of those that waited, over all requests.
+    let parts = stream_wait * waited / 1000.0 + write + wait + mean("phases.read");
+    let total = mean("total");
+    assert!(
+        (parts - total).abs() < 0.02 * total + 1.0,
+        "stream_wait+write+wait+read {parts} us against total {total} us"
+    );
+}

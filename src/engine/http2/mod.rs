@@ -362,6 +362,21 @@ impl Drop for Opened<'_> {
     }
 }
 
+/// A stream's place in line for the server's stream limit: left if the stream gives up
+/// before its turn (dropped at a timeout, or its connection gone).
+struct Turn<'a> {
+    conn: &'a Conn,
+    turn: Option<u64>,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        if let Some(t) = self.turn {
+            self.conn.core.borrow_mut().leave(t);
+        }
+    }
+}
+
 async fn stream(
     conn: &Conn,
     request: &Request,
@@ -369,18 +384,32 @@ async fn stream(
     stamps: &mut Timestamps,
     sinks: &mut Sinks<'_>,
 ) -> Result<(u16, Traffic), StreamError> {
+    // The stream's turn among those waiting for the server's stream limit, once it waited:
+    // then it opened at `stamps.stream_open` (the request's `stream_wait`), not when it could
+    // be written.
+    let mut turn = Turn { conn, turn: None };
+    let mut waited = false;
     let slot = std::future::poll_fn(|cx| {
-        match conn
-            .core
-            .borrow_mut()
-            .start(request, key, stamps.dispatched, cx.waker())
-        {
+        match conn.core.borrow_mut().start(
+            request,
+            key,
+            stamps.dispatched,
+            cx.waker(),
+            &mut turn.turn,
+        ) {
             Start::Open(i) => std::task::Poll::Ready(Ok(i)),
-            Start::Wait => std::task::Poll::Pending,
+            Start::Wait => {
+                waited = true;
+                std::task::Poll::Pending
+            }
             Start::Gone(f) => std::task::Poll::Ready(Err(f)),
         }
     })
     .await?;
+    drop(turn);
+    if waited {
+        stamps.stream_open = Some(Instant::now());
+    }
     let opened = Opened { conn, slot };
     // Queued now; written when the driver's write of it returns (stamped below).
     stamps.written = Some(Instant::now());

@@ -165,10 +165,16 @@ fn breakdown_phases(r: &RunRecord) -> Vec<(String, &Stats)> {
     let open = open_loop(r);
     let timed = s.server_timing_responses > 0;
     for &p in super::tables::BEFORE_THE_WAIT {
-        match s.latency.phases.get(&p) {
+        let stats = match p {
+            Phase::Lag => Some(&s.latency.schedule_lag),
+            _ => s.latency.phases.get(&p),
+        };
+        match stats {
             // With Server-Timing the write is in the network and client overhead.
             Some(_) if p == Phase::Write && timed => {}
-            Some(st) if p != Phase::Queue || open => phases.push((p.name().to_string(), st)),
+            Some(st) if !matches!(p, Phase::Queue | Phase::Lag) || open => {
+                phases.push((p.name().to_string(), st))
+            }
             _ => {}
         }
     }
@@ -242,7 +248,7 @@ fn timing_labels(r: &RunRecord) -> Vec<String> {
 /// One log2 histogram per phase and server metric that recorded something.
 pub(super) fn histograms(r: &RunRecord) -> Vec<String> {
     let open = open_loop(r);
-    let others = ["total", "uncorrected", "schedule_lag", "first_event"];
+    let others = ["total", "uncorrected", "first_event"];
     let mut names: Vec<(String, String)> = super::tables::CLIENT_PHASES
         .iter()
         .map(|p| p.name())

@@ -193,30 +193,23 @@ pub(super) fn knee_groups(k: &crate::analysis::knee::KneeResult) -> Vec<(&'stati
     .collect()
 }
 
-/// The rows of the phase table, with the text report's rules ([`crate::report::phase_row`]).
 /// The client phases of the tables and figures, in the order of a request's life.
-/// (Those of [`Phase::CLIENT`] but `decode`.)
-pub(super) const CLIENT_PHASES: &[Phase] = Phase::CLIENT.split_at(9).0;
+pub(super) const CLIENT_PHASES: &[Phase] = &crate::report::TABLE_PHASES;
 
 /// The client phases before the wait (up to `write`).
-pub(super) const BEFORE_THE_WAIT: &[Phase] = CLIENT_PHASES.split_at(7).0;
+pub(super) const BEFORE_THE_WAIT: &[Phase] = CLIENT_PHASES.split_at(9).0;
 
+/// The rows of the phase table, with the text report's rules ([`crate::report::phase_rows`]).
 pub(super) fn phases(r: &RunRecord) -> Vec<PhaseRow> {
     let l = &r.summary.latency;
     let open = open_loop(r);
-    let mut rows: Vec<(&str, &Stats)> = Vec::new();
-    for &p in CLIENT_PHASES {
-        let Some(st) = l.phases.get(&p) else {
-            continue;
-        };
-        if crate::report::phase_row(r, p, st) {
-            rows.push((p.name(), st));
-        }
-    }
+    let mut rows: Vec<(&str, &Stats)> = crate::report::phase_rows(r)
+        .into_iter()
+        .map(|(p, st)| (p.name(), st))
+        .collect();
     rows.push(("total", &l.total));
     if open {
         rows.push(("uncorrected", &l.uncorrected));
-        rows.push(("schedule lag", &l.schedule_lag));
     }
     // Streamed responses: `events` is a count, shown as a number.
     for p in Phase::STREAM {

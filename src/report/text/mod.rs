@@ -306,19 +306,13 @@ fn phases(out: &mut String, r: &RunRecord) {
     let l = &r.summary.latency;
     let _ = writeln!(out);
     let open_loop = r.config.load_model == LoadKind::Open;
-    let mut rows: Vec<(&str, &Stats)> = Vec::new();
-    for p in Phase::CLIENT {
-        let Some(stats) = l.phases.get(&p) else {
-            continue;
-        };
-        if super::phase_row(r, p, stats) {
-            rows.push((p.name(), stats));
-        }
-    }
+    let mut rows: Vec<(&str, &Stats)> = super::phase_rows(r)
+        .into_iter()
+        .map(|(p, stats)| (p.name(), stats))
+        .collect();
     rows.push(("total", &l.total));
     if open_loop {
         rows.push(("uncorrected", &l.uncorrected));
-        rows.push(("schedule lag", &l.schedule_lag));
     }
     // Streamed responses (`--stream`): after total, as they are not parts of it.
     for p in Phase::STREAM {
@@ -354,6 +348,31 @@ fn phases(out: &mut String, r: &RunRecord) {
             s.count
         );
     }
+}
+
+/// The rows of the life of a request before the server's metrics: each wait apart, whose it
+/// is (the generator's lag, the queue for a free connection and the wait for an HTTP/2 stream,
+/// the server's), with the connection's opening; those the run recorded.
+fn waits_and_opening(r: &RunRecord) -> Vec<(Phase, &Stats)> {
+    let l = &r.summary.latency;
+    let open_loop = r.config.load_model == LoadKind::Open;
+    [
+        Phase::Lag,
+        Phase::Queue,
+        Phase::Connect,
+        Phase::Tls,
+        Phase::StreamWait,
+    ]
+    .into_iter()
+    .filter_map(|p| {
+        let st = match p {
+            Phase::Lag => &l.schedule_lag,
+            _ => l.phases.get(&p)?,
+        };
+        let shown = st.count > 0 && (!matches!(p, Phase::Queue | Phase::Lag) || open_loop);
+        shown.then_some((p, st))
+    })
+    .collect()
 }
 
 /// The life of a request, client and server: the client phases up to the connection ready,
@@ -402,12 +421,8 @@ fn breakdown(out: &mut String, r: &RunRecord) {
             share_cell
         );
     };
-    let open_loop = r.config.load_model == LoadKind::Open;
-    for p in [Phase::Queue, Phase::Connect, Phase::Tls] {
-        match s.latency.phases.get(&p) {
-            Some(st) if st.count > 0 && (p != Phase::Queue || open_loop) => row(out, p.name(), st),
-            _ => {}
-        }
+    for (p, st) in waits_and_opening(r) {
+        row(out, p.name(), st);
     }
     for name in &s.server_timing_order {
         if let Some(st) = s.server_timing.get(name) {

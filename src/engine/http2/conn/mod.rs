@@ -214,6 +214,12 @@ pub(super) struct Core {
     wire: Rc<WireStats>,
     /// Streams waiting for the stream limit, and the driver.
     waiting: Vec<Waker>,
+    /// The turns of the streams waiting for the stream limit, first come first served: a
+    /// stream that has just ended does not open its next one ahead of those already waiting
+    /// (under a limit of one, the others would wait for the whole run). `next_turn` numbers
+    /// them.
+    turns: std::collections::VecDeque<u64>,
+    next_turn: u64,
     driver: Option<Waker>,
 }
 
@@ -272,6 +278,8 @@ impl Core {
             max_header_list: tuning.max_header_list as usize,
             wire,
             waiting: Vec::new(),
+            turns: std::collections::VecDeque::new(),
+            next_turn: 0,
             driver: None,
         }
     }
@@ -292,13 +300,16 @@ impl Core {
     }
 
     /// Opens a stream for `request` (`key`: the run's fixed request, whose header block is
-    /// replayed; `None` for a request rendered for this send), dispatched at `since`.
+    /// replayed; `None` for a request rendered for this send), dispatched at `since`. `turn`
+    /// is the caller's place among the streams waiting for the server's limit (`None` until
+    /// it has waited; given back with [`Core::leave`] if the caller gives up).
     pub(super) fn start(
         &mut self,
         request: &Request,
         key: Option<usize>,
         since: Instant,
         waker: &Waker,
+        turn: &mut Option<u64>,
     ) -> Start {
         if let Some(f) = &self.failure {
             return Start::Gone(Failure::Connection(f.clone()));
@@ -309,12 +320,25 @@ impl Core {
                 None => Failure::Retired,
             });
         }
-        if self
+        let full = self
             .max_streams
-            .is_some_and(|max| self.open.len() >= max as usize)
-        {
+            .is_some_and(|max| self.open.len() >= max as usize);
+        let first = self.turns.front().copied() == *turn;
+        if full || !first {
+            if turn.is_none() {
+                *turn = Some(self.next_turn);
+                self.turns.push_back(self.next_turn);
+                self.next_turn += 1;
+            }
             self.waiting.push(waker.clone());
             return Start::Wait;
+        }
+        if turn.take().is_some() {
+            self.turns.pop_front();
+            // The next in line may fit too.
+            if !self.turns.is_empty() {
+                self.wake_all_waiting();
+            }
         }
         // A hold the driver knows of (it was woken when it began) and that goes on.
         let held = self.held();
@@ -501,6 +525,17 @@ impl Core {
         }
         register(&mut s.waker, cx);
         Poll::Pending
+    }
+
+    /// A stream that waited for its turn gives up (a timeout, or its connection gone): the
+    /// ones behind it move up.
+    pub(super) fn leave(&mut self, turn: u64) {
+        if let Some(k) = self.turns.iter().position(|&t| t == turn) {
+            self.turns.remove(k);
+            if k == 0 {
+                self.wake_all_waiting();
+            }
+        }
     }
 
     /// Slot `i`'s trailers, if the response had them.

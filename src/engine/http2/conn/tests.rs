@@ -69,7 +69,7 @@ fn written(core: &mut Core) -> Vec<(FrameHead, Vec<u8>)> {
 }
 
 fn open(core: &mut Core, req: &Request, key: Option<usize>) -> usize {
-    match core.start(req, key, Instant::now(), Waker::noop()) {
+    match core.start(req, key, Instant::now(), Waker::noop(), &mut None) {
         Start::Open(i) => i,
         _ => panic!("the stream did not open"),
     }
@@ -258,8 +258,9 @@ fn the_servers_stream_limit_holds_streams_back_until_one_closes() {
     .unwrap();
     let req = request("/", b"");
     let first = open(&mut core, &req, None);
+    let mut turn = None;
     assert!(matches!(
-        core.start(&req, None, Instant::now(), Waker::noop()),
+        core.start(&req, None, Instant::now(), Waker::noop(), &mut turn),
         Start::Wait
     ));
     // Reset by the server: closed, its code given, and the next stream opens.
@@ -270,7 +271,11 @@ fn the_servers_stream_limit_holds_streams_back_until_one_closes() {
     )
     .unwrap();
     assert_eq!(head(&mut core, first), Poll::Ready(Err(Failure::Reset(2))));
-    let second = open(&mut core, &req, None);
+    let Start::Open(second) = core.start(&req, None, Instant::now(), Waker::noop(), &mut turn)
+    else {
+        panic!("the waiting stream did not open");
+    };
+    assert_eq!(turn, None, "its turn is used");
     assert_eq!(core.slots[second].id, 3);
     core.finish(first);
     // Refused: it may be sent again.
@@ -284,6 +289,65 @@ fn the_servers_stream_limit_holds_streams_back_until_one_closes() {
         head(&mut core, second),
         Poll::Ready(Err(Failure::Refused { by_reset: true }))
     );
+}
+
+/// Under the server's limit, streams open in the order they began to wait: a stream that has
+/// just ended does not open its next request ahead of them (with a limit of one, the others
+/// would wait for the whole run); one that gives up leaves the line.
+#[test]
+fn streams_waiting_for_the_limit_open_first_come_first_served() {
+    let mut core = new_core();
+    feed(
+        &mut core,
+        &frame(frame::SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 1]),
+        64,
+    )
+    .unwrap();
+    let req = request("/", b"");
+    let a = open(&mut core, &req, None);
+    let start = |core: &mut Core, turn: &mut Option<u64>| match core.start(
+        &req,
+        None,
+        Instant::now(),
+        Waker::noop(),
+        turn,
+    ) {
+        Start::Open(i) => Some(i),
+        Start::Wait => None,
+        Start::Gone(f) => panic!("{f:?}"),
+    };
+    let (mut b, mut c, mut d) = (None, None, None);
+    assert_eq!(start(&mut core, &mut b), None, "b waits");
+    assert_eq!(start(&mut core, &mut c), None, "c waits behind b");
+    assert_eq!(start(&mut core, &mut d), None, "d waits behind c");
+    // a ends; its task's next request (no turn yet) queues behind b, c and d.
+    feed(
+        &mut core,
+        &frame(frame::RST_STREAM, 0, 1, &2u32.to_be_bytes()),
+        64,
+    )
+    .unwrap();
+    core.finish(a);
+    let mut a_next = None;
+    assert_eq!(
+        start(&mut core, &mut a_next),
+        None,
+        "a's next waits its turn"
+    );
+    assert_eq!(start(&mut core, &mut c), None, "c is not first");
+    let b_slot = start(&mut core, &mut b).expect("b, first in line, opens");
+    // c gives up (a timeout): d is first once b's stream ends.
+    core.leave(c.take().unwrap());
+    feed(
+        &mut core,
+        &frame(frame::RST_STREAM, 0, 3, &2u32.to_be_bytes()),
+        64,
+    )
+    .unwrap();
+    core.finish(b_slot);
+    assert_eq!(start(&mut core, &mut a_next), None, "a's next is behind d");
+    assert!(start(&mut core, &mut d).is_some(), "d opens");
+    assert!(core.turns.len() == 1, "only a's next is left in line");
 }
 
 #[test]
@@ -302,7 +366,7 @@ fn a_goaway_refuses_the_streams_above_its_last_and_lets_the_others_finish() {
     );
     assert!(!core.usable());
     assert!(matches!(
-        core.start(&req, None, Instant::now(), Waker::noop()),
+        core.start(&req, None, Instant::now(), Waker::noop(), &mut None),
         Start::Gone(Failure::Refused { by_reset: false })
     ));
     // The connection then closes under stream 1, after a GOAWAY with an error this time.
@@ -474,7 +538,7 @@ fn coalesced_streams_wait_for_those_in_flight_within_the_bound_and_nothing_else_
         feed(&mut core, &frame(frame::HEADERS, flags, 1, &answer), 64).unwrap();
         assert!(!core.hold(|| t0), "nothing queued");
         core.finish(a);
-        let at_t0 = |core: &mut Core| match core.start(&req, None, t0, Waker::noop()) {
+        let at_t0 = |core: &mut Core| match core.start(&req, None, t0, Waker::noop(), &mut None) {
             Start::Open(i) => i,
             _ => panic!("the stream did not open"),
         };
