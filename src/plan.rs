@@ -37,6 +37,9 @@ pub struct RunPlan {
     /// Open loop: a wake-up of the pacer also releases the requests due within this after the
     /// first, so they leave late by up to this (recorded as schedule lag), never early.
     pub pacer_slack: Duration,
+    /// Open loop: the share of a core each thread's pacer may spin to send a request on time,
+    /// after waking early by the lateness it learnt (`--pacer-spin`; 0: never).
+    pub pacer_spin: f64,
     pub tls: TlsPlan,
     /// Response head size limit in bytes (`--max-header-list`): HTTP/1.1's head, HTTP/2's
     /// header block (compressed, and its decoded list), HTTP/3's field section.

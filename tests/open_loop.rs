@@ -181,6 +181,63 @@ fn poisson_arrivals_keep_the_mean_rate() {
     assert!((1800.0..=2200.0).contains(&total), "total {total}");
 }
 
+/// The pacer spins within its budget to send on time, and the record and the report say what
+/// it spent: `--pacer-spin 5` keeps each thread's spin under 5% of the run (the token bucket
+/// never lends ahead); `--pacer-spin 0` never spins.
+#[test]
+fn the_pacer_spins_within_its_budget_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("spin.json");
+    let out = run_ok(&[
+        "run",
+        "-R",
+        "2000",
+        "-d",
+        "1s",
+        "-c",
+        "4",
+        "-t",
+        "2",
+        "--pacer-spin",
+        "5%",
+        "-o",
+        rec.to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert!(text.contains("  Pacer        late by "), "{text}");
+    assert!(text.contains("(budget 5%)"), "{text}");
+    let r = read_json(&rec);
+    assert_eq!(r["config"]["pacer_spin"], 0.05);
+    let spins = r["summary"]["generator"]["pacer_spin"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(spins.len(), 2, "one per thread: {spins:?}");
+    for s in &spins {
+        let s = s.as_f64().unwrap();
+        assert!((0.0..=0.051).contains(&s), "spun {s} of the run");
+    }
+    let rec0 = dir.path().join("nospin.json");
+    run_ok(&[
+        "run",
+        "-R",
+        "500",
+        "-d",
+        "300ms",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--pacer-spin",
+        "0",
+        "-o",
+        rec0.to_str().unwrap(),
+    ]);
+    let r = read_json(&rec0);
+    assert_eq!(r["config"]["pacer_spin"], 0.0);
+    assert!(r["summary"]["generator"].get("pacer_spin").is_none());
+}
+
 #[test]
 fn the_text_report_shows_both_latencies_and_the_lag() {
     let out = run_ok(&["run", "-R", "500", "-d", "500ms", "-c", "2", "-t", "1"]);

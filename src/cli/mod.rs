@@ -414,6 +414,12 @@ pub struct RunArgs {
     #[arg(help_heading = "Load", long = "pacer-slack", value_parser = duration_arg)]
     pub pacer_slack: Option<Duration>,
 
+    /// Open loop: the share of a core each thread's pacer may spend spinning to send requests
+    /// on time: it wakes early by the lateness it learns and spins the rest. The report states
+    /// what it spent. 0 never spins [default: 5%; at most 100%].
+    #[arg(help_heading = "Load", long = "pacer-spin", value_parser = percent_arg)]
+    pub pacer_spin: Option<f64>,
+
     /// Seed of the random generators (poisson arrivals) [default: from the clock; the record
     /// keeps the one used].
     #[arg(help_heading = "Load", long = "seed")]

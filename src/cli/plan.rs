@@ -134,7 +134,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     let body = body(args)?;
     let tls = tls_plan(args)?;
     output_folders(args)?;
-    let pacer_slack = pacer_slack(args, &load)?;
+    let (pacer_slack, pacer_spin) = (pacer_slack(args, &load)?, pacer_spin(args, &load)?);
     let keepalive = match (args.no_keepalive, args.connection_policy) {
         (true, Some(PolicyArg::Reuse)) => {
             return err("--no-keepalive and --connection-policy reuse conflict: give one of them")
@@ -182,6 +182,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         timeout: args.timeout,
         interval,
         pacer_slack,
+        pacer_spin,
         tls,
         max_header_bytes,
         compressed: args.compressed,
@@ -328,6 +329,20 @@ fn pacer_slack(args: &RunArgs, load: &LoadModel) -> Result<Duration, PlanError> 
             err("--pacer-slack must be from 0 to 10ms (e.g. 50us; 0 wakes once per request)")
         }
         Some(s) => Ok(s),
+    }
+}
+
+/// `--pacer-spin`: open loops only, 0 to 100%, as a share of a core.
+fn pacer_spin(args: &RunArgs, load: &LoadModel) -> Result<f64, PlanError> {
+    match args.pacer_spin {
+        None => Ok(crate::load::early::DEFAULT_SPIN),
+        Some(_) if load.kind() != LoadKind::Open => {
+            err("--pacer-spin applies to an open loop: give -R/--rate too")
+        }
+        Some(p) if !(0.0..=100.0).contains(&p) => {
+            err("--pacer-spin must be from 0 to 100% of a core (e.g. 5%; 0 never spins)")
+        }
+        Some(p) => Ok(p / 100.0),
     }
 }
 
@@ -708,6 +723,16 @@ mod tests {
         for (flags, want) in rows {
             assert_eq!(plan(flags).unwrap().pacer_slack, *want, "{flags:?}");
         }
+        // (flags, the plan's spin budget, a share of a core)
+        let spins: &[(&[&str], f64)] = &[
+            (&["-R", "1000"], crate::load::early::DEFAULT_SPIN),
+            (&["-R", "1000", "--pacer-spin", "0"], 0.0),
+            (&["-R", "1000", "--pacer-spin", "25%"], 0.25),
+            (&["-R", "1000", "--pacer-spin", "100"], 1.0),
+        ];
+        for (flags, want) in spins {
+            assert_eq!(plan(flags).unwrap().pacer_spin, *want, "{flags:?}");
+        }
     }
 
     #[test]
@@ -726,6 +751,10 @@ mod tests {
             // The pacer's slack: open loops only, at most 10ms.
             (&["--pacer-slack", "50us"], "applies to an open loop"),
             (&["-R", "1000", "--pacer-slack", "11ms"], "from 0 to 10ms"),
+            // Its spin budget: open loops only, a share of one core.
+            (&["--pacer-spin", "5"], "applies to an open loop"),
+            (&["-R", "1000", "--pacer-spin", "150%"], "from 0 to 100%"),
+            (&["-R", "1000", "--pacer-spin=-1"], "from 0 to 100%"),
             (&["-H", ": v"], "name is empty"),
             (&["--body", "a", "--body-file", "/etc/hostname"], "conflict"),
             (

@@ -11,6 +11,7 @@
 //! intervals.
 
 mod burst;
+pub mod early;
 pub mod failfast;
 mod open;
 pub mod pacer;
@@ -186,6 +187,7 @@ pub fn start(
             warmup: plan.warmup,
             interval: plan.interval,
             pacer_slack: plan.pacer_slack,
+            pacer_spin: plan.pacer_spin,
             done: done_tx.clone(),
         };
         let handle = std::thread::Builder::new()
@@ -313,6 +315,8 @@ struct WorkerCtx {
     interval: Duration,
     /// Open loop: requests due within this of each other leave in one wake-up.
     pacer_slack: Duration,
+    /// Open loop: the share of a core the pacer may spin to send on time.
+    pacer_spin: f64,
     done: tokio::sync::mpsc::UnboundedSender<()>,
 }
 
@@ -327,18 +331,20 @@ impl WorkerCtx {
             recorder = recorder.collector(link);
         }
         let recorder = Rc::new(RefCell::new(recorder));
-        if self.pacer.is_some() {
+        let open_loop = self.pacer.is_some();
+        if open_loop {
             timer::tighten_timer_slack();
         }
         let cpu_start = thread_cpu();
         let wall_start = Instant::now();
+        let mut spun = Duration::ZERO;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build();
         if let Ok(runtime) = runtime {
             let local = tokio::task::LocalSet::new();
             let pacer = self.pacer.take();
-            local.block_on(&runtime, self.drive(recorder.clone(), pacer));
+            spun = local.block_on(&runtime, self.drive(recorder.clone(), pacer));
             // Dropping the set cancels connections still in flight after a stop.
             drop(local);
         }
@@ -349,10 +355,15 @@ impl WorkerCtx {
         let recorder = recorder.replace(Recorder::new(self.record_from, self.interval));
         let mut measured = recorder.finish();
         measured.thread_busy = vec![busy];
+        if open_loop && self.pacer_spin > 0.0 {
+            measured.pacer_spin = vec![spun.as_secs_f64() / wall_start.elapsed().as_secs_f64()];
+        }
         measured
     }
 
-    async fn drive(&self, recorder: Rc<RefCell<Recorder>>, pacer: Option<ThreadPacer>) {
+    /// Runs the thread's load; gives the time its pacer spun to send on time.
+    async fn drive(&self, recorder: Rc<RefCell<Recorder>>, pacer: Option<ThreadPacer>) -> Duration {
+        let spun = Rc::new(Cell::new(Duration::ZERO));
         // A per-thread copy: no shared reference counts touched on the hot path.
         let config = Rc::new(SessionConfig::clone(&self.config));
         let feed = match pacer {
@@ -369,14 +380,16 @@ impl WorkerCtx {
         if let (Some(pacer), Feed::Open(queue)) = (pacer, &feed) {
             let (gate, scheduler, queue) =
                 (self.gate.clone(), self.scheduler.clone(), queue.clone());
-            let (recorder, warmup, slack) = (recorder.clone(), self.warmup, self.pacer_slack);
+            let (recorder, warmup) = (recorder.clone(), self.warmup);
+            let (slack, spin, spun) = (self.pacer_slack, self.pacer_spin, spun.clone());
             set.spawn_local(async move {
                 let origin = gate.opened().await;
                 scheduler.begin(origin + warmup);
                 recorder
                     .borrow_mut()
                     .begin(origin + warmup, scheduler.deadline());
-                let not_sent = open::dispatch(pacer, origin, scheduler, queue, slack).await;
+                let pacing = (slack, spin);
+                let not_sent = open::dispatch(pacer, origin, scheduler, queue, pacing, spun).await;
                 recorder.borrow_mut().not_sent(not_sent);
             });
             keeper = Some(tokio::task::spawn_local(open::keep_timer_wheel(
@@ -440,6 +453,7 @@ impl WorkerCtx {
         if let Some(k) = keeper {
             k.abort();
         }
+        spun.get()
     }
 
     /// This worker's request generator: worker (segment, thread) of (segments × threads),

@@ -11,6 +11,7 @@
 //! with those the dispatcher could not release before the window closed: nothing due in it
 //! goes uncounted.
 
+use super::early::EarlyWake;
 use super::pacer::ThreadPacer;
 use super::timer::PreciseTimer;
 use super::Scheduler;
@@ -90,10 +91,23 @@ impl OpenQueue {
     }
 }
 
-/// When to wake for a request due at `due`: `slack` after it, so that the requests due
-/// within the slack leave in the same wake-up.
-pub fn wake_at(due: Instant, slack: Duration) -> Instant {
-    due + slack
+/// Takes `first` and the requests due within `slack` after it (taken from `next`) into
+/// `batch`, to leave together in one wake-up at the last one's due time; returns the first
+/// request after them, or `None` when the schedule is over.
+fn gather<T>(
+    first: (Instant, T),
+    slack: Duration,
+    mut next: impl FnMut() -> Option<(Instant, T)>,
+    batch: &mut Vec<(Instant, T)>,
+) -> Option<(Instant, T)> {
+    let until = first.0 + slack;
+    batch.push(first);
+    loop {
+        match next() {
+            Some(item) if item.0 <= until => batch.push(item),
+            after => return after,
+        }
+    }
 }
 
 /// The due times of one thread's share of the plan, ending with the schedule, at the
@@ -135,16 +149,20 @@ fn release_due<T>(
     None
 }
 
-/// Releases the thread's tickets at their due times (from `origin`), batched within `slack`,
-/// until the schedule, the duration or the request count ends; gives the number of requests
-/// due in a timed run's window that were never sent (the window closed, beyond the slack,
-/// before they could be released, or they were still queued at its end).
+/// Releases the thread's tickets at their due times (from `origin`), batched within `slack`
+/// (the requests due within it of each other leave together, at the last one's due time),
+/// until the schedule, the duration or the request count ends; waking early and spinning the
+/// rest within `spin`, a share of a core ([`early`](super::early)), the time spun kept in
+/// `spun` as it goes. Gives the number of requests due in a timed run's window that were
+/// never sent (the window closed, beyond the slack, before they could be released, or they
+/// were still queued at its end).
 pub async fn dispatch(
     pacer: ThreadPacer,
     origin: Instant,
     scheduler: Arc<Scheduler>,
     queue: Rc<OpenQueue>,
-    slack: Duration,
+    (slack, spin): (Duration, f64),
+    spun: Rc<Cell<Duration>>,
 ) -> u64 {
     let timer = PreciseTimer::new();
     let deadline = scheduler.deadline();
@@ -155,32 +173,40 @@ pub async fn dispatch(
         scheduler,
     };
     let naps = std::env::var_os("REQLIFE_NO_NAPS").is_none_or(|v| v != "1");
+    let mut early = EarlyWake::new(spin, Instant::now());
     let mut not_sent = 0;
+    let mut batch = Vec::new();
     let mut pending = due_times.next();
     while let Some(first) = pending {
-        wait_until(&timer, &queue, wake_at(first.0, slack), naps).await;
+        batch.clear();
+        let after = gather(first, slack, || due_times.next(), &mut batch);
+        // The batch holds `first` at least: it leaves at its last request's due time.
+        let at = batch[batch.len() - 1].0;
+        wait_until(&timer, &queue, at, naps, &mut early).await;
         let released = Instant::now();
+        spun.set(early.spun);
         if deadline.is_some_and(|d| released > d + slack) {
-            // The window closed before these could leave: the first, and all due after it.
-            not_sent += 1 + std::iter::from_fn(|| due_times.next()).count() as u64;
+            // The window closed before these could leave: the batch, and all due after it.
+            not_sent += (batch.len() + usize::from(after.is_some())) as u64
+                + std::iter::from_fn(|| due_times.next()).count() as u64;
             break;
         }
-        pending = release_due(
-            first,
-            released,
-            || due_times.next(),
-            |intended, seq| {
-                queue.push(Ticket {
-                    seq,
-                    intended,
-                    released,
-                })
-            },
-        );
+        let push = |intended, seq| {
+            queue.push(Ticket {
+                seq,
+                intended,
+                released,
+            })
+        };
+        for &(intended, seq) in &batch {
+            push(intended, seq);
+        }
+        // A late wake-up releases what fell due meanwhile too.
+        pending = after.and_then(|a| release_due(a, released, || due_times.next(), push));
         queue.wake();
     }
     if let Some(end) = deadline {
-        wait_until(&timer, &queue, end + slack, naps).await;
+        wait_until(&timer, &queue, end + slack, naps, &mut early).await;
         // The connections just woken take their tickets first.
         tokio::task::yield_now().await;
         not_sent += queue.withdraw();
@@ -193,7 +219,8 @@ pub async fn dispatch(
 /// worst, a request timeout, a stop or a closed connection is noticed while nothing is due.
 const LONGEST_NAP: Duration = Duration::from_millis(10);
 
-/// Waits until `at`. While every ticket released has been taken and no connection needs the
+/// Waits until `at`, waking early by the lead `early` has learnt and spinning the rest within
+/// its budget. While every ticket released has been taken and no connection needs the
 /// thread awake ([`arrival::awake`]: what they wait for is timed by the kernel's arrival
 /// stamps), the thread sleeps through responses instead of waking for each: one wake-up per
 /// batch of due requests, not one more per response, and the responses that came meanwhile are
@@ -201,7 +228,13 @@ const LONGEST_NAP: Duration = Duration::from_millis(10);
 /// reading's). Otherwise (a ticket waits for a connection to come free, a connect or TLS or
 /// HTTP/2 exchange is under way) it waits on the precise timer, woken by any socket.
 /// `naps: false` (`REQLIFE_NO_NAPS=1`, for the benchmarks' before/after) always does that.
-async fn wait_until(timer: &PreciseTimer, queue: &OpenQueue, at: Instant, naps: bool) {
+async fn wait_until(
+    timer: &PreciseTimer,
+    queue: &OpenQueue,
+    at: Instant,
+    naps: bool,
+    early: &mut EarlyWake,
+) {
     loop {
         // The reactor's turn: the connections just woken send, the responses in are read.
         tokio::task::yield_now().await;
@@ -209,13 +242,23 @@ async fn wait_until(timer: &PreciseTimer, queue: &OpenQueue, at: Instant, naps: 
         if now >= at {
             return;
         }
-        if !naps || !queue.tickets.borrow().is_empty() || !arrival::awake::may_sleep() {
+        let aim = early.aim(at, now);
+        if now >= aim {
+            // Woken early, within the lead: spin to the due time if the budget allows.
+            if early.may_spin(now) {
+                return early.spin_until(at);
+            }
             return timer.sleep_until(at).await;
         }
-        std::thread::sleep((at - now).min(LONGEST_NAP));
-        if Instant::now() >= at {
-            // Release first: the responses are read in the turn that sends the batch.
-            return;
+        if !naps || !queue.tickets.borrow().is_empty() || !arrival::awake::may_sleep() {
+            timer.sleep_until(aim).await;
+            early.woke(aim, Instant::now());
+            continue;
+        }
+        let until = aim.min(now + LONGEST_NAP);
+        std::thread::sleep(until - now);
+        if until == aim {
+            early.woke(aim, Instant::now());
         }
     }
 }
@@ -245,11 +288,19 @@ mod tests {
         let mut rest = dues.iter().map(|&d| (at(d), d));
         let mut out = Vec::new();
         let mut pending = rest.next();
+        let mut batch = Vec::new();
         while let Some(first) = pending {
-            let woke = wake_at(first.0, Duration::from_micros(slack)) - t0;
-            let woke = woke.as_micros() as u64 + lateness;
-            let mut released = Vec::new();
-            pending = release_due(first, at(woke), || rest.next(), |_, d| released.push(d));
+            batch.clear();
+            let after = gather(
+                first,
+                Duration::from_micros(slack),
+                || rest.next(),
+                &mut batch,
+            );
+            let woke = batch[batch.len() - 1].1 + lateness;
+            let mut released: Vec<u64> = batch.iter().map(|b| b.1).collect();
+            pending = after
+                .and_then(|a| release_due(a, at(woke), || rest.next(), |_, d| released.push(d)));
             out.push((woke, released));
         }
         out
@@ -264,20 +315,21 @@ mod tests {
         let rows: &[Row] = &[
             // No slack, no lateness: one wake-up per request, each on time.
             (&[0, 20, 40], 0, 0, &[(0, &[0]), (20, &[20]), (40, &[40])]),
-            // 50 µs slack at one request per 20 µs: the wake-up for 0 comes at 50 and takes
-            // 0, 20, 40; the next for 60 comes at 110 and takes 60, 80, 100.
+            // 50 µs slack at one request per 20 µs: 0, 20 and 40 are due within 50 µs of 0
+            // and leave together at 40, the last one's due time; then 60, 80, 100 at 100.
             (
                 &[0, 20, 40, 60, 80, 100],
                 50,
                 0,
-                &[(50, &[0, 20, 40]), (110, &[60, 80, 100])],
+                &[(40, &[0, 20, 40]), (100, &[60, 80, 100])],
             ),
-            // A gap longer than the slack: each request alone, each 50 µs late.
+            // A gap longer than the slack: each request alone, each on time (the slack
+            // batches, it does not delay a request with no other to wait for).
             (
                 &[0, 100, 200],
                 50,
                 0,
-                &[(50, &[0]), (150, &[100]), (250, &[200])],
+                &[(0, &[0]), (100, &[100]), (200, &[200])],
             ),
             // A late wake-up (30 µs) takes what fell due meanwhile too: never anything early.
             (&[0, 20, 40, 60], 0, 30, &[(30, &[0, 20]), (70, &[40, 60])]),

@@ -21,6 +21,8 @@ pub struct Measured {
     pub series: Series,
     /// Per worker thread: the share of the run it was on a CPU (0..1).
     pub thread_busy: Vec<f64>,
+    /// Open loop, per worker thread: the share of the run its pacer spun to send on time.
+    pub pacer_spin: Vec<f64>,
     /// Bytes of compressed interval snapshots the threads kept during the run (what the
     /// memory of a long run legitimately grows by).
     pub snapshot_bytes: u64,
@@ -56,6 +58,7 @@ impl Measured {
             first_errors: Default::default(),
             series: Series::default(),
             thread_busy: Vec::new(),
+            pacer_spin: Vec::new(),
             snapshot_bytes: 0,
             segments: Vec::new(),
             bursts: None,
@@ -75,6 +78,7 @@ impl Measured {
             }
             out.hists.merge(&part.hists);
             out.thread_busy.extend_from_slice(&part.thread_busy);
+            out.pacer_spin.extend_from_slice(&part.pacer_spin);
             out.snapshot_bytes += part.snapshot_bytes;
             out.server.merge(&part.server);
             if let Some(n) = part.h2_max_streams {

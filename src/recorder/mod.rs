@@ -673,6 +673,7 @@ impl Recorder {
             first_errors: self.first_errors,
             series,
             thread_busy: Vec::new(),
+            pacer_spin: Vec::new(),
             snapshot_bytes,
             segments: self.segments.into_iter().map(|(_, c, h)| (c, h)).collect(),
             bursts: self.bursts,

@@ -178,6 +178,10 @@ pub(crate) fn summarize(parts: &[&Summary], h: &impl Lookup, duration_s: f64) ->
                 .iter()
                 .flat_map(|s| s.generator.thread_busy.iter().copied())
                 .collect(),
+            pacer_spin: parts
+                .iter()
+                .flat_map(|s| s.generator.pacer_spin.iter().copied())
+                .collect(),
             interval_snapshot_bytes: sum(&|s| s.generator.interval_snapshot_bytes),
         },
         server_timing: order

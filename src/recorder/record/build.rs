@@ -143,6 +143,7 @@ pub(super) fn counts_of(plan: &RunPlan, measured: &Measured, end: &Ending) -> Su
             offered_rps: offered_rps(plan),
             sent_rps: offered_rps(plan).map(|_| round3(per_s(c.requests + c.in_flight_at_end))),
             thread_busy: measured.thread_busy.iter().map(|b| round3(*b)).collect(),
+            pacer_spin: measured.pacer_spin.iter().map(|b| round6(*b)).collect(),
             interval_snapshot_bytes: measured.snapshot_bytes,
         },
         server_timing_order: st

@@ -43,6 +43,10 @@ pub struct Config {
     /// Open loop: `--pacer-slack`, seconds (absent from records that predate it).
     #[serde(default)]
     pub pacer_slack_s: Option<f64>,
+    /// Open loop: `--pacer-spin`, the share of a core each thread's pacer may spin to send on
+    /// time (absent in other load models and older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacer_spin: Option<f64>,
     pub seed: u64,
     /// `reuse` (keep-alive) or `new` (a connection per request).
     pub connection_policy: String,
@@ -165,6 +169,7 @@ pub(super) fn config_of(plan: &RunPlan, end: &Ending) -> Config {
         },
         pacer_slack_s: matches!(plan.load, LoadModel::Open { .. })
             .then(|| plan.pacer_slack.as_secs_f64()),
+        pacer_spin: matches!(plan.load, LoadModel::Open { .. }).then_some(plan.pacer_spin),
         seed: plan.seed,
         connection_policy: if plan.keepalive { "reuse" } else { "new" }.into(),
         stream: plan.stream.map(|m| m.name().into()),

@@ -300,6 +300,11 @@ pub struct Generator {
     pub sent_rps: Option<f64>,
     /// Per worker thread, the share of the run it was on a CPU (0..1).
     pub thread_busy: Vec<f64>,
+    /// Open loop, per worker thread: the share of the run its pacer spun to send requests on
+    /// time (`--pacer-spin`: its budget), the cost of the schedule lag's precision. Absent
+    /// when the pacer may not spin.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pacer_spin: Vec<f64>,
     /// Bytes of interval snapshots (compressed histograms and their containers) kept in memory
     /// during the run.
     pub interval_snapshot_bytes: u64,

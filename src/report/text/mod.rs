@@ -266,6 +266,7 @@ fn totals(out: &mut String, r: &RunRecord) {
         "  Connections  {} opened, {} closed by the server after a response",
         s.connections.opened, s.connections.server_closes
     );
+    pacer(out, r);
     if let Some(m) = s.h2_max_concurrent_streams {
         let _ = writeln!(
             out,
@@ -373,6 +374,30 @@ fn waits_and_opening(r: &RunRecord) -> Vec<(Phase, &Stats)> {
         shown.then_some((p, st))
     })
     .collect()
+}
+
+/// An open loop's pacer: how late it let requests go (its precision) and what that cost (the
+/// share of a core it spun to be on time, against its budget).
+fn pacer(out: &mut String, r: &RunRecord) {
+    let Some(budget) = r.config.pacer_spin else {
+        return;
+    };
+    let lag = &r.summary.latency.schedule_lag;
+    let spun = r
+        .summary
+        .generator
+        .pacer_spin
+        .iter()
+        .cloned()
+        .fold(0.0, f64::max);
+    let _ = writeln!(
+        out,
+        "  Pacer        late by {} at p50, {} at p99; spun {:.1}% of a core (budget {:.0}%)",
+        cell(lag.p50_us),
+        cell(lag.p99_us),
+        100.0 * spun,
+        100.0 * budget
+    );
 }
 
 /// The life of a request, client and server: the client phases up to the connection ready,
