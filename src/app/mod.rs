@@ -137,7 +137,8 @@ fn serve(args: &ServeArgs) -> Result<i32, Failure> {
         let scheme = if tls { "https" } else { "http" };
         // Not println!: a closed stdout (`| head -1`) must not end the server.
         let mut text = format!(
-            "reqlife serve: listening on {scheme}://{addr}/ (Ctrl-C to stop)\n  routes: /  /delay/{{ms}}  /echo  /status/{{code}}  /bytes/{{n}}  /text/{{n}}  /kv/{{key}}  /serial/{{ms}}  /stall/{{ms}}  /sse/{{n}}/{{gap_ms}}  /chunks/{{n}}/{{gap_ms}}\n"
+            "reqlife serve: listening on {scheme}://{addr}/ (Ctrl-C to stop)\n  routes: {}\n",
+            server::routes::ROUTES.join("  ")
         );
         if http3 {
             // The command that works as printed: a self-signed certificate needs -k.

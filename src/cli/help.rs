@@ -13,6 +13,31 @@ pub(crate) const RUN_EXIT_CODES: &str = "Exit codes:
   99   a --threshold failed
   130, 143  interrupted by SIGINT, SIGTERM (the report and the record are still written)";
 
+/// The end of `reqlife serve --help`: the embedded target's routes, from the router's own list,
+/// their parameters in capitals as clap writes values (clap would take `{n}` for a line break).
+pub(crate) fn serve_routes() -> String {
+    let routes: Vec<String> = crate::server::routes::ROUTES
+        .iter()
+        .map(|r| {
+            let mut inside = false;
+            r.chars()
+                .map(|c| {
+                    inside = (inside || c == '{') && c != '}';
+                    if inside {
+                        c.to_ascii_uppercase()
+                    } else {
+                        c
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    format!(
+        "Routes (any method; a bad parameter is a 400 naming the form):\n  {}",
+        routes.join("\n  ")
+    )
+}
+
 /// `reqlife knee --help`: how a step is judged.
 pub(crate) const KNEE_ABOUT: &str = "The highest open-loop rate that meets every SLO: an exponential search from a quarter of \
 what a short closed-loop probe achieves, then bisection to --precision, one step per rate (--step long), the \

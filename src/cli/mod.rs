@@ -36,6 +36,7 @@ pub enum Command {
     #[command(after_help = RUN_EXIT_CODES)]
     Run(Box<RunArgs>),
     /// Run the embedded target on its own.
+    #[command(after_help = help::serve_routes())]
     Serve(ServeArgs),
     /// On the server's host, as root: attach eBPF probes to the server and serve what they
     /// measure to `run --server-probes-from` on the generator's host.
@@ -335,7 +336,7 @@ pub enum PolicyArg {
 /// Analysis (clap orders headings by their first flag, so keep each group together).
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// The URL to load (http:// or https://). Without one, the embedded target is started
+    /// The URL to load (http://, https:// or tcp://). Without one, the embedded target is started
     /// in-process on a free loopback port and tested.
     pub url: Option<String>,
 

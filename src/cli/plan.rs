@@ -457,7 +457,26 @@ mod tests {
         // (url, a part the message must hold)
         let rows = [
             ("ftp://127.0.0.1/", "unsupported scheme 'ftp'"),
-            ("127.0.0.1:8080", "no scheme"),
+            (
+                "127.0.0.1:8080",
+                "no scheme; did you mean http://127.0.0.1:8080?",
+            ),
+            // A path made this "invalid format"; the same line as without one now.
+            (
+                "localhost:8080/",
+                "no scheme; did you mean http://localhost:8080/?",
+            ),
+            (
+                "example.com/a?b",
+                "no scheme; did you mean http://example.com/a?b?",
+            ),
+            ("//host/x", "no scheme; did you mean http://host/x?"),
+            ("http:/x", "invalid URL 'http:/x'"), // a mistyped scheme: no guess
+            ("not a url", "invalid URL 'not a url'"),
+            (
+                "udp://127.0.0.1:9/",
+                "reqlife speaks http://, https:// and tcp://",
+            ),
             ("http://", "invalid URL"),
             ("http://exa mple.com/", "invalid URL"),
             ("http://127.0.0.1:0/", "port 0"),

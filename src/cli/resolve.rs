@@ -76,6 +76,22 @@ pub fn lookup(entries: &[String], host: &str, port: u16) -> Result<Option<IpAddr
     Ok(found)
 }
 
+/// The schemes a run's URL may have: HTTP (HTTP/1.1, HTTP/2 and gRPC; HTTP/3 on `https://`)
+/// and framed binary requests over TCP. [`target`] refuses every other one with this list;
+/// `run --help` and the manual list the same (`tests/checks/drift.rs`).
+pub const URL_SCHEMES: [&str; 3] = ["http://", "https://", "tcp://"];
+
+/// The scheme of `url` (`ftp://` of `ftp://x/`), when it starts with one as RFC 3986 writes
+/// it (a letter, then letters, digits, `+`, `-` or `.`).
+fn scheme_of(url: &str) -> Option<&str> {
+    let (scheme, _) = url.split_once("://")?;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    let valid = first.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    valid.then(|| &url[..scheme.len() + 3])
+}
+
 /// What to do when the URL's host does not resolve.
 const DNS_HINT: &str = "check the host name in the URL (a typo?) and the DNS (/etc/resolv.conf)";
 
@@ -83,6 +99,16 @@ const DNS_HINT: &str = "check the host name in the URL (a typo?) and the DNS (/e
 /// is bad input, exit 2), with `--resolve` entries: the address of the URL's host and port is
 /// theirs, not DNS's.
 pub fn target(url: &str, resolve: &[String]) -> Result<Target, PlanError> {
+    if let Some(scheme) = scheme_of(url) {
+        if !URL_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()) {
+            let (last, rest) = URL_SCHEMES.split_last().expect("schemes");
+            let known = format!("{} and {last}", rest.join(", "));
+            return Err(PlanError(format!(
+                "unsupported scheme '{}' in URL '{url}': reqlife speaks {known}",
+                scheme.trim_end_matches("://")
+            )));
+        }
+    }
     if super::framed::is_tcp(url) {
         let mut t = super::framed::tcp_target(url)?;
         if let Some(ip) = lookup(resolve, &t.host, t.port)? {

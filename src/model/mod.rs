@@ -217,6 +217,22 @@ const URL_FORMS: &str = "expected http://host[:port][/path] or https://host[:por
 /// host. The one place URLs are checked (`--targets` lists use it too).
 pub fn split_url(url: &str) -> Result<(Scheme, String, u16, String), ModelError> {
     use ModelError::Url;
+    // `localhost:8080/` (no scheme, a path) does not parse as a URI, where `127.0.0.1:8080`
+    // parses as an authority: both get the same line, with the URL they probably meant.
+    let mistyped = ["http:", "https:"].iter().any(|s| {
+        url.get(..s.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(s))
+    });
+    // A path alone (`/relative`, in a target list) names no host to guess from.
+    let path_only = url.starts_with('/') && !url.starts_with("//");
+    if !url.contains("://") && !mistyped && !path_only {
+        let meant = format!("http://{}", url.strip_prefix("//").unwrap_or(url));
+        if matches!(meant.parse::<http::Uri>(), Ok(u) if u.host().is_some_and(|h| !h.is_empty())) {
+            return Err(Url(format!(
+                "invalid URL '{url}': no scheme; did you mean {meant}?"
+            )));
+        }
+    }
     let uri: http::Uri = url
         .parse()
         .map_err(|e| Url(format!("invalid URL '{url}': {e}; {URL_FORMS}")))?;

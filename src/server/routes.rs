@@ -64,8 +64,24 @@ pub const MAX_DELAY_MS: f64 = 600_000.0;
 
 const HELLO: &[u8] = b"Hello World!";
 pub(super) const SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
-const ROUTES: &str =
-    "not found: the routes are /, /delay/{ms}, /echo, /status/{code}, /bytes/{n}, /text/{n}, /kv/{key}, /serial/{ms}, /drift/{ms}, /stall/{ms}, /sse/{n}/{gap_ms}, /chunks/{n}/{gap_ms}\n";
+
+/// The routes [`route_of`] knows, as `serve` lists them when it starts, `serve --help` ends with
+/// them and a 404 names them (a unit test routes each one and checks that every route is here;
+/// `tests/checks/drift.rs` checks the manual's list against it).
+pub const ROUTES: [&str; 12] = [
+    "/",
+    "/delay/{ms}",
+    "/echo",
+    "/status/{code}",
+    "/bytes/{n}",
+    "/text/{n}",
+    "/kv/{key}",
+    "/serial/{ms}",
+    "/drift/{ms}",
+    "/stall/{ms}",
+    "/sse/{n}/{gap_ms}[/{jitter_ms}]",
+    "/chunks/{n}/{gap_ms}[/{jitter_ms}]",
+];
 
 /// The end of the current stall, in nanoseconds since [`origin`] (0: none).
 static STALL_UNTIL_NS: AtomicU64 = AtomicU64::new(0);
@@ -272,7 +288,7 @@ pub(super) enum Route {
 }
 
 /// The route for a path; every method is accepted on every route.
-fn route_of(path: &str) -> Route {
+pub(super) fn route_of(path: &str) -> Route {
     match path {
         "/" => Route::Hello,
         "/echo" => Route::Echo,
@@ -491,7 +507,11 @@ async fn run_plain_route(route: Route, body: impl RequestBody) -> (StatusCode, B
         }
         Route::Stream(spec) => (StatusCode::OK, Body::stream(spec), false),
         Route::BadRequest(msg) => (StatusCode::BAD_REQUEST, Body::full(msg), false),
-        Route::NotFound => (StatusCode::NOT_FOUND, Body::full(ROUTES), false),
+        Route::NotFound => (
+            StatusCode::NOT_FOUND,
+            Body::full(format!("not found: the routes are {}\n", ROUTES.join(", "))),
+            false,
+        ),
     }
 }
 

@@ -557,3 +557,65 @@ fn a_bad_address_or_certificate_is_bad_input_a_failed_runtime_a_failure() {
     let runtime = ServerError::Runtime(std::io::Error::other("no threads"));
     assert_eq!(runtime.exit_code(), 1);
 }
+
+/// Every route of [`routes::ROUTES`] routes (its parameters filled in, its optional part left
+/// out and given), and every route there is has its place in the list: a route added to the
+/// router but not to the list (or to the list but not to the router) fails here, and so would
+/// the list `serve` prints, its `--help` and its 404.
+#[test]
+fn the_route_list_is_the_router() {
+    use routes::{route_of, Route, ROUTES};
+    let mut seen = std::collections::BTreeSet::new();
+    for pattern in ROUTES {
+        let (required, optional) = match pattern.split_once('[') {
+            Some((r, o)) => (
+                r.to_string(),
+                Some(format!("{r}{}", o.trim_end_matches(']'))),
+            ),
+            None => (pattern.to_string(), None),
+        };
+        for form in std::iter::once(required).chain(optional) {
+            let path = form.replace("{code}", "200").replace("{key}", "k");
+            let path = fill_parameters(&path);
+            let name = match route_of(&path) {
+                Route::Hello => "hello",
+                Route::Delay(_) => "delay",
+                Route::Echo => "echo",
+                Route::Status(_) => "status",
+                Route::Bytes(_) => "bytes",
+                Route::Text(_) => "text",
+                Route::Kv(_) => "kv",
+                Route::Serial(_) => "serial",
+                Route::Drift(_) => "drift",
+                Route::Stall(_) => "stall",
+                Route::Stream(s) if s.sse => "sse",
+                Route::Stream(_) => "chunks",
+                Route::BadRequest(why) => panic!("{pattern}: {path} is a bad request: {why}"),
+                Route::NotFound => panic!("{pattern}: {path} is not found"),
+            };
+            seen.insert(name);
+        }
+    }
+    // One name per route the match above knows (it has no wildcard: a new route is a
+    // compile error there until it is named, and then a failure here until it is listed).
+    assert_eq!(seen.len(), 12, "{seen:?}");
+    assert_eq!(ROUTES.len(), seen.len(), "a route listed twice: {ROUTES:?}");
+}
+
+/// A route pattern with every `{name}` parameter made `1`.
+fn fill_parameters(pattern: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for c in pattern.chars() {
+        match c {
+            '{' => inside = true,
+            '}' => {
+                inside = false;
+                out.push('1');
+            }
+            _ if !inside => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}

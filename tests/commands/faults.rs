@@ -13,6 +13,19 @@ fn bad_input_is_one_clear_line_and_exit_2() {
         (&["run", "not a url"], "invalid URL 'not a url'"),
         (&["run", "ftp://127.0.0.1/"], "unsupported scheme 'ftp'"),
         (
+            &["run", "ftp://127.0.0.1/"],
+            "reqlife speaks http://, https:// and tcp://",
+        ),
+        // No scheme: the same line with or without a path (a path said "invalid format").
+        (
+            &["run", "localhost:8080/"],
+            "invalid URL 'localhost:8080/': no scheme; did you mean http://localhost:8080/?",
+        ),
+        (
+            &["run", "127.0.0.1:8080"],
+            "invalid URL '127.0.0.1:8080': no scheme; did you mean http://127.0.0.1:8080?",
+        ),
+        (
             &["run", "http://no-such-host.invalid/"],
             "cannot resolve host",
         ),
