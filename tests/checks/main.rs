@@ -1,11 +1,14 @@
-//! The static checks, one test binary: the help texts, the README against the tool, the shape
-//! of the source and its module layers. None needs a server or a network; sharing one binary
-//! saves linking the crate four times. Each module is the test file it was
-//! (`cargo test --test checks layers::` runs the layers' tests alone).
+//! The static checks, one test binary: the help texts, the README and the manual (`docs/`)
+//! against the tool and their links, the shape of the source and its module layers. None
+//! needs a server or a network; sharing one binary saves linking the crate several times.
+//! Each module is the test file it was (`cargo test --test checks layers::` runs the layers'
+//! tests alone).
 
 #[path = "../common/mod.rs"]
 mod common;
 
+mod docs;
+mod drift;
 mod help;
 mod layers;
 mod readme;

@@ -1,9 +1,10 @@
 //! The README against the tool. Its sample output ("What a run prints") has the structure of a
 //! real run's report: the same lines in the same order, each with its label and its fields,
 //! and the phase tables with their columns and rows; the figures are not compared, nor the
-//! asides in parentheses (`(space savings 0.00%)`, `(the embedded target)`). It points
-//! nowhere outside the repository. Its test command is the one `.ci/run` runs, a script that
-//! installs what the tests need.
+//! asides in parentheses (`(space savings 0.00%)`, `(the embedded target)`). Its test command
+//! is the one `.ci/run` runs, a script that installs what the tests need, and the manual's
+//! Testing section (which the README links) says what it installs. Its links, and the
+//! manual's, are checked in `docs.rs`.
 
 use crate::common::*;
 use std::path::Path;
@@ -176,67 +177,6 @@ fn the_sample_output_has_the_structure_of_a_real_run() {
     }
 }
 
-/// Top-level entries of the repository (`src`, `tests`, `bench` …).
-fn top_level() -> Vec<String> {
-    std::fs::read_dir(ROOT)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| !n.starts_with('.') || n == ".ci")
-        // cargo's build output is made by a build, not kept in the repository.
-        .filter(|n| n != "target")
-        .collect()
-}
-
-#[test]
-fn the_readme_points_nowhere_outside_the_repository() {
-    let text = readme();
-    // No relative path up and out, no absolute path of this machine's checkouts.
-    for outside in ["../", "/work/", "/shared/", "file://", "~/"] {
-        let at: Vec<usize> = text.match_indices(outside).map(|(i, _)| i).collect();
-        assert!(
-            at.is_empty(),
-            "README.md points outside the repository with {outside:?}: {:?}",
-            at.iter()
-                .map(|i| &text[i.saturating_sub(30)..(i + 40).min(text.len())])
-                .collect::<Vec<_>>()
-        );
-    }
-    // Every link that is not a web address or an anchor names a file of the repository.
-    for link in text.split("](").skip(1) {
-        let target = &link[..link.find(')').unwrap_or(link.len())];
-        if target.starts_with("http://")
-            || target.starts_with("https://")
-            || target.starts_with('#')
-        {
-            continue;
-        }
-        let path = target.split('#').next().unwrap();
-        assert!(
-            Path::new(ROOT).join(path).exists(),
-            "README.md links to {target:?}, not in the repository"
-        );
-    }
-    // Every path it names under a top-level directory exists (`bench/README.md`,
-    // `deploy/kubernetes/`, `tests/reports/netns.rs`).
-    let tops = top_level();
-    let mut named = 0;
-    for word in text.split(|c: char| c.is_whitespace() || "`'\"()[]<>,;".contains(c)) {
-        let word = word.trim_end_matches(['.', ':']);
-        let Some((top, _)) = word.split_once('/') else {
-            continue;
-        };
-        if !tops.iter().any(|t| t == top) || word.contains(['{', '*', '$']) {
-            continue;
-        }
-        named += 1;
-        assert!(
-            Path::new(ROOT).join(word).exists(),
-            "README.md names {word:?}, which is not in the repository"
-        );
-    }
-    assert!(named >= 10, "only {named} paths found: the scan is broken");
-}
-
 #[test]
 fn the_test_command_is_what_ci_runs_and_installs_what_the_tests_need() {
     let text = readme();
@@ -292,7 +232,16 @@ fn the_test_command_is_what_ci_runs_and_installs_what_the_tests_need() {
         .map(str::trim)
         .rfind(|l| !l.is_empty() && !l.starts_with('#'));
     assert_eq!(last, Some("cargo test"), "{script} ends with the tests");
-    // The README says what it installs.
+    // The README links the manual's Testing section, which says what it installs.
+    assert!(
+        text.contains("](docs/development.md#testing)"),
+        "the README does not link docs/development.md#testing"
+    );
+    let dev = std::fs::read_to_string(Path::new(ROOT).join("docs/development.md")).unwrap();
+    let testing = &dev[dev
+        .find("## Testing")
+        .expect("docs/development.md: ## Testing")..];
+    let testing = &testing[..testing[3..].find("\n## ").map_or(testing.len(), |i| i + 3)];
     for package in [
         "nginx",
         "nghttp2-server",
@@ -302,8 +251,8 @@ fn the_test_command_is_what_ci_runs_and_installs_what_the_tests_need() {
         "thrift",
     ] {
         assert!(
-            text.contains(&format!("`{package}`")),
-            "the README does not say that {script} installs {package}"
+            testing.contains(&format!("`{package}`")),
+            "docs/development.md's Testing section does not say that {script} installs {package}"
         );
     }
 }

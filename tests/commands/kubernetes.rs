@@ -1,9 +1,9 @@
 //! The Kubernetes files under deploy/kubernetes: they parse as YAML and pass yamllint, the
-//! Jobs have the shape the README promises (an Indexed Job of N generators sharing a volume
-//! with the merge Job), and the command lines their shells produce are ones reqlife accepts:
-//! each generator's argv, with JOB_COMPLETION_INDEX 0..N-1 and the ConfigMap's values, goes
-//! through reqlife's own parser and plan builder. The Dockerfile builds the binary and runs
-//! it as a non-root user.
+//! Jobs have the shape docs/several-generators.md promises (an Indexed Job of N generators
+//! sharing a volume with the merge Job), and the command lines their shells produce are ones
+//! reqlife accepts: each generator's argv, with JOB_COMPLETION_INDEX 0..N-1 and the
+//! ConfigMap's values, goes through reqlife's own parser and plan builder. The Dockerfile
+//! builds the binary and runs it as a non-root user.
 
 use crate::common::missing;
 
