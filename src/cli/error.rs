@@ -11,6 +11,11 @@ pub struct PlanError(pub String);
 
 crate::util::exit::exit_code!(EXIT_USAGE => PlanError);
 
+/// Refuses the input with `msg`, its one line.
+pub(super) fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
+    Err(PlanError(msg.into()))
+}
+
 /// Each lower layer's bad input as a plan's, its line unchanged (all are usage errors).
 macro_rules! plan_error_from {
     ($($t:ty),*) => {$(

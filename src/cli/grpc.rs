@@ -5,6 +5,7 @@
 //! is one length-prefixed message: encoded once when it is fixed, or, when the JSON has
 //! generators, rendered and encoded on every call (a one-request workload).
 
+use super::error::err;
 use super::plan::PlanError;
 use super::RunArgs;
 use crate::engine::grpc::{frame, timeout_value, Codec};
@@ -53,10 +54,6 @@ pub struct GrpcArgs {
     /// before the plan is built ([`reflection_service`]), not a flag.
     #[arg(skip)]
     pub reflected: Option<DescriptorPool>,
-}
-
-fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
-    Err(PlanError(msg.into()))
 }
 
 /// `a, b apply` or `a applies`: the flags given, joined, with the verb that fits.

@@ -5,6 +5,7 @@ mod error;
 pub mod framed;
 pub mod grpc;
 pub mod help;
+mod pacing;
 pub mod plan;
 pub mod probes;
 pub mod protocol;

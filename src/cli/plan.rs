@@ -2,26 +2,21 @@
 //! and every message about bad input lives in this file. A [`PlanError`] is one line naming
 //! what is wrong and what is valid; the binary exits with code 2 on it.
 
+use super::error::err;
 use super::{ArrivalArg, PolicyArg, RunArgs};
 use crate::model::load::{self, Fallback, Given, Load, LoadSpec};
-use crate::model::{io_reason, Arrival, LoadKind, LoadModel, Segment, Target, TlsPlan};
+use crate::model::{io_reason, Arrival, LoadModel, Segment, Target, TlsPlan};
 use crate::plan::RunPlan;
 use crate::util::units::StagesSpec;
 use std::time::Duration;
 
 pub use super::error::PlanError;
 
-fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
-    Err(PlanError(msg.into()))
-}
-
 /// Default length of a run when neither `-d` nor `-n` is given.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 /// Bursts of a `--burst` run given neither `--bursts` nor `-d`.
 pub const DEFAULT_BURSTS: u64 = 10;
-/// `--pacer-slack` when not given, and its largest accepted value.
-pub const DEFAULT_PACER_SLACK: Duration = Duration::from_micros(50);
-pub const MAX_PACER_SLACK: Duration = Duration::from_millis(10);
+pub use super::pacing::{DEFAULT_PACER_SLACK, MAX_PACER_SLACK};
 
 /// Builds the plans of `reqlife run` for `url`: one, or one per level of a sweep
 /// (`-c 100,200,500` or `-R 5000,10000`), in the order given.
@@ -134,7 +129,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     let body = body(args)?;
     let tls = tls_plan(args)?;
     output_folders(args)?;
-    let (pacer_slack, pacer_spin) = (pacer_slack(args, &load)?, pacer_spin(args, &load)?);
+    let (pacer_slack, pacer_spin) = super::pacing::pacing(args, &load)?;
     let keepalive = match (args.no_keepalive, args.connection_policy) {
         (true, Some(PolicyArg::Reuse)) => {
             return err("--no-keepalive and --connection-policy reuse conflict: give one of them")
@@ -318,34 +313,6 @@ pub fn load_spec(args: &RunArgs) -> LoadSpec {
     spec
 }
 
-/// `--pacer-slack`: open loops only, 0 to 10ms.
-fn pacer_slack(args: &RunArgs, load: &LoadModel) -> Result<Duration, PlanError> {
-    match args.pacer_slack {
-        None => Ok(DEFAULT_PACER_SLACK),
-        Some(_) if load.kind() != LoadKind::Open => {
-            err("--pacer-slack applies to an open loop: give -R/--rate too")
-        }
-        Some(s) if s > MAX_PACER_SLACK => {
-            err("--pacer-slack must be from 0 to 10ms (e.g. 50us; 0 wakes once per request)")
-        }
-        Some(s) => Ok(s),
-    }
-}
-
-/// `--pacer-spin`: open loops only, 0 to 100%, as a share of a core.
-fn pacer_spin(args: &RunArgs, load: &LoadModel) -> Result<f64, PlanError> {
-    match args.pacer_spin {
-        None => Ok(crate::load::early::DEFAULT_SPIN),
-        Some(_) if load.kind() != LoadKind::Open => {
-            err("--pacer-spin applies to an open loop: give -R/--rate too")
-        }
-        Some(p) if !(0.0..=100.0).contains(&p) => {
-            err("--pacer-spin must be from 0 to 100% of a core (e.g. 5%; 0 never spins)")
-        }
-        Some(p) => Ok(p / 100.0),
-    }
-}
-
 /// Parses and resolves the URL of a run (once, before it starts: a name that does not resolve
 /// is bad input, exit 2).
 pub fn parse_target(url: &str) -> Result<Target, PlanError> {
@@ -403,6 +370,7 @@ fn read_cacert(path: &std::path::Path) -> Result<Vec<Vec<u8>>, PlanError> {
 mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
+    use crate::model::LoadKind;
     use crate::model::{Schedule, Scheme, StopRule};
     use crate::util::limits::default_threads;
     use clap::Parser;

@@ -2,14 +2,11 @@
 //! `--http3`, `--streams`, `--h2-window`, `--zero-rtt`, `--max-header-list`): which of them
 //! apply together, and the one line that says so when they do not.
 
+use super::error::err;
 use super::plan::PlanError;
 use super::RunArgs;
 use crate::model::{Scheme, Target};
 use crate::plan::{Http2Plan, Http3Plan};
-
-fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
-    Err(PlanError(msg.into()))
-}
 
 /// `--streams N` above 1 with a new connection per request (`keepalive` off): refused, a
 /// connection that carries one request shares no streams.

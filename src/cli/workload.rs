@@ -4,15 +4,12 @@
 //! phase (run in order, like the levels of a sweep); without phases, or with a target list,
 //! the command line's load applies to the whole mix.
 
+use super::error::err;
 use super::plan::{self, PlanError};
 use super::RunArgs;
 use crate::plan::RunPlan;
 use crate::workload::{mix::Mix, scenario, targets, Workload, WorkloadError};
 use std::sync::Arc;
-
-fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
-    Err(PlanError(msg.into()))
-}
 
 /// Whether the run sends a workload rather than one fixed request.
 pub fn is_workload(args: &RunArgs) -> bool {
