@@ -99,14 +99,16 @@ pub fn settled_lag(record: &RunRecord) -> (Option<f64>, Option<&'static str>, u6
 
 /// Judges one step's record (see the module's rule): pass, fail (the server), or the client's
 /// (a saturated worker thread, or a schedule lag after the start-up ([`settled_lag`]) beyond
-/// `max_lag_us` that could explain every failure).
+/// `max_lag_us` that could explain every failure). With the step, what its generator's health
+/// was found to be when the verdict is the client's (empty otherwise): the step's warnings say
+/// that ([`step_warnings`]), and nothing else of the generator.
 pub fn judge(
     record: &RunRecord,
     offered: f64,
     slos: &[Expr],
     confirmation: bool,
     max_lag_us: f64,
-) -> KneeStep {
+) -> (KneeStep, Vec<String>) {
     let s = &record.summary;
     let t = &s.latency.total;
     let mut reasons = Vec::new();
@@ -157,6 +159,10 @@ pub fn judge(
     } else {
         Verdict::Fail
     };
+    let blamed = match verdict {
+        Verdict::Client => health.clone(),
+        _ => Vec::new(),
+    };
     match verdict {
         Verdict::Client => {
             let mut all = health;
@@ -169,7 +175,7 @@ pub fn judge(
         )),
         _ => {}
     }
-    KneeStep {
+    let step = KneeStep {
         offered_rps: offered,
         achieved_rps: s.throughput_rps,
         p50_us: t.p50_us,
@@ -183,7 +189,14 @@ pub fn judge(
         lag_us,
         lag_quantile: lag_quantile.map(String::from),
         lag_samples,
-    }
+    };
+    (step, blamed)
+}
+
+/// A step's warnings once judged: the record's own, with the generator's health as the knee
+/// judged it (`blamed`, from [`judge`]) instead of the run's rule.
+pub fn step_warnings(record: &RunRecord, blamed: &[String]) -> Vec<String> {
+    crate::recorder::record::step_warnings(record, blamed)
 }
 
 /// The share of a step's length that `secs` is (0..1; all of it for a step of no length).
@@ -206,7 +219,7 @@ fn rate_shortfall(s: &Summary, offered: f64, lag_us: f64) -> Option<(String, boo
         return None;
     }
     let reason = format!(
-        "achieved {:.0} of {offered:.0} req/s (needed {needed:.0}: 99% less the {:.1}% in flight at the end)",
+        "achieved {:.1} of {offered:.0} req/s (needed {needed:.0}: 99% less the {:.1}% in flight at the end)",
         s.throughput_rps,
         in_flight * 100.0
     );
@@ -627,5 +640,120 @@ mod tests {
         let (tried, s) = path(100.0, 0.0, 0.05, None);
         assert_eq!(s.answer(), None);
         assert_eq!(tried.len(), MAX_HALVINGS + 1, "{tried:?}");
+    }
+
+    /// A step of 123 req/s for 1 s (the records of [`lag_record`]): `lag_record(n, 0)`'s
+    /// start-up interval lagged, what came after did not; its figures given explicitly.
+    fn step_of(n: u64, offered: f64, achieved: f64, sent: f64) -> RunRecord {
+        let mut r = lag_record(n, 0);
+        let s = &mut r.summary;
+        s.throughput_rps = achieved;
+        s.generator.offered_rps = Some(offered);
+        s.generator.sent_rps = Some(sent);
+        s.requests.total = achieved as u64;
+        s.requests.ok = achieved as u64;
+        s.latency.total.p99_us = Some(5_000.0);
+        s.latency.total.mean_us = Some(3_000.0);
+        r
+    }
+
+    fn slos(list: &[&str]) -> Vec<Expr> {
+        list.iter().map(|e| Expr::arg(e).unwrap()).collect()
+    }
+
+    #[test]
+    fn a_step_is_not_blamed_on_the_client_for_one_late_interval() {
+        // The case: 123 req/s, one interval (the start-up's) lagging 1.25 ms, which
+        // puts the whole step's lag p99 over 1 ms; after the start-up the lag is 0 (p50 of 62
+        // samples, all the step supports).
+        let mut r = step_of(62, 123.0, 123.0, 123.0);
+        r.summary.latency.schedule_lag.p99_us = Some(1_250.0);
+        r.summary.latency.schedule_lag.max_us = Some(1_250.0);
+        let one = crate::recorder::hist::IntervalStats {
+            count: 5,
+            p50_us: 1_250.0,
+            p99_us: 1_250.0,
+            max_us: 1_250.0,
+        };
+        r.intervals[0].latency.insert(crate::model::Phase::Lag, one);
+        // The run's rule would blame the client for it...
+        let by_run = crate::recorder::record::warnings_of(&r);
+        assert!(
+            by_run.iter().any(|w| w.contains("limited this run")),
+            "{by_run:?}"
+        );
+        // ...the knee's does not: the step passes, and its warnings say nothing of the
+        // generator.
+        let (step, blamed) = judge(&r, 123.0, &slos(&["errors<=1%"]), false, 1000.0);
+        assert_eq!(step.verdict, Verdict::Pass, "{:?}", step.reasons);
+        assert!(blamed.is_empty(), "{blamed:?}");
+        let w = step_warnings(&r, &blamed);
+        assert!(
+            !w.iter()
+                .any(|w| w.contains("generator") || w.contains("client")),
+            "{w:?}"
+        );
+    }
+
+    #[test]
+    fn a_step_blamed_on_the_client_says_so_once_by_the_knee_s_rule() {
+        // A worker thread saturated and the rate not achieved: the client's step. The run's
+        // rule would add its own saturation warning beside the knee's: one line only.
+        let mut r = step_of(62, 123.0, 60.0, 60.0);
+        r.summary.generator.thread_busy = vec![0.99, 0.2];
+        let (step, blamed) = judge(&r, 123.0, &slos(&["errors<=1%"]), false, 1000.0);
+        assert_eq!(step.verdict, Verdict::Client, "{:?}", step.reasons);
+        assert_eq!(blamed, ["a worker thread was on a CPU 99% of the step"]);
+        let w = step_warnings(&r, &blamed);
+        let about: Vec<&String> = w.iter().filter(|w| w.contains("worker thread")).collect();
+        assert_eq!(about.len(), 1, "{w:?}");
+        assert!(
+            about[0].starts_with("the client, not the server, limited this step: a worker thread"),
+            "{w:?}"
+        );
+        // The rate is the row's one figure in the warning too.
+        assert!(
+            step.reasons
+                .iter()
+                .any(|r| r.starts_with("achieved 60.0 of 123 req/s")),
+            "{:?}",
+            step.reasons
+        );
+        assert!(
+            about[0].contains("achieved 60.0 req/s of the 123 offered"),
+            "{w:?}"
+        );
+    }
+
+    #[test]
+    fn a_step_s_row_and_its_warning_give_one_achieved_figure() {
+        // The case: 498.6 req/s achieved (the responses within the step), 527 sent
+        // (those in flight at the end included), 992 offered; the server's queue full.
+        let mut r = step_of(62, 992.0, 498.6, 527.0);
+        r.summary.end.not_sent = 935;
+        r.summary.latency.phases.insert(
+            crate::model::Phase::Queue,
+            crate::recorder::hist::Stats {
+                count: 100,
+                p99_us: Some(933_000.0),
+                ..Default::default()
+            },
+        );
+        let (step, blamed) = judge(&r, 992.0, &slos(&["p99<=20ms"]), false, 1000.0);
+        assert_eq!(step.verdict, Verdict::Fail, "{:?}", step.reasons);
+        assert_eq!(step.achieved_rps, 498.6);
+        assert!(
+            step.reasons[0].starts_with("achieved 498.6 of 992 req/s"),
+            "{:?}",
+            step.reasons
+        );
+        let w = step_warnings(&r, &blamed);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("the server did not keep up"), "{w:?}");
+        assert!(
+            w[0].contains("achieved 498.6 req/s of the 992 offered"),
+            "{w:?}"
+        );
+        assert!(!w[0].contains("527"), "{w:?}");
     }
 }

@@ -232,14 +232,16 @@ fn search(
         rows.push(StepRow::running(rate));
         control.show_steps(" knee search: steps so far ", rows);
         let plan = plans.at(rate)?;
-        let (record, measured) = run_plan(control, &plan, command_line, embedded)?;
+        let (mut record, measured) = run_plan(control, &plan, command_line, embedded)?;
         if control.signal() != 0 {
             // An interrupted step says nothing about its rate: kept, not judged.
             parts.push((rate, record, measured, plan));
             break;
         }
         let max_lag_us = args.max_lag.as_secs_f64() * 1e6;
-        let step = knee::judge(&record, rate, &args.slos, confirmation, max_lag_us);
+        let (step, blamed) = knee::judge(&record, rate, &args.slos, confirmation, max_lag_us);
+        // The step's generator is judged once, by the knee's rule: its warnings say that.
+        record.summary.warnings = knee::step_warnings(&record, &blamed);
         say(step_line(steps.len() + 1, rate, &step, search.retrying()));
         search.record(step.verdict);
         steps.push(step);

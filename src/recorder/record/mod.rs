@@ -20,7 +20,7 @@ pub mod warnings;
 pub use config::{Config, Environment, Sweep};
 pub use figures::*;
 pub use warnings::{
-    http_errors_warning, warnings_of, BUSY_NEAR, BUSY_WARN, LAG_NEAR_US, LAG_WARN_US,
+    http_errors_warning, step_warnings, warnings_of, BUSY_NEAR, BUSY_WARN, LAG_NEAR_US, LAG_WARN_US,
 };
 
 use crate::model::{ErrorKind, StopReason};

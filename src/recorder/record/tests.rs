@@ -153,7 +153,7 @@ fn generator_warnings() {
         .summary
         .warnings
         .iter()
-        .any(|w| w.contains("achieved 500 req/s of the 1000 offered")));
+        .any(|w| w.contains("achieved 500.0 req/s of the 1000 offered")));
     // A quiet run has none.
     let r = record(&["-R", "1000"], |m| {
         m.counters.requests = 10_000;
@@ -254,7 +254,7 @@ fn a_run_that_lagged_throughout_names_its_intervals_and_blames_the_client() {
     assert!(w[0].contains("in 1 of 10 intervals (3.0-4.0s)"), "{w:?}");
     assert!(w[0].contains("the client, not the server, limited this run"));
     assert!(
-        w[0].contains("achieved 900 req/s of the 1000 offered"),
+        w[0].contains("achieved 900.0 req/s of the 1000 offered"),
         "{w:?}"
     );
 }

@@ -15,6 +15,29 @@ pub const LAG_NEAR_US: f64 = 500.0;
 
 /// Warnings in plain words, so that nobody mistakes the client's limit for the server's.
 pub fn warnings_of(r: &RunRecord) -> Vec<String> {
+    warnings_judged(r, Generator::ByRun)
+}
+
+/// The warnings of one step of `reqlife knee`: as [`warnings_of`], except that the
+/// generator's health is the one the knee judged by its own rule (`analysis::knee::judge`:
+/// the lag after the step's start-up at a quantile its samples support, a saturated worker),
+/// not the run's rule, which a step of a few hundred requests fails on one late timer.
+/// `health`: what the knee found when it blamed the step on the generator; empty when it did
+/// not (then nothing is said of the generator: the step's row says the rest).
+pub fn step_warnings(r: &RunRecord, health: &[String]) -> Vec<String> {
+    warnings_judged(r, Generator::Judged(health))
+}
+
+/// Who judges the generator's health in a record's warnings.
+#[derive(Clone, Copy)]
+enum Generator<'a> {
+    /// The run's rule: the lag p99 (of the run, or of some intervals), the busiest worker.
+    ByRun,
+    /// Judged already (a knee step): what was found, empty when healthy.
+    Judged(&'a [String]),
+}
+
+fn warnings_judged(r: &RunRecord, generator: Generator) -> Vec<String> {
     let s = &r.summary;
     let mut out = Vec::new();
     if matches!(r.stop_reason, StopReason::FailFast(_)) {
@@ -32,6 +55,48 @@ pub fn warnings_of(r: &RunRecord) -> Vec<String> {
             s.latency.total.clamped
         ));
     }
+    let open = r.config.load_model == LoadKind::Open;
+    match generator {
+        Generator::ByRun => out.extend(generator_warnings(r)),
+        Generator::Judged([]) if open => out.extend(queue_warning(r).or_else(|| shortfall(r))),
+        Generator::Judged([]) => {}
+        Generator::Judged(health) => out.push(format!(
+            "the client, not the server, limited this step: {}{}: use more threads (-t) or more \
+             generators",
+            health.join("; "),
+            shortfall(r).map(|f| format!(" ({f})")).unwrap_or_default()
+        )),
+    }
+    let e = &s.end;
+    if e.in_flight > 0 {
+        let when = if r.interrupted {
+            "when the run was interrupted".to_string()
+        } else {
+            format!("when the drain ended ({:.2}s after the window)", e.drain_s)
+        };
+        out.push(format!(
+            "{} requests were still in flight {when}: their latency is missing from the figures, \
+             and they are likely the slowest; give them longer with --drain (or --timeout)",
+            e.in_flight
+        ));
+    }
+    out.extend(http_errors_warning(r));
+    let ports = s.errors.get("addr_not_avail").copied().unwrap_or(0);
+    if ports > 0 {
+        out.push(format!(
+            "{ports} connections failed with 'Cannot assign requested address': the local ports ran out. \
+             Reuse connections (drop --no-keepalive), open fewer per second (--max-connections-per-second), \
+             or widen net.ipv4.ip_local_port_range"
+        ));
+    }
+    out
+}
+
+/// The generator's health by the run's rule (README, "When the generator cannot keep up"):
+/// the open loop's schedule, then the busiest worker thread.
+fn generator_warnings(r: &RunRecord) -> Vec<String> {
+    let s = &r.summary;
+    let mut out = Vec::new();
     if r.config.load_model == LoadKind::Open {
         out.extend(open_loop_warning(r));
     }
@@ -55,28 +120,6 @@ pub fn warnings_of(r: &RunRecord) -> Vec<String> {
             "a worker thread was on a CPU {:.0}% of the run: the generator is near its limit; \
              `reqlife calibrate` shows what this machine can generate, or add threads (-t)",
             busiest * 100.0
-        ));
-    }
-    let e = &s.end;
-    if e.in_flight > 0 {
-        let when = if r.interrupted {
-            "when the run was interrupted".to_string()
-        } else {
-            format!("when the drain ended ({:.2}s after the window)", e.drain_s)
-        };
-        out.push(format!(
-            "{} requests were still in flight {when}: their latency is missing from the figures, \
-             and they are likely the slowest; give them longer with --drain (or --timeout)",
-            e.in_flight
-        ));
-    }
-    out.extend(http_errors_warning(r));
-    let ports = s.errors.get("addr_not_avail").copied().unwrap_or(0);
-    if ports > 0 {
-        out.push(format!(
-            "{ports} connections failed with 'Cannot assign requested address': the local ports ran out. \
-             Reuse connections (drop --no-keepalive), open fewer per second (--max-connections-per-second), \
-             or widen net.ipv4.ip_local_port_range"
         ));
     }
     out
@@ -134,41 +177,11 @@ fn open_loop_warning(r: &RunRecord) -> Option<String> {
     let s = &r.summary;
     let lag = &s.latency.schedule_lag;
     let (lag_p99, lag_max) = (lag.p99_us.unwrap_or(0.0), lag.max_us.unwrap_or(0.0));
-    let queue_p99 = s
-        .latency
-        .phases
-        .get(&Phase::Queue)
-        .and_then(|q| q.p99_us)
-        .unwrap_or(0.0);
-    let offered = s.generator.offered_rps;
-    let sent = s.generator.sent_rps.unwrap_or(s.throughput_rps);
-    let shortfall = offered
-        .filter(|o| r.stop_reason == StopReason::Duration && sent < 0.99 * o)
-        .map(|o| {
-            let mut f = format!(
-                "achieved {sent:.0} req/s of the {o:.0} offered ({:.1}%)",
-                100.0 * sent / o
-            );
-            if s.end.not_sent > 0 {
-                f += &format!(", {} requests due were never sent", s.end.not_sent);
-            }
-            f
-        });
+    let shortfall = shortfall(r);
     // The pacer's slack is lateness by design: only the lag beyond it is falling behind.
     let slack_us = r.config.pacer_slack_s.unwrap_or(0.0) * 1e6;
     let lagging = FlaggedIntervals::lagging(r, LAG_WARN_US + slack_us);
-    if queue_p99 > 1000.0 && queue_p99 > 10.0 * lag_p99.max(1.0) {
-        let mut w = format!(
-            "requests waited for a free connection (queue p99 {:.2} ms) while the generator kept \
-             its schedule (lag p99 {lag_p99:.0} us): the server did not keep up with {:.0} req/s on \
-             {} connections; the corrected latency includes that wait",
-            queue_p99 / 1000.0,
-            offered.unwrap_or(0.0),
-            r.config.connections
-        );
-        if let Some(f) = shortfall {
-            w += &format!("; {f}");
-        }
+    if let Some(w) = queue_warning(r) {
         return Some(w);
     }
     if lag_p99 - slack_us > LAG_WARN_US {
@@ -199,6 +212,55 @@ fn open_loop_warning(r: &RunRecord) -> Option<String> {
         ));
     }
     shortfall
+}
+
+/// When the requests of an open loop waited for a free connection far longer than the
+/// generator was late: the server did not keep up (with the rate's shortfall, if any).
+fn queue_warning(r: &RunRecord) -> Option<String> {
+    let s = &r.summary;
+    let lag_p99 = s.latency.schedule_lag.p99_us.unwrap_or(0.0);
+    let queue_p99 = s
+        .latency
+        .phases
+        .get(&Phase::Queue)
+        .and_then(|q| q.p99_us)
+        .unwrap_or(0.0);
+    if queue_p99 <= 1000.0 || queue_p99 <= 10.0 * lag_p99.max(1.0) {
+        return None;
+    }
+    let mut w = format!(
+        "requests waited for a free connection (queue p99 {:.2} ms) while the generator kept \
+         its schedule (lag p99 {lag_p99:.0} us): the server did not keep up with {:.0} req/s on \
+         {} connections; the corrected latency includes that wait",
+        queue_p99 / 1000.0,
+        s.generator.offered_rps.unwrap_or(0.0),
+        r.config.connections
+    );
+    if let Some(f) = shortfall(r) {
+        w += &format!("; {f}");
+    }
+    Some(w)
+}
+
+/// An open loop whose generator sent under 99% of the offered rate (the run's rule), in the
+/// words of the report: the rate achieved (`throughput_rps`, the report's and a knee step's
+/// one figure), of the offered, and the requests due that were never sent.
+fn shortfall(r: &RunRecord) -> Option<String> {
+    let s = &r.summary;
+    let sent = s.generator.sent_rps.unwrap_or(s.throughput_rps);
+    let o = s
+        .generator
+        .offered_rps
+        .filter(|o| r.stop_reason == StopReason::Duration && sent < 0.99 * o)?;
+    let mut f = format!(
+        "achieved {:.1} req/s of the {o:.0} offered ({:.1}%)",
+        s.throughput_rps,
+        100.0 * s.throughput_rps / o
+    );
+    if s.end.not_sent > 0 {
+        f += &format!(", {} requests due were never sent", s.end.not_sent);
+    }
+    Some(f)
 }
 
 /// The intervals whose figure (schedule lag p99, a worker's CPU share) passed a bound.
