@@ -501,8 +501,9 @@ pub struct RunArgs {
     #[arg(help_heading = "Protocol", long = "streams", value_parser = count_arg)]
     pub streams: Option<u64>,
 
-    /// HTTP/2: initial flow-control window in bytes, for streams and the connection (e.g. 1M).
-    #[arg(help_heading = "Protocol", long = "h2-window", value_parser = count_arg)]
+    /// HTTP/2: initial flow-control window in bytes, for streams and the connection (e.g. 1KiB,
+    /// 1MiB); the connection's is never below the protocol's 65535.
+    #[arg(help_heading = "Protocol", long = "h2-window", value_parser = size_arg)]
     pub h2_window: Option<u64>,
 
     /// HTTP/2 in a closed loop: a freed stream's next request waits up to this long for the

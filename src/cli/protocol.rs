@@ -46,8 +46,10 @@ pub(super) fn http2_plan(
         }
         (false, _, _) => return err("--h2-window applies to HTTP/2: give --http2 too"),
         (true, Some(0), _) => return err("--streams must be at least 1"),
-        (true, _, Some(w)) if !(65_535..=2_147_483_647).contains(&w) => {
-            return err("--h2-window must be from 65535 to 2147483647 bytes (e.g. 1M)")
+        // Any stream window the protocol allows (RFC 9113, 6.5.2: up to 2^31-1); 0 would
+        // stall every response body for good.
+        (true, _, Some(w)) if !(1..=2_147_483_647).contains(&w) => {
+            return err("--h2-window must be from 1 to 2147483647 bytes (e.g. 1KiB, 1MiB)")
         }
         (true, streams, window) => {
             shares_streams(streams, keepalive)?;

@@ -1,6 +1,7 @@
 //! HTTP/2 against the embedded target: h2c with prior knowledge and h2 over TLS (ALPN), several
 //! streams per connection, a body, Server-Timing from HTTP/2 headers; a server that does not
-//! speak HTTP/2 is an error, not a hang; a header block is bounded by `--max-header-list` (a
+//! speak HTTP/2 is an error, not a hang; a 1 KiB window (`--h2-window`) still brings 1 MiB
+//! bodies whole; a header block is bounded by `--max-header-list` (a
 //! raw server's endless CONTINUATION frames end at 64 KiB, a larger head needs the flag).
 
 use crate::common::*;
@@ -73,6 +74,45 @@ fn h2_over_tls_by_alpn() {
     assert_eq!(count(&j, "bytes.body"), 500 * 10);
     assert!(count(&j, "bytes.read") > 500 * 10 + count(&j, "bytes.headers"));
     assert!(count(&j, "bytes.written") > 500 * 10);
+}
+
+#[test]
+fn a_small_window_still_brings_a_1_mib_body_whole() {
+    // RFC 9113 allows any stream window: 1 KiB (the connection's stays at 65,535, as SETTINGS
+    // cannot shrink it). Each 1 MiB body comes in 1 KiB at most at a time, the client opening
+    // the window again: at least 1,024 WINDOW_UPDATE frames (13 bytes each) per stream, where
+    // the default 1 MiB window needs 2.
+    let s = embedded(ServerTls::None);
+    const BODY: u64 = 1 << 20;
+    let j = Run::new()
+        .args(["--http2", "--streams", "2", "--h2-window", "1KiB"])
+        .n(10)
+        .c(1)
+        .t(1)
+        .url(s.url(&format!("/bytes/{BODY}")))
+        .json();
+    assert_counts(&j, &[("requests.ok", 10), ("requests.errors", 0)]);
+    assert_eq!(count(&j, "bytes.body"), 10 * BODY, "every body whole");
+    let updates = count(&j, "bytes.written") / 13;
+    assert!(updates >= 10 * 1024, "{updates} frames' worth written");
+    // Bad windows: what is wrong and what is valid, exit 2 (clap's parser adds its own
+    // "For more information" to the unreadable one).
+    for (window, says) in [
+        ("0", "--h2-window must be from 1 to 2147483647 bytes"),
+        ("2GiB", "--h2-window must be from 1 to 2147483647 bytes"),
+        ("1KB/s", "invalid size '1KB/s': expected a number of bytes"),
+    ] {
+        let out = Run::new()
+            .n(1)
+            .args(["--http2", "--h2-window", window])
+            .url(s.url("/"))
+            .exits(2);
+        let err = stderr(&out);
+        assert!(
+            err.lines().next().unwrap_or("").contains(says),
+            "{window}: {err}"
+        );
+    }
 }
 
 #[test]

@@ -225,10 +225,13 @@ pub(super) struct Core {
 
 impl Core {
     /// A new connection's state, its preface and SETTINGS (and its window top-up) queued:
-    /// `window` is `--h2-window`, for streams and the connection; `wire` the link's counts.
+    /// `window` is `--h2-window`, for streams and (at least 65,535) the connection; `wire` the
+    /// link's counts.
     pub(super) fn new(tuning: super::Tuning, wire: Rc<WireStats>) -> Core {
         let (stream_window, connection_window) = match tuning.window {
-            Some(w) => (w, w),
+            // A stream's window may be as small as the user likes; the connection's starts at
+            // 65,535 and SETTINGS cannot shrink it (RFC 9113, 6.9.2): it is only topped up.
+            Some(w) => (w, w.max(frame::DEFAULT_WINDOW as u32)),
             None => (STREAM_WINDOW, CONNECTION_WINDOW),
         };
         let mut out = Vec::with_capacity(256);
