@@ -172,9 +172,20 @@ fn the_view_draws_p_pauses_and_q_ends_the_run_with_a_record_and_the_terminal_bac
     // The terminal: the alternate screen entered once and left, the cursor shown again after,
     // the report after the view; the same settings as before (raw mode off).
     assert_terminal_back(&out, 1, b"Status codes", dir.path());
-    // The record, as for Ctrl-C: interrupted, with what was measured.
+    // The report says the user stopped it, once, and no advice about --drain (a run stopped
+    // early has no drain): not "INTERRUPTED (interrupted (SIGINT))".
+    assert!(
+        text.contains("STOPPED in the live view (q) after"),
+        "{text}"
+    );
+    assert!(!text.contains("interrupted"), "{text}");
+    assert!(!text.contains("--drain"), "{text}");
+    // The header, printed as the run started, is not printed again with the report on the
+    // same terminal.
+    assert_eq!(text.matches("Running 60.00s test").count(), 1, "{text}");
+    // The record, as for Ctrl-C (interrupted, with what was measured), says how it ended.
     let rec: serde_json::Value = read_json(dir.path().join("rec.json"));
-    assert_eq!(rec["stop_reason"], "interrupted (SIGINT)");
+    assert_eq!(rec["stop_reason"], "stopped in the live view");
     assert_eq!(rec["interrupted"], true);
     assert!(rec["summary"]["requests"]["ok"].as_u64().unwrap() > 0);
     assert!(
@@ -215,6 +226,8 @@ fn a_knee_search_shows_its_steps_and_q_ends_it_with_a_record_and_the_terminal_ba
     // The record: interrupted, with the steps judged before q.
     let rec: serde_json::Value = read_json(dir.path().join("knee.json"));
     assert_eq!(rec["interrupted"], true);
+    assert_eq!(rec["stop_reason"], "stopped in the live view");
+    assert!(text.contains("STOPPED in the live view (q)"), "{text}");
     let steps = rec["knee"]["steps"].as_array().unwrap();
     assert!(!steps.is_empty(), "{}", rec["knee"]);
     assert_eq!(steps[0]["offered_rps"], 100.0);
@@ -225,6 +238,27 @@ fn a_knee_search_shows_its_steps_and_q_ends_it_with_a_record_and_the_terminal_ba
         "{}",
         rec["knee"]
     );
+}
+
+#[test]
+fn on_a_terminal_the_run_header_is_printed_once() {
+    let Some(script) = script() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // stdout and stderr both on the terminal: the header as the run starts, then the report
+    // without it. With stdout piped (every other test), the report keeps its header.
+    let mut pty = reqlife_on_pty(script, dir.path(), "run -n 200 -c 2 -t 1");
+    let out = pty.finish(Duration::from_secs(60));
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("RC=0"), "{text}");
+    assert_eq!(
+        text.matches("Running 200-request test").count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(text.matches("2 connections, GET").count(), 1, "{text}");
+    let header = text.find("Running 200-request test").unwrap();
+    let report = text.find("Status codes").expect("the report");
+    assert!(header < report, "{text}");
 }
 
 /// One run of the plan on a pseudo-terminal, with or without the view: its summary.

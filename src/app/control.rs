@@ -41,6 +41,8 @@ pub(crate) struct Control {
     interrupt: StopSignal,
     /// The signals taken (the first one's number is the run's).
     signals: interrupt::Shared,
+    /// The run was stopped from the live view (`q`): the user's choice, not a signal.
+    quit: std::cell::Cell<bool>,
     /// `--metrics-addr`: fed each level's plan and final intervals.
     metrics: Option<crate::report::metrics::Exporter>,
     /// `--live`: the title of the terminal view, up from the first run until
@@ -77,6 +79,7 @@ impl Control {
             runtime,
             interrupt,
             signals,
+            quit: std::cell::Cell::new(false),
             metrics: None,
             live_title: None,
             view: RefCell::new(None),
@@ -169,6 +172,9 @@ impl Control {
         let mut slot = self.view.borrow_mut();
         let Some(v) = slot.as_mut() else { return };
         if v.view.keys() == Some(Key::Quit) {
+            if self.signals.signal() == 0 {
+                self.quit.set(true);
+            }
             self.interrupt_as(libc::SIGINT);
         }
         if let Some((elapsed, length)) = time {
@@ -199,6 +205,11 @@ impl Control {
     /// The signal that interrupted the run, or 0.
     pub fn signal(&self) -> i32 {
         self.signals.signal()
+    }
+
+    /// Whether that "signal" was the user's `q` in the live view.
+    pub fn quit(&self) -> bool {
+        self.quit.get()
     }
 
     /// Waits until `--start-at` (at once if that time has passed); false if interrupted.
@@ -353,7 +364,10 @@ impl Control {
             measured,
             recorded,
             drained,
-            stop_reason: stop_reason(signal, plan.stop, tripped.as_ref(), watch.lost),
+            stop_reason: match stop_reason(signal, plan.stop, tripped.as_ref(), watch.lost) {
+                StopReason::Interrupted(_) if self.quit.get() => StopReason::Quit,
+                r => r,
+            },
             start_time,
             log_error,
             fail_fast: tripped.map(|t| fail_fast_line(plan, &t)),

@@ -66,7 +66,12 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
         Err(e) => return e.report(),
     };
     let signal = control.signal();
-    let Some(mut record) = knee_record(&command_line, parts, result, signal != 0) else {
+    let stopped = match signal {
+        0 => None,
+        _ if control.quit() => Some(StopReason::Quit),
+        _ => Some(StopReason::Interrupted(None)),
+    };
+    let Some(mut record) = knee_record(&command_line, parts, result, stopped) else {
         eprintln!("reqlife knee: interrupted before any step ended: nothing was measured");
         return if signal == libc::SIGTERM {
             EXIT_SIGTERM
@@ -317,23 +322,19 @@ fn write_and_report(run: &RunArgs, record: &mut RunRecord, to_stderr: bool) -> i
 type Part = (f64, RunRecord, crate::recorder::Measured, RunPlan);
 
 /// The record of a search: its steps as the levels of a sweep of rates (the top level adds
-/// them up exactly), and the search.
+/// them up exactly), and the search; `stopped`: how, if a signal or `q` stopped it.
 fn knee_record(
     command_line: &[String],
     parts: Vec<Part>,
     result: KneeResult,
-    interrupted: bool,
+    stopped: Option<StopReason>,
 ) -> Option<RunRecord> {
     let (_, first, _, first_plan) = parts.first()?;
     let end = Ending {
         recorded: Duration::from_secs_f64(parts.iter().map(|p| p.1.summary.duration_s).sum()),
         drained: Duration::ZERO,
-        stop_reason: if interrupted {
-            StopReason::Interrupted(None)
-        } else {
-            StopReason::KneeSearch
-        },
-        interrupted,
+        interrupted: stopped.is_some(),
+        stop_reason: stopped.unwrap_or(StopReason::KneeSearch),
         start_time: first.environment.start_time.clone(),
         command_line: command_line.to_vec(),
         embedded_target: first.config.embedded_target,

@@ -308,6 +308,14 @@ fn build_record(
     record
 }
 
+/// Whether the run's header, printed on stderr as the run started ([`print_header`]), is on
+/// the terminal the report goes to: both on one terminal (stderr, and stdout unless the
+/// report goes to stderr), where a second header would only repeat the first.
+fn header_on_terminal(args: &RunArgs, to_stderr: bool) -> bool {
+    use std::io::IsTerminal;
+    !args.quiet && std::io::stderr().is_terminal() && (to_stderr || std::io::stdout().is_terminal())
+}
+
 /// Writes the record's files, prints the report, and gives the exit code of a run that was
 /// not interrupted: a failed output, the fail-fast rule, a run where nothing succeeded, or
 /// the thresholds' verdict.
@@ -328,7 +336,12 @@ fn finish(
     if written != EXIT_OK {
         code = written;
     }
-    files::report(&args.view.render(record), to_stderr);
+    files::report(
+        &args
+            .view
+            .render_after(record, header_on_terminal(args, to_stderr)),
+        to_stderr,
+    );
     if signal != 0 {
         return code;
     }

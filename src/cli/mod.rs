@@ -739,12 +739,23 @@ impl ViewArgs {
 
     /// The report these flags ask for.
     pub fn render(&self, record: &crate::recorder::record::RunRecord) -> String {
+        self.render_after(record, false)
+    }
+
+    /// The report these flags ask for; `header_shown`: the run's header is already on the
+    /// terminal the report goes to, and is not repeated.
+    pub fn render_after(
+        &self,
+        record: &crate::recorder::record::RunRecord,
+        header_shown: bool,
+    ) -> String {
         crate::report::render(
             record,
             self.json,
             crate::report::text::TextOptions {
                 latency: self.latency,
                 detail: self.detail,
+                header_shown,
             },
         )
     }

@@ -11,6 +11,9 @@ pub enum StopReason {
     Requests,
     /// A signal stopped it: SIGINT or SIGTERM (`None`: a command that does not say which).
     Interrupted(Option<i32>),
+    /// The user stopped it from the live view (`q`, Esc or Ctrl-C there): their choice, not a
+    /// signal.
+    Quit,
     /// `--abort-on-fail`: this threshold failed on what was measured so far.
     ThresholdLost(String),
     /// The fail-fast rule: every connection failed with this cause before any request
@@ -27,6 +30,19 @@ pub enum StopReason {
 impl StopReason {
     const THRESHOLD_LOST: &'static str = "threshold lost: ";
     const FAIL_FAST: &'static str = "fail fast: ";
+    const QUIT: &'static str = "stopped in the live view";
+
+    /// The first words of the report's line on a run that did not run its course:
+    /// `INTERRUPTED by SIGINT`, `STOPPED in the live view (q)`; `None` for one that did.
+    pub fn cut_short(&self) -> Option<String> {
+        match self {
+            StopReason::Interrupted(Some(libc::SIGINT)) => Some("INTERRUPTED by SIGINT".into()),
+            StopReason::Interrupted(Some(libc::SIGTERM)) => Some("INTERRUPTED by SIGTERM".into()),
+            StopReason::Interrupted(_) => Some("INTERRUPTED".into()),
+            StopReason::Quit => Some("STOPPED in the live view (q)".into()),
+            _ => None,
+        }
+    }
 
     /// The reason as a record writes it.
     pub fn text(&self) -> String {
@@ -36,6 +52,7 @@ impl StopReason {
             StopReason::Interrupted(Some(libc::SIGINT)) => "interrupted (SIGINT)".into(),
             StopReason::Interrupted(Some(libc::SIGTERM)) => "interrupted (SIGTERM)".into(),
             StopReason::Interrupted(_) => "interrupted".into(),
+            StopReason::Quit => Self::QUIT.into(),
             StopReason::ThresholdLost(t) => format!("{}{t}", Self::THRESHOLD_LOST),
             StopReason::FailFast(cause) => format!("{}{cause}", Self::FAIL_FAST),
             StopReason::KneeSearch => "knee search".into(),
@@ -52,6 +69,7 @@ impl StopReason {
             "interrupted (SIGINT)" => StopReason::Interrupted(Some(libc::SIGINT)),
             "interrupted (SIGTERM)" => StopReason::Interrupted(Some(libc::SIGTERM)),
             "interrupted" => StopReason::Interrupted(None),
+            Self::QUIT => StopReason::Quit,
             "knee search" => StopReason::KneeSearch,
             "compare --run" => StopReason::Interleaved,
             t => match (
@@ -97,6 +115,7 @@ mod tests {
             StopReason::Interrupted(Some(libc::SIGINT)),
             StopReason::Interrupted(Some(libc::SIGTERM)),
             StopReason::Interrupted(None),
+            StopReason::Quit,
             StopReason::ThresholdLost("p99<1ms".into()),
             StopReason::FailFast("refused".into()),
             StopReason::KneeSearch,

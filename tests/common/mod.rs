@@ -36,6 +36,24 @@ pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// A text report with the lines it wrapped to fit 80 columns joined back (a continuation is
+/// indented 6 or more, deeper than any table row: `report::text::wrap`), for a phrase that
+/// may have been broken across two lines.
+pub fn unwrapped(text: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for l in text.lines() {
+        let indent = l.len() - l.trim_start().len();
+        match out.last_mut() {
+            Some(last) if indent >= 6 && !l.trim().is_empty() && !last.trim().is_empty() => {
+                last.push(' ');
+                last.push_str(l.trim());
+            }
+            _ => out.push(l.to_string()),
+        }
+    }
+    out.join("\n") + "\n"
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }

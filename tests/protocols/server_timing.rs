@@ -268,7 +268,11 @@ Server-Timing: app;dur=3.125, bad;dur=x, total;dur=20\r\nTransfer-Encoding: chun
             .unwrap_or_else(|| panic!("no {s:?} in\n{text}"))
     };
     assert!(at("server parse") < at("server db") && at("server db") < at("server tail"));
-    assert!(text.contains("network+client (write+wait - server)"));
+    assert!(text.contains("\n  network+client "), "{text}");
+    assert!(
+        text.contains("network+client = write + wait - the server's total"),
+        "{text}"
+    );
     assert!(text.contains("level: L1 100.0%"), "{text}");
     assert!(
         text.contains("50 malformed Server-Timing metrics (read as far as"),

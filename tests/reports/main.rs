@@ -14,3 +14,4 @@ mod netns;
 mod record;
 mod stats;
 mod thresholds;
+mod width;

@@ -29,7 +29,7 @@ fn thresholds_that_hold_pass_and_exit_0() {
         "--threshold",
         "rps>1",
     ]);
-    let text = stdout(&out);
+    let text = unwrapped(&stdout(&out));
     assert!(text.contains("Threshold"), "{text}");
     assert_eq!(text.matches(" pass").count(), 5, "{text}");
     // The record keeps the checks.
@@ -61,7 +61,7 @@ fn a_failed_threshold_exits_99_with_the_table() {
         "server.nope.p99<1ms",
     ]);
     assert_eq!(out.status.code(), Some(99), "{}", stderr(&out));
-    let text = stdout(&out);
+    let text = unwrapped(&stdout(&out));
     let rows: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("FAIL") || l.contains(" pass"))
@@ -101,7 +101,7 @@ fn a_threshold_over_no_data_is_neither_pass_nor_fail() {
     ]);
     // Nothing failed: exit 0, and the banner says what could not be checked.
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let text = stdout(&out);
+    let text = unwrapped(&stdout(&out));
     let tls = text
         .lines()
         .find(|l| l.starts_with("  tls.p99<1ms"))
@@ -153,7 +153,7 @@ fn a_threshold_over_no_data_is_neither_pass_nor_fail() {
         "p50<1ns",
     ]);
     assert!(
-        stdout(&out).contains(v["banner"].as_str().unwrap()),
+        unwrapped(&stdout(&out)).contains(v["banner"].as_str().unwrap()),
         "{}",
         stdout(&out)
     );

@@ -69,14 +69,22 @@ fn warnings_judged(r: &RunRecord, generator: Generator) -> Vec<String> {
     }
     let e = &s.end;
     if e.in_flight > 0 {
-        let when = if r.interrupted {
-            "when the run was interrupted".to_string()
-        } else {
-            format!("when the drain ended ({:.2}s after the window)", e.drain_s)
+        // A run stopped early has no drain: --drain would not have helped.
+        let (when, fix) = match (&r.stop_reason, r.interrupted) {
+            (StopReason::Quit, _) => ("when you stopped the run", ""),
+            (_, true) => ("when the run was interrupted", ""),
+            _ => (
+                "when the drain ended",
+                "; give them longer with --drain (or --timeout)",
+            ),
+        };
+        let after = match r.interrupted {
+            true => String::new(),
+            false => format!(" ({:.2}s after the window)", e.drain_s),
         };
         out.push(format!(
-            "{} requests were still in flight {when}: their latency is missing from the figures, \
-             and they are likely the slowest; give them longer with --drain (or --timeout)",
+            "{} requests were still in flight {when}{after}: their latency is missing from the \
+             figures, and they are likely the slowest{fix}",
             e.in_flight
         ));
     }

@@ -13,36 +13,42 @@ use steps::{bursts, by_request, knee, levels, repetitions, stages, thresholds};
 
 mod probes;
 mod steps;
+pub mod wrap;
 
 /// What to include.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TextOptions {
     /// Add the full percentile spectrum of the total latency.
     pub latency: bool,
-    /// Add every phase's summary, quantiles and log2 histogram.
+    /// Add every phase's summary, quantiles and log2 histogram, and show the wide tables
+    /// (every percentile, min and mean) unwrapped; without it the report fits 80 columns.
     pub detail: bool,
+    /// The run's header is already on the terminal the report goes to (printed as the run
+    /// started): the report leaves it out, as wrk's does.
+    pub header_shown: bool,
 }
 
 /// Renders the text report of `record`.
 pub fn render(record: &RunRecord, opts: TextOptions) -> String {
     let mut out = String::new();
-    header(&mut out, record);
+    let wide = opts.detail;
+    header(&mut out, record, opts.header_shown);
     totals(&mut out, record);
     if record.levels.is_empty() {
-        repetitions(&mut out, record);
-        phases(&mut out, record);
-        breakdown(&mut out, record);
+        repetitions(&mut out, record, wide);
+        phases(&mut out, record, wide);
+        breakdown(&mut out, record, wide);
         probes::server_probes(&mut out, record);
-        by_request(&mut out, "", &record.summary);
+        by_request(&mut out, "", &record.summary, wide);
     } else if let Some(k) = &record.knee {
-        knee(&mut out, k);
+        knee(&mut out, k, wide);
     } else {
-        levels(&mut out, record);
+        levels(&mut out, record, wide);
         for l in &record.levels {
-            by_request(&mut out, &format!("{}: ", l.label), &l.summary);
+            by_request(&mut out, &format!("{}: ", l.label), &l.summary, wide);
         }
     }
-    stages(&mut out, record);
+    stages(&mut out, record, wide);
     bursts(&mut out, record);
     statuses_and_errors(&mut out, record);
     warnings(&mut out, record);
@@ -58,18 +64,28 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
             }
         }
     }
-    out
+    if wide {
+        out
+    } else {
+        wrap::fit(&out, wrap::WIDTH)
+    }
 }
 
-fn header(out: &mut String, r: &RunRecord) {
+/// The run's header (unless `shown` already, on the same terminal), and how it ended if it
+/// did not run its course.
+fn header(out: &mut String, r: &RunRecord, shown: bool) {
     let labels: Vec<&str> = r.levels.iter().map(|l| l.label.as_str()).collect();
     let knee = r.knee.is_some();
-    header_of(out, &r.config, &labels, knee, Some(r.repetitions.len()));
+    if !shown {
+        header_of(out, &r.config, &labels, knee, Some(r.repetitions.len()));
+    }
     if r.interrupted {
         let _ = writeln!(
             out,
-            "  INTERRUPTED ({}) after {}: the figures cover what was measured until then",
-            r.stop_reason,
+            "  {} after {}: the figures cover what was measured until then",
+            r.stop_reason
+                .cut_short()
+                .unwrap_or_else(|| "INTERRUPTED".into()),
             human_ns(r.summary.duration_s * 1e9)
         );
     }
@@ -297,13 +313,28 @@ fn traffic(out: &mut String, b: &crate::recorder::record::Bytes, protocol: Proto
     out.push('\n');
 }
 
+/// The figure of `st` a column is headed with (`min`, `mean`, `p50` … `p99.99`, `max`).
+fn figure(st: &Stats, head: &str) -> Option<f64> {
+    match head {
+        "min" => st.min_us,
+        "mean" => st.mean_us,
+        "p50" => st.p50_us,
+        "p90" => st.p90_us,
+        "p99" => st.p99_us,
+        "p99.9" => st.p999_us,
+        "p99.99" => st.p9999_us,
+        _ => st.max_us,
+    }
+}
+
 /// The value of an optional microsecond statistic in human units.
 fn cell(v: Option<f64>) -> String {
     v.map(|us| human_ns(us * 1000.0))
         .unwrap_or_else(|| "-".into())
 }
 
-fn phases(out: &mut String, r: &RunRecord) {
+/// The client's phases, a row each (`wide`: every figure).
+fn phases(out: &mut String, r: &RunRecord, wide: bool) {
     let l = &r.summary.latency;
     let _ = writeln!(out);
     let open_loop = r.config.load_model == LoadKind::Open;
@@ -321,33 +352,31 @@ fn phases(out: &mut String, r: &RunRecord) {
             rows.push((p.name(), stats));
         }
     }
-    // The name column fits the longest name (`quic_handshake`), 12 at least.
+    // The name column fits the longest name (`quic_handshake`), 12 at least. Wide: every
+    // figure; else those that fit 80 columns (the mean, p50 to p99.9, the max).
     let w = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(0).max(12);
-    let _ = writeln!(
-        out,
-        "  {:<w$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
-        "Phase", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max", "count"
-    );
+    let heads: &[&str] = if wide {
+        &["min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max"]
+    } else {
+        &["mean", "p50", "p90", "p99", "p99.9", "max"]
+    };
+    let cw = if wide { 10 } else { 9 };
+    let mut head = format!("  {:<w$}", "Phase");
+    for h in heads {
+        let _ = write!(head, "{h:>cw$}");
+    }
+    let _ = writeln!(out, "{head}{:>n$}", "count", n = cw + 1);
     for (name, s) in rows {
         // `events` is a count per response, held as microseconds: shown as numbers.
         let cell = |v: Option<f64>| match v {
             Some(n) if name == "events" => format!("{n}"),
             v => cell(v),
         };
-        let _ = writeln!(
-            out,
-            "  {:<w$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
-            name,
-            cell(s.min_us),
-            cell(s.mean_us),
-            cell(s.p50_us),
-            cell(s.p90_us),
-            cell(s.p99_us),
-            cell(s.p999_us),
-            cell(s.p9999_us),
-            cell(s.max_us),
-            s.count
-        );
+        let _ = write!(out, "  {name:<w$}");
+        for h in heads {
+            let _ = write!(out, "{:>cw$}", cell(figure(s, h)));
+        }
+        let _ = writeln!(out, "{:>n$}", s.count, n = cw + 1);
     }
 }
 
@@ -404,7 +433,8 @@ fn pacer(out: &mut String, r: &RunRecord) {
 /// then the server's metrics in the order it lists them, the network and client overhead
 /// (write + wait − server total: the write is in it), then read; each with its percentiles and its share of the total at
 /// p50. Shown when the server sent `Server-Timing`.
-fn breakdown(out: &mut String, r: &RunRecord) {
+/// (`wide`: p99.99 too, and no name cut.)
+fn breakdown(out: &mut String, r: &RunRecord, wide: bool) {
     let s = &r.summary;
     if s.server_timing_responses == 0 {
         return;
@@ -417,14 +447,22 @@ fn breakdown(out: &mut String, r: &RunRecord) {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "  Life of a request: client phases, then the server's Server-Timing ({} of {} responses)",
+        "  Life of a request: client, then Server-Timing ({} of {} responses)",
         s.server_timing_responses, s.requests.ok
     );
-    let _ = writeln!(
-        out,
-        "  {:<36} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "Phase", "p50", "p90", "p99", "p99.9", "p99.99", "p50 share"
-    );
+    // Wide: p50 to p99.99, the names whole; else p50 to p99.9 in 80 columns, a name cut to
+    // its column (a server's metric can be named at any length).
+    let (w, heads): (usize, &[&str]) = if wide {
+        (36, &["p50", "p90", "p99", "p99.9", "p99.99"])
+    } else {
+        (31, &["p50", "p90", "p99", "p99.9"])
+    };
+    let cw = if wide { 10 } else { 9 };
+    let mut head = format!("  {:<w$}", "Phase");
+    for h in heads {
+        let _ = write!(head, "{h:>cw$}");
+    }
+    let _ = writeln!(out, "{head} p50 share");
     // A phase that only some requests have (connect, with keep-alive) has no share of the
     // typical request.
     let every = s.requests.ok;
@@ -434,17 +472,15 @@ fn breakdown(out: &mut String, r: &RunRecord) {
         } else {
             format!("({} req)", st.count)
         };
-        let _ = writeln!(
-            out,
-            "  {:<36} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            name,
-            cell(st.p50_us),
-            cell(st.p90_us),
-            cell(st.p99_us),
-            cell(st.p999_us),
-            cell(st.p9999_us),
-            share_cell
-        );
+        let name: String = match name.chars().count() {
+            n if n > w => name.chars().take(w - 1).chain(['~']).collect(),
+            _ => name.to_string(),
+        };
+        let _ = write!(out, "  {name:<w$}");
+        for h in heads {
+            let _ = write!(out, "{:>cw$}", cell(figure(st, h)));
+        }
+        let _ = writeln!(out, "{share_cell:>10}");
     };
     for (p, st) in waits_and_opening(r) {
         row(out, p.name(), st);
@@ -461,11 +497,12 @@ fn breakdown(out: &mut String, r: &RunRecord) {
             }
         }
     }
-    row(
-        out,
-        "network+client (write+wait - server)",
-        &s.server_timing_overhead,
-    );
+    let overhead = if wide {
+        "network+client (write+wait - server)"
+    } else {
+        "network+client"
+    };
+    row(out, overhead, &s.server_timing_overhead);
     if let Some(st) = s.latency.phases.get(&Phase::Read) {
         row(out, "read", st);
     }
@@ -478,6 +515,17 @@ fn breakdown(out: &mut String, r: &RunRecord) {
         row(out, "decode", st);
     }
     row(out, "total", &s.latency.total);
+    if !wide {
+        let _ = writeln!(
+            out,
+            "  network+client = write + wait - the server's total: the time it did not count"
+        );
+    }
+    server_timing_notes(out, s);
+}
+
+/// Below the life of a request: each metric's descriptions, and the malformed metrics.
+fn server_timing_notes(out: &mut String, s: &crate::recorder::record::Summary) {
     for (name, descs) in &s.server_timing_labels {
         let all: u64 = descs.values().sum();
         let parts: Vec<String> = descs

@@ -4,39 +4,48 @@
 
 use super::*;
 
-/// A sweep: one row per level, offered and achieved, latency and errors.
-pub(super) fn levels(out: &mut String, r: &RunRecord) {
+/// A sweep: one row per level, offered and achieved, latency and errors (`wide`: p90 and
+/// the mean too; else the row fits 80 columns).
+pub(super) fn levels(out: &mut String, r: &RunRecord, wide: bool) {
+    let heads: &[&str] = if wide {
+        &["p50", "p90", "p99", "p99.9", "mean"]
+    } else {
+        &["p50", "p99", "p99.9"]
+    };
     let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "  {:<18} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
-        "Level", "offered", "achieved", "p50", "p90", "p99", "p99.9", "mean", "errors"
-    );
+    let _ = write!(out, "  {:<18} {:>8} {:>9}", "Level", "offered", "achieved");
+    for h in heads {
+        let _ = write!(out, " {h:>8}");
+    }
+    let _ = writeln!(out, " {:>7}", "errors");
     for l in &r.levels {
         let t = &l.summary.latency.total;
         let offered = l
             .offered_rps
             .map(|o| format!("{o:.0}"))
             .unwrap_or_else(|| "-".into());
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "  {:<18} {:>10} {:>10.1} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
-            l.label,
-            offered,
-            l.summary.throughput_rps,
-            cell(t.p50_us),
-            cell(t.p90_us),
-            cell(t.p99_us),
-            cell(t.p999_us),
-            cell(t.mean_us),
-            l.summary.requests.errors
+            "  {:<18} {:>8} {:>9.1}",
+            l.label, offered, l.summary.throughput_rps
         );
+        for h in heads {
+            let v = match *h {
+                "p50" => t.p50_us,
+                "p90" => t.p90_us,
+                "p99" => t.p99_us,
+                "p99.9" => t.p999_us,
+                _ => t.mean_us,
+            };
+            let _ = write!(out, " {:>8}", cell(v));
+        }
+        let _ = writeln!(out, " {:>7}", l.summary.requests.errors);
     }
 }
 
-/// `reqlife knee`: one row per step (offered, achieved, latency, errors, verdict and why),
-/// then the answer.
-pub(super) fn knee(out: &mut String, k: &crate::analysis::knee::KneeResult) {
+/// `reqlife knee`: one row per step (offered, achieved, latency, errors, verdict; why on the
+/// lines below it), then the answer. `wide`: p90 and the mean too, and why on the row itself.
+pub(super) fn knee(out: &mut String, k: &crate::analysis::knee::KneeResult, wide: bool) {
     use crate::analysis::knee::Verdict;
     let _ = writeln!(out);
     let _ = writeln!(
@@ -45,11 +54,16 @@ pub(super) fn knee(out: &mut String, k: &crate::analysis::knee::KneeResult) {
         k.slos.join(", "),
         k.precision * 100.0
     );
-    let _ = writeln!(
-        out,
-        "  {:<5} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  result",
-        "step", "offered", "achieved", "p50", "p90", "p99", "mean", "errors"
-    );
+    let heads: &[&str] = if wide {
+        &["p50", "p90", "p99", "mean"]
+    } else {
+        &["p50", "p99"]
+    };
+    let _ = write!(out, "  {:<4} {:>8} {:>9}", "step", "offered", "achieved");
+    for h in heads {
+        let _ = write!(out, " {h:>8}");
+    }
+    let _ = writeln!(out, " {:>6}  result", "errors");
     for (i, s) in k.steps.iter().enumerate() {
         let verdict = match s.verdict {
             Verdict::Pass => "pass",
@@ -58,23 +72,30 @@ pub(super) fn knee(out: &mut String, k: &crate::analysis::knee::KneeResult) {
         };
         let _ = write!(
             out,
-            "  {:<5} {:>10.0} {:>10.1} {:>9} {:>9} {:>9} {:>9} {:>7}  {verdict}{}",
+            "  {:<4} {:>8.0} {:>9.1}",
             i + 1,
             s.offered_rps,
-            s.achieved_rps,
-            cell(s.p50_us),
-            cell(s.p90_us),
-            cell(s.p99_us),
-            cell(s.mean_us),
-            s.errors,
-            if s.confirmation {
-                " (confirmation)"
-            } else {
-                ""
-            }
+            s.achieved_rps
         );
-        if !s.reasons.is_empty() {
-            let _ = write!(out, ": {}", s.reasons.join("; "));
+        for h in heads {
+            let v = match *h {
+                "p50" => s.p50_us,
+                "p90" => s.p90_us,
+                "p99" => s.p99_us,
+                _ => s.mean_us,
+            };
+            let _ = write!(out, " {:>8}", cell(v));
+        }
+        let again = if s.confirmation { " (confirm)" } else { "" };
+        let _ = write!(out, " {:>6}  {verdict}{again}", s.errors);
+        match (s.reasons.is_empty(), wide) {
+            (true, _) => {}
+            (false, true) => {
+                let _ = write!(out, ": {}", s.reasons.join("; "));
+            }
+            (false, false) => {
+                let _ = write!(out, "\n        {}", s.reasons.join("; "));
+            }
         }
         out.push('\n');
     }
@@ -82,40 +103,52 @@ pub(super) fn knee(out: &mut String, k: &crate::analysis::knee::KneeResult) {
 }
 
 /// Named requests (`--scenario`, `--targets`): a row per name, its count, rate, errors,
-/// statuses and latency.
-pub(super) fn by_request(out: &mut String, title: &str, s: &crate::recorder::record::Summary) {
+/// latency and statuses (`wide`: p90 and the max too).
+pub(super) fn by_request(
+    out: &mut String,
+    title: &str,
+    s: &crate::recorder::record::Summary,
+    wide: bool,
+) {
     if s.by_request.is_empty() {
         return;
     }
+    let heads: &[&str] = if wide {
+        &["p50", "p90", "p99", "max"]
+    } else {
+        &["p50", "p99"]
+    };
     let _ = writeln!(out);
-    let _ = writeln!(
+    let _ = write!(
         out,
-        "  {:<20} {:>9} {:>10} {:>7} {:>9} {:>9} {:>9} {:>9}  status",
+        "  {:<20} {:>8} {:>9} {:>6}",
         format!("{title}request"),
         "count",
         "req/s",
-        "errors",
-        "p50",
-        "p90",
-        "p99",
-        "max"
+        "errors"
     );
+    for h in heads {
+        let _ = write!(out, " {h:>8}");
+    }
+    let _ = writeln!(out, "  status");
     for (name, f) in s.by_request.iter().filter(|(_, f)| f.requests.total > 0) {
         let t = &f.latency.total;
         let status: Vec<String> = f.status.iter().map(|(c, n)| format!("{c}: {n}")).collect();
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "  {:<20} {:>9} {:>10.1} {:>7} {:>9} {:>9} {:>9} {:>9}  {}",
-            name,
-            f.requests.total,
-            f.throughput_rps,
-            f.requests.errors,
-            cell(t.p50_us),
-            cell(t.p90_us),
-            cell(t.p99_us),
-            cell(t.max_us),
-            status.join(", ")
+            "  {:<20} {:>8} {:>9.1} {:>6}",
+            name, f.requests.total, f.throughput_rps, f.requests.errors
         );
+        for h in heads {
+            let v = match *h {
+                "p50" => t.p50_us,
+                "p90" => t.p90_us,
+                "p99" => t.p99_us,
+                _ => t.max_us,
+            };
+            let _ = write!(out, " {:>8}", cell(v));
+        }
+        let _ = writeln!(out, "  {}", status.join(", "));
     }
 }
 
@@ -155,15 +188,18 @@ pub(super) fn thresholds(out: &mut String, r: &RunRecord) {
 }
 
 /// `--repeat N`: one row per run, then the median of each figure across the runs and its
-/// spread (the lowest and highest run, and that range as a share of the median).
-pub(super) fn repetitions(out: &mut String, r: &RunRecord) {
+/// spread (the lowest and highest run, and that range as a share of the median); `wide`:
+/// the mean too.
+pub(super) fn repetitions(out: &mut String, r: &RunRecord, wide: bool) {
     if r.repetitions.is_empty() {
         return;
     }
-    let figures = crate::report::REPETITION_FIGURES;
+    // Wide: every figure; else all but the mean, in 80 columns.
+    let all = crate::report::REPETITION_FIGURES;
+    let figures = &all[..if wide { all.len() } else { all.len() - 1 }];
     let _ = writeln!(out);
     let _ = write!(out, "  {:<10}", "Run");
-    for (name, _) in &figures {
+    for (name, _) in figures {
         let _ = write!(out, " {name:>10}");
     }
     let _ = writeln!(out, " {:>8}", "errors");
@@ -261,32 +297,43 @@ pub(super) fn bursts(out: &mut String, r: &RunRecord) {
     }
 }
 
-/// One row per stage: what it asked for, what it got, and its latency.
-pub(super) fn stages(out: &mut String, r: &RunRecord) {
+/// One row per stage: what it asked for, what it got, and its latency (`wide`: the requests,
+/// p90 and p99.9 too).
+pub(super) fn stages(out: &mut String, r: &RunRecord, wide: bool) {
     if r.stages.is_empty() {
         return;
     }
+    let heads: &[&str] = if wide {
+        &["p50", "p90", "p99", "p99.9"]
+    } else {
+        &["p50", "p99"]
+    };
     let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "  {:<5} {:>7} {:<24} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}",
-        "Stage", "from", "target", "requests", "req/s", "p50", "p90", "p99", "p99.9", "errors"
-    );
+    let _ = write!(out, "  {:<5} {:>7} {:<24}", "Stage", "from", "target");
+    if wide {
+        let _ = write!(out, " {:>10}", "requests");
+    }
+    let _ = write!(out, " {:>9}", "req/s");
+    for h in heads {
+        let _ = write!(out, " {h:>8}");
+    }
+    let _ = writeln!(out, " {:>6}", "errors");
     for (i, s) in r.stages.iter().enumerate() {
         let t = &s.latency.total;
-        let _ = writeln!(
-            out,
-            "  {:<5} {:>6.1}s {:<24} {:>10} {:>10.1} {:>9} {:>9} {:>9} {:>9} {:>7}",
-            i + 1,
-            s.start_s,
-            s.label,
-            s.requests.total,
-            s.throughput_rps,
-            cell(t.p50_us),
-            cell(t.p90_us),
-            cell(t.p99_us),
-            cell(t.p999_us),
-            s.requests.errors
-        );
+        let _ = write!(out, "  {:<5} {:>6.1}s {:<24}", i + 1, s.start_s, s.label);
+        if wide {
+            let _ = write!(out, " {:>10}", s.requests.total);
+        }
+        let _ = write!(out, " {:>9.1}", s.throughput_rps);
+        for h in heads {
+            let v = match *h {
+                "p50" => t.p50_us,
+                "p90" => t.p90_us,
+                "p99" => t.p99_us,
+                _ => t.p999_us,
+            };
+            let _ = write!(out, " {:>8}", cell(v));
+        }
+        let _ = writeln!(out, " {:>6}", s.requests.errors);
     }
 }
