@@ -208,7 +208,7 @@ fn the_known_truth_servers_phases_come_out_as_chosen() {
     assert!(errors.is_empty(), "schema errors: {errors:?}");
     let out = dir.path().join("run.json");
     let again = run_ok(&["report", out.to_str().unwrap()]);
-    assert!(stdout(&again).contains("server fn: handle → respond"));
+    assert!(unwrapped(&stdout(&again)).contains("server fn: handle → respond"));
     let html = dir.path().join("run.html");
     run_ok(&[
         "report",
@@ -252,7 +252,7 @@ fn sampling_times_one_request_in_n() {
         );
     }
     let out = dir.path().join("run.json");
-    let text = stdout(&run_ok(&["report", out.to_str().unwrap()]));
+    let text = unwrapped(&stdout(&run_ok(&["report", out.to_str().unwrap()])));
     assert!(text.contains("one request in 10"), "{text}");
 }
 
@@ -567,7 +567,7 @@ fn nginx_is_probed_without_changing_it() {
             "{phase}"
         );
     }
-    let text = stdout(&report);
+    let text = unwrapped(&stdout(&report));
     assert!(text.contains("The server's side, probed: nginx"), "{text}");
     assert!(
         text.contains("ngx_http_process_request → ngx_http_finalize_request"),

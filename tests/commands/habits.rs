@@ -278,9 +278,9 @@ fn the_header_comes_first_and_o_says_where_the_record_went() {
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
 }
 
-/// The Traffic line of a text report.
+/// The Traffic line of a text report (joined back if the report wrapped it).
 fn traffic(out: &Output) -> String {
-    stdout(out)
+    unwrapped(&stdout(out))
         .lines()
         .find(|l| l.trim_start().starts_with("Traffic"))
         .unwrap_or_else(|| panic!("no Traffic line in {}", stdout(out)))

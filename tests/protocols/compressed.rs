@@ -107,7 +107,7 @@ fn http2_decodes_and_reports_header_compression() {
         .c(1)
         .url(s.url("/text/20000"))
         .ok();
-    let text = stdout(&out);
+    let text = unwrapped(&stdout(&out));
     let line = text
         .lines()
         .find(|l| l.trim_start().starts_with("Traffic"))

@@ -38,7 +38,7 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
         repetitions(&mut out, record, wide);
         phases(&mut out, record, wide);
         breakdown(&mut out, record, wide);
-        probes::server_probes(&mut out, record);
+        probes::server_probes(&mut out, record, wide);
         by_request(&mut out, "", &record.summary, wide);
     } else if let Some(k) = &record.knee {
         knee(&mut out, k, wide);

@@ -10,8 +10,19 @@ use crate::recorder::record::probes::ServerProbes;
 use crate::recorder::record::RunRecord;
 use std::fmt::Write as _;
 
+/// The widest name column of the default report (80 columns); a longer name (a function
+/// phase, `ngx_http_process_request → ngx_http_finalize_request`) is on a line of its own,
+/// its figures on the next.
+const NAME_COLUMN: usize = 18;
+
 /// One row: a name (in a column `w` wide), p50 … p99.9, mean and count.
 fn row(out: &mut String, w: usize, name: &str, st: &Stats) {
+    let name = if name.chars().count() > w {
+        let _ = writeln!(out, "  {name}");
+        ""
+    } else {
+        name
+    };
     let _ = writeln!(
         out,
         "  {:<w$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
@@ -25,8 +36,9 @@ fn row(out: &mut String, w: usize, name: &str, st: &Stats) {
     );
 }
 
-/// The server's side, probed: shown when the run probed its server.
-pub(super) fn server_probes(out: &mut String, r: &RunRecord) {
+/// The server's side, probed: shown when the run probed its server (`wide`: every name in
+/// its row).
+pub(super) fn server_probes(out: &mut String, r: &RunRecord, wide: bool) {
     let Some(p): Option<&ServerProbes> = r.summary.server_probes.as_ref() else {
         return;
     };
@@ -38,6 +50,7 @@ pub(super) fn server_probes(out: &mut String, r: &RunRecord) {
         .max()
         .unwrap_or(0)
         .max(12);
+    let w = if wide { w } else { w.min(NAME_COLUMN) };
     let _ = writeln!(out);
     let _ = writeln!(out, "  {}", p.title());
     let _ = writeln!(
