@@ -204,8 +204,8 @@ fn the_pacer_spins_within_its_budget_and_says_so() {
         rec.to_str().unwrap(),
     ]);
     let text = stdout(&out);
-    assert!(text.contains("  Pacer        late by "), "{text}");
-    assert!(text.contains("(budget 5%)"), "{text}");
+    assert!(text.contains("  Pacer        lag p50 "), "{text}");
+    assert!(text.contains("% of a core (5% allowed)"), "{text}");
     let r = read_json(&rec);
     assert_eq!(r["config"]["pacer_spin"], 0.05);
     let spins = r["summary"]["generator"]["pacer_spin"]

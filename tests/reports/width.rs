@@ -50,7 +50,8 @@ fn every_line_of_the_default_report_fits_80_columns() {
         "Life of a request",
         "server total",
         "network+client",
-        "schedule lag",
+        "schedule_lag",
+        "Pacer",
         "Threshold",
     ] {
         assert!(text.contains(shows), "no {shows:?} in\n{text}");

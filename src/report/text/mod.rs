@@ -421,7 +421,7 @@ fn pacer(out: &mut String, r: &RunRecord) {
         .fold(0.0, f64::max);
     let _ = writeln!(
         out,
-        "  Pacer        late by {} at p50, {} at p99; spun {:.1}% of a core (budget {:.0}%)",
+        "  Pacer        lag p50 {}, p99 {}; spun {:.1}% of a core ({:.0}% allowed)",
         cell(lag.p50_us),
         cell(lag.p99_us),
         100.0 * spun,
