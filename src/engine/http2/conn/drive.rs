@@ -29,12 +29,39 @@ struct Turns {
     flush: bool,
     /// Ends a hold no answer ends (see [`holding`]).
     timer: Option<Pin<Box<Sleep>>>,
+    /// The streams' new requests wait for one turn of the runtime's I/O driver before they
+    /// are written (see [`Step::Gather`]): set while that turn is under way ...
+    gathering: bool,
+    /// ... and until the write that follows it.
+    gathered: bool,
+    /// `REQLIFE_H2_NO_GATHER=1`: write at once (the benchmarks' before figure).
+    no_gather: bool,
+}
+
+/// How a turn of the driver ended.
+enum Step {
+    /// The connection ended.
+    Done,
+    /// New requests are queued: before their write, the runtime polls its I/O driver once
+    /// (a yield that lets it), so that the answers that came meanwhile are read and their
+    /// streams' next requests join the same write. A loop's batching, not a timer's: the wait
+    /// is one turn of the runtime, in the requests' `write` phase; a server that answers
+    /// several at a time gets several requests a write, as nghttp2's session loop does.
+    Gather,
 }
 
 /// Moves the bytes of `conn` over `io` until the connection ends.
 pub(in crate::engine::http2) async fn drive(conn: Rc<Conn>, mut io: Stream) {
-    let mut turns = Turns::default();
-    std::future::poll_fn(|cx| poll_drive(&conn, &mut io, &mut turns, cx)).await;
+    let mut turns = Turns {
+        no_gather: std::env::var_os("REQLIFE_H2_NO_GATHER").is_some_and(|v| v == "1"),
+        ..Turns::default()
+    };
+    loop {
+        match std::future::poll_fn(|cx| poll_drive(&conn, &mut io, &mut turns, cx)).await {
+            Step::Done => return,
+            Step::Gather => tokio::task::yield_now().await,
+        }
+    }
 }
 
 /// Whether the frames in `out` wait ([`Core::hold`]). The answers that wake the driver end
@@ -55,17 +82,32 @@ fn holding(core: &Core, timer: &mut Option<Pin<Box<Sleep>>>, cx: &mut Context<'_
     timer.as_mut().poll(cx).is_pending()
 }
 
-fn poll_drive(conn: &Conn, io: &mut Stream, turns: &mut Turns, cx: &mut Context<'_>) -> Poll<()> {
+fn poll_drive(conn: &Conn, io: &mut Stream, turns: &mut Turns, cx: &mut Context<'_>) -> Poll<Step> {
     let mut core = conn.core.borrow_mut();
     register(&mut core.driver, cx);
-    let Turns { flush, timer } = turns;
+    let Turns {
+        flush,
+        timer,
+        gathering,
+        gathered,
+        no_gather,
+    } = turns;
     let mut reads = 0;
+    // Back from the I/O driver's turn: read first; answers read wake their streams, whose
+    // requests join the write when they wake the driver again.
+    let mut read_first = std::mem::take(gathering);
     loop {
         if core.done() && !*flush {
-            return Poll::Ready(());
+            return Poll::Ready(Step::Done);
         }
         let mut progress = false;
-        if core.out_done < core.out.len() && !holding(&core, timer, cx) {
+        let writes = core.out_done < core.out.len() && !read_first;
+        if writes && !*no_gather && !*gathered && core.out_done == 0 && core.gathers() {
+            *gathering = true;
+            *gathered = true;
+            return Poll::Ready(Step::Gather);
+        }
+        if writes && !holding(&core, timer, cx) {
             let from = core.out_done;
             match Pin::new(&mut *io).poll_write(cx, &core.out[from..]) {
                 Poll::Ready(Ok(0)) => {
@@ -76,6 +118,7 @@ fn poll_drive(conn: &Conn, io: &mut Stream, turns: &mut Turns, cx: &mut Context<
                     core.out_done += n;
                     if core.out_done == core.out.len() {
                         core.written_out(Instant::now());
+                        *gathered = false;
                     }
                     *flush = true;
                     progress = true;
@@ -119,17 +162,25 @@ fn poll_drive(conn: &Conn, io: &mut Stream, turns: &mut Turns, cx: &mut Context<
             }
             Poll::Ready(Err(e)) => return end(&mut core, io_failure(&e)),
             Poll::Pending if progress => {}
+            Poll::Pending if read_first => {
+                read_first = false;
+                if reads > 0 {
+                    // The streams just woken run first (they queue behind this wake-up).
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+            }
             Poll::Pending => return Poll::Pending,
         }
     }
 }
 
 /// Ends the connection with `failure`, its streams told.
-fn end(core: &mut Core, failure: ConnFailure) -> Poll<()> {
+fn end(core: &mut Core, failure: ConnFailure) -> Poll<Step> {
     if core.failure.is_none() {
         core.fail_all(failure);
     }
-    Poll::Ready(())
+    Poll::Ready(Step::Done)
 }
 
 fn closed(what: String) -> ConnFailure {

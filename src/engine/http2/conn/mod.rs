@@ -594,6 +594,13 @@ impl Core {
             && self.slots.len().saturating_sub(self.free.len()) > self.queued.len()
     }
 
+    /// Whether the frames in `out` are new requests that may gather others before their write
+    /// (the driver's `Step::Gather`): not while something must go at once (acknowledgements,
+    /// resets, window updates: `urgent`), nor with `--h2-coalesce`, whose hold gathers them.
+    pub(super) fn gathers(&self) -> bool {
+        !self.urgent && self.coalesce.is_none() && !self.queued.is_empty() && self.usable()
+    }
+
     /// `out` was written whole.
     pub(super) fn written_out(&mut self, now: Instant) {
         self.out.clear();
