@@ -391,6 +391,8 @@ fn waits_and_opening(r: &RunRecord) -> Vec<(Phase, &Stats)> {
         Phase::Queue,
         Phase::Connect,
         Phase::Tls,
+        Phase::QuicHandshake,
+        Phase::Quic0Rtt,
         Phase::StreamWait,
     ]
     .into_iter()
