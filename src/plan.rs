@@ -44,6 +44,10 @@ pub struct RunPlan {
     /// Response head size limit in bytes (`--max-header-list`): HTTP/1.1's head, HTTP/2's
     /// header block (compressed, and its decoded list), HTTP/3's field section.
     pub max_header_bytes: usize,
+    /// HTTP/1.1 requests with `Expect: 100-continue` (a header of the run's): how long to wait
+    /// for the server's `100 Continue` before sending the body anyway (`--expect100-timeout`);
+    /// `None` without that header.
+    pub expect_continue: Option<Duration>,
     /// Keep connections open across requests (`reuse`), or open one per request (`new`).
     pub keepalive: bool,
     /// HTTP/1.1 requests in flight per connection, sent back to back in one write and

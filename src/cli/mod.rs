@@ -354,6 +354,12 @@ pub struct RunArgs {
     #[arg(help_heading = "Target", short = 'H', long = "header")]
     pub headers: Vec<String>,
 
+    /// HTTP/1.1 with `-H 'Expect: 100-continue'`: how long to wait for the server's `100
+    /// Continue` before sending the body anyway (the wait is the `continue` phase) [default:
+    /// 1s, curl's]
+    #[arg(help_heading = "Target", long = "expect100-timeout", value_parser = duration_arg)]
+    pub expect100_timeout: Option<Duration>,
+
     /// Request body.
     #[arg(help_heading = "Target", long = "body")]
     pub body: Option<String>,

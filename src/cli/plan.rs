@@ -155,7 +155,6 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         return err("--max-body must be at least 1 byte (e.g. 64M)");
     }
     let max_header_bytes = super::protocol::max_header_list(args)?;
-    let seed = args.seed.unwrap_or_else(seed_from_clock);
     RunPlan {
         target,
         method,
@@ -165,7 +164,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         keepalive,
         pipeline,
         max_connects_per_s,
-        seed,
+        seed: args.seed.unwrap_or_else(seed_from_clock),
         server_total: args.server_total.clone(),
         http2,
         http3,
@@ -180,6 +179,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         pacer_spin,
         tls,
         max_header_bytes,
+        expect_continue: super::protocol::expect_continue(args)?,
         compressed: args.compressed,
         stream: args.stream.map(|s| match s {
             super::StreamArg::Sse => crate::model::StreamMode::Sse,

@@ -8,6 +8,25 @@ use super::RunArgs;
 use crate::model::{Scheme, Target};
 use crate::plan::{Http2Plan, Http3Plan};
 
+/// `-H 'Expect: 100-continue'`: the wait for the server's 100 before an HTTP/1.1 body goes,
+/// `--expect100-timeout` (1 s by default, curl's); `None` without that header. The timeout
+/// alone is refused: it would wait for nothing.
+pub(super) fn expect_continue(args: &RunArgs) -> Result<Option<std::time::Duration>, PlanError> {
+    let expects = args.headers.iter().any(|h| {
+        h.split_once(':').is_some_and(|(name, value)| {
+            name.trim().eq_ignore_ascii_case("expect")
+                && value.trim().eq_ignore_ascii_case("100-continue")
+        })
+    });
+    match args.expect100_timeout {
+        Some(_) if !expects => err("--expect100-timeout applies with -H 'Expect: 100-continue'"),
+        Some(d) if d.is_zero() => {
+            err("--expect100-timeout must be more than 0 (e.g. 1s; without the header, no wait)")
+        }
+        t => Ok(expects.then(|| t.unwrap_or(std::time::Duration::from_secs(1)))),
+    }
+}
+
 /// `--streams N` above 1 with a new connection per request (`keepalive` off): refused, a
 /// connection that carries one request shares no streams.
 fn shares_streams(streams: Option<u64>, keepalive: bool) -> Result<(), PlanError> {

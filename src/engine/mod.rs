@@ -105,6 +105,9 @@ pub struct SessionConfig {
     pub template: RequestTemplate,
     pub timeout: Duration,
     pub max_header_bytes: usize,
+    /// HTTP/1.1 requests sent with `Expect: 100-continue` and a body: how long to wait for the
+    /// server's `100 Continue` before the body goes anyway (`--expect100-timeout`).
+    pub expect_continue: Option<Duration>,
     /// Keep the connection for the next request (`false`: one connection per request).
     pub keepalive: bool,
     /// The whole run's connect rate limit, per second.
@@ -148,6 +151,9 @@ impl SessionConfig {
         if self.decode_max_bytes.is_some() {
             phases.push(Phase::Decode);
         }
+        if self.expect_continue.is_some() {
+            phases.push(Phase::Continue);
+        }
         if self.stream.is_some() {
             phases.extend(Phase::STREAM);
         }
@@ -169,6 +175,7 @@ impl SessionConfig {
             template: RequestTemplate::http1(plan),
             timeout: plan.timeout,
             max_header_bytes: plan.max_header_bytes,
+            expect_continue: plan.expect_continue,
             keepalive: plan.keepalive,
             max_connects_per_s: plan.max_connects_per_s,
             http2: match (&plan.http2, &plan.http3) {
@@ -663,6 +670,14 @@ impl Session {
             decoder: self.decoder.as_mut(),
             stream: &mut self.stream,
         };
+        if let Some(bound) = config.expect_continue {
+            let max = config.max_header_bytes;
+            let response = conn
+                .exchange_expecting(bound, max, stamps, bytes, head, sinks)
+                .await;
+            conn.buf.release();
+            return response;
+        }
         // Send, then read: one future each, none around them (a nested one costs).
         let response = match conn.send_all(bytes).await {
             Ok(written) => {
@@ -729,6 +744,10 @@ mod tests {
             [Connect, Tls, H2Handshake, StreamWait]
         );
         assert_eq!(phases(plain, &["--compressed"]), [Connect, Decode]);
+        assert_eq!(
+            phases(plain, &["-m", "POST", "-H", "expect: 100-Continue"]),
+            [Connect, Continue]
+        );
         assert_eq!(
             phases(plain, &["--stream", "sse"]),
             [Connect, FirstEvent, EventGap, Events]

@@ -81,10 +81,10 @@ impl EarlyWake {
     }
 
     /// When to be woken for a release at `at`: early by the lead, if the budget has room
-    /// for the spin it will likely take.
+    /// for a spin of that long (else a wake-up early would have to sleep again).
     pub fn aim(&mut self, at: Instant, now: Instant) -> Instant {
         self.refill(now);
-        if self.lead.is_zero() || self.tokens_s <= 0.0 {
+        if self.lead.is_zero() || self.tokens_s < self.lead.as_secs_f64() {
             return at;
         }
         at.checked_sub(self.lead).unwrap_or(at)
@@ -108,10 +108,12 @@ impl EarlyWake {
         }
     }
 
-    /// Whether the budget allows spinning now.
-    pub fn may_spin(&mut self, now: Instant) -> bool {
+    /// Whether the budget holds a spin from `now` to `at` (a spin is never longer than what the
+    /// bucket holds, whatever the lateness learnt: a stall of the machine among the samples
+    /// does not become a long spin).
+    pub fn may_spin(&mut self, now: Instant, at: Instant) -> bool {
         self.refill(now);
-        self.budget > 0.0 && self.tokens_s > 0.0
+        self.budget > 0.0 && self.tokens_s >= at.saturating_duration_since(now).as_secs_f64()
     }
 
     /// Spins until `at` (returns at it or just after), counting the time against the budget.
@@ -202,15 +204,18 @@ mod tests {
             none.woke(ms(n), ms(n) + Duration::from_micros(30));
         }
         assert_eq!(none.aim(ms(100), ms(99)), ms(100));
-        assert!(!none.may_spin(ms(99)));
+        assert!(!none.may_spin(ms(99), ms(100)));
     }
 
     #[test]
     fn a_spin_is_counted_against_the_budget() {
         let t0 = Instant::now();
         let mut w = EarlyWake::new(0.05, t0);
-        // 20 ms at 5% fill the bucket with 1 ms of spinning.
-        assert!(w.may_spin(t0 + Duration::from_millis(20)));
+        // 20 ms at 5% fill the bucket with 1 ms of spinning: a spin of 300 µs fits, one of
+        // 1.5 ms does not.
+        let later = t0 + Duration::from_millis(20);
+        assert!(!w.may_spin(later, later + Duration::from_micros(1500)));
+        assert!(w.may_spin(later, later + Duration::from_micros(300)));
         let at = Instant::now() + Duration::from_micros(300);
         w.spin_until(at);
         assert!(Instant::now() >= at, "never early");
@@ -219,6 +224,7 @@ mod tests {
         let now = Instant::now();
         w.refilled = now;
         w.spin_until(now + Duration::from_millis(2));
-        assert!(!w.may_spin(Instant::now()));
+        let now = Instant::now();
+        assert!(!w.may_spin(now, now + Duration::from_nanos(1)));
     }
 }

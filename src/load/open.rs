@@ -245,7 +245,7 @@ async fn wait_until(
         let aim = early.aim(at, now);
         if now >= aim {
             // Woken early, within the lead: spin to the due time if the budget allows.
-            if early.may_spin(now) {
+            if early.may_spin(now, at) {
                 return early.spin_until(at);
             }
             return timer.sleep_until(at).await;

@@ -60,11 +60,15 @@ pub enum Phase {
     /// (every stream it allows was open): the server's limit, recorded only when a request had
     /// to wait. h2load starts its clock after it; here it is a part of the total.
     StreamWait,
+    /// HTTP/1.1, a request sent with `Expect: 100-continue`: its head written → the server's
+    /// `100 Continue`, or the bound (`--expect100-timeout`) if none came, before the body goes.
+    /// Apart from `write`, which holds the head's write and the body's.
+    Continue,
 }
 
 impl Phase {
     /// Every phase, in the order of a request's life.
-    pub const ALL: [Phase; 17] = [
+    pub const ALL: [Phase; 18] = [
         Phase::Queue,
         Phase::Connect,
         Phase::Tls,
@@ -82,6 +86,7 @@ impl Phase {
         Phase::QuicHandshake,
         Phase::Quic0Rtt,
         Phase::StreamWait,
+        Phase::Continue,
     ];
     /// The phases of opening a connection: TCP and TLS, or QUIC (full or 0-RTT).
     pub const OPENING: [Phase; 4] = [
@@ -108,7 +113,7 @@ impl Phase {
     /// whose each wait is (the generator's lag, then the server's queue for a free connection
     /// and its stream limit) and then the exchange. They add up to `Total` (the HTTP/2
     /// handshake, which overlaps the write and the wait, is not one of them).
-    pub const TILES: [Phase; 11] = [
+    pub const TILES: [Phase; 12] = [
         Phase::Lag,
         Phase::Queue,
         Phase::Connect,
@@ -116,14 +121,16 @@ impl Phase {
         Phase::QuicHandshake,
         Phase::Quic0Rtt,
         Phase::StreamWait,
+        Phase::Continue,
         Phase::Write,
         Phase::Wait,
         Phase::Read,
         Phase::Decode,
     ];
     /// The client phases of a record's `latency.phases` (`Total`, `Uncorrected` and `Lag`
-    /// apart; `QuicHandshake` and `StreamWait` only where recorded, see [`Phase::shown`]).
-    pub const CLIENT: [Phase; 11] = [
+    /// apart; `QuicHandshake`, `StreamWait` and `Continue` only where recorded, see
+    /// [`Phase::shown`]).
+    pub const CLIENT: [Phase; 12] = [
         Phase::Queue,
         Phase::Connect,
         Phase::Tls,
@@ -131,6 +138,7 @@ impl Phase {
         Phase::Quic0Rtt,
         Phase::H2Handshake,
         Phase::StreamWait,
+        Phase::Continue,
         Phase::Write,
         Phase::Wait,
         Phase::Read,
@@ -157,6 +165,7 @@ impl Phase {
             Phase::QuicHandshake => "quic_handshake",
             Phase::Quic0Rtt => "quic_0rtt",
             Phase::StreamWait => "stream_wait",
+            Phase::Continue => "continue",
         }
     }
 
@@ -167,7 +176,7 @@ impl Phase {
         recorded
             || !matches!(
                 self,
-                Phase::QuicHandshake | Phase::Quic0Rtt | Phase::StreamWait
+                Phase::QuicHandshake | Phase::Quic0Rtt | Phase::StreamWait | Phase::Continue
             )
     }
 

@@ -20,6 +20,11 @@ pub struct Timestamps {
     /// HTTP/2: the stream opened after waiting under the server's stream limit (`None`: it
     /// did not wait; see [`Phase::StreamWait`]).
     pub stream_open: Option<Instant>,
+    /// HTTP/1.1 with `Expect: 100-continue`: the head written, and the server's `100 Continue`
+    /// arrived or the bound ran out (`None`: the body went with the head, or never went: the
+    /// server answered first).
+    pub head_written: Option<Instant>,
+    pub continued: Option<Instant>,
     /// HTTP/3: the QUIC handshake completed (from `connect_start`).
     pub quic_end: Option<Instant>,
     /// HTTP/3 with `--zero-rtt`: the resumed connection was usable with 0-RTT keys (instead of
@@ -50,6 +55,8 @@ impl Timestamps {
             tls_end: None,
             h2_settings: None,
             stream_open: None,
+            head_written: None,
+            continued: None,
             quic_end: None,
             quic_0rtt: None,
             written: None,
@@ -120,7 +127,9 @@ impl Timestamps {
     /// opened the connection: `connect_start` set; the moment between the dispatch and the
     /// connect call is the connect's); tls = tls_end − connect_end; stream_wait = stream_open −
     /// ready (the connection ready: tls_end, connect_end or dispatched); write = written −
-    /// write_start (stream_open when the request waited for a stream, else ready). The phases of a request tile its life from its dispatch: a connection
+    /// write_start (stream_open when the request waited for a stream, else ready) less the
+    /// continue; continue = continued − head_written (`Expect: 100-continue`: the wait for the
+    /// server's 100 between the head's write and the body's); The phases of a request tile its life from its dispatch: a connection
     /// opened before it (stamps before `dispatched`) counts from the dispatch, 0 if ready by
     /// then, so that the client phases add up to the total;
     /// wait = first_byte − written; read = done − first_byte; decode = decoded − done;
@@ -176,7 +185,12 @@ impl Timestamps {
             Phase::Tls,
             connect_end.and_then(|c| span(c.max(dispatched), tls_end)),
         );
-        put(Phase::Write, span(write_start, written));
+        let cont = on(self.head_written).and_then(|h| span(h, on(self.continued)));
+        put(Phase::Continue, cont);
+        put(
+            Phase::Write,
+            span(write_start, written).map(|w| w.saturating_sub(cont.unwrap_or(0))),
+        );
         put(Phase::Wait, written.and_then(|w| span(w, first_byte)));
         put(Phase::Read, first_byte.and_then(|f| span(f, done)));
         put(Phase::Decode, done.and_then(|d| span(d, decoded)));
@@ -295,6 +309,29 @@ mod tests {
     }
 
     #[test]
+    fn the_wait_for_a_100_continue_is_apart_from_the_write() {
+        // The head written in 5 µs, the server's 100 after 300 µs more, the body written in
+        // 10 µs: write 15 µs, continue 300 µs, and they tile the total with the rest.
+        let b = Instant::now();
+        let mut t = Timestamps::new(b, b);
+        t.head_written = Some(at(b, 5));
+        t.continued = Some(at(b, 305));
+        t.written = Some(at(b, 315));
+        t.first_byte = Some(at(b, 815));
+        t.done = Some(at(b, 815));
+        let us = |p| t.phase(p).map(|d| d.as_micros() as u64);
+        for (phase, want) in [
+            (Phase::Continue, Some(300)),
+            (Phase::Write, Some(15)),
+            (Phase::Wait, Some(500)),
+            (Phase::Total, Some(815)),
+        ] {
+            assert_eq!(us(phase), want, "{}", phase.name());
+        }
+        assert_eq!(t.unaccounted_ns(), Some(0));
+    }
+
+    #[test]
     fn phases_of_a_request_on_a_reused_connection() {
         let b = Instant::now();
         let mut t = Timestamps::new(b, b);
@@ -347,7 +384,13 @@ mod tests {
             ),
             Phase::Connect => t.connect_start.and(span(t.dispatched, t.connect_end)),
             Phase::Tls => span(t.connect_end?.max(t.dispatched), t.tls_end),
-            Phase::Write => span(t.write_start(), t.written),
+            Phase::Write => span(t.write_start(), t.written).map(|w| {
+                w.saturating_sub(
+                    t.head_written
+                        .and_then(|h| span(h, t.continued))
+                        .unwrap_or_default(),
+                )
+            }),
             Phase::Wait => span(t.written?, t.first_byte),
             Phase::Read => span(t.first_byte?, t.done),
             Phase::Decode => span(t.done?, t.decoded),
@@ -361,6 +404,7 @@ mod tests {
             Phase::QuicHandshake => t.connect_start.and(span(t.dispatched, t.quic_end)),
             Phase::Quic0Rtt => t.connect_start.and(span(t.dispatched, t.quic_0rtt)),
             Phase::StreamWait => t.stream_open.and(Some(t.write_start() - t.ready())),
+            Phase::Continue => span(t.head_written?, t.continued),
         }
     }
 
@@ -383,6 +427,8 @@ mod tests {
             t.tls_end = stamp(&mut rng);
             t.h2_settings = stamp(&mut rng);
             t.stream_open = stamp(&mut rng);
+            t.head_written = stamp(&mut rng);
+            t.continued = stamp(&mut rng);
             t.quic_end = stamp(&mut rng);
             t.quic_0rtt = stamp(&mut rng);
             t.written = stamp(&mut rng);

@@ -36,7 +36,7 @@ pub(crate) const REPETITION_FIGURES: [(&str, RepetitionFigure); 6] = [
 /// those that tile it ([`Phase::TILES`], each wait apart: the generator's lag, the queue for a
 /// free connection, the wait for an HTTP/2 stream) with the HTTP/2 handshake, which overlaps
 /// the write and the wait, before the stream's wait.
-pub(crate) const TABLE_PHASES: [Phase; 12] = [
+pub(crate) const TABLE_PHASES: [Phase; 13] = [
     Phase::Lag,
     Phase::Queue,
     Phase::Connect,
@@ -45,6 +45,7 @@ pub(crate) const TABLE_PHASES: [Phase; 12] = [
     Phase::Quic0Rtt,
     Phase::H2Handshake,
     Phase::StreamWait,
+    Phase::Continue,
     Phase::Write,
     Phase::Wait,
     Phase::Read,
@@ -76,8 +77,9 @@ pub(crate) fn phase_row(r: &RunRecord, phase: Phase, stats: &crate::recorder::hi
         // A closed loop has no queue and no lag (a request is intended when its connection is
         // free).
         Phase::Queue | Phase::Lag => r.config.load_model != LoadKind::Open,
-        // Only requests that waited for an HTTP/2 stream have one.
-        Phase::StreamWait => empty,
+        // Only requests that waited for an HTTP/2 stream, or sent Expect: 100-continue, have
+        // one.
+        Phase::StreamWait | Phase::Continue => empty,
         // Plain HTTP has no TLS; HTTP/3 has no TCP connect and no TLS apart from the QUIC
         // handshake.
         Phase::Tls => empty && (r.config.scheme() != Some(Scheme::Https) || h3),

@@ -8,6 +8,7 @@
 mod common;
 
 mod compressed;
+mod expect;
 mod grpc;
 mod http2;
 mod http3;

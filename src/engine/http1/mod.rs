@@ -48,6 +48,18 @@ pub struct Sinks<'a> {
     pub stream: &'a mut StreamTracker,
 }
 
+/// What the server said to a head sent with `Expect: 100-continue`
+/// ([`Http1Conn::await_continue`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Continue {
+    /// `100 Continue` (dropped from the buffer), or nothing within the bound: the body goes.
+    Go,
+    /// A final response began instead: left in the buffer for [`Http1Conn::read_response`];
+    /// the body is not sent, and the connection ends after the response (the server may
+    /// take whatever is sent next for the body it was told of).
+    Answered,
+}
+
 /// A final head read by [`Http1Conn::read_head`], with what reading it took.
 struct HeadRead {
     head: Head,
@@ -120,6 +132,132 @@ impl Http1Conn {
             .await
             .map_err(|e| EngineError::io(ErrorKind::Write, "write".into(), &e))?;
         Ok(Instant::now())
+    }
+
+    /// After a request head sent with `Expect: 100-continue`: waits up to `bound` for the
+    /// server's word (RFC 9110 §10.1.1, as curl does). Gives what it said, when the wait
+    /// ended (the 100's arrival, or the bound), and the bytes of interim responses dropped
+    /// (the 100, and any 1xx before it: header bytes).
+    pub async fn await_continue(
+        &mut self,
+        bound: std::time::Duration,
+        max_header_bytes: usize,
+    ) -> Result<(Continue, Instant, usize), EngineError> {
+        let deadline = tokio::time::Instant::now() + bound;
+        let mut filled = std::mem::take(&mut self.carried);
+        let mut interim = 0;
+        let mut timing = Vec::new();
+        loop {
+            // Whatever is buffered first: a 1xx is dropped, a 100 lets the body go.
+            loop {
+                match head::parse_head(&self.buf[..filled], false, false, &mut timing)? {
+                    head::Parsed::Partial => break,
+                    head::Parsed::Interim(len) => {
+                        let hundred = self.buf[..len].get(9..12) == Some(b"100".as_slice());
+                        self.buf.copy_within(len..filled, 0);
+                        filled -= len;
+                        interim += len;
+                        if hundred {
+                            self.carried = filled;
+                            return Ok((Continue::Go, self.arrived(), interim));
+                        }
+                    }
+                    head::Parsed::Final(_) => {
+                        self.carried = filled;
+                        return Ok((Continue::Answered, self.arrived(), interim));
+                    }
+                }
+            }
+            if filled == self.buf.len() {
+                if self.buf.len() >= max_header_bytes {
+                    return Err(EngineError::new(
+                        ErrorKind::Protocol,
+                        format!("response head larger than {max_header_bytes} bytes"),
+                    ));
+                }
+                let grown = (self.buf.len() * 2).min(max_header_bytes);
+                self.buf.resize(grown, 0);
+            }
+            let n = match tokio::time::timeout_at(deadline, self.read_at(filled)).await {
+                Ok(n) => n?,
+                // No word within the bound: the body goes (a partial head stays buffered).
+                Err(_) => {
+                    self.carried = filled;
+                    return Ok((Continue::Go, Instant::now(), interim));
+                }
+            };
+            if n == 0 {
+                return Err(EngineError::new(
+                    ErrorKind::Closed,
+                    "connection closed before the server said to send the body \
+                     (Expect: 100-continue)"
+                        .to_string(),
+                ));
+            }
+            filled += n;
+        }
+    }
+
+    /// An HTTP/1.1 request sent with `Expect: 100-continue` (`bytes`: head and body): its head
+    /// first, then its body once the server says `100 Continue` or `bound` passes (the wait is the
+    /// request's `continue` phase), and its response. A server that answers before the body is
+    /// sent gets no body, and the connection ends after the response. A request without a body
+    /// goes whole.
+    pub async fn exchange_expecting(
+        &mut self,
+        bound: std::time::Duration,
+        max_header_bytes: usize,
+        stamps: &mut Timestamps,
+        bytes: &[u8],
+        head: bool,
+        sinks: Sinks<'_>,
+    ) -> Result<Response, EngineError> {
+        let split = bytes
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map_or(bytes.len(), |i| i + 4);
+        let head_written = self.send_all(&bytes[..split]).await?;
+        let mut sent = split;
+        let mut interim = 0;
+        let mut answered = false;
+        if split < bytes.len() {
+            stamps.head_written = Some(head_written);
+            let (said, at, dropped) = self.await_continue(bound, max_header_bytes).await?;
+            interim = dropped;
+            match said {
+                Continue::Go => {
+                    stamps.continued = Some(at.max(head_written));
+                    stamps.written = Some(self.send_body(&bytes[split..]).await?);
+                    sent = bytes.len();
+                }
+                Continue::Answered => {
+                    stamps.head_written = None;
+                    answered = true;
+                }
+            }
+        }
+        if stamps.written.is_none() {
+            stamps.written = Some(head_written);
+        }
+        let mut r = self
+            .read_response(head, max_header_bytes, stamps, sinks, false)
+            .await?
+            .written(sent as u64);
+        r.bytes_read += interim as u64;
+        r.traffic.header += interim as u64;
+        r.traffic.header_decoded += interim as u64;
+        r.keep_alive &= !answered;
+        Ok(r)
+    }
+
+    /// Writes the rest of a request whose head went first (`Expect: 100-continue`); returns
+    /// when the write ended, the `written` stamp. Unlike [`Self::send_all`], what was read since
+    /// the head (the 100) stays counted.
+    pub async fn send_body(&mut self, body: &[u8]) -> Result<Instant, EngineError> {
+        let read = self.read_since_send;
+        let written = self.send_all(body).await;
+        self.read_since_send = read;
+        written
     }
 
     /// Reads the next response (its request written, `stamps.written` set; `head_request`:

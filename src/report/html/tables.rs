@@ -197,7 +197,7 @@ pub(super) fn knee_groups(k: &crate::analysis::knee::KneeResult) -> Vec<(&'stati
 pub(super) const CLIENT_PHASES: &[Phase] = &crate::report::TABLE_PHASES;
 
 /// The client phases before the wait (up to `write`).
-pub(super) const BEFORE_THE_WAIT: &[Phase] = CLIENT_PHASES.split_at(9).0;
+pub(super) const BEFORE_THE_WAIT: &[Phase] = CLIENT_PHASES.split_at(10).0;
 
 /// The rows of the phase table, with the text report's rules ([`crate::report::phase_rows`]).
 pub(super) fn phases(r: &RunRecord) -> Vec<PhaseRow> {
