@@ -23,6 +23,7 @@ fn target() -> Target {
         port: 8080,
         path_and_query: "/".into(),
         addr: "127.0.0.1:8080".parse().unwrap(),
+        resolved_in: None,
     }
 }
 

@@ -74,6 +74,7 @@ fn rendering_allocates_nothing_after_warm_up() {
         port: 8080,
         path_and_query: "/".into(),
         addr: "127.0.0.1:8080".parse().unwrap(),
+        resolved_in: None,
     };
     let prepared = [put.prepare(&target, true), get.prepare(&target, true)];
     let mix = Mix::weighted(&[(0, 1), (1, 3)]).unwrap();

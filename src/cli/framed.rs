@@ -39,6 +39,8 @@ pub fn tcp_target(url: &str) -> Result<Target, PlanError> {
     if host.is_empty() {
         return Err(bad("no host"));
     }
+    let looked_up = host.parse::<std::net::IpAddr>().is_err();
+    let asked = std::time::Instant::now();
     let addr = (host.as_str(), port)
         .to_socket_addrs()
         .map_err(|e| PlanError(format!("cannot resolve host '{host}': {e}")))?
@@ -52,6 +54,7 @@ pub fn tcp_target(url: &str) -> Result<Target, PlanError> {
         port,
         path_and_query: "/".into(),
         addr,
+        resolved_in: looked_up.then(|| asked.elapsed()),
     })
 }
 

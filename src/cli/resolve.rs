@@ -125,8 +125,12 @@ pub fn target(url: &str, resolve: &[String]) -> Result<Target, PlanError> {
             host,
             port,
             path_and_query,
+            resolved_in: None,
         });
     }
+    // A name, not an address: the resolver's time is stated beside the run's.
+    let looked_up = host.parse::<std::net::IpAddr>().is_err();
+    let asked = std::time::Instant::now();
     let addr = (host.as_str(), port)
         .to_socket_addrs()
         .map_err(|e| PlanError(format!("cannot resolve host '{host}': {e}: {DNS_HINT}")))?
@@ -143,6 +147,7 @@ pub fn target(url: &str, resolve: &[String]) -> Result<Target, PlanError> {
         port,
         path_and_query,
         addr,
+        resolved_in: looked_up.then(|| asked.elapsed()),
     })
 }
 

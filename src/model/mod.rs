@@ -296,6 +296,9 @@ pub struct Target {
     pub path_and_query: String,
     /// The resolved address connected to.
     pub addr: SocketAddr,
+    /// How long the system's resolver took to find `addr`, when the host was a name it looked
+    /// up (once, before the run: no request waits for it).
+    pub resolved_in: Option<std::time::Duration>,
 }
 
 /// TLS settings of a run.

@@ -325,6 +325,7 @@ mod tests {
             port,
             path_and_query: "/".into(),
             addr: "127.0.0.1:9".parse().unwrap(),
+            resolved_in: None,
         }
     }
 

@@ -252,6 +252,7 @@ mod tests {
             port: e.origin.port,
             path_and_query: String::new(),
             addr: "127.0.0.1:9".parse().unwrap(),
+            resolved_in: None,
         };
         let mut out = Vec::new();
         e.spec

@@ -53,6 +53,48 @@ fn an_open_loop_record_validates_too() {
     );
 }
 
+/// A host given by name is looked up once, before the run: the record keeps the address and
+/// how long the resolver took (the report says it under the header), and validates; an address
+/// has no lookup to state.
+#[test]
+fn a_name_resolved_before_the_run_is_stated() {
+    let s = embedded(reqlife::server::ServerTls::None);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("named.json");
+    let url = format!("http://localhost:{}/", s.addr().port());
+    let out = run_ok(&[
+        "run",
+        "-n",
+        "20",
+        "-c",
+        "1",
+        "-o",
+        path.to_str().unwrap(),
+        &url,
+    ]);
+    let record: Value = read_json(&path);
+    assert_valid(&validator(), &record);
+    let resolved = &record["config"]["resolved"];
+    assert_eq!(resolved["addr"], s.addr().ip().to_string(), "{resolved}");
+    let took = resolved["took_s"].as_f64().unwrap();
+    assert!((0.0..5.0).contains(&took), "took {took} s");
+    let text = stdout(&out);
+    assert!(text.contains("  resolved to 127.0.0.1 in "), "{text}");
+    // An address: nothing looked up.
+    let path = dir.path().join("addr.json");
+    run_ok(&[
+        "run",
+        "-n",
+        "5",
+        "-c",
+        "1",
+        "-o",
+        path.to_str().unwrap(),
+        &s.url("/"),
+    ]);
+    assert!(read_json(&path)["config"].get("resolved").is_none());
+}
+
 #[test]
 fn a_sweep_record_validates_too() {
     let dir = tempfile::tempdir().unwrap();

@@ -6,10 +6,22 @@ use crate::model::{LoadKind, LoadModel, Protocol, Schedule, Scheme, StopRule};
 use crate::plan::RunPlan;
 use serde::{Deserialize, Serialize};
 
+/// A name the resolver looked up before the run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Resolved {
+    pub addr: String,
+    /// Seconds the lookup took.
+    pub took_s: f64,
+}
+
 /// What was asked for.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Config {
     pub url: String,
+    /// The URL's host was a name: the address the resolver gave, and how long it took (once,
+    /// before the run; absent for an address, `--resolve` and older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<Resolved>,
     /// The target was reqlife's embedded server, started in-process.
     pub embedded_target: bool,
     pub method: String,
@@ -138,6 +150,10 @@ pub(super) fn config_of(plan: &RunPlan, end: &Ending) -> Config {
     };
     Config {
         url: plan.target.url.clone(),
+        resolved: plan.target.resolved_in.map(|d| Resolved {
+            addr: plan.target.addr.ip().to_string(),
+            took_s: d.as_secs_f64(),
+        }),
         embedded_target: end.embedded_target,
         method: plan.method.clone(),
         headers: plan.headers.clone(),

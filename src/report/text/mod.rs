@@ -135,6 +135,19 @@ fn pipeline_and_rate(out: &mut String, c: &crate::recorder::record::Config) {
 }
 
 /// The header's lines; `ran`: how many repetitions ran (`None` before the run).
+/// The resolver's part, when the URL named its host: once, before the run (no request waited
+/// for it, so it is no request's phase).
+fn resolved(out: &mut String, c: &crate::recorder::record::Config) {
+    if let Some(r) = &c.resolved {
+        let _ = writeln!(
+            out,
+            "  resolved to {} in {}, once, before the run",
+            r.addr,
+            human_ns(r.took_s * 1e9)
+        );
+    }
+}
+
 fn header_of(
     out: &mut String,
     c: &crate::recorder::record::Config,
@@ -161,6 +174,7 @@ fn header_of(
         c.url.clone()
     };
     let _ = writeln!(out, "Running {what} @ {target}");
+    resolved(out, c);
     if let Some(w) = &c.workload {
         let phases = levels;
         if c.sweep.is_none() && !phases.is_empty() {
