@@ -86,17 +86,14 @@ fn the_generators_lateness_is_its_lag_never_the_servers_queue() {
         "queue p50 {queue_p50} us (lag p50 {lag_p50} us)"
     );
     assert!(lag_p50 > queue_p50, "lag p50 {lag_p50} us");
-    let mean = |k: &str| num(&j, &format!("latency.{k}.mean_us"));
-    let parts = mean("schedule_lag")
-        + ["queue", "write", "wait", "read"]
-            .iter()
-            .map(|p| mean(&format!("phases.{p}")))
-            .sum::<f64>();
-    let total = mean("total");
-    assert!(
-        (parts - total).abs() < 0.01 * total + 0.1,
-        "lag+queue+write+wait+read means {parts} us against total {total} us"
-    );
+    let parts = [
+        "schedule_lag",
+        "phases.queue",
+        "phases.write",
+        "phases.wait",
+        "phases.read",
+    ];
+    assert_phases_add_up(&j, &parts, 0.01, 0.1);
 }
 
 #[test]

@@ -187,7 +187,7 @@ impl Figure {
 /// The figures both summaries have, each with enough values on both sides (see
 /// [`Figure::enough`]): a tail quantile of a few values is not compared.
 fn figures(a: &Summary, b: &Summary) -> Vec<Figure> {
-    let phases = Phase::CLIENT.into_iter().map(Hist::Phase);
+    let phases = Phase::CLIENT.iter().copied().map(Hist::Phase);
     let servers = a.server_timing_order.iter().cloned().map(Hist::Server);
     let probed = a
         .server_probes

@@ -5,7 +5,6 @@ use super::plan::PlanError;
 use super::{FramingArg, RunArgs};
 use crate::model::{io_reason, Scheme, Target};
 use crate::plan::{FramedPlan, Framing};
-use std::net::ToSocketAddrs;
 
 /// The forms of a tcp:// target.
 const TCP_FORM: &str = "expected tcp://host:port (e.g. tcp://127.0.0.1:9090)";
@@ -39,13 +38,7 @@ pub fn tcp_target(url: &str) -> Result<Target, PlanError> {
     if host.is_empty() {
         return Err(bad("no host"));
     }
-    let looked_up = host.parse::<std::net::IpAddr>().is_err();
-    let asked = std::time::Instant::now();
-    let addr = (host.as_str(), port)
-        .to_socket_addrs()
-        .map_err(|e| PlanError(format!("cannot resolve host '{host}': {e}")))?
-        .next()
-        .ok_or_else(|| PlanError(format!("cannot resolve host '{host}': no address found")))?;
+    let (addr, resolved_in) = super::resolve::address_of(&host, port)?;
     Ok(Target {
         url: url.to_string(),
         // Plain TCP: no TLS, no request line.
@@ -54,7 +47,7 @@ pub fn tcp_target(url: &str) -> Result<Target, PlanError> {
         port,
         path_and_query: "/".into(),
         addr,
-        resolved_in: looked_up.then(|| asked.elapsed()),
+        resolved_in,
     })
 }
 

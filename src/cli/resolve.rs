@@ -128,10 +128,28 @@ pub fn target(url: &str, resolve: &[String]) -> Result<Target, PlanError> {
             resolved_in: None,
         });
     }
-    // A name, not an address: the resolver's time is stated beside the run's.
+    let (addr, resolved_in) = address_of(&host, port)?;
+    Ok(Target {
+        url: url.to_string(),
+        scheme,
+        host,
+        port,
+        path_and_query,
+        addr,
+        resolved_in,
+    })
+}
+
+/// The address of `host`, looked up by the system's resolver when it is a name: and then how
+/// long the lookup took (stated beside the run's figures); a name that does not resolve is bad
+/// input, one line.
+pub(super) fn address_of(
+    host: &str,
+    port: u16,
+) -> Result<(std::net::SocketAddr, Option<std::time::Duration>), PlanError> {
     let looked_up = host.parse::<std::net::IpAddr>().is_err();
     let asked = std::time::Instant::now();
-    let addr = (host.as_str(), port)
+    let addr = (host, port)
         .to_socket_addrs()
         .map_err(|e| PlanError(format!("cannot resolve host '{host}': {e}: {DNS_HINT}")))?
         .next()
@@ -140,15 +158,7 @@ pub fn target(url: &str, resolve: &[String]) -> Result<Target, PlanError> {
                 "cannot resolve host '{host}': no address found: {DNS_HINT}"
             ))
         })?;
-    Ok(Target {
-        url: url.to_string(),
-        scheme,
-        host,
-        port,
-        path_and_query,
-        addr,
-        resolved_in: looked_up.then(|| asked.elapsed()),
-    })
+    Ok((addr, looked_up.then(|| asked.elapsed())))
 }
 
 #[cfg(test)]

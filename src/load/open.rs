@@ -361,13 +361,17 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_ticket_queues_only_when_no_connection_was_idle() {
+    /// Runs `f` on a current-thread runtime's local set, as a worker thread does.
+    fn on_a_local_set(f: impl std::future::Future<Output = ()>) {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        let local = tokio::task::LocalSet::new();
-        local.block_on(&rt, async {
+        tokio::task::LocalSet::new().block_on(&rt, f);
+    }
+
+    #[test]
+    fn a_ticket_queues_only_when_no_connection_was_idle() {
+        on_a_local_set(async {
             let q = Rc::new(OpenQueue::default());
             let released = Instant::now() - Duration::from_millis(5);
             let ticket = |seq| Ticket {
@@ -402,11 +406,7 @@ mod tests {
 
     #[test]
     fn the_queue_wakes_only_idle_connections() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let local = tokio::task::LocalSet::new();
-        local.block_on(&rt, async {
+        on_a_local_set(async {
             let q = Rc::new(OpenQueue::default());
             let takers: Vec<_> = (0..3)
                 .map(|_| {

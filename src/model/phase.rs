@@ -109,28 +109,13 @@ impl Phase {
     ];
     /// The phases of streamed responses (`--stream`), shown when recorded.
     pub const STREAM: [Phase; 3] = [Phase::FirstEvent, Phase::EventGap, Phase::Events];
-    /// The phases that tile a request's life, from its intended time to its end, in order:
-    /// whose each wait is (the generator's lag, then the server's queue for a free connection
-    /// and its stream limit) and then the exchange. They add up to `Total` (the HTTP/2
-    /// handshake, which overlaps the write and the wait, is not one of them).
-    pub const TILES: [Phase; 12] = [
+    /// A request's life, in order: the rows of the phase tables. Each wait apart, whose it is
+    /// (the generator's lag, then the server's queue for a free connection), the opening, the
+    /// HTTP/2 handshake, the waits for a stream and for a `100 Continue`, then the exchange.
+    /// All but the HTTP/2 handshake, which overlaps the write and the wait, tile the request:
+    /// they add up to `Total` ([`Phase::tiles`]).
+    pub const LIFE: [Phase; 13] = [
         Phase::Lag,
-        Phase::Queue,
-        Phase::Connect,
-        Phase::Tls,
-        Phase::QuicHandshake,
-        Phase::Quic0Rtt,
-        Phase::StreamWait,
-        Phase::Continue,
-        Phase::Write,
-        Phase::Wait,
-        Phase::Read,
-        Phase::Decode,
-    ];
-    /// The client phases of a record's `latency.phases` (`Total`, `Uncorrected` and `Lag`
-    /// apart; `QuicHandshake`, `StreamWait` and `Continue` only where recorded, see
-    /// [`Phase::shown`]).
-    pub const CLIENT: [Phase; 12] = [
         Phase::Queue,
         Phase::Connect,
         Phase::Tls,
@@ -144,6 +129,15 @@ impl Phase {
         Phase::Read,
         Phase::Decode,
     ];
+    /// The client phases of a record's `latency.phases`: those of [`Phase::LIFE`] but the lag
+    /// (`latency.schedule_lag`); `QuicHandshake`, `StreamWait` and `Continue` only where
+    /// recorded, see [`Phase::shown`].
+    pub const CLIENT: &'static [Phase] = Phase::LIFE.split_at(1).1;
+
+    /// Whether this phase is one of the parts of a request that add up to its total.
+    pub fn tiles(self) -> bool {
+        Phase::LIFE.contains(&self) && self != Phase::H2Handshake
+    }
 
     /// The name used in reports and in the RunRecord's JSON.
     pub fn name(self) -> &'static str {

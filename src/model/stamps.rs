@@ -105,13 +105,14 @@ impl Timestamps {
             .map(|b| b.saturating_duration_since(self.write_start()))
     }
 
-    /// The total less the phases of [`Phase::TILES`], in nanoseconds: 0 for a request whose
+    /// The total less the phases that tile it ([`Phase::tiles`]), in nanoseconds: 0 for a request whose
     /// stamps are in order (the phases tile it); `None` for a request that did not end.
     pub fn unaccounted_ns(&self) -> Option<i128> {
         let d = self.durations();
         let total = d[Phase::Total.index()]? as i128;
-        let parts: i128 = Phase::TILES
+        let parts: i128 = Phase::LIFE
             .iter()
+            .filter(|p| p.tiles())
             .filter_map(|p| d[p.index()])
             .map(i128::from)
             .sum();

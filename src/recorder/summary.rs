@@ -88,7 +88,8 @@ pub(crate) fn latency(h: &impl Lookup) -> Latency {
         uncorrected: of(Phase::Uncorrected),
         // The stream phases only when recorded: new keys, for `--stream` runs.
         phases: Phase::CLIENT
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|p| p.shown(recorded(*p)))
             .chain(Phase::STREAM.into_iter().filter(|p| recorded(*p)))
             .map(|p| (p, of(p)))

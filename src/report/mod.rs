@@ -32,31 +32,11 @@ pub(crate) const REPETITION_FIGURES: [(&str, RepetitionFigure); 6] = [
     ("mean", |s| s.latency.total.mean_us),
 ];
 
-/// The client phases of the phase tables (text and HTML), in the order of a request's life:
-/// those that tile it ([`Phase::TILES`], each wait apart: the generator's lag, the queue for a
-/// free connection, the wait for an HTTP/2 stream) with the HTTP/2 handshake, which overlaps
-/// the write and the wait, before the stream's wait.
-pub(crate) const TABLE_PHASES: [Phase; 13] = [
-    Phase::Lag,
-    Phase::Queue,
-    Phase::Connect,
-    Phase::Tls,
-    Phase::QuicHandshake,
-    Phase::Quic0Rtt,
-    Phase::H2Handshake,
-    Phase::StreamWait,
-    Phase::Continue,
-    Phase::Write,
-    Phase::Wait,
-    Phase::Read,
-    Phase::Decode,
-];
-
-/// The rows of `r`'s phase table for the client phases of [`TABLE_PHASES`]: each phase the run
+/// The rows of `r`'s phase table for the client phases of [`Phase::LIFE`]: each phase the run
 /// has ([`phase_row`]) with its figures (the schedule lag's are `latency.schedule_lag`).
 pub(crate) fn phase_rows(r: &RunRecord) -> Vec<(Phase, &crate::recorder::hist::Stats)> {
     let l = &r.summary.latency;
-    TABLE_PHASES
+    Phase::LIFE
         .into_iter()
         .filter_map(|p| {
             let stats = match p {

@@ -297,6 +297,29 @@ pub fn num(v: &serde_json::Value, path: &str) -> f64 {
         .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
 }
 
+/// The phases of a run's summary `j` add up to its total: the means of `parts` (paths under
+/// `latency`: `schedule_lag`, `phases.write`, …), each over every request (a phase only some
+/// requests had, a connect or a wait for a stream, weighs by its count), against the total's
+/// mean, within `rel` of it plus `abs_us`.
+pub fn assert_phases_add_up(j: &serde_json::Value, parts: &[&str], rel: f64, abs_us: f64) {
+    let requests = num(j, "latency.total.count");
+    let per_request = |k: &str| {
+        let stats = &j["latency"][k.split('.').next().unwrap()];
+        let stats = k.split('.').skip(1).fold(stats, |v, k| &v[k]);
+        match stats["mean_us"].as_f64() {
+            Some(mean) => mean * stats["count"].as_f64().unwrap_or(0.0) / requests,
+            None => 0.0,
+        }
+    };
+    let sum: f64 = parts.iter().map(|k| per_request(k)).sum();
+    let total = num(j, "latency.total.mean_us");
+    assert!(
+        (sum - total).abs() < rel * total + abs_us,
+        "{} means {sum} us against the total's {total} us",
+        parts.join(" + ")
+    );
+}
+
 /// The count at a dotted `path` of a JSON value.
 pub fn count(v: &serde_json::Value, path: &str) -> u64 {
     path.split('.')

@@ -9,12 +9,13 @@ use std::time::Duration;
 
 const BODY: &str = "0123456789abcdef";
 
-fn expect_run(url: &str, extra: &[&str]) -> serde_json::Value {
+/// `n` POSTs of `BODY` with `Expect: 100-continue` over `c` connections, one thread.
+fn expect_run(url: &str, n: u64, c: u64, extra: &[&str]) -> serde_json::Value {
     Run::new()
         .args(["-m", "POST", "--body", BODY, "-H", "Expect: 100-continue"])
         .args(extra.iter().copied())
-        .n(200)
-        .c(2)
+        .n(n)
+        .c(c)
         .t(1)
         .url(url)
         .json()
@@ -25,7 +26,7 @@ fn expect_run(url: &str, extra: &[&str]) -> serde_json::Value {
 #[test]
 fn the_body_goes_after_the_servers_100_continue() {
     let s = embedded(ServerTls::None);
-    let j = expect_run(&s.url("/echo"), &[]);
+    let j = expect_run(&s.url("/echo"), 200, 2, &[]);
     assert_counts(
         &j,
         &[
@@ -41,18 +42,14 @@ fn the_body_goes_after_the_servers_100_continue() {
     assert!(max < 500_000.0, "continue max {max} us");
     // The phases still add up, means over every request: the two connects, then write +
     // continue + wait + read = total (a closed loop has no lag and no queue).
-    let mean = |k: &str| num(&j, &format!("latency.{k}.mean_us"));
-    let connects = mean("phases.connect") * num(&j, "latency.phases.connect.count") / 200.0;
-    let parts: f64 = connects
-        + ["write", "continue", "wait", "read"]
-            .iter()
-            .map(|p| mean(&format!("phases.{p}")))
-            .sum::<f64>();
-    let total = mean("total");
-    assert!(
-        (parts - total).abs() < 0.02 * total + 1.0,
-        "connect+write+continue+wait+read {parts} us against total {total} us"
-    );
+    let parts = [
+        "phases.connect",
+        "phases.write",
+        "phases.continue",
+        "phases.wait",
+        "phases.read",
+    ];
+    assert_phases_add_up(&j, &parts, 0.02, 1.0);
 }
 
 /// A server that never says 100 but reads the body when it comes: the body goes after the
@@ -68,14 +65,12 @@ fn without_a_100_the_body_goes_after_the_bound() {
             let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
         }
     });
-    let j = Run::new()
-        .args(["-m", "POST", "--body", BODY, "-H", "Expect: 100-continue"])
-        .args(["--expect100-timeout", "30ms"])
-        .n(20)
-        .c(1)
-        .t(1)
-        .url(format!("http://{addr}/"))
-        .json();
+    let j = expect_run(
+        &format!("http://{addr}/"),
+        20,
+        1,
+        &["--expect100-timeout", "30ms"],
+    );
     assert_counts(
         &j,
         &[("requests.ok", 20), ("latency.phases.continue.count", 20)],
@@ -111,13 +106,7 @@ fn a_server_that_answers_first_gets_no_body() {
             }
         }
     });
-    let j = Run::new()
-        .args(["-m", "POST", "--body", BODY, "-H", "Expect: 100-continue"])
-        .n(10)
-        .c(1)
-        .t(1)
-        .url(format!("http://{addr}/"))
-        .json();
+    let j = expect_run(&format!("http://{addr}/"), 10, 1, &[]);
     assert_counts(
         &j,
         &[

@@ -168,16 +168,7 @@ impl Http1Conn {
                     }
                 }
             }
-            if filled == self.buf.len() {
-                if self.buf.len() >= max_header_bytes {
-                    return Err(EngineError::new(
-                        ErrorKind::Protocol,
-                        format!("response head larger than {max_header_bytes} bytes"),
-                    ));
-                }
-                let grown = (self.buf.len() * 2).min(max_header_bytes);
-                self.buf.resize(grown, 0);
-            }
+            self.room_for_head(filled, max_header_bytes)?;
             let n = match tokio::time::timeout_at(deadline, self.read_at(filled)).await {
                 Ok(n) => n?,
                 // No word within the bound: the body goes (a partial head stays buffered).
@@ -369,16 +360,7 @@ impl Http1Conn {
         }
         loop {
             if read_first {
-                if filled == self.buf.len() {
-                    if self.buf.len() >= max_header_bytes {
-                        return Err(EngineError::new(
-                            ErrorKind::Protocol,
-                            format!("response head larger than {max_header_bytes} bytes"),
-                        ));
-                    }
-                    let grown = (self.buf.len() * 2).min(max_header_bytes);
-                    self.buf.resize(grown, 0);
-                }
+                self.room_for_head(filled, max_header_bytes)?;
                 let n = self.read_at(filled).await?;
                 if n == 0 {
                     let detail = if bytes_read == 0 {
@@ -564,6 +546,24 @@ impl Http1Conn {
         }
         self.read_since_send += n as u64;
         Ok(n)
+    }
+
+    /// Room to read more of a head of which `filled` bytes are buffered: the buffer doubled
+    /// when full, up to `max_header_bytes`, past which the head is refused.
+    #[inline]
+    fn room_for_head(&mut self, filled: usize, max_header_bytes: usize) -> Result<(), EngineError> {
+        if filled < self.buf.len() {
+            return Ok(());
+        }
+        if self.buf.len() >= max_header_bytes {
+            return Err(EngineError::new(
+                ErrorKind::Protocol,
+                format!("response head larger than {max_header_bytes} bytes"),
+            ));
+        }
+        let grown = (self.buf.len() * 2).min(max_header_bytes);
+        self.buf.resize(grown, 0);
+        Ok(())
     }
 
     /// When the bytes of the last read arrived: the kernel's stamp on plain TCP

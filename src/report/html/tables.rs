@@ -194,7 +194,7 @@ pub(super) fn knee_groups(k: &crate::analysis::knee::KneeResult) -> Vec<(&'stati
 }
 
 /// The client phases of the tables and figures, in the order of a request's life.
-pub(super) const CLIENT_PHASES: &[Phase] = &crate::report::TABLE_PHASES;
+pub(super) const CLIENT_PHASES: &[Phase] = &Phase::LIFE;
 
 /// The client phases before the wait (up to `write`).
 pub(super) const BEFORE_THE_WAIT: &[Phase] = CLIENT_PHASES.split_at(10).0;

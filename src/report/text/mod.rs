@@ -395,30 +395,24 @@ fn phases(out: &mut String, r: &RunRecord, wide: bool) {
 }
 
 /// The rows of the life of a request before the server's metrics: each wait apart, whose it
-/// is (the generator's lag, the queue for a free connection and the wait for an HTTP/2 stream,
-/// the server's), with the connection's opening; those the run recorded.
+/// is (the generator's lag, the queue for a free connection, the waits for an HTTP/2 stream
+/// and a 100 Continue: the server's), with the connection's opening; those the run recorded.
 fn waits_and_opening(r: &RunRecord) -> Vec<(Phase, &Stats)> {
     let l = &r.summary.latency;
     let open_loop = r.config.load_model == LoadKind::Open;
-    [
-        Phase::Lag,
-        Phase::Queue,
-        Phase::Connect,
-        Phase::Tls,
-        Phase::QuicHandshake,
-        Phase::Quic0Rtt,
-        Phase::StreamWait,
-    ]
-    .into_iter()
-    .filter_map(|p| {
-        let st = match p {
-            Phase::Lag => &l.schedule_lag,
-            _ => l.phases.get(&p)?,
-        };
-        let shown = st.count > 0 && (!matches!(p, Phase::Queue | Phase::Lag) || open_loop);
-        shown.then_some((p, st))
-    })
-    .collect()
+    Phase::LIFE
+        .into_iter()
+        .take_while(|p| *p != Phase::Write)
+        .filter(|p| *p != Phase::H2Handshake)
+        .filter_map(|p| {
+            let st = match p {
+                Phase::Lag => &l.schedule_lag,
+                _ => l.phases.get(&p)?,
+            };
+            let shown = st.count > 0 && (!matches!(p, Phase::Queue | Phase::Lag) || open_loop);
+            shown.then_some((p, st))
+        })
+        .collect()
 }
 
 /// An open loop's pacer: how late it let requests go (its precision) and what that cost (the

@@ -68,6 +68,28 @@ fn written(core: &mut Core) -> Vec<(FrameHead, Vec<u8>)> {
     frames
 }
 
+/// A connection whose server allows one stream at a time (SETTINGS_MAX_CONCURRENT_STREAMS 1).
+fn core_allowing_one_stream() -> Core {
+    let mut core = new_core();
+    feed(
+        &mut core,
+        &frame(frame::SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 1]),
+        64,
+    )
+    .unwrap();
+    core
+}
+
+/// The server resets stream `id` with `code`.
+fn reset(core: &mut Core, id: u32, code: u32) {
+    feed(
+        core,
+        &frame(frame::RST_STREAM, 0, id, &code.to_be_bytes()),
+        64,
+    )
+    .unwrap();
+}
+
 fn open(core: &mut Core, req: &Request, key: Option<usize>) -> usize {
     match core.start(req, key, Instant::now(), Waker::noop(), &mut None) {
         Start::Open(i) => i,
@@ -249,13 +271,7 @@ fn the_fixed_requests_header_block_is_replayed_once_it_inserts_nothing() {
 
 #[test]
 fn the_servers_stream_limit_holds_streams_back_until_one_closes() {
-    let mut core = new_core();
-    feed(
-        &mut core,
-        &frame(frame::SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 1]),
-        64,
-    )
-    .unwrap();
+    let mut core = core_allowing_one_stream();
     let req = request("/", b"");
     let first = open(&mut core, &req, None);
     let mut turn = None;
@@ -264,12 +280,7 @@ fn the_servers_stream_limit_holds_streams_back_until_one_closes() {
         Start::Wait
     ));
     // Reset by the server: closed, its code given, and the next stream opens.
-    feed(
-        &mut core,
-        &frame(frame::RST_STREAM, 0, 1, &2u32.to_be_bytes()),
-        64,
-    )
-    .unwrap();
+    reset(&mut core, 1, 2);
     assert_eq!(head(&mut core, first), Poll::Ready(Err(Failure::Reset(2))));
     let Start::Open(second) = core.start(&req, None, Instant::now(), Waker::noop(), &mut turn)
     else {
@@ -279,12 +290,7 @@ fn the_servers_stream_limit_holds_streams_back_until_one_closes() {
     assert_eq!(core.slots[second].id, 3);
     core.finish(first);
     // Refused: it may be sent again.
-    feed(
-        &mut core,
-        &frame(frame::RST_STREAM, 0, 3, &7u32.to_be_bytes()),
-        64,
-    )
-    .unwrap();
+    reset(&mut core, 3, 7);
     assert_eq!(
         head(&mut core, second),
         Poll::Ready(Err(Failure::Refused { by_reset: true }))
@@ -296,13 +302,7 @@ fn the_servers_stream_limit_holds_streams_back_until_one_closes() {
 /// would wait for the whole run); one that gives up leaves the line.
 #[test]
 fn streams_waiting_for_the_limit_open_first_come_first_served() {
-    let mut core = new_core();
-    feed(
-        &mut core,
-        &frame(frame::SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 1]),
-        64,
-    )
-    .unwrap();
+    let mut core = core_allowing_one_stream();
     let req = request("/", b"");
     let a = open(&mut core, &req, None);
     let start = |core: &mut Core, turn: &mut Option<u64>| match core.start(
@@ -321,12 +321,7 @@ fn streams_waiting_for_the_limit_open_first_come_first_served() {
     assert_eq!(start(&mut core, &mut c), None, "c waits behind b");
     assert_eq!(start(&mut core, &mut d), None, "d waits behind c");
     // a ends; its task's next request (no turn yet) queues behind b, c and d.
-    feed(
-        &mut core,
-        &frame(frame::RST_STREAM, 0, 1, &2u32.to_be_bytes()),
-        64,
-    )
-    .unwrap();
+    reset(&mut core, 1, 2);
     core.finish(a);
     let mut a_next = None;
     assert_eq!(
@@ -338,12 +333,7 @@ fn streams_waiting_for_the_limit_open_first_come_first_served() {
     let b_slot = start(&mut core, &mut b).expect("b, first in line, opens");
     // c gives up (a timeout): d is first once b's stream ends.
     core.leave(c.take().unwrap());
-    feed(
-        &mut core,
-        &frame(frame::RST_STREAM, 0, 3, &2u32.to_be_bytes()),
-        64,
-    )
-    .unwrap();
+    reset(&mut core, 3, 2);
     core.finish(b_slot);
     assert_eq!(start(&mut core, &mut a_next), None, "a's next is behind d");
     assert!(start(&mut core, &mut d).is_some(), "d opens");
