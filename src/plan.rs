@@ -85,6 +85,21 @@ pub struct RunPlan {
     /// `--grpc SERVICE/METHOD`: unary gRPC calls over HTTP/2 (`http2` is set, `method` is
     /// POST, the path is `/SERVICE/METHOD`, the body one length-prefixed message).
     pub grpc: Option<GrpcPlan>,
+    /// `--trace-context`: a `traceparent` on every request, ids from the seed.
+    pub trace: Option<crate::model::trace::TraceContext>,
+    /// `--log-requests`: one row per request, streamed to a file as the run goes.
+    pub log: Option<LogPlan>,
+}
+
+/// The per-request log (`--log-requests FILE`, `--log-sample N`).
+#[derive(Debug, Clone)]
+pub struct LogPlan {
+    /// Where it goes.
+    pub path: std::path::PathBuf,
+    /// The file, created before the run (an unwritable path is refused before the run starts).
+    pub file: Arc<std::fs::File>,
+    /// One row of every `every` requests per worker thread (1: every request).
+    pub every: u64,
 }
 
 /// A gRPC run: which method is called, and how its request message is made.

@@ -75,6 +75,8 @@ fn sample(at: Instant, total_us: u64) -> Sample {
         traffic: Traffic::default(),
         server_closed: false,
         request: 0,
+        connection: 0,
+        trace: None,
     }
 }
 

@@ -39,6 +39,8 @@ pub fn record_ns(n: u32) -> f64 {
         traffic: Traffic::default(),
         server_closed: false,
         request: 0,
+        connection: 0,
+        trace: None,
     };
     let start = Instant::now();
     for _ in 0..n {

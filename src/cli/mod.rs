@@ -12,6 +12,7 @@ pub mod protocol;
 mod serve;
 pub use serve::{KvArgs, ServeArgs};
 pub mod resolve;
+pub mod trace;
 mod watch;
 use crate::util::units;
 pub use watch::WatchArgs;
@@ -645,6 +646,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub probes: probes::ProbeArgs,
+
+    #[command(flatten)]
+    pub trace: trace::TraceArgs,
 }
 
 /// Flags of `reqlife report`.

@@ -95,6 +95,25 @@ fn tls_plan(args: &RunArgs) -> Result<TlsPlan, PlanError> {
     })
 }
 
+/// Whether connections are kept (`--no-keepalive`, `--connection-policy`), and the connect
+/// rate limit.
+fn connection_policy(args: &RunArgs) -> Result<(bool, Option<f64>), PlanError> {
+    let keepalive = match (args.no_keepalive, args.connection_policy) {
+        (true, Some(PolicyArg::Reuse)) => {
+            return err("--no-keepalive and --connection-policy reuse conflict: give one of them")
+        }
+        (true, _) | (false, Some(PolicyArg::New)) => false,
+        (false, _) => true,
+    };
+    let max_connects_per_s = match args.max_connects_per_s {
+        Some(r) if r <= 0.0 => {
+            return err("--max-connections-per-second must be more than 0 (e.g. 500)")
+        }
+        other => other,
+    };
+    Ok((keepalive, max_connects_per_s))
+}
+
 /// The plan of the flags of every protocol (gRPC's applied by [`base`]).
 fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     let target = super::resolve::target(url, &args.resolve.resolve)?;
@@ -130,19 +149,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     let tls = tls_plan(args)?;
     output_folders(args)?;
     let (pacer_slack, pacer_spin) = super::pacing::pacing(args, &load)?;
-    let keepalive = match (args.no_keepalive, args.connection_policy) {
-        (true, Some(PolicyArg::Reuse)) => {
-            return err("--no-keepalive and --connection-policy reuse conflict: give one of them")
-        }
-        (true, _) | (false, Some(PolicyArg::New)) => false,
-        (false, _) => true,
-    };
-    let max_connects_per_s = match args.max_connects_per_s {
-        Some(r) if r <= 0.0 => {
-            return err("--max-connections-per-second must be more than 0 (e.g. 500)")
-        }
-        other => other,
-    };
+    let (keepalive, max_connects_per_s) = connection_policy(args)?;
     let http3 = super::protocol::http3_plan(args, &target, keepalive)?;
     let http2 = super::protocol::http2_plan(args, keepalive, http3.is_some())?;
     let pipeline = super::protocol::pipeline(
@@ -155,6 +162,8 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         return err("--max-body must be at least 1 byte (e.g. 64M)");
     }
     let max_header_bytes = super::protocol::max_header_list(args)?;
+    let seed = args.seed.unwrap_or_else(seed_from_clock);
+    let (trace, log) = super::trace::plan_parts(&args.trace, seed)?;
     RunPlan {
         target,
         method,
@@ -164,7 +173,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         keepalive,
         pipeline,
         max_connects_per_s,
-        seed: args.seed.unwrap_or_else(seed_from_clock),
+        seed,
         server_total: args.server_total.clone(),
         http2,
         http3,
@@ -192,6 +201,8 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         phase: None,
         framed,
         grpc: None,
+        trace,
+        log,
     }
     .fit_threads(&load::FLAGS)
     .map_err(PlanError::from)

@@ -311,7 +311,14 @@ async fn stream(
     stamps: &mut Timestamps,
     sinks: &mut Sinks<'_>,
 ) -> Result<(u16, Traffic), StreamError> {
-    let mut stream = sender.send_request(request.head()).await?;
+    let mut head = request.head();
+    for (name, value) in sinks.trace.iter().flat_map(|t| t.fields()) {
+        if let Ok(value) = http::HeaderValue::from_bytes(value) {
+            head.headers_mut()
+                .insert(http::HeaderName::from_static(name), value);
+        }
+    }
+    let mut stream = sender.send_request(head).await?;
     if !request.body.is_empty() {
         stream.send_data(request.body.clone()).await?;
     }

@@ -23,8 +23,10 @@ pub mod pipeline;
 pub mod request;
 pub mod server_timing;
 pub mod stream;
+pub mod trace;
 
 use crate::engine::request::{Request, RequestTemplate};
+use crate::model::trace::TraceHeaders;
 use crate::model::{ErrorKind, Phase, Timestamps, Traffic};
 use crate::plan::RunPlan;
 use crate::workload::request::Rendered;
@@ -132,6 +134,9 @@ pub struct SessionConfig {
     pub stream: Option<crate::model::StreamMode>,
     /// `--pipeline`: HTTP/1.1 requests in flight per connection ([`pipeline`]).
     pub pipeline: usize,
+    /// `--trace-context`: how each request's trace ids are made (the load gives each request
+    /// its ids with [`Session::trace_next`]).
+    pub trace: Option<crate::model::trace::TraceContext>,
 }
 
 impl SessionConfig {
@@ -206,6 +211,7 @@ impl SessionConfig {
             max_body_bytes: plan.max_body_bytes,
             stream: plan.stream,
             pipeline: plan.pipeline,
+            trace: plan.trace.clone(),
         })
     }
 }
@@ -316,6 +322,10 @@ pub struct Session {
     timer: deadline::Timer,
     /// gRPC: the last call's status.
     grpc: Option<grpc::Status>,
+    /// `--trace-context`: the ids of the next request (set by the load before each send).
+    trace: Option<crate::model::trace::TraceId>,
+    /// HTTP/1.1 with trace context: the request with its trace headers (capacity kept).
+    traced: Vec<u8>,
 }
 
 impl Session {
@@ -336,8 +346,16 @@ impl Session {
             found_closed: false,
             timer: None,
             grpc: config.grpc.then(grpc::Status::default),
+            trace: None,
+            traced: Vec::new(),
             config,
         }
+    }
+
+    /// The trace ids the next request carries (`--trace-context`; `None` sends none).
+    #[inline]
+    pub fn trace_next(&mut self, id: Option<crate::model::trace::TraceId>) {
+        self.trace = id;
     }
 
     /// What every session of the run shares.
@@ -590,11 +608,16 @@ impl Session {
             if let Some(g) = self.grpc.as_mut() {
                 g.clear();
             }
+            let trace = match (&self.trace, &config.trace) {
+                (Some(id), Some(ctx)) => Some(TraceHeaders::new(ctx, id)),
+                _ => None,
+            };
             let sinks = http2::Sinks {
                 timing: &mut self.timing,
                 decoder: self.decoder.as_mut(),
                 tracker: &mut self.stream,
                 grpc: self.grpc.as_mut(),
+                trace,
             };
             let r = match (link, &config.http3) {
                 (Link::H3(link), Some(connector)) => {
@@ -627,9 +650,17 @@ impl Session {
             Send::Fixed { .. } => (config.template.bytes(), config.template.head),
             Send::Rendered { rendered, head } => (rendered.bytes.as_slice(), head),
         };
+        let mut traced = std::mem::take(&mut self.traced);
+        let bytes = match (&self.trace, &config.trace) {
+            (Some(id), Some(ctx)) => {
+                trace::http1_into(&mut traced, bytes, &TraceHeaders::new(ctx, id));
+                traced.as_slice()
+            }
+            _ => bytes,
+        };
         self.found_closed = self.drop_if_peer_closed();
         let reused = self.conn.is_some();
-        match self.http1_exchange(stamps, bytes, head).await {
+        let result = match self.http1_exchange(stamps, bytes, head).await {
             Err(e) if reused && retry_on_a_new_connection(&e, stamps, bytes) => {
                 self.found_closed = true;
                 self.conn = None;
@@ -637,7 +668,9 @@ impl Session {
                 self.http1_exchange(stamps, bytes, head).await
             }
             result => result,
-        }
+        };
+        self.traced = traced;
+        result
     }
 
     /// A kept HTTP/1.1 connection the server closed while idle is dropped before the next

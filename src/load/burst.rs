@@ -39,6 +39,8 @@ pub struct BurstRun {
     pub progress: Arc<Progress>,
     pub fail_fast: Arc<super::FailFast>,
     pub thread: usize,
+    /// The worker's index over every generator's threads (for its requests' trace ids).
+    pub worker: usize,
     /// A workload's renderer; `None`: the fixed request.
     pub renderer: Option<Rc<RefCell<Renderer>>>,
 }
@@ -87,6 +89,17 @@ impl BurstRun {
         } in self.sessions.drain(..)
         {
             let ticket = burst.ticket(index);
+            let trace = session
+                .config()
+                .trace
+                .as_ref()
+                .map(|c| c.ids(self.worker, ticket.seq));
+            session.trace_next(trace);
+            let who = super::Who {
+                request: 0,
+                connection: index as u32,
+                trace,
+            };
             let (slot, head) = match &self.renderer {
                 Some(r) => {
                     let (slot, head) = r.borrow_mut().render(ticket.seq, &mut buf);
@@ -104,12 +117,22 @@ impl BurstRun {
                     None => Send::Fixed { seq: ticket.seq },
                 };
                 let outcome = session.request(&mut stamps, send).await;
-                (session, buf, index, stamps, outcome, slot)
+                (
+                    session,
+                    buf,
+                    index,
+                    stamps,
+                    outcome,
+                    super::Who {
+                        request: slot,
+                        ..who
+                    },
+                )
             });
         }
         let (mut last_written, mut last_done) = (t0, t0);
         while let Some(joined) = set.join_next().await {
-            let Ok((session, buf, index, stamps, outcome, slot)) = joined else {
+            let Ok((session, buf, index, stamps, outcome, who)) = joined else {
                 continue;
             };
             let ended = stamps.done.unwrap_or_else(Instant::now);
@@ -122,7 +145,7 @@ impl BurstRun {
                 stamps,
                 &outcome,
                 &session,
-                slot,
+                who,
             );
             self.sessions.push(BurstSession {
                 session,

@@ -11,6 +11,7 @@
 //! intervals.
 
 mod burst;
+mod connection;
 pub mod early;
 pub mod failfast;
 mod open;
@@ -19,20 +20,20 @@ mod scheduler;
 pub mod timer;
 
 pub use crate::util::start::StartGate;
+use connection::{record_outcome, Activity, Connection, Feed, Opening, Who};
 use failfast::FailFast;
 pub use scheduler::Scheduler;
 
-use crate::engine::pipeline::Batch;
-use crate::engine::{ConnectGate, Send, Session, SessionConfig};
-use crate::model::{ConnStage, ErrorKind, LoadModel, Sample, Segment, Ticket, Timestamps};
+use crate::engine::{ConnectGate, Session, SessionConfig};
+use crate::model::{ConnStage, LoadModel, Segment};
 use crate::plan::RunPlan;
 use crate::recorder::collector::{CollectorThread, Sinks};
+use crate::recorder::request_log::{LogWorker, RequestLog};
 use crate::recorder::{busy_share, thread_cpu, Measured, Recorder, WorkerLink};
 use crate::workload::request::Rendered;
 use crate::workload::{Renderer, Workload};
 use pacer::{BurstPacer, ThreadPacer};
 use std::cell::{Cell, RefCell};
-use std::future::Future;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -112,6 +113,8 @@ pub struct Workers {
     gate: Arc<StartGate>,
     /// Stops the run when every connection fails the same way ([`failfast`]).
     fail_fast: Arc<FailFast>,
+    /// `--log-requests`: the log's writer.
+    log: Option<RequestLog>,
 }
 
 /// Starts the worker threads of `plan`. The load starts at once in a closed loop, and once
@@ -158,6 +161,7 @@ pub fn start(
         plan.interval,
         sinks,
     )?;
+    let log = request_log(plan)?;
     let mut handles = Vec::with_capacity(plan.threads);
     for (thread, link) in (0..plan.threads).zip(links) {
         // Thread i holds c/t connections, and one more for the first c%t threads.
@@ -189,6 +193,7 @@ pub fn start(
             pacer_slack: plan.pacer_slack,
             pacer_spin: plan.pacer_spin,
             done: done_tx.clone(),
+            log: log.as_ref().map(RequestLog::worker),
         };
         let handle = std::thread::Builder::new()
             .name(format!("reqlife-worker-{thread}"))
@@ -202,7 +207,18 @@ pub fn start(
         finished: 0,
         gate,
         fail_fast,
+        log,
     })
+}
+
+/// `--log-requests`: the log's writer, its header written.
+fn request_log(plan: &RunPlan) -> std::io::Result<Option<RequestLog>> {
+    let Some(l) = &plan.log else { return Ok(None) };
+    let names = plan
+        .workload
+        .as_ref()
+        .map_or(Vec::new(), |w| w.names.clone());
+    RequestLog::start(l.file.clone(), l.every, plan.threads, names.into()).map(Some)
 }
 
 /// When each stage of `plan` ends, the first starting at `record_from`.
@@ -274,6 +290,8 @@ impl Workers {
             measured.hists.merge(totals);
         }
         measured.snapshot_bytes = collected.series.footprint();
+        measured.request_log = self.log.map(RequestLog::finish);
+        measured.exemplars = collected.exemplars;
         measured.series = collected.series;
         (measured, collected.log_error)
     }
@@ -318,6 +336,8 @@ struct WorkerCtx {
     /// Open loop: the share of a core the pacer may spin to send on time.
     pacer_spin: f64,
     done: tokio::sync::mpsc::UnboundedSender<()>,
+    /// `--log-requests`: this thread's end of the log.
+    log: Option<LogWorker>,
 }
 
 impl WorkerCtx {
@@ -326,7 +346,8 @@ impl WorkerCtx {
             .until(self.record_until)
             .server_total(&self.server_total)
             .with_segments(&self.stage_ends)
-            .with_requests(self.workload.as_ref().map_or(0, |(w, _)| w.names.len()));
+            .with_requests(self.workload.as_ref().map_or(0, |(w, _)| w.names.len()))
+            .request_log(self.log.take());
         if let Some(link) = self.link.take() {
             recorder = recorder.collector(link);
         }
@@ -406,6 +427,7 @@ impl WorkerCtx {
                 progress: self.progress.clone(),
                 fail_fast: self.fail_fast.clone(),
                 thread: self.thread,
+                worker: self.worker(),
                 renderer: renderer.clone(),
             };
             set.spawn_local(run.run());
@@ -422,10 +444,11 @@ impl WorkerCtx {
                 // Connections are numbered across threads (thread i holds i, i+T, i+2T, …) and
                 // segments (segment s holds every S-th of those), so a ramp of connections grows
                 // evenly on every thread of every generator.
+                let activity_index = self.scheduler.connection(local, self.thread, self.threads);
                 let activity = self.conn_stages.as_ref().map(|stages| Activity {
                     stages: stages.clone(),
                     origin: self.record_from,
-                    index: self.scheduler.connection(local, self.thread, self.threads) as usize,
+                    index: activity_index as usize,
                 });
                 let conn = Connection {
                     opening: opening.clone().filter(|_| stream == 0),
@@ -436,6 +459,8 @@ impl WorkerCtx {
                     progress: self.progress.clone(),
                     fail_fast: self.fail_fast.clone(),
                     thread: self.thread,
+                    worker: self.worker(),
+                    slot: activity_index as u32,
                     renderer: renderer.clone(),
                     buf: Rendered::default(),
                 };
@@ -454,6 +479,18 @@ impl WorkerCtx {
             k.abort();
         }
         spun.get()
+    }
+
+    /// This worker's index over every generator's threads.
+    fn worker(&self) -> usize {
+        let s = self.segment;
+        crate::workload::gen::global_worker(
+            s.index as usize,
+            s.count as usize,
+            self.thread,
+            self.threads,
+        )
+        .0
     }
 
     /// This worker's request generator: worker (segment, thread) of (segments × threads),
@@ -512,289 +549,5 @@ impl WorkerCtx {
                 }
             })
             .collect()
-    }
-}
-
-/// Where a connection gets its tickets: the shared closed-loop scheduler, or its thread's
-/// open-loop queue.
-#[derive(Clone)]
-enum Feed {
-    Closed(Arc<Scheduler>),
-    Open(Rc<open::OpenQueue>),
-}
-
-impl Feed {
-    /// The next ticket and its dispatch: a closed loop's is issued now, so it is dispatched
-    /// when intended (no second clock read); an open loop's when a connection took it.
-    async fn next(&self) -> Option<(Ticket, Instant)> {
-        match self {
-            Feed::Closed(s) => s.next_ticket().map(|t| (t, t.intended)),
-            Feed::Open(q) => q.take().await,
-        }
-    }
-}
-
-/// Records one request's outcome (with its response's `Server-Timing`) and updates the
-/// thread's live counters: the one place an outcome becomes a sample.
-fn record_outcome(
-    recorder: &RefCell<Recorder>,
-    progress: &ThreadProgress,
-    fail_fast: &FailFast,
-    stamps: Timestamps,
-    outcome: &crate::engine::Outcome,
-    session: &Session,
-    request: u16,
-) {
-    // A gRPC call that did not end OK failed, whatever its HTTP status.
-    let grpc_failed = outcome.grpc.is_some_and(|code| code != 0);
-    let sample = Sample {
-        stamps,
-        status: outcome.result.as_ref().ok().copied(),
-        error: match &outcome.result {
-            Err(e) => Some(e.kind),
-            Ok(_) if grpc_failed => Some(ErrorKind::Grpc),
-            Ok(_) => None,
-        },
-        bytes_read: outcome.bytes_read,
-        bytes_written: outcome.bytes_written,
-        traffic: outcome.traffic,
-        server_closed: outcome.server_closed,
-        request,
-    };
-    let mut recorder = recorder.borrow_mut();
-    recorder.record_response(&sample, session.server_timing(), session.event_gaps());
-    if let Some(n) = session.h2_max_streams() {
-        recorder.note_h2_max_streams(n as u64);
-    }
-    progress
-        .requests
-        .store(recorder.requests(), Ordering::Relaxed);
-    if let Some(code) = outcome.grpc {
-        recorder.count_grpc(code, session.grpc_message());
-    }
-    match &outcome.result {
-        Ok(_) => fail_fast.succeeded(),
-        Err(e) => fail_fast.failed(e.cause, &e.detail),
-    }
-    if grpc_failed {
-        let name = crate::engine::grpc::code_name(outcome.grpc.unwrap_or(0));
-        recorder.note_error(
-            ErrorKind::Grpc,
-            &format!("{name}: {}", session.grpc_message()),
-        );
-        progress.errors.store(recorder.errors(), Ordering::Relaxed);
-    }
-    if let Err(e) = &outcome.result {
-        recorder.note_error(e.kind, &e.detail);
-        if let Some(code) = e.code {
-            recorder.count_reset(code);
-        }
-        progress.errors.store(recorder.errors(), Ordering::Relaxed);
-    }
-}
-
-/// When a connection of a closed loop with connection stages is active: connection `index`
-/// is active while the stage's connection count (linear within a stage) is above it.
-struct Activity {
-    stages: Arc<Vec<ConnStage>>,
-    origin: Instant,
-    index: usize,
-}
-
-/// How often an inactive connection looks again whether a ramp reached it.
-const ACTIVITY_POLL: Duration = Duration::from_millis(10);
-
-impl Activity {
-    /// The number of connections wanted at `now`, or `None` after the last stage.
-    fn wanted(&self, now: Instant) -> Option<f64> {
-        let mut t = now.saturating_duration_since(self.origin).as_secs_f64();
-        for s in self.stages.iter() {
-            let d = s.duration.as_secs_f64();
-            if t < d {
-                return Some(s.from as f64 + (s.to as f64 - s.from as f64) * t / d);
-            }
-            t -= d;
-        }
-        None
-    }
-
-    /// Waits until this connection is active; false when the stages are over.
-    async fn wait_active(&self) -> bool {
-        loop {
-            match self.wanted(Instant::now()) {
-                None => return false,
-                Some(w) if (self.index as f64) < w => return true,
-                Some(_) => tokio::time::sleep(ACTIVITY_POLL).await,
-            }
-        }
-    }
-}
-
-/// A thread's connections being opened ahead of an open loop's schedule.
-struct Opening {
-    /// Connection slots not yet open (or failed).
-    pending: Cell<usize>,
-    gate: Arc<StartGate>,
-    /// Whether their connect times are recorded (not in a warm-up).
-    record: bool,
-}
-
-impl Opening {
-    /// One slot is open (or failed: its first request will connect again).
-    fn done(&self) {
-        let left = self.pending.get().saturating_sub(1);
-        self.pending.set(left);
-        if left == 0 {
-            self.gate.arrive();
-        }
-    }
-}
-
-/// One connection's loop: take a ticket, send, record, repeat.
-struct Connection {
-    /// An open loop: open the connection before the schedule starts.
-    opening: Option<Rc<Opening>>,
-    activity: Option<Activity>,
-    session: Session,
-    feed: Feed,
-    recorder: Rc<RefCell<Recorder>>,
-    progress: Arc<Progress>,
-    fail_fast: Arc<FailFast>,
-    thread: usize,
-    /// A workload's renderer (shared by the thread's connections) and this connection's
-    /// buffer for the rendered request.
-    renderer: Option<Rc<RefCell<Renderer>>>,
-    buf: Rendered,
-}
-
-impl Connection {
-    /// One request at a time until the feed ends. Not an `async fn`: its `self`, captured
-    /// by the block, is not kept a second time as the body's local (rustc keeps both for an
-    /// `async fn` taking `mut self`), which sizes every connection's task (issue 18: small
-    /// connections).
-    #[allow(clippy::manual_async_fn)] // an `async fn` would double `self`: see above
-    fn run(mut self) -> impl Future<Output = ()> {
-        async move {
-            if let Some(opening) = self.opening.take() {
-                let now = Instant::now();
-                let mut stamps = Timestamps::new(now, now);
-                if self.session.open(&mut stamps).await.is_ok() && opening.record {
-                    self.recorder.borrow_mut().record_connection(&stamps);
-                }
-                opening.done();
-            }
-            loop {
-                if let Some(a) = &self.activity {
-                    if !a.wait_active().await {
-                        break;
-                    }
-                }
-                let Some((ticket, dispatched)) = self.feed.next().await else {
-                    break;
-                };
-                let mut stamps =
-                    Timestamps::new(ticket.intended, dispatched).released_at(ticket.released);
-                let (send, slot) = match &self.renderer {
-                    Some(r) => {
-                        let (slot, head) = r.borrow_mut().render(ticket.seq, &mut self.buf);
-                        let send = Send::Rendered {
-                            rendered: &self.buf,
-                            head,
-                        };
-                        (send, slot)
-                    }
-                    None => (Send::Fixed { seq: ticket.seq }, 0),
-                };
-                self.recorder.borrow_mut().sending(1);
-                let outcome = self.session.request(&mut stamps, send).await;
-                record_outcome(
-                    &self.recorder,
-                    &self.progress.0[self.thread],
-                    &self.fail_fast,
-                    stamps,
-                    &outcome,
-                    &self.session,
-                    slot,
-                );
-            }
-        }
-    }
-
-    /// `--pipeline depth` (a closed loop): take up to `depth` tickets at once, send their
-    /// requests in one write, record each response as it ends, repeat.
-    #[allow(clippy::manual_async_fn)] // an `async fn` would double `self`: see `run`
-    fn run_pipelined(mut self, depth: usize) -> impl Future<Output = ()> {
-        async move {
-            let mut batch = Batch::default();
-            let mut slots: Vec<u16> = Vec::with_capacity(depth);
-            loop {
-                if let Some(a) = &self.activity {
-                    if !a.wait_active().await {
-                        break;
-                    }
-                }
-                batch.clear();
-                slots.clear();
-                while batch.len() < depth {
-                    let Some((ticket, _)) = self.feed.next().await else {
-                        break;
-                    };
-                    // A closed loop's ticket was issued now: it is dispatched when intended.
-                    let stamps = Timestamps::new(ticket.intended, ticket.intended)
-                        .released_at(ticket.released);
-                    match &self.renderer {
-                        Some(r) => {
-                            let (slot, head) = r.borrow_mut().render(ticket.seq, &mut self.buf);
-                            batch.push(&self.buf.bytes, head, stamps);
-                            slots.push(slot);
-                        }
-                        None => {
-                            let template = &self.session.config().template;
-                            batch.push(template.bytes(), template.head, stamps);
-                            slots.push(0);
-                        }
-                    }
-                }
-                if batch.is_empty() {
-                    break;
-                }
-                self.recorder.borrow_mut().sending(batch.len() as u64);
-                let (recorder, fail_fast) = (&self.recorder, &self.fail_fast);
-                let progress = &self.progress.0[self.thread];
-                self.session
-                    .request_batch(&mut batch, |i, stamps, outcome, session| {
-                        record_outcome(
-                            recorder, progress, fail_fast, stamps, outcome, session, slots[i],
-                        )
-                    })
-                    .await;
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Connection;
-
-    /// The size of what `f` returns (a future, here), without calling it.
-    fn returned<A, R>(_: impl FnOnce(A) -> R) -> usize {
-        std::mem::size_of::<R>()
-    }
-
-    /// A connection's task is allocated at its largest state for the whole run, however idle
-    /// the connection: issue 18 wants ≤ 6 KB of client memory per idle connection at 10,000.
-    /// Large, rare futures (TLS handshakes, HTTP/3) are boxed where they are awaited; one
-    /// inlined again shows here (7,200 bytes before they were boxed, in release).
-    #[test]
-    fn a_connection_task_stays_small() {
-        let one = returned(Connection::run);
-        let pipelined = returned(|c: Connection| c.run_pipelined(2));
-        println!("connection task: {one} bytes, pipelined {pipelined} bytes");
-        assert!(one <= 3072, "a connection's task is {one} bytes");
-        assert!(
-            pipelined <= 3072,
-            "a pipelined connection's task is {pipelined} bytes"
-        );
     }
 }

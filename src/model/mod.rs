@@ -42,6 +42,7 @@ mod phase;
 mod protocol;
 mod stamps;
 mod stop;
+pub mod trace;
 
 pub use error::ModelError;
 pub use phase::{phase_map, Phase};
@@ -178,6 +179,11 @@ pub struct Sample {
     pub server_closed: bool,
     /// The name slot of the request sent (`Workload::slot`; 0 for the one fixed request).
     pub request: u16,
+    /// The connection slot that carried it (0-based over the run's connections; a slot keeps
+    /// its number when it reconnects).
+    pub connection: u32,
+    /// Its trace context, when the run sends one (`--trace-context`).
+    pub trace: Option<trace::TraceId>,
 }
 
 /// What a response's bytes were made of (h2load's traffic line): header bytes as received

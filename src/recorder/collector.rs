@@ -12,6 +12,7 @@
 //! the grace) is merged into the series exactly all the same, and given to the sinks as a
 //! part of its own.
 
+use super::exemplar::Exemplars;
 use super::priority::Priority;
 use super::series::{max_busy, Series};
 use super::server_timing::ServerTimingAcc;
@@ -58,6 +59,8 @@ pub struct IntervalSet {
     /// Per request name (by `Sample::request`, when the run keeps names apart): counters and
     /// phase histograms, grown to the names seen and kept across resets.
     pub by_request: Vec<(Counters, PhaseHists)>,
+    /// The interval's slow requests kept whole.
+    pub exemplars: Exemplars,
 }
 
 impl IntervalSet {
@@ -74,6 +77,7 @@ impl IntervalSet {
             busy: None,
             status: Vec::new(),
             by_request: Vec::new(),
+            exemplars: Exemplars::new(),
         })
     }
 
@@ -95,6 +99,7 @@ impl IntervalSet {
             *c = Counters::default();
             h.reset();
         }
+        self.exemplars.clear();
     }
 
     /// Records the phases `d` of one request; `on_time`: it was dispatched and released at its
@@ -190,6 +195,7 @@ struct Open {
     busy: Option<f64>,
     status: Vec<(u16, u64)>,
     by_request: Vec<(Counters, PhaseHists)>,
+    exemplars: Exemplars,
 }
 
 impl Open {
@@ -201,11 +207,13 @@ impl Open {
             busy: None,
             status: Vec::new(),
             by_request: Vec::new(),
+            exemplars: Exemplars::new(),
         }
     }
 
     fn add(&mut self, set: &IntervalSet) {
         self.counters.merge(&set.counters);
+        self.exemplars.merge(&set.exemplars);
         for (into, h) in self.hists.0.iter_mut().zip(&set.hists.0) {
             if !h.is_empty() {
                 let _ = into.add(h);
@@ -256,6 +264,11 @@ impl Open {
             .collect();
         let counters = std::mem::take(&mut self.counters);
         let mut snap = snapshot(index, counters, &self.hists, server);
+        snap.exemplars = (self.exemplars.slowest.iter())
+            .chain(self.exemplars.per_bucket())
+            .copied()
+            .collect();
+        self.exemplars.clear();
         snap.busy_max = self.busy.take();
         snap.status = std::mem::take(&mut self.status);
         snap.status.sort_unstable();
@@ -287,6 +300,7 @@ fn without_requests(snap: &IntervalSnapshot) -> IntervalSnapshot {
     let by_request = Vec::new();
     let mut kept = IntervalSnapshot {
         by_request,
+        exemplars: super::exemplar::slowest_of(&snap.exemplars),
         ..snap.clone()
     };
     kept.by_request.shrink_to_fit();
@@ -310,6 +324,8 @@ pub struct Collector {
     totals: PhaseHists,
     /// Parts that came after their interval was final.
     pub late: u64,
+    /// The run's slow requests kept whole: every interval's added up.
+    pub exemplars: Exemplars,
 }
 
 impl Collector {
@@ -331,6 +347,7 @@ impl Collector {
             series: Series::default(),
             totals: PhaseHists::new(hist::new_hist),
             late: 0,
+            exemplars: Exemplars::new(),
         }
     }
 
@@ -382,6 +399,7 @@ impl Collector {
     /// the run's histograms (once per interval, not once per thread's part) and compressed.
     fn close(&mut self, open: &mut Open, index: u64) -> IntervalSnapshot {
         self.totals.merge(&open.hists);
+        self.exemplars.merge(&open.exemplars);
         open.take(index)
     }
 
@@ -431,10 +449,10 @@ impl Collector {
     }
 
     /// The series kept, and the run's phase histograms (the sum of its intervals).
-    pub fn finish(mut self) -> (Series, PhaseHists) {
+    pub fn finish(mut self) -> (Series, PhaseHists, Exemplars) {
         self.ready(Instant::now(), true);
         self.series.settle();
-        (self.series, self.totals)
+        (self.series, self.totals, self.exemplars)
     }
 }
 
@@ -529,6 +547,8 @@ pub struct Collected {
     pub log_error: Option<RecordError>,
     /// Parts that came after their interval was final.
     pub late: u64,
+    /// The run's slow requests kept whole.
+    pub exemplars: Exemplars,
 }
 
 /// Closed intervals that may wait for the collector before a worker waits to hand one over.
@@ -608,6 +628,7 @@ impl CollectorThread {
             totals: None,
             log_error: Some(RecordError::CollectorFailed),
             late: 0,
+            exemplars: Exemplars::new(),
         })
     }
 }
@@ -654,12 +675,13 @@ fn run(
         );
         c.late
     });
-    let (series, totals) = c.finish();
+    let (series, totals, exemplars) = c.finish();
     Collected {
         series,
         totals: Some(totals),
         log_error,
         late,
+        exemplars,
     }
 }
 

@@ -45,6 +45,10 @@ pub struct Measured {
     /// The server's phases from probes (`--server-probes`), when asked for: gathered beside
     /// the threads, not by them.
     pub probes: Option<super::probes::ProbeAcc>,
+    /// The slow requests kept whole (the collector's, the intervals' added up).
+    pub exemplars: super::exemplar::Exemplars,
+    /// `--log-requests`: what the per-request log became.
+    pub request_log: Option<super::request_log::LogOutcome>,
 }
 
 impl Measured {
@@ -69,6 +73,8 @@ impl Measured {
             by_request: Vec::new(),
             samples: reservoir::Reservoir::new(0, 0),
             probes: None,
+            exemplars: super::exemplar::Exemplars::new(),
+            request_log: None,
         };
         let mut samples = Vec::with_capacity(parts.len());
         for part in parts {
@@ -117,6 +123,7 @@ impl Measured {
                 }
             }
             out.series.merge(part.series);
+            out.exemplars.merge(&part.exemplars);
             samples.push(part.samples);
             if out.probes.is_none() {
                 out.probes = part.probes;

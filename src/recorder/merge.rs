@@ -94,6 +94,19 @@ fn intervals(
         .collect()
 }
 
+/// The slow requests of several records (each at its offset, s), near the percentiles of the
+/// merged `total`.
+fn merged_slow(
+    records: &[RunRecord],
+    offsets: &[f64],
+    total: Option<&Histogram<u64>>,
+) -> Option<super::record::slow::SlowRequests> {
+    let parts: Vec<_> = (records.iter().zip(offsets))
+        .filter_map(|(r, o)| Some((r.slow_requests.as_ref()?, *o)))
+        .collect();
+    super::record::slow::SlowRequests::merge(&parts, total)
+}
+
 /// Intervals of several generators in one slot, added exactly.
 fn merged_interval(
     parts: &[&Interval],
@@ -123,8 +136,21 @@ fn merged_interval(
         server_probes: BTreeMap::new(),
         histograms: BTreeMap::new(),
         generator: None,
+        slowest: slowest_of_parts(parts),
     }
     .with_hists(&h, busy_max))
+}
+
+/// The slowest requests of several generators' intervals: the [`crate::recorder::exemplar::KEEP`]
+/// slowest of theirs.
+fn slowest_of_parts(parts: &[&Interval]) -> Vec<super::record::slow::SlowRequest> {
+    let mut all: Vec<_> = parts
+        .iter()
+        .flat_map(|i| i.slowest.iter().cloned())
+        .collect();
+    all.sort_by_key(|r| std::cmp::Reverse(r.total_ns()));
+    all.truncate(crate::recorder::exemplar::KEEP);
+    all
 }
 
 /// Merges the stages of parts that ran the same stages side by side.
@@ -501,6 +527,8 @@ pub fn merge(records: Vec<RunRecord>, names: &[String]) -> Result<RunRecord, Rec
             first.config.seed,
         ),
         knee: None,
+        slow_requests: merged_slow(&records, &offsets, h.get("total")),
+        request_log: None,
     };
     for r in &records {
         for (k, v) in &r.first_errors {
@@ -561,6 +589,7 @@ mod tests {
             server_probes: BTreeMap::new(),
             histograms: BTreeMap::new(),
             generator: None,
+            slowest: Vec::new(),
         }
     }
 

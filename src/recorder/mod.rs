@@ -8,6 +8,7 @@
 pub mod codes;
 pub mod collector;
 mod error;
+pub mod exemplar;
 pub mod hdrlog;
 pub mod hist;
 pub mod knee;
@@ -16,6 +17,7 @@ pub mod merge;
 pub mod priority;
 pub mod probes;
 pub mod record;
+pub mod request_log;
 pub mod reservoir;
 pub mod series;
 pub mod server_timing;
@@ -258,6 +260,9 @@ pub struct IntervalSnapshot {
     /// Per request name slot (runs that keep names apart): its counters and compressed phase
     /// histograms. Given to the sinks only; the series keeps none.
     pub by_request: Vec<(u16, Counters, EncodedHists)>,
+    /// The interval's slowest requests (by total, slowest first) and one per latency bucket
+    /// (fastest first), kept whole. The series keeps the slowest only.
+    pub exemplars: Vec<exemplar::Exemplar>,
 }
 
 /// Compressed (V2+DEFLATE) histograms by phase.
@@ -270,7 +275,8 @@ impl IntervalSnapshot {
         use std::mem::size_of;
         let hists: usize = self.hists.iter().map(|(_, b)| b.len()).sum();
         let server: usize = self.server.iter().map(|(n, b)| n.len() + b.len()).sum();
-        (size_of::<IntervalSnapshot>()
+        (self.exemplars.len() * size_of::<exemplar::Exemplar>()
+            + size_of::<IntervalSnapshot>()
             + self.hists.len() * size_of::<(Phase, Vec<u8>)>()
             + self.server.len() * size_of::<(String, Vec<u8>)>()
             + self.status.len() * size_of::<(u16, u64)>()
@@ -315,6 +321,8 @@ pub struct Recorder {
     samples: reservoir::Reservoir,
     /// Requests sent whose outcome has not come back yet.
     in_flight: u64,
+    /// `--log-requests`: this thread's end of the per-request log.
+    log: Option<request_log::LogWorker>,
 }
 
 /// Where a recorder's closed intervals go.
@@ -362,7 +370,14 @@ impl Recorder {
             by_request: Vec::new(),
             samples: reservoir::Reservoir::per_thread(),
             in_flight: 0,
+            log: None,
         }
+    }
+
+    /// Writes a row per recorded request to the per-request log (`--log-requests`).
+    pub fn request_log(mut self, log: Option<request_log::LogWorker>) -> Self {
+        self.log = log;
+        self
     }
 
     /// Keeps the figures of `names` request names apart too (by `Sample::request`).
@@ -395,7 +410,7 @@ impl Recorder {
     #[inline]
     pub fn record_response(&mut self, s: &Sample, timing: &[u8], gaps: &[u64]) {
         self.in_flight = self.in_flight.saturating_sub(1);
-        let recorded = self.record(s);
+        let recorded = self.record_timed(s, timing);
         if recorded && s.error.is_none() && !gaps.is_empty() {
             self.record_gaps(s, gaps);
         }
@@ -474,6 +489,13 @@ impl Recorder {
     /// Folds one sample in; false when it falls outside the recorded window.
     #[inline]
     pub fn record(&mut self, s: &Sample) -> bool {
+        self.record_timed(s, &[])
+    }
+
+    /// Folds one sample in, its response's `Server-Timing` `timing` kept with it if it is one
+    /// of the slow requests kept whole.
+    #[inline]
+    fn record_timed(&mut self, s: &Sample, timing: &[u8]) -> bool {
         if s.stamps.intended < self.record_from {
             return false;
         }
@@ -518,7 +540,11 @@ impl Recorder {
         if self.current.as_ref().is_none_or(|set| set.index != index) {
             self.roll(index);
         }
+        if let Some(log) = &mut self.log {
+            log.row(s, &d, index, self.record_from);
+        }
         if let Some(set) = self.current.as_mut() {
+            set.exemplars.offer(s, &d, timing, self.record_from);
             set.counters.add(s);
             let st = &s.stamps;
             set.record(
@@ -657,13 +683,13 @@ impl Recorder {
         };
         self.hand_over(last, u64::MAX);
         // The run's histograms: the intervals' sum (the collector's), with the connections'.
-        let (series, hists) = match self.link {
+        let (series, hists, exemplars) = match self.link {
             Link::Inline { collector, .. } => {
-                let (series, mut totals) = collector.finish();
+                let (series, mut totals, exemplars) = collector.finish();
                 totals.merge(&self.hists);
-                (series, totals)
+                (series, totals, exemplars)
             }
-            Link::Thread(_) => (Series::default(), self.hists),
+            Link::Thread(_) => (Series::default(), self.hists, Default::default()),
         };
         let snapshot_bytes = series.footprint();
         Measured {
@@ -684,6 +710,8 @@ impl Recorder {
             by_request: self.by_request,
             samples: self.samples,
             probes: None,
+            exemplars,
+            request_log: None,
         }
     }
 }
@@ -716,6 +744,7 @@ pub(crate) fn snapshot(
         spilled: None,
         status: Vec::new(),
         by_request: Vec::new(),
+        exemplars: Vec::new(),
     }
 }
 

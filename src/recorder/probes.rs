@@ -59,6 +59,7 @@ fn snapshot(index: u64, server: Vec<(String, Vec<u8>)>) -> IntervalSnapshot {
         spilled: None,
         status: Vec::new(),
         by_request: Vec::new(),
+        exemplars: Vec::new(),
     }
 }
 

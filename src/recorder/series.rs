@@ -230,6 +230,7 @@ fn empty(index: u64) -> IntervalSnapshot {
         spilled: None,
         status: Vec::new(),
         by_request: Vec::new(),
+        exemplars: Vec::new(),
     }
 }
 
@@ -280,6 +281,7 @@ pub fn merge_snapshots(index: u64, mut snaps: Vec<IntervalSnapshot>) -> Interval
             status
         },
         by_request: Vec::new(),
+        exemplars: super::exemplar::slowest_of(snaps.iter().flat_map(|s| &s.exemplars)),
     }
 }
 

@@ -25,6 +25,8 @@ fn sample(base: Instant, start_ms: u64, total_us: u64, error: Option<ErrorKind>)
         },
         server_closed: false,
         request: 0,
+        connection: 0,
+        trace: None,
     }
 }
 

@@ -108,6 +108,8 @@ pub fn measured(shape: Shape, interval: Duration) -> Measured {
             traffic: crate::model::Traffic::default(),
             server_closed: false,
             request: 0,
+            connection: 0,
+            trace: None,
         };
         if failed {
             r.note_error(ErrorKind::Timeout, "no answer within 10s <script>");

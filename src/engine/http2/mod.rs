@@ -224,6 +224,8 @@ pub struct Sinks<'a> {
     pub decoder: Option<&'a mut BodyDecoder>,
     pub tracker: &'a mut StreamTracker,
     pub grpc: Option<&'a mut Status>,
+    /// The trace headers the request carries (`--trace-context`), added to its header block.
+    pub trace: Option<crate::model::trace::TraceHeaders<'a>>,
 }
 
 /// Sends one request on a stream of `link`, what the response says going to `sinks`
@@ -392,6 +394,7 @@ async fn stream(
     let slot = std::future::poll_fn(|cx| {
         match conn.core.borrow_mut().start(
             request,
+            sinks.trace.as_ref(),
             key,
             stamps.dispatched,
             cx.waker(),

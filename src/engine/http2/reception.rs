@@ -33,6 +33,7 @@ impl<'a> Reception<'a> {
             decoder,
             tracker,
             grpc,
+            ..
         } = sinks;
         let (mut bytes, mut coding, mut event_stream) = (0, None, false);
         for (name, value) in headers.fields() {

@@ -26,7 +26,7 @@ fn an_interval_is_final_when_every_thread_moved_past_it() {
     let late = c.add(&set(1, 0, 5), 2).unwrap();
     assert_eq!(late.counters.requests, 5);
     assert_eq!(c.late, 1);
-    let (s, totals) = c.finish();
+    let (s, totals, _) = c.finish();
     assert_eq!(s.entries[0].counters.requests, 12);
     // The run's histograms hold every part, the late one too.
     assert_eq!(totals.get(Phase::Total).len(), 12);

@@ -10,6 +10,7 @@ use crate::model::{ErrorKind, LoadModel, Phase, Schedule};
 use crate::plan::RunPlan;
 use crate::recorder::hist;
 use crate::recorder::probes::PREFIX as PROBE_PREFIX;
+use crate::recorder::record::slow::SlowRequest;
 use crate::recorder::summary::{latency, round3, round6};
 use crate::recorder::{Counters, Measured};
 use std::collections::BTreeMap;
@@ -252,6 +253,7 @@ pub(super) fn intervals_of(
     measured: &Measured,
     interval: Duration,
     recorded: Duration,
+    names: &[String],
 ) -> Vec<Interval> {
     let base_count = (recorded.as_secs_f64() / interval.as_secs_f64()).ceil() as u64;
     let series = measured.series.fitting(base_count);
@@ -266,7 +268,13 @@ pub(super) fn intervals_of(
             let duration_s = (recorded.as_secs_f64() - start_s).clamp(0.0, step);
             let duration_s = if duration_s > 0.0 { duration_s } else { step };
             let snap = snaps.next_if(|s| s.index == i).map(|s| series.load(s));
-            interval_of(snap.as_ref(), start_s, duration_s)
+            let mut iv = interval_of(snap.as_ref(), start_s, duration_s);
+            if let Some(s) = &snap {
+                iv.slowest = (s.exemplars.iter())
+                    .map(|e| SlowRequest::of(e, names))
+                    .collect();
+            }
+            iv
         })
         .collect()
 }
@@ -307,6 +315,7 @@ fn interval_of(
         server_probes: BTreeMap::new(),
         histograms: BTreeMap::new(),
         generator: None,
+        slowest: Vec::new(),
     }
     .with_hists(&named, snap.and_then(|s| s.busy_max))
 }

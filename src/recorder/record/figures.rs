@@ -476,6 +476,9 @@ pub struct Interval {
     /// The load generator's own health in the interval (absent in records made before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator: Option<IntervalGenerator>,
+    /// The interval's slowest requests by total, kept whole (slowest first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slowest: Vec<super::slow::SlowRequest>,
 }
 
 impl Interval {

@@ -13,6 +13,7 @@ pub mod config;
 mod counts;
 pub mod figures;
 pub mod probes;
+pub mod slow;
 #[cfg(test)]
 mod tests;
 pub mod warnings;
@@ -77,6 +78,13 @@ pub struct RunRecord {
     /// levels).
     #[serde(default)]
     pub knee: Option<crate::recorder::knee::KneeResult>,
+    /// The slow requests kept whole: the slowest by total and by each phase, and the one
+    /// nearest each printed percentile (absent in records written before they were kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_requests: Option<slow::SlowRequests>,
+    /// `--log-requests`: the per-request log, where it is and what it holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_log: Option<slow::RequestLogInfo>,
 }
 
 /// A new run id: 128 random bits (from the OS) as 32 hex digits.
@@ -184,6 +192,7 @@ impl RunRecord {
     pub fn build(plan: &RunPlan, measured: &Measured, end: Ending) -> RunRecord {
         let secs = end.recorded.as_secs_f64();
         let named = named_hists(plan, measured);
+        let names = plan.workload.as_ref().map_or(&[][..], |w| &w.names[..]);
         let counts = counts_of(plan, measured, &end);
         let first_errors = ErrorKind::ALL
             .iter()
@@ -206,7 +215,7 @@ impl RunRecord {
             stop_reason: end.stop_reason.clone(),
             interrupted: end.interrupted,
             summary: summarize(&[&counts], &named, round6(secs)),
-            intervals: intervals_of(measured, plan.interval, end.recorded),
+            intervals: intervals_of(measured, plan.interval, end.recorded, names),
             stages: stages_of(plan, measured),
             levels: Vec::new(),
             repetitions: Vec::new(),
@@ -217,6 +226,10 @@ impl RunRecord {
             first_errors,
             samples: Samples::of(&measured.samples),
             knee: None,
+            slow_requests: named
+                .get("total")
+                .and_then(|t| slow::SlowRequests::of(&measured.exemplars, names, t)),
+            request_log: slow::RequestLogInfo::of(plan, measured.request_log.as_ref()),
         }
         .with_probes(measured)
         .with_warnings()

@@ -92,6 +92,8 @@ proptest::proptest! {
                     traffic: Traffic::default(),
                     server_closed: false,
                     request: 0,
+                    connection: 0,
+                    trace: None,
                 }));
             }
         }

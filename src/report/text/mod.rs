@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use steps::{bursts, by_request, knee, levels, repetitions, stages, thresholds};
 
 mod probes;
+mod slow;
 mod steps;
 pub mod wrap;
 
@@ -55,6 +56,7 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
     thresholds(&mut out, record);
     if opts.detail {
         detail(&mut out, record);
+        slow::slow_requests(&mut out, record.slow_requests.as_ref());
     }
     if opts.latency {
         match record.histogram("total") {

@@ -18,6 +18,7 @@ use super::frame;
 use super::hpack::{Decoder, Encoder};
 use super::wire::WireStats;
 use crate::engine::request::Request;
+use crate::model::trace::TraceHeaders;
 use bytes::Bytes;
 pub(super) use drive::{drive, Conn};
 pub use receive::receive_any;
@@ -309,6 +310,7 @@ impl Core {
     pub(super) fn start(
         &mut self,
         request: &Request,
+        trace: Option<&TraceHeaders<'_>>,
         key: Option<usize>,
         since: Instant,
         waker: &Waker,
@@ -368,7 +370,7 @@ impl Core {
         s.unacked = 0;
         self.open.push((id, i));
         let end_stream = request.body.is_empty();
-        self.put_headers(id, request, key, end_stream);
+        self.put_headers(id, request, trace, key, end_stream);
         self.queued.push(i);
         self.held_since = Some(self.held_since.map_or(since, |h| h.min(since)));
         if !end_stream {
@@ -383,8 +385,16 @@ impl Core {
         Start::Open(i)
     }
 
-    /// Queues the HEADERS (and CONTINUATION) frames of `request` on stream `id`.
-    fn put_headers(&mut self, id: u32, request: &Request, key: Option<usize>, end_stream: bool) {
+    /// Queues the HEADERS (and CONTINUATION) frames of `request` on stream `id`, its trace
+    /// headers last (literals never indexed: they change per request).
+    fn put_headers(
+        &mut self,
+        id: u32,
+        request: &Request,
+        trace: Option<&TraceHeaders<'_>>,
+        key: Option<usize>,
+        end_stream: bool,
+    ) {
         let start = self.out.len();
         self.out.extend_from_slice(&[0; 9]);
         let inserted = self.encoder.inserted();
@@ -408,6 +418,9 @@ impl Core {
                     self.replay = Some((k, inserted, block));
                 }
             }
+        }
+        for (name, value) in trace.iter().flat_map(|t| t.fields()) {
+            self.encoder.literal(name.as_bytes(), value, &mut self.out);
         }
         let flags = if end_stream { frame::END_STREAM } else { 0 };
         let len = self.out.len() - start - 9;

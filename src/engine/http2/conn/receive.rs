@@ -431,9 +431,14 @@ pub fn receive_any(data: &[u8], split: usize) {
         headers: http::HeaderMap::new(),
         body: Bytes::from_static(b"body"),
     };
-    let super::Start::Open(i) =
-        core.start(&request, None, Instant::now(), Waker::noop(), &mut None)
-    else {
+    let super::Start::Open(i) = core.start(
+        &request,
+        None,
+        None,
+        Instant::now(),
+        Waker::noop(),
+        &mut None,
+    ) else {
         return;
     };
     let mut bytes = Vec::with_capacity(9 + data.len());

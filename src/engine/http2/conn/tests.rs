@@ -91,7 +91,7 @@ fn reset(core: &mut Core, id: u32, code: u32) {
 }
 
 fn open(core: &mut Core, req: &Request, key: Option<usize>) -> usize {
-    match core.start(req, key, Instant::now(), Waker::noop(), &mut None) {
+    match core.start(req, None, key, Instant::now(), Waker::noop(), &mut None) {
         Start::Open(i) => i,
         _ => panic!("the stream did not open"),
     }
@@ -276,13 +276,14 @@ fn the_servers_stream_limit_holds_streams_back_until_one_closes() {
     let first = open(&mut core, &req, None);
     let mut turn = None;
     assert!(matches!(
-        core.start(&req, None, Instant::now(), Waker::noop(), &mut turn),
+        core.start(&req, None, None, Instant::now(), Waker::noop(), &mut turn),
         Start::Wait
     ));
     // Reset by the server: closed, its code given, and the next stream opens.
     reset(&mut core, 1, 2);
     assert_eq!(head(&mut core, first), Poll::Ready(Err(Failure::Reset(2))));
-    let Start::Open(second) = core.start(&req, None, Instant::now(), Waker::noop(), &mut turn)
+    let Start::Open(second) =
+        core.start(&req, None, None, Instant::now(), Waker::noop(), &mut turn)
     else {
         panic!("the waiting stream did not open");
     };
@@ -307,6 +308,7 @@ fn streams_waiting_for_the_limit_open_first_come_first_served() {
     let a = open(&mut core, &req, None);
     let start = |core: &mut Core, turn: &mut Option<u64>| match core.start(
         &req,
+        None,
         None,
         Instant::now(),
         Waker::noop(),
@@ -356,7 +358,7 @@ fn a_goaway_refuses_the_streams_above_its_last_and_lets_the_others_finish() {
     );
     assert!(!core.usable());
     assert!(matches!(
-        core.start(&req, None, Instant::now(), Waker::noop(), &mut None),
+        core.start(&req, None, None, Instant::now(), Waker::noop(), &mut None),
         Start::Gone(Failure::Refused { by_reset: false })
     ));
     // The connection then closes under stream 1, after a GOAWAY with an error this time.
@@ -528,10 +530,11 @@ fn coalesced_streams_wait_for_those_in_flight_within_the_bound_and_nothing_else_
         feed(&mut core, &frame(frame::HEADERS, flags, 1, &answer), 64).unwrap();
         assert!(!core.hold(|| t0), "nothing queued");
         core.finish(a);
-        let at_t0 = |core: &mut Core| match core.start(&req, None, t0, Waker::noop(), &mut None) {
-            Start::Open(i) => i,
-            _ => panic!("the stream did not open"),
-        };
+        let at_t0 =
+            |core: &mut Core| match core.start(&req, None, None, t0, Waker::noop(), &mut None) {
+                Start::Open(i) => i,
+                _ => panic!("the stream did not open"),
+            };
         let c = at_t0(&mut core);
         assert_eq!(core.hold(|| t0 + ms(1)), on, "coalescing {on}");
         assert!(!core.hold(|| t0 + ms(5)), "past the bound");

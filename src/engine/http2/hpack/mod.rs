@@ -399,6 +399,19 @@ impl Encoder {
         self.inserted
     }
 
+    /// Appends a field that changes with every block (a trace id) as a literal without
+    /// indexing: it takes no room in either table. Its name is indexed when a table has it.
+    pub fn literal(&mut self, name: &[u8], value: &[u8], out: &mut Vec<u8>) {
+        let name_index = table::find_static(name, value)
+            .1
+            .or_else(|| self.table.find(name, value).1);
+        put_integer(out, 0x00, 4, name_index.unwrap_or(0));
+        if name_index.is_none() {
+            put_string(out, name);
+        }
+        put_string(out, value);
+    }
+
     fn field(&mut self, name: &[u8], value: &[u8], out: &mut Vec<u8>) {
         let (full, static_name) = table::find_static(name, value);
         if let Some(index) = full {

@@ -1,0 +1,314 @@
+//! The slow requests kept whole (exemplars): for each interval, the slowest requests by total
+//! and by every phase, and one request per latency bucket (so that each printed percentile has
+//! a request near it), each with all its phases, its status, connection, name, `Server-Timing`
+//! and trace id. They ride the interval sets to the collector like the histograms do: made
+//! before the run, filled without allocation (a request is copied only when it is kept), merged
+//! per interval and into the run's.
+
+use super::Durations;
+use crate::model::trace::TraceId;
+use crate::model::{ErrorKind, Phase, Sample};
+use std::time::Instant;
+
+/// Requests kept per list (the slowest by total; the slowest by each phase).
+pub const KEEP: usize = 5;
+/// Bytes of a kept request's `Server-Timing` kept (longer values are cut).
+const TIMING_BYTES: usize = 120;
+/// Latency buckets (quarter powers of two of the total, from 256 ns up).
+const BUCKETS: usize = 128;
+
+/// One request kept whole.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Exemplar {
+    /// When it was due, ns after the start of recording.
+    pub due_ns: u64,
+    /// Its phases, ns (by [`Phase::index`]).
+    pub phases: Durations,
+    pub status: Option<u16>,
+    pub error: Option<ErrorKind>,
+    /// Its name slot (`Sample::request`).
+    pub request: u16,
+    /// The connection slot that carried it.
+    pub connection: u32,
+    pub trace: Option<TraceId>,
+    timing_len: u8,
+    timing: [u8; TIMING_BYTES],
+}
+
+impl Exemplar {
+    /// Request `s` with phases `d` and `Server-Timing` `timing`, recorded from `from`.
+    pub fn of(s: &Sample, d: &Durations, timing: &[u8], from: Instant) -> Self {
+        let n = timing.len().min(TIMING_BYTES);
+        let mut kept = [0; TIMING_BYTES];
+        kept[..n].copy_from_slice(&timing[..n]);
+        Exemplar {
+            due_ns: s.stamps.intended.saturating_duration_since(from).as_nanos() as u64,
+            phases: *d,
+            status: s.status,
+            error: s.error,
+            request: s.request,
+            connection: s.connection,
+            trace: s.trace,
+            timing_len: n as u8,
+            timing: kept,
+        }
+    }
+
+    /// Its total, ns.
+    pub fn total(&self) -> u64 {
+        self.phases[Phase::Total.index()].unwrap_or(0)
+    }
+
+    /// The `Server-Timing` values of its response (cut at 120 bytes), as text.
+    pub fn server_timing(&self) -> String {
+        String::from_utf8_lossy(&self.timing[..self.timing_len as usize]).into_owned()
+    }
+
+    /// A kept request with the given fields (records read back, tests).
+    pub fn with_timing(mut self, timing: &str) -> Self {
+        let n = timing.len().min(TIMING_BYTES);
+        self.timing = [0; TIMING_BYTES];
+        self.timing[..n].copy_from_slice(&timing.as_bytes()[..n]);
+        self.timing_len = n as u8;
+        self
+    }
+
+    /// An exemplar of no request (to be filled by a reader).
+    pub fn empty() -> Self {
+        Exemplar {
+            due_ns: 0,
+            phases: [None; Phase::ALL.len()],
+            status: None,
+            error: None,
+            request: 0,
+            connection: 0,
+            trace: None,
+            timing_len: 0,
+            timing: [0; TIMING_BYTES],
+        }
+    }
+}
+
+/// The [`KEEP`] requests of largest key seen (a phase's duration), largest first.
+#[derive(Debug, Clone, Default)]
+pub struct Slowest {
+    items: Vec<(u64, Exemplar)>,
+}
+
+impl Slowest {
+    /// An empty list, its room made now.
+    pub fn new() -> Self {
+        Slowest {
+            items: Vec::with_capacity(KEEP + 1),
+        }
+    }
+
+    /// Whether a request of `key` would be kept.
+    #[inline]
+    pub fn beats(&self, key: u64) -> bool {
+        self.items.len() < KEEP || self.items.last().is_some_and(|(k, _)| key > *k)
+    }
+
+    /// Keeps `e` (of `key`) if it beats the kept ones.
+    pub fn push(&mut self, key: u64, e: Exemplar) {
+        if !self.beats(key) {
+            return;
+        }
+        let at = self.items.partition_point(|(k, _)| *k >= key);
+        self.items.insert(at, (key, e));
+        self.items.truncate(KEEP);
+    }
+
+    /// Adds another list's.
+    pub fn merge(&mut self, o: &Slowest) {
+        for (k, e) in &o.items {
+            self.push(*k, *e);
+        }
+    }
+
+    /// Forgets every request (room kept).
+    pub fn clear(&mut self) {
+        self.items.clear();
+    }
+
+    /// The kept requests, largest key first.
+    pub fn iter(&self) -> impl Iterator<Item = &Exemplar> {
+        self.items.iter().map(|(_, e)| e)
+    }
+
+    /// How many are kept.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
+/// The [`KEEP`] slowest by total of `all`, slowest first, without repeats (what the series
+/// keeps of an interval's requests).
+pub fn slowest_of<'a>(all: impl IntoIterator<Item = &'a Exemplar>) -> Vec<Exemplar> {
+    let mut list = Slowest::new();
+    for e in all {
+        if !list.iter().any(|k| k == e) {
+            list.push(e.total(), *e);
+        }
+    }
+    let mut out: Vec<Exemplar> = list.iter().copied().collect();
+    out.shrink_to_fit();
+    out
+}
+
+/// The bucket of a total: quarter powers of two from 256 ns, the last open-ended.
+#[inline]
+fn bucket(ns: u64) -> usize {
+    let ns = ns.max(256);
+    let octave = 63 - ns.leading_zeros() as usize;
+    let quarter = ((ns >> (octave - 2)) & 3) as usize;
+    ((octave - 8) * 4 + quarter).min(BUCKETS - 1)
+}
+
+/// What one interval (or the run) keeps of its requests: the slowest by total and by each
+/// phase, and the first request of each latency bucket.
+#[derive(Debug, Clone)]
+pub struct Exemplars {
+    pub slowest: Slowest,
+    /// By [`Phase::index`].
+    pub by_phase: Vec<Slowest>,
+    buckets: Vec<Option<Exemplar>>,
+}
+
+impl Default for Exemplars {
+    fn default() -> Self {
+        Exemplars::new()
+    }
+}
+
+impl Exemplars {
+    /// Empty lists, their room made now (no allocation while recording).
+    pub fn new() -> Self {
+        Exemplars {
+            slowest: Slowest::new(),
+            by_phase: Phase::ALL.iter().map(|_| Slowest::new()).collect(),
+            buckets: vec![None; BUCKETS],
+        }
+    }
+
+    /// Keeps request `s` (phases `d`, `Server-Timing` `timing`) where it beats the kept ones;
+    /// copied once at most, and only when kept.
+    #[inline]
+    pub fn offer(&mut self, s: &Sample, d: &Durations, timing: &[u8], from: Instant) {
+        let Some(total) = d[Phase::Total.index()] else {
+            return;
+        };
+        let mut made = None;
+        let mut get = || *made.get_or_insert_with(|| Exemplar::of(s, d, timing, from));
+        if self.slowest.beats(total) {
+            self.slowest.push(total, get());
+        }
+        for (list, ns) in self.by_phase.iter_mut().zip(d) {
+            if let Some(ns) = *ns {
+                if ns > 0 && list.beats(ns) {
+                    list.push(ns, get());
+                }
+            }
+        }
+        let b = &mut self.buckets[bucket(total)];
+        if b.is_none() {
+            *b = Some(get());
+        }
+    }
+
+    /// Adds another set's (a bucket keeps the request it has).
+    pub fn merge(&mut self, o: &Exemplars) {
+        self.slowest.merge(&o.slowest);
+        for (into, from) in self.by_phase.iter_mut().zip(&o.by_phase) {
+            into.merge(from);
+        }
+        for (into, from) in self.buckets.iter_mut().zip(&o.buckets) {
+            if into.is_none() {
+                *into = *from;
+            }
+        }
+    }
+
+    /// Forgets every request (room kept).
+    pub fn clear(&mut self) {
+        self.slowest.clear();
+        self.by_phase.iter_mut().for_each(Slowest::clear);
+        self.buckets.iter_mut().for_each(|b| *b = None);
+    }
+
+    /// The one request per latency bucket, fastest first.
+    pub fn per_bucket(&self) -> impl Iterator<Item = &Exemplar> {
+        self.buckets.iter().flatten()
+    }
+
+    /// The kept request whose total is nearest `ns` (of the slowest and the buckets' ones).
+    pub fn nearest(&self, ns: u64) -> Option<&Exemplar> {
+        self.per_bucket()
+            .chain(self.slowest.iter())
+            .min_by_key(|e| e.total().abs_diff(ns))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Timestamps;
+    use std::time::Duration;
+
+    fn sample(base: Instant, total_us: u64, conn: u32) -> (Sample, Durations) {
+        let mut stamps = Timestamps::new(base, base);
+        stamps.written = Some(base);
+        stamps.first_byte = Some(base + Duration::from_micros(total_us));
+        stamps.done = stamps.first_byte;
+        let s = Sample {
+            stamps,
+            status: Some(200),
+            error: None,
+            bytes_read: 0,
+            bytes_written: 0,
+            traffic: Default::default(),
+            server_closed: false,
+            request: 0,
+            connection: conn,
+            trace: None,
+        };
+        let d = super::super::durations(&s);
+        (s, d)
+    }
+
+    #[test]
+    fn the_slowest_are_kept_largest_first_and_merge_exactly() {
+        let base = Instant::now();
+        let (mut a, mut b) = (Exemplars::new(), Exemplars::new());
+        for (i, us) in [5u64, 90, 10, 70, 3, 200, 40, 60, 80, 1].iter().enumerate() {
+            let (s, d) = sample(base, *us, i as u32);
+            let into = if i % 2 == 0 { &mut a } else { &mut b };
+            into.offer(&s, &d, b"db;dur=1", base);
+        }
+        a.merge(&b);
+        let totals: Vec<u64> = a.slowest.iter().map(|e| e.total() / 1000).collect();
+        assert_eq!(totals, vec![200, 90, 80, 70, 60]);
+        let wait = &a.by_phase[Phase::Wait.index()];
+        assert_eq!(wait.iter().next().map(|e| e.connection), Some(5));
+        assert_eq!(a.slowest.iter().next().unwrap().server_timing(), "db;dur=1");
+        // The nearest kept request to 45 µs is the one of 40 µs (its bucket's).
+        assert_eq!(a.nearest(45_000).map(|e| e.total()), Some(40_000));
+    }
+
+    #[test]
+    fn buckets_are_quarter_octaves() {
+        assert_eq!(bucket(0), 0);
+        assert_eq!(bucket(256), 0);
+        assert_eq!(bucket(320), 1);
+        assert_eq!(bucket(512), 4);
+        assert!(bucket(u64::MAX) == BUCKETS - 1);
+        for ns in [1_000u64, 10_000, 1_000_000] {
+            assert!(bucket(ns) < bucket(ns * 2));
+        }
+    }
+}
