@@ -3,16 +3,18 @@
 //! The pipeline (see DESIGN.md): `cli` builds a validated [`plan::RunPlan`]; `load` turns it
 //! into [`model::Ticket`]s for worker threads; `engine` sends each request and stamps a
 //! [`model::Timestamps`]; `recorder` folds samples into per-thread histograms and merges them
-//! into a [`recorder::RunRecord`]; `report` renders records.
+//! into a [`recorder::RunRecord`]; `watch` shows the run while it goes; `report` renders
+//! records.
 //!
 //! The modules form layers, lowest first; each uses only those below it (checked by
 //! `tests/checks/layers.rs`): `util` (units, the random generator, limits, the start gate) →
 //! `model` (the types that flow: samples, timestamps, tickets, load models, URLs) →
 //! `workload` (what is sent: request templates, scenarios, target lists) → `plan` (a run's
 //! validated plan) → `engine` (connections and protocols) → `recorder` (histograms, series,
-//! the run record) → `load` and `server` (the worker threads; the embedded target) →
-//! `analysis` (statistics, comparisons, the knee) → `report` (text, HTML, exports) → `cli`
-//! (flags into plans) → `app` (the commands).
+//! the run record) → `load`, `server`, `probe` and `watch` (the worker threads; the embedded
+//! target; the server-side probes; the live views and the metrics endpoint) → `analysis`
+//! (statistics, comparisons, the knee) → `report` (text, HTML, exports of a finished record) →
+//! `cli` (flags into plans) → `app` (the commands).
 
 pub mod util;
 
@@ -29,6 +31,7 @@ pub mod recorder;
 pub mod load;
 pub mod probe;
 pub mod server;
+pub mod watch;
 
 pub mod analysis;
 

@@ -239,7 +239,7 @@ fn prometheus_scrapes_the_run_and_agrees_on_its_p99() {
         (prom_p99_us / p99_us - 1.0) * 100.0
     );
     // Both in the same bucket (HdrHistogram's 0.1% aside).
-    let bounds_us: Vec<f64> = reqlife::report::metrics::BOUNDS_NS
+    let bounds_us: Vec<f64> = reqlife::watch::metrics::BOUNDS_NS
         .iter()
         .map(|&ns| ns as f64 / 1000.0)
         .collect();
@@ -323,7 +323,7 @@ fn every_query_of_the_grafana_dashboard_names_an_exported_series() {
         assert!(!names.is_empty(), "{file}: '{e}' names no reqlife series");
         for n in names {
             assert!(
-                reqlife::report::metrics::SERIES.contains(&n),
+                reqlife::watch::metrics::SERIES.contains(&n),
                 "{file}: '{e}' names {n}, which reqlife does not export"
             );
         }

@@ -12,7 +12,7 @@ use crate::analysis::calibrate::{self, Calibration, Limit, Step};
 use crate::cli::{plan, CalibrateArgs, Cli, Command, RunArgs};
 use crate::model::load::Given;
 use crate::plan::RunPlan;
-use crate::report::tui::StepRow;
+use crate::watch::tui::StepRow;
 use clap::Parser;
 use std::fmt::Write as _;
 

@@ -12,8 +12,8 @@ use crate::load::{self, Progress, StopSignal};
 use crate::model::StopReason;
 use crate::model::StopRule;
 use crate::plan::RunPlan;
-use crate::report::live::LivePrinter;
-use crate::report::tui::{Key, LiveState, LiveView, StepRow};
+use crate::watch::live::LivePrinter;
+use crate::watch::tui::{Key, LiveState, LiveView, StepRow};
 use std::cell::RefCell;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,7 +44,7 @@ pub(crate) struct Control {
     /// The run was stopped from the live view (`q`): the user's choice, not a signal.
     quit: std::cell::Cell<bool>,
     /// `--metrics-addr`: fed each level's plan and final intervals.
-    metrics: Option<crate::report::metrics::Exporter>,
+    metrics: Option<crate::watch::metrics::Exporter>,
     /// `--live`: the title of the terminal view, up from the first run until
     /// [`Control::close_view`] (across the levels and steps of one command).
     live_title: Option<String>,
@@ -106,7 +106,7 @@ impl Control {
             }
         }
         if let Some(addr) = watch.metrics_addr {
-            let m = crate::report::metrics::Exporter::start(addr, segment)
+            let m = crate::watch::metrics::Exporter::start(addr, segment)
                 .map_err(|e| Failure::Failed(format!("--metrics-addr {addr}: {e}")))?;
             if !quiet {
                 eprintln!(

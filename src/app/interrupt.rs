@@ -101,7 +101,7 @@ pub(crate) async fn watch_signals(stop: StopSignal, interrupts: Shared) -> Resul
                     }
                 }
                 Taken::Exit => {
-                    crate::report::tui::restore();
+                    crate::watch::tui::restore();
                     eprintln!("reqlife: signalled again, exiting at once (no report, no record)");
                     std::process::exit(128 + got);
                 }

@@ -15,7 +15,7 @@ use crate::model::StopReason;
 use crate::plan::RunPlan;
 use crate::recorder::record::{Ending, RunRecord};
 use crate::report;
-use crate::report::tui::StepRow;
+use crate::watch::tui::StepRow;
 use std::time::Duration;
 
 /// `reqlife knee`.

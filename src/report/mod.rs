@@ -1,5 +1,8 @@
-//! Rendering RunRecords: the text report ([`text`]) and the summary JSON. Every report works
-//! from a [`RunRecord`] alone, so a saved run can be re-rendered later (`reqlife report`).
+//! Rendering finished RunRecords: the text report ([`text`]), the HTML page ([`html`], its
+//! plots in [`plot`]), the exports (the interval series as [`csv`], a phase's distribution as
+//! [`hgrm`]), the summary JSON and the whole record as JSON. Every report works from a
+//! [`RunRecord`] alone, so a saved run can be re-rendered later (`reqlife report`). The views
+//! of a run while it goes (`--every`, `--live`, `--metrics-addr`) are [`crate::watch`]'s.
 
 pub mod codes;
 pub mod csv;
@@ -8,11 +11,8 @@ mod error;
 pub(crate) mod fixture;
 pub mod hgrm;
 pub mod html;
-pub mod live;
-pub mod metrics;
 pub mod plot;
 pub mod text;
-pub mod tui;
 
 pub use error::ReportError;
 

@@ -17,7 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["plan"],
     &["engine"],
     &["recorder"],
-    &["load", "server", "probe"],
+    &["load", "server", "probe", "watch"],
     &["analysis"],
     &["report"],
     &["cli"],
