@@ -49,7 +49,8 @@ fn row<'a>(c: &'a Value, figure: &str) -> &'a Value {
 }
 
 #[test]
-fn single_runs_same_and_slower() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_single_runs_same_and_slower() {
     let _turn = turn();
     let s = embedded(ServerTls::None);
     let dir = tempfile::tempdir().unwrap();
@@ -124,7 +125,8 @@ fn verdicts_agree_with_their_statistics(c: &Value) {
 }
 
 #[test]
-fn repeated_runs_are_compared_across_runs() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_repeated_runs_are_compared_across_runs() {
     let _turn = turn();
     let s = embedded(ServerTls::None);
     let dir = tempfile::tempdir().unwrap();
@@ -180,7 +182,8 @@ fn repeated_runs_are_compared_across_runs() {
 }
 
 #[test]
-fn interleaved_rounds_see_no_change_in_the_same_server_nor_in_a_drift() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_interleaved_rounds_see_no_change_in_the_same_server_nor_in_a_drift() {
     let _turn = turn();
     let s = embedded(ServerTls::None);
     let each = [

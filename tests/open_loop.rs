@@ -13,7 +13,8 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 #[test]
-fn a_stall_shows_in_the_corrected_tail_and_not_in_the_uncorrected_one() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_a_stall_shows_in_the_corrected_tail_and_not_in_the_uncorrected_one() {
     let s = embedded(ServerTls::None);
     let addr = s.addr();
     // 0.5 s into the run, the server stops answering for 300 ms.
@@ -74,7 +75,8 @@ fn a_stall_shows_in_the_corrected_tail_and_not_in_the_uncorrected_one() {
 /// idle connection, so it has no queue (the server's) and all its lateness is the generator's
 /// lag; the phases that tile a request (lag, queue, write, wait, read) add up to its total.
 #[test]
-fn the_generators_lateness_is_its_lag_never_the_servers_queue() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_the_generators_lateness_is_its_lag_never_the_servers_queue() {
     let out = run_ok(&[
         "run", "-R", "1000", "-d", "1s", "-c", "10", "-t", "1", "--json",
     ]);
@@ -97,7 +99,8 @@ fn the_generators_lateness_is_its_lag_never_the_servers_queue() {
 }
 
 #[test]
-fn requests_leave_on_schedule_at_the_total_rate() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_requests_leave_on_schedule_at_the_total_rate() {
     let out = run_ok(&[
         "run", "-R", "2000", "-d", "1s", "-c", "4", "-t", "2", "--json",
     ]);
@@ -114,7 +117,8 @@ fn requests_leave_on_schedule_at_the_total_rate() {
 }
 
 #[test]
-fn a_request_count_is_exact_in_an_open_loop() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_a_request_count_is_exact_in_an_open_loop() {
     let out = run_ok(&[
         "run", "-R", "5000", "-n", "1000", "-c", "4", "-t", "2", "--json",
     ]);
@@ -126,7 +130,8 @@ fn a_request_count_is_exact_in_an_open_loop() {
 }
 
 #[test]
-fn the_pacer_slack_holds_requests_back_and_the_lag_shows_it() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_the_pacer_slack_holds_requests_back_and_the_lag_shows_it() {
     // One request per ms and a 5 ms slack: a wake-up comes 5 ms after the first request
     // due and sends the six due by then, late by 5, 4, .., 0 ms (more on a loaded machine,
     // never less), so the lag's median is about 2.5 ms and the rate is kept.
@@ -156,7 +161,8 @@ fn the_pacer_slack_holds_requests_back_and_the_lag_shows_it() {
 }
 
 #[test]
-fn poisson_arrivals_keep_the_mean_rate() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_poisson_arrivals_keep_the_mean_rate() {
     let out = run_ok(&[
         "run",
         "-R",
@@ -251,7 +257,8 @@ fn the_text_report_shows_both_latencies_and_the_lag() {
 }
 
 #[test]
-fn rate_stages_ramp_and_hold_and_are_kept_apart() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_rate_stages_ramp_and_hold_and_are_kept_apart() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("stages.json");
     let out = run_ok(&[
@@ -296,7 +303,8 @@ fn connection_stages_ramp_the_closed_loop() {
 }
 
 #[test]
-fn a_sweep_runs_each_level_and_keeps_them_all() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_a_sweep_runs_each_level_and_keeps_them_all() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sweep.json");
     let out = run_ok(&[
@@ -390,7 +398,8 @@ fn bursts_time_the_dispatch_and_the_wait() {
 }
 
 #[test]
-fn every_prints_a_line_per_interval_while_running() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_every_prints_a_line_per_interval_while_running() {
     let out = run_ok(&[
         "run", "-R", "1000", "-d", "2s", "-c", "2", "-t", "1", "--every", "500ms",
     ]);
@@ -433,7 +442,8 @@ fn interval_p99s(record: &Value) -> Vec<f64> {
 }
 
 #[test]
-fn an_open_loop_starts_once_its_connections_are_open() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_an_open_loop_starts_once_its_connections_are_open() {
     // 100 connections opened at 500 a second on one thread (200 ms): requests due while they
     // were opening used to wait for them (before, release build: a first interval with
     // corrected p99 74 ms, the second 147 ms, the median under 1 ms). The schedule starts once
@@ -482,7 +492,8 @@ fn end(j: &Value, field: &str) -> u64 {
 }
 
 #[test]
-fn requests_in_flight_at_the_end_are_drained_and_counted() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_requests_in_flight_at_the_end_are_drained_and_counted() {
     let s = embedded(ServerTls::None);
     let url = s.url("/delay/500");
     // 40 requests due in the second (constant arrivals: at 0, 25, ..., 975 ms), each answered
@@ -578,7 +589,8 @@ fn requests_due_while_every_connection_was_busy_are_counted_as_not_sent() {
 /// `REQLIFE_NO_NAPS=1` (the thread woken by each response: the before figure) the times are
 /// the same and the thread blocks about twice as often.
 #[test]
-fn the_thread_sleeps_through_responses_and_still_times_them() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_the_thread_sleeps_through_responses_and_still_times_them() {
     let addr = raw_server(|mut s| {
         while read_request(&mut s) {
             // The server's 2 ms per answer: what the test measures.

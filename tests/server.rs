@@ -86,7 +86,8 @@ fn delay_waits_and_reports_its_queue_and_handler_time() {
 }
 
 #[test]
-fn shutdown_is_bounded_with_an_idle_keep_alive_connection() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_shutdown_is_bounded_with_an_idle_keep_alive_connection() {
     let s = plain();
     let mut idle = TcpStream::connect(s.addr()).unwrap();
     write!(idle, "GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
@@ -194,7 +195,8 @@ fn a_closed_stdout_does_not_kill_serve() {
 }
 
 #[test]
-fn serial_serves_one_request_at_a_time_at_a_known_capacity() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_serial_serves_one_request_at_a_time_at_a_known_capacity() {
     let s = plain();
     // 8 connections at once, each request 5 ms of service in one line: 200 req/s, whatever
     // the concurrency, and each response waits for the ones ahead of it.
@@ -256,7 +258,8 @@ fn oversized_requests_are_refused() {
 }
 
 #[test]
-fn a_head_that_never_ends_is_cut_off() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_a_head_that_never_ends_is_cut_off() {
     let s = small();
     let mut c = TcpStream::connect(s.addr()).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();

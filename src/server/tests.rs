@@ -337,7 +337,8 @@ async fn h2c_by_prior_knowledge_on_the_same_port() {
 }
 
 #[tokio::test]
-async fn shutdown_is_prompt_with_an_idle_keep_alive_connection() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+async fn timing_shutdown_is_prompt_with_an_idle_keep_alive_connection() {
     let server = plain();
     let mut client = connect(&server).await;
     assert_eq!(client.get("/").await.status, 200);
@@ -354,7 +355,8 @@ async fn shutdown_is_prompt_with_an_idle_keep_alive_connection() {
 }
 
 #[tokio::test]
-async fn shutdown_lets_requests_finish_but_is_bounded() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+async fn timing_shutdown_lets_requests_finish_but_is_bounded() {
     let server = plain();
     let mut short = connect(&server).await;
     let mut endless = connect(&server).await;

@@ -1,6 +1,7 @@
 //! The static checks, one test binary: the help texts, the README and the manual (`docs/`)
-//! against the tool and their links, the shape of the source and its module layers. None
-//! needs a server or a network; sharing one binary saves linking the crate several times.
+//! against the tool and their links, the shape of the source and its module layers, and the
+//! timing group's names. None needs a server or a network; sharing one binary saves linking
+//! the crate several times.
 //! Each module is the test file it was (`cargo test --test checks layers::` runs the layers'
 //! tests alone).
 
@@ -13,6 +14,7 @@ mod help;
 mod layers;
 mod readme;
 mod shape;
+mod timing;
 
 /// Every `.rs` file under `dir`, recursively, in order.
 fn rust_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

@@ -69,7 +69,8 @@ fn assert_stopped(
 }
 
 #[test]
-fn an_untrusted_certificate_stops_at_once_and_cacert_fixes_it() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_an_untrusted_certificate_stops_at_once_and_cacert_fixes_it() {
     let s = embedded(ServerTls::SelfSigned);
     let url = s.url("/");
     let err = assert_stopped(
@@ -106,7 +107,8 @@ fn an_untrusted_certificate_stops_at_once_and_cacert_fixes_it() {
 }
 
 #[test]
-fn a_port_where_nothing_listens_stops_at_once() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_a_port_where_nothing_listens_stops_at_once() {
     let addr = refused_addr();
     assert_stopped(
         "refused",
@@ -124,7 +126,8 @@ fn a_port_where_nothing_listens_stops_at_once() {
 }
 
 #[test]
-fn knee_against_a_port_where_nothing_listens_stops_at_once() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_knee_against_a_port_where_nothing_listens_stops_at_once() {
     let addr = refused_addr();
     let started = Instant::now();
     let out = run(&[
@@ -148,7 +151,8 @@ fn knee_against_a_port_where_nothing_listens_stops_at_once() {
 }
 
 #[test]
-fn a_host_that_does_not_resolve_is_named_before_the_start() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_a_host_that_does_not_resolve_is_named_before_the_start() {
     let started = Instant::now();
     let out = run(&["run", "-d", "10s", "http://nonexistent.invalid/"]);
     assert!(started.elapsed() < FAST, "{:?}", started.elapsed());
@@ -162,7 +166,8 @@ fn a_host_that_does_not_resolve_is_named_before_the_start() {
 }
 
 #[test]
-fn tls_and_plain_http_mixed_up_stop_at_once() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_tls_and_plain_http_mixed_up_stop_at_once() {
     // https:// to a plain HTTP server.
     let plain = embedded(ServerTls::None);
     let url = plain.url("/").replacen("http://", "https://", 1);
@@ -184,7 +189,8 @@ fn tls_and_plain_http_mixed_up_stop_at_once() {
 }
 
 #[test]
-fn http2_not_offered_by_alpn_stops_at_once() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_http2_not_offered_by_alpn_stops_at_once() {
     // A server whose ALPN offers only http/1.1 (it refuses h2 with an alert), and one with
     // no ALPN at all (the handshake succeeds without h2).
     for alpn in [&[&b"http/1.1"[..]][..], &[]] {
@@ -256,7 +262,8 @@ fn hard_nofile() -> u64 {
 }
 
 #[test]
-fn a_low_open_file_limit_is_raised_or_refused_before_the_start() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_a_low_open_file_limit_is_raised_or_refused_before_the_start() {
     let s = embedded(ServerTls::None);
     let url = s.url("/");
     // Soft and hard limit 64: 200 connections cannot be opened; refused at once.

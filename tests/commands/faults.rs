@@ -154,7 +154,8 @@ fn close_in_the_middle_of_a_response_is_counted() {
 }
 
 #[test]
-fn a_stalled_server_times_out_within_the_timeout() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_a_stalled_server_times_out_within_the_timeout() {
     let addr = stalling_server(Duration::from_secs(30));
     let started = Instant::now();
     let (_, j) = Run::new()
@@ -171,7 +172,8 @@ fn a_stalled_server_times_out_within_the_timeout() {
 }
 
 #[test]
-fn a_stall_during_a_timed_run_ends_within_the_drain() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_a_stall_during_a_timed_run_ends_within_the_drain() {
     let addr = stalling_server(Duration::from_secs(30));
     let url = format!("http://{addr}/");
     // The two requests in flight at the end of the second are drained for up to the timeout
@@ -294,7 +296,8 @@ fn blackhole() -> (
 }
 
 #[test]
-fn a_signal_during_connect_ends_the_run_with_a_valid_record() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_a_signal_during_connect_ends_the_run_with_a_valid_record() {
     let (addr, _fill, _listener) = blackhole();
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("run.json");
@@ -342,7 +345,8 @@ fn a_signal_during_connect_ends_the_run_with_a_valid_record() {
 }
 
 #[test]
-fn a_signal_before_the_start_and_a_second_signal_end_at_once() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_a_signal_before_the_start_and_a_second_signal_end_at_once() {
     // Waiting for --start-at: a signal ends the wait, nothing was measured.
     let mut child = reqlife()
         .args([

@@ -230,7 +230,8 @@ fn a_negative_rate_gets_a_sentence() {
 }
 
 #[test]
-fn compound_durations_are_accepted() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_compound_durations_are_accepted() {
     let s = embedded(ServerTls::None);
     let out = run_ok(&[
         "run",

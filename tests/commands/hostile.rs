@@ -89,7 +89,8 @@ fn n(v: &Value, path: &str) -> u64 {
 }
 
 #[test]
-fn every_http1_fault_is_counted_by_kind_and_bounded() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_every_http1_fault_is_counted_by_kind_and_bounded() {
     let f = faults::spawn("127.0.0.1:0".parse().unwrap()).unwrap();
     // (fault, the error kind every request gets)
     let rows = [
@@ -131,7 +132,8 @@ fn every_http1_fault_is_counted_by_kind_and_bounded() {
 }
 
 #[test]
-fn every_http2_fault_is_counted_and_bounded() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_every_http2_fault_is_counted_and_bounded() {
     let f = faults::spawn("127.0.0.1:0".parse().unwrap()).unwrap();
     let h2 = ["--http2", "--streams", "4"];
     // GOAWAY(INTERNAL_ERROR) after 5 streams: those answered, the ones in flight closed.

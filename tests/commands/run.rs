@@ -184,7 +184,8 @@ fn no_url_runs_the_embedded_target_and_prints_the_report() {
 }
 
 #[test]
-fn warmup_is_not_recorded() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_warmup_is_not_recorded() {
     let s = embedded(ServerTls::None);
     let j = Run::new()
         .args(["-d", "500ms", "--warmup", "500ms"])

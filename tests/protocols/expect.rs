@@ -55,7 +55,8 @@ fn the_body_goes_after_the_servers_100_continue() {
 /// A server that never says 100 but reads the body when it comes: the body goes after the
 /// bound, which is the `continue` phase.
 #[test]
-fn without_a_100_the_body_goes_after_the_bound() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_without_a_100_the_body_goes_after_the_bound() {
     let addr = raw_server(|mut s| {
         while read_request(&mut s) {
             let mut body = [0u8; BODY.len()];

@@ -170,7 +170,8 @@ fn closed_loop_calls_render_their_generators_per_call() {
 }
 
 #[test]
-fn open_loop_calls_keep_their_schedule() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_open_loop_calls_keep_their_schedule() {
     if !have_grpc() {
         return;
     }
@@ -660,7 +661,8 @@ fn reflection_that_cannot_describe_the_method_gets_one_clear_line() {
 /// Rate stages and `compare` take gRPC records as any others: a ramp and a hold kept apart,
 /// and calls that sleep 5 ms compared with echoes are slower by the statistics.
 #[test]
-fn stages_and_compare_work_on_calls() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_stages_and_compare_work_on_calls() {
     if !have_grpc() {
         return;
     }

@@ -282,7 +282,8 @@ fn two_http3_records_merge_exactly() {
 }
 
 #[test]
-fn a_dead_udp_port_fails_fast_with_one_line() {
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_a_dead_udp_port_fails_fast_with_one_line() {
     if !udp_loopback() {
         return;
     }
