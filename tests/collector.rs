@@ -5,7 +5,7 @@
 
 mod common;
 
-use reqlife::model::{Phase, Sample, Timestamps, Traffic};
+use reqlife::model::{Phase, Sample, Timestamps};
 use reqlife::recorder::collector::{most_sets, CollectorThread, IntervalSet, Sinks, Start};
 use reqlife::recorder::Recorder;
 use serde_json::Value;
@@ -66,18 +66,7 @@ fn sample(at: Instant, total_us: u64) -> Sample {
     st.written = Some(at + Duration::from_micros(1));
     st.first_byte = Some(at + Duration::from_micros(total_us - 1));
     st.done = Some(at + Duration::from_micros(total_us));
-    Sample {
-        stamps: st,
-        status: Some(200),
-        error: None,
-        bytes_read: 100,
-        bytes_written: 40,
-        traffic: Traffic::default(),
-        server_closed: false,
-        request: 0,
-        connection: 0,
-        trace: None,
-    }
+    common::ok_sample(st)
 }
 
 /// Records `per` samples in each of `intervals` intervals of 1 ms from `from` (a close at

@@ -186,6 +186,39 @@ pub struct Sample {
     pub trace: Option<trace::TraceId>,
 }
 
+#[cfg(test)]
+impl Sample {
+    /// A unit test's sample of a complete response with `stamps`: status 200, 100 bytes read,
+    /// 40 written, no traffic figures, the connection kept, the one fixed request. A test
+    /// changes what it needs with struct update syntax (`Sample { bytes_read: 120,
+    /// ..Sample::ok(stamps) }`); `tests/common`'s `ok_sample` is the same for the integration
+    /// tests.
+    pub(crate) fn ok(stamps: Timestamps) -> Sample {
+        Sample {
+            stamps,
+            status: Some(200),
+            error: None,
+            bytes_read: 100,
+            bytes_written: 40,
+            traffic: Traffic::default(),
+            server_closed: false,
+            request: 0,
+            connection: 0,
+            trace: None,
+        }
+    }
+
+    /// This sample failed with `kind`: no status, nothing read.
+    pub(crate) fn failed(self, kind: ErrorKind) -> Sample {
+        Sample {
+            status: None,
+            error: Some(kind),
+            bytes_read: 0,
+            ..self
+        }
+    }
+}
+
 /// What a response's bytes were made of (h2load's traffic line): header bytes as received
 /// (HTTP/2: HPACK-compressed HEADERS and CONTINUATION payloads; HTTP/1.1: the head) and as
 /// decoded (HTTP/2: the length of every field's name and value, h2load's measure; HTTP/1.1:

@@ -11,22 +11,18 @@ fn sample(base: Instant, start_ms: u64, total_us: u64, error: Option<ErrorKind>)
         st.first_byte = Some(t0 + Duration::from_micros(total_us - 1));
         st.done = Some(t0 + Duration::from_micros(total_us));
     }
-    Sample {
-        stamps: st,
-        status: error.is_none().then_some(200),
-        error,
-        bytes_read: if error.is_none() { 100 } else { 0 },
-        bytes_written: 40,
+    let ok = Sample {
         traffic: Traffic {
             header: 60,
             header_decoded: 60,
             body: 40,
             body_decoded: 40,
         },
-        server_closed: false,
-        request: 0,
-        connection: 0,
-        trace: None,
+        ..Sample::ok(st)
+    };
+    match error {
+        None => ok,
+        Some(kind) => ok.failed(kind),
     }
 }
 

@@ -100,16 +100,14 @@ pub fn measured(shape: Shape, interval: Duration) -> Measured {
             },
         );
         let s = Sample {
-            stamps: st,
             status,
-            error: failed.then_some(ErrorKind::Timeout),
-            bytes_read: if failed { 0 } else { 120 },
-            bytes_written: 40,
-            traffic: crate::model::Traffic::default(),
-            server_closed: false,
-            request: 0,
-            connection: 0,
-            trace: None,
+            bytes_read: 120,
+            ..Sample::ok(st)
+        };
+        let s = if failed {
+            s.failed(ErrorKind::Timeout)
+        } else {
+            s
         };
         if failed {
             r.note_error(ErrorKind::Timeout, "no answer within 10s <script>");

@@ -605,3 +605,23 @@ pub fn thread_per_connection(serve: fn(std::net::TcpStream)) -> std::net::Socket
     });
     addr
 }
+
+/// A recorder's sample of a complete response with `stamps`, for a test that feeds a
+/// `Recorder` directly: status 200, 100 bytes read, 40 written, no traffic figures, the
+/// connection kept, the one fixed request (the library's unit tests have the same as
+/// `Sample::ok`). A test changes what it needs with struct update syntax
+/// (`Sample { bytes_read: 120, ..ok_sample(stamps) }`).
+pub fn ok_sample(stamps: reqlife::model::Timestamps) -> reqlife::model::Sample {
+    reqlife::model::Sample {
+        stamps,
+        status: Some(200),
+        error: None,
+        bytes_read: 100,
+        bytes_written: 40,
+        traffic: reqlife::model::Traffic::default(),
+        server_closed: false,
+        request: 0,
+        connection: 0,
+        trace: None,
+    }
+}

@@ -57,7 +57,7 @@ proptest::proptest! {
     /// their client phases add up to their totals.
     #[test]
     fn every_summary_keeps_its_invariants(lives in proptest::collection::vec(life(), 1..200)) {
-        use crate::model::{Timestamps, Traffic};
+        use crate::model::{Sample, Timestamps};
         let base = Instant::now();
         let all_ended = lives.iter().all(|l| !l.6);
         // What the recorder does with each sample: its phases into the histograms.
@@ -83,17 +83,10 @@ proptest::proptest! {
                     st.done = Some(t);
                     proptest::prop_assert_eq!(st.unaccounted_ns(), Some(0));
                 }
-                hists.record(&crate::recorder::durations(&crate::model::Sample {
-                    stamps: st,
+                hists.record(&crate::recorder::durations(&Sample {
                     status: (!fails).then_some(200),
                     error: fails.then_some(ErrorKind::Timeout),
-                    bytes_read: 100,
-                    bytes_written: 40,
-                    traffic: Traffic::default(),
-                    server_closed: false,
-                    request: 0,
-                    connection: 0,
-                    trace: None,
+                    ..Sample::ok(st)
                 }));
             }
         }
