@@ -16,6 +16,8 @@ pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 #[derive(Debug, Clone)]
 pub struct RunPlan {
     pub target: Target,
+    /// The HTTP method (a framed run sends no HTTP: the records name its framing, see
+    /// [`RunPlan::method_label`]).
     pub method: String,
     /// Extra request headers, in the order given.
     pub headers: Vec<(String, String)>,
@@ -50,19 +52,14 @@ pub struct RunPlan {
     pub expect_continue: Option<Duration>,
     /// Keep connections open across requests (`reuse`), or open one per request (`new`).
     pub keepalive: bool,
-    /// HTTP/1.1 requests in flight per connection, sent back to back in one write and
-    /// answered in order (`--pipeline`; closed loops only): 1 without pipelining.
-    pub pipeline: usize,
     /// At most this many new connections per second, over all threads.
     pub max_connects_per_s: Option<f64>,
     /// Seed of the random generators (poisson arrivals).
     pub seed: u64,
     /// The `Server-Timing` metric that is the server's own total (else the sum of all).
     pub server_total: String,
-    /// HTTP/2 (`--http2`): h2 by ALPN over TLS, h2c with prior knowledge on `http://`.
-    pub http2: Option<Http2Plan>,
-    /// HTTP/3 (`--http3`): over QUIC, on `https://` URLs only.
-    pub http3: Option<Http3Plan>,
+    /// The protocol the requests go over, with its own settings.
+    pub protocol: ProtocolPlan,
     /// `--compressed`: ask for gzip, deflate or br and decode the body (the `decode` phase).
     pub compressed: bool,
     /// `--stream`: time the events of streamed responses (`text/event-stream` responses are
@@ -79,12 +76,6 @@ pub struct RunPlan {
     pub workload: Option<Arc<Workload>>,
     /// A scenario phase's name (reports label the phase's level with it).
     pub phase: Option<String>,
-    /// `tcp://` targets: a pre-built binary request and how its reply is delimited
-    /// (`--payload-file`, `--framing`); `None` for HTTP.
-    pub framed: Option<FramedPlan>,
-    /// `--grpc SERVICE/METHOD`: unary gRPC calls over HTTP/2 (`http2` is set, `method` is
-    /// POST, the path is `/SERVICE/METHOD`, the body one length-prefixed message).
-    pub grpc: Option<GrpcPlan>,
     /// `--trace-context`: a `traceparent` on every request, ids from the seed.
     pub trace: Option<crate::model::trace::TraceContext>,
     /// `--log-requests`: one row per request, streamed to a file as the run goes.
@@ -102,6 +93,32 @@ pub struct LogPlan {
     pub every: u64,
 }
 
+/// The protocol of a run, one variant per protocol with its own settings: a plan cannot
+/// speak two at once, nor hold the settings of one it does not speak.
+#[derive(Debug, Clone)]
+pub enum ProtocolPlan {
+    /// HTTP/1.1 (over TLS on `https://`).
+    Http1(Http1Plan),
+    /// HTTP/2 (`--http2`): h2 by ALPN over TLS, h2c with prior knowledge on `http://`.
+    Http2(Http2Plan),
+    /// HTTP/3 (`--http3`): over QUIC, on `https://` URLs only.
+    Http3(Http3Plan),
+    /// `--grpc SERVICE/METHOD`: unary gRPC calls over HTTP/2 (`method` is POST, the path is
+    /// `/SERVICE/METHOD`, the body one length-prefixed message).
+    Grpc(GrpcPlan),
+    /// `tcp://` targets: a pre-built binary request and how its reply is delimited
+    /// (`--payload-file`, `--framing`); no HTTP (`method`, `headers` and `body` unused).
+    Framed(FramedPlan),
+}
+
+/// HTTP/1.1 settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Http1Plan {
+    /// Requests in flight per connection, sent back to back in one write and answered in
+    /// order (`--pipeline`; closed loops only): 1 without pipelining.
+    pub pipeline: usize,
+}
+
 /// A gRPC run: which method is called, and how its request message is made.
 #[derive(Debug, Clone)]
 pub struct GrpcPlan {
@@ -111,6 +128,8 @@ pub struct GrpcPlan {
     /// send from the rendered text (the run's `workload` renders it); `None` when the message
     /// was encoded once into the body (static JSON, `--data-file`).
     pub encode: Option<prost_reflect::MessageDescriptor>,
+    /// The HTTP/2 settings the calls go with.
+    pub http2: Http2Plan,
 }
 
 /// A framed binary run (`tcp://HOST:PORT --payload-file FILE`): the same bytes sent on every
@@ -166,24 +185,69 @@ pub struct Http3Plan {
 }
 
 impl RunPlan {
-    /// The protocol the plan speaks (named in records `http/1.1`, `h2`, `h2c`, `h3` or `tcp`).
-    pub fn protocol(&self) -> crate::model::Protocol {
+    /// The protocol's name in records (`http/1.1`, `h2`, `h2c`, `h3` or `tcp`).
+    pub fn protocol_name(&self) -> crate::model::Protocol {
         use crate::model::{Protocol, Scheme};
-        match (&self.http2, self.target.scheme) {
-            _ if self.framed.is_some() => Protocol::Tcp,
-            _ if self.http3.is_some() => Protocol::H3,
-            (None, _) => Protocol::Http1,
-            (Some(_), Scheme::Https) => Protocol::H2,
-            (Some(_), Scheme::Http) => Protocol::H2c,
+        match (&self.protocol, self.target.scheme) {
+            (ProtocolPlan::Http1(_), _) => Protocol::Http1,
+            (ProtocolPlan::Http3(_), _) => Protocol::H3,
+            (ProtocolPlan::Framed(_), _) => Protocol::Tcp,
+            (ProtocolPlan::Http2(_) | ProtocolPlan::Grpc(_), Scheme::Https) => Protocol::H2,
+            (ProtocolPlan::Http2(_) | ProtocolPlan::Grpc(_), Scheme::Http) => Protocol::H2c,
         }
     }
 
     /// Sessions (streams) sharing one connection: `--streams` over HTTP/2 or HTTP/3, else 1.
     pub fn streams(&self) -> usize {
-        match (&self.http2, &self.http3) {
-            (Some(h2), _) => h2.streams.max(1),
-            (None, Some(h3)) => h3.streams.max(1),
-            (None, None) => 1,
+        match &self.protocol {
+            ProtocolPlan::Http2(h2) | ProtocolPlan::Grpc(GrpcPlan { http2: h2, .. }) => {
+                h2.streams.max(1)
+            }
+            ProtocolPlan::Http3(h3) => h3.streams.max(1),
+            ProtocolPlan::Http1(_) | ProtocolPlan::Framed(_) => 1,
+        }
+    }
+
+    /// The HTTP/2 settings of an HTTP/2 or gRPC run.
+    pub fn http2(&self) -> Option<&Http2Plan> {
+        match &self.protocol {
+            ProtocolPlan::Http2(h2) | ProtocolPlan::Grpc(GrpcPlan { http2: h2, .. }) => Some(h2),
+            _ => None,
+        }
+    }
+
+    /// The call of a gRPC run.
+    pub fn grpc(&self) -> Option<&GrpcPlan> {
+        match &self.protocol {
+            ProtocolPlan::Grpc(g) => Some(g),
+            _ => None,
+        }
+    }
+
+    /// HTTP/1.1 requests in flight per connection (`--pipeline`): 1 for every other protocol.
+    pub fn pipeline(&self) -> usize {
+        match &self.protocol {
+            ProtocolPlan::Http1(h1) => h1.pipeline,
+            _ => 1,
+        }
+    }
+
+    /// Whether streams carry the requests (HTTP/2, gRPC, HTTP/3): each stream's request is
+    /// built from a templated request's rendered parts, not from HTTP/1.1 bytes.
+    pub fn multiplexed(&self) -> bool {
+        matches!(
+            self.protocol,
+            ProtocolPlan::Http2(_) | ProtocolPlan::Grpc(_) | ProtocolPlan::Http3(_)
+        )
+    }
+
+    /// What the record and the reports name the requests by: the HTTP method, or a framed
+    /// run's framing (`u32be-framed`, `unframed`; "u32be-framed tcp").
+    pub fn method_label(&self) -> &str {
+        match &self.protocol {
+            ProtocolPlan::Framed(f) if f.framing == Framing::U32Be => "u32be-framed",
+            ProtocolPlan::Framed(_) => "unframed",
+            _ => &self.method,
         }
     }
 
@@ -230,7 +294,7 @@ impl RunPlan {
                 ));
             }
         }
-        if let Some(c) = self.http2.and_then(|h| h.coalesce) {
+        if let Some(c) = self.http2().and_then(|h| h.coalesce) {
             if !matches!(
                 self.load,
                 LoadModel::Closed { .. } | LoadModel::ClosedStages(_)
@@ -240,7 +304,7 @@ impl RunPlan {
                 ));
             }
         }
-        if self.pipeline > 1
+        if self.pipeline() > 1
             && !matches!(
                 self.load,
                 LoadModel::Closed { .. } | LoadModel::ClosedStages(_)
@@ -248,7 +312,7 @@ impl RunPlan {
         {
             return fail(format!(
                 "--pipeline {} needs a closed loop: an open loop (-R) sends each request when it is due, a burst all at once; drop --pipeline or -R/--burst",
-                self.pipeline
+                self.pipeline()
             ));
         }
         self.threads = match (&self.load, self.threads_asked) {

@@ -82,6 +82,7 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<FramedPlan>, PlanError> 
         (args.body_file.is_some(), "--body-file"),
         (args.http2, "--http2"),
         (args.http3, "--http3"),
+        (super::grpc::is_grpc(args), "--grpc"),
         (args.compressed, "--compressed"),
         (args.insecure, "-k/--insecure"),
         (args.cacert.is_some(), "--cacert"),

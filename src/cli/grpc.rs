@@ -10,7 +10,7 @@ use super::plan::PlanError;
 use super::RunArgs;
 use crate::engine::grpc::{frame, timeout_value, Codec};
 use crate::model::io_reason;
-use crate::plan::{GrpcPlan, RunPlan};
+use crate::plan::{GrpcPlan, Http2Plan, ProtocolPlan, RunPlan};
 use crate::workload::gen::GenState;
 use crate::workload::request::RequestSpec;
 use crate::workload::template::{Field, Sources, Template};
@@ -107,7 +107,7 @@ pub fn apply(args: &RunArgs, plan: RunPlan) -> Result<RunPlan, PlanError> {
         plan.workload = Some(Arc::new(call_workload(&plan, template)));
         input
     });
-    if let Some(grpc) = plan.grpc.as_mut() {
+    if let ProtocolPlan::Grpc(grpc) = &mut plan.protocol {
         grpc.encode = encode;
     }
     Ok(plan)
@@ -180,16 +180,19 @@ fn call(args: &RunArgs, mut plan: RunPlan) -> Result<(RunPlan, String, String), 
             plan.headers.push((name.into(), v));
         }
     }
-    if plan.http2.is_none() {
-        plan.http2 = Some(crate::plan::Http2Plan {
+    // `--grpc` turns HTTP/2 on (`--http3` and tcp:// targets are refused before).
+    let http2 = match plan.protocol {
+        ProtocolPlan::Http2(h2) => h2,
+        _ => Http2Plan {
             streams: 1,
             window: None,
             coalesce: None,
-        });
-    }
-    plan.grpc = Some(GrpcPlan {
+        },
+    };
+    plan.protocol = ProtocolPlan::Grpc(GrpcPlan {
         method: format!("{service}/{rpc}"),
         encode: None,
+        http2,
     });
     Ok((plan, service.to_string(), rpc.to_string()))
 }
@@ -380,7 +383,7 @@ mod tests {
         assert_eq!(plan.method, "POST");
         assert_eq!(plan.target.path_and_query, "/a.B/C");
         assert_eq!(plan.body, frame(b"\x0a\x01x"));
-        assert_eq!(plan.http2.map(|h| h.streams), Some(1));
+        assert_eq!(plan.http2().map(|h| h.streams), Some(1));
         // the user's content-type is the one; te and grpc-timeout added
         let headers: Vec<(&str, &str)> = plan
             .headers
@@ -395,7 +398,7 @@ mod tests {
                 ("grpc-timeout", "2000000u")
             ]
         );
-        let g = plan.grpc.unwrap();
+        let g = plan.grpc().unwrap();
         assert_eq!(g.method, "a.B/C");
         assert!(g.encode.is_none() && plan.workload.is_none());
     }

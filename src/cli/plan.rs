@@ -6,7 +6,7 @@ use super::error::err;
 use super::{ArrivalArg, PolicyArg, RunArgs};
 use crate::model::load::{self, Fallback, Given, Load, LoadSpec};
 use crate::model::{io_reason, Arrival, LoadModel, Segment, Target, TlsPlan};
-use crate::plan::RunPlan;
+use crate::plan::{Http1Plan, ProtocolPlan, RunPlan};
 use crate::util::units::StagesSpec;
 use std::time::Duration;
 
@@ -128,12 +128,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     }
     let interval = interval(args)?;
     let framed = super::framed::plan(args, url)?;
-    let method = match &framed {
-        // What the reports print before the protocol: "u32be-framed tcp".
-        Some(f) if f.framing == crate::plan::Framing::U32Be => "u32be-framed".to_string(),
-        Some(_) => "unframed".to_string(),
-        None => args.method.trim().to_string(),
-    };
+    let method = args.method.trim().to_string();
     if method.is_empty() || !method.bytes().all(is_token_byte) {
         return err(format!(
             "invalid method '{}': expected a token such as GET, POST, PUT, DELETE, HEAD",
@@ -158,6 +153,12 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         http2.is_some() || http3.is_some(),
         framed.is_some(),
     )?;
+    let protocol = match (framed, http3, http2) {
+        (Some(f), _, _) => ProtocolPlan::Framed(f),
+        (None, Some(h3), _) => ProtocolPlan::Http3(h3),
+        (None, None, Some(h2)) => ProtocolPlan::Http2(h2),
+        (None, None, None) => ProtocolPlan::Http1(Http1Plan { pipeline }),
+    };
     if args.max_body == 0 {
         return err("--max-body must be at least 1 byte (e.g. 64M)");
     }
@@ -171,12 +172,10 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         body,
         load,
         keepalive,
-        pipeline,
         max_connects_per_s,
         seed,
         server_total: args.server_total.clone(),
-        http2,
-        http3,
+        protocol,
         threads: 0,
         threads_asked,
         stop,
@@ -199,8 +198,6 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         segment,
         workload: None,
         phase: None,
-        framed,
-        grpc: None,
         trace,
         log,
     }

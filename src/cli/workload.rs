@@ -126,7 +126,7 @@ fn with_workload(
 ) -> RunPlan {
     let mut workload = Workload::new(specs, mix, &p.target, p.keepalive, p.compressed);
     // HTTP/2 and HTTP/3 build each stream's request from the rendered parts.
-    workload.parts = p.http2.is_some() || p.http3.is_some();
+    workload.parts = p.multiplexed();
     p.workload = Some(Arc::new(workload));
     p.phase = phase;
     p

@@ -3,7 +3,7 @@
 //! fail-fast rule ([`crate::load::failfast`]) stops a run whose connections all fail with one
 //! of these before any request succeeded, and prints the cause's hint.
 
-use crate::plan::RunPlan;
+use crate::plan::{ProtocolPlan, RunPlan};
 use rustls::{AlertDescription, CertificateError};
 use std::io;
 
@@ -85,8 +85,10 @@ impl Cause {
             format!("{}:{}", t.host, t.port)
         };
         let url = &t.url;
+        let h3 = matches!(plan.protocol, ProtocolPlan::Http3(_));
+        let grpc = matches!(plan.protocol, ProtocolPlan::Grpc(_));
         match self {
-            Cause::Refused if plan.http3.is_some() => format!(
+            Cause::Refused if h3 => format!(
                 "nothing listens on UDP port {} of {} (ICMP port unreachable): \
                  is an HTTP/3 server running on {host}?",
                 t.port, t.addr.ip()
@@ -126,13 +128,13 @@ impl Cause {
                 "{host} speaks TLS (it answered the request with a TLS alert): \
                  use https:// instead of http:// in {url}"
             ),
-            Cause::Alpn if plan.http3.is_some() => format!(
+            Cause::Alpn if h3 => format!(
                 "{host} does not offer HTTP/3 (h3) in ALPN: drop --http3, or enable HTTP/3 on the server"
             ),
-            Cause::Alpn if plan.grpc.is_some() => format!(
+            Cause::Alpn if grpc => format!(
                 "{host} does not offer HTTP/2 (h2) in ALPN, which gRPC needs: check that a gRPC server listens there"
             ),
-            Cause::Alpn if plan.http2.is_some() => format!(
+            Cause::Alpn if matches!(plan.protocol, ProtocolPlan::Http2(_)) => format!(
                 "{host} does not offer HTTP/2 (h2) in ALPN: drop --http2, or enable h2 on the server"
             ),
             Cause::Alpn => format!(
@@ -142,7 +144,7 @@ impl Cause {
                 "{host} speaks no QUIC version reqlife does (QUIC v1, RFC 9000): drop --http3, \
                  or enable QUIC v1 on the server"
             ),
-            Cause::TlsHandshake if plan.http3.is_some() => {
+            Cause::TlsHandshake if h3 => {
                 let mut s = format!(
                     "the TLS handshake inside QUIC with {host} failed: check that the server speaks HTTP/3 on UDP port {}",
                     t.port
@@ -158,7 +160,7 @@ impl Cause {
                 }
                 s
             }
-            Cause::NotH2 if plan.grpc.is_some() => format!(
+            Cause::NotH2 if grpc => format!(
                 "{host} does not speak HTTP/2 (it answered the connection preface with something else, HTTP/1.1?): gRPC needs a server that speaks h2c (HTTP/2 without TLS) \
                  on http://, or h2 on https://; check the port and the scheme"
             ),

@@ -148,14 +148,15 @@ impl FramedConn {
     /// one reply, stamping written, first byte and done.
     pub async fn exchange(
         &mut self,
-        config: &super::SessionConfig,
-        plan: &FramedPlan,
+        wire: &super::FramedWire,
+        max_body_bytes: u64,
         seq: u64,
         stamps: &mut Timestamps,
-    ) -> Result<super::http1::Response, EngineError> {
+    ) -> Result<Reply, EngineError> {
+        let plan = &wire.plan;
         let stream = match &mut self.stream {
             Some(s) => s,
-            None => self.stream.insert(config.connector.connect(stamps).await?),
+            None => self.stream.insert(wire.connector.connect(stamps).await?),
         };
         if let Some(at) = plan.seqid_offset {
             self.request[at..at + 4].copy_from_slice(&(seq as u32).to_be_bytes());
@@ -164,7 +165,7 @@ impl FramedConn {
         stream.write_all(&self.request).await.map_err(write)?;
         stream.flush().await.map_err(write)?;
         stamps.written = Some(Instant::now());
-        let mut reader = FrameReader::new(plan.framing, config.max_body_bytes);
+        let mut reader = FrameReader::new(plan.framing, max_body_bytes);
         self.read = 0;
         loop {
             let n = stream
@@ -187,9 +188,7 @@ impl FramedConn {
         stamps.done = Some(Instant::now());
         let header = reader.prefix_bytes();
         let body = reader.got() - header;
-        Ok(super::http1::Response {
-            // A complete reply counts as a success: framing has no status of its own.
-            status: 200,
+        Ok(Reply {
             bytes_read: reader.got(),
             bytes_written: self.request.len() as u64,
             traffic: Traffic {
@@ -198,9 +197,19 @@ impl FramedConn {
                 body,
                 body_decoded: body,
             },
-            keep_alive: true,
         })
     }
+}
+
+/// A complete framed reply: framing has no status, and keeps the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reply {
+    /// Bytes read for the reply (its length prefix included).
+    pub bytes_read: u64,
+    /// Bytes written for its request.
+    pub bytes_written: u64,
+    /// The length prefix (as header bytes) and the rest (as body bytes).
+    pub traffic: Traffic,
 }
 
 /// Why a connection that closed before the reply was complete failed.

@@ -17,11 +17,11 @@
 
 use super::cause::Cause;
 use super::connect::SharedConnect;
-use super::http2::{H2Response, Reception, Sinks};
+use super::http2::{Reception, Sinks};
 use super::request::Request;
 use super::EngineError;
 use crate::model::{ErrorKind, Timestamps, Traffic};
-use crate::plan::RunPlan;
+use crate::plan::{Http3Plan, RunPlan};
 use bytes::{Buf, Bytes};
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
@@ -46,9 +46,16 @@ pub struct H3Connector {
 
 impl H3Connector {
     /// A connector for `plan` (`--cacert`, `--insecure` as over TCP).
-    pub fn new(plan: &RunPlan) -> Result<Self, super::SetupError> {
+    pub fn new(plan: &RunPlan, h3: &Http3Plan) -> Result<Self, super::SetupError> {
         let mut tls = super::connect::client_config(plan, &[b"h3"])?;
-        tls.enable_early_data = plan.http3.is_some_and(|h| h.zero_rtt);
+        tls.enable_early_data = h3.zero_rtt;
+        // The server name is checked now, as over TCP, not at the first connect.
+        rustls::pki_types::ServerName::try_from(plan.target.host.as_str()).map_err(|e| {
+            super::SetupError(format!(
+                "invalid TLS server name '{}': {e}",
+                plan.target.host
+            ))
+        })?;
         let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(Arc::new(tls))
             .map_err(|e| super::SetupError(format!("QUIC TLS setup: {e}")))?;
         let mut config = quinn::ClientConfig::new(Arc::new(crypto));
@@ -262,8 +269,20 @@ impl From<h3::error::StreamError> for StreamError {
     }
 }
 
-/// Sends one request on a stream of `link`, what the response says going to `sinks` (see
-/// [`super::http2::exchange`], whose response it gives). A request the server rejected
+/// A response: status, bytes, and whether the server ended the connection under a request
+/// it left unprocessed (sent again on a new one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct H3Response {
+    pub status: u16,
+    /// The connection's UDP bytes read and written since the previous response.
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub traffic: Traffic,
+    pub server_closed: bool,
+}
+
+/// Sends one request on a stream of `link`, what the response says going to `sinks` (as
+/// [`super::http2::exchange`]). A request the server rejected
 /// unprocessed (H3_REQUEST_REJECTED, or a GOAWAY before it was sent) is sent once more on a
 /// new connection.
 pub async fn exchange(
@@ -272,7 +291,7 @@ pub async fn exchange(
     request: &Request,
     stamps: &mut Timestamps,
     mut sinks: Sinks<'_>,
-) -> Result<H2Response, EngineError> {
+) -> Result<H3Response, EngineError> {
     let mut server_closed = false;
     loop {
         sinks.timing.clear();
@@ -280,13 +299,12 @@ pub async fn exchange(
         match stream(sender, request, stamps, &mut sinks).await {
             Ok((status, traffic)) => {
                 let (read, written) = link.take_wire();
-                return Ok(H2Response {
+                return Ok(H3Response {
                     status,
                     bytes_read: read,
                     bytes_written: written,
                     traffic,
                     server_closed,
-                    max_streams: None,
                 });
             }
             Err(StreamError::Decode(e)) => return Err(EngineError::new(ErrorKind::Protocol, e)),

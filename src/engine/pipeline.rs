@@ -8,7 +8,8 @@
 //! ([`super::retry_on_a_new_connection`]). Any other failure fails the request it hit and
 //! every later one of the batch (they were behind it on the connection), with its kind.
 
-use super::http1::{Http1Conn, Response, Sinks};
+use super::http1::{Http1Conn, Response};
+use super::session::drop_if_peer_closed;
 use super::{arrival, EngineError, Outcome, Session};
 use crate::model::{ErrorKind, Timestamps, Traffic};
 use std::time::Instant;
@@ -81,9 +82,10 @@ enum Read {
 }
 
 impl Session {
-    /// The pipeline depth (`--pipeline`): 1 without pipelining.
+    /// The pipeline depth (`--pipeline`): 1 without pipelining (and for every protocol but
+    /// HTTP/1.1).
     pub fn pipeline(&self) -> usize {
-        self.config.pipeline
+        self.config.pipeline()
     }
 
     /// Sends `batch`'s requests pipelined on this session's HTTP/1.1 connection (opened first
@@ -103,10 +105,14 @@ impl Session {
         // The next request to go found its kept connection closed by the server.
         let mut replaced = false;
         while next < n {
-            if self.drop_if_peer_closed() {
+            let Some((_, _, conn, _)) = self.http1_parts() else {
+                self.fail_from(batch, next, &not_http1(), &mut each);
+                return;
+            };
+            if drop_if_peer_closed(conn) {
                 replaced = true;
             }
-            let reused = self.conn.is_some();
+            let reused = conn.is_some();
             let written = match self.send_from(batch, next, reused && !resent).await {
                 Sent::Written(at) => at,
                 Sent::Again => {
@@ -134,7 +140,7 @@ impl Session {
                     }
                 }
                 Read::Failed { at, error } => {
-                    self.close();
+                    self.channel.close();
                     self.fail_from(batch, at, &error, &mut each);
                     return;
                 }
@@ -142,8 +148,10 @@ impl Session {
         }
         // Idle again: the read buffer goes back to the thread's pool (a server that sent more
         // than was asked keeps it until the next batch reads it as an answer, or fails).
-        if let Some(conn) = self.conn.as_mut().filter(|c| !c.has_carried()) {
-            conn.buf.release();
+        if let Some((_, _, Some(conn), _)) = self.http1_parts() {
+            if !conn.has_carried() {
+                conn.buf.release();
+            }
         }
     }
 
@@ -151,8 +159,13 @@ impl Session {
     /// in one write, within the timeout of request `from`.
     async fn send_from(&mut self, batch: &mut Batch, from: usize, may_resend: bool) -> Sent {
         let deadline = batch.stamps[from].dispatched + self.config.timeout;
-        if self.conn.is_none() {
-            if let Some(gate) = &self.gate {
+        let timeout = self.config.timeout;
+        let gate = self.gate.clone();
+        let Some((_, wire, conn, _)) = self.http1_parts() else {
+            return Sent::Failed(not_http1());
+        };
+        if conn.is_none() {
+            if let Some(gate) = &gate {
                 // Waiting for a connect slot (--max-connections-per-second) is in the write.
                 let now = Instant::now();
                 let slot = gate.reserve(now);
@@ -161,21 +174,21 @@ impl Session {
                 }
             }
             let _awake = arrival::awake::Needed::new();
-            let connect = self.config.connector.connect(&mut batch.stamps[from]);
+            let connect = wire.connector.connect(&mut batch.stamps[from]);
             match tokio::time::timeout_at(deadline.into(), connect).await {
-                Ok(Ok(stream)) => self.conn = Some(Http1Conn::new(stream)),
+                Ok(Ok(stream)) => *conn = Some(Http1Conn::new(stream)),
                 Ok(Err(e)) => return Sent::Failed(e),
-                Err(_) => return Sent::Failed(timed_out(self.config.timeout)),
+                Err(_) => return Sent::Failed(timed_out(timeout)),
             }
         }
-        let conn = self.conn.as_mut().expect("connection opened above");
+        let conn = conn.as_mut().expect("connection opened above");
         let write = conn.send_all(batch.from(from));
         let error = match tokio::time::timeout_at(deadline.into(), write).await {
             Ok(Ok(at)) => return Sent::Written(at),
             Ok(Err(e)) => e,
-            Err(_) => timed_out(self.config.timeout),
+            Err(_) => timed_out(timeout),
         };
-        self.close();
+        self.channel.close();
         let stamps = &batch.stamps[from];
         if may_resend && super::retry_on_a_new_connection(&error, stamps, batch.request(from)) {
             Sent::Again
@@ -196,24 +209,24 @@ impl Session {
         let n = batch.len();
         for i in from..n {
             let deadline = batch.stamps[i].dispatched + self.config.timeout;
-            self.stream.idle();
+            self.kept.stream.idle();
             let response = {
-                let conn = self.conn.as_mut().expect("the batch's connection");
-                let sinks = Sinks {
-                    timing: &mut self.timing,
-                    decoder: self.decoder.as_mut(),
-                    stream: &mut self.stream,
+                let Some((config, _, Some(conn), kept)) = self.http1_parts() else {
+                    return Read::Failed {
+                        at: i,
+                        error: not_http1(),
+                    };
                 };
                 let read = conn.read_response(
                     batch.heads[i],
-                    self.config.max_header_bytes,
+                    config.max_header_bytes,
                     &mut batch.stamps[i],
-                    sinks,
+                    kept.http1(),
                     true,
                 );
                 tokio::time::timeout_at(deadline.into(), read).await
             };
-            if let Some((first, events)) = self.stream.stamps() {
+            if let Some((first, events)) = self.kept.stream.stamps() {
                 batch.stamps[i].first_event = first;
                 batch.stamps[i].events = Some(events);
             }
@@ -224,7 +237,7 @@ impl Session {
                         && super::retry_on_a_new_connection(&e, &batch.stamps[i], batch.request(i))
                     {
                         // The server closed the connection before answering `i`.
-                        self.close();
+                        self.channel.close();
                         return Read::Again {
                             next: i,
                             retried: true,
@@ -249,10 +262,11 @@ impl Session {
                 traffic: response.traffic,
                 server_closed,
                 grpc: None,
+                max_streams: None,
             };
             each(i, batch.stamps[i], &outcome, self);
             if closes {
-                self.close();
+                self.channel.close();
                 if i + 1 < n {
                     return Read::Again {
                         next: i + 1,
@@ -273,7 +287,7 @@ impl Session {
         error: &EngineError,
         each: &mut impl FnMut(usize, Timestamps, &Outcome, &Session),
     ) {
-        self.close();
+        self.channel.close();
         for i in from..batch.len() {
             let stamps = batch.stamps[i];
             let outcome = Outcome {
@@ -287,10 +301,20 @@ impl Session {
                 traffic: Traffic::default(),
                 server_closed: false,
                 grpc: None,
+                max_streams: None,
             };
             each(i, stamps, &outcome, self);
         }
     }
+}
+
+/// A batch given to a session of another protocol than HTTP/1.1 (the load layer pipelines
+/// only where [`Session::pipeline`] is above 1).
+fn not_http1() -> EngineError {
+    EngineError::new(
+        ErrorKind::Write,
+        "internal: pipelining is HTTP/1.1's, not this run's protocol".into(),
+    )
 }
 
 fn timed_out(timeout: std::time::Duration) -> EngineError {

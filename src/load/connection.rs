@@ -76,7 +76,7 @@ pub(super) fn record_outcome(
     };
     let mut recorder = recorder.borrow_mut();
     recorder.record_response(&sample, session.server_timing(), session.event_gaps());
-    if let Some(n) = session.h2_max_streams() {
+    if let Some(n) = outcome.max_streams {
         recorder.note_h2_max_streams(n as u64);
     }
     progress
@@ -282,7 +282,11 @@ impl Connection {
                             let (slot, head) = r.borrow_mut().render(ticket.seq, &mut self.buf);
                             (self.buf.bytes.as_slice(), head, slot)
                         }
-                        None => (config.template.bytes(), config.template.head, 0),
+                        // Pipelining is HTTP/1.1's: its fixed request's bytes.
+                        None => match self.session.http1_template() {
+                            Some(t) => (t.bytes(), t.head, 0),
+                            None => break,
+                        },
                     };
                     let trace = config
                         .trace

@@ -386,7 +386,7 @@ impl WorkerCtx {
     async fn drive(&self, recorder: Rc<RefCell<Recorder>>, pacer: Option<ThreadPacer>) -> Duration {
         let spun = Rc::new(Cell::new(Duration::ZERO));
         // A per-thread copy: no shared reference counts touched on the hot path.
-        let config = Rc::new(SessionConfig::clone(&self.config));
+        let config = Rc::new(self.config.per_thread());
         let feed = match pacer {
             None => Feed::Closed(self.scheduler.clone()),
             Some(_) => Feed::Open(Rc::new(open::OpenQueue::default())),
@@ -439,8 +439,8 @@ impl WorkerCtx {
         };
         for local in 0..connections {
             // HTTP/2 and HTTP/3: the connection slot's streams share one connection.
-            let link = config.link();
-            for stream in 0..self.streams {
+            let sessions = Session::slot(&config, &gate, self.streams);
+            for (stream, session) in sessions.into_iter().enumerate() {
                 // Connections are numbered across threads (thread i holds i, i+T, i+2T, …) and
                 // segments (segment s holds every S-th of those), so a ramp of connections grows
                 // evenly on every thread of every generator.
@@ -453,7 +453,7 @@ impl WorkerCtx {
                 let conn = Connection {
                     opening: opening.clone().filter(|_| stream == 0),
                     activity,
-                    session: Session::new(config.clone(), gate.clone(), link.clone()),
+                    session,
                     feed: feed.clone(),
                     recorder: recorder.clone(),
                     progress: self.progress.clone(),
@@ -540,9 +540,8 @@ impl WorkerCtx {
     ) -> Vec<burst::BurstSession> {
         (0..self.connections)
             .map(|local| {
-                let link = config.link();
                 burst::BurstSession {
-                    session: Session::new(config.clone(), gate.clone(), link),
+                    session: Session::new(config.clone(), gate.clone()),
                     buf: Rendered::default(),
                     // Numbered across threads and segments, as connections are.
                     index: self.scheduler.connection(local, self.thread, self.threads),

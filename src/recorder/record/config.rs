@@ -155,7 +155,7 @@ pub(super) fn config_of(plan: &RunPlan, end: &Ending) -> Config {
             took_s: d.as_secs_f64(),
         }),
         embedded_target: end.embedded_target,
-        method: plan.method.clone(),
+        method: plan.method_label().to_string(),
         headers: plan.headers.clone(),
         body_bytes: plan.body.len() as u64,
         connections: plan.connections() as u64,
@@ -167,10 +167,13 @@ pub(super) fn config_of(plan: &RunPlan, end: &Ending) -> Config {
         interval_s: plan.interval.as_secs_f64(),
         insecure: plan.tls.insecure,
         cacert: plan.tls.cacert.as_ref().map(|p| p.display().to_string()),
-        protocol: plan.protocol(),
+        protocol: plan.protocol_name(),
         streams: plan.streams() as u64,
-        pipeline: plan.pipeline as u64,
-        h2_coalesce_s: plan.http2.and_then(|h| h.coalesce).map(|d| d.as_secs_f64()),
+        pipeline: plan.pipeline() as u64,
+        h2_coalesce_s: plan
+            .http2()
+            .and_then(|h| h.coalesce)
+            .map(|d| d.as_secs_f64()),
         load_model: plan.load.kind(),
         rate_rps: match &plan.load {
             LoadModel::Open {
@@ -195,7 +198,7 @@ pub(super) fn config_of(plan: &RunPlan, end: &Ending) -> Config {
         segment: (plan.segment.count > 1)
             .then(|| format!("{}/{}", plan.segment.index + 1, plan.segment.count)),
         workload: None,
-        grpc: plan.grpc.as_ref().map(|g| g.method.clone()),
+        grpc: plan.grpc().map(|g| g.method.clone()),
         command_line: end.command_line.clone(),
     }
 }
