@@ -143,6 +143,7 @@ fn prometheus_scrapes_the_run_and_agrees_on_its_p99() {
             ))
             .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
             .arg("--log.level=warn")
+            .arg("--enable-feature=exemplar-storage")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -168,7 +169,9 @@ fn prometheus_scrapes_the_run_and_agrees_on_its_p99() {
                 "--metrics-addr",
                 &addr,
             ])
-            .args(["--metrics-linger", "4s", "-o"])
+            .args(["--metrics-linger", "4s", "--trace-context", "--log-requests"])
+            .arg(dir.path().join("log.csv"))
+            .arg("-o")
             .arg(&record)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -255,6 +258,7 @@ fn prometheus_scrapes_the_run_and_agrees_on_its_p99() {
         "Prometheus's p99 is {:.1}% off",
         error * 100.0
     );
+    exemplars_are_the_runs(prom_port, &rec, &dir.path().join("log.csv"), exited);
     // The dashboard's queries run on this Prometheus and find data, in the linger (the
     // gauges went stale once reqlife exited).
     let at = exited - 1.5;
@@ -266,6 +270,64 @@ fn prometheus_scrapes_the_run_and_agrees_on_its_p99() {
             assert!(!r.is_empty(), "{file}: '{e}' found nothing");
         }
     }
+}
+
+/// The exemplars Prometheus stored of the total's buckets (`--trace-context`): each trace id
+/// is one of the run's requests (its per-request log has every one), and some are requests
+/// the record keeps whole (an interval's slowest).
+fn exemplars_are_the_runs(
+    port: u16,
+    rec: &serde_json::Value,
+    log: &std::path::Path,
+    exited: f64,
+) {
+    let q = percent_encode("reqlife_latency_seconds_bucket{phase=\"total\"}");
+    let target = format!(
+        "/api/v1/query_exemplars?query={q}&start={:.3}&end={:.3}",
+        exited - 60.0,
+        unix_now()
+    );
+    let (status, body) = get(port, &target).expect("Prometheus answers query_exemplars");
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let ids: Vec<String> = v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|series| series["exemplars"].as_array().unwrap().iter())
+        .map(|e| e["labels"]["trace_id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!ids.is_empty(), "no exemplar stored: {body}");
+    let logged = std::fs::read_to_string(log).unwrap();
+    let column = logged
+        .lines()
+        .next()
+        .unwrap()
+        .split(',')
+        .position(|c| c == "trace_id")
+        .unwrap();
+    let sent: std::collections::HashSet<&str> = logged
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').nth(column))
+        .collect();
+    let kept: std::collections::HashSet<String> = rec["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|i| i["slowest"].as_array().into_iter().flatten())
+        .chain(rec["slow_requests"]["slowest"].as_array().into_iter().flatten())
+        .filter_map(|r| r["trace_id"].as_str().map(String::from))
+        .collect();
+    for id in &ids {
+        assert!(sent.contains(id.as_str()), "exemplar {id} is no request of the run");
+    }
+    let in_record = ids.iter().filter(|id| kept.contains(*id)).count();
+    eprintln!(
+        "{} exemplars stored, all requests of the run; {in_record} kept whole in the record",
+        ids.len()
+    );
+    assert!(in_record > 0, "no exemplar is a request the record keeps");
 }
 
 fn unix_now() -> f64 {

@@ -75,6 +75,9 @@ struct Buckets {
     counts: Vec<u64>,
     sum_ns: f64,
     count: u64,
+    /// Per bucket, the newest kept request with a trace id that fell in it (trace id, ns):
+    /// its OpenMetrics exemplar. Empty until one comes (runs without `--trace-context`).
+    exemplars: Vec<Option<(u128, u64)>>,
 }
 
 impl Buckets {
@@ -83,6 +86,29 @@ impl Buckets {
             counts: vec![0; BUCKETS + 1],
             sum_ns: 0.0,
             count: 0,
+            exemplars: Vec::new(),
+        }
+    }
+
+    /// Keeps each traced request of `kept` (an interval's: its slowest, then one per latency
+    /// bucket) as its bucket's exemplar: the newest interval's win, and within one its slowest
+    /// requests (which its record keeps) over the others.
+    fn add_exemplars(&mut self, kept: &[crate::recorder::exemplar::Exemplar]) {
+        for e in kept.iter().rev() {
+            let Some(t) = e.trace else { continue };
+            if self.exemplars.is_empty() {
+                self.exemplars = vec![None; BUCKETS + 1];
+            }
+            let i = BOUNDS_NS.partition_point(|&b| b < e.total());
+            self.exemplars[i] = Some((t.trace, e.total()));
+        }
+    }
+
+    /// The exemplar of bucket `i`, as written after its value (` # {trace_id="…"} 0.0123`).
+    fn exemplar(&self, i: usize) -> String {
+        match self.exemplars.get(i).copied().flatten() {
+            Some((trace, ns)) => format!(" # {{trace_id=\"{trace:032x}\"}} {}", seconds(ns)),
+            None => String::new(),
         }
     }
 
@@ -247,9 +273,11 @@ impl Metrics {
             if *phase == Phase::Lag && !h.is_empty() {
                 lag_p99_ns = Some(h.value_at_quantile(0.99));
             }
-            self.phases[phase.index()]
-                .get_or_insert_with(Buckets::new)
-                .add(&h);
+            let b = self.phases[phase.index()].get_or_insert_with(Buckets::new);
+            b.add(&h);
+            if *phase == Phase::Total {
+                b.add_exemplars(&snap.exemplars);
+            }
         }
         let names = self.level.as_ref().map(|l| &l.names[..]).unwrap_or(&[]);
         for (slot, counters, hists) in &snap.by_request {
@@ -518,10 +546,12 @@ impl Exposition<'_> {
         for (i, bound) in BOUNDS_NS.iter().enumerate() {
             cumulative += b.counts[i];
             let l = self.labels(&format!("{p},le=\"{}\"", seconds(*bound)));
-            let _ = writeln!(self.out, "{name}_bucket{l} {cumulative}");
+            let e = b.exemplar(i);
+            let _ = writeln!(self.out, "{name}_bucket{l} {cumulative}{e}");
         }
         let l = self.labels(&format!("{p},le=\"+Inf\""));
-        let _ = writeln!(self.out, "{name}_bucket{l} {}", b.count);
+        let e = b.exemplar(BUCKETS);
+        let _ = writeln!(self.out, "{name}_bucket{l} {}{e}", b.count);
         let l = self.labels(p);
         let _ = writeln!(self.out, "{name}_count{l} {}", b.count);
         let _ = writeln!(self.out, "{name}_sum{l} {}", b.sum_ns / 1e9);
