@@ -169,7 +169,12 @@ fn prometheus_scrapes_the_run_and_agrees_on_its_p99() {
                 "--metrics-addr",
                 &addr,
             ])
-            .args(["--metrics-linger", "4s", "--trace-context", "--log-requests"])
+            .args([
+                "--metrics-linger",
+                "4s",
+                "--trace-context",
+                "--log-requests",
+            ])
             .arg(dir.path().join("log.csv"))
             .arg("-o")
             .arg(&record)
@@ -275,12 +280,7 @@ fn prometheus_scrapes_the_run_and_agrees_on_its_p99() {
 /// The exemplars Prometheus stored of the total's buckets (`--trace-context`): each trace id
 /// is one of the run's requests (its per-request log has every one), and some are requests
 /// the record keeps whole (an interval's slowest).
-fn exemplars_are_the_runs(
-    port: u16,
-    rec: &serde_json::Value,
-    log: &std::path::Path,
-    exited: f64,
-) {
+fn exemplars_are_the_runs(port: u16, rec: &serde_json::Value, log: &std::path::Path, exited: f64) {
     let q = percent_encode("reqlife_latency_seconds_bucket{phase=\"total\"}");
     let target = format!(
         "/api/v1/query_exemplars?query={q}&start={:.3}&end={:.3}",
@@ -316,11 +316,19 @@ fn exemplars_are_the_runs(
         .unwrap()
         .iter()
         .flat_map(|i| i["slowest"].as_array().into_iter().flatten())
-        .chain(rec["slow_requests"]["slowest"].as_array().into_iter().flatten())
+        .chain(
+            rec["slow_requests"]["slowest"]
+                .as_array()
+                .into_iter()
+                .flatten(),
+        )
         .filter_map(|r| r["trace_id"].as_str().map(String::from))
         .collect();
     for id in &ids {
-        assert!(sent.contains(id.as_str()), "exemplar {id} is no request of the run");
+        assert!(
+            sent.contains(id.as_str()),
+            "exemplar {id} is no request of the run"
+        );
     }
     let in_record = ids.iter().filter(|id| kept.contains(*id)).count();
     eprintln!(

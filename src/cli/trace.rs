@@ -75,11 +75,12 @@ fn trace_context(a: &TraceArgs, seed: u64) -> Result<Option<TraceContext>, PlanE
         seed,
         sample,
         tracestate: a.tracestate.clone(),
+        link: a.trace_link.clone(),
     }))
 }
 
 /// `--trace-link`: a URL template that names `{trace_id}`.
-pub fn trace_link(a: &TraceArgs) -> Result<Option<String>, PlanError> {
+fn trace_link(a: &TraceArgs) -> Result<Option<String>, PlanError> {
     match &a.trace_link {
         Some(t) if !t.contains("{trace_id}") => err(format!(
             "--trace-link '{t}' has no {{trace_id}}: give a URL with it, e.g. 'http://tempo:3200/trace/{{trace_id}}'"

@@ -33,6 +33,7 @@ mod tests {
             seed: 1,
             sample: 1.0,
             tracestate: Some("v=1".into()),
+            link: None,
         };
         let id = TraceId {
             trace: 1,

@@ -78,6 +78,8 @@ pub struct TraceContext {
     pub sample: f64,
     /// A `tracestate` value sent as is with every request (`--tracestate`), if given.
     pub tracestate: Option<String>,
+    /// Where a request's trace is shown: a URL with `{trace_id}` (`--trace-link`).
+    pub link: Option<String>,
 }
 
 impl TraceContext {
@@ -207,6 +209,7 @@ mod tests {
             seed: 7,
             sample: 1.0,
             tracestate: None,
+            link: None,
         };
         assert_eq!(ctx.ids(0, 5), ctx.ids(0, 5));
         let mut seen = std::collections::HashSet::new();
@@ -230,6 +233,7 @@ mod tests {
             seed: 1,
             sample: 0.1,
             tracestate: None,
+            link: None,
         };
         let n = 100_000;
         let k = (0..n).filter(|&s| ctx.ids(0, s).sampled).count() as f64;

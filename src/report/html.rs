@@ -6,12 +6,13 @@
 //! only the SVGs, which plotters escapes itself, are inserted as they are.
 //!
 //! Sections, each with its id, present only when the record has their data: `summary`,
-//! `latency-over-time`, `spectrum`, `breakdown`, `histograms`, `throughput`, `knee` (a knee
+//! `latency-over-time`, `slow-requests`, `spectrum`, `breakdown`, `histograms`, `throughput`, `knee` (a knee
 //! search), `repetitions` (`--repeat N`), `levels` (a sweep, or a knee search's steps),
 //! `bursts`, `status`, `errors`, `thresholds`, `warnings`, `environment`.
 
 mod figures;
 mod probes;
+mod slow;
 mod tables;
 
 use super::plot::human;
@@ -233,6 +234,7 @@ struct Page {
     interval: String,
     latency_time: Option<String>,
     sample_note: Option<String>,
+    slow: Option<slow::Slow>,
     spectrum: Option<String>,
     spectrum_note: String,
     breakdown: Option<Breakdown>,
@@ -371,6 +373,7 @@ impl Page {
             interval: human(c.interval_s * 1e9),
             latency_time: None,
             sample_note: None,
+            slow: slow::slow(r),
             spectrum: None,
             spectrum_note: String::new(),
             breakdown: breakdown(r),
@@ -422,6 +425,7 @@ impl Page {
                 "Latency over time",
                 self.latency_time.is_some(),
             ),
+            ("slow-requests", "Slowest requests", self.slow.is_some()),
             ("spectrum", "Spectrum", self.spectrum.is_some()),
             ("breakdown", "Breakdown", self.breakdown.is_some()),
             ("server-probes", "Server, probed", self.probed.is_some()),

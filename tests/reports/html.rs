@@ -541,3 +541,63 @@ fn thresholds_are_shown_on_the_page() {
     );
     assert!(html.contains("p50&lt;1ns") && html.contains("class=\"FAIL\">FAIL"));
 }
+
+/// The page of a run with `--trace-context` and `--trace-link` cut to its head and one section
+/// (`id`), and the record.
+fn traced_section(dir: &Path, link: bool, id: &str) -> (PathBuf, serde_json::Value) {
+    let json = dir.join(format!("traced-{link}.json"));
+    let page = dir.join(format!("traced-{link}.html"));
+    let mut args = vec!["run", "-d", "1s", "-c", "4", "--trace-context", "-q"];
+    if link {
+        args.extend(["--trace-link", "http://tempo.invalid:3200/trace/{trace_id}"]);
+    }
+    args.extend([
+        "-o",
+        json.to_str().unwrap(),
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    run_ok(&args);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let head = &html[..html.find("<body>").expect("a body") + "<body>".len()];
+    let start = html
+        .find(&format!("<section id=\"{id}\">"))
+        .unwrap_or_else(|| panic!("no {id} section"));
+    let end = start + html[start..].find("</section>").unwrap() + "</section>".len();
+    let cut = dir.join(format!("{id}-{link}.html"));
+    std::fs::write(&cut, format!("{head}{}</body></html>", &html[start..end])).unwrap();
+    (cut, read_json(&json))
+}
+
+#[test]
+fn the_slowest_requests_are_on_the_page_linked_to_their_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let (linked, rec) = traced_section(dir.path(), true, "slow-requests");
+    // (minijinja escapes `/` in attributes as `&#x2f;`, which the browser reads as `/`)
+    let html = std::fs::read_to_string(&linked)
+        .unwrap()
+        .replace("&#x2f;", "/");
+    let slowest = rec["slow_requests"]["slowest"].as_array().unwrap();
+    assert_eq!(slowest.len(), 5, "{slowest:?}");
+    for r in slowest {
+        let id = r["trace_id"].as_str().unwrap();
+        let href = format!("href=\"http://tempo.invalid:3200/trace/{id}\"");
+        assert!(html.contains(&href), "no link to {id}");
+    }
+    let (plain, _) = traced_section(dir.path(), false, "slow-requests");
+    assert!(!std::fs::read_to_string(&plain).unwrap().contains("<a href"));
+    // As a person sees it: the table is drawn, its ids in the browser's link blue; the page
+    // without --trace-link has the same table and no link.
+    const LINK: [u8; 3] = [0, 0, 238];
+    let mut seen = Vec::new();
+    for page in [&linked, &plain] {
+        let png = page.with_extension("png");
+        screenshot(page, &png, &[]);
+        let shot = Shot::read(&png);
+        seen.push((shot.inked(), shot.near(LINK, 40)));
+    }
+    eprintln!("linked page: {:?}, plain page: {:?}", seen[0], seen[1]);
+    assert!(seen[0].0 > 0.01 && seen[1].0 > 0.01, "a table: {seen:?}");
+    assert!(seen[0].1 > 1_000, "the trace ids are links: {seen:?}");
+    assert!(seen[1].1 < 50, "no link without --trace-link: {seen:?}");
+}

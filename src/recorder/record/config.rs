@@ -83,6 +83,22 @@ pub struct Config {
     /// `--grpc`: the method called (`package.Service/Method`); absent from other runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc: Option<String>,
+    /// `--trace-context`: the share sent sampled, the `tracestate` sent and the link to a
+    /// trace (`--trace-link`); absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_context: Option<TraceConfig>,
+}
+
+/// The trace context a run sent with its requests.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TraceConfig {
+    /// The share of requests sent with the sampled flag (`--trace-sample`).
+    pub sample: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
+    /// A URL with `{trace_id}` (`--trace-link`): where a kept request's trace is shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
 }
 
 impl Config {
@@ -199,6 +215,11 @@ pub(super) fn config_of(plan: &RunPlan, end: &Ending) -> Config {
             .then(|| format!("{}/{}", plan.segment.index + 1, plan.segment.count)),
         workload: None,
         grpc: plan.grpc().map(|g| g.method.clone()),
+        trace_context: plan.trace.as_ref().map(|t| TraceConfig {
+            sample: t.sample,
+            tracestate: t.tracestate.clone(),
+            link: t.link.clone(),
+        }),
         command_line: end.command_line.clone(),
     }
 }
