@@ -33,8 +33,12 @@ class Handler(QuicConnectionProtocol):
             return
         for e in self.h3.handle_event(event):
             if isinstance(e, HeadersReceived):
-                path = dict(e.headers).get(b":path", b"/").decode()
+                headers = dict(e.headers)
+                path = headers.get(b":path", b"/").decode()
                 self.paths[e.stream_id] = path
+                if TRACE_LOG:
+                    TRACE_LOG.write(headers.get(b"traceparent", b"-").decode() + "\n")
+                    TRACE_LOG.flush()
                 if e.stream_ended:
                     self.answer(e.stream_id)
             elif isinstance(e, DataReceived) and e.stream_ended:
@@ -72,6 +76,9 @@ async def main(port: int, cert: str, key: str) -> None:
     print("listening", flush=True)
     await asyncio.Future()
 
+
+# An optional fourth argument: a file each request's traceparent header is written to.
+TRACE_LOG = open(sys.argv[4], "a") if len(sys.argv) > 4 else None
 
 if __name__ == "__main__":
     asyncio.run(main(int(sys.argv[1]), sys.argv[2], sys.argv[3]))

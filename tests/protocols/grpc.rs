@@ -170,6 +170,34 @@ fn closed_loop_calls_render_their_generators_per_call() {
 }
 
 #[test]
+fn calls_carry_their_trace_context_as_metadata() {
+    if !have_grpc() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("traceparents");
+    let server = Grpc::start_in(
+        tempfile::tempdir().unwrap(),
+        &["--trace-log", seen.to_str().unwrap()],
+    );
+    let log = dir.path().join("log.csv");
+    let s = server
+        .call("Echo", r#"{"text": "traced"}"#)
+        .n(300)
+        .c(2)
+        .args(["--trace-context", "--tracestate", "reqlife=test"])
+        .args(["--log-requests", log.to_str().unwrap()])
+        .json();
+    assert_ok_calls(&s, 300);
+    let seen: Vec<String> = std::fs::read_to_string(&seen)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    super::trace::assert_each_request_carried_its_ids(&log, &seen);
+}
+
+#[test]
 #[ignore = "timing: run alone by .ci/test's timing step"]
 fn timing_open_loop_calls_keep_their_schedule() {
     if !have_grpc() {

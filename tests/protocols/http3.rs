@@ -464,7 +464,7 @@ fn aioquic_over_http3() {
         Command::new("python3")
             .arg(script)
             .arg(port.to_string())
-            .args([&cert_pem, &key_pem])
+            .args([&cert_pem, &key_pem, &dir.path().join("traceparents")])
             .stdout(std::fs::File::create(&log).unwrap())
             .stderr(Stdio::inherit())
             .spawn()
@@ -473,8 +473,15 @@ fn aioquic_over_http3() {
     wait_for(&log, "listening");
     // The certificate trusted as a CA (--cacert), as for TLS over TCP.
     let url = format!("https://127.0.0.1:{port}/delay/10");
-    let j = check_real_server(&url, &["--cacert", cert_pem.to_str().unwrap()]);
+    // With trace context: each request's traceparent is a field of its HEADERS.
+    let requests = dir.path().join("log.csv");
+    let cacert = ["--cacert", cert_pem.to_str().unwrap(), "--trace-context"];
+    let log = ["--log-requests", requests.to_str().unwrap()];
+    let j = check_real_server(&url, &[&cacert[..], &log[..]].concat());
     waits_hold(&j, 10_000.0);
+    let seen = std::fs::read_to_string(dir.path().join("traceparents")).unwrap();
+    let seen: Vec<String> = seen.lines().map(str::to_string).collect();
+    super::trace::assert_each_request_carried_its_ids(&requests, &seen);
 }
 
 /// A server that waits `us` before answering: every request's total holds it, and so does

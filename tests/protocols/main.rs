@@ -18,3 +18,4 @@ mod real_servers;
 mod server_timing;
 mod stream;
 mod thrift;
+mod trace;

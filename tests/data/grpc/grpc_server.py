@@ -42,7 +42,7 @@ def compile_proto(out_dir, descriptor_out):
     return importlib.import_module("echo_pb2")
 
 
-def handlers(pb, log):
+def handlers(pb, log, trace_log=None):
     lock = threading.Lock()
 
     def echo(request, context):
@@ -50,6 +50,11 @@ def handlers(pb, log):
             with lock:
                 log.write(request.text + "\n")
                 log.flush()
+        if trace_log:
+            parent = dict(context.invocation_metadata()).get("traceparent", "-")
+            with lock:
+                trace_log.write(parent + "\n")
+                trace_log.flush()
         return pb.EchoReply(text=request.text, id=request.id)
 
     def sleep(request, context):
@@ -95,6 +100,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--log")
+    p.add_argument("--trace-log", help="write each Echo call's traceparent metadata here")
     p.add_argument("--descriptor-out")
     p.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     p.add_argument("--reflection", action="store_true")
@@ -102,8 +108,9 @@ def main():
     with tempfile.TemporaryDirectory() as out_dir:
         pb = compile_proto(out_dir, a.descriptor_out)
         log = open(a.log, "a") if a.log else None
+        trace_log = open(a.trace_log, "a") if a.trace_log else None
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
-        server.add_generic_rpc_handlers((handlers(pb, log),))
+        server.add_generic_rpc_handlers((handlers(pb, log, trace_log),))
         if a.reflection:
             from grpc_reflection.v1alpha import reflection
 

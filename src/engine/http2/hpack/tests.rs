@@ -727,3 +727,31 @@ fn decode_speed() {
     }
     assert!(total > 0);
 }
+
+#[test]
+fn a_literal_never_enters_either_table() {
+    // A block, then the same block with a field that changes per request (a trace id) as a
+    // literal: the decoder reads it, and neither table grows for it.
+    let mut e = Encoder::new();
+    let mut d = Decoder::new(4096);
+    let common: [(&[u8], &[u8]); 2] = [(b":method", b"GET"), (b"user-agent", b"reqlife")];
+    for id in ["00-aa-01", "00-bb-01", "00-cc-00"] {
+        let mut block = Vec::new();
+        e.encode(common, &mut block);
+        let inserted = e.inserted();
+        e.literal(b"traceparent", id.as_bytes(), &mut block);
+        e.literal(b"tracestate", b"vendor=x", &mut block);
+        assert_eq!(e.inserted(), inserted, "a literal was inserted");
+        let got = decode(&mut d, &block).unwrap();
+        assert_eq!(
+            got,
+            fields(&[
+                (":method", "GET"),
+                ("user-agent", "reqlife"),
+                ("traceparent", id),
+                ("tracestate", "vendor=x"),
+            ])
+        );
+        assert_eq!(d.table_len(), 1, "only user-agent in the decoder's table");
+    }
+}
