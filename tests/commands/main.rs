@@ -11,6 +11,7 @@ mod common;
 
 mod calibrate;
 mod failfast;
+mod findable;
 mod faults;
 mod habits;
 mod hostile;
