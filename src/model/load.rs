@@ -19,7 +19,9 @@ pub const DEFAULT_BURST_INTERVAL: Duration = Duration::from_millis(10);
 /// command line) for the error's line and column.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Given<T> {
+    /// The value.
     pub value: T,
+    /// Its byte offset in the scenario file; `None` for a flag on the command line.
     pub at: Option<usize>,
 }
 
@@ -33,14 +35,23 @@ impl<T> Given<T> {
 /// What a source calls each value, for the messages.
 #[derive(Debug, Clone, Copy)]
 pub struct Names {
+    /// The name of the connection count (`-c/--connections` or `connections`).
     pub connections: &'static str,
+    /// The name of the open loop's rate.
     pub rate: &'static str,
+    /// The name of the stages of ramps and holds.
     pub stages: &'static str,
+    /// The name of the arrival process.
     pub arrival: &'static str,
+    /// The name of the request count.
     pub count: &'static str,
+    /// The name of the run's duration.
     pub duration: &'static str,
+    /// The name of the burst size.
     pub burst: &'static str,
+    /// The name of the pause between bursts.
     pub burst_interval: &'static str,
+    /// The name of the number of bursts.
     pub bursts: &'static str,
     /// An example of a rate as written there.
     pub rate_example: &'static str,
@@ -77,23 +88,34 @@ pub const SCENARIO: Names = Names {
 /// The length of a run that gives none.
 #[derive(Debug, Clone, Copy)]
 pub struct Fallback {
+    /// The duration of a run that gives neither a count nor a duration.
     pub duration: Duration,
+    /// The number of bursts of a burst run that gives no length.
     pub bursts: u64,
 }
 
 /// What the user asked for; `None`: not given.
 #[derive(Debug, Clone)]
 pub struct LoadSpec {
+    /// What the source calls each value, for the messages.
     pub names: Names,
+    /// Connections (a closed loop's, or the open loop's pool).
     pub connections: Option<Given<u64>>,
+    /// An open loop's fixed rate, in requests per second.
     pub rate: Option<Given<f64>>,
+    /// An open loop's stages of ramps and holds (rates), or a closed loop's (connections).
     pub stages: Option<Given<StagesSpec>>,
     /// An arrival process the user chose (the command line passes only a non-default one).
     pub arrival: Option<Given<Arrival>>,
+    /// Stop after this many requests.
     pub count: Option<Given<u64>>,
+    /// Stop after this long.
     pub duration: Option<Given<Duration>>,
+    /// A burst run's requests per burst.
     pub burst: Option<Given<u64>>,
+    /// The pause between bursts.
     pub burst_interval: Option<Given<Duration>>,
+    /// The number of bursts.
     pub bursts: Option<Given<u64>>,
     /// The length when none is given; `None`: giving none is an error.
     pub fallback: Option<Fallback>,
@@ -102,7 +124,9 @@ pub struct LoadSpec {
 /// A checked load: the model and when the run stops.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Load {
+    /// The shape of the load.
     pub model: LoadModel,
+    /// When the run stops.
     pub stop: StopRule,
 }
 
@@ -111,7 +135,9 @@ pub struct Load {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct LoadError {
+    /// What is wrong, naming the values as the user wrote them.
     pub message: String,
+    /// The byte offset in the scenario file where the bad value is; `None` on the command line.
     pub at: Option<usize>,
 }
 

@@ -151,6 +151,7 @@ pub enum StreamMode {
 }
 
 impl StreamMode {
+    /// The mode's name as `--stream` takes it and the record writes it: `sse`, `chunks` or `lines`.
     pub fn name(self) -> &'static str {
         match self {
             StreamMode::Sse => "sse",
@@ -163,6 +164,7 @@ impl StreamMode {
 /// What became of one request: its stamps and either a response or an error.
 #[derive(Debug, Clone, Copy)]
 pub struct Sample {
+    /// The instants stamped on the request, from its intended send time to its end.
     pub stamps: Timestamps,
     /// The HTTP status of a complete response.
     pub status: Option<u16>,
@@ -226,9 +228,13 @@ impl Sample {
 /// (with `--compressed`; else the same).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Traffic {
+    /// Header bytes as sent on the wire (HTTP/2: HPACK-compressed; HTTP/1.1: the head).
     pub header: u64,
+    /// Header bytes as decoded (HTTP/2: every field's name and value; HTTP/1.1: the head).
     pub header_decoded: u64,
+    /// Body bytes as received, without chunk framing.
     pub body: u64,
+    /// Body bytes after decoding (`--compressed`); else the same as `body`.
     pub body_decoded: u64,
 }
 
@@ -245,7 +251,9 @@ impl Traffic {
 /// `http` or `https`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {
+    /// Plain `http`: TCP without TLS.
     Http,
+    /// `https`: TLS over TCP (or QUIC for HTTP/3).
     Https,
 }
 
@@ -327,9 +335,11 @@ pub fn split_url(url: &str) -> Result<(Scheme, String, u16, String), ModelError>
 pub struct Target {
     /// The URL as the user gave it (or as made for the embedded target).
     pub url: String,
+    /// `http` or `https`, from the URL.
     pub scheme: Scheme,
     /// Host name as written in the URL (used for SNI and the Host header).
     pub host: String,
+    /// The port to connect to: the URL's, else 80 for `http` and 443 for `https`.
     pub port: u16,
     /// `/path?query`.
     pub path_and_query: String,
@@ -364,8 +374,11 @@ pub enum StopRule {
 /// over `duration` (a hold when they are equal).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateStage {
+    /// How long the stage lasts.
     pub duration: Duration,
+    /// The rate at the stage's start, in requests per second.
     pub from_rps: f64,
+    /// The rate at the stage's end, in requests per second.
     pub to_rps: f64,
 }
 
@@ -373,7 +386,10 @@ pub struct RateStage {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Schedule {
     /// A fixed rate in requests per second, across all connections and threads.
-    Constant { rate: f64 },
+    Constant {
+        /// Requests per second, greater than 0.
+        rate: f64,
+    },
     /// Stages of ramps and holds, one after another.
     Stages(Vec<RateStage>),
 }
@@ -382,8 +398,11 @@ pub enum Schedule {
 /// connections, linearly over `duration`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnStage {
+    /// How long the stage lasts.
     pub duration: Duration,
+    /// Active connections at the stage's start.
     pub from: usize,
+    /// Active connections at the stage's end.
     pub to: usize,
 }
 
@@ -410,12 +429,18 @@ impl Arrival {
 #[derive(Debug, Clone, PartialEq)]
 pub enum LoadModel {
     /// Each connection sends its next request as soon as the previous one is answered.
-    Closed { connections: usize },
+    Closed {
+        /// The number of connections, each with one request in flight.
+        connections: usize,
+    },
     /// Requests are due on a schedule whether or not earlier ones were answered; a request
     /// due while all `connections` are busy waits for one, and its wait counts (`queue`).
     Open {
+        /// When requests are due.
         schedule: Schedule,
+        /// How due times are spaced around the schedule's rate (evenly, or Poisson).
         arrival: Arrival,
+        /// The connections that send the due requests.
         connections: usize,
     },
     /// A closed loop whose number of active connections follows stages (ramps and holds).
@@ -423,8 +448,11 @@ pub enum LoadModel {
     /// Fire `size` requests at once, wait for all the answers, pause `interval`, repeat
     /// (`bursts` times, or until the duration ends).
     Burst {
+        /// Requests per burst, all sent at once.
         size: usize,
+        /// The pause after a burst's last answer before the next burst.
         interval: Duration,
+        /// How many bursts to send; `None`: until the duration ends.
         bursts: Option<u64>,
     },
 }
@@ -481,6 +509,7 @@ by_name!(LoadKind, "load model");
 pub struct Segment {
     /// 0-based.
     pub index: u64,
+    /// The number of segments the plan is split into (`n`, at least 1).
     pub count: u64,
 }
 

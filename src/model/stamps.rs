@@ -8,12 +8,18 @@ use std::time::{Duration, Instant};
 /// [`Timestamps::durations`].
 #[derive(Debug, Clone, Copy)]
 pub struct Timestamps {
+    /// When the request was due: its scheduled time in an open loop, when its connection became
+    /// free in a closed loop. The total counts from here.
     pub intended: Instant,
     /// When the scheduler released the request (see [`Phase::Lag`]).
     pub released: Instant,
+    /// When a connection took the request and began on it (the uncorrected time counts from here).
     pub dispatched: Instant,
+    /// The TCP connect (or QUIC handshake) began (`None`: the request reused an open connection).
     pub connect_start: Option<Instant>,
+    /// The TCP connection was established (`None`: no connect for this request).
     pub connect_end: Option<Instant>,
+    /// The TLS handshake completed (`None`: no TLS handshake for this request).
     pub tls_end: Option<Instant>,
     /// HTTP/2: the server's first frame (its SETTINGS) arrived.
     pub h2_settings: Option<Instant>,
@@ -24,13 +30,17 @@ pub struct Timestamps {
     /// arrived or the bound ran out (`None`: the body went with the head, or never went: the
     /// server answered first).
     pub head_written: Option<Instant>,
+    /// The server's `100 Continue` arrived or the bound ran out, and the body could go (`None`: no
+    /// `Expect: 100-continue` wait).
     pub continued: Option<Instant>,
     /// HTTP/3: the QUIC handshake completed (from `connect_start`).
     pub quic_end: Option<Instant>,
     /// HTTP/3 with `--zero-rtt`: the resumed connection was usable with 0-RTT keys (instead of
     /// `quic_end`).
     pub quic_0rtt: Option<Instant>,
+    /// The request was fully written (`None`: the write never finished).
     pub written: Option<Instant>,
+    /// The first response byte arrived (`None`: no response).
     pub first_byte: Option<Instant>,
     /// The last response byte.
     pub done: Option<Instant>,

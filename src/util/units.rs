@@ -222,7 +222,9 @@ pub fn parse_stages(input: &str) -> Result<StagesSpec, UnitError> {
 /// When to start (`--start-at`): an RFC 3339 time, or `+DURATION` from now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartAt {
+    /// At this wall-clock time (an RFC 3339 time).
     At(std::time::SystemTime),
+    /// After this long from now (`+DURATION`).
     In(Duration),
 }
 
