@@ -166,6 +166,7 @@ pub mod awake {
     pub struct Needed(());
 
     impl Needed {
+        /// Marks this thread's connection as needing the thread awake until the guard is dropped.
         pub fn new() -> Self {
             NEEDED.with(|n| n.set(n.get() + 1));
             Needed(())

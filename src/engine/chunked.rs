@@ -38,6 +38,8 @@ pub struct ChunkDecoder {
 }
 
 impl ChunkDecoder {
+    /// A decoder at the start of a chunked body that accepts at most `max_trailer_bytes` of
+    /// trailer.
     pub fn new(max_trailer_bytes: usize) -> Self {
         ChunkDecoder {
             state: Chunk::Size,
@@ -49,6 +51,7 @@ impl ChunkDecoder {
         }
     }
 
+    /// Whether the body's last chunk and trailer have been read.
     pub fn is_done(&self) -> bool {
         self.state == Chunk::Done
     }

@@ -18,7 +18,9 @@ use std::time::Duration;
 pub struct SessionConfig {
     /// The protocol the sessions speak, with what its requests need.
     pub wire: Wire,
+    /// The per-request timeout, connect included (`--timeout`).
     pub timeout: Duration,
+    /// The most bytes a response's header list may have (`--max-header-list`; HTTP/1.1: its head).
     pub max_header_bytes: usize,
     /// HTTP/1.1 requests sent with `Expect: 100-continue` and a body: how long to wait for the
     /// server's `100 Continue` before the body goes anyway (`--expect100-timeout`).
@@ -59,7 +61,9 @@ pub enum Wire {
 /// HTTP/1.1: the fixed request's bytes, prepared once.
 #[derive(Clone)]
 pub struct Http1Wire {
+    /// Opens the connections (TCP, and TLS for `https`).
     pub connector: Connector,
+    /// The fixed request, rendered once.
     pub template: RequestTemplate,
     /// `--pipeline`: requests in flight per connection ([`super::pipeline`]).
     pub pipeline: usize,
@@ -69,8 +73,11 @@ pub struct Http1Wire {
 /// authority and default headers) and the connection's settings.
 #[derive(Clone)]
 pub struct H2Wire {
+    /// Opens the connections (TCP, and TLS with ALPN `h2` for `https`).
     pub connector: Connector,
+    /// The fixed request, or the defaults of templated ones.
     pub request: Request,
+    /// The connection's settings and windows.
     pub tuning: http2::Tuning,
 }
 
@@ -78,21 +85,28 @@ pub struct H2Wire {
 /// JSON to encode.
 #[derive(Clone)]
 pub struct GrpcWire {
+    /// The HTTP/2 side of the calls.
     pub h2: H2Wire,
+    /// The codec that encodes a JSON body as the method's input message; `None`: bodies go as
+    /// given.
     pub codec: Option<grpc::Codec>,
 }
 
 /// HTTP/3: QUIC connections, and the request of every stream (as HTTP/2's).
 #[derive(Clone)]
 pub struct H3Wire {
+    /// Opens the QUIC connections.
     pub connector: http3::H3Connector,
+    /// The request of every stream.
     pub request: Request,
 }
 
 /// `tcp://`: the framed binary request and its reply's framing.
 #[derive(Clone)]
 pub struct FramedWire {
+    /// Opens the connections to the framed target.
     pub connector: Connector,
+    /// The request's bytes and how the reply is framed.
     pub plan: FramedPlan,
 }
 

@@ -21,7 +21,9 @@ use tokio_rustls::TlsConnector;
 /// A connected byte stream, plain or TLS. Reads from it yield application bytes: a TLS
 /// record that carries no application data (a session ticket) is not a response byte.
 pub enum Stream {
+    /// A plain TCP connection.
     Plain(TcpStream),
+    /// A TLS session over TCP.
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
 }
 

@@ -10,8 +10,11 @@ use std::io::Read;
 /// A content coding reqlife decodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Coding {
+    /// `gzip`.
     Gzip,
+    /// `deflate` (zlib, or raw deflate as some servers send it).
     Deflate,
+    /// `br` (Brotli).
     Br,
 }
 
@@ -110,6 +113,7 @@ pub struct BodyDecoder {
 }
 
 impl BodyDecoder {
+    /// A decoder that keeps at most `max_bytes` of a body.
     pub fn new(max_bytes: u64) -> Self {
         BodyDecoder {
             body: Vec::new(),

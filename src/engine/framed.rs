@@ -20,9 +20,19 @@ const BUF_BYTES: usize = 16 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FrameError {
     /// The length prefix announces more than the limit (`--max-body`).
-    TooLong { announced: u64, max: u64 },
+    TooLong {
+        /// The length the prefix announces, in bytes.
+        announced: u64,
+        /// The limit, in bytes.
+        max: u64,
+    },
     /// Bytes arrived after the end of the reply: the server sent more than it announced.
-    Extra { extra: u64, total: u64 },
+    Extra {
+        /// The bytes past the end of the reply.
+        extra: u64,
+        /// The reply's length as announced, in bytes.
+        total: u64,
+    },
 }
 
 impl std::fmt::Display for FrameError {
@@ -126,6 +136,7 @@ impl FrameReader {
 /// One session's framed connection: the stream, the request (a copy of the payload, its
 /// seqid slot rewritten per request) and the read buffer.
 pub struct FramedConn {
+    /// The connection; `None` before the first connect or after a failure closed it.
     pub stream: Option<Stream>,
     request: Vec<u8>,
     buf: Vec<u8>,
@@ -134,6 +145,7 @@ pub struct FramedConn {
 }
 
 impl FramedConn {
+    /// A connection slot, not yet connected, for the plan's request.
     pub fn new(plan: &FramedPlan) -> Self {
         FramedConn {
             stream: None,

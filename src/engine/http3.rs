@@ -273,11 +273,16 @@ impl From<h3::error::StreamError> for StreamError {
 /// it left unprocessed (sent again on a new one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct H3Response {
+    /// The HTTP status (`:status`).
     pub status: u16,
     /// The connection's UDP bytes read and written since the previous response.
     pub bytes_read: u64,
+    /// The connection's UDP bytes written since the previous response.
     pub bytes_written: u64,
+    /// The response's header and body bytes, as received and decoded.
     pub traffic: Traffic,
+    /// The server ended the connection under an earlier try of this request, which went again on a
+    /// new one.
     pub server_closed: bool,
 }
 

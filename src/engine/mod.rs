@@ -49,7 +49,9 @@ crate::util::exit::exit_code!(crate::util::exit::EXIT_USAGE => SetupError);
 /// A failed request: its kind (for counting) and a human detail (for the first of a kind).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineError {
+    /// The kind of failure, for counting.
     pub kind: ErrorKind,
+    /// A human description, shown for the first error of its kind.
     pub detail: String,
     /// HTTP/2: the RST_STREAM error code of a reset stream.
     pub code: Option<u32>,
@@ -59,6 +61,7 @@ pub struct EngineError {
 }
 
 impl EngineError {
+    /// An error of `kind` with `detail`, without a reset code or a cause.
     pub fn new(kind: ErrorKind, detail: String) -> Self {
         EngineError {
             kind,
@@ -88,8 +91,11 @@ impl EngineError {
 /// What one request gave.
 #[derive(Debug, Clone)]
 pub struct Outcome {
+    /// The response's status code, or why the request failed.
     pub result: Result<u16, EngineError>,
+    /// Response bytes read.
     pub bytes_read: u64,
+    /// Request bytes written.
     pub bytes_written: u64,
     /// Header and body bytes of the response, as received and decoded.
     pub traffic: Traffic,
@@ -108,8 +114,18 @@ pub struct Outcome {
 /// the parts an HTTP/2 stream's request is built from).
 #[derive(Debug, Clone, Copy)]
 pub enum Send<'a> {
-    Fixed { seq: u64 },
-    Rendered { rendered: &'a Rendered, head: bool },
+    /// The run's one fixed request.
+    Fixed {
+        /// Its sequence number, for a framed request's seqid slot.
+        seq: u64,
+    },
+    /// A request rendered for this send.
+    Rendered {
+        /// The rendered request: HTTP/1.1 bytes, or an HTTP/2 request's parts.
+        rendered: &'a Rendered,
+        /// Its method is HEAD (the response has no body).
+        head: bool,
+    },
 }
 
 /// Spaces the new connections of one worker thread at least `gap` apart

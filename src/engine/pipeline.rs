@@ -22,10 +22,12 @@ pub struct Batch {
     ends: Vec<usize>,
     /// Each request's method was HEAD.
     heads: Vec<bool>,
+    /// The stamps of each request in the batch, in send order.
     pub stamps: Vec<Timestamps>,
 }
 
 impl Batch {
+    /// Empties the batch, keeping its buffers.
     pub fn clear(&mut self) {
         self.bytes.clear();
         self.ends.clear();
@@ -41,10 +43,12 @@ impl Batch {
         self.stamps.push(stamps);
     }
 
+    /// The number of requests in the batch.
     pub fn len(&self) -> usize {
         self.ends.len()
     }
 
+    /// Whether the batch holds no request.
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }

@@ -15,10 +15,13 @@ use bytes::Bytes;
 /// call) sends.
 #[derive(Debug, Clone)]
 pub struct Request {
+    /// The method.
     pub method: http::Method,
     /// The absolute URI: its scheme and authority become `:scheme` and `:authority`.
     pub uri: http::Uri,
+    /// The regular headers (no pseudo-headers).
     pub headers: http::HeaderMap,
+    /// The body; empty for none.
     pub body: Bytes,
 }
 

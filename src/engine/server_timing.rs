@@ -30,6 +30,7 @@
 /// One metric of a `Server-Timing` header.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Metric<'a> {
+    /// The metric's name.
     pub name: &'a str,
     /// Duration in milliseconds, if given as a number (it may be negative).
     pub dur_ms: Option<f64>,
@@ -66,6 +67,7 @@ impl<'a> Desc<'a> {
         self.bytes().eq(other.iter().copied())
     }
 
+    /// Whether the description as sent is empty (`desc=""`).
     pub fn is_empty(&self) -> bool {
         self.raw.is_empty()
     }

@@ -29,9 +29,13 @@ pub const TOO_LONG: &str =
 /// The fields of the event-stream format that mean something.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Field {
+    /// `event`: the event type.
     Event,
+    /// `data`: a line of the event's data.
     Data,
+    /// `id`: the event ID.
     Id,
+    /// `retry`: the reconnection time, in milliseconds.
     Retry,
     /// Any other field: ignored.
     Other,
@@ -92,6 +96,7 @@ impl Default for SseParser {
 }
 
 impl SseParser {
+    /// A parser at the start of a stream.
     pub fn new() -> Self {
         SseParser {
             state: State::Bom(0),
@@ -248,6 +253,7 @@ impl SseParser {
 pub struct Event {
     /// The event type (`message` when none was given).
     pub event: String,
+    /// The event's data, its lines joined with LF.
     pub data: String,
     /// The last event ID after this event.
     pub id: String,
@@ -258,6 +264,7 @@ pub struct Event {
 /// A sink that builds the events (for tests and the fuzz target; it allocates).
 #[derive(Debug, Default)]
 pub struct Collect {
+    /// The events dispatched so far, in order.
     pub events: Vec<Event>,
     field: Option<Field>,
     value: Vec<u8>,

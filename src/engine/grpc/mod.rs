@@ -92,6 +92,7 @@ pub struct Codec {
 }
 
 impl Codec {
+    /// A codec for a method whose input message is `input`.
     pub fn new(input: MessageDescriptor) -> Self {
         Codec { input }
     }

@@ -91,7 +91,12 @@ pub enum ReflectError {
     /// The server offers neither reflection service (UNIMPLEMENTED for both).
     Unsupported,
     /// The server's reflection does not know the service; the services it does know.
-    UnknownService { detail: String, known: Vec<String> },
+    UnknownService {
+        /// The server's message.
+        detail: String,
+        /// The services its reflection lists.
+        known: Vec<String>,
+    },
     /// Anything else: an error status, an answer that cannot be used, no answer in time.
     Failed(String),
 }

@@ -20,6 +20,7 @@ use tokio::io::AsyncWriteExt;
 /// A complete response, as far as the load tester cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Response {
+    /// The HTTP status of the final response.
     pub status: u16,
     /// Bytes read for this response (interim responses, head, body framing and body).
     pub bytes_read: u64,
@@ -43,8 +44,11 @@ impl Response {
 /// first, comma-joined), the decoder of an encoded body (`--compressed`), the tracker of a
 /// streamed one's events (`--stream`).
 pub struct Sinks<'a> {
+    /// Receives the `Server-Timing` values.
     pub timing: &'a mut Vec<u8>,
+    /// Decodes an encoded body (`--compressed`); `None`: bodies are counted, not kept.
     pub decoder: Option<&'a mut BodyDecoder>,
+    /// Counts a streamed response's events (`--stream`).
     pub stream: &'a mut StreamTracker,
 }
 
@@ -102,6 +106,7 @@ pub struct Http1Conn {
 }
 
 impl Http1Conn {
+    /// An idle connection over `stream`.
     pub fn new(stream: Stream) -> Self {
         Http1Conn {
             stream,

@@ -205,11 +205,16 @@ pub(in crate::engine) fn not_h2_error() -> EngineError {
 /// A response: status, bytes, and whether the server ended (GOAWAY, or a close) the
 /// connection before it, once per such connection: the first response after it tells it.
 pub struct H2Response {
+    /// The HTTP status (`:status`).
     pub status: u16,
     /// The connection's bytes read and written since the previous response (this one's share).
     pub bytes_read: u64,
+    /// The connection's bytes written since the previous response.
     pub bytes_written: u64,
+    /// The response's header and body bytes, as received and decoded.
     pub traffic: Traffic,
+    /// The server ended the connection (GOAWAY or a close) before this response; said once per
+    /// connection.
     pub server_closed: bool,
     /// On a request that opened the connection: the server's SETTINGS_MAX_CONCURRENT_STREAMS.
     pub max_streams: Option<usize>,
@@ -220,9 +225,13 @@ pub struct H2Response {
 /// encoded body is kept and decoded; a streamed response's events go to `tracker` (one DATA
 /// frame is one unit); a gRPC call's `grpc-status` and `grpc-message` go to `grpc`.
 pub struct Sinks<'a> {
+    /// Receives the `Server-Timing` values of the headers and trailers.
     pub timing: &'a mut Vec<u8>,
+    /// Keeps and decodes an encoded body (`--compressed`); `None`: bodies are counted, not kept.
     pub decoder: Option<&'a mut BodyDecoder>,
+    /// Counts a streamed response's events (one DATA frame is one unit).
     pub tracker: &'a mut StreamTracker,
+    /// A gRPC call's `grpc-status` and `grpc-message`; `None` for plain HTTP/2.
     pub grpc: Option<&'a mut Status>,
     /// The trace headers the request carries (`--trace-context`), added to its header block.
     pub trace: Option<crate::model::trace::TraceHeaders<'a>>,
