@@ -9,8 +9,10 @@ use std::collections::BTreeMap;
 /// first `grpc-message` of each code. Both absent from runs that made no gRPC call.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct GrpcStatuses {
+    /// Calls by status code name (`OK`, `UNAVAILABLE`, …).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub grpc_status: BTreeMap<String, u64>,
+    /// The first `grpc-message` of each status code name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub grpc_messages: BTreeMap<String, String>,
 }

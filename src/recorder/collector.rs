@@ -39,6 +39,7 @@ pub struct IntervalSet {
     pub thread: usize,
     /// Interval number from the start of recording.
     pub index: u64,
+    /// The interval's counters so far.
     pub counters: Counters,
     /// The phases recorded so far; while [`IntervalSet::on_time`] counts, the phases its
     /// requests imply are left out (see [`IntervalSet::record`]).
@@ -184,7 +185,12 @@ fn add_status(status: &mut Vec<(u16, u64)>, code: u16, n: u64) {
 /// What a worker tells the collector.
 pub enum Msg {
     /// A closed interval; the worker now records interval `now_at` (`u64::MAX`: none more).
-    Closed { set: Box<IntervalSet>, now_at: u64 },
+    Closed {
+        /// The worker's figures of the interval.
+        set: Box<IntervalSet>,
+        /// The interval the worker records now.
+        now_at: u64,
+    },
 }
 
 /// One interval being merged: the threads' parts so far.
@@ -459,6 +465,7 @@ impl Collector {
 /// A worker's end of the collector: where its closed intervals go and its spare sets come
 /// from.
 pub struct WorkerLink {
+    /// The worker thread's number (where its spare sets come back).
     pub thread: usize,
     tx: SyncSender<Msg>,
     spares: Receiver<Box<IntervalSet>>,
@@ -502,6 +509,7 @@ pub struct Sinks {
 /// The final intervals for the run's own thread (`--every`, `--abort-on-fail`, the view),
 /// and how far they are final: an `--every` line waits for that, not for the clock.
 pub struct Live {
+    /// Where each interval goes once final.
     pub tx: mpsc::Sender<IntervalSnapshot>,
     /// Every interval below this index is final ([`Collector::final_below`]); stored after
     /// their snapshots were sent. A run's thread that reads it first, then the channel, holds
@@ -515,7 +523,9 @@ pub type Watch = Box<dyn Fn(&IntervalSnapshot) + Send>;
 /// When the series starts: once the run's gate opens (an open loop opens its connections
 /// first), after the warm-up.
 pub struct Start {
+    /// The gate the run opens when its load starts.
     pub gate: std::sync::Arc<crate::util::start::StartGate>,
+    /// How long after the gate the series starts (`--warmup`).
     pub warmup: Duration,
 }
 
@@ -540,6 +550,7 @@ fn wait_for_start(start: &Start, rx: &Receiver<Msg>) -> (Vec<Msg>, Instant) {
 
 /// What the collector thread gave at the end.
 pub struct Collected {
+    /// The run's interval series.
     pub series: Series,
     /// The run's phase histograms, the sum of the intervals (`None`: the collector failed).
     pub totals: Option<PhaseHists>,

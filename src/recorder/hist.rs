@@ -124,15 +124,25 @@ pub fn decode(text: &str) -> Result<Histogram<u64>, RecordError> {
 /// recorded.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
+    /// Values recorded (requests, for a request phase).
     pub count: u64,
+    /// The smallest value.
     pub min_us: Option<f64>,
+    /// The mean.
     pub mean_us: Option<f64>,
+    /// The standard deviation.
     pub stdev_us: Option<f64>,
+    /// The median (50th percentile).
     pub p50_us: Option<f64>,
+    /// The 90th percentile.
     pub p90_us: Option<f64>,
+    /// The 99th percentile.
     pub p99_us: Option<f64>,
+    /// The 99.9th percentile.
     pub p999_us: Option<f64>,
+    /// The 99.99th percentile.
     pub p9999_us: Option<f64>,
+    /// The largest value.
     pub max_us: Option<f64>,
     /// Values at the histogram's highest trackable value ([`MAX_NS`], one hour, within its
     /// 0.1% precision): those beyond it are recorded there, still counted, never dropped.
@@ -278,13 +288,18 @@ impl Stats {
 /// Small per-interval statistics of a phase.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct IntervalStats {
+    /// Values recorded in the interval.
     pub count: u64,
+    /// The median, µs (0 when nothing was recorded).
     pub p50_us: f64,
+    /// The 99th percentile, µs (0 when nothing was recorded).
     pub p99_us: f64,
+    /// The largest value, µs (0 when nothing was recorded).
     pub max_us: f64,
 }
 
 impl IntervalStats {
+    /// The statistics of one interval's histogram (nanoseconds in, µs out).
     pub fn of(h: &Histogram<u64>) -> IntervalStats {
         IntervalStats {
             count: h.len(),

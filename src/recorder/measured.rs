@@ -11,10 +11,13 @@ use crate::model::ErrorKind;
 /// What one or more threads measured.
 #[derive(Debug, Clone)]
 pub struct Measured {
+    /// Counts of requests, errors and bytes.
     pub counters: Counters,
     /// Count per status code (index = code; the last slot holds codes ≥ 999).
     pub status: Vec<u64>,
+    /// The histogram of each phase.
     pub hists: PhaseHists,
+    /// The detail of the first error of each kind, by [`ErrorKind::index`].
     pub first_errors: [Option<String>; ErrorKind::ALL.len()],
     /// The interval series, bounded (merged across threads by the collector, or by
     /// [`Measured::merge`]).
@@ -34,6 +37,7 @@ pub struct Measured {
     pub server: server_timing::ServerTimingAcc,
     /// HTTP/2 RST_STREAM counts by error code; gRPC statuses by code (with first messages).
     pub reset_codes: CodeCounts,
+    /// gRPC calls by status code (with each code's first message).
     pub grpc_codes: CodeCounts,
     /// HTTP/2: the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced.
     pub h2_max_streams: Option<u64>,

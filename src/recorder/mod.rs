@@ -8,6 +8,8 @@
 pub mod codes;
 pub mod collector;
 mod error;
+// documented by the issue 34 work
+#[allow(missing_docs)]
 pub mod exemplar;
 pub mod hdrlog;
 pub mod hist;
@@ -46,7 +48,9 @@ pub struct Counters {
     pub ok: u64,
     /// Errors per [`ErrorKind::index`].
     pub errors: [u64; ErrorKind::ALL.len()],
+    /// Response bytes read.
     pub bytes_read: u64,
+    /// Request bytes written.
     pub bytes_written: u64,
     /// Header and body bytes of the responses, as received and decoded.
     pub traffic: Traffic,
@@ -202,7 +206,9 @@ impl PhaseHists {
 /// (small, growing ones) and status counts.
 #[derive(Debug, Clone)]
 pub struct RequestAcc {
+    /// Counts of requests, errors and bytes.
     pub counters: Counters,
+    /// The histogram of each phase.
     pub hists: PhaseHists,
     /// (status code, responses).
     pub status: Vec<(u16, u64)>,
@@ -246,6 +252,7 @@ impl RequestAcc {
 pub struct IntervalSnapshot {
     /// Interval number from the start of recording.
     pub index: u64,
+    /// The interval's counters, all threads together.
     pub counters: Counters,
     /// V2+DEFLATE histograms per phase (empty phases left out).
     pub hists: Vec<(Phase, Vec<u8>)>,
@@ -339,7 +346,9 @@ enum Link {
 /// Per-burst histograms: dispatch all, then wait for all (nanoseconds).
 #[derive(Debug, Clone)]
 pub struct BurstHists {
+    /// From the burst's start to its last request written.
     pub dispatch: Histogram<u64>,
+    /// From its last request written to its last answer.
     pub wait: Histogram<u64>,
 }
 

@@ -93,6 +93,7 @@ pub struct ProbeCost {
 pub struct ProbeAcc {
     /// The server's processes, and the name of the first.
     pub pids: Vec<u32>,
+    /// The name of the first of the server's processes.
     pub process: String,
     /// One request in this many is timed (1: every one).
     pub sample: u64,
@@ -106,6 +107,7 @@ pub struct ProbeAcc {
     pub uprobe: Vec<bool>,
     /// Things the report must say (the server exited, probes that never fired).
     pub notes: Vec<String>,
+    /// What the probes cost the server.
     pub cost: ProbeCost,
     /// Probed on another host (`reqlife probe` there, `run --server-probes-from`): where,
     /// and the clocks' offset.
@@ -128,15 +130,21 @@ pub struct RemoteClock {
 /// histograms V2+DEFLATE in base64, the series by interval.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct WireAcc {
+    /// The server's processes.
     pub pids: Vec<u32>,
+    /// The name of the first of them.
     pub process: String,
+    /// One request in this many is timed (1: every one).
     pub sample: u64,
     /// (name, what, histogram)
     pub phases: Vec<(String, String, String)>,
     /// (interval index, [(name with [`PREFIX`], histogram)])
     pub series: Vec<(u64, Vec<(String, String)>)>,
+    /// (probe, hits, whether it is a uprobe).
     pub hits: Vec<(String, u64, bool)>,
+    /// Things the report must say (the server exited, probes that never fired).
     pub notes: Vec<String>,
+    /// What the probes cost the server.
     pub cost: ProbeCost,
 }
 

@@ -129,6 +129,7 @@ impl Reservoir {
         &self.items
     }
 
+    /// The most items the reservoir keeps.
     pub fn capacity(&self) -> usize {
         self.capacity
     }

@@ -26,6 +26,7 @@ pub const MAX_BYTES: u64 = 1 << 20;
 pub struct Series {
     /// Base intervals per entry: a power of two.
     pub span: u64,
+    /// The entries, oldest first; each covers `span` base intervals.
     pub entries: Vec<IntervalSnapshot>,
     cap: u64,
     /// Bytes of the entries in memory (narrow ones included), and the most kept there.

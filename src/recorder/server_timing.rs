@@ -17,6 +17,7 @@ pub const MAX_NAMES: usize = 64;
 /// One metric name's figures.
 #[derive(Debug, Clone)]
 pub struct MetricAcc {
+    /// The metric's name as the server gives it.
     pub name: String,
     /// Durations (nanoseconds) of the responses that gave one.
     pub hist: Histogram<u64>,
@@ -30,6 +31,7 @@ pub struct MetricAcc {
 #[derive(Debug, Clone)]
 pub struct ServerTimingAcc {
     total_name: String,
+    /// Each metric name's figures, in the order first seen.
     pub metrics: Vec<MetricAcc>,
     /// (name index, desc, count).
     pub labels: Vec<(usize, Vec<u8>, u64)>,

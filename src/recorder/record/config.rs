@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 /// A name the resolver looked up before the run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Resolved {
+    /// The address the resolver gave (the first, without the port).
     pub addr: String,
     /// Seconds the lookup took.
     pub took_s: f64,
@@ -17,6 +18,7 @@ pub struct Resolved {
 /// What was asked for.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Config {
+    /// The URL as given.
     pub url: String,
     /// The URL's host was a name: the address the resolver gave, and how long it took (once,
     /// before the run; absent for an address, `--resolve` and older records).
@@ -24,17 +26,29 @@ pub struct Config {
     pub resolved: Option<Resolved>,
     /// The target was reqlife's embedded server, started in-process.
     pub embedded_target: bool,
+    /// The request method (a framed run: `u32be-framed` or `unframed`).
     pub method: String,
+    /// Extra request headers, in the order given.
     pub headers: Vec<(String, String)>,
+    /// The fixed request's body length, bytes.
     pub body_bytes: u64,
+    /// Connections (a closed loop's, or an open loop's pool).
     pub connections: u64,
+    /// Worker threads.
     pub threads: u64,
+    /// The run's length in seconds; `None` when it stopped after a count of requests.
     pub duration_s: Option<f64>,
+    /// The count of requests that stopped the run; `None` when it ran for a duration.
     pub requests: Option<u64>,
+    /// The warm-up before recording, seconds.
     pub warmup_s: f64,
+    /// The per-request timeout, seconds.
     pub timeout_s: f64,
+    /// The length of one interval of the series, seconds.
     pub interval_s: f64,
+    /// Certificates were not verified (`--insecure`).
     pub insecure: bool,
+    /// The CA certificate file trusted (`--cacert`), if given.
     pub cacert: Option<String>,
     /// Written by its name: `http/1.1`, `h2`, `h2c`, `h3` or `tcp`.
     pub protocol: Protocol,
@@ -59,12 +73,15 @@ pub struct Config {
     /// time (absent in other load models and older records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pacer_spin: Option<f64>,
+    /// The seed of the random generators (`--seed`, or the one drawn from the clock).
     pub seed: u64,
     /// `reuse` (keep-alive) or `new` (a connection per request).
     pub connection_policy: String,
     /// `--stream`: `sse`, `chunks` or `lines`; absent without it (SSE by its content type).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<String>,
+    /// The whole run's limit of new connections per second (`--max-connections-per-second`), if
+    /// any.
     pub max_connections_per_second: Option<f64>,
     /// The command line as typed.
     pub command_line: Vec<String>,
@@ -119,20 +136,29 @@ fn one() -> u64 {
     1
 }
 
+/// A sweep's levels: what varied and its values, in order.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Sweep {
+    /// What the sweep varies: `connections` or `rate`.
     pub of: String,
+    /// Each level's value: connections, or requests per second.
     pub levels: Vec<f64>,
 }
 
 /// Where it ran.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Environment {
+    /// The reqlife version that ran.
     pub tool_version: String,
+    /// The cores the process could use (the default thread count).
     pub cores: u64,
+    /// The operating system (`linux`).
     pub os: String,
+    /// The CPU architecture (`x86_64`, `aarch64`).
     pub arch: String,
+    /// The kernel's release (`/proc/sys/kernel/osrelease`; empty where unknown).
     pub kernel: String,
+    /// The host's name (empty where unknown).
     pub hostname: String,
     /// RFC 3339 wall-clock time at which recording started.
     pub start_time: String,

@@ -9,8 +9,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// The figures of a run (or of one level of a sweep, or of a merge): counts, bytes, latencies, and
+/// what the generator and the server said.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
+    /// Requests by outcome.
     pub requests: Requests,
     /// Recorded time in seconds (warm-up excluded): the window.
     pub duration_s: f64,
@@ -20,12 +23,15 @@ pub struct Summary {
     /// What became of the requests that did not end within the window.
     #[serde(default)]
     pub end: EndOfRun,
+    /// Bytes read and written, headers and bodies.
     pub bytes: Bytes,
+    /// Connections opened and closed by the server.
     pub connections: Connections,
     /// Status code → responses.
     pub status: BTreeMap<String, u64>,
     /// Error kind → count (every kind listed).
     pub errors: BTreeMap<String, u64>,
+    /// The latency of each phase, the total and the schedule lag.
     pub latency: Latency,
     /// How the generator itself fared.
     pub generator: Generator,
@@ -49,6 +55,7 @@ pub struct Summary {
     pub server_probes: Option<super::probes::ServerProbes>,
     /// HTTP/2: streams reset by the server (RST_STREAM), by error code name.
     pub resets: BTreeMap<String, u64>,
+    /// gRPC calls by status code, and each code's first message (flattened into the summary).
     #[serde(flatten)]
     pub grpc: crate::recorder::codes::GrpcStatuses,
     /// HTTP/2: the concurrent streams per connection the server allows (its
@@ -77,7 +84,9 @@ pub struct Summary {
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum ThresholdState {
+    /// The threshold held.
     Pass,
+    /// The threshold failed.
     Fail,
     /// Nothing was measured to compare (an empty histogram, a share of no requests): neither
     /// pass nor fail.
@@ -89,9 +98,13 @@ pub enum ThresholdState {
 /// checked), else `pass` (exit code 0).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ThresholdVerdict {
+    /// `fail`, `no_data` or `pass`, as above.
     pub state: ThresholdState,
+    /// Thresholds that held.
     pub passed: usize,
+    /// Thresholds that failed.
     pub failed: usize,
+    /// Thresholds with nothing measured to compare.
     pub no_data: usize,
     /// The exit code this verdict gives: 99 when one failed, else 0.
     pub exit_code: i32,
@@ -185,6 +198,7 @@ impl Summary {
 }
 
 impl ThresholdCheck {
+    /// Whether the threshold held, failed, or had no data.
     pub fn state(&self) -> ThresholdState {
         match (self.no_data, self.pass) {
             (true, _) => ThresholdState::NoData,
@@ -206,6 +220,7 @@ impl ThresholdCheck {
 /// One request name's figures.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RequestFigures {
+    /// The requests of this name, by outcome.
     pub requests: Requests,
     /// Requests completed per second of the run.
     pub throughput_rps: f64,
@@ -213,6 +228,7 @@ pub struct RequestFigures {
     pub status: BTreeMap<String, u64>,
     /// Error kind → count (kinds with none left out).
     pub errors: BTreeMap<String, u64>,
+    /// The latency of this name's requests.
     pub latency: Latency,
 }
 
@@ -221,6 +237,7 @@ pub struct RequestFigures {
 pub struct Bursts {
     /// Requests per burst.
     pub size: u64,
+    /// The pause between bursts, seconds.
     pub interval_s: f64,
     /// Bursts completed.
     pub count: u64,
@@ -233,9 +250,13 @@ pub struct Bursts {
 /// Statistics over bursts, in microseconds.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct BurstStats {
+    /// The mean, µs.
     pub mean_us: f64,
+    /// The median, µs.
     pub p50_us: f64,
+    /// The 95th percentile, µs.
     pub p95_us: f64,
+    /// The largest, µs.
     pub max_us: f64,
 }
 
@@ -310,6 +331,7 @@ pub struct Generator {
     pub interval_snapshot_bytes: u64,
 }
 
+/// Requests by outcome.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Requests {
     /// Requests that ended: `ok + errors`.
@@ -330,12 +352,19 @@ pub struct Requests {
 /// `--compressed` decoding (else the same).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Bytes {
+    /// Bytes read from the connections (above TLS).
     pub read: u64,
+    /// Bytes written to the connections (above TLS).
     pub written: u64,
+    /// Bytes read per second of the recorded window.
     pub read_per_s: f64,
+    /// Response header bytes as received.
     pub headers: u64,
+    /// Response header bytes as decoded.
     pub headers_decoded: u64,
+    /// Response body bytes as received, without chunk framing.
     pub body: u64,
+    /// Response body bytes after `--compressed` decoding (else the same as `body`).
     pub body_decoded: u64,
 }
 
@@ -350,6 +379,7 @@ impl Bytes {
     }
 }
 
+/// Connections opened, and closed by the server.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Connections {
     /// Connections opened (TCP, or QUIC with `--http3`).
@@ -358,6 +388,7 @@ pub struct Connections {
     pub server_closes: u64,
 }
 
+/// The latency figures of a run, in microseconds.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Latency {
     /// Intended send → last byte (corrected).
@@ -420,12 +451,17 @@ impl Latency {
 pub struct Level {
     /// `100 connections` or `5000 req/s`.
     pub label: String,
+    /// Connections at this level (an open loop's pool).
     pub connections: u64,
     /// Open loop: the level's offered rate.
     pub offered_rps: Option<f64>,
+    /// How the level's run ended.
     pub stop_reason: StopReason,
+    /// The level's figures.
     pub summary: Summary,
+    /// The level's interval series.
     pub intervals: Vec<Interval>,
+    /// Phase name → base64 HdrHistogram V2+DEFLATE of the level, in nanoseconds.
     pub histograms: BTreeMap<String, String>,
 }
 
@@ -434,13 +470,17 @@ pub struct Level {
 pub struct Stage {
     /// What the stage asked for: `0->20000 req/s`, `200 connections`.
     pub label: String,
+    /// Its start, seconds from the start of recording.
     pub start_s: f64,
+    /// Its length, seconds.
     pub duration_s: f64,
+    /// The stage's requests, by outcome.
     pub requests: Requests,
     /// Requests completed per second of the stage.
     pub throughput_rps: f64,
     /// Open loop: the stage's mean offered rate.
     pub offered_rps: Option<f64>,
+    /// The latency of the stage's requests.
     pub latency: Latency,
     /// Phase → base64 V2+DEFLATE histogram of the stage (empty phases left out), for exact
     /// merges; written by the phases' names.
@@ -453,11 +493,17 @@ pub struct Stage {
 pub struct Interval {
     /// Start, seconds from the start of recording.
     pub start_s: f64,
+    /// Its length, seconds (the last one may be shorter).
     pub duration_s: f64,
+    /// Requests that ended in the interval.
     pub requests: u64,
+    /// Complete responses, whatever their status.
     pub ok: u64,
+    /// Requests that failed.
     pub errors: u64,
+    /// Requests that ended per second of the interval.
     pub throughput_rps: f64,
+    /// Response bytes read in the interval.
     pub bytes_read: u64,
     /// Phase (client phases, `total`, `uncorrected`) → p50/p99/max; written by the phases'
     /// names.
@@ -514,6 +560,7 @@ impl Interval {
 pub struct IntervalGenerator {
     /// Schedule lag (open loop: intended → released) p99 and max in the interval, µs.
     pub lag_p99_us: Option<f64>,
+    /// The largest schedule lag in the interval, µs.
     pub lag_max_us: Option<f64>,
     /// The busiest worker thread's share of the interval on a CPU (0..1).
     pub busy_max: Option<f64>,

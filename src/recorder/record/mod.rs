@@ -13,6 +13,8 @@ pub mod config;
 mod counts;
 pub mod figures;
 pub mod probes;
+// documented by the issue 34 work
+#[allow(missing_docs)]
 pub mod slow;
 #[cfg(test)]
 mod tests;
@@ -38,8 +40,11 @@ use std::time::Duration;
 /// Version of the RunRecord layout; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The saved record of one run (or of a sweep, repetitions, a knee search or a merge): what was
+/// asked for, where it ran, what was measured, and every histogram.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RunRecord {
+    /// The layout's version ([`SCHEMA_VERSION`] when written).
     pub schema_version: u32,
     /// A random id drawn when the run started (32 hex digits), so that `reqlife merge` can
     /// refuse a record given twice; absent from records written before it existed.
@@ -49,13 +54,19 @@ pub struct RunRecord {
     /// with one of them is refused too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_run_ids: Vec<String>,
+    /// The tool that wrote the record.
     pub tool: Tool,
+    /// What was asked for.
     pub config: Config,
+    /// Where it ran.
     pub environment: Environment,
     /// How the run ended (written as `duration`, `requests`, `interrupted (SIGINT)`, …).
     pub stop_reason: StopReason,
+    /// The run was interrupted: by SIGINT or SIGTERM, or `q` in the live view.
     pub interrupted: bool,
+    /// The figures of the whole run.
     pub summary: Summary,
+    /// The interval series' figures, in order.
     pub intervals: Vec<Interval>,
     /// With `--stages`: each stage's figures, apart.
     pub stages: Vec<Stage>,
@@ -115,6 +126,7 @@ pub fn new_run_id() -> String {
 /// are one response.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Samples {
+    /// The most responses the sample keeps.
     pub capacity: u64,
     /// Responses the sample was drawn from.
     pub seen: u64,
@@ -169,21 +181,31 @@ impl Samples {
     }
 }
 
+/// The tool that wrote a record.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Tool {
+    /// Its name (`reqlife`).
     pub name: String,
+    /// Its version (the crate's).
     pub version: String,
 }
 
+/// How a run ended, as the record keeps it: what its load measured does not say it.
 #[derive(Debug, Clone)]
 pub struct Ending {
+    /// How long the run was recorded (after the warm-up).
     pub recorded: Duration,
     /// How long the end waited for the requests in flight.
     pub drained: Duration,
+    /// Why the run stopped.
     pub stop_reason: StopReason,
+    /// The run was interrupted: by SIGINT or SIGTERM, or `q` in the live view.
     pub interrupted: bool,
+    /// RFC 3339 wall-clock time at which recording started.
     pub start_time: String,
+    /// The command line as typed.
     pub command_line: Vec<String>,
+    /// The target was reqlife's embedded server.
     pub embedded_target: bool,
 }
 

@@ -17,10 +17,12 @@ pub const COST_WARN_SHARE: f64 = 0.03;
 /// response's arrival at the client: together they span the client's write + wait.
 pub const KERNEL_PHASES: [&str; 3] = ["socket", "handle", "return"];
 
+/// What the server-side probes measured, as the record keeps it.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ServerProbes {
     /// The server's processes and the name of the first.
     pub pids: Vec<u32>,
+    /// The name of the first of the server's processes.
     pub process: String,
     /// One request in this many was timed.
     pub sample: u64,
@@ -37,6 +39,7 @@ pub struct ServerProbes {
     pub explained: Option<Explained>,
     /// Probe → times it fired during the run.
     pub hits: BTreeMap<String, u64>,
+    /// What the probes cost.
     pub cost: Cost,
     /// What the report must say: the server exited, probes that never fired.
     pub notes: Vec<String>,
@@ -66,8 +69,10 @@ pub struct Cost {
     /// must single-step) and a tracepoint hit, ns, measured at the start of the run. The CPU
     /// below counts each uprobe hit at the first.
     pub uprobe_hit_ns: Option<f64>,
+    /// A uprobe hit on an instruction the kernel must single-step, ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uprobe_stepped_hit_ns: Option<f64>,
+    /// A tracepoint hit, ns.
     pub tracepoint_hit_ns: Option<f64>,
     /// Hits × their cost, seconds of CPU.
     pub probe_cpu_s: Option<f64>,
