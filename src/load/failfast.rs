@@ -35,6 +35,7 @@ pub fn attempts(connections: usize) -> u64 {
 /// Why the rule stopped a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tripped {
+    /// The cause the failed attempts share (it names the fix).
     pub cause: Cause,
     /// Failed attempts when it stopped.
     pub failures: u64,

@@ -77,7 +77,9 @@ impl StopSignal {
 #[repr(align(64))]
 #[derive(Default)]
 pub struct ThreadProgress {
+    /// Requests this thread recorded so far.
     pub requests: AtomicU64,
+    /// Of them, those that failed.
     pub errors: AtomicU64,
 }
 
@@ -85,6 +87,7 @@ pub struct ThreadProgress {
 pub struct Progress(pub Vec<ThreadProgress>);
 
 impl Progress {
+    /// Zeroed counters for `threads` worker threads, to share between them and the display.
     pub fn new(threads: usize) -> Arc<Self> {
         Arc::new(Progress(
             (0..threads).map(|_| ThreadProgress::default()).collect(),

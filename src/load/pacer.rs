@@ -103,6 +103,8 @@ pub struct ThreadPacer {
 }
 
 impl ThreadPacer {
+    /// The pacer of worker `thread` of `threads` in `segment` of the plan, drawing Poisson gaps
+    /// from `seed`.
     pub fn new(
         schedule: Schedule,
         arrival: Arrival,

@@ -59,7 +59,9 @@ pub struct ProbeRequest {
 /// Everything checked, and the script written: ready to attach.
 #[derive(Debug, Clone)]
 pub struct Prepared {
+    /// The server's processes, port and executable.
     pub server: target::Server,
+    /// The bpftrace script and what its indices mean.
     pub script: script::Script,
     bpftrace: PathBuf,
     sample: u64,
@@ -294,7 +296,9 @@ impl Probes {
 
 /// The probes of a run: attached here, or on the server's host through its agent.
 pub enum Attached {
+    /// Attached by bpftrace on this host.
     Here(Probes),
+    /// Attached on the server's host by `reqlife probe` there, read through its agent.
     There(remote::Remote),
 }
 

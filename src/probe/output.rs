@@ -13,11 +13,16 @@ pub enum Event {
     Probed,
     /// A tick ended at `ns` (CLOCK_MONOTONIC) with these (phase, bucket key, count).
     Tick {
+        /// When the tick ended, nanoseconds of CLOCK_MONOTONIC.
         ns: u64,
+        /// (phase index, bucket key, count) of the tick's timed requests.
         counts: Vec<(usize, u64, u64)>,
     },
     /// The end, with each probe index's hits.
-    End { hits: Vec<(usize, u64)> },
+    End {
+        /// (probe index, hits) of every probe.
+        hits: Vec<(usize, u64)>,
+    },
 }
 
 /// The reader's state between lines.

@@ -36,7 +36,9 @@ pub const CALIBRATION_PHASE: usize = 99;
 /// What the script probes.
 #[derive(Debug, Clone)]
 pub struct ScriptPlan {
+    /// The server's processes.
     pub pids: Vec<u32>,
+    /// The port the server's requests arrive on.
     pub port: u16,
     /// The kernel's phases (tracepoints).
     pub kernel: bool,
@@ -51,6 +53,7 @@ pub struct ScriptPlan {
     pub send_start: bool,
     /// One request in this many is timed.
     pub sample: u64,
+    /// How often the script prints the counts of a tick, milliseconds.
     pub tick_ms: u64,
     /// reqlife's own pid and its executable, whose two calibration functions the script
     /// probes (see [`calibrate`](super::calibrate)).
@@ -60,6 +63,7 @@ pub struct ScriptPlan {
 /// A script and what its indices mean.
 #[derive(Debug, Clone)]
 pub struct Script {
+    /// The bpftrace program.
     pub text: String,
     /// By phase index: (name, what).
     pub phases: Vec<(String, String)>,

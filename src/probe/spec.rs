@@ -19,14 +19,20 @@ pub enum Site {
     /// A function's entry, or its return (`ret`), in `binary` (the server's executable when
     /// `None`). `symbol` is the name as the binary has it once resolved.
     Function {
+        /// The binary; `None`: the server's executable.
         binary: Option<PathBuf>,
+        /// The function's name.
         symbol: String,
+        /// At the function's return, not its entry.
         ret: bool,
     },
     /// A USDT probe of `binary` (the server's executable when `None`).
     Usdt {
+        /// The binary; `None`: the server's executable.
         binary: Option<PathBuf>,
+        /// The probe's provider.
         provider: String,
+        /// The probe's name.
         name: String,
     },
 }
@@ -34,7 +40,9 @@ pub enum Site {
 /// One item of the list: as written, and where it attaches.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FnProbe {
+    /// The item as written (`NAME%return` for a return), the name its figures go by.
     pub label: String,
+    /// Where it attaches.
     pub site: Site,
 }
 

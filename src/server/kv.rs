@@ -28,6 +28,7 @@ pub enum KvAnswer {
     Exists(usize),
     /// A key was removed.
     Deleted,
+    /// The key is not stored.
     NotFound,
 }
 
@@ -105,6 +106,7 @@ impl Kv {
             .sum()
     }
 
+    /// Whether no key is stored.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

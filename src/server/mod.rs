@@ -35,7 +35,9 @@ const MAX_H2_STREAMS: u32 = 1024;
 /// Where and how to serve.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
+    /// The address to listen on.
     pub addr: SocketAddr,
+    /// Plain HTTP, or TLS with which certificate.
     pub tls: ServerTls,
     /// Keys `1..=kv_preload` stored in `/kv` before serving (`--kv-preload`).
     pub kv_preload: u64,
@@ -78,9 +80,17 @@ impl ServerConfig {
 /// Plain HTTP, a self-signed certificate, or one from files.
 #[derive(Debug, Clone)]
 pub enum ServerTls {
+    /// Plain HTTP (and h2c).
     None,
+    /// TLS with a certificate made at start for `localhost`, `127.0.0.1` and `::1`.
     SelfSigned,
-    Files { cert: PathBuf, key: PathBuf },
+    /// TLS with a certificate and key read from PEM files.
+    Files {
+        /// The certificate chain's file.
+        cert: PathBuf,
+        /// The private key's file.
+        key: PathBuf,
+    },
 }
 
 /// Why the server could not start. Each message names the address or file and the cause.
@@ -89,34 +99,51 @@ pub enum ServerError {
     /// e.g. "cannot bind 127.0.0.1:80: permission denied (ports below 1024 need privileges)".
     #[error("cannot bind {addr}: {}", bind_reason(*.addr, .error))]
     Bind {
+        /// The address asked for.
         addr: SocketAddr,
+        /// Why it could not be bound.
         error: std::io::Error,
     },
     /// e.g. "cannot read certificate file '/x/cert.pem': no such file or directory".
     #[error("cannot read {what} file '{}': {}", .path.display(), io_reason(.error))]
     ReadFile {
+        /// Which file: `certificate` or `key`.
         what: &'static str,
+        /// Its path.
         path: PathBuf,
+        /// Why it could not be read.
         error: std::io::Error,
     },
+    /// A file that is not valid PEM.
     #[error("invalid PEM in {what} file '{}': {}", .path.display(), io_reason(.error))]
     InvalidPem {
+        /// Which file: `certificate` or `key`.
         what: &'static str,
+        /// Its path.
         path: PathBuf,
+        /// What the PEM reader said.
         error: std::io::Error,
     },
+    /// A certificate file with no certificate in it.
     #[error("no certificate found in '{}' (expected PEM -----BEGIN CERTIFICATE-----)", .0.display())]
     NoCertificate(PathBuf),
+    /// A key file with no private key in it.
     #[error("no private key found in '{}' (expected PEM PKCS#8, PKCS#1 or SEC1)", .0.display())]
     NoPrivateKey(PathBuf),
+    /// A certificate and a key that do not belong together.
     #[error("the certificate in '{}' and the key in '{}' do not fit: {reason}", .cert.display(), .key.display())]
     CertificateKey {
+        /// The certificate's file.
         cert: PathBuf,
+        /// The key's file.
         key: PathBuf,
+        /// What TLS said of them.
         reason: String,
     },
+    /// The self-signed certificate could not be made.
     #[error("cannot make a self-signed certificate: {0}")]
     SelfSigned(String),
+    /// The server's runtime could not start.
     #[error("cannot start the server: {}", io_reason(.0))]
     Runtime(std::io::Error),
 }

@@ -152,8 +152,14 @@ static PATTERN: [u8; 65536] = {
 /// A response body: all at once, `n` bytes streamed in 64 KiB chunks, or a timed stream of
 /// events.
 pub enum Body {
+    /// The whole body at once (`None`: no body).
     Full(Option<Bytes>),
-    Pattern { remaining: u64 },
+    /// A body of a repeated pattern, streamed in 64 KiB chunks.
+    Pattern {
+        /// Bytes still to send.
+        remaining: u64,
+    },
+    /// A timed stream of events.
     Events(Box<Events>),
 }
 

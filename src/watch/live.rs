@@ -23,6 +23,8 @@ pub struct LivePrinter {
 }
 
 impl LivePrinter {
+    /// A printer of intervals `interval` long that shows the Server-Timing metric `server_total` as
+    /// the server's total.
     pub fn new(interval: Duration, server_total: &str) -> Self {
         LivePrinter {
             interval,

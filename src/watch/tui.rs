@@ -57,6 +57,7 @@ pub struct LiveState {
 }
 
 impl LiveState {
+    /// An empty view of a run whose intervals are `interval` long.
     pub fn new(interval: Duration) -> Self {
         LiveState {
             interval,
