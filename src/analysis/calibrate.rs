@@ -69,19 +69,26 @@ pub enum Limit {
 pub struct Step {
     /// `closed` or `open`.
     pub load: LoadKind,
+    /// Open loop: the rate asked for, req/s; `None` in a closed loop.
     pub offered_rps: Option<f64>,
+    /// The rate answered, req/s.
     pub achieved_rps: f64,
     /// Worker threads' CPU time per request, µs.
     pub client_cpu_us_per_request: f64,
     /// The busiest worker thread's share of the step on a CPU.
     pub busiest_thread: f64,
+    /// Open loop: the schedule lag's p99, µs; `None` in a closed loop.
     pub lag_p99_us: Option<f64>,
+    /// The median total latency, µs.
     pub total_p50_us: Option<f64>,
+    /// The 99th percentile total latency, µs.
     pub total_p99_us: Option<f64>,
     /// Per response, from the start of its write to its first byte, minus the server's own
     /// total: the network and the client (when the server reports `Server-Timing`).
     pub added_p50_us: Option<f64>,
+    /// As `added_p50_us`, at the 99th percentile.
     pub added_p99_us: Option<f64>,
+    /// Who limited the step (open loop; `none` in a closed loop).
     pub limit: Limit,
 }
 
@@ -133,18 +140,28 @@ pub fn next_rate(rate: f64, kept_up: bool) -> f64 {
 /// The calibration's figures and its verdict.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Calibration {
+    /// The protocol measured (`HTTP/1.1` or `HTTP/2`).
     pub protocol: String,
     /// The target was the embedded one, in this process (it shares the cores).
     pub embedded_target: bool,
+    /// Worker threads.
     pub threads: u64,
+    /// Connections of the closed loop.
     pub connections: u64,
+    /// Nanoseconds per clock read (`Instant::now()`).
     pub timestamp_ns: f64,
+    /// Nanoseconds to record one sample.
     pub record_ns: f64,
+    /// The closed-loop step: the most the generator got answered.
     pub closed: Step,
     /// The highest open-loop rate that kept its schedule, and the step that did not.
     pub open_max_rps: Option<f64>,
+    /// The open-loop steps, in the order run.
     pub open_steps: Vec<Step>,
+    /// A step at low load (a tenth of the open loop's best, 10 to 1000 req/s, on 4 connections);
+    /// `None` when the run was interrupted first.
     pub low_load: Option<Step>,
+    /// The verdict in plain words.
     pub verdict: String,
 }
 

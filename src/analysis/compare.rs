@@ -44,12 +44,14 @@ pub struct Row {
     pub figure: String,
     /// req/s for throughput, else µs.
     pub a: f64,
+    /// The figure in B, in the same unit.
     pub b: f64,
     /// B/A − 1, and its interval.
     pub change: Estimate,
     /// The rank test's two-sided p-value (runs only): exact by permutation, or Mann-Whitney's
     /// normal approximation beyond 50 runs.
     pub p_value: Option<f64>,
+    /// What the change means: faster, slower, no significant change, too few runs.
     pub verdict: Verdict,
     /// Why no change was called, when none was (the p, the noise band, too few runs).
     pub note: Option<String>,
@@ -65,12 +67,15 @@ pub struct Comparison {
     pub method: String,
     /// Runs (or intervals) on each side.
     pub n_a: usize,
+    /// Runs (or intervals) on B's side.
     pub n_b: usize,
+    /// The noise band: a relative change within ±noise is not called a change.
     pub noise: f64,
     /// How a verdict is reached, in words.
     pub rule: String,
     /// What this design cannot see (single runs: the run-to-run variance).
     pub caveat: Option<String>,
+    /// One row per compared figure.
     pub rows: Vec<Row>,
 }
 

@@ -317,11 +317,15 @@ pub struct Search {
     steps: usize,
     /// The rate whose step failed on the generator's health and is run once more.
     retrying: Option<f64>,
+    /// The answer held when its step was repeated.
     pub confirmed: bool,
+    /// What stopped the search going higher: `server`, `client` or `max`.
     pub limited_by: &'static str,
 }
 
 impl Search {
+    /// A search that starts at `start_rps` and stops when its bounds are within `precision` (a
+    /// fraction of the rate), never above `max_rps`.
     pub fn new(start_rps: f64, precision: f64, max_rps: Option<f64>) -> Self {
         Search {
             precision,

@@ -29,7 +29,9 @@ pub struct MannWhitney {
     pub u: f64,
     /// The standardised U (0 for an exact test).
     pub z: f64,
+    /// The two-sided p-value.
     pub p_two_sided: f64,
+    /// The p-value is exact (by the U distribution), not the normal approximation.
     pub exact: bool,
 }
 
@@ -231,8 +233,11 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> MannWhitney {
 /// A point estimate and its confidence interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Estimate {
+    /// The estimate.
     pub point: f64,
+    /// The interval's lower bound.
     pub lo: f64,
+    /// The interval's upper bound.
     pub hi: f64,
 }
 
@@ -329,8 +334,11 @@ pub fn block_bootstrap<T>(
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    /// B is faster: the change lies wholly beyond the noise band, the good way.
     Faster,
+    /// B is slower: the change lies wholly beyond the noise band, the bad way.
     Slower,
+    /// The interval reaches into the noise band: no change is called.
     NoSignificantChange,
     /// The design cannot show a change: an exact rank test of so few runs cannot reach
     /// p < [`ALPHA`] whatever the data.
@@ -338,6 +346,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The verdict in words, as the report prints it.
     pub fn words(self) -> &'static str {
         match self {
             Verdict::Faster => "faster",
@@ -402,6 +411,7 @@ pub fn verdict_of_runs(
 /// The two-sided z for a 5% level and for 80% power: a minimum detectable effect is
 /// `(Z_ALPHA + Z_POWER) × SE`.
 pub const Z_ALPHA: f64 = 1.959_964;
+/// The z for 80% power: the normal distribution's 80th percentile.
 pub const Z_POWER: f64 = 0.841_621;
 
 /// The minimum detectable relative change (5% two-sided, 80% power, normal approximation)

@@ -17,12 +17,19 @@ pub const QUANTILES: [f64; 5] = [0.5, 0.9, 0.99, 0.999, 0.9999];
 /// R's `summary()` plus the quantiles of [`QUANTILES`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
+    /// The number of values.
     pub count: u64,
+    /// The smallest value.
     pub min: f64,
+    /// The first quartile.
     pub q1: f64,
+    /// The median.
     pub median: f64,
+    /// The mean.
     pub mean: f64,
+    /// The third quartile.
     pub q3: f64,
+    /// The largest value.
     pub max: f64,
     /// (p, value) for each of [`QUANTILES`].
     pub quantiles: Vec<(f64, f64)>,

@@ -57,6 +57,7 @@ pub struct PartialRun {
 }
 
 impl PartialRun {
+    /// Nothing measured yet, of a run whose intervals are `interval` long.
     pub fn new(interval: std::time::Duration) -> Self {
         PartialRun {
             interval_s: interval.as_secs_f64(),

@@ -39,6 +39,7 @@ use std::fmt;
 /// Whose figure.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Scope {
+    /// A phase's latency (the default scope is `total`).
     Phase(Phase),
     /// A `Server-Timing` metric.
     Server(String),
@@ -53,25 +54,39 @@ pub enum Scope {
 pub enum Figure {
     /// A percentile, 0 < p ≤ 100, as written (`99.9`).
     Percentile(f64),
+    /// The mean.
     Mean,
+    /// The smallest value.
     Min,
+    /// The largest value.
     Max,
+    /// The standard deviation.
     Stdev,
+    /// The number of values recorded.
     Count,
+    /// The run's failed requests: a count, or a share with `%`.
     Errors,
+    /// The run's responses whose status was not 2xx or 3xx: a count, or a share with `%`.
     Non2xx,
+    /// The run's requests per second.
     Rps,
 }
 
+/// How the figure is compared with the value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
+    /// `<`
     Lt,
+    /// `<=`
     Le,
+    /// `>`
     Gt,
+    /// `>=`
     Ge,
 }
 
 impl Op {
+    /// Whether `a op b` holds (`a` the figure, `b` the value).
     pub fn holds(self, a: f64, b: f64) -> bool {
         match self {
             Op::Lt => a < b,
@@ -94,10 +109,15 @@ impl Op {
 /// The unit a value was written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
+    /// Nanoseconds (`ns`).
     Ns,
+    /// Microseconds (`us` or `µs`).
     Us,
+    /// Milliseconds (`ms`).
     Ms,
+    /// Seconds (`s`).
     S,
+    /// A share of the requests (`%`).
     Percent,
     /// A bare number (a count, or requests per second).
     None,
@@ -130,11 +150,15 @@ impl Unit {
 /// One parsed expression.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Expr {
+    /// Whose figure.
     pub scope: Scope,
+    /// Which figure.
     pub figure: Figure,
+    /// How it is compared.
     pub op: Op,
     /// The number as written, in `unit`.
     pub value: f64,
+    /// The unit `value` was written in.
     pub unit: Unit,
 }
 
@@ -325,6 +349,7 @@ enum Unmeasured {
 /// An expression's figure in a record, or why there is none.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Measured {
+    /// The figure, in the expression's natural unit (ns for latencies, percent for shares).
     Value(f64),
     /// Nothing was measured that the figure is made of (an empty histogram, a share of no
     /// requests): neither pass nor fail.
@@ -336,6 +361,7 @@ pub enum Measured {
 /// One expression checked against a record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Check {
+    /// The expression checked.
     pub expr: Expr,
     /// The figure, in the expression's natural unit; `None` when it could not be measured.
     pub measured: Option<f64>,

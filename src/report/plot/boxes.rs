@@ -13,12 +13,19 @@ use plotters::prelude::*;
 /// The figures of one box, in ns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BoxStats {
+    /// The box's label under it (`100 connections`, `dispatch`).
     pub label: String,
+    /// The 1st percentile: the lower whisker.
     pub p1_ns: f64,
+    /// The 25th percentile: the box's bottom.
     pub p25_ns: f64,
+    /// The median.
     pub p50_ns: f64,
+    /// The 75th percentile: the box's top.
     pub p75_ns: f64,
+    /// The 99th percentile: the upper whisker.
     pub p99_ns: f64,
+    /// The maximum, a dot.
     pub max_ns: f64,
 }
 

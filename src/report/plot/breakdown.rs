@@ -17,7 +17,9 @@ pub const PERCENTILES: [&str; 3] = ["p50", "p90", "p99"];
 /// One segment of the stack: its name and its value (ns) at p50, p90 and p99.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Segment {
+    /// The segment's name (a phase, or a server metric).
     pub name: String,
+    /// Its value at p50, p90 and p99, ns.
     pub ns: [f64; 3],
 }
 

@@ -13,10 +13,15 @@ use plotters::prelude::*;
 /// One step of the search.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
+    /// The rate asked for, req/s.
     pub offered_rps: f64,
+    /// The rate answered, req/s.
     pub achieved_rps: f64,
+    /// The median total latency, ns.
     pub p50_ns: f64,
+    /// The 99th percentile total latency, ns.
     pub p99_ns: f64,
+    /// The step met every SLO.
     pub pass: bool,
 }
 

@@ -17,10 +17,15 @@ use std::fmt::Write as _;
 /// One interval's figures, in ns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Band {
+    /// The interval's start, seconds from the start of recording.
     pub start_s: f64,
+    /// The interval's end, seconds from the start of recording.
     pub end_s: f64,
+    /// The median.
     pub p50_ns: f64,
+    /// The 99th percentile.
     pub p99_ns: f64,
+    /// The largest value.
     pub max_ns: f64,
 }
 

@@ -53,7 +53,9 @@ pub fn color(i: usize) -> RGBColor {
 /// A latency unit for an axis: nanoseconds per unit and its symbol.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Unit {
+    /// Nanoseconds per unit.
     pub ns: f64,
+    /// The unit's symbol (`ms`, `µs`).
     pub symbol: &'static str,
 }
 

@@ -13,7 +13,9 @@ use plotters::prelude::*;
 /// One curve: (percentile as a fraction in 0..=1, latency ns) in rising order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Curve {
+    /// The curve's label in the legend.
     pub label: String,
+    /// (percentile as a fraction, latency ns), in rising order.
     pub points: Vec<(f64, f64)>,
 }
 

@@ -8,10 +8,13 @@ use plotters::prelude::*;
 /// One interval's rates.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rate {
+    /// The interval's start, seconds from the start of recording.
     pub start_s: f64,
+    /// The interval's end, seconds from the start of recording.
     pub end_s: f64,
     /// Requests completed per second (responses and errors).
     pub completed_per_s: f64,
+    /// Failed requests per second.
     pub errors_per_s: f64,
 }
 
