@@ -15,18 +15,23 @@ pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 /// A validated, typed plan: everything a run needs, built from flags in `cli::plan`.
 #[derive(Debug, Clone)]
 pub struct RunPlan {
+    /// Where to connect and what to put in the request line and Host header.
     pub target: Target,
     /// The HTTP method (a framed run sends no HTTP: the records name its framing, see
     /// [`RunPlan::method_label`]).
     pub method: String,
     /// Extra request headers, in the order given.
     pub headers: Vec<(String, String)>,
+    /// The request body (empty for none).
     pub body: Vec<u8>,
+    /// The shape of the load.
     pub load: LoadModel,
+    /// Worker threads, fitted to the load ([`RunPlan::fit_threads`]).
     pub threads: usize,
     /// The threads asked for (`-t`; `None`: one per core): a plan derived with another load
     /// ([`RunPlan::with_load`]) takes its `threads` from it.
     pub threads_asked: Option<usize>,
+    /// When the run stops.
     pub stop: StopRule,
     /// A period at the start that is not recorded.
     pub warmup: Duration,
@@ -42,6 +47,7 @@ pub struct RunPlan {
     /// Open loop: the share of a core each thread's pacer may spin to send a request on time,
     /// after waking early by the lateness it learnt (`--pacer-spin`; 0: never).
     pub pacer_spin: f64,
+    /// Whether and how certificates are checked.
     pub tls: TlsPlan,
     /// Response head size limit in bytes (`--max-header-list`): HTTP/1.1's head, HTTP/2's
     /// header block (compressed, and its decoded list), HTTP/3's field section.
@@ -139,6 +145,7 @@ pub struct GrpcPlan {
 pub struct FramedPlan {
     /// The request, sent as it is (with `u32be`, a whole frame: its length prefix included).
     pub payload: Vec<u8>,
+    /// How the reply is delimited.
     pub framing: Framing,
     /// Where the request's sequence number goes, as a big-endian i32 (Thrift's seqid).
     pub seqid_offset: Option<usize>,

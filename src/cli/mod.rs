@@ -28,10 +28,12 @@ use std::time::Duration;
 #[derive(Debug, Parser)]
 #[command(name = "reqlife", version, about, long_about = None)]
 pub struct Cli {
+    /// The command to run.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// reqlife's commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load-test a URL (or, with no URL, the embedded target started in-process) and report.
@@ -164,6 +166,7 @@ pub struct KneeArgs {
     #[arg(help_heading = "Search", long = "max-lag", default_value = "1ms", value_parser = duration_arg)]
     pub max_lag: Duration,
 
+    /// The run each step makes (its target, protocol and flags; the search sets the load).
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -186,6 +189,7 @@ pub struct MergeArgs {
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
 
+    /// How the report is shown.
     #[command(flatten)]
     pub view: ViewArgs,
 }
@@ -225,6 +229,7 @@ pub struct CalibrateArgs {
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
 
+    /// How the runs are watched while they go.
     #[command(flatten)]
     pub watch: WatchArgs,
 }
@@ -381,6 +386,7 @@ pub struct RunArgs {
     #[arg(help_heading = "Target", long = "targets", conflicts_with = "scenario")]
     pub targets: Option<PathBuf>,
 
+    /// How the embedded target's `/kv` store starts (a run with no URL).
     #[command(flatten)]
     pub kv: KvArgs,
 
@@ -589,12 +595,15 @@ pub struct RunArgs {
     #[arg(help_heading = "Protocol", long = "cacert")]
     pub cacert: Option<PathBuf>,
 
+    /// gRPC: the method called and its message.
     #[command(flatten)]
     pub grpc: grpc::GrpcArgs,
 
+    /// `--resolve`: the address to connect to for the URL's host.
     #[command(flatten)]
     pub resolve: resolve::ResolveArgs,
 
+    /// How the report is shown.
     #[command(flatten)]
     pub view: ViewArgs,
 
@@ -641,12 +650,15 @@ pub struct RunArgs {
     #[arg(help_heading = "Analysis", long = "abort-on-fail")]
     pub abort_on_fail: bool,
 
+    /// How the run is watched while it goes.
     #[command(flatten)]
     pub watch: WatchArgs,
 
+    /// The server-side probes.
     #[command(flatten)]
     pub probes: probes::ProbeArgs,
 
+    /// The trace context sent with each request.
     #[command(flatten)]
     pub trace: trace::TraceArgs,
 }
@@ -657,6 +669,7 @@ pub struct ReportArgs {
     /// A RunRecord written by `reqlife run -o FILE` (- for standard input).
     pub file: PathBuf,
 
+    /// How the report is shown.
     #[command(flatten)]
     pub view: ViewArgs,
 

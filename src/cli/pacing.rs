@@ -6,8 +6,9 @@ use super::RunArgs;
 use crate::model::{LoadKind, LoadModel};
 use std::time::Duration;
 
-/// `--pacer-slack` when not given, and its largest accepted value.
+/// `--pacer-slack` when not given.
 pub const DEFAULT_PACER_SLACK: Duration = Duration::from_micros(50);
+/// The largest `--pacer-slack` accepted.
 pub const MAX_PACER_SLACK: Duration = Duration::from_millis(10);
 
 /// The pacer's slack and spin budget (a share of a core) of a run with `load`.

@@ -8,6 +8,7 @@ use crate::model::Target;
 use clap::Args;
 use std::net::{IpAddr, ToSocketAddrs};
 
+/// `--resolve HOST:PORT:ADDR`, as given.
 #[derive(Debug, Clone, Default, Args)]
 pub struct ResolveArgs {
     /// Connect to ADDR where the URL names HOST:PORT, as curl's --resolve: HOST stays the SNI
@@ -24,8 +25,11 @@ pub struct ResolveArgs {
 /// One `--resolve` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
+    /// The host name the entry is for.
     pub host: String,
+    /// The port the entry is for.
     pub port: u16,
+    /// The address to connect to instead of looking the name up.
     pub addr: IpAddr,
 }
 

@@ -30,6 +30,7 @@ pub struct ServeArgs {
     #[arg(long = "http3")]
     pub http3: bool,
 
+    /// How the embedded target's `/kv` store starts.
     #[command(flatten)]
     pub kv: KvArgs,
 

@@ -53,7 +53,9 @@ pub const MAX_NAMED: usize = 100;
 /// [`gen::GenState`].
 #[derive(Debug)]
 pub struct Workload {
+    /// The prepared requests, indexed by their id.
     pub requests: Vec<request::PreparedRequest>,
+    /// Picks the request of each send.
     pub mix: mix::Mix,
     /// The distinct names, in first-seen order (empty when there are more than
     /// [`MAX_NAMED`]).

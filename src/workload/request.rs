@@ -43,11 +43,13 @@ pub struct RequestSpec {
     pub id: usize,
     /// The name reports use (`put`, `GET /a`).
     pub name: String,
+    /// The HTTP method.
     pub method: String,
     /// `/path?query`, parsed for [`Field::Path`](super::template::Field::Path).
     pub path: Template,
     /// Header names and value templates, in the order to send.
     pub headers: Vec<(String, Template)>,
+    /// The body's template.
     pub body: Template,
 }
 
@@ -161,9 +163,13 @@ impl RequestSpec {
 /// grown).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Parts {
+    /// The request's id (its [`PreparedRequest`] gives the method and header names).
     pub id: usize,
+    /// The path and query.
     pub path: Vec<u8>,
+    /// Each user header's value, in order.
     pub values: Vec<Vec<u8>>,
+    /// The body.
     pub body: Vec<u8>,
 }
 
@@ -171,7 +177,9 @@ pub struct Parts {
 /// request for HTTP/2 and gRPC ([`Workload::parts`](super::Workload::parts) says which).
 #[derive(Debug, Clone, Default)]
 pub struct Rendered {
+    /// HTTP/1.1: the whole request.
     pub bytes: Vec<u8>,
+    /// HTTP/2 and gRPC: the request's parts.
     pub parts: Parts,
 }
 

@@ -29,8 +29,11 @@ use std::path::{Path, PathBuf};
 /// A target list that cannot be used: where (the line, from 1, when known) and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct TargetsError {
+    /// The target list.
     pub file: PathBuf,
+    /// The line, from 1; `None` when the error is not one line's.
     pub line: Option<usize>,
+    /// What is wrong.
     pub message: String,
 }
 
@@ -46,8 +49,11 @@ impl fmt::Display for TargetsError {
 /// Where a target connects: scheme, host (as written, IPv6 without brackets) and port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Origin {
+    /// `http` or `https`.
     pub scheme: Scheme,
+    /// The host as written (IPv6 without brackets).
     pub host: String,
+    /// The port (the scheme's default if none is written).
     pub port: u16,
 }
 
@@ -72,6 +78,7 @@ pub struct Entry {
     pub line: usize,
     /// The URL as written.
     pub url: String,
+    /// Where it connects.
     pub origin: Origin,
     /// The request (static templates; `id` is the entry's index, `name` is `METHOD /path`).
     pub spec: RequestSpec,

@@ -54,9 +54,11 @@ use toml::Spanned;
 /// A scenario file that cannot be used: where (line and column from 1, when known) and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct ScenarioError {
+    /// The scenario file.
     pub file: PathBuf,
     /// `(line, column)`, both from 1; columns count characters.
     pub position: Option<(usize, usize)>,
+    /// What is wrong.
     pub message: String,
 }
 
@@ -85,6 +87,7 @@ pub struct Scenario {
 /// A request and its default weight.
 #[derive(Debug, Clone)]
 pub struct ScenarioRequest {
+    /// The request.
     pub spec: RequestSpec,
     /// Its weight in a mix that does not give its own (≥ 1).
     pub weight: u64,
@@ -93,10 +96,13 @@ pub struct ScenarioRequest {
 /// One phase: which requests, how much load, until when.
 #[derive(Debug, Clone)]
 pub struct ScenarioPhase {
+    /// The phase's name (`phase N` when the file gives none).
     pub name: String,
     /// Indices into [`Scenario::requests`], by weight.
     pub mix: Mix,
+    /// The phase's load.
     pub load: LoadModel,
+    /// When the phase ends.
     pub stop: StopRule,
 }
 

@@ -90,6 +90,7 @@ impl Field {
 pub struct TemplateError {
     /// Byte offset in the template text.
     pub offset: usize,
+    /// What is wrong.
     pub message: String,
 }
 
