@@ -67,7 +67,7 @@ pub fn runs_needed() -> usize {
 /// The exact two-sided permutation p of the rank-sum of `a` against `b`, on mid-ranks (ties
 /// keep their exact permutation distribution): the share of the C(n₁+n₂, n₁) splits of the
 /// pooled values whose rank-sum is at least as far from its mean as the observed one. `None`
-/// beyond [`PERMUTATION_MAX`] values (use [`mann_whitney`]'s normal approximation).
+/// beyond `PERMUTATION_MAX` values (use [`mann_whitney`]'s normal approximation).
 pub fn rank_permutation_p(a: &[f64], b: &[f64]) -> Option<f64> {
     let (n1, n2) = (a.len(), b.len());
     let n = n1 + n2;

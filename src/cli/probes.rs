@@ -1,6 +1,6 @@
 //! The flags of the server's side measured by probes (`--server-probes`, `--server-pid`,
 //! `--server-fn`, `--server-sample`, `--print-probe-script`), read into a
-//! [`ProbeRequest`](crate::probe::ProbeRequest); what they need of the machine and of the
+//! [`crate::probe::ProbeRequest`]; what they need of the machine and of the
 //! server is checked by [`crate::probe::prepare`], before the run.
 
 use crate::probe::ProbeRequest;

@@ -5,7 +5,7 @@
 //! (`Connection: close`, nginx's `keepalive_requests`) leaves the batch's later requests
 //! unanswered: they go again, in one write, on a new connection. A kept connection the
 //! server closed as the batch went out is replaced once, as for a single request
-//! ([`super::retry_on_a_new_connection`]). Any other failure fails the request it hit and
+//! (`retry_on_a_new_connection`). Any other failure fails the request it hit and
 //! every later one of the batch (they were behind it on the connection), with its kind.
 
 use super::http1::{Http1Conn, Response};

@@ -7,7 +7,7 @@
 //! less a lead taken from that distribution, and covers the rest by spinning on the clock.
 //!
 //! Spinning costs CPU, so it is bounded by a budget, a share of one core (`--pacer-spin`,
-//! default [`DEFAULT_SPIN`]): the lead is the highest of the quantiles of [`QUANTILES`] whose
+//! default [`DEFAULT_SPIN`]): the lead is the highest of the quantiles of `QUANTILES` whose
 //! expected spin (the mean of `lead − lateness` over the samples, where positive) times the
 //! rate of wake-ups fits the budget, and a token bucket filled at the budget's rate stops any
 //! spin the estimate got wrong. At low and mid rates (a few thousand wake-ups a second) a

@@ -1,6 +1,6 @@
 //! Generating the load: worker threads, each with its own single-threaded tokio runtime and
 //! its own [`Recorder`], hold the plan's connections (spread evenly over the threads). In a
-//! closed loop the [`Scheduler`] hands each free connection its next [`Ticket`]; in an open
+//! closed loop the [`Scheduler`] hands each free connection its next [`Ticket`](crate::model::Ticket); in an open
 //! loop each thread's pacer ([`pacer`]) releases tickets at their due times, waiting on a
 //! precise timer ([`timer`]), into a queue its connections take from; bursts (`burst`) are
 //! paced by a burst pacer and admitted a burst at a time by the same scheduler. All apply the
@@ -121,7 +121,7 @@ pub struct Workers {
 }
 
 /// Starts the worker threads of `plan`. The load starts at once in a closed loop, and once
-/// every connection is open in an open loop ([`Workers::started`]); recording starts after the
+/// every connection is open in an open loop ([`Workers::gate`]); recording starts after the
 /// warm-up; the scheduler stops issuing requests by itself at the end of the duration or
 /// request count.
 pub fn start(

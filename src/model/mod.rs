@@ -1,7 +1,8 @@
-//! The shared types of the pipeline: the validated [`RunPlan`], the [`Ticket`] a worker must
-//! send, the raw [`Timestamps`] of one request and the [`Sample`] it becomes, the [`Phase`]s
-//! derived from those timestamps (in one place: [`Timestamps::durations`]) and the [`ErrorKind`]s
-//! errors are counted by. Modules talk to each other only through these.
+//! The shared types of the pipeline: the [`Ticket`] a worker must send, the raw [`Timestamps`]
+//! of one request and the [`Sample`] it becomes, the [`Phase`]s derived from those timestamps
+//! (in one place: [`Timestamps::durations`]) and the [`ErrorKind`]s errors are counted by.
+//! Modules talk to each other only through these and the validated
+//! [`RunPlan`](crate::plan::RunPlan) built from them.
 
 /// Display, Serialize and Deserialize by name for an enum of the record with `name()`,
 /// `from_name()` and `ALL` (`$what` names the kind in messages): written as its name, read

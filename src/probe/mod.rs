@@ -11,9 +11,9 @@
 //! The pipeline: [`prepare`] checks what the probes need (Linux, root, bpftrace, tracefs,
 //! BTF), finds the server ([`target`]), resolves the functions named ([`spec`], [`symbols`])
 //! and writes the script ([`script`]); [`Prepared::start`] attaches it ([`session`]) and
-//! measures what a probe hit costs here ([`calibrate`]); the run's recorded window is given
+//! measures what a probe hit costs here (`calibrate`); the run's recorded window is given
 //! to the session, which folds bpftrace's ticks ([`output`]) into a
-//! [`ProbeAcc`](crate::recorder::probes::ProbeAcc) and stops bpftrace (its probes detached)
+//! [`crate::recorder::probes::ProbeAcc`] and stops bpftrace (its probes detached)
 //! when the run ends.
 
 mod calibrate;

@@ -56,7 +56,7 @@ pub struct ScriptPlan {
     /// How often the script prints the counts of a tick, milliseconds.
     pub tick_ms: u64,
     /// reqlife's own pid and its executable, whose two calibration functions the script
-    /// probes (see [`calibrate`](super::calibrate)).
+    /// probes (see the `calibrate` module).
     pub calibrate: Option<(u32, PathBuf)>,
 }
 

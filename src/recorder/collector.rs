@@ -42,7 +42,7 @@ pub struct IntervalSet {
     /// The interval's counters so far.
     pub counters: Counters,
     /// The phases recorded so far; while [`IntervalSet::on_time`] counts, the phases its
-    /// requests imply are left out (see [`IntervalSet::record`]).
+    /// requests imply are left out (see `IntervalSet::record`).
     pub hists: PhaseHists,
     /// `Some(n)`: every request of the set so far was dispatched and released at its intended
     /// time (a closed loop's): their `Queue` and `Lag` (0) and their `Uncorrected` (equal to

@@ -65,7 +65,7 @@ pub const MAX_DELAY_MS: f64 = 600_000.0;
 const HELLO: &[u8] = b"Hello World!";
 pub(super) const SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
 
-/// The routes [`route_of`] knows, as `serve` lists them when it starts, `serve --help` ends with
+/// The routes `route_of` knows, as `serve` lists them when it starts, `serve --help` ends with
 /// them and a 404 names them (a unit test routes each one and checks that every route is here;
 /// `tests/checks/drift.rs` checks the manual's list against it).
 pub const ROUTES: [&str; 12] = [

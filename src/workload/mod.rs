@@ -5,7 +5,7 @@
 //! Workloads (`--scenario`, `--targets`) build on the submodules: [`template`] (text with
 //! generator slots, rendered per request), [`gen`] (the generators and their per-worker
 //! state), [`request`] (a whole HTTP/1.1 request of templates, with the head rules shared with
-//! [`RequestTemplate::http1`]), [`mix`] (which request to send next), [`scenario`] (the TOML
+//! [`RequestTemplate::http1`](crate::engine::request::RequestTemplate::http1)), [`mix`] (which request to send next), [`scenario`] (the TOML
 //! scenario file) and [`targets`] (vegeta's target lists).
 
 pub mod gen;

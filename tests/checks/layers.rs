@@ -1,9 +1,9 @@
-//! The module layers of DESIGN.md, checked: each top-level module of `src/` may use only the
-//! modules of the layers below its own (and itself). A `use crate::…` (or a `crate::…` path
-//! anywhere in the code) that points up or sideways fails this test, naming the file and line,
-//! so an import cycle cannot come back. Unit-test code (`#[cfg(test)] mod …` to the end of a
-//! file, and the files of modules declared under `#[cfg(test)]`) may reach up: it builds plans
-//! the way a user would.
+//! The module layers that `src/lib.rs` describes, checked: each top-level module of `src/` may use
+//! only the modules of the layers below its own (and itself). A `use crate::…` (or a `crate::…`
+//! path anywhere in the code) that points up or sideways fails this test, naming the file and line,
+//! so an import cycle cannot come back. Unit-test code (`#[cfg(test)] mod …` to the end of a file,
+//! and the files of modules declared under `#[cfg(test)]`) may reach up: it builds plans the way a
+//! user would.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

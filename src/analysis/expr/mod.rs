@@ -17,7 +17,7 @@
 //!
 //! A scope's metric or request name may hold dots: the figure is the last part that reads as
 //! one. An expression prints back in the form it was written ([`std::fmt::Display`]), so
-//! parse → print → parse gives the same expression. [`Expr::measure`] reads the figure from a
+//! parse → print → parse gives the same expression. [`Expr::measured`] reads the figure from a
 //! [`RunRecord`](crate::recorder::record::RunRecord) (percentiles from its HdrHistograms, in
 //! nanoseconds), [`Expr::check`] says whether it holds.
 

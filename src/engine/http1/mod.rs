@@ -1,5 +1,5 @@
 //! The HTTP/1.1 connection driver over `httparse`: writes a prepared request, stamps the end
-//! of the write and the first response byte, parses the head ([`head`]: skipping 1xx interim
+//! of the write and the first response byte, parses the head (`head`: skipping 1xx interim
 //! responses), and reads the body as framed (Content-Length, chunked, until close, or none for
 //! HEAD/204/304) without keeping it: body bytes are counted, never stored, in a read buffer
 //! borrowed only while a response is read ([`super::buffer`]). With `--compressed` a body the
@@ -258,7 +258,7 @@ impl Http1Conn {
 
     /// Reads the next response (its request written, `stamps.written` set; `head_request`:
     /// its method was HEAD): the head, then the body as the head frames it
-    /// ([`Self::length_body`], [`Self::chunked_body`], [`Self::body_until_close`]). `pipelined`: bytes after the response are the next
+    /// (`length_body`, `chunked_body`, `body_until_close`). `pipelined`: bytes after the response are the next
     /// response's, kept in the buffer for the next call; otherwise they are an error (the
     /// server's framing lies) or end the connection. Its `bytes_written` is 0: the caller
     /// knows what it wrote ([`Response::written`]).

@@ -1,11 +1,11 @@
-//! HTTP/2 for the load, over reqlife's own client ([`conn`]): h2 negotiated by ALPN over TLS,
+//! HTTP/2 for the load, over reqlife's own client (`conn`): h2 negotiated by ALPN over TLS,
 //! or h2c with prior knowledge on `http://`. An [`H2Link`] is one connection shared by the
 //! `--streams` sessions of a connection slot; its driver task runs beside them, and when the
 //! connection ends (GOAWAY, reset, error) the next stream to need it reconnects, stamping
 //! connect and TLS on its own request. The connection counts the bytes it reads above TLS,
 //! frame by frame, for h2load's traffic line: all bytes, and the HEADERS and CONTINUATION
 //! payloads (the compressed header bytes). gRPC reflection, a call that streams both ways,
-//! keeps the h2 crate ([`crate_link`]).
+//! keeps the h2 crate (`crate_link`).
 
 mod conn;
 pub(in crate::engine) mod crate_link;
@@ -39,7 +39,7 @@ pub struct Tuning {
     /// `--h2-window`: the client's stream and connection windows.
     pub window: Option<u32>,
     /// `--h2-coalesce`: how long new streams' frames may wait for the connection's streams
-    /// in flight, to go out in one write (see [`conn`]'s `Core::hold`).
+    /// in flight, to go out in one write (see `conn`'s `Core::hold`).
     pub coalesce: Option<std::time::Duration>,
     /// `--max-header-list`: the largest header block the client takes, in bytes (as received,
     /// HEADERS and CONTINUATION; and as decoded, RFC 9113's list size), advertised as
