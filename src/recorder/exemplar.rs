@@ -24,12 +24,15 @@ pub struct Exemplar {
     pub due_ns: u64,
     /// Its phases, ns (by [`Phase::index`]).
     pub phases: Durations,
+    /// The status of its complete response.
     pub status: Option<u16>,
+    /// Why it failed, if it did.
     pub error: Option<ErrorKind>,
     /// Its name slot (`Sample::request`).
     pub request: u16,
     /// The connection slot that carried it.
     pub connection: u32,
+    /// Its trace context, when the run sent one.
     pub trace: Option<TraceId>,
     timing_len: u8,
     timing: [u8; TIMING_BYTES],
@@ -174,6 +177,7 @@ fn bucket(ns: u64) -> usize {
 /// phase, and the first request of each latency bucket.
 #[derive(Debug, Clone)]
 pub struct Exemplars {
+    /// The slowest by total.
     pub slowest: Slowest,
     /// By [`Phase::index`].
     pub by_phase: Vec<Slowest>,

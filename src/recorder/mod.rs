@@ -8,8 +8,6 @@
 pub mod codes;
 pub mod collector;
 mod error;
-// documented by the issue 34 work
-#[allow(missing_docs)]
 pub mod exemplar;
 pub mod hdrlog;
 pub mod hist;

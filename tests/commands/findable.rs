@@ -36,7 +36,11 @@ print(json.dumps(out))
         .arg(log.map_or(String::new(), |l| l.display().to_string()))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -99,7 +103,10 @@ fn the_request_log_has_a_row_per_request_and_its_phases_add_up() {
         plain["rss_kib"].as_f64().unwrap(),
     );
     eprintln!("{requests} rows; peak RSS {with} KiB with the log, {without} KiB without");
-    assert!(with <= without + 16_384.0, "the log held rows in memory: {with} vs {without} KiB");
+    assert!(
+        with <= without + 16_384.0,
+        "the log held rows in memory: {with} vs {without} KiB"
+    );
 }
 
 #[test]
@@ -108,8 +115,20 @@ fn a_sampled_log_keeps_one_row_in_n() {
     let (log, rec) = (dir.path().join("log.csv"), dir.path().join("run.json"));
     let out = run_and_read(
         &[
-            "run", "-n", "5000", "-c", "4", "-t", "2", "-q", "--log-sample", "10",
-            "--log-requests", log.to_str().unwrap(), "-o", rec.to_str().unwrap(),
+            "run",
+            "-n",
+            "5000",
+            "-c",
+            "4",
+            "-t",
+            "2",
+            "-q",
+            "--log-sample",
+            "10",
+            "--log-requests",
+            log.to_str().unwrap(),
+            "-o",
+            rec.to_str().unwrap(),
         ],
         Some(&log),
     );
@@ -146,16 +165,29 @@ fn a_disk_that_fills_cuts_the_log_and_the_run_goes_on() {
     let log = mount.join("log.csv");
     let rec = dir.path().join("run.json");
     let out = run(&[
-        "run", "-R", "2000", "-d", "3s", "-q", "--log-requests", log.to_str().unwrap(),
-        "-o", rec.to_str().unwrap(),
+        "run",
+        "-R",
+        "2000",
+        "-d",
+        "3s",
+        "-q",
+        "--log-requests",
+        log.to_str().unwrap(),
+        "-o",
+        rec.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let r = read_json(&rec);
-    let cut = r["request_log"]["cut"].as_str().expect("the record says the log was cut");
+    let cut = r["request_log"]["cut"]
+        .as_str()
+        .expect("the record says the log was cut");
     assert!(cut.contains("No space left on device"), "{cut}");
     let text = std::fs::read_to_string(&log).unwrap();
     let last = text.lines().last().unwrap();
-    assert!(last.starts_with("# reqlife: the log was cut after"), "{last}");
+    assert!(
+        last.starts_with("# reqlife: the log was cut after"),
+        "{last}"
+    );
     // The rows before the cut are whole, and as many as the record says.
     let rows = text.lines().count() as u64 - 2;
     assert_eq!(rows, count(&r, "request_log.rows"));
@@ -173,14 +205,32 @@ fn bad_trace_and_log_input_gets_one_line_before_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let unwritable = dir.path().join("no/such/dir/log.csv");
     let cases: [(&[&str], &str); 8] = [
-        (&["--trace-context", "--tracestate", "Bad Key=1"], "tracestate member"),
-        (&["--trace-context", "--tracestate", ""], "tracestate is empty"),
-        (&["--trace-context", "--trace-link", "http://tempo/trace"], "has no {trace_id}"),
-        (&["--trace-link", "http://tempo/{trace_id}"], "give --trace-context too"),
+        (
+            &["--trace-context", "--tracestate", "Bad Key=1"],
+            "tracestate member",
+        ),
+        (
+            &["--trace-context", "--tracestate", ""],
+            "tracestate is empty",
+        ),
+        (
+            &["--trace-context", "--trace-link", "http://tempo/trace"],
+            "has no {trace_id}",
+        ),
+        (
+            &["--trace-link", "http://tempo/{trace_id}"],
+            "give --trace-context too",
+        ),
         (&["--trace-context", "--trace-sample", "1.5"], "give 0 to 1"),
         (&["--tracestate", "a=1"], "go with --trace-context"),
-        (&["--log-requests", unwritable.to_str().unwrap()], "cannot write it"),
-        (&["--log-requests", "x.csv", "--log-sample", "0"], "--log-sample must be at least 1"),
+        (
+            &["--log-requests", unwritable.to_str().unwrap()],
+            "cannot write it",
+        ),
+        (
+            &["--log-requests", "x.csv", "--log-sample", "0"],
+            "--log-sample must be at least 1",
+        ),
     ];
     for (flags, says) in cases {
         let out = run(&[&["run", "-n", "10"], flags].concat());

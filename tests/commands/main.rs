@@ -11,8 +11,8 @@ mod common;
 
 mod calibrate;
 mod failfast;
-mod findable;
 mod faults;
+mod findable;
 mod habits;
 mod hostile;
 mod interrupt;

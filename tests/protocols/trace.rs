@@ -32,10 +32,12 @@ pub fn sent(log: &Path) -> Vec<String> {
 pub fn assert_each_request_carried_its_ids(log: &Path, server: &[String]) {
     let sent = sent(log);
     assert!(!sent.is_empty(), "nothing logged");
-    let (a, b): (HashSet<&String>, HashSet<&String>) = (sent.iter().collect(), server.iter().collect());
+    let (a, b): (HashSet<&String>, HashSet<&String>) =
+        (sent.iter().collect(), server.iter().collect());
     assert_eq!(a.len(), sent.len(), "a trace id repeated");
     assert_eq!(
-        a, b,
+        a,
+        b,
         "the server saw other ids than were sent ({} sent, {} seen)",
         sent.len(),
         server.len()
@@ -58,7 +60,8 @@ impl Otel {
             return None;
         }
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/otel_server.py");
-        let (port_file, spans, headers) = (dir.join("port"), dir.join("spans"), dir.join("headers"));
+        let (port_file, spans, headers) =
+            (dir.join("port"), dir.join("spans"), dir.join("headers"));
         let child = Stopped(
             Command::new("python3")
                 .arg(script)
@@ -67,10 +70,15 @@ impl Otel {
                 .spawn()
                 .expect("the OpenTelemetry server starts"),
         );
-        wait_until("the OpenTelemetry server's port", Duration::from_secs(30), || {
-            port_file.exists()
-        });
-        let port = std::fs::read_to_string(&port_file).unwrap().parse().unwrap();
+        wait_until(
+            "the OpenTelemetry server's port",
+            Duration::from_secs(30),
+            || port_file.exists(),
+        );
+        let port = std::fs::read_to_string(&port_file)
+            .unwrap()
+            .parse()
+            .unwrap();
         Some(Otel {
             _child: child,
             port,
@@ -122,7 +130,13 @@ impl Otel {
 fn kept(rec: &serde_json::Value) -> Vec<(String, String)> {
     let s = &rec["slow_requests"];
     let rows = (s["slowest"].as_array().unwrap().iter())
-        .chain(s["nearest"].as_array().unwrap().iter().map(|n| &n["request"]))
+        .chain(
+            s["nearest"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| &n["request"]),
+        )
         .chain(
             (s["by_phase"].as_object().unwrap().values())
                 .flat_map(|v| v.as_array().unwrap().iter()),
@@ -166,7 +180,10 @@ fn an_opentelemetry_server_has_a_span_for_every_request_kept_whole() {
     let (a, b, c) = (ids("11"), ids("11"), ids("12"));
     assert_eq!(a.len(), 200);
     assert_eq!(a, b, "the same seed, other ids");
-    assert!(a.iter().all(|id| !c.contains(id)), "another seed, the same ids");
+    assert!(
+        a.iter().all(|id| !c.contains(id)),
+        "another seed, the same ids"
+    );
 }
 
 #[test]

@@ -111,6 +111,7 @@ pub struct Config {
 pub struct TraceConfig {
     /// The share of requests sent with the sampled flag (`--trace-sample`).
     pub sample: f64,
+    /// The `tracestate` sent with every request (`--tracestate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tracestate: Option<String>,
     /// A URL with `{trace_id}` (`--trace-link`): where a kept request's trace is shown.

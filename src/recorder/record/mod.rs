@@ -13,8 +13,6 @@ pub mod config;
 mod counts;
 pub mod figures;
 pub mod probes;
-// documented by the issue 34 work
-#[allow(missing_docs)]
 pub mod slow;
 #[cfg(test)]
 mod tests;

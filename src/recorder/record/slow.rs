@@ -17,6 +17,7 @@ pub struct SlowRequest {
     pub due_s: f64,
     /// Its phases (by name), ns.
     pub phases_ns: BTreeMap<String, u64>,
+    /// The status of its complete response.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
     /// Why it failed (an error kind's name), if it did.
@@ -70,9 +71,11 @@ impl SlowRequest {
 /// The kept request nearest one percentile of the total.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct NearRequest {
+    /// The percentile (50, 90, 99, 99.9, 100).
     pub percentile: f64,
     /// The percentile's value, ns.
     pub value_ns: u64,
+    /// The kept request whose total is nearest it.
     pub request: SlowRequest,
 }
 
@@ -215,6 +218,7 @@ impl SlowRequests {
 /// The per-request log of a run (`--log-requests`): where it is and what it holds.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RequestLogInfo {
+    /// The file, as given.
     pub path: String,
     /// One row of every `every` requests per worker thread.
     pub every: u64,
