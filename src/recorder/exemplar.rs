@@ -225,14 +225,15 @@ impl Exemplars {
         }
     }
 
-    /// Adds another set's (a bucket keeps the request it has).
+    /// Adds another set's (a later interval's: a bucket takes its request, so that the run's
+    /// are of its last intervals, not of its first moments).
     pub fn merge(&mut self, o: &Exemplars) {
         self.slowest.merge(&o.slowest);
         for (into, from) in self.by_phase.iter_mut().zip(&o.by_phase) {
             into.merge(from);
         }
         for (into, from) in self.buckets.iter_mut().zip(&o.buckets) {
-            if into.is_none() {
+            if from.is_some() {
                 *into = *from;
             }
         }
