@@ -97,6 +97,7 @@ failure_from!(
     crate::report::ReportError,
     crate::server::ServerError,
     crate::cli::plan::PlanError,
+    crate::cli::PrepareError,
     crate::recorder::RecordError,
 );
 

@@ -85,8 +85,8 @@ pub(crate) fn run_rounds(
     for url in &urls {
         let r = run_args(args, url).map_err(|e| e.report())?;
         // gRPC --data without --proto-set: each side's server is asked by reflection, once.
-        let r = super::reflect::resolve(&r, url)
-            .map_err(|e| e.report())?
+        let r = crate::cli::reflect::resolve(&r, url)
+            .map_err(|e| Failure::from(e).report())?
             .into_owned();
         pause = r.pause;
         let plan = crate::cli::plan::build(&r, url).map_err(|e| Failure::from(e).report())?;

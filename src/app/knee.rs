@@ -31,9 +31,9 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
         Err(e) => return e.report(),
     };
     // gRPC --data without --proto-set: the server's reflection, asked once.
-    let reflected = match super::reflect::resolve(run, &url) {
+    let reflected = match crate::cli::reflect::resolve(run, &url) {
         Ok(r) => r,
-        Err(e) => return e.report(),
+        Err(e) => return Failure::from(e).report(),
     };
     // Every flag checked once, into the one plan every step is derived from.
     let plans = match Plans::new(args, &reflected, &url) {

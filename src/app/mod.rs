@@ -16,7 +16,6 @@ mod interrupt;
 mod knee;
 mod limits;
 mod probes;
-mod reflect;
 mod run;
 mod stats;
 

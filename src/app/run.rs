@@ -362,7 +362,7 @@ fn finish(
 /// asked here once.
 fn plans(args: &RunArgs, url: Option<&str>) -> Result<Vec<RunPlan>, Failure> {
     let reflected = match url {
-        Some(u) => super::reflect::resolve(args, u)?,
+        Some(u) => crate::cli::reflect::resolve(args, u)?,
         None => std::borrow::Cow::Borrowed(args),
     };
     let args: &RunArgs = &reflected;

@@ -2,6 +2,7 @@
 //! parsing ([`units`]) and the one place where raw flags become a validated plan ([`plan`]).
 
 mod error;
+pub use error::PrepareError;
 pub mod framed;
 pub mod grpc;
 pub mod help;
@@ -9,6 +10,7 @@ mod pacing;
 pub mod plan;
 pub mod probes;
 pub mod protocol;
+pub mod reflect;
 mod serve;
 pub use serve::{KvArgs, ServeArgs};
 pub mod resolve;

@@ -2,12 +2,14 @@
 //! `--proto-set` asks the server for the service's descriptors once, over the connection the
 //! run would open (`engine::grpc::reflect`, within `--timeout`), and the run's flags then carry
 //! them as if a descriptor set had been given. A server that cannot answer gets one line that
-//! names the fix: a descriptor set.
+//! names the fix: a descriptor set. Part of turning the flags into plans, so in `cli`: the
+//! commands get the resolved flags, never ask themselves.
 
-use super::failure::Failure;
-use crate::cli::RunArgs;
+use super::error::PrepareError;
+use super::RunArgs;
 use crate::engine::grpc::reflect::{self, ReflectError};
 use crate::plan::RunPlan;
+use crate::util::exit::{EXIT_FAILURE, EXIT_FAIL_FAST, EXIT_USAGE};
 use std::borrow::Cow;
 
 /// The fix when the server cannot describe the service.
@@ -16,11 +18,11 @@ const PROTO_SET: &str =
 
 /// `args` with the descriptors of the server's reflection when the run needs them (as they
 /// are otherwise).
-pub(crate) fn resolve<'a>(args: &'a RunArgs, url: &str) -> Result<Cow<'a, RunArgs>, Failure> {
-    let Some(service) = crate::cli::grpc::reflection_service(args) else {
+pub fn resolve<'a>(args: &'a RunArgs, url: &str) -> Result<Cow<'a, RunArgs>, PrepareError> {
+    let Some(service) = super::grpc::reflection_service(args) else {
         return Ok(Cow::Borrowed(args));
     };
-    let plan = crate::cli::plan::reflection_plan(args, url)?;
+    let plan = super::plan::reflection_plan(args, url)?;
     let pool = reflect::descriptors(&plan, service).map_err(|e| failure(&plan, service, e))?;
     let mut args = args.clone();
     args.grpc.reflected = Some(pool);
@@ -30,23 +32,27 @@ pub(crate) fn resolve<'a>(args: &'a RunArgs, url: &str) -> Result<Cow<'a, RunArg
 /// The one line of a reflection that gave nothing, with its exit code: a connection that
 /// failed is the fail-fast rule's (exit 3), a server without the service or without
 /// reflection is input to fix (exit 2), anything else exit 1.
-fn failure(plan: &RunPlan, service: &str, e: ReflectError) -> Failure {
+fn failure(plan: &RunPlan, service: &str, e: ReflectError) -> PrepareError {
     let at = &plan.target.url;
-    match e {
+    let (exit_code, line) = match e {
         ReflectError::Connect(e) => {
             let why = match e.cause {
                 Some(cause) => cause.hint(plan),
                 None => e.detail,
             };
-            Failure::FailFast(format!(
-                "cannot ask {at} for gRPC reflection: {why}; or {PROTO_SET}"
-            ))
+            (
+                EXIT_FAIL_FAST,
+                format!("cannot ask {at} for gRPC reflection: {why}; or {PROTO_SET}"),
+            )
         }
-        ReflectError::Unsupported => Failure::Usage(format!(
-            "{at} offers no gRPC server reflection ({} and {}: UNIMPLEMENTED): {PROTO_SET}",
-            reflect::SERVICES[0],
-            reflect::SERVICES[1]
-        )),
+        ReflectError::Unsupported => (
+            EXIT_USAGE,
+            format!(
+                "{at} offers no gRPC server reflection ({} and {}: UNIMPLEMENTED): {PROTO_SET}",
+                reflect::SERVICES[0],
+                reflect::SERVICES[1]
+            ),
+        ),
         ReflectError::UnknownService { detail, known } => {
             // The reflection service lists itself: not one the user means.
             let known: Vec<String> = known
@@ -57,12 +63,17 @@ fn failure(plan: &RunPlan, service: &str, e: ReflectError) -> Failure {
                 0 => String::new(),
                 _ => format!("; it offers {}", known.join(", ")),
             };
-            Failure::Usage(format!(
-                "{at} does not know service '{service}' (its reflection answered NOT_FOUND: {detail}{known}): check --grpc SERVICE/METHOD, or {PROTO_SET}"
-            ))
+            (
+                EXIT_USAGE,
+                format!(
+                    "{at} does not know service '{service}' (its reflection answered NOT_FOUND: {detail}{known}): check --grpc SERVICE/METHOD, or {PROTO_SET}"
+                ),
+            )
         }
-        ReflectError::Failed(why) => Failure::Failed(format!(
-            "gRPC reflection from {at} failed: {why}; {PROTO_SET}"
-        )),
-    }
+        ReflectError::Failed(why) => (
+            EXIT_FAILURE,
+            format!("gRPC reflection from {at} failed: {why}; {PROTO_SET}"),
+        ),
+    };
+    PrepareError { line, exit_code }
 }
