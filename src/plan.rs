@@ -3,7 +3,7 @@
 //! (it holds the templated requests to send) and below the engine (which prepares its fixed
 //! request from it).
 
-use crate::model::load::{Load, LoadError, LoadSpec, Names};
+use crate::model::load::{Given, Load, LoadError, LoadSpec, Names};
 use crate::model::{LoadModel, Schedule, Segment, StopRule, Target, TlsPlan};
 use crate::workload::Workload;
 use std::sync::Arc;
@@ -270,6 +270,38 @@ impl RunPlan {
             ..self.clone()
         }
         .fit_threads(&spec.names)
+    }
+
+    /// This plan as a closed loop of `connections` for `length` (a knee's probe, a
+    /// calibration's closed step), derived as [`RunPlan::with_load`] says, the command
+    /// line's names in its messages.
+    pub fn with_closed_loop(
+        &self,
+        connections: u64,
+        length: Duration,
+    ) -> Result<RunPlan, LoadError> {
+        self.with_load(&Self::spec(connections, None, length))
+    }
+
+    /// This plan as an open loop at `rate` requests per second, evenly spaced, over
+    /// `connections`, for `length` (a knee's steps, a calibration's open steps), derived as
+    /// [`RunPlan::with_load`] says.
+    pub fn with_rate(
+        &self,
+        rate: f64,
+        connections: u64,
+        length: Duration,
+    ) -> Result<RunPlan, LoadError> {
+        self.with_load(&Self::spec(connections, Some(rate), length))
+    }
+
+    /// The command line's load of `connections`, at `rate` if one is given, for `length`.
+    fn spec(connections: u64, rate: Option<f64>, length: Duration) -> LoadSpec {
+        let mut spec = LoadSpec::new(crate::model::load::FLAGS, None);
+        spec.connections = Some(Given::flag(connections));
+        spec.rate = rate.map(Given::flag);
+        spec.duration = Some(Given::flag(length));
+        spec
     }
 
     /// Sets the threads for the load: one for bursts (timed as one), else the threads asked

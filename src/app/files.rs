@@ -2,15 +2,12 @@
 //! `--hdr-log`), standard input for the records it reads (`report`, `merge`, `compare`; `stats`
 //! reads its numbers so too). Standard output carries one document: when a file goes there,
 //! the report (text or `--json`) goes to stderr, so that `reqlife run -o - | jq` reads valid
-//! JSON. Standard input is read once: `-` for one input at most.
+//! JSON. Standard input is read once: `-` for one input at most (both checked in
+//! [`crate::cli::output`]).
 
 use super::failure::Failure;
+use crate::cli::output::is_dash;
 use std::path::Path;
-
-/// Whether `path` is `-`.
-pub(crate) fn is_dash(path: &Path) -> bool {
-    path.as_os_str() == "-"
-}
 
 /// The name of `path` in messages: `'FILE'`, or `standard input` / `standard output` for `-`.
 pub(crate) fn input_name(path: &Path) -> String {
@@ -19,35 +16,6 @@ pub(crate) fn input_name(path: &Path) -> String {
     } else {
         format!("'{}'", path.display())
     }
-}
-
-/// Checks that at most one of the `(flag, path)` outputs is `-`; whether one is (the report
-/// then goes to stderr).
-pub(crate) fn stdout_taken(outputs: &[(&str, Option<&Path>)]) -> Result<bool, Failure> {
-    let dashes: Vec<&str> = outputs
-        .iter()
-        .filter(|(_, p)| p.is_some_and(is_dash))
-        .map(|(flag, _)| *flag)
-        .collect();
-    match dashes.len() {
-        0 => Ok(false),
-        1 => Ok(true),
-        _ => Err(Failure::Usage(format!(
-            "{} all write to standard output ('-'): give '-' to one of them, a file to the others",
-            dashes.join(" and ")
-        ))),
-    }
-}
-
-/// Checks that at most one of `inputs` is `-`.
-pub(crate) fn one_stdin(inputs: &[&Path]) -> Result<(), Failure> {
-    if inputs.iter().filter(|p| is_dash(p)).count() > 1 {
-        return Err(Failure::Usage(
-            "'-' (standard input) is given more than once: it can be read once; give files for the others"
-                .into(),
-        ));
-    }
-    Ok(())
 }
 
 /// Reads `path`, or standard input for `-`: an input that cannot be read is bad input.

@@ -129,7 +129,7 @@ fn check(args: &KneeArgs) -> Result<bool, Failure> {
             if given.len() == 1 { "s" } else { "" }
         )));
     }
-    let to_stderr = files::stdout_taken(&[
+    let to_stderr = crate::cli::output::stdout_taken(&[
         ("-o", run.output.as_deref()),
         ("--html", run.html.as_deref()),
     ])?;

@@ -161,7 +161,7 @@ fn serve(args: &ServeArgs) -> Result<i32, Failure> {
 /// `reqlife report`.
 fn report(args: &ReportArgs) -> Result<i32, Failure> {
     let mut record = load_record(&args.file)?;
-    let to_stderr = files::stdout_taken(&[("--html", args.html.as_deref())])?;
+    let to_stderr = crate::cli::output::stdout_taken(&[("--html", args.html.as_deref())])?;
     args.view.check(&mut record);
     if let Some(path) = &args.html {
         let page = report::html::render(&record)?;
@@ -199,9 +199,9 @@ fn printed(args: &ReportArgs, record: &RunRecord) -> Result<String, Failure> {
 /// `reqlife compare`.
 fn compare(args: &crate::cli::CompareArgs, command_line: Vec<String>) -> Result<i32, Failure> {
     if !args.run {
-        files::one_stdin(&[&args.a, &args.b])?;
+        crate::cli::output::one_stdin(&[&args.a, &args.b])?;
     }
-    let to_stderr = files::stdout_taken(&[("--html", args.html.as_deref())])?;
+    let to_stderr = crate::cli::output::stdout_taken(&[("--html", args.html.as_deref())])?;
     if let Some(path) = &args.html {
         report::html::check_writable(path)?;
     }
@@ -263,8 +263,8 @@ fn compare(args: &crate::cli::CompareArgs, command_line: Vec<String>) -> Result<
 /// `reqlife merge`.
 fn merge(args: &crate::cli::MergeArgs) -> Result<i32, Failure> {
     let inputs: Vec<&std::path::Path> = args.files.iter().map(|p| p.as_path()).collect();
-    files::one_stdin(&inputs)?;
-    let to_stderr = files::stdout_taken(&[("-o", args.output.as_deref())])?;
+    crate::cli::output::one_stdin(&inputs)?;
+    let to_stderr = crate::cli::output::stdout_taken(&[("-o", args.output.as_deref())])?;
     let records = args
         .files
         .iter()

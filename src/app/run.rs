@@ -117,7 +117,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
 /// open-file limit.
 fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
     // `-`: one output on stdout at most; the report then goes to stderr.
-    let to_stderr = files::stdout_taken(&[
+    let to_stderr = crate::cli::output::stdout_taken(&[
         ("-o", args.output.as_deref()),
         ("--html", args.html.as_deref()),
         ("--hdr-log", args.hdr_log.as_deref()),
