@@ -9,8 +9,8 @@ use super::control::{run_plan, target, Control};
 use super::failure::Failure;
 use super::{files, EXIT_FAILURE, EXIT_SIGINT, EXIT_SIGTERM};
 use crate::analysis::knee::{self, KneeResult, KneeStep, Search, Verdict};
-use crate::cli::{plan, KneeArgs, RunArgs};
-use crate::model::load::Given;
+use crate::cli::knee::KneePlans;
+use crate::cli::{KneeArgs, RunArgs};
 use crate::model::StopReason;
 use crate::plan::RunPlan;
 use crate::recorder::record::{Ending, RunRecord};
@@ -22,23 +22,19 @@ use std::time::Duration;
 pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
     let run_id = crate::recorder::record::new_run_id();
     let run = &args.run;
-    let to_stderr = match check(args) {
+    let to_stderr = match crate::cli::knee::check(args) {
         Ok(t) => t,
-        Err(e) => return e.report(),
+        Err(e) => return Failure::from(e).report(),
     };
     let (embedded, url) = match target(run.url.as_deref(), "/", &run.kv, false) {
         Ok(t) => t,
         Err(e) => return e.report(),
     };
-    // gRPC --data without --proto-set: the server's reflection, asked once.
-    let reflected = match crate::cli::reflect::resolve(run, &url) {
-        Ok(r) => r,
-        Err(e) => return Failure::from(e).report(),
-    };
-    // Every flag checked once, into the one plan every step is derived from.
-    let plans = match Plans::new(args, &reflected, &url) {
+    // Every flag checked once, into the one plan every step is derived from (gRPC --data
+    // without --proto-set: the server's reflection, asked once).
+    let plans = match KneePlans::new(args, &url) {
         Ok(p) => p,
-        Err(e) => return e.report(),
+        Err(e) => return Failure::from(e).report(),
     };
     // Every step has the same connections: a low `ulimit -n` is raised or refused now.
     if let Err(e) = super::limits::check(std::slice::from_ref(&plans.probe), embedded.is_some()) {
@@ -90,113 +86,11 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
     }
 }
 
-/// The flags of `run` knee refuses, and its own checked: whether stdout is taken by an
-/// output file (`-`), or the one line that refuses them.
-fn check(args: &KneeArgs) -> Result<bool, Failure> {
-    let run = &args.run;
-    let given: Vec<&str> = [
-        (!run.rate.is_empty(), "-R/--rate"),
-        (run.duration.is_some(), "-d/--duration (use --step)"),
-        (run.requests.is_some(), "-n/--requests"),
-        (run.stages.is_some(), "--stages"),
-        (run.burst.is_some(), "--burst"),
-        (run.repeat > 1, "--repeat"),
-        (run.connections.len() > 1, "a sweep of -c"),
-        (run.scenario.is_some(), "--scenario"),
-        (run.targets.is_some(), "--targets"),
-        // Hidden from `knee --help` too (cli::KneeArgs), as are the ones above.
-        (run.bursts.is_some(), "--bursts"),
-        (
-            run.burst_interval != Duration::from_millis(10),
-            "--burst-interval",
-        ),
-        (run.start_at.is_some(), "--start-at"),
-        (
-            run.abort_on_fail,
-            "--abort-on-fail (the SLOs decide each step)",
-        ),
-        (run.hdr_log.is_some(), "--hdr-log"),
-        (run.every.is_some(), "--every"),
-    ]
-    .iter()
-    .filter(|(on, _)| *on)
-    .map(|(_, f)| *f)
-    .collect();
-    if !given.is_empty() {
-        return Err(Failure::Usage(format!(
-            "{} conflict{} with knee: it chooses the rate and the length of each step itself, and takes only the flags `reqlife knee --help` lists",
-            given.join(", "),
-            if given.len() == 1 { "s" } else { "" }
-        )));
-    }
-    let to_stderr = crate::cli::output::stdout_taken(&[
-        ("-o", run.output.as_deref()),
-        ("--html", run.html.as_deref()),
-    ])?;
-    if args.slos.is_empty() {
-        return Err(Failure::Usage(
-            "knee needs at least one --slo (e.g. --slo 'p99<=2ms')".into(),
-        ));
-    }
-    if !(args.precision > 0.0 && args.precision < 50.0) {
-        return Err(Failure::Usage(
-            "--precision must be a percentage above 0 and below 50 (e.g. 5)".into(),
-        ));
-    }
-    if args.step < Duration::from_millis(200) {
-        return Err(Failure::Usage(
-            "--step must be at least 200ms (e.g. 20s)".into(),
-        ));
-    }
-    Ok(to_stderr)
-}
-
-/// The plans of a search, all derived from the one plan of the flags: the closed-loop probe,
-/// and the base of the steps (each an open loop at its rate, for `--step`).
-struct Plans {
-    probe: RunPlan,
-    steps: RunPlan,
-    run: RunArgs,
-    step: Duration,
-}
-
-impl Plans {
-    /// The plans of `args` whose run flags are `run` (`args.run`, with the server's gRPC
-    /// reflection when it was asked).
-    fn new(args: &KneeArgs, run: &RunArgs, url: &str) -> Result<Plans, Failure> {
-        let base = plan::build(run, url)?;
-        let mut spec = plan::load_spec(run);
-        spec.duration = Some(Given::flag(args.step.min(Duration::from_secs(3))));
-        let probe = base.with_load(&spec)?;
-        let mut steps = base;
-        // Intervals of a tenth of the step (100 ms to 1 s): the generator's health is judged
-        // on those after the start-up.
-        if run.interval.is_none() && run.every.is_none() {
-            steps.interval =
-                (args.step / 10).clamp(Duration::from_millis(100), Duration::from_secs(1));
-        }
-        Ok(Plans {
-            probe,
-            steps,
-            run: run.clone(),
-            step: args.step,
-        })
-    }
-
-    /// The plan of the step at `rate`.
-    fn at(&self, rate: f64) -> Result<RunPlan, Failure> {
-        let mut spec = plan::load_spec(&self.run);
-        spec.rate = Some(Given::flag(rate));
-        spec.duration = Some(Given::flag(self.step));
-        Ok(self.steps.with_load(&spec)?)
-    }
-}
-
 /// The search: the probe (unless `--start-rate`), then one step per rate the search asks
 /// for, until it concludes or a signal stops it. The result and every step run.
 fn search(
     args: &KneeArgs,
-    plans: &Plans,
+    plans: &KneePlans,
     control: &Control,
     command_line: &[String],
     embedded: bool,

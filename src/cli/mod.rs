@@ -6,6 +6,7 @@ pub use error::PrepareError;
 pub mod framed;
 pub mod grpc;
 pub mod help;
+pub mod knee;
 pub mod output;
 mod pacing;
 pub mod plan;
