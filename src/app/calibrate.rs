@@ -9,49 +9,18 @@ use super::control::{run_plan, target, Control};
 use super::failure::Failure;
 use super::{out, EXIT_OK, EXIT_SIGINT};
 use crate::analysis::calibrate::{self, Calibration, Limit, Step};
-use crate::cli::{plan, CalibrateArgs, Cli, Command, RunArgs};
-use crate::model::load::Given;
-use crate::plan::RunPlan;
+use crate::cli::calibrate::CalibratePlans;
+use crate::cli::CalibrateArgs;
 use crate::watch::tui::StepRow;
-use clap::Parser;
 use std::fmt::Write as _;
 
 /// Open-loop steps tried at most.
 const MAX_OPEN_STEPS: usize = 12;
 
-/// The `run` flags of the calibration: a closed loop of `-c` connections for `--step`.
-fn run_args(args: &CalibrateArgs) -> Result<RunArgs, Failure> {
-    let mut argv: Vec<String> = ["reqlife", "run", "--quiet"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    argv.extend(["-d".into(), format!("{}ms", args.step.as_millis())]);
-    argv.extend(["-c".into(), args.connections.to_string()]);
-    if let Some(t) = args.threads {
-        argv.extend(["-t".into(), t.to_string()]);
-    }
-    if args.http2 {
-        argv.push("--http2".into());
-    }
-    if args.insecure {
-        argv.push("--insecure".into());
-    }
-    match Cli::try_parse_from(argv) {
-        Ok(Cli {
-            command: Command::Run(a),
-        }) => Ok(*a),
-        Ok(_) => Err(Failure::Failed("internal: not a run".into())),
-        Err(e) => Err(Failure::Usage(e.to_string())),
-    }
-}
-
 /// `reqlife calibrate`.
 pub fn calibrate(args: &CalibrateArgs, command_line: Vec<String>) -> i32 {
-    if args.step.is_zero() {
-        return Failure::Usage("--step must be longer than 0 (e.g. 3s)".into()).report();
-    }
-    if args.connections == 0 {
-        return Failure::Usage("-c/--connections must be at least 1".into()).report();
+    if let Err(e) = crate::cli::calibrate::check(args) {
+        return Failure::from(e).report();
     }
     let no_store = crate::cli::KvArgs {
         kv_preload: 0,
@@ -62,12 +31,9 @@ pub fn calibrate(args: &CalibrateArgs, command_line: Vec<String>) -> i32 {
         Err(e) => return e.report(),
     };
     // The one plan every step is derived from.
-    let steps = match run_args(args).and_then(|r| {
-        let base = plan::build(&r, &url)?;
-        Ok(Steps { run: r, base })
-    }) {
+    let steps = match CalibratePlans::new(args, &url) {
         Ok(s) => s,
-        Err(e) => return e.report(),
+        Err(e) => return Failure::from(e).report(),
     };
     let title = format!("calibrate: GET {url}");
     let control = Control::new().and_then(|c| c.watchers(&args.watch, None, args.quiet, title));
@@ -100,22 +66,6 @@ pub fn calibrate(args: &CalibrateArgs, command_line: Vec<String>) -> i32 {
     EXIT_OK
 }
 
-/// The plans of the steps: each the base plan with its own load.
-struct Steps {
-    run: RunArgs,
-    base: RunPlan,
-}
-
-impl Steps {
-    /// The plan of a step of `connections`, closed or at `rate`.
-    fn plan(&self, connections: u64, rate: Option<f64>) -> Result<RunPlan, Failure> {
-        let mut spec = plan::load_spec(&self.run);
-        spec.connections = Some(Given::flag(connections));
-        spec.rate = rate.map(Given::flag);
-        Ok(self.base.with_load(&spec)?)
-    }
-}
-
 /// A calibration step as the live view lists it.
 fn step_row(s: &Step) -> StepRow {
     StepRow {
@@ -131,7 +81,7 @@ fn step_row(s: &Step) -> StepRow {
 
 fn measure(
     args: &CalibrateArgs,
-    steps: &Steps,
+    steps: &CalibratePlans,
     control: &Control,
     url: &str,
     command_line: &[String],
@@ -148,7 +98,7 @@ fn measure(
         let mut shown = rows.borrow().clone();
         shown.push(StepRow::running(rate.unwrap_or(0.0)));
         control.show_steps(" calibration: steps so far ", shown);
-        let plan = steps.plan(connections, rate)?;
+        let plan = steps.at(connections, rate)?;
         let (r, _) = run_plan(control, &plan, command_line, embedded)?;
         if r.summary.requests.ok == 0 {
             return Err(Failure::Failed(format!(

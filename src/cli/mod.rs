@@ -1,6 +1,7 @@
 //! The command line: clap definitions of every subcommand and flag (wrk/oha habits), unit
 //! parsing ([`units`]) and the one place where raw flags become a validated plan ([`plan`]).
 
+pub mod calibrate;
 mod error;
 pub use error::PrepareError;
 pub mod framed;
