@@ -7,52 +7,11 @@
 use super::control::{run_plan, Control};
 use super::failure::Failure;
 use super::{EXIT_SIGINT, EXIT_SIGTERM};
-use crate::cli::{Cli, Command, CompareArgs, RunArgs};
+use crate::cli::compare::Sides;
+use crate::cli::CompareArgs;
 use crate::model::StopReason;
 use crate::recorder::record::{Ending, RunRecord};
-use clap::Parser;
 use std::time::Duration;
-
-/// The `run` flags after `--`, for `url`.
-fn run_args(args: &CompareArgs, url: &str) -> Result<RunArgs, Failure> {
-    let line = ["reqlife", "run"]
-        .into_iter()
-        .map(String::from)
-        .chain(args.run_args.iter().cloned())
-        .chain(["--quiet".to_string(), url.to_string()]);
-    let run = match Cli::try_parse_from(line) {
-        Ok(Cli {
-            command: Command::Run(r),
-        }) => *r,
-        Ok(_) => unreachable!("parsed as run"),
-        Err(e) => {
-            return Err(Failure::Usage(format!(
-                "the run flags after `--` are not valid `run` flags: {}",
-                e.to_string().lines().next().unwrap_or_default()
-            )))
-        }
-    };
-    let refused: Vec<&str> = [
-        (run.repeat > 1, "--repeat (use --rounds)"),
-        (run.connections.len() > 1, "a sweep of -c"),
-        (run.rate.len() > 1, "a sweep of -R"),
-        (run.output.is_some(), "-o"),
-        (run.html.is_some(), "--html (give it to compare)"),
-        (run.view.json, "--json (give it to compare)"),
-        (!run.view.thresholds.is_empty(), "--threshold"),
-    ]
-    .iter()
-    .filter(|(on, _)| *on)
-    .map(|(_, f)| *f)
-    .collect();
-    if !refused.is_empty() {
-        return Err(Failure::Usage(format!(
-            "{} cannot be a flag of each run of compare --run",
-            refused.join(", ")
-        )));
-    }
-    Ok(run)
-}
 
 /// The order of round `r` (0-based): A first in even rounds, B first in odd ones.
 pub fn order(r: u64) -> [usize; 2] {
@@ -69,29 +28,9 @@ pub(crate) fn run_rounds(
     args: &CompareArgs,
     command_line: &[String],
 ) -> Result<(RunRecord, RunRecord), i32> {
-    if args.rounds < 2 {
-        return Err(Failure::Usage(
-            "--rounds must be at least 2 (4 or more can show a change)".into(),
-        )
-        .report());
-    }
-    let urls = [
-        args.a.to_string_lossy().into_owned(),
-        args.b.to_string_lossy().into_owned(),
-    ];
-    // Each side's plan, built once: every round runs it again.
-    let mut plans = Vec::new();
-    let mut pause = Duration::ZERO;
-    for url in &urls {
-        let r = run_args(args, url).map_err(|e| e.report())?;
-        // gRPC --data without --proto-set: each side's server is asked by reflection, once.
-        let r = crate::cli::reflect::resolve(&r, url)
-            .map_err(|e| Failure::from(e).report())?
-            .into_owned();
-        pause = r.pause;
-        let plan = crate::cli::plan::build(&r, url).map_err(|e| Failure::from(e).report())?;
-        plans.push(plan);
-    }
+    // Every flag checked once, into each side's plan.
+    let Sides { urls, plans, pause } =
+        crate::cli::compare::sides(args).map_err(|e| Failure::from(e).report())?;
     let control = Control::new().map_err(|e| e.report())?;
     let quiet = args.json;
     let mut sides: [Vec<(RunRecord, crate::recorder::Measured, crate::plan::RunPlan)>; 2] =

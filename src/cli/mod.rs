@@ -2,6 +2,7 @@
 //! parsing ([`units`]) and the one place where raw flags become a validated plan ([`plan`]).
 
 pub mod calibrate;
+pub mod compare;
 mod error;
 pub use error::PrepareError;
 pub mod framed;

@@ -1,0 +1,92 @@
+//! `reqlife compare --run URL_A URL_B -- RUN FLAGS`'s input checked, and both sides' plans
+//! made: the `run` flags after `--`, parsed once (with those an interleaved run refuses), and
+//! each side's plan of them at its URL (its gRPC reflection asked of its own server). The
+//! command then runs the plans as they are ([`Sides`]).
+
+use super::error::{err, PrepareError};
+use super::plan::PlanError;
+use super::{Cli, Command, CompareArgs, RunArgs};
+use crate::plan::RunPlan;
+use clap::Parser;
+use std::time::Duration;
+
+/// The two sides of an interleaved comparison, ready to run.
+pub struct Sides {
+    /// A's URL and B's, as given.
+    pub urls: [String; 2],
+    /// A's plan and B's, each run once per round.
+    pub plans: [RunPlan; 2],
+    /// `--pause` of the run flags: the pause between runs.
+    pub pause: Duration,
+}
+
+/// Checks `--rounds` and the run flags after `--`, and builds each side's plan.
+pub fn sides(args: &CompareArgs) -> Result<Sides, PrepareError> {
+    if args.rounds < 2 {
+        return Err(
+            PlanError("--rounds must be at least 2 (4 or more can show a change)".into()).into(),
+        );
+    }
+    let urls = [
+        args.a.to_string_lossy().into_owned(),
+        args.b.to_string_lossy().into_owned(),
+    ];
+    let run = run_args(args, &urls[0])?;
+    // Each side's plan, built once: every round runs it again.
+    let plan = |url: &str| -> Result<RunPlan, PrepareError> {
+        let side = RunArgs {
+            url: Some(url.to_string()),
+            ..run.clone()
+        };
+        // gRPC --data without --proto-set: each side's server is asked by reflection, once.
+        let side = super::reflect::resolve(&side, url)?;
+        Ok(super::plan::build(&side, url)?)
+    };
+    let plans = [plan(&urls[0])?, plan(&urls[1])?];
+    Ok(Sides {
+        urls,
+        plans,
+        pause: run.pause,
+    })
+}
+
+/// The `run` flags after `--`, for `url`.
+fn run_args(args: &CompareArgs, url: &str) -> Result<RunArgs, PlanError> {
+    let line = ["reqlife", "run"]
+        .into_iter()
+        .map(String::from)
+        .chain(args.run_args.iter().cloned())
+        .chain(["--quiet".to_string(), url.to_string()]);
+    let run = match Cli::try_parse_from(line) {
+        Ok(Cli {
+            command: Command::Run(r),
+        }) => *r,
+        Ok(_) => unreachable!("parsed as run"),
+        Err(e) => {
+            return err(format!(
+                "the run flags after `--` are not valid `run` flags: {}",
+                e.to_string().lines().next().unwrap_or_default()
+            ))
+        }
+    };
+    let refused: Vec<&str> = [
+        (run.repeat > 1, "--repeat (use --rounds)"),
+        (run.connections.len() > 1, "a sweep of -c"),
+        (run.rate.len() > 1, "a sweep of -R"),
+        (run.output.is_some(), "-o"),
+        (run.html.is_some(), "--html (give it to compare)"),
+        (run.view.json, "--json (give it to compare)"),
+        (!run.view.thresholds.is_empty(), "--threshold"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, f)| *f)
+    .collect();
+    if !refused.is_empty() {
+        return err(format!(
+            "{} cannot be a flag of each run of compare --run",
+            refused.join(", ")
+        ));
+    }
+    Ok(run)
+}
