@@ -674,10 +674,8 @@ pub(crate) fn target(
     kv: &crate::cli::KvArgs,
     http3: bool,
 ) -> Result<(Option<crate::server::RunningServer>, String), Failure> {
+    kv.check(url)?;
     match url {
-        Some(_) if kv.kv_preload > 0 => Err(Failure::Usage(
-            "--kv-preload fills the embedded target's store: drop it, or drop the URL".into(),
-        )),
         Some(u) => Ok((None, u.to_string())),
         None => {
             let s = crate::server::spawn(crate::server::ServerConfig {

@@ -5,7 +5,8 @@
 use super::control::{Control, Executed};
 use super::failure::Failure;
 use super::{files, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
-use crate::cli::{plan, workload, RunArgs};
+use crate::cli::run::RunPlans;
+use crate::cli::RunArgs;
 use crate::engine::SessionConfig;
 use crate::model::StopReason;
 use crate::plan::RunPlan;
@@ -130,26 +131,12 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
         let (server, url) = super::control::target(args.url.as_deref(), "/", &args.kv, args.http3)?;
         (server, Some(url))
     };
-    let built = plans(args, url.as_deref());
-    // A page that cannot be written is known now, not after the run.
-    if let Some(path) = &args.html {
-        report::html::check_writable(path)?;
-    }
-    let mut plans = trusting(built?, embedded.as_ref());
-    let phased = plans.iter().any(|p| p.phase.is_some());
-    let usage = |line: &str| Err(Failure::Usage(line.into()));
-    if args.abort_on_fail && args.view.thresholds.is_empty() {
-        return usage("--abort-on-fail stops on a failed --threshold: give at least one");
-    }
-    let repeat = args.repeat as usize;
-    match (repeat, plans.len()) {
-        (0, _) => return usage("--repeat must be at least 1"),
-        (r, n) if r > 1 && n > 1 => return usage(
-            "--repeat and a sweep (-c a,b,... or -R a,b,...) conflict: repeat one level at a time",
-        ),
-        (r, _) if r > 1 => plans = vec![plans[0].clone(); r],
-        _ => {}
-    }
+    let RunPlans {
+        plans,
+        repeat,
+        phased,
+    } = crate::cli::run::plans(args, url.as_deref())?;
+    let plans = trusting(plans, embedded.as_ref());
     let configs = plans
         .iter()
         .map(SessionConfig::new)
@@ -355,29 +342,6 @@ fn finish(
     } else {
         code
     }
-}
-
-/// The plans of the run at `url` (none: a target list's own): a workload's, or one per level;
-/// a gRPC call's `--data` without `--proto-set` is encoded through the server's reflection,
-/// asked here once.
-fn plans(args: &RunArgs, url: Option<&str>) -> Result<Vec<RunPlan>, Failure> {
-    let reflected = match url {
-        Some(u) => crate::cli::reflect::resolve(args, u)?,
-        None => std::borrow::Cow::Borrowed(args),
-    };
-    let args: &RunArgs = &reflected;
-    if workload::is_workload(args) {
-        // The user's URL is refused with --targets: pass it on to say so.
-        let url = if args.targets.is_some() {
-            args.url.as_deref()
-        } else {
-            url
-        };
-        workload::build(args, url)
-    } else {
-        plan::build_levels(args, url.unwrap_or("/"))
-    }
-    .map_err(Failure::from)
 }
 
 /// What was sent when not one fixed request: `scenario FILE` or `targets FILE`.

@@ -18,6 +18,7 @@ pub mod reflect;
 mod serve;
 pub use serve::{KvArgs, ServeArgs};
 pub mod resolve;
+pub mod run;
 pub mod trace;
 mod watch;
 use crate::util::units;

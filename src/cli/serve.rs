@@ -52,3 +52,16 @@ pub struct KvArgs {
     #[arg(help_heading = "Embedded target", long = "value-size", default_value = "100", value_parser = count_arg)]
     pub value_size: u64,
 }
+
+impl KvArgs {
+    /// Checks that the store is filled only where there is one: the embedded target's, when
+    /// a run names no URL.
+    pub fn check(&self, url: Option<&str>) -> Result<(), super::plan::PlanError> {
+        if url.is_some() && self.kv_preload > 0 {
+            return super::error::err(
+                "--kv-preload fills the embedded target's store: drop it, or drop the URL",
+            );
+        }
+        Ok(())
+    }
+}
