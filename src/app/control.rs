@@ -1,14 +1,16 @@
 //! The control side of a run, shared by `run`, `knee` and `calibrate`: one control runtime
 //! that watches SIGINT/SIGTERM for the whole command (the first stops the current run; only a
-//! third, a second or more after the first, exits at once: [`super::interrupt`]), executes
-//! one plan's workers until its stop rule or a signal, shows progress and `--every` lines, and
+//! third, a second or more after the first, exits at once: [`super::interrupt`]), has one
+//! plan's run executed ([`crate::load::executor`]: the start gate, deadline, drain and why it
+//! ended) as [`Reporting`] says, shows its progress, `--every` lines and the live view, and
 //! hands back what was measured ([`Executed`]).
 
 use super::failure::Failure;
 use super::interrupt;
 use super::{now_rfc3339, out};
 use crate::engine::SessionConfig;
-use crate::load::{self, Progress, StopSignal};
+use crate::load::executor::{self, RunOptions};
+use crate::load::{Progress, StopSignal};
 use crate::model::StopReason;
 use crate::model::StopRule;
 use crate::plan::RunPlan;
@@ -261,83 +263,42 @@ impl Control {
         *self.probes.borrow_mut() = Some(probes);
     }
 
-    /// Runs the workers of `plan` until the stop rule, or a signal, ends the run.
+    /// Runs the workers of `plan` until the stop rule, a signal, or a threshold of
+    /// `reporting`'s lost on the way ends the run, shown as `reporting` says.
     pub fn execute(
         &self,
         plan: &RunPlan,
         config: SessionConfig,
-        quiet: bool,
-        every: Option<Duration>,
-        json: bool,
+        reporting: Reporting,
     ) -> Result<Executed, Failure> {
-        self.execute_watched(plan, config, quiet, every, json, &[], None)
-    }
-
-    /// [`Control::execute`], also stopping the run as soon as one of `abort` fails on what
-    /// was measured so far (`--abort-on-fail`: checked as each interval closes, k6's habit),
-    /// and writing the intervals to `log` as they are final (`--hdr-log`).
-    #[allow(clippy::too_many_arguments)]
-    pub fn execute_watched(
-        &self,
-        plan: &RunPlan,
-        config: SessionConfig,
-        quiet: bool,
-        every: Option<Duration>,
-        json: bool,
-        abort: &[crate::analysis::expr::Expr],
-        log: Option<crate::recorder::hdrlog::LogFile>,
-    ) -> Result<Executed, Failure> {
-        let stop = StopSignal::default();
-        let progress = Progress::new(plan.threads);
         let start_time = now_rfc3339();
         // --live: drawn from the collector's intervals (never the workers'), on this thread.
         self.view_begin(plan)?;
         let view = self.view.borrow().is_some();
-        let (mut watch, live_tx) = Watch::new(plan, every, abort, json, view);
+        let (mut watch, live_tx) =
+            Watch::new(plan, reporting.every, reporting.abort, reporting.json, view);
         if let Some(m) = &self.metrics {
             m.begin(plan);
         }
-        let sinks = crate::recorder::collector::Sinks {
-            live: live_tx,
-            log,
-            watch: self.metrics.as_ref().map(|m| m.sink()),
+        let options = RunOptions {
+            runtime: self.runtime.handle(),
+            interrupt: &self.interrupt,
+            sinks: crate::recorder::collector::Sinks {
+                live: live_tx,
+                log: reporting.log,
+                watch: self.metrics.as_ref().map(|m| m.sink()),
+            },
         };
-        let mut workers = load::start(plan, config, stop.clone(), progress.clone(), sinks)
-            .map_err(|e| Failure::Failed(format!("cannot start worker threads: {e}")))?;
-        let record_from = self.opened(plan, &mut workers);
-        if let Some(p) = self.probes.borrow_mut().as_mut() {
-            let sink = self.metrics.as_ref().map(|m| m.probe_sink());
-            if let Err(e) = p.begin(record_from, plan.interval, sink) {
-                eprintln!("reqlife: {e}");
-            }
-        }
-        let deadline = match plan.stop {
-            StopRule::Duration(d) => Some(record_from + d),
-            StopRule::Requests(_) => None,
-        };
-        let bar = progress_bar(plan, quiet || view);
-        let window = Window {
+        let mut watching = Watching {
+            control: self,
             plan,
-            progress: &progress,
-            bar: &bar,
-            record_from,
-            deadline,
+            watch: &mut watch,
+            quiet: reporting.quiet || view,
+            bar: None,
         };
-        let (ended, drain) = self.watch_run(&window, &mut workers, &mut watch);
-        if drain {
-            self.drain(plan, &mut workers);
-        }
-        // The drain ended this long after the window.
-        let drained = match (drain, deadline) {
-            (true, Some(end)) => Instant::now().saturating_duration_since(end),
-            _ => Duration::ZERO,
-        };
-        stop.stop();
-        if let Some(bar) = &bar {
-            bar.finish_and_clear();
-        }
-        let tripped = workers.tripped();
-        let (mut measured, log_error) = workers.join();
+        let ran = executor::execute(plan, config, options, &mut watching)
+            .map_err(|e| Failure::Failed(format!("cannot start worker threads: {e}")))?;
+        let (mut measured, recorded) = (ran.measured, ran.recorded);
         if let Some(p) = self.probes.borrow_mut().take() {
             match p.finish() {
                 Ok(mut acc) => {
@@ -351,117 +312,103 @@ impl Control {
             // Every interval is in (the collector has ended): the load is over.
             m.end();
         }
-        // Workers that end by themselves at the deadline may report a moment after it.
-        let recorded = ended.saturating_duration_since(record_from);
-        let recorded = match deadline {
-            Some(d) => recorded.min(d.saturating_duration_since(record_from)),
-            None => recorded,
-        };
         watch.last_lines(recorded);
-        let signal = self.signal();
-        let tripped = tripped.filter(|_| signal == 0);
+        let ran = executor::Ran { measured, ..ran };
+        let (stop_reason, fail_fast) = ran.ending(plan, self.signal(), watch.lost.take());
         Ok(Executed {
-            measured,
-            recorded,
-            drained,
-            stop_reason: match stop_reason(signal, plan.stop, tripped.as_ref(), watch.lost) {
+            stop_reason: match stop_reason {
                 StopReason::Interrupted(_) if self.quit.get() => StopReason::Quit,
                 r => r,
             },
+            measured: ran.measured,
+            recorded,
+            drained: ran.drained,
             start_time,
-            log_error,
-            fail_fast: tripped.map(|t| fail_fast_line(plan, &t)),
+            log_error: ran.log_error,
+            fail_fast,
         })
     }
+}
 
-    /// When the recorded window starts: once an open loop's connections are open (a signal,
-    /// or workers that end first, start it now), plus the warm-up.
-    fn opened(&self, plan: &RunPlan, workers: &mut load::Workers) -> Instant {
-        let gate = workers.gate();
-        let from = self.runtime.block_on(async {
-            tokio::select! {
-                r = gate.opened() => Some(r + plan.warmup),
-                _ = self.interrupt.stopped() => None,
-                _ = workers.all_finished() => None,
+/// How a run is shown, and what else may end it: the command's choice.
+#[derive(Default)]
+pub(crate) struct Reporting<'a> {
+    /// No progress bar.
+    pub quiet: bool,
+    /// `--every`: a line per interval of this length as the run goes.
+    pub every: Option<Duration>,
+    /// The `--every` lines go to stderr (stdout carries `--json` or a file).
+    pub json: bool,
+    /// `--abort-on-fail`: the thresholds that stop the run as soon as one fails on what was
+    /// measured so far (checked as each interval closes, k6's habit).
+    pub abort: &'a [crate::analysis::expr::Expr],
+    /// `--hdr-log`: the intervals written as they are final.
+    pub log: Option<crate::recorder::hdrlog::LogFile>,
+}
+
+impl Reporting<'_> {
+    /// A step of a command that runs several plans: no bar, no lines, no thresholds.
+    pub fn quiet() -> Self {
+        Reporting {
+            quiet: true,
+            ..Reporting::default()
+        }
+    }
+}
+
+/// What watches one run for the control, as the executor calls it: the probes given the
+/// window, the progress bar, the view and the watchers of the closed intervals.
+struct Watching<'a, 'w> {
+    control: &'a Control,
+    plan: &'a RunPlan,
+    watch: &'a mut Watch<'w>,
+    /// No progress bar (`--quiet`, or the view shows the run).
+    quiet: bool,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl executor::Observer for Watching<'_, '_> {
+    fn opened(&mut self, window: &executor::Window) {
+        let control = self.control;
+        if let Some(p) = control.probes.borrow_mut().as_mut() {
+            let sink = control.metrics.as_ref().map(|m| m.probe_sink());
+            if let Err(e) = p.begin(window.from, self.plan.interval, sink) {
+                eprintln!("reqlife: {e}");
             }
-        });
-        from.unwrap_or_else(Instant::now)
+        }
+        self.bar = progress_bar(self.plan, self.quiet);
     }
 
-    /// Watches the run until the workers finish, a signal, the deadline (then `drain` is
-    /// true) or a lost `--abort-on-fail` threshold: when it ended, and whether to drain.
-    fn watch_run(
-        &self,
-        window: &Window,
-        workers: &mut load::Workers,
-        watch: &mut Watch,
-    ) -> (Instant, bool) {
-        let deadline = window.deadline;
-        self.runtime.block_on(async {
-            let mut tick = tokio::time::interval(Duration::from_millis(200));
-            loop {
-                tokio::select! {
-                    _ = workers.all_finished() => break (Instant::now(), false),
-                    _ = self.interrupt.stopped() => break (Instant::now(), false),
-                    _ = sleep_until(deadline) => {
-                        break (deadline.unwrap_or_else(Instant::now), true)
-                    }
-                    _ = tick.tick() => {
-                        if self.on_tick(window, watch) {
-                            break (Instant::now(), false);
-                        }
-                    }
-                }
-            }
-        })
-    }
-
-    /// One tick of a run: the progress bar, the intervals closed since (to the view,
-    /// `--every` and `--abort-on-fail`), the view drawn. True when a threshold was lost.
-    fn on_tick(&self, window: &Window, watch: &mut Watch) -> bool {
-        let plan = window.plan;
-        update_bar(window.bar, window.progress, plan.stop, window.record_from);
-        let new_snapshots = watch.take(|snap| {
-            if let Some(v) = self.view.borrow_mut().as_mut() {
+    /// The progress bar, the intervals closed since (to the view, `--every` and
+    /// `--abort-on-fail`), the view drawn. True when a threshold was lost.
+    fn tick(&mut self, window: &executor::Window, progress: &Progress) -> bool {
+        let (plan, control) = (self.plan, self.control);
+        update_bar(&self.bar, progress, plan.stop, window.from);
+        let new_snapshots = self.watch.take(|snap| {
+            if let Some(v) = control.view.borrow_mut().as_mut() {
                 v.state.push(snap);
             }
         });
-        let elapsed = Instant::now().saturating_duration_since(window.record_from);
+        let elapsed = window.elapsed();
         let length = match plan.stop {
             StopRule::Duration(d) => Some(d),
             StopRule::Requests(_) => None,
         };
-        self.view_tick(Some((elapsed, length)));
-        watch.print_lines(window.bar, elapsed);
-        new_snapshots && watch.lost_threshold()
+        control.view_tick(Some((elapsed, length)));
+        self.watch.print_lines(&self.bar, elapsed);
+        new_snapshots && self.watch.lost_threshold()
     }
 
-    /// The duration is over: nothing more is sent; the requests in flight may end (and are
-    /// recorded) for up to --drain. The view's keys are read meanwhile.
-    fn drain(&self, plan: &RunPlan, workers: &mut load::Workers) {
-        self.runtime.block_on(async {
-            let end = tokio::time::sleep(plan.drain);
-            tokio::pin!(end);
-            let mut tick = tokio::time::interval(Duration::from_millis(200));
-            loop {
-                tokio::select! {
-                    _ = workers.all_finished() => break,
-                    _ = self.interrupt.stopped() => break,
-                    _ = &mut end => break,
-                    _ = tick.tick() => self.view_tick(None),
-                }
-            }
-        });
+    /// The view's keys are read meanwhile.
+    fn draining(&mut self) {
+        self.control.view_tick(None);
     }
-}
 
-/// What a tick of a run looks at: its plan, progress and bar, and its recorded window.
-struct Window<'a> {
-    plan: &'a RunPlan,
-    progress: &'a Progress,
-    bar: &'a Option<indicatif::ProgressBar>,
-    record_from: Instant,
-    deadline: Option<Instant>,
+    fn stopped(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 /// The watchers of one run's closed intervals: `--every` lines, `--abort-on-fail`'s
@@ -570,36 +517,6 @@ impl<'a> Watch<'a> {
     }
 }
 
-/// Why a run of a plan stopped by `rule` ended: the fail-fast rule (`tripped`, with no
-/// signal), a lost threshold, a signal, or its stop rule.
-fn stop_reason(
-    signal: i32,
-    rule: StopRule,
-    tripped: Option<&load::failfast::Tripped>,
-    lost: Option<String>,
-) -> StopReason {
-    match (signal, rule) {
-        _ if tripped.is_some() => {
-            StopReason::FailFast(tripped.map_or("", |t| t.cause.name()).to_string())
-        }
-        _ if lost.is_some() => StopReason::ThresholdLost(lost.unwrap_or_default()),
-        (libc::SIGINT | libc::SIGTERM, _) => StopReason::Interrupted(Some(signal)),
-        (_, StopRule::Duration(_)) => StopReason::Duration,
-        (_, StopRule::Requests(_)) => StopReason::Requests,
-    }
-}
-
-/// The one line that says why the fail-fast rule stopped a run, and the fix.
-fn fail_fast_line(plan: &RunPlan, t: &load::failfast::Tripped) -> String {
-    format!(
-        "{} (run stopped: the first {} connection attempts failed this way within {:.2}s and no request succeeded; first: {})",
-        t.cause.hint(plan),
-        t.failures,
-        t.after.as_secs_f64(),
-        t.first
-    )
-}
-
 /// Prints `--every` lines: on stdout, or on stderr when stdout carries `--json`; above the
 /// progress bar if there is one.
 fn print_live(bar: &Option<indicatif::ProgressBar>, lines: &str, json: bool) {
@@ -611,13 +528,6 @@ fn print_live(bar: &Option<indicatif::ProgressBar>, lines: &str, json: bool) {
         (Some(bar), _) => bar.println(lines),
         (None, true) => eprintln!("{lines}"),
         (None, false) => out(&format!("{lines}\n")),
-    }
-}
-
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d.into()).await,
-        None => std::future::pending().await,
     }
 }
 
@@ -709,7 +619,7 @@ pub(crate) fn run_plan(
     Failure,
 > {
     let config = SessionConfig::new(plan)?;
-    let o = control.execute(plan, config, true, None, false)?;
+    let o = control.execute(plan, config, Reporting::quiet())?;
     if let Some(line) = o.fail_fast {
         return Err(Failure::FailFast(line));
     }

@@ -2,7 +2,7 @@
 //! RunRecord → report. One control runtime watches the signals for the whole run, so Ctrl-C
 //! stops the current level (and the sweep) and what was measured is still reported.
 
-use super::control::{Control, Executed};
+use super::control::{Control, Executed, Reporting};
 use super::failure::Failure;
 use super::{files, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
 use crate::cli::run::RunPlans;
@@ -218,15 +218,14 @@ fn execute_levels(
         }
         let json = args.view.json || prepared.to_stderr;
         let plan = &prepared.plans[i];
-        let o = control.execute_watched(
-            plan,
-            config,
-            args.quiet,
-            args.every,
+        let reporting = Reporting {
+            quiet: args.quiet,
+            every: args.every,
             json,
             abort,
-            log.take(),
-        )?;
+            log: log.take(),
+        };
+        let o = control.execute(plan, config, reporting)?;
         // A lost threshold or the fail-fast rule ends a sweep too.
         let lost = matches!(o.stop_reason, StopReason::ThresholdLost(_)) || o.fail_fast.is_some();
         levels.push(o);

@@ -8,11 +8,13 @@
 //! ([`start`]). The controlling thread stops everything through one [`StopSignal`] (end of
 //! the duration, Ctrl-C); in-flight requests are then abandoned, never half-recorded. One
 //! collector thread per run ([`crate::recorder::collector`]) takes the workers' closed
-//! intervals.
+//! intervals. A run's life as a whole (its start gate, deadline, drain and why it ended) is
+//! [`executor`]'s.
 
 mod burst;
 mod connection;
 pub mod early;
+pub mod executor;
 pub mod failfast;
 mod open;
 pub mod pacer;
