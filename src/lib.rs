@@ -41,6 +41,4 @@ pub mod report;
 
 pub mod cli;
 
-// Its documentation links the private `run`; the issue 34 work is changing src/app.
-#[allow(rustdoc::private_intra_doc_links)]
 pub mod app;

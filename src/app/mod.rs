@@ -1,4 +1,4 @@
-//! The subcommands end to end: `run` (plan → workers → record → report, in [`run`]),
+//! The subcommands end to end: `run` (plan → workers → record → report, in `run.rs`),
 //! `serve` and `report`, and the mapping of outcomes to exit codes: 0 done, 1 the run failed (no request
 //! succeeded, or the record could not be written), 2 bad input, 3 stopped early or refused to
 //! start (every connection failed the same way, or the open-file limit is too low: one line

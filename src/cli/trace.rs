@@ -105,7 +105,11 @@ fn log_plan(a: &TraceArgs) -> Result<Option<LogPlan>, PlanError> {
     if path.as_os_str() == "-" {
         return err("--log-requests needs a file, not standard output (the report goes there)");
     }
-    let file = std::fs::File::create(path).map_err(|e| {
+    // Created empty now, then written in append mode: the runs of a sweep, a knee search or
+    // `compare --run`'s two sides add their rows to the one file, whole buffers at a time.
+    let create = std::fs::File::create(path)
+        .and_then(|_| std::fs::OpenOptions::new().append(true).open(path));
+    let file = create.map_err(|e| {
         PlanError(format!(
             "--log-requests {}: cannot write it ({e}): give a path in a writable directory",
             path.display()
