@@ -11,6 +11,7 @@ median over the rounds of requests/s and CPU µs per request, and the ratio to t
 
     python3 bench/findable.py [--rounds 5] [--duration 5] [--connections 50]
                               [--reqlife target/release/reqlife] [--server-cpu 0] [--client-cpu 1]
+                              [--before OLD_BINARY]
 """
 
 import argparse
@@ -27,9 +28,9 @@ from nginx import Nginx  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def reqlife_run(a, port, extra, tmp):
+def reqlife_run(a, port, extra, tmp, binary=None):
     out = os.path.join(tmp, "run.json")
-    cmd = ["taskset", "-c", a.client_cpu, a.reqlife, "run", f"http://127.0.0.1:{port}/",
+    cmd = ["taskset", "-c", a.client_cpu, binary or a.reqlife, "run", f"http://127.0.0.1:{port}/",
            "-q", "-o", out] + extra
     stdout, stderr, code, ru, wall = run_measured(cmd)
     if code != 0:
@@ -48,6 +49,7 @@ def main():
     p.add_argument("--reqlife", default=os.path.join(ROOT, "target/release/reqlife"))
     p.add_argument("--server-cpu", default="0")
     p.add_argument("--client-cpu", default="1")
+    p.add_argument("--before", help="an older reqlife binary: its plain run as one more variant")
     a = p.parse_args()
     tmp = tempfile.mkdtemp()
     log = os.path.join(tmp, "log.csv")
@@ -58,13 +60,16 @@ def main():
         "log-requests": ["--log-requests", log],
         "both": ["--trace-context", "--log-requests", log],
     }
+    if a.before:
+        variants["before: plain"] = []
     figures = {k: ([], []) for k in variants}
     with Nginx(cpu=a.server_cpu) as port:
         for r in range(a.rounds):
             names = list(variants)
             names = names[r % len(names):] + names[: r % len(names)]
             for name in names:
-                _, n, cpu, rps, _ = reqlife_run(a, port, closed + variants[name], tmp)
+                binary = a.before if name.startswith("before") else None
+                _, n, cpu, rps, _ = reqlife_run(a, port, closed + variants[name], tmp, binary)
                 figures[name][0].append(rps)
                 figures[name][1].append(cpu)
                 print(f"round {r + 1} {name:14} {rps:9.0f} req/s {cpu:6.2f} us CPU/req", flush=True)
