@@ -3,7 +3,7 @@
 //! (it holds the templated requests to send) and below the engine (which prepares its fixed
 //! request from it).
 
-use crate::model::load::{Given, Load, LoadError, LoadSpec, Names};
+use crate::model::load_spec::{Given, Load, LoadError, LoadSpec, Names};
 use crate::model::{LoadModel, Schedule, Segment, StopRule, Target, TlsPlan};
 use crate::workload::Workload;
 use std::sync::Arc;
@@ -297,7 +297,7 @@ impl RunPlan {
 
     /// The command line's load of `connections`, at `rate` if one is given, for `length`.
     fn spec(connections: u64, rate: Option<f64>, length: Duration) -> LoadSpec {
-        let mut spec = LoadSpec::new(crate::model::load::FLAGS, None);
+        let mut spec = LoadSpec::new(crate::model::load_spec::FLAGS, None);
         spec.connections = Some(Given::flag(connections));
         spec.rate = rate.map(Given::flag);
         spec.duration = Some(Given::flag(length));

@@ -21,7 +21,7 @@
 //! Every row also gives its minimum detectable effect (MDE, 5% two-sided, 80% power): the
 //! smallest change these data could have shown.
 
-use super::stats::{self, Estimate, Verdict};
+use super::significance::{self as stats, Estimate, Verdict};
 use crate::model::Phase;
 use crate::recorder::hist;
 use crate::recorder::record::{Interval, RunRecord, Summary};

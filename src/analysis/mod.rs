@@ -3,7 +3,7 @@
 
 pub mod calibrate;
 pub mod compare;
+pub mod describe;
 pub mod expr;
 pub mod knee;
-pub mod stats;
-pub mod summary;
+pub mod significance;

@@ -89,7 +89,7 @@ macro_rules! failure_from {
 }
 failure_from!(
     crate::model::ModelError,
-    crate::model::load::LoadError,
+    crate::model::load_spec::LoadError,
     crate::workload::WorkloadError,
     crate::engine::SetupError,
     crate::analysis::expr::ExprError,

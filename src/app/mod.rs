@@ -246,7 +246,7 @@ fn compare(args: &crate::cli::CompareArgs, command_line: Vec<String>) -> Result<
         .rows
         .iter()
         .filter(|r| gated.contains(&r.figure.as_str()))
-        .filter(|r| r.verdict == crate::analysis::stats::Verdict::Slower)
+        .filter(|r| r.verdict == crate::analysis::significance::Verdict::Slower)
         .filter(|r| r.change.point.abs() * 100.0 > limit)
         .map(|r| format!("{} {:+.1}%", r.figure, r.change.point * 100.0))
         .collect();

@@ -9,7 +9,7 @@
 
 use super::failure::Failure;
 use super::{out, EXIT_OK};
-use crate::analysis::summary::{self, num, Log2Hist, Summary};
+use crate::analysis::describe::{self as summary, num, Description, Log2Hist};
 use crate::cli::StatsArgs;
 use serde_json::{json, Value};
 use std::io::Read;
@@ -34,7 +34,7 @@ pub fn stats(args: &StatsArgs) -> i32 {
     }
     let mut values = parsed.values;
     let hist = Log2Hist::of_values(&values);
-    let Some(summary) = Summary::of_values(&mut values) else {
+    let Some(summary) = Description::of_values(&mut values) else {
         let na = if parsed.na > 0 {
             format!(" (only {} NA's)", parsed.na)
         } else {
@@ -84,7 +84,7 @@ fn jnum(v: f64) -> Value {
 }
 
 /// `reqlife stats --json`.
-fn to_json(s: &Summary, sd: Option<f64>, na: u64, hist: &Log2Hist) -> Value {
+fn to_json(s: &Description, sd: Option<f64>, na: u64, hist: &Log2Hist) -> Value {
     let quantiles: serde_json::Map<String, Value> = s
         .quantiles
         .iter()

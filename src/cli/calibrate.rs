@@ -5,7 +5,7 @@
 use super::error::err;
 use super::plan::PlanError;
 use super::{CalibrateArgs, RunArgs};
-use crate::model::load::LoadError;
+use crate::model::load_spec::LoadError;
 use crate::plan::RunPlan;
 use clap::{Args, FromArgMatches};
 use std::time::Duration;

@@ -52,7 +52,7 @@ macro_rules! prepare_error_from {
 }
 prepare_error_from!(
     PlanError,
-    crate::model::load::LoadError,
+    crate::model::load_spec::LoadError,
     crate::report::ReportError
 );
 
@@ -73,7 +73,7 @@ macro_rules! plan_error_from {
 }
 plan_error_from!(
     crate::model::ModelError,
-    crate::model::load::LoadError,
+    crate::model::load_spec::LoadError,
     crate::workload::WorkloadError
 );
 

@@ -6,7 +6,7 @@
 use super::error::{err, PrepareError};
 use super::plan::PlanError;
 use super::KneeArgs;
-use crate::model::load::LoadError;
+use crate::model::load_spec::LoadError;
 use crate::plan::RunPlan;
 use std::time::Duration;
 

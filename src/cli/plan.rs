@@ -4,7 +4,7 @@
 
 use super::error::err;
 use super::{ArrivalArg, PolicyArg, RunArgs};
-use crate::model::load::{self, Fallback, Given, Load, LoadSpec};
+use crate::model::load_spec::{self as load, Fallback, Given, Load, LoadSpec};
 use crate::model::{io_reason, Arrival, LoadModel, Segment, Target, TlsPlan};
 use crate::plan::{Http1Plan, ProtocolPlan, RunPlan};
 use crate::util::units::StagesSpec;

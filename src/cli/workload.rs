@@ -88,7 +88,7 @@ pub fn build(args: &RunArgs, url: Option<&str>) -> Result<Vec<RunPlan>, PlanErro
                         stop: ph.stop,
                         ..base.clone()
                     }
-                    .fit_threads(&crate::model::load::SCENARIO)
+                    .fit_threads(&crate::model::load_spec::SCENARIO)
                     .map_err(|e| PlanError(format!("phase '{}': {}", ph.name, e.message)))?;
                     Ok(with_workload(
                         p,

@@ -38,7 +38,7 @@ macro_rules! by_name {
 }
 
 mod error;
-pub mod load;
+pub mod load_spec;
 mod phase;
 mod protocol;
 mod stamps;

@@ -87,7 +87,7 @@ impl ComparePage {
         (an, a): (&str, &RunRecord),
         (bn, b): (&str, &RunRecord),
     ) -> ComparePage {
-        use crate::analysis::stats::Verdict;
+        use crate::analysis::significance::Verdict;
         let pct = |v: f64| format!("{:+.1}%", v * 100.0);
         let rows = c
             .rows

@@ -3,7 +3,7 @@
 //! with its bars.
 
 use super::{cell, open_loop, Breakdown, Bursts, Knee, Levels, Repetitions, Streams};
-use crate::analysis::summary::Log2Hist;
+use crate::analysis::describe::Log2Hist;
 use crate::model::Phase;
 use crate::recorder::hist::Stats;
 use crate::recorder::record::RunRecord;
@@ -507,7 +507,7 @@ pub(super) fn repetitions(r: &RunRecord) -> Option<Repetitions> {
             })
             .collect()
     };
-    let median = |c: &[f64]| crate::analysis::stats::median(&mut c.to_vec());
+    let median = |c: &[f64]| crate::analysis::significance::median(&mut c.to_vec());
     let min = |c: &[f64]| c.iter().cloned().fold(f64::MAX, f64::min);
     let max = |c: &[f64]| c.iter().cloned().fold(f64::MIN, f64::max);
     let range = |c: &[f64]| 100.0 * (max(c) - min(c)) / median(c).max(f64::MIN_POSITIVE);

@@ -4,7 +4,7 @@
 //! labelled with bpftrace's bounds (1K = 2¹⁰ ns ≈ 1 µs, 1M = 2²⁰ ns ≈ 1 ms).
 
 use super::{mesh_with_ticks, render, upper, DESC_PX, FG, FONT};
-use crate::analysis::summary::Log2Hist;
+use crate::analysis::describe::Log2Hist;
 use plotters::prelude::*;
 
 /// Width and height, px (small multiples, two per row).

@@ -3,7 +3,7 @@
 //! errors by kind with the first error of each kind in words, and with `--latency` the
 //! percentile spectrum of HdrHistogram / wrk2.
 
-use crate::analysis::summary::{Log2Hist, Summary};
+use crate::analysis::describe::{Description, Log2Hist};
 use crate::model::{LoadKind, Phase, Protocol};
 use crate::recorder::hist::Stats;
 use crate::recorder::record::RunRecord;
@@ -608,7 +608,7 @@ fn detail(out: &mut String, r: &RunRecord) {
     }
     for (key, title) in names {
         let Ok(h) = r.histogram(&key) else { continue };
-        let Some(s) = Summary::of_hist(&h, 1e-3) else {
+        let Some(s) = Description::of_hist(&h, 1e-3) else {
             continue;
         };
         let _ = writeln!(out);

@@ -39,7 +39,7 @@
 use super::mix::Mix;
 use super::request::{is_token, RequestSpec};
 use super::template::{Field, Sources, Template, TemplateError};
-use crate::model::load::{self, Given, LoadSpec};
+use crate::model::load_spec::{self as load, Given, LoadSpec};
 use crate::model::{io_reason, Arrival, LoadModel, StopRule};
 use crate::util::units::{parse_count, parse_duration, parse_rate, parse_stages};
 use serde::de::{self, Deserializer, MapAccess, Visitor};

@@ -156,7 +156,7 @@ fn load_keys_follow_the_command_line() {
             "burst = 3\nduration = \"1s\"",
             LoadModel::Burst {
                 size: 3,
-                interval: crate::model::load::DEFAULT_BURST_INTERVAL,
+                interval: crate::model::load_spec::DEFAULT_BURST_INTERVAL,
                 bursts: None,
             },
             StopRule::Duration(s(1)),

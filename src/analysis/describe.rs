@@ -1,4 +1,4 @@
-//! Summary statistics as an analyst wants them: R's `summary()` (Min, 1st Qu., Median, Mean,
+//! Descriptive statistics as an analyst wants them: R's `summary()` (Min, 1st Qu., Median, Mean,
 //! 3rd Qu., Max), the quantiles 50, 90, 99, 99.9, 99.99, and a log2 histogram drawn like
 //! bpftrace's. From raw values (`reqlife stats`) the quantiles are exact and equal R's default
 //! `quantile()` (type 7):
@@ -16,7 +16,7 @@ pub const QUANTILES: [f64; 5] = [0.5, 0.9, 0.99, 0.999, 0.9999];
 
 /// R's `summary()` plus the quantiles of [`QUANTILES`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct Summary {
+pub struct Description {
     /// The number of values.
     pub count: u64,
     /// The smallest value.
@@ -74,15 +74,15 @@ pub fn sd(values: &[f64]) -> Option<f64> {
     Some((ss / (values.len() - 1) as f64).sqrt())
 }
 
-impl Summary {
+impl Description {
     /// Exact statistics of raw values; `None` when there are none.
-    pub fn of_values(values: &mut [f64]) -> Option<Summary> {
+    pub fn of_values(values: &mut [f64]) -> Option<Description> {
         if values.is_empty() {
             return None;
         }
         values.sort_by(f64::total_cmp);
         let q = |p| quantile_type7(values, p);
-        Some(Summary {
+        Some(Description {
             count: values.len() as u64,
             min: values[0],
             q1: q(0.25),
@@ -96,12 +96,12 @@ impl Summary {
     }
 
     /// Statistics of a histogram, in its unit scaled by `scale` (e.g. 1e-3: ns → µs).
-    pub fn of_hist(h: &Histogram<u64>, scale: f64) -> Option<Summary> {
+    pub fn of_hist(h: &Histogram<u64>, scale: f64) -> Option<Description> {
         if h.is_empty() {
             return None;
         }
         let q = |p| h.value_at_quantile(p) as f64 * scale;
-        Some(Summary {
+        Some(Description {
             count: h.len(),
             min: h.min() as f64 * scale,
             q1: q(0.25),
@@ -334,7 +334,7 @@ mod tests {
             (vec![5.0], [5.0, 5.0, 5.0, 5.0, 5.0, 5.0], [5.0; 5]),
         ];
         for (mut values, s, q) in rows {
-            let got = Summary::of_values(&mut values).unwrap();
+            let got = Description::of_values(&mut values).unwrap();
             let have = [got.min, got.q1, got.median, got.mean, got.q3, got.max];
             for (a, b) in have.iter().zip(s) {
                 assert!(close(*a, b), "{have:?} vs {s:?}");
@@ -343,7 +343,7 @@ mod tests {
                 assert!(close(*a, b), "{:?} vs {q:?}", got.quantiles);
             }
         }
-        assert_eq!(Summary::of_values(&mut []), None);
+        assert_eq!(Description::of_values(&mut []), None);
     }
 
     #[test]
@@ -395,7 +395,7 @@ mod tests {
     fn quantiles_with_infinities_as_r() {
         // R: quantile(c(-Inf, 1, 2, 3, 4, Inf)) is -Inf 1.25 2.5 3.75 Inf; mean NaN
         let mut v = vec![1.0, 2.0, f64::INFINITY, 3.0, f64::NEG_INFINITY, 4.0];
-        let s = Summary::of_values(&mut v).unwrap();
+        let s = Description::of_values(&mut v).unwrap();
         assert_eq!(
             [s.min, s.q1, s.median, s.q3, s.max],
             [f64::NEG_INFINITY, 1.25, 2.5, 3.75, f64::INFINITY]
