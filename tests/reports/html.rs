@@ -74,6 +74,7 @@ fn run_and_report_write_the_same_self_contained_page() {
         let mut want = vec![
             "summary",
             "latency-over-time",
+            "slow-requests",
             "spectrum",
             "breakdown",
             "histograms",

@@ -26,6 +26,7 @@ fn a_plain_run_has_every_section_but_levels_and_bursts() {
         [
             "summary",
             "latency-over-time",
+            "slow-requests",
             "spectrum",
             "breakdown",
             "histograms",
