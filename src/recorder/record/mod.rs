@@ -293,10 +293,12 @@ impl RunRecord {
         top.intervals.clear();
         let mut offset: f64 = 0.0;
         let mut samples: Vec<(Samples, u64)> = Vec::new();
+        let mut slow: Vec<(slow::SlowRequests, f64)> = Vec::new();
         for (label, level_plan, record) in parts {
             if let Some(s) = &record.samples {
                 samples.push((s.clone(), (offset * 1e6).round() as u64));
             }
+            slow.extend(record.slow_requests.clone().map(|s| (s, offset)));
             for mut i in record.intervals.iter().cloned() {
                 i.start_s = round6(i.start_s + offset);
                 top.intervals.push(i);
@@ -314,6 +316,10 @@ impl RunRecord {
         }
         let parts: Vec<(&Samples, u64)> = samples.iter().map(|(s, o)| (s, *o)).collect();
         top.samples = Samples::concat(&parts, top.config.seed);
+        // The levels' slow requests on the sweep's clock (the merge above has each level's
+        // timed from its own start).
+        let slow: Vec<_> = slow.iter().map(|(s, o)| (s, *o)).collect();
+        top.slow_requests = slow::SlowRequests::merge(&slow, top.histogram("total").ok().as_ref());
         top.config.sweep = Some(Sweep {
             of: if top.levels.iter().any(|l| l.offered_rps.is_some()) {
                 "rate".into()
