@@ -61,12 +61,6 @@ impl TraceId {
         String::from_utf8_lossy(&out).into_owned()
     }
 
-    /// Parses 32 hex digits (a trace id as the record and the log write it).
-    pub fn parse_trace(hex: &str) -> Option<u128> {
-        (hex.len() == 32)
-            .then(|| u128::from_str_radix(hex, 16).ok())
-            .flatten()
-    }
 }
 
 /// The run's trace context: how each request's ids are made and whether it is sampled.
@@ -195,7 +189,6 @@ mod tests {
             b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         );
         assert_eq!(id.trace_hex(), "4bf92f3577b34da6a3ce929d0e0e4736");
-        assert_eq!(TraceId::parse_trace(&id.trace_hex()), Some(id.trace));
         let unsampled = TraceId {
             sampled: false,
             ..id

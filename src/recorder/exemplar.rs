@@ -66,30 +66,6 @@ impl Exemplar {
     pub fn server_timing(&self) -> String {
         String::from_utf8_lossy(&self.timing[..self.timing_len as usize]).into_owned()
     }
-
-    /// A kept request with the given fields (records read back, tests).
-    pub fn with_timing(mut self, timing: &str) -> Self {
-        let n = timing.len().min(TIMING_BYTES);
-        self.timing = [0; TIMING_BYTES];
-        self.timing[..n].copy_from_slice(&timing.as_bytes()[..n]);
-        self.timing_len = n as u8;
-        self
-    }
-
-    /// An exemplar of no request (to be filled by a reader).
-    pub fn empty() -> Self {
-        Exemplar {
-            due_ns: 0,
-            phases: [None; Phase::ALL.len()],
-            status: None,
-            error: None,
-            request: 0,
-            connection: 0,
-            trace: None,
-            timing_len: 0,
-            timing: [0; TIMING_BYTES],
-        }
-    }
 }
 
 /// The [`KEEP`] requests of largest key seen (a phase's duration), largest first.
