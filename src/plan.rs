@@ -115,6 +115,20 @@ pub enum ProtocolPlan {
     /// `tcp://` targets: a pre-built binary request and how its reply is delimited
     /// (`--payload-file`, `--framing`); no HTTP (`method`, `headers` and `body` unused).
     Framed(FramedPlan),
+    /// `ws://` and `wss://` targets: WebSocket messages (RFC 6455) over a connection upgraded
+    /// from HTTP/1.1 (`method` GET, `headers` sent with the upgrade request, `body` unused: the
+    /// message is the plan's own).
+    WebSocket(WsPlan),
+}
+
+/// A WebSocket run: the message every request sends, and how its reply is read (the next
+/// data message, at most `--max-body` bytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WsPlan {
+    /// The message's payload.
+    pub message: Vec<u8>,
+    /// A text frame (`--data`, `--body`: UTF-8) or a binary one (`--body-file`).
+    pub text: bool,
 }
 
 /// HTTP/1.1 settings.
@@ -192,13 +206,15 @@ pub struct Http3Plan {
 }
 
 impl RunPlan {
-    /// The protocol's name in records (`http/1.1`, `h2`, `h2c`, `h3` or `tcp`).
+    /// The protocol's name in records (`http/1.1`, `h2`, `h2c`, `h3`, `tcp`, `ws` or `wss`).
     pub fn protocol_name(&self) -> crate::model::Protocol {
         use crate::model::{Protocol, Scheme};
         match (&self.protocol, self.target.scheme) {
             (ProtocolPlan::Http1(_), _) => Protocol::Http1,
             (ProtocolPlan::Http3(_), _) => Protocol::H3,
             (ProtocolPlan::Framed(_), _) => Protocol::Tcp,
+            (ProtocolPlan::WebSocket(_), Scheme::Http) => Protocol::Ws,
+            (ProtocolPlan::WebSocket(_), Scheme::Https) => Protocol::Wss,
             (ProtocolPlan::Http2(_) | ProtocolPlan::Grpc(_), Scheme::Https) => Protocol::H2,
             (ProtocolPlan::Http2(_) | ProtocolPlan::Grpc(_), Scheme::Http) => Protocol::H2c,
         }
@@ -211,7 +227,7 @@ impl RunPlan {
                 h2.streams.max(1)
             }
             ProtocolPlan::Http3(h3) => h3.streams.max(1),
-            ProtocolPlan::Http1(_) | ProtocolPlan::Framed(_) => 1,
+            ProtocolPlan::Http1(_) | ProtocolPlan::Framed(_) | ProtocolPlan::WebSocket(_) => 1,
         }
     }
 
@@ -248,12 +264,15 @@ impl RunPlan {
         )
     }
 
-    /// What the record and the reports name the requests by: the HTTP method, or a framed
-    /// run's framing (`u32be-framed`, `unframed`; "u32be-framed tcp").
+    /// What the record and the reports name the requests by: the HTTP method, a framed
+    /// run's framing (`u32be-framed`, `unframed`; "u32be-framed tcp"), or a WebSocket
+    /// message's kind (`text`, `binary`).
     pub fn method_label(&self) -> &str {
         match &self.protocol {
             ProtocolPlan::Framed(f) if f.framing == Framing::U32Be => "u32be-framed",
             ProtocolPlan::Framed(_) => "unframed",
+            ProtocolPlan::WebSocket(w) if w.text => "text",
+            ProtocolPlan::WebSocket(_) => "binary",
             _ => &self.method,
         }
     }

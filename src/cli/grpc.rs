@@ -122,9 +122,11 @@ pub fn reflection_plan(args: &RunArgs, plan: RunPlan) -> Result<RunPlan, PlanErr
 /// `plan` when `--grpc` is not given, refusing the gRPC flags.
 fn plan_without_grpc(args: &RunArgs, plan: RunPlan) -> Result<RunPlan, PlanError> {
     let g = &args.grpc;
+    // A WebSocket run's message may be `--data`.
+    let ws = matches!(plan.protocol, ProtocolPlan::WebSocket(_));
     let flags = [
         (g.proto_set.is_some(), "--proto-set"),
-        (g.data.is_some(), "--data"),
+        (g.data.is_some() && !ws, "--data"),
         (g.data_file.is_some(), "--data-file"),
         (g.grpc_timeout.is_some(), "--grpc-timeout"),
     ];

@@ -21,6 +21,7 @@ pub mod resolve;
 pub mod run;
 pub mod trace;
 mod watch;
+pub mod websocket;
 use crate::util::units;
 pub use watch::WatchArgs;
 pub mod workload;
@@ -350,8 +351,8 @@ pub enum PolicyArg {
 /// Analysis (clap orders headings by their first flag, so keep each group together).
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// The URL to load (http://, https:// or tcp://). Without one, the embedded target is started
-    /// in-process on a free loopback port and tested.
+    /// The URL to load (http://, https://, tcp://, ws:// or wss://). Without one, the embedded
+    /// target is started in-process on a free loopback port and tested.
     pub url: Option<String>,
 
     /// HTTP method.

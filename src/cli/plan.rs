@@ -128,6 +128,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     }
     let interval = interval(args)?;
     let framed = super::framed::plan(args, url)?;
+    let websocket = super::websocket::plan(args, url)?;
     let method = args.method.trim().to_string();
     if method.is_empty() || !method.bytes().all(is_token_byte) {
         return err(format!(
@@ -153,11 +154,12 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         http2.is_some() || http3.is_some(),
         framed.is_some(),
     )?;
-    let protocol = match (framed, http3, http2) {
-        (Some(f), _, _) => ProtocolPlan::Framed(f),
-        (None, Some(h3), _) => ProtocolPlan::Http3(h3),
-        (None, None, Some(h2)) => ProtocolPlan::Http2(h2),
-        (None, None, None) => ProtocolPlan::Http1(Http1Plan { pipeline }),
+    let protocol = match (websocket, framed, http3, http2) {
+        (Some(w), _, _, _) => ProtocolPlan::WebSocket(w),
+        (None, Some(f), _, _) => ProtocolPlan::Framed(f),
+        (None, None, Some(h3), _) => ProtocolPlan::Http3(h3),
+        (None, None, None, Some(h2)) => ProtocolPlan::Http2(h2),
+        (None, None, None, None) => ProtocolPlan::Http1(Http1Plan { pipeline }),
     };
     if args.max_body == 0 {
         return err("--max-body must be at least 1 byte (e.g. 64M)");
@@ -451,7 +453,7 @@ mod tests {
             ("not a url", "invalid URL 'not a url'"),
             (
                 "udp://127.0.0.1:9/",
-                "reqlife speaks http://, https:// and tcp://",
+                "reqlife speaks http://, https://, tcp://, ws:// and wss://",
             ),
             ("http://", "invalid URL"),
             ("http://exa mple.com/", "invalid URL"),

@@ -81,9 +81,10 @@ pub fn lookup(entries: &[String], host: &str, port: u16) -> Result<Option<IpAddr
 }
 
 /// The schemes a run's URL may have: HTTP (HTTP/1.1, HTTP/2 and gRPC; HTTP/3 on `https://`)
-/// and framed binary requests over TCP. [`target`] refuses every other one with this list;
-/// `run --help` and the manual list the same (`tests/checks/drift.rs`).
-pub const URL_SCHEMES: [&str; 3] = ["http://", "https://", "tcp://"];
+/// framed binary requests over TCP, and WebSocket over TCP or TLS. [`target`] refuses every
+/// other one with this list; `run --help` and the manual list the same
+/// (`tests/checks/drift.rs`).
+pub const URL_SCHEMES: [&str; 5] = ["http://", "https://", "tcp://", "ws://", "wss://"];
 
 /// The scheme of `url` (`ftp://` of `ftp://x/`), when it starts with one as RFC 3986 writes
 /// it (a letter, then letters, digits, `+`, `-` or `.`).
@@ -120,7 +121,11 @@ pub fn target(url: &str, resolve: &[String]) -> Result<Target, PlanError> {
         }
         return Ok(t);
     }
-    let (scheme, host, port, path_and_query) = crate::model::split_url(url)?;
+    let (scheme, host, port, path_and_query) = match super::websocket::as_http(url) {
+        Some(http) => crate::model::split_url(&http)
+            .map_err(|e| PlanError(e.to_string().replace(&http, url).replace("http", "ws")))?,
+        None => crate::model::split_url(url)?,
+    };
     if let Some(ip) = lookup(resolve, &host, port)? {
         return Ok(Target {
             url: url.to_string(),

@@ -39,11 +39,14 @@ pub enum Cause {
     TlsHandshake,
     /// HTTP/3: QUIC version negotiation failed (the server offers no version we speak).
     QuicVersion,
+    /// WebSocket: the server did not accept the upgrade (no `101 Switching Protocols`, or a
+    /// `101` without the headers RFC 6455 asks for).
+    NotWebSocket,
 }
 
 impl Cause {
     /// Every cause (for tests and the tracker's table).
-    pub const ALL: [Cause; 12] = [
+    pub const ALL: [Cause; 13] = [
         Cause::Refused,
         Cause::Unreachable,
         Cause::FdLimit,
@@ -56,6 +59,7 @@ impl Cause {
         Cause::NotH2,
         Cause::TlsHandshake,
         Cause::QuicVersion,
+        Cause::NotWebSocket,
     ];
 
     /// A short name, for the record's stop reason (`fail fast: connection refused`).
@@ -73,6 +77,7 @@ impl Cause {
             Cause::NotH2 => "not HTTP/2",
             Cause::TlsHandshake => "TLS handshake",
             Cause::QuicVersion => "QUIC version",
+            Cause::NotWebSocket => "not WebSocket",
         }
     }
 
@@ -167,6 +172,9 @@ impl Cause {
             Cause::NotH2 => format!(
                 "{host} does not speak HTTP/2 without TLS (h2c) on this port (it answered the connection preface \
                  with something else, HTTP/1.1?): drop --http2, or use https:// if it offers h2 over TLS"
+            ),
+            Cause::NotWebSocket => format!(
+                "{host} did not accept the WebSocket upgrade of {url}: check the URL's path and that a WebSocket server listens there"
             ),
             Cause::TlsHandshake => format!(
                 "the TLS handshake with {host} failed: check that the server speaks TLS 1.2 or 1.3 on this port \

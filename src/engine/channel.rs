@@ -2,10 +2,11 @@
 //! leave besides their counts ([`Kept`]), and the protocol-neutral [`Answer`] each
 //! protocol's own response type becomes.
 
-use super::config::{FramedWire, GrpcWire, H2Wire, H3Wire, Http1Wire, Wire};
+use super::config::{FramedWire, GrpcWire, H2Wire, H3Wire, Http1Wire, Wire, WsWire};
 use super::framed::FramedConn;
 use super::http1::{self, Http1Conn};
 use super::stream::StreamTracker;
+use super::websocket::WsConn;
 use super::{decode, grpc, http2, http3, Send};
 use crate::model::trace::TraceHeaders;
 use crate::model::Traffic;
@@ -38,11 +39,16 @@ pub(super) enum Channel {
         wire: Arc<FramedWire>,
         conn: FramedConn,
     },
+    WebSocket {
+        wire: Arc<WsWire>,
+        conn: WsConn,
+    },
 }
 
 impl Channel {
-    /// A new connection slot's first channel (a new link for HTTP/2 and HTTP/3).
-    pub(super) fn new(wire: &Wire) -> Channel {
+    /// A new connection slot's first channel (a new link for HTTP/2 and HTTP/3); a
+    /// WebSocket's reads messages of at most `max_body_bytes`.
+    pub(super) fn new(wire: &Wire, max_body_bytes: u64) -> Channel {
         match wire {
             Wire::Http1(wire) => Channel::Http1 {
                 wire: wire.clone(),
@@ -65,11 +71,15 @@ impl Channel {
                 conn: FramedConn::new(&wire.plan),
                 wire: wire.clone(),
             },
+            Wire::WebSocket(wire) => Channel::WebSocket {
+                conn: WsConn::new(max_body_bytes),
+                wire: wire.clone(),
+            },
         }
     }
 
     /// Another channel of the same connection slot: HTTP/2's and HTTP/3's share its link.
-    pub(super) fn sibling(&self) -> Channel {
+    pub(super) fn sibling(&self, max_body_bytes: u64) -> Channel {
         match self {
             Channel::Http2 { wire, link } => Channel::Http2 {
                 wire: wire.clone(),
@@ -84,8 +94,13 @@ impl Channel {
                 wire: wire.clone(),
                 link: link.clone(),
             },
-            Channel::Http1 { wire, .. } => Channel::new(&Wire::Http1(wire.clone())),
-            Channel::Framed { wire, .. } => Channel::new(&Wire::Framed(wire.clone())),
+            Channel::Http1 { wire, .. } => Channel::new(&Wire::Http1(wire.clone()), max_body_bytes),
+            Channel::Framed { wire, .. } => {
+                Channel::new(&Wire::Framed(wire.clone()), max_body_bytes)
+            }
+            Channel::WebSocket { wire, .. } => {
+                Channel::new(&Wire::WebSocket(wire.clone()), max_body_bytes)
+            }
         }
     }
 
@@ -94,6 +109,7 @@ impl Channel {
         match self {
             Channel::Http1 { conn, .. } => conn.is_some(),
             Channel::Framed { conn, .. } => conn.stream.is_some(),
+            Channel::WebSocket { conn, .. } => conn.stream.is_some(),
             Channel::Http2 { .. } | Channel::Grpc { .. } | Channel::Http3 { .. } => false,
         }
     }
@@ -103,6 +119,7 @@ impl Channel {
         match self {
             Channel::Http1 { conn, .. } => *conn = None,
             Channel::Framed { conn, .. } => conn.stream = None,
+            Channel::WebSocket { conn, .. } => conn.stream = None,
             Channel::Http2 { .. } | Channel::Grpc { .. } | Channel::Http3 { .. } => {}
         }
     }
@@ -113,7 +130,7 @@ impl Channel {
         match self {
             Channel::Http2 { link, .. } | Channel::Grpc { link, .. } => link.reset(),
             Channel::Http3 { link, .. } => link.reset(),
-            Channel::Http1 { .. } | Channel::Framed { .. } => {}
+            Channel::Http1 { .. } | Channel::Framed { .. } | Channel::WebSocket { .. } => {}
         }
     }
 
@@ -130,6 +147,7 @@ impl Channel {
         (match fixed {
             Channel::Http1 { wire, .. } => wire.template.bytes().len(),
             Channel::Framed { wire, .. } => wire.plan.payload.len(),
+            Channel::WebSocket { wire, .. } => return WsConn::frame_len(wire.plan.message.len()),
             Channel::Http2 { wire, .. } => wire.request.body.len(),
             Channel::Grpc { wire, .. } => wire.h2.request.body.len(),
             Channel::Http3 { wire, .. } => wire.request.body.len(),
@@ -145,6 +163,7 @@ impl Channel {
             Channel::Http2 { link, .. } | Channel::Grpc { link, .. } => link.take_failed(),
             Channel::Http3 { link, .. } => link.take_failed(),
             Channel::Framed { conn, .. } => return (conn.read, None),
+            Channel::WebSocket { conn, .. } => return (conn.read, None),
             Channel::Http1 { conn, .. } => {
                 return (conn.as_ref().map_or(0, |c| c.read_since_send), None)
             }
@@ -236,6 +255,20 @@ impl From<http3::H3Response> for Answer {
             bytes_written: r.bytes_written,
             traffic: r.traffic,
             keep_alive: !r.server_closed,
+            max_streams: None,
+        }
+    }
+}
+
+impl From<super::websocket::Reply> for Answer {
+    fn from(r: super::websocket::Reply) -> Self {
+        Answer {
+            // A reply message counts as a success, as a framed reply does: no status of its own.
+            status: 200,
+            bytes_read: r.bytes_read,
+            bytes_written: r.bytes_written,
+            traffic: r.traffic,
+            keep_alive: true,
             max_streams: None,
         }
     }

@@ -7,7 +7,7 @@ use super::connect::Connector;
 use super::request::{Request, RequestTemplate};
 use super::{grpc, http2, http3, SetupError};
 use crate::model::Phase;
-use crate::plan::{FramedPlan, ProtocolPlan, RunPlan};
+use crate::plan::{FramedPlan, ProtocolPlan, RunPlan, WsPlan};
 use crate::workload::request::Rendered;
 use crate::workload::Workload;
 use std::sync::Arc;
@@ -56,6 +56,8 @@ pub enum Wire {
     Http3(Arc<H3Wire>),
     /// Framed binary requests on a `tcp://` target.
     Framed(Arc<FramedWire>),
+    /// WebSocket messages on a `ws://` or `wss://` target.
+    WebSocket(Arc<WsWire>),
 }
 
 /// HTTP/1.1: the fixed request's bytes, prepared once.
@@ -110,6 +112,39 @@ pub struct FramedWire {
     pub plan: FramedPlan,
 }
 
+/// `ws://`, `wss://`: the upgrade request's head and the message.
+#[derive(Clone)]
+pub struct WsWire {
+    /// Opens the connections (TCP, and TLS with ALPN `http/1.1` for `wss://`).
+    pub connector: Connector,
+    /// The upgrade request's request line, Host, User-Agent and the user's headers (each line
+    /// ended; the WebSocket headers and the key are added per connection).
+    pub head: Vec<u8>,
+    /// The message and its kind.
+    pub plan: WsPlan,
+}
+
+impl WsWire {
+    /// The WebSocket wire of `plan`: its head is HTTP/1.1's fixed GET request, without body.
+    fn new(plan: &RunPlan, ws: &WsPlan) -> Result<WsWire, SetupError> {
+        let get = RunPlan {
+            method: "GET".into(),
+            body: Vec::new(),
+            keepalive: true,
+            compressed: false,
+            ..plan.clone()
+        };
+        let mut head = RequestTemplate::http1(&get).bytes().to_vec();
+        // Without the blank line that ends it: the upgrade's headers go after.
+        head.truncate(head.len().saturating_sub(2));
+        Ok(WsWire {
+            connector: Connector::new(plan, &[b"http/1.1"])?,
+            head,
+            plan: ws.clone(),
+        })
+    }
+}
+
 impl Wire {
     /// The wire of `plan`'s protocol.
     fn new(plan: &RunPlan) -> Result<Wire, SetupError> {
@@ -144,6 +179,7 @@ impl Wire {
                 connector: Connector::new(plan, &[b"http/1.1"])?,
                 plan: f.clone(),
             })),
+            ProtocolPlan::WebSocket(ws) => Wire::WebSocket(Arc::new(WsWire::new(plan, ws)?)),
         })
     }
 
@@ -155,6 +191,7 @@ impl Wire {
             Wire::Grpc(w) => Wire::Grpc(Arc::new(GrpcWire::clone(w))),
             Wire::Http3(w) => Wire::Http3(Arc::new(H3Wire::clone(w))),
             Wire::Framed(w) => Wire::Framed(Arc::new(FramedWire::clone(w))),
+            Wire::WebSocket(w) => Wire::WebSocket(Arc::new(WsWire::clone(w))),
         }
     }
 
@@ -166,13 +203,14 @@ impl Wire {
             Wire::Grpc(w) => w.h2.connector.is_tls(),
             Wire::Http3(_) => true,
             Wire::Framed(w) => w.connector.is_tls(),
+            Wire::WebSocket(w) => w.connector.is_tls(),
         }
     }
 }
 
 impl SessionConfig {
     /// The phases this run's requests record besides [`Phase::EVERY_REQUEST`]: a connection's
-    /// opening (TCP and TLS, HTTP/2's handshake, QUIC's), decoding and a stream's events. The
+    /// opening (TCP and TLS, HTTP/2's handshake, QUIC's, a WebSocket's upgrade), decoding and a stream's events. The
     /// recorder's histograms of these start full-size, so none grows while the run is timed.
     pub fn phases(&self) -> Vec<Phase> {
         let mut phases = vec![Phase::Connect];
@@ -184,6 +222,7 @@ impl SessionConfig {
             Wire::Http2(_) | Wire::Grpc(_) => {
                 phases.extend([Phase::H2Handshake, Phase::StreamWait])
             }
+            Wire::WebSocket(_) => phases.push(Phase::WsUpgrade),
             Wire::Http1(_) | Wire::Framed(_) => {}
         }
         if self.decode_max_bytes.is_some() {
@@ -284,6 +323,10 @@ mod tests {
             [Connect, Tls, H2Handshake, StreamWait]
         );
         assert_eq!(phases(plain, &["--compressed"]), [Connect, Decode]);
+        assert_eq!(
+            phases("wss://127.0.0.1:9/", &["--data", "x"]),
+            [Connect, Tls, WsUpgrade]
+        );
         assert_eq!(
             phases(plain, &["-m", "POST", "-H", "expect: 100-Continue"]),
             [Connect, Continue]

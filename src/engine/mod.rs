@@ -29,8 +29,9 @@ pub mod server_timing;
 mod session;
 pub mod stream;
 pub mod trace;
+pub mod websocket;
 
-pub use config::{FramedWire, GrpcWire, H2Wire, H3Wire, Http1Wire, SessionConfig, Wire};
+pub use config::{FramedWire, GrpcWire, H2Wire, H3Wire, Http1Wire, SessionConfig, Wire, WsWire};
 pub use session::Session;
 
 use crate::model::{ErrorKind, Timestamps, Traffic};

@@ -41,7 +41,7 @@ impl Session {
     /// The first session of a new connection slot (HTTP/2 and HTTP/3: with a new link, which
     /// its [`Session::sibling`]s share).
     pub fn new(config: Rc<SessionConfig>, gate: Option<Rc<ConnectGate>>) -> Self {
-        let channel = Channel::new(&config.wire);
+        let channel = Channel::new(&config.wire, config.max_body_bytes);
         Session::with_channel(config, gate, channel)
     }
 
@@ -67,7 +67,7 @@ impl Session {
         Session::with_channel(
             self.config.clone(),
             self.gate.clone(),
-            self.channel.sibling(),
+            self.channel.sibling(self.config.max_body_bytes),
         )
     }
 
@@ -179,6 +179,9 @@ impl Session {
                 Channel::Framed { wire, conn } => {
                     conn.stream = Some(wire.connector.connect(stamps).await?);
                     Ok(())
+                }
+                Channel::WebSocket { wire, conn } => {
+                    conn.open(wire, self.config.max_header_bytes, stamps).await
                 }
             }
         };
@@ -354,6 +357,10 @@ impl Session {
                     .await
                     .map(Answer::from)
             }
+            Channel::WebSocket { wire, conn } => conn
+                .exchange(wire, config.max_header_bytes, stamps)
+                .await
+                .map(Answer::from),
             Channel::Http2 { wire, link } => {
                 let (request, fixed) = stream_request(config, &wire.request, None, send)?;
                 let sinks = kept.streams(None, trace);

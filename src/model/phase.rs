@@ -64,11 +64,14 @@ pub enum Phase {
     /// `100 Continue`, or the bound (`--expect100-timeout`) if none came, before the body goes.
     /// Apart from `write`, which holds the head's write and the body's.
     Continue,
+    /// WebSocket: connection (and TLS) ready → the server's `101 Switching Protocols` to the
+    /// upgrade request, checked (only on requests that opened a connection).
+    WsUpgrade,
 }
 
 impl Phase {
     /// Every phase, in the order of a request's life.
-    pub const ALL: [Phase; 18] = [
+    pub const ALL: [Phase; 19] = [
         Phase::Queue,
         Phase::Connect,
         Phase::Tls,
@@ -87,11 +90,14 @@ impl Phase {
         Phase::Quic0Rtt,
         Phase::StreamWait,
         Phase::Continue,
+        Phase::WsUpgrade,
     ];
-    /// The phases of opening a connection: TCP and TLS, or QUIC (full or 0-RTT).
-    pub const OPENING: [Phase; 4] = [
+    /// The phases of opening a connection: TCP and TLS (and a WebSocket's upgrade), or QUIC
+    /// (full or 0-RTT).
+    pub const OPENING: [Phase; 5] = [
         Phase::Connect,
         Phase::Tls,
+        Phase::WsUpgrade,
         Phase::QuicHandshake,
         Phase::Quic0Rtt,
     ];
@@ -114,11 +120,12 @@ impl Phase {
     /// HTTP/2 handshake, the waits for a stream and for a `100 Continue`, then the exchange.
     /// All but the HTTP/2 handshake, which overlaps the write and the wait, tile the request:
     /// they add up to `Total` ([`Phase::tiles`]).
-    pub const LIFE: [Phase; 13] = [
+    pub const LIFE: [Phase; 14] = [
         Phase::Lag,
         Phase::Queue,
         Phase::Connect,
         Phase::Tls,
+        Phase::WsUpgrade,
         Phase::QuicHandshake,
         Phase::Quic0Rtt,
         Phase::H2Handshake,
@@ -130,7 +137,7 @@ impl Phase {
         Phase::Decode,
     ];
     /// The client phases of a record's `latency.phases`: those of [`Phase::LIFE`] but the lag
-    /// (`latency.schedule_lag`); `QuicHandshake`, `StreamWait` and `Continue` only where
+    /// (`latency.schedule_lag`); `QuicHandshake`, `StreamWait`, `Continue` and `WsUpgrade` only where
     /// recorded, see [`Phase::shown`].
     pub const CLIENT: &'static [Phase] = Phase::LIFE.split_at(1).1;
 
@@ -160,6 +167,7 @@ impl Phase {
             Phase::Quic0Rtt => "quic_0rtt",
             Phase::StreamWait => "stream_wait",
             Phase::Continue => "continue",
+            Phase::WsUpgrade => "ws_upgrade",
         }
     }
 
@@ -170,7 +178,11 @@ impl Phase {
         recorded
             || !matches!(
                 self,
-                Phase::QuicHandshake | Phase::Quic0Rtt | Phase::StreamWait | Phase::Continue
+                Phase::QuicHandshake
+                    | Phase::Quic0Rtt
+                    | Phase::StreamWait
+                    | Phase::Continue
+                    | Phase::WsUpgrade
             )
     }
 

@@ -14,16 +14,22 @@ pub enum Protocol {
     H3,
     /// Framed binary messages over TCP (`tcp://HOST:PORT`), no HTTP.
     Tcp,
+    /// WebSocket messages (RFC 6455) over TCP (`ws://`).
+    Ws,
+    /// WebSocket messages over TLS (`wss://`).
+    Wss,
 }
 
 impl Protocol {
     /// Every protocol.
-    pub const ALL: [Protocol; 5] = [
+    pub const ALL: [Protocol; 7] = [
         Protocol::Http1,
         Protocol::H2,
         Protocol::H2c,
         Protocol::H3,
         Protocol::Tcp,
+        Protocol::Ws,
+        Protocol::Wss,
     ];
 
     /// The name in records and reports.
@@ -34,6 +40,8 @@ impl Protocol {
             Protocol::H2c => "h2c",
             Protocol::H3 => "h3",
             Protocol::Tcp => "tcp",
+            Protocol::Ws => "ws",
+            Protocol::Wss => "wss",
         }
     }
 
@@ -63,11 +71,16 @@ mod tests {
             (Protocol::H2c, "h2c"),
             (Protocol::H3, "h3"),
             (Protocol::Tcp, "tcp"),
+            (Protocol::Ws, "ws"),
+            (Protocol::Wss, "wss"),
         ];
         crate::model::tests::written_and_read_by_name(
             &rows,
             "h4",
-            &["unknown protocol 'h4'", "http/1.1, h2, h2c, h3, tcp"],
+            &[
+                "unknown protocol 'h4'",
+                "http/1.1, h2, h2c, h3, tcp, ws, wss",
+            ],
         );
     }
 

@@ -38,6 +38,9 @@ pub struct Timestamps {
     /// HTTP/3 with `--zero-rtt`: the resumed connection was usable with 0-RTT keys (instead of
     /// `quic_end`).
     pub quic_0rtt: Option<Instant>,
+    /// WebSocket: the server's `101` to the upgrade arrived and was checked (`None`: no
+    /// upgrade for this request).
+    pub ws_upgraded: Option<Instant>,
     /// The request was fully written (`None`: the write never finished).
     pub written: Option<Instant>,
     /// The first response byte arrived (`None`: no response).
@@ -69,6 +72,7 @@ impl Timestamps {
             continued: None,
             quic_end: None,
             quic_0rtt: None,
+            ws_upgraded: None,
             written: None,
             first_byte: None,
             done: None,
@@ -92,7 +96,8 @@ impl Timestamps {
     /// When writing the request could begin: after the connection (and TLS) was ready if this
     /// request opened it, else at dispatch.
     fn ready(&self) -> Instant {
-        self.tls_end
+        self.ws_upgraded
+            .or(self.tls_end)
             .or(self.connect_end)
             .or(self.quic_end)
             .or(self.quic_0rtt)
@@ -146,7 +151,8 @@ impl Timestamps {
     /// wait = first_byte − written; read = done − first_byte; decode = decoded − done;
     /// total = end − intended; uncorrected = end − dispatched, where end is decoded when the
     /// body was decoded, else done;
-    /// h2_handshake = h2_settings − (tls_end or connect_end); quic_handshake = quic_end −
+    /// h2_handshake = h2_settings − (tls_end or connect_end); ws_upgrade = ws_upgraded −
+    /// (tls_end or connect_end, from the dispatch); quic_handshake = quic_end −
     /// dispatched (as connect, for the QUIC handshake); quic_0rtt = quic_0rtt − dispatched;
     /// first_event = first_event −
     /// written; events = the count as nanoseconds; event_gap is not one request's (`None`).
@@ -171,7 +177,9 @@ impl Timestamps {
         let (written, first_byte) = (on(self.written), on(self.first_byte));
         let (done, decoded) = (on(self.done), on(self.decoded));
         let end = decoded.or(done);
-        let ready = tls_end
+        let ws_upgraded = on(self.ws_upgraded);
+        let ready = ws_upgraded
+            .or(tls_end)
             .or(connect_end)
             .or(quic_end)
             .or(quic_0rtt)
@@ -225,6 +233,12 @@ impl Timestamps {
         put(
             Phase::Quic0Rtt,
             span(dispatched, quic_0rtt.filter(|_| opened)),
+        );
+        put(
+            Phase::WsUpgrade,
+            tls_end
+                .or(connect_end)
+                .and_then(|r| span(r.max(dispatched), ws_upgraded)),
         );
         out
     }
@@ -343,6 +357,38 @@ mod tests {
     }
 
     #[test]
+    fn a_websocket_upgrade_is_its_own_phase_and_the_phases_add_up() {
+        // Connected in 50 µs, TLS in 400, the upgrade's 101 after 300 more, then the message.
+        let b = Instant::now();
+        let mut t = Timestamps::new(b, b);
+        t.connect_start = Some(b);
+        t.connect_end = Some(at(b, 50));
+        t.tls_end = Some(at(b, 450));
+        t.ws_upgraded = Some(at(b, 750));
+        t.written = Some(at(b, 760));
+        t.first_byte = Some(at(b, 1760));
+        t.done = Some(at(b, 1770));
+        let us = |p| t.phase(p).map(|d| d.as_micros() as u64);
+        for (phase, want) in [
+            (Phase::Connect, Some(50)),
+            (Phase::Tls, Some(400)),
+            (Phase::WsUpgrade, Some(300)),
+            (Phase::Write, Some(10)),
+            (Phase::Wait, Some(1000)),
+            (Phase::Read, Some(10)),
+            (Phase::Total, Some(1770)),
+        ] {
+            assert_eq!(us(phase), want, "{}", phase.name());
+        }
+        assert_eq!(t.unaccounted_ns(), Some(0));
+        // Plain TCP: from the connect's end.
+        t.tls_end = None;
+        let upgrade = t.phase(Phase::WsUpgrade).map(|d| d.as_micros() as u64);
+        assert_eq!(upgrade, Some(700));
+        assert_eq!(t.unaccounted_ns(), Some(0));
+    }
+
+    #[test]
     fn phases_of_a_request_on_a_reused_connection() {
         let b = Instant::now();
         let mut t = Timestamps::new(b, b);
@@ -416,6 +462,10 @@ mod tests {
             Phase::Quic0Rtt => t.connect_start.and(span(t.dispatched, t.quic_0rtt)),
             Phase::StreamWait => t.stream_open.and(Some(t.write_start() - t.ready())),
             Phase::Continue => span(t.head_written?, t.continued),
+            Phase::WsUpgrade => span(
+                t.tls_end.or(t.connect_end)?.max(t.dispatched),
+                t.ws_upgraded,
+            ),
         }
     }
 
@@ -442,6 +492,7 @@ mod tests {
             t.continued = stamp(&mut rng);
             t.quic_end = stamp(&mut rng);
             t.quic_0rtt = stamp(&mut rng);
+            t.ws_upgraded = stamp(&mut rng);
             t.written = stamp(&mut rng);
             t.first_byte = stamp(&mut rng);
             t.done = stamp(&mut rng);

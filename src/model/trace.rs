@@ -60,7 +60,6 @@ impl TraceId {
         put_hex(&mut out, self.span as u128, 16);
         String::from_utf8_lossy(&out).into_owned()
     }
-
 }
 
 /// The run's trace context: how each request's ids are made and whether it is sampled.

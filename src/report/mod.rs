@@ -59,7 +59,7 @@ pub(crate) fn phase_row(r: &RunRecord, phase: Phase, stats: &crate::recorder::hi
         Phase::Queue | Phase::Lag => r.config.load_model != LoadKind::Open,
         // Only requests that waited for an HTTP/2 stream, or sent Expect: 100-continue, have
         // one.
-        Phase::StreamWait | Phase::Continue => empty,
+        Phase::StreamWait | Phase::Continue | Phase::WsUpgrade => empty,
         // Plain HTTP has no TLS; HTTP/3 has no TCP connect and no TLS apart from the QUIC
         // handshake.
         Phase::Tls => empty && (r.config.scheme() != Some(Scheme::Https) || h3),

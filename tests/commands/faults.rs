@@ -14,7 +14,7 @@ fn bad_input_is_one_clear_line_and_exit_2() {
         (&["run", "ftp://127.0.0.1/"], "unsupported scheme 'ftp'"),
         (
             &["run", "ftp://127.0.0.1/"],
-            "reqlife speaks http://, https:// and tcp://",
+            "reqlife speaks http://, https://, tcp://, ws:// and wss://",
         ),
         // No scheme: the same line with or without a path (a path said "invalid format").
         (

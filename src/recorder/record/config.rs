@@ -123,6 +123,12 @@ impl Config {
     /// The scheme of the URL, as the one URL parser reads it; `None` for a URL that is not
     /// `http://` or `https://` (a framed run's `tcp://`).
     pub fn scheme(&self) -> Option<Scheme> {
+        // A WebSocket's: TLS on wss://, as on https://.
+        match self.url.get(..6).map(str::to_ascii_lowercase).as_deref() {
+            Some("wss://") => return Some(Scheme::Https),
+            Some(s) if s.starts_with("ws://") => return Some(Scheme::Http),
+            _ => {}
+        }
         crate::model::split_url(&self.url)
             .ok()
             .map(|(scheme, ..)| scheme)

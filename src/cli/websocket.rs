@@ -1,0 +1,159 @@
+//! The flags of WebSocket runs (`ws://HOST[:PORT]/PATH`, `wss://…`, the message from `--data`,
+//! `--body` or `--body-file`) checked into a [`WsPlan`]: every message about them lives here.
+
+use super::error::err;
+use super::plan::PlanError;
+use super::RunArgs;
+use crate::model::io_reason;
+use crate::plan::WsPlan;
+
+/// Whether `url` names a WebSocket target (`ws://` or `wss://`, in any case).
+pub fn is_ws(url: &str) -> bool {
+    as_http(url).is_some()
+}
+
+/// The HTTP URL a WebSocket URL upgrades from (`ws://` → `http://`, `wss://` → `https://`),
+/// which the one URL parser reads; `None` for any other URL.
+pub fn as_http(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    if scheme.eq_ignore_ascii_case("ws") {
+        Some(format!("http://{rest}"))
+    } else if scheme.eq_ignore_ascii_case("wss") {
+        Some(format!("https://{rest}"))
+    } else {
+        None
+    }
+}
+
+/// The WebSocket plan of a run for `url`: `Some` for a `ws://` or `wss://` target (which needs
+/// a message and refuses the flags of other protocols), `None` for any other URL.
+pub fn plan(args: &RunArgs, url: &str) -> Result<Option<WsPlan>, PlanError> {
+    if !is_ws(url) {
+        return Ok(None);
+    }
+    let refused: Vec<&str> = [
+        (args.method != "GET", "-m/--method"),
+        (args.http2, "--http2"),
+        (args.http3, "--http3"),
+        (super::grpc::is_grpc(args), "--grpc"),
+        (args.grpc.data_file.is_some(), "--data-file"),
+        (args.streams.is_some(), "--streams"),
+        (args.h2_window.is_some(), "--h2-window"),
+        (args.pipeline.is_some_and(|n| n > 1), "--pipeline"),
+        (args.compressed, "--compressed"),
+        (args.stream.is_some(), "--stream"),
+        (args.scenario.is_some(), "--scenario"),
+        (args.targets.is_some(), "--targets"),
+        (args.trace.trace_context, "--trace-context"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, flag)| *flag)
+    .collect();
+    if !refused.is_empty() {
+        return err(format!(
+            "{} do{} not apply to WebSocket: a ws:// or wss:// target sends one message per request (--data TEXT, --body TEXT or --body-file FILE) and times its reply",
+            refused.join(", "),
+            if refused.len() == 1 { "es" } else { "" }
+        ));
+    }
+    let given = [
+        args.grpc.data.is_some(),
+        args.body.is_some(),
+        args.body_file.is_some(),
+    ];
+    if given.iter().filter(|g| **g).count() > 1 {
+        return err("--data, --body and --body-file conflict: give one message");
+    }
+    let (message, text) = match (&args.grpc.data, &args.body, &args.body_file) {
+        (Some(t), _, _) | (None, Some(t), _) => (t.as_bytes().to_vec(), true),
+        (None, None, Some(path)) => {
+            let bytes = std::fs::read(path).map_err(|e| {
+                PlanError(format!(
+                    "cannot read body file '{}': {}",
+                    path.display(),
+                    io_reason(&e)
+                ))
+            })?;
+            (bytes, false)
+        }
+        (None, None, None) => {
+            return err(format!(
+                "a WebSocket target needs a message to send: --data TEXT (a text frame) or --body-file FILE (a binary one) for {url}"
+            ))
+        }
+    };
+    Ok(Some(WsPlan { message, text }))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::plan::build;
+    use crate::cli::{Cli, Command};
+    use crate::plan::ProtocolPlan;
+    use clap::Parser;
+
+    fn build_ws(url: &str, flags: &[&str]) -> Result<crate::plan::RunPlan, String> {
+        let mut argv = vec!["reqlife", "run"];
+        argv.extend_from_slice(flags);
+        let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {
+            unreachable!()
+        };
+        build(&args, url).map_err(|e| e.0)
+    }
+
+    #[test]
+    fn ws_targets_and_their_messages() {
+        let p = build_ws("ws://127.0.0.1:9/chat?room=1", &["--data", "hi"]).unwrap();
+        assert_eq!(p.target.path_and_query, "/chat?room=1");
+        assert_eq!(p.target.port, 9);
+        assert_eq!(p.protocol_name().name(), "ws");
+        let ProtocolPlan::WebSocket(ws) = &p.protocol else {
+            panic!("{:?}", p.protocol)
+        };
+        assert_eq!((ws.message.as_slice(), ws.text), (&b"hi"[..], true));
+        let p = build_ws("WSS://127.0.0.1/", &["--body", "x"]).unwrap();
+        assert_eq!((p.target.port, p.protocol_name().name()), (443, "wss"));
+    }
+
+    #[test]
+    fn bad_ws_input_is_one_line() {
+        // (url, flags, a part of the message)
+        let rows: [(&str, &[&str], &str); 7] = [
+            ("ws://127.0.0.1:9/", &[], "needs a message"),
+            (
+                "ws://127.0.0.1:9/",
+                &["--data", "a", "--http2"],
+                "--http2 does not apply",
+            ),
+            (
+                "ws://127.0.0.1:9/",
+                &["--data", "a", "--grpc", "a.B/C"],
+                "--grpc does not apply",
+            ),
+            (
+                "ws://127.0.0.1:9/",
+                &["--data", "a", "--body", "b"],
+                "conflict",
+            ),
+            ("ws://127.0.0.1:0/", &["--data", "a"], "port 0"),
+            (
+                "ws://u@127.0.0.1:9/",
+                &["--data", "a"],
+                "'ws://u@127.0.0.1:9/'",
+            ),
+            (
+                "http://127.0.0.1:9/",
+                &["--data", "a"],
+                "--data applies to gRPC",
+            ),
+        ];
+        for (url, flags, want) in rows {
+            let e = build_ws(url, flags).unwrap_err();
+            assert!(
+                e.contains(want) && !e.contains('\n'),
+                "{url} {flags:?}: {e}"
+            );
+        }
+    }
+}

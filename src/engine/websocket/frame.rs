@@ -1,0 +1,338 @@
+//! RFC 6455's frames, both ways: [`encode`] writes one masked client frame (FIN set, the
+//! payload's length in 7, 16 or 64 bits), and [`MessageReader`] is a pure state machine over
+//! the server's bytes, fed in any pieces, that gives whole messages: data frames reassembled
+//! from their fragments (control frames may come between them), a text message checked as
+//! UTF-8, a message longer than the limit refused as soon as a frame header says so. A binary
+//! message is counted, never kept; a text message is kept (capacity reused) to check its
+//! UTF-8; a control frame's payload (at most 125 bytes) is kept to answer a ping.
+
+/// A continuation frame (the next fragment of a message).
+pub const CONTINUATION: u8 = 0x0;
+/// A text frame (UTF-8).
+pub const TEXT: u8 = 0x1;
+/// A binary frame.
+pub const BINARY: u8 = 0x2;
+/// A close frame.
+pub const CLOSE: u8 = 0x8;
+/// A ping frame (answered with a pong of the same payload).
+pub const PING: u8 = 0x9;
+/// A pong frame.
+pub const PONG: u8 = 0xA;
+
+/// The longest control frame payload (RFC 6455, 5.5).
+const MAX_CONTROL: usize = 125;
+
+/// Writes one client frame into `out` (cleared first): FIN set, `opcode`, masked with `mask`.
+pub fn encode(out: &mut Vec<u8>, opcode: u8, payload: &[u8], mask: [u8; 4]) {
+    out.clear();
+    out.push(0x80 | (opcode & 0x0F));
+    let len = payload.len();
+    if len < 126 {
+        out.push(0x80 | len as u8);
+    } else if len <= usize::from(u16::MAX) {
+        out.push(0x80 | 126);
+        out.extend_from_slice(&(len as u16).to_be_bytes());
+    } else {
+        out.push(0x80 | 127);
+        out.extend_from_slice(&(len as u64).to_be_bytes());
+    }
+    out.extend_from_slice(&mask);
+    let start = out.len();
+    out.extend_from_slice(payload);
+    for (i, b) in out[start..].iter_mut().enumerate() {
+        *b ^= mask[i & 3];
+    }
+}
+
+/// What the server's bytes broke.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WsError {
+    /// A message longer than the limit (`--max-body`).
+    TooLong {
+        /// The message's length so far, with the frame that passed the limit, in bytes.
+        announced: u64,
+        /// The limit, in bytes.
+        max: u64,
+    },
+    /// A text message whose payload is not UTF-8.
+    InvalidUtf8,
+    /// A frame that breaks RFC 6455 (what, in words).
+    Invalid(&'static str),
+}
+
+impl std::fmt::Display for WsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WsError::TooLong { announced, max } => write!(
+                f,
+                "a WebSocket message of at least {announced} bytes, more than --max-body {max}"
+            ),
+            WsError::InvalidUtf8 => write!(f, "a WebSocket text message that is not UTF-8"),
+            WsError::Invalid(what) => write!(f, "an invalid WebSocket frame: {what}"),
+        }
+    }
+}
+
+/// What a piece of the server's bytes completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// More bytes are needed.
+    More,
+    /// A whole data message: text or binary, its payload's length, and the framing bytes of
+    /// its frames (their headers).
+    Message {
+        /// A text message (else binary).
+        text: bool,
+        /// Its payload's bytes, over all its fragments.
+        payload: u64,
+        /// Its frames' header bytes.
+        framing: u64,
+    },
+    /// A ping: its payload is [`MessageReader::control`], to send back in a pong.
+    Ping,
+    /// A pong (unasked for: nothing to do).
+    Pong,
+    /// A close frame, with its status code if it had one.
+    Close(Option<u16>),
+}
+
+/// Where the reader is within a frame.
+#[derive(Debug, Clone, Copy)]
+enum State {
+    /// In a frame's header: `have` of its bytes are in `head`.
+    Header { have: usize },
+    /// In a frame's payload: `left` bytes to come.
+    Payload { left: u64, opcode: u8, fin: bool },
+}
+
+/// Reads the server's frames into messages (see the module's documentation).
+#[derive(Debug, Clone)]
+pub struct MessageReader {
+    max: u64,
+    state: State,
+    head: [u8; 14],
+    /// The data message in progress: its first frame's opcode (`None`: none).
+    message: Option<u8>,
+    /// Its payload and framing bytes so far.
+    payload: u64,
+    framing: u64,
+    /// A text message's bytes (for the UTF-8 check).
+    text: Vec<u8>,
+    /// The last control frame's payload.
+    control: Vec<u8>,
+}
+
+impl MessageReader {
+    /// A reader of messages of at most `max` payload bytes.
+    pub fn new(max: u64) -> Self {
+        MessageReader {
+            max,
+            state: State::Header { have: 0 },
+            head: [0; 14],
+            message: None,
+            payload: 0,
+            framing: 0,
+            text: Vec::new(),
+            control: Vec::with_capacity(MAX_CONTROL),
+        }
+    }
+
+    /// Forgets any frame in progress (a new connection's reader), keeping the capacity.
+    pub fn reset(&mut self) {
+        self.state = State::Header { have: 0 };
+        self.message = None;
+    }
+
+    /// The payload of the last control frame (a ping's, to answer with).
+    pub fn control(&self) -> &[u8] {
+        &self.control
+    }
+
+    /// Whether a data message has begun (a frame header of it read): its first byte came.
+    pub fn in_message(&self) -> bool {
+        self.message.is_some()
+            || matches!(self.state, State::Header { have } if have > 0 && self.head[0] & 0x0F < 8)
+    }
+
+    /// Takes bytes from `data` up to the end of the next step: how many it took, and the step
+    /// they completed ([`Step::More`] when it took them all and needs more).
+    pub fn feed(&mut self, data: &[u8]) -> (usize, Result<Step, WsError>) {
+        let mut used = 0;
+        while used < data.len() {
+            let rest = &data[used..];
+            let (took, step) = match self.state {
+                State::Header { have } => self.header(have, rest),
+                State::Payload { left, opcode, fin } => self.payload_bytes(left, opcode, fin, rest),
+            };
+            used += took;
+            match step {
+                Ok(Step::More) => {}
+                other => return (used, other),
+            }
+        }
+        (used, Ok(Step::More))
+    }
+
+    /// Takes header bytes; once the header is whole, checks it and moves to its payload.
+    fn header(&mut self, mut have: usize, rest: &[u8]) -> (usize, Result<Step, WsError>) {
+        let mut used = 0;
+        // Twice at most: the first two bytes tell the extended length's size.
+        let need = loop {
+            let need = header_len(&self.head, have);
+            let take = (need - have).min(rest.len() - used);
+            self.head[have..have + take].copy_from_slice(&rest[used..used + take]);
+            (have, used) = (have + take, used + take);
+            let need = header_len(&self.head, have);
+            if have == need {
+                break need;
+            }
+            if used == rest.len() {
+                self.state = State::Header { have };
+                return (used, Ok(Step::More));
+            }
+        };
+        match self.begin_frame(need) {
+            Ok(Some(step)) => (used, Ok(step)),
+            Ok(None) => (used, Ok(Step::More)),
+            Err(e) => (used, Err(e)),
+        }
+    }
+
+    /// A whole header of `len` bytes in `head`: checks it and starts its payload (a frame with
+    /// none ends here).
+    fn begin_frame(&mut self, len: usize) -> Result<Option<Step>, WsError> {
+        let (b0, b1) = (self.head[0], self.head[1]);
+        let (fin, opcode) = (b0 & 0x80 != 0, b0 & 0x0F);
+        if b0 & 0x70 != 0 {
+            return Err(WsError::Invalid(
+                "reserved bits set (no extension was agreed)",
+            ));
+        }
+        if b1 & 0x80 != 0 {
+            return Err(WsError::Invalid("a masked frame from the server"));
+        }
+        let left = match b1 & 0x7F {
+            126 => u64::from(u16::from_be_bytes([self.head[2], self.head[3]])),
+            127 => u64::from_be_bytes(self.head[2..10].try_into().expect("8 bytes")),
+            n => u64::from(n),
+        };
+        if opcode >= 8 {
+            if opcode > PONG {
+                return Err(WsError::Invalid("an unknown control opcode"));
+            }
+            if !fin || left > MAX_CONTROL as u64 {
+                return Err(WsError::Invalid(
+                    "a control frame fragmented or over 125 bytes",
+                ));
+            }
+            self.control.clear();
+        } else {
+            self.begin_data(opcode, left, len as u64)?;
+        }
+        self.state = State::Payload { left, opcode, fin };
+        if left == 0 {
+            return self.frame_end(opcode, fin).map(Some);
+        }
+        Ok(None)
+    }
+
+    /// A data frame's header: a message's first frame or the next fragment of one, its length
+    /// checked against the limit.
+    fn begin_data(&mut self, opcode: u8, left: u64, header: u64) -> Result<(), WsError> {
+        match (opcode, self.message) {
+            (CONTINUATION, None) => return Err(WsError::Invalid("a continuation of no message")),
+            (CONTINUATION, Some(_)) => {}
+            (TEXT | BINARY, None) => {
+                self.message = Some(opcode);
+                self.payload = 0;
+                self.framing = 0;
+                self.text.clear();
+            }
+            (TEXT | BINARY, Some(_)) => {
+                return Err(WsError::Invalid(
+                    "a new message before the last one's final fragment",
+                ))
+            }
+            _ => return Err(WsError::Invalid("an unknown data opcode")),
+        }
+        self.framing += header;
+        let announced = self.payload.saturating_add(left);
+        if announced > self.max {
+            return Err(WsError::TooLong {
+                announced,
+                max: self.max,
+            });
+        }
+        Ok(())
+    }
+
+    /// Takes payload bytes of the frame in progress.
+    fn payload_bytes(
+        &mut self,
+        left: u64,
+        opcode: u8,
+        fin: bool,
+        rest: &[u8],
+    ) -> (usize, Result<Step, WsError>) {
+        let take = left.min(rest.len() as u64) as usize;
+        let bytes = &rest[..take];
+        if opcode >= 8 {
+            self.control.extend_from_slice(bytes);
+        } else {
+            self.payload += take as u64;
+            if self.message == Some(TEXT) {
+                self.text.extend_from_slice(bytes);
+            }
+        }
+        let left = left - take as u64;
+        self.state = State::Payload { left, opcode, fin };
+        if left > 0 {
+            return (take, Ok(Step::More));
+        }
+        (take, self.frame_end(opcode, fin))
+    }
+
+    /// The frame in progress has all its payload: the next one's header comes next.
+    fn frame_end(&mut self, opcode: u8, fin: bool) -> Result<Step, WsError> {
+        self.state = State::Header { have: 0 };
+        match opcode {
+            PING => return Ok(Step::Ping),
+            PONG => return Ok(Step::Pong),
+            CLOSE => {
+                let code = (self.control.len() >= 2)
+                    .then(|| u16::from_be_bytes([self.control[0], self.control[1]]));
+                return Ok(Step::Close(code));
+            }
+            _ => {}
+        }
+        if !fin {
+            return Ok(Step::More);
+        }
+        let text = self.message.take() == Some(TEXT);
+        if text && std::str::from_utf8(&self.text).is_err() {
+            return Err(WsError::InvalidUtf8);
+        }
+        Ok(Step::Message {
+            text,
+            payload: self.payload,
+            framing: self.framing,
+        })
+    }
+}
+
+/// A frame header's length given its first `have` bytes in `b`: 2 until the second byte is
+/// in, then 2, 4 or 10 with the extended length.
+fn header_len(b: &[u8], have: usize) -> usize {
+    if have < 2 {
+        return 2;
+    }
+    match b[1] & 0x7F {
+        126 => 4,
+        127 => 10,
+        _ => 2,
+    }
+}
+
+#[cfg(test)]
+#[path = "frame_tests.rs"]
+mod tests;

@@ -1,0 +1,219 @@
+use super::*;
+
+/// A server frame (unmasked): FIN as given, `opcode`, `payload`.
+fn server(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mut v = vec![if fin { 0x80 } else { 0 } | opcode];
+    match payload.len() {
+        n if n < 126 => v.push(n as u8),
+        n if n <= 0xFFFF => {
+            v.push(126);
+            v.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            v.push(127);
+            v.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    v.extend_from_slice(payload);
+    v
+}
+
+/// Every step `bytes` gives, fed in pieces of `split` bytes (an error ends it).
+fn steps(reader: &mut MessageReader, bytes: &[u8], split: usize) -> Vec<Result<Step, WsError>> {
+    let mut out = Vec::new();
+    for piece in bytes.chunks(split) {
+        let mut at = 0;
+        while at < piece.len() {
+            let (used, step) = reader.feed(&piece[at..]);
+            at += used;
+            match step {
+                Ok(Step::More) => assert_eq!(at, piece.len(), "More before the piece's end"),
+                Err(e) => {
+                    out.push(Err(e));
+                    return out;
+                }
+                ok => out.push(ok),
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn rfc_6455_examples_encode_as_the_rfc_writes_them() {
+    // 5.7: a single-frame masked text message "Hello".
+    let mut out = Vec::new();
+    encode(&mut out, TEXT, b"Hello", [0x37, 0xfa, 0x21, 0x3d]);
+    assert_eq!(
+        out,
+        [0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58]
+    );
+    // 5.7: the unmasked one, read back.
+    let mut r = MessageReader::new(100);
+    let unmasked = [0x81, 0x05, 0x48, 0x65, 0x6c, 0x6c, 0x6f];
+    assert_eq!(r.feed(&unmasked), (7, Ok(msg(true, 5, 2))));
+}
+
+fn msg(text: bool, payload: u64, framing: u64) -> Step {
+    Step::Message {
+        text,
+        payload,
+        framing,
+    }
+}
+
+#[test]
+fn lengths_take_7_16_or_64_bits_and_masking_undoes_itself() {
+    // (payload length, header length: 2 + extended length + 4 of mask)
+    for (len, header) in [(0, 6), (125, 6), (126, 8), (65_535, 8), (65_536, 14)] {
+        let payload: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        let mask = [1, 2, 3, 0xff];
+        let mut out = Vec::new();
+        encode(&mut out, BINARY, &payload, mask);
+        assert_eq!(out.len(), header + len, "{len}");
+        assert_eq!(out[0], 0x82);
+        assert!(out[1] & 0x80 != 0, "masked");
+        let unmasked: Vec<u8> = out[header..]
+            .iter()
+            .enumerate()
+            .map(|(i, b)| b ^ mask[i % 4])
+            .collect();
+        assert_eq!(unmasked, payload, "{len}");
+        // The server's frame of that length reads back whole, in any pieces.
+        let frame = server(true, BINARY, &payload);
+        for split in [1, 3, 1000, frame.len()] {
+            let mut r = MessageReader::new(1 << 20);
+            let framing = (header - 4) as u64;
+            assert_eq!(
+                steps(&mut r, &frame, split),
+                [Ok(msg(false, len as u64, framing))],
+                "{len} by {split}"
+            );
+        }
+    }
+}
+
+#[test]
+fn fragments_are_reassembled_with_control_frames_between_them() {
+    let mut bytes = server(false, TEXT, b"Hel");
+    bytes.extend(server(true, PING, b"are you there"));
+    bytes.extend(server(false, CONTINUATION, b"l"));
+    bytes.extend(server(true, PONG, b""));
+    bytes.extend(server(true, CONTINUATION, "o, wörld".as_bytes()));
+    for split in [1, 2, 5, bytes.len()] {
+        let mut r = MessageReader::new(100);
+        let got = steps(&mut r, &bytes, split);
+        let payload = "Hello, wörld".len() as u64;
+        assert_eq!(
+            got,
+            [Ok(Step::Ping), Ok(Step::Pong), Ok(msg(true, payload, 6))],
+            "by {split}"
+        );
+        // The next message starts afresh.
+        assert_eq!(
+            steps(&mut r, &server(true, BINARY, b"xy"), split),
+            [Ok(msg(false, 2, 2))]
+        );
+    }
+    // The ping's payload is kept for the pong.
+    let mut r = MessageReader::new(100);
+    assert_eq!(r.feed(&server(true, PING, b"abc")).1, Ok(Step::Ping));
+    assert_eq!(r.control(), b"abc");
+}
+
+#[test]
+fn a_message_over_the_limit_is_refused_at_its_header() {
+    // One frame over the limit: refused before its payload comes.
+    let mut r = MessageReader::new(10);
+    let frame = server(true, BINARY, &[0; 11]);
+    assert_eq!(
+        r.feed(&frame[..2]),
+        (
+            2,
+            Err(WsError::TooLong {
+                announced: 11,
+                max: 10
+            })
+        )
+    );
+    // Fragments that add up to more than the limit.
+    let mut r = MessageReader::new(10);
+    let mut bytes = server(false, TEXT, b"123456");
+    bytes.extend(server(true, CONTINUATION, b"78901"));
+    assert_eq!(
+        steps(&mut r, &bytes, 100),
+        [Err(WsError::TooLong {
+            announced: 11,
+            max: 10
+        })]
+    );
+    // Exactly the limit is fine.
+    let mut r = MessageReader::new(10);
+    assert_eq!(
+        steps(&mut r, &server(true, TEXT, b"1234567890"), 100),
+        [Ok(msg(true, 10, 2))]
+    );
+}
+
+#[test]
+fn invalid_utf8_and_broken_frames_are_protocol_errors() {
+    // Invalid UTF-8, also split across fragments where each half alone is not whole.
+    let mut r = MessageReader::new(100);
+    let bad = server(true, TEXT, &[b'a', 0xff, b'b']);
+    assert_eq!(steps(&mut r, &bad, 100), [Err(WsError::InvalidUtf8)]);
+    let mut r = MessageReader::new(100);
+    let mut split_char = server(false, TEXT, &"é".as_bytes()[..1]);
+    split_char.extend(server(true, CONTINUATION, &"é".as_bytes()[1..]));
+    assert_eq!(steps(&mut r, &split_char, 1), [Ok(msg(true, 2, 4))]);
+    // (bytes, what the error says)
+    let rows: [(Vec<u8>, &str); 6] = [
+        (vec![0x81, 0x81, 1, 2, 3, 4, b'a'], "masked"),
+        (vec![0xC1, 0x00], "reserved bits"),
+        (
+            server(true, CONTINUATION, b"x"),
+            "continuation of no message",
+        ),
+        (server(false, PING, b"x"), "control frame"),
+        (server(true, PING, &[0; 126]), "control frame"),
+        (server(true, 0x3, b"x"), "unknown data opcode"),
+    ];
+    for (bytes, want) in rows {
+        let mut r = MessageReader::new(1000);
+        let got = steps(&mut r, &bytes, 100);
+        match got.as_slice() {
+            [Err(e)] => assert!(e.to_string().contains(want), "{bytes:?}: {e}"),
+            other => panic!("{bytes:?}: {other:?}"),
+        }
+    }
+    // A new message before the last one's final fragment.
+    let mut r = MessageReader::new(100);
+    let mut bytes = server(false, TEXT, b"a");
+    bytes.extend(server(true, BINARY, b"b"));
+    assert!(matches!(
+        steps(&mut r, &bytes, 100).as_slice(),
+        [Err(WsError::Invalid(w))] if w.contains("new message")
+    ));
+}
+
+#[test]
+fn a_close_frame_gives_its_code() {
+    let mut r = MessageReader::new(100);
+    let close = server(true, CLOSE, &[0x03, 0xE8, b'b', b'y', b'e']);
+    assert_eq!(steps(&mut r, &close, 2), [Ok(Step::Close(Some(1000)))]);
+    let mut r = MessageReader::new(100);
+    assert_eq!(
+        r.feed(&server(true, CLOSE, b"")),
+        (2, Ok(Step::Close(None)))
+    );
+}
+
+#[test]
+fn a_message_has_begun_once_its_first_byte_is_in() {
+    let mut r = MessageReader::new(100);
+    assert!(!r.in_message());
+    assert_eq!(r.feed(&[0x09]), (1, Ok(Step::More)));
+    assert!(!r.in_message(), "a ping's first byte");
+    let mut r = MessageReader::new(100);
+    assert_eq!(r.feed(&[0x81]), (1, Ok(Step::More)));
+    assert!(r.in_message());
+}
