@@ -120,8 +120,8 @@ impl Counters {
 type Durations = [Option<u64>; Phase::ALL.len()];
 
 /// The phases `s` reached, derived once for every histogram set it goes into. A failed
-/// request still has its schedule lag, queue, connect and TLS times; its later phases are not
-/// latency of a response.
+/// request still has its schedule lag, queue, connect, TLS and WebSocket upgrade times; its
+/// later phases are not latency of a response.
 #[inline]
 fn durations(s: &Sample) -> Durations {
     let mut out = s.stamps.durations();
@@ -130,7 +130,12 @@ fn durations(s: &Sample) -> Durations {
         for (p, d) in Phase::ALL.iter().zip(out.iter_mut()) {
             if !matches!(
                 p,
-                Phase::Lag | Phase::Queue | Phase::Connect | Phase::Tls | Phase::StreamWait
+                Phase::Lag
+                    | Phase::Queue
+                    | Phase::Connect
+                    | Phase::Tls
+                    | Phase::WsUpgrade
+                    | Phase::StreamWait
             ) {
                 *d = None;
             }

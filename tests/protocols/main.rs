@@ -19,3 +19,4 @@ mod server_timing;
 mod stream;
 mod thrift;
 mod trace;
+mod websocket;

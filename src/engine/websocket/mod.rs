@@ -50,6 +50,23 @@ pub struct Reply {
     pub traffic: Traffic,
 }
 
+impl Reply {
+    /// A message of `framing` header bytes and `payload` bytes, answering a request frame of
+    /// `bytes_written`.
+    fn of(framing: u64, payload: u64, bytes_written: u64) -> Reply {
+        Reply {
+            bytes_read: framing + payload,
+            bytes_written,
+            traffic: Traffic {
+                header: framing,
+                header_decoded: framing,
+                body: payload,
+                body_decoded: payload,
+            },
+        }
+    }
+}
+
 impl WsConn {
     /// A connection slot, not yet connected, reading messages of at most `max_body_bytes`.
     pub fn new(max_body_bytes: u64) -> Self {
@@ -100,12 +117,8 @@ impl WsConn {
         if self.stream.is_none() {
             self.open(wire, max_head, stamps).await?;
         }
+        let opcode = [frame::BINARY, frame::TEXT][usize::from(wire.plan.text)];
         let mask = (self.masks.next_u64() as u32).to_le_bytes();
-        let opcode = if wire.plan.text {
-            frame::TEXT
-        } else {
-            frame::BINARY
-        };
         frame::encode(&mut self.out, opcode, &wire.plan.message, mask);
         let WsConn {
             stream,
@@ -165,16 +178,7 @@ impl WsConn {
                     payload, framing, ..
                 } => {
                     stamps.done = Some(arrived);
-                    return Ok(Reply {
-                        bytes_read: framing + payload,
-                        bytes_written,
-                        traffic: Traffic {
-                            header: framing,
-                            header_decoded: framing,
-                            body: payload,
-                            body_decoded: payload,
-                        },
-                    });
+                    return Ok(Reply::of(framing, payload, bytes_written));
                 }
             }
         }
