@@ -1,8 +1,9 @@
 //! Unit tests of `scenario`.
 
 use super::*;
-use crate::model::{ConnStage, RateStage, Schedule};
+use crate::model::{Arrival, ConnStage, RateStage, Schedule};
 use crate::workload::gen::GenState;
+use std::time::Duration;
 
 fn parse_str(text: &str) -> Result<Scenario, ScenarioError> {
     parse(
