@@ -89,7 +89,6 @@ impl Cause {
         } else {
             format!("{}:{}", t.host, t.port)
         };
-        let url = &t.url;
         let h3 = matches!(plan.protocol, ProtocolPlan::Http3(_));
         let grpc = matches!(plan.protocol, ProtocolPlan::Grpc(_));
         match self {
@@ -111,6 +110,52 @@ impl Cause {
                 "{host} is unreachable (no route to it): check the address in the URL and the network"
             ),
             Cause::FdLimit => "too many open files: raise the limit (ulimit -n) or use fewer connections (-c)".into(),
+            Cause::CertUntrusted
+            | Cause::CertName
+            | Cause::CertInvalid
+            | Cause::NotTls
+            | Cause::SpeaksTls => self.tls_hint(&host, plan),
+            Cause::Alpn if h3 => format!(
+                "{host} does not offer HTTP/3 (h3) in ALPN: drop --http3, or enable HTTP/3 on the server"
+            ),
+            Cause::Alpn if grpc => format!(
+                "{host} does not offer HTTP/2 (h2) in ALPN, which gRPC needs: check that a gRPC server listens there"
+            ),
+            Cause::Alpn if matches!(plan.protocol, ProtocolPlan::Http2(_)) => format!(
+                "{host} does not offer HTTP/2 (h2) in ALPN: drop --http2, or enable h2 on the server"
+            ),
+            Cause::Alpn => format!(
+                "{host} does not offer HTTP/1.1 in ALPN: try --http2"
+            ),
+            Cause::QuicVersion => format!(
+                "{host} speaks no QUIC version reqlife does (QUIC v1, RFC 9000): drop --http3, \
+                 or enable QUIC v1 on the server"
+            ),
+            Cause::TlsHandshake if h3 => quic_handshake_hint(&host, t),
+            Cause::NotH2 if grpc => format!(
+                "{host} does not speak HTTP/2 (it answered the connection preface with something else, HTTP/1.1?): gRPC needs a server that speaks h2c (HTTP/2 without TLS) \
+                 on http://, or h2 on https://; check the port and the scheme"
+            ),
+            Cause::NotH2 => format!(
+                "{host} does not speak HTTP/2 without TLS (h2c) on this port (it answered the connection preface \
+                 with something else, HTTP/1.1?): drop --http2, or use https:// if it offers h2 over TLS"
+            ),
+            Cause::NotWebSocket => format!(
+                "{host} did not accept the WebSocket upgrade of {}: check the URL's path and that a WebSocket server listens there",
+                t.url
+            ),
+            Cause::TlsHandshake => format!(
+                "the TLS handshake with {host} failed: check that the server speaks TLS 1.2 or 1.3 on this port \
+                 (http:// if it speaks plain HTTP)"
+            ),
+        }
+    }
+
+    /// The hint of a certificate refused, or of TLS on one side only.
+    fn tls_hint(self, host: &str, plan: &RunPlan) -> String {
+        let t = &plan.target;
+        let url = &t.url;
+        match self {
             Cause::CertUntrusted => format!(
                 "the certificate of {host} is not trusted (its issuer is unknown, e.g. self-signed): \
                  trust it with --cacert FILE (the server's certificate or its CA, PEM), \
@@ -133,53 +178,7 @@ impl Cause {
                 "{host} speaks TLS (it answered the request with a TLS alert): \
                  use https:// instead of http:// in {url}"
             ),
-            Cause::Alpn if h3 => format!(
-                "{host} does not offer HTTP/3 (h3) in ALPN: drop --http3, or enable HTTP/3 on the server"
-            ),
-            Cause::Alpn if grpc => format!(
-                "{host} does not offer HTTP/2 (h2) in ALPN, which gRPC needs: check that a gRPC server listens there"
-            ),
-            Cause::Alpn if matches!(plan.protocol, ProtocolPlan::Http2(_)) => format!(
-                "{host} does not offer HTTP/2 (h2) in ALPN: drop --http2, or enable h2 on the server"
-            ),
-            Cause::Alpn => format!(
-                "{host} does not offer HTTP/1.1 in ALPN: try --http2"
-            ),
-            Cause::QuicVersion => format!(
-                "{host} speaks no QUIC version reqlife does (QUIC v1, RFC 9000): drop --http3, \
-                 or enable QUIC v1 on the server"
-            ),
-            Cause::TlsHandshake if h3 => {
-                let mut s = format!(
-                    "the TLS handshake inside QUIC with {host} failed: check that the server speaks HTTP/3 on UDP port {}",
-                    t.port
-                );
-                // No client sends SNI for an IP address: a server that picks its site by name
-                // (caddy: TLS alert 80) refuses the handshake.
-                if t.host.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok() {
-                    s.push_str(&format!(
-                        ", and that it needs no name: no client sends SNI for an IP address; give the name in the URL and its address with --resolve NAME:{}:{}",
-                        t.port,
-                        t.addr.ip()
-                    ));
-                }
-                s
-            }
-            Cause::NotH2 if grpc => format!(
-                "{host} does not speak HTTP/2 (it answered the connection preface with something else, HTTP/1.1?): gRPC needs a server that speaks h2c (HTTP/2 without TLS) \
-                 on http://, or h2 on https://; check the port and the scheme"
-            ),
-            Cause::NotH2 => format!(
-                "{host} does not speak HTTP/2 without TLS (h2c) on this port (it answered the connection preface \
-                 with something else, HTTP/1.1?): drop --http2, or use https:// if it offers h2 over TLS"
-            ),
-            Cause::NotWebSocket => format!(
-                "{host} did not accept the WebSocket upgrade of {url}: check the URL's path and that a WebSocket server listens there"
-            ),
-            Cause::TlsHandshake => format!(
-                "the TLS handshake with {host} failed: check that the server speaks TLS 1.2 or 1.3 on this port \
-                 (http:// if it speaks plain HTTP)"
-            ),
+            _ => unreachable!("not a certificate's or TLS's cause"),
         }
     }
 }
@@ -225,6 +224,28 @@ pub fn of_tls(e: &io::Error) -> Option<Cause> {
         | rustls::Error::AlertReceived(AlertDescription::NoApplicationProtocol) => Cause::Alpn,
         _ => Cause::TlsHandshake,
     })
+}
+
+/// The hint of a TLS handshake inside QUIC that failed with the server at `host`.
+fn quic_handshake_hint(host: &str, t: &crate::model::Target) -> String {
+    let mut s = format!(
+        "the TLS handshake inside QUIC with {host} failed: check that the server speaks HTTP/3 on UDP port {}",
+        t.port
+    );
+    // No client sends SNI for an IP address: a server that picks its site by name
+    // (caddy: TLS alert 80) refuses the handshake.
+    if t.host
+        .trim_matches(['[', ']'])
+        .parse::<std::net::IpAddr>()
+        .is_ok()
+    {
+        s.push_str(&format!(
+            ", and that it needs no name: no client sends SNI for an IP address; give the name in the URL and its address with --resolve NAME:{}:{}",
+            t.port,
+            t.addr.ip()
+        ));
+    }
+    s
 }
 
 #[cfg(test)]

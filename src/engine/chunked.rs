@@ -84,24 +84,7 @@ impl ChunkDecoder {
         let mut i = 0;
         while i < data.len() && self.state != Chunk::Done {
             if self.state == Chunk::Data {
-                let take = (data.len() - i).min(self.size as usize) as u64;
-                let take = take.min(self.size);
-                if let Some(d) = keeper {
-                    d.keep(&data[i..i + take as usize])
-                        .map_err(|_| "chunked body larger than --max-body")?;
-                }
-                if let Some(t) = stream {
-                    t.body(&data[i..i + take as usize])?;
-                }
-                self.size -= take;
-                self.data += take;
-                i += take as usize;
-                if self.size == 0 {
-                    self.state = Chunk::DataCr;
-                    if let Some(t) = stream {
-                        t.unit_end();
-                    }
-                }
+                i += self.take_data(&data[i..], keeper, stream)?;
                 continue;
             }
             let b = data[i];
@@ -155,6 +138,35 @@ impl ChunkDecoder {
             }
         }
         Ok(i)
+    }
+
+    /// Takes what `data` holds of the current chunk's data (to `keeper` and `stream` too):
+    /// how many bytes.
+    #[inline]
+    fn take_data(
+        &mut self,
+        data: &[u8],
+        keeper: &mut Option<&mut BodyDecoder>,
+        stream: &mut Option<&mut StreamTracker>,
+    ) -> Result<usize, &'static str> {
+        let take = data.len().min(self.size as usize) as u64;
+        let take = take.min(self.size);
+        if let Some(d) = keeper {
+            d.keep(&data[..take as usize])
+                .map_err(|_| "chunked body larger than --max-body")?;
+        }
+        if let Some(t) = stream {
+            t.body(&data[..take as usize])?;
+        }
+        self.size -= take;
+        self.data += take;
+        if self.size == 0 {
+            self.state = Chunk::DataCr;
+            if let Some(t) = stream {
+                t.unit_end();
+            }
+        }
+        Ok(take as usize)
     }
 
     /// After a size line: data, or the trailers after the last chunk.

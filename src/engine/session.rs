@@ -320,30 +320,11 @@ impl Session {
         };
         match channel {
             Channel::Http1 { wire, conn } => {
-                let (bytes, head) = match send {
-                    Send::Fixed { .. } => (wire.template.bytes(), wire.template.head),
-                    Send::Rendered { rendered, head } => (rendered.bytes.as_slice(), head),
-                };
-                let bytes = match &trace {
-                    Some(headers) => {
-                        super::trace::http1_into(traced, bytes, headers);
-                        traced.as_slice()
-                    }
-                    None => bytes,
-                };
-                *found_closed = drop_if_peer_closed(conn);
-                let reused = conn.is_some();
+                let (bytes, head) = http1_bytes(wire, send, trace.as_ref(), traced);
                 let mut h1 = Http1 { config, wire, kept };
-                match h1.exchange(conn, stamps, bytes, head).await {
-                    Err(e) if reused && super::retry_on_a_new_connection(&e, stamps, bytes) => {
-                        *found_closed = true;
-                        *conn = None;
-                        stamps.written = None;
-                        h1.exchange(conn, stamps, bytes, head).await
-                    }
-                    result => result,
-                }
-                .map(Answer::from)
+                h1.exchange_or_retry(conn, stamps, bytes, head, found_closed)
+                    .await
+                    .map(Answer::from)
             }
             Channel::Framed { wire, conn } => {
                 let Send::Fixed { seq } = send else {
@@ -423,6 +404,28 @@ pub(super) fn drop_if_peer_closed(conn: &mut Option<Http1Conn>) -> bool {
     closed
 }
 
+/// The bytes of an HTTP/1.1 request (the run's fixed one, or one rendered for this send),
+/// with the trace headers when there are (written into `traced`), and whether it is a HEAD.
+fn http1_bytes<'a>(
+    wire: &'a Http1Wire,
+    send: Send<'a>,
+    trace: Option<&TraceHeaders<'_>>,
+    traced: &'a mut Vec<u8>,
+) -> (&'a [u8], bool) {
+    let (bytes, head) = match send {
+        Send::Fixed { .. } => (wire.template.bytes(), wire.template.head),
+        Send::Rendered { rendered, head } => (rendered.bytes.as_slice(), head),
+    };
+    let bytes = match trace {
+        Some(headers) => {
+            super::trace::http1_into(traced, bytes, headers);
+            traced.as_slice()
+        }
+        None => bytes,
+    };
+    (bytes, head)
+}
+
 /// What an HTTP/1.1 exchange reads besides its connection.
 struct Http1<'a> {
     config: &'a SessionConfig,
@@ -431,6 +434,29 @@ struct Http1<'a> {
 }
 
 impl Http1<'_> {
+    /// [`Http1::exchange`], tried again on a new connection when a kept one turned out closed
+    /// before anything came back (`found_closed`: the kept one was found closed).
+    async fn exchange_or_retry(
+        &mut self,
+        conn: &mut Option<Http1Conn>,
+        stamps: &mut Timestamps,
+        bytes: &[u8],
+        head: bool,
+        found_closed: &mut bool,
+    ) -> Result<http1::Response, EngineError> {
+        *found_closed = drop_if_peer_closed(conn);
+        let reused = conn.is_some();
+        match self.exchange(conn, stamps, bytes, head).await {
+            Err(e) if reused && super::retry_on_a_new_connection(&e, stamps, bytes) => {
+                *found_closed = true;
+                *conn = None;
+                stamps.written = None;
+                self.exchange(conn, stamps, bytes, head).await
+            }
+            result => result,
+        }
+    }
+
     /// Sends `bytes` on `conn` (opened first if none is open) and reads the response.
     async fn exchange(
         &mut self,

@@ -215,33 +215,9 @@ async fn files(
             Err(status) => return Ok(status),
         };
         if let Some(e) = answer.error_response {
-            return Err(match (&next, e.error_code) {
-                (None, NOT_FOUND) => ReflectError::UnknownService {
-                    detail: e.error_message,
-                    known: call.services().await,
-                },
-                (None, _) => ReflectError::Failed(format!(
-                    "asked for '{service}': {}: {}",
-                    code_name(e.error_code as u32),
-                    e.error_message
-                )),
-                (Some(file), _) => ReflectError::Failed(format!(
-                    "asked for the file '{file}': {}: {}",
-                    code_name(e.error_code as u32),
-                    e.error_message
-                )),
-            });
+            return Err(refused(&mut call, next.as_deref(), service, e).await);
         }
-        for bytes in answer
-            .file_descriptor_response
-            .map(|f| f.file_descriptor_proto)
-            .unwrap_or_default()
-        {
-            let file = FileDescriptorProto::decode(bytes.as_slice()).map_err(|e| {
-                ReflectError::Failed(format!("a file descriptor that does not decode: {e}"))
-            })?;
-            got.insert(file.name().to_string(), file);
-        }
+        add_files(&mut got, answer.file_descriptor_response)?;
         let Some(file) = missing_import(&got) else {
             break;
         };
@@ -259,6 +235,46 @@ async fn files(
     // Half-close: the server ends the call.
     let _ = call.send.send_data(Bytes::new(), true);
     Ok(Answer::Files(got.into_values().collect()))
+}
+
+/// The error a server's refusal means: of the service asked for (`next`: `None`; one it does
+/// not know lists those it does), or of the file `next`.
+async fn refused(
+    call: &mut Call,
+    next: Option<&str>,
+    service: &str,
+    e: ErrorResponse,
+) -> ReflectError {
+    match (next, e.error_code) {
+        (None, NOT_FOUND) => ReflectError::UnknownService {
+            detail: e.error_message,
+            known: call.services().await,
+        },
+        (None, _) => ReflectError::Failed(format!(
+            "asked for '{service}': {}: {}",
+            code_name(e.error_code as u32),
+            e.error_message
+        )),
+        (Some(file), _) => ReflectError::Failed(format!(
+            "asked for the file '{file}': {}: {}",
+            code_name(e.error_code as u32),
+            e.error_message
+        )),
+    }
+}
+
+/// The files of an answer, decoded into `got` by name.
+fn add_files(
+    got: &mut BTreeMap<String, FileDescriptorProto>,
+    answer: Option<FileDescriptorResponse>,
+) -> Result<(), ReflectError> {
+    for bytes in answer.map(|f| f.file_descriptor_proto).unwrap_or_default() {
+        let file = FileDescriptorProto::decode(bytes.as_slice()).map_err(|e| {
+            ReflectError::Failed(format!("a file descriptor that does not decode: {e}"))
+        })?;
+        got.insert(file.name().to_string(), file);
+    }
+    Ok(())
 }
 
 /// A file that one of `got` imports and that has not come (the first by name).

@@ -5,14 +5,16 @@
 //! borrowed only while a response is read ([`super::buffer`]). With `--compressed` a body the
 //! server encoded is kept (bounded) and decoded once complete ([`super::decode`]).
 
+mod body;
 mod head;
 
 use super::chunked::ChunkDecoder;
 use super::connect::Stream;
 use super::decode::{BodyDecoder, Codings};
-use super::stream::{track, StreamTracker};
+use super::stream::StreamTracker;
 use super::EngineError;
 use crate::model::{ErrorKind, Timestamps, Traffic};
+use body::Body;
 use head::{parse_head, parse_loop, trailer_timing, Framing, Head};
 use std::time::Instant;
 use tokio::io::AsyncWriteExt;
@@ -73,19 +75,6 @@ struct HeadRead {
     bytes_read: u64,
     /// Interim (1xx) heads dropped from the buffer: they count as header bytes.
     interim_bytes: usize,
-}
-
-/// A body read as its head framed it.
-struct Body {
-    /// Body bytes (chunked: the data, without the framing).
-    bytes: u64,
-    /// Bytes read for it beyond those that came with the head.
-    read: u64,
-    /// Nothing followed the body (or, pipelined, what followed is the next response's), so
-    /// the connection may carry another request.
-    keep_alive: bool,
-    /// Pipelined: the bytes after the body in the buffer (`buf[a..b]`), the next response's.
-    rest: Option<(usize, usize)>,
 }
 
 /// One HTTP/1.1 connection and its read buffer, held only while a response is read: the
@@ -409,138 +398,6 @@ impl Http1Conn {
         }
     }
 
-    /// A body of Content-Length `len`, of which `buffered` bytes already follow the head
-    /// (which ends at `start`); `pipelined`: bytes beyond it are the next response's.
-    #[inline]
-    async fn length_body(
-        &mut self,
-        start: usize,
-        buffered: usize,
-        len: u64,
-        keeper: &mut Option<&mut BodyDecoder>,
-        tracker: &mut Option<&mut StreamTracker>,
-        pipelined: bool,
-    ) -> Result<Body, EngineError> {
-        if buffered as u64 > len && !pipelined {
-            return Err(longer_than_its_length(buffered as u64 - len, len));
-        }
-        let first = (buffered as u64).min(len) as usize;
-        keep(keeper, &self.buf[start..start + first])?;
-        track(tracker, &self.buf[start..start + first])?;
-        let mut remaining = len - first as u64;
-        let mut read = 0u64;
-        let mut rest = (first < buffered).then_some((start + first, start + buffered));
-        while remaining > 0 {
-            let n = self.read_at(0).await?;
-            if n == 0 {
-                return Err(EngineError::new(
-                    ErrorKind::Closed,
-                    format!(
-                        "connection closed after {} of {len} body bytes",
-                        len - remaining
-                    ),
-                ));
-            }
-            read += n as u64;
-            if n as u64 > remaining && !pipelined {
-                return Err(longer_than_its_length(n as u64 - remaining, len));
-            }
-            let take = (n as u64).min(remaining) as usize;
-            keep(keeper, &self.buf[..take])?;
-            track(tracker, &self.buf[..take])?;
-            remaining -= take as u64;
-            if take < n {
-                rest = Some((take, n));
-            }
-        }
-        Ok(Body {
-            bytes: len,
-            read,
-            keep_alive: true,
-            rest,
-        })
-    }
-
-    /// A chunked body, whose first bytes are `buf[start..filled]`; the `Server-Timing` of
-    /// its trailers go to `timing`; `pipelined`: bytes after it are the next response's.
-    #[inline]
-    async fn chunked_body(
-        &mut self,
-        (mut start, mut filled): (usize, usize),
-        max_header_bytes: usize,
-        timing: &mut Vec<u8>,
-        keeper: &mut Option<&mut BodyDecoder>,
-        tracker: &mut Option<&mut StreamTracker>,
-        pipelined: bool,
-    ) -> Result<Body, EngineError> {
-        let mut decoder = ChunkDecoder::new(max_header_bytes);
-        let mut read = 0u64;
-        self.trailers.clear();
-        loop {
-            let used = decoder
-                .feed_tracked(
-                    &self.buf[start..filled],
-                    &mut self.trailers,
-                    keeper,
-                    tracker,
-                )
-                .map_err(|e| EngineError::new(ErrorKind::Protocol, e.to_string()))?;
-            if decoder.is_done() {
-                trailer_timing(&self.trailers, timing);
-                let end = start + used;
-                return Ok(Body {
-                    bytes: decoder.data_bytes(),
-                    read,
-                    keep_alive: end == filled || pipelined,
-                    rest: (pipelined && end < filled).then_some((end, filled)),
-                });
-            }
-            // All fed bytes are consumed by the decoder (it keeps its own state).
-            start = 0;
-            let n = self.read_at(0).await?;
-            if n == 0 {
-                return Err(EngineError::new(
-                    ErrorKind::Closed,
-                    "connection closed in the middle of a chunked body".to_string(),
-                ));
-            }
-            read += n as u64;
-            filled = n;
-        }
-    }
-
-    /// A body delimited by the end of the connection, whose first bytes are
-    /// `buf[start..filled]`.
-    #[inline]
-    async fn body_until_close(
-        &mut self,
-        start: usize,
-        filled: usize,
-        keeper: &mut Option<&mut BodyDecoder>,
-        tracker: &mut Option<&mut StreamTracker>,
-    ) -> Result<Body, EngineError> {
-        keep(keeper, &self.buf[start..filled])?;
-        track(tracker, &self.buf[start..filled])?;
-        let mut bytes = (filled - start) as u64;
-        let mut read = 0u64;
-        loop {
-            let n = self.read_at(0).await?;
-            if n == 0 {
-                break;
-            }
-            read += n as u64;
-            bytes += n as u64;
-            keep(keeper, &self.buf[..n])?;
-            track(tracker, &self.buf[..n])?;
-        }
-        Ok(Body {
-            bytes,
-            read,
-            keep_alive: false,
-            rest: None,
-        })
-    }
-
     /// Reads into the buffer at `at` (borrowing one once the socket is readable).
     async fn read_at(&mut self, at: usize) -> Result<usize, EngineError> {
         let (n, arrival) = super::buffer::read_at(&mut self.stream, &mut self.buf, at)
@@ -575,25 +432,6 @@ impl Http1Conn {
     /// ([`super::arrival`]), else now.
     fn arrived(&self) -> Instant {
         self.arrival.unwrap_or_else(Instant::now)
-    }
-}
-
-/// Bytes after a body of Content-Length `len`: the server's framing lies (no request was
-/// pipelined, so nothing else may follow the response).
-fn longer_than_its_length(extra: u64, len: u64) -> EngineError {
-    EngineError::new(
-        ErrorKind::Protocol,
-        format!("{extra} bytes after a body of Content-Length {len}: the response is longer than it says"),
-    )
-}
-
-/// Keeps body bytes for decoding, when a body is being kept.
-fn keep(keeper: &mut Option<&mut BodyDecoder>, data: &[u8]) -> Result<(), EngineError> {
-    match keeper {
-        Some(d) => d
-            .keep(data)
-            .map_err(|e| EngineError::new(ErrorKind::Protocol, e)),
-        None => Ok(()),
     }
 }
 
@@ -640,31 +478,4 @@ pub fn parse_any(data: &[u8], split: usize) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    proptest::proptest! {
-        // Any bytes, in any pieces: fuzz/fuzz_targets/http1_response.rs. What random bytes
-        // seldom reach, a status line, header lines and chunked framing, is generated here.
-        #[test]
-        fn any_response_like_bytes_parse_without_panic(
-            status in 100u16..600,
-            headers in proptest::collection::vec("[A-Za-z-]{1,12}: [ -~]{0,20}", 0..6),
-            chunked in proptest::bool::ANY,
-            body in proptest::collection::vec(proptest::num::u8::ANY, 0..200),
-            split in 1usize..32,
-        ) {
-            let mut r = format!("HTTP/1.1 {status} X\r\n").into_bytes();
-            for h in &headers {
-                r.extend_from_slice(h.as_bytes());
-                r.extend_from_slice(b"\r\n");
-            }
-            if chunked {
-                r.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
-            }
-            r.extend_from_slice(b"\r\n");
-            r.extend_from_slice(&body);
-            parse_any(&r, split);
-        }
-    }
-}
+mod tests;

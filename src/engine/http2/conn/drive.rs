@@ -100,40 +100,17 @@ fn poll_drive(conn: &Conn, io: &mut Stream, turns: &mut Turns, cx: &mut Context<
         if core.done() && !*flush {
             return Poll::Ready(Step::Done);
         }
-        let mut progress = false;
         let writes = core.out_done < core.out.len() && !read_first;
         if writes && !*no_gather && !*gathered && core.out_done == 0 && core.gathers() {
             *gathering = true;
             *gathered = true;
             return Poll::Ready(Step::Gather);
         }
-        if writes && !holding(&core, timer, cx) {
-            let from = core.out_done;
-            match Pin::new(&mut *io).poll_write(cx, &core.out[from..]) {
-                Poll::Ready(Ok(0)) => {
-                    return end(&mut core, closed("the server closed the connection".into()))
-                }
-                Poll::Ready(Ok(n)) => {
-                    add(&core.wire.written, n);
-                    core.out_done += n;
-                    if core.out_done == core.out.len() {
-                        core.written_out(Instant::now());
-                        *gathered = false;
-                    }
-                    *flush = true;
-                    progress = true;
-                }
-                Poll::Ready(Err(e)) => return end(&mut core, io_failure(&e)),
-                Poll::Pending => {}
-            }
-        }
-        if *flush {
-            match Pin::new(&mut *io).poll_flush(cx) {
-                Poll::Ready(Ok(())) => *flush = false,
-                Poll::Ready(Err(e)) => return end(&mut core, io_failure(&e)),
-                Poll::Pending => {}
-            }
-        }
+        let write = writes && !holding(&core, timer, cx);
+        let progress = match poll_out(&mut core, io, write, flush, gathered, cx) {
+            Ok(progress) => progress,
+            Err(failure) => return end(&mut core, failure),
+        };
         if core.failure.is_some() {
             // A GOAWAY of the client's is on its way out; nothing more is read.
             if progress {
@@ -173,6 +150,46 @@ fn poll_drive(conn: &Conn, io: &mut Stream, turns: &mut Turns, cx: &mut Context<
             Poll::Pending => return Poll::Pending,
         }
     }
+}
+
+/// Writes what the output holds (when `write`) and flushes what was written: whether any
+/// was written.
+#[inline]
+fn poll_out(
+    core: &mut Core,
+    io: &mut Stream,
+    write: bool,
+    flush: &mut bool,
+    gathered: &mut bool,
+    cx: &mut Context<'_>,
+) -> Result<bool, ConnFailure> {
+    let mut progress = false;
+    if write {
+        let from = core.out_done;
+        match Pin::new(&mut *io).poll_write(cx, &core.out[from..]) {
+            Poll::Ready(Ok(0)) => return Err(closed("the server closed the connection".into())),
+            Poll::Ready(Ok(n)) => {
+                add(&core.wire.written, n);
+                core.out_done += n;
+                if core.out_done == core.out.len() {
+                    core.written_out(Instant::now());
+                    *gathered = false;
+                }
+                *flush = true;
+                progress = true;
+            }
+            Poll::Ready(Err(e)) => return Err(io_failure(&e)),
+            Poll::Pending => {}
+        }
+    }
+    if *flush {
+        match Pin::new(&mut *io).poll_flush(cx) {
+            Poll::Ready(Ok(())) => *flush = false,
+            Poll::Ready(Err(e)) => return Err(io_failure(&e)),
+            Poll::Pending => {}
+        }
+    }
+    Ok(progress)
 }
 
 /// Ends the connection with `failure`, its streams told.

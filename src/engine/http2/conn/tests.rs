@@ -4,6 +4,7 @@
 use super::*;
 use crate::engine::http2::frame::{self, Head as FrameHead};
 use crate::engine::http2::hpack;
+use crate::engine::request::Request;
 use std::task::Waker;
 
 fn request(path: &str, body: &'static [u8]) -> Request {
