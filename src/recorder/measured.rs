@@ -56,10 +56,9 @@ pub struct Measured {
 }
 
 impl Measured {
-    /// Merges the measurements of several threads exactly: counters summed, histograms
-    /// added, intervals of the same index combined.
-    pub fn merge(parts: Vec<Measured>) -> Measured {
-        let mut out = Measured {
+    /// Nothing measured yet: what [`Measured::merge`] adds the parts to.
+    fn empty() -> Measured {
+        Measured {
             counters: Counters::default(),
             status: vec![0; STATUS_SLOTS],
             hists: PhaseHists::new(hist::new_hist),
@@ -79,7 +78,13 @@ impl Measured {
             probes: None,
             exemplars: super::exemplar::Exemplars::new(),
             request_log: None,
-        };
+        }
+    }
+
+    /// Merges the measurements of several threads exactly: counters summed, histograms
+    /// added, intervals of the same index combined.
+    pub fn merge(parts: Vec<Measured>) -> Measured {
+        let mut out = Measured::empty();
         let mut samples = Vec::with_capacity(parts.len());
         for part in parts {
             out.counters.merge(&part.counters);

@@ -474,6 +474,49 @@ fn levels(parts: &[&[Level]], offsets: &[f64], interval_s: f64) -> Result<Vec<Le
         .collect()
 }
 
+/// The run ids of the parts (a merged part's own parts), each once, in order.
+fn merged_ids(records: &[RunRecord]) -> Vec<String> {
+    let mut merged_ids: Vec<String> = Vec::new();
+    for r in records {
+        for id in ids(r) {
+            if !merged_ids.iter().any(|m| m == id) {
+                merged_ids.push(id.to_string());
+            }
+        }
+    }
+    merged_ids
+}
+
+/// What the merged record takes of every part: the first error of each kind, the threads,
+/// the hosts and their cores, and the earliest start; it is of no one segment.
+fn of_the_parts(out: &mut RunRecord, records: &[RunRecord], offsets: &[f64]) {
+    for r in records {
+        for (k, v) in &r.first_errors {
+            out.first_errors
+                .entry(k.clone())
+                .or_insert_with(|| v.clone());
+        }
+    }
+    out.config.segment = None;
+    out.config.threads = records.iter().map(|r| r.config.threads).sum();
+    let mut hosts: Vec<&str> = Vec::new();
+    for r in records {
+        if !hosts.contains(&r.environment.hostname.as_str()) {
+            hosts.push(&r.environment.hostname);
+        }
+    }
+    out.environment.hostname = hosts.join(",");
+    out.environment.cores = records.iter().map(|r| r.environment.cores).sum();
+    if let Some(earliest) = offsets
+        .iter()
+        .zip(records)
+        .min_by(|a, b| a.0.total_cmp(b.0))
+        .map(|(_, r)| r.environment.start_time.clone())
+    {
+        out.environment.start_time = earliest;
+    }
+}
+
 /// Merges `records` (named `names` in messages) into one record of the whole plan.
 pub fn merge(records: Vec<RunRecord>, names: &[String]) -> Result<RunRecord, RecordError> {
     if records.is_empty() {
@@ -493,18 +536,10 @@ pub fn merge(records: Vec<RunRecord>, names: &[String]) -> Result<RunRecord, Rec
     let level_parts: Vec<&[Level]> = records.iter().map(|r| &r.levels[..]).collect();
     let rep_parts: Vec<&[Level]> = records.iter().map(|r| &r.repetitions[..]).collect();
     let first = &records[0];
-    let mut merged_ids: Vec<String> = Vec::new();
-    for r in &records {
-        for id in ids(r) {
-            if !merged_ids.iter().any(|m| m == id) {
-                merged_ids.push(id.to_string());
-            }
-        }
-    }
     let mut out = RunRecord {
         schema_version: first.schema_version,
         run_id: Some(super::record::new_run_id()),
-        merged_run_ids: merged_ids,
+        merged_run_ids: merged_ids(&records),
         tool: first.tool.clone(),
         config: first.config.clone(),
         environment: first.environment.clone(),
@@ -530,31 +565,7 @@ pub fn merge(records: Vec<RunRecord>, names: &[String]) -> Result<RunRecord, Rec
         slow_requests: merged_slow(&records, &offsets, h.get("total")),
         request_log: None,
     };
-    for r in &records {
-        for (k, v) in &r.first_errors {
-            out.first_errors
-                .entry(k.clone())
-                .or_insert_with(|| v.clone());
-        }
-    }
-    out.config.segment = None;
-    out.config.threads = records.iter().map(|r| r.config.threads).sum();
-    let mut hosts: Vec<&str> = Vec::new();
-    for r in &records {
-        if !hosts.contains(&r.environment.hostname.as_str()) {
-            hosts.push(&r.environment.hostname);
-        }
-    }
-    out.environment.hostname = hosts.join(",");
-    out.environment.cores = records.iter().map(|r| r.environment.cores).sum();
-    if let Some(earliest) = offsets
-        .iter()
-        .zip(&records)
-        .min_by(|a, b| a.0.total_cmp(b.0))
-        .map(|(_, r)| r.environment.start_time.clone())
-    {
-        out.environment.start_time = earliest;
-    }
+    of_the_parts(&mut out, &records, &offsets);
     // The merged figures' own warnings, then each part's, named by its part.
     let mut warnings = notes;
     warnings.extend(warnings_of(&out));
@@ -571,55 +582,4 @@ pub fn merge(records: Vec<RunRecord>, names: &[String]) -> Result<RunRecord, Rec
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An interval of `requests` at `start_s` lasting `duration_s`, with no histograms.
-    fn iv(start_s: f64, duration_s: f64, requests: u64) -> Interval {
-        Interval {
-            start_s,
-            duration_s,
-            requests,
-            ok: requests,
-            errors: 0,
-            throughput_rps: 0.0,
-            bytes_read: 0,
-            latency: BTreeMap::new(),
-            server_timing: BTreeMap::new(),
-            server_probes: BTreeMap::new(),
-            histograms: BTreeMap::new(),
-            generator: None,
-            slowest: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn narrow_intervals_add_up_in_the_wider_slots() {
-        // A long run's series (20 ms wide, the last one partial) and a short run's (10 ms).
-        let wide = [iv(0.0, 0.02, 2), iv(0.02, 0.02, 4), iv(0.04, 0.01, 1)];
-        let narrow: Vec<Interval> = (0..5).map(|i| iv(i as f64 * 0.01, 0.01, 1)).collect();
-        let merged = intervals(&[&wide, &narrow], &[0.0, 0.0], 0.01).unwrap();
-        let got: Vec<(f64, f64, u64)> = merged
-            .iter()
-            .map(|i| (i.start_s, i.duration_s, i.requests))
-            .collect();
-        assert_eq!(
-            got,
-            vec![(0.0, 0.02, 4), (0.02, 0.02, 6), (0.04, 0.01, 2)],
-            "{got:?}"
-        );
-    }
-
-    #[test]
-    fn equal_widths_merge_by_rounded_offset_as_before() {
-        let a = [iv(0.0, 1.0, 1), iv(1.0, 1.0, 2)];
-        let b = [iv(0.0, 1.0, 10), iv(1.0, 0.5, 20)];
-        // b started 1.1 s after a: its intervals land in slots 1 and 2.
-        let merged = intervals(&[&a, &b], &[0.0, 1.1], 1.0).unwrap();
-        let got: Vec<(f64, f64, u64)> = merged
-            .iter()
-            .map(|i| (i.start_s, i.duration_s, i.requests))
-            .collect();
-        assert_eq!(got, vec![(0.0, 1.0, 1), (1.0, 1.0, 12), (2.0, 0.5, 20)]);
-    }
-}
+mod tests;

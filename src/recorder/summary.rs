@@ -127,12 +127,6 @@ pub(crate) fn summarize(parts: &[&Summary], h: &impl Lookup, duration_s: f64) ->
     let read = sum(&|s| s.bytes.read);
     let (order, labels) = server_timing_names(parts);
     let bursts = bursts_of(parts, h);
-    let offered: Vec<f64> = parts
-        .iter()
-        .filter_map(|s| s.generator.offered_rps)
-        .collect();
-    // Parts side by side share the window: their sending rates add up.
-    let sent: Vec<f64> = parts.iter().filter_map(|s| s.generator.sent_rps).collect();
     // The probes of one part (one run's server) are kept; parts probed apart are not added.
     let mut probed = parts.iter().filter_map(|s| s.server_probes.as_ref());
     let server_probes = match (probed.next(), probed.next()) {
@@ -149,13 +143,7 @@ pub(crate) fn summarize(parts: &[&Summary], h: &impl Lookup, duration_s: f64) ->
         },
         duration_s,
         throughput_rps: round3(per_s(sum(&|s| s.requests.total) - sum(&|s| s.end.drained))),
-        end: EndOfRun {
-            drained: sum(&|s| s.end.drained),
-            drain_timeouts: sum(&|s| s.end.drain_timeouts),
-            in_flight: sum(&|s| s.end.in_flight),
-            not_sent: sum(&|s| s.end.not_sent),
-            drain_s: parts.iter().map(|s| s.end.drain_s).fold(0.0, f64::max),
-        },
+        end: end_of(parts),
         bytes: Bytes {
             read,
             written: sum(&|s| s.bytes.written),
@@ -172,19 +160,7 @@ pub(crate) fn summarize(parts: &[&Summary], h: &impl Lookup, duration_s: f64) ->
         status: sum_maps(parts.iter().map(|s| &s.status)),
         errors: sum_maps(parts.iter().map(|s| &s.errors)),
         latency: latency(h),
-        generator: Generator {
-            offered_rps: (offered.len() == parts.len()).then(|| offered.iter().sum()),
-            sent_rps: (sent.len() == parts.len()).then(|| round3(sent.iter().sum())),
-            thread_busy: parts
-                .iter()
-                .flat_map(|s| s.generator.thread_busy.iter().copied())
-                .collect(),
-            pacer_spin: parts
-                .iter()
-                .flat_map(|s| s.generator.pacer_spin.iter().copied())
-                .collect(),
-            interval_snapshot_bytes: sum(&|s| s.generator.interval_snapshot_bytes),
-        },
+        generator: generator(parts),
         server_timing: order
             .iter()
             .map(|m| (m.clone(), stats(h, &format!("server_timing.{m}"))))
@@ -206,6 +182,44 @@ pub(crate) fn summarize(parts: &[&Summary], h: &impl Lookup, duration_s: f64) ->
         by_request: by_request(parts, h, duration_s),
         thresholds: Vec::new(),
         threshold_verdict: None,
+    }
+}
+
+/// The generators of parts side by side: the offered rate and the sending rates added up
+/// (when every part has one: they share the window), every thread's figures.
+fn generator(parts: &[&Summary]) -> Generator {
+    let sum = |f: &dyn Fn(&Summary) -> u64| parts.iter().map(|s| f(s)).sum::<u64>();
+    let offered: Vec<f64> = parts
+        .iter()
+        .filter_map(|s| s.generator.offered_rps)
+        .collect();
+    // Parts side by side share the window: their sending rates add up.
+    let sent: Vec<f64> = parts.iter().filter_map(|s| s.generator.sent_rps).collect();
+    Generator {
+        offered_rps: (offered.len() == parts.len()).then(|| offered.iter().sum()),
+        sent_rps: (sent.len() == parts.len()).then(|| round3(sent.iter().sum())),
+        thread_busy: parts
+            .iter()
+            .flat_map(|s| s.generator.thread_busy.iter().copied())
+            .collect(),
+        pacer_spin: parts
+            .iter()
+            .flat_map(|s| s.generator.pacer_spin.iter().copied())
+            .collect(),
+        interval_snapshot_bytes: sum(&|s| s.generator.interval_snapshot_bytes),
+    }
+}
+
+/// How the parts' runs ended: what was drained, timed out, in flight and not sent, added; the
+/// longest drain.
+fn end_of(parts: &[&Summary]) -> EndOfRun {
+    let sum = |f: &dyn Fn(&Summary) -> u64| parts.iter().map(|s| f(s)).sum::<u64>();
+    EndOfRun {
+        drained: sum(&|s| s.end.drained),
+        drain_timeouts: sum(&|s| s.end.drain_timeouts),
+        in_flight: sum(&|s| s.end.in_flight),
+        not_sent: sum(&|s| s.end.not_sent),
+        drain_s: parts.iter().map(|s| s.end.drain_s).fold(0.0, f64::max),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Unit tests of `recorder`.
 
 use super::*;
-use crate::model::Timestamps;
+use crate::model::{Timestamps, Traffic};
 
 fn sample(base: Instant, start_ms: u64, total_us: u64, error: Option<ErrorKind>) -> Sample {
     let t0 = base + Duration::from_millis(start_ms);
