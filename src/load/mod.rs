@@ -19,7 +19,10 @@ pub mod failfast;
 mod open;
 pub mod pacer;
 mod scheduler;
+mod signals;
 pub mod timer;
+
+pub use signals::{Progress, StopSignal, ThreadProgress};
 
 pub use crate::util::start::StartGate;
 use connection::{record_outcome, Activity, Connection, Feed, Opening, Who};
@@ -37,75 +40,8 @@ use crate::workload::{Renderer, Workload};
 use pacer::{BurstPacer, ThreadPacer};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::watch;
-
-/// Tells every worker to stop sending; cheap to clone, works across runtimes.
-#[derive(Clone)]
-pub struct StopSignal {
-    tx: Arc<watch::Sender<bool>>,
-}
-
-impl Default for StopSignal {
-    fn default() -> Self {
-        StopSignal {
-            tx: Arc::new(watch::channel(false).0),
-        }
-    }
-}
-
-impl StopSignal {
-    /// Stops the run.
-    pub fn stop(&self) {
-        self.tx.send_replace(true);
-    }
-
-    /// Whether `stop` was called.
-    pub fn is_stopped(&self) -> bool {
-        *self.tx.borrow()
-    }
-
-    /// Resolves once `stop` is called.
-    pub async fn stopped(&self) {
-        let mut rx = self.tx.subscribe();
-        let _ = rx.wait_for(|s| *s).await;
-    }
-}
-
-/// Live counters of one worker thread, read by the progress display. Padded to a cache line
-/// so threads do not share one.
-#[repr(align(64))]
-#[derive(Default)]
-pub struct ThreadProgress {
-    /// Requests this thread recorded so far.
-    pub requests: AtomicU64,
-    /// Of them, those that failed.
-    pub errors: AtomicU64,
-}
-
-/// Live counters of every worker thread.
-pub struct Progress(pub Vec<ThreadProgress>);
-
-impl Progress {
-    /// Zeroed counters for `threads` worker threads, to share between them and the display.
-    pub fn new(threads: usize) -> Arc<Self> {
-        Arc::new(Progress(
-            (0..threads).map(|_| ThreadProgress::default()).collect(),
-        ))
-    }
-
-    /// (requests, errors) recorded so far by all threads.
-    pub fn totals(&self) -> (u64, u64) {
-        self.0.iter().fold((0, 0), |(r, e), t| {
-            (
-                r + t.requests.load(Ordering::Relaxed),
-                e + t.errors.load(Ordering::Relaxed),
-            )
-        })
-    }
-}
 
 /// A run in progress: its worker threads.
 pub struct Workers {
@@ -135,14 +71,8 @@ pub fn start(
 ) -> std::io::Result<Workers> {
     let start = Instant::now();
     let record_from = start + plan.warmup;
-    let open_loop = matches!(plan.load, LoadModel::Open { .. });
     let scheduler = Arc::new(Scheduler::pending(plan));
-    let gate = Arc::new(if open_loop {
-        StartGate::new(plan.threads)
-    } else {
-        scheduler.begin(record_from);
-        StartGate::opened_at(start)
-    });
+    let gate = gate(plan, &scheduler, start, record_from);
     let stage_ends = stage_ends(plan, record_from);
     let conn_stages = match &plan.load {
         LoadModel::ClosedStages(st) => Some(Arc::new(st.clone())),
@@ -154,18 +84,7 @@ pub fn start(
     let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel();
     // This process's share of the plan's connections (all of them unless --segment).
     let connections = plan.local_connections();
-    let start = crate::recorder::collector::Start {
-        gate: gate.clone(),
-        warmup: plan.warmup,
-    };
-    let (collector, links) = CollectorThread::spawn(
-        plan.threads,
-        &plan.server_total,
-        &phases,
-        start,
-        plan.interval,
-        sinks,
-    )?;
+    let (collector, links) = spawn_collector(plan, &gate, &phases, sinks)?;
     let log = request_log(plan)?;
     let mut handles = Vec::with_capacity(plan.threads);
     for (thread, link) in (0..plan.threads).zip(links) {
@@ -214,6 +133,45 @@ pub fn start(
         fail_fast,
         log,
     })
+}
+
+/// The gate the load starts by: an open loop's opens once every thread's connections are
+/// open; a closed loop's is open now (`start`), its schedule begun at `record_from`.
+fn gate(
+    plan: &RunPlan,
+    scheduler: &Scheduler,
+    start: Instant,
+    record_from: Instant,
+) -> Arc<StartGate> {
+    let open_loop = matches!(plan.load, LoadModel::Open { .. });
+    Arc::new(if open_loop {
+        StartGate::new(plan.threads)
+    } else {
+        scheduler.begin(record_from);
+        StartGate::opened_at(start)
+    })
+}
+
+/// The run's collector thread, its series started by `gate` after the warm-up, and one link
+/// per worker.
+fn spawn_collector(
+    plan: &RunPlan,
+    gate: &Arc<StartGate>,
+    phases: &[crate::model::Phase],
+    sinks: Sinks,
+) -> std::io::Result<(CollectorThread, Vec<crate::recorder::WorkerLink>)> {
+    let start = crate::recorder::collector::Start {
+        gate: gate.clone(),
+        warmup: plan.warmup,
+    };
+    CollectorThread::spawn(
+        plan.threads,
+        &plan.server_total,
+        phases,
+        start,
+        plan.interval,
+        sinks,
+    )
 }
 
 /// `--log-requests`: the log's writer, its header written.
@@ -404,37 +362,13 @@ impl WorkerCtx {
         let opening = pacer.is_some().then(|| self.opening());
         let mut keeper = None;
         if let (Some(pacer), Feed::Open(queue)) = (pacer, &feed) {
-            let (gate, scheduler, queue) =
-                (self.gate.clone(), self.scheduler.clone(), queue.clone());
-            let (recorder, warmup) = (recorder.clone(), self.warmup);
-            let (slack, spin, spun) = (self.pacer_slack, self.pacer_spin, spun.clone());
-            set.spawn_local(async move {
-                let origin = gate.opened().await;
-                scheduler.begin(origin + warmup);
-                recorder
-                    .borrow_mut()
-                    .begin(origin + warmup, scheduler.deadline());
-                let pacing = (slack, spin);
-                let not_sent = open::dispatch(pacer, origin, scheduler, queue, pacing, spun).await;
-                recorder.borrow_mut().not_sent(not_sent);
-            });
+            set.spawn_local(self.dispatch(pacer, queue, &recorder, &spun));
             keeper = Some(tokio::task::spawn_local(open::keep_timer_wheel(
                 config.timeout,
             )));
         }
         if let Some((pacer, size)) = self.burst {
-            let run = burst::BurstRun {
-                sessions: self.burst_sessions(&config, &gate),
-                size,
-                pacer,
-                scheduler: self.scheduler.clone(),
-                recorder: recorder.clone(),
-                progress: self.progress.clone(),
-                fail_fast: self.fail_fast.clone(),
-                thread: self.thread,
-                worker: self.worker(),
-                renderer: renderer.clone(),
-            };
+            let run = self.burst_run(pacer, size, &config, &gate, &recorder, &renderer);
             set.spawn_local(run.run());
         }
         let connections = if self.burst.is_some() {
@@ -535,6 +469,56 @@ impl WorkerCtx {
             gate: self.gate.clone(),
             record: self.warmup.is_zero(),
         })
+    }
+
+    /// The open loop's dispatcher: once the gate opens, the schedule and the recording begin
+    /// (after the warm-up) and the pacer hands the due requests to the connections' `queue`;
+    /// the requests it could not send are recorded.
+    fn dispatch(
+        &self,
+        pacer: ThreadPacer,
+        queue: &Rc<open::OpenQueue>,
+        recorder: &Rc<RefCell<Recorder>>,
+        spun: &Rc<Cell<Duration>>,
+    ) -> impl std::future::Future<Output = ()> + 'static {
+        let (gate, scheduler, queue) = (self.gate.clone(), self.scheduler.clone(), queue.clone());
+        let (recorder, warmup) = (recorder.clone(), self.warmup);
+        let (slack, spin, spun) = (self.pacer_slack, self.pacer_spin, spun.clone());
+        async move {
+            let origin = gate.opened().await;
+            scheduler.begin(origin + warmup);
+            recorder
+                .borrow_mut()
+                .begin(origin + warmup, scheduler.deadline());
+            let pacing = (slack, spin);
+            let not_sent = open::dispatch(pacer, origin, scheduler, queue, pacing, spun).await;
+            recorder.borrow_mut().not_sent(not_sent);
+        }
+    }
+
+    /// Bursts: this thread's run of `size` requests at once on every connection, as `pacer`
+    /// says when.
+    fn burst_run(
+        &self,
+        pacer: BurstPacer,
+        size: u64,
+        config: &Rc<SessionConfig>,
+        gate: &Option<Rc<ConnectGate>>,
+        recorder: &Rc<RefCell<Recorder>>,
+        renderer: &Option<Rc<RefCell<Renderer>>>,
+    ) -> burst::BurstRun {
+        burst::BurstRun {
+            sessions: self.burst_sessions(config, gate),
+            size,
+            pacer,
+            scheduler: self.scheduler.clone(),
+            recorder: recorder.clone(),
+            progress: self.progress.clone(),
+            fail_fast: self.fail_fast.clone(),
+            thread: self.thread,
+            worker: self.worker(),
+            renderer: renderer.clone(),
+        }
     }
 
     /// Bursts: this thread's sessions, one per connection.

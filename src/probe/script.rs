@@ -182,15 +182,8 @@ impl ScriptPlan {
         }
     }
 
-    fn kernel_probes(
-        &self,
-        t: &mut String,
-        pids: &str,
-        phases: &mut Vec<(String, String)>,
-        probes: &mut Vec<(String, bool)>,
-    ) {
-        let port = self.port;
-        let port_be = port.swap_bytes();
+    /// The kernel probes' phases and the tracepoints they attach to.
+    fn kernel_names(&self, phases: &mut Vec<(String, String)>, probes: &mut Vec<(String, bool)>) {
         phases.push(("socket".into(), "in its socket (arrival → read)".into()));
         phases.push(("handle".into(), "its read → its write".into()));
         phases.push(("return".into(), "its write → the client's socket".into()));
@@ -201,6 +194,18 @@ impl ScriptPlan {
         for name in kernel {
             probes.push((format!("kernel:{name}"), false));
         }
+    }
+
+    fn kernel_probes(
+        &self,
+        t: &mut String,
+        pids: &str,
+        phases: &mut Vec<(String, String)>,
+        probes: &mut Vec<(String, bool)>,
+    ) {
+        let port = self.port;
+        let port_be = port.swap_bytes();
+        self.kernel_names(phases, probes);
         let arrive = sampled(self.sample, "@arr[args->skaddr] = nsecs;");
         // Where a send starts: `tcp:tcp_sendmsg_locked` (Linux 6.11 on), the first of a send's
         // on its thread. Not the send syscalls' tracepoints: enabling one puts every system
