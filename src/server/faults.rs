@@ -207,13 +207,7 @@ async fn http1_fault(mut s: TcpStream) {
                 return;
             }
             "huge-headers" => {
-                let mut head = b"HTTP/1.1 200 OK\r\n".to_vec();
-                let line = format!("X-Padding: {}\r\n", "x".repeat(1000));
-                while head.len() < 1 << 20 {
-                    head.extend_from_slice(line.as_bytes());
-                }
-                head.extend_from_slice(b"Content-Length: 0\r\n\r\n");
-                let _ = s.write_all(&head).await;
+                let _ = s.write_all(&huge_head()).await;
                 hold().await;
                 return;
             }
@@ -233,33 +227,11 @@ async fn http1_fault(mut s: TcpStream) {
                 return;
             }
             "endless-chunked" => {
-                let _ = s
-                    .write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
-                    .await;
-                let mut chunk = format!("{:x}\r\n", 65536).into_bytes();
-                chunk.extend_from_slice(&[b'z'; 65536]);
-                chunk.extend_from_slice(b"\r\n");
-                let mut tick = tokio::time::interval(Duration::from_millis(1));
-                loop {
-                    tick.tick().await;
-                    if s.write_all(&chunk).await.is_err() {
-                        return;
-                    }
-                }
+                endless_chunked(&mut s).await;
+                return;
             }
             "drip" => {
-                if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
-                for _ in 0..1000 {
-                    if s.write_all(b"d").await.is_err() {
-                        return;
-                    }
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
+                drip(&mut s).await;
                 return;
             }
             "stall" => {
@@ -283,6 +255,50 @@ async fn http1_fault(mut s: TcpStream) {
                 }
             }
         }
+    }
+}
+
+/// `/fault/huge-headers`: a head of 1 MiB of padding headers.
+fn huge_head() -> Vec<u8> {
+    let mut head = b"HTTP/1.1 200 OK\r\n".to_vec();
+    let line = format!("X-Padding: {}\r\n", "x".repeat(1000));
+    while head.len() < 1 << 20 {
+        head.extend_from_slice(line.as_bytes());
+    }
+    head.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+    head
+}
+
+/// `/fault/endless-chunked`: chunks of 64 KiB every millisecond, until the client leaves.
+async fn endless_chunked(s: &mut TcpStream) {
+    let _ = s
+        .write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .await;
+    let mut chunk = format!("{:x}\r\n", 65536).into_bytes();
+    chunk.extend_from_slice(&[b'z'; 65536]);
+    chunk.extend_from_slice(b"\r\n");
+    let mut tick = tokio::time::interval(Duration::from_millis(1));
+    loop {
+        tick.tick().await;
+        if s.write_all(&chunk).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// `/fault/drip`: a body of 1000 bytes, one a second.
+async fn drip(s: &mut TcpStream) {
+    if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+        .await
+        .is_err()
+    {
+        return;
+    }
+    for _ in 0..1000 {
+        if s.write_all(b"d").await.is_err() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
 

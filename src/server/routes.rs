@@ -19,14 +19,17 @@
 //! of the work from the connection's I/O task to a task of its own, as thread-pool servers
 //! do), `handler` (the route's work), `serialize` (building the response) and `total`.
 
+mod path;
+
 use super::compress;
 use super::kv::Kv;
-use super::stream::{stream_route, Events, StreamSpec};
+use super::stream::{Events, StreamSpec};
 use crate::engine::decode::Coding;
 use bytes::Bytes;
 use http::{header, HeaderName, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
+pub(super) use path::{route_of, Route};
 use std::convert::Infallible;
 use std::fmt::Write as _;
 use std::pin::Pin;
@@ -276,110 +279,6 @@ impl Timing {
     }
 }
 
-/// What a route decided, before the response is built.
-pub(super) enum Route {
-    Hello,
-    Delay(Duration),
-    Echo,
-    Status(StatusCode),
-    Bytes(u64),
-    Text(usize),
-    Kv(String),
-    Serial(Duration),
-    Drift(Duration),
-    Stall(Duration),
-    Stream(StreamSpec),
-    BadRequest(String),
-    NotFound,
-}
-
-/// The route for a path; every method is accepted on every route.
-pub(super) fn route_of(path: &str) -> Route {
-    match path {
-        "/" => Route::Hello,
-        "/echo" => Route::Echo,
-        _ => {
-            if let Some(v) = path.strip_prefix("/delay/") {
-                match v.parse::<f64>() {
-                    Ok(ms) if (0.0..=MAX_DELAY_MS).contains(&ms) => {
-                        Route::Delay(Duration::from_secs_f64(ms / 1000.0))
-                    }
-                    _ => Route::BadRequest(format!(
-                        "bad delay '{v}': expected /delay/{{ms}} with ms a number from 0 to {MAX_DELAY_MS}\n"
-                    )),
-                }
-            } else if let Some(v) = path.strip_prefix("/status/") {
-                match v.parse::<u16>().ok().filter(|c| (200..=599).contains(c)) {
-                    Some(code) => match StatusCode::from_u16(code) {
-                        Ok(s) => Route::Status(s),
-                        Err(_) => Route::BadRequest(format!("bad status '{v}'\n")),
-                    },
-                    None => Route::BadRequest(format!(
-                        "bad status '{v}': expected /status/{{code}} with code from 200 to 599\n"
-                    )),
-                }
-            } else if let Some(key) = path.strip_prefix("/kv/") {
-                if key.is_empty() || key.len() > super::kv::MAX_KEY_BYTES {
-                    Route::BadRequest(format!(
-                        "bad key: expected /kv/{{key}} with a key of 1 to {} bytes\n",
-                        super::kv::MAX_KEY_BYTES
-                    ))
-                } else {
-                    Route::Kv(key.to_string())
-                }
-            } else if let Some(v) = path.strip_prefix("/serial/") {
-                match v.parse::<f64>() {
-                    Ok(ms) if ms > 0.0 && ms <= MAX_DELAY_MS => {
-                        Route::Serial(Duration::from_secs_f64(ms / 1000.0))
-                    }
-                    _ => Route::BadRequest(format!(
-                        "bad service time '{v}': expected /serial/{{ms}} with ms a number above 0, at most {MAX_DELAY_MS}\n"
-                    )),
-                }
-            } else if let Some(v) = path.strip_prefix("/drift/") {
-                match v.parse::<f64>() {
-                    Ok(ms) if (0.0..=MAX_DELAY_MS / 4.0).contains(&ms) => {
-                        Route::Drift(Duration::from_secs_f64(ms / 1000.0))
-                    }
-                    _ => Route::BadRequest(format!(
-                        "bad drift '{v}': expected /drift/{{ms}} with ms a number from 0 to {}\n",
-                        MAX_DELAY_MS / 4.0
-                    )),
-                }
-            } else if let Some(v) = path.strip_prefix("/sse/") {
-                stream_route(true, v)
-            } else if let Some(v) = path.strip_prefix("/chunks/") {
-                stream_route(false, v)
-            } else if let Some(v) = path.strip_prefix("/stall/") {
-                match v.parse::<f64>() {
-                    Ok(ms) if (0.0..=MAX_DELAY_MS).contains(&ms) => {
-                        Route::Stall(Duration::from_secs_f64(ms / 1000.0))
-                    }
-                    _ => Route::BadRequest(format!(
-                        "bad stall '{v}': expected /stall/{{ms}} with ms a number from 0 to {MAX_DELAY_MS}\n"
-                    )),
-                }
-            } else if let Some(v) = path.strip_prefix("/text/") {
-                match v.parse::<usize>().ok().filter(|n| *n <= MAX_TEXT_BYTES) {
-                    Some(n) => Route::Text(n),
-                    None => Route::BadRequest(format!(
-                        "bad size '{v}': expected /text/{{n}} with n from 0 to {MAX_TEXT_BYTES}\n"
-                    )),
-                }
-            } else if let Some(v) = path.strip_prefix("/bytes/") {
-                match v.parse::<u64>().ok().filter(|n| *n <= MAX_BYTES) {
-                    Some(n) => Route::Bytes(n),
-                    None => Route::BadRequest(format!(
-                        "bad size '{v}': expected /bytes/{{n}} with n from 0 to {MAX_BYTES}\n"
-                    )),
-                }
-            } else {
-                Route::NotFound
-            }
-        }
-    }
-}
-
 /// What a route answered: the status, the body, whether it is binary, and the coding it was
 /// compressed with (and how long that took).
 struct Answer {
@@ -595,23 +494,7 @@ pub async fn handle(
         wait_out_stall().await;
     }
     let method = req.method().clone();
-    let work = tokio::spawn(async move {
-        let began = Instant::now();
-        let answer = run_route(route, method, req.into_body(), coding, kv).await;
-        (began, Instant::now(), answer)
-    });
-    let (began, handled, answer) = match work.await {
-        Ok(done) => done,
-        Err(_) => {
-            let now = Instant::now();
-            let body = Body::full(Bytes::from_static(b"the handler failed\n"));
-            (
-                now,
-                now,
-                (StatusCode::INTERNAL_SERVER_ERROR, body, false).into(),
-            )
-        }
-    };
+    let (began, handled, answer) = on_its_task(route, method, req.into_body(), coding, kv).await;
     let serializing = Instant::now();
     let sse = matches!(&answer.body, Body::Events(e) if e.is_sse());
     let streamed = matches!(&answer.body, Body::Events(_));
@@ -632,16 +515,9 @@ pub async fn handle(
             header::HeaderValue::from_static("accept-encoding"),
         );
     }
-    let content_type = if sse {
-        "text/event-stream"
-    } else if answer.binary {
-        "application/octet-stream"
-    } else {
-        "text/plain"
-    };
     res.headers_mut().insert(
         header::CONTENT_TYPE,
-        header::HeaderValue::from_static(content_type),
+        header::HeaderValue::from_static(content_type(sse, answer.binary)),
     );
     let end = Instant::now();
     let timing = Timing {
@@ -657,107 +533,62 @@ pub async fn handle(
         res.headers_mut().insert(SERVER_TIMING, v);
     }
     if streamed {
-        // The stream's own time comes as a trailer (HTTP/1.1: when the request allows them).
-        res.headers_mut().insert(
-            header::TRAILER,
-            header::HeaderValue::from_static("server-timing"),
-        );
-        res.headers_mut().insert(
-            header::CACHE_CONTROL,
-            header::HeaderValue::from_static("no-cache"),
-        );
+        announce_trailer(&mut res);
     }
     Ok(res)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn routes_and_bad_parameters() {
-        assert!(matches!(route_of("/"), Route::Hello));
-        assert!(matches!(route_of("/echo"), Route::Echo));
-        assert!(
-            matches!(route_of("/delay/0.5"), Route::Delay(d) if d == Duration::from_micros(500))
-        );
-        assert!(matches!(route_of("/status/503"), Route::Status(s) if s.as_u16() == 503));
-        assert!(matches!(route_of("/bytes/10"), Route::Bytes(10)));
-        assert!(matches!(route_of("/text/10"), Route::Text(10)));
-        assert!(matches!(route_of("/serial/2"), Route::Serial(d) if d == Duration::from_millis(2)));
-        assert!(matches!(route_of("/nope"), Route::NotFound));
-        assert!(matches!(
-            route_of("/sse/20/5"),
-            Route::Stream(StreamSpec { sse: true, n: 20, gap, jitter })
-                if gap == Duration::from_millis(5) && jitter.is_zero()
-        ));
-        assert!(matches!(
-            route_of("/chunks/3/10/2"),
-            Route::Stream(StreamSpec { sse: false, n: 3, jitter, .. })
-                if jitter == Duration::from_millis(2)
-        ));
-        // (path, a part of the message)
-        for (path, want) in [
-            ("/delay/abc", "/delay/{ms}"),
-            ("/delay/-1", "/delay/{ms}"),
-            ("/status/99", "from 200 to 599"),
-            ("/status/x", "from 200 to 599"),
-            ("/bytes/99999999999999", "/bytes/{n}"),
-            ("/text/99999999999", "/text/{n}"),
-            ("/serial/0", "/serial/{ms}"), // no service time: no capacity to find
-            ("/sse/20", "/sse/{n}/{gap_ms}"),
-            ("/sse/x/5", "/sse/{n}/{gap_ms}"),
-            ("/chunks/5/1/2", "jitter_ms at most gap_ms"),
-            ("/sse/1/2/3/4", "/sse/{n}/{gap_ms}"),
-        ] {
-            match route_of(path) {
-                Route::BadRequest(msg) => assert!(msg.contains(want), "{path}: {msg}"),
-                _ => panic!("{path} should be a bad request"),
-            }
+/// Runs the route on a task of its own: when it began and ended, and its answer (500 if the
+/// task failed).
+async fn on_its_task(
+    route: Route,
+    method: http::Method,
+    body: impl RequestBody,
+    coding: Option<Coding>,
+    kv: Arc<Kv>,
+) -> (Instant, Instant, Answer) {
+    let work = tokio::spawn(async move {
+        let began = Instant::now();
+        let answer = run_route(route, method, body, coding, kv).await;
+        (began, Instant::now(), answer)
+    });
+    match work.await {
+        Ok(done) => done,
+        Err(_) => {
+            let now = Instant::now();
+            let body = Body::full(Bytes::from_static(b"the handler failed\n"));
+            (
+                now,
+                now,
+                (StatusCode::INTERNAL_SERVER_ERROR, body, false).into(),
+            )
         }
-    }
-
-    #[test]
-    fn server_timing_is_milliseconds_with_four_decimals() {
-        let t = Timing {
-            parse_ns: 4_000,             // 0.004 ms
-            queue_ns: 49,                // below the resolution: 0
-            handler_ns: 21_099,          // truncated, not rounded
-            compress_ns: None,           // left out when nothing was compressed
-            store: None,                 // left out for routes other than /kv
-            serialize_ns: 3_000_000,     // whole milliseconds
-            total_ns: 1_234_567_890_123, // 1234.5 s
-        };
-        assert_eq!(
-            t.header_value().unwrap(),
-            "parse;dur=0.0040, queue;dur=0.0000, handler;dur=0.0210, \
-             serialize;dur=3.0000, total;dur=1234567.8901"
-        );
-        let worst = Timing {
-            parse_ns: u64::MAX,
-            queue_ns: u64::MAX,
-            handler_ns: u64::MAX,
-            compress_ns: Some(u64::MAX),
-            store: Some(("insert", u64::MAX)),
-            serialize_ns: u64::MAX,
-            total_ns: u64::MAX,
-        };
-        assert!(
-            worst.header_value().is_some(),
-            "the stack buffer holds the longest value"
-        );
-    }
-
-    #[test]
-    fn pattern_body_streams_exactly_n_bytes() {
-        let mut b = Body::Pattern { remaining: 100_000 };
-        let waker = std::task::Waker::noop();
-        let mut cx = Context::from_waker(waker);
-        let mut total = 0;
-        while let Poll::Ready(Some(Ok(frame))) = Pin::new(&mut b).poll_frame(&mut cx) {
-            total += frame.into_data().map(|d| d.len()).unwrap_or(0);
-        }
-        assert_eq!(total, 100_000);
-        assert!(b.is_end_stream());
     }
 }
+
+/// The `Content-Type` of an answer: an event stream, bytes, or text.
+fn content_type(sse: bool, binary: bool) -> &'static str {
+    if sse {
+        "text/event-stream"
+    } else if binary {
+        "application/octet-stream"
+    } else {
+        "text/plain"
+    }
+}
+
+/// A streamed response's headers: its own time comes as a trailer (HTTP/1.1: when the
+/// request allows them), and it is not cached.
+fn announce_trailer(res: &mut Response<Body>) {
+    res.headers_mut().insert(
+        header::TRAILER,
+        header::HeaderValue::from_static("server-timing"),
+    );
+    res.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-cache"),
+    );
+}
+
+#[cfg(test)]
+mod tests;
