@@ -11,17 +11,17 @@
 //! `histogram_quantile` over them lands in the same bucket as the exact quantile, so it is
 //! within one bucket's width (≤ 14.3%, a few % with linear interpolation in practice).
 
+mod exporter;
+mod exposition;
+
 use crate::model::{ErrorKind, LoadModel, Phase, Schedule, Segment};
 use crate::plan::RunPlan;
 use crate::recorder::probes::PREFIX as PROBE_PREFIX;
 use crate::recorder::{hist, IntervalSnapshot};
+pub use exporter::Exporter;
+use exposition::{escape, Exposition};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::Write;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// The mantissas of the Renard R20 series (×100): 20 buckets per decade, and 1-2-5 among
@@ -499,72 +499,6 @@ impl Metrics {
     }
 }
 
-/// An exposition being written: its text, and the labels every series carries.
-struct Exposition<'a> {
-    out: String,
-    /// The common labels (`segment="2/3"`), possibly empty.
-    base: &'a str,
-}
-
-impl Exposition<'_> {
-    /// `{a="b"}` with the common labels first; `{}` left out.
-    fn labels(&self, extra: &str) -> String {
-        let base = self.base;
-        match (base.is_empty(), extra.is_empty()) {
-            (true, true) => String::new(),
-            (false, true) => format!("{{{base}}}"),
-            (true, false) => format!("{{{extra}}}"),
-            (false, false) => format!("{{{base},{extra}}}"),
-        }
-    }
-
-    /// A family's `# TYPE` and `# HELP` lines.
-    fn family(&mut self, name: &str, kind: &str, help: &str) {
-        let _ = writeln!(self.out, "# TYPE {name} {kind}");
-        let _ = writeln!(self.out, "# HELP {name} {help}");
-    }
-
-    /// A counter family of one series.
-    fn counter(&mut self, name: &str, help: &str, v: u64) {
-        self.family(name, "counter", help);
-        let l = self.labels("");
-        let _ = writeln!(self.out, "{name}_total{l} {v}");
-    }
-
-    /// A gauge family of one series, or none when there is no value.
-    fn gauge(&mut self, name: &str, help: &str, v: Option<f64>) {
-        self.family(name, "gauge", help);
-        if let Some(v) = v {
-            let l = self.labels("");
-            let _ = writeln!(self.out, "{name}{l} {v}");
-        }
-    }
-
-    /// The buckets, count and sum of one histogram series labelled `p`.
-    fn histogram(&mut self, name: &str, p: &str, b: &Buckets) {
-        let mut cumulative = 0;
-        for (i, bound) in BOUNDS_NS.iter().enumerate() {
-            cumulative += b.counts[i];
-            let l = self.labels(&format!("{p},le=\"{}\"", seconds(*bound)));
-            let e = b.exemplar(i);
-            let _ = writeln!(self.out, "{name}_bucket{l} {cumulative}{e}");
-        }
-        let l = self.labels(&format!("{p},le=\"+Inf\""));
-        let e = b.exemplar(BUCKETS);
-        let _ = writeln!(self.out, "{name}_bucket{l} {}{e}", b.count);
-        let l = self.labels(p);
-        let _ = writeln!(self.out, "{name}_count{l} {}", b.count);
-        let _ = writeln!(self.out, "{name}_sum{l} {}", b.sum_ns / 1e9);
-    }
-}
-
-/// A label value escaped for the exposition (backslash, quote, newline).
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
 /// The series names a scrape can hold (for checking queries, e.g. the Grafana dashboard's).
 pub const SERIES: &[&str] = &[
     "reqlife_requests_total",
@@ -589,153 +523,6 @@ pub const SERIES: &[&str] = &[
     "reqlife_request_latency_seconds_count",
     "reqlife_request_latency_seconds_sum",
 ];
-
-enum Feed {
-    Begin(Box<RunPlan>),
-    Interval(Box<IntervalSnapshot>),
-    Probed(Box<IntervalSnapshot>),
-    End,
-}
-
-/// The exporter: its server thread and the channel that feeds it. Dropping it stops the
-/// server.
-pub struct Exporter {
-    tx: Sender<Feed>,
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    handle: Option<std::thread::JoinHandle<()>>,
-}
-
-/// How often the server thread looks for a scrape and for new intervals.
-const POLL: Duration = Duration::from_millis(20);
-
-impl Exporter {
-    /// Listens on `addr` and serves the run's figures from now on.
-    pub fn start(addr: SocketAddr, segment: Option<Segment>) -> std::io::Result<Exporter> {
-        let listener = TcpListener::bind(addr)?;
-        listener.set_nonblocking(true)?;
-        let addr = listener.local_addr()?;
-        let (tx, rx) = mpsc::channel();
-        let stop = Arc::new(AtomicBool::new(false));
-        let handle = std::thread::Builder::new()
-            .name("reqlife-metrics".into())
-            .spawn({
-                let stop = stop.clone();
-                move || serve(listener, rx, Metrics::new(segment), &stop)
-            })?;
-        Ok(Exporter {
-            tx,
-            addr,
-            stop,
-            handle: Some(handle),
-        })
-    }
-
-    /// The address it listens on.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// A level of the run starts.
-    pub fn begin(&self, plan: &RunPlan) {
-        let _ = self.tx.send(Feed::Begin(Box::new(plan.clone())));
-    }
-
-    /// The load has ended (the series stay, `reqlife_running` goes to 0).
-    pub fn end(&self) {
-        let _ = self.tx.send(Feed::End);
-    }
-
-    /// What the collector calls with each final interval: a send on an unbounded channel,
-    /// which never blocks.
-    pub fn sink(&self) -> crate::recorder::collector::Watch {
-        let tx = self.tx.clone();
-        Box::new(move |snap| {
-            let _ = tx.send(Feed::Interval(Box::new(snap.clone())));
-        })
-    }
-}
-
-impl Exporter {
-    /// What the server's probes call with each tick (`--server-probes`).
-    pub fn probe_sink(&self) -> crate::recorder::collector::Watch {
-        let tx = self.tx.clone();
-        Box::new(move |snap| {
-            let _ = tx.send(Feed::Probed(Box::new(snap.clone())));
-        })
-    }
-}
-
-impl Drop for Exporter {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-/// The server thread: takes what comes in, answers scrapes, until `stop`.
-fn serve(listener: TcpListener, rx: Receiver<Feed>, mut m: Metrics, stop: &AtomicBool) {
-    let take = |m: &mut Metrics| {
-        while let Ok(feed) = rx.try_recv() {
-            match feed {
-                Feed::Begin(plan) => m.begin(&plan),
-                Feed::Interval(snap) => m.add(&snap),
-                Feed::Probed(snap) => m.add_probed(&snap),
-                Feed::End => m.end(),
-            }
-        }
-    };
-    while !stop.load(Ordering::SeqCst) {
-        take(&mut m);
-        match listener.accept() {
-            Ok((stream, _)) => {
-                take(&mut m);
-                let _ = answer(stream, &m);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
-            Err(_) => std::thread::sleep(POLL),
-        }
-    }
-}
-
-/// Answers one HTTP/1.x request: `GET /metrics` (any query), or 404; then closes.
-fn answer(mut stream: TcpStream, m: &Metrics) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
-    let head = crate::util::http_head::read(&mut stream)?;
-    let mut words = head.split_whitespace();
-    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-    let path = target.split('?').next().unwrap_or("");
-    let (status, kind, body) = match (method, path) {
-        ("GET" | "HEAD", "/metrics") => (
-            "200 OK",
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            m.render(),
-        ),
-        ("GET" | "HEAD", _) => (
-            "404 Not Found",
-            "text/plain; charset=utf-8",
-            "reqlife: the metrics are at /metrics\n".to_string(),
-        ),
-        _ => (
-            "405 Method Not Allowed",
-            "text/plain; charset=utf-8",
-            "reqlife: GET /metrics\n".to_string(),
-        ),
-    };
-    let mut response = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    if method != "HEAD" {
-        response.push_str(&body);
-    }
-    stream.write_all(response.as_bytes())?;
-    stream.flush()
-}
 
 #[cfg(test)]
 mod tests;
