@@ -21,12 +21,15 @@
 //! Every row also gives its minimum detectable effect (MDE, 5% two-sided, 80% power): the
 //! smallest change these data could have shown.
 
+mod text;
+
 use super::significance::{self as stats, Estimate, Verdict};
 use crate::model::Phase;
 use crate::recorder::hist;
 use crate::recorder::record::{Interval, RunRecord, Summary};
 use crate::util::rng::SplitMix64;
 use serde::Serialize;
+pub use text::render;
 
 /// Bootstrap replicates.
 pub const ITERATIONS: usize = 1000;
@@ -538,91 +541,5 @@ fn interval_row(f: &Figure, a: &Summary, b: &Summary, reps: &mut [f64], noise: f
     })
 }
 
-/// The text table.
-pub fn render(c: &Comparison, a_name: &str, b_name: &str) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::new();
-    let how = match c.method.as_str() {
-        "runs" => format!(
-            "across repeated runs ({} and {}): 95% intervals by a bootstrap of the median ratio, p by an exact rank test",
-            c.n_a, c.n_b
-        ),
-        "interleaved" => format!(
-            "across interleaved rounds ({} runs of each, A and B in turn): 95% intervals by a bootstrap of the median ratio, p by an exact rank test",
-            c.n_a
-        ),
-        _ => format!(
-            "single runs, resampled by blocks of their intervals ({} and {}): 95% intervals",
-            c.n_a, c.n_b
-        ),
-    };
-    let _ = writeln!(out, "Comparing A = {a_name} with B = {b_name}");
-    let _ = writeln!(
-        out,
-        "  {how}; changes within ±{:.0}% count as noise",
-        c.noise * 100.0
-    );
-    let _ = writeln!(out, "  Verdict rule: {}.", c.rule);
-    if let Some(caveat) = &c.caveat {
-        let _ = writeln!(out, "  Caveat: {caveat}.");
-    }
-    let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "  {:<24} {:>12} {:>12} {:>9} {:>20} {:>8} {:>7}  verdict",
-        "figure", "A", "B", "change", "95% interval", "p", "MDE"
-    );
-    for r in &c.rows {
-        let show = |v: f64| {
-            if r.figure == "throughput" {
-                format!("{v:.1}/s")
-            } else {
-                crate::util::units::human_ns(v * 1000.0)
-            }
-        };
-        let pct = |v: f64| format!("{:+.1}%", v * 100.0);
-        let verdict = match (&r.note, r.verdict) {
-            (Some(note), Verdict::NoSignificantChange) => {
-                format!("{} ({note})", r.verdict.words())
-            }
-            _ => r.verdict.words().to_string(),
-        };
-        let _ = writeln!(
-            out,
-            "  {:<24} {:>12} {:>12} {:>9} {:>20} {:>8} {:>7}  {}",
-            r.figure,
-            show(r.a),
-            show(r.b),
-            pct(r.change.point),
-            format!("[{}, {}]", pct(r.change.lo), pct(r.change.hi)),
-            r.p_value.map_or("-".into(), |p| format!("{p:.3}")),
-            r.mde.map_or("-".into(), |m| format!("{:.1}%", m * 100.0)),
-            verdict
-        );
-    }
-    out
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn records_that_cannot_be_compared_are_bad_input() {
-        use crate::util::exit::ExitCode;
-        let b = crate::report::fixture::plain();
-        let mut a = b.clone();
-        a.summary.requests.ok = 0;
-        let e = compare(&a, &b, 0.02, 1).unwrap_err();
-        assert_eq!(e.to_string(), "A has no complete response to compare");
-        assert_eq!(e.exit_code(), crate::util::exit::EXIT_USAGE);
-    }
-
-    #[test]
-    fn log_buckets_are_within_one_percent() {
-        for ns in [1u64, 999, 12_345, 1_000_000, 3_600_000_000_000] {
-            let back = value_of(bucket_of(ns));
-            assert!((back / ns as f64 - 1.0).abs() <= 0.011, "{ns}: {back}");
-        }
-    }
-}
+mod tests;
