@@ -126,32 +126,7 @@ impl ComparePage {
                 )
             })
             .collect();
-        let side_row =
-            |name: &str, f: &dyn Fn(&RunRecord) -> String| (name.to_string(), f(a), f(b));
-        let side = vec![
-            side_row("target", &|r| r.config.url.clone()),
-            side_row("started", &|r| r.environment.start_time.clone()),
-            side_row("load", &|r| {
-                format!(
-                    "{} loop, {} connections, {} threads{}",
-                    r.config.load_model,
-                    r.config.connections,
-                    r.config.threads,
-                    r.config
-                        .rate_rps
-                        .map_or(String::new(), |x| format!(", {x} req/s offered"))
-                )
-            }),
-            side_row("runs", &|r| r.config.repeat.to_string()),
-            side_row("requests", &|r| r.summary.requests.total.to_string()),
-            side_row("errors", &|r| r.summary.requests.errors.to_string()),
-            side_row("throughput", &|r| {
-                format!("{:.1} req/s", r.summary.throughput_rps)
-            }),
-            side_row("p50", &|r| cell(r.summary.latency.total.p50_us)),
-            side_row("p99", &|r| cell(r.summary.latency.total.p99_us)),
-            side_row("command", &|r| r.config.command_line.join(" ")),
-        ];
+        let side = side_by_side(a, b);
         let how = match c.method.as_str() {
             "runs" => format!(
                 "Across repeated runs ({} and {}): 95% intervals by a bootstrap of the ratio of the medians; p by Mann-Whitney.",
@@ -177,6 +152,35 @@ impl ComparePage {
             side,
         }
     }
+}
+
+/// The two runs side by side: (what, A's, B's).
+fn side_by_side(a: &RunRecord, b: &RunRecord) -> Vec<(String, String, String)> {
+    let side_row = |name: &str, f: &dyn Fn(&RunRecord) -> String| (name.to_string(), f(a), f(b));
+    vec![
+        side_row("target", &|r| r.config.url.clone()),
+        side_row("started", &|r| r.environment.start_time.clone()),
+        side_row("load", &|r| {
+            format!(
+                "{} loop, {} connections, {} threads{}",
+                r.config.load_model,
+                r.config.connections,
+                r.config.threads,
+                r.config
+                    .rate_rps
+                    .map_or(String::new(), |x| format!(", {x} req/s offered"))
+            )
+        }),
+        side_row("runs", &|r| r.config.repeat.to_string()),
+        side_row("requests", &|r| r.summary.requests.total.to_string()),
+        side_row("errors", &|r| r.summary.requests.errors.to_string()),
+        side_row("throughput", &|r| {
+            format!("{:.1} req/s", r.summary.throughput_rps)
+        }),
+        side_row("p50", &|r| cell(r.summary.latency.total.p50_us)),
+        side_row("p99", &|r| cell(r.summary.latency.total.p99_us)),
+        side_row("command", &|r| r.config.command_line.join(" ")),
+    ]
 }
 
 /// Writes the page of `record` to `path`.

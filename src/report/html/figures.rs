@@ -365,7 +365,6 @@ pub(super) fn bursts(r: &RunRecord) -> Option<Bursts> {
 /// A knee search: latency and achieved rate against the offered rate, a row per step, the
 /// answer.
 pub(super) fn knee(r: &RunRecord) -> Option<Knee> {
-    use crate::analysis::expr::{Expr, Figure, Scope};
     use crate::analysis::knee::Verdict;
     let k = r.knee.as_ref()?;
     let steps: Vec<plot::knee::Step> = k
@@ -379,24 +378,7 @@ pub(super) fn knee(r: &RunRecord) -> Option<Knee> {
             pass: s.verdict == Verdict::Pass,
         })
         .collect();
-    let slos: Vec<(String, f64)> = k
-        .slos
-        .iter()
-        .filter_map(|text| {
-            let e = Expr::parse(text).ok()?;
-            let latency = matches!(e.figure, Figure::Percentile(_) | Figure::Mean);
-            (latency && e.scope == Scope::Phase(crate::model::Phase::Total))
-                .then(|| (text.clone(), e.threshold()))
-        })
-        .collect();
-    let drawn = if slos.is_empty() {
-        "none of the SLOs is a latency of the total".to_string()
-    } else {
-        slos.iter()
-            .map(|s| s.0.clone())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let (slos, drawn) = latency_slos(&k.slos);
     // The steps that passed apart from those that did not, each in search order: which
     // passed, which failed and why.
     let mut passed = Vec::new();
@@ -450,6 +432,30 @@ pub(super) fn knee(r: &RunRecord) -> Option<Knee> {
         answer: k.summary.clone(),
         drawn,
     })
+}
+
+/// The knee's SLOs drawn on its plot (those on the total's latency, with their bounds), and
+/// which they are in words.
+fn latency_slos(slos: &[String]) -> (Vec<(String, f64)>, String) {
+    use crate::analysis::expr::{Expr, Figure, Scope};
+    let slos: Vec<(String, f64)> = slos
+        .iter()
+        .filter_map(|text| {
+            let e = Expr::parse(text).ok()?;
+            let latency = matches!(e.figure, Figure::Percentile(_) | Figure::Mean);
+            (latency && e.scope == Scope::Phase(crate::model::Phase::Total))
+                .then(|| (text.clone(), e.threshold()))
+        })
+        .collect();
+    let drawn = if slos.is_empty() {
+        "none of the SLOs is a latency of the total".to_string()
+    } else {
+        slos.iter()
+            .map(|s| s.0.clone())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    (slos, drawn)
 }
 
 /// `--repeat N`: each run's total latency as a box, the spectrum with a curve per run, a row

@@ -8,9 +8,12 @@ use crate::model::{LoadKind, Phase, Protocol};
 use crate::recorder::hist::Stats;
 use crate::recorder::record::RunRecord;
 use crate::util::units::{human_bytes, human_ns};
+use header::header;
+pub use header::start_header;
 use std::fmt::Write as _;
 use steps::{bursts, by_request, knee, levels, repetitions, stages, thresholds};
 
+mod header;
 mod probes;
 mod slow;
 mod steps;
@@ -70,178 +73,6 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
         out
     } else {
         wrap::fit(&out, wrap::WIDTH)
-    }
-}
-
-/// The run's header (unless `shown` already, on the same terminal), and how it ended if it
-/// did not run its course.
-fn header(out: &mut String, r: &RunRecord, shown: bool) {
-    let labels: Vec<&str> = r.levels.iter().map(|l| l.label.as_str()).collect();
-    let knee = r.knee.is_some();
-    if !shown {
-        header_of(out, &r.config, &labels, knee, Some(r.repetitions.len()));
-    }
-    if r.interrupted {
-        let _ = writeln!(
-            out,
-            "  {} after {}: the figures cover what was measured until then",
-            r.stop_reason
-                .cut_short()
-                .unwrap_or_else(|| "INTERRUPTED".into()),
-            human_ns(r.summary.duration_s * 1e9)
-        );
-    }
-    if matches!(r.stop_reason, crate::model::StopReason::FailFast(_)) {
-        let _ = writeln!(
-            out,
-            "  STOPPED EARLY ({}) after {}: every connection failed the same way before any request succeeded",
-            r.stop_reason,
-            human_ns(r.summary.duration_s * 1e9)
-        );
-    }
-}
-
-/// The header of a run as it starts (the report's first lines, before anything is measured):
-/// `config` as planned, the `levels` of a sweep or a scenario's phases by label.
-pub fn start_header(config: &crate::recorder::record::Config, levels: &[&str]) -> String {
-    let mut out = String::new();
-    header_of(&mut out, config, levels, false, None);
-    out
-}
-
-/// The header's line on pipelining (`--pipeline`) and on an open loop's offered rate.
-fn pipeline_and_rate(out: &mut String, c: &crate::recorder::record::Config) {
-    if c.pipeline > 1 {
-        let _ = writeln!(
-            out,
-            "  pipelined: {} requests per connection sent in one write, answered in order",
-            c.pipeline
-        );
-    }
-    if let Some(s) = c.h2_coalesce_s {
-        let _ = writeln!(
-            out,
-            "  coalesced: a freed stream's request waits up to {} us for its connection's \
-             streams in flight (--h2-coalesce; counted in write)",
-            s * 1e6
-        );
-    }
-    if let (Some(rate), None) = (c.rate_rps, &c.sweep) {
-        let _ = writeln!(
-            out,
-            "  offered {rate:.0} req/s, {} arrivals (seed {})",
-            c.arrival.as_deref().unwrap_or("constant"),
-            c.seed
-        );
-    }
-}
-
-/// The header's lines; `ran`: how many repetitions ran (`None` before the run).
-/// The resolver's part, when the URL named its host: once, before the run (no request waited
-/// for it, so it is no request's phase).
-fn resolved(out: &mut String, c: &crate::recorder::record::Config) {
-    if let Some(r) = &c.resolved {
-        let _ = writeln!(
-            out,
-            "  resolved to {} in {}, once, before the run",
-            r.addr,
-            human_ns(r.took_s * 1e9)
-        );
-    }
-}
-
-fn header_of(
-    out: &mut String,
-    c: &crate::recorder::record::Config,
-    levels: &[&str],
-    knee: bool,
-    ran: Option<usize>,
-) {
-    let what = match (c.duration_s, c.requests) {
-        _ if knee => format!(
-            "knee search of {} steps of {}",
-            levels.len(),
-            human_ns(c.duration_s.unwrap_or(0.0) * 1e9)
-        ),
-        _ if c.workload.is_some() && c.sweep.is_none() && !levels.is_empty() => {
-            format!("{}-phase test", levels.len())
-        }
-        (Some(d), _) => format!("{} test", human_ns(d * 1e9)),
-        (None, Some(n)) => format!("{n}-request test"),
-        (None, None) => "test".to_string(),
-    };
-    let target = if c.embedded_target {
-        format!("{} (the embedded target)", c.url)
-    } else {
-        c.url.clone()
-    };
-    let _ = writeln!(out, "Running {what} @ {target}");
-    resolved(out, c);
-    if let Some(w) = &c.workload {
-        let phases = levels;
-        if c.sweep.is_none() && !phases.is_empty() {
-            let _ = writeln!(out, "  {w}, phases {}", phases.join(", "));
-        } else {
-            let _ = writeln!(out, "  {w}");
-        }
-    }
-    if let Some(sweep) = &c.sweep {
-        let levels: Vec<String> = sweep.levels.iter().map(|v| format!("{v}")).collect();
-        let _ = writeln!(
-            out,
-            "  a sweep of {} over {} levels: {}",
-            sweep.of,
-            levels.len(),
-            levels.join(", ")
-        );
-    }
-    let grpc = c.grpc.as_ref().map(|m| format!("gRPC {m} over"));
-    let method = match (&grpc, &c.workload) {
-        (Some(g), _) => g.as_str(),
-        (None, Some(_)) => "requests of the workload",
-        (None, None) => c.method.as_str(),
-    };
-    if c.sweep.is_some() || !levels.is_empty() {
-        let _ = writeln!(
-            out,
-            "  up to {} threads, {} {}, {} loop",
-            c.threads, method, c.protocol, c.load_model
-        );
-    } else {
-        let _ = writeln!(
-            out,
-            "  {} threads and {} connections, {} {}, {} loop",
-            c.threads, c.connections, method, c.protocol, c.load_model
-        );
-    }
-    pipeline_and_rate(out, c);
-    if let Some(seg) = &c.segment {
-        let _ = writeln!(
-            out,
-            "  segment {seg} of the plan: this generator's share (`reqlife merge` adds the segments up)"
-        );
-    }
-    match (c.repeat, ran) {
-        (1, _) => {}
-        (n, Some(ran)) => {
-            let _ = writeln!(
-                out,
-                "  repeated {n} times ({ran} ran): the totals and phases below merge the runs"
-            );
-        }
-        (n, None) => {
-            let _ = writeln!(out, "  repeated {n} times");
-        }
-    }
-    if c.connection_policy == "new" {
-        let _ = writeln!(out, "  a new connection for every request");
-    }
-    if c.warmup_s > 0.0 {
-        let _ = writeln!(
-            out,
-            "  warm-up of {} not recorded",
-            human_ns(c.warmup_s * 1e9)
-        );
     }
 }
 
@@ -462,19 +293,7 @@ fn breakdown(out: &mut String, r: &RunRecord, wide: bool) {
         "  Life of a request: client, then Server-Timing ({} of {} responses)",
         s.server_timing_responses, s.requests.ok
     );
-    // Wide: p50 to p99.99, the names whole; else p50 to p99.9 in 80 columns, a name cut to
-    // its column (a server's metric can be named at any length).
-    let (w, heads): (usize, &[&str]) = if wide {
-        (36, &["p50", "p90", "p99", "p99.9", "p99.99"])
-    } else {
-        (31, &["p50", "p90", "p99", "p99.9"])
-    };
-    let cw = if wide { 10 } else { 9 };
-    let mut head = format!("  {:<w$}", "Phase");
-    for h in heads {
-        let _ = write!(head, "{h:>cw$}");
-    }
-    let _ = writeln!(out, "{head} p50 share");
+    let (w, heads, cw) = breakdown_head(out, wide);
     // A phase that only some requests have (connect, with keep-alive) has no share of the
     // typical request.
     let every = s.requests.ok;
@@ -534,6 +353,24 @@ fn breakdown(out: &mut String, r: &RunRecord, wide: bool) {
         );
     }
     server_timing_notes(out, s);
+}
+
+/// The head of the life of a request's table: its name column's width, the percentiles and
+/// their columns' width. Wide: p50 to p99.99, the names whole; else p50 to p99.9 in 80
+/// columns, a name cut to its column (a server's metric can be named at any length).
+fn breakdown_head(out: &mut String, wide: bool) -> (usize, &'static [&'static str], usize) {
+    let (w, heads): (usize, &[&str]) = if wide {
+        (36, &["p50", "p90", "p99", "p99.9", "p99.99"])
+    } else {
+        (31, &["p50", "p90", "p99", "p99.9"])
+    };
+    let cw = if wide { 10 } else { 9 };
+    let mut head = format!("  {:<w$}", "Phase");
+    for h in heads {
+        let _ = write!(head, "{h:>cw$}");
+    }
+    let _ = writeln!(out, "{head} p50 share");
+    (w, heads, cw)
 }
 
 /// Below the life of a request: each metric's descriptions, and the malformed metrics.
