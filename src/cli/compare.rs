@@ -5,9 +5,10 @@
 
 use super::error::{err, PrepareError};
 use super::plan::PlanError;
-use super::{Cli, Command, CompareArgs, RunArgs};
+use super::{count_arg, percent_arg, Cli, Command, RunArgs};
 use crate::plan::RunPlan;
-use clap::Parser;
+use clap::{Args, Parser};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The two sides of an interleaved comparison, ready to run.
@@ -89,4 +90,49 @@ fn run_args(args: &CompareArgs, url: &str) -> Result<RunArgs, PlanError> {
         ));
     }
     Ok(run)
+}
+
+/// Flags of `reqlife compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The baseline RunRecord (- for standard input; with --run: the baseline URL).
+    pub a: PathBuf,
+    /// The RunRecord compared with it (- for standard input; with --run: the URL compared
+    /// with it).
+    pub b: PathBuf,
+
+    /// Run A and B here instead of reading records: A and B are URLs, run in turn for
+    /// --rounds rounds (AB, BA, AB, ...), each run with the `run` flags given after `--`.
+    #[arg(long = "run")]
+    pub run: bool,
+
+    /// Rounds of --run (each runs A once and B once); 4 or more can show a change.
+    #[arg(long = "rounds", default_value = "6", value_parser = count_arg, requires = "run")]
+    pub rounds: u64,
+
+    /// The `run` flags of every run of --run, after `--` (e.g. `-- -d 2s -c 8`).
+    #[arg(last = true, requires = "run")]
+    pub run_args: Vec<String>,
+
+    /// Exit 99 (a CI regression gate) when B is significantly slower than A by more than this
+    /// (throughput, or p50/p90/p99 of the total), e.g. 5%.
+    #[arg(long = "fail-if-slower", value_parser = percent_arg)]
+    pub fail_if_slower: Option<f64>,
+
+    /// Changes smaller than this are noise, significant or not.
+    #[arg(long = "noise", default_value = "2", value_parser = percent_arg)]
+    pub noise: f64,
+
+    /// Seed of the bootstrap's resampling.
+    #[arg(long = "seed", default_value = "1")]
+    pub seed: u64,
+
+    /// Print the comparison as JSON.
+    #[arg(long = "json")]
+    pub json: bool,
+
+    /// Also write the comparison as one self-contained HTML page: the table, the two runs'
+    /// spectra overlaid, the runs side by side (- for standard output).
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }

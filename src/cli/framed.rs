@@ -75,47 +75,13 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<FramedPlan>, PlanError> 
             if framing_flags.len() == 1 { "ies" } else { "y" }
         )));
     }
-    let http_flags: Vec<&str> = [
-        (args.method != "GET", "-m/--method"),
-        (!args.headers.is_empty(), "-H/--header"),
-        (args.body.is_some(), "--body"),
-        (args.body_file.is_some(), "--body-file"),
-        (args.http2, "--http2"),
-        (args.http3, "--http3"),
-        (super::grpc::is_grpc(args), "--grpc"),
-        (args.compressed, "--compressed"),
-        (args.insecure, "-k/--insecure"),
-        (args.cacert.is_some(), "--cacert"),
-    ]
-    .iter()
-    .filter(|(on, _)| *on)
-    .map(|(_, flag)| *flag)
-    .collect();
-    if !http_flags.is_empty() {
-        return Err(PlanError(format!(
-            "{} appl{} to HTTP: a tcp:// target sends the bytes of --payload-file as they are",
-            http_flags.join(", "),
-            if http_flags.len() == 1 { "ies" } else { "y" }
-        )));
-    }
+    refuse_http_flags(args)?;
     let Some(path) = &args.payload_file else {
         return Err(PlanError(format!(
             "a tcp:// target needs --payload-file FILE: the request bytes to send to {url}"
         )));
     };
-    let payload = std::fs::read(path).map_err(|e| {
-        PlanError(format!(
-            "cannot read payload file '{}': {}",
-            path.display(),
-            io_reason(&e)
-        ))
-    })?;
-    if payload.is_empty() {
-        return Err(PlanError(format!(
-            "payload file '{}' is empty: a request needs at least one byte",
-            path.display()
-        )));
-    }
+    let payload = read_payload(path)?;
     let framing =
         match (
             args.framing.unwrap_or(FramingArg::U32be),
@@ -150,6 +116,52 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<FramedPlan>, PlanError> 
         framing,
         seqid_offset,
     }))
+}
+
+/// A tcp:// target refuses the HTTP flags: it sends the bytes of `--payload-file` as they are.
+fn refuse_http_flags(args: &RunArgs) -> Result<(), PlanError> {
+    let http_flags: Vec<&str> = [
+        (args.method != "GET", "-m/--method"),
+        (!args.headers.is_empty(), "-H/--header"),
+        (args.body.is_some(), "--body"),
+        (args.body_file.is_some(), "--body-file"),
+        (args.http2, "--http2"),
+        (args.http3, "--http3"),
+        (super::grpc::is_grpc(args), "--grpc"),
+        (args.compressed, "--compressed"),
+        (args.insecure, "-k/--insecure"),
+        (args.cacert.is_some(), "--cacert"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, flag)| *flag)
+    .collect();
+    if !http_flags.is_empty() {
+        return Err(PlanError(format!(
+            "{} appl{} to HTTP: a tcp:// target sends the bytes of --payload-file as they are",
+            http_flags.join(", "),
+            if http_flags.len() == 1 { "ies" } else { "y" }
+        )));
+    }
+    Ok(())
+}
+
+/// The bytes of `--payload-file`: read, and not empty.
+fn read_payload(path: &std::path::Path) -> Result<Vec<u8>, PlanError> {
+    let payload = std::fs::read(path).map_err(|e| {
+        PlanError(format!(
+            "cannot read payload file '{}': {}",
+            path.display(),
+            io_reason(&e)
+        ))
+    })?;
+    if payload.is_empty() {
+        return Err(PlanError(format!(
+            "payload file '{}' is empty: a request needs at least one byte",
+            path.display()
+        )));
+    }
+    Ok(payload)
 }
 
 /// With `--framing u32be` the payload must be one whole frame: its first 4 bytes announce
