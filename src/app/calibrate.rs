@@ -124,26 +124,7 @@ fn measure(
         closed.achieved_rps, closed.client_cpu_us_per_request
     ));
 
-    let mut open_steps = Vec::new();
-    let mut open_max = None;
-    let mut rate = (closed.achieved_rps * 0.5).max(100.0).round();
-    while open_steps.len() < MAX_OPEN_STEPS && control.signal() == 0 {
-        let s = step(c, Some(rate))?;
-        let kept = s.limit == Limit::None;
-        say(format!(
-            "open loop at {rate:.0} req/s: achieved {:.0}, lag p99 {:.0} us: {}",
-            s.achieved_rps,
-            s.lag_p99_us.unwrap_or(0.0),
-            if kept { "kept up" } else { "fell behind" }
-        ));
-        open_steps.push(s);
-        if kept {
-            open_max = Some(rate);
-        } else if open_max.is_some() {
-            break;
-        }
-        rate = calibrate::next_rate(rate, kept).round();
-    }
+    let (open_steps, open_max) = open_loop(c, &closed, control, &step, &say)?;
 
     // Low load: a tenth of what the open loop sustained, at most 1000 req/s, on 4 connections.
     let low_rate = (open_max.unwrap_or(closed.achieved_rps) * 0.1).clamp(10.0, 1000.0);
@@ -170,6 +151,38 @@ fn measure(
     };
     cal.verdict = cal.verdict_of();
     Ok(cal)
+}
+
+/// The open loop's steps on `c` connections, from half the closed loop's rate up (or down)
+/// until it falls behind after keeping up, and the highest rate it kept up with.
+fn open_loop(
+    c: u64,
+    closed: &Step,
+    control: &Control,
+    step: &impl Fn(u64, Option<f64>) -> Result<Step, Failure>,
+    say: &impl Fn(String),
+) -> Result<(Vec<Step>, Option<f64>), Failure> {
+    let mut open_steps = Vec::new();
+    let mut open_max = None;
+    let mut rate = (closed.achieved_rps * 0.5).max(100.0).round();
+    while open_steps.len() < MAX_OPEN_STEPS && control.signal() == 0 {
+        let s = step(c, Some(rate))?;
+        let kept = s.limit == Limit::None;
+        say(format!(
+            "open loop at {rate:.0} req/s: achieved {:.0}, lag p99 {:.0} us: {}",
+            s.achieved_rps,
+            s.lag_p99_us.unwrap_or(0.0),
+            if kept { "kept up" } else { "fell behind" }
+        ));
+        open_steps.push(s);
+        if kept {
+            open_max = Some(rate);
+        } else if open_max.is_some() {
+            break;
+        }
+        rate = calibrate::next_rate(rate, kept).round();
+    }
+    Ok((open_steps, open_max))
 }
 
 /// The text report of a calibration.

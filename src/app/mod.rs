@@ -13,6 +13,7 @@ mod files;
 mod habits;
 mod interleave;
 mod interrupt;
+mod intervals;
 mod knee;
 mod limits;
 mod probes;
