@@ -1,6 +1,7 @@
-//! The shape of the source, checked: no file of `src/` over 800 lines and no function over
-//! 100 lines outside unit tests, so that each stays readable in one sitting. The failure names
-//! every offender with its length.
+//! The shape of the source, checked: no file of `src/` over 600 lines and no function over
+//! 80 lines outside unit tests (files named `tests.rs`, files under a `tests` folder, and
+//! `#[cfg(test)]` modules are not measured), so that each stays readable in one sitting. The
+//! failure names every offender with its length.
 //!
 //! A ratchet while issue 15's redesign is under way: the offenders left (`KNOWN_*`, with their
 //! lengths when listed) may shrink but not grow, no new one may appear, and one that comes
@@ -9,8 +10,8 @@
 use std::fs;
 use std::path::Path;
 
-const MAX_FILE_LINES: usize = 800;
-const MAX_FN_LINES: usize = 100;
+const MAX_FILE_LINES: usize = 600;
+const MAX_FN_LINES: usize = 80;
 
 /// Files still over the limit: (path under `src/`, lines when listed).
 const KNOWN_FILES: &[(&str, usize)] = &[];
@@ -217,6 +218,10 @@ fn sources() -> Vec<(String, String)> {
     files
         .into_iter()
         .filter(|f| f.file_name().unwrap() != "tests.rs")
+        .filter(|f| {
+            let rel = f.strip_prefix(&src).unwrap();
+            !rel.parent().is_some_and(|d| d.iter().any(|c| c == "tests"))
+        })
         .map(|f| {
             let rel = f.strip_prefix(&src).unwrap().display().to_string();
             (rel, fs::read_to_string(&f).unwrap())
@@ -225,7 +230,7 @@ fn sources() -> Vec<(String, String)> {
 }
 
 #[test]
-fn no_file_is_over_800_lines() {
+fn no_file_is_over_600_lines() {
     let measured: Vec<(String, usize)> = sources()
         .into_iter()
         .map(|(f, text)| (f, text.lines().count()))
@@ -239,7 +244,7 @@ fn no_file_is_over_800_lines() {
 }
 
 #[test]
-fn no_function_is_over_100_lines() {
+fn no_function_is_over_80_lines() {
     let mut measured = Vec::new();
     for (f, text) in sources() {
         for (name, _, n) in functions(&code_only(&text)) {
