@@ -7,7 +7,7 @@
 //! view across its steps, lists them as they are judged, and `q` ends it the same way.
 
 mod common;
-use common::{collected, missing, read_json, within, Collected};
+use common::{collected, missing, read_json, run_ok, stdout, within, Collected};
 
 use std::io::Write;
 use std::process::{Child, Command, Stdio};
@@ -350,4 +350,33 @@ fn timing_the_view_does_not_change_the_distribution() {
         (cb - ca).abs() <= 0.1 * ca,
         "requests {ca} without, {cb} with"
     );
+}
+
+#[test]
+fn through_one_pipe_or_file_the_run_header_is_printed_once() {
+    // stdout and stderr into one pipe (`2>&1 | …`) or one file: the header as the run starts,
+    // on stderr, then the report without it. Apart (every other test), the report keeps it.
+    let dir = tempfile::tempdir().unwrap();
+    let both = dir.path().join("both.txt");
+    let bin = env!("CARGO_BIN_EXE_reqlife");
+    for line in [
+        format!("{bin} run -n 200 -c 2 -t 1 2>&1 | cat > {}", both.display()),
+        format!("{bin} run -n 200 -c 2 -t 1 > {} 2>&1", both.display()),
+    ] {
+        let status = std::process::Command::new("sh")
+            .args(["-c", &line])
+            .status()
+            .unwrap();
+        assert!(status.success(), "{line}");
+        let text = std::fs::read_to_string(&both).unwrap();
+        assert_eq!(
+            text.matches("Running 200-request test").count(),
+            1,
+            "{line}: {text}"
+        );
+        assert!(text.contains("Status codes"), "{line}: {text}");
+    }
+    // Apart: the report on stdout has its header.
+    let out = run_ok(&["run", "-n", "200", "-c", "2", "-t", "1"]);
+    assert_eq!(stdout(&out).matches("Running 200-request test").count(), 1);
 }

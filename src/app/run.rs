@@ -294,12 +294,27 @@ fn build_record(
     record
 }
 
-/// Whether the run's header, printed on stderr as the run started ([`print_header`]), is on
-/// the terminal the report goes to: both on one terminal (stderr, and stdout unless the
-/// report goes to stderr), where a second header would only repeat the first.
+/// Whether the run's header, printed on stderr as the run started ([`print_header`]), is
+/// already where the report goes, where a second header would only repeat the first: the
+/// report goes to stderr too, or stdout and stderr are one terminal, or one pipe or file
+/// (`2>&1`).
 fn header_on_terminal(args: &RunArgs, to_stderr: bool) -> bool {
     use std::io::IsTerminal;
-    !args.quiet && std::io::stderr().is_terminal() && (to_stderr || std::io::stdout().is_terminal())
+    let terminals = std::io::stderr().is_terminal() && std::io::stdout().is_terminal();
+    !args.quiet && (to_stderr || terminals || same_open_file(1, 2))
+}
+
+/// Whether descriptors `a` and `b` are the same open file, pipe or socket (one device and
+/// inode).
+fn same_open_file(a: i32, b: i32) -> bool {
+    let stat = |fd: i32| {
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: fstat writes a whole `stat` into the buffer when it returns 0.
+        (unsafe { libc::fstat(fd, st.as_mut_ptr()) } == 0)
+            .then(|| unsafe { st.assume_init() })
+            .map(|st| (st.st_dev, st.st_ino))
+    };
+    matches!((stat(a), stat(b)), (Some(x), Some(y)) if x == y)
 }
 
 /// Writes the record's files, prints the report, and gives the exit code of a run that was
