@@ -70,7 +70,7 @@ fn run_args(args: &CompareArgs, url: &str) -> Result<RunArgs, PlanError> {
             ))
         }
     };
-    let refused: Vec<&str> = [
+    let refused: Vec<&str> = super::error::flags_given(&[
         (run.repeat > 1, "--repeat (use --rounds)"),
         (run.connections.len() > 1, "a sweep of -c"),
         (run.rate.len() > 1, "a sweep of -R"),
@@ -78,11 +78,7 @@ fn run_args(args: &CompareArgs, url: &str) -> Result<RunArgs, PlanError> {
         (run.html.is_some(), "--html (give it to compare)"),
         (run.view.json, "--json (give it to compare)"),
         (!run.view.thresholds.is_empty(), "--threshold"),
-    ]
-    .iter()
-    .filter(|(on, _)| *on)
-    .map(|(_, f)| *f)
-    .collect();
+    ]);
     if !refused.is_empty() {
         return err(format!(
             "{} cannot be a flag of each run of compare --run",

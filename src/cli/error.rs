@@ -61,6 +61,16 @@ pub(super) fn err<T>(msg: impl Into<String>) -> Result<T, PlanError> {
     Err(PlanError(msg.into()))
 }
 
+/// The flags of `flags` that were given (`(given, name)` pairs), in order: what a check that
+/// refuses flags names in its one line.
+pub(super) fn flags_given<'a>(flags: &[(bool, &'a str)]) -> Vec<&'a str> {
+    flags
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, f)| *f)
+        .collect()
+}
+
 /// Each lower layer's bad input as a plan's, its line unchanged (all are usage errors).
 macro_rules! plan_error_from {
     ($($t:ty),*) => {$(

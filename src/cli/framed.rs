@@ -55,16 +55,12 @@ pub fn tcp_target(url: &str) -> Result<Target, PlanError> {
 /// `--payload-file` and refuses the HTTP flags), `None` for HTTP (which refuses the framing
 /// flags).
 pub fn plan(args: &RunArgs, url: &str) -> Result<Option<FramedPlan>, PlanError> {
-    let framing_flags: Vec<&str> = [
+    let framing_flags: Vec<&str> = super::error::flags_given(&[
         (args.payload_file.is_some(), "--payload-file"),
         (args.framing.is_some(), "--framing"),
         (args.response_bytes.is_some(), "--response-bytes"),
         (args.seqid_offset.is_some(), "--seqid-offset"),
-    ]
-    .iter()
-    .filter(|(on, _)| *on)
-    .map(|(_, flag)| *flag)
-    .collect();
+    ]);
     if !is_tcp(url) {
         if framing_flags.is_empty() {
             return Ok(None);
@@ -120,7 +116,7 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<FramedPlan>, PlanError> 
 
 /// A tcp:// target refuses the HTTP flags: it sends the bytes of `--payload-file` as they are.
 fn refuse_http_flags(args: &RunArgs) -> Result<(), PlanError> {
-    let http_flags: Vec<&str> = [
+    let http_flags: Vec<&str> = super::error::flags_given(&[
         (args.method != "GET", "-m/--method"),
         (!args.headers.is_empty(), "-H/--header"),
         (args.body.is_some(), "--body"),
@@ -131,11 +127,7 @@ fn refuse_http_flags(args: &RunArgs) -> Result<(), PlanError> {
         (args.compressed, "--compressed"),
         (args.insecure, "-k/--insecure"),
         (args.cacert.is_some(), "--cacert"),
-    ]
-    .iter()
-    .filter(|(on, _)| *on)
-    .map(|(_, flag)| *flag)
-    .collect();
+    ]);
     if !http_flags.is_empty() {
         return Err(PlanError(format!(
             "{} appl{} to HTTP: a tcp:// target sends the bytes of --payload-file as they are",

@@ -58,11 +58,7 @@ pub struct GrpcArgs {
 
 /// `a, b apply` or `a applies`: the flags given, joined, with the verb that fits.
 fn given(flags: &[(bool, &str)], verb: (&str, &str)) -> Option<String> {
-    let on: Vec<&str> = flags
-        .iter()
-        .filter(|(on, _)| *on)
-        .map(|(_, f)| *f)
-        .collect();
+    let on = super::error::flags_given(flags);
     let verb = if on.len() == 1 { verb.0 } else { verb.1 };
     (!on.is_empty()).then(|| format!("{} {verb}", on.join(", ")))
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 /// file (`-`), or the one line that refuses them.
 pub fn check(args: &KneeArgs) -> Result<bool, PlanError> {
     let run = &args.run;
-    let given: Vec<&str> = [
+    let given: Vec<&str> = super::error::flags_given(&[
         (!run.rate.is_empty(), "-R/--rate"),
         (run.duration.is_some(), "-d/--duration (use --step)"),
         (run.requests.is_some(), "-n/--requests"),
@@ -37,11 +37,7 @@ pub fn check(args: &KneeArgs) -> Result<bool, PlanError> {
         ),
         (run.hdr_log.is_some(), "--hdr-log"),
         (run.every.is_some(), "--every"),
-    ]
-    .iter()
-    .filter(|(on, _)| *on)
-    .map(|(_, f)| *f)
-    .collect();
+    ]);
     if !given.is_empty() {
         return err(format!(
             "{} conflict{} with knee: it chooses the rate and the length of each step itself, and takes only the flags `reqlife knee --help` lists",

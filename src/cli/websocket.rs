@@ -31,7 +31,7 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<WsPlan>, PlanError> {
     if !is_ws(url) {
         return Ok(None);
     }
-    let refused: Vec<&str> = [
+    let refused: Vec<&str> = super::error::flags_given(&[
         (args.method != "GET", "-m/--method"),
         (args.http2, "--http2"),
         (args.http3, "--http3"),
@@ -45,11 +45,7 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<WsPlan>, PlanError> {
         (args.scenario.is_some(), "--scenario"),
         (args.targets.is_some(), "--targets"),
         (args.trace.trace_context, "--trace-context"),
-    ]
-    .iter()
-    .filter(|(on, _)| *on)
-    .map(|(_, flag)| *flag)
-    .collect();
+    ]);
     if !refused.is_empty() {
         return err(format!(
             "{} do{} not apply to WebSocket: a ws:// or wss:// target sends one message per request (--data TEXT, --body TEXT or --body-file FILE) and times its reply",

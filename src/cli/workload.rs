@@ -18,17 +18,13 @@ pub fn is_workload(args: &RunArgs) -> bool {
 
 /// The flags that describe the one fixed request, which a workload replaces.
 fn refuse_request_flags(args: &RunArgs, what: &str) -> Result<(), PlanError> {
-    let given: Vec<&str> = [
+    let given: Vec<&str> = super::error::flags_given(&[
         (args.method != "GET", "-m/--method"),
         (!args.headers.is_empty(), "-H/--header"),
         (args.body.is_some(), "--body"),
         (args.body_file.is_some(), "--body-file"),
         (args.payload_file.is_some(), "--payload-file"),
-    ]
-    .iter()
-    .filter(|(on, _)| *on)
-    .map(|(_, flag)| *flag)
-    .collect();
+    ]);
     if given.is_empty() {
         return Ok(());
     }
@@ -59,18 +55,14 @@ pub fn build(args: &RunArgs, url: Option<&str>) -> Result<Vec<RunPlan>, PlanErro
             if sc.phases.is_empty() {
                 return Ok(vec![with_workload(base, &specs, sc.default_mix(), None)]);
             }
-            let given: Vec<&str> = [
+            let given: Vec<&str> = super::error::flags_given(&[
                 (!args.rate.is_empty(), "-R/--rate"),
                 (args.duration.is_some(), "-d/--duration"),
                 (args.requests.is_some(), "-n/--requests"),
                 (args.stages.is_some(), "--stages"),
                 (args.burst.is_some(), "--burst"),
                 (args.repeat > 1, "--repeat"),
-            ]
-            .iter()
-            .filter(|(on, _)| *on)
-            .map(|(_, f)| *f)
-            .collect();
+            ]);
             if !given.is_empty() {
                 return err(format!(
                     "{} conflict{} with the phases of '{}': each phase gives its own load and length (drop the [[phase]] tables to use the command line's)",
