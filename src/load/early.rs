@@ -13,7 +13,10 @@
 //! spin the estimate got wrong. At low and mid rates (a few thousand wake-ups a second) a
 //! lead near the lateness's p95 fits, and requests leave within a few µs of their due time; at
 //! high rates, where the wake-ups themselves cost most, the lead shrinks to what fits, down
-//! to none (the plain sleep). The time spun is counted and reported (`pacer_spin`).
+//! to none (the plain sleep). No spin buys a lateness the pacer's slack already allows: with
+//! a lead no longer than `--pacer-slack` (1 ms, say, or a machine whose wake-ups are late by
+//! less than the default 50 µs) the thread sleeps to the due time. The time spun is counted
+//! and reported (`pacer_spin`).
 
 use std::time::{Duration, Instant};
 
@@ -53,13 +56,16 @@ pub struct EarlyWake {
     /// Wake-ups a second, as an exponential average of the gaps between sleeps.
     gap_s: f64,
     last_sleep: Option<Instant>,
+    /// The pacer's slack: no spin buys a lateness the slack already allows.
+    slack: Duration,
     /// Time spun in all.
     pub spun: Duration,
 }
 
 impl EarlyWake {
-    /// A pacer's wait with a spin budget of `budget` (a share of one core, 0..=1).
-    pub fn new(budget: f64, now: Instant) -> Self {
+    /// A pacer's wait with a spin budget of `budget` (a share of one core, 0..=1) under the
+    /// pacer's `slack`.
+    pub fn new(budget: f64, slack: Duration, now: Instant) -> Self {
         EarlyWake {
             late_ns: [0; SAMPLES],
             filled: 0,
@@ -71,6 +77,7 @@ impl EarlyWake {
             refilled: now,
             gap_s: 1.0,
             last_sleep: None,
+            slack,
             spun: Duration::ZERO,
         }
     }
@@ -81,10 +88,13 @@ impl EarlyWake {
     }
 
     /// When to be woken for a release at `at`: early by the lead, if the budget has room
-    /// for a spin of that long (else a wake-up early would have to sleep again).
+    /// for a spin of that long (else a wake-up early would have to sleep again), and if the
+    /// lead is longer than the slack: a thread allowed to leave the slack late gains nothing
+    /// it asked for by spinning off a lateness within it (at `--pacer-slack 1ms` and 20,000
+    /// req/s the spin was a tenth of the thread's CPU, for one request a batch).
     pub fn aim(&mut self, at: Instant, now: Instant) -> Instant {
         self.refill(now);
-        if self.lead.is_zero() || self.tokens_s < self.lead.as_secs_f64() {
+        if self.lead <= self.slack || self.tokens_s < self.lead.as_secs_f64() {
             return at;
         }
         at.checked_sub(self.lead).unwrap_or(at)
@@ -189,7 +199,7 @@ mod tests {
     fn it_learns_the_lateness_and_aims_early_by_it() {
         let t0 = Instant::now();
         let ms = |n: u64| t0 + Duration::from_millis(n);
-        let mut w = EarlyWake::new(0.05, t0);
+        let mut w = EarlyWake::new(0.05, Duration::ZERO, t0);
         assert_eq!(w.aim(ms(1), t0), ms(1), "nothing learnt: no lead");
         // A sleep every ms, each 30 µs late: the lead becomes 30 µs, and with tokens in the
         // bucket the aim is 30 µs before the due time.
@@ -199,7 +209,7 @@ mod tests {
         assert_eq!(w.lead(), Duration::from_micros(30));
         assert_eq!(w.aim(ms(100), ms(99)), ms(100) - Duration::from_micros(30));
         // No budget: never early.
-        let mut none = EarlyWake::new(0.0, t0);
+        let mut none = EarlyWake::new(0.0, Duration::ZERO, t0);
         for n in 1..=64 {
             none.woke(ms(n), ms(n) + Duration::from_micros(30));
         }
@@ -208,9 +218,26 @@ mod tests {
     }
 
     #[test]
+    fn no_spin_buys_a_lateness_the_slack_allows() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        // The same 30 µs lateness: a slack of 30 µs or more allows it (no early aim); a slack
+        // of 20 µs does not (the aim is the lead early).
+        for (slack_us, early) in [(1000, false), (30, false), (20, true)] {
+            let mut w = EarlyWake::new(0.05, Duration::from_micros(slack_us), t0);
+            for n in 1..=64 {
+                w.woke(ms(n), ms(n) + Duration::from_micros(30));
+            }
+            assert_eq!(w.lead(), Duration::from_micros(30));
+            let aim = w.aim(ms(100), ms(99));
+            assert_eq!(aim < ms(100), early, "slack {slack_us} µs");
+        }
+    }
+
+    #[test]
     fn a_spin_is_counted_against_the_budget() {
         let t0 = Instant::now();
-        let mut w = EarlyWake::new(0.05, t0);
+        let mut w = EarlyWake::new(0.05, Duration::ZERO, t0);
         // 20 ms at 5% fill the bucket with 1 ms of spinning: a spin of 300 µs fits, one of
         // 1.5 ms does not.
         let later = t0 + Duration::from_millis(20);

@@ -173,7 +173,7 @@ pub async fn dispatch(
         scheduler,
     };
     let naps = std::env::var_os("REQLIFE_NO_NAPS").is_none_or(|v| v != "1");
-    let mut early = EarlyWake::new(spin, Instant::now());
+    let mut early = EarlyWake::new(spin, slack, Instant::now());
     let mut not_sent = 0;
     let mut batch = Vec::new();
     let mut pending = due_times.next();
