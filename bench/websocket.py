@@ -155,8 +155,11 @@ def peer_figures(out):
 
 def k6_parser(summary_path):
     def parse(_out):
-        with open(summary_path) as f:
-            j = json.load(f)
+        try:
+            with open(summary_path) as f:
+                j = json.load(f)
+        except FileNotFoundError:
+            raise ValueError(f"k6 wrote no summary to {summary_path}")
         os.unlink(summary_path)  # a later run must not read this one's summary
         got, vus = int(j["msgs_received"]), int(j["vus"])
         # k6 counts no reply that comes once close() was called: each connection ends with a
@@ -384,7 +387,8 @@ def measure(a, url, server_pid, peer, k6, cases, tmp):
         doc["open_loop"] = {"rate": a.rate, "connections": c, "message_bytes": a.rate_bytes,
                             "runs": runs, "medians": med, "ratios": ratios}
 
-    errs = sum(x["errors"] for case in doc["cases"] for x in case["runs"])
+    errs = sum(x["errors"] for part in doc["cases"] + [doc["open_loop"] or {"runs": []}]
+               for x in part["runs"])
     if errs:
         print(f"\nwarning: {errs} errors in all; the figures above include them", file=sys.stderr)
     if a.json_out:
