@@ -18,10 +18,11 @@ other round:
   reqlife   reqlife run -t 1 -c C -d Ds --data MSG --quiet --json URL
 
 MSG is a text message of MESSAGE_BYTES 'x's, the same for all. Each client is reaped with
-wait4(): its user+sys CPU is that one process's own (all its threads). The echo server's CPU
-over each run (/proc/PID/stat) is printed as the share of its core it kept busy: near 100%, the
-server was the limit and messages/s compares how well each client kept it busy; below, the client
-was. CPU per message is the figure to judge.
+wait4(): its user+sys CPU is that one process's own (all its threads); that CPU over the run's
+wall time is printed as the client's busy share of its core, and the echo server's CPU over each
+run (/proc/PID/stat) as the server's. Near 100%, that side was the limit; both well below,
+neither was, and messages/s says more about the machine's other work than about the clients.
+CPU per message is the figure to judge.
 
 Open loop (--rate R, default 10000; 0 skips it): --rate-connections (10) connections at R
 messages/s in all, reqlife `run -R R -t 1 -c C` and `ws_peer -rate R -c C`, --rounds rounds in
@@ -184,19 +185,21 @@ def take_turns(tools, rounds, server_pid, **fields):
             s0 = proc_cpu_s(server_pid)
             fig = run_client(name, cmd, parse)
             fig["server_busy"] = (proc_cpu_s(server_pid) - s0) / fig["wall_s"]
+            fig["client_busy"] = fig["cpu_s"] / fig["wall_s"]
             fig.update(fields, round=r, tool=name)
             runs.append(fig)
             warn = f"  ({fig['errors']} errors!)" if fig["errors"] else ""
             p50 = "" if fig.get("p50_us") is None else f"  p50 {fig['p50_us']:.0f} us"
             print(f"  round {r} {name:11} {fig['rps']:>9.0f} msg/s  {fig['cpu_us_per_req']:>6.2f} us "
                   f"CPU/msg (user {fig['cpu_user_s'] / fig['requests'] * 1e6:.2f} + sys "
-                  f"{fig['cpu_sys_s'] / fig['requests'] * 1e6:.2f})  server "
-                  f"{fig['server_busy'] * 100:>3.0f}% busy{p50}{warn}", flush=True)
+                  f"{fig['cpu_sys_s'] / fig['requests'] * 1e6:.2f})  busy: client "
+                  f"{fig['client_busy'] * 100:>3.0f}% server {fig['server_busy'] * 100:>3.0f}%"
+                  f"{p50}{warn}", flush=True)
     return runs
 
 
-KEYS = ("rps", "cpu_us_per_req", "cpu_user_us", "cpu_sys_us", "server_busy", "p50_us", "p99_us",
-        "lag_p99_us")
+KEYS = ("rps", "cpu_us_per_req", "cpu_user_us", "cpu_sys_us", "client_busy", "server_busy",
+        "p50_us", "p99_us", "lag_p99_us")
 
 
 def medians_of(runs, names):
@@ -218,10 +221,11 @@ def fmt(x, spec):
 def print_medians(title, med, peers):
     print(f"\n  {title}")
     print(f"  {'client':11} {'msg/s':>9} {'CPU us/msg':>10} {'user':>6} {'sys':>6} "
-          f"{'server':>7} {'p50 us':>8} {'p99 us':>8}")
+          f"{'client':>7} {'server':>7} {'p50 us':>8} {'p99 us':>8}")
     for name, m in med.items():
         print(f"  {name:11} {m['rps']:>9.0f} {m['cpu_us_per_req']:>10.2f} {m['cpu_user_us']:>6.2f} "
-              f"{m['cpu_sys_us']:>6.2f} {m['server_busy'] * 100:>6.0f}% {fmt(m['p50_us'], '>8.0f')} "
+              f"{m['cpu_sys_us']:>6.2f} {m['client_busy'] * 100:>6.0f}% {m['server_busy'] * 100:>6.0f}% "
+              f"{fmt(m['p50_us'], '>8.0f')} "
               f"{fmt(m['p99_us'], '>8.0f')}")
     ratios = {}
     for r in (n for n in med if n.startswith("reqlife")):
