@@ -84,7 +84,7 @@ func (h *hist) quantile(q float64) float64 {
 	if n == 0 {
 		return 0
 	}
-	rank := uint64(q*float64(n)+0.5)
+	rank := uint64(q*float64(n) + 0.5)
 	if rank < 1 {
 		rank = 1
 	}
