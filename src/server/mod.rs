@@ -1,5 +1,6 @@
 //! The embedded target: a small, fast HTTP server (hyper, HTTP/1.1 and h2 on one port, with
-//! or without TLS) whose routes ([`routes`]) report their own phases in `Server-Timing`. It
+//! or without TLS) whose routes ([`routes`]) report their own phases in `Server-Timing`, and
+//! whose WebSocket routes (`ws.rs`) take an HTTP/1.1 upgrade. It
 //! runs on its own thread for `reqlife run` without a URL and for tests ([`spawn`]), or in the
 //! foreground for `reqlife serve` ([`serve_until_signal`]); both shut down gracefully, with a
 //! bound on how long in-flight connections may take.
@@ -13,6 +14,7 @@ mod stream;
 #[cfg(test)]
 mod tests;
 mod tls;
+mod ws;
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -439,10 +441,13 @@ async fn serve(
                 };
                 let _ = stream.set_nodelay(true);
                 let kv = kv.clone();
-                let service = hyper::service::service_fn(move |req| routes::handle(req, kv.clone()));
+                // The slot is the connection's, and an upgraded WebSocket's after it.
+                let slot = std::sync::Arc::new(slot);
+                let held = slot.clone();
+                let service = hyper::service::service_fn(move |req| ws::handle(req, kv.clone(), held.clone()));
                 match &tls {
                     None => {
-                        let conn = builder.serve_connection(TokioIo::new(stream), service).into_owned();
+                        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
                         let conn = graceful.watch(conn);
                         tokio::spawn(async move {
                             let _ = conn.await;
@@ -459,7 +464,7 @@ async fn serve(
                                 TLS_HANDSHAKE_TIMEOUT,
                                 acceptor.accept(stream),
                             ).await {
-                                let conn = builder.serve_connection(TokioIo::new(stream), service).into_owned();
+                                let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
                                 let _ = watcher.watch(conn).await;
                             }
                             drop(slot);

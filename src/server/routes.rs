@@ -14,10 +14,11 @@
 //! the request says `TE: trailers`); and
 //! `/stall/{ms}`, which answers at once but makes every embedded target in the process hold
 //! its other responses until `ms` have passed (a garbage-collection pause, to show coordinated
-//! omission). The server measures its own phases ([`handle`] says exactly where each begins
-//! and ends): `parse` (routing the request), `queue` (waiting for a stall, then the handover
-//! of the work from the connection's I/O task to a task of its own, as thread-pool servers
-//! do), `handler` (the route's work), `serialize` (building the response) and `total`.
+//! omission); and the WebSocket routes of `server/ws.rs`. The server measures its own phases
+//! ([`handle`] says exactly where each begins and ends): `parse` (routing the request),
+//! `queue` (waiting for a stall, then the handover of the work from the connection's I/O task
+//! to a task of its own, as thread-pool servers do), `handler` (the route's work), `serialize`
+//! (building the response) and `total`.
 
 mod path;
 
@@ -71,7 +72,7 @@ pub(super) const SERVER_TIMING: HeaderName = HeaderName::from_static("server-tim
 /// The routes `route_of` knows, as `serve` lists them when it starts, `serve --help` ends with
 /// them and a 404 names them (a unit test routes each one and checks that every route is here;
 /// `tests/checks/drift.rs` checks the manual's list against it).
-pub const ROUTES: [&str; 12] = [
+pub const ROUTES: [&str; 15] = [
     "/",
     "/delay/{ms}",
     "/echo",
@@ -84,6 +85,9 @@ pub const ROUTES: [&str; 12] = [
     "/stall/{ms}",
     "/sse/{n}/{gap_ms}[/{jitter_ms}]",
     "/chunks/{n}/{gap_ms}[/{jitter_ms}]",
+    "/ws",
+    "/ws/delay/{ms}",
+    "/ws/push/{gap_ms}",
 ];
 
 /// The end of the current stall, in nanoseconds since [`origin`] (0: none).
@@ -411,6 +415,7 @@ async fn run_plain_route(route: Route, body: impl RequestBody) -> (StatusCode, B
             (StatusCode::OK, body, false)
         }
         Route::Stream(spec) => (StatusCode::OK, Body::stream(spec), false),
+        Route::WebSocket(_) => super::ws::not_upgraded(),
         Route::BadRequest(msg) => (StatusCode::BAD_REQUEST, Body::full(msg), false),
         Route::NotFound => (
             StatusCode::NOT_FOUND,

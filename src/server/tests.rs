@@ -592,6 +592,7 @@ fn the_route_list_is_the_router() {
                 Route::Stall(_) => "stall",
                 Route::Stream(s) if s.sse => "sse",
                 Route::Stream(_) => "chunks",
+                Route::WebSocket(ws) => ws.name(),
                 Route::BadRequest(why) => panic!("{pattern}: {path} is a bad request: {why}"),
                 Route::NotFound => panic!("{pattern}: {path} is not found"),
             };
@@ -600,7 +601,7 @@ fn the_route_list_is_the_router() {
     }
     // One name per route the match above knows (it has no wildcard: a new route is a
     // compile error there until it is named, and then a failure here until it is listed).
-    assert_eq!(seen.len(), 12, "{seen:?}");
+    assert_eq!(seen.len(), 15, "{seen:?}");
     assert_eq!(ROUTES.len(), seen.len(), "a route listed twice: {ROUTES:?}");
 }
 

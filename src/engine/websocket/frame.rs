@@ -4,7 +4,9 @@
 //! from their fragments (control frames may come between them), a text message checked as
 //! UTF-8, a message longer than the limit refused as soon as a frame header says so. A binary
 //! message is counted, never kept; a text message is kept (capacity reused) to check its
-//! UTF-8; a control frame's payload (at most 125 bytes) is kept to answer a ping.
+//! UTF-8; a control frame's payload (at most 125 bytes) is kept to answer a ping. A server's
+//! reader ([`MessageReader::server`], the embedded target's) reads the client's masked frames
+//! instead, unmasked as they come, and keeps every message ([`MessageReader::message`]).
 
 /// A continuation frame (the next fragment of a message).
 pub const CONTINUATION: u8 = 0x0;
@@ -116,10 +118,15 @@ pub struct MessageReader {
     /// Its payload and framing bytes so far.
     payload: u64,
     framing: u64,
-    /// A text message's bytes (for the UTF-8 check).
+    /// A text message's bytes (for the UTF-8 check); a server's reader keeps any message's.
     text: Vec<u8>,
     /// The last control frame's payload.
     control: Vec<u8>,
+    /// A server's reader: frames must be masked, and are unmasked.
+    server: bool,
+    /// The frame in progress's masking key, and how many of its payload bytes came so far.
+    key: [u8; 4],
+    unmasked: usize,
 }
 
 impl MessageReader {
@@ -134,7 +141,26 @@ impl MessageReader {
             framing: 0,
             text: Vec::new(),
             control: Vec::with_capacity(MAX_CONTROL),
+            server: false,
+            key: [0; 4],
+            unmasked: 0,
         }
+    }
+
+    /// A server's reader of messages of at most `max` payload bytes: the client's frames must
+    /// be masked (RFC 6455, 5.1), and every message is kept, unmasked, for
+    /// [`MessageReader::message`].
+    pub fn server(max: u64) -> Self {
+        MessageReader {
+            server: true,
+            ..MessageReader::new(max)
+        }
+    }
+
+    /// The payload of the last whole data message, unmasked: any message for a server's
+    /// reader, a text message only for a client's.
+    pub fn message(&self) -> &[u8] {
+        &self.text
     }
 
     /// Forgets any frame in progress (a new connection's reader), keeping the capacity.
@@ -178,11 +204,11 @@ impl MessageReader {
         let mut used = 0;
         // Twice at most: the first two bytes tell the extended length's size.
         let need = loop {
-            let need = header_len(&self.head, have);
+            let need = self.header_len(have);
             let take = (need - have).min(rest.len() - used);
             self.head[have..have + take].copy_from_slice(&rest[used..used + take]);
             (have, used) = (have + take, used + take);
-            let need = header_len(&self.head, have);
+            let need = self.header_len(have);
             if have == need {
                 break need;
             }
@@ -208,8 +234,15 @@ impl MessageReader {
                 "reserved bits set (no extension was agreed)",
             ));
         }
-        if b1 & 0x80 != 0 {
+        if b1 & 0x80 != 0 && !self.server {
             return Err(WsError::Invalid("a masked frame from the server"));
+        }
+        if b1 & 0x80 == 0 && self.server {
+            return Err(WsError::Invalid("an unmasked frame from the client"));
+        }
+        if self.server {
+            self.key.copy_from_slice(&self.head[len - 4..len]);
+            self.unmasked = 0;
         }
         let left = match b1 & 0x7F {
             126 => u64::from(u16::from_be_bytes([self.head[2], self.head[3]])),
@@ -276,12 +309,20 @@ impl MessageReader {
     ) -> (usize, Result<Step, WsError>) {
         let take = left.min(rest.len() as u64) as usize;
         let bytes = &rest[..take];
-        if opcode >= 8 {
-            self.control.extend_from_slice(bytes);
+        let kept = if opcode >= 8 {
+            Some(&mut self.control)
         } else {
             self.payload += take as u64;
-            if self.message == Some(TEXT) {
-                self.text.extend_from_slice(bytes);
+            (self.message == Some(TEXT) || self.server).then_some(&mut self.text)
+        };
+        if let Some(kept) = kept {
+            let from = kept.len();
+            kept.extend_from_slice(bytes);
+            if self.server {
+                for (i, b) in kept[from..].iter_mut().enumerate() {
+                    *b ^= self.key[(self.unmasked + i) & 3];
+                }
+                self.unmasked += take;
             }
         }
         let left = left - take as u64;
@@ -317,6 +358,15 @@ impl MessageReader {
             payload: self.payload,
             framing: self.framing,
         })
+    }
+}
+
+impl MessageReader {
+    /// The frame header's length given its first `have` bytes: [`header_len`]'s, and the
+    /// masking key's 4 bytes for a server's reader once the second byte says it is masked.
+    fn header_len(&self, have: usize) -> usize {
+        let masked = self.server && have >= 2 && self.head[1] & 0x80 != 0;
+        header_len(&self.head, have) + if masked { 4 } else { 0 }
     }
 }
 

@@ -3,6 +3,7 @@
 
 use super::{MAX_BYTES, MAX_DELAY_MS, MAX_TEXT_BYTES};
 use crate::server::stream::{stream_route, StreamSpec};
+use crate::server::ws::{self, WsRoute};
 use http::StatusCode;
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ pub(in crate::server) enum Route {
     Drift(Duration),
     Stall(Duration),
     Stream(StreamSpec),
+    WebSocket(WsRoute),
     BadRequest(String),
     NotFound,
 }
@@ -38,6 +40,8 @@ const PREFIXED: &[(&str, Parse)] = &[
     ("/stall/", stall),
     ("/text/", text),
     ("/bytes/", bytes),
+    ("/ws/delay/", ws::delay_route),
+    ("/ws/push/", ws::push_route),
 ];
 
 /// The route for a path; every method is accepted on every route.
@@ -45,6 +49,7 @@ pub(in crate::server) fn route_of(path: &str) -> Route {
     match path {
         "/" => Route::Hello,
         "/echo" => Route::Echo,
+        "/ws" => Route::WebSocket(WsRoute::Echo),
         _ => PREFIXED
             .iter()
             .find_map(|(prefix, route)| path.strip_prefix(prefix).map(route))
