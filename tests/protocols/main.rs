@@ -20,3 +20,4 @@ mod stream;
 mod thrift;
 mod trace;
 mod websocket;
+mod websocket_servers;
