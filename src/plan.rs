@@ -129,6 +129,15 @@ pub struct WsPlan {
     pub message: Vec<u8>,
     /// A text frame (`--data`, `--body`: UTF-8) or a binary one (`--body-file`).
     pub text: bool,
+    /// `--stream messages`: a request is a subscription, the messages the server pushes after
+    /// the request's timed as a stream's events, instead of one reply.
+    pub subscribe: bool,
+    /// `--ws-messages N`: a subscription ends after N messages (the client closes the
+    /// connection); `None`: when the server closes it normally.
+    pub messages: Option<u32>,
+    /// `--ws-ping INTERVAL`: each connection pings the server this often while a request is
+    /// on it, and times the pong (`ws_ping`).
+    pub ping: Option<std::time::Duration>,
 }
 
 /// HTTP/1.1 settings.

@@ -252,6 +252,8 @@ pub enum StreamArg {
     Chunks,
     /// Lines ending with LF (NDJSON).
     Lines,
+    /// ws://: the messages the server pushes after the request's (a subscription).
+    Messages,
 }
 
 /// `--connection-policy`.
@@ -504,7 +506,8 @@ pub struct RunArgs {
     #[arg(help_heading = "Protocol", long = "seqid-offset")]
     pub seqid_offset: Option<u64>,
     /// Streamed responses: time the events of each response (`first_event`, `event_gap`,
-    /// `events`): Server-Sent Events, chunks, or lines. Without it, a `text/event-stream`
+    /// `events`): Server-Sent Events, chunks, lines, or a ws:// subscription's pushed
+    /// messages. Without it, a `text/event-stream`
     /// response is timed as SSE; other bodies are counted, never parsed. A stream that never
     /// ends is bounded by --timeout (a counted timeout) and --max-body (a protocol error).
     #[arg(help_heading = "Protocol", long = "stream", value_enum)]
@@ -586,6 +589,10 @@ pub struct RunArgs {
     /// The trace context sent with each request.
     #[command(flatten)]
     pub trace: trace::TraceArgs,
+
+    /// WebSocket: subscriptions and pings.
+    #[command(flatten)]
+    pub ws: websocket::WsArgs,
 }
 
 #[cfg(test)]

@@ -228,6 +228,7 @@ fn stream_mode(args: &RunArgs) -> Option<crate::model::StreamMode> {
         super::StreamArg::Sse => crate::model::StreamMode::Sse,
         super::StreamArg::Chunks => crate::model::StreamMode::Chunks,
         super::StreamArg::Lines => crate::model::StreamMode::Lines,
+        super::StreamArg::Messages => crate::model::StreamMode::Messages,
     })
 }
 

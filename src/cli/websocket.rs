@@ -3,9 +3,29 @@
 
 use super::error::err;
 use super::plan::PlanError;
-use super::RunArgs;
+use super::{RunArgs, StreamArg};
 use crate::model::io_reason;
 use crate::plan::WsPlan;
+use clap::Args;
+use std::time::Duration;
+
+/// The WebSocket flags of `reqlife run` (besides `--stream messages`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct WsArgs {
+    /// ws:// with --stream messages: end each subscription after N pushed messages (the
+    /// client then closes the connection with a close handshake; the next request connects
+    /// anew). Without it a subscription ends when the server closes it (code 1000).
+    #[arg(help_heading = "Protocol", long = "ws-messages", value_name = "N", value_parser = super::count_arg)]
+    pub messages: Option<u64>,
+
+    /// ws://: each connection sends a ping every INTERVAL while a request is on it and times
+    /// the pong (`ws_ping`, a figure apart from the requests' phases), e.g. 100ms.
+    #[arg(help_heading = "Protocol", long = "ws-ping", value_name = "INTERVAL", value_parser = super::duration_arg)]
+    pub ping: Option<Duration>,
+}
+
+/// The shortest `--ws-ping` interval.
+const MIN_PING: Duration = Duration::from_millis(1);
 
 /// Whether `url` names a WebSocket target (`ws://` or `wss://`, in any case).
 pub fn is_ws(url: &str) -> bool {
@@ -25,12 +45,63 @@ pub fn as_http(url: &str) -> Option<String> {
     }
 }
 
+/// Refuses the WebSocket flags (`--stream messages`, `--ws-messages`, `--ws-ping`) for `url`,
+/// which is not a WebSocket target.
+fn only_ws(args: &RunArgs, url: &str) -> Result<(), PlanError> {
+    let given: Vec<&str> = super::error::flags_given(&[
+        (
+            args.stream == Some(StreamArg::Messages),
+            "--stream messages",
+        ),
+        (args.ws.messages.is_some(), "--ws-messages"),
+        (args.ws.ping.is_some(), "--ws-ping"),
+    ]);
+    if given.is_empty() {
+        return Ok(());
+    }
+    err(format!(
+        "{} appl{} to WebSocket targets only (ws://HOST/PATH, wss://HOST/PATH), not {url}",
+        given.join(", "),
+        if given.len() == 1 { "ies" } else { "y" }
+    ))
+}
+
+/// A WebSocket run's `--stream` (`messages` only), `--ws-messages` (with it, at least 1) and
+/// `--ws-ping` (at least 1ms) checked: the subscription's message limit.
+fn subscription(args: &RunArgs) -> Result<Option<u32>, PlanError> {
+    if let Some(other) = args.stream.filter(|s| *s != StreamArg::Messages) {
+        let value = clap::ValueEnum::to_possible_value(&other);
+        let name = value.as_ref().map_or("", |v| v.get_name());
+        return err(format!(
+            "--stream {name} does not apply to WebSocket: --stream messages times the messages a ws:// server pushes after the request's"
+        ));
+    }
+    if args.ws.ping.is_some_and(|p| p < MIN_PING) {
+        return err("--ws-ping must be at least 1ms (e.g. 100ms, 1s)");
+    }
+    match args.ws.messages {
+        None => Ok(None),
+        Some(0) => err("--ws-messages must be at least 1 (the messages that end a subscription)"),
+        Some(_) if args.stream != Some(StreamArg::Messages) => {
+            err("--ws-messages ends a subscription: give --stream messages too")
+        }
+        Some(n) => u32::try_from(n).map(Some).map_err(|_| {
+            PlanError(format!(
+                "--ws-messages {n} is more than {} messages",
+                u32::MAX
+            ))
+        }),
+    }
+}
+
 /// The WebSocket plan of a run for `url`: `Some` for a `ws://` or `wss://` target (which needs
 /// a message and refuses the flags of other protocols), `None` for any other URL.
 pub fn plan(args: &RunArgs, url: &str) -> Result<Option<WsPlan>, PlanError> {
+    let messages = args.stream == Some(StreamArg::Messages);
     if !is_ws(url) {
-        return Ok(None);
+        return only_ws(args, url).map(|()| None);
     }
+    let limit = subscription(args)?;
     let refused: Vec<&str> = super::error::flags_given(&[
         (args.method != "GET", "-m/--method"),
         (args.http2, "--http2"),
@@ -41,7 +112,6 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<WsPlan>, PlanError> {
         (args.h2_window.is_some(), "--h2-window"),
         (args.pipeline.is_some_and(|n| n > 1), "--pipeline"),
         (args.compressed, "--compressed"),
-        (args.stream.is_some(), "--stream"),
         (args.scenario.is_some(), "--scenario"),
         (args.targets.is_some(), "--targets"),
         (args.trace.trace_context, "--trace-context"),
@@ -79,7 +149,13 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<WsPlan>, PlanError> {
             ))
         }
     };
-    Ok(Some(WsPlan { message, text }))
+    Ok(Some(WsPlan {
+        message,
+        text,
+        subscribe: messages,
+        messages: limit,
+        ping: args.ws.ping,
+    }))
 }
 
 #[cfg(test)]
@@ -108,8 +184,26 @@ mod tests {
             panic!("{:?}", p.protocol)
         };
         assert_eq!((ws.message.as_slice(), ws.text), (&b"hi"[..], true));
+        assert!(!ws.subscribe && ws.messages.is_none() && ws.ping.is_none());
         let p = build_ws("WSS://127.0.0.1/", &["--body", "x"]).unwrap();
         assert_eq!((p.target.port, p.protocol_name().name()), (443, "wss"));
+        let flags = [
+            "--data",
+            "sub",
+            "--stream",
+            "messages",
+            "--ws-messages",
+            "7",
+            "--ws-ping",
+            "250ms",
+        ];
+        let p = build_ws("ws://127.0.0.1:9/", &flags).unwrap();
+        let ProtocolPlan::WebSocket(ws) = &p.protocol else {
+            panic!("{:?}", p.protocol)
+        };
+        assert!(ws.subscribe);
+        assert_eq!(ws.messages, Some(7));
+        assert_eq!(ws.ping, Some(std::time::Duration::from_millis(250)));
     }
 
     #[test]

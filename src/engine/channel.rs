@@ -72,7 +72,7 @@ impl Channel {
                 wire: wire.clone(),
             },
             Wire::WebSocket(wire) => Channel::WebSocket {
-                conn: WsConn::new(max_body_bytes),
+                conn: WsConn::new(max_body_bytes, wire.plan.ping),
                 wire: wire.clone(),
             },
         }
@@ -121,6 +121,14 @@ impl Channel {
             Channel::Framed { conn, .. } => conn.stream = None,
             Channel::WebSocket { conn, .. } => conn.stream = None,
             Channel::Http2 { .. } | Channel::Grpc { .. } | Channel::Http3 { .. } => {}
+        }
+    }
+
+    /// Ends what a request left under way on the connection, within `bound`: a WebSocket
+    /// subscription's close handshake ([`WsConn::finish_close`]); nothing for the others.
+    pub(super) async fn settle(&mut self, bound: std::time::Duration) {
+        if let Channel::WebSocket { conn, .. } = self {
+            conn.finish_close(bound).await;
         }
     }
 
@@ -268,7 +276,7 @@ impl From<super::websocket::Reply> for Answer {
             bytes_read: r.bytes_read,
             bytes_written: r.bytes_written,
             traffic: r.traffic,
-            keep_alive: true,
+            keep_alive: r.keep_alive,
             max_streams: None,
         }
     }

@@ -222,7 +222,12 @@ impl SessionConfig {
             Wire::Http2(_) | Wire::Grpc(_) => {
                 phases.extend([Phase::H2Handshake, Phase::StreamWait])
             }
-            Wire::WebSocket(_) => phases.push(Phase::WsUpgrade),
+            Wire::WebSocket(w) => {
+                phases.push(Phase::WsUpgrade);
+                if w.plan.ping.is_some() {
+                    phases.push(Phase::WsPing);
+                }
+            }
             Wire::Http1(_) | Wire::Framed(_) => {}
         }
         if self.decode_max_bytes.is_some() {
@@ -326,6 +331,15 @@ mod tests {
         assert_eq!(
             phases("wss://127.0.0.1:9/", &["--data", "x"]),
             [Connect, Tls, WsUpgrade]
+        );
+        let ws = "ws://127.0.0.1:9/";
+        assert_eq!(
+            phases(ws, &["--data", "x", "--ws-ping", "1s"]),
+            [Connect, WsUpgrade, WsPing]
+        );
+        assert_eq!(
+            phases(ws, &["--data", "x", "--stream", "messages"]),
+            [Connect, WsUpgrade, FirstEvent, EventGap, Events]
         );
         assert_eq!(
             phases(plain, &["-m", "POST", "-H", "expect: 100-Continue"]),

@@ -147,6 +147,24 @@ impl Session {
         self.kept.stream.gaps()
     }
 
+    /// WebSocket: how the connection ended during the last request (a kind of
+    /// [`super::websocket::close`]); `None` for the other protocols, or when it did not end.
+    pub fn ws_close(&self) -> Option<u32> {
+        match &self.channel {
+            Channel::WebSocket { conn, .. } => conn.ended,
+            _ => None,
+        }
+    }
+
+    /// WebSocket with `--ws-ping`: the pings' round trips timed during the last request, in
+    /// nanoseconds (empty for the other protocols).
+    pub fn ping_rtts(&self) -> &[u64] {
+        match &self.channel {
+            Channel::WebSocket { conn, .. } => conn.ping.rtts(),
+            _ => &[],
+        }
+    }
+
     /// Opens this session's connection ahead of its first request, within the timeout,
     /// stamping connect (and TLS) on `stamps`: an open loop's schedule starts once its
     /// connections are open. The sessions of an HTTP/2 link share its connection: call this on
@@ -207,6 +225,8 @@ impl Session {
             }
         }
         let outcome = self.request_now(stamps, send).await;
+        // A WebSocket subscription's close handshake, after its stamps: in no request's time.
+        self.channel.settle(self.config.timeout).await;
         if !self.config.keepalive {
             self.channel.close();
             // HTTP/2 (one stream per connection then) and HTTP/3: the next request connects
@@ -339,7 +359,7 @@ impl Session {
                     .map(Answer::from)
             }
             Channel::WebSocket { wire, conn } => conn
-                .exchange(wire, config.max_header_bytes, stamps)
+                .exchange(wire, config.max_header_bytes, stamps, &mut kept.stream)
                 .await
                 .map(Answer::from),
             Channel::Http2 { wire, link } => {

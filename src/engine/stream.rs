@@ -435,8 +435,8 @@ impl StreamTracker {
                 }
                 n
             }
-            // Chunks: counted by `unit_end`.
-            Some(StreamMode::Chunks) | None => 0,
+            // Chunks: counted by `unit_end`; WebSocket messages: by `message`.
+            Some(StreamMode::Chunks | StreamMode::Messages) | None => 0,
         };
         if n > 0 {
             self.events_at(n, arrived());
@@ -449,6 +449,14 @@ impl StreamTracker {
     pub fn unit_end(&mut self) {
         if self.active == Some(StreamMode::Chunks) {
             self.events_at(1, arrived());
+        }
+    }
+
+    /// A WebSocket message of a subscription (`--stream messages`) completed, its bytes
+    /// arrived `at`: one event.
+    pub fn message(&mut self, at: Instant) {
+        if self.active == Some(StreamMode::Messages) {
+            self.events_at(1, at);
         }
     }
 

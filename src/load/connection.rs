@@ -76,6 +76,12 @@ pub(super) fn record_outcome(
     };
     let mut recorder = recorder.borrow_mut();
     recorder.record_response(&sample, session.server_timing(), session.event_gaps());
+    if !session.ping_rtts().is_empty() {
+        recorder.record_pings(&sample, session.ping_rtts());
+    }
+    if let Some(kind) = session.ws_close() {
+        recorder.count_ws_close(kind);
+    }
     if let Some(n) = outcome.max_streams {
         recorder.note_h2_max_streams(n as u64);
     }

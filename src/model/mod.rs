@@ -149,15 +149,20 @@ pub enum StreamMode {
     Chunks,
     /// Lines ending with LF (NDJSON, JSON lines); an unterminated last line counts too.
     Lines,
+    /// WebSocket: the data messages the server pushes after the request's message (a
+    /// subscription), each an event.
+    Messages,
 }
 
 impl StreamMode {
-    /// The mode's name as `--stream` takes it and the record writes it: `sse`, `chunks` or `lines`.
+    /// The mode's name as `--stream` takes it and the record writes it: `sse`, `chunks`,
+    /// `lines` or `messages`.
     pub fn name(self) -> &'static str {
         match self {
             StreamMode::Sse => "sse",
             StreamMode::Chunks => "chunks",
             StreamMode::Lines => "lines",
+            StreamMode::Messages => "messages",
         }
     }
 }

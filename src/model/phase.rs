@@ -67,11 +67,15 @@ pub enum Phase {
     /// WebSocket: connection (and TLS) ready → the server's `101 Switching Protocols` to the
     /// upgrade request, checked (only on requests that opened a connection).
     WsUpgrade,
+    /// WebSocket with `--ws-ping`: a ping written → its pong arrived, one sample per pong
+    /// (recorded from the engine's round trips, not from [`Timestamps`](super::Timestamps)):
+    /// the connection's, apart from its requests' phases, which it does not tile.
+    WsPing,
 }
 
 impl Phase {
     /// Every phase, in the order of a request's life.
-    pub const ALL: [Phase; 19] = [
+    pub const ALL: [Phase; 20] = [
         Phase::Queue,
         Phase::Connect,
         Phase::Tls,
@@ -91,6 +95,7 @@ impl Phase {
         Phase::StreamWait,
         Phase::Continue,
         Phase::WsUpgrade,
+        Phase::WsPing,
     ];
     /// The phases of opening a connection: TCP and TLS (and a WebSocket's upgrade), or QUIC
     /// (full or 0-RTT).
@@ -115,6 +120,14 @@ impl Phase {
     ];
     /// The phases of streamed responses (`--stream`), shown when recorded.
     pub const STREAM: [Phase; 3] = [Phase::FirstEvent, Phase::EventGap, Phase::Events];
+    /// The figures apart from a request's life, which do not add up to its total: a stream's
+    /// phases and the WebSocket pings' round trips (`--ws-ping`), shown when recorded.
+    pub const APART: [Phase; 4] = [
+        Phase::FirstEvent,
+        Phase::EventGap,
+        Phase::Events,
+        Phase::WsPing,
+    ];
     /// A request's life, in order: the rows of the phase tables. Each wait apart, whose it is
     /// (the generator's lag, then the server's queue for a free connection), the opening, the
     /// HTTP/2 handshake, the waits for a stream and for a `100 Continue`, then the exchange.
@@ -168,6 +181,7 @@ impl Phase {
             Phase::StreamWait => "stream_wait",
             Phase::Continue => "continue",
             Phase::WsUpgrade => "ws_upgrade",
+            Phase::WsPing => "ws_ping",
         }
     }
 

@@ -456,7 +456,7 @@ mod tests {
             Phase::Lag => Some(t.released.saturating_duration_since(t.intended)),
             Phase::H2Handshake => span(t.tls_end.or(t.connect_end)?, t.h2_settings),
             Phase::FirstEvent => span(t.written?, t.first_event),
-            Phase::EventGap => None,
+            Phase::EventGap | Phase::WsPing => None,
             Phase::Events => t.events.map(|n| Duration::from_nanos(n.into())),
             Phase::QuicHandshake => t.connect_start.and(span(t.dispatched, t.quic_end)),
             Phase::Quic0Rtt => t.connect_start.and(span(t.dispatched, t.quic_0rtt)),

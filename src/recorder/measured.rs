@@ -39,6 +39,8 @@ pub struct Measured {
     pub reset_codes: CodeCounts,
     /// gRPC calls by status code (with each code's first message).
     pub grpc_codes: CodeCounts,
+    /// WebSocket connections' ends by kind ([`crate::engine::websocket::close`]).
+    pub ws_closes: CodeCounts,
     /// HTTP/2: the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced.
     pub h2_max_streams: Option<u64>,
     /// Per request name, when the run sent named requests.
@@ -72,6 +74,7 @@ impl Measured {
             server: server_timing::ServerTimingAcc::new("total"),
             reset_codes: CodeCounts::default(),
             grpc_codes: CodeCounts::default(),
+            ws_closes: CodeCounts::default(),
             h2_max_streams: None,
             by_request: Vec::new(),
             samples: reservoir::Reservoir::new(0, 0),
@@ -101,6 +104,7 @@ impl Measured {
             }
             out.reset_codes.merge(&part.reset_codes);
             out.grpc_codes.merge(&part.grpc_codes);
+            out.ws_closes.merge(&part.ws_closes);
             if let Some(b) = &part.bursts {
                 match &mut out.bursts {
                     None => out.bursts = Some(b.clone()),

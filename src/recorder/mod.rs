@@ -111,9 +111,10 @@ pub struct Recorder {
     bursts: Option<BurstHists>,
     /// What the server said of its own time (`Server-Timing`).
     server: server_timing::ServerTimingAcc,
-    /// HTTP/2 RST_STREAM counts by error code; gRPC statuses by code.
+    /// HTTP/2 RST_STREAM counts by error code; gRPC statuses by code; WebSocket closes by kind.
     reset_codes: CodeCounts,
     grpc_codes: CodeCounts,
+    ws_closes: CodeCounts,
     /// HTTP/2: the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced.
     h2_max_streams: Option<u64>,
     /// Per request name (`Sample::request`), when the run sends named requests.
@@ -169,6 +170,7 @@ impl Recorder {
             server: server_timing::ServerTimingAcc::new("total"),
             reset_codes: CodeCounts::default(),
             grpc_codes: CodeCounts::default(),
+            ws_closes: CodeCounts::default(),
             h2_max_streams: None,
             by_request: Vec::new(),
             samples: reservoir::Reservoir::per_thread(),
@@ -215,7 +217,7 @@ impl Recorder {
         self.in_flight = self.in_flight.saturating_sub(1);
         let recorded = self.record_timed(s, timing);
         if recorded && s.error.is_none() && !gaps.is_empty() {
-            self.record_gaps(s, gaps);
+            self.record_values(s, Phase::EventGap, gaps);
         }
         if recorded && s.error.is_none() && !timing.is_empty() {
             if let Some(set) = self.current.as_mut() {
@@ -366,10 +368,19 @@ impl Recorder {
         true
     }
 
-    /// Records the gaps of a recorded sample wherever its phases went: its request name, its
-    /// stage and the current interval (whence the run's).
-    fn record_gaps(&mut self, s: &Sample, gaps: &[u64]) {
-        let i = Phase::EventGap.index();
+    /// Records a recorded sample's WebSocket ping round trips (`ws_ping`, nanoseconds), after
+    /// [`Recorder::record_response`]; a failed request's too (they are its connection's).
+    pub fn record_pings(&mut self, s: &Sample, rtts: &[u64]) {
+        if s.stamps.intended >= self.record_from {
+            self.record_values(s, Phase::WsPing, rtts);
+        }
+    }
+
+    /// Records values of `phase` that are not one request's (event gaps, ping round trips) of
+    /// a recorded sample wherever its phases went: its request name, its stage and the
+    /// current interval (whence the run's).
+    fn record_values(&mut self, s: &Sample, phase: Phase, values: &[u64]) {
+        let i = phase.index();
         let mut into: [Option<&mut Histogram<u64>>; 3] = [
             self.by_request
                 .get_mut(s.request as usize)
@@ -381,7 +392,7 @@ impl Recorder {
             self.current.as_mut().map(|set| &mut set.hists.0[i]),
         ];
         for h in into.iter_mut().flatten() {
-            for &ns in gaps {
+            for &ns in values {
                 hist::record(h, ns);
             }
         }
@@ -395,6 +406,11 @@ impl Recorder {
     /// Counts an HTTP/2 RST_STREAM by its error code.
     pub fn count_reset(&mut self, code: u32) {
         self.reset_codes.count(code);
+    }
+
+    /// Counts how a WebSocket connection ended (a kind of [`crate::engine::websocket::close`]).
+    pub fn count_ws_close(&mut self, kind: u32) {
+        self.ws_closes.count(kind);
     }
 
     /// Counts a gRPC call's status code, keeping the first message of each code.
@@ -509,6 +525,7 @@ impl Recorder {
             server: self.server,
             reset_codes: self.reset_codes,
             grpc_codes: self.grpc_codes,
+            ws_closes: self.ws_closes,
             h2_max_streams: self.h2_max_streams,
             by_request: self.by_request,
             samples: self.samples,

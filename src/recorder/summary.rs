@@ -86,12 +86,13 @@ pub(crate) fn latency(h: &impl Lookup) -> Latency {
     Latency {
         total: of(Phase::Total),
         uncorrected: of(Phase::Uncorrected),
-        // The stream phases only when recorded: new keys, for `--stream` runs.
+        // The stream phases and the pings' round trips only when recorded: new keys, for
+        // `--stream` and `--ws-ping` runs.
         phases: Phase::CLIENT
             .iter()
             .copied()
             .filter(|p| p.shown(recorded(*p)))
-            .chain(Phase::STREAM.into_iter().filter(|p| recorded(*p)))
+            .chain(Phase::APART.into_iter().filter(|p| recorded(*p)))
             .map(|p| (p, of(p)))
             .collect(),
         schedule_lag: of(Phase::Lag),
@@ -172,6 +173,7 @@ pub(crate) fn summarize(parts: &[&Summary], h: &impl Lookup, duration_s: f64) ->
         server_timing_total: first.server_timing_total.clone(),
         server_timing_overhead: stats(h, "server_timing_overhead"),
         resets: sum_maps(parts.iter().map(|s| &s.resets)),
+        ws_closes: sum_maps(parts.iter().map(|s| &s.ws_closes)),
         grpc: super::codes::GrpcStatuses::sum(parts.iter().map(|s| &s.grpc)),
         h2_max_concurrent_streams: parts
             .iter()

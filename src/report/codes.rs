@@ -1,6 +1,6 @@
 //! The text report's lines of codes that a protocol gives a request's end beside its HTTP
-//! status: gRPC status codes (with the first `grpc-message` of each) and HTTP/2 stream
-//! resets.
+//! status: gRPC status codes (with the first `grpc-message` of each), HTTP/2 stream
+//! resets and how WebSocket connections ended.
 
 use crate::recorder::record::Summary;
 use std::fmt::Write;
@@ -20,6 +20,23 @@ pub fn grpc(out: &mut String, s: &Summary) {
     for (code, message) in &g.grpc_messages {
         let _ = writeln!(out, "    {code:<20} first: {message}");
     }
+}
+
+/// `WebSocket    closes: 1000 (normal) 3, abnormal (no close frame) 1`, when connections of a
+/// WebSocket run ended (each kind with its meaning where it has a known one).
+pub fn ws_closes(out: &mut String, s: &Summary) {
+    if s.ws_closes.is_empty() {
+        return;
+    }
+    let kinds: Vec<String> = s
+        .ws_closes
+        .iter()
+        .map(|(k, n)| match crate::engine::websocket::close::meaning(k) {
+            Some(m) => format!("{k} ({m}) {n}"),
+            None => format!("{k} {n}"),
+        })
+        .collect();
+    let _ = writeln!(out, "  WebSocket    closes: {}", kinds.join(", "));
 }
 
 /// `HTTP/2 stream resets by code: …`, when the server reset streams.

@@ -1,9 +1,16 @@
 """A WebSocket echo server for tests/protocols/websocket.rs, on Python's `websockets` (17.x).
 
 Listens on a free loopback port and prints `listening PORT`. Each message is echoed back after
-`--delay-ms` milliseconds (to within a few microseconds: the last 2 ms are spun). `--close` closes every connection as soon as it opens (code 1000);
-`--status N` answers the upgrade with HTTP status N instead of 101. `--ping` sends a ping
-before each echo (which the client must answer with a pong).
+`--delay-ms` milliseconds (to within a few microseconds: the last 2 ms are spun). `--close` closes
+every connection as soon as it opens (code 1000); `--status N` answers the upgrade with HTTP
+status N instead of 101. `--ping` sends a ping before each echo (which the client must answer
+with a pong).
+
+Push mode (`--push-ms K`): after a connection's first message, the server pushes a text message
+every K ms (on a fixed schedule, the last 2 ms of each wait spun), until the client closes the
+connection, or after `--push-count M` messages (then it closes with code 1000). Endings:
+`--close-code C` closes each connection with code C when its first message comes; `--drop`
+drops the TCP connection (no close frame) when its first message comes.
 """
 
 import argparse
@@ -13,6 +20,7 @@ import time
 
 from websockets.asyncio.server import serve
 from websockets.datastructures import Headers
+from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Response
 
 
@@ -22,8 +30,37 @@ def main():
     p.add_argument("--close", action="store_true")
     p.add_argument("--status", type=int)
     p.add_argument("--ping", action="store_true")
+    p.add_argument("--push-ms", type=float)
+    p.add_argument("--push-count", type=int, default=0)
+    p.add_argument("--close-code", type=int)
+    p.add_argument("--drop", action="store_true")
     args = p.parse_args()
     asyncio.run(run(args))
+
+
+async def until(deadline):
+    """Waits until `deadline` (time.monotonic()): asyncio's timers wake up to 1 ms late (epoll's
+    millisecond timeout, rounded up): sleep to 2 ms before the deadline, then spin to it."""
+    await asyncio.sleep(max(0.0, deadline - time.monotonic() - 0.002))
+    while time.monotonic() < deadline:
+        pass
+
+
+async def push(ws, args):
+    """Pushes a message every --push-ms on a fixed schedule from now: until the client closes,
+    or --push-count of them, then a close with code 1000."""
+    period = args.push_ms / 1000.0
+    due = time.monotonic()
+    sent = 0
+    try:
+        while args.push_count == 0 or sent < args.push_count:
+            due += period
+            await until(due)
+            await ws.send(f"pushed {sent}")
+            sent += 1
+        await ws.close(1000, "done")
+    except ConnectionClosed:
+        pass
 
 
 async def run(args):
@@ -33,14 +70,21 @@ async def run(args):
         if args.close:
             await ws.close(1000, "bye")
             return
+        if args.push_ms or args.close_code or args.drop:
+            try:
+                await ws.recv()
+            except ConnectionClosed:
+                return
+            if args.close_code:
+                await ws.close(args.close_code, "closing")
+            elif args.drop:
+                ws.transport.abort()
+            else:
+                await push(ws, args)
+            return
         async for message in ws:
             if delay:
-                # asyncio's timers wake up to 1 ms late (epoll's millisecond timeout, rounded
-                # up): sleep to 2 ms before the deadline, then spin to it.
-                deadline = time.monotonic() + delay
-                await asyncio.sleep(max(0.0, delay - 0.002))
-                while time.monotonic() < deadline:
-                    pass
+                await until(time.monotonic() + delay)
             if args.ping:
                 await ws.ping(b"ping?")
             await ws.send(message)

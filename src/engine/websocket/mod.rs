@@ -7,16 +7,20 @@
 //! exchanges do. Once warm a message allocates nothing: the frame, the read buffer and a text
 //! message's bytes (kept for the UTF-8 check) reuse their capacity.
 
+pub mod close;
 pub mod frame;
+pub mod ping;
+pub mod push;
 pub mod upgrade;
 
 use super::connect::Stream;
+use super::stream::StreamTracker;
 use super::{EngineError, WsWire};
 use crate::model::{ErrorKind, Timestamps, Traffic};
 use crate::util::rng::SplitMix64;
 use base64::Engine;
 use frame::{MessageReader, Step};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Size of a connection's read buffer (replies are counted through it; the answer to the
@@ -24,7 +28,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const BUF_BYTES: usize = 16 * 1024;
 
 /// One session's WebSocket connection: the stream, its read buffer (with the bytes read but
-/// not yet taken), the outgoing frame, the reader of the server's frames and the masks' source.
+/// not yet taken), the outgoing frame, the reader of the server's frames, the masks' source,
+/// its pings, and how it ended.
 pub struct WsConn {
     /// The upgraded connection; `None` before the first connect or after a failure closed it.
     pub stream: Option<Stream>,
@@ -37,9 +42,18 @@ pub struct WsConn {
     masks: SplitMix64,
     /// Bytes read for the last request (also when it failed).
     pub read: u64,
+    /// `--ws-ping`: the connection's pings and the round trips of the last request (boxed:
+    /// a channel of every protocol is as large as its largest).
+    pub ping: Box<ping::Pinger>,
+    /// How the connection ended during the last request, a [`close`] kind (`None`: it did
+    /// not end, or ended by a timeout or an error of ours).
+    pub ended: Option<u32>,
+    /// Our close frame went (a subscription's end): the server's is awaited
+    /// ([`WsConn::finish_close`]) before the connection is dropped.
+    closing: bool,
 }
 
-/// A complete reply: a data message; the connection is kept.
+/// A complete reply: a data message (or a subscription's messages).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reply {
     /// The reply's bytes: its frames' headers and its payload.
@@ -48,6 +62,8 @@ pub struct Reply {
     pub bytes_written: u64,
     /// The frames' headers (as header bytes) and the payload (as body bytes).
     pub traffic: Traffic,
+    /// The connection is kept (`false`: the server closed it after the reply).
+    pub keep_alive: bool,
 }
 
 impl Reply {
@@ -63,13 +79,15 @@ impl Reply {
                 body: payload,
                 body_decoded: payload,
             },
+            keep_alive: true,
         }
     }
 }
 
 impl WsConn {
-    /// A connection slot, not yet connected, reading messages of at most `max_body_bytes`.
-    pub fn new(max_body_bytes: u64) -> Self {
+    /// A connection slot, not yet connected, reading messages of at most `max_body_bytes`,
+    /// pinging every `ping` (`--ws-ping`).
+    pub fn new(max_body_bytes: u64, ping: Option<Duration>) -> Self {
         WsConn {
             stream: None,
             buf: vec![0; BUF_BYTES],
@@ -79,6 +97,9 @@ impl WsConn {
             reader: MessageReader::new(max_body_bytes),
             masks: SplitMix64(0),
             read: 0,
+            ping: Box::new(ping::Pinger::new(ping)),
+            ended: None,
+            closing: false,
         }
     }
 
@@ -90,6 +111,7 @@ impl WsConn {
         stamps: &mut Timestamps,
     ) -> Result<(), EngineError> {
         self.stream = None;
+        self.closing = false;
         let mut stream = wire.connector.connect(stamps).await?;
         let mut random = [0u8; 24];
         ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut random).map_err(
@@ -102,83 +124,154 @@ impl WsConn {
         stamps.ws_upgraded = Some(Instant::now());
         self.at = head;
         self.reader.reset();
+        self.ping.connected();
         self.stream = Some(stream);
         Ok(())
     }
 
     /// Sends the plan's message (opening and upgrading a connection first if none is open)
-    /// and reads the next data message as its reply, stamping written, first byte and done.
+    /// and reads its reply, the next data message, stamping written, first byte and done; a
+    /// subscription (`--stream messages`) reads the messages pushed after it, as `tracker`'s
+    /// events ([`push`]).
     pub async fn exchange(
         &mut self,
         wire: &WsWire,
         max_head: usize,
         stamps: &mut Timestamps,
+        tracker: &mut StreamTracker,
     ) -> Result<Reply, EngineError> {
+        self.ended = None;
+        self.ping.begin();
         if self.stream.is_none() {
             self.open(wire, max_head, stamps).await?;
+        }
+        if self.ping.due(Instant::now()).is_some() {
+            self.send_ping().await?;
         }
         let opcode = [frame::BINARY, frame::TEXT][usize::from(wire.plan.text)];
         let mask = (self.masks.next_u64() as u32).to_le_bytes();
         frame::encode(&mut self.out, opcode, &wire.plan.message, mask);
-        let WsConn {
-            stream,
-            buf,
-            at,
-            end,
-            out,
-            reader,
-            masks,
-            read,
-        } = self;
-        let stream = stream.as_mut().expect("opened above");
-        let write = |e: std::io::Error| EngineError::io(ErrorKind::Write, "write".into(), &e);
-        stream.write_all(out).await.map_err(write)?;
-        stream.flush().await.map_err(write)?;
+        self.write_out().await?;
         let written = Instant::now();
         stamps.written = Some(written);
-        let bytes_written = out.len() as u64;
-        *read = 0;
+        let bytes_written = self.out.len() as u64;
+        self.read = 0;
+        if wire.plan.subscribe {
+            return self
+                .subscribe(wire, stamps, tracker, written, bytes_written)
+                .await;
+        }
         // Bytes already read (after the upgrade's head, or after the last reply) count as
         // arrived now.
-        let mut arrived = written;
-        loop {
-            if *at == *end {
-                let n = stream
-                    .read(buf)
-                    .await
-                    .map_err(|e| EngineError::io(ErrorKind::Read, "read".into(), &e))?;
-                if n == 0 {
-                    return Err(EngineError::new(
-                        ErrorKind::Closed,
-                        "connection closed before the reply message was complete".into(),
-                    ));
-                }
-                arrived = Instant::now();
-                (*at, *end) = (0, n);
-                *read += n as u64;
+        match self.next_step(stamps, written).await? {
+            (
+                Step::Message {
+                    payload, framing, ..
+                },
+                arrived,
+            ) => {
+                stamps.done = Some(arrived);
+                Ok(Reply::of(framing, payload, bytes_written))
             }
-            let (used, step) = reader.feed(&buf[*at..*end]);
-            *at += used;
+            (step, _) => Err(self
+                .closed_by_server(step, "before the reply message")
+                .await),
+        }
+    }
+
+    /// Writes `out` whole and flushes it.
+    async fn write_out(&mut self) -> Result<(), EngineError> {
+        let write = |e: std::io::Error| EngineError::io(ErrorKind::Write, "write".into(), &e);
+        let stream = self.stream.as_mut().expect("an open connection");
+        stream.write_all(&self.out).await.map_err(write)?;
+        stream.flush().await.map_err(write)
+    }
+
+    /// Sends a control frame of `opcode` with `payload` (at most 125 bytes).
+    async fn send_control(&mut self, opcode: u8, payload: &[u8]) -> Result<(), EngineError> {
+        let mask = (self.masks.next_u64() as u32).to_le_bytes();
+        frame::encode(&mut self.out, opcode, payload, mask);
+        self.write_out().await
+    }
+
+    /// Sends the next ping and notes when it went.
+    async fn send_ping(&mut self) -> Result<(), EngineError> {
+        self.send_control(frame::PING, &self.ping.payload()).await?;
+        self.ping.sent(Instant::now());
+        Ok(())
+    }
+
+    /// Reads until the server's bytes complete a data message or a close frame, answering
+    /// pings, timing pongs and sending this connection's pings when due: the step, and when
+    /// the bytes that completed it arrived (`arrived`: when the bytes already read did).
+    /// Stamps `first_byte` when the first byte of a data message came.
+    async fn next_step(
+        &mut self,
+        stamps: &mut Timestamps,
+        mut arrived: Instant,
+    ) -> Result<(Step, Instant), EngineError> {
+        loop {
+            if self.at == self.end {
+                let n = self.fill().await?;
+                arrived = Instant::now();
+                (self.at, self.end) = (0, n);
+                self.read += n as u64;
+            }
+            let (used, step) = self.reader.feed(&self.buf[self.at..self.end]);
+            self.at += used;
             let step = step.map_err(|e| EngineError::new(ErrorKind::Protocol, e.to_string()))?;
             if stamps.first_byte.is_none()
-                && (reader.in_message() || matches!(step, Step::Message { .. }))
+                && (self.reader.in_message() || matches!(step, Step::Message { .. }))
             {
                 stamps.first_byte = Some(arrived);
             }
             match step {
-                Step::More | Step::Pong => {}
+                Step::More => {}
+                Step::Pong => self.ping.pong(self.reader.control(), arrived),
                 Step::Ping => {
-                    let mask = (masks.next_u64() as u32).to_le_bytes();
-                    frame::encode(out, frame::PONG, reader.control(), mask);
-                    stream.write_all(out).await.map_err(write)?;
-                    stream.flush().await.map_err(write)?;
+                    // A control frame's payload is at most 125 bytes: copied, not allocated.
+                    let mut payload = [0u8; 125];
+                    let control = self.reader.control();
+                    payload[..control.len()].copy_from_slice(control);
+                    let len = control.len();
+                    self.send_control(frame::PONG, &payload[..len]).await?;
                 }
-                Step::Close(code) => return Err(closed(code)),
-                Step::Message {
-                    payload, framing, ..
-                } => {
-                    stamps.done = Some(arrived);
-                    return Ok(Reply::of(framing, payload, bytes_written));
+                Step::Message { .. } | Step::Close(_) => return Ok((step, arrived)),
+            }
+        }
+    }
+
+    /// One read into the buffer (its byte count, never 0), sending the pings that fall due
+    /// while it waits; the end of the connection (EOF or a reset) is an abnormal closure.
+    async fn fill(&mut self) -> Result<usize, EngineError> {
+        loop {
+            let due = self.ping.due(Instant::now());
+            let stream = self.stream.as_mut().expect("an open connection");
+            let read = match due {
+                None => Some(stream.read(&mut self.buf).await),
+                Some(due) => {
+                    let read = stream.read(&mut self.buf);
+                    tokio::select! {
+                        biased;
+                        r = read => Some(r),
+                        _ = self.ping.wait(due) => None,
+                    }
+                }
+            };
+            match read {
+                None => self.send_ping().await?,
+                Some(Ok(0)) => {
+                    self.ended = Some(close::ABNORMAL);
+                    return Err(EngineError::new(
+                        ErrorKind::Closed,
+                        "connection closed without a close frame before the reply message was complete"
+                            .into(),
+                    ));
+                }
+                Some(Ok(n)) => return Ok(n),
+                Some(Err(e)) => {
+                    self.ended = Some(close::ABNORMAL);
+                    return Err(EngineError::io(ErrorKind::Read, "read".into(), &e));
                 }
             }
         }
@@ -193,13 +286,4 @@ impl WsConn {
         };
         (len + 4 + message) as u64
     }
-}
-
-/// The error of a close frame from the server, with its code.
-fn closed(code: Option<u16>) -> EngineError {
-    let code = code.map_or("no code".to_string(), |c| format!("code {c}"));
-    EngineError::new(
-        ErrorKind::Closed,
-        format!("the server closed the WebSocket ({code}) before the reply message"),
-    )
 }

@@ -160,6 +160,9 @@ pub(super) fn counts_of(plan: &RunPlan, measured: &Measured, end: &Ending) -> Su
             .reset_codes
             .by_name(crate::recorder::codes::h2_code_name),
         grpc: crate::recorder::codes::GrpcStatuses::of(&measured.grpc_codes),
+        ws_closes: measured
+            .ws_closes
+            .by_name(crate::engine::websocket::close::name),
         h2_max_concurrent_streams: measured.h2_max_streams,
         bursts: bursts_of(plan, measured),
         by_request,

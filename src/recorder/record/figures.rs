@@ -55,6 +55,10 @@ pub struct Summary {
     pub server_probes: Option<super::probes::ServerProbes>,
     /// HTTP/2: streams reset by the server (RST_STREAM), by error code name.
     pub resets: BTreeMap<String, u64>,
+    /// WebSocket: how connections ended, by kind (the server's close code, `no_code`,
+    /// `abnormal`, `client`, `client_unanswered`); absent from runs where none did.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ws_closes: BTreeMap<String, u64>,
     /// gRPC calls by status code, and each code's first message (flattened into the summary).
     #[serde(flatten)]
     pub grpc: crate::recorder::codes::GrpcStatuses,

@@ -129,6 +129,7 @@ fn totals(out: &mut String, r: &RunRecord) {
         "  Connections  {} opened, {} closed by the server after a response",
         s.connections.opened, s.connections.server_closes
     );
+    super::codes::ws_closes(out, s);
     pacer(out, r);
     if let Some(m) = s.h2_max_concurrent_streams {
         let _ = writeln!(
@@ -193,8 +194,9 @@ fn phases(out: &mut String, r: &RunRecord, wide: bool) {
     if open_loop {
         rows.push(("uncorrected", &l.uncorrected));
     }
-    // Streamed responses (`--stream`): after total, as they are not parts of it.
-    for p in Phase::STREAM {
+    // Streamed responses (`--stream`), pings (`--ws-ping`): after total, as they are not
+    // parts of it.
+    for p in Phase::APART {
         if let Some(stats) = l.phases.get(&p) {
             rows.push((p.name(), stats));
         }
