@@ -7,7 +7,7 @@
 //! [`WsConn::finish_close`]); without N, when the server closes the connection with code 1000
 //! after at least one message (the connection dropped, the next request connects anew). Any
 //! other close, or a close before the N-th message, is an error of kind `closed`; a server
-//! that neither stops nor closes is bounded by `--timeout` (a timeout, its events kept) and
+//! that neither stops nor closes is bounded by `--timeout` (a timeout error, its events not recorded) and
 //! `--max-body` per message. No subscription outlives its request: the next one always starts
 //! on a new connection.
 
