@@ -175,6 +175,38 @@ fn timing_a_20ms_reply_of_the_embedded_target_is_20ms_plus_the_floor() {
 
 #[test]
 #[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_the_embedded_targets_pushes_5ms_apart_have_5ms_gaps() {
+    // The embedded target's /ws/push/5 sends the subscription's message back every 5 ms:
+    // `--stream messages` times the gaps between them and the first one.
+    let s = embedded(ServerTls::None);
+    let j = ws_run(&ws_url(&s, "/ws/push/5"))
+        .args(["--stream", "messages", "--ws-messages", "20"])
+        .n(20)
+        .c(1)
+        .json();
+    assert_counts(
+        &j,
+        &[
+            ("requests.ok", 20),
+            ("latency.phases.event_gap.count", 20 * 19),
+            ("latency.phases.first_event.count", 20),
+        ],
+    );
+    let gap = num(&j, "latency.phases.event_gap.p50_us");
+    let first = num(&j, "latency.phases.first_event.p50_us");
+    eprintln!("embedded /ws/push/5: event_gap p50 {gap:.0} us, first_event p50 {first:.0} us");
+    assert!(
+        (gap - 5_000.0).abs() <= 100.0,
+        "event_gap p50 {gap} us is not within 2% of 5 ms"
+    );
+    assert!(
+        (5_000.0..=6_000.0).contains(&first),
+        "first_event p50 {first} us: the first push is due 5 ms after the subscription"
+    );
+}
+
+#[test]
+#[ignore = "timing: run alone by .ci/test's timing step"]
 fn timing_a_20ms_reply_of_node_s_ws_is_20ms_plus_the_floor() {
     if !have_node_ws() {
         return;
