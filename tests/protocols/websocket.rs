@@ -337,6 +337,28 @@ fn pings_are_timed_apart_and_the_phases_still_add_up() {
         (10..=60).contains(&pings),
         "{pings} pongs in 10 requests of ~20 ms"
     );
+    // The HTML report's phase table has the pings' row, after the total.
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
+    ws_run(&url)
+        .args([
+            "--stream",
+            "messages",
+            "--ws-messages",
+            "5",
+            "--ws-ping",
+            "5ms",
+        ])
+        .args(["--html", html.to_str().unwrap()])
+        .n(4)
+        .c(1)
+        .ok();
+    let page = std::fs::read_to_string(&html).unwrap();
+    let (total, ping) = (page.find(">total<"), page.find(">ws_ping<"));
+    assert!(
+        total.is_some() && ping > total,
+        "ws_ping's row after total in the HTML report"
+    );
     assert!(num(&j, "latency.phases.ws_ping.min_us") > 0.0);
     let parts = [
         "phases.connect",

@@ -211,8 +211,9 @@ pub(super) fn phases(r: &RunRecord) -> Vec<PhaseRow> {
     if open {
         rows.push(("uncorrected", &l.uncorrected));
     }
-    // Streamed responses: `events` is a count, shown as a number.
-    for p in Phase::STREAM {
+    // The figures apart from the request's life (streamed responses' events, WebSocket pings);
+    // `events` is a count, shown as a number.
+    for p in Phase::APART {
         if let Some(st) = l.phases.get(&p) {
             rows.push((p.name(), st));
         }
