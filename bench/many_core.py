@@ -14,7 +14,7 @@ peak RSS are its own. Cases (--cases, all by default):
               --no-keepalive) [before]
   h2-tls      HTTP/2 over TLS -t 1 -c 10 -m 10   h2load       reqlife, --h2-coalesce 10ms [before]
   h2c         the same without TLS
-  open-loop   -t 2 -c 200 -R --rate (100000)     wrk2         reqlife
+  open-loop   -t 2 -c 200 -R --rate (100000)     wrk2         reqlife, --pacer-spin 0 [before]
 
 Prints a line per run and, per case, the medians (requests/s, CPU us per request with its user
 and sys parts, peak RSS) and the ratios to the peer. `--budget S` skips the cases that would
@@ -90,6 +90,16 @@ def cases(a):
         return with_before(tools, make)
 
     rate = str(a.rate)
+
+    def open_loop():
+        def make(b, *extra):
+            return rl(b, "http", "-t", "2", "-c", "200", "-R", rate, *extra)
+        tools = [("wrk2", ["wrk2", "-t", "2", "-c", "200", "-R", rate, "-d", f"{d}s",
+                           "--latency", "http"], wrk2_figures),
+                 ("reqlife", make(a.reqlife), reqlife_figures),
+                 ("no-spin", make(a.reqlife, "--pacer-spin", "0"), reqlife_figures)]
+        return with_before(tools, make)
+
     return {
         "h1-c50": ("plain", 4096, h1(1, 50)),
         "h1-t8-c400": ("plain", 4096, h1(8, 400)),
@@ -100,11 +110,7 @@ def cases(a):
                                        extra_rl=["--no-keepalive"])),
         "h2-tls": ("tls", 4096, h2("https")),
         "h2c": ("h2c", 4096, h2("http")),
-        "open-loop": ("plain", 4096, [
-            ("wrk2", ["wrk2", "-t", "2", "-c", "200", "-R", rate, "-d", f"{d}s", "--latency",
-                      "http"], wrk2_figures),
-            ("reqlife", rl(a.reqlife, "http", "-t", "2", "-c", "200", "-R", rate),
-             reqlife_figures)]),
+        "open-loop": ("plain", 4096, open_loop()),
     }
 
 
