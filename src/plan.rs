@@ -116,8 +116,8 @@ pub enum ProtocolPlan {
     /// (`--payload-file`, `--framing`); no HTTP (`method`, `headers` and `body` unused).
     Framed(FramedPlan),
     /// `ws://` and `wss://` targets: WebSocket messages (RFC 6455) over a connection upgraded
-    /// from HTTP/1.1 (`method` GET, `headers` sent with the upgrade request, `body` unused: the
-    /// message is the plan's own).
+    /// from HTTP/1.1, or over an HTTP/2 stream (RFC 8441, `--http2`) (`method` GET, `headers`
+    /// sent with the upgrade request, `body` unused: the message is the plan's own).
     WebSocket(WsPlan),
 }
 
@@ -138,6 +138,9 @@ pub struct WsPlan {
     /// `--ws-ping INTERVAL`: each connection pings the server this often while a request is
     /// on it, and times the pong (`ws_ping`).
     pub ping: Option<std::time::Duration>,
+    /// `--http2`: each WebSocket connection is a stream of an HTTP/2 connection of its own,
+    /// opened by an extended CONNECT (RFC 8441), instead of an HTTP/1.1 upgrade.
+    pub http2: bool,
 }
 
 /// HTTP/1.1 settings.
@@ -222,6 +225,8 @@ impl RunPlan {
             (ProtocolPlan::Http1(_), _) => Protocol::Http1,
             (ProtocolPlan::Http3(_), _) => Protocol::H3,
             (ProtocolPlan::Framed(_), _) => Protocol::Tcp,
+            (ProtocolPlan::WebSocket(w), Scheme::Http) if w.http2 => Protocol::WsH2c,
+            (ProtocolPlan::WebSocket(w), Scheme::Https) if w.http2 => Protocol::WssH2,
             (ProtocolPlan::WebSocket(_), Scheme::Http) => Protocol::Ws,
             (ProtocolPlan::WebSocket(_), Scheme::Https) => Protocol::Wss,
             (ProtocolPlan::Http2(_) | ProtocolPlan::Grpc(_), Scheme::Https) => Protocol::H2,

@@ -104,12 +104,12 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<WsPlan>, PlanError> {
     let limit = subscription(args)?;
     let refused: Vec<&str> = super::error::flags_given(&[
         (args.method != "GET", "-m/--method"),
-        (args.http2, "--http2"),
         (args.http3, "--http3"),
         (super::grpc::is_grpc(args), "--grpc"),
         (args.grpc.data_file.is_some(), "--data-file"),
         (args.streams.is_some(), "--streams"),
         (args.h2_window.is_some(), "--h2-window"),
+        (args.h2_coalesce.is_some(), "--h2-coalesce"),
         (args.pipeline.is_some_and(|n| n > 1), "--pipeline"),
         (args.compressed, "--compressed"),
         (args.scenario.is_some(), "--scenario"),
@@ -155,6 +155,7 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<WsPlan>, PlanError> {
         subscribe: messages,
         messages: limit,
         ping: args.ws.ping,
+        http2: args.http2,
     }))
 }
 
@@ -184,7 +185,7 @@ mod tests {
             panic!("{:?}", p.protocol)
         };
         assert_eq!((ws.message.as_slice(), ws.text), (&b"hi"[..], true));
-        assert!(!ws.subscribe && ws.messages.is_none() && ws.ping.is_none());
+        assert!(!ws.subscribe && ws.messages.is_none() && ws.ping.is_none() && !ws.http2);
         let p = build_ws("WSS://127.0.0.1/", &["--body", "x"]).unwrap();
         assert_eq!((p.target.port, p.protocol_name().name()), (443, "wss"));
         let flags = [
@@ -204,17 +205,39 @@ mod tests {
         assert!(ws.subscribe);
         assert_eq!(ws.messages, Some(7));
         assert_eq!(ws.ping, Some(std::time::Duration::from_millis(250)));
+        // --http2: RFC 8441, h2c by prior knowledge on ws://, h2 by ALPN on wss://.
+        for (url, name) in [
+            ("ws://127.0.0.1:9/", "ws+h2c"),
+            ("wss://127.0.0.1/", "wss+h2"),
+        ] {
+            let p = build_ws(url, &["--data", "a", "--http2"]).unwrap();
+            let ProtocolPlan::WebSocket(ws) = &p.protocol else {
+                panic!("{:?}", p.protocol)
+            };
+            assert!(ws.http2);
+            assert_eq!(p.protocol_name().name(), name);
+        }
     }
 
     #[test]
     fn bad_ws_input_is_one_line() {
         // (url, flags, a part of the message)
-        let rows: [(&str, &[&str], &str); 7] = [
+        let rows: [(&str, &[&str], &str); 9] = [
             ("ws://127.0.0.1:9/", &[], "needs a message"),
             (
                 "ws://127.0.0.1:9/",
-                &["--data", "a", "--http2"],
-                "--http2 does not apply",
+                &["--data", "a", "--http2", "--streams", "2"],
+                "--streams does not apply",
+            ),
+            (
+                "ws://127.0.0.1:9/",
+                &["--data", "a", "--http2", "--h2-coalesce", "1ms"],
+                "--h2-coalesce does not apply",
+            ),
+            (
+                "ws://127.0.0.1:9/",
+                &["--data", "a", "--http2", "--http3"],
+                "--http3 does not apply",
             ),
             (
                 "ws://127.0.0.1:9/",

@@ -40,13 +40,17 @@ pub enum Cause {
     /// HTTP/3: QUIC version negotiation failed (the server offers no version we speak).
     QuicVersion,
     /// WebSocket: the server did not accept the upgrade (no `101 Switching Protocols`, or a
-    /// `101` without the headers RFC 6455 asks for).
+    /// `101` without the headers RFC 6455 asks for; over HTTP/2, no 2xx to the extended
+    /// CONNECT).
     NotWebSocket,
+    /// WebSocket over HTTP/2 (`--http2`): the server's SETTINGS do not enable the extended
+    /// CONNECT of RFC 8441 (SETTINGS_ENABLE_CONNECT_PROTOCOL).
+    NoWsOverH2,
 }
 
 impl Cause {
     /// Every cause (for tests and the tracker's table).
-    pub const ALL: [Cause; 13] = [
+    pub const ALL: [Cause; 14] = [
         Cause::Refused,
         Cause::Unreachable,
         Cause::FdLimit,
@@ -60,6 +64,7 @@ impl Cause {
         Cause::TlsHandshake,
         Cause::QuicVersion,
         Cause::NotWebSocket,
+        Cause::NoWsOverH2,
     ];
 
     /// A short name, for the record's stop reason (`fail fast: connection refused`).
@@ -78,6 +83,7 @@ impl Cause {
             Cause::TlsHandshake => "TLS handshake",
             Cause::QuicVersion => "QUIC version",
             Cause::NotWebSocket => "not WebSocket",
+            Cause::NoWsOverH2 => "no WebSocket over HTTP/2",
         }
     }
 
@@ -91,6 +97,7 @@ impl Cause {
         };
         let h3 = matches!(plan.protocol, ProtocolPlan::Http3(_));
         let grpc = matches!(plan.protocol, ProtocolPlan::Grpc(_));
+        let ws_h2 = matches!(&plan.protocol, ProtocolPlan::WebSocket(w) if w.http2);
         match self {
             Cause::Refused if h3 => format!(
                 "nothing listens on UDP port {} of {} (ICMP port unreachable): \
@@ -124,6 +131,9 @@ impl Cause {
             Cause::Alpn if matches!(plan.protocol, ProtocolPlan::Http2(_)) => format!(
                 "{host} does not offer HTTP/2 (h2) in ALPN: drop --http2, or enable h2 on the server"
             ),
+            Cause::Alpn if ws_h2 => format!(
+                "{host} does not offer HTTP/2 (h2) in ALPN: drop --http2 to upgrade over HTTP/1.1"
+            ),
             Cause::Alpn => format!(
                 "{host} does not offer HTTP/1.1 in ALPN: try --http2"
             ),
@@ -136,6 +146,10 @@ impl Cause {
                 "{host} does not speak HTTP/2 (it answered the connection preface with something else, HTTP/1.1?): gRPC needs a server that speaks h2c (HTTP/2 without TLS) \
                  on http://, or h2 on https://; check the port and the scheme"
             ),
+            Cause::NotH2 if ws_h2 => format!(
+                "{host} does not speak HTTP/2 without TLS (h2c) on this port (it answered the connection preface \
+                 with something else, HTTP/1.1?): drop --http2 to upgrade over HTTP/1.1, or use wss:// if it offers h2 over TLS"
+            ),
             Cause::NotH2 => format!(
                 "{host} does not speak HTTP/2 without TLS (h2c) on this port (it answered the connection preface \
                  with something else, HTTP/1.1?): drop --http2, or use https:// if it offers h2 over TLS"
@@ -143,6 +157,9 @@ impl Cause {
             Cause::NotWebSocket => format!(
                 "{host} did not accept the WebSocket upgrade of {}: check the URL's path and that a WebSocket server listens there",
                 t.url
+            ),
+            Cause::NoWsOverH2 => format!(
+                "{host} does not offer WebSocket over HTTP/2 (RFC 8441: its SETTINGS do not enable the extended CONNECT): drop --http2 to upgrade over HTTP/1.1"
             ),
             Cause::TlsHandshake => format!(
                 "the TLS handshake with {host} failed: check that the server speaks TLS 1.2 or 1.3 on this port \

@@ -115,13 +115,17 @@ pub struct FramedWire {
 /// `ws://`, `wss://`: the upgrade request's head and the message.
 #[derive(Clone)]
 pub struct WsWire {
-    /// Opens the connections (TCP, and TLS with ALPN `http/1.1` for `wss://`).
+    /// Opens the connections (TCP, and TLS with ALPN `http/1.1` for `wss://`, `h2` with
+    /// `--http2`).
     pub connector: Connector,
     /// The upgrade request's request line, Host, User-Agent and the user's headers (each line
     /// ended; the WebSocket headers and the key are added per connection).
     pub head: Vec<u8>,
     /// The message and its kind.
     pub plan: WsPlan,
+    /// `--http2`: the extended CONNECT (RFC 8441) that opens each connection's stream, instead
+    /// of the HTTP/1.1 upgrade of `head`.
+    pub connect: Option<super::websocket::over_h2::Connect>,
 }
 
 impl WsWire {
@@ -137,10 +141,16 @@ impl WsWire {
         let mut head = RequestTemplate::http1(&get).bytes().to_vec();
         // Without the blank line that ends it: the upgrade's headers go after.
         head.truncate(head.len().saturating_sub(2));
+        let (alpn, connect): (&[u8], _) = if ws.http2 {
+            (b"h2", Some(super::websocket::over_h2::Connect::new(&get)?))
+        } else {
+            (b"http/1.1", None)
+        };
         Ok(WsWire {
-            connector: Connector::new(plan, &[b"http/1.1"])?,
+            connector: Connector::new(plan, &[alpn])?,
             head,
             plan: ws.clone(),
+            connect,
         })
     }
 }
@@ -224,6 +234,9 @@ impl SessionConfig {
             }
             Wire::WebSocket(w) => {
                 phases.push(Phase::WsUpgrade);
+                if w.connect.is_some() {
+                    phases.push(Phase::H2Handshake);
+                }
                 if w.plan.ping.is_some() {
                     phases.push(Phase::WsPing);
                 }

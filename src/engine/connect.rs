@@ -25,6 +25,8 @@ pub enum Stream {
     Plain(TcpStream),
     /// A TLS session over TCP.
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+    /// A WebSocket's stream of an HTTP/2 connection (RFC 8441): its DATA frames' bytes.
+    WsH2(Box<super::websocket::over_h2::Tunnel>),
 }
 
 impl AsyncRead for Stream {
@@ -36,6 +38,7 @@ impl AsyncRead for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Stream::WsH2(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
 }
@@ -49,6 +52,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Stream::WsH2(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
 
@@ -56,6 +60,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_flush(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Stream::WsH2(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
 
@@ -63,6 +68,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Stream::WsH2(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
 }
@@ -73,10 +79,12 @@ impl Stream {
     /// still open costs no syscall. A plain socket readable while idle (bytes no request asked
     /// for, or readiness left by a read that filled the buffer) is peeked at once (nothing
     /// consumed); over TLS such bytes are a record (a session ticket) the next read handles.
+    /// A WebSocket's HTTP/2 stream is not a kept connection of this kind: `false`.
     pub fn peer_closed(&self) -> bool {
         let (tcp, tls) = match self {
             Stream::Plain(t) => (t, false),
             Stream::Tls(s) => (s.get_ref().0, true),
+            Stream::WsH2(_) => return false,
         };
         // The common case, nothing seen since the last read: tokio's cached readiness says so
         // without a future (whose waiter would be listed and unlisted, ~250 instructions).

@@ -18,11 +18,17 @@ pub enum Protocol {
     Ws,
     /// WebSocket messages over TLS (`wss://`).
     Wss,
+    /// WebSocket messages over a stream of HTTP/2 in the clear (`ws://` with `--http2`:
+    /// RFC 8441's extended CONNECT, h2c by prior knowledge).
+    WsH2c,
+    /// WebSocket messages over a stream of HTTP/2 over TLS (`wss://` with `--http2`: ALPN
+    /// `h2`, RFC 8441's extended CONNECT).
+    WssH2,
 }
 
 impl Protocol {
     /// Every protocol.
-    pub const ALL: [Protocol; 7] = [
+    pub const ALL: [Protocol; 9] = [
         Protocol::Http1,
         Protocol::H2,
         Protocol::H2c,
@@ -30,6 +36,8 @@ impl Protocol {
         Protocol::Tcp,
         Protocol::Ws,
         Protocol::Wss,
+        Protocol::WsH2c,
+        Protocol::WssH2,
     ];
 
     /// The name in records and reports.
@@ -42,6 +50,8 @@ impl Protocol {
             Protocol::Tcp => "tcp",
             Protocol::Ws => "ws",
             Protocol::Wss => "wss",
+            Protocol::WsH2c => "ws+h2c",
+            Protocol::WssH2 => "wss+h2",
         }
     }
 
@@ -53,6 +63,12 @@ impl Protocol {
     /// HTTP/2, over TLS or in the clear: its frames, HPACK and handshake.
     pub fn is_h2(self) -> bool {
         matches!(self, Protocol::H2 | Protocol::H2c)
+    }
+
+    /// Over an HTTP/2 connection, whose handshake (the server's SETTINGS) is a phase:
+    /// HTTP/2 itself, or WebSocket over one of its streams (RFC 8441).
+    pub fn over_h2(self) -> bool {
+        self.is_h2() || matches!(self, Protocol::WsH2c | Protocol::WssH2)
     }
 }
 
@@ -73,13 +89,15 @@ mod tests {
             (Protocol::Tcp, "tcp"),
             (Protocol::Ws, "ws"),
             (Protocol::Wss, "wss"),
+            (Protocol::WsH2c, "ws+h2c"),
+            (Protocol::WssH2, "wss+h2"),
         ];
         crate::model::tests::written_and_read_by_name(
             &rows,
             "h4",
             &[
                 "unknown protocol 'h4'",
-                "http/1.1, h2, h2c, h3, tcp, ws, wss",
+                "http/1.1, h2, h2c, h3, tcp, ws, wss, ws+h2c, wss+h2",
             ],
         );
     }
@@ -88,5 +106,13 @@ mod tests {
     fn h2_is_either_http2() {
         let h2: Vec<Protocol> = Protocol::ALL.into_iter().filter(|p| p.is_h2()).collect();
         assert_eq!(h2, [Protocol::H2, Protocol::H2c]);
+        let over: Vec<Protocol> = Protocol::ALL.into_iter().filter(|p| p.over_h2()).collect();
+        let want = [
+            Protocol::H2,
+            Protocol::H2c,
+            Protocol::WsH2c,
+            Protocol::WssH2,
+        ];
+        assert_eq!(over, want);
     }
 }

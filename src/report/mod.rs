@@ -64,7 +64,7 @@ pub(crate) fn phase_row(r: &RunRecord, phase: Phase, stats: &crate::recorder::hi
         // handshake.
         Phase::Tls => empty && (r.config.scheme() != Some(Scheme::Https) || h3),
         Phase::Connect => empty && h3,
-        Phase::H2Handshake => !r.config.protocol.is_h2(),
+        Phase::H2Handshake => !r.config.protocol.over_h2(),
         // Bodies are decoded only with --compressed.
         Phase::Decode => empty,
         _ => false,

@@ -15,6 +15,7 @@ mod stream;
 mod tests;
 mod tls;
 mod ws;
+mod ws_h2;
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -397,7 +398,9 @@ fn connection_builder(header_timeout: Duration) -> auto::Builder<TokioExecutor> 
         .http2()
         .timer(hyper_util::rt::TokioTimer::new())
         .max_concurrent_streams(MAX_H2_STREAMS)
-        .max_header_list_size(MAX_REQUEST_HEAD as u32);
+        .max_header_list_size(MAX_REQUEST_HEAD as u32)
+        // RFC 8441: WebSocket routes over HTTP/2 (`ws_h2`).
+        .enable_connect_protocol();
     builder
 }
 

@@ -8,8 +8,10 @@
 //! [`MessageReader::server`] (masked, as a client's must be), the server's written unmasked, a
 //! ping answered with a pong, a close with a close (the same code), a frame that breaks the
 //! protocol with a close naming it (1002, 1007 for a text message that is not UTF-8, 1009 for a
-//! message over [`MAX_ECHO_BYTES`]). Any other request to these routes (no upgrade, HTTP/2,
-//! HTTP/3) is answered `426 Upgrade Required` by the router ([`not_upgraded`]). A delay or a gap
+//! message over [`MAX_ECHO_BYTES`]). Over HTTP/2 an extended CONNECT (RFC 8441) opens the same
+//! service on a stream ([`super::ws_h2`]). Any other request to these routes (no upgrade, a
+//! plain HTTP/2 request, HTTP/3) is answered `426 Upgrade Required` by the router
+//! ([`not_upgraded`]). A delay or a gap
 //! is kept to within microseconds, not the millisecond of tokio's timer (which `/delay/{ms}`
 //! has): [`until`] sleeps to 2 ms before the time, then yields to other tasks until it passes.
 
@@ -88,7 +90,8 @@ pub(super) fn not_upgraded() -> (StatusCode, Body, bool) {
 }
 
 /// Serves one request on an HTTP/1.1 or h2 connection: a WebSocket upgrade of a WebSocket
-/// route is answered here, anything else by [`routes::handle`]. `slot` is the connection's
+/// route is answered here (an extended CONNECT over HTTP/2 by [`super::ws_h2`]), anything else
+/// by [`routes::handle`]. `slot` is the connection's
 /// place among those served at once: an upgraded connection keeps it until it ends.
 pub(super) async fn handle<T: Send + Sync + 'static>(
     req: Request<hyper::body::Incoming>,
@@ -98,6 +101,11 @@ pub(super) async fn handle<T: Send + Sync + 'static>(
     if req.uri().path().starts_with("/ws") && wants_websocket(&req) {
         if let Route::WebSocket(route) = route_of(req.uri().path()) {
             return Ok(upgrade(req, route, slot));
+        }
+    }
+    if req.uri().path().starts_with("/ws") && super::ws_h2::wants_websocket(&req) {
+        if let Route::WebSocket(route) = route_of(req.uri().path()) {
+            return Ok(super::ws_h2::accept(req, route, slot));
         }
     }
     routes::handle(req, kv).await

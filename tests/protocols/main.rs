@@ -20,4 +20,5 @@ mod stream;
 mod thrift;
 mod trace;
 mod websocket;
+mod websocket_h2;
 mod websocket_servers;

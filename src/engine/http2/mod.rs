@@ -176,7 +176,7 @@ impl Drop for H2Link {
 
 /// Over TLS, HTTP/2 needs the server to agree to h2 in ALPN: an HTTP/1.1 server that ignores
 /// ALPN would take the preface for a bad request.
-fn check_alpn(stream: &Stream) -> Result<(), EngineError> {
+pub(in crate::engine) fn check_alpn(stream: &Stream) -> Result<(), EngineError> {
     let Stream::Tls(tls) = stream else {
         return Ok(());
     };

@@ -1,7 +1,8 @@
 //! WebSocket messages (RFC 6455) over `ws://` and `wss://` targets, with a frame layer of the
 //! project's own ([`frame`]). A connection opens as HTTP/1.1's (TCP, and TLS for `wss://`),
 //! then upgrades ([`upgrade`]: the request, the server's `101` checked, stamped as the
-//! `ws_upgrade` phase); each request then sends the plan's message as one masked client frame
+//! `ws_upgrade` phase), or with `--http2` opens an HTTP/2 stream by an extended CONNECT
+//! ([`over_h2`], RFC 8441: the server's SETTINGS and its `200`, stamped as the same phase); each request then sends the plan's message as one masked client frame
 //! and reads the next data message as its reply (fragments reassembled, a ping answered with a
 //! pong, a close frame ending the connection), stamping written, first byte and done as HTTP's
 //! exchanges do. Once warm a message allocates nothing: the frame, the read buffer and a text
@@ -9,6 +10,7 @@
 
 pub mod close;
 pub mod frame;
+pub mod over_h2;
 pub mod ping;
 pub mod push;
 pub mod upgrade;
@@ -119,8 +121,18 @@ impl WsConn {
         )?;
         let key = base64::engine::general_purpose::STANDARD.encode(&random[..16]);
         self.masks = SplitMix64(u64::from_le_bytes(random[16..].try_into().expect("8")));
-        let (buf, end) = (&mut self.buf, &mut self.end);
-        let head = upgrade::handshake(&mut stream, &wire.head, &key, buf, end, max_head).await?;
+        let head = match &wire.connect {
+            // RFC 8441: the WebSocket's bytes are a stream's DATA, none read past its 200.
+            Some(connect) => {
+                stream = over_h2::open(stream, connect, max_head, stamps).await?;
+                self.end = 0;
+                0
+            }
+            None => {
+                let (buf, end) = (&mut self.buf, &mut self.end);
+                upgrade::handshake(&mut stream, &wire.head, &key, buf, end, max_head).await?
+            }
+        };
         stamps.ws_upgraded = Some(Instant::now());
         self.at = head;
         self.reader.reset();
