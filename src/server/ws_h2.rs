@@ -49,3 +49,70 @@ pub(super) fn accept<T: Send + Sync + 'static>(
     );
     res
 }
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use std::time::Duration;
+
+    /// An extended CONNECT to `path` with `version` (none when `None`) on `h2`: the status,
+    /// and the stream both ways.
+    async fn connect(
+        h2: &mut h2::client::SendRequest<Bytes>,
+        path: &str,
+        version: Option<&'static str>,
+    ) -> (u16, h2::SendStream<Bytes>, h2::RecvStream) {
+        let mut req = http::Request::new(());
+        *req.method_mut() = http::Method::CONNECT;
+        *req.uri_mut() = format!("http://x{path}").parse().unwrap();
+        if let Some(v) = version {
+            let v = http::HeaderValue::from_static(v);
+            req.headers_mut().insert("sec-websocket-version", v);
+        }
+        req.extensions_mut()
+            .insert(h2::ext::Protocol::from_static("websocket"));
+        let (response, send) = h2.send_request(req, false).unwrap();
+        let response = response.await.unwrap();
+        let status = response.status().as_u16();
+        (status, send, response.into_body())
+    }
+
+    #[tokio::test]
+    async fn the_target_offers_the_extended_connect_and_echoes_on_its_stream() {
+        let server = super::super::spawn(super::super::ServerConfig::new(
+            "127.0.0.1:0".parse().unwrap(),
+            super::super::ServerTls::None,
+        ))
+        .unwrap();
+        let tcp = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+        let (h2, conn) = h2::client::handshake(tcp).await.unwrap();
+        tokio::spawn(conn);
+        let mut h2 = h2.ready().await.unwrap();
+        // The server's SETTINGS enable it once they came (within the bound).
+        for _ in 0..500 {
+            if h2.is_extended_connect_protocol_enabled() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(h2.is_extended_connect_protocol_enabled());
+        assert_eq!(connect(&mut h2, "/ws", None).await.0, 400);
+        assert_eq!(connect(&mut h2, "/nothing", Some("13")).await.0, 404);
+        let (status, mut send, mut recv) = connect(&mut h2, "/ws", Some("13")).await;
+        assert_eq!(status, 200);
+        // A masked text frame "hi" (mask 0): the same message back, unmasked.
+        let frame = Bytes::from_static(b"\x81\x82\0\0\0\0hi");
+        send.send_data(frame, false).unwrap();
+        let mut got = Vec::new();
+        while got.len() < 4 {
+            let data = tokio::time::timeout(Duration::from_secs(5), recv.data())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            let _ = recv.flow_control().release_capacity(data.len());
+            got.extend_from_slice(&data);
+        }
+        assert_eq!(got, b"\x81\x02hi");
+    }
+}

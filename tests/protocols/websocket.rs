@@ -136,8 +136,8 @@ fn a_server_that_closes_at_once_gives_closed_errors() {
 fn bad_websocket_input_is_one_line_and_exit_2() {
     for (flags, want) in [
         (
-            &["--http2", "--data", "x"][..],
-            "--http2 does not apply to WebSocket",
+            &["--http3", "--data", "x"][..],
+            "--http3 does not apply to WebSocket",
         ),
         (
             &["--grpc", "a.B/C"][..],

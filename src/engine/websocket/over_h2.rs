@@ -1,7 +1,7 @@
 //! WebSocket over HTTP/2 (RFC 8441): `--http2` on a `ws://` target (h2c by prior knowledge) or
 //! a `wss://` one (ALPN `h2`). Each WebSocket connection is one stream of an HTTP/2 connection
 //! of its own, over the h2 crate, as gRPC reflection's call that streams both ways
-//! ([`crate::engine::http2::crate_link`]): the load's own HTTP/2 client carries request and
+//! (`engine::http2::crate_link`): the load's own HTTP/2 client carries request and
 //! response streams, not one that stays open both ways for the run.
 //!
 //! [`open`] sends the connection preface and waits for the server's SETTINGS (stamped as
@@ -166,15 +166,14 @@ impl AsyncWrite for Sniff {
     }
 }
 
-/// Opens a WebSocket over HTTP/2 on `stream` (connected, and stamped, by the caller): the
-/// preface, the server's SETTINGS (stamped `h2_settings`), the extended CONNECT and its 2xx;
-/// the stream's DATA as a byte stream. Answers of at most `max_head` header bytes are taken.
-pub async fn open(
+/// Sends HTTP/2's preface on `stream` and waits for the server's SETTINGS: the connection's
+/// sender (the connection then driven by a task of its own) and when the SETTINGS came. A
+/// server that does not speak HTTP/2, or whose SETTINGS do not enable the extended CONNECT,
+/// fails it with the cause that names the fix.
+async fn preface(
     stream: Stream,
-    connect: &Connect,
     max_head: usize,
-    stamps: &mut Timestamps,
-) -> Result<Stream, EngineError> {
+) -> Result<(h2::client::SendRequest<Bytes>, Instant), EngineError> {
     crate::engine::http2::check_alpn(&stream)?;
     let first = Rc::new(Cell::new(First::Waiting));
     let sniff = Sniff {
@@ -202,7 +201,7 @@ pub async fn open(
         }
     })
     .await;
-    match (seen, ended) {
+    let at = match (seen, ended) {
         (First::NotH2, _) => return Err(crate::engine::http2::not_h2_error()),
         (First::Settings { connect: false, .. }, _) => {
             return Err(EngineError::new(
@@ -211,7 +210,7 @@ pub async fn open(
             )
             .with_cause(Some(Cause::NoWsOverH2)))
         }
-        (First::Settings { at, .. }, None) => stamps.h2_settings = Some(at),
+        (First::Settings { at, .. }, None) => at,
         (_, why) => {
             return Err(EngineError::new(
                 ErrorKind::Closed,
@@ -221,10 +220,24 @@ pub async fn open(
                 ),
             ))
         }
-    }
+    };
     tokio::task::spawn_local(async move {
         let _ = conn.await;
     });
+    Ok((sender, at))
+}
+
+/// Opens a WebSocket over HTTP/2 on `stream` (connected, and stamped, by the caller): the
+/// preface, the server's SETTINGS (stamped `h2_settings`), the extended CONNECT and its 2xx;
+/// the stream's DATA as a byte stream. Answers of at most `max_head` header bytes are taken.
+pub async fn open(
+    stream: Stream,
+    connect: &Connect,
+    max_head: usize,
+    stamps: &mut Timestamps,
+) -> Result<Stream, EngineError> {
+    let (sender, settings) = preface(stream, max_head).await?;
+    stamps.h2_settings = Some(settings);
     let mut sender = sender
         .ready()
         .await
@@ -258,7 +271,8 @@ pub async fn open(
 /// what the stream's window does not let go yet; a connection has one message in flight, so
 /// that is one message at most), what is read is the server's DATA, its window given back as
 /// it is read. The server's END_STREAM reads as the end of the connection; shutting it down
-/// sends ours.
+/// sends ours. Unlike the HTTP/1.1 path, a message allocates here: each write is copied into a
+/// buffer h2 owns, and h2's frames are its own.
 pub struct Tunnel {
     send: h2::SendStream<Bytes>,
     recv: h2::RecvStream,
