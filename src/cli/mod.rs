@@ -417,7 +417,8 @@ pub struct RunArgs {
     #[arg(help_heading = "Load", long = "start-at", value_parser = start_at_arg)]
     pub start_at: Option<units::StartAt>,
 
-    /// HTTP/2: h2 negotiated by ALPN over TLS; on an http:// URL, h2c with prior knowledge.
+    /// HTTP/2: h2 negotiated by ALPN over TLS; on an http:// URL, h2c with prior knowledge. On a
+    /// ws:// or wss:// URL, the WebSocket over an HTTP/2 stream (RFC 8441's extended CONNECT).
     #[arg(help_heading = "Protocol", long = "http2")]
     pub http2: bool,
 

@@ -123,8 +123,10 @@ impl WsConn {
         self.masks = SplitMix64(u64::from_le_bytes(random[16..].try_into().expect("8")));
         let head = match &wire.connect {
             // RFC 8441: the WebSocket's bytes are a stream's DATA, none read past its 200.
+            // Boxed: h2's handshake is a large future, and inline it would size every
+            // connection's task for it (as the TLS handshake's is boxed).
             Some(connect) => {
-                stream = over_h2::open(stream, connect, max_head, stamps).await?;
+                stream = Box::pin(over_h2::open(stream, connect, max_head, stamps)).await?;
                 self.end = 0;
                 0
             }
