@@ -211,7 +211,10 @@ fn pushed_messages_are_a_subscriptions_events() {
     assert_eq!(num(&j, "latency.phases.events.min_us"), 10.0);
     assert_eq!(num(&j, "latency.phases.events.max_us"), 10.0);
     assert!(num(&j, "latency.phases.first_event.min_us") > 0.0);
-    assert!(num(&j, "latency.phases.event_gap.p50_us") > 1_000.0);
+    // The server pushes on a fixed schedule 2 ms apart, catching up after a late wake-up (a
+    // burst of short gaps on a loaded machine): the mean gap holds where the median need not.
+    let mean_gap = num(&j, "latency.phases.event_gap.mean_us");
+    assert!(mean_gap > 1_000.0, "event_gap mean {mean_gap} us");
     // Ended by the server's close (1000) after 4 messages: that count, and closes by the server.
     let (_server, url) = ws_server(&["--push-ms", "1", "--push-count", "4"]);
     let j = ws_run(&url)
