@@ -471,6 +471,7 @@ pub struct RunArgs {
 
     /// Ask for compressed responses (Accept-Encoding: gzip, deflate, br) and decode their
     /// bodies, so that the decoding cost shows as the `decode` phase (HTTP/1.1 and HTTP/2).
+    /// ws://: offer permessage-deflate and inflate compressed messages (the `decode` phase).
     /// Without it, bodies are counted as received, never decoded.
     #[arg(help_heading = "Protocol", long = "compressed")]
     pub compressed: bool,

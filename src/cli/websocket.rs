@@ -111,7 +111,6 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<WsPlan>, PlanError> {
         (args.h2_window.is_some(), "--h2-window"),
         (args.h2_coalesce.is_some(), "--h2-coalesce"),
         (args.pipeline.is_some_and(|n| n > 1), "--pipeline"),
-        (args.compressed, "--compressed"),
         (args.scenario.is_some(), "--scenario"),
         (args.targets.is_some(), "--targets"),
         (args.trace.trace_context, "--trace-context"),
@@ -122,6 +121,11 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<WsPlan>, PlanError> {
             refused.join(", "),
             if refused.len() == 1 { "es" } else { "" }
         ));
+    }
+    if args.http2 && args.compressed {
+        return err(
+            "--compressed and --http2 conflict on a WebSocket target: permessage-deflate is offered on HTTP/1.1's upgrade only; drop --http2 to measure compressed messages",
+        );
     }
     let given = [
         args.grpc.data.is_some(),
@@ -217,6 +221,16 @@ mod tests {
             assert!(ws.http2);
             assert_eq!(p.protocol_name().name(), name);
         }
+        // --compressed offers permessage-deflate (engine::websocket::deflate).
+        let p = build_ws("ws://127.0.0.1:9/", &["--data", "x", "--compressed"]).unwrap();
+        assert!(p.compressed);
+        // … on HTTP/1.1's upgrade only: with --http2, one line.
+        let e = build_ws(
+            "ws://127.0.0.1:9/",
+            &["--data", "x", "--compressed", "--http2"],
+        )
+        .unwrap_err();
+        assert!(e.contains("drop --http2"), "{e}");
     }
 
     #[test]

@@ -46,11 +46,14 @@ pub enum Cause {
     /// WebSocket over HTTP/2 (`--http2`): the server's SETTINGS do not enable the extended
     /// CONNECT of RFC 8441 (SETTINGS_ENABLE_CONNECT_PROTOCOL).
     NoWsOverH2,
+    /// WebSocket: the server's `101` agreed to an extension the client did not offer, or to
+    /// permessage-deflate with parameters that break RFC 7692.
+    WsExtension,
 }
 
 impl Cause {
     /// Every cause (for tests and the tracker's table).
-    pub const ALL: [Cause; 14] = [
+    pub const ALL: [Cause; 15] = [
         Cause::Refused,
         Cause::Unreachable,
         Cause::FdLimit,
@@ -65,6 +68,7 @@ impl Cause {
         Cause::QuicVersion,
         Cause::NotWebSocket,
         Cause::NoWsOverH2,
+        Cause::WsExtension,
     ];
 
     /// A short name, for the record's stop reason (`fail fast: connection refused`).
@@ -84,6 +88,7 @@ impl Cause {
             Cause::QuicVersion => "QUIC version",
             Cause::NotWebSocket => "not WebSocket",
             Cause::NoWsOverH2 => "no WebSocket over HTTP/2",
+            Cause::WsExtension => "WebSocket extension",
         }
     }
 
@@ -160,6 +165,10 @@ impl Cause {
             ),
             Cause::NoWsOverH2 => format!(
                 "{host} does not offer WebSocket over HTTP/2 (RFC 8441: its SETTINGS do not enable the extended CONNECT): drop --http2 to upgrade over HTTP/1.1"
+            ),
+            Cause::WsExtension => format!(
+                "{host} answered the WebSocket upgrade of {} with extensions the client cannot use: reqlife offers permessage-deflate (RFC 7692) with --compressed, and no other extension",
+                t.url
             ),
             Cause::TlsHandshake => format!(
                 "the TLS handshake with {host} failed: check that the server speaks TLS 1.2 or 1.3 on this port \

@@ -155,7 +155,11 @@ impl Channel {
         (match fixed {
             Channel::Http1 { wire, .. } => wire.template.bytes().len(),
             Channel::Framed { wire, .. } => wire.plan.payload.len(),
-            Channel::WebSocket { wire, .. } => return WsConn::frame_len(wire.plan.message.len()),
+            Channel::WebSocket { wire, conn } => {
+                // Compressed where the connection agreed permessage-deflate.
+                let (message, _) = super::websocket::deflate::outgoing(conn.deflate, wire);
+                return WsConn::frame_len(message.len());
+            }
             Channel::Http2 { wire, .. } => wire.request.body.len(),
             Channel::Grpc { wire, .. } => wire.h2.request.body.len(),
             Channel::Http3 { wire, .. } => wire.request.body.len(),

@@ -5,7 +5,7 @@
 
 use super::connect::Connector;
 use super::request::{Request, RequestTemplate};
-use super::{grpc, http2, http3, SetupError};
+use super::{grpc, http2, http3, websocket, SetupError};
 use crate::model::Phase;
 use crate::plan::{FramedPlan, ProtocolPlan, RunPlan, WsPlan};
 use crate::workload::request::Rendered;
@@ -126,6 +126,9 @@ pub struct WsWire {
     /// `--http2`: the extended CONNECT (RFC 8441) that opens each connection's stream, instead
     /// of the HTTP/1.1 upgrade of `head`.
     pub connect: Option<super::websocket::over_h2::Connect>,
+    /// `--compressed`: the message deflated once for the run, sent compressed where a
+    /// connection agreed permessage-deflate (the upgrade offers it: [`websocket::deflate`]).
+    pub deflated: Option<Vec<u8>>,
 }
 
 impl WsWire {
@@ -146,11 +149,17 @@ impl WsWire {
         } else {
             (b"http/1.1", None)
         };
+        if plan.compressed {
+            head.extend_from_slice(websocket::deflate::OFFER);
+        }
         Ok(WsWire {
             connector: Connector::new(plan, &[alpn])?,
             head,
             plan: ws.clone(),
             connect,
+            deflated: plan
+                .compressed
+                .then(|| websocket::deflate::deflated(&ws.message)),
         })
     }
 }
@@ -353,6 +362,11 @@ mod tests {
         assert_eq!(
             phases(ws, &["--data", "x", "--stream", "messages"]),
             [Connect, WsUpgrade, FirstEvent, EventGap, Events]
+        );
+        // --compressed on a ws target: permessage-deflate, its inflating the decode phase.
+        assert_eq!(
+            phases(ws, &["--data", "x", "--compressed"]),
+            [Connect, WsUpgrade, Decode]
         );
         assert_eq!(
             phases(plain, &["-m", "POST", "-H", "expect: 100-Continue"]),

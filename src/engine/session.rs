@@ -156,6 +156,15 @@ impl Session {
         }
     }
 
+    /// WebSocket with `--compressed`: whether a connection upgraded for the last request
+    /// agreed permessage-deflate (a kind of [`super::websocket::deflate`], taken: told once).
+    pub fn ws_deflate(&self) -> Option<u32> {
+        match &self.channel {
+            Channel::WebSocket { conn, .. } => conn.negotiated.take(),
+            _ => None,
+        }
+    }
+
     /// WebSocket with `--ws-ping`: the pings' round trips timed during the last request, in
     /// nanoseconds (empty for the other protocols).
     pub fn ping_rtts(&self) -> &[u64] {

@@ -82,6 +82,9 @@ pub(super) fn record_outcome(
     if let Some(kind) = session.ws_close() {
         recorder.count_ws_close(kind);
     }
+    if let Some(kind) = session.ws_deflate() {
+        recorder.count_ws_deflate(kind);
+    }
     if let Some(n) = outcome.max_streams {
         recorder.note_h2_max_streams(n as u64);
     }

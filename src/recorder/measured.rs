@@ -41,6 +41,9 @@ pub struct Measured {
     pub grpc_codes: CodeCounts,
     /// WebSocket connections' ends by kind ([`crate::engine::websocket::close`]).
     pub ws_closes: CodeCounts,
+    /// WebSocket connections upgraded with `--compressed`, by whether they agreed
+    /// permessage-deflate.
+    pub ws_deflate: CodeCounts,
     /// HTTP/2: the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced.
     pub h2_max_streams: Option<u64>,
     /// Per request name, when the run sent named requests.
@@ -75,6 +78,7 @@ impl Measured {
             reset_codes: CodeCounts::default(),
             grpc_codes: CodeCounts::default(),
             ws_closes: CodeCounts::default(),
+            ws_deflate: CodeCounts::default(),
             h2_max_streams: None,
             by_request: Vec::new(),
             samples: reservoir::Reservoir::new(0, 0),
@@ -105,6 +109,7 @@ impl Measured {
             out.reset_codes.merge(&part.reset_codes);
             out.grpc_codes.merge(&part.grpc_codes);
             out.ws_closes.merge(&part.ws_closes);
+            out.ws_deflate.merge(&part.ws_deflate);
             if let Some(b) = &part.bursts {
                 match &mut out.bursts {
                     None => out.bursts = Some(b.clone()),

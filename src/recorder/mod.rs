@@ -115,6 +115,7 @@ pub struct Recorder {
     reset_codes: CodeCounts,
     grpc_codes: CodeCounts,
     ws_closes: CodeCounts,
+    ws_deflate: CodeCounts,
     /// HTTP/2: the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced.
     h2_max_streams: Option<u64>,
     /// Per request name (`Sample::request`), when the run sends named requests.
@@ -171,6 +172,7 @@ impl Recorder {
             reset_codes: CodeCounts::default(),
             grpc_codes: CodeCounts::default(),
             ws_closes: CodeCounts::default(),
+            ws_deflate: CodeCounts::default(),
             h2_max_streams: None,
             by_request: Vec::new(),
             samples: reservoir::Reservoir::per_thread(),
@@ -413,6 +415,12 @@ impl Recorder {
         self.ws_closes.count(kind);
     }
 
+    /// Counts whether a WebSocket connection upgraded with `--compressed` agreed
+    /// permessage-deflate (a kind of [`crate::engine::websocket::deflate`]).
+    pub fn count_ws_deflate(&mut self, kind: u32) {
+        self.ws_deflate.count(kind);
+    }
+
     /// Counts a gRPC call's status code, keeping the first message of each code.
     pub fn count_grpc(&mut self, code: u32, message: &str) {
         self.grpc_codes.count_with(code, message);
@@ -526,6 +534,7 @@ impl Recorder {
             reset_codes: self.reset_codes,
             grpc_codes: self.grpc_codes,
             ws_closes: self.ws_closes,
+            ws_deflate: self.ws_deflate,
             h2_max_streams: self.h2_max_streams,
             by_request: self.by_request,
             samples: self.samples,

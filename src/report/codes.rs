@@ -39,6 +39,24 @@ pub fn ws_closes(out: &mut String, s: &Summary) {
     let _ = writeln!(out, "  WebSocket    closes: {}", kinds.join(", "));
 }
 
+/// `WebSocket    permessage-deflate: agreed on 3 of 4 connections (1 uncompressed)`, when a
+/// run with `--compressed` upgraded connections: whether compression was in effect.
+pub fn ws_deflate(out: &mut String, s: &Summary) {
+    if s.ws_deflate.is_empty() {
+        return;
+    }
+    let agreed = s.ws_deflate.get("agreed").copied().unwrap_or(0);
+    let all: u64 = s.ws_deflate.values().sum();
+    let plain = match all - agreed {
+        0 => String::new(),
+        n => format!(" ({n} not: their messages uncompressed)"),
+    };
+    let _ = writeln!(
+        out,
+        "  WebSocket    permessage-deflate: agreed on {agreed} of {all} connections{plain}"
+    );
+}
+
 /// `HTTP/2 stream resets by code: …`, when the server reset streams.
 pub fn resets(out: &mut String, s: &Summary) {
     if !s.resets.is_empty() {

@@ -4,7 +4,9 @@
 //! from their fragments (control frames may come between them), a text message checked as
 //! UTF-8, a message longer than the limit refused as soon as a frame header says so. A binary
 //! message is counted, never kept; a text message is kept (capacity reused) to check its
-//! UTF-8; a control frame's payload (at most 125 bytes) is kept to answer a ping. A server's
+//! UTF-8; a control frame's payload (at most 125 bytes) is kept to answer a ping. Where
+//! permessage-deflate was agreed ([`MessageReader::allow_compressed`]), a message whose first
+//! frame sets RSV1 is kept as sent, for [`super::deflate`] to inflate (and check as UTF-8). A server's
 //! reader ([`MessageReader::server`], the embedded target's) reads the client's masked frames
 //! instead, unmasked as they come, and keeps every message ([`MessageReader::message`]).
 
@@ -20,6 +22,10 @@ pub const CLOSE: u8 = 0x8;
 pub const PING: u8 = 0x9;
 /// A pong frame.
 pub const PONG: u8 = 0xA;
+
+/// The first header byte's RSV1 bit: a compressed message's first frame, where
+/// permessage-deflate was agreed (RFC 7692, 6).
+pub const RSV1: u8 = 0x40;
 
 /// The longest control frame payload (RFC 6455, 5.5).
 const MAX_CONTROL: usize = 125;
@@ -127,6 +133,11 @@ pub struct MessageReader {
     /// The frame in progress's masking key, and how many of its payload bytes came so far.
     key: [u8; 4],
     unmasked: usize,
+    /// permessage-deflate was agreed: a data message's first frame may set RSV1.
+    deflate: bool,
+    /// The data message in progress (or the last one) set RSV1: its payload is kept, to
+    /// inflate ([`super::deflate`]), and not checked as UTF-8 here.
+    compressed: bool,
 }
 
 impl MessageReader {
@@ -144,6 +155,8 @@ impl MessageReader {
             server: false,
             key: [0; 4],
             unmasked: 0,
+            deflate: false,
+            compressed: false,
         }
     }
 
@@ -158,7 +171,7 @@ impl MessageReader {
     }
 
     /// The payload of the last whole data message, unmasked: any message for a server's
-    /// reader, a text message only for a client's.
+    /// reader, a text or compressed message only for a client's (a compressed one as sent).
     pub fn message(&self) -> &[u8] {
         &self.text
     }
@@ -167,6 +180,19 @@ impl MessageReader {
     pub fn reset(&mut self) {
         self.state = State::Header { have: 0 };
         self.message = None;
+        self.compressed = false;
+    }
+
+    /// Whether a data message's first frame may set RSV1 (permessage-deflate agreed on this
+    /// connection); without, any reserved bit is an invalid frame.
+    pub fn allow_compressed(&mut self, on: bool) {
+        self.deflate = on;
+    }
+
+    /// Whether the last data message was compressed (RSV1 set): its payload, as sent, is
+    /// [`MessageReader::message`].
+    pub fn compressed(&self) -> bool {
+        self.compressed
     }
 
     /// The payload of the last control frame (a ping's, to answer with).
@@ -229,10 +255,21 @@ impl MessageReader {
     fn begin_frame(&mut self, len: usize) -> Result<Option<Step>, WsError> {
         let (b0, b1) = (self.head[0], self.head[1]);
         let (fin, opcode) = (b0 & 0x80 != 0, b0 & 0x0F);
-        if b0 & 0x70 != 0 {
+        let rsv1 = b0 & 0x70 == RSV1 && self.deflate;
+        if b0 & 0x70 != 0 && !rsv1 {
+            return Err(WsError::Invalid(if self.deflate {
+                "RSV2 or RSV3 set (only permessage-deflate's RSV1 was agreed)"
+            } else {
+                "reserved bits set (no extension was agreed)"
+            }));
+        }
+        if rsv1 && !matches!(opcode, TEXT | BINARY) {
             return Err(WsError::Invalid(
-                "reserved bits set (no extension was agreed)",
+                "RSV1 on a control frame or a continuation (permessage-deflate sets it on a message's first frame only)",
             ));
+        }
+        if matches!(opcode, TEXT | BINARY) {
+            self.compressed = rsv1;
         }
         if b1 & 0x80 != 0 && !self.server {
             return Err(WsError::Invalid("a masked frame from the server"));
@@ -313,7 +350,7 @@ impl MessageReader {
             Some(&mut self.control)
         } else {
             self.payload += take as u64;
-            (self.message == Some(TEXT) || self.server).then_some(&mut self.text)
+            (self.message == Some(TEXT) || self.server || self.compressed).then_some(&mut self.text)
         };
         if let Some(kept) = kept {
             let from = kept.len();
@@ -350,7 +387,7 @@ impl MessageReader {
             return Ok(Step::More);
         }
         let text = self.message.take() == Some(TEXT);
-        if text && std::str::from_utf8(&self.text).is_err() {
+        if text && !self.compressed && std::str::from_utf8(&self.text).is_err() {
             return Err(WsError::InvalidUtf8);
         }
         Ok(Step::Message {

@@ -6,9 +6,12 @@
 //! and reads the next data message as its reply (fragments reassembled, a ping answered with a
 //! pong, a close frame ending the connection), stamping written, first byte and done as HTTP's
 //! exchanges do. Once warm a message allocates nothing: the frame, the read buffer and a text
-//! message's bytes (kept for the UTF-8 check) reuse their capacity.
+//! message's bytes (kept for the UTF-8 check) reuse their capacity. With `--compressed` the
+//! upgrade offers permessage-deflate ([`deflate`]): where agreed, compressed messages are
+//! inflated (the `decode` phase) by an inflater reused from message to message.
 
 pub mod close;
+pub mod deflate;
 pub mod frame;
 pub mod over_h2;
 pub mod ping;
@@ -53,6 +56,17 @@ pub struct WsConn {
     /// Our close frame went (a subscription's end): the server's is awaited
     /// ([`WsConn::finish_close`]) before the connection is dropped.
     closing: bool,
+    /// `--compressed`: what the connection's `101` agreed to (`None`: permessage-deflate not
+    /// in effect on it).
+    pub deflate: Option<deflate::Agreed>,
+    /// `--compressed`: a connection upgraded since the last request was recorded, and whether
+    /// it agreed permessage-deflate ([`deflate::AGREED`], [`deflate::NOT_AGREED`]); taken
+    /// when counted (`summary.ws_deflate`).
+    pub negotiated: std::cell::Cell<Option<u32>>,
+    /// Inflates the compressed messages (made at the first connection that agreed).
+    inflater: Option<Box<deflate::Inflater>>,
+    /// `--max-body`: the inflater's limit on a message's decoded bytes.
+    max_body_bytes: u64,
 }
 
 /// A complete reply: a data message (or a subscription's messages).
@@ -102,6 +116,10 @@ impl WsConn {
             ping: Box::new(ping::Pinger::new(ping)),
             ended: None,
             closing: false,
+            deflate: None,
+            negotiated: std::cell::Cell::new(None),
+            inflater: None,
+            max_body_bytes,
         }
     }
 
@@ -124,17 +142,23 @@ impl WsConn {
         let head = match &wire.connect {
             // RFC 8441: the WebSocket's bytes are a stream's DATA, none read past its 200.
             // Boxed: h2's handshake is a large future, and inline it would size every
-            // connection's task for it (as the TLS handshake's is boxed).
+            // connection's task for it (as the TLS handshake's is boxed). No extension is
+            // offered over HTTP/2 (--compressed is refused with --http2).
             Some(connect) => {
                 stream = Box::pin(over_h2::open(stream, connect, max_head, stamps)).await?;
                 self.end = 0;
+                self.deflate = None;
                 0
             }
             None => {
                 let (buf, end) = (&mut self.buf, &mut self.end);
-                upgrade::handshake(&mut stream, &wire.head, &key, buf, end, max_head).await?
+                let head =
+                    upgrade::handshake(&mut stream, &wire.head, &key, buf, end, max_head).await?;
+                self.deflate = deflate::agreed_in(&self.buf[..head], wire.deflated.is_some())?;
+                head
             }
         };
+        self.start_inflater(wire.deflated.is_some());
         stamps.ws_upgraded = Some(Instant::now());
         self.at = head;
         self.reader.reset();
@@ -164,7 +188,11 @@ impl WsConn {
         }
         let opcode = [frame::BINARY, frame::TEXT][usize::from(wire.plan.text)];
         let mask = (self.masks.next_u64() as u32).to_le_bytes();
-        frame::encode(&mut self.out, opcode, &wire.plan.message, mask);
+        let (message, rsv1) = deflate::outgoing(self.deflate, wire);
+        frame::encode(&mut self.out, opcode, message, mask);
+        if rsv1 {
+            self.out[0] |= frame::RSV1;
+        }
         self.write_out().await?;
         let written = Instant::now();
         stamps.written = Some(written);
@@ -180,12 +208,16 @@ impl WsConn {
         match self.next_step(stamps, written).await? {
             (
                 Step::Message {
-                    payload, framing, ..
+                    text,
+                    payload,
+                    framing,
                 },
                 arrived,
             ) => {
                 stamps.done = Some(arrived);
-                Ok(Reply::of(framing, payload, bytes_written))
+                let mut reply = Reply::of(framing, payload, bytes_written);
+                reply.traffic.body_decoded = self.decoded(text, payload, stamps)?;
+                Ok(reply)
             }
             (step, _) => Err(self
                 .closed_by_server(step, "before the reply message")

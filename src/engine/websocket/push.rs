@@ -42,10 +42,15 @@ impl WsConn {
             arrived = at;
             match step {
                 Step::Message {
-                    payload, framing, ..
+                    text,
+                    payload,
+                    framing,
                 } => {
                     count += 1;
-                    add(&mut reply.traffic, framing, payload);
+                    // Compressed: inflated here (the last message's inflate is the
+                    // request's `decode` phase).
+                    let decoded = self.decoded(text, payload, stamps)?;
+                    add(&mut reply.traffic, framing, payload, decoded);
                     reply.bytes_read += framing + payload;
                     tracker.message(at);
                     stamps.done = Some(at);
@@ -73,10 +78,10 @@ impl WsConn {
     }
 }
 
-/// Adds a message's `framing` and `payload` bytes to `traffic`.
-fn add(traffic: &mut Traffic, framing: u64, payload: u64) {
+/// Adds a message's `framing` and `payload` bytes (`decoded` once inflated) to `traffic`.
+fn add(traffic: &mut Traffic, framing: u64, payload: u64, decoded: u64) {
     traffic.header += framing;
     traffic.header_decoded += framing;
     traffic.body += payload;
-    traffic.body_decoded += payload;
+    traffic.body_decoded += decoded;
 }

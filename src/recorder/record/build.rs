@@ -163,6 +163,9 @@ pub(super) fn counts_of(plan: &RunPlan, measured: &Measured, end: &Ending) -> Su
         ws_closes: measured
             .ws_closes
             .by_name(crate::engine::websocket::close::name),
+        ws_deflate: measured
+            .ws_deflate
+            .by_name(crate::engine::websocket::deflate::name),
         h2_max_concurrent_streams: measured.h2_max_streams,
         bursts: bursts_of(plan, measured),
         by_request,

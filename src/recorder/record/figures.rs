@@ -59,6 +59,11 @@ pub struct Summary {
     /// `abnormal`, `client`, `client_unanswered`); absent from runs where none did.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ws_closes: BTreeMap<String, u64>,
+    /// WebSocket with `--compressed`: the connections upgraded, by whether their `101` agreed
+    /// permessage-deflate (`agreed`, `not_agreed`: its messages went uncompressed); absent
+    /// from runs without it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ws_deflate: BTreeMap<String, u64>,
     /// gRPC calls by status code, and each code's first message (flattened into the summary).
     #[serde(flatten)]
     pub grpc: crate::recorder::codes::GrpcStatuses,
