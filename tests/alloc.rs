@@ -165,3 +165,129 @@ fn http2_allocations_do_not_grow_with_the_request_count() {
         "{small} allocations for 2,000 requests, {large} for 20,000: {extra} more"
     );
 }
+
+/// The compressed reply of [`deflating_ws_server`]: one text frame, RSV1 set, of a message
+/// of 432 bytes deflated once.
+static WS_REPLY: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+
+/// A WebSocket server on its own threads that agrees to permessage-deflate and answers every
+/// client frame (read into a fixed buffer) with [`WS_REPLY`]: after the upgrade (whose accept
+/// allocates, once per connection) it never allocates.
+fn deflating_ws_server() -> std::net::SocketAddr {
+    use reqlife::engine::websocket::{deflate, upgrade};
+    use std::io::{Read, Write};
+    WS_REPLY.get_or_init(|| {
+        let message = "a message that compresses well, sent again and again. ".repeat(8);
+        let payload = deflate::deflated(message.as_bytes());
+        assert!(payload.len() < 126, "{} bytes", payload.len());
+        [&[0xC1, payload.len() as u8][..], &payload].concat()
+    });
+    common::thread_per_connection(|mut s| {
+        let mut buf = [0u8; 1 << 16];
+        let mut filled = 0;
+        let head = loop {
+            match s.read(&mut buf[filled..]) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => filled += n,
+            }
+            if let Some(end) = buf[..filled].windows(4).position(|w| w == b"\r\n\r\n") {
+                break end + 4;
+            }
+        };
+        let text = String::from_utf8_lossy(&buf[..head]);
+        let key = text
+            .lines()
+            .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+            .unwrap_or_default();
+        let answer = format!(
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n",
+            upgrade::accept_of(key)
+        );
+        if s.write_all(answer.as_bytes()).is_err() {
+            return;
+        }
+        let reply = WS_REPLY.get().expect("made before the server");
+        buf.copy_within(head..filled, 0);
+        filled -= head;
+        loop {
+            // A client frame: masked, its payload under 126 bytes (the message is short).
+            while filled >= 6 && filled >= 6 + usize::from(buf[1] & 0x7F) {
+                let len = 6 + usize::from(buf[1] & 0x7F);
+                if buf[0] & 0x0F == 0x8 || s.write_all(reply).is_err() {
+                    return;
+                }
+                buf.copy_within(len..filled, 0);
+                filled -= len;
+            }
+            match s.read(&mut buf[filled..]) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => filled += n,
+            }
+        }
+    })
+}
+
+#[test]
+fn inflating_a_message_allocates_nothing_once_warm() {
+    use reqlife::engine::websocket::deflate::{deflated, Agreed, Inflater};
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let message = "a message that compresses well, sent again and again. é€ ".repeat(400);
+    let payload = deflated(message.as_bytes());
+    let mut inflater = Inflater::new(1 << 20);
+    inflater.start(Agreed::default());
+    assert_eq!(inflater.message(&payload, true), Ok(message.len() as u64));
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    for _ in 0..5_000 {
+        assert_eq!(inflater.message(&payload, true), Ok(message.len() as u64));
+    }
+    // The count is the process's: the harness's other threads may allocate meanwhile (a few);
+    // one allocation per message would be 5,000.
+    let count = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    eprintln!(
+        "inflating 5,000 messages of {} bytes: {count} allocations",
+        message.len()
+    );
+    assert!(count < 50, "{count} allocations for 5,000 messages");
+}
+
+#[test]
+fn websocket_inflating_allocations_do_not_grow_with_the_message_count() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let addr = deflating_ws_server();
+    let url = format!("ws://{addr}/");
+    let run = |requests: &str| {
+        let args = [
+            "reqlife",
+            "run",
+            "--data",
+            "hello",
+            "--compressed",
+            "-n",
+            requests,
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--quiet",
+            "--json",
+            &url,
+        ];
+        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        // Exit 0: every reply (RSV1 set) was inflated, so deflate was agreed.
+        let code = reqlife::app::main_with(args.iter().map(|s| (*s).into()).collect());
+        assert_eq!(code, 0);
+        ALLOCATIONS.load(Ordering::Relaxed) - before
+    };
+    run("100");
+    // Fewer than HTTP's runs: inflating is slow in a debug build, and the interval snapshots
+    // (about 180 allocations a second) make the slack.
+    let small = run("1000");
+    let large = run("10000");
+    let extra = large.saturating_sub(small);
+    eprintln!("WebSocket (inflating) allocations: {small} for 1,000 messages, {large} for 10,000");
+    // 9,000 more messages; a per-message allocation would add at least 9,000.
+    assert!(
+        extra < 500,
+        "{small} allocations for 1,000 messages, {large} for 10,000: {extra} more"
+    );
+}

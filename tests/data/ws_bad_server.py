@@ -9,6 +9,10 @@ message the client sends, `--mode`:
   bad-utf8   replies with a text frame whose payload is not UTF-8 (0xC3 0x28)
   big        replies with a binary message of `--size` bytes
   drop       closes the TCP connection at once after the 101, with no close frame
+  rsv1       replies with a text frame with RSV1 set (permessage-deflate's bit), never agreed
+  extension  answers the upgrade with `Sec-WebSocket-Extensions: x-unknown` (never offered)
+  bomb       agrees to permessage-deflate whatever the offer, and replies with `--size` zero
+             bytes deflated (a few KiB on the wire)
 """
 
 import argparse
@@ -16,6 +20,7 @@ import asyncio
 import base64
 import hashlib
 import struct
+import zlib
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -49,7 +54,13 @@ async def read_frame(reader):
     return b0 & 0x0F, bytes(c ^ mask[i % 4] for i, c in enumerate(data))
 
 
-async def upgrade(reader, writer):
+def deflated(data):
+    """`data` as one permessage-deflate message: raw deflate, synced, its tail taken off."""
+    z = zlib.compressobj(wbits=-15)
+    return (z.compress(data) + z.flush(zlib.Z_SYNC_FLUSH))[:-4]
+
+
+async def upgrade(reader, writer, extension=b""):
     head = await reader.readuntil(b"\r\n\r\n")
     key = b""
     for line in head.split(b"\r\n"):
@@ -58,14 +69,15 @@ async def upgrade(reader, writer):
             key = value.strip()
     writer.write(
         b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        b"Sec-WebSocket-Accept: " + accept_of(key) + b"\r\n\r\n"
+        b"Sec-WebSocket-Accept: " + accept_of(key) + b"\r\n" + extension + b"\r\n"
     )
     await writer.drain()
 
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--mode", choices=["silent", "bad-utf8", "big", "drop"], required=True)
+    modes = ["silent", "bad-utf8", "big", "drop", "rsv1", "extension", "bomb"]
+    p.add_argument("--mode", choices=modes, required=True)
     p.add_argument("--size", type=int, default=1 << 20)
     args = p.parse_args()
     asyncio.run(run(args))
@@ -74,10 +86,17 @@ def main():
 async def run(args):
     big = frame(0x2, b"b" * args.size)
     bad = frame(0x1, b"\xc3\x28")
+    rsv1 = frame(0x40 | 0x1, deflated(b"hello"))
+    bomb = frame(0x40 | 0x2, deflated(bytes(args.size))) if args.mode == "bomb" else b""
+    extension = {
+        "extension": b"Sec-WebSocket-Extensions: x-unknown\r\n",
+        "bomb": b"Sec-WebSocket-Extensions: permessage-deflate\r\n",
+    }.get(args.mode, b"")
+    replies = {"bad-utf8": bad, "big": big, "rsv1": rsv1, "bomb": bomb, "extension": big}
 
     async def serve(reader, writer):
         try:
-            await upgrade(reader, writer)
+            await upgrade(reader, writer, extension)
             if args.mode == "drop":
                 return
             while True:
@@ -88,10 +107,8 @@ async def run(args):
                     return
                 if opcode == 0x9:
                     writer.write(frame(0xA, payload))
-                elif opcode in (0x1, 0x2) and args.mode == "bad-utf8":
-                    writer.write(bad)
-                elif opcode in (0x1, 0x2) and args.mode == "big":
-                    writer.write(big)
+                elif opcode in (0x1, 0x2) and args.mode in replies:
+                    writer.write(replies[args.mode])
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass

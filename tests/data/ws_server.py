@@ -11,6 +11,9 @@ every K ms (on a fixed schedule, the last 2 ms of each wait spun), until the cli
 connection, or after `--push-count M` messages (then it closes with code 1000). Endings:
 `--close-code C` closes each connection with code C when its first message comes; `--drop`
 drops the TCP connection (no close frame) when its first message comes.
+
+`--deflate` accepts permessage-deflate when the client offers it (websockets' default: the
+server's window 12 bits, every message compressed); without it the server offers no extension.
 """
 
 import argparse
@@ -34,6 +37,7 @@ def main():
     p.add_argument("--push-count", type=int, default=0)
     p.add_argument("--close-code", type=int)
     p.add_argument("--drop", action="store_true")
+    p.add_argument("--deflate", action="store_true")
     args = p.parse_args()
     asyncio.run(run(args))
 
@@ -98,7 +102,12 @@ async def run(args):
         return Response(status.value, status.phrase, headers, body)
 
     async with serve(
-        echo, "127.0.0.1", 0, process_request=refuse, compression=None, max_size=None
+        echo,
+        "127.0.0.1",
+        0,
+        process_request=refuse,
+        compression="deflate" if args.deflate else None,
+        max_size=None,
     ) as server:
         port = server.sockets[0].getsockname()[1]
         print(f"listening {port}", flush=True)

@@ -20,5 +20,6 @@ mod stream;
 mod thrift;
 mod trace;
 mod websocket;
+mod websocket_deflate;
 mod websocket_h2;
 mod websocket_servers;
