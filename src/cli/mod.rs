@@ -417,8 +417,8 @@ pub struct RunArgs {
     #[arg(help_heading = "Load", long = "start-at", value_parser = start_at_arg)]
     pub start_at: Option<units::StartAt>,
 
-    /// HTTP/2: h2 negotiated by ALPN over TLS; on an http:// URL, h2c with prior knowledge. On a
-    /// ws:// or wss:// URL, the WebSocket over an HTTP/2 stream (RFC 8441's extended CONNECT).
+    /// HTTP/2: h2 by ALPN over TLS; h2c with prior knowledge on http://; on ws:// or wss://,
+    /// the WebSocket over an HTTP/2 stream (RFC 8441's extended CONNECT).
     #[arg(help_heading = "Protocol", long = "http2")]
     pub http2: bool,
 
@@ -469,10 +469,9 @@ pub struct RunArgs {
     #[arg(help_heading = "Protocol", long = "max-connections-per-second", value_parser = rate_arg, allow_negative_numbers = true)]
     pub max_connects_per_s: Option<f64>,
 
-    /// Ask for compressed responses (Accept-Encoding: gzip, deflate, br) and decode their
-    /// bodies, so that the decoding cost shows as the `decode` phase (HTTP/1.1 and HTTP/2).
-    /// ws://: offer permessage-deflate and inflate compressed messages (the `decode` phase).
-    /// Without it, bodies are counted as received, never decoded.
+    /// Ask for compressed responses (Accept-Encoding: gzip, deflate, br; on ws://,
+    /// permessage-deflate) and decode them, the cost shown as the `decode` phase. Without it,
+    /// bodies are counted as received, never decoded.
     #[arg(help_heading = "Protocol", long = "compressed")]
     pub compressed: bool,
 

@@ -159,20 +159,28 @@ impl Cause {
                 "{host} does not speak HTTP/2 without TLS (h2c) on this port (it answered the connection preface \
                  with something else, HTTP/1.1?): drop --http2, or use https:// if it offers h2 over TLS"
             ),
-            Cause::NotWebSocket => format!(
-                "{host} did not accept the WebSocket upgrade of {}: check the URL's path and that a WebSocket server listens there",
-                t.url
+            Cause::NotWebSocket | Cause::NoWsOverH2 | Cause::WsExtension => {
+                self.ws_hint(&host, &t.url)
+            }
+            Cause::TlsHandshake => format!(
+                "the TLS handshake with {host} failed: check that the server speaks TLS 1.2 or 1.3 on this port \
+                 (http:// if it speaks plain HTTP)"
             ),
+        }
+    }
+
+    /// The hint of a WebSocket server that did not take the upgrade as asked.
+    fn ws_hint(self, host: &str, url: &str) -> String {
+        match self {
             Cause::NoWsOverH2 => format!(
                 "{host} does not offer WebSocket over HTTP/2 (RFC 8441: its SETTINGS do not enable the extended CONNECT): drop --http2 to upgrade over HTTP/1.1"
             ),
             Cause::WsExtension => format!(
-                "{host} answered the WebSocket upgrade of {} with extensions the client cannot use: reqlife offers permessage-deflate (RFC 7692) with --compressed, and no other extension",
-                t.url
+                "{host} answered the WebSocket upgrade of {url} with extensions the client cannot use: reqlife offers permessage-deflate (RFC 7692) with --compressed, and no other extension"
             ),
-            Cause::TlsHandshake => format!(
-                "the TLS handshake with {host} failed: check that the server speaks TLS 1.2 or 1.3 on this port \
-                 (http:// if it speaks plain HTTP)"
+            // NotWebSocket, the one other cause this is asked for.
+            _ => format!(
+                "{host} did not accept the WebSocket upgrade of {url}: check the URL's path and that a WebSocket server listens there"
             ),
         }
     }
