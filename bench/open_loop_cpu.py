@@ -22,7 +22,7 @@ not understood, 2 if a tool is missing).
 
     python3 bench/open_loop_cpu.py [--rates 20000,50000] [--slacks 0,25us,50us,100us,200us]
         [--connections 100] [--rounds 3] [--duration 5] [--reqlife target/release/reqlife]
-        [--reqlife-before OLD_BINARY] [--woken 50us] [--wrk2 wrk2] [--json-out FILE]
+        [--reqlife-before OLD_BINARY [--before-slacks 50us,1ms]] [--woken 50us] [--wrk2 wrk2] [--json-out FILE]
 """
 
 import argparse
@@ -81,7 +81,12 @@ def clients(a, url, rate):
     c, d = str(a.connections), f"{a.duration}s"
     out = [("wrk2", pin + [a.wrk2, "-R", str(rate), "-t1", f"-c{c}", f"-d{d}", "--latency", url],
             wrk2_figures)]
-    if a.reqlife_before:
+    if a.reqlife_before and a.before_slacks:
+        for s in a.before_slacks.split(","):
+            out.append((f"before {s}", pin + [a.reqlife_before, "run", "-R", str(rate), "-t", "1",
+                                              "-c", c, "-d", d, "--pacer-slack", s, "--quiet",
+                                              "--json", url], reqlife_figures))
+    elif a.reqlife_before:
         out.append(("before", pin + [a.reqlife_before, "run", "-R", str(rate), "-t", "1", "-c", c,
                                      "-d", d, "--quiet", "--json", url], reqlife_figures))
     for s in a.slacks.split(","):
@@ -140,6 +145,8 @@ def main():
     ap.add_argument("--reqlife", default=os.path.join(ROOT, "target", "release", "reqlife"))
     ap.add_argument("--reqlife-before", metavar="BINARY",
                     help="also an older reqlife build (run without --pacer-slack)")
+    ap.add_argument("--before-slacks", metavar="SLACKS",
+                    help="run --reqlife-before at these --pacer-slack values (a build that has it)")
     ap.add_argument("--woken", metavar="SLACKS",
                     help="also reqlife with REQLIFE_NO_NAPS=1 (woken by each response) at these "
                          "--pacer-slack values, comma-separated")
