@@ -13,10 +13,10 @@
 //! spin the estimate got wrong. At low and mid rates (a few thousand wake-ups a second) a
 //! lead near the lateness's p95 fits, and requests leave within a few µs of their due time; at
 //! high rates, where the wake-ups themselves cost most, the lead shrinks to what fits, down
-//! to none (the plain sleep). No spin buys a lateness the pacer's slack already allows: with
-//! a lead no longer than `--pacer-slack` (1 ms, say, or a machine whose wake-ups are late by
-//! less than the default 50 µs) the thread sleeps to the due time. The time spun is counted
-//! and reported (`pacer_spin`).
+//! to none (the plain sleep). No spin buys a lateness far within the pacer's slack: with a
+//! lead of at most an eighth of `--pacer-slack` (at `1ms`, or on a machine whose wake-ups are
+//! late by under 6.25 µs at the default 50 µs) the thread sleeps to the due time. The time
+//! spun is counted and reported (`pacer_spin`).
 
 use std::time::{Duration, Instant};
 
@@ -31,6 +31,11 @@ pub const SAMPLES: usize = 64;
 
 /// The quantiles of the lateness the lead may be, highest first.
 const QUANTILES: [f64; 6] = [0.99, 0.95, 0.9, 0.75, 0.5, 0.25];
+
+/// No spin for a lead of at most this share of the slack (1/8): the default 50 µs slack spins
+/// for a lateness over 6.25 µs (on a VM it is 10-120 µs), `--pacer-slack 1ms` for one over
+/// 125 µs.
+const SLACK_SHARE: u32 = 8;
 
 /// The lead is chosen anew after this many sleeps.
 const RECHOOSE: u32 = 16;
@@ -89,12 +94,13 @@ impl EarlyWake {
 
     /// When to be woken for a release at `at`: early by the lead, if the budget has room
     /// for a spin of that long (else a wake-up early would have to sleep again), and if the
-    /// lead is longer than the slack: a thread allowed to leave the slack late gains nothing
-    /// it asked for by spinning off a lateness within it (at `--pacer-slack 1ms` and 20,000
-    /// req/s the spin was a tenth of the thread's CPU, for one request a batch).
+    /// lead is more than an eighth of the slack ([`SLACK_SHARE`]): a thread allowed to leave
+    /// up to the slack late gains little it asked for by spinning off a lateness far within it
+    /// (at `--pacer-slack 1ms` and 20,000 req/s the spin cost a tenth of the thread's CPU to
+    /// move lags spread over a millisecond by some 50 µs).
     pub fn aim(&mut self, at: Instant, now: Instant) -> Instant {
         self.refill(now);
-        if self.lead <= self.slack || self.tokens_s < self.lead.as_secs_f64() {
+        if self.lead * SLACK_SHARE <= self.slack || self.tokens_s < self.lead.as_secs_f64() {
             return at;
         }
         at.checked_sub(self.lead).unwrap_or(at)
@@ -221,9 +227,9 @@ mod tests {
     fn no_spin_buys_a_lateness_the_slack_allows() {
         let t0 = Instant::now();
         let ms = |n: u64| t0 + Duration::from_millis(n);
-        // The same 30 µs lateness: a slack of 30 µs or more allows it (no early aim); a slack
-        // of 20 µs does not (the aim is the lead early).
-        for (slack_us, early) in [(1000, false), (30, false), (20, true)] {
+        // The same 30 µs lateness: a slack of 8 × 30 µs or more is allowed it (no early aim);
+        // a shorter one is not (the aim is the lead early).
+        for (slack_us, early) in [(1000, false), (240, false), (200, true), (50, true)] {
             let mut w = EarlyWake::new(0.05, Duration::from_micros(slack_us), t0);
             for n in 1..=64 {
                 w.woke(ms(n), ms(n) + Duration::from_micros(30));
