@@ -122,10 +122,11 @@ pub enum ProtocolPlan {
 }
 
 /// A WebSocket run: the message every request sends, and how its reply is read (the next
-/// data message, at most `--max-body` bytes).
+/// data message, or the one carrying its `--ws-match` value; at most `--max-body` bytes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WsPlan {
-    /// The message's payload.
+    /// The message's payload (a templated message's first rendering: the run's `workload`
+    /// renders each).
     pub message: Vec<u8>,
     /// A text frame (`--data`, `--body`: UTF-8) or a binary one (`--body-file`).
     pub text: bool,
@@ -138,6 +139,12 @@ pub struct WsPlan {
     /// `--ws-ping INTERVAL`: each connection pings the server this often while a request is
     /// on it, and times the pong (`ws_ping`).
     pub ping: Option<std::time::Duration>,
+    /// `--pipeline N`: messages in flight per connection, sent in one write (closed loops
+    /// only); 1: one at a time.
+    pub pipeline: usize,
+    /// `--ws-match FIELD`: the names of the JSON path whose value matches a reply to its
+    /// message, in any order; `None`: the replies answer the messages in order.
+    pub match_path: Option<Vec<String>>,
     /// `--http2`: each WebSocket connection is a stream of an HTTP/2 connection of its own,
     /// opened by an extended CONNECT (RFC 8441), instead of an HTTP/1.1 upgrade.
     pub http2: bool,
@@ -261,10 +268,12 @@ impl RunPlan {
         }
     }
 
-    /// HTTP/1.1 requests in flight per connection (`--pipeline`): 1 for every other protocol.
+    /// HTTP/1.1 requests or WebSocket messages in flight per connection (`--pipeline`): 1 for
+    /// every other protocol.
     pub fn pipeline(&self) -> usize {
         match &self.protocol {
             ProtocolPlan::Http1(h1) => h1.pipeline,
+            ProtocolPlan::WebSocket(ws) => ws.pipeline,
             _ => 1,
         }
     }

@@ -291,3 +291,110 @@ fn websocket_inflating_allocations_do_not_grow_with_the_message_count() {
         "{small} allocations for 1,000 messages, {large} for 10,000: {extra} more"
     );
 }
+
+/// A WebSocket echo server on its own threads: it upgrades each connection (the only
+/// allocation, its accept key), then echoes every text frame unmasked from fixed buffers.
+fn quiet_ws_server() -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    common::thread_per_connection(|mut s| {
+        let mut buf = [0u8; 1 << 16];
+        let mut filled = 0;
+        let head = loop {
+            match s.read(&mut buf[filled..]) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => filled += n,
+            }
+            if let Some(end) = buf[..filled].windows(4).position(|w| w == b"\r\n\r\n") {
+                break end + 4;
+            }
+        };
+        let text = std::str::from_utf8(&buf[..head]).unwrap_or("");
+        let Some(key) = text
+            .lines()
+            .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+        else {
+            return;
+        };
+        let accept = reqlife::engine::websocket::upgrade::accept_of(key.trim());
+        let answer = format!(
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+        );
+        if s.write_all(answer.as_bytes()).is_err() {
+            return;
+        }
+        buf.copy_within(head..filled, 0);
+        filled -= head;
+        let mut out = [0u8; 1 << 16];
+        loop {
+            // Whole frames of fewer than 126 payload bytes: echoed, unmasked.
+            let (mut at, mut len) = (0, 0);
+            while filled - at >= 6 {
+                let n = (buf[at + 1] & 0x7F) as usize;
+                if filled - at < 6 + n {
+                    break;
+                }
+                let mask = [buf[at + 2], buf[at + 3], buf[at + 4], buf[at + 5]];
+                out[len] = 0x81;
+                out[len + 1] = n as u8;
+                for i in 0..n {
+                    out[len + 2 + i] = buf[at + 6 + i] ^ mask[i & 3];
+                }
+                len += 2 + n;
+                at += 6 + n;
+            }
+            buf.copy_within(at..filled, 0);
+            filled -= at;
+            if len > 0 && s.write_all(&out[..len]).is_err() {
+                return;
+            }
+            match s.read(&mut buf[filled..]) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => filled += n,
+            }
+        }
+    })
+}
+
+#[test]
+fn websocket_allocations_do_not_grow_with_the_message_count() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let addr = quiet_ws_server();
+    let url = format!("ws://{addr}/");
+    // Rendered messages, their replies matched by id: one at a time, and 8 in flight.
+    for depth in ["1", "8"] {
+        let run = |requests: &str| {
+            let args = [
+                "reqlife",
+                "run",
+                "--data",
+                r#"{"id":{seq},"op":"quote"}"#,
+                "--ws-match",
+                "id",
+                "--pipeline",
+                depth,
+                "-n",
+                requests,
+                "-c",
+                "2",
+                "-t",
+                "1",
+                "--quiet",
+                "--json",
+                &url,
+            ];
+            let before = ALLOCATIONS.load(Ordering::Relaxed);
+            let code = reqlife::app::main_with(args.iter().map(|s| (*s).into()).collect());
+            assert_eq!(code, 0);
+            ALLOCATIONS.load(Ordering::Relaxed) - before
+        };
+        run("100");
+        let small = run("2000");
+        let large = run("20000");
+        let extra = large.saturating_sub(small);
+        eprintln!("WebSocket allocations, --pipeline {depth}: {small} for 2,000 messages, {large} for 20,000");
+        assert!(
+            extra < 500,
+            "--pipeline {depth}: {small} allocations for 2,000 messages, {large} for 20,000: {extra} more"
+        );
+    }
+}

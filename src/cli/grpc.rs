@@ -13,7 +13,7 @@ use crate::model::io_reason;
 use crate::plan::{GrpcPlan, Http2Plan, ProtocolPlan, RunPlan};
 use crate::workload::gen::GenState;
 use crate::workload::request::RequestSpec;
-use crate::workload::template::{Field, Sources, Template};
+use crate::workload::template::{Sources, Template};
 use crate::workload::{mix::Mix, Workload};
 use clap::Args;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
@@ -37,8 +37,8 @@ pub struct GrpcArgs {
     pub proto_set: Option<PathBuf>,
 
     /// gRPC: the request message in JSON (protobuf's JSON mapping), encoded through
-    /// --proto-set (or the server's reflection). Generators go inside JSON strings and are rendered per call:
-    /// '{"id": "{seq}", "text": "k{uniform:1:100}"}' (integer fields take strings too).
+    /// --proto-set (or the server's reflection); ws://: the text message. Generators are
+    /// rendered per call or message, in strings or as values: '{"id": {seq}, "text": "k{uniform:1:100}"}'.
     #[arg(help_heading = "gRPC", long = "data", value_name = "JSON")]
     pub data: Option<String>,
 
@@ -311,32 +311,18 @@ fn read_message(path: &Path, input: Option<&MessageDescriptor>) -> Result<Vec<u8
     Ok(bytes)
 }
 
-/// The template of JSON `text`: its braces are JSON's, and generator slots live inside its
-/// strings only (`{"id": "{seq}"}`); a literal brace inside a string is written `{{`.
-fn json_template(text: &str) -> Result<Template, PlanError> {
-    let mut escaped = String::with_capacity(text.len() + 8);
-    let (mut in_string, mut backslash) = (false, false);
-    for c in text.chars() {
-        match c {
-            '{' | '}' if !in_string => {
-                escaped.push(c);
-                escaped.push(c);
-            }
-            '"' if !backslash => {
-                in_string = !in_string;
-                escaped.push(c);
-            }
-            _ => escaped.push(c),
-        }
-        backslash = in_string && c == '\\' && !backslash;
-    }
-    Template::parse_in(&escaped, Field::Body, &mut Sources::new("."))
+/// The template of JSON `text`: its braces are JSON's, and a brace before a letter opens a
+/// generator slot, in a string (`{"id": "{seq}"}`) or as a value (`{"id": {seq}}`); a literal
+/// brace inside a string is written `{{` ([`Template::parse_json`]).
+pub(super) fn json_template(text: &str) -> Result<Template, PlanError> {
+    Template::parse_json(text, &mut Sources::new("."))
         .map_err(|e| PlanError(format!("invalid --data '{text}': {}", e.message)))
 }
 
-/// The one-request workload of a call whose JSON has generators: rendered as parts (the
-/// engine encodes the body), unnamed (its figures are the run's).
-fn call_workload(plan: &RunPlan, body: Template) -> Workload {
+/// The one-request workload of a call (or a WebSocket message) whose JSON has generators:
+/// rendered as parts (the engine encodes the body, or frames the message), unnamed (its
+/// figures are the run's).
+pub(super) fn call_workload(plan: &RunPlan, body: Template) -> Workload {
     let mut spec = RequestSpec::fixed(
         &plan.method,
         &plan.target.path_and_query,

@@ -433,8 +433,8 @@ pub struct RunArgs {
     #[arg(help_heading = "Protocol", long = "zero-rtt")]
     pub zero_rtt: bool,
 
-    /// HTTP/1.1: requests per connection sent in one write, answered in order, the next
-    /// batch once all are in (wrk's pipeline.lua); closed loops; 1 = no pipelining.
+    /// HTTP/1.1 requests or ws:// messages per connection sent in one write, answered in order
+    /// (or by --ws-match), the next batch once all are in (wrk's pipeline.lua); closed loops.
     #[arg(help_heading = "Protocol", long = "pipeline", value_parser = count_arg)]
     pub pipeline: Option<u64>,
 

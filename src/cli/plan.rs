@@ -72,7 +72,7 @@ pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
 /// sweep are derived from. `-t` more than `-c` is refused unless `-c` is a sweep (whose
 /// levels take at most one thread per connection).
 fn base(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
-    super::grpc::apply(args, flags_plan(args, url)?)
+    super::websocket::apply(args, super::grpc::apply(args, flags_plan(args, url)?)?)
 }
 
 /// The plan that gRPC server reflection is asked over (`--grpc` with `--data` and no
@@ -127,8 +127,9 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         return err("--timeout must be more than 0 (e.g. 10s)");
     }
     let interval = interval(args)?;
+    let (keepalive, max_connects_per_s) = connection_policy(args)?;
     let framed = super::framed::plan(args, url)?;
-    let websocket = super::websocket::plan(args, url)?;
+    let websocket = super::websocket::plan(args, url, keepalive)?;
     let method = method(args)?;
     let headers = args
         .headers
@@ -139,7 +140,6 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     let tls = tls_plan(args)?;
     output_folders(args)?;
     let (pacer_slack, pacer_spin) = super::pacing::pacing(args, &load)?;
-    let (keepalive, max_connects_per_s) = connection_policy(args)?;
     let protocol = match websocket {
         Some(w) => ProtocolPlan::WebSocket(w),
         None => protocol(args, &target, keepalive, framed)?,

@@ -1,12 +1,20 @@
 //! The flags of WebSocket runs (`ws://HOST[:PORT]/PATH`, `wss://…`, the message from `--data`,
 //! `--body` or `--body-file`) checked into a [`WsPlan`]: every message about them lives here.
+//! `--data` is a template ([`crate::workload::template::Template::parse_json`]: JSON's braces
+//! literal, a brace before a letter a generator slot, e.g. `{"id":{seq},"op":"quote"}`),
+//! rendered per message by the run's workload when it has generators ([`apply`]); and
+//! `--ws-match FIELD` is checked against its renderings: every message must carry the field,
+//! a string or a number, with a value that differs from one message to the next.
 
 use super::error::err;
 use super::plan::PlanError;
 use super::{RunArgs, StreamArg};
+use crate::engine::websocket::field;
 use crate::model::io_reason;
-use crate::plan::WsPlan;
+use crate::plan::{ProtocolPlan, RunPlan, WsPlan};
+use crate::workload::gen::GenState;
 use clap::Args;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The WebSocket flags of `reqlife run` (besides `--stream messages`).
@@ -22,6 +30,12 @@ pub struct WsArgs {
     /// the pong (`ws_ping`, a figure apart from the requests' phases), e.g. 100ms.
     #[arg(help_heading = "Protocol", long = "ws-ping", value_name = "INTERVAL", value_parser = super::duration_arg)]
     pub ping: Option<Duration>,
+
+    /// ws://: match each reply to the message in flight whose JSON FIELD (a name, or a dotted
+    /// path a.b) has the same value, in any order; the message from --data with a generator
+    /// there, e.g. --data '{"id":{seq},"op":"quote"}'. Without it, replies answer in order.
+    #[arg(help_heading = "Protocol", long = "ws-match", value_name = "FIELD")]
+    pub match_field: Option<String>,
 }
 
 /// The shortest `--ws-ping` interval.
@@ -45,7 +59,8 @@ pub fn as_http(url: &str) -> Option<String> {
     }
 }
 
-/// Refuses the WebSocket flags (`--stream messages`, `--ws-messages`, `--ws-ping`) for `url`,
+/// Refuses the WebSocket flags (`--stream messages`, `--ws-messages`, `--ws-ping`,
+/// `--ws-match`) for `url`,
 /// which is not a WebSocket target.
 fn only_ws(args: &RunArgs, url: &str) -> Result<(), PlanError> {
     let given: Vec<&str> = super::error::flags_given(&[
@@ -55,6 +70,7 @@ fn only_ws(args: &RunArgs, url: &str) -> Result<(), PlanError> {
         ),
         (args.ws.messages.is_some(), "--ws-messages"),
         (args.ws.ping.is_some(), "--ws-ping"),
+        (args.ws.match_field.is_some(), "--ws-match"),
     ]);
     if given.is_empty() {
         return Ok(());
@@ -94,9 +110,11 @@ fn subscription(args: &RunArgs) -> Result<Option<u32>, PlanError> {
     }
 }
 
-/// The WebSocket plan of a run for `url`: `Some` for a `ws://` or `wss://` target (which needs
-/// a message and refuses the flags of other protocols), `None` for any other URL.
-pub fn plan(args: &RunArgs, url: &str) -> Result<Option<WsPlan>, PlanError> {
+/// The WebSocket plan of a run for `url`, its connections kept or not (`keepalive`): `Some`
+/// for a `ws://` or `wss://` target (which needs a message and refuses the flags of other
+/// protocols), `None` for any other URL. A message from `--data` is a template, rendered by
+/// the plan's workload ([`apply`]).
+pub fn plan(args: &RunArgs, url: &str, keepalive: bool) -> Result<Option<WsPlan>, PlanError> {
     let messages = args.stream == Some(StreamArg::Messages);
     if !is_ws(url) {
         return only_ws(args, url).map(|()| None);
@@ -110,14 +128,13 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<WsPlan>, PlanError> {
         (args.streams.is_some(), "--streams"),
         (args.h2_window.is_some(), "--h2-window"),
         (args.h2_coalesce.is_some(), "--h2-coalesce"),
-        (args.pipeline.is_some_and(|n| n > 1), "--pipeline"),
         (args.scenario.is_some(), "--scenario"),
         (args.targets.is_some(), "--targets"),
         (args.trace.trace_context, "--trace-context"),
     ]);
     if !refused.is_empty() {
         return err(format!(
-            "{} do{} not apply to WebSocket: a ws:// or wss:// target sends one message per request (--data TEXT, --body TEXT or --body-file FILE) and times its reply",
+            "{} do{} not apply to WebSocket: a ws:// or wss:// target sends a message per request (--data TEXT, --body TEXT or --body-file FILE) and times its reply",
             refused.join(", "),
             if refused.len() == 1 { "es" } else { "" }
         ));
@@ -153,14 +170,122 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<WsPlan>, PlanError> {
             ))
         }
     };
+    let pipeline = super::protocol::pipeline(args, keepalive, false, false)?;
+    if pipeline > 1 && messages {
+        return err(format!(
+            "--pipeline {pipeline} does not apply to --stream messages: a subscription holds its connection until it ends"
+        ));
+    }
     Ok(Some(WsPlan {
         message,
         text,
         subscribe: messages,
         messages: limit,
         ping: args.ws.ping,
+        pipeline,
+        match_path: match_path(args, text)?,
         http2: args.http2,
     }))
+}
+
+/// Messages rendered to check `--ws-match` (their sequence numbers 0, 1, …): a generator that
+/// gives them all one value gives every message that value.
+const SAMPLES: u64 = 8;
+
+/// `--ws-match FIELD` checked on its own: a name or a dotted path, the message from `--data`
+/// (a `text` message), not with `--stream messages`. The message itself is checked by
+/// [`apply`].
+fn match_path(args: &RunArgs, text: bool) -> Result<Option<Vec<String>>, PlanError> {
+    let Some(name) = &args.ws.match_field else {
+        return Ok(None);
+    };
+    let Some(path) = field::parse_path(name) else {
+        return err(format!(
+            "--ws-match must name a JSON field: a name (id) or a dotted path (a.b), not '{name}'"
+        ));
+    };
+    if args.stream == Some(StreamArg::Messages) {
+        return err("--ws-match matches a reply to its message: a subscription (--stream messages) has no reply to match");
+    }
+    if args.compressed {
+        return err(format!(
+            "--ws-match {name} reads each reply's JSON: not with --compressed (a compressed reply is inflated only to be counted)"
+        ));
+    }
+    if args.grpc.data.is_none() || !text {
+        return err(format!(
+            "--ws-match {name} needs a JSON message template from --data, its {name} different per message, e.g. --data '{{\"{name}\":{{seq}},\"op\":\"quote\"}}'"
+        ));
+    }
+    Ok(Some(path))
+}
+
+/// `plan` with a WebSocket run's `--data` as a template: its message rendered once when it has
+/// no generator, else by a workload per message (`plan.message` its first rendering); the
+/// `--ws-match` field checked in its renderings. Any other plan as it is.
+pub fn apply(args: &RunArgs, mut plan: RunPlan) -> Result<RunPlan, PlanError> {
+    let ProtocolPlan::WebSocket(ws) = &plan.protocol else {
+        return Ok(plan);
+    };
+    let Some(data) = &args.grpc.data else {
+        return Ok(plan);
+    };
+    let template = super::grpc::json_template(data)?;
+    let mut state = GenState::new(plan.seed, 0, 1);
+    let renders: Vec<Vec<u8>> = (0..SAMPLES)
+        .map(|seq| {
+            let mut out = Vec::new();
+            template.render_into(&mut out, &mut state, seq);
+            out
+        })
+        .collect();
+    if let Some(path) = &ws.match_path {
+        check_match(data, path, &renders)?;
+    }
+    let message = match template.static_bytes() {
+        Some(bytes) => bytes.to_vec(),
+        None => {
+            if std::str::from_utf8(&renders[0]).is_err() {
+                return err(format!(
+                    "--data '{data}' renders bytes that are not UTF-8 (a text message must be): drop {{random_bytes}}, or send binary with --body-file"
+                ));
+            }
+            plan.workload = Some(Arc::new(super::grpc::call_workload(&plan, template)));
+            renders[0].clone()
+        }
+    };
+    if let ProtocolPlan::WebSocket(ws) = &mut plan.protocol {
+        ws.message = message;
+    }
+    Ok(plan)
+}
+
+/// Each rendering of the message must be JSON holding `path` as a string or a number, and
+/// not all the same value.
+fn check_match(data: &str, path: &[String], renders: &[Vec<u8>]) -> Result<(), PlanError> {
+    let name = path.join(".");
+    let first = &renders[0];
+    let shown = String::from_utf8_lossy(first);
+    if let Err(e) = serde_json::from_slice::<serde_json::Value>(first) {
+        return err(format!(
+            "--ws-match {name}: the message is not JSON ('{shown}': {e}); give --data a JSON object"
+        ));
+    }
+    let Some(value) = field::value_of(first, path) else {
+        return err(format!(
+            "--ws-match {name}: the message '{shown}' has no field {name} holding a string or a number (--data '{data}')"
+        ));
+    };
+    if renders
+        .iter()
+        .all(|r| field::value_of(r, path) == Some(value))
+    {
+        return err(format!(
+            "--ws-match {name}: every message carries the same {name} ({}): put a generator there, e.g. {{seq}} or {{uuid}}",
+            String::from_utf8_lossy(value)
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -281,6 +406,109 @@ mod tests {
                 e.contains(want) && !e.contains('\n'),
                 "{url} {flags:?}: {e}"
             );
+        }
+    }
+
+    /// `run --seed 1 FLAGS ws://127.0.0.1:9/`'s plan.
+    fn build_seeded(flags: &[&str]) -> Result<crate::plan::RunPlan, String> {
+        let mut argv = vec!["--seed", "1"];
+        argv.extend_from_slice(flags);
+        build_ws("ws://127.0.0.1:9/", &argv)
+    }
+
+    #[test]
+    fn a_message_with_generators_is_rendered_per_message() {
+        let p =
+            build_seeded(&["--data", r#"{"id":{seq},"op":"quote"}"#, "--ws-match", "id"]).unwrap();
+        let ProtocolPlan::WebSocket(ws) = &p.protocol else {
+            panic!("{:?}", p.protocol)
+        };
+        assert_eq!(ws.message, br#"{"id":0,"op":"quote"}"#);
+        assert_eq!(ws.match_path.as_deref(), Some(&["id".to_string()][..]));
+        let w = p
+            .workload
+            .as_ref()
+            .expect("a workload renders the messages");
+        assert!(w.parts);
+        // A static message: rendered once (a literal brace of a string unescaped), no workload.
+        let p = build_seeded(&["--data", r#"{"t":"{{x}}"}"#, "--pipeline", "4"]).unwrap();
+        let ProtocolPlan::WebSocket(ws) = &p.protocol else {
+            panic!()
+        };
+        assert_eq!(
+            (ws.message.as_slice(), ws.pipeline),
+            (&br#"{"t":"{x}"}"#[..], 4)
+        );
+        assert!(p.workload.is_none() && ws.match_path.is_none());
+        assert_eq!(p.pipeline(), 4);
+        // --body is sent as it is.
+        let p = build_seeded(&["--body", "{seq}"]).unwrap();
+        let ProtocolPlan::WebSocket(ws) = &p.protocol else {
+            panic!()
+        };
+        assert_eq!(ws.message, b"{seq}");
+        // A nested path, a string value.
+        assert!(
+            build_seeded(&["--data", r#"{"m":{"id":"{uuid}"}}"#, "--ws-match", "m.id"]).is_ok()
+        );
+    }
+
+    #[test]
+    fn bad_match_and_pipeline_flags_are_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("m.bin");
+        std::fs::write(&file, b"x").unwrap();
+        let file = file.to_str().unwrap();
+        // (flags, a part of the message)
+        let rows: [(&[&str], &str); 11] = [
+            (
+                &["--data", "x", "--ws-match", "a..b"],
+                "must name a JSON field",
+            ),
+            (
+                &["--body-file", file, "--ws-match", "id"],
+                "needs a JSON message template from --data",
+            ),
+            (
+                &["--body", r#"{"id":1}"#, "--ws-match", "id"],
+                "needs a JSON message template",
+            ),
+            (
+                &["--data", "hi {seq}", "--ws-match", "id"],
+                "the message is not JSON",
+            ),
+            (
+                &["--data", r#"{"op":{seq}}"#, "--ws-match", "id"],
+                "has no field id",
+            ),
+            (
+                &["--data", r#"{"id":{"x":{seq}}}"#, "--ws-match", "id"],
+                "has no field id",
+            ),
+            (
+                &["--data", r#"{"id":7}"#, "--ws-match", "id"],
+                "every message carries the same id (7)",
+            ),
+            (
+                &["--data", "x", "--stream", "messages", "--ws-match", "id"],
+                "a subscription (--stream messages) has no reply",
+            ),
+            (
+                &["--data", "x", "--pipeline", "0"],
+                "--pipeline must be from 1 to",
+            ),
+            (
+                &["--data", "x", "--pipeline", "2", "--stream", "messages"],
+                "does not apply to --stream messages",
+            ),
+            (
+                &["--data", "x", "--pipeline", "2", "-R", "100"],
+                "needs a closed loop",
+            ),
+        ];
+        for (flags, want) in rows {
+            let e = build_seeded(flags).unwrap_err();
+            assert!(e.contains(want) && !e.contains('\n'), "{flags:?}: {e}");
         }
     }
 }

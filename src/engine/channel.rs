@@ -72,7 +72,11 @@ impl Channel {
                 wire: wire.clone(),
             },
             Wire::WebSocket(wire) => Channel::WebSocket {
-                conn: WsConn::new(max_body_bytes, wire.plan.ping),
+                conn: WsConn::new(
+                    max_body_bytes,
+                    wire.plan.ping,
+                    wire.plan.match_path.is_some(),
+                ),
                 wire: wire.clone(),
             },
         }
@@ -148,6 +152,9 @@ impl Channel {
         let fixed = match (self, send) {
             (Channel::Http1 { .. } | Channel::Framed { .. }, Send::Rendered { rendered, .. }) => {
                 return rendered.bytes.len() as u64
+            }
+            (Channel::WebSocket { .. }, Send::Rendered { rendered, .. }) => {
+                return WsConn::frame_len(rendered.parts.body.len())
             }
             (_, Send::Rendered { rendered, .. }) => return rendered.parts.body.len() as u64,
             (channel, Send::Fixed { .. }) => channel,

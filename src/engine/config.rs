@@ -291,10 +291,11 @@ impl SessionConfig {
         }
     }
 
-    /// The pipeline depth (`--pipeline`): 1 for every protocol but HTTP/1.1.
+    /// The pipeline depth (`--pipeline`): 1 for every protocol but HTTP/1.1 and WebSocket.
     pub fn pipeline(&self) -> usize {
         match &self.wire {
             Wire::Http1(w) => w.pipeline,
+            Wire::WebSocket(w) => w.plan.pipeline,
             _ => 1,
         }
     }

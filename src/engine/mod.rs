@@ -129,6 +129,19 @@ pub enum Send<'a> {
     },
 }
 
+impl<'a> Send<'a> {
+    /// A rendered request's body (a WebSocket message rendered for this send), or `fixed`.
+    pub fn body_or<'b>(self, fixed: &'b [u8]) -> &'b [u8]
+    where
+        'a: 'b,
+    {
+        match self {
+            Send::Rendered { rendered, .. } => &rendered.parts.body,
+            Send::Fixed { .. } => fixed,
+        }
+    }
+}
+
 /// Spaces the new connections of one worker thread at least `gap` apart
 /// (`--max-connections-per-second`, split evenly over the threads).
 pub struct ConnectGate {

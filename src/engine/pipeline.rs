@@ -53,8 +53,8 @@ impl Batch {
         self.ends.is_empty()
     }
 
-    /// Request `i`'s bytes.
-    fn request(&self, i: usize) -> &[u8] {
+    /// Request `i`'s bytes (a WebSocket message's payload).
+    pub fn request(&self, i: usize) -> &[u8] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         &self.bytes[start..self.ends[i]]
     }
@@ -87,7 +87,7 @@ enum Read {
 
 impl Session {
     /// The pipeline depth (`--pipeline`): 1 without pipelining (and for every protocol but
-    /// HTTP/1.1).
+    /// HTTP/1.1 and WebSocket).
     pub fn pipeline(&self) -> usize {
         self.config.pipeline()
     }
@@ -95,13 +95,17 @@ impl Session {
     /// Sends `batch`'s requests pipelined on this session's HTTP/1.1 connection (opened first
     /// if none is open: the first unanswered request stamps the connect) and calls `each`
     /// with every request's index, stamps and outcome, in order, as its response ends (or
-    /// fails). Each response has the per-request timeout from its dispatch.
+    /// fails). Each response has the per-request timeout from its dispatch. A WebSocket
+    /// session sends the batch's messages ([`crate::engine::websocket::batch`]).
     pub async fn request_batch(
         &mut self,
         batch: &mut Batch,
         mut each: impl FnMut(usize, Timestamps, &Outcome, &Session),
     ) {
         let _awake = self.needs_thread_awake().then(arrival::awake::Needed::new);
+        if self.is_websocket() {
+            return self.ws_batch(batch, &mut each).await;
+        }
         let n = batch.len();
         let mut next = 0;
         // One resend on a new connection for a kept one the server closed as we sent.

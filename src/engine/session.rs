@@ -119,13 +119,20 @@ impl Session {
         &self.config
     }
 
-    /// HTTP/1.1's fixed request (what pipelined batches are made of); `None` for the other
-    /// protocols, which do not pipeline.
-    pub fn http1_template(&self) -> Option<&super::request::RequestTemplate> {
+    /// The fixed request pipelined batches are made of, and whether its method is HEAD:
+    /// HTTP/1.1's request, or a WebSocket's message; `None` for the other protocols, which do
+    /// not pipeline.
+    pub fn pipelined_request(&self) -> Option<(&[u8], bool)> {
         match &self.channel {
-            Channel::Http1 { wire, .. } => Some(&wire.template),
+            Channel::Http1 { wire, .. } => Some((wire.template.bytes(), wire.template.head)),
+            Channel::WebSocket { wire, .. } => Some((&wire.plan.message, false)),
             _ => None,
         }
+    }
+
+    /// Whether the session sends WebSocket messages.
+    pub(super) fn is_websocket(&self) -> bool {
+        matches!(self.channel, Channel::WebSocket { .. })
     }
 
     /// The `Server-Timing` values of the last complete response (headers and trailers).
@@ -153,6 +160,15 @@ impl Session {
         match &self.channel {
             Channel::WebSocket { conn, .. } => conn.ended,
             _ => None,
+        }
+    }
+
+    /// WebSocket: the replies that matched no message in flight (`--ws-match`) since the
+    /// last call, each counted once; 0 for the other protocols.
+    pub fn ws_unmatched(&self) -> u64 {
+        match &self.channel {
+            Channel::WebSocket { conn, .. } => conn.take_unmatched(),
+            _ => 0,
         }
     }
 
@@ -367,10 +383,13 @@ impl Session {
                     .await
                     .map(Answer::from)
             }
-            Channel::WebSocket { wire, conn } => conn
-                .exchange(wire, config.max_header_bytes, stamps, &mut kept.stream)
-                .await
-                .map(Answer::from),
+            Channel::WebSocket { wire, conn } => {
+                let (message, max_head) =
+                    (send.body_or(&wire.plan.message), config.max_header_bytes);
+                conn.exchange(wire, message, max_head, stamps, &mut kept.stream)
+                    .await
+                    .map(Answer::from)
+            }
             Channel::Http2 { wire, link } => {
                 let (request, fixed) = stream_request(config, &wire.request, None, send)?;
                 let sinks = kept.streams(None, trace);

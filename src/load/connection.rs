@@ -79,12 +79,14 @@ pub(super) fn record_outcome(
     if !session.ping_rtts().is_empty() {
         recorder.record_pings(&sample, session.ping_rtts());
     }
+    let ws = recorder.ws_counts();
     if let Some(kind) = session.ws_close() {
-        recorder.count_ws_close(kind);
+        ws.closes.count(kind);
     }
     if let Some(kind) = session.ws_deflate() {
-        recorder.count_ws_deflate(kind);
+        ws.deflate.count(kind);
     }
+    ws.unmatched += session.ws_unmatched();
     if let Some(n) = outcome.max_streams {
         recorder.note_h2_max_streams(n as u64);
     }
@@ -262,7 +264,7 @@ impl Connection {
     }
 
     /// `--pipeline depth` (a closed loop): take up to `depth` tickets at once, send their
-    /// requests in one write, record each response as it ends, repeat.
+    /// requests (or WebSocket messages) in one write, record each response as it ends, repeat.
     #[allow(clippy::manual_async_fn)] // an `async fn` would double `self`: see `run`
     pub(super) fn run_pipelined(mut self, depth: usize) -> impl Future<Output = ()> {
         async move {
@@ -288,12 +290,18 @@ impl Connection {
                     let config = self.session.config();
                     let (bytes, head, slot) = match &self.renderer {
                         Some(r) => {
-                            let (slot, head) = r.borrow_mut().render(ticket.seq, &mut self.buf);
-                            (self.buf.bytes.as_slice(), head, slot)
+                            let mut r = r.borrow_mut();
+                            let (slot, head) = r.render(ticket.seq, &mut self.buf);
+                            // A WebSocket message is rendered as a body.
+                            let bytes = match r.parts() {
+                                true => self.buf.parts.body.as_slice(),
+                                false => self.buf.bytes.as_slice(),
+                            };
+                            (bytes, head, slot)
                         }
-                        // Pipelining is HTTP/1.1's: its fixed request's bytes.
-                        None => match self.session.http1_template() {
-                            Some(t) => (t.bytes(), t.head, 0),
+                        // HTTP/1.1's fixed request, or a WebSocket's message.
+                        None => match self.session.pipelined_request() {
+                            Some(fixed) => (fixed.0, fixed.1, 0),
                             None => break,
                         },
                     };

@@ -101,6 +101,27 @@ impl CodeCounts {
     }
 }
 
+/// WebSocket's counts: how connections ended, by kind, whether they agreed permessage-deflate
+/// (`--compressed`), and the replies that matched no message in flight (`--ws-match`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WsCounts {
+    /// Connections' ends by kind ([`crate::engine::websocket::close`]).
+    pub closes: CodeCounts,
+    /// Connections upgraded with `--compressed`, by whether they agreed permessage-deflate.
+    pub deflate: CodeCounts,
+    /// Replies that matched no message in flight.
+    pub unmatched: u64,
+}
+
+impl WsCounts {
+    /// Adds another thread's counts.
+    pub fn merge(&mut self, o: &WsCounts) {
+        self.closes.merge(&o.closes);
+        self.deflate.merge(&o.deflate);
+        self.unmatched += o.unmatched;
+    }
+}
+
 /// The name of an HTTP/2 error code (RFC 9113, section 7), or its number in hex.
 pub fn h2_code_name(code: u32) -> String {
     crate::engine::http2::code_name(code).map_or_else(|| format!("0x{code:x}"), str::to_string)

@@ -150,7 +150,7 @@ pub struct Stats {
     pub clamped: u64,
 }
 
-fn is_zero(n: &u64) -> bool {
+pub(crate) fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 

@@ -1,7 +1,7 @@
 //! What one or more threads measured: the [`Measured`] of a run, and its exact merge across
 //! threads (counters summed, histograms added, intervals of the same index combined).
 
-use super::codes::CodeCounts;
+use super::codes::{CodeCounts, WsCounts};
 use super::{
     hist, reservoir, server_timing, BurstHists, Counters, PhaseHists, RequestAcc, Series,
     STATUS_SLOTS,
@@ -39,11 +39,9 @@ pub struct Measured {
     pub reset_codes: CodeCounts,
     /// gRPC calls by status code (with each code's first message).
     pub grpc_codes: CodeCounts,
-    /// WebSocket connections' ends by kind ([`crate::engine::websocket::close`]).
-    pub ws_closes: CodeCounts,
-    /// WebSocket connections upgraded with `--compressed`, by whether they agreed
-    /// permessage-deflate.
-    pub ws_deflate: CodeCounts,
+    /// WebSocket's counts: connections' ends by kind, the connections that agreed
+    /// permessage-deflate or not (`--compressed`), replies that matched no message.
+    pub ws: WsCounts,
     /// HTTP/2: the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced.
     pub h2_max_streams: Option<u64>,
     /// Per request name, when the run sent named requests.
@@ -77,8 +75,7 @@ impl Measured {
             server: server_timing::ServerTimingAcc::new("total"),
             reset_codes: CodeCounts::default(),
             grpc_codes: CodeCounts::default(),
-            ws_closes: CodeCounts::default(),
-            ws_deflate: CodeCounts::default(),
+            ws: WsCounts::default(),
             h2_max_streams: None,
             by_request: Vec::new(),
             samples: reservoir::Reservoir::new(0, 0),
@@ -108,8 +105,7 @@ impl Measured {
             }
             out.reset_codes.merge(&part.reset_codes);
             out.grpc_codes.merge(&part.grpc_codes);
-            out.ws_closes.merge(&part.ws_closes);
-            out.ws_deflate.merge(&part.ws_deflate);
+            out.ws.merge(&part.ws);
             if let Some(b) = &part.bursts {
                 match &mut out.bursts {
                     None => out.bursts = Some(b.clone()),

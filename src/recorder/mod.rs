@@ -32,7 +32,7 @@ pub use measured::Measured;
 pub use series::Series;
 
 use crate::model::{ErrorKind, Phase, Sample};
-use codes::CodeCounts;
+use codes::{CodeCounts, WsCounts};
 use figures::{durations, Durations};
 use hdrhistogram::Histogram;
 use std::time::{Duration, Instant};
@@ -111,11 +111,10 @@ pub struct Recorder {
     bursts: Option<BurstHists>,
     /// What the server said of its own time (`Server-Timing`).
     server: server_timing::ServerTimingAcc,
-    /// HTTP/2 RST_STREAM counts by error code; gRPC statuses by code; WebSocket closes by kind.
+    /// HTTP/2 RST_STREAM counts by error code; gRPC statuses by code; WebSocket's counts.
     reset_codes: CodeCounts,
     grpc_codes: CodeCounts,
-    ws_closes: CodeCounts,
-    ws_deflate: CodeCounts,
+    ws: WsCounts,
     /// HTTP/2: the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced.
     h2_max_streams: Option<u64>,
     /// Per request name (`Sample::request`), when the run sends named requests.
@@ -171,8 +170,7 @@ impl Recorder {
             server: server_timing::ServerTimingAcc::new("total"),
             reset_codes: CodeCounts::default(),
             grpc_codes: CodeCounts::default(),
-            ws_closes: CodeCounts::default(),
-            ws_deflate: CodeCounts::default(),
+            ws: WsCounts::default(),
             h2_max_streams: None,
             by_request: Vec::new(),
             samples: reservoir::Reservoir::per_thread(),
@@ -410,15 +408,11 @@ impl Recorder {
         self.reset_codes.count(code);
     }
 
-    /// Counts how a WebSocket connection ended (a kind of [`crate::engine::websocket::close`]).
-    pub fn count_ws_close(&mut self, kind: u32) {
-        self.ws_closes.count(kind);
-    }
-
-    /// Counts whether a WebSocket connection upgraded with `--compressed` agreed
-    /// permessage-deflate (a kind of [`crate::engine::websocket::deflate`]).
-    pub fn count_ws_deflate(&mut self, kind: u32) {
-        self.ws_deflate.count(kind);
+    /// WebSocket's counts, to count into: how connections ended (kinds of
+    /// [`crate::engine::websocket::close`]), whether those upgraded with `--compressed` agreed
+    /// permessage-deflate ([`crate::engine::websocket::deflate`]), unmatched replies.
+    pub fn ws_counts(&mut self) -> &mut WsCounts {
+        &mut self.ws
     }
 
     /// Counts a gRPC call's status code, keeping the first message of each code.
@@ -533,8 +527,7 @@ impl Recorder {
             server: self.server,
             reset_codes: self.reset_codes,
             grpc_codes: self.grpc_codes,
-            ws_closes: self.ws_closes,
-            ws_deflate: self.ws_deflate,
+            ws: self.ws,
             h2_max_streams: self.h2_max_streams,
             by_request: self.by_request,
             samples: self.samples,

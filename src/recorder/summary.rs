@@ -175,6 +175,7 @@ pub(crate) fn summarize(parts: &[&Summary], h: &impl Lookup, duration_s: f64) ->
         resets: sum_maps(parts.iter().map(|s| &s.resets)),
         ws_closes: sum_maps(parts.iter().map(|s| &s.ws_closes)),
         ws_deflate: sum_maps(parts.iter().map(|s| &s.ws_deflate)),
+        ws_unmatched: parts.iter().map(|s| s.ws_unmatched).sum(),
         grpc: super::codes::GrpcStatuses::sum(parts.iter().map(|s| &s.grpc)),
         h2_max_concurrent_streams: parts
             .iter()

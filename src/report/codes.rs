@@ -23,8 +23,16 @@ pub fn grpc(out: &mut String, s: &Summary) {
 }
 
 /// `WebSocket    closes: 1000 (normal) 3, abnormal (no close frame) 1`, when connections of a
-/// WebSocket run ended (each kind with its meaning where it has a known one).
-pub fn ws_closes(out: &mut String, s: &Summary) {
+/// WebSocket run ended (each kind with its meaning where it has a known one), and
+/// `WebSocket    unmatched replies: 4 …` when replies matched no message in flight.
+pub fn websocket(out: &mut String, s: &Summary) {
+    if s.ws_unmatched > 0 {
+        let _ = writeln!(
+            out,
+            "  WebSocket    unmatched replies: {} (their --ws-match value was no message's in flight)",
+            s.ws_unmatched
+        );
+    }
     if s.ws_closes.is_empty() {
         return;
     }

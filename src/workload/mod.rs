@@ -130,6 +130,11 @@ impl Renderer {
         }
     }
 
+    /// Whether requests are rendered as their parts ([`Workload::parts`]), not HTTP/1.1 bytes.
+    pub fn parts(&self) -> bool {
+        self.workload.parts
+    }
+
     /// Picks the next request and renders it into `out` with the sequence number `seq` (the
     /// plan-wide ticket number: each number once over the whole run, so a fill phase covers
     /// its keys exactly): as HTTP/1.1 bytes (cleared first), or as its parts when the

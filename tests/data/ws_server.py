@@ -12,6 +12,12 @@ connection, or after `--push-count M` messages (then it closes with code 1000). 
 `--close-code C` closes each connection with code C when its first message comes; `--drop`
 drops the TCP connection (no close frame) when its first message comes.
 
+JSON messages with an `id` (the client's `--ws-match id`): `--id-delays-ms A,B,C` answers each
+message on its own, in any order, the echo of a message whose id is i delayed by the
+(i mod n)-th of its n delays (`30,20,10,0` answers four messages sent together in reverse);
+`--skip-every K` never answers a message whose id is a multiple of K; `--stray` sends a
+message with the id "stray" (which answers no message) before each echo.
+
 `--deflate` accepts permessage-deflate when the client offers it (websockets' default: the
 server's window 12 bits, every message compressed); without it the server offers no extension.
 """
@@ -19,6 +25,7 @@ server's window 12 bits, every message compressed); without it the server offers
 import argparse
 import asyncio
 import http
+import json
 import time
 
 from websockets.asyncio.server import serve
@@ -37,6 +44,9 @@ def main():
     p.add_argument("--push-count", type=int, default=0)
     p.add_argument("--close-code", type=int)
     p.add_argument("--drop", action="store_true")
+    p.add_argument("--id-delays-ms")
+    p.add_argument("--skip-every", type=int, default=0)
+    p.add_argument("--stray", action="store_true")
     p.add_argument("--deflate", action="store_true")
     args = p.parse_args()
     asyncio.run(run(args))
@@ -67,6 +77,46 @@ async def push(ws, args):
         pass
 
 
+def id_of(message):
+    """The integer `id` of a JSON message, or None."""
+    try:
+        value = json.loads(message).get("id")
+    except (ValueError, AttributeError):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+async def by_id(ws, args):
+    """Answers each message on its own task: after its id's delay, unless its id is skipped."""
+    delays = [float(d) / 1000.0 for d in (args.id_delays_ms or "0").split(",")]
+    tasks = set()
+
+    async def answer(message, i):
+        delay = delays[i % len(delays)] if i is not None else 0.0
+        if delay:
+            await until(time.monotonic() + delay)
+        try:
+            if args.stray:
+                await ws.send(json.dumps({"id": "stray"}))
+            await ws.send(message)
+        except ConnectionClosed:
+            pass
+
+    try:
+        async for message in ws:
+            i = id_of(message)
+            if args.skip_every and i is not None and i % args.skip_every == 0:
+                continue
+            task = asyncio.create_task(answer(message, i))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+    except ConnectionClosed:
+        pass
+
+
 async def run(args):
     delay = args.delay_ms / 1000.0
 
@@ -85,6 +135,9 @@ async def run(args):
                 ws.transport.abort()
             else:
                 await push(ws, args)
+            return
+        if args.id_delays_ms or args.skip_every or args.stray:
+            await by_id(ws, args)
             return
         async for message in ws:
             if delay:

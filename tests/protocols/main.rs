@@ -22,4 +22,5 @@ mod trace;
 mod websocket;
 mod websocket_deflate;
 mod websocket_h2;
+mod websocket_pipeline;
 mod websocket_servers;

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// Whether Python has the websockets package; in CI its absence is a failure.
-fn have_websockets() -> bool {
+pub(crate) fn have_websockets() -> bool {
     python_has(
         "websockets",
         "the Python websockets package",
@@ -18,7 +18,7 @@ fn have_websockets() -> bool {
 }
 
 /// The echo server with `extra` options, stopped when dropped, and its `ws://` URL.
-fn ws_server(extra: &[&str]) -> (Stopped, String) {
+pub(crate) fn ws_server(extra: &[&str]) -> (Stopped, String) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/ws_server.py");
     let mut cmd = Command::new("python3");
     cmd.arg(script).args(extra);

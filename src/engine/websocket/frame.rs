@@ -3,10 +3,11 @@
 //! the server's bytes, fed in any pieces, that gives whole messages: data frames reassembled
 //! from their fragments (control frames may come between them), a text message checked as
 //! UTF-8, a message longer than the limit refused as soon as a frame header says so. A binary
-//! message is counted, never kept; a text message is kept (capacity reused) to check its
-//! UTF-8; a control frame's payload (at most 125 bytes) is kept to answer a ping. Where
-//! permessage-deflate was agreed ([`MessageReader::allow_compressed`]), a message whose first
-//! frame sets RSV1 is kept as sent, for [`super::deflate`] to inflate (and check as UTF-8). A server's
+//! message is counted, not kept (but by a reader that keeps all, [`MessageReader::keep_all`]);
+//! a text message is kept (capacity reused) to check its UTF-8; a control frame's payload (at
+//! most 125 bytes) is kept to answer a ping. Where permessage-deflate was agreed
+//! ([`MessageReader::allow_compressed`]), a message whose first frame sets RSV1 is kept as
+//! sent, for [`super::deflate`] to inflate (and check as UTF-8). A server's
 //! reader ([`MessageReader::server`], the embedded target's) reads the client's masked frames
 //! instead, unmasked as they come, and keeps every message ([`MessageReader::message`]).
 
@@ -33,6 +34,11 @@ const MAX_CONTROL: usize = 125;
 /// Writes one client frame into `out` (cleared first): FIN set, `opcode`, masked with `mask`.
 pub fn encode(out: &mut Vec<u8>, opcode: u8, payload: &[u8], mask: [u8; 4]) {
     out.clear();
+    append(out, opcode, payload, mask);
+}
+
+/// Appends one client frame to `out`, as [`encode`] writes it (frames back to back: a batch).
+pub fn append(out: &mut Vec<u8>, opcode: u8, payload: &[u8], mask: [u8; 4]) {
     out.push(0x80 | (opcode & 0x0F));
     let len = payload.len();
     if len < 126 {
@@ -130,6 +136,8 @@ pub struct MessageReader {
     control: Vec<u8>,
     /// A server's reader: frames must be masked, and are unmasked.
     server: bool,
+    /// Binary messages are kept too (`--ws-match` reads any reply).
+    keep: bool,
     /// The frame in progress's masking key, and how many of its payload bytes came so far.
     key: [u8; 4],
     unmasked: usize,
@@ -153,6 +161,7 @@ impl MessageReader {
             text: Vec::new(),
             control: Vec::with_capacity(MAX_CONTROL),
             server: false,
+            keep: false,
             key: [0; 4],
             unmasked: 0,
             deflate: false,
@@ -171,9 +180,15 @@ impl MessageReader {
     }
 
     /// The payload of the last whole data message, unmasked: any message for a server's
-    /// reader, a text or compressed message only for a client's (a compressed one as sent).
+    /// reader or one that keeps all, a text or compressed message only for another client's
+    /// (a compressed one as sent).
     pub fn message(&self) -> &[u8] {
         &self.text
+    }
+
+    /// Keeps binary messages too (`keep`), for [`MessageReader::message`].
+    pub fn keep_all(&mut self, keep: bool) {
+        self.keep = keep;
     }
 
     /// Forgets any frame in progress (a new connection's reader), keeping the capacity.
@@ -350,7 +365,8 @@ impl MessageReader {
             Some(&mut self.control)
         } else {
             self.payload += take as u64;
-            (self.message == Some(TEXT) || self.server || self.compressed).then_some(&mut self.text)
+            (self.message == Some(TEXT) || self.server || self.compressed || self.keep)
+                .then_some(&mut self.text)
         };
         if let Some(kept) = kept {
             let from = kept.len();

@@ -2,16 +2,24 @@
 //! project's own ([`frame`]). A connection opens as HTTP/1.1's (TCP, and TLS for `wss://`),
 //! then upgrades ([`upgrade`]: the request, the server's `101` checked, stamped as the
 //! `ws_upgrade` phase), or with `--http2` opens an HTTP/2 stream by an extended CONNECT
-//! ([`over_h2`], RFC 8441: the server's SETTINGS and its `200`, stamped as the same phase); each request then sends the plan's message as one masked client frame
-//! and reads the next data message as its reply (fragments reassembled, a ping answered with a
-//! pong, a close frame ending the connection), stamping written, first byte and done as HTTP's
-//! exchanges do. Once warm a message allocates nothing: the frame, the read buffer and a text
-//! message's bytes (kept for the UTF-8 check) reuse their capacity. With `--compressed` the
-//! upgrade offers permessage-deflate ([`deflate`]): where agreed, compressed messages are
-//! inflated (the `decode` phase) by an inflater reused from message to message.
+//! ([`over_h2`], RFC 8441: the server's SETTINGS and its `200`, stamped as the same phase);
+//! each request then sends the plan's message (or the one rendered for it) as one masked
+//! client frame and reads the next data message as its reply (fragments reassembled, a ping
+//! answered with a pong, a close frame ending the connection), stamping written, first byte
+//! and done as HTTP's exchanges do. With `--ws-match FIELD` the reply is the next message whose
+//! JSON FIELD holds the value the message sent did ([`field`]); those before it answer nothing
+//! and are counted ([`WsConn::take_unmatched`]). With `--pipeline N` a connection sends N
+//! messages in one write and matches their replies ([`batch`]). Once warm a message allocates
+//! nothing: the frames, the read buffer, a kept message's bytes (a text message's, for the
+//! UTF-8 check, or any reply's when matched) and the values of the messages in flight reuse
+//! their capacity. With `--compressed` the upgrade offers permessage-deflate ([`deflate`]):
+//! where agreed, compressed messages are inflated (the `decode` phase) by an inflater reused
+//! from message to message.
 
+pub mod batch;
 pub mod close;
 pub mod deflate;
+pub mod field;
 pub mod frame;
 pub mod over_h2;
 pub mod ping;
@@ -24,6 +32,7 @@ use super::{EngineError, WsWire};
 use crate::model::{ErrorKind, Timestamps, Traffic};
 use crate::util::rng::SplitMix64;
 use base64::Engine;
+use batch::InFlight;
 use frame::{MessageReader, Step};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -67,6 +76,9 @@ pub struct WsConn {
     inflater: Option<Box<deflate::Inflater>>,
     /// `--max-body`: the inflater's limit on a message's decoded bytes.
     max_body_bytes: u64,
+    /// The messages in flight, their `--ws-match` values, the replies that matched none
+    /// (boxed: made once per connection slot, kept out of every protocol's channel size).
+    inflight: Box<InFlight>,
 }
 
 /// A complete reply: a data message (or a subscription's messages).
@@ -102,15 +114,18 @@ impl Reply {
 
 impl WsConn {
     /// A connection slot, not yet connected, reading messages of at most `max_body_bytes`,
-    /// pinging every `ping` (`--ws-ping`).
-    pub fn new(max_body_bytes: u64, ping: Option<Duration>) -> Self {
+    /// pinging every `ping` (`--ws-ping`), keeping every reply's bytes when they are matched
+    /// (`matched`: `--ws-match`).
+    pub fn new(max_body_bytes: u64, ping: Option<Duration>, matched: bool) -> Self {
+        let mut reader = MessageReader::new(max_body_bytes);
+        reader.keep_all(matched);
         WsConn {
             stream: None,
             buf: vec![0; BUF_BYTES],
             at: 0,
             end: 0,
             out: Vec::new(),
-            reader: MessageReader::new(max_body_bytes),
+            reader,
             masks: SplitMix64(0),
             read: 0,
             ping: Box::new(ping::Pinger::new(ping)),
@@ -120,7 +135,13 @@ impl WsConn {
             negotiated: std::cell::Cell::new(None),
             inflater: None,
             max_body_bytes,
+            inflight: Box::default(),
         }
+    }
+
+    /// The replies that matched no message in flight since the last call (counted once).
+    pub fn take_unmatched(&self) -> u64 {
+        self.inflight.unmatched.replace(0)
     }
 
     /// Opens the connection and upgrades it, stamping connect (and TLS) and `ws_upgraded`.
@@ -167,13 +188,15 @@ impl WsConn {
         Ok(())
     }
 
-    /// Sends the plan's message (opening and upgrading a connection first if none is open)
-    /// and reads its reply, the next data message, stamping written, first byte and done; a
-    /// subscription (`--stream messages`) reads the messages pushed after it, as `tracker`'s
-    /// events ([`push`]).
+    /// Sends `message` (the plan's, or the one rendered for this request; opening and
+    /// upgrading a connection first if none is open) and reads its reply, the next data
+    /// message (with `--ws-match`, the next that carries its value), stamping written, first
+    /// byte and done; a subscription (`--stream messages`) reads the messages pushed after
+    /// it, as `tracker`'s events ([`push`]).
     pub async fn exchange(
         &mut self,
         wire: &WsWire,
+        message: &[u8],
         max_head: usize,
         stamps: &mut Timestamps,
         tracker: &mut StreamTracker,
@@ -186,13 +209,9 @@ impl WsConn {
         if self.ping.due(Instant::now()).is_some() {
             self.send_ping().await?;
         }
-        let opcode = [frame::BINARY, frame::TEXT][usize::from(wire.plan.text)];
-        let mask = (self.masks.next_u64() as u32).to_le_bytes();
-        let (message, rsv1) = deflate::outgoing(self.deflate, wire);
-        frame::encode(&mut self.out, opcode, message, mask);
-        if rsv1 {
-            self.out[0] |= frame::RSV1;
-        }
+        self.out.clear();
+        self.inflight.clear();
+        self.add_frame(wire, message);
         self.write_out().await?;
         let written = Instant::now();
         stamps.written = Some(written);
@@ -205,24 +224,77 @@ impl WsConn {
         }
         // Bytes already read (after the upgrade's head, or after the last reply) count as
         // arrived now.
-        match self.next_step(stamps, written).await? {
-            (
-                Step::Message {
-                    text,
-                    payload,
-                    framing,
-                },
-                arrived,
-            ) => {
-                stamps.done = Some(arrived);
-                let mut reply = Reply::of(framing, payload, bytes_written);
-                reply.traffic.body_decoded = self.decoded(text, payload, stamps)?;
-                Ok(reply)
+        let mut arrived = written;
+        loop {
+            match self.next_step(&mut stamps.first_byte, arrived).await? {
+                (
+                    Step::Message {
+                        text,
+                        payload,
+                        framing,
+                    },
+                    at,
+                ) => {
+                    if self.answered(wire).is_none() {
+                        // Not this message's reply: its first byte was not the reply's.
+                        stamps.first_byte = None;
+                        arrived = at;
+                        continue;
+                    }
+                    stamps.done = Some(at);
+                    let mut reply = Reply::of(framing, payload, bytes_written);
+                    reply.traffic.body_decoded = self.decoded(text, payload, stamps)?;
+                    return Ok(reply);
+                }
+                (step, _) => {
+                    return Err(self
+                        .closed_by_server(step, "before the reply message")
+                        .await)
+                }
             }
-            (step, _) => Err(self
-                .closed_by_server(step, "before the reply message")
-                .await),
         }
+    }
+
+    /// Appends `message`'s frame to `out` (a text or binary frame, as the plan's; compressed
+    /// where it may be), and puts the message in flight with its `--ws-match` value.
+    fn add_frame(&mut self, wire: &WsWire, message: &[u8]) {
+        let opcode = [frame::BINARY, frame::TEXT][usize::from(wire.plan.text)];
+        let mask = (self.masks.next_u64() as u32).to_le_bytes();
+        // Where permessage-deflate is in effect the plan's message goes as deflated once for
+        // the run; a rendered one goes as it is (RFC 7692 lets any message go uncompressed).
+        let (payload, rsv1) = match deflate::outgoing(self.deflate, wire) {
+            (deflated, true) if message == wire.plan.message.as_slice() => (deflated, true),
+            _ => (message, false),
+        };
+        let start = self.out.len();
+        frame::append(&mut self.out, opcode, payload, mask);
+        if rsv1 {
+            self.out[start] |= frame::RSV1;
+        }
+        let value = match &wire.plan.match_path {
+            Some(path) => field::value_of(message, path),
+            None => None,
+        };
+        let frame = (self.out.len() - start) as u64;
+        self.inflight.push(value, frame);
+    }
+
+    /// The message in flight the data message just read answers, taken out of flight: the
+    /// first one in flight, or with `--ws-match` the first whose value it carries; `None`
+    /// (counted as unmatched) when it answers none.
+    fn answered(&mut self, wire: &WsWire) -> Option<usize> {
+        let i = match &wire.plan.match_path {
+            None => self.inflight.first(),
+            Some(path) => match field::value_of(self.reader.message(), path) {
+                Some(value) => self.inflight.find(value),
+                None => None,
+            },
+        };
+        match i {
+            Some(i) => self.inflight.answer(i),
+            None => self.inflight.unmatched(),
+        }
+        i
     }
 
     /// Writes `out` whole and flushes it.
@@ -250,10 +322,10 @@ impl WsConn {
     /// Reads until the server's bytes complete a data message or a close frame, answering
     /// pings, timing pongs and sending this connection's pings when due: the step, and when
     /// the bytes that completed it arrived (`arrived`: when the bytes already read did).
-    /// Stamps `first_byte` when the first byte of a data message came.
+    /// Stamps `first_byte` (if not yet) when the first byte of a data message came.
     async fn next_step(
         &mut self,
-        stamps: &mut Timestamps,
+        first_byte: &mut Option<Instant>,
         mut arrived: Instant,
     ) -> Result<(Step, Instant), EngineError> {
         loop {
@@ -266,10 +338,10 @@ impl WsConn {
             let (used, step) = self.reader.feed(&self.buf[self.at..self.end]);
             self.at += used;
             let step = step.map_err(|e| EngineError::new(ErrorKind::Protocol, e.to_string()))?;
-            if stamps.first_byte.is_none()
+            if first_byte.is_none()
                 && (self.reader.in_message() || matches!(step, Step::Message { .. }))
             {
-                stamps.first_byte = Some(arrived);
+                *first_byte = Some(arrived);
             }
             match step {
                 Step::More => {}
@@ -288,19 +360,25 @@ impl WsConn {
     }
 
     /// One read into the buffer (its byte count, never 0), sending the pings that fall due
-    /// while it waits; the end of the connection (EOF or a reset) is an abnormal closure.
+    /// while it waits; the end of the connection (EOF or a reset) is an abnormal closure. A
+    /// batch's `deadline` passed while it waits is a timeout error (the read, cancelled, took
+    /// nothing: the connection stays whole).
     async fn fill(&mut self) -> Result<usize, EngineError> {
         loop {
             let due = self.ping.due(Instant::now());
             let stream = self.stream.as_mut().expect("an open connection");
-            let read = match due {
-                None => Some(stream.read(&mut self.buf).await),
-                Some(due) => {
+            let read = match (due, self.inflight.deadline) {
+                (None, None) => Some(stream.read(&mut self.buf).await),
+                (due, deadline) => {
                     let read = stream.read(&mut self.buf);
+                    let now = Instant::now();
+                    let ping = self.ping.wait(due.unwrap_or(now));
+                    let end = tokio::time::sleep_until(deadline.unwrap_or(now).into());
                     tokio::select! {
                         biased;
                         r = read => Some(r),
-                        _ = self.ping.wait(due) => None,
+                        _ = ping, if due.is_some() => None,
+                        _ = end, if deadline.is_some() => return Err(batch::past_deadline()),
                     }
                 }
             };

@@ -86,6 +86,12 @@ impl Pinger {
         &self.rtts
     }
 
+    /// Forgets the round trips timed so far (recorded with a pipelined batch's message: the
+    /// next message's are those that come after).
+    pub fn clear_rtts(&mut self) {
+        self.rtts.clear();
+    }
+
     /// Waits until `due` (the timer moved there if it was armed for another time).
     pub async fn wait(&mut self, due: Instant) {
         let timer = self

@@ -38,7 +38,7 @@ impl WsConn {
         let mut count = 0u32;
         let mut arrived = written;
         loop {
-            let (step, at) = self.next_step(stamps, arrived).await?;
+            let (step, at) = self.next_step(&mut stamps.first_byte, arrived).await?;
             arrived = at;
             match step {
                 Step::Message {

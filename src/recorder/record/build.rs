@@ -161,11 +161,14 @@ pub(super) fn counts_of(plan: &RunPlan, measured: &Measured, end: &Ending) -> Su
             .by_name(crate::recorder::codes::h2_code_name),
         grpc: crate::recorder::codes::GrpcStatuses::of(&measured.grpc_codes),
         ws_closes: measured
-            .ws_closes
+            .ws
+            .closes
             .by_name(crate::engine::websocket::close::name),
         ws_deflate: measured
-            .ws_deflate
+            .ws
+            .deflate
             .by_name(crate::engine::websocket::deflate::name),
+        ws_unmatched: measured.ws.unmatched,
         h2_max_concurrent_streams: measured.h2_max_streams,
         bursts: bursts_of(plan, measured),
         by_request,

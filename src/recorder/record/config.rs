@@ -54,7 +54,8 @@ pub struct Config {
     pub protocol: Protocol,
     /// Concurrent streams per connection (1 for HTTP/1.1).
     pub streams: u64,
-    /// HTTP/1.1 requests pipelined per connection (`--pipeline`; 1: none, then not written).
+    /// HTTP/1.1 requests or WebSocket messages pipelined per connection (`--pipeline`; 1:
+    /// none, then not written).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub pipeline: u64,
     /// HTTP/2: `--h2-coalesce`, seconds (absent without it).
@@ -100,6 +101,10 @@ pub struct Config {
     /// `--grpc`: the method called (`package.Service/Method`); absent from other runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc: Option<String>,
+    /// `--ws-match`: the JSON field (a name or a dotted path) that matched WebSocket replies
+    /// to their messages; absent when replies answered in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ws_match: Option<String>,
     /// `--trace-context`: the share sent sampled, the `tracestate` sent and the link to a
     /// trace (`--trace-link`); absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -248,6 +253,10 @@ pub(super) fn config_of(plan: &RunPlan, end: &Ending) -> Config {
             .then(|| format!("{}/{}", plan.segment.index + 1, plan.segment.count)),
         workload: None,
         grpc: plan.grpc().map(|g| g.method.clone()),
+        ws_match: match &plan.protocol {
+            crate::plan::ProtocolPlan::WebSocket(ws) => ws.match_path.as_ref().map(|p| p.join(".")),
+            _ => None,
+        },
         trace_context: plan.trace.as_ref().map(|t| TraceConfig {
             sample: t.sample,
             tracestate: t.tracestate.clone(),

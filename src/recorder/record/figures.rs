@@ -64,6 +64,10 @@ pub struct Summary {
     /// from runs without it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ws_deflate: BTreeMap<String, u64>,
+    /// WebSocket with `--ws-match`: replies that matched no message in flight (answering
+    /// none); absent when none.
+    #[serde(default, skip_serializing_if = "crate::recorder::hist::is_zero")]
+    pub ws_unmatched: u64,
     /// gRPC calls by status code, and each code's first message (flattened into the summary).
     #[serde(flatten)]
     pub grpc: crate::recorder::codes::GrpcStatuses,

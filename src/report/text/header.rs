@@ -1,6 +1,7 @@
 //! The report's header: what was run (target, protocol, load, length, pipelining, the
 //! resolver), as the run starts ([`start_header`]) and in the report, with how it ended.
 
+use crate::model::Protocol;
 use crate::recorder::record::RunRecord;
 use crate::util::units::human_ns;
 use std::fmt::Write as _;
@@ -44,11 +45,22 @@ pub fn start_header(config: &crate::recorder::record::Config, levels: &[&str]) -
 /// The header's line on pipelining (`--pipeline`) and on an open loop's offered rate.
 fn pipeline_and_rate(out: &mut String, c: &crate::recorder::record::Config) {
     if c.pipeline > 1 {
+        let ws = matches!(
+            c.protocol,
+            Protocol::Ws | Protocol::Wss | Protocol::WsH2c | Protocol::WssH2
+        );
+        let answered = match &c.ws_match {
+            Some(field) => format!("replies matched by their {field}"),
+            None => "answered in order".into(),
+        };
         let _ = writeln!(
             out,
-            "  pipelined: {} requests per connection sent in one write, answered in order",
-            c.pipeline
+            "  pipelined: {} {} per connection sent in one write, {answered}",
+            c.pipeline,
+            if ws { "messages" } else { "requests" }
         );
+    } else if let Some(field) = &c.ws_match {
+        let _ = writeln!(out, "  replies matched to their messages by {field}");
     }
     if let Some(s) = c.h2_coalesce_s {
         let _ = writeln!(

@@ -129,7 +129,7 @@ fn totals(out: &mut String, r: &RunRecord) {
         "  Connections  {} opened, {} closed by the server after a response",
         s.connections.opened, s.connections.server_closes
     );
-    super::codes::ws_closes(out, s);
+    super::codes::websocket(out, s);
     super::codes::ws_deflate(out, s);
     pacer(out, r);
     if let Some(m) = s.h2_max_concurrent_streams {

@@ -34,7 +34,11 @@
 //! A template with no generator left after parsing (`{env:…}` becomes text) is *static*:
 //! [`Template::static_bytes`] gives its bytes, and a request made only of static templates is
 //! prepared once (see `request`).
+//!
+//! JSON text (gRPC's and a WebSocket's `--data`) is parsed by [`Template::parse_json`], whose
+//! braces are JSON's but those that open a slot.
 
+mod json;
 mod slot;
 
 use super::gen::{self, GenState, LineFile, Pareto, Zipf};
