@@ -331,14 +331,26 @@ impl Session {
 
     /// Whether this request's phases are timed by the clock when the thread notices them, so
     /// its thread must not sleep through them: all but an HTTP/1.1 exchange over plain TCP
-    /// without `--compressed` or `--stream`, whose bytes the kernel stamps ([`arrival`]; its connect, if it
-    /// opens one, keeps the thread awake by itself).
+    /// without `--compressed` or `--stream`, or a `ws://` message alone (no TLS, HTTP/2,
+    /// subscription, pings, deflate or batch), whose bytes the kernel stamps ([`arrival`]; its
+    /// connect or upgrade, if it opens one, keeps the thread awake by itself).
     pub(super) fn needs_thread_awake(&self) -> bool {
         let stamped = match &self.channel {
             Channel::Http1 { wire, .. } => {
                 self.kept.decoder.is_none()
                     && self.config.stream.is_none()
                     && !wire.connector.is_tls()
+            }
+            // ws:// over TCP reads with the kernel's stamps too; a subscription's messages,
+            // pings, inflating and a batch in flight are timed as they are read.
+            Channel::WebSocket { wire, .. } => {
+                let ws = &wire.plan;
+                !wire.connector.is_tls()
+                    && !ws.http2
+                    && !ws.subscribe
+                    && ws.ping.is_none()
+                    && ws.pipeline <= 1
+                    && wire.deflated.is_none()
             }
             _ => false,
         };

@@ -131,7 +131,9 @@ fn out_of_order_replies_are_matched_to_their_messages_by_id() {
         // bytes of header and mask, then {"id":NNNN,"pad":"…"}.
         let pad = written - 6 - r#"{"id":1000,"pad":""}"#.len() as u64;
         let delay_ms = (4 - pad) * 10;
-        let wait_ms = col(row, "wait_ns") as f64 / 1e6;
+        // From before its write (the server may have it before `written` is stamped; the
+        // reply's arrival is the kernel's stamp).
+        let wait_ms = (col(row, "write_ns") + col(row, "wait_ns")) as f64 / 1e6;
         assert!(
             wait_ms >= delay_ms as f64 && wait_ms < delay_ms as f64 + 9.0,
             "a pad of {pad} bytes waited {wait_ms} ms, not {delay_ms} ms: {row:?}"

@@ -144,13 +144,15 @@ impl WsConn {
         self.inflight.unmatched.replace(0)
     }
 
-    /// Opens the connection and upgrades it, stamping connect (and TLS) and `ws_upgraded`.
+    /// Opens the connection and upgrades it, stamping connect (and TLS) and `ws_upgraded`
+    /// (by the clock: the thread is kept awake for them).
     pub async fn open(
         &mut self,
         wire: &WsWire,
         max_head: usize,
         stamps: &mut Timestamps,
     ) -> Result<(), EngineError> {
+        let _awake = crate::engine::arrival::awake::Needed::new();
         self.stream = None;
         self.closing = false;
         let mut stream = wire.connector.connect(stamps).await?;
@@ -330,8 +332,10 @@ impl WsConn {
     ) -> Result<(Step, Instant), EngineError> {
         loop {
             if self.at == self.end {
-                let n = self.fill().await?;
-                arrived = Instant::now();
+                let (n, stamp) = self.fill().await?;
+                // The kernel's arrival stamp on plain TCP: a thread busy or asleep when the
+                // bytes came does not lengthen the wait (engine::arrival).
+                arrived = stamp.unwrap_or_else(Instant::now);
                 (self.at, self.end) = (0, n);
                 self.read += n as u64;
             }
@@ -359,18 +363,19 @@ impl WsConn {
         }
     }
 
-    /// One read into the buffer (its byte count, never 0), sending the pings that fall due
-    /// while it waits; the end of the connection (EOF or a reset) is an abnormal closure. A
-    /// batch's `deadline` passed while it waits is a timeout error (the read, cancelled, took
-    /// nothing: the connection stays whole).
-    async fn fill(&mut self) -> Result<usize, EngineError> {
+    /// One read into the buffer (its byte count, never 0, and on plain TCP the kernel's stamp
+    /// of when its bytes arrived), sending the pings that fall due while it waits; the end of
+    /// the connection (EOF or a reset) is an abnormal closure. A batch's `deadline` passed
+    /// while it waits is a timeout error (the read, cancelled, took nothing: the connection
+    /// stays whole).
+    async fn fill(&mut self) -> Result<(usize, Option<Instant>), EngineError> {
         loop {
             let due = self.ping.due(Instant::now());
             let stream = self.stream.as_mut().expect("an open connection");
             let read = match (due, self.inflight.deadline) {
-                (None, None) => Some(stream.read(&mut self.buf).await),
+                (None, None) => Some(read_stamped(stream, &mut self.buf).await),
                 (due, deadline) => {
-                    let read = stream.read(&mut self.buf);
+                    let read = read_stamped(stream, &mut self.buf);
                     let now = Instant::now();
                     let ping = self.ping.wait(due.unwrap_or(now));
                     let end = tokio::time::sleep_until(deadline.unwrap_or(now).into());
@@ -384,7 +389,7 @@ impl WsConn {
             };
             match read {
                 None => self.send_ping().await?,
-                Some(Ok(0)) => {
+                Some(Ok((0, _))) => {
                     self.ended = Some(close::ABNORMAL);
                     return Err(EngineError::new(
                         ErrorKind::Closed,
@@ -392,7 +397,7 @@ impl WsConn {
                             .into(),
                     ));
                 }
-                Some(Ok(n)) => return Ok(n),
+                Some(Ok(read)) => return Ok(read),
                 Some(Err(e)) => {
                     self.ended = Some(close::ABNORMAL);
                     return Err(EngineError::io(ErrorKind::Read, "read".into(), &e));
@@ -410,4 +415,16 @@ impl WsConn {
         };
         (len + 4 + message) as u64
     }
+}
+
+/// Reads into `buf`: on plain TCP with the kernel's arrival stamp of the bytes read
+/// ([`arrival::read`](crate::engine::arrival::read)), otherwise (TLS, an HTTP/2 stream) with none.
+async fn read_stamped(
+    stream: &mut Stream,
+    buf: &mut [u8],
+) -> std::io::Result<(usize, Option<Instant>)> {
+    if let Stream::Plain(tcp) = &*stream {
+        return crate::engine::arrival::read(tcp, buf).await;
+    }
+    stream.read(buf).await.map(|n| (n, None))
 }
