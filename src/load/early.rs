@@ -94,7 +94,7 @@ impl EarlyWake {
 
     /// When to be woken for a release at `at`: early by the lead, if the budget has room
     /// for a spin of that long (else a wake-up early would have to sleep again), and if the
-    /// lead is more than an eighth of the slack ([`SLACK_SHARE`]): a thread allowed to leave
+    /// lead is more than an eighth of the slack (`SLACK_SHARE`): a thread allowed to leave
     /// up to the slack late gains little it asked for by spinning off a lateness far within it
     /// (at `--pacer-slack 1ms` and 20,000 req/s the spin cost a tenth of the thread's CPU to
     /// move lags spread over a millisecond by some 50 µs).

@@ -500,3 +500,53 @@ fn timing_ws_replies_are_stamped_by_the_kernel_and_slept_through() {
         "napping blocked {blocks} times, woken by each reply {blocks_before}"
     );
 }
+
+/// The metrics endpoint (`--metrics-addr`) serves a WebSocket run as an HTTP one: while it
+/// lingers after the run, its request count is the record's, and its phases are there.
+#[test]
+fn the_metrics_endpoint_serves_a_ws_run() {
+    use std::io::{Read, Write};
+    let s = embedded(ServerTls::None);
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("r.json");
+    let addr = format!("127.0.0.1:{port}");
+    let _run = Stopped(
+        reqlife()
+            .args(["run", "--data", "hi", "-R", "200", "-d", "1s", "-q"])
+            .args(["--metrics-addr", &addr, "--metrics-linger", "20s", "-o"])
+            .arg(&record)
+            .arg(ws_url(&s, "/ws"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // The record is written when the run ends, before the linger: then the last scrape holds
+    // the whole run.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while !record.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let j = read_json(&record);
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        conn,
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut page = String::new();
+    conn.read_to_string(&mut page).unwrap();
+    let total = page
+        .lines()
+        .find_map(|l| l.strip_prefix("reqlife_requests_total "))
+        .unwrap_or_else(|| panic!("no reqlife_requests_total: {page}"));
+    assert_eq!(
+        total.trim().parse::<u64>().unwrap(),
+        count(&j, "summary.requests.total"),
+        "{page}"
+    );
+    assert!(page.contains("reqlife_latency_seconds_bucket{phase=\"wait\""));
+}

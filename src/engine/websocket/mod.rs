@@ -334,8 +334,10 @@ impl WsConn {
             if self.at == self.end {
                 let (n, stamp) = self.fill().await?;
                 // The kernel's arrival stamp on plain TCP: a thread busy or asleep when the
-                // bytes came does not lengthen the wait (engine::arrival).
-                arrived = stamp.unwrap_or_else(Instant::now);
+                // bytes came does not lengthen the wait (engine::arrival). Never before the
+                // bytes read earlier, nor before `written` (a thread preempted between its
+                // write and the stamp: that time is the write's, as HTTP/1.1's is).
+                arrived = stamp.map_or_else(Instant::now, |at| at.max(arrived));
                 (self.at, self.end) = (0, n);
                 self.read += n as u64;
             }
