@@ -380,3 +380,35 @@ fn through_one_pipe_or_file_the_run_header_is_printed_once() {
     let out = run_ok(&["run", "-n", "200", "-c", "2", "-t", "1"]);
     assert_eq!(stdout(&out).matches("Running 200-request test").count(), 1);
 }
+
+/// The live view of a WebSocket run: drawn as an HTTP run's, and `q` ends it with a record
+/// of WebSocket messages (the embedded target's `/ws` echo).
+#[test]
+fn the_view_draws_a_websocket_run_and_q_ends_it_with_its_record() {
+    let Some(script) = script() else { return };
+    let server = common::embedded(reqlife::server::ServerTls::None);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let url = format!("ws://{}/ws", server.addr());
+    let mut pty = reqlife_on_pty(
+        script,
+        dir.path(),
+        &format!("run {url} --data hi -R 200 -d 60s --live -o {d}/rec.json"),
+    );
+    assert!(
+        pty.wait_for(b"throughput", 0, Duration::from_secs(60)),
+        "the view was not drawn: {}",
+        String::from_utf8_lossy(&pty.text())
+    );
+    assert!(pty.wait_for(b"requests,", 0, Duration::from_secs(30)));
+    pty.key(b"q");
+    let out = pty.finish(Duration::from_secs(60));
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("RC=130"), "q ends the run: {text}");
+    assert_terminal_back(&out, 1, b"Status codes", dir.path());
+    let rec: serde_json::Value = read_json(dir.path().join("rec.json"));
+    assert_eq!(rec["config"]["protocol"], "ws");
+    assert_eq!(rec["stop_reason"], "stopped in the live view");
+    assert!(rec["summary"]["requests"]["ok"].as_u64().unwrap() > 0);
+    assert!(rec["summary"]["latency"]["phases"]["ws_upgrade"]["count"].as_u64() > Some(0));
+}
