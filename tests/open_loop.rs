@@ -606,21 +606,8 @@ fn timing_the_thread_sleeps_through_responses_and_still_times_them() {
         let mut cmd = reqlife();
         cmd.args(["run", "-R", "200", "-d", "1s", "-c", "4", "-t", "1"])
             .args(["--pacer-slack", "0", "--json", &url])
-            .env("REQLIFE_NO_NAPS", if naps { "0" } else { "1" })
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null());
-        // Reaped below with wait4 (which gives its resource usage), not with `wait`.
-        #[allow(clippy::zombie_processes)]
-        let child = cmd.spawn().unwrap();
-        let pid = child.id() as libc::pid_t;
-        let mut out = String::new();
-        child.stdout.unwrap().read_to_string(&mut out).unwrap();
-        let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
-        // SAFETY: a child of this process, reaped once, with valid out-pointers.
-        assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
-        assert_eq!(status, 0, "{out}");
-        let j: Value = serde_json::from_str(&out).unwrap();
-        (j, usage.ru_nvcsw as f64)
+            .env("REQLIFE_NO_NAPS", if naps { "0" } else { "1" });
+        json_and_blocks(cmd)
     };
     let (napping, blocks) = run(true);
     let (woken, blocks_before) = run(false);

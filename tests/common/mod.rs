@@ -625,3 +625,30 @@ pub fn ok_sample(stamps: reqlife::model::Timestamps) -> reqlife::model::Sample {
         trace: None,
     }
 }
+
+/// Runs `cmd` (a `reqlife … --json` run), which must exit 0: its JSON and how many times it
+/// blocked (voluntary context switches, from `wait4`'s resource usage: its wake-ups).
+pub fn json_and_blocks(mut cmd: Command) -> (serde_json::Value, f64) {
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    // Reaped below with wait4 (which gives its resource usage), not with `wait`.
+    #[allow(clippy::zombie_processes)]
+    let child = cmd.spawn().unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut out = String::new();
+    child.stdout.unwrap().read_to_string(&mut out).unwrap();
+    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    // SAFETY: a child of this process, reaped once, with valid out-pointers.
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+    assert_eq!(status, 0, "{out}");
+    (serde_json::from_str(&out).unwrap(), usage.ru_nvcsw as f64)
+}
+
+/// The `error:` lines of a run's stderr: exactly one, returned.
+#[track_caller]
+pub fn one_error_line(out: &Output) -> String {
+    let err = stderr(out);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    lines[0].to_string()
+}

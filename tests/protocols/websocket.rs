@@ -26,6 +26,20 @@ pub(crate) fn ws_server(extra: &[&str]) -> (Stopped, String) {
     (child, format!("ws://127.0.0.1:{port}/echo"))
 }
 
+/// A script of tests/data started as `program script args`, stopped when dropped, and its
+/// `ws://` URL.
+pub(crate) fn scripted(program: &str, script: &str, args: &[&str]) -> (Stopped, String) {
+    let mut cmd = Command::new(program);
+    cmd.arg(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(script),
+    )
+    .args(args);
+    let (child, port) = listening(&mut cmd, script);
+    (child, format!("ws://127.0.0.1:{port}/"))
+}
+
 fn ws_run(url: &str) -> Run {
     Run::new()
         .args(["--data", "hello, reqlife", "--timeout", "5s"])

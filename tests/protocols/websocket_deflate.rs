@@ -3,38 +3,8 @@
 //! every message compressed) and not, and against tests/data/ws_bad_server.py's compressed
 //! replies never agreed, an extension never offered and a decompression bomb.
 
+use super::websocket::{have_websockets, scripted};
 use crate::common::*;
-use std::path::Path;
-use std::process::Command;
-
-/// Whether Python has the websockets package; in CI its absence is a failure.
-fn have_websockets() -> bool {
-    python_has(
-        "websockets",
-        "the Python websockets package",
-        "pip install websockets",
-    )
-}
-
-/// A script of tests/data started with `args`, stopped when dropped, and its `ws://` URL.
-fn server(script: &str, args: &[&str]) -> (Stopped, String) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(script);
-    let mut cmd = Command::new("python3");
-    cmd.arg(path).args(args);
-    let (child, port) = listening(&mut cmd, script);
-    (child, format!("ws://127.0.0.1:{port}/"))
-}
-
-/// The `error:` lines of a run's stderr: exactly one, returned.
-#[track_caller]
-fn one_error_line(out: &std::process::Output) -> String {
-    let err = stderr(out);
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
-    assert_eq!(lines.len(), 1, "{err}");
-    lines[0].to_string()
-}
 
 /// A text message of about 100 KB that compresses well, with characters of 2 and 3 bytes
 /// (checked as UTF-8 once inflated).
@@ -49,7 +19,7 @@ fn compressed_replies_are_inflated_as_the_decode_phase() {
     if !have_websockets() {
         return;
     }
-    let (_server, url) = server("ws_server.py", &["--deflate"]);
+    let (_server, url) = scripted("python3", "ws_server.py", &["--deflate"]);
     let message = big_message();
     let len = message.len() as u64;
     let run = |flags: &[&str]| {
@@ -104,7 +74,7 @@ fn a_server_that_does_not_agree_is_counted_and_said_in_the_report() {
     if !have_websockets() {
         return;
     }
-    let (_server, url) = server("ws_server.py", &[]);
+    let (_server, url) = scripted("python3", "ws_server.py", &[]);
     let (line, j) = report_and_record(&url);
     // Every connection opened (2, or 1 where one did all the requests) told it.
     let opened = count(&j, "connections.opened");
@@ -125,7 +95,7 @@ fn a_server_that_does_not_agree_is_counted_and_said_in_the_report() {
     );
     // Agreed: said too, with nothing uncompressed:
     // `WebSocket permessage-deflate: agreed on N of N connections`.
-    let (_deflating, url) = server("ws_server.py", &["--deflate"]);
+    let (_deflating, url) = scripted("python3", "ws_server.py", &["--deflate"]);
     let (line, j) = report_and_record(&url);
     let words: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(words.len(), 8, "{line}");
@@ -170,7 +140,8 @@ fn pushed_messages_are_inflated_each() {
     if !have_websockets() {
         return;
     }
-    let (_server, url) = server(
+    let (_server, url) = scripted(
+        "python3",
         "ws_server.py",
         &["--deflate", "--push-ms", "1", "--push-count", "4"],
     );
@@ -198,7 +169,7 @@ fn pushed_messages_are_inflated_each() {
 fn compressed_frames_never_agreed_and_extensions_never_offered_fail() {
     // RSV1 without an agreement: a protocol error per message, with --compressed or not (the
     // server agrees to nothing).
-    let (_server, url) = server("ws_bad_server.py", &["--mode", "rsv1"]);
+    let (_server, url) = scripted("python3", "ws_bad_server.py", &["--mode", "rsv1"]);
     for flags in [&[][..], &["--compressed"][..]] {
         let (out, j) = Run::new()
             .args(["--data", "hi", "--timeout", "5s"])
@@ -220,7 +191,11 @@ fn compressed_frames_never_agreed_and_extensions_never_offered_fail() {
         ("extension", "'x-unknown'"),
         ("bomb", "'permessage-deflate'"),
     ] {
-        let (_server, url) = server("ws_bad_server.py", &["--mode", mode, "--size", "1000"]);
+        let (_server, url) = scripted(
+            "python3",
+            "ws_bad_server.py",
+            &["--mode", mode, "--size", "1000"],
+        );
         let out = Run::new()
             .args(["--data", "hi", "--timeout", "5s"])
             .n(20)
@@ -240,7 +215,11 @@ fn compressed_frames_never_agreed_and_extensions_never_offered_fail() {
 #[test]
 fn a_decompression_bomb_is_cut_at_max_body() {
     // 8 MB of zeros, about 8 KB on the wire.
-    let (_server, url) = server("ws_bad_server.py", &["--mode", "bomb", "--size", "8000000"]);
+    let (_server, url) = scripted(
+        "python3",
+        "ws_bad_server.py",
+        &["--mode", "bomb", "--size", "8000000"],
+    );
     let run = |max: &str| {
         Run::new()
             .args([

@@ -17,15 +17,6 @@ fn h2_run(url: &str) -> Run {
         .url(url)
 }
 
-/// The `error:` lines of a run's stderr: exactly one, returned.
-#[track_caller]
-fn one_error_line(out: &std::process::Output) -> String {
-    let err = stderr(out);
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
-    assert_eq!(lines.len(), 1, "{err}");
-    lines[0].to_string()
-}
-
 /// The record of `run` (written with `-o`).
 fn record_of(run: Run) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();

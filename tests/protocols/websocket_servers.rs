@@ -8,6 +8,7 @@
 //! `websockets`; in CI (`CI` set) their absence fails a test, elsewhere the test says so and
 //! does not run.
 
+use super::websocket::{have_websockets, scripted};
 use crate::common::*;
 use reqlife::server::ServerTls;
 use std::path::{Path, PathBuf};
@@ -18,15 +19,6 @@ fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(name)
-}
-
-/// Whether Python has the websockets package; in CI its absence is a failure.
-fn have_websockets() -> bool {
-    python_has(
-        "websockets",
-        "the Python websockets package",
-        "pip install websockets",
-    )
 }
 
 /// Whether Node and its `ws` package (tests/data/node_modules) are here.
@@ -47,27 +39,10 @@ fn ws_url(s: &reqlife::server::RunningServer, path: &str) -> String {
     format!("ws://{}{path}", s.addr())
 }
 
-/// A server script started as `program script args`, stopped when dropped, and its `ws://` URL.
-fn scripted(program: &str, script: &str, args: &[&str]) -> (Stopped, String) {
-    let mut cmd = Command::new(program);
-    cmd.arg(data(script)).args(args);
-    let (child, port) = listening(&mut cmd, script);
-    (child, format!("ws://127.0.0.1:{port}/"))
-}
-
 fn ws_run(url: &str) -> Run {
     Run::new()
         .args(["--data", "hello, reqlife", "--timeout", "5s"])
         .url(url)
-}
-
-/// The `error:` lines of a run's stderr: exactly one, returned.
-#[track_caller]
-fn one_error_line(out: &std::process::Output) -> String {
-    let err = stderr(out);
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
-    assert_eq!(lines.len(), 1, "{err}");
-    lines[0].to_string()
 }
 
 #[test]
@@ -461,28 +436,14 @@ fn knee_thresholds_html_records_merge_and_every_work_on_a_ws_target() {
 #[test]
 #[ignore = "timing: run alone by .ci/test's timing step"]
 fn timing_ws_replies_are_stamped_by_the_kernel_and_slept_through() {
-    use std::io::Read;
     let s = embedded(ServerTls::None);
     let url = ws_url(&s, "/ws/delay/2");
     let run = |naps: bool| {
         let mut cmd = reqlife();
         cmd.args(["run", "-R", "200", "-d", "1s", "-c", "4", "-t", "1"])
             .args(["--pacer-slack", "0", "--data", "hi", "--json", &url])
-            .env("REQLIFE_NO_NAPS", if naps { "0" } else { "1" })
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null());
-        // Reaped below with wait4 (which gives its resource usage), not with `wait`.
-        #[allow(clippy::zombie_processes)]
-        let child = cmd.spawn().unwrap();
-        let pid = child.id() as libc::pid_t;
-        let mut out = String::new();
-        child.stdout.unwrap().read_to_string(&mut out).unwrap();
-        let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
-        // SAFETY: a child of this process, reaped once, with valid out-pointers.
-        assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
-        assert_eq!(status, 0, "{out}");
-        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
-        (j, usage.ru_nvcsw as f64)
+            .env("REQLIFE_NO_NAPS", if naps { "0" } else { "1" });
+        json_and_blocks(cmd)
     };
     let (napping, blocks) = run(true);
     let (woken, blocks_before) = run(false);

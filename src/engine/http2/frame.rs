@@ -66,6 +66,29 @@ impl Head {
     }
 }
 
+/// SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441, section 3): the extended CONNECT that opens a
+/// WebSocket on a stream.
+pub(in crate::engine) const SETTINGS_ENABLE_CONNECT_PROTOCOL: u16 = 0x8;
+
+/// A server's preface, the SETTINGS frame at the start of `bytes` (RFC 9113, section 3.4), once
+/// whole (`None`: not yet): the value it gives setting `id` (the last, if given twice), or
+/// `Err` as soon as the first frame is seen not to be SETTINGS.
+pub(in crate::engine) fn preface_setting(bytes: &[u8], id: u16) -> Option<Result<Option<u32>, ()>> {
+    if bytes.len() >= 4 && bytes[3] != SETTINGS {
+        return Some(Err(()));
+    }
+    if bytes.len() < 9 {
+        return None;
+    }
+    let body = bytes.get(9..9 + Head::parse(bytes).len)?;
+    let value = body
+        .chunks_exact(6)
+        .rev()
+        .find(|s| u16::from_be_bytes([s[0], s[1]]) == id)
+        .map(|s| u32::from_be_bytes([s[2], s[3], s[4], s[5]]));
+    Some(Ok(value))
+}
+
 /// A frame header's bytes.
 pub(super) fn head(len: usize, kind: u8, flags: u8, stream: u32) -> [u8; 9] {
     let l = (len as u32).to_be_bytes();

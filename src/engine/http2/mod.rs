@@ -32,6 +32,7 @@ use wire::{WireShare, WireStats};
 #[doc(hidden)]
 pub use conn::receive_any;
 pub use frame::code_name;
+pub(in crate::engine) use frame::{preface_setting, SETTINGS_ENABLE_CONNECT_PROTOCOL};
 
 /// How a link's connections are set up.
 #[derive(Debug, Clone, Copy)]

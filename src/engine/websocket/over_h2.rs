@@ -17,7 +17,7 @@
 
 use crate::engine::cause::Cause;
 use crate::engine::connect::Stream;
-use crate::engine::http2::crate_link::h2_error;
+use crate::engine::http2::{self, crate_link::h2_error};
 use crate::engine::request::RequestTemplate;
 use crate::engine::{EngineError, SetupError};
 use crate::model::{ErrorKind, Timestamps};
@@ -31,9 +31,6 @@ use std::rc::Rc;
 use std::task::{ready, Context, Poll};
 use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-
-/// SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441, section 3).
-const ENABLE_CONNECT_PROTOCOL: u16 = 0x8;
 
 /// The longest SETTINGS frame read for the setting: 64 settings (RFC 9113 defines 7).
 const MAX_SETTINGS: usize = 9 + 6 * 64;
@@ -94,23 +91,11 @@ struct Sniff {
     first: Rc<Cell<First>>,
 }
 
-/// What the SETTINGS frame at the start of `bytes` says, once it is whole (`None`: not yet).
+/// What the SETTINGS frame at the start of `bytes` says, once it is whole (`None`: not yet):
+/// whether it enables the extended CONNECT, or `Err` when it is no SETTINGS frame.
 fn first_frame(bytes: &[u8]) -> Option<Result<bool, ()>> {
-    if bytes.len() >= 4 && bytes[3] != 0x4 {
-        return Some(Err(()));
-    }
-    if bytes.len() < 9 {
-        return None;
-    }
-    let len = usize::from(bytes[1]) << 8 | usize::from(bytes[2]) | usize::from(bytes[0]) << 16;
-    if bytes.len() < 9 + len {
-        return None;
-    }
-    let connect = bytes[9..9 + len].chunks_exact(6).any(|s| {
-        u16::from_be_bytes([s[0], s[1]]) == ENABLE_CONNECT_PROTOCOL
-            && u32::from_be_bytes([s[2], s[3], s[4], s[5]]) == 1
-    });
-    Some(Ok(connect))
+    http2::preface_setting(bytes, http2::SETTINGS_ENABLE_CONNECT_PROTOCOL)
+        .map(|setting| setting.map(|value| value == Some(1)))
 }
 
 impl AsyncRead for Sniff {
