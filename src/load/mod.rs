@@ -352,7 +352,9 @@ impl WorkerCtx {
         let config = Rc::new(self.config.per_thread());
         let feed = match pacer {
             None => Feed::Closed(self.scheduler.clone()),
-            Some(_) => Feed::Open(Rc::new(open::OpenQueue::default())),
+            Some(_) => Feed::Open(Rc::new(open::OpenQueue::for_takers(
+                self.connections * self.streams,
+            ))),
         };
         let gate = config
             .max_connects_per_s

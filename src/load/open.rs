@@ -2,7 +2,10 @@
 //! timer and, on each wake-up, releases every ticket of the thread's pacer already due into the
 //! thread's queue, then sleeps until the next due time plus the pacer's slack
 //! (`--pacer-slack`): requests due within the slack of each other leave together, one wake-up
-//! for the batch, late by at most the slack (plus the wake-up's own lateness), never early.
+//! for the batch, late by at most the slack (plus the wake-up's own lateness), never early, and
+//! never more of them than the thread has connections to take them (a batch that overfilled
+//! the connections would queue its own requests behind each other, a wait of the pacer's
+//! making).
 //! That lateness is the schedule lag each ticket records, and latency is always measured from
 //! the due time. The thread's connections take tickets from the queue as they become free; the
 //! dispatcher wakes only connections that wait idle, one per ticket. A ticket that waits in
@@ -32,9 +35,20 @@ pub struct OpenQueue {
     /// Connections waiting in `take` that no one has woken yet.
     idle: Cell<usize>,
     closed: Cell<bool>,
+    /// How many connections (HTTP/2 and HTTP/3: streams) take tickets from it; 0: not known.
+    takers: usize,
 }
 
 impl OpenQueue {
+    /// The queue of a thread whose `takers` connections (or streams) take its tickets: no
+    /// batch of the pacer holds more requests than they can take at once.
+    pub fn for_takers(takers: usize) -> Self {
+        OpenQueue {
+            takers,
+            ..OpenQueue::default()
+        }
+    }
+
     /// Adds a ticket; `wake` lets the idle connections know.
     fn push(&self, ticket: Ticket) {
         self.tickets.borrow_mut().push_back(ticket);
@@ -92,19 +106,26 @@ impl OpenQueue {
 }
 
 /// Takes `first` and the requests due within `slack` after it (taken from `next`) into
-/// `batch`, to leave together in one wake-up at the last one's due time; returns the first
-/// request after them, or `None` when the schedule is over.
+/// `batch`, at most `most` of them (0: no bound), to leave together in one wake-up at the last
+/// one's due time; returns the first request after them, or `None` when the schedule is over.
+///
+/// The bound is the thread's connections: a batch of more requests than connections to take
+/// them would queue its last ones behind its first by construction, a wait of the pacer's
+/// making that the `queue` phase would book as the server's (every connection busy), and
+/// every reply would wake the thread to send the next queued one. With the bound, requests
+/// queue only behind connections the server has not answered yet.
 fn gather<T>(
     first: (Instant, T),
-    slack: Duration,
+    (slack, most): (Duration, usize),
     mut next: impl FnMut() -> Option<(Instant, T)>,
     batch: &mut Vec<(Instant, T)>,
 ) -> Option<(Instant, T)> {
     let until = first.0 + slack;
+    let most = if most == 0 { usize::MAX } else { most };
     batch.push(first);
     loop {
         match next() {
-            Some(item) if item.0 <= until => batch.push(item),
+            Some(item) if item.0 <= until && batch.len() < most => batch.push(item),
             after => return after,
         }
     }
@@ -179,7 +200,12 @@ pub async fn dispatch(
     let mut pending = due_times.next();
     while let Some(first) = pending {
         batch.clear();
-        let after = gather(first, slack, || due_times.next(), &mut batch);
+        let after = gather(
+            first,
+            (slack, queue.takers),
+            || due_times.next(),
+            &mut batch,
+        );
         // The batch holds `first` at least: it leaves at its last request's due time.
         let at = batch[batch.len() - 1].0;
         wait_until(&timer, &queue, at, naps, &mut early).await;
@@ -283,6 +309,15 @@ mod tests {
     /// Simulates the dispatcher over due times (µs) with a slack and a fixed wake-up lateness
     /// (µs): for each wake-up, its time and the due times it released.
     fn batches(dues: &[u64], slack: u64, lateness: u64) -> Vec<(u64, Vec<u64>)> {
+        batches_of(dues, (slack, 0), lateness)
+    }
+
+    /// As [`batches`], with at most `most` requests a batch (0: no bound).
+    fn batches_of(
+        dues: &[u64],
+        (slack, most): (u64, usize),
+        lateness: u64,
+    ) -> Vec<(u64, Vec<u64>)> {
         let t0 = Instant::now();
         let at = |us: u64| t0 + Duration::from_micros(us);
         let mut rest = dues.iter().map(|&d| (at(d), d));
@@ -293,7 +328,7 @@ mod tests {
             batch.clear();
             let after = gather(
                 first,
-                Duration::from_micros(slack),
+                (Duration::from_micros(slack), most),
                 || rest.next(),
                 &mut batch,
             );
@@ -359,6 +394,28 @@ mod tests {
             }
             assert_eq!(seen, dues.len(), "every request released once");
         }
+    }
+
+    #[test]
+    fn a_batch_holds_no_more_requests_than_connections_to_take_them() {
+        let dues: Vec<u64> = (0..6).map(|i| i * 20).collect();
+        // 2 connections, a slack of 100 µs over requests 20 µs apart: batches of 2, each
+        // leaving at its last one's due time, none waiting behind another for a connection.
+        assert_eq!(
+            batches_of(&dues, (100, 2), 0),
+            [(20, vec![0, 20]), (60, vec![40, 60]), (100, vec![80, 100])]
+        );
+        // Unbounded (0), the slack alone decides: 0..100 leave together, three requests
+        // more than two connections can take.
+        assert_eq!(
+            batches_of(&dues, (100, 0), 0),
+            [(100, vec![0, 20, 40, 60, 80, 100])]
+        );
+        // A late wake-up still releases what fell due meanwhile: those were due.
+        assert_eq!(
+            batches_of(&dues, (100, 2), 50),
+            [(70, vec![0, 20, 40, 60]), (150, vec![80, 100])]
+        );
     }
 
     /// Runs `f` on a current-thread runtime's local set, as a worker thread does.
