@@ -350,9 +350,9 @@ pub struct RunArgs {
     )]
     pub arrival: ArrivalArg,
 
-    /// Open loop: each wake-up of the pacer also sends the requests due within this after the
-    /// first (fewer wake-ups, less CPU); they leave late by up to this, recorded as schedule
-    /// lag, never early. 0 wakes once per request [default: 50us; at most 10ms].
+    /// Open loop: requests due within this of each other (at most one per connection) leave in
+    /// one wake-up, up to this late (schedule lag), never early: fewer wake-ups, less CPU. 0
+    /// wakes once per request [default: 50us; at most 10ms].
     #[arg(help_heading = "Load", long = "pacer-slack", value_parser = duration_arg)]
     pub pacer_slack: Option<Duration>,
 
