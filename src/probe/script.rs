@@ -163,7 +163,7 @@ impl ScriptPlan {
             maps.extend(["@arr", "@rd", "@ws", "@carr", "@sent"]);
         }
         if self.functions.len() >= 2 {
-            maps.extend(["@fp", "@fs"]);
+            maps.extend(["@fp", "@fs", "@fi"]);
         }
         if calibration.is_some() {
             maps.extend(["@cal", "@up"]);
@@ -303,26 +303,34 @@ tracepoint:sock:sock_recv_length /{pids} && args->ret > 0 && args->protocol == 6
         // A request's functions run on one thread; a Go server's on one goroutine, which
         // may move between threads: keyed by its g (register r14 on x86-64, Go 1.17 on).
         let key = if self.go { "reg(\"r14\")" } else { "tid" };
+        // `@fi` is the next function of the chain (1-based): a function pairs only with the
+        // one before it, once. A Go function whose goroutine's stack grows at its entry runs
+        // its entry again (runtime.morestack restarts it), so its probe fires twice for one
+        // call: the second hit found the chain already past it and paired a second time.
         for (i, probe) in f.iter().enumerate() {
             let n = probes.len();
             probes.push((format!("fn:{}", probe.label), true));
             let body = if i == 0 {
                 sampled(
                     self.sample,
-                    &"@fs[K] = nsecs; @fp[K] = nsecs;".replace('K', key),
+                    &"@fs[K] = nsecs; @fp[K] = nsecs; @fi[K] = 1;".replace('K', key),
                 )
             } else {
                 let mut b = format!(
-                    "$p = @fp[{key}];\n  if ($p) {{\n    $d = nsecs - $p;\n  {}\n",
+                    "if (@fi[{key}] == {i}) {{\n    $d = nsecs - @fp[{key}];\n  {}\n",
                     count(base + i - 1)
                 );
                 if i == f.len() - 1 {
                     if let Some(total) = total {
                         let _ = writeln!(b, "    $d = nsecs - @fs[{key}];\n  {}", count(total));
                     }
-                    let _ = write!(b, "    delete(@fp[{key}]); delete(@fs[{key}]);\n  }}");
+                    let _ = write!(
+                        b,
+                        "    delete(@fp[{key}]); delete(@fs[{key}]); delete(@fi[{key}]);\n  }}"
+                    );
                 } else {
-                    let _ = write!(b, "    @fp[{key}] = nsecs;\n  }}");
+                    let next = i + 1;
+                    let _ = write!(b, "    @fp[{key}] = nsecs; @fi[{key}] = {next};\n  }}");
                 }
                 b
             };
@@ -421,6 +429,13 @@ mod tests {
         assert!(s.text.contains(&format!("skc_dport == {}", 0x901F)));
         assert!(s.text.contains("interval:ms:100"));
         assert!(!s.text.contains("rand %"));
+        // Each function pairs only with the one before it, once (a Go function's entry may
+        // fire twice for one call).
+        assert!(s.text.contains("@fi[tid] = 1;"), "{}", s.text);
+        assert!(s.text.contains("if (@fi[tid] == 1) {"), "{}", s.text);
+        assert!(s.text.contains("@fi[tid] = 2;"), "{}", s.text);
+        assert!(s.text.contains("if (@fi[tid] == 2) {"), "{}", s.text);
+        assert!(s.text.contains("delete(@fi[tid]);"), "{}", s.text);
         // Every phase index is counted somewhere, in both maps.
         for i in 0..s.phases.len() {
             assert!(s.text.contains(&format!("@h1[{i}, $k]")), "phase {i}");

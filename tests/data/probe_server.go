@@ -1,6 +1,7 @@
 // The known-truth server of tests/probes.rs in Go (built by the test with `go build`): each
 // connection on its goroutine, keep-alive; each request passes parse (50 µs), handle
-// (200 µs), respond (50 µs), each a busy wait, and finish. Prints its port.
+// (200 µs, with a 64 KiB frame), respond (50 µs), each a busy wait, and finish. Prints its
+// port.
 package main
 
 import (
@@ -19,8 +20,19 @@ func spin(us int) {
 //go:noinline
 func parse() { spin(50) }
 
+// handle's frame holds 64 KiB, so a goroutine's stack grows at its entry on its first call
+// (and after the GC shrinks it): runtime.morestack then runs the function's entry again and a
+// uprobe on it fires twice for one call, as in real Go servers with deep frames.
+//
 //go:noinline
-func handle() { spin(200) }
+func handle() {
+	var scratch [64 << 10]byte
+	touch(scratch[:])
+	spin(200)
+}
+
+//go:noinline
+func touch(b []byte) { b[len(b)-1] = 1 }
 
 //go:noinline
 func respond() { spin(50) }
