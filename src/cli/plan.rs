@@ -186,13 +186,21 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     .map_err(PlanError::from)
 }
 
-/// `-m/--method`, checked: an HTTP token.
+/// `-m/--method`, checked: an HTTP token, and not a number (h2load's `-m`).
 fn method(args: &RunArgs) -> Result<String, PlanError> {
     let method = args.method.trim().to_string();
     if method.is_empty() || !method.bytes().all(is_token_byte) {
         return err(format!(
             "invalid method '{}': expected a token such as GET, POST, PUT, DELETE, HEAD",
             args.method
+        ));
+    }
+    if method.bytes().all(|b| b.is_ascii_digit()) {
+        // h2load's `-m N` is its streams per connection: a number sent as a method is that
+        // habit, not a method anyone serves.
+        return err(format!(
+            "invalid method '{method}': -m is the request method (GET, POST, ...); h2load's -m, \
+             streams per connection, is --streams {method} here"
         ));
     }
     Ok(method)

@@ -364,6 +364,10 @@ fn bad_flags() {
         (&["-n", "0"], "at least 1"),
         (&["--timeout", "0s"], "--timeout"),
         (&["-m", "GE T"], "invalid method"),
+        (
+            &["-m", "10"],
+            "h2load's -m, streams per connection, is --streams 10 here",
+        ),
         (&["-H", "NoColon"], "no ':'"),
         // The pacer's slack: open loops only, at most 10ms.
         (&["--pacer-slack", "50us"], "applies to an open loop"),
