@@ -32,14 +32,27 @@ static GLOBAL: Counting = Counting;
 /// The tests of this binary count the process's allocations: one at a time.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn allocations_of_run(url: &str, requests: &str) -> u64 {
-    let args = [
-        "reqlife", "run", "-n", requests, "-c", "4", "-t", "2", "--quiet", "--json", url,
-    ];
+/// The allocations of one run of `reqlife ARGS`, which must exit 0.
+fn allocations_of(args: &[&str]) -> u64 {
+    let argv = std::iter::once("reqlife").chain(args.iter().copied());
     let before = ALLOCATIONS.load(Ordering::Relaxed);
-    let code = reqlife::app::main_with(args.iter().map(Into::into).collect());
-    assert_eq!(code, 0);
+    let code = reqlife::app::main_with(argv.map(Into::into).collect());
+    assert_eq!(code, 0, "{args:?}");
     ALLOCATIONS.load(Ordering::Relaxed) - before
+}
+
+/// Runs `run` once with 100 requests (warming the paths), then with `small` and `large`: the
+/// larger run may allocate fewer than 500 more times (an allocation per request would add one
+/// per request more).
+fn assert_flat(what: &str, (small, large): (&str, &str), run: impl Fn(&str) -> u64) {
+    run("100");
+    let (a, b) = (run(small), run(large));
+    let extra = b.saturating_sub(a);
+    eprintln!("{what}: {a} allocations for {small}, {b} for {large}");
+    assert!(
+        extra < 500,
+        "{what}: {a} allocations for {small}, {b} for {large}: {extra} more"
+    );
 }
 
 #[test]
@@ -47,17 +60,11 @@ fn allocations_do_not_grow_with_the_request_count() {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let addr = quiet_server();
     let url = format!("http://{addr}/");
-    // Warm the server's threads and connections paths once.
-    allocations_of_run(&url, "100");
-    let small = allocations_of_run(&url, "2000");
-    let large = allocations_of_run(&url, "20000");
-    // 18,000 more requests; a per-request allocation would add at least 18,000.
-    let extra = large.saturating_sub(small);
-    eprintln!("allocations: {small} for 2,000 requests, {large} for 20,000");
-    assert!(
-        extra < 500,
-        "{small} allocations for 2,000 requests, {large} for 20,000: {extra} more"
-    );
+    assert_flat("HTTP/1.1", ("2000", "20000"), |n| {
+        allocations_of(&[
+            "run", "-n", n, "-c", "4", "-t", "2", "--quiet", "--json", &url,
+        ])
+    });
 }
 
 /// An h2c server on its own threads that answers every request (a HEADERS frame) with
@@ -133,37 +140,11 @@ fn http2_allocations_do_not_grow_with_the_request_count() {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let addr = quiet_h2c_server();
     let url = format!("http://{addr}/");
-    let run = |requests: &str| {
-        let args = [
-            "reqlife",
-            "run",
-            "--http2",
-            "--streams",
-            "8",
-            "-n",
-            requests,
-            "-c",
-            "2",
-            "-t",
-            "1",
-            "--quiet",
-            "--json",
-            &url,
-        ];
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
-        let code = reqlife::app::main_with(args.iter().map(|s| (*s).into()).collect());
-        assert_eq!(code, 0);
-        ALLOCATIONS.load(Ordering::Relaxed) - before
-    };
-    run("100");
-    let small = run("2000");
-    let large = run("20000");
-    let extra = large.saturating_sub(small);
-    eprintln!("HTTP/2 allocations: {small} for 2,000 requests, {large} for 20,000");
-    assert!(
-        extra < 500,
-        "{small} allocations for 2,000 requests, {large} for 20,000: {extra} more"
-    );
+    assert_flat("HTTP/2", ("2000", "20000"), |n| {
+        let streams = ["--http2", "--streams", "8"];
+        let rest = ["-n", n, "-c", "2", "-t", "1", "--quiet", "--json", &url];
+        allocations_of(&[&["run"][..], &streams, &rest].concat())
+    });
 }
 
 /// The compressed reply of [`deflating_ws_server`]: one text frame, RSV1 set, of a message
@@ -255,41 +236,14 @@ fn websocket_inflating_allocations_do_not_grow_with_the_message_count() {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let addr = deflating_ws_server();
     let url = format!("ws://{addr}/");
-    let run = |requests: &str| {
-        let args = [
-            "reqlife",
-            "run",
-            "--data",
-            "hello",
-            "--compressed",
-            "-n",
-            requests,
-            "-c",
-            "2",
-            "-t",
-            "1",
-            "--quiet",
-            "--json",
-            &url,
-        ];
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
-        // Exit 0: every reply (RSV1 set) was inflated, so deflate was agreed.
-        let code = reqlife::app::main_with(args.iter().map(|s| (*s).into()).collect());
-        assert_eq!(code, 0);
-        ALLOCATIONS.load(Ordering::Relaxed) - before
-    };
-    run("100");
-    // Fewer than HTTP's runs: inflating is slow in a debug build, and the interval snapshots
-    // (about 180 allocations a second) make the slack.
-    let small = run("1000");
-    let large = run("10000");
-    let extra = large.saturating_sub(small);
-    eprintln!("WebSocket (inflating) allocations: {small} for 1,000 messages, {large} for 10,000");
-    // 9,000 more messages; a per-message allocation would add at least 9,000.
-    assert!(
-        extra < 500,
-        "{small} allocations for 1,000 messages, {large} for 10,000: {extra} more"
-    );
+    // Exit 0: every reply (RSV1 set) was inflated, so deflate was agreed. Fewer messages than
+    // HTTP's runs: inflating is slow in a debug build, and the interval snapshots (about 180
+    // allocations a second) make the slack.
+    assert_flat("WebSocket (inflating)", ("1000", "10000"), |n| {
+        let data = ["--data", "hello", "--compressed"];
+        let rest = ["-n", n, "-c", "2", "-t", "1", "--quiet", "--json", &url];
+        allocations_of(&[&["run"][..], &data, &rest].concat())
+    });
 }
 
 /// A WebSocket echo server on its own threads: it upgrades each connection (the only
@@ -362,39 +316,21 @@ fn websocket_allocations_do_not_grow_with_the_message_count() {
     let url = format!("ws://{addr}/");
     // Rendered messages, their replies matched by id: one at a time, and 8 in flight.
     for depth in ["1", "8"] {
-        let run = |requests: &str| {
-            let args = [
-                "reqlife",
-                "run",
-                "--data",
-                r#"{"id":{seq},"op":"quote"}"#,
-                "--ws-match",
-                "id",
-                "--pipeline",
-                depth,
-                "-n",
-                requests,
-                "-c",
-                "2",
-                "-t",
-                "1",
-                "--quiet",
-                "--json",
-                &url,
-            ];
-            let before = ALLOCATIONS.load(Ordering::Relaxed);
-            let code = reqlife::app::main_with(args.iter().map(|s| (*s).into()).collect());
-            assert_eq!(code, 0);
-            ALLOCATIONS.load(Ordering::Relaxed) - before
-        };
-        run("100");
-        let small = run("2000");
-        let large = run("20000");
-        let extra = large.saturating_sub(small);
-        eprintln!("WebSocket allocations, --pipeline {depth}: {small} for 2,000 messages, {large} for 20,000");
-        assert!(
-            extra < 500,
-            "--pipeline {depth}: {small} allocations for 2,000 messages, {large} for 20,000: {extra} more"
+        let matched = [
+            "--data",
+            r#"{"id":{seq},"op":"quote"}"#,
+            "--ws-match",
+            "id",
+            "--pipeline",
+            depth,
+        ];
+        assert_flat(
+            &format!("WebSocket, --pipeline {depth}"),
+            ("2000", "20000"),
+            |n| {
+                let rest = ["-n", n, "-c", "2", "-t", "1", "--quiet", "--json", &url];
+                allocations_of(&[&["run"][..], &matched, &rest].concat())
+            },
         );
     }
 }

@@ -201,11 +201,7 @@ fn the_known_truth_servers_phases_come_out_as_chosen() {
     assert_eq!(in_intervals, 2000);
     assert_eq!(bpftraces(), before, "bpftrace ended with the run");
     // The record validates, and `reqlife report` prints the probed table from it alone.
-    let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../schema/runrecord.schema.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
-    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "schema errors: {errors:?}");
+    assert_valid_record(&v);
     let out = dir.path().join("run.json");
     let again = run_ok(&["report", out.to_str().unwrap()]);
     assert!(unwrapped(&stdout(&again)).contains("server fn: handle → respond"));

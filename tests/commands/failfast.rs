@@ -57,14 +57,7 @@ fn assert_stopped(
     );
     assert_eq!(count(&record, "summary.requests.ok"), 0, "{what}");
     assert!(count(&record, "summary.requests.errors") > 0, "{what}");
-    let schema: Value =
-        serde_json::from_str(include_str!("../../schema/runrecord.schema.json")).unwrap();
-    assert!(
-        jsonschema::validator_for(&schema)
-            .unwrap()
-            .is_valid(&record),
-        "{what}: the record is not valid"
-    );
+    assert_valid_record(&record);
     err
 }
 

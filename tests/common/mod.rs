@@ -652,3 +652,16 @@ pub fn one_error_line(out: &Output) -> String {
     assert_eq!(lines.len(), 1, "{err}");
     lines[0].to_string()
 }
+
+/// Asserts that `record` validates against the RunRecord schema (`schema/runrecord.schema.json`),
+/// naming every error.
+pub fn assert_valid_record(record: &serde_json::Value) {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../schema/runrecord.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(record)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "the record is not valid: {errors:?}");
+}

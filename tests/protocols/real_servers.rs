@@ -281,7 +281,7 @@ fn nginx_over_tls_with_http2() {
 
 /// nghttpd (h2c) serving a 12-byte `index.html` on a free loopback port with `extra` flags;
 /// `None` (said) where it is not installed.
-fn nghttpd(extra: &[&str]) -> Option<(Stopped, u16, tempfile::TempDir)> {
+pub(crate) fn nghttpd(extra: &[&str]) -> Option<(Stopped, u16, tempfile::TempDir)> {
     let program = find_tool("nghttpd", "apt-get install nghttp2-server")?;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("index.html"), "Hello World!").unwrap();

@@ -127,14 +127,7 @@ fn thrift_keep_alive_counts_phases_and_seqids() {
     let record: Value = serde_json::from_slice(&std::fs::read(&rec).unwrap()).unwrap();
     assert_eq!(record["config"]["protocol"], "tcp");
     assert_eq!(record["config"]["method"], "u32be-framed");
-    let schema: Value =
-        serde_json::from_str(include_str!("../../schema/runrecord.schema.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&record)
-        .map(|e| e.to_string())
-        .collect();
-    assert!(errors.is_empty(), "{errors:?}");
+    assert_valid_record(&record);
 }
 
 #[test]

@@ -321,11 +321,7 @@ fn closes_are_counted_by_kind_in_the_record_and_the_report() {
         assert_eq!(closes[kind], 6, "{options:?}: {closes}");
         assert_eq!(closes.as_object().unwrap().len(), 1, "{closes}");
         assert_counts(&r["summary"], &[("errors.closed", 6), ("requests.ok", 0)]);
-        let schema: serde_json::Value =
-            serde_json::from_str(include_str!("../../schema/runrecord.schema.json")).unwrap();
-        let validator = jsonschema::validator_for(&schema).unwrap();
-        let errors: Vec<String> = validator.iter_errors(&r).map(|e| e.to_string()).collect();
-        assert!(errors.is_empty(), "{errors:?}");
+        assert_valid_record(&r);
     }
 }
 

@@ -127,11 +127,7 @@ fn report_and_record(url: &str) -> (String, serde_json::Value) {
     let line = line.unwrap_or_else(|| panic!("{text}")).trim().to_string();
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
-    let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../../schema/runrecord.schema.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&r).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{errors:?}");
+    assert_valid_record(&r);
     (line, r["summary"].clone())
 }
 

@@ -8,7 +8,6 @@
 
 use crate::common::*;
 use reqlife::server::ServerTls;
-use std::process::{Command, Stdio};
 
 /// A run sending `hi` to `url` over HTTP/2.
 fn h2_run(url: &str) -> Run {
@@ -113,23 +112,10 @@ fn wss_over_h2_with_pings_and_subscriptions() {
 
 #[test]
 fn a_server_without_rfc_8441_stops_the_run_in_one_line() {
-    let Some(program) = find_tool("nghttpd", "apt-get install nghttp2-server") else {
+    // nghttpd serves HTTP/2 without SETTINGS_ENABLE_CONNECT_PROTOCOL.
+    let Some((_server, port, _dir)) = super::real_servers::nghttpd(&[]) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let child = Command::new(program)
-        .args(["--no-tls", "-a", "127.0.0.1", "-d"])
-        .arg(dir.path())
-        .arg(port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("nghttpd starts");
-    let _server = Stopped(child);
-    wait_until("nghttpd listens", std::time::Duration::from_secs(5), || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
     let out = h2_run(&format!("ws://127.0.0.1:{port}/ws"))
         .n(50)
         .c(4)

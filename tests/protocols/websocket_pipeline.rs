@@ -185,11 +185,7 @@ fn replies_that_match_no_message_are_counted_apart() {
             ],
         );
         assert_eq!(r["config"]["ws_match"], "id");
-        let schema: serde_json::Value =
-            serde_json::from_str(include_str!("../../schema/runrecord.schema.json")).unwrap();
-        let validator = jsonschema::validator_for(&schema).unwrap();
-        let errors: Vec<String> = validator.iter_errors(&r).map(|e| e.to_string()).collect();
-        assert!(errors.is_empty(), "{errors:?}");
+        assert_valid_record(&r);
     }
 }
 

@@ -134,11 +134,7 @@ fn three_segments_merge_into_the_whole_plan() {
     );
 
     // The merged record is a record like any other: it validates and re-reports.
-    let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../../schema/runrecord.schema.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let json = serde_json::to_value(&merged).unwrap();
-    assert!(validator.is_valid(&json));
+    assert_valid_record(&serde_json::to_value(&merged).unwrap());
     let text = stdout(&run_ok(&[
         "report",
         dir.path().join("all.json").to_str().unwrap(),
