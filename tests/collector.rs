@@ -88,6 +88,7 @@ fn an_interval_close_allocates_nothing_on_the_worker() {
         live: None,
         log: None,
         watch: None,
+        join: None,
     };
     let start = Start {
         gate: std::sync::Arc::new(reqlife::load::StartGate::opened_at(base)),
@@ -286,6 +287,7 @@ fn a_workers_sets_start_the_runs_phases_full_size_and_the_rest_small() {
         live: None,
         log: None,
         watch: None,
+        join: None,
     };
     let start = Start {
         gate: std::sync::Arc::new(reqlife::load::StartGate::opened_at(Instant::now())),

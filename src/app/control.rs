@@ -278,6 +278,15 @@ impl Control {
         if let Some(m) = &self.metrics {
             m.begin(plan);
         }
+        // --server-probes here: the kernel's events go to the run's joiner from before its
+        // connections open (the probes learn them as they open).
+        let join = self.probes.borrow().as_ref().and_then(|p| {
+            let spec = p.join_spec(plan)?;
+            let watch = self.metrics.as_ref().map(|m| m.probe_sink());
+            let (input, events) = crate::recorder::join::JoinInput::new(spec, watch);
+            p.join(events);
+            Some(input)
+        });
         let options = RunOptions {
             runtime: self.runtime.handle(),
             interrupt: &self.interrupt,
@@ -285,6 +294,7 @@ impl Control {
                 live: live_tx,
                 log: reporting.log,
                 watch: self.metrics.as_ref().map(|m| m.sink()),
+                join,
             },
         };
         let mut watching = Watching {
@@ -300,6 +310,12 @@ impl Control {
         if let Some(p) = self.probes.borrow_mut().take() {
             match p.finish() {
                 Ok(mut acc) => {
+                    // Per request: the joined phases, their series, and the kept requests
+                    // with their server phases.
+                    if let Some(joined) = measured.joined.take() {
+                        measured.exemplars = joined.kept.clone();
+                        acc.use_joined(*joined);
+                    }
                     measured.series.merge(std::mem::take(&mut acc.series));
                     measured.probes = Some(acc);
                 }
@@ -369,7 +385,14 @@ impl executor::Observer for Watching<'_, '_> {
     fn opened(&mut self, window: &executor::Window) {
         let control = self.control;
         if let Some(p) = control.probes.borrow_mut().as_mut() {
-            let sink = control.metrics.as_ref().map(|m| m.probe_sink());
+            // The agent's phases go to the metrics endpoint by tick; a run here's by its
+            // joiner.
+            let sink = match p {
+                crate::probe::Attached::There(_) => {
+                    control.metrics.as_ref().map(|m| m.probe_sink())
+                }
+                crate::probe::Attached::Here(_) => None,
+            };
             if let Err(e) = p.begin(window.from, self.plan.interval, sink) {
                 eprintln!("reqlife: {e}");
             }

@@ -75,6 +75,7 @@ impl ProbeArgs {
             functions: self.server_fn.clone(),
             sample: self.server_sample,
             interval,
+            agent: false,
         }
     }
 }
@@ -112,6 +113,7 @@ impl ProbeAgentArgs {
             functions: self.server_fn.clone(),
             sample: self.server_sample,
             interval: Duration::from_secs(1),
+            agent: true,
         }
     }
 }

@@ -185,6 +185,7 @@ mod tests {
             live: None,
             log: None,
             watch: None,
+            join: None,
         };
         let stop = StopSignal::default();
         let t0 = Instant::now();

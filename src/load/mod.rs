@@ -33,6 +33,7 @@ use crate::engine::{ConnectGate, Session, SessionConfig};
 use crate::model::{ConnStage, LoadModel, Segment};
 use crate::plan::RunPlan;
 use crate::recorder::collector::{CollectorThread, Sinks};
+use crate::recorder::join::{JoinThread, TrailSink};
 use crate::recorder::request_log::{LogWorker, RequestLog};
 use crate::recorder::{busy_share, thread_cpu, Measured, Recorder, WorkerLink};
 use crate::workload::request::Rendered;
@@ -56,6 +57,8 @@ pub struct Workers {
     fail_fast: Arc<FailFast>,
     /// `--log-requests`: the log's writer.
     log: Option<RequestLog>,
+    /// `--server-probes`: the joiner of the server's side to each request.
+    join: Option<JoinThread>,
 }
 
 /// Starts the worker threads of `plan`. The load starts at once in a closed loop, and once
@@ -67,7 +70,7 @@ pub fn start(
     config: SessionConfig,
     stop: StopSignal,
     progress: Arc<Progress>,
-    sinks: Sinks,
+    mut sinks: Sinks,
 ) -> std::io::Result<Workers> {
     let start = Instant::now();
     let record_from = start + plan.warmup;
@@ -84,8 +87,19 @@ pub fn start(
     let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel();
     // This process's share of the plan's connections (all of them unless --segment).
     let connections = plan.local_connections();
+    let join_input = sinks.join.take();
+    let probed = join_input.as_ref().map_or(Vec::new(), |j| j.phase_names());
     let (collector, links) = spawn_collector(plan, &gate, &phases, sinks)?;
-    let log = request_log(plan)?;
+    let log = request_log(plan, &probed)?;
+    // --server-probes: the joiner writes the per-request log (each row with the server's
+    // phases of its request), the workers hand it their requests.
+    let join = match join_input {
+        Some(input) => Some(JoinThread::spawn(
+            input,
+            log.as_ref().map(RequestLog::worker),
+        )?),
+        None => None,
+    };
     let mut handles = Vec::with_capacity(plan.threads);
     for (thread, link) in (0..plan.threads).zip(links) {
         // Thread i holds c/t connections, and one more for the first c%t threads.
@@ -117,7 +131,11 @@ pub fn start(
             pacer_slack: plan.pacer_slack,
             pacer_spin: plan.pacer_spin,
             done: done_tx.clone(),
-            log: log.as_ref().map(RequestLog::worker),
+            log: match join {
+                Some(_) => None,
+                None => log.as_ref().map(RequestLog::worker),
+            },
+            trails: join.as_ref().map(|j| j.source().sink()),
         };
         let handle = std::thread::Builder::new()
             .name(format!("reqlife-worker-{thread}"))
@@ -132,6 +150,7 @@ pub fn start(
         gate,
         fail_fast,
         log,
+        join,
     })
 }
 
@@ -175,13 +194,13 @@ fn spawn_collector(
 }
 
 /// `--log-requests`: the log's writer, its header written.
-fn request_log(plan: &RunPlan) -> std::io::Result<Option<RequestLog>> {
+fn request_log(plan: &RunPlan, probed: &[String]) -> std::io::Result<Option<RequestLog>> {
     let Some(l) = &plan.log else { return Ok(None) };
     let names = plan
         .workload
         .as_ref()
         .map_or(Vec::new(), |w| w.names.clone());
-    RequestLog::start(l.file.clone(), l.every, plan.threads, names.into()).map(Some)
+    RequestLog::start(l.file.clone(), l.every, plan.threads, names.into(), probed).map(Some)
 }
 
 /// When each stage of `plan` ends, the first starting at `record_from`.
@@ -248,6 +267,11 @@ impl Workers {
             .filter_map(|h| h.join().ok())
             .collect();
         let mut measured = Measured::merge(parts);
+        // Every worker's requests are in: the joiner joins what is left once the probes'
+        // clock has passed them, and lets go of its end of the log.
+        if let Some(join) = self.join {
+            measured.joined = join.finish(crate::util::clock::mono_now_ns()).map(Box::new);
+        }
         let collected = self.collector.join();
         if let Some(totals) = &collected.totals {
             measured.hists.merge(totals);
@@ -301,6 +325,8 @@ struct WorkerCtx {
     done: tokio::sync::mpsc::UnboundedSender<()>,
     /// `--log-requests`: this thread's end of the log.
     log: Option<LogWorker>,
+    /// `--server-probes`: where the thread's recorded requests go to be joined.
+    trails: Option<TrailSink>,
 }
 
 impl WorkerCtx {
@@ -310,7 +336,8 @@ impl WorkerCtx {
             .server_total(&self.server_total)
             .with_segments(&self.stage_ends)
             .with_requests(self.workload.as_ref().map_or(0, |(w, _)| w.names.len()))
-            .request_log(self.log.take());
+            .request_log(self.log.take())
+            .trails(self.trails.take());
         if let Some(link) = self.link.take() {
             recorder = recorder.collector(link);
         }

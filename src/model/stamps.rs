@@ -106,6 +106,10 @@ impl Timestamps {
 
     /// When writing the request began: when it could, or when its HTTP/2 stream opened if it
     /// waited for one.
+    pub fn write_started(&self) -> Instant {
+        self.write_start()
+    }
+
     fn write_start(&self) -> Instant {
         let ready = self.ready();
         self.stream_open.map_or(ready, |s| s.max(ready))

@@ -10,12 +10,14 @@
 //!
 //! The pipeline: [`prepare`] checks what the probes need (Linux, root, bpftrace, tracefs,
 //! BTF), finds the server ([`target`]), resolves the functions named ([`spec`], [`symbols`])
-//! and writes the script ([`script`]); [`Prepared::start`] attaches it ([`session`]) and
-//! measures what a probe hit costs here (`calibrate`); the run's recorded window is given
-//! to the session, which folds bpftrace's ticks ([`output`]) into a
-//! [`crate::recorder::probes::ProbeAcc`] and stops bpftrace (its probes detached)
-//! when the run ends.
+//! and writes the script ([`script`], through the typed builder [`bpf`]); [`Prepared::start`]
+//! measures what a probe hit costs here (`calibrate`) and attaches it ([`session`]); the
+//! session hands the kernel's events ([`output`]) to the run's joiner
+//! ([`crate::recorder::join`]), which ties each to a request by its bytes, and stops
+//! bpftrace (its probes detached) when the run ends. The probe agent of another host has no
+//! requests to join: it folds the events by order, per read and write.
 
+pub mod bpf;
 mod calibrate;
 pub mod output;
 pub mod remote;
@@ -54,6 +56,9 @@ pub struct ProbeRequest {
     pub sample: u64,
     /// The run's interval (its ticks are a tenth of it, from 10 to 100 ms).
     pub interval: Duration,
+    /// The probe agent (`reqlife probe`): the client is on another host, so every
+    /// connection to the port is followed.
+    pub agent: bool,
 }
 
 /// Everything checked, and the script written: ready to attach.
@@ -65,6 +70,7 @@ pub struct Prepared {
     pub script: script::Script,
     bpftrace: PathBuf,
     sample: u64,
+    tick: Duration,
     /// The calibration's own script (see [`calibrate`]).
     calibration: Option<script::Script>,
 }
@@ -159,40 +165,59 @@ pub fn prepare(req: &ProbeRequest, port: u16, printing: bool) -> Result<Prepared
                 .into(),
         ));
     }
-    let calibrate = calibrate::target().map(|exe| (std::process::id(), exe));
     let tick_ms = (req.interval.as_millis() as u64 / 10).clamp(10, 100);
     let plan = script::ScriptPlan {
-        pids: server.pids.clone(),
         port,
-        kernel: true,
+        follow: if req.agent {
+            script::Follow::All
+        } else {
+            script::Follow::Client(std::process::id())
+        },
         functions,
         go,
-        send_start: ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-            .iter()
-            .any(|d| Path::new(d).join("events/tcp/tcp_sendmsg_locked").is_dir()),
+        send_start: send_start(),
         sample: req.sample,
         tick_ms,
-        calibrate: None,
     };
     // The calibration runs in a bpftrace of its own, stopped before the run: uprobes left in
     // reqlife's executable, though never hit, cost the run a third of its requests a second
     // (nginx, 2-core VM: 77-85k against 108-133k req/s).
-    let calibration = calibrate.map(|c| {
-        script::ScriptPlan {
-            kernel: false,
-            functions: Vec::new(),
-            calibrate: Some(c),
-            ..plan.clone()
-        }
-        .write()
-    });
+    let calibration = calibrate::target().map(|exe| script::calibration(std::process::id(), &exe));
     Ok(Prepared {
         script: plan.write(),
         calibration,
         server,
         bpftrace,
         sample: req.sample,
+        tick: Duration::from_millis(tick_ms),
     })
+}
+
+/// Whether this kernel stamps a send's start (`tcp:tcp_sendmsg_locked`, Linux 6.11 on).
+/// `REQLIFE_PROBES_KERNEL=pre-6.11` writes the older kernels' script here (the suite runs
+/// that branch for real with it).
+fn send_start() -> bool {
+    if std::env::var("REQLIFE_PROBES_KERNEL").is_ok_and(|v| v == "pre-6.11") {
+        return false;
+    }
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .any(|d| Path::new(d).join("events/tcp/tcp_sendmsg_locked").is_dir())
+}
+
+/// The phases the probe agent folds by order (per read and write: the requests are on the
+/// client's host).
+pub fn agent_phases() -> Vec<(String, String)> {
+    vec![
+        (
+            "socket".into(),
+            "in its socket (arrival → read), per read".into(),
+        ),
+        (
+            "handle".into(),
+            "its read → its next write, per read".into(),
+        ),
+    ]
 }
 
 /// A running probe session: attached, calibrated, waiting for the run's window.
@@ -200,20 +225,23 @@ pub struct Probes {
     session: session::Session,
     server_cpu_from: Option<f64>,
     pids: Vec<u32>,
+    functions: Vec<String>,
+    sample: u64,
+    tick: Duration,
 }
 
 impl Prepared {
     /// What a hit costs here: the calibration's probes attached, the loops timed before and
     /// after, the probes detached.
     fn calibrate(&self, script: &script::Script) -> Result<ProbeCost, String> {
-        let base = calibrate::loops();
+        let base = calibrate::rounds();
         let empty = ProbeAcc::new(Vec::new(), String::new(), 1, &[], &script.probes);
         let session = session::Session::start(&self.bpftrace, &script.text, empty)
             .map_err(|e| e.to_string())?;
         if !session.wait_probed(Duration::from_secs(10), calibrate::poke) {
             return Err("the calibration's probe did not fire within 10 s".into());
         }
-        let cost = calibrate::cost(base, calibrate::loops());
+        let cost = calibrate::cost(&base, &calibrate::rounds());
         session.finish();
         Ok(cost)
     }
@@ -225,7 +253,7 @@ impl Prepared {
             self.server.pids.clone(),
             self.server.name.clone(),
             self.sample,
-            &self.script.phases,
+            &agent_phases(),
             &self.script.probes,
         );
         match cost {
@@ -243,13 +271,27 @@ impl Prepared {
             session,
             server_cpu_from: None,
             pids: self.server.pids.clone(),
+            functions: self.script.functions.clone(),
+            sample: self.sample,
+            tick: self.tick,
         })
     }
 }
 
 impl Probes {
+    /// The kernel's events go to the run's joiner from now on (before the run's connections
+    /// open: the probes learn them as they open).
+    pub fn join(&self, events: crate::recorder::join::EventSink) {
+        self.session.join(events);
+    }
+
+    /// The functions' labels (the joiner's chain).
+    pub fn functions(&self) -> &[String] {
+        &self.functions
+    }
+
     /// The run's recorded window starts at `from`; `watch` (the metrics endpoint) is given
-    /// each tick's phases.
+    /// each tick's phases (the agent's: a run here gets them from its joiner).
     pub fn begin(
         &mut self,
         from: Instant,
@@ -267,13 +309,13 @@ impl Probes {
         interval: Duration,
         watch: Option<crate::recorder::collector::Watch>,
     ) {
-        self.server_cpu_from = target::cpu_s(&self.pids);
+        self.server_cpu_from = target::tree_cpu_s(&self.pids);
         self.session.begin(from_ns, interval, watch);
     }
 
     /// The run has ended: the probes detached, what they measured.
     pub fn finish(self) -> ProbeAcc {
-        let cpu_to = target::cpu_s(&self.pids);
+        let cpu_to = target::tree_cpu_s(&self.pids);
         let mut acc = self.session.finish();
         if let (Some(a), Some(b)) = (self.server_cpu_from, cpu_to) {
             acc.cost.server_cpu_s = Some((b - a).max(0.0));
@@ -303,6 +345,29 @@ pub enum Attached {
 }
 
 impl Attached {
+    /// What the run's joiner is given (probed here; `None` on another host: no join).
+    pub fn join_spec(
+        &self,
+        plan: &crate::plan::RunPlan,
+    ) -> Option<crate::recorder::join::JoinSpec> {
+        match self {
+            Attached::Here(p) => Some(crate::recorder::join::JoinSpec {
+                functions: p.functions.clone(),
+                sample: p.sample,
+                interval: plan.interval,
+                tick: p.tick,
+            }),
+            Attached::There(_) => None,
+        }
+    }
+
+    /// The kernel's events go to the run's joiner (probed here).
+    pub fn join(&self, events: crate::recorder::join::EventSink) {
+        if let Attached::Here(p) = self {
+            p.join(events);
+        }
+    }
+
     /// The run's recorded window starts at `from`.
     pub fn begin(
         &mut self,

@@ -1,125 +1,200 @@
-//! bpftrace's output read line by line (the format [`script`](super::script) writes): ticks
-//! with their counts, and at the end the probes' hits.
+//! bpftrace's output read line by line (`-f json`: one JSON object a line) into what the
+//! script ([`super::script`]) printed: the kernel's events, the probes' readiness, and at
+//! the end each probe's hits. A `printf` line is read without a JSON parser (the script's
+//! lines hold no quotes), anything else with one.
 
-/// A tick's counts: (phase, bucket key, count).
-pub type Counts = Vec<(usize, u64, u64)>;
+use crate::recorder::join::KernelEvent;
 
-/// What a line of output completed, if anything.
+/// What one line of output was.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Event {
+pub enum Line {
     /// BEGIN ran.
     Ready,
     /// The calibration's first uprobe fired: every probe is attached.
     Probed,
-    /// A tick ended at `ns` (CLOCK_MONOTONIC) with these (phase, bucket key, count).
-    Tick {
-        /// When the tick ended, nanoseconds of CLOCK_MONOTONIC.
-        ns: u64,
-        /// (phase index, bucket key, count) of the tick's timed requests.
-        counts: Vec<(usize, u64, u64)>,
-    },
-    /// The end, with each probe index's hits.
-    End {
-        /// (probe index, hits) of every probe.
-        hits: Vec<(usize, u64)>,
-    },
+    /// A kernel event (or the probes' clock).
+    Event(KernelEvent),
+    /// A calibration probe's hit.
+    Calibration,
+    /// The end's hit counts: (probe index, hits).
+    Hits(Vec<(usize, u64)>),
+    /// The end's count of events on connections not the client's.
+    Others(u64),
+    /// The kernel dropped this many events.
+    Lost(u64),
+    /// The end.
+    End,
 }
 
-/// The reader's state between lines.
-#[derive(Debug, Default)]
-pub struct Reader {
-    tick: Option<(u64, Counts)>,
-    hits: Vec<(usize, u64)>,
+const PRINTF: &str = "{\"type\": \"printf\", \"data\": \"";
+
+/// Reads one line of output.
+pub fn line(line: &str) -> Option<Line> {
+    let line = line.trim_end();
+    if let Some(rest) = line.strip_prefix(PRINTF) {
+        let text = rest.strip_suffix("\"}")?;
+        return printed(text.strip_suffix("\\n").unwrap_or(text));
+    }
+    if !line.starts_with('{') {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    match v["type"].as_str()? {
+        "map" => {
+            let data = v["data"].as_object()?;
+            if let Some(n) = data.get("@n") {
+                let hits = n
+                    .as_object()?
+                    .iter()
+                    .filter_map(|(k, c)| Some((k.trim().parse().ok()?, c.as_u64()?)))
+                    .collect();
+                return Some(Line::Hits(hits));
+            }
+            data.get("@other")?.as_u64().map(Line::Others)
+        }
+        "lost_events" => v["data"]["events"].as_u64().map(Line::Lost),
+        _ => None,
+    }
 }
 
-/// `@name[a, b]: n` (or `@name[a]: n`) as (name, keys, n).
-fn map_line(line: &str) -> Option<(&str, Vec<u64>, u64)> {
-    let rest = line.strip_prefix('@')?;
-    let (name, rest) = rest.split_once('[')?;
-    let (keys, value) = rest.split_once("]:")?;
-    let keys = keys
-        .split(',')
-        .map(|k| k.trim().parse().ok())
-        .collect::<Option<Vec<u64>>>()?;
-    Some((name, keys, value.trim().parse().ok()?))
-}
-
-impl Reader {
-    /// Reads one line; what it completed.
-    pub fn line(&mut self, line: &str) -> Option<Event> {
-        let line = line.trim_end();
-        if line == "R" {
-            return Some(Event::Ready);
-        }
-        if line == "U" {
-            return Some(Event::Probed);
-        }
-        if let Some(ns) = line.strip_prefix("T ") {
-            self.tick = Some((ns.trim().parse().ok()?, Vec::new()));
-            return None;
-        }
-        if line == "E" {
-            let (ns, counts) = self.tick.take()?;
-            return Some(Event::Tick { ns, counts });
-        }
-        if line == "Z" {
-            return Some(Event::End {
-                hits: std::mem::take(&mut self.hits),
-            });
-        }
-        match map_line(line)? {
-            ("h0" | "h1", keys, n) if keys.len() == 2 => {
-                if let Some((_, counts)) = &mut self.tick {
-                    counts.push((keys[0] as usize, keys[1], n));
+/// A `printf` line of the script.
+fn printed(text: &str) -> Option<Line> {
+    let mut f = text.split_ascii_whitespace();
+    let kind = f.next()?;
+    let mut num = || -> Option<u64> { f.next()?.parse().ok() };
+    let event = match kind {
+        "B" => return Some(Line::Ready),
+        "U" => return Some(Line::Probed),
+        "K" => return Some(Line::Calibration),
+        "Z" => return Some(Line::End),
+        "O" => KernelEvent::Opened {
+            port: num()? as u16,
+            ns: num()?,
+        },
+        "A" | "C" => {
+            let (port, prev, off, ns) = (num()? as u16, num()?, num()?, num()?);
+            if kind == "A" {
+                KernelEvent::Arrived {
+                    port,
+                    prev,
+                    off,
+                    ns,
+                }
+            } else {
+                KernelEvent::Delivered {
+                    port,
+                    prev,
+                    off,
+                    ns,
                 }
             }
-            ("n", keys, n) if keys.len() == 1 => self.hits.push((keys[0] as usize, n)),
-            _ => {}
         }
-        None
-    }
+        "R" => {
+            let (port, start, off, ns, pid, key) =
+                (num()? as u16, num()?, num()?, num()?, num()? as u32, num()?);
+            KernelEvent::Read {
+                port,
+                start,
+                off,
+                ns,
+                pid,
+                key,
+            }
+        }
+        "W" => KernelEvent::Wrote {
+            port: num()? as u16,
+            start: num()?,
+            end: num()?,
+            ns: num()?,
+            pid: num()? as u32,
+        },
+        "F" => KernelEvent::Function {
+            index: num()? as u16,
+            key: num()?,
+            ns: num()?,
+        },
+        "T" => KernelEvent::Tick { ns: num()? },
+        _ => return None,
+    };
+    Some(Line::Event(event))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn p(s: &str) -> String {
+        format!("{PRINTF}{s}\\n\"}}")
+    }
+
     #[test]
-    fn ticks_and_hits_are_read() {
-        let mut r = Reader::default();
-        let out: Vec<Event> = "Attaching 9 probes...\nR\nU\nT 100\n\nE\nT 200\n@h1[0, 402]: 2\n@h1[3, 17]: 40\nE\nT 300\n@h0[1, 5]: 1\n@h1[1, 5]: 2\nE\n\n@n[0]: 44\n@n[3]: 7\nZ\n"
-            .lines()
-            .filter_map(|l| r.line(l))
-            .collect();
+    fn events_and_the_end_are_read() {
+        assert_eq!(line(&p("B")), Some(Line::Ready));
         assert_eq!(
-            out,
-            vec![
-                Event::Ready,
-                Event::Probed,
-                Event::Tick {
-                    ns: 100,
-                    counts: vec![]
-                },
-                Event::Tick {
-                    ns: 200,
-                    counts: vec![(0, 402, 2), (3, 17, 40)]
-                },
-                Event::Tick {
-                    ns: 300,
-                    counts: vec![(1, 5, 1), (1, 5, 2)]
-                },
-                Event::End {
-                    hits: vec![(0, 44), (3, 7)]
-                },
-            ]
+            line(&p("A 40000 0 80 123")),
+            Some(Line::Event(KernelEvent::Arrived {
+                port: 40000,
+                prev: 0,
+                off: 80,
+                ns: 123
+            }))
         );
+        assert_eq!(
+            line(&p("R 40000 0 80 130 77 78")),
+            Some(Line::Event(KernelEvent::Read {
+                port: 40000,
+                start: 0,
+                off: 80,
+                ns: 130,
+                pid: 77,
+                key: 78
+            }))
+        );
+        assert_eq!(
+            line(&p("W 40000 0 153 140 77")),
+            Some(Line::Event(KernelEvent::Wrote {
+                port: 40000,
+                start: 0,
+                end: 153,
+                ns: 140,
+                pid: 77
+            }))
+        );
+        assert_eq!(
+            line(&p("F 1 78 135")),
+            Some(Line::Event(KernelEvent::Function {
+                index: 1,
+                key: 78,
+                ns: 135
+            }))
+        );
+        assert_eq!(
+            line("{\"type\": \"map\", \"data\": {\"@n\": {\"0\": 5, \"3\": 7}}}"),
+            Some(Line::Hits(vec![(0, 5), (3, 7)]))
+        );
+        assert_eq!(
+            line("{\"type\": \"map\", \"data\": {\"@other\": 12}}"),
+            Some(Line::Others(12))
+        );
+        assert_eq!(
+            line("{\"type\": \"lost_events\", \"data\": {\"events\": 9}}"),
+            Some(Line::Lost(9))
+        );
+        assert_eq!(line(&p("Z")), Some(Line::End));
     }
 
     #[test]
     fn stray_lines_are_ignored() {
-        let mut r = Reader::default();
-        for l in ["@h0[1, 2]: 3", "E", "@x[1]: y", "T abc", "@n[q]: 1"] {
-            assert_eq!(r.line(l), None, "{l}");
+        for l in [
+            "",
+            "Attaching 9 probes...",
+            "{\"type\": \"attached_probes\", \"data\": {\"probes\": 9}}",
+            &p("R 1 2"),
+            &p("Q 1 2 3"),
+            &p("A x 1 2 3"),
+            "{\"type\": \"printf\", \"data\": \"A 1 2",
+        ] {
+            assert_eq!(line(l), None, "{l}");
         }
     }
 }

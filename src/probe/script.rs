@@ -1,63 +1,73 @@
-//! The bpftrace script of a run's probes, written out (`--print-probe-script` prints it).
+//! The bpftrace script of a run's probes, written out (`--print-probe-script` prints it)
+//! with the typed [`Builder`]: each event on one of the client's connections is printed
+//! with the connection's client port and a byte offset read from the socket's TCP state,
+//! and the joiner ([`crate::recorder::join`]) ties it to a request by those bytes.
 //!
-//! Every probed phase ends in the kernel: its duration's bucket key
-//! ([`bucket_key`](crate::recorder::probes::bucket_key), computed here in the script's own
-//! arithmetic) is counted in `@h0` or `@h1`, by phase. A tick flips `@ep`, so that the events
-//! count into the other map, then prints the one they left and clears it: no event is lost
-//! between the print and the clear. The output, line by line:
+//! Which connections: the client's own ([`Follow::Client`]): the probes see reqlife connect
+//! to the server's port (`sock:inet_sock_set_state` from SYN_SENT, in reqlife's process) and
+//! follow that connection's sockets on both ends, in whichever process reads and writes
+//! them (workers that never held the listening socket, children born during the run,
+//! `SO_REUSEPORT`); the server's other connections on the port (to itself, to others) are
+//! only counted (`@other`). With the client on another host ([`Follow::All`], the probe
+//! agent) every connection to the port is followed.
+//!
+//! The events, one line each (bpftrace's `-f json` wraps each `printf` in a JSON line):
 //!
 //! ```text
-//! R                  BEGIN ran: every probe is attached
-//! U                  (the calibration's script) its first uprobe fired
-//! T <nsecs>          a tick (CLOCK_MONOTONIC, ns), then its counts
-//! @h0[P, K]: N       phase P, bucket key K, N durations
-//! E                  the tick's end
-//! @n[I]: N           at the end: probe I fired N times
-//! Z                  the end
+//! B                          BEGIN ran: every probe is attached
+//! O PORT NS                  a connection of the client's was established
+//! A PORT PREV OFF NS         bytes arrived in the server's socket: they held PREV, now OFF
+//! R PORT START END NS PID K  the server read START..END (K: its thread, or goroutine)
+//! W PORT START END NS PID    the server wrote START..END (NS: the send's start)
+//! C PORT PREV OFF NS         bytes arrived in the client's socket
+//! F I K NS                   function I of --server-fn's list hit on thread (goroutine) K
+//! T NS                       the probes' clock
+//! @n, @other (maps)          at the end: each probe's hits, the other connections' events
+//! Z                          the end
 //! ```
 //!
-//! The kernel's phases follow a request on the server's sockets (those whose local port is
-//! the server's): `sock:sk_data_ready` stamps its bytes' arrival, the server's first read
-//! after it (`sock:sock_recv_length`) ends `socket` and starts `handle`, which its next write
-//! ends (at the write's syscall entry: `sock:sock_send_length` fires when it returned).
-//! `return` runs from there to the response's arrival at the client's socket (on this
-//! machine: the socket whose remote port is the server's), whichever of the two the kernel
-//! sees first. The function phases are per thread: the first function starts a request, each
-//! next one ends a phase, the last ends the request (and `total`, with three or more).
+//! The offsets count the connection's TCP payload bytes from its first, from the kernel's
+//! counters: `bytes_received` (the end of what arrived), `copied_seq` behind `rcv_nxt` (what
+//! the reader has not taken), `bytes_acked` and `write_seq` ahead of `snd_una` (the end of
+//! what was written). Where a send starts: `tcp:tcp_sendmsg_locked` (Linux 6.11 on), on the
+//! sending thread; on older kernels the write is stamped when its send returned. Not the send
+//! syscalls' tracepoints: enabling one puts every system call of the machine on the slow path.
+//!
+//! `--server-sample N`: a connection's events are followed from an arrival drawn one in N
+//! until the client has its response and the server has read all that arrived (an
+//! episode); the offsets every event carries keep the join exact at the episode's edges.
 
+use super::bpf::{go_g_register, Attach, Builder};
 use super::spec::{FnProbe, Site};
-use crate::recorder::probes::SUB_BITS;
-use std::fmt::Write;
 use std::path::PathBuf;
 
-/// The phase index the calibration counts under (no phase of the run has it).
-pub const CALIBRATION_PHASE: usize = 99;
+/// Whose connections the probes follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Follow {
+    /// Those the client's process (this pid) opens to the server's port: reqlife's own.
+    Client(u32),
+    /// Every connection to the server's port (the client is on another host).
+    All,
+}
 
 /// What the script probes.
 #[derive(Debug, Clone)]
 pub struct ScriptPlan {
-    /// The server's processes.
-    pub pids: Vec<u32>,
     /// The port the server's requests arrive on.
     pub port: u16,
-    /// The kernel's phases (tracepoints).
-    pub kernel: bool,
+    /// Whose connections.
+    pub follow: Follow,
     /// The functions, resolved (each with its binary).
     pub functions: Vec<FnProbe>,
-    /// The server is a Go program: a request's functions are followed by goroutine, not by
-    /// thread.
+    /// The server is a Go program: its functions are keyed by goroutine, not by thread.
     pub go: bool,
-    /// The kernel has `tcp:tcp_sendmsg_locked`: a send's start is stamped (else `handle` ends
-    /// when the send returned, and on loopback `return` is not seen: the client's socket has
-    /// its bytes by then).
+    /// The kernel has `tcp:tcp_sendmsg_locked`: a send's start is stamped (else a write is
+    /// stamped when its send returned).
     pub send_start: bool,
-    /// One request in this many is timed.
+    /// One request in this many is followed (drawn in the kernel).
     pub sample: u64,
-    /// How often the script prints the counts of a tick, milliseconds.
+    /// How often the probes' clock ticks, milliseconds.
     pub tick_ms: u64,
-    /// reqlife's own pid and its executable, whose two calibration functions the script
-    /// probes (see the `calibrate` module).
-    pub calibrate: Option<(u32, PathBuf)>,
 }
 
 /// A script and what its indices mean.
@@ -65,392 +75,393 @@ pub struct ScriptPlan {
 pub struct Script {
     /// The bpftrace program.
     pub text: String,
-    /// By phase index: (name, what).
-    pub phases: Vec<(String, String)>,
-    /// By probe index: (name, is a uprobe).
+    /// By probe (hit counter) index: (name, is a uprobe).
     pub probes: Vec<(String, bool)>,
+    /// The functions' labels, by `F` event index.
+    pub functions: Vec<String>,
     /// The first probe index of the calibration's (a uprobe, a stepped one, a tracepoint).
     pub calibration: Option<usize>,
 }
 
-/// The code that counts the duration `$d` under phase `phase`.
-fn count(phase: usize) -> String {
-    let mut s = String::from("$v = $d; $e = 0;\n");
-    for bits in [32, 16, 8, 4, 2] {
-        let _ = writeln!(
-            s,
-            "  if ($v >= {}) {{ $v = $v >> {bits}; $e = $e + {bits}; }}",
-            1u64 << bits
-        );
-    }
-    let _ = writeln!(s, "  if ($v >= 2) {{ $e = $e + 1; }}");
-    let _ = writeln!(
-        s,
-        "  $k = $d; if ($e >= {SUB_BITS}) {{ $k = ($e << {SUB_BITS}) | (($d >> ($e - {SUB_BITS})) & {}); }}",
-        (1u64 << SUB_BITS) - 1
-    );
-    let _ = write!(
-        s,
-        "  if (@ep & 1) {{ @h1[{phase}, $k] = count(); }} else {{ @h0[{phase}, $k] = count(); }}"
-    );
-    s
-}
-
-/// `cond` when one request in `n` is timed by a draw, else the plain statement.
-fn sampled(n: u64, body: &str) -> String {
-    if n <= 1 {
-        body.to_string()
-    } else {
-        format!("if (rand % {n} == 0) {{ {body} }}")
-    }
-}
+/// Linux's TCP states, as `sock:inet_sock_set_state` gives them.
+const TCP_ESTABLISHED: u8 = 1;
+const TCP_SYN_SENT: u8 = 2;
+const TCP_CLOSE: u8 = 7;
+/// `MSG_PEEK`: a read that takes nothing.
+const MSG_PEEK: u32 = 2;
 
 impl ScriptPlan {
-    fn pid_filter(&self) -> String {
-        let any: Vec<String> = self.pids.iter().map(|p| format!("pid == {p}")).collect();
-        format!("({})", any.join(" || "))
+    /// The thread's key: its goroutine for a Go server (read from the register that holds it
+    /// in Go code, `uprobe`s only), else its thread id.
+    fn fn_key(&self) -> String {
+        match (self.go, go_g_register()) {
+            (true, Some(r)) => format!("reg(\"{r}\")"),
+            _ => "tid".into(),
+        }
     }
 
-    /// The script, with its phases and probes.
+    /// The same key where a read is seen (a tracepoint, in the kernel): a Go thread's
+    /// goroutine is in its thread-local storage (the word before the TLS base on x86-64).
+    fn read_key(&self) -> &'static str {
+        if self.go && cfg!(target_arch = "x86_64") {
+            "*(uint64 *)uptr(curtask->thread.fsbase - 8)"
+        } else {
+            "tid"
+        }
+    }
+
+    /// The script.
     pub fn write(&self) -> Script {
-        let mut t = String::from("BEGIN { printf(\"R\\n\"); }\n");
-        let mut phases = Vec::new();
-        let mut probes = Vec::new();
-        let pids = self.pid_filter();
-        if self.kernel {
-            self.kernel_probes(&mut t, &pids, &mut phases, &mut probes);
-        }
-        self.function_probes(&mut t, &pids, &mut phases, &mut probes);
-        let calibration = self.calibrate.as_ref().map(|(me, exe)| {
-            let at = probes.len();
-            probes.push(("calibration:uprobe".to_string(), true));
-            probes.push(("calibration:uprobe-stepped".to_string(), true));
-            probes.push(("calibration:tracepoint".to_string(), false));
-            for (i, probe) in [
-                format!("uprobe:{}:reqlife_calibrate_push", exe.display()),
-                format!("uprobe:{}:reqlife_calibrate_step", exe.display()),
-                "tracepoint:sock:sock_recv_length".to_string(),
-            ]
-            .iter()
-            .enumerate()
-            {
-                // The first uprobe's first hit says the probes are all attached (bpftrace
-                // prints BEGIN's line before its uprobes are; this one is attached last).
-                let seen = if i == 0 {
-                    "if (@up == 0) { @up = 1; printf(\"U\\n\"); }\n  "
-                } else {
-                    ""
-                };
-                // The tracepoint: reqlife's own reads of its UNIX socket pair (AF_UNIX, 1).
-                let only = if i == 2 { " && args->family == 1" } else { "" };
-                let _ = writeln!(
-                    t,
-                    "{probe} /pid == {me}{only}/ {{\n  {seen}@n[{}] = count();\n  $d = nsecs - @cal[{i}]; @cal[{i}] = nsecs;\n  {}\n}}",
-                    at + i,
-                    count(CALIBRATION_PHASE)
-                );
-            }
-            at
-        });
-        let _ = writeln!(
-            t,
-            "interval:ms:{} {{\n  @ep = @ep + 1;\n  printf(\"T %llu\\n\", nsecs);\n  if (@ep & 1) {{ print(@h0); clear(@h0); }} else {{ print(@h1); clear(@h1); }}\n  printf(\"E\\n\");\n}}",
-            self.tick_ms.max(1)
+        self.try_write()
+            .unwrap_or_else(|e| panic!("the probes' script is wrong: {e}"))
+    }
+
+    /// The script, or what is wrong with it (a variant that reads a map it never assigns).
+    pub fn try_write(&self) -> Result<Script, String> {
+        let mut b = Builder::new();
+        let n = b.map("n");
+        b.probe(&Attach::Special("BEGIN"), None, "  printf(\"B\\n\");");
+        self.connections(&mut b);
+        self.kernel(&mut b);
+        let labels = self.function_probes(&mut b);
+        b.probe(
+            &Attach::IntervalMs(self.tick_ms),
+            None,
+            "  printf(\"T %llu\\n\", nsecs);",
         );
-        // Only the maps the script has: bpftrace refuses to clear an undefined one.
-        let mut maps = vec!["@h0", "@h1", "@n", "@ep"];
-        if self.kernel {
-            maps.extend(["@arr", "@rd", "@ws", "@carr", "@sent"]);
+        let other = b.map("other");
+        b.at_end(format!("print({n});"));
+        if matches!(self.follow, Follow::Client(_)) {
+            b.at_end(format!("print({other});"));
         }
-        if self.functions.len() >= 2 {
-            maps.extend(["@fp", "@fs", "@fi"]);
-        }
-        if calibration.is_some() {
-            maps.extend(["@cal", "@up"]);
-        }
-        let clears: Vec<String> = maps.iter().map(|m| format!("clear({m});")).collect();
-        let _ = writeln!(
-            t,
-            "END {{\n  printf(\"T %llu\\n\", nsecs); print(@h0); print(@h1); printf(\"E\\n\");\n  print(@n); printf(\"Z\\n\");\n  {}\n}}",
-            clears.join(" ")
+        b.at_end("printf(\"Z\\n\");");
+        let built = b.finish()?;
+        Ok(Script {
+            text: built.text,
+            probes: built.counters,
+            functions: labels,
+            calibration: None,
+        })
+    }
+
+    /// The client's connections, learnt as they open; forgotten when they close.
+    fn connections(&self, b: &mut Builder) {
+        let Follow::Client(me) = self.follow else {
+            return;
+        };
+        let (conn, ours) = (b.map("conn"), b.map("ours"));
+        let sampled = self.sample > 1;
+        let forget_sampled = if sampled {
+            let (act, ain, cin, rend, wend) = (
+                b.map("act"),
+                b.map("ain"),
+                b.map("cin"),
+                b.map("rend"),
+                b.map("wend"),
+            );
+            format!(
+                " delete({act}[$p]); delete({ain}[$p]); delete({cin}[$p]); delete({rend}[$p]); delete({wend}[$p]);"
+            )
+        } else {
+            let (ain, cin) = (b.map("ain"), b.map("cin"));
+            format!(" delete({ain}[$p]); delete({cin}[$p]);")
+        };
+        b.probe(
+            &Attach::Tracepoint("sock", "inet_sock_set_state"),
+            Some(&format!(
+                "args->protocol == 6 && args->dport == {}",
+                self.port
+            )),
+            &format!(
+                "  $p = args->sport;
+  if (args->newstate == {TCP_SYN_SENT} && pid == {me}) {{ {conn}[args->skaddr] = 1; }}
+  else if (args->newstate == {TCP_ESTABLISHED} && {conn}[args->skaddr]) {{
+    delete({conn}[args->skaddr]); {ours}[$p] = 1;
+    printf(\"O %d %llu\\n\", $p, nsecs);
+  }} else if (args->newstate == {TCP_CLOSE}) {{
+    delete({conn}[args->skaddr]); delete({ours}[$p]);{forget_sampled}
+  }}"
+            ),
         );
-        Script {
-            text: t,
-            phases,
-            probes,
-            calibration,
+    }
+
+    /// Whether the connection `$p` is one the script follows (a condition).
+    fn ours(&self, b: &mut Builder) -> String {
+        match self.follow {
+            Follow::Client(_) => format!("{}[$p]", b.map("ours")),
+            Follow::All => "1".into(),
         }
     }
 
-    /// The kernel probes' phases and the tracepoints they attach to.
-    fn kernel_names(&self, phases: &mut Vec<(String, String)>, probes: &mut Vec<(String, bool)>) {
-        phases.push(("socket".into(), "in its socket (arrival → read)".into()));
-        phases.push(("handle".into(), "its read → its write".into()));
-        phases.push(("return".into(), "its write → the client's socket".into()));
-        let mut kernel = vec!["sk_data_ready", "sock_recv_length", "sock_send_length"];
-        if self.send_start {
-            kernel.push("tcp_sendmsg_locked");
-        }
-        for name in kernel {
-            probes.push((format!("kernel:{name}"), false));
-        }
-    }
+    /// The client port `$p` of a server's socket `$sk`.
+    const PEER_PORT: &'static str =
+        "$q = $sk->__sk_common.skc_dport; $p = (($q & 255) << 8) | ($q >> 8);";
 
-    fn kernel_probes(
-        &self,
-        t: &mut String,
-        pids: &str,
-        phases: &mut Vec<(String, String)>,
-        probes: &mut Vec<(String, bool)>,
-    ) {
+    /// The kernel's events: arrivals, reads, writes, the client's arrivals.
+    fn kernel(&self, b: &mut Builder) {
         let port = self.port;
         let port_be = port.swap_bytes();
-        self.kernel_names(phases, probes);
-        let arrive = sampled(self.sample, "@arr[args->skaddr] = nsecs;");
-        // Where a send starts: `tcp:tcp_sendmsg_locked` (Linux 6.11 on), the first of a send's
-        // on its thread. Not the send syscalls' tracepoints: enabling one puts every system
-        // call of the machine on the slow path (nginx lost a third of its requests a second).
-        let send_start = if self.send_start {
-            format!(
-                "tracepoint:tcp:tcp_sendmsg_locked /{pids}/ {{ @n[3] = count(); if (@ws[tid] == 0) {{ @ws[tid] = nsecs; }} }}\n"
+        let n = b.map("n");
+        let sampled = self.sample > 1;
+        let ours = self.ours(b);
+        let (ain, cin) = (b.map("ain"), b.map("cin"));
+        let (ia, ir, iw) = (
+            b.counter("kernel:sk_data_ready", false),
+            b.counter("kernel:sock_recv_length", false),
+            b.counter("kernel:sock_send_length", false),
+        );
+        // The episode of a sampled connection: drawn at an arrival, over once the client has
+        // what the server wrote and the server has read what arrived.
+        let (draw, active, episode_end, read_mark, write_mark) = if sampled {
+            let (act, rend, wend) = (b.map("act"), b.map("rend"), b.map("wend"));
+            (
+                format!(
+                    "if ({act}[$p] == 0 && rand % {} == 0) {{ {act}[$p] = 1; }}\n      ",
+                    self.sample
+                ),
+                format!("{act}[$p]"),
+                format!(
+                    "\n        if ($o >= {wend}[$p] && {rend}[$p] >= {ain}[$p]) {{ delete({act}[$p]); }}"
+                ),
+                format!("{rend}[$p] = $o; "),
+                format!("{wend}[$p] = $e; "),
             )
+        } else {
+            (
+                String::new(),
+                "1".to_string(),
+                String::new(),
+                String::new(),
+                String::new(),
+            )
+        };
+        let other = match self.follow {
+            Follow::Client(_) => format!(" else {{ {} = count(); }}", b.map("other")),
+            Follow::All => String::new(),
+        };
+        let client_side = match self.follow {
+            Follow::Client(_) => format!(
+                " else if ($sk->__sk_common.skc_dport == {port_be}) {{
+    $p = $sk->__sk_common.skc_num;
+    if ({ours}) {{
+      $tp = (struct tcp_sock *)args->skaddr;
+      $o = $tp->bytes_received; $v = {cin}[$p]; {cin}[$p] = $o;
+      if ({active}) {{
+        printf(\"C %d %llu %llu %llu\\n\", $p, $v, $o, nsecs);{episode_end}
+      }}
+    }}
+  }}"
+            ),
+            Follow::All => String::new(),
+        };
+        b.probe(
+            &Attach::Tracepoint("sock", "sk_data_ready"),
+            Some("args->protocol == 6"),
+            &format!(
+                "  $sk = (struct sock *)args->skaddr;
+  if ($sk->__sk_common.skc_num == {port}) {{
+    {}
+    if ({ours}) {{
+      $tp = (struct tcp_sock *)args->skaddr;
+      $o = $tp->bytes_received; $v = {ain}[$p]; {ain}[$p] = $o;
+      {draw}if ({active}) {{
+        {n}[{ia}] = count(); printf(\"A %d %llu %llu %llu\\n\", $p, $v, $o, nsecs);
+      }}
+    }}{other}
+  }}{client_side}",
+                Self::PEER_PORT
+            ),
+        );
+        // A read: where it ended is what arrived less what is still unread.
+        let srv = b.map("srv");
+        let functions = self.functions.len() >= 2;
+        let mark_fn = if functions {
+            let fk = b.map("fk");
+            if sampled {
+                format!(" if ({active}) {{ {fk}[$k] = 1; }} else {{ delete({fk}[$k]); }}")
+            } else {
+                format!(" {fk}[$k] = 1;")
+            }
         } else {
             String::new()
         };
-        let _ = writeln!(
-            t,
-            "tracepoint:sock:sk_data_ready /args->protocol == 6/ {{
-  $sk = (struct sock *)args->skaddr;
+        b.probe(
+            &Attach::Tracepoint("sock", "sock_recv_length"),
+            Some(&format!(
+                "args->ret > 0 && args->protocol == 6 && (args->flags & {MSG_PEEK}) == 0"
+            )),
+            &format!(
+                "  $sk = (struct sock *)args->sk;
   if ($sk->__sk_common.skc_num == {port}) {{
-    @n[0] = count();
-    if (@arr[args->skaddr] == 0) {{ {arrive} }}
-  }} else if ($sk->__sk_common.skc_dport == {port_be}) {{
-    $p = $sk->__sk_common.skc_num;
-    $w = @sent[$p];
-    if ($w) {{
-      $d = nsecs - $w;
-  {}
-      delete(@sent[$p]);
-    }} else {{ @carr[$p] = nsecs; }}
-  }}
-}}
-tracepoint:sock:sock_recv_length /{pids} && args->ret > 0 && args->protocol == 6/ {{
-  @n[1] = count();
-  $a = @arr[args->sk];
-  if ($a) {{
-    $d = nsecs - $a;
-  {}
-    delete(@arr[args->sk]); @rd[args->sk] = nsecs;
-  }}
-}}
-{send_start}tracepoint:sock:sock_send_length /{pids} && args->ret > 0 && args->protocol == 6/ {{
-  @n[2] = count();
-  $r = @rd[args->sk];
-  $w = @ws[tid];
-  delete(@ws[tid]);
-  if ($r) {{
-    if ($w < $r) {{ $w = nsecs; }}
-    $d = $w - $r;
-  {}
-    delete(@rd[args->sk]);
-    $sk = (struct sock *)args->sk;
-    $q = $sk->__sk_common.skc_dport;
-    $p = (($q & 255) << 8) | ($q >> 8);
-    $c = @carr[$p];
-    if ($c >= $w) {{
-      $d = $c - $w;
-  {}
-      delete(@carr[$p]);
-    }} else {{ @sent[$p] = $w; }}
-  }}
-}}",
-            count(2),
-            count(0),
-            count(1),
-            count(2)
+    {}
+    if ({ours}) {{
+      {srv}[pid] = 1;
+      $tp = (struct tcp_sock *)args->sk;
+      $o = $tp->bytes_received - (($tp->rcv_nxt - $tp->copied_seq) & 0xffffffff);
+      $k = {};{mark_fn}
+      {read_mark}if ({active}) {{
+        {n}[{ir}] = count(); printf(\"R %d %llu %llu %llu %d %llu\\n\", $p, $o - (uint64)args->ret, $o, nsecs, pid, $k);
+      }}
+    }}
+  }}",
+                Self::PEER_PORT,
+                self.read_key()
+            ),
+        );
+        // A write: where it ended is what was acknowledged plus what is queued.
+        let start = if self.send_start {
+            let ws = b.map("ws");
+            let i = b.counter("kernel:tcp_sendmsg_locked", false);
+            b.probe(
+                &Attach::Tracepoint("tcp", "tcp_sendmsg_locked"),
+                Some(&format!("{srv}[pid]")),
+                &format!("  {n}[{i}] = count(); if ({ws}[tid] == 0) {{ {ws}[tid] = nsecs; }}"),
+            );
+            format!("$w = {ws}[tid]; delete({ws}[tid]); if ($w == 0) {{ $w = nsecs; }}")
+        } else {
+            "$w = nsecs;".to_string()
+        };
+        b.probe(
+            &Attach::Tracepoint("sock", "sock_send_length"),
+            Some(&format!(
+                "args->ret > 0 && args->protocol == 6 && {srv}[pid]"
+            )),
+            &format!(
+                "  {start}
+  $sk = (struct sock *)args->sk;
+  if ($sk->__sk_common.skc_num == {port}) {{
+    {}
+    if ({ours}) {{
+      $tp = (struct tcp_sock *)args->sk;
+      $e = $tp->bytes_acked + (($tp->write_seq - $tp->snd_una) & 0xffffffff);
+      {write_mark}if ({active}) {{
+        {n}[{iw}] = count(); printf(\"W %d %llu %llu %llu %d\\n\", $p, $e - (uint64)args->ret, $e, $w, pid);
+      }}
+    }}
+  }}",
+                Self::PEER_PORT
+            ),
         );
     }
 
-    fn function_probes(
-        &self,
-        t: &mut String,
-        pids: &str,
-        phases: &mut Vec<(String, String)>,
-        probes: &mut Vec<(String, bool)>,
-    ) {
-        let f = &self.functions;
-        if f.len() < 2 {
-            return;
+    /// The functions: each hit on a thread (goroutine) whose last read was of a followed
+    /// connection. Gives the labels by `F` index.
+    fn function_probes(&self, b: &mut Builder) -> Vec<String> {
+        if self.functions.len() < 2 {
+            return Vec::new();
         }
-        let base = phases.len();
-        for pair in f.windows(2) {
-            phases.push((
-                format!("fn:{}->{}", pair[0].label, pair[1].label),
-                format!("{} → {}", pair[0].label, pair[1].label),
-            ));
-        }
-        let total = (f.len() > 2).then(|| {
-            phases.push((
-                format!("fn:{}->{}", f[0].label, f[f.len() - 1].label),
-                format!(
-                    "{} → {} (the functions' total)",
-                    f[0].label,
-                    f[f.len() - 1].label
-                ),
-            ));
-            phases.len() - 1
-        });
-        // A request's functions run on one thread; a Go server's on one goroutine, which
-        // may move between threads: keyed by its g (register r14 on x86-64, Go 1.17 on).
-        let key = if self.go { "reg(\"r14\")" } else { "tid" };
-        // `@fi` is the next function of the chain (1-based): a function pairs only with the
-        // one before it, once. A Go function whose goroutine's stack grows at its entry runs
-        // its entry again (runtime.morestack restarts it), so its probe fires twice for one
-        // call: the second hit found the chain already past it and paired a second time.
-        for (i, probe) in f.iter().enumerate() {
-            let n = probes.len();
-            probes.push((format!("fn:{}", probe.label), true));
-            let body = if i == 0 {
-                sampled(
-                    self.sample,
-                    &"@fs[K] = nsecs; @fp[K] = nsecs; @fi[K] = 1;".replace('K', key),
-                )
-            } else {
-                let mut b = format!(
-                    "if (@fi[{key}] == {i}) {{\n    $d = nsecs - @fp[{key}];\n  {}\n",
-                    count(base + i - 1)
-                );
-                if i == f.len() - 1 {
-                    if let Some(total) = total {
-                        let _ = writeln!(b, "    $d = nsecs - @fs[{key}];\n  {}", count(total));
-                    }
-                    let _ = write!(
-                        b,
-                        "    delete(@fp[{key}]); delete(@fs[{key}]); delete(@fi[{key}]);\n  }}"
-                    );
-                } else {
-                    let next = i + 1;
-                    let _ = write!(b, "    @fp[{key}] = nsecs; @fi[{key}] = {next};\n  }}");
-                }
-                b
-            };
-            let _ = writeln!(
-                t,
-                "{} /{pids}/ {{\n  @n[{n}] = count();\n  {body}\n}}",
-                attach_point(&probe.site)
+        let n = b.map("n");
+        let fk = b.map("fk");
+        let key = self.fn_key();
+        let mut labels = Vec::new();
+        for (i, probe) in self.functions.iter().enumerate() {
+            let c = b.counter(format!("fn:{}", probe.label), true);
+            labels.push(probe.label.clone());
+            b.probe(
+                &attach_point(&probe.site),
+                Some(&format!("{fk}[{key}]")),
+                &format!("  {n}[{c}] = count(); printf(\"F {i} %llu %llu\\n\", {key}, nsecs);"),
             );
         }
+        labels
     }
 }
 
-/// bpftrace's name of a probe site (its binary resolved).
-fn attach_point(site: &Site) -> String {
+/// The calibration's script (see the `calibrate` module): reqlife's two calibration
+/// functions (`me`'s executable `exe`) and its reads of a UNIX socket pair, each doing what
+/// an event of the run's script does (a map's update and a line printed).
+pub fn calibration(me: u32, exe: &std::path::Path) -> Script {
+    let mut b = Builder::new();
+    let (n, up, k) = (b.map("n"), b.map("up"), b.map("k"));
+    b.probe(&Attach::Special("BEGIN"), None, "  printf(\"B\\n\");");
+    let exe = exe.display().to_string();
+    let sites = [
+        (
+            "calibration:uprobe",
+            true,
+            Attach::Uprobe {
+                binary: exe.clone(),
+                symbol: "reqlife_calibrate_push".into(),
+                ret: false,
+            },
+        ),
+        (
+            "calibration:uprobe-stepped",
+            true,
+            Attach::Uprobe {
+                binary: exe,
+                symbol: "reqlife_calibrate_step".into(),
+                ret: false,
+            },
+        ),
+        (
+            "calibration:tracepoint",
+            false,
+            Attach::Tracepoint("sock", "sock_recv_length"),
+        ),
+    ];
+    let mut first = None;
+    for (i, (name, uprobe, at)) in sites.into_iter().enumerate() {
+        let c = b.counter(name, uprobe);
+        first.get_or_insert(c);
+        // The first uprobe's first hit says the probes are all attached (bpftrace prints
+        // BEGIN's line before its uprobes are; this one is attached last).
+        let seen = if i == 0 {
+            format!("if ({up} == 0) {{ {up} = 1; printf(\"U\\n\"); }}\n  ")
+        } else {
+            String::new()
+        };
+        // The tracepoint: reqlife's own reads of its UNIX socket pair (AF_UNIX, 1).
+        let only = if i == 2 { " && args->family == 1" } else { "" };
+        b.probe(
+            &at,
+            Some(&format!("pid == {me}{only}")),
+            &format!(
+                "  {seen}{n}[{c}] = count(); {k}[tid] = 1; printf(\"K {i} %llu %llu\\n\", tid, nsecs);"
+            ),
+        );
+    }
+    b.at_end(format!("print({n});"));
+    b.at_end("printf(\"Z\\n\");");
+    let built = b
+        .finish()
+        .unwrap_or_else(|e| panic!("the calibration's script is wrong: {e}"));
+    Script {
+        text: built.text,
+        probes: built.counters,
+        functions: Vec::new(),
+        calibration: first,
+    }
+}
+
+/// bpftrace's attach point of a probe site (its binary resolved).
+fn attach_point(site: &Site) -> Attach {
+    let bin = |b: &Option<PathBuf>| {
+        b.as_ref()
+            .map(|b| b.display().to_string())
+            .unwrap_or_default()
+    };
     match site {
         Site::Function {
             binary,
             symbol,
             ret,
-        } => {
-            let kind = if *ret { "uretprobe" } else { "uprobe" };
-            let bin = binary
-                .as_ref()
-                .map(|b| b.display().to_string())
-                .unwrap_or_default();
-            format!("{kind}:{bin}:{symbol}")
-        }
+        } => Attach::Uprobe {
+            binary: bin(binary),
+            symbol: symbol.clone(),
+            ret: *ret,
+        },
         Site::Usdt {
             binary,
             provider,
             name,
-        } => {
-            let bin = binary
-                .as_ref()
-                .map(|b| b.display().to_string())
-                .unwrap_or_default();
-            format!("usdt:{bin}:{provider}:{name}")
-        }
+        } => Attach::Usdt {
+            binary: bin(binary),
+            provider: provider.clone(),
+            name: name.clone(),
+        },
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::probe::spec::parse_list;
-
-    fn plan(functions: &str, sample: u64) -> ScriptPlan {
-        let mut functions = if functions.is_empty() {
-            Vec::new()
-        } else {
-            parse_list(functions).unwrap()
-        };
-        for f in &mut functions {
-            if let Site::Function { binary, .. } = &mut f.site {
-                *binary = Some("/srv/bin".into());
-            }
-        }
-        ScriptPlan {
-            pids: vec![10, 11],
-            port: 8080,
-            kernel: true,
-            functions,
-            go: false,
-            send_start: true,
-            sample,
-            tick_ms: 100,
-            calibrate: Some((42, "/usr/bin/reqlife".into())),
-        }
-    }
-
-    #[test]
-    fn the_script_names_its_phases_and_probes_in_order() {
-        let s = plan("parse,handle,respond", 1).write();
-        let names: Vec<&str> = s.phases.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "socket",
-                "handle",
-                "return",
-                "fn:parse->handle",
-                "fn:handle->respond",
-                "fn:parse->respond"
-            ]
-        );
-        assert_eq!(s.probes.len(), 4 + 3 + 3);
-        assert_eq!(s.calibration, Some(7));
-        assert!(s
-            .text
-            .contains("uprobe:/usr/bin/reqlife:reqlife_calibrate_step /pid == 42/"));
-        assert!(s
-            .text
-            .contains("uprobe:/srv/bin:parse /(pid == 10 || pid == 11)/"));
-        assert!(s.text.contains("skc_num == 8080"));
-        // 8080 = 0x1F90, in network order 0x901F.
-        assert!(s.text.contains(&format!("skc_dport == {}", 0x901F)));
-        assert!(s.text.contains("interval:ms:100"));
-        assert!(!s.text.contains("rand %"));
-        // Each function pairs only with the one before it, once (a Go function's entry may
-        // fire twice for one call).
-        assert!(s.text.contains("@fi[tid] = 1;"), "{}", s.text);
-        assert!(s.text.contains("if (@fi[tid] == 1) {"), "{}", s.text);
-        assert!(s.text.contains("@fi[tid] = 2;"), "{}", s.text);
-        assert!(s.text.contains("if (@fi[tid] == 2) {"), "{}", s.text);
-        assert!(s.text.contains("delete(@fi[tid]);"), "{}", s.text);
-        // Every phase index is counted somewhere, in both maps.
-        for i in 0..s.phases.len() {
-            assert!(s.text.contains(&format!("@h1[{i}, $k]")), "phase {i}");
-        }
-    }
-
-    #[test]
-    fn sampling_draws_at_a_request_start_and_two_functions_have_no_total() {
-        let s = plan("a,b", 100).write();
-        assert_eq!(s.phases.len(), 3 + 1);
-        assert_eq!(s.text.matches("rand % 100 == 0").count(), 2, "{}", s.text);
-        let s = plan("", 1).write();
-        assert_eq!(s.phases.len(), 3);
-        assert!(!s.text.contains("uprobe:/srv"));
-        // No function: no function map to clear at the end (bpftrace refuses undefined ones).
-        assert!(!s.text.contains("@fp"));
-    }
-}
+mod tests;

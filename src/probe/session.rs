@@ -1,13 +1,17 @@
 //! A running bpftrace: started in a process group of its own (a Ctrl-C to reqlife's group does
 //! not end it before reqlife has read its last counts), with `PR_SET_PDEATHSIG` (it ends when
-//! reqlife does, however reqlife ends: its probes go with it), read by a thread that folds its
-//! ticks into the run's [`ProbeAcc`]; stopped by SIGINT, which makes it print its last counts
-//! and detach, then SIGKILL if it has not ended 5 s later.
+//! reqlife does, however reqlife ends: its probes go with it), read by a thread that hands the
+//! kernel's events to the run's joiner ([`EventSink`]), or, for the probe agent (no client
+//! here to join with), folds them by order into the run's [`ProbeAcc`] ([`ByOrder`]);
+//! stopped by SIGINT, which makes it print its last counts and detach, then SIGKILL if it
+//! has not ended 5 s later.
 
-use super::output::{Event, Reader};
+use super::output::{self, Line};
 use super::target;
 use super::ProbeError;
-use crate::recorder::probes::ProbeAcc;
+use crate::recorder::join::{EventSink, KernelEvent};
+use crate::recorder::probes::{bucket_key, ProbeAcc};
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -28,6 +32,19 @@ struct Window {
     until_ns: Option<u64>,
 }
 
+/// Events handed to the joiner at once (at most; every tick hands what it has).
+const BATCH: usize = 4096;
+
+/// Where the kernel's events go.
+enum Into {
+    /// Not yet anywhere: a run has not begun (dropped).
+    Nowhere,
+    /// To the run's joiner.
+    Join(EventSink),
+    /// Folded by order into the accumulator (the agent).
+    ByOrder(ByOrder),
+}
+
 struct Shared {
     ready: bool,
     /// The calibration's first uprobe fired.
@@ -42,6 +59,8 @@ struct Shared {
     gone_ns: Option<u64>,
     /// Given each tick's snapshot (the metrics endpoint).
     watch: Option<crate::recorder::collector::Watch>,
+    /// Where the events go.
+    into: Into,
 }
 
 /// A running bpftrace and what it has measured.
@@ -51,32 +70,16 @@ pub struct Session {
     stderr: Arc<Mutex<String>>,
 }
 
-/// CLOCK_MONOTONIC now, ns (what bpftrace's `nsecs` reads, and what `Instant` is on Linux).
-pub fn mono_now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid pointer to a timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// `at` in CLOCK_MONOTONIC ns.
-pub fn mono_ns(at: Instant) -> u64 {
-    let (now, ns) = (Instant::now(), mono_now_ns());
-    match now.checked_duration_since(at) {
-        Some(ago) => ns.saturating_sub(ago.as_nanos() as u64),
-        None => ns + at.duration_since(now).as_nanos() as u64,
-    }
-}
+pub use crate::util::clock::{mono_now_ns, mono_ns};
 
 impl Session {
     /// Starts bpftrace on `script`; returns once its probes are attached.
     pub fn start(bpftrace: &Path, script: &str, acc: ProbeAcc) -> Result<Session, ProbeError> {
         let mut cmd = Command::new(bpftrace);
-        cmd.args(["-B", "none", "-e", script])
+        cmd.args(["-B", "none", "-f", "json", "-e", script])
             .env("BPFTRACE_MAP_KEYS_MAX", "65536")
+            // 4 MiB a CPU: room for the events of a busy tick (bpftrace drops past it).
+            .env("BPFTRACE_PERF_RB_PAGES", "1024")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -107,6 +110,7 @@ impl Session {
                 last_tick_ns: mono_now_ns(),
                 gone_ns: None,
                 watch: None,
+                into: Into::Nowhere,
             }),
             Condvar::new(),
         ));
@@ -188,8 +192,14 @@ impl Session {
         false
     }
 
-    /// The recording starts at `from_ns` (CLOCK_MONOTONIC), in intervals of `interval`: ticks before it are left
-    /// out, and each later one lands in the interval of its middle.
+    /// The kernel's events go to the run's joiner from now on.
+    pub fn join(&self, events: EventSink) {
+        self.with(|s| s.into = Into::Join(events));
+    }
+
+    /// The recording starts at `from_ns` (CLOCK_MONOTONIC), in intervals of `interval`, its
+    /// events folded by order (the agent's; a run here joins them to its requests): ticks
+    /// before it are left out, and each later one lands in the interval of its middle.
     pub fn begin(
         &self,
         from_ns: u64,
@@ -198,6 +208,9 @@ impl Session {
     ) {
         self.with(|s| {
             s.watch = watch;
+            if !matches!(s.into, Into::Join(_)) {
+                s.into = Into::ByOrder(ByOrder::default());
+            }
             s.window = Some(Window {
                 from_ns,
                 interval_ns: interval.as_nanos().max(1) as u64,
@@ -254,31 +267,125 @@ impl Drop for Session {
 /// Reads bpftrace's output into `shared` until it ends.
 fn read(out: impl BufRead, shared: &(Mutex<Shared>, Condvar)) {
     let (lock, cv) = shared;
-    let mut reader = Reader::default();
-    for line in out.lines() {
-        let Ok(line) = line else { break };
-        let Some(event) = reader.line(&line) else {
+    let mut batch: Vec<KernelEvent> = Vec::with_capacity(BATCH);
+    for text in out.lines() {
+        let Ok(text) = text else { break };
+        let Some(line) = output::line(&text) else {
             continue;
         };
+        // The hot path: an event batched, nothing locked.
+        if let Line::Event(e) = line {
+            let tick = matches!(e, KernelEvent::Tick { .. });
+            batch.push(e);
+            if tick || batch.len() >= BATCH {
+                hand_over(lock, &mut batch);
+            }
+            if let (true, KernelEvent::Tick { ns }) = (tick, e) {
+                let mut s = lock.lock().unwrap_or_else(|e| e.into_inner());
+                if s.gone_ns.is_none() && !s.acc.pids.iter().any(|&p| target::alive(p)) {
+                    s.gone_ns = Some(ns);
+                }
+            }
+            continue;
+        }
         let mut s = lock.lock().unwrap_or_else(|e| e.into_inner());
-        match event {
-            Event::Ready => s.ready = true,
-            Event::Probed => s.probed = true,
-            Event::Tick { ns, counts } => tick(&mut s, ns, &counts),
-            Event::End { hits } => {
+        match line {
+            Line::Ready => s.ready = true,
+            Line::Probed => s.probed = true,
+            Line::Calibration | Line::Event(_) => {}
+            Line::Hits(hits) => {
                 for (i, n) in hits {
                     if let Some(h) = s.acc.hits.get_mut(i) {
                         h.1 = n;
                     }
                 }
-                s.ended = true;
             }
+            Line::Others(n) => {
+                s.acc.others = n;
+                if let Into::Join(sink) = &s.into {
+                    sink.others(n);
+                }
+            }
+            Line::Lost(n) => {
+                s.acc.lost_events += n;
+                batch.push(KernelEvent::Lost { n });
+            }
+            Line::End => s.ended = true,
         }
         cv.notify_all();
     }
+    hand_over(lock, &mut batch);
     let mut s = lock.lock().unwrap_or_else(|e| e.into_inner());
     s.closed = true;
     cv.notify_all();
+}
+
+/// Gives the batched events where they go: to the joiner (sent outside the lock), or folded
+/// by order (the agent's).
+fn hand_over(lock: &Mutex<Shared>, batch: &mut Vec<KernelEvent>) {
+    if batch.is_empty() {
+        return;
+    }
+    let mut s = lock.lock().unwrap_or_else(|e| e.into_inner());
+    match &mut s.into {
+        Into::Nowhere => batch.clear(),
+        Into::Join(sink) => {
+            let sink = sink.clone();
+            drop(s);
+            let events = std::mem::replace(batch, Vec::with_capacity(BATCH));
+            if !sink.send(events) {
+                // The run's joiner is done: the events after it are the run's end.
+                let mut s = lock.lock().unwrap_or_else(|e| e.into_inner());
+                s.into = Into::Nowhere;
+            }
+        }
+        Into::ByOrder(_) => {
+            for e in batch.drain(..) {
+                by_order(&mut s, e);
+            }
+        }
+    }
+}
+
+/// The agent's fold of one event: per connection, the first arrival after the server's last
+/// read to its next read (`socket`), that read to its next write (`handle`): per read and
+/// write, not per request (the requests are on the client's host).
+#[derive(Debug, Default)]
+pub struct ByOrder {
+    /// Per client port: the first arrival since the last read, and the last read not yet
+    /// followed by a write.
+    ports: HashMap<u16, (Option<u64>, Option<u64>)>,
+    /// This tick's (phase, bucket key, count).
+    counts: Vec<(usize, u64, u64)>,
+}
+
+fn by_order(s: &mut Shared, e: KernelEvent) {
+    let Into::ByOrder(f) = &mut s.into else {
+        return;
+    };
+    match e {
+        KernelEvent::Arrived { port, ns, .. } => {
+            let p = f.ports.entry(port).or_default();
+            p.0.get_or_insert(ns);
+        }
+        KernelEvent::Read { port, ns, .. } => {
+            let p = f.ports.entry(port).or_default();
+            if let Some(a) = p.0.take() {
+                f.counts.push((0, bucket_key(ns.saturating_sub(a)), 1));
+            }
+            p.1 = Some(ns);
+        }
+        KernelEvent::Wrote { port, ns, .. } => {
+            if let Some(r) = f.ports.get_mut(&port).and_then(|p| p.1.take()) {
+                f.counts.push((1, bucket_key(ns.saturating_sub(r)), 1));
+            }
+        }
+        KernelEvent::Tick { ns } => {
+            let counts = std::mem::take(&mut f.counts);
+            tick(s, ns, &counts);
+        }
+        _ => {}
+    }
 }
 
 /// One tick's counts into the interval of its middle, when it overlaps the window.

@@ -95,6 +95,65 @@ pub fn cpu_s(pids: &[u32]) -> Option<f64> {
     total
 }
 
+/// CPU time of the process trees of `roots`, seconds: every live process of a tree (its
+/// own user and system time and its waited-for children's: nginx's or Apache's workers
+/// restarted during the run are counted in their parent's). `None` when none could be read.
+pub fn tree_cpu_s(roots: &[u32]) -> Option<f64> {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks <= 0 {
+        return None;
+    }
+    let tree = descendants(roots);
+    let mut total = None;
+    for p in tree {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // utime, stime, cutime, cstime: fields 14-17 of stat(5), 11-14 here.
+        let fields: Option<Vec<u64>> = (11..15)
+            .map(|i| stat_field(&stat, i)?.parse::<u64>().ok())
+            .collect();
+        let Some(fields) = fields else { continue };
+        *total.get_or_insert(0.0) += fields.iter().sum::<u64>() as f64 / ticks as f64;
+    }
+    total
+}
+
+/// `roots` and every live process below them.
+pub fn descendants(roots: &[u32]) -> Vec<u32> {
+    let mut parent_of: Vec<(u32, u32)> = Vec::new();
+    if let Ok(procs) = std::fs::read_dir("/proc") {
+        for entry in procs.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            if let Some(ppid) = stat_field(&stat, 1).and_then(|p| p.parse::<u32>().ok()) {
+                parent_of.push((pid, ppid));
+            }
+        }
+    }
+    let mut tree: Vec<u32> = roots.to_vec();
+    let mut i = 0;
+    while i < tree.len() {
+        let p = tree[i];
+        for &(child, parent) in &parent_of {
+            if parent == p && !tree.contains(&child) {
+                tree.push(child);
+            }
+        }
+        i += 1;
+    }
+    tree
+}
+
 /// Field `i` of a `/proc/PID/stat` line counted from the state (0), after the name in
 /// parentheses (which may hold spaces).
 fn stat_field(stat: &str, i: usize) -> Option<&str> {

@@ -16,6 +16,11 @@ pub const KEEP: usize = 5;
 const TIMING_BYTES: usize = 120;
 /// Latency buckets (quarter powers of two of the total, from 256 ns up).
 const BUCKETS: usize = 128;
+/// The server's probed phases a kept request holds (`--server-probes`: the kernel's five and
+/// up to 16 between the server's functions; see [`super::join::slot`]).
+pub const PROBED: usize = 21;
+/// A probed phase that was not measured for this request.
+const NOT_PROBED: u64 = u64::MAX;
 
 /// One request kept whole.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -36,6 +41,9 @@ pub struct Exemplar {
     pub trace: Option<TraceId>,
     timing_len: u8,
     timing: [u8; TIMING_BYTES],
+    /// The server's phases of it, by the run's probed phase index (`--server-probes`, joined
+    /// by its bytes; [`NOT_PROBED`] where not measured).
+    probed: [u64; PROBED],
 }
 
 impl Exemplar {
@@ -54,7 +62,25 @@ impl Exemplar {
             trace: s.trace,
             timing_len: n as u8,
             timing: kept,
+            probed: [NOT_PROBED; PROBED],
         }
+    }
+
+    /// Its server phase of index `i` (`--server-probes`), ns, if measured.
+    pub fn probed(&self, i: usize) -> Option<u64> {
+        self.probed.get(i).copied().filter(|&ns| ns != NOT_PROBED)
+    }
+
+    /// Sets its server phase of index `i` (past [`PROBED`]: dropped).
+    pub fn set_probed(&mut self, i: usize, ns: Option<u64>) {
+        if let Some(slot) = self.probed.get_mut(i) {
+            *slot = ns.map_or(NOT_PROBED, |ns| ns.min(NOT_PROBED - 1));
+        }
+    }
+
+    /// Whether any of its server phases was measured.
+    pub fn is_probed(&self) -> bool {
+        self.probed.iter().any(|&ns| ns != NOT_PROBED)
     }
 
     /// Its total, ns.
@@ -157,6 +183,8 @@ pub struct Exemplars {
     pub slowest: Slowest,
     /// By [`Phase::index`].
     pub by_phase: Vec<Slowest>,
+    /// By probed phase index (`--server-probes`; empty without).
+    pub by_probed: Vec<Slowest>,
     buckets: Vec<Option<Exemplar>>,
 }
 
@@ -172,7 +200,46 @@ impl Exemplars {
         Exemplars {
             slowest: Slowest::new(),
             by_phase: Phase::ALL.iter().map(|_| Slowest::new()).collect(),
+            by_probed: Vec::new(),
             buckets: vec![None; BUCKETS],
+        }
+    }
+
+    /// Empty lists that keep the slowest by each of `probed` server phases too.
+    pub fn with_probed(probed: usize) -> Self {
+        Exemplars {
+            by_probed: (0..probed.min(PROBED)).map(|_| Slowest::new()).collect(),
+            ..Exemplars::new()
+        }
+    }
+
+    /// Keeps request `e` (already made whole, its server phases joined) where it beats the
+    /// kept ones, by its total, each client phase and each probed phase.
+    pub fn offer_kept(&mut self, e: &Exemplar) {
+        let total = e.total();
+        if e.phases[Phase::Total.index()].is_none() {
+            return;
+        }
+        if self.slowest.beats(total) {
+            self.slowest.push(total, *e);
+        }
+        for (list, ns) in self.by_phase.iter_mut().zip(&e.phases) {
+            if let Some(ns) = *ns {
+                if ns > 0 && list.beats(ns) {
+                    list.push(ns, *e);
+                }
+            }
+        }
+        for (i, list) in self.by_probed.iter_mut().enumerate() {
+            if let Some(ns) = e.probed(i).filter(|&ns| ns > 0) {
+                if list.beats(ns) {
+                    list.push(ns, *e);
+                }
+            }
+        }
+        let b = &mut self.buckets[bucket(total)];
+        if b.is_none() {
+            *b = Some(*e);
         }
     }
 
@@ -208,6 +275,12 @@ impl Exemplars {
         for (into, from) in self.by_phase.iter_mut().zip(&o.by_phase) {
             into.merge(from);
         }
+        if self.by_probed.len() < o.by_probed.len() {
+            self.by_probed.resize_with(o.by_probed.len(), Slowest::new);
+        }
+        for (into, from) in self.by_probed.iter_mut().zip(&o.by_probed) {
+            into.merge(from);
+        }
         for (into, from) in self.buckets.iter_mut().zip(&o.buckets) {
             if from.is_some() {
                 *into = *from;
@@ -219,6 +292,7 @@ impl Exemplars {
     pub fn clear(&mut self) {
         self.slowest.clear();
         self.by_phase.iter_mut().for_each(Slowest::clear);
+        self.by_probed.iter_mut().for_each(Slowest::clear);
         self.buckets.iter_mut().for_each(|b| *b = None);
     }
 
@@ -257,6 +331,7 @@ mod tests {
             request: 0,
             connection: conn,
             trace: None,
+            wire: Default::default(),
         };
         let d = super::super::durations(&s);
         (s, d)

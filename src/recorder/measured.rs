@@ -56,6 +56,8 @@ pub struct Measured {
     pub exemplars: super::exemplar::Exemplars,
     /// `--log-requests`: what the per-request log became.
     pub request_log: Option<super::request_log::LogOutcome>,
+    /// `--server-probes` here: the server's side joined to each request.
+    pub joined: Option<Box<super::join::Joined>>,
 }
 
 impl Measured {
@@ -82,6 +84,7 @@ impl Measured {
             probes: None,
             exemplars: super::exemplar::Exemplars::new(),
             request_log: None,
+            joined: None,
         }
     }
 

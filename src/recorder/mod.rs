@@ -12,6 +12,7 @@ pub mod exemplar;
 mod figures;
 pub mod hdrlog;
 pub mod hist;
+pub mod join;
 pub mod knee;
 mod measured;
 pub mod merge;
@@ -125,6 +126,9 @@ pub struct Recorder {
     in_flight: u64,
     /// `--log-requests`: this thread's end of the per-request log.
     log: Option<request_log::LogWorker>,
+    /// `--server-probes`: where each recorded request goes to meet the server's side (the
+    /// joiner writes the per-request log then), and the clocks' reading for its times.
+    trails: Option<(join::TrailSink, crate::util::clock::MonoBase)>,
 }
 
 /// Where a recorder's closed intervals go.
@@ -176,7 +180,15 @@ impl Recorder {
             samples: reservoir::Reservoir::per_thread(),
             in_flight: 0,
             log: None,
+            trails: None,
         }
+    }
+
+    /// Hands each recorded request to the joiner of the server's probed phases (which writes
+    /// the per-request log then).
+    pub fn trails(mut self, sink: Option<join::TrailSink>) -> Self {
+        self.trails = sink.map(|s| (s, crate::util::clock::MonoBase::now()));
+        self
     }
 
     /// Writes a row per recorded request to the per-request log (`--log-requests`).
@@ -305,6 +317,7 @@ impl Recorder {
             return false;
         }
         let end = s.stamps.done.unwrap_or_else(Instant::now);
+        let ended = end;
         self.counters.add(s);
         let drained = self.record_until.filter(|until| end > *until);
         if let Some(until) = drained {
@@ -345,7 +358,23 @@ impl Recorder {
         if self.current.as_ref().is_none_or(|set| set.index != index) {
             self.roll(index);
         }
-        if let Some(log) = &mut self.log {
+        if let Some((trails, clock)) = &mut self.trails {
+            let from = self.record_from;
+            trails.push(join::Trail {
+                kept: exemplar::Exemplar::of(s, &d, timing, from),
+                wire: s.wire,
+                interval: index,
+                start_ns: s
+                    .stamps
+                    .dispatched
+                    .saturating_duration_since(from)
+                    .as_nanos() as u64,
+                bytes_read: s.bytes_read,
+                bytes_written: s.bytes_written,
+                write_ns: clock.ns(s.stamps.write_started()),
+                done_ns: clock.ns(ended),
+            });
+        } else if let Some(log) = &mut self.log {
             log.row(s, &d, index, self.record_from);
         }
         if let Some(set) = self.current.as_mut() {
@@ -452,6 +481,9 @@ impl Recorder {
     /// Closes the current interval (if any) and opens `index` in a spare set: a swap, no
     /// allocation once the pool is warm.
     fn roll(&mut self, index: u64) {
+        if let Some((trails, _)) = &mut self.trails {
+            trails.flush();
+        }
         let mut next = self.spare_set();
         next.index = index;
         if let Some(full) = self.current.replace(next) {
@@ -534,6 +566,7 @@ impl Recorder {
             probes: None,
             exemplars,
             request_log: None,
+            joined: None,
         }
     }
 }

@@ -84,8 +84,19 @@ pub struct ProbeCost {
     pub uprobe_stepped_hit_ns: Option<f64>,
     /// CPU time of one tracepoint hit, ns.
     pub tracepoint_hit_ns: Option<f64>,
-    /// The server's processes' CPU time while the run was recorded, seconds.
+    /// The lowest and highest of the calibration's rounds of a uprobe hit, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uprobe_hit_range_ns: Option<[f64; 2]>,
+    /// The same of a tracepoint hit, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracepoint_hit_range_ns: Option<[f64; 2]>,
+    /// The server's processes' CPU time while the run was recorded (their whole trees),
+    /// seconds.
     pub server_cpu_s: Option<f64>,
+    /// bpftrace's own CPU time (reading the events out of the kernel) while the run was
+    /// recorded, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpftrace_cpu_s: Option<f64>,
 }
 
 /// What the probes measured in one run (or one level of a sweep).
@@ -112,6 +123,14 @@ pub struct ProbeAcc {
     /// Probed on another host (`reqlife probe` there, `run --server-probes-from`): where,
     /// and the clocks' offset.
     pub remote: Option<RemoteClock>,
+    /// Events of the port's connections not the client's (the server's to itself, or
+    /// others'), counted apart.
+    pub others: u64,
+    /// Events the kernel dropped (bpftrace's buffers full).
+    pub lost_events: u64,
+    /// Per request: the server's side joined to each (a run here; `None` for the agent's,
+    /// whose phases are per read and write).
+    pub joined: Option<Box<super::join::Joined>>,
 }
 
 /// The probes' agent on the server's host and its clock against the generator's.
@@ -220,6 +239,9 @@ impl WireAcc {
             notes: self.notes,
             cost: self.cost,
             remote,
+            others: 0,
+            lost_events: 0,
+            joined: None,
         })
     }
 }
@@ -252,6 +274,9 @@ impl ProbeAcc {
             notes: Vec::new(),
             cost: ProbeCost::default(),
             remote: None,
+            others: 0,
+            lost_events: 0,
+            joined: None,
         }
     }
 
@@ -286,6 +311,17 @@ impl ProbeAcc {
         let snap = snapshot(index, server);
         self.series.push(snap.clone());
         Some(snap)
+    }
+
+    /// The phases, their series and the join's figures of a run here (the server's side of
+    /// each request, joined by its bytes) in place of the agent's per-read ones.
+    pub fn use_joined(&mut self, mut joined: super::join::Joined) {
+        self.phases = std::mem::take(&mut joined.phases)
+            .into_iter()
+            .map(|(name, what, hist)| ProbedPhase { name, what, hist })
+            .collect();
+        self.series = std::mem::take(&mut joined.series);
+        self.joined = Some(Box::new(joined));
     }
 
     /// Probed CPU time, seconds: each probe's hits at its kind's measured cost (a uprobe's at

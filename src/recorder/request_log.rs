@@ -28,13 +28,25 @@ const QUEUED_PER_WORKER: usize = 8;
 
 /// The columns, in order: the header line.
 pub fn header() -> String {
+    header_with(&[])
+}
+
+/// The columns with the server's probed phases `probed` after the others
+/// (`--server-probes`: `server_NAME_ns` each).
+pub fn header_with(probed: &[String]) -> String {
     let mut h = String::from("due_ns,start_ns");
     for p in Phase::ALL {
         h.push(',');
         h.push_str(p.name());
         h.push_str("_ns");
     }
-    h.push_str(",status,error,bytes_read,bytes_written,connection,trace_id,span_id,sampled,request,interval\n");
+    h.push_str(",status,error,bytes_read,bytes_written,connection,trace_id,span_id,sampled,request,interval");
+    for name in probed {
+        h.push_str(",server_");
+        h.push_str(name);
+        h.push_str("_ns");
+    }
+    h.push('\n');
     h
 }
 
@@ -73,13 +85,15 @@ impl RequestLog {
         every: u64,
         workers: usize,
         names: Arc<[String]>,
+        probed: &[String],
     ) -> std::io::Result<RequestLog> {
         // A sweep's levels (a knee's steps, repetitions) follow one another in one file, under
         // one header, each timed from its own start.
         let start = match file.metadata()?.len() {
             0 => {
-                (&*file).write_all(header().as_bytes())?;
-                header().len() as u64
+                let header = header_with(probed);
+                (&*file).write_all(header.as_bytes())?;
+                header.len() as u64
             }
             len => len,
         };
@@ -171,6 +185,22 @@ fn cut(mut file: &File, at: (u64, u64), e: &std::io::Error) -> String {
     why
 }
 
+/// One row's fields: a sample's, or a request the joiner had (with its server phases).
+struct Row<'a> {
+    due_ns: u64,
+    start_ns: u64,
+    d: &'a Durations,
+    status: Option<u16>,
+    error: Option<crate::model::ErrorKind>,
+    bytes_read: u64,
+    bytes_written: u64,
+    connection: u32,
+    trace: Option<crate::model::trace::TraceId>,
+    request: u16,
+    interval: u64,
+    probed: &'a [Option<u64>],
+}
+
 /// A worker's end of the log: rows formatted into its buffer.
 pub struct LogWorker {
     tx: SyncSender<(Vec<u8>, u64)>,
@@ -226,33 +256,78 @@ impl LogWorker {
     }
 
     fn write_row(&mut self, s: &Sample, d: &Durations, interval: u64, from: Instant) {
-        let b = &mut self.buf;
         let since = |t: Instant| t.saturating_duration_since(from).as_nanos() as u64;
-        put_u64(b, since(s.stamps.intended));
+        self.put_row(&Row {
+            due_ns: since(s.stamps.intended),
+            start_ns: since(s.stamps.dispatched),
+            d,
+            status: s.status,
+            error: s.error,
+            bytes_read: s.bytes_read,
+            bytes_written: s.bytes_written,
+            connection: s.connection,
+            trace: s.trace,
+            request: s.request,
+            interval,
+            probed: &[],
+        });
+    }
+
+    /// Logs request `t` (the joiner's, its server phases `probed`) when its turn comes.
+    pub fn trail_row(&mut self, t: &super::join::Trail, probed: &[Option<u64>]) {
+        self.countdown -= 1;
+        if self.countdown > 0 {
+            return;
+        }
+        self.countdown = self.every;
+        let e = &t.kept;
+        self.put_row(&Row {
+            due_ns: e.due_ns,
+            start_ns: t.start_ns,
+            d: &e.phases,
+            status: e.status,
+            error: e.error,
+            bytes_read: t.bytes_read,
+            bytes_written: t.bytes_written,
+            connection: e.connection,
+            trace: e.trace,
+            request: e.request,
+            interval: t.interval,
+            probed,
+        });
+        self.rows += 1;
+        if self.buf.len() >= BUFFER {
+            self.hand_over();
+        }
+    }
+
+    fn put_row(&mut self, r: &Row) {
+        let b = &mut self.buf;
+        put_u64(b, r.due_ns);
         b.push(b',');
-        put_u64(b, since(s.stamps.dispatched));
-        for ns in d {
+        put_u64(b, r.start_ns);
+        for ns in r.d {
             b.push(b',');
             if let Some(ns) = ns {
                 put_u64(b, *ns);
             }
         }
         b.push(b',');
-        if let Some(code) = s.status {
+        if let Some(code) = r.status {
             put_u64(b, code as u64);
         }
         b.push(b',');
-        if let Some(e) = s.error {
+        if let Some(e) = r.error {
             b.extend_from_slice(e.name().as_bytes());
         }
         b.push(b',');
-        put_u64(b, s.bytes_read);
+        put_u64(b, r.bytes_read);
         b.push(b',');
-        put_u64(b, s.bytes_written);
+        put_u64(b, r.bytes_written);
         b.push(b',');
-        put_u64(b, s.connection as u64);
+        put_u64(b, r.connection as u64);
         b.push(b',');
-        if let Some(t) = s.trace {
+        if let Some(t) = r.trace {
             let tp = t.traceparent();
             b.extend_from_slice(&tp[3..35]);
             b.push(b',');
@@ -263,11 +338,17 @@ impl LogWorker {
             b.extend_from_slice(b",,");
         }
         b.push(b',');
-        if let Some(name) = self.names.get(s.request as usize) {
+        if let Some(name) = self.names.get(r.request as usize) {
             put_field(b, name);
         }
         b.push(b',');
-        put_u64(b, interval);
+        put_u64(b, r.interval);
+        for ns in r.probed {
+            b.push(b',');
+            if let Some(ns) = ns {
+                put_u64(b, *ns);
+            }
+        }
         b.push(b'\n');
     }
 
@@ -330,6 +411,7 @@ mod tests {
             request: 0,
             connection: 3,
             trace: None,
+            wire: Default::default(),
         };
         let d = super::super::durations(&s);
         (s, d)
@@ -341,7 +423,7 @@ mod tests {
         let path = dir.path().join("log.csv");
         let file = Arc::new(File::create(&path).unwrap());
         let names: Arc<[String]> = vec!["get, one".to_string()].into();
-        let log = RequestLog::start(file, 2, 1, names).unwrap();
+        let log = RequestLog::start(file, 2, 1, names, &[]).unwrap();
         let base = Instant::now();
         {
             let mut w = log.worker();

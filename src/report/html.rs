@@ -14,6 +14,7 @@ mod figures;
 mod probes;
 mod slow;
 mod tables;
+mod timeline;
 
 use super::plot::human;
 use super::ReportError;

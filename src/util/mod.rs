@@ -1,8 +1,9 @@
 //! Leaf utilities, the lowest layer (see `tests/checks/layers.rs`): they use no other module
 //! of the crate. Exit codes and the [`exit::ExitCode`] trait every layer's error implements;
-//! units (durations, counts, rates, sizes), the head of a request to the tool's own small servers, the random generator, shared limits, and the gate
+//! units (durations, counts, rates, sizes), the monotonic clock in nanoseconds, the head of a request to the tool's own small servers, the random generator, shared limits, and the gate
 //! at which a run's load starts.
 
+pub mod clock;
 pub mod exit;
 pub mod http_head;
 pub mod limits;

@@ -107,6 +107,7 @@ fn a_worker_with_no_set_back_raises_the_collector() {
         live: None,
         log: None,
         watch: None,
+        join: None,
     };
     let (collector, mut links) =
         CollectorThread::spawn(1, "total", &[], start, Duration::from_secs(1), sinks).unwrap();

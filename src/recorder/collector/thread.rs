@@ -21,6 +21,9 @@ pub struct Sinks {
     pub log: Option<crate::recorder::hdrlog::LogFile>,
     /// `--metrics-addr`: called with each (must not block).
     pub watch: Option<Watch>,
+    /// `--server-probes`: the joiner's input (the run starts its thread beside the workers'
+    /// and gives it each recorded request; the collector does not use it).
+    pub join: Option<crate::recorder::join::JoinInput>,
 }
 
 /// The final intervals for the run's own thread (`--every`, `--abort-on-fail`, the view),

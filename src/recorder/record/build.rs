@@ -280,7 +280,7 @@ pub(super) fn intervals_of(
             let mut iv = interval_of(snap.as_ref(), start_s, duration_s);
             if let Some(s) = &snap {
                 iv.slowest = (s.exemplars.iter())
-                    .map(|e| SlowRequest::of(e, names))
+                    .map(|e| SlowRequest::of(e, names, &[]))
                     .collect();
             }
             iv

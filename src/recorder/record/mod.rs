@@ -246,9 +246,16 @@ impl RunRecord {
             first_errors,
             samples: Samples::of(&measured.samples),
             knee: None,
-            slow_requests: named
-                .get("total")
-                .and_then(|t| slow::SlowRequests::of(&measured.exemplars, names, t)),
+            slow_requests: named.get("total").and_then(|t| {
+                let probed: Vec<String> = measured
+                    .probes
+                    .as_ref()
+                    .filter(|p| p.joined.is_some())
+                    .map_or(Vec::new(), |p| {
+                        p.phases.iter().map(|ph| ph.name.clone()).collect()
+                    });
+                slow::SlowRequests::of(&measured.exemplars, names, t, &probed)
+            }),
             request_log: slow::RequestLogInfo::of(plan, measured.request_log.as_ref()),
         }
         .with_probes(measured)

@@ -4,6 +4,8 @@
 
 use crate::model::Phase;
 use crate::recorder::hist::Stats;
+pub use crate::recorder::join::tail::TailShares;
+use crate::recorder::join::Joined;
 use crate::recorder::probes::{ProbeAcc, RemoteClock};
 use crate::util::units::human_ns;
 use serde::{Deserialize, Serialize};
@@ -13,9 +15,13 @@ use std::collections::BTreeMap;
 /// part of what the client measured).
 pub const COST_WARN_SHARE: f64 = 0.03;
 
-/// The kernel's phases, which follow a request from its arrival at the server to the
-/// response's arrival at the client: together they span the client's write + wait.
-pub const KERNEL_PHASES: [&str; 3] = ["socket", "handle", "return"];
+/// The kernel's phases, which follow a request from the client's write to the response's
+/// arrival at the client: `socket`, `handle` and `return` span the client's write + wait
+/// (with `send` before them, per request; `last_return` is a response's last write's).
+pub const KERNEL_PHASES: [&str; 5] = ["send", "socket", "handle", "return", "last_return"];
+
+/// The phases that add up to the server's share of the client's write + wait.
+const EXPLAINING: [&str; 3] = ["socket", "handle", "return"];
 
 /// What the server-side probes measured, as the record keeps it.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -47,6 +53,127 @@ pub struct ServerProbes {
     /// and the clocks' offset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<RemoteClock>,
+    /// How the server's side was joined to each request by its bytes (a run here; absent
+    /// for the agent's, whose phases are per read and write).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joining: Option<Joining>,
+    /// Why the tail is slow: each part's share of the time of the joined requests around the
+    /// median, above p99 and above p99.9.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tail: Vec<TailShares>,
+}
+
+/// How the server's side was joined to the requests.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Joining {
+    /// Recorded requests handed to the joiner.
+    pub requests: u64,
+    /// Of those, the requests joined (their server phases measured).
+    pub joined: u64,
+    /// The others, by why (`failed`, `not_sampled`, `connection_not_seen`, `no_arrival`,
+    /// `no_read`, `no_write`, `late`, `no_connection`).
+    pub unjoined: BTreeMap<String, u64>,
+    /// Requests the joiner could not take (it fell behind the workers).
+    pub dropped: u64,
+    /// Joined requests whose server read carried other requests too (pipelining, HTTP/2).
+    pub shared_read: u64,
+    /// Joined requests whose response took several writes.
+    pub several_writes: u64,
+    /// Of those, the ones whose last write reached the client more than 1 ms after it was
+    /// written (held in the server's send queue: Nagle's algorithm until the client's
+    /// delayed ACK), and their mean delay, µs.
+    pub held_back: u64,
+    /// Their mean delay, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_back_mean_us: Option<f64>,
+    /// Function phase → joined requests where it ended after the response's first write
+    /// began (the function runs after the response was sent).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub after_write: BTreeMap<String, u64>,
+    /// Events the kernel dropped (bpftrace's buffers were full).
+    pub lost_events: u64,
+    /// Events of the port's connections that are not reqlife's (the server's own to itself,
+    /// others'), counted apart.
+    pub other_events: u64,
+    /// Function hits on threads that read none of reqlife's connections.
+    pub stray_hits: u64,
+    /// The server's processes that read or wrote reqlife's connections.
+    pub served_by: Vec<u32>,
+    /// The kernel's events seen: arrivals, reads, writes, the client's arrivals, function
+    /// hits.
+    pub events: [u64; 5],
+}
+
+impl Joining {
+    /// What the report must say of the join: the requests left without server phases and
+    /// why, responses held back in the server's send queue, functions that ran after the
+    /// response went, events dropped or left out.
+    pub fn warnings(&self, sample: u64) -> Vec<String> {
+        let mut out = Vec::new();
+        let missing: u64 = self
+            .unjoined
+            .iter()
+            .filter(|(why, _)| !matches!(why.as_str(), "failed" | "not_sampled"))
+            .map(|(_, n)| n)
+            .sum();
+        if self.requests > 0 && missing * 20 > self.requests {
+            let why: Vec<String> = self
+                .unjoined
+                .iter()
+                .filter(|(w, _)| !matches!(w.as_str(), "failed" | "not_sampled"))
+                .map(|(w, n)| format!("{n} {}", w.replace('_', " ")))
+                .collect();
+            out.push(format!(
+                "server probes: {missing} of {} requests have no server phases ({})",
+                self.requests,
+                why.join(", ")
+            ));
+        }
+        if self.events[0] > 0 && self.events[1] == 0 {
+            out.push(
+                "server probes: reqlife's requests arrived in the server's sockets but no read of                  them was seen: the connections are served by reads the kernel's probes do not                  see (io_uring, or a splice)"
+                    .into(),
+            );
+        }
+        if self.held_back > 0 {
+            out.push(format!(
+                "server probes: {} responses came in several writes and their last write                  reached the client {} after it was written (mean): held in the server's send                  queue (Nagle's algorithm, until the client's delayed ACK); the client's read                  is that wait",
+                self.held_back,
+                human_us(self.held_back_mean_us.unwrap_or(0.0))
+            ));
+        }
+        for (phase, n) in &self.after_write {
+            if self.joined > 0 && *n * 2 > self.joined {
+                out.push(format!(
+                    "server probes: {phase} ended after the response's write began in {n} of                      {} requests: that function runs after the response was sent, outside the                      client's wait",
+                    self.joined
+                ));
+            }
+        }
+        if self.lost_events > 0 {
+            out.push(format!(
+                "server probes: the kernel dropped {} events (bpftrace's buffers were full):                  --server-sample N follows one request in N",
+                self.lost_events
+            ));
+        }
+        if self.dropped > 0 {
+            out.push(format!(
+                "server probes: {} requests could not be joined (the joiner fell behind the                  load){}",
+                self.dropped,
+                if sample > 1 { "" } else { ": --server-sample N follows one in N" }
+            ));
+        }
+        out
+    }
+
+    /// The share of the requests joined (0 when none was handed over).
+    pub fn share(&self) -> f64 {
+        if self.requests == 0 {
+            0.0
+        } else {
+            self.joined as f64 / self.requests as f64
+        }
+    }
 }
 
 /// The client's write + wait, and the part of it the server's side accounts for.
@@ -74,6 +201,15 @@ pub struct Cost {
     pub uprobe_stepped_hit_ns: Option<f64>,
     /// A tracepoint hit, ns.
     pub tracepoint_hit_ns: Option<f64>,
+    /// The lowest and highest of the calibration's rounds of a uprobe hit, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uprobe_hit_range_ns: Option<[f64; 2]>,
+    /// The same of a tracepoint hit, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracepoint_hit_range_ns: Option<[f64; 2]>,
+    /// bpftrace's own CPU (reading the kernel's events out), seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpftrace_cpu_s: Option<f64>,
     /// Hits × their cost, seconds of CPU.
     pub probe_cpu_s: Option<f64>,
     /// The server's processes' CPU time during the run, seconds.
@@ -94,7 +230,11 @@ impl ServerProbes {
             .iter()
             .map(|p| (p.name.clone(), Stats::of(&p.hist)))
             .collect();
-        let explained = explained(&phases, client);
+        let joined = acc.joined.as_deref();
+        let explained = match joined {
+            Some(j) => explained_per_request(j),
+            None => explained(&phases, client),
+        };
         let probe_cpu_s = acc.probe_cpu_s();
         let server_cpu_s = acc.cost.server_cpu_s;
         let share = match (probe_cpu_s, server_cpu_s) {
@@ -116,6 +256,9 @@ impl ServerProbes {
             hits: acc.hits.iter().cloned().collect(),
             cost: Cost {
                 uprobe_hit_ns: acc.cost.uprobe_hit_ns.map(round3),
+                uprobe_hit_range_ns: acc.cost.uprobe_hit_range_ns.map(|r| r.map(round3)),
+                tracepoint_hit_range_ns: acc.cost.tracepoint_hit_range_ns.map(|r| r.map(round3)),
+                bpftrace_cpu_s: acc.cost.bpftrace_cpu_s.map(|v| round3(v * 1000.0) / 1000.0),
                 uprobe_stepped_hit_ns: acc.cost.uprobe_stepped_hit_ns.map(round3),
                 tracepoint_hit_ns: acc.cost.tracepoint_hit_ns.map(round3),
                 probe_cpu_s: probe_cpu_s.map(|v| round3(v * 1000.0) / 1000.0),
@@ -124,6 +267,8 @@ impl ServerProbes {
             },
             notes: acc.notes.clone(),
             remote: acc.remote.clone(),
+            joining: joined.map(|j| joining(acc, j)),
+            tail: joined.map_or(Vec::new(), |j| j.tail.table()),
         }
     }
 
@@ -143,6 +288,9 @@ impl ServerProbes {
             ));
         }
         out.extend(self.notes.iter().map(|n| format!("server probes: {n}")));
+        if let Some(j) = &self.joining {
+            out.extend(j.warnings(self.sample));
+        }
         out
     }
 }
@@ -159,10 +307,22 @@ pub type ProbeRows<'a> = (Vec<(String, &'a Stats)>, Vec<(String, &'a Stats)>);
 impl ServerProbes {
     /// The table's title: the server, and how many requests were timed.
     pub fn title(&self) -> String {
-        let pids: Vec<String> = self.pids.iter().map(u32::to_string).collect();
-        let sampled = match self.sample {
-            1 => "every request".to_string(),
-            n => format!("one request in {n}"),
+        let served: &[u32] = match &self.joining {
+            Some(j) if !j.served_by.is_empty() => &j.served_by,
+            _ => &self.pids,
+        };
+        let pids: Vec<String> = served.iter().map(u32::to_string).collect();
+        let drawn = match self.sample {
+            1 => String::new(),
+            n => format!(", one in {n} followed"),
+        };
+        let sampled = match (&self.joining, self.sample) {
+            (Some(j), _) => format!(
+                "{} of {} requests joined by their bytes{drawn}",
+                j.joined, j.requests
+            ),
+            (None, 1) => "per read and write (every request)".to_string(),
+            (None, n) => format!("per read and write (one request in {n})"),
         };
         let host = match &self.remote {
             Some(r) => format!(
@@ -191,6 +351,9 @@ impl ServerProbes {
         let mut functions = Vec::new();
         for name in &self.order {
             if let (Some(st), Some(what)) = (self.phases.get(name), self.what.get(name)) {
+                if st.count == 0 {
+                    continue;
+                }
                 match KERNEL_PHASES.contains(&name.as_str()) {
                     true => kernel.push((format!("server: {what}"), st)),
                     false => functions.push((format!("server fn: {what}"), st)),
@@ -261,6 +424,65 @@ impl ServerProbes {
     }
 }
 
+/// How the join went, for the record.
+fn joining(acc: &ProbeAcc, j: &Joined) -> Joining {
+    let c = &j.counts;
+    let name = |i: usize| acc.phases.get(i).map_or(i.to_string(), |p| p.name.clone());
+    Joining {
+        requests: c.requests,
+        joined: c.joined,
+        unjoined: c
+            .unjoined
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
+        dropped: c.dropped,
+        shared_read: c.shared_read,
+        several_writes: c.several_writes,
+        held_back: c.held_back,
+        held_back_mean_us: (c.held_back > 0)
+            .then(|| round3(c.held_back_ns as f64 / c.held_back as f64 / 1e3)),
+        after_write: c.after_write.iter().map(|(i, n)| (name(*i), *n)).collect(),
+        lost_events: c.lost_events.max(acc.lost_events),
+        other_events: c.others.max(acc.others),
+        stray_hits: c.stray_hits,
+        served_by: j.pids.iter().copied().collect(),
+        events: c.events,
+    }
+}
+
+/// The server's share of the client's write + wait, per request: over the joined requests,
+/// the sum of their socket, handle and return against the sum of their write + wait (the
+/// same requests on both sides).
+fn explained_per_request(j: &Joined) -> Option<Explained> {
+    let (n, sums) = j.tail.sums();
+    if n == 0 {
+        return None;
+    }
+    let names = crate::recorder::join::tail::part_names();
+    let part = |name: &str| {
+        names
+            .iter()
+            .position(|p| p == name)
+            .map_or(0.0, |i| sums[i])
+    };
+    let server: f64 = ["server: socket", "server: handle", "server: return"]
+        .iter()
+        .map(|p| part(p))
+        .sum();
+    let client = server + part("send") + part("wait left");
+    if client <= 0.0 {
+        return None;
+    }
+    let per = |ns: f64| ns / n as f64 / 1e3;
+    Some(Explained {
+        client_mean_us: round3(per(client)),
+        server_mean_us: round3(per(server)),
+        share: round3(server / client * 1000.0) / 1000.0,
+        left_us: round3(per(client - server)),
+    })
+}
+
 /// The kernel's phases against the client's write + wait, by means.
 fn explained(
     phases: &BTreeMap<String, Stats>,
@@ -271,7 +493,7 @@ fn explained(
     // The server's socket and its read to write; the way back to the client when the
     // client's socket is on the server's host (a generator elsewhere: the network's, left).
     let mut server_mean_us = 0.0;
-    for name in KERNEL_PHASES {
+    for name in EXPLAINING {
         match phases
             .get(name)
             .filter(|s| s.count > 0)

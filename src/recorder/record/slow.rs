@@ -40,6 +40,10 @@ pub struct SlowRequest {
     /// Its response's `Server-Timing` values (the first 120 bytes).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub server_timing: String,
+    /// Its server phases, probed and joined to it by its bytes (`--server-probes`), ns by
+    /// name (`send`, `socket`, `handle`, `return`, `last_return`, `fn:A->B`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub server_ns: BTreeMap<String, u64>,
 }
 
 impl SlowRequest {
@@ -48,8 +52,17 @@ impl SlowRequest {
         self.phases_ns.get("total").copied().unwrap_or(0)
     }
 
-    /// Kept request `e`, its name from `names` (the workload's, by slot).
-    pub fn of(e: &Exemplar, names: &[String]) -> SlowRequest {
+    /// Its phase `name`, ns: a client phase, or `server:NAME` a probed one.
+    pub fn phase_ns(&self, name: &str) -> Option<u64> {
+        match name.strip_prefix("server:") {
+            Some(server) => self.server_ns.get(server).copied(),
+            None => self.phases_ns.get(name).copied(),
+        }
+    }
+
+    /// Kept request `e`, its name from `names` (the workload's, by slot), its probed server
+    /// phases named by `probed`.
+    pub fn of(e: &Exemplar, names: &[String], probed: &[String]) -> SlowRequest {
         SlowRequest {
             due_s: e.due_ns as f64 / 1e9,
             phases_ns: Phase::ALL
@@ -64,6 +77,11 @@ impl SlowRequest {
             span_id: e.trace.map(|t| t.span_hex()),
             sampled: e.trace.map(|t| t.sampled),
             server_timing: e.server_timing(),
+            server_ns: probed
+                .iter()
+                .enumerate()
+                .filter_map(|(i, name)| Some((name.clone(), e.probed(i)?)))
+                .collect(),
         }
     }
 }
@@ -93,26 +111,34 @@ pub struct SlowRequests {
 
 impl SlowRequests {
     /// The record's part of what the run kept (`None` when it kept nothing); `total` is the
-    /// run's total histogram (for the percentiles).
+    /// run's total histogram (for the percentiles); `probed`: the server's probed phases'
+    /// names (the slowest by each is kept as `server:NAME`).
     pub fn of(
         kept: &Exemplars,
         names: &[String],
         total: &hdrhistogram::Histogram<u64>,
+        probed: &[String],
     ) -> Option<SlowRequests> {
         if kept.slowest.is_empty() {
             return None;
         }
-        let by_phase = Phase::ALL
+        let row = |e: &Exemplar| SlowRequest::of(e, names, probed);
+        let mut by_phase: BTreeMap<String, Vec<SlowRequest>> = Phase::ALL
             .iter()
             .filter(|p| !matches!(p, Phase::Total))
             .filter_map(|p| {
                 let list = &kept.by_phase[p.index()];
                 (!list.is_empty()).then(|| {
-                    let rows = list.iter().map(|e| SlowRequest::of(e, names)).collect();
+                    let rows = list.iter().map(row).collect();
                     (p.name().to_string(), rows)
                 })
             })
             .collect();
+        for (name, list) in probed.iter().zip(&kept.by_probed) {
+            if !list.is_empty() {
+                by_phase.insert(format!("server:{name}"), list.iter().map(row).collect());
+            }
+        }
         let nearest = NEAR
             .iter()
             .filter_map(|&q| {
@@ -120,16 +146,12 @@ impl SlowRequests {
                 kept.nearest(value_ns).map(|e| NearRequest {
                     percentile: q,
                     value_ns,
-                    request: SlowRequest::of(e, names),
+                    request: row(e),
                 })
             })
             .collect();
         Some(SlowRequests {
-            slowest: kept
-                .slowest
-                .iter()
-                .map(|e| SlowRequest::of(e, names))
-                .collect(),
+            slowest: kept.slowest.iter().map(row).collect(),
             by_phase,
             nearest,
         })
@@ -177,11 +199,7 @@ impl SlowRequests {
         let by_phase = by_phase
             .into_iter()
             .map(|(phase, rows)| {
-                let rows = top(
-                    rows,
-                    |r| r.phases_ns.get(&phase).copied().unwrap_or(0),
-                    keep,
-                );
+                let rows = top(rows, |r| r.phase_ns(&phase).unwrap_or(0), keep);
                 (phase, rows)
             })
             .collect();

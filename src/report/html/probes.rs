@@ -15,6 +15,10 @@ pub(super) struct Probed {
     functions: Vec<Row>,
     explained: String,
     cost: Vec<String>,
+    /// Why the tail is slow: the groups' labels, then a row per part of their shares (and the
+    /// requests and mean total of each group).
+    tail_head: Vec<String>,
+    tail: Vec<Row>,
 }
 
 /// The section, when the run probed its server.
@@ -33,11 +37,48 @@ pub(super) fn probed(r: &RunRecord) -> Option<Probed> {
             })
             .collect()
     };
+    let tail_head = p
+        .tail
+        .iter()
+        .map(|t| match t.which.as_str() {
+            "p50" => "p45-p55".to_string(),
+            w => format!("slowest ≥ {w}"),
+        })
+        .collect();
+    let mut tail: Vec<Row> = crate::recorder::join::tail::part_names()
+        .into_iter()
+        .filter_map(|part| {
+            let shares: Vec<f64> = p
+                .tail
+                .iter()
+                .map(|t| t.shares.get(&part).copied().unwrap_or(0.0))
+                .collect();
+            (!shares.iter().all(|s| s.abs() < 0.0005)).then(|| {
+                let cells = shares
+                    .iter()
+                    .map(|s| format!("{:.1}%", s * 100.0))
+                    .collect();
+                (part, cells)
+            })
+        })
+        .collect();
+    if !p.tail.is_empty() {
+        tail.push((
+            "requests".into(),
+            p.tail.iter().map(|t| t.requests.to_string()).collect(),
+        ));
+        tail.push((
+            "mean total".into(),
+            p.tail.iter().map(|t| cell(Some(t.mean_us))).collect(),
+        ));
+    }
     Some(Probed {
         title: p.title(),
         rows: rows(kernel),
         functions: rows(functions),
         explained: p.explained_line(),
         cost: p.cost_lines(),
+        tail_head,
+        tail,
     })
 }

@@ -25,6 +25,10 @@ pub(super) struct SlowRow {
     /// Every phase the request went through, in the life-of-a-request order.
     phases: String,
     server_timing: String,
+    /// Its server phases probed (`--server-probes`), in words.
+    probed: String,
+    /// Its client and server phases on one time axis, when its server phases were joined.
+    timeline: Option<String>,
 }
 
 /// The section's data.
@@ -36,6 +40,8 @@ pub(super) struct Slow {
     note: String,
     /// Some request has a name (else the column is left out).
     named: bool,
+    /// Some request has server phases probed (else their column is left out).
+    probed: bool,
 }
 
 fn row(label: String, r: &SlowRequest, link: Option<&str>) -> SlowRow {
@@ -64,6 +70,13 @@ fn row(label: String, r: &SlowRequest, link: Option<&str>) -> SlowRow {
         trace_id,
         phases: phases.join(", "),
         server_timing: r.server_timing.clone(),
+        probed: r
+            .server_ns
+            .iter()
+            .map(|(name, ns)| format!("{name} {}", human(*ns as f64)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        timeline: super::timeline::timeline(r),
     }
 }
 
@@ -88,6 +101,7 @@ pub(super) fn slow(r: &RunRecord) -> Option<Slow> {
             .map(|n| row(format!("p{}", n.percentile), &n.request, link))
             .collect(),
         named: s.slowest.iter().any(|r| r.request.is_some()),
+        probed: s.slowest.iter().any(|r| !r.server_ns.is_empty()),
         note,
     })
 }

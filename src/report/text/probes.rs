@@ -68,4 +68,50 @@ pub(super) fn server_probes(out: &mut String, r: &RunRecord, wide: bool) {
     for line in p.cost_lines() {
         let _ = writeln!(out, "  {line}");
     }
+    tail(out, p);
+}
+
+/// Why the tail is slow: each part's share of the joined requests' time around the median,
+/// above p99 and above p99.9 (parts under 0.05% everywhere left out).
+fn tail(out: &mut String, p: &ServerProbes) {
+    if p.tail.is_empty() {
+        return;
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  Why the tail is slow: each part's share of the joined requests' time"
+    );
+    let mut head = format!("  {:<16}", "Part");
+    for t in &p.tail {
+        let label = match t.which.as_str() {
+            "p50" => "p45-p55".to_string(),
+            w => format!("≥ {w}"),
+        };
+        let _ = write!(head, " {label:>10}");
+    }
+    let _ = writeln!(out, "{head}");
+    for part in crate::recorder::join::tail::part_names() {
+        let shares: Vec<f64> = p
+            .tail
+            .iter()
+            .map(|t| t.shares.get(&part).copied().unwrap_or(0.0))
+            .collect();
+        if shares.iter().all(|s| s.abs() < 0.0005) {
+            continue;
+        }
+        let mut line = format!("  {part:<16}");
+        for s in shares {
+            let _ = write!(line, " {:>9.1}%", s * 100.0);
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    let mut n = format!("  {:<16}", "requests");
+    let mut m = format!("  {:<16}", "mean total");
+    for t in &p.tail {
+        let _ = write!(n, " {:>10}", t.requests);
+        let _ = write!(m, " {:>10}", cell(Some(t.mean_us)));
+    }
+    let _ = writeln!(out, "{n}");
+    let _ = writeln!(out, "{m}");
 }

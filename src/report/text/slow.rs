@@ -44,6 +44,14 @@ fn phases(r: &SlowRequest) -> String {
     if !r.server_timing.is_empty() {
         let _ = write!(s, "; server: {}", r.server_timing);
     }
+    if !r.server_ns.is_empty() {
+        let probed: Vec<String> = r
+            .server_ns
+            .iter()
+            .map(|(name, ns)| format!("{name} {}", human_ns(*ns as f64)))
+            .collect();
+        let _ = write!(s, "; probed: {}", probed.join(", "));
+    }
     s
 }
 
@@ -72,15 +80,20 @@ pub(super) fn slow_requests(out: &mut String, slow: Option<&SlowRequests>) {
     if !slow.by_phase.is_empty() {
         let _ = writeln!(out);
         let _ = writeln!(out, "  The slowest request of each phase");
-        for p in Phase::ALL {
-            let Some(r) = slow.by_phase.get(p.name()).and_then(|rows| rows.first()) else {
+        let probed = slow.by_phase.keys().filter(|k| k.starts_with("server:"));
+        let names = Phase::ALL
+            .iter()
+            .map(|p| p.name().to_string())
+            .chain(probed.cloned());
+        for name in names {
+            let Some(r) = slow.by_phase.get(&name).and_then(|rows| rows.first()) else {
                 continue;
             };
-            let ns = r.phases_ns.get(p.name()).copied().unwrap_or(0);
+            let ns = r.phase_ns(&name).unwrap_or(0);
             let _ = writeln!(
                 out,
                 "  {:<13} {:>9}: {}",
-                p.name(),
+                name,
                 human_ns(ns as f64),
                 line(r)
             );

@@ -1,0 +1,166 @@
+//! The script in every variant: each kernel's branch (with and without
+//! `tcp:tcp_sendmsg_locked`), each way of following connections (the client's, or all: the
+//! agent's), sampling on and off, with and without functions, a Go server or not. Each is
+//! written by the typed builder (which refuses a map read and never assigned) and, where
+//! bpftrace and root are here, checked by `bpftrace -d` (parsed and compiled for this kernel,
+//! not attached).
+
+use super::*;
+use crate::probe::spec::parse_list;
+
+/// The test binary itself, whose two calibration functions stand in for a server's.
+fn exe() -> PathBuf {
+    std::fs::read_link("/proc/self/exe").unwrap()
+}
+
+fn plan(follow: Follow, functions: &str, send_start: bool, sample: u64, go: bool) -> ScriptPlan {
+    let mut functions = if functions.is_empty() {
+        Vec::new()
+    } else {
+        parse_list(functions).unwrap()
+    };
+    for f in &mut functions {
+        if let Site::Function { binary, .. } = &mut f.site {
+            *binary = Some(exe());
+        }
+    }
+    ScriptPlan {
+        port: 8080,
+        follow,
+        functions,
+        go,
+        send_start,
+        sample,
+        tick_ms: 100,
+    }
+}
+
+/// Every variant the run can write.
+fn variants() -> Vec<(String, ScriptPlan)> {
+    let mut out = Vec::new();
+    for follow in [Follow::Client(42), Follow::All] {
+        for send_start in [true, false] {
+            for sample in [1, 100] {
+                for (functions, go) in [
+                    ("", false),
+                    ("reqlife_calibrate_push,reqlife_calibrate_step", false),
+                    ("reqlife_calibrate_push,reqlife_calibrate_step", true),
+                ] {
+                    let name = format!(
+                        "{follow:?} send_start={send_start} sample={sample} fns={} go={go}",
+                        !functions.is_empty()
+                    );
+                    out.push((name, plan(follow, functions, send_start, sample, go)));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_variant_is_written_and_checked_by_the_builder() {
+    for (name, p) in variants() {
+        let s = p.try_write().unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(s.text.contains("skc_num == 8080"), "{name}");
+        // 8080 = 0x1F90, in network order 0x901F: the client's socket, the client followed.
+        let client = matches!(p.follow, Follow::Client(_));
+        assert_eq!(
+            s.text.contains(&format!("skc_dport == {}", 0x901F)),
+            client,
+            "{name}"
+        );
+        assert_eq!(s.text.contains("pid == 42"), client, "{name}");
+        assert_eq!(
+            s.text.contains("tracepoint:tcp:tcp_sendmsg_locked"),
+            p.send_start,
+            "{name}"
+        );
+        assert_eq!(s.text.contains("rand % 100"), p.sample > 1, "{name}");
+        assert_eq!(s.functions.len(), p.functions.len(), "{name}");
+        if p.go && !p.functions.is_empty() {
+            assert!(s.text.contains("reg(\"r14\")"), "{name}");
+        }
+        // Every probe's counter is counted somewhere.
+        for i in 0..s.probes.len() {
+            assert!(
+                s.text.contains(&format!("@n[{i}] = count()")),
+                "{name}: {i}"
+            );
+        }
+        assert!(s.text.contains("interval:ms:100"), "{name}");
+    }
+}
+
+#[test]
+fn the_older_kernels_script_reads_no_send_start() {
+    // Before Linux 6.11 (Ubuntu 22.04 and 24.04, RHEL 9, Debian 12) there is no
+    // tcp:tcp_sendmsg_locked: the write is stamped when its send returned, and no map is
+    // read that only that probe assigned.
+    let s = plan(Follow::Client(1), "", false, 1, false).write();
+    assert!(!s.text.contains("@ws"), "{}", s.text);
+    assert!(s.text.contains("$w = nsecs;"), "{}", s.text);
+}
+
+#[test]
+fn the_calibration_script_is_checked_too() {
+    let s = calibration(42, &exe());
+    assert_eq!(s.probes.len(), 3);
+    assert_eq!(s.calibration, Some(0));
+    assert!(
+        s.text.contains("reqlife_calibrate_step /pid == 42/"),
+        "{}",
+        s.text
+    );
+}
+
+/// bpftrace here, and root (its dry run reads the kernel's BTF).
+fn bpftrace() -> Option<std::path::PathBuf> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return None;
+    }
+    super::super::in_path("bpftrace")
+}
+
+#[test]
+fn bpftrace_accepts_every_variant() {
+    let Some(bpftrace) = bpftrace() else {
+        eprintln!("bpftrace or root missing here: the dry runs are skipped (CI has both)");
+        return;
+    };
+    let mut scripts: Vec<(String, String)> = variants()
+        .into_iter()
+        .map(|(name, p)| (name, p.write().text))
+        .collect();
+    scripts.push(("calibration".into(), calibration(42, &exe()).text));
+    // Four at a time: a dry run takes seconds (it reads the kernel's BTF).
+    let mut outputs = Vec::new();
+    for chunk in scripts.chunks(4) {
+        let children: Vec<_> = chunk
+            .iter()
+            .map(|(_, text)| {
+                std::process::Command::new(&bpftrace)
+                    .args(["-d", "-e", text])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        outputs.extend(children.into_iter().map(|c| c.wait_with_output().unwrap()));
+    }
+    for ((name, text), out) in scripts.iter().zip(outputs) {
+        let err = String::from_utf8_lossy(&out.stderr);
+        // bpftrace says this of its memory lock, not of the script (a run raises the limit).
+        let said: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains("ERROR") || l.contains("WARNING"))
+            .filter(|l| !l.contains("RLIMIT_MEMLOCK"))
+            .collect();
+        assert!(
+            out.status.success() && said.is_empty(),
+            "{name}: bpftrace -d refused it or warned:\n{err}\n{text}"
+        );
+    }
+}

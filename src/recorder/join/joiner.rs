@@ -1,0 +1,558 @@
+//! The join itself, without threads or I/O: kernel events and requests in, each request's
+//! server phases out (see the module above for the rule).
+//!
+//! A request is joined once the probes' clock is past its end by [`Joiner::SLACK_NS`] (its
+//! events have all been read by then). The events of a connection stay until the requests
+//! after them no longer need them: [`KEEP_RESOLVED`] requests behind the last one joined, so
+//! that requests of one connection joined a little out of order (HTTP/2's streams end in any
+//! order) still find theirs; a connection quiet for [`QUIET_NS`] is let go whole.
+
+use super::conn::{Conn, Hit, Write};
+use super::tail::TailAcc;
+use super::{chain, slot, JoinSpec, KernelEvent, Trail};
+use crate::recorder::collector::Watch;
+use crate::recorder::exemplar::Exemplars;
+use crate::recorder::request_log::LogWorker;
+use crate::recorder::{hist, IntervalSnapshot, Series};
+use hdrhistogram::Histogram;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+
+/// Requests of a connection joined whose events stay (see the module's doc).
+const KEEP_RESOLVED: usize = 64;
+/// A connection the kernel said nothing of for this long is let go, ns.
+const QUIET_NS: u64 = 10_000_000_000;
+/// Bytes that reach the client this long after their write are held back, ns: a response's
+/// last write waiting in the server's send queue (Nagle's algorithm, until the client's
+/// delayed ACK).
+const HELD_NS: u64 = 1_000_000;
+
+/// Why a request has no server phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Unjoined {
+    /// It failed before its response: nothing of the server's to join.
+    Failed,
+    /// Its connection is not a TCP connection of this client's the probes could see
+    /// (HTTP/3, a WebSocket over HTTP/2, a request that never had a connection).
+    NoConnection,
+    /// The probes never saw its connection: opened before they were attached, or not
+    /// reqlife's own.
+    NotSeen,
+    /// Not drawn (`--server-sample N`).
+    NotSampled,
+    /// Its bytes' arrival in the server's socket was not seen.
+    NoArrival,
+    /// The server's read of it was not seen (a read the kernel's probes do not see:
+    /// io_uring, or a process not probed).
+    NoRead,
+    /// The server's write of its response was not seen.
+    NoWrite,
+    /// Its events were let go before it came (a request joined too late).
+    Late,
+}
+
+impl Unjoined {
+    /// The reason's key in the record.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unjoined::Failed => "failed",
+            Unjoined::NoConnection => "no_connection",
+            Unjoined::NotSeen => "connection_not_seen",
+            Unjoined::NotSampled => "not_sampled",
+            Unjoined::NoArrival => "no_arrival",
+            Unjoined::NoRead => "no_read",
+            Unjoined::NoWrite => "no_write",
+            Unjoined::Late => "late",
+        }
+    }
+}
+
+/// What the join came to, in counts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JoinCounts {
+    /// Requests the workers handed over.
+    pub requests: u64,
+    /// Requests the workers could not hand over (the joiner was behind).
+    pub dropped: u64,
+    /// Requests joined (their server phases measured).
+    pub joined: u64,
+    /// Requests not joined, by why.
+    pub unjoined: BTreeMap<&'static str, u64>,
+    /// Joined requests whose read carried other requests too (pipelining, HTTP/2).
+    pub shared_read: u64,
+    /// Joined requests whose response took several writes.
+    pub several_writes: u64,
+    /// Of those, the ones whose last write reached the client more than 1 ms after it was
+    /// written (held back in the server's send queue), and the sum of those delays, ns.
+    pub held_back: u64,
+    /// The held-back delays' sum, ns.
+    pub held_back_ns: u64,
+    /// Per function phase (by probed index): joined requests where it ended after the
+    /// response's first write had begun.
+    pub after_write: BTreeMap<usize, u64>,
+    /// Events the kernel dropped.
+    pub lost_events: u64,
+    /// Events of connections not reqlife's (the server's own to itself or others' on the
+    /// port): counted apart by the probes, never joined.
+    pub others: u64,
+    /// Function hits on threads that read none of reqlife's connections.
+    pub stray_hits: u64,
+    /// The kernel's events seen, by kind (arrivals, reads, writes, deliveries, functions).
+    pub events: [u64; 5],
+}
+
+/// What the join produced.
+#[derive(Debug, Clone)]
+pub struct Joined {
+    /// The probed phases: (name, what, the run's histogram).
+    pub phases: Vec<(String, String, Histogram<u64>)>,
+    /// Their interval series (named with the probes' prefix among `server`).
+    pub series: Series,
+    /// The requests kept whole, their server phases with them.
+    pub kept: Exemplars,
+    /// The parts of the joined requests by their total's bucket.
+    pub tail: TailAcc,
+    /// The counts.
+    pub counts: JoinCounts,
+    /// The server's processes that read or wrote reqlife's connections.
+    pub pids: BTreeSet<u32>,
+}
+
+/// The join's state.
+pub struct Joiner {
+    spec: JoinSpec,
+    names: Vec<(String, String)>,
+    conns: HashMap<u16, Conn>,
+    /// Per connection, the last requests joined: (tx_end, rx_first).
+    resolved: HashMap<u16, (VecDeque<(u64, u64)>, u64)>,
+    /// Per thread (goroutine): its connection and read number.
+    last_read: HashMap<u64, (u16, u64)>,
+    pending: VecDeque<Trail>,
+    watermark: u64,
+    hists: Vec<Histogram<u64>>,
+    open: BTreeMap<u64, Vec<Histogram<u64>>>,
+    series: Series,
+    kept: Exemplars,
+    tail: TailAcc,
+    counts: JoinCounts,
+    pids: BTreeSet<u32>,
+    log: Option<LogWorker>,
+    watch: Option<Watch>,
+    last_prune: u64,
+}
+
+impl Joiner {
+    /// How far past a request's end the probes' clock must be before it is joined, ns: two
+    /// ticks of a 100 ms clock, so that every event before it has been read.
+    pub const SLACK_NS: u64 = 200_000_000;
+
+    /// A joiner for a run of `spec`; `log`: the per-request log's writer (the joiner writes
+    /// its rows, the server's phases with them); `watch`: given each interval's phases.
+    pub fn new(spec: JoinSpec, log: Option<LogWorker>, watch: Option<Watch>) -> Joiner {
+        let names = super::phases(&spec.functions);
+        let n = names.len();
+        Joiner {
+            spec,
+            conns: HashMap::new(),
+            resolved: HashMap::new(),
+            last_read: HashMap::new(),
+            pending: VecDeque::new(),
+            watermark: 0,
+            hists: (0..n).map(|_| hist::new_hist()).collect(),
+            open: BTreeMap::new(),
+            series: Series::default(),
+            kept: Exemplars::with_probed(n),
+            tail: TailAcc::default(),
+            counts: JoinCounts::default(),
+            pids: BTreeSet::new(),
+            log,
+            watch,
+            last_prune: 0,
+            names,
+        }
+    }
+
+    /// The probed phases: (name, what).
+    pub fn names(&self) -> &[(String, String)] {
+        &self.names
+    }
+
+    /// The probes' clock, ns.
+    pub fn watermark(&self) -> u64 {
+        self.watermark
+    }
+
+    /// One kernel event in.
+    pub fn event(&mut self, e: KernelEvent) {
+        use super::conn::At;
+        match e {
+            KernelEvent::Opened { port, ns } => {
+                // A new connection on a port: whatever an old one left is not its.
+                self.conns.insert(
+                    port,
+                    Conn {
+                        last_ns: ns,
+                        ..Conn::default()
+                    },
+                );
+                self.resolved.remove(&port);
+            }
+            KernelEvent::Arrived {
+                port,
+                prev,
+                off,
+                ns,
+            } => {
+                self.counts.events[0] += 1;
+                let prev = prev.min(off);
+                self.conn(port, ns).arrivals.push_back(At { prev, off, ns });
+            }
+            KernelEvent::Read {
+                port,
+                start,
+                off,
+                ns,
+                pid,
+                key,
+            } => {
+                self.counts.events[1] += 1;
+                self.pids.insert(pid);
+                let seq = self.conn(port, ns).read(start.min(off), off, ns, pid);
+                self.last_read.insert(key, (port, seq));
+            }
+            KernelEvent::Wrote {
+                port,
+                start,
+                end,
+                ns,
+                pid,
+            } => {
+                self.counts.events[2] += 1;
+                self.pids.insert(pid);
+                let c = self.conn(port, ns);
+                c.writes.push_back(Write {
+                    start,
+                    end,
+                    ns,
+                    pid,
+                });
+            }
+            KernelEvent::Delivered {
+                port,
+                prev,
+                off,
+                ns,
+            } => {
+                self.counts.events[3] += 1;
+                let prev = prev.min(off);
+                self.conn(port, ns)
+                    .delivered
+                    .push_back(At { prev, off, ns });
+            }
+            KernelEvent::Function { index, key, ns } => {
+                self.counts.events[4] += 1;
+                match self.last_read.get(&key).copied() {
+                    Some((port, seq)) => {
+                        if let Some(c) = self.conns.get_mut(&port) {
+                            c.hits.push_back(Hit { seq, index, ns });
+                        }
+                    }
+                    None => self.counts.stray_hits += 1,
+                }
+            }
+            KernelEvent::Tick { ns } => {
+                self.watermark = self.watermark.max(ns);
+                self.resolve(self.watermark.saturating_sub(Self::SLACK_NS));
+            }
+            KernelEvent::Lost { n } => self.counts.lost_events += n,
+        }
+    }
+
+    fn conn(&mut self, port: u16, ns: u64) -> &mut Conn {
+        let c = self.conns.entry(port).or_default();
+        c.last_ns = c.last_ns.max(ns);
+        c
+    }
+
+    /// Events of connections that are not reqlife's, counted by the probes.
+    pub fn others(&mut self, n: u64) {
+        self.counts.others = n;
+    }
+
+    /// Requests in (`dropped`: those a worker could not hand over).
+    pub fn trails(&mut self, trails: &[Trail], dropped: u64) {
+        self.counts.dropped += dropped;
+        self.pending.extend(trails.iter().copied());
+    }
+
+    /// Joins every request that ended before `until` (CLOCK_MONOTONIC ns).
+    pub fn resolve(&mut self, until: u64) {
+        while self.pending.front().is_some_and(|t| t.done_ns <= until) {
+            if let Some(t) = self.pending.pop_front() {
+                self.join(t);
+            }
+        }
+        if until > self.last_prune + 1_000_000_000 {
+            self.last_prune = until;
+            let horizon = until.saturating_sub(QUIET_NS);
+            let counts = &mut self.counts;
+            self.conns.retain(|_, c| {
+                let keep = c.last_ns >= horizon;
+                if !keep {
+                    counts.shared_read += shared_of(c.reads.iter());
+                }
+                keep
+            });
+            let conns = &self.conns;
+            self.last_read
+                .retain(|_, (port, _)| conns.contains_key(port));
+        }
+        self.flush_intervals(false);
+    }
+
+    /// Joins every request left, whatever the clock: the run is over.
+    pub fn resolve_all(&mut self) {
+        self.resolve(u64::MAX);
+        self.flush_intervals(true);
+    }
+
+    /// Events held now (for the memory's bound).
+    pub fn held(&self) -> usize {
+        self.conns.values().map(Conn::held).sum::<usize>() + self.pending.len()
+    }
+
+    /// One request: its server phases found, recorded, logged.
+    fn join(&mut self, mut t: Trail) {
+        self.counts.requests += 1;
+        let n = self.names.len();
+        let mut probed: Vec<Option<u64>> = vec![None; n];
+        match self.find(&t, &mut probed) {
+            Ok(()) => self.counts.joined += 1,
+            Err(why) => *self.counts.unjoined.entry(why.name()).or_default() += 1,
+        }
+        for (i, ns) in probed.iter().enumerate() {
+            t.kept.set_probed(i, *ns);
+        }
+        if let [Some(send), Some(socket), Some(handle), Some(ret)] = [
+            probed[slot::SEND],
+            probed[slot::SOCKET],
+            probed[slot::HANDLE],
+            probed[slot::RETURN],
+        ] {
+            if let Some((total, parts)) = TailAcc::parts(&t.kept.phases, send, socket, handle, ret)
+            {
+                self.tail.add(total, &parts);
+            }
+        }
+        let interval = self
+            .open
+            .entry(t.interval)
+            .or_insert_with(|| (0..n).map(|_| hist::new_interval_hist()).collect());
+        for (i, ns) in probed.iter().enumerate() {
+            if let Some(ns) = *ns {
+                hist::record(&mut self.hists[i], ns);
+                hist::record(&mut interval[i], ns);
+            }
+        }
+        self.kept.offer_kept(&t.kept);
+        if let Some(log) = &mut self.log {
+            log.trail_row(&t, &probed);
+        }
+    }
+
+    /// The server phases of `t` into `probed`, or why it has none.
+    fn find(&mut self, t: &Trail, probed: &mut [Option<u64>]) -> Result<(), Unjoined> {
+        let w = t.wire;
+        if t.kept.status.is_none() {
+            return Err(Unjoined::Failed);
+        }
+        if w.port == 0 {
+            return Err(Unjoined::NoConnection);
+        }
+        let sampled = self.spec.sample > 1;
+        let late = self
+            .resolved
+            .get(&w.port)
+            .is_some_and(|(_, forgotten)| w.tx_end <= *forgotten);
+        let Some(c) = self.conns.get_mut(&w.port) else {
+            return Err(if sampled {
+                Unjoined::NotSampled
+            } else {
+                Unjoined::NotSeen
+            });
+        };
+        if late {
+            return Err(Unjoined::Late);
+        }
+        let missing = |why| if sampled { Unjoined::NotSampled } else { why };
+        let arrival = c.arrival_by(w.tx_end).ok_or(missing(Unjoined::NoArrival))?;
+        let read = c.read_by(w.tx_end).ok_or(missing(Unjoined::NoRead))?;
+        read.users += 1;
+        let (read_ns, read_seq, shared) = (read.ns, read.seq, read.users > 1);
+        let first = if w.exact {
+            c.write_holding(w.rx_first)
+        } else {
+            c.write_from(w.rx_first, read_ns)
+        }
+        .ok_or(missing(Unjoined::NoWrite))?;
+        let (writes, last) = if w.exact {
+            c.writes_until(&first, w.rx_end)
+        } else {
+            (1, Some(first))
+        };
+        probed[slot::SEND] = Some(arrival.ns.saturating_sub(t.write_ns));
+        probed[slot::SOCKET] = Some(read_ns.saturating_sub(arrival.ns));
+        probed[slot::HANDLE] = Some(first.ns.saturating_sub(read_ns));
+        if let Some(at) = c.delivered_holding(first.start) {
+            probed[slot::RETURN] = Some(at.ns.saturating_sub(first.ns));
+        }
+        if writes > 1 {
+            self.counts.several_writes += 1;
+            if let Some(last) = last {
+                if let Some(at) = c.delivered_holding(last.end.saturating_sub(1)) {
+                    let ns = at.ns.saturating_sub(last.ns);
+                    probed[slot::LAST_RETURN] = Some(ns);
+                    if ns > HELD_NS {
+                        self.counts.held_back += 1;
+                        self.counts.held_back_ns += ns;
+                    }
+                }
+            }
+        }
+        // The functions: the chain's pass of this request among those its read completed.
+        let f = self.spec.functions.len();
+        if f >= 2 {
+            let nth = read_users_before(c, read_seq, shared);
+            let hits = c.hits_of(read_seq).map(|h| (h.index, h.ns));
+            for (k, phase) in chain::phases(hits, f, nth).into_iter().enumerate() {
+                let Some((ns, end)) = phase else { continue };
+                probed[slot::FUNCTIONS + k] = Some(ns);
+                // It ended after the response's first write had begun.
+                if end > first.ns {
+                    *self
+                        .counts
+                        .after_write
+                        .entry(slot::FUNCTIONS + k)
+                        .or_default() += 1;
+                }
+            }
+        }
+        self.note_resolved(w.port, w.tx_end, w.rx_first);
+        Ok(())
+    }
+
+    /// Lets go of a connection's events no request after this one needs (lagging behind by
+    /// [`KEEP_RESOLVED`] requests).
+    fn note_resolved(&mut self, port: u16, tx_end: u64, rx_first: u64) {
+        let (ring, forgotten) = self.resolved.entry(port).or_default();
+        ring.push_back((tx_end, rx_first));
+        if ring.len() <= KEEP_RESOLVED {
+            return;
+        }
+        let Some((tx, rx)) = ring.pop_front() else {
+            return;
+        };
+        *forgotten = (*forgotten).max(tx);
+        if let Some(c) = self.conns.get_mut(&port) {
+            let gone = c.forget_before(tx, rx);
+            self.counts.shared_read += shared_of(gone.iter());
+        }
+    }
+
+    /// Gives the intervals' phases to the series (and the watch): those before the last
+    /// one open, or all of them at the end.
+    fn flush_intervals(&mut self, all: bool) {
+        let keep = if all {
+            None
+        } else {
+            self.open.keys().next_back().copied()
+        };
+        let done: Vec<u64> = self
+            .open
+            .keys()
+            .copied()
+            .filter(|i| Some(*i) != keep)
+            .collect();
+        for index in done {
+            let Some(hists) = self.open.remove(&index) else {
+                continue;
+            };
+            let server: Vec<(String, Vec<u8>)> = self
+                .names
+                .iter()
+                .zip(&hists)
+                .filter(|(_, h)| !h.is_empty())
+                .map(|((name, _), h)| {
+                    (
+                        format!("{}{name}", crate::recorder::probes::PREFIX),
+                        hist::encode_bytes(h),
+                    )
+                })
+                .collect();
+            if server.is_empty() {
+                continue;
+            }
+            let snap = probed_snapshot(index, server);
+            if let Some(watch) = &self.watch {
+                watch(&snap);
+            }
+            self.series.push(snap);
+        }
+    }
+
+    /// What the join produced (every request joined first; the log's last rows handed to
+    /// its writer).
+    pub fn finish(mut self) -> Joined {
+        self.resolve_all();
+        drop(self.log.take());
+        for c in self.conns.values() {
+            self.counts.shared_read += shared_of(c.reads.iter());
+        }
+        Joined {
+            phases: self
+                .names
+                .iter()
+                .zip(self.hists)
+                .map(|((n, w), h)| (n.clone(), w.clone(), h))
+                .collect(),
+            series: self.series,
+            kept: self.kept,
+            tail: self.tail,
+            counts: self.counts,
+            pids: self.pids,
+        }
+    }
+}
+
+/// Requests that shared their read with others, of `reads`.
+fn shared_of<'a>(reads: impl Iterator<Item = &'a super::conn::Read>) -> u64 {
+    reads
+        .filter(|r| r.users > 1)
+        .map(|r| u64::from(r.users))
+        .sum()
+}
+
+/// How many requests this read completed before this one (its pass of the function chain).
+fn read_users_before(c: &Conn, seq: u64, shared: bool) -> usize {
+    if !shared {
+        return 0;
+    }
+    c.reads
+        .iter()
+        .find(|r| r.seq == seq)
+        .map_or(0, |r| r.users.saturating_sub(1) as usize)
+}
+
+/// The interval snapshot of probed phases only.
+fn probed_snapshot(index: u64, server: Vec<(String, Vec<u8>)>) -> IntervalSnapshot {
+    IntervalSnapshot {
+        index,
+        counters: Default::default(),
+        hists: Vec::new(),
+        server,
+        busy_max: None,
+        spilled: None,
+        status: Vec::new(),
+        by_request: Vec::new(),
+        exemplars: Vec::new(),
+    }
+}

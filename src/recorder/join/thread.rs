@@ -1,0 +1,143 @@
+//! The joiner's thread: the kernel's events (from the probes' reader) and the workers'
+//! requests come in over one bounded channel; at the run's end it joins what is left once
+//! the probes' clock has passed the last request (at most [`FINISH_WAIT`] later: probes
+//! that stopped ticking), and gives what it joined.
+
+use super::sink::{EventSink, Pool, TrailSource};
+use super::{JoinSpec, Joined, Joiner, KernelEvent, Trail};
+use crate::recorder::collector::Watch;
+use crate::recorder::request_log::LogWorker;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Messages that may wait for the joiner (batches of requests or events).
+const QUEUE: usize = 1024;
+/// How long the end waits for the probes' clock to pass the last request.
+pub const FINISH_WAIT: Duration = Duration::from_secs(2);
+
+/// What goes to the joiner.
+pub enum JoinMsg {
+    /// A worker's requests, and how many it could not hand over before.
+    Trails(Vec<Trail>, u64),
+    /// The kernel's events.
+    Events(Vec<KernelEvent>),
+    /// The probes' count of events on connections not the client's.
+    Others(u64),
+    /// The run is over: join everything that ended before this (CLOCK_MONOTONIC ns).
+    Finish(u64),
+}
+
+/// The joiner's input before its thread starts: made where the probes are attached (they
+/// get its [`EventSink`] then), started by the run with its workers.
+pub struct JoinInput {
+    spec: JoinSpec,
+    tx: SyncSender<JoinMsg>,
+    rx: Receiver<JoinMsg>,
+    watch: Option<Watch>,
+}
+
+impl JoinInput {
+    /// The channel of a run of `spec`, and the probes' end of it; `watch`: given each
+    /// interval's phases (the metrics endpoint).
+    pub fn new(spec: JoinSpec, watch: Option<Watch>) -> (JoinInput, EventSink) {
+        let (tx, rx) = mpsc::sync_channel(QUEUE);
+        let events = EventSink::new(tx.clone());
+        (
+            JoinInput {
+                spec,
+                tx,
+                rx,
+                watch,
+            },
+            events,
+        )
+    }
+
+    /// The probed phases' names (the per-request log's extra columns).
+    pub fn phase_names(&self) -> Vec<String> {
+        super::phases(&self.spec.functions)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect()
+    }
+}
+
+/// The joiner's running thread.
+pub struct JoinThread {
+    tx: SyncSender<JoinMsg>,
+    handle: std::thread::JoinHandle<Joined>,
+    source: TrailSource,
+}
+
+impl JoinThread {
+    /// Starts the joiner of `input`; `log`: the per-request log's writer, when the run keeps
+    /// one (the joiner writes its rows).
+    pub fn spawn(input: JoinInput, log: Option<LogWorker>) -> std::io::Result<JoinThread> {
+        let JoinInput {
+            spec,
+            tx,
+            rx,
+            watch,
+        } = input;
+        let pool: Pool = Arc::new(Mutex::new(Vec::new()));
+        let back = pool.clone();
+        let handle = std::thread::Builder::new()
+            .name("reqlife-join".into())
+            .spawn(move || run(Joiner::new(spec, log, watch), &rx, &back))?;
+        Ok(JoinThread {
+            source: TrailSource {
+                tx: tx.clone(),
+                pool,
+            },
+            tx,
+            handle,
+        })
+    }
+
+    /// Where the workers' requests go.
+    pub fn source(&self) -> &TrailSource {
+        &self.source
+    }
+
+    /// The run is over (every worker's sink dropped): joins what is left and gives it.
+    pub fn finish(self, until_ns: u64) -> Option<Joined> {
+        let _ = self.tx.send(JoinMsg::Finish(until_ns));
+        drop(self.source);
+        drop(self.tx);
+        self.handle.join().ok()
+    }
+}
+
+fn run(mut joiner: Joiner, rx: &Receiver<JoinMsg>, pool: &Pool) -> Joined {
+    let mut finishing: Option<(u64, Instant)> = None;
+    loop {
+        let msg = match finishing {
+            None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some((_, deadline)) => {
+                rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            }
+        };
+        match msg {
+            Ok(JoinMsg::Trails(mut v, dropped)) => {
+                joiner.trails(&v, dropped);
+                v.clear();
+                if let Ok(mut p) = pool.lock() {
+                    p.push(v);
+                }
+            }
+            Ok(JoinMsg::Events(v)) => v.into_iter().for_each(|e| joiner.event(e)),
+            Ok(JoinMsg::Others(n)) => joiner.others(n),
+            Ok(JoinMsg::Finish(until)) => {
+                finishing = Some((until, Instant::now() + FINISH_WAIT));
+            }
+            Err(_) => break,
+        }
+        if let Some((until, _)) = finishing {
+            if joiner.watermark() >= until.saturating_add(Joiner::SLACK_NS) {
+                break;
+            }
+        }
+    }
+    joiner.finish()
+}
