@@ -500,6 +500,156 @@ fn cpp_rust_go_and_usdt_probes() {
     }
 }
 
+/// Whether `bpftrace -l` lists `pattern` (`uprobe:BIN:main.*`): the binary's symbol tables.
+fn lists_symbols(pattern: &str) -> bool {
+    let out = Command::new("bpftrace")
+        .args(["-l", pattern])
+        .output()
+        .unwrap();
+    !String::from_utf8_lossy(&out.stdout).trim().is_empty()
+}
+
+/// `run ARGS` that must fail with exit 2 and one line saying `says`.
+fn refused(args: &[&str], says: &str) {
+    let out = run(args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(says), "{args:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line: {err}");
+}
+
+#[test]
+fn a_stripped_go_servers_functions_come_from_its_gopclntab() {
+    let Some((_turn, dir)) = turn() else {
+        return;
+    };
+    // Linked by Go, and by the C linker (C code before Go's text: its table's offsets count
+    // from Go's text, not from the ELF's .text).
+    for (link, ldflags) in [
+        ("internal", "-ldflags=-s -w"),
+        ("external", "-ldflags=-s -w -linkmode=external"),
+    ] {
+        let at = dir.path().join(link);
+        std::fs::create_dir(&at).unwrap();
+        let Some(bin) = build(&at, "go", &[ldflags], "probe_server.go") else {
+            return;
+        };
+        let bin_s = bin.display().to_string();
+        assert!(
+            !lists_symbols(&format!("uprobe:{bin_s}:main.*")),
+            "{link}: stripped, no main.* among its symbols"
+        );
+        let (_server, port, _) = start(&bin);
+        let v = probed(
+            &at,
+            "run.json",
+            port,
+            1000,
+            &["--server-fn", "main.parse,main.handle"],
+        );
+        let p = probes_of(&v);
+        let order: Vec<&str> = p["order"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|n| n.as_str())
+            .collect();
+        assert!(order.contains(&"fn:main.parse->main.handle"), "{order:?}");
+        for phase in &order {
+            assert_eq!(
+                p["phases"][phase]["count"].as_u64(),
+                Some(1000),
+                "{link} {phase}: {p}"
+            );
+        }
+        // parse spins 50 us; a uprobe hit where the kernel single-steps is ~10 us here.
+        let p50 = p["phases"]["fn:main.parse->main.handle"]["p50_us"]
+            .as_f64()
+            .unwrap();
+        assert!((50.0..=110.0).contains(&p50), "{link}: p50 {p50} us");
+        assert_eq!(p["notes"].as_array().unwrap().len(), 0, "{}", p["notes"]);
+        // A misspelled name: the closest of its Go table's names.
+        refused(
+            &[
+                "run",
+                "-n",
+                "10",
+                "-c",
+                "1",
+                "--server-fn",
+                "main.pars,main.handle",
+                &url(port),
+            ],
+            "the closest it has: main.parse",
+        );
+    }
+}
+
+#[test]
+fn etcds_go_functions_are_timed_from_its_gopclntab() {
+    // Debian's etcd (3.4, Go 1.19) has no symbol table; only its .gopclntab names its
+    // functions. Not every machine has it: this test says so and does not run there.
+    let etcd = Path::new("/usr/bin/etcd");
+    if !etcd.exists() {
+        eprintln!("etcd is not installed (apt-get install etcd-server): not run");
+        return;
+    }
+    let Some((_turn, dir)) = turn() else {
+        return;
+    };
+    let serve = "go.etcd.io/etcd/etcdserver/api/etcdhttp.serveVersion";
+    assert!(!lists_symbols(&format!("uprobe:/usr/bin/etcd:{serve}")));
+    let (client, peer) = (free_port(), free_port());
+    let peer_url = format!("http://127.0.0.1:{peer}");
+    let client_url = format!("http://127.0.0.1:{client}");
+    let _etcd = Stopped(
+        Command::new(etcd)
+            .args(["--name", "t", "--data-dir"])
+            .arg(dir.path().join("data"))
+            .args(["--listen-client-urls", &client_url])
+            .args(["--advertise-client-urls", &client_url])
+            .args(["--listen-peer-urls", &peer_url])
+            .args(["--initial-advertise-peer-urls", &peer_url])
+            .args(["--initial-cluster", &format!("t={peer_url}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let version = format!("{client_url}/version");
+    wait_until("etcd answering", Duration::from_secs(20), || {
+        run(&["run", "-n", "1", "-q", &version]).status.success()
+    });
+    let out = dir.path().join("etcd.json");
+    let finish = "net/http.(*response).finishRequest";
+    Run::new()
+        .n(500)
+        .c(1)
+        .t(1)
+        .args(["--server-fn", &format!("{serve},{finish}"), "-o"])
+        .arg(out.to_str().unwrap())
+        .url(version.clone())
+        .ok();
+    let v = read_json(&out);
+    let phase = format!("fn:{serve}->{finish}");
+    let p = probes_of(&v);
+    assert_eq!(p["phases"][&phase]["count"].as_u64(), Some(500), "{p}");
+    let p50 = p["phases"][&phase]["p50_us"].as_f64().unwrap();
+    assert!(p50 > 0.0 && p50 < 5_000.0, "{phase}: p50 {p50} us");
+    // A misspelled name, its package path left out: the closest names come from the table.
+    refused(
+        &[
+            "run",
+            "-n",
+            "1",
+            "--server-fn",
+            "etcdhttp.serveVersoin,main.main",
+            &version,
+        ],
+        &format!("the closest it has: {serve}"),
+    );
+}
+
 #[test]
 fn nginx_is_probed_without_changing_it() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());

@@ -17,7 +17,8 @@ pub const MAX_SITES: usize = 16;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Site {
     /// A function's entry, or its return (`ret`), in `binary` (the server's executable when
-    /// `None`). `symbol` is the name as the binary has it once resolved.
+    /// `None`). `symbol` is the name as the binary has it once resolved, or `0xOFFSET`, its
+    /// offset in the file, for a Go function only `.gopclntab` names ([`offset_symbol`]).
     Function {
         /// The binary; `None`: the server's executable.
         binary: Option<PathBuf>,
@@ -35,6 +36,22 @@ pub enum Site {
         /// The probe's name.
         name: String,
     },
+}
+
+/// The symbol of a function found by its offset in the file (a Go function that only the
+/// binary's `.gopclntab` names): `0xOFFSET`, bpftrace's `uprobe:BIN:0xOFFSET`.
+pub fn offset_symbol(file_offset: u64) -> String {
+    format!("{file_offset:#x}")
+}
+
+/// Whether bpftrace must run with `--unsafe` to attach `probes`: bpftrace 0.17 attaches at an
+/// offset of a binary without a symbol there only then ("Could not resolve address"
+/// otherwise). The offset is a function's entry, read from Go's own table.
+pub fn needs_unsafe(probes: &[FnProbe]) -> bool {
+    probes.iter().any(|p| match &p.site {
+        Site::Function { symbol, .. } => symbol.starts_with("0x"),
+        Site::Usdt { .. } => false,
+    })
 }
 
 /// One item of the list: as written, and where it attaches.

@@ -1,9 +1,14 @@
-//! The names a binary offers to probes, as `bpftrace -l` lists them: a function named in
-//! `--server-fn` is checked against them before the run (a stripped, inlined or misspelled one
-//! is refused with the closest names the binary has), and a C++ or Rust name written as the
-//! source spells it is found through the symbols' demangled names (`c++filt`).
+//! The names a binary offers to probes, as `bpftrace -l` lists them (its symbol tables), and
+//! a Go binary's functions from its own table (`.gopclntab`, kept when the binary is stripped:
+//! see [`gopclntab`]): a function named in `--server-fn` is checked against them before the
+//! run (an inlined or misspelled one, or one a stripped binary has no name for, is refused
+//! with the closest names the binary has), and a C++ or Rust name written as the source spells
+//! it is found through the symbols' demangled names (`c++filt`). A Go function found only in
+//! `.gopclntab` is attached by its offset in the file ([`spec::offset_symbol`]).
 
-use super::spec::{FnProbe, Site};
+pub mod gopclntab;
+
+use super::spec::{self, FnProbe, Site};
 use super::ProbeError;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,17 +28,57 @@ pub fn list(bpftrace: &Path, kind: &str, binary: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Whether `exe` is a Go program (it has Go's runtime).
+/// Whether `exe` is a Go program (it has Go's function table, or Go's runtime among its
+/// symbols).
 pub fn is_go(bpftrace: &Path, exe: &Path) -> bool {
-    list(bpftrace, "uprobe", exe)
-        .iter()
-        .any(|n| n == "runtime.goexit" || n == "runtime.goexit.abi0" || n == "runtime.goexit0")
+    gopclntab::has_table(exe)
+        || list(bpftrace, "uprobe", exe)
+            .iter()
+            .any(|n| n == "runtime.goexit" || n == "runtime.goexit.abi0" || n == "runtime.goexit0")
+}
+
+/// The names a binary offers to uprobes: its symbols (`bpftrace -l`), and, once asked for, the
+/// functions of its Go table.
+struct Names {
+    symbols: Vec<String>,
+    /// `None` until a name is not among the symbols; then the Go functions (empty when the
+    /// binary is not Go's).
+    go: Option<Result<Vec<gopclntab::GoFunc>, String>>,
+}
+
+impl Names {
+    /// `want` resolved: a symbol (maybe mangled), or the file offset of a Go function that only
+    /// `.gopclntab` names.
+    /// `label`: the item as written, for the error.
+    fn find(&mut self, label: &str, want: &str, binary: &Path) -> Result<String, ProbeError> {
+        if let Some(found) = find_symbol(want, &self.symbols) {
+            return Ok(found);
+        }
+        let go = self
+            .go
+            .get_or_insert_with(|| gopclntab::read(binary).map(Option::unwrap_or_default));
+        let mut all = self.symbols.clone();
+        let unread = match go {
+            Ok(funcs) => {
+                if let Some(f) = gopclntab::find(funcs, want) {
+                    return Ok(spec::offset_symbol(f.file_offset));
+                }
+                all.extend(funcs.iter().map(|f| f.name.clone()));
+                String::new()
+            }
+            Err(why) => format!("; its Go function table (.gopclntab) could not be read: {why}"),
+        };
+        match missing(label, want, binary, &all) {
+            ProbeError::Input(line) => Err(ProbeError::Input(line + &unread)),
+            other => Err(other),
+        }
+    }
 }
 
 /// Each function of `probes` resolved to a symbol of its binary (`exe` unless it names
 /// another), its binary made explicit; a name the binary lacks is refused with the closest.
 pub fn resolve(bpftrace: &Path, exe: &Path, probes: &mut [FnProbe]) -> Result<(), ProbeError> {
-    let mut cache: Vec<(PathBuf, &str, Vec<String>)> = Vec::new();
+    let mut cache: Vec<(PathBuf, &str, Names)> = Vec::new();
     for p in probes.iter_mut() {
         let (binary, kind) = match &mut p.site {
             Site::Function { binary, .. } => (binary, "uprobe"),
@@ -48,22 +93,22 @@ pub fn resolve(bpftrace: &Path, exe: &Path, probes: &mut [FnProbe]) -> Result<()
             )));
         }
         if !cache.iter().any(|(b, k, _)| *b == path && *k == kind) {
-            cache.push((path.clone(), kind, list(bpftrace, kind, &path)));
+            let symbols = list(bpftrace, kind, &path);
+            cache.push((path.clone(), kind, Names { symbols, go: None }));
         }
-        let names = &cache
-            .iter()
+        let names = &mut cache
+            .iter_mut()
             .find(|(b, k, _)| *b == path && *k == kind)
             .expect("listed above")
             .2;
         match &mut p.site {
             Site::Function { symbol, .. } => {
-                *symbol = find_symbol(symbol, names)
-                    .ok_or_else(|| missing(&p.label, symbol, &path, names))?;
+                *symbol = names.find(&p.label, symbol, &path)?;
             }
             Site::Usdt { provider, name, .. } => {
                 let want = format!("{provider}:{name}");
-                if !names.contains(&want) {
-                    return Err(missing(&p.label, &want, &path, names));
+                if !names.symbols.contains(&want) {
+                    return Err(missing(&p.label, &want, &path, &names.symbols));
                 }
             }
         }
@@ -125,7 +170,8 @@ fn demangle(names: &[&String]) -> Option<Vec<String>> {
 fn missing(label: &str, want: &str, binary: &Path, names: &[String]) -> ProbeError {
     let near = closest(want, names, 5);
     let hint = if names.is_empty() {
-        " (it lists no symbols: a stripped binary has none; probe one built with symbols)"
+        " (it lists no symbols and no Go functions: a stripped binary has none; probe one built \
+         with symbols)"
             .to_string()
     } else if near.is_empty() {
         String::new()
@@ -138,18 +184,21 @@ fn missing(label: &str, want: &str, binary: &Path, names: &[String]) -> ProbeErr
     ))
 }
 
-/// Up to `n` names of `names` nearest to `want` (by edit distance; names that contain it
-/// first), nearest first.
+/// Up to `n` names of `names` nearest to `want` (by edit distance to the name, or to its part
+/// after the last `/`, as a Go name's package path is often left out; names that contain it
+/// first), nearest first, each once.
 pub fn closest(want: &str, names: &[String], n: usize) -> Vec<String> {
     let mut scored: Vec<(usize, &String)> = names
         .iter()
-        .map(|name| {
-            let d = distance(want, name);
-            (if name.contains(want) { d.min(1) } else { d }, name)
+        .filter_map(|name| {
+            let short = name.rsplit('/').next().unwrap_or(name);
+            let d = distance(want, name).min(distance(want, short));
+            let d = if name.contains(want) { d.min(1) } else { d };
+            (d <= want.len().max(short.len()) / 2).then_some((d, name))
         })
-        .filter(|(d, name)| *d <= want.len().max(name.len()) / 2)
         .collect();
     scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
     scored.into_iter().take(n).map(|(_, s)| s.clone()).collect()
 }
 
@@ -188,6 +237,13 @@ mod tests {
         );
         assert!(closest("zzzzzzzz", &names, 5).is_empty());
         assert_eq!(distance("kitten", "sitting"), 3);
+        // A Go name without its package's path, misspelled; a name twice in Go's table (a
+        // function and its ABI wrapper) is given once.
+        let serve = "go.etcd.io/etcd/etcdserver/api/etcdhttp.serveVersion";
+        let go: Vec<String> = [serve, serve, "net/http.ParseHTTPVersion", "main.main"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(closest("etcdhttp.serveVersoin", &go, 5), [serve]);
     }
 
     #[test]
