@@ -71,6 +71,8 @@ pub struct Prepared {
     bpftrace: PathBuf,
     sample: u64,
     tick: Duration,
+    /// bpftrace runs with `--unsafe`: a function is attached by its offset in the file.
+    unsafe_attach: bool,
     /// The calibration's own script (see [`calibrate`]).
     calibration: Option<script::Script>,
 }
@@ -165,6 +167,7 @@ pub fn prepare(req: &ProbeRequest, port: u16, printing: bool) -> Result<Prepared
                 .into(),
         ));
     }
+    let unsafe_attach = spec::needs_unsafe(&functions);
     let tick_ms = (req.interval.as_millis() as u64 / 10).clamp(10, 100);
     let plan = script::ScriptPlan {
         port,
@@ -190,6 +193,7 @@ pub fn prepare(req: &ProbeRequest, port: u16, printing: bool) -> Result<Prepared
         bpftrace,
         sample: req.sample,
         tick: Duration::from_millis(tick_ms),
+        unsafe_attach,
     })
 }
 
@@ -236,7 +240,7 @@ impl Prepared {
     fn calibrate(&self, script: &script::Script) -> Result<ProbeCost, String> {
         let base = calibrate::rounds();
         let empty = ProbeAcc::new(Vec::new(), String::new(), 1, &[], &script.probes);
-        let session = session::Session::start(&self.bpftrace, &script.text, empty)
+        let session = session::Session::start(&self.bpftrace, &script.text, false, empty)
             .map_err(|e| e.to_string())?;
         if !session.wait_probed(Duration::from_secs(10), calibrate::poke) {
             return Err("the calibration's probe did not fire within 10 s".into());
@@ -266,7 +270,8 @@ impl Prepared {
             ),
         }
         // bpftrace says BEGIN once every probe is attached.
-        let session = session::Session::start(&self.bpftrace, &self.script.text, acc)?;
+        let session =
+            session::Session::start(&self.bpftrace, &self.script.text, self.unsafe_attach, acc)?;
         Ok(Probes {
             session,
             server_cpu_from: None,

@@ -73,9 +73,19 @@ pub struct Session {
 pub use crate::util::clock::{mono_now_ns, mono_ns};
 
 impl Session {
-    /// Starts bpftrace on `script`; returns once its probes are attached.
-    pub fn start(bpftrace: &Path, script: &str, acc: ProbeAcc) -> Result<Session, ProbeError> {
+    /// Starts bpftrace on `script`; returns once its probes are attached. `unsafe_attach`:
+    /// with `--unsafe`, which bpftrace needs to attach at an offset
+    /// ([`super::spec::needs_unsafe`]).
+    pub fn start(
+        bpftrace: &Path,
+        script: &str,
+        unsafe_attach: bool,
+        acc: ProbeAcc,
+    ) -> Result<Session, ProbeError> {
         let mut cmd = Command::new(bpftrace);
+        if unsafe_attach {
+            cmd.arg("--unsafe");
+        }
         cmd.args(["-B", "none", "-f", "json", "-e", script])
             .env("BPFTRACE_MAP_KEYS_MAX", "65536")
             // 4 MiB a CPU: room for the events of a busy tick (bpftrace drops past it).
