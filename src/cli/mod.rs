@@ -308,8 +308,8 @@ pub struct RunArgs {
     pub scenario: Option<PathBuf>,
 
     /// Send the requests of a target list, one per entry in turn (vegeta's format: `METHOD
-    /// URL`, optional `Header: value` lines and `@bodyfile`, entries apart by blank lines).
-    /// The URLs name the server: give no URL argument.
+    /// URL`, optional `Header: value` lines and `@bodyfile`, entries apart by blank lines; - reads
+    /// the list from standard input). The URLs name the server: give no URL argument.
     #[arg(help_heading = "Target", long = "targets", conflicts_with = "scenario")]
     pub targets: Option<PathBuf>,
 
@@ -335,7 +335,7 @@ pub struct RunArgs {
     pub requests: Option<u64>,
 
     /// Open loop: send at this total rate (req/s over all connections and threads, e.g.
-    /// 20000, 20k, 250/s), whether or not earlier requests were answered; latency is measured
+    /// 20000, 20k, 250/s, or so many per a duration: 50/1s, 100/10s), whether or not earlier requests were answered; latency is measured
     /// from each request's intended send time.
     /// A list (`-R 5000,10000,20000`) runs one level after another: a sweep.
     #[arg(help_heading = "Load", short = 'R', long = "rate", value_parser = rate_arg, value_delimiter = ',', allow_negative_numbers = true)]
