@@ -2,6 +2,7 @@
 //! parsing ([`units`]) and the one place where raw flags become a validated plan ([`plan`]).
 
 pub mod calibrate;
+pub use calibrate::CalibrateArgs;
 pub mod compare;
 pub use compare::CompareArgs;
 mod error;
@@ -10,6 +11,7 @@ pub mod framed;
 pub mod grpc;
 pub mod help;
 pub mod knee;
+pub use knee::KneeArgs;
 pub mod output;
 mod pacing;
 pub mod plan;
@@ -22,6 +24,7 @@ mod serve;
 pub use serve::{KvArgs, ServeArgs};
 pub mod resolve;
 pub mod run;
+mod short_help;
 pub mod trace;
 mod watch;
 pub mod websocket;
@@ -48,7 +51,11 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load-test a URL (or, with no URL, the embedded target started in-process) and report.
-    #[command(after_help = RUN_EXIT_CODES)]
+    #[command(
+        after_help = short_help::RUN_SHORT_END,
+        after_long_help = RUN_EXIT_CODES,
+        mut_args(short_help::newcomer)
+    )]
     Run(Box<RunArgs>),
     /// Run the embedded target on its own.
     #[command(after_help = help::serve_routes())]
@@ -83,105 +90,11 @@ pub enum Command {
     Compare(CompareArgs),
 }
 
-/// Flags of `reqlife knee` (and every flag of `run` that shapes a step). The flags of `run`
-/// that knee refuses (it chooses the rates and each step's length, runs no burst, scenario or
-/// target list, writes no HdrHistogram log: `app::knee` says so and exits 2) are hidden from
-/// `knee --help`; keep the two lists together.
-#[derive(Debug, Clone, Args)]
-#[command(
-    mut_arg("rate", |a| a.hide(true)),
-    mut_arg("duration", |a| a.hide(true)),
-    mut_arg("requests", |a| a.hide(true)),
-    mut_arg("stages", |a| a.hide(true)),
-    mut_arg("burst", |a| a.hide(true)),
-    mut_arg("burst_interval", |a| a.hide(true)),
-    mut_arg("bursts", |a| a.hide(true)),
-    mut_arg("repeat", |a| a.hide(true)),
-    mut_arg("scenario", |a| a.hide(true)),
-    mut_arg("targets", |a| a.hide(true)),
-    mut_arg("start_at", |a| a.hide(true)),
-    mut_arg("abort_on_fail", |a| a.hide(true)),
-    mut_arg("hdr_log", |a| a.hide(true)),
-    mut_arg("every", |a| a.hide(true))
-)]
-pub struct KneeArgs {
-    /// A service level each step must meet (repeatable), as a --threshold: `p99<=2ms`,
-    /// `mean<=1.5ms`, `errors<=0.1%`, `wait.p90<1ms`, `server.db.p99<1ms`.
-    #[arg(help_heading = "Search", long = "slo", value_parser = crate::analysis::expr::Expr::arg)]
-    pub slos: Vec<crate::analysis::expr::Expr>,
-
-    /// How long each step runs.
-    #[arg(help_heading = "Search", long = "step", default_value = "20s", value_parser = duration_arg)]
-    pub step: Duration,
-
-    /// Stop when the answer is known within this many percent.
-    #[arg(help_heading = "Search", long = "precision", default_value = "5", value_parser = percent_arg)]
-    pub precision: f64,
-
-    /// The first rate tried [default: a quarter of what a short closed-loop probe achieves].
-    #[arg(help_heading = "Search", long = "start-rate", value_parser = rate_arg, allow_negative_numbers = true)]
-    pub start_rate: Option<f64>,
-
-    /// The highest rate tried.
-    #[arg(help_heading = "Search", long = "max-rate", value_parser = rate_arg, allow_negative_numbers = true)]
-    pub max_rate: Option<f64>,
-
-    /// The schedule lag above which the generator, not the server, may be the limit of a
-    /// failing step (read after the step's start-up at a quantile its samples support; see
-    /// above): that step runs once more, and if it fails so again the search stops there.
-    #[arg(help_heading = "Search", long = "max-lag", default_value = "1ms", value_parser = duration_arg)]
-    pub max_lag: Duration,
-
-    /// The run each step makes (its target, protocol and flags; the search sets the load).
-    #[command(flatten)]
-    pub run: RunArgs,
-}
-
 fn percent_arg(s: &str) -> Result<f64, String> {
     s.trim()
         .trim_end_matches('%')
         .parse::<f64>()
         .map_err(|_| format!("invalid percentage '{s}': expected a number such as 5 or 5%"))
-}
-
-/// Flags of `reqlife calibrate`.
-#[derive(Debug, Clone, Args)]
-pub struct CalibrateArgs {
-    /// Measure against this URL instead of the embedded target started in-process.
-    #[arg(long = "external")]
-    pub external: Option<String>,
-
-    /// Length of each measuring step.
-    #[arg(long = "step", default_value = "3s", value_parser = duration_arg)]
-    pub step: Duration,
-
-    /// Connections of the closed and open loops.
-    #[arg(short = 'c', long = "connections", default_value = "50", value_parser = count_arg)]
-    pub connections: u64,
-
-    /// Worker threads [default: the number of cores].
-    #[arg(short = 't', long = "threads", value_parser = count_arg)]
-    pub threads: Option<u64>,
-
-    /// Calibrate HTTP/2 (h2c on the embedded target) instead of HTTP/1.1.
-    #[arg(long = "http2")]
-    pub http2: bool,
-
-    /// Do not verify the --external server's TLS certificate.
-    #[arg(long = "insecure", short = 'k')]
-    pub insecure: bool,
-
-    /// Print the figures as JSON.
-    #[arg(long = "json")]
-    pub json: bool,
-
-    /// No progress lines on stderr.
-    #[arg(short = 'q', long = "quiet")]
-    pub quiet: bool,
-
-    /// How the runs are watched while they go.
-    #[command(flatten)]
-    pub watch: WatchArgs,
 }
 
 fn duration_arg(s: &str) -> Result<Duration, String> {
