@@ -40,7 +40,7 @@ use std::time::Duration;
 
 /// reqlife: where the time of a request goes, under load.
 #[derive(Debug, Parser)]
-#[command(name = "reqlife", version, about, long_about = None)]
+#[command(name = "reqlife", version = help::VERSION, long_version = help::LONG_VERSION, about, long_about = None)]
 pub struct Cli {
     /// The command to run.
     #[command(subcommand)]

@@ -1,7 +1,8 @@
 //! The static checks, one test binary: the help texts, the README and the manual (`docs/`)
 //! against the tool and their links, the shape of the source and its module layers, the
-//! timing group's names, and the test command's steps and totals (`ci.rs`). None needs a
-//! server or a network; sharing one binary saves linking the crate several times.
+//! timing group's names, the test command's steps and totals (`ci.rs`), and where reqlife
+//! builds (`platform.rs`). None needs a server or a network; sharing one binary saves linking
+//! the crate several times.
 //! Each module is the test file it was (`cargo test --test checks layers::` runs the layers'
 //! tests alone).
 
@@ -13,6 +14,7 @@ mod docs;
 mod drift;
 mod help;
 mod layers;
+mod platform;
 mod readme;
 mod shape;
 mod timing;
