@@ -197,7 +197,12 @@ pub struct RunArgs {
     pub method: String,
 
     /// A request header, `Name: value` (repeatable).
-    #[arg(help_heading = "Target", short = 'H', long = "header")]
+    #[arg(
+        help_heading = "Target",
+        short = 'H',
+        long = "header",
+        value_name = "HEADER"
+    )]
     pub headers: Vec<String>,
 
     /// HTTP/1.1 with `-H 'Expect: 100-continue'`: how long to wait for the server's `100
@@ -207,23 +212,28 @@ pub struct RunArgs {
     pub expect100_timeout: Option<Duration>,
 
     /// Request body.
-    #[arg(help_heading = "Target", long = "body")]
+    #[arg(help_heading = "Target", long = "body", value_name = "TEXT")]
     pub body: Option<String>,
 
     /// Read the request body from a file.
-    #[arg(help_heading = "Target", long = "body-file")]
+    #[arg(help_heading = "Target", long = "body-file", value_name = "FILE")]
     pub body_file: Option<PathBuf>,
 
     /// Send the named requests of a scenario file (TOML: requests with templates and
     /// weights, and optional phases each with its own load); see examples/kv.toml. Without a
     /// URL, against the embedded target.
-    #[arg(help_heading = "Target", long = "scenario")]
+    #[arg(help_heading = "Target", long = "scenario", value_name = "FILE")]
     pub scenario: Option<PathBuf>,
 
     /// Send the requests of a target list, one per entry in turn (vegeta's format: `METHOD
     /// URL`, optional `Header: value` lines and `@bodyfile`, entries apart by blank lines; - reads
     /// the list from standard input). The URLs name the server: give no URL argument.
-    #[arg(help_heading = "Target", long = "targets", conflicts_with = "scenario")]
+    #[arg(
+        help_heading = "Target",
+        long = "targets",
+        value_name = "FILE",
+        conflicts_with = "scenario"
+    )]
     pub targets: Option<PathBuf>,
 
     /// How the embedded target's `/kv` store starts (a run with no URL).
@@ -232,19 +242,19 @@ pub struct RunArgs {
 
     /// Connections to keep open, spread over the threads.
     /// A list (`-c 100,200,500`) runs one level after another: a sweep.
-    #[arg(help_heading = "Load", short = 'c', long = "connections", default_value = "50", value_parser = count_arg, value_delimiter = ',')]
+    #[arg(help_heading = "Load", short = 'c', long = "connections", value_name = "N", default_value = "50", value_parser = count_arg, value_delimiter = ',')]
     pub connections: Vec<u64>,
 
     /// Worker threads, one single-threaded runtime each [default: the number of cores].
-    #[arg(help_heading = "Load", short = 't', long = "threads", value_parser = count_arg)]
+    #[arg(help_heading = "Load", short = 't', long = "threads", value_name = "N", value_parser = count_arg)]
     pub threads: Option<u64>,
 
     /// How long to send for (e.g. 10s, 2m, 1m30s) [default: 10s unless -n is given].
-    #[arg(help_heading = "Load", short = 'd', long = "duration", value_parser = duration_arg)]
+    #[arg(help_heading = "Load", short = 'd', long = "duration", value_name = "DURATION", value_parser = duration_arg)]
     pub duration: Option<Duration>,
 
     /// How many requests to send in all (e.g. 100000, 10k); conflicts with -d.
-    #[arg(help_heading = "Load", short = 'n', long = "requests", value_parser = count_arg)]
+    #[arg(help_heading = "Load", short = 'n', long = "requests", value_name = "N", value_parser = count_arg)]
     pub requests: Option<u64>,
 
     /// Open loop: send at this total rate (req/s over all connections and threads, e.g.
@@ -300,7 +310,7 @@ pub struct RunArgs {
     pub bursts: Option<u64>,
 
     /// A period at the start that is sent but not recorded.
-    #[arg(help_heading = "Load", long = "warmup", default_value = "0s", value_parser = duration_arg)]
+    #[arg(help_heading = "Load", long = "warmup", value_name = "DURATION", default_value = "0s", value_parser = duration_arg)]
     pub warmup: Duration,
 
     /// At the end of the duration, how long to wait for the requests in flight (they are
@@ -352,7 +362,7 @@ pub struct RunArgs {
     pub pipeline: Option<u64>,
 
     /// HTTP/2 and HTTP/3: concurrent streams per connection (h2load's -m).
-    #[arg(help_heading = "Protocol", long = "streams", value_parser = count_arg)]
+    #[arg(help_heading = "Protocol", long = "streams", value_name = "N", value_parser = count_arg)]
     pub streams: Option<u64>,
 
     /// HTTP/2: initial flow-control window in bytes, for streams and the connection (e.g. 1KiB,
@@ -367,7 +377,7 @@ pub struct RunArgs {
     pub h2_coalesce: Option<Duration>,
 
     /// Per-request timeout, connect included.
-    #[arg(help_heading = "Protocol", long = "timeout", default_value = "10s", value_parser = duration_arg)]
+    #[arg(help_heading = "Protocol", long = "timeout", value_name = "DURATION", default_value = "10s", value_parser = duration_arg)]
     pub timeout: Duration,
 
     /// A new connection for every request (same as --connection-policy new).
@@ -451,7 +461,12 @@ pub struct RunArgs {
 
     /// Write the full RunRecord (JSON) to this file (- for standard output: the report goes to
     /// stderr).
-    #[arg(help_heading = "Output", short = 'o', long = "output")]
+    #[arg(
+        help_heading = "Output",
+        short = 'o',
+        long = "output",
+        value_name = "FILE"
+    )]
     pub output: Option<PathBuf>,
 
     /// Write the report as one self-contained HTML page (plots as inline SVG, readable
@@ -471,7 +486,7 @@ pub struct RunArgs {
 
     /// Print one line per interval of this length while running (throughput, errors, p50/p99/max
     /// of the total, wait and the server's total): the drift of a long run, as it happens.
-    #[arg(help_heading = "Output", long = "every", value_parser = duration_arg, conflicts_with = "live")]
+    #[arg(help_heading = "Output", long = "every", value_name = "DURATION", value_parser = duration_arg, conflicts_with = "live")]
     pub every: Option<Duration>,
 
     /// No progress bar, no header at the start, no line saying where -o wrote.

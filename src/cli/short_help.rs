@@ -7,13 +7,13 @@
 use clap::Arg;
 
 /// The flags of `run -h` (clap's ids: the fields' names), each with its one line: what most
-/// runs need, in the order of `--help`. Each line fits beside its flag in 100 columns
-/// (`tests/checks/help.rs`), clap's `[default: …]` included.
+/// runs need, in the order of `--help`. Each line fits beside its flag in 80 columns, clap's
+/// `[default: …]` included (`tests/checks/help.rs` holds it to that at 80 and 100).
 pub(crate) const SHORT: &[(&str, &str)] = &[
     // Target
     (
         "url",
-        "The URL: http(s)://, tcp://, ws(s):// [default: the embedded target, in-process]",
+        "The URL: http(s)://, tcp://, ws(s):// [default: the embedded target]",
     ),
     ("method", "HTTP method"),
     ("headers", "A request header, `Name: value` (repeatable)"),
@@ -21,87 +21,51 @@ pub(crate) const SHORT: &[(&str, &str)] = &[
     ("body_file", "Read the request body from a file"),
     (
         "scenario",
-        "Send the named requests of a scenario file (TOML; examples/kv.toml)",
+        "The requests of a TOML scenario (examples/kv.toml)",
     ),
-    (
-        "targets",
-        "Send the requests of a target list (vegeta's; - for standard input)",
-    ),
+    ("targets", "A target list, vegeta's format (- for stdin)"),
     // Load
-    ("connections", "Connections to keep open (a list: a sweep)"),
+    ("connections", "Connections (a list: a sweep)"),
     ("threads", "Worker threads [default: the number of cores]"),
-    (
-        "duration",
-        "How long to send for (e.g. 10s, 1m30s) [default: 10s]",
-    ),
+    ("duration", "How long to send (e.g. 1m30s) [default: 10s]"),
     ("requests", "How many requests to send in all (e.g. 10k)"),
-    (
-        "rate",
-        "Open loop: requests per second (e.g. 20k, 50/1s; a list: a sweep)",
-    ),
-    (
-        "warmup",
-        "A period at the start that is sent but not recorded",
-    ),
+    ("rate", "Open loop: req/s (20k, 50/1s; a list: a sweep)"),
+    ("warmup", "Sent at the start, not recorded"),
     // Protocol
     ("http2", "HTTP/2 (h2 by ALPN over TLS, h2c on http://)"),
     ("http3", "HTTP/3 over QUIC (https:// only)"),
-    (
-        "streams",
-        "HTTP/2 and HTTP/3: concurrent streams per connection",
-    ),
-    ("timeout", "Per-request timeout, connect included"),
+    ("streams", "Streams per connection (HTTP/2, HTTP/3)"),
+    ("timeout", "Per-request timeout"),
     ("no_keepalive", "A new connection for every request"),
     (
         "compressed",
-        "Ask for compressed responses and time their decoding",
+        "Ask for compressed responses; time the decoding",
     ),
     ("insecure", "Do not verify the server's TLS certificate"),
     // gRPC
     ("grpc", "gRPC: unary calls to this method"),
     ("proto_set", "gRPC: the descriptor set of the method"),
-    (
-        "data",
-        "gRPC: the request message, JSON; ws://: the message",
-    ),
+    ("data", "gRPC: the request in JSON; ws://: the message"),
     // Output
-    (
-        "latency",
-        "Print the full percentile spectrum of the total latency",
-    ),
+    ("latency", "Print the full latency percentile spectrum"),
     ("json", "Print the summary as JSON on stdout"),
-    (
-        "output",
-        "Write the full record (JSON) to this file (-: stdout)",
-    ),
-    (
-        "html",
-        "Write the report as one HTML page to this file (-: stdout)",
-    ),
-    (
-        "every",
-        "Print one line per interval of this length while running",
-    ),
-    (
-        "quiet",
-        "No progress bar, no header, no line saying where -o wrote",
-    ),
+    ("output", "Write the full record, JSON (-: stdout)"),
+    ("html", "Write the report as one HTML page (-: stdout)"),
+    ("every", "Print a line per interval of this length"),
+    ("quiet", "No progress bar and no header"),
     ("live", "A live terminal view while the run goes on"),
     // Analysis
-    (
-        "thresholds",
-        "A bar the run must meet (repeatable), e.g. 'p99<5ms'",
-    ),
+    ("thresholds", "A bar to meet, e.g. 'p99<5ms' (repeatable)"),
     // Server side
     (
         "server_probes",
-        "Measure the server's side with eBPF probes (bpftrace, root)",
+        "Probe the server's side with eBPF (bpftrace, root)",
     ),
 ];
 
 /// The last line of `run -h` (`--help` ends with the exit codes instead).
 pub(crate) const RUN_SHORT_END: &str =
-    "The flags most runs need; every flag, with details, and the exit codes: reqlife run --help";
+    "Every flag, its details and the exit codes: reqlife run --help";
 
 /// `run`'s flag `arg` as `-h` shows it: its line from [`SHORT`] (the whole text kept for
 /// `--help`), or hidden from `-h` when it is not there.
