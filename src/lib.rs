@@ -15,30 +15,56 @@
 //! target; the server-side probes; the live views and the metrics endpoint) → `analysis`
 //! (statistics, comparisons, the knee) → `report` (text, HTML, exports of a finished record) →
 //! `cli` (flags into plans) → `app` (the commands).
+//!
+//! reqlife runs on Linux only: the open-loop pacer sleeps on `timerfd` with
+//! `PR_SET_TIMERSLACK`, responses are stamped by the kernel on arrival (`SO_TIMESTAMPNS`), the
+//! server's side is probed with eBPF (bpftrace) and `/proc`. On any other system the build
+//! stops at one `compile_error!` that says so: every module below is Linux's only.
 
 #![warn(missing_docs)]
 
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "reqlife runs on Linux only: it needs timerfd and PR_SET_TIMERSLACK (the open-loop pacer), \
+     SO_TIMESTAMPNS (kernel arrival stamps), /proc and eBPF through bpftrace (the server-side \
+     probes), none of which this target has; build it on Linux (or in a Linux container or VM)"
+);
+
+#[cfg(target_os = "linux")]
 pub mod util;
 
+#[cfg(target_os = "linux")]
 pub mod model;
 
+#[cfg(target_os = "linux")]
 pub mod workload;
 
+#[cfg(target_os = "linux")]
 pub mod plan;
 
+#[cfg(target_os = "linux")]
 pub mod engine;
 
+#[cfg(target_os = "linux")]
 pub mod recorder;
 
+#[cfg(target_os = "linux")]
 pub mod load;
+#[cfg(target_os = "linux")]
 pub mod probe;
+#[cfg(target_os = "linux")]
 pub mod server;
+#[cfg(target_os = "linux")]
 pub mod watch;
 
+#[cfg(target_os = "linux")]
 pub mod analysis;
 
+#[cfg(target_os = "linux")]
 pub mod report;
 
+#[cfg(target_os = "linux")]
 pub mod cli;
 
+#[cfg(target_os = "linux")]
 pub mod app;

@@ -1,9 +1,11 @@
 //! Habits of other tools' users, answered before clap reads the line (clap's own tips, "use
 //! '-- -z'" or "a similar argument exists: '--value-size'", would mislead): `reqlife URL ...`
 //! (no subcommand, a URL among the arguments) runs `reqlife run URL ...`; a subcommand typed
-//! wrong gets the one meant; oha's, hey's, wrk's and k6's flags (`-q N`, `-z`, `-s`,
-//! `--disable-keepalive`, `--no-tui`, `--vus`) get one line naming reqlife's way; a negative
-//! value gets a sentence instead of clap's "use '-- -5'".
+//! wrong gets the one meant; oha's, hey's, wrk's, k6's and vegeta's flags (`-q N`, `-z`, `-s`,
+//! `--disable-keepalive`, `--no-tui`, `--vus`, `--iterations`, `-body`, `-workers`) get one line
+//! naming reqlife's way, and so do vegeta's `attack` subcommand, Go's one-dash long flags
+//! (vegeta's `-rate=50`: here `--rate 50`) and a script given as the URL (k6's `run
+//! script.js`); a negative value gets a sentence instead of clap's "use '-- -5'".
 
 use super::Failure;
 use clap::CommandFactory;
@@ -70,7 +72,48 @@ const HABITS: &[Habit] = &[
         takes_value: true,
         answer: "-u is k6's virtual users: here a closed loop of -c {v} connections, each sending its next request when the last one ended",
     },
+    Habit {
+        flag: "--iterations",
+        takes_value: true,
+        answer: "--iterations is k6's: here it is -n {v} (requests in all, over every connection)",
+    },
+    // vegeta's flags that reqlife spells otherwise (the others take two dashes: `go_style`).
+    Habit {
+        flag: "-body",
+        takes_value: true,
+        answer: "-body is vegeta's body file: here it is --body-file {v} (--body TEXT sends the text itself)",
+    },
+    Habit {
+        flag: "-workers",
+        takes_value: true,
+        answer: "-workers is vegeta's: here the load runs on -c {v} connections (with -R, an open loop over them)",
+    },
+    Habit {
+        flag: "-max-workers",
+        takes_value: true,
+        answer: "-max-workers is vegeta's: here the load runs on -c {v} connections (with -R, an open loop over them)",
+    },
+    Habit {
+        flag: "-keepalive",
+        takes_value: false,
+        answer: "-keepalive is vegeta's: here connections are kept open unless --no-keepalive is given (vegeta's -keepalive=false)",
+    },
+    Habit {
+        flag: "-h2c",
+        takes_value: false,
+        answer: "-h2c is vegeta's: here it is --http2 with an http:// URL (h2c with prior knowledge)",
+    },
+    Habit {
+        flag: "-format",
+        takes_value: true,
+        answer: "-format is vegeta's: --targets FILE reads vegeta's http format (METHOD URL lines), the only one here; drop -format",
+    },
 ];
+
+/// vegeta's `attack` subcommand, as the first word.
+const ATTACK: &str = "attack is vegeta's subcommand: here it is run, and the report follows it \
+(vegeta attack -rate=50/1s -duration=2s -targets=FILE is reqlife run -R 50/1s -d 2s --targets FILE; \
+- reads the list from standard input)";
 
 /// The line to parse, or the one-line answer to a habit of another tool.
 pub(super) fn habits(mut args: Vec<OsString>) -> Result<Vec<OsString>, Failure> {
@@ -80,6 +123,9 @@ pub(super) fn habits(mut args: Vec<OsString>) -> Result<Vec<OsString>, Failure> 
     };
     if let Some(first) = args.get(1) {
         let first = first.to_string_lossy().into_owned();
+        if first == "attack" {
+            return Err(Failure::Usage(ATTACK.into()));
+        }
         if !FIRST_WORDS.contains(&first.as_str()) {
             let bare = !first.starts_with('-') && !is_url(&args[1]);
             if let Some(meant) = meant_subcommand(&first).filter(|_| bare) {
@@ -116,10 +162,12 @@ pub(super) fn habits(mut args: Vec<OsString>) -> Result<Vec<OsString>, Failure> 
                 "-q is --quiet here: for a rate of {rate} req/s (oha's and hey's -q), use -R {rate}"
             )));
         }
-        if let Some(line) = other_tools_flag(a, next).filter(|_| !defined(&text, a)) {
-            return Err(Failure::Usage(line));
-        }
-        if let Some(line) = negative_value(&text, i) {
+        // A script where `run` (or `knee`) takes its URL, or as the first word.
+        let url_place = i == 1 || matches!(text[1].as_str(), "run" | "knee");
+        let line = other_tools_flag(&text, a, next)
+            .or_else(|| script(a).filter(|_| url_place))
+            .or_else(|| negative_value(&text, i));
+        if let Some(line) = line {
             return Err(Failure::Usage(line));
         }
     }
@@ -137,23 +185,86 @@ fn oha_rate(a: &str, next: Option<&str>) -> Option<String> {
 }
 
 /// The answer to `a` (with `next` after it) when it is another tool's flag reqlife does not
-/// have: `-z 5s`, `-z5s`, `--vus=10`, `--no-tui`, ….
-fn other_tools_flag(a: &str, next: Option<&str>) -> Option<String> {
-    HABITS.iter().find_map(|h| {
-        let value = if a == h.flag {
-            match h.takes_value {
-                true => next.unwrap_or("VALUE"),
-                false => "",
-            }
-        } else {
-            a.strip_prefix(h.flag)
-                .and_then(|rest| match h.flag.starts_with("--") {
-                    true => rest.strip_prefix('='),
-                    false => (h.takes_value && !rest.is_empty()).then_some(rest),
-                })?
+/// have: `-z 5s`, `-z5s`, `--vus=10`, `--no-tui`, `-body=b.json`, `-rate=50`, ….
+fn other_tools_flag(text: &[String], a: &str, next: Option<&str>) -> Option<String> {
+    let answer = |h: &Habit, value: &str| h.answer.replace("{v}", value);
+    let habits = || HABITS.iter().filter(|h| !defined(text, h.flag));
+    // The flag alone, or with `=value`.
+    let whole = habits().find_map(|h| {
+        let value = match a.strip_prefix(h.flag)? {
+            "" if h.takes_value => next.unwrap_or("VALUE"),
+            "" => "",
+            rest => rest.strip_prefix('=')?,
         };
-        Some(h.answer.replace("{v}", value))
+        Some(answer(h, value))
+    });
+    // A short flag with its value attached (`-z5s`), unless the word is one of reqlife's long
+    // flags with one dash (`-seqid-offset=12`: Go's style, below).
+    whole.or_else(|| go_style(text, a, next)).or_else(|| {
+        habits().find_map(|h| {
+            let rest = a.strip_prefix(h.flag)?;
+            let attached = h.flag.len() == 2 && h.takes_value && !rest.is_empty();
+            attached.then(|| answer(h, rest))
+        })
     })
+}
+
+/// `-rate=50`, `-duration 2s`, `-insecure`: one of the subcommand's long flags written with one
+/// dash, as Go's flag package (vegeta's) takes them; clap would read `-r -a -t -e` or `-d
+/// uration=2s` (or, for `-output=x`, write the record to the file `utput=x`).
+fn go_style(text: &[String], a: &str, next: Option<&str>) -> Option<String> {
+    let word = a.strip_prefix('-').filter(|w| !w.starts_with('-'))?;
+    let (name, value) = match word.split_once('=') {
+        Some((name, value)) => (name, Some(value)),
+        None => (word, None),
+    };
+    if name.chars().count() < 2 {
+        return None;
+    }
+    let cmd = crate::cli::Cli::command();
+    let sub = cmd.find_subcommand(text.get(1)?)?;
+    let arg = sub
+        .get_arguments()
+        .find(|arg| arg.get_long() == Some(name))?;
+    let value = match arg.get_action().takes_values() {
+        true => format!(" {}", value.or(next).unwrap_or("VALUE")),
+        false if value == Some("false") => {
+            return Some(format!(
+                "-{name}=false is Go's style (vegeta's): here --{name} is off unless given; drop it"
+            ))
+        }
+        false => String::new(),
+    };
+    let short = arg
+        .get_short()
+        .map(|c| format!(" (or -{c}{value})"))
+        .unwrap_or_default();
+    Some(format!(
+        "-{name} is Go's style (vegeta's one dash): reqlife's long flags take two: --{name}{value}{short}"
+    ))
+}
+
+/// A script given where reqlife takes a URL (k6's `run script.js`, wrk's Lua): reqlife's
+/// requests come from flags, a scenario file or a target list.
+fn script(a: &str) -> Option<String> {
+    if a.starts_with('-') || a.contains("://") {
+        return None;
+    }
+    let ext = a.rsplit_once('.')?.1.to_ascii_lowercase();
+    let whose = match ext.as_str() {
+        "js" | "mjs" | "cjs" | "ts" => "k6's JavaScript",
+        "lua" => "wrk's Lua",
+        _ => return None,
+    };
+    // `example.com/app.js` may be a URL without its scheme (said so later), unless it is a file.
+    if a.contains(['/', ':']) && !std::path::Path::new(a).is_file() {
+        return None;
+    }
+    Some(format!(
+        "'{a}' is a script ({whose}): reqlife runs no scripts; its requests come from a scenario \
+         file, --scenario FILE with a URL (TOML: requests, templates, weights, phases; see \
+         examples/kv.toml), or from a target list, --targets FILE (vegeta's)"
+    ))
 }
 
 /// The argument of the subcommand (`text[1]`) that the flag `flag` (`-x`, `--long`, or with
@@ -172,9 +283,11 @@ fn find_arg(text: &[String], flag: &str) -> Option<clap::Arg> {
     found.cloned()
 }
 
-/// Whether the subcommand has the flag `a` itself (then it is not another tool's habit).
+/// Whether the subcommand has the flag `a` itself (then it is not another tool's habit): a
+/// long flag, or a short one; reqlife has no long flag with one dash (`-body`).
 fn defined(text: &[String], a: &str) -> bool {
-    find_arg(text, a).is_some()
+    let one_dash_long = !a.starts_with("--") && a.chars().count() > 2;
+    !one_dash_long && find_arg(text, a).is_some()
 }
 
 /// `-d -5s`: a flag of the subcommand that takes a value, given one that starts with `-` and

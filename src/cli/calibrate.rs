@@ -1,14 +1,55 @@
-//! `reqlife calibrate`'s flags checked, and its plans made: one plan of `run`'s flags (a closed
-//! loop of `-c` connections for `--step`, with `-t`, `--http2` and `-k` as given), from which
-//! every step is derived ([`RunPlan::with_closed_loop`], [`RunPlan::with_rate`]).
+//! `reqlife calibrate`'s flags ([`CalibrateArgs`]), checked, and its plans made: one plan of
+//! `run`'s flags (a closed loop of `-c` connections for `--step`, with `-t`, `--http2` and `-k`
+//! as given), from which every step is derived ([`RunPlan::with_closed_loop`],
+//! [`RunPlan::with_rate`]).
 
 use super::error::err;
 use super::plan::PlanError;
-use super::{CalibrateArgs, RunArgs};
+use super::{count_arg, duration_arg, RunArgs, WatchArgs};
 use crate::model::load_spec::LoadError;
 use crate::plan::RunPlan;
 use clap::{Args, FromArgMatches};
 use std::time::Duration;
+
+/// Flags of `reqlife calibrate`.
+#[derive(Debug, Clone, Args)]
+pub struct CalibrateArgs {
+    /// Measure against this URL instead of the embedded target started in-process.
+    #[arg(long = "external")]
+    pub external: Option<String>,
+
+    /// Length of each measuring step.
+    #[arg(long = "step", default_value = "3s", value_parser = duration_arg)]
+    pub step: Duration,
+
+    /// Connections of the closed and open loops.
+    #[arg(short = 'c', long = "connections", default_value = "50", value_parser = count_arg)]
+    pub connections: u64,
+
+    /// Worker threads [default: the number of cores].
+    #[arg(short = 't', long = "threads", value_parser = count_arg)]
+    pub threads: Option<u64>,
+
+    /// Calibrate HTTP/2 (h2c on the embedded target) instead of HTTP/1.1.
+    #[arg(long = "http2")]
+    pub http2: bool,
+
+    /// Do not verify the --external server's TLS certificate.
+    #[arg(long = "insecure", short = 'k')]
+    pub insecure: bool,
+
+    /// Print the figures as JSON.
+    #[arg(long = "json")]
+    pub json: bool,
+
+    /// No progress lines on stderr.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+
+    /// How the runs are watched while they go.
+    #[command(flatten)]
+    pub watch: WatchArgs,
+}
 
 /// Checks calibrate's own flags.
 pub fn check(args: &CalibrateArgs) -> Result<(), PlanError> {

@@ -1,4 +1,18 @@
-//! The longer texts of `--help`: how verdicts are reached, what exit codes mean.
+//! The longer texts of `--help`: how verdicts are reached, what exit codes mean; and
+//! `--version`, which says where reqlife runs.
+
+/// `reqlife -V`: the version, and the one system reqlife runs on.
+pub(crate) const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (Linux only)");
+
+/// `reqlife --version`: [`VERSION`], then what Linux gives that other systems do not (the
+/// `compile_error!` of `src/lib.rs` names the same).
+pub(crate) const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (Linux only)\n",
+    "It needs Linux: timerfd and PR_SET_TIMERSLACK (the open-loop pacer), SO_TIMESTAMPNS (the\n",
+    "kernel's arrival stamps), eBPF and /proc (the server-side probes). On macOS or Windows, run\n",
+    "it in a Linux VM or container."
+);
 
 /// The end of `reqlife run --help`: what its exit codes mean.
 pub(crate) const RUN_EXIT_CODES: &str = "Exit codes:

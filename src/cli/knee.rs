@@ -1,14 +1,69 @@
-//! `reqlife knee`'s flags checked, and its plans made: the flags of `run` knee refuses (it
-//! chooses the rates and each step's length itself), its own (`--slo`, `--precision`,
-//! `--step`), and the one plan of the flags every step is derived from
+//! `reqlife knee`'s flags ([`KneeArgs`]), checked, and its plans made: the flags of `run` knee
+//! refuses (it chooses the rates and each step's length itself), its own (`--slo`,
+//! `--precision`, `--step`), and the one plan of the flags every step is derived from
 //! ([`RunPlan::with_closed_loop`], [`RunPlan::with_rate`]).
 
 use super::error::{err, PrepareError};
 use super::plan::PlanError;
-use super::KneeArgs;
+use super::{duration_arg, percent_arg, rate_arg, RunArgs};
 use crate::model::load_spec::LoadError;
 use crate::plan::RunPlan;
+use clap::Args;
 use std::time::Duration;
+
+/// Flags of `reqlife knee` (and every flag of `run` that shapes a step). The flags of `run`
+/// that knee refuses (it chooses the rates and each step's length, runs no burst, scenario or
+/// target list, writes no HdrHistogram log: `app::knee` says so and exits 2) are hidden from
+/// `knee --help`; keep the two lists together.
+#[derive(Debug, Clone, Args)]
+#[command(
+    mut_arg("rate", |a| a.hide(true)),
+    mut_arg("duration", |a| a.hide(true)),
+    mut_arg("requests", |a| a.hide(true)),
+    mut_arg("stages", |a| a.hide(true)),
+    mut_arg("burst", |a| a.hide(true)),
+    mut_arg("burst_interval", |a| a.hide(true)),
+    mut_arg("bursts", |a| a.hide(true)),
+    mut_arg("repeat", |a| a.hide(true)),
+    mut_arg("scenario", |a| a.hide(true)),
+    mut_arg("targets", |a| a.hide(true)),
+    mut_arg("start_at", |a| a.hide(true)),
+    mut_arg("abort_on_fail", |a| a.hide(true)),
+    mut_arg("hdr_log", |a| a.hide(true)),
+    mut_arg("every", |a| a.hide(true))
+)]
+pub struct KneeArgs {
+    /// A service level each step must meet (repeatable), as a --threshold: `p99<=2ms`,
+    /// `mean<=1.5ms`, `errors<=0.1%`, `wait.p90<1ms`, `server.db.p99<1ms`.
+    #[arg(help_heading = "Search", long = "slo", value_parser = crate::analysis::expr::Expr::arg)]
+    pub slos: Vec<crate::analysis::expr::Expr>,
+
+    /// How long each step runs.
+    #[arg(help_heading = "Search", long = "step", default_value = "20s", value_parser = duration_arg)]
+    pub step: Duration,
+
+    /// Stop when the answer is known within this many percent.
+    #[arg(help_heading = "Search", long = "precision", default_value = "5", value_parser = percent_arg)]
+    pub precision: f64,
+
+    /// The first rate tried [default: a quarter of what a short closed-loop probe achieves].
+    #[arg(help_heading = "Search", long = "start-rate", value_parser = rate_arg, allow_negative_numbers = true)]
+    pub start_rate: Option<f64>,
+
+    /// The highest rate tried.
+    #[arg(help_heading = "Search", long = "max-rate", value_parser = rate_arg, allow_negative_numbers = true)]
+    pub max_rate: Option<f64>,
+
+    /// The schedule lag above which the generator, not the server, may be the limit of a
+    /// failing step (read after the step's start-up at a quantile its samples support; see
+    /// above): that step runs once more, and if it fails so again the search stops there.
+    #[arg(help_heading = "Search", long = "max-lag", default_value = "1ms", value_parser = duration_arg)]
+    pub max_lag: Duration,
+
+    /// The run each step makes (its target, protocol and flags; the search sets the load).
+    #[command(flatten)]
+    pub run: RunArgs,
+}
 
 /// Checks the flags of `run` knee refuses, and its own: whether stdout is taken by an output
 /// file (`-`), or the one line that refuses them.

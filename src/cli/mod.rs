@@ -2,6 +2,7 @@
 //! parsing ([`units`]) and the one place where raw flags become a validated plan ([`plan`]).
 
 pub mod calibrate;
+pub use calibrate::CalibrateArgs;
 pub mod compare;
 pub use compare::CompareArgs;
 mod error;
@@ -10,6 +11,7 @@ pub mod framed;
 pub mod grpc;
 pub mod help;
 pub mod knee;
+pub use knee::KneeArgs;
 pub mod output;
 mod pacing;
 pub mod plan;
@@ -22,6 +24,7 @@ mod serve;
 pub use serve::{KvArgs, ServeArgs};
 pub mod resolve;
 pub mod run;
+mod short_help;
 pub mod trace;
 mod watch;
 pub mod websocket;
@@ -37,7 +40,7 @@ use std::time::Duration;
 
 /// reqlife: where the time of a request goes, under load.
 #[derive(Debug, Parser)]
-#[command(name = "reqlife", version, about, long_about = None)]
+#[command(name = "reqlife", version = help::VERSION, long_version = help::LONG_VERSION, about, long_about = None)]
 pub struct Cli {
     /// The command to run.
     #[command(subcommand)]
@@ -48,7 +51,11 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load-test a URL (or, with no URL, the embedded target started in-process) and report.
-    #[command(after_help = RUN_EXIT_CODES)]
+    #[command(
+        after_help = short_help::RUN_SHORT_END,
+        after_long_help = RUN_EXIT_CODES,
+        mut_args(short_help::newcomer)
+    )]
     Run(Box<RunArgs>),
     /// Run the embedded target on its own.
     #[command(after_help = help::serve_routes())]
@@ -83,105 +90,11 @@ pub enum Command {
     Compare(CompareArgs),
 }
 
-/// Flags of `reqlife knee` (and every flag of `run` that shapes a step). The flags of `run`
-/// that knee refuses (it chooses the rates and each step's length, runs no burst, scenario or
-/// target list, writes no HdrHistogram log: `app::knee` says so and exits 2) are hidden from
-/// `knee --help`; keep the two lists together.
-#[derive(Debug, Clone, Args)]
-#[command(
-    mut_arg("rate", |a| a.hide(true)),
-    mut_arg("duration", |a| a.hide(true)),
-    mut_arg("requests", |a| a.hide(true)),
-    mut_arg("stages", |a| a.hide(true)),
-    mut_arg("burst", |a| a.hide(true)),
-    mut_arg("burst_interval", |a| a.hide(true)),
-    mut_arg("bursts", |a| a.hide(true)),
-    mut_arg("repeat", |a| a.hide(true)),
-    mut_arg("scenario", |a| a.hide(true)),
-    mut_arg("targets", |a| a.hide(true)),
-    mut_arg("start_at", |a| a.hide(true)),
-    mut_arg("abort_on_fail", |a| a.hide(true)),
-    mut_arg("hdr_log", |a| a.hide(true)),
-    mut_arg("every", |a| a.hide(true))
-)]
-pub struct KneeArgs {
-    /// A service level each step must meet (repeatable), as a --threshold: `p99<=2ms`,
-    /// `mean<=1.5ms`, `errors<=0.1%`, `wait.p90<1ms`, `server.db.p99<1ms`.
-    #[arg(help_heading = "Search", long = "slo", value_parser = crate::analysis::expr::Expr::arg)]
-    pub slos: Vec<crate::analysis::expr::Expr>,
-
-    /// How long each step runs.
-    #[arg(help_heading = "Search", long = "step", default_value = "20s", value_parser = duration_arg)]
-    pub step: Duration,
-
-    /// Stop when the answer is known within this many percent.
-    #[arg(help_heading = "Search", long = "precision", default_value = "5", value_parser = percent_arg)]
-    pub precision: f64,
-
-    /// The first rate tried [default: a quarter of what a short closed-loop probe achieves].
-    #[arg(help_heading = "Search", long = "start-rate", value_parser = rate_arg, allow_negative_numbers = true)]
-    pub start_rate: Option<f64>,
-
-    /// The highest rate tried.
-    #[arg(help_heading = "Search", long = "max-rate", value_parser = rate_arg, allow_negative_numbers = true)]
-    pub max_rate: Option<f64>,
-
-    /// The schedule lag above which the generator, not the server, may be the limit of a
-    /// failing step (read after the step's start-up at a quantile its samples support; see
-    /// above): that step runs once more, and if it fails so again the search stops there.
-    #[arg(help_heading = "Search", long = "max-lag", default_value = "1ms", value_parser = duration_arg)]
-    pub max_lag: Duration,
-
-    /// The run each step makes (its target, protocol and flags; the search sets the load).
-    #[command(flatten)]
-    pub run: RunArgs,
-}
-
 fn percent_arg(s: &str) -> Result<f64, String> {
     s.trim()
         .trim_end_matches('%')
         .parse::<f64>()
         .map_err(|_| format!("invalid percentage '{s}': expected a number such as 5 or 5%"))
-}
-
-/// Flags of `reqlife calibrate`.
-#[derive(Debug, Clone, Args)]
-pub struct CalibrateArgs {
-    /// Measure against this URL instead of the embedded target started in-process.
-    #[arg(long = "external")]
-    pub external: Option<String>,
-
-    /// Length of each measuring step.
-    #[arg(long = "step", default_value = "3s", value_parser = duration_arg)]
-    pub step: Duration,
-
-    /// Connections of the closed and open loops.
-    #[arg(short = 'c', long = "connections", default_value = "50", value_parser = count_arg)]
-    pub connections: u64,
-
-    /// Worker threads [default: the number of cores].
-    #[arg(short = 't', long = "threads", value_parser = count_arg)]
-    pub threads: Option<u64>,
-
-    /// Calibrate HTTP/2 (h2c on the embedded target) instead of HTTP/1.1.
-    #[arg(long = "http2")]
-    pub http2: bool,
-
-    /// Do not verify the --external server's TLS certificate.
-    #[arg(long = "insecure", short = 'k')]
-    pub insecure: bool,
-
-    /// Print the figures as JSON.
-    #[arg(long = "json")]
-    pub json: bool,
-
-    /// No progress lines on stderr.
-    #[arg(short = 'q', long = "quiet")]
-    pub quiet: bool,
-
-    /// How the runs are watched while they go.
-    #[command(flatten)]
-    pub watch: WatchArgs,
 }
 
 fn duration_arg(s: &str) -> Result<Duration, String> {
@@ -284,7 +197,12 @@ pub struct RunArgs {
     pub method: String,
 
     /// A request header, `Name: value` (repeatable).
-    #[arg(help_heading = "Target", short = 'H', long = "header")]
+    #[arg(
+        help_heading = "Target",
+        short = 'H',
+        long = "header",
+        value_name = "HEADER"
+    )]
     pub headers: Vec<String>,
 
     /// HTTP/1.1 with `-H 'Expect: 100-continue'`: how long to wait for the server's `100
@@ -294,23 +212,28 @@ pub struct RunArgs {
     pub expect100_timeout: Option<Duration>,
 
     /// Request body.
-    #[arg(help_heading = "Target", long = "body")]
+    #[arg(help_heading = "Target", long = "body", value_name = "TEXT")]
     pub body: Option<String>,
 
     /// Read the request body from a file.
-    #[arg(help_heading = "Target", long = "body-file")]
+    #[arg(help_heading = "Target", long = "body-file", value_name = "FILE")]
     pub body_file: Option<PathBuf>,
 
     /// Send the named requests of a scenario file (TOML: requests with templates and
     /// weights, and optional phases each with its own load); see examples/kv.toml. Without a
     /// URL, against the embedded target.
-    #[arg(help_heading = "Target", long = "scenario")]
+    #[arg(help_heading = "Target", long = "scenario", value_name = "FILE")]
     pub scenario: Option<PathBuf>,
 
     /// Send the requests of a target list, one per entry in turn (vegeta's format: `METHOD
-    /// URL`, optional `Header: value` lines and `@bodyfile`, entries apart by blank lines).
-    /// The URLs name the server: give no URL argument.
-    #[arg(help_heading = "Target", long = "targets", conflicts_with = "scenario")]
+    /// URL`, optional `Header: value` lines and `@bodyfile`, entries apart by blank lines; - reads
+    /// the list from standard input). The URLs name the server: give no URL argument.
+    #[arg(
+        help_heading = "Target",
+        long = "targets",
+        value_name = "FILE",
+        conflicts_with = "scenario"
+    )]
     pub targets: Option<PathBuf>,
 
     /// How the embedded target's `/kv` store starts (a run with no URL).
@@ -319,23 +242,23 @@ pub struct RunArgs {
 
     /// Connections to keep open, spread over the threads.
     /// A list (`-c 100,200,500`) runs one level after another: a sweep.
-    #[arg(help_heading = "Load", short = 'c', long = "connections", default_value = "50", value_parser = count_arg, value_delimiter = ',')]
+    #[arg(help_heading = "Load", short = 'c', long = "connections", value_name = "N", default_value = "50", value_parser = count_arg, value_delimiter = ',')]
     pub connections: Vec<u64>,
 
     /// Worker threads, one single-threaded runtime each [default: the number of cores].
-    #[arg(help_heading = "Load", short = 't', long = "threads", value_parser = count_arg)]
+    #[arg(help_heading = "Load", short = 't', long = "threads", value_name = "N", value_parser = count_arg)]
     pub threads: Option<u64>,
 
     /// How long to send for (e.g. 10s, 2m, 1m30s) [default: 10s unless -n is given].
-    #[arg(help_heading = "Load", short = 'd', long = "duration", value_parser = duration_arg)]
+    #[arg(help_heading = "Load", short = 'd', long = "duration", value_name = "DURATION", value_parser = duration_arg)]
     pub duration: Option<Duration>,
 
     /// How many requests to send in all (e.g. 100000, 10k); conflicts with -d.
-    #[arg(help_heading = "Load", short = 'n', long = "requests", value_parser = count_arg)]
+    #[arg(help_heading = "Load", short = 'n', long = "requests", value_name = "N", value_parser = count_arg)]
     pub requests: Option<u64>,
 
     /// Open loop: send at this total rate (req/s over all connections and threads, e.g.
-    /// 20000, 20k, 250/s), whether or not earlier requests were answered; latency is measured
+    /// 20000, 20k, 250/s, or so many per a duration: 50/1s, 100/10s), whether or not earlier requests were answered; latency is measured
     /// from each request's intended send time.
     /// A list (`-R 5000,10000,20000`) runs one level after another: a sweep.
     #[arg(help_heading = "Load", short = 'R', long = "rate", value_parser = rate_arg, value_delimiter = ',', allow_negative_numbers = true)]
@@ -387,7 +310,7 @@ pub struct RunArgs {
     pub bursts: Option<u64>,
 
     /// A period at the start that is sent but not recorded.
-    #[arg(help_heading = "Load", long = "warmup", default_value = "0s", value_parser = duration_arg)]
+    #[arg(help_heading = "Load", long = "warmup", value_name = "DURATION", default_value = "0s", value_parser = duration_arg)]
     pub warmup: Duration,
 
     /// At the end of the duration, how long to wait for the requests in flight (they are
@@ -439,7 +362,7 @@ pub struct RunArgs {
     pub pipeline: Option<u64>,
 
     /// HTTP/2 and HTTP/3: concurrent streams per connection (h2load's -m).
-    #[arg(help_heading = "Protocol", long = "streams", value_parser = count_arg)]
+    #[arg(help_heading = "Protocol", long = "streams", value_name = "N", value_parser = count_arg)]
     pub streams: Option<u64>,
 
     /// HTTP/2: initial flow-control window in bytes, for streams and the connection (e.g. 1KiB,
@@ -454,7 +377,7 @@ pub struct RunArgs {
     pub h2_coalesce: Option<Duration>,
 
     /// Per-request timeout, connect included.
-    #[arg(help_heading = "Protocol", long = "timeout", default_value = "10s", value_parser = duration_arg)]
+    #[arg(help_heading = "Protocol", long = "timeout", value_name = "DURATION", default_value = "10s", value_parser = duration_arg)]
     pub timeout: Duration,
 
     /// A new connection for every request (same as --connection-policy new).
@@ -538,7 +461,12 @@ pub struct RunArgs {
 
     /// Write the full RunRecord (JSON) to this file (- for standard output: the report goes to
     /// stderr).
-    #[arg(help_heading = "Output", short = 'o', long = "output")]
+    #[arg(
+        help_heading = "Output",
+        short = 'o',
+        long = "output",
+        value_name = "FILE"
+    )]
     pub output: Option<PathBuf>,
 
     /// Write the report as one self-contained HTML page (plots as inline SVG, readable
@@ -558,7 +486,7 @@ pub struct RunArgs {
 
     /// Print one line per interval of this length while running (throughput, errors, p50/p99/max
     /// of the total, wait and the server's total): the drift of a long run, as it happens.
-    #[arg(help_heading = "Output", long = "every", value_parser = duration_arg, conflicts_with = "live")]
+    #[arg(help_heading = "Output", long = "every", value_name = "DURATION", value_parser = duration_arg, conflicts_with = "live")]
     pub every: Option<Duration>,
 
     /// No progress bar, no header at the start, no line saying where -o wrote.

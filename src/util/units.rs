@@ -133,9 +133,11 @@ pub fn parse_size(input: &str) -> Result<u64, UnitError> {
 }
 
 const RATE_FORMS: &str =
-    "a number of requests per second, optionally with k or M and /s, /m or /h (e.g. 5000, 50k, 250/s, 30/m)";
+    "a number of requests per second, optionally with k or M and /s, /m, /h or /DURATION (e.g. 5000, 50k, 250/s, 30/m, 50/1s, 100/10s)";
 
-/// Parses a rate in requests per second: `5000`, `50k`, `1.5k/s`, `250/s`, `30/m`, `10/h`.
+/// Parses a rate in requests per second: `5000`, `50k`, `1.5k/s`, `250/s`, `30/m`, `10/h`, or
+/// so many per a duration, vegeta's form: `50/1s`, `100/10s`, `1/500ms` (amount / duration in
+/// seconds).
 pub fn parse_rate(input: &str) -> Result<f64, UnitError> {
     let s = input.trim();
     if s.starts_with('-') {
@@ -146,10 +148,7 @@ pub fn parse_rate(input: &str) -> Result<f64, UnitError> {
     let bad = || UnitError(format!("invalid rate '{input}': expected {RATE_FORMS}"));
     let (amount, per_s) = match s.split_once('/') {
         None => (s, 1.0),
-        Some((a, "s")) => (a, 1.0),
-        Some((a, "m")) => (a, 1.0 / 60.0),
-        Some((a, "h")) => (a, 1.0 / 3600.0),
-        Some(_) => return Err(bad()),
+        Some((a, per)) => (a, 1.0 / per_duration_s(per.trim()).ok_or_else(bad)?),
     };
     let (num, unit) = split_number(amount.trim());
     let value = parse_number(num).ok_or_else(bad)?;
@@ -166,6 +165,18 @@ pub fn parse_rate(input: &str) -> Result<f64, UnitError> {
         )));
     }
     Ok(rate)
+}
+
+/// The seconds of the `DURATION` in `AMOUNT/DURATION`: a unit alone is one of it (`s`, `m`,
+/// `h`, `ms`), else a duration (`1s`, `10s`, `500ms`, `1m30s`); `None` for anything else or 0.
+fn per_duration_s(per: &str) -> Option<f64> {
+    let per = match per.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+        _ if per.is_empty() => return None,
+        true => per.to_string(),
+        false => format!("1{per}"),
+    };
+    let s = parse_duration(&per).ok()?.as_secs_f64();
+    (s > 0.0).then_some(s)
 }
 
 /// A parsed `--stages` specification.
@@ -432,19 +443,26 @@ mod tests {
     fn rates() {
         // (input, requests per second)
         let rows: &[(&str, f64)] = &[
-            ("5000", 5000.0),   // plain
-            ("50k", 50_000.0),  // kilo
-            ("1.5k/s", 1500.0), // decimal, per second
-            ("250/s", 250.0),   // per second spelled out
-            ("30/m", 0.5),      // per minute
-            ("36/h", 0.01),     // per hour
-            ("0", 0.0),         // parses (callers reject it)
+            ("5000", 5000.0),        // plain
+            ("50k", 50_000.0),       // kilo
+            ("1.5k/s", 1500.0),      // decimal, per second
+            ("250/s", 250.0),        // per second spelled out
+            ("30/m", 0.5),           // per minute
+            ("36/h", 0.01),          // per hour
+            ("50/1s", 50.0),         // vegeta's: so many per a duration
+            ("100/10s", 10.0),       // a longer duration
+            ("1/500ms", 2.0),        // a shorter one
+            ("3/1m30s", 3.0 / 90.0), // a compound one
+            ("2k/2s", 1000.0),       // with a unit on the amount
+            ("0", 0.0),              // parses (callers reject it)
         ];
         for (input, want) in rows {
             let got = parse_rate(input).unwrap();
             assert!((got - want).abs() < 1e-9, "{input}: {got}");
         }
-        for input in ["", "fast", "10/x", "10k/s/s", "-5", "5G"] {
+        for input in [
+            "", "fast", "10/x", "10k/s/s", "-5", "5G", "50/0s", "50/", "50/-1s",
+        ] {
             let e = parse_rate(input).unwrap_err().0;
             assert!(
                 e.contains("invalid rate") || e.contains("too high"),

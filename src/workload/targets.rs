@@ -1,5 +1,5 @@
-//! Target lists in vegeta's "http" format (`--targets FILE`), for users who already have
-//! them. Each target is a line `METHOD URL`, then optional `Name: value` header lines, then an
+//! Target lists in vegeta's "http" format (`--targets FILE`, or `--targets -` for standard
+//! input), for users who already have them. Each target is a line `METHOD URL`, then optional `Name: value` header lines, then an
 //! optional `@path/to/body` line whose file is sent as the body; targets are separated by a
 //! blank line; lines starting with `#` are comments:
 //!
@@ -84,14 +84,41 @@ pub struct Entry {
     pub spec: RequestSpec,
 }
 
-/// Reads the target list at `path` (body files relative to the current folder, as vegeta).
+/// Reads the target list at `path`, or from standard input when it is `-` (vegeta's default;
+/// refused when standard input is a terminal, which would wait for a list never typed); body
+/// files relative to the current folder, as vegeta.
 pub fn load(path: &Path) -> Result<Vec<Entry>, TargetsError> {
+    if path == Path::new("-") {
+        return load_stdin();
+    }
     let text = std::fs::read_to_string(path).map_err(|e| TargetsError {
         file: path.to_path_buf(),
         line: None,
         message: format!("cannot read the targets file: {}", io_reason(&e)),
     })?;
     parse(&text, path, Path::new("."))
+}
+
+/// `--targets -`: the list on standard input, named "standard input" in messages.
+fn load_stdin() -> Result<Vec<Entry>, TargetsError> {
+    use std::io::{IsTerminal, Read};
+    let name = Path::new("standard input");
+    let error = |message: String| TargetsError {
+        file: name.to_path_buf(),
+        line: None,
+        message,
+    };
+    let mut stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Err(error(
+            "--targets - reads the list from a pipe, not a terminal (e.g. echo 'GET http://127.0.0.1:8080/' | reqlife run --targets -)".into(),
+        ));
+    }
+    let mut text = String::new();
+    stdin
+        .read_to_string(&mut text)
+        .map_err(|e| error(format!("cannot read the target list: {}", io_reason(&e))))?;
+    parse(&text, name, Path::new("."))
 }
 
 /// Parses the target list `text` (named `file` in messages), reading body files relative to

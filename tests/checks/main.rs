@@ -1,6 +1,7 @@
 //! The static checks, one test binary: the help texts, the README and the manual (`docs/`)
-//! against the tool and their links, the shape of the source and its module layers, and the
-//! timing group's names. None needs a server or a network; sharing one binary saves linking
+//! against the tool and their links, the shape of the source and its module layers, the
+//! timing group's names, the test command's steps and totals (`ci.rs`), and where reqlife
+//! builds (`platform.rs`). None needs a server or a network; sharing one binary saves linking
 //! the crate several times.
 //! Each module is the test file it was (`cargo test --test checks layers::` runs the layers'
 //! tests alone).
@@ -8,10 +9,12 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod ci;
 mod docs;
 mod drift;
 mod help;
 mod layers;
+mod platform;
 mod readme;
 mod shape;
 mod timing;

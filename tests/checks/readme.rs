@@ -253,7 +253,12 @@ fn the_test_command_is_what_ci_runs_and_installs_what_the_tests_need() {
         .lines()
         .map(str::trim)
         .rfind(|l| !l.is_empty() && !l.starts_with('#'));
-    assert_eq!(last, Some("cargo test"), "{script} ends with the tests");
+    // The tests' two steps and their totals: `.ci/steps` (tests/checks/ci.rs).
+    assert_eq!(
+        last,
+        Some("exec bash .ci/steps"),
+        "{script} ends with the tests"
+    );
     // The README links the manual's Testing section, which says what it installs.
     assert!(
         text.contains("](docs/development.md#testing)"),

@@ -1,14 +1,14 @@
 //! The timing group, checked: the tests that assert on wall-clock time or on rates run apart,
-//! one at a time, in `.ci/test`'s first step (`cargo test -- --ignored --test-threads=1
-//! timing_`), and a plain `cargo test` leaves them out. That step picks them by name, so each
-//! test of the group is named `timing_…` and ignored with a reason that starts with "timing:",
-//! and no other ignored test has `timing_` in its name or its file's path (the step would run
-//! it too).
+//! one at a time, in the first step of `.ci/test` (its `.ci/steps`: `cargo test -- --ignored
+//! --test-threads=1 timing_`), and a plain `cargo test` leaves them out. That step picks them
+//! by name, so each test of the group is named `timing_…` and ignored with a reason that
+//! starts with "timing:", and no other ignored test has `timing_` in its name or its file's
+//! path (the step would run it too).
 
 use std::fs;
 use std::path::Path;
 
-/// The command of `.ci/test`'s timing step.
+/// The command of the timing step (`.ci/steps`, run by `.ci/test`).
 const STEP: &str = "cargo test -- --ignored --test-threads=1 timing_";
 
 /// An ignored test: (file, line of its `fn`, name, the ignore attribute).
@@ -92,10 +92,10 @@ fn the_timing_group_is_named_ignored_and_run_alone() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     assert!(!group.is_empty(), "no test in the timing group");
     eprintln!("timing group: {} tests", group.len());
-    let ci = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/test")).unwrap();
+    let ci = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/steps")).unwrap();
     assert!(
         ci.lines().any(|l| l.trim().starts_with(STEP)),
-        ".ci/test has no timing step ({STEP})"
+        ".ci/steps has no timing step ({STEP})"
     );
 }
 

@@ -1,7 +1,8 @@
 //! Habits of other tools' users: `-` for standard output (`-o`, `--html`, `--hdr-log`) and
 //! standard input (`report`, `stats`, `merge`, `compare`); `reqlife URL` runs it; oha's `-q`
-//! gets a suggestion, and so do oha's -z, --disable-keepalive and --no-tui, wrk's -s, k6's --vus,
-//! a negative value and a mistyped subcommand; compound durations; a negative rate in words; `serve --addr PORT`;
+//! gets a suggestion, and so do oha's -z, --disable-keepalive and --no-tui, wrk's -s, k6's --vus
+//! and --iterations and scripts, vegeta's attack, one-dash flags and -body, a negative value and
+//! a mistyped subcommand; compound durations; a negative rate in words; `serve --addr PORT`;
 //! `-o FILE` says so; the header at the start; no HPACK savings on HTTP/1.1's Traffic line.
 //! Every load is a few hundred requests or a fraction of a second, on 127.0.0.1.
 
@@ -384,7 +385,7 @@ fn serve_takes_a_bare_port_and_says_a_tls_certificate_is_self_signed() {
 fn other_tools_flags_get_reqlifes_way() {
     let url = "http://127.0.0.1:9/";
     // (arguments, the line)
-    let rows: [(&[&str], &str); 10] = [
+    let rows: [(&[&str], &str); 21] = [
         (
             &["run", "-z", "5s", url],
             "-z is oha's duration: here it is -d (e.g. -d 5s)",
@@ -425,15 +426,70 @@ fn other_tools_flags_get_reqlifes_way() {
             &["reprot", "r.json"],
             "no subcommand 'reprot': did you mean 'report'? (reqlife report …; reqlife --help lists them)",
         ),
+        // k6's (issue 46): clap told --iterations about --targets, and script.js was a host.
+        (
+            &["run", "--iterations", "100", url],
+            "--iterations is k6's: here it is -n 100 (requests in all, over every connection)",
+        ),
+        (
+            &["run", "script.js"],
+            "'script.js' is a script (k6's JavaScript): reqlife runs no scripts; its requests come from a scenario file, --scenario FILE with a URL (TOML: requests, templates, weights, phases; see examples/kv.toml), or from a target list, --targets FILE (vegeta's)",
+        ),
+        (
+            &["run", "-c", "10", "post.lua"],
+            "'post.lua' is a script (wrk's Lua): reqlife runs no scripts; its requests come from a scenario file, --scenario FILE with a URL (TOML: requests, templates, weights, phases; see examples/kv.toml), or from a target list, --targets FILE (vegeta's)",
+        ),
+        // vegeta's: its subcommand, Go's one-dash flags, the flags reqlife spells otherwise.
+        (
+            &["attack", "-rate=50", "-duration=2s"],
+            "attack is vegeta's subcommand: here it is run, and the report follows it (vegeta attack -rate=50/1s -duration=2s -targets=FILE is reqlife run -R 50/1s -d 2s --targets FILE; - reads the list from standard input)",
+        ),
+        (
+            &["run", "-rate=50/1s", "-duration=2s", url],
+            "-rate is Go's style (vegeta's one dash): reqlife's long flags take two: --rate 50/1s (or -R 50/1s)",
+        ),
+        (
+            &[url, "-duration", "2s"],
+            "-duration is Go's style (vegeta's one dash): reqlife's long flags take two: --duration 2s (or -d 2s)",
+        ),
+        (
+            &["run", "-targets=-", "-n", "1"],
+            "-targets is Go's style (vegeta's one dash): reqlife's long flags take two: --targets -",
+        ),
+        (
+            &["run", "-output=r.json", url],
+            "-output is Go's style (vegeta's one dash): reqlife's long flags take two: --output r.json (or -o r.json)",
+        ),
+        (
+            &["run", "-insecure", url],
+            "-insecure is Go's style (vegeta's one dash): reqlife's long flags take two: --insecure (or -k)",
+        ),
+        (
+            &["run", "-body", "b.json", url],
+            "-body is vegeta's body file: here it is --body-file b.json (--body TEXT sends the text itself)",
+        ),
+        (
+            &["run", "-keepalive=false", url],
+            "-keepalive is vegeta's: here connections are kept open unless --no-keepalive is given (vegeta's -keepalive=false)",
+        ),
     ];
     for (args, line) in rows {
         let out = run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert_eq!(stderr(&out).trim(), format!("error: {line}"), "{args:?}");
     }
-    // reqlife's own flags are not taken for habits: -s as a value, a URL-first line.
+    // reqlife's own flags are not taken for habits: -s as a value, a URL-first line; nor a
+    // script's name as a flag's value, nor a URL whose path ends in .js.
     let out = run(&["run", "--scenario", "-s", url]);
     assert!(!stderr(&out).contains("wrk's"), "{}", stderr(&out));
+    let out = run(&["run", "--body-file", "post.lua", url]);
+    assert!(!stderr(&out).contains("a script"), "{}", stderr(&out));
+    let out = run(&["run", "example.com/app.js"]);
+    assert!(
+        stderr(&out).contains("did you mean http://example.com/app.js?"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// `serve --http3` prints the command that works against it as printed (issue 37: without

@@ -1,7 +1,8 @@
 //! Workloads end to end: a scenario that fills the embedded target's key-value store and then
 //! reads it (every GET finds its key), figures per request name, mix proportions over a run,
 //! HTTP/2 with rendered requests, a fill split over generators that puts each key once, a
-//! vegeta target list, and scenario errors through the command line.
+//! vegeta target list (from a file, or on standard input at vegeta's `-R 200/2s`), and scenario
+//! errors through the command line.
 
 use crate::common::*;
 use serde_json::Value;
@@ -280,6 +281,68 @@ fn a_target_list_is_sent_in_turn() {
     let out = run(&["run", "--targets", &targets, &s.url("/")]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("drop the URL"), "{}", stderr(&out));
+}
+
+/// vegeta's habits (issue 46): the target list on standard input (`--targets -`, vegeta's
+/// default) and a rate per a duration (`-R 200/2s`: 100 req/s); an empty list or a bad line
+/// there is one line naming "standard input", exit 2.
+#[test]
+fn a_target_list_on_standard_input_at_a_rate_per_a_duration() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let s = embedded(reqlife::server::ServerTls::None);
+    let with_stdin = |args: &[&str], input: &str| {
+        let mut child = reqlife()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input.as_bytes()).unwrap();
+        drop(stdin);
+        child.wait_with_output().unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let out = out.to_str().unwrap();
+    let list = format!("GET {}\n\nGET {}\n", s.url("/"), s.url("/status/201"));
+    let args = [
+        "run",
+        "--targets",
+        "-",
+        "-R",
+        "200/2s",
+        "-n",
+        "20",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-q",
+        "-o",
+        out,
+    ];
+    let run = with_stdin(&args, &list);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let r = record(out);
+    assert_eq!(
+        r["config"]["rate_rps"].as_f64(),
+        Some(100.0),
+        "{}",
+        r["config"]
+    );
+    assert_eq!(n(&r, "summary.status.200"), 10);
+    assert_eq!(n(&r, "summary.status.201"), 10);
+    for (input, line) in [
+        ("", "error: standard input: no target: expected lines 'METHOD URL' (e.g. GET http://127.0.0.1:8080/path)"),
+        ("GET /x\n", "error: standard input:1: invalid URL '/x': no scheme; expected http://host[:port][/path] or https://host[:port][/path]"),
+    ] {
+        let bad = with_stdin(&["run", "--targets", "-", "-n", "1"], input);
+        assert_eq!(bad.status.code(), Some(2), "{input:?}: {}", stderr(&bad));
+        assert_eq!(stderr(&bad).trim(), line, "{input:?}");
+    }
 }
 
 #[test]
