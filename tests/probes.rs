@@ -10,6 +10,8 @@
 
 #[path = "common/mod.rs"]
 mod common;
+#[path = "probes/join.rs"]
+mod join;
 
 use common::*;
 use std::io::{BufRead, BufReader};
@@ -482,7 +484,7 @@ fn cpp_rust_go_and_usdt_probes() {
             .collect();
         assert_eq!(
             phases.len(),
-            3 + (n_fns - 1) + usize::from(n_fns > 2),
+            4 + (n_fns - 1) + usize::from(n_fns > 2),
             "{compiler}: {phases:?}"
         );
         for name in &phases {

@@ -210,9 +210,9 @@ fn send_start() -> bool {
 }
 
 /// The phases the probe agent folds by order (per read and write: the requests are on the
-/// client's host).
-pub fn agent_phases() -> Vec<(String, String)> {
-    vec![
+/// client's host), then those of the chain of `functions`.
+pub fn agent_phases(functions: &[String]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = vec![
         (
             "socket".into(),
             "in its socket (arrival → read), per read".into(),
@@ -221,7 +221,13 @@ pub fn agent_phases() -> Vec<(String, String)> {
             "handle".into(),
             "its read → its next write, per read".into(),
         ),
-    ]
+    ];
+    out.extend(
+        crate::recorder::join::phases(functions)
+            .into_iter()
+            .skip(crate::recorder::join::KERNEL.len()),
+    );
+    out
 }
 
 /// A running probe session: attached, calibrated, waiting for the run's window.
@@ -257,7 +263,7 @@ impl Prepared {
             self.server.pids.clone(),
             self.server.name.clone(),
             self.sample,
-            &agent_phases(),
+            &agent_phases(&self.script.functions),
             &self.script.probes,
         );
         match cost {
@@ -272,6 +278,7 @@ impl Prepared {
         // bpftrace says BEGIN once every probe is attached.
         let session =
             session::Session::start(&self.bpftrace, &self.script.text, self.unsafe_attach, acc)?;
+        session.functions(self.script.functions.len());
         Ok(Probes {
             session,
             server_cpu_from: None,

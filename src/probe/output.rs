@@ -1,8 +1,11 @@
 //! bpftrace's output read line by line (`-f json`: one JSON object a line) into what the
-//! script ([`super::script`]) printed: the kernel's events, the probes' readiness, and at
-//! the end each probe's hits. A `printf` line is read without a JSON parser (the script's
-//! lines hold no quotes), anything else with one.
+//! script ([`super::script`]) printed: each tick's events (its event map, printed whole:
+//! `{"@e0": {"NS,TID": [KIND, a, b, c, d, e], ...}}`, read by hand and put in time order),
+//! the probes' readiness and clock, and at the end each probe's hits. A `printf` line is read
+//! without a JSON parser (the script's lines hold no quotes), the event maps by a scanner of
+//! their one shape, anything else with a JSON parser.
 
+use super::script::{EV_ARRIVED, EV_DELIVERED, EV_FUNCTION, EV_OPENED, EV_READ, EV_WROTE};
 use crate::recorder::join::KernelEvent;
 
 /// What one line of output was.
@@ -14,6 +17,8 @@ pub enum Line {
     Probed,
     /// A kernel event (or the probes' clock).
     Event(KernelEvent),
+    /// A tick's kernel events, in time order.
+    Events(Vec<KernelEvent>),
     /// A calibration probe's hit.
     Calibration,
     /// The end's hit counts: (probe index, hits).
@@ -38,6 +43,11 @@ pub fn line(line: &str) -> Option<Line> {
     if !line.starts_with('{') {
         return None;
     }
+    for map in ["\"@e0\": {", "\"@e1\": {"] {
+        if let Some(at) = line.find(map) {
+            return Some(Line::Events(events(&line[at + map.len()..])));
+        }
+    }
     let v: serde_json::Value = serde_json::from_str(line).ok()?;
     match v["type"].as_str()? {
         "map" => {
@@ -60,63 +70,86 @@ pub fn line(line: &str) -> Option<Line> {
 /// A `printf` line of the script.
 fn printed(text: &str) -> Option<Line> {
     let mut f = text.split_ascii_whitespace();
-    let kind = f.next()?;
-    let mut num = || -> Option<u64> { f.next()?.parse().ok() };
-    let event = match kind {
-        "B" => return Some(Line::Ready),
-        "U" => return Some(Line::Probed),
-        "K" => return Some(Line::Calibration),
-        "Z" => return Some(Line::End),
-        "O" => KernelEvent::Opened {
-            port: num()? as u16,
-            ns: num()?,
-        },
-        "A" | "C" => {
-            let (port, prev, off, ns) = (num()? as u16, num()?, num()?, num()?);
-            if kind == "A" {
-                KernelEvent::Arrived {
-                    port,
-                    prev,
-                    off,
-                    ns,
-                }
-            } else {
-                KernelEvent::Delivered {
-                    port,
-                    prev,
-                    off,
-                    ns,
-                }
-            }
+    match f.next()? {
+        "B" => Some(Line::Ready),
+        "U" => Some(Line::Probed),
+        "K" => Some(Line::Calibration),
+        "Z" => Some(Line::End),
+        "T" => Some(Line::Event(KernelEvent::Tick {
+            ns: f.next()?.parse().ok()?,
+        })),
+        _ => None,
+    }
+}
+
+/// The entries of an event map, `"NS,TID": [KIND, a, b, c, d, e], ...}`, as events in time
+/// order (an entry of another shape is skipped).
+fn events(mut s: &str) -> Vec<KernelEvent> {
+    let mut out: Vec<(u64, KernelEvent)> = Vec::new();
+    while let Some(open) = s.find('"') {
+        s = &s[open + 1..];
+        let Some(close) = s.find('"') else { break };
+        let key = &s[..close];
+        s = &s[close + 1..];
+        let (Some(a), Some(b)) = (s.find('['), s.find(']')) else {
+            break;
+        };
+        if a > b {
+            break;
         }
-        "R" => {
-            let (port, start, off, ns, pid, key) =
-                (num()? as u16, num()?, num()?, num()?, num()? as u32, num()?);
-            KernelEvent::Read {
-                port,
-                start,
-                off,
-                ns,
-                pid,
-                key,
-            }
+        let fields: Vec<u64> = s[a + 1..b]
+            .split(',')
+            .filter_map(|v| v.trim().parse().ok())
+            .collect();
+        s = &s[b + 1..];
+        let ns = key.split(',').next().and_then(|n| n.trim().parse().ok());
+        if let (Some(ns), Ok(f)) = (ns, <[u64; 6]>::try_from(fields)) {
+            out.extend(event(ns, f).map(|e| (ns, e)));
         }
-        "W" => KernelEvent::Wrote {
-            port: num()? as u16,
-            start: num()?,
-            end: num()?,
-            ns: num()?,
-            pid: num()? as u32,
+    }
+    out.sort_by_key(|(ns, _)| *ns);
+    out.into_iter().map(|(_, e)| e).collect()
+}
+
+/// One event map entry: at `ns`, (kind, and five fields by kind).
+fn event(ns: u64, [kind, a, b, c, d, e]: [u64; 6]) -> Option<KernelEvent> {
+    let port = a as u16;
+    Some(match kind {
+        EV_OPENED => KernelEvent::Opened { port, ns },
+        EV_ARRIVED => KernelEvent::Arrived {
+            port,
+            prev: b,
+            off: c,
+            ns,
         },
-        "F" => KernelEvent::Function {
-            index: num()? as u16,
-            key: num()?,
-            ns: num()?,
+        EV_READ => KernelEvent::Read {
+            port,
+            start: b,
+            off: c,
+            ns,
+            pid: d as u32,
+            key: e,
         },
-        "T" => KernelEvent::Tick { ns: num()? },
+        EV_WROTE => KernelEvent::Wrote {
+            port,
+            start: b,
+            end: c,
+            ns,
+            pid: d as u32,
+        },
+        EV_DELIVERED => KernelEvent::Delivered {
+            port,
+            prev: b,
+            off: c,
+            ns,
+        },
+        EV_FUNCTION => KernelEvent::Function {
+            index: a as u16,
+            key: e,
+            ns,
+        },
         _ => return None,
-    };
-    Some(Line::Event(event))
+    })
 }
 
 #[cfg(test)]
@@ -131,42 +164,51 @@ mod tests {
     fn events_and_the_end_are_read() {
         assert_eq!(line(&p("B")), Some(Line::Ready));
         assert_eq!(
-            line(&p("A 40000 0 80 123")),
-            Some(Line::Event(KernelEvent::Arrived {
-                port: 40000,
-                prev: 0,
-                off: 80,
-                ns: 123
-            }))
+            line(&p("T 77")),
+            Some(Line::Event(KernelEvent::Tick { ns: 77 }))
         );
+        // A tick's map, its entries in any order: the events in time order.
+        let map = "{\"type\": \"map\", \"data\": {\"@e1\": {\"140,7\": [3,40000,0,153,77,0], \"123,9\": [1,40000,0,80,0,0], \"130,7\": [2,40000,0,80,77,78], \"135,7\": [5,1,0,0,77,78], \"150,2\": [4,40000,0,153,0,0], \"99,1\": [0,40000,0,0,0,0]}}}";
         assert_eq!(
-            line(&p("R 40000 0 80 130 77 78")),
-            Some(Line::Event(KernelEvent::Read {
-                port: 40000,
-                start: 0,
-                off: 80,
-                ns: 130,
-                pid: 77,
-                key: 78
-            }))
-        );
-        assert_eq!(
-            line(&p("W 40000 0 153 140 77")),
-            Some(Line::Event(KernelEvent::Wrote {
-                port: 40000,
-                start: 0,
-                end: 153,
-                ns: 140,
-                pid: 77
-            }))
-        );
-        assert_eq!(
-            line(&p("F 1 78 135")),
-            Some(Line::Event(KernelEvent::Function {
-                index: 1,
-                key: 78,
-                ns: 135
-            }))
+            line(map),
+            Some(Line::Events(vec![
+                KernelEvent::Opened {
+                    port: 40000,
+                    ns: 99
+                },
+                KernelEvent::Arrived {
+                    port: 40000,
+                    prev: 0,
+                    off: 80,
+                    ns: 123
+                },
+                KernelEvent::Read {
+                    port: 40000,
+                    start: 0,
+                    off: 80,
+                    ns: 130,
+                    pid: 77,
+                    key: 78
+                },
+                KernelEvent::Function {
+                    index: 1,
+                    key: 78,
+                    ns: 135
+                },
+                KernelEvent::Wrote {
+                    port: 40000,
+                    start: 0,
+                    end: 153,
+                    ns: 140,
+                    pid: 77
+                },
+                KernelEvent::Delivered {
+                    port: 40000,
+                    prev: 0,
+                    off: 153,
+                    ns: 150
+                },
+            ]))
         );
         assert_eq!(
             line("{\"type\": \"map\", \"data\": {\"@n\": {\"0\": 5, \"3\": 7}}}"),
@@ -191,7 +233,7 @@ mod tests {
             "{\"type\": \"attached_probes\", \"data\": {\"probes\": 9}}",
             &p("R 1 2"),
             &p("Q 1 2 3"),
-            &p("A x 1 2 3"),
+            &p("T x"),
             "{\"type\": \"printf\", \"data\": \"A 1 2",
         ] {
             assert_eq!(line(l), None, "{l}");

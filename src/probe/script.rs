@@ -83,6 +83,39 @@ pub struct Script {
     pub calibration: Option<usize>,
 }
 
+/// The kinds of event, as the event maps' first field has them.
+pub const EV_OPENED: u64 = 0;
+/// Bytes arrived in the server's socket.
+pub const EV_ARRIVED: u64 = 1;
+/// The server read.
+pub const EV_READ: u64 = 2;
+/// The server wrote.
+pub const EV_WROTE: u64 = 3;
+/// Bytes arrived in the client's socket.
+pub const EV_DELIVERED: u64 = 4;
+/// A function was hit.
+pub const EV_FUNCTION: u64 = 5;
+
+/// The statement that records one event at `ns` (an expression) with its fields, into this
+/// tick's map (`@e0` or `@e1` by `@ep`'s parity: each tick flips `@ep`, then prints and
+/// clears the map it left, so that no event waits on a print). A map, not a `printf`: a
+/// printed line wakes bpftrace's reader from the probed thread's context, which delayed the
+/// server's own read by 7 to 15 µs on the 2-core VM.
+fn record(b: &mut Builder, ns: &str, kind: u64, fields: [&str; 5]) -> String {
+    let (ep, e0, e1) = (b.map("ep"), b.map("e0"), b.map("e1"));
+    // Every field a u64 (the map's one value type), but one read from a map (`$v`: a u64
+    // already, whose type bpftrace knows only on a later pass: a cast of it is refused).
+    let v: Vec<String> = fields
+        .iter()
+        .map(|f| match *f {
+            "$v" => f.to_string(),
+            f => format!("(uint64)({f})"),
+        })
+        .collect();
+    let value = format!("((uint64){kind}, {})", v.join(", "));
+    format!("if ({ep} & 1) {{ {e1}[{ns}, tid] = {value}; }} else {{ {e0}[{ns}, tid] = {value}; }}")
+}
+
 /// Linux's TCP states, as `sock:inet_sock_set_state` gives them.
 const TCP_ESTABLISHED: u8 = 1;
 const TCP_SYN_SENT: u8 = 2;
@@ -120,16 +153,31 @@ impl ScriptPlan {
     pub fn try_write(&self) -> Result<Script, String> {
         let mut b = Builder::new();
         let n = b.map("n");
-        b.probe(&Attach::Special("BEGIN"), None, "  printf(\"B\\n\");");
+        // The offsets' maps typed first (u64): the events' map takes values read from them,
+        // and bpftrace knows a map's type on its first assignment in the text.
+        let (ain, cin) = (b.map("ain"), b.map("cin"));
+        b.probe(
+            &Attach::Special("BEGIN"),
+            None,
+            &format!(
+                "  {ain}[0] = (uint64)0; {cin}[0] = (uint64)0; delete({ain}[0]); delete({cin}[0]);\n  printf(\"B\\n\");"
+            ),
+        );
         self.connections(&mut b);
         self.kernel(&mut b);
         let labels = self.function_probes(&mut b);
+        let (ep, e0, e1) = (b.map("ep"), b.map("e0"), b.map("e1"));
         b.probe(
             &Attach::IntervalMs(self.tick_ms),
             None,
-            "  printf(\"T %llu\\n\", nsecs);",
+            &format!(
+                "  {ep} = {ep} + 1; $now = nsecs;\n  if ({ep} & 1) {{ print({e0}); clear({e0}); }} else {{ print({e1}); clear({e1}); }}\n  printf(\"T %llu\\n\", $now);"
+            ),
         );
         let other = b.map("other");
+        b.at_end(format!(
+            "$now = nsecs; print({e0}); print({e1}); printf(\"T %llu\\n\", $now);"
+        ));
         b.at_end(format!("print({n});"));
         if matches!(self.follow, Follow::Client(_)) {
             b.at_end(format!("print({other});"));
@@ -150,6 +198,7 @@ impl ScriptPlan {
             return;
         };
         let (conn, ours) = (b.map("conn"), b.map("ours"));
+        let opened = record(b, "nsecs", EV_OPENED, ["$p", "0", "0", "0", "0"]);
         let sampled = self.sample > 1;
         let forget_sampled = if sampled {
             let (act, ain, cin, rend, wend) = (
@@ -177,7 +226,7 @@ impl ScriptPlan {
   if (args->newstate == {TCP_SYN_SENT} && pid == {me}) {{ {conn}[args->skaddr] = 1; }}
   else if (args->newstate == {TCP_ESTABLISHED} && {conn}[args->skaddr]) {{
     delete({conn}[args->skaddr]); {ours}[$p] = 1;
-    printf(\"O %d %llu\\n\", $p, nsecs);
+    {opened}
   }} else if (args->newstate == {TCP_CLOSE}) {{
     delete({conn}[args->skaddr]); delete({ours}[$p]);{forget_sampled}
   }}"
@@ -239,6 +288,7 @@ impl ScriptPlan {
             Follow::Client(_) => format!(" else {{ {} = count(); }}", b.map("other")),
             Follow::All => String::new(),
         };
+        let delivered = record(b, "$t", EV_DELIVERED, ["$p", "$v", "$o", "0", "0"]);
         let client_side = match self.follow {
             Follow::Client(_) => format!(
                 " else if ($sk->__sk_common.skc_dport == {port_be}) {{
@@ -247,25 +297,28 @@ impl ScriptPlan {
       $tp = (struct tcp_sock *)args->skaddr;
       $o = $tp->bytes_received; $v = {cin}[$p]; {cin}[$p] = $o;
       if ({active}) {{
-        printf(\"C %d %llu %llu %llu\\n\", $p, $v, $o, nsecs);{episode_end}
+        {delivered}{episode_end}
       }}
     }}
   }}"
             ),
             Follow::All => String::new(),
         };
+        let arrived = record(b, "$t", EV_ARRIVED, ["$p", "$v", "$o", "0", "0"]);
         b.probe(
             &Attach::Tracepoint("sock", "sk_data_ready"),
             Some("args->protocol == 6"),
             &format!(
-                "  $sk = (struct sock *)args->skaddr;
+                "  // Stamped first: the arrival is the kernel's, before the program's own work.
+  $t = nsecs;
+  $sk = (struct sock *)args->skaddr;
   if ($sk->__sk_common.skc_num == {port}) {{
     {}
     if ({ours}) {{
       $tp = (struct tcp_sock *)args->skaddr;
       $o = $tp->bytes_received; $v = {ain}[$p]; {ain}[$p] = $o;
       {draw}if ({active}) {{
-        {n}[{ia}] = count(); printf(\"A %d %llu %llu %llu\\n\", $p, $v, $o, nsecs);
+        {n}[{ia}] = count(); {arrived}
       }}
     }}{other}
   }}{client_side}",
@@ -285,6 +338,12 @@ impl ScriptPlan {
         } else {
             String::new()
         };
+        let read = record(
+            b,
+            "$t",
+            EV_READ,
+            ["$p", "$o - (uint64)args->ret", "$o", "pid", "$k"],
+        );
         b.probe(
             &Attach::Tracepoint("sock", "sock_recv_length"),
             Some(&format!(
@@ -300,7 +359,10 @@ impl ScriptPlan {
       $o = $tp->bytes_received - (($tp->rcv_nxt - $tp->copied_seq) & 0xffffffff);
       $k = {};{mark_fn}
       {read_mark}if ({active}) {{
-        {n}[{ir}] = count(); printf(\"R %d %llu %llu %llu %d %llu\\n\", $p, $o - (uint64)args->ret, $o, nsecs, pid, $k);
+        {n}[{ir}] = count();
+        // Stamped last: the program's own work before it is not the server's.
+        $t = nsecs;
+        {read}
       }}
     }}
   }}",
@@ -321,6 +383,12 @@ impl ScriptPlan {
         } else {
             "$w = nsecs;".to_string()
         };
+        let wrote = record(
+            b,
+            "$w",
+            EV_WROTE,
+            ["$p", "$e - (uint64)args->ret", "$e", "pid", "0"],
+        );
         b.probe(
             &Attach::Tracepoint("sock", "sock_send_length"),
             Some(&format!(
@@ -335,7 +403,7 @@ impl ScriptPlan {
       $tp = (struct tcp_sock *)args->sk;
       $e = $tp->bytes_acked + (($tp->write_seq - $tp->snd_una) & 0xffffffff);
       {write_mark}if ({active}) {{
-        {n}[{iw}] = count(); printf(\"W %d %llu %llu %llu %d\\n\", $p, $e - (uint64)args->ret, $e, $w, pid);
+        {n}[{iw}] = count(); {wrote}
       }}
     }}
   }}",
@@ -357,10 +425,16 @@ impl ScriptPlan {
         for (i, probe) in self.functions.iter().enumerate() {
             let c = b.counter(format!("fn:{}", probe.label), true);
             labels.push(probe.label.clone());
+            let hit = record(
+                b,
+                "nsecs",
+                EV_FUNCTION,
+                [&i.to_string(), "0", "0", "pid", &key],
+            );
             b.probe(
                 &attach_point(&probe.site),
                 Some(&format!("{fk}[{key}]")),
-                &format!("  {n}[{c}] = count(); printf(\"F {i} %llu %llu\\n\", {key}, nsecs);"),
+                &format!("  {n}[{c}] = count(); {hit}"),
             );
         }
         labels
@@ -369,7 +443,7 @@ impl ScriptPlan {
 
 /// The calibration's script (see the `calibrate` module): reqlife's two calibration
 /// functions (`me`'s executable `exe`) and its reads of a UNIX socket pair, each doing what
-/// an event of the run's script does (a map's update and a line printed).
+/// an event of the run's script does (a count, and an entry of the events' map).
 pub fn calibration(me: u32, exe: &std::path::Path) -> Script {
     let mut b = Builder::new();
     let (n, up, k) = (b.map("n"), b.map("up"), b.map("k"));
@@ -417,10 +491,12 @@ pub fn calibration(me: u32, exe: &std::path::Path) -> Script {
             &at,
             Some(&format!("pid == {me}{only}")),
             &format!(
-                "  {seen}{n}[{c}] = count(); {k}[tid] = 1; printf(\"K {i} %llu %llu\\n\", tid, nsecs);"
+                "  {seen}{n}[{c}] = count(); {k}[nsecs, tid] = ((uint64){i}, (uint64)tid, (uint64)pid, (uint64)0, (uint64)0, (uint64)0);"
             ),
         );
     }
+    // The events' map emptied as the run's is each tick, unprinted.
+    b.probe(&Attach::IntervalMs(10), None, &format!("  clear({k});"));
     b.at_end(format!("print({n});"));
     b.at_end("printf(\"Z\\n\");");
     let built = b

@@ -61,6 +61,8 @@ struct Shared {
     watch: Option<crate::recorder::collector::Watch>,
     /// Where the events go.
     into: Into,
+    /// The functions probed (the agent folds their chain).
+    functions: usize,
 }
 
 /// A running bpftrace and what it has measured.
@@ -121,6 +123,7 @@ impl Session {
                 gone_ns: None,
                 watch: None,
                 into: Into::Nowhere,
+                functions: 0,
             }),
             Condvar::new(),
         ));
@@ -202,6 +205,11 @@ impl Session {
         false
     }
 
+    /// The agent's fold follows a chain of `n` functions.
+    pub fn functions(&self, n: usize) {
+        self.with(|s| s.functions = n);
+    }
+
     /// The kernel's events go to the run's joiner from now on.
     pub fn join(&self, events: EventSink) {
         self.with(|s| s.into = Into::Join(events));
@@ -219,7 +227,7 @@ impl Session {
         self.with(|s| {
             s.watch = watch;
             if !matches!(s.into, Into::Join(_)) {
-                s.into = Into::ByOrder(ByOrder::default());
+                s.into = Into::ByOrder(ByOrder::new(s.functions));
             }
             s.window = Some(Window {
                 from_ns,
@@ -283,7 +291,15 @@ fn read(out: impl BufRead, shared: &(Mutex<Shared>, Condvar)) {
         let Some(line) = output::line(&text) else {
             continue;
         };
-        // The hot path: an event batched, nothing locked.
+        // A tick's events: handed over whole.
+        if let Line::Events(events) = line {
+            batch.extend(events);
+            if batch.len() >= BATCH {
+                hand_over(lock, &mut batch);
+            }
+            continue;
+        }
+        // The clock: the events before it are in.
         if let Line::Event(e) = line {
             let tick = matches!(e, KernelEvent::Tick { .. });
             batch.push(e);
@@ -302,7 +318,7 @@ fn read(out: impl BufRead, shared: &(Mutex<Shared>, Condvar)) {
         match line {
             Line::Ready => s.ready = true,
             Line::Probed => s.probed = true,
-            Line::Calibration | Line::Event(_) => {}
+            Line::Calibration | Line::Event(_) | Line::Events(_) => {}
             Line::Hits(hits) => {
                 for (i, n) in hits {
                     if let Some(h) = s.acc.hits.get_mut(i) {
@@ -365,8 +381,54 @@ pub struct ByOrder {
     /// Per client port: the first arrival since the last read, and the last read not yet
     /// followed by a write.
     ports: HashMap<u16, (Option<u64>, Option<u64>)>,
+    /// The functions of the chain (`--server-fn`'s list).
+    functions: usize,
+    /// Per thread (goroutine): the next function of its chain, the chain's start and its
+    /// last hit.
+    chains: HashMap<u64, (usize, u64, u64)>,
     /// This tick's (phase, bucket key, count).
     counts: Vec<(usize, u64, u64)>,
+}
+
+impl ByOrder {
+    /// A fold of `functions` functions' chain beside the kernel's phases.
+    pub fn new(functions: usize) -> ByOrder {
+        ByOrder {
+            functions,
+            ..ByOrder::default()
+        }
+    }
+
+    /// A function hit: each pairs with the one before it in the chain, once (phases from
+    /// index 2: the pairs, then the total of three or more).
+    fn function(&mut self, index: usize, key: u64, ns: u64) {
+        let n = self.functions;
+        if n < 2 {
+            return;
+        }
+        let chain = self.chains.entry(key).or_insert((0, 0, 0));
+        if index == 0 {
+            // A second entry of the first function (a Go stack's growth) starts nothing.
+            if chain.0 != 1 {
+                *chain = (1, ns, ns);
+            }
+            return;
+        }
+        if chain.0 != index {
+            return;
+        }
+        self.counts
+            .push((2 + index - 1, bucket_key(ns.saturating_sub(chain.2)), 1));
+        if index == n - 1 {
+            if n > 2 {
+                self.counts
+                    .push((2 + n - 1, bucket_key(ns.saturating_sub(chain.1)), 1));
+            }
+            *chain = (0, 0, 0);
+        } else {
+            *chain = (index + 1, chain.1, ns);
+        }
+    }
 }
 
 fn by_order(s: &mut Shared, e: KernelEvent) {
@@ -390,6 +452,7 @@ fn by_order(s: &mut Shared, e: KernelEvent) {
                 f.counts.push((1, bucket_key(ns.saturating_sub(r)), 1));
             }
         }
+        KernelEvent::Function { index, key, ns } => f.function(index as usize, key, ns),
         KernelEvent::Tick { ns } => {
             let counts = std::mem::take(&mut f.counts);
             tick(s, ns, &counts);

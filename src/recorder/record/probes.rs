@@ -225,9 +225,14 @@ fn round3(v: f64) -> f64 {
 impl ServerProbes {
     /// The figures of `acc`, beside the client's `phases` (for the share explained).
     pub fn of(acc: &ProbeAcc, client: &BTreeMap<Phase, Stats>) -> ServerProbes {
+        // A joined run's phases that no request had (`last_return` where every response
+        // took one write) are left out.
+        let shown =
+            |p: &&crate::recorder::probes::ProbedPhase| acc.joined.is_none() || !p.hist.is_empty();
         let phases: BTreeMap<String, Stats> = acc
             .phases
             .iter()
+            .filter(shown)
             .map(|p| (p.name.clone(), Stats::of(&p.hist)))
             .collect();
         let joined = acc.joined.as_deref();
@@ -245,10 +250,16 @@ impl ServerProbes {
             pids: acc.pids.clone(),
             process: acc.process.clone(),
             sample: acc.sample,
-            order: acc.phases.iter().map(|p| p.name.clone()).collect(),
+            order: acc
+                .phases
+                .iter()
+                .filter(shown)
+                .map(|p| p.name.clone())
+                .collect(),
             what: acc
                 .phases
                 .iter()
+                .filter(shown)
                 .map(|p| (p.name.clone(), p.what.clone()))
                 .collect(),
             phases,
@@ -314,7 +325,7 @@ impl ServerProbes {
         let pids: Vec<String> = served.iter().map(u32::to_string).collect();
         let drawn = match self.sample {
             1 => String::new(),
-            n => format!(", one in {n} followed"),
+            n => format!(" (one request in {n} followed)"),
         };
         let sampled = match (&self.joining, self.sample) {
             (Some(j), _) => format!(

@@ -1,0 +1,214 @@
+//! The join's accuracy against a server that measures itself (tests/data/truth_server.c: per
+//! request, its own socket time from its socket's arrival stamps and its read to its write,
+//! keyed by the bytes the request took; tests/data/truth_check.py compares): over
+//! keep-alive, `--pipeline 4`, HTTP/2 with 10 streams, 1,000 connections and WebSocket, and
+//! the tail's socket share behind a slow request of a single-threaded server.
+
+use super::*;
+use std::path::PathBuf;
+
+/// The known-truth server built and started with `args`: its guard, port and log.
+fn truth_server(dir: &Path, args: &[&str]) -> (Stopped, u16, PathBuf) {
+    let bin = build(dir, "cc", &["-O2"], "truth_server.c").expect("cc runs");
+    let log = dir.join(format!(
+        "truth-{}.log",
+        args.join("_").replace(['/', ':'], "-")
+    ));
+    let mut child = Command::new(&bin)
+        .args(args)
+        .arg("--log")
+        .arg(&log)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the known-truth server starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line.trim().parse().expect("it prints its port");
+    (Stopped(child), port, log)
+}
+
+/// `truth_check.py` on the server's log and reqlife's per-request log: its JSON.
+fn check(server_log: &Path, csv: &Path, extra: &[&str]) -> serde_json::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/truth_check.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(server_log)
+        .arg(csv)
+        .args(extra)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "truth_check.py: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// One case: reqlife's `args` against the server started with `server`, the server stopped
+/// (its log flushed), the comparison.
+fn case(dir: &Path, name: &str, server: &[&str], args: &[&str], ws: bool) -> serde_json::Value {
+    let (guard, port, log) = truth_server(dir, server);
+    let csv = dir.join(format!("{name}.csv"));
+    let out = dir.join(format!("{name}.json"));
+    let url = if ws {
+        format!("ws://127.0.0.1:{port}/")
+    } else {
+        url(port)
+    };
+    Run::new()
+        .args(args)
+        .args(&["--server-probes", "--log-requests"])
+        .arg(csv.to_str().unwrap())
+        .arg("-o")
+        .arg(out.to_str().unwrap())
+        .url(url)
+        .ok();
+    drop(guard);
+    let v = check(&log, &csv, &[]);
+    let record = read_json(&out);
+    eprintln!(
+        "{name}: joined {} of {} in the record; checker {}",
+        record["summary"]["server_probes"]["joining"]["joined"],
+        record["summary"]["server_probes"]["joining"]["requests"],
+        v
+    );
+    v
+}
+
+#[test]
+fn every_request_is_joined_to_the_servers_own_figures() {
+    let Some((_turn, dir)) = turn() else {
+        return;
+    };
+    let dir = dir.path();
+    // (case, reqlife's flags, whether WebSocket, the share of joined requests whose
+    // read → write must be within max(5 µs, 5%) of the server's own).
+    let cases: [(&str, &[&str], bool, f64); 5] = [
+        (
+            "keep-alive",
+            &["-c", "4", "-t", "1", "-n", "3000"],
+            false,
+            0.99,
+        ),
+        (
+            "pipeline-4",
+            &["-c", "4", "-t", "1", "--pipeline", "4", "-n", "4000"],
+            false,
+            0.99,
+        ),
+        (
+            "h2-10-streams",
+            &[
+                "--http2",
+                "-c",
+                "2",
+                "-t",
+                "1",
+                "--streams",
+                "10",
+                "-n",
+                "4000",
+            ],
+            false,
+            0.95,
+        ),
+        (
+            "1000-connections",
+            &["-c", "1000", "-t", "2", "-n", "6000"],
+            false,
+            0.95,
+        ),
+        (
+            "websocket",
+            &["-c", "4", "-t", "1", "-n", "3000", "--data", "hello"],
+            true,
+            0.99,
+        ),
+    ];
+    let mut table = Vec::new();
+    for (name, args, ws, handle_bar) in cases {
+        let v = case(dir, name, &[], args, ws);
+        let joined = v["with_server_phases_share"].as_f64().unwrap_or(0.0);
+        let keyed = v["joined_share"].as_f64().unwrap_or(0.0);
+        let handle = v["handle"]["within_share"].as_f64().unwrap_or(0.0);
+        let socket = v["socket"]["last_in_read"]["within_share"]
+            .as_f64()
+            .unwrap_or(0.0);
+        table.push(format!(
+            "| {name} | {:.1}% | {:.1}% | {:.1}% (median {} µs) | {:.1}% (median {} µs) |",
+            joined * 100.0,
+            keyed * 100.0,
+            handle * 100.0,
+            v["handle"]["median_abs_diff_us"],
+            socket * 100.0,
+            v["socket"]["last_in_read"]["median_abs_diff_us"],
+        ));
+        assert!(
+            joined >= 0.95,
+            "{name}: {joined} of the requests joined: {v}"
+        );
+        assert!(
+            keyed >= 0.95,
+            "{name}: the server logged {keyed} of them: {v}"
+        );
+        assert!(
+            handle >= handle_bar,
+            "{name}: read → write within max(5 µs, 5%) for {handle}: {v}"
+        );
+        assert!(
+            socket >= 0.95,
+            "{name}: socket time within max(15 µs, 15%) for {socket}: {v}"
+        );
+    }
+    eprintln!(
+        "| case | requests with server phases | keyed to the server's log | read → write within max(5 µs, 5%) | socket within max(15 µs, 15%) |"
+    );
+    for row in table {
+        eprintln!("{row}");
+    }
+}
+
+#[test]
+fn the_tails_socket_share_is_the_servers_own() {
+    let Some((_turn, dir)) = turn() else {
+        return;
+    };
+    let dir = dir.path();
+    // One thread; 1 request in 100 takes 3 ms, the others 20 µs; 8 connections: the requests
+    // behind a slow one wait in their sockets, and they are the tail.
+    let (guard, port, log) = truth_server(dir, &["--delay-us-every", "3000:100:20"]);
+    let csv = dir.join("tail.csv");
+    let out = dir.join("tail.json");
+    Run::new()
+        .args(&["-c", "8", "-t", "1", "-n", "6000", "--server-probes"])
+        .args(&["--log-requests", csv.to_str().unwrap()])
+        .args(&["-o", out.to_str().unwrap()])
+        .url(url(port))
+        .ok();
+    drop(guard);
+    let own = check(&log, &csv, &["--tail"]);
+    let record = read_json(&out);
+    let tail = record["summary"]["server_probes"]["tail"]
+        .as_array()
+        .unwrap();
+    let p99 = tail.iter().find(|t| t["which"] == "p99").unwrap();
+    let ours = p99["shares"]["server: socket"].as_f64().unwrap();
+    let theirs = own["tail"]["server_socket_share"].as_f64().unwrap();
+    eprintln!("the slowest 1%: socket share {ours:.3} (the server's own {theirs:.3}): {p99}");
+    assert!(
+        (ours - theirs).abs() <= 0.10,
+        "the tail's socket share {ours} against the server's own {theirs}: {own}"
+    );
+    // The shares add up, and the socket is most of the tail's time.
+    let sum: f64 = p99["shares"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_f64().unwrap())
+        .sum();
+    assert!((sum - 1.0).abs() < 0.01, "{sum}");
+    assert!(ours > 0.5, "{p99}");
+}
