@@ -41,6 +41,7 @@ pub fn record_ns(n: u32) -> f64 {
         request: 0,
         connection: 0,
         trace: None,
+        wire: Default::default(),
     };
     let start = Instant::now();
     for _ in 0..n {

@@ -1,6 +1,7 @@
 //! The shared types of the pipeline: the [`Ticket`] a worker must send, the raw [`Timestamps`]
 //! of one request and the [`Sample`] it becomes, the [`Phase`]s derived from those timestamps
-//! (in one place: [`Timestamps::durations`]) and the [`ErrorKind`]s errors are counted by.
+//! (in one place: [`Timestamps::durations`]), the [`ErrorKind`]s errors are counted by, and
+//! where a request's bytes lay on its connection ([`Wire`]).
 //! Modules talk to each other only through these and the validated
 //! [`RunPlan`](crate::plan::RunPlan) built from them.
 
@@ -44,12 +45,14 @@ mod protocol;
 mod stamps;
 mod stop;
 pub mod trace;
+mod wire;
 
 pub use error::ModelError;
 pub use phase::{phase_map, Phase};
 pub use protocol::Protocol;
 pub use stamps::Timestamps;
 pub use stop::StopReason;
+pub use wire::Wire;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -192,6 +195,8 @@ pub struct Sample {
     pub connection: u32,
     /// Its trace context, when the run sends one (`--trace-context`).
     pub trace: Option<trace::TraceId>,
+    /// Where its bytes lay on its TCP connection (port 0: not known).
+    pub wire: Wire,
 }
 
 #[cfg(test)]
@@ -213,6 +218,7 @@ impl Sample {
             request: 0,
             connection: 0,
             trace: None,
+            wire: Wire::default(),
         }
     }
 

@@ -257,6 +257,7 @@ mod tests {
             request: 0,
             connection: conn,
             trace: None,
+            wire: Default::default(),
         };
         let d = super::super::durations(&s);
         (s, d)

@@ -330,6 +330,7 @@ mod tests {
             request: 0,
             connection: 3,
             trace: None,
+            wire: Default::default(),
         };
         let d = super::super::durations(&s);
         (s, d)

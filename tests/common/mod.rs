@@ -623,6 +623,7 @@ pub fn ok_sample(stamps: reqlife::model::Timestamps) -> reqlife::model::Sample {
         request: 0,
         connection: 0,
         trace: None,
+        wire: Default::default(),
     }
 }
 
