@@ -34,7 +34,9 @@ pub fn header() -> String {
         h.push_str(p.name());
         h.push_str("_ns");
     }
-    h.push_str(",status,error,bytes_read,bytes_written,connection,trace_id,span_id,sampled,request,interval\n");
+    h.push_str(",status,error,bytes_read,bytes_written,connection,trace_id,span_id,sampled,request,interval");
+    // Where the request's bytes lay on its TCP connection (`model::Wire`), last.
+    h.push_str(",port,tx_end,rx_first,rx_end\n");
     h
 }
 
@@ -268,6 +270,15 @@ impl LogWorker {
         }
         b.push(b',');
         put_u64(b, interval);
+        let w = &s.wire;
+        if w.is_known() {
+            for n in [u64::from(w.port), w.tx_end, w.rx_first, w.rx_end] {
+                b.push(b',');
+                put_u64(b, n);
+            }
+        } else {
+            b.extend_from_slice(b",,,,");
+        }
         b.push(b'\n');
     }
 
@@ -362,9 +373,36 @@ mod tests {
         assert_eq!(lines.len(), 25_001);
         assert_eq!(format!("{}\n", lines[0]), header());
         let columns = lines[0].split(',').count();
-        // The name with a comma is quoted: one more comma than columns.
-        assert!(lines[1].ends_with(",\"get, one\",0"), "{}", lines[1]);
+        // The name with a comma is quoted: one more comma than columns; no connection known,
+        // no offsets.
+        assert!(lines[1].ends_with(",\"get, one\",0,,,,"), "{}", lines[1]);
         assert_eq!(lines[1].split(',').count(), columns + 1);
+    }
+
+    #[test]
+    fn a_request_s_place_on_its_connection_ends_the_row() {
+        assert!(header().ends_with(",interval,port,tx_end,rx_first,rx_end\n"));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.csv");
+        let log = RequestLog::start(Arc::new(File::create(&path).unwrap()), 1, 1, [].into());
+        let log = log.unwrap();
+        let base = Instant::now();
+        {
+            let mut w = log.worker();
+            let (s, d) = sample(base, 100);
+            let wire = crate::model::Wire {
+                port: 40123,
+                exact: true,
+                tx_end: 178,
+                rx_first: 0,
+                rx_end: 9_000_000_000,
+            };
+            w.row(&crate::model::Sample { wire, ..s }, &d, 0, base);
+        }
+        log.finish();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let row = text.lines().nth(1).unwrap();
+        assert!(row.ends_with(",0,40123,178,0,9000000000"), "{row}");
     }
 
     #[test]
