@@ -94,12 +94,14 @@ pub async fn read_at(
     buf: &mut ReadBuf,
     at: usize,
 ) -> io::Result<(usize, Option<Instant>)> {
-    if let Stream::Plain(tcp) = &*stream {
+    if let Stream::Plain(counted) = stream {
+        let tcp = counted.get_ref();
         if !buf.is_held() {
             super::arrival::read_ready(tcp).await?;
             buf.acquire();
         }
         let (n, arrival) = super::arrival::read(tcp, &mut buf[at..]).await?;
+        counted.count_read(n);
         super::arrival::note(arrival);
         return Ok((n, arrival));
     }

@@ -237,6 +237,8 @@ pub(super) struct Answer {
     pub(super) keep_alive: bool,
     /// HTTP/2: the server's stream limit, when this request opened the connection.
     pub(super) max_streams: Option<usize>,
+    /// Where its bytes lay on the connection.
+    pub(super) wire: crate::model::Wire,
 }
 
 impl From<http1::Response> for Answer {
@@ -248,6 +250,7 @@ impl From<http1::Response> for Answer {
             traffic: r.traffic,
             keep_alive: r.keep_alive,
             max_streams: None,
+            wire: r.wire,
         }
     }
 }
@@ -262,6 +265,7 @@ impl From<http2::H2Response> for Answer {
             // The server's end of the connection before this one (GOAWAY, or a close), told once.
             keep_alive: !r.server_closed,
             max_streams: r.max_streams,
+            wire: r.wire,
         }
     }
 }
@@ -275,6 +279,8 @@ impl From<http3::H3Response> for Answer {
             traffic: r.traffic,
             keep_alive: !r.server_closed,
             max_streams: None,
+            // QUIC: not TCP, no port to join by.
+            wire: crate::model::Wire::default(),
         }
     }
 }
@@ -289,6 +295,7 @@ impl From<super::websocket::Reply> for Answer {
             traffic: r.traffic,
             keep_alive: r.keep_alive,
             max_streams: None,
+            wire: r.wire,
         }
     }
 }
@@ -303,6 +310,7 @@ impl From<super::framed::Reply> for Answer {
             traffic: r.traffic,
             keep_alive: true,
             max_streams: None,
+            wire: r.wire,
         }
     }
 }

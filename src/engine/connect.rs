@@ -3,6 +3,7 @@
 //! connection. Certificate verification is on by default (webpki roots plus `--cacert`);
 //! `--insecure` turns it off explicitly.
 
+use super::tally::{Counted, Tally};
 use super::{EngineError, SetupError};
 use crate::model::{ErrorKind, Scheme, Timestamps};
 use crate::plan::RunPlan;
@@ -19,12 +20,13 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 /// A connected byte stream, plain or TLS. Reads from it yield application bytes: a TLS
-/// record that carries no application data (a session ticket) is not a response byte.
+/// record that carries no application data (a session ticket) is not a response byte. The
+/// TCP bytes under it are counted ([`Stream::tally`]).
 pub enum Stream {
     /// A plain TCP connection.
-    Plain(TcpStream),
+    Plain(Counted<TcpStream>),
     /// A TLS session over TCP.
-    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+    Tls(Box<tokio_rustls::client::TlsStream<Counted<TcpStream>>>),
     /// A WebSocket's stream of an HTTP/2 connection (RFC 8441): its DATA frames' bytes.
     WsH2(Box<super::websocket::over_h2::Tunnel>),
 }
@@ -74,6 +76,24 @@ impl AsyncWrite for Stream {
 }
 
 impl Stream {
+    /// The TCP bytes written and read on the connection so far, and its local port (a
+    /// WebSocket's HTTP/2 stream: none, port 0).
+    #[inline]
+    pub fn tally(&self) -> Tally {
+        match self {
+            Stream::Plain(t) => t.tally(),
+            Stream::Tls(s) => s.get_ref().0.tally(),
+            Stream::WsH2(_) => Tally::default(),
+        }
+    }
+
+    /// Whether the bytes read from this stream are the TCP bytes themselves (plain TCP): a
+    /// response's offsets on the connection are then exact.
+    #[inline]
+    pub fn is_plain(&self) -> bool {
+        matches!(self, Stream::Plain(_))
+    }
+
     /// Whether the server closed this kept connection while it was idle: its FIN (or reset)
     /// already seen by tokio's reactor, read from the readiness it keeps, so a connection
     /// still open costs no syscall. A plain socket readable while idle (bytes no request asked
@@ -82,8 +102,8 @@ impl Stream {
     /// A WebSocket's HTTP/2 stream is not a kept connection of this kind: `false`.
     pub fn peer_closed(&self) -> bool {
         let (tcp, tls) = match self {
-            Stream::Plain(t) => (t, false),
-            Stream::Tls(s) => (s.get_ref().0, true),
+            Stream::Plain(t) => (t.get_ref(), false),
+            Stream::Tls(s) => (s.get_ref().0.get_ref(), true),
             Stream::WsH2(_) => return false,
         };
         // The common case, nothing seen since the last read: tokio's cached readiness says so
@@ -159,15 +179,17 @@ impl Connector {
         stamps.connect_end = Some(Instant::now());
         // Small requests must leave at once; Nagle would hold them for an ACK.
         let _ = tcp.set_nodelay(true);
+        // The port the server's probes know this connection by: asked once, here.
+        let port = tcp.local_addr().map_or(0, |a| a.port());
         match &self.tls {
             None => {
                 super::arrival::stamp_arrivals(&tcp);
-                Ok(Stream::Plain(tcp))
+                Ok(Stream::Plain(Counted::new(tcp, port)))
             }
             Some((connector, name)) => {
                 // Boxed: the handshake's future is large, and inline it would size every
                 // connection's task for it while the connection is open (issue 18's ≤ 6 KB).
-                let handshake = Box::pin(connector.connect(name.clone(), tcp));
+                let handshake = Box::pin(connector.connect(name.clone(), Counted::new(tcp, port)));
                 let tls = handshake.await.map_err(|e| {
                     EngineError::io(ErrorKind::Tls, "TLS handshake".into(), &e)
                         .with_cause(super::cause::of_tls(&e))

@@ -8,7 +8,7 @@
 
 use super::connect::Stream;
 use super::EngineError;
-use crate::model::{ErrorKind, Timestamps, Traffic};
+use crate::model::{ErrorKind, Timestamps, Traffic, Wire};
 use crate::plan::{FramedPlan, Framing};
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -177,6 +177,9 @@ impl FramedConn {
         stream.write_all(&self.request).await.map_err(write)?;
         stream.flush().await.map_err(write)?;
         stamps.written = Some(Instant::now());
+        // A reply is read whole and nothing past it (more is an error): it starts at the TCP
+        // bytes read so far (under TLS, a lower bound).
+        let sent = stream.tally();
         let mut reader = FrameReader::new(plan.framing, max_body_bytes);
         self.read = 0;
         loop {
@@ -200,7 +203,15 @@ impl FramedConn {
         stamps.done = Some(Instant::now());
         let header = reader.prefix_bytes();
         let body = reader.got() - header;
+        let wire = Wire {
+            port: sent.port,
+            exact: stream.is_plain(),
+            tx_end: sent.written,
+            rx_first: sent.read,
+            rx_end: stream.tally().read,
+        };
         Ok(Reply {
+            wire,
             bytes_read: reader.got(),
             bytes_written: self.request.len() as u64,
             traffic: Traffic {
@@ -222,6 +233,8 @@ pub struct Reply {
     pub bytes_written: u64,
     /// The length prefix (as header bytes) and the rest (as body bytes).
     pub traffic: Traffic,
+    /// Where the request's end and the reply lay on the connection.
+    pub wire: Wire,
 }
 
 /// Why a connection that closed before the reply was complete failed.

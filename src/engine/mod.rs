@@ -28,6 +28,7 @@ pub mod request;
 pub mod server_timing;
 mod session;
 pub mod stream;
+pub mod tally;
 pub mod trace;
 pub mod websocket;
 
@@ -108,6 +109,9 @@ pub struct Outcome {
     /// The server's limit of concurrent streams (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS),
     /// when this request opened the connection and the server announced one.
     pub max_streams: Option<usize>,
+    /// Where the request's and the response's bytes lay on the connection (port 0: not
+    /// known, as for a failed request).
+    pub wire: crate::model::Wire,
 }
 
 /// What one send carries: the run's one fixed request (`seq`: its sequence number, for a

@@ -64,6 +64,14 @@ impl Batch {
         let start = if from == 0 { 0 } else { self.ends[from - 1] };
         &self.bytes[start..]
     }
+
+    /// Request `i`'s response `r`, with the bytes written for the request, and (on plain TCP)
+    /// the request's end on the connection: the write's end less the later requests' bytes.
+    fn answered(&self, i: usize, r: Response) -> Response {
+        let after = self.bytes.len() - self.ends[i];
+        r.written(self.request(i).len() as u64)
+            .ahead_of(after as u64)
+    }
 }
 
 /// What became of the write of a batch's requests `from..`.
@@ -239,7 +247,7 @@ impl Session {
                 batch.stamps[i].events = Some(events);
             }
             let response: Response = match response {
-                Ok(Ok(r)) => r.written(batch.request(i).len() as u64),
+                Ok(Ok(r)) => batch.answered(i, r),
                 Ok(Err(e)) => {
                     if may_resend
                         && super::retry_on_a_new_connection(&e, &batch.stamps[i], batch.request(i))
@@ -271,6 +279,7 @@ impl Session {
                 server_closed,
                 grpc: None,
                 max_streams: None,
+                wire: response.wire,
             };
             each(i, batch.stamps[i], &outcome, self);
             if closes {
@@ -310,6 +319,7 @@ impl Session {
                 server_closed: false,
                 grpc: None,
                 max_streams: None,
+                wire: crate::model::Wire::default(),
             };
             each(i, stamps, &outcome, self);
         }

@@ -305,6 +305,7 @@ impl Session {
             server_closed: false,
             grpc: None,
             max_streams: None,
+            wire: crate::model::Wire::default(),
         }
     }
 
@@ -326,6 +327,7 @@ impl Session {
                 _ => None,
             },
             max_streams: answer.max_streams,
+            wire: answer.wire,
         }
     }
 

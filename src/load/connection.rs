@@ -73,7 +73,7 @@ pub(super) fn record_outcome(
         request: who.request,
         connection: who.connection,
         trace: who.trace,
-        wire: crate::model::Wire::default(),
+        wire: outcome.wire,
     };
     let mut recorder = recorder.borrow_mut();
     recorder.record_response(&sample, session.server_timing(), session.event_gaps());

@@ -41,6 +41,8 @@ pub fn header_with(probed: &[String]) -> String {
         h.push_str("_ns");
     }
     h.push_str(",status,error,bytes_read,bytes_written,connection,trace_id,span_id,sampled,request,interval");
+    // Where the request's bytes lay on its TCP connection (`model::Wire`).
+    h.push_str(",port,tx_end,rx_first,rx_end");
     for name in probed {
         h.push_str(",server_");
         h.push_str(name);
@@ -198,6 +200,7 @@ struct Row<'a> {
     trace: Option<crate::model::trace::TraceId>,
     request: u16,
     interval: u64,
+    wire: crate::model::Wire,
     probed: &'a [Option<u64>],
 }
 
@@ -269,6 +272,7 @@ impl LogWorker {
             trace: s.trace,
             request: s.request,
             interval,
+            wire: s.wire,
             probed: &[],
         });
     }
@@ -293,6 +297,7 @@ impl LogWorker {
             trace: e.trace,
             request: e.request,
             interval: t.interval,
+            wire: t.wire,
             probed,
         });
         self.rows += 1;
@@ -343,6 +348,15 @@ impl LogWorker {
         }
         b.push(b',');
         put_u64(b, r.interval);
+        let w = &r.wire;
+        if w.is_known() {
+            for n in [u64::from(w.port), w.tx_end, w.rx_first, w.rx_end] {
+                b.push(b',');
+                put_u64(b, n);
+            }
+        } else {
+            b.extend_from_slice(b",,,,");
+        }
         for ns in r.probed {
             b.push(b',');
             if let Some(ns) = ns {
@@ -443,9 +457,36 @@ mod tests {
         assert_eq!(lines.len(), 25_001);
         assert_eq!(format!("{}\n", lines[0]), header());
         let columns = lines[0].split(',').count();
-        // The name with a comma is quoted: one more comma than columns.
-        assert!(lines[1].ends_with(",\"get, one\",0"), "{}", lines[1]);
+        // The name with a comma is quoted: one more comma than columns; no connection known,
+        // no offsets.
+        assert!(lines[1].ends_with(",\"get, one\",0,,,,"), "{}", lines[1]);
         assert_eq!(lines[1].split(',').count(), columns + 1);
+    }
+
+    #[test]
+    fn a_request_s_place_on_its_connection_ends_the_row() {
+        assert!(header().ends_with(",interval,port,tx_end,rx_first,rx_end\n"));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.csv");
+        let log = RequestLog::start(Arc::new(File::create(&path).unwrap()), 1, 1, [].into(), &[]);
+        let log = log.unwrap();
+        let base = Instant::now();
+        {
+            let mut w = log.worker();
+            let (s, d) = sample(base, 100);
+            let wire = crate::model::Wire {
+                port: 40123,
+                exact: true,
+                tx_end: 178,
+                rx_first: 0,
+                rx_end: 9_000_000_000,
+            };
+            w.row(&crate::model::Sample { wire, ..s }, &d, 0, base);
+        }
+        log.finish();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let row = text.lines().nth(1).unwrap();
+        assert!(row.ends_with(",0,40123,178,0,9000000000"), "{row}");
     }
 
     #[test]

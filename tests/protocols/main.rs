@@ -24,3 +24,4 @@ mod websocket_deflate;
 mod websocket_h2;
 mod websocket_pipeline;
 mod websocket_servers;
+mod wire_offsets;

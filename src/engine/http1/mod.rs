@@ -13,7 +13,7 @@ use super::connect::Stream;
 use super::decode::{BodyDecoder, Codings};
 use super::stream::StreamTracker;
 use super::EngineError;
-use crate::model::{ErrorKind, Timestamps, Traffic};
+use crate::model::{ErrorKind, Timestamps, Traffic, Wire};
 use body::Body;
 use head::{parse_head, parse_loop, trailer_timing, Framing, Head};
 use std::time::Instant;
@@ -32,12 +32,25 @@ pub struct Response {
     pub traffic: Traffic,
     /// The connection may carry another request.
     pub keep_alive: bool,
+    /// Where its request's end and its own bytes lay on the connection (see
+    /// [`Http1Conn::read_response`]).
+    pub wire: Wire,
 }
 
 impl Response {
     /// The same response, with the bytes written for its request.
     pub fn written(mut self, bytes: u64) -> Self {
         self.bytes_written = bytes;
+        self
+    }
+
+    /// The same response, its request followed by `rest` bytes of later requests in the same
+    /// write (pipelined): on plain TCP the request ends that much before the write; under TLS
+    /// it ends with the write (its records').
+    pub fn ahead_of(mut self, rest: u64) -> Self {
+        if self.wire.exact {
+            self.wire.tx_end -= rest;
+        }
         self
     }
 }
@@ -92,6 +105,11 @@ pub struct Http1Conn {
     /// Bytes read since the last write: what a request that failed while reading its
     /// response had read (a body cut at `--max-body`, or by the timeout).
     pub(super) read_since_send: u64,
+    /// The connection's TCP bytes written after the last write (its flush).
+    tx_after: u64,
+    /// The TCP bytes read before the last write: under TLS, the lower bound of the next
+    /// response's first byte.
+    rx_floor: u64,
 }
 
 impl Http1Conn {
@@ -104,6 +122,8 @@ impl Http1Conn {
             arrival: None,
             carried: 0,
             read_since_send: 0,
+            tx_after: 0,
+            rx_floor: 0,
         }
     }
 
@@ -117,6 +137,7 @@ impl Http1Conn {
     /// response).
     pub async fn send_all(&mut self, requests: &[u8]) -> Result<Instant, EngineError> {
         self.read_since_send = 0;
+        self.rx_floor = self.stream.tally().read;
         self.stream
             .write_all(requests)
             .await
@@ -125,6 +146,7 @@ impl Http1Conn {
             .flush()
             .await
             .map_err(|e| EngineError::io(ErrorKind::Write, "write".into(), &e))?;
+        self.tx_after = self.stream.tally().written;
         Ok(Instant::now())
     }
 
@@ -266,6 +288,7 @@ impl Http1Conn {
         } = sinks;
         timing.clear();
         let want_codings = decoder.is_some();
+        let rx_first = self.rx_first();
         let got = self
             .read_head(head_request, want_codings, max_header_bytes, stamps, timing)
             .await?;
@@ -327,7 +350,44 @@ impl Http1Conn {
             bytes_written: 0,
             traffic,
             keep_alive: head.keep_alive && body.keep_alive,
+            wire: self.placed(rx_first, carried),
         })
+    }
+
+    /// Where the response about to be read starts on the connection: on plain TCP, the next
+    /// byte to parse. Under TLS a read may have brought its first record along with the last
+    /// response's end: only what was read before the request went is surely before it.
+    #[inline]
+    fn rx_first(&self) -> u64 {
+        match self.stream.is_plain() {
+            true => self.rx_offset(self.carried),
+            false => self.rx_floor,
+        }
+    }
+
+    /// Where the response just read lay on the connection (from `rx_first`, `carried` bytes
+    /// of the next one buffered after it), and where its request's write ended.
+    #[inline]
+    fn placed(&self, rx_first: u64, carried: usize) -> Wire {
+        Wire {
+            port: self.stream.tally().port,
+            exact: self.stream.is_plain(),
+            tx_end: self.tx_after,
+            rx_first,
+            rx_end: self.rx_offset(carried),
+        }
+    }
+
+    /// The offset on the connection of the next byte to parse, `unparsed` bytes being
+    /// buffered ahead of it: on plain TCP the bytes read less those; under TLS, whose
+    /// buffered bytes are the decryption's, the TCP bytes read.
+    #[inline]
+    fn rx_offset(&self, unparsed: usize) -> u64 {
+        let read = self.stream.tally().read;
+        match self.stream.is_plain() {
+            true => read - unparsed as u64,
+            false => read,
+        }
     }
 
     /// Reads until a final head is parsed (dropping interim ones), growing the buffer up to

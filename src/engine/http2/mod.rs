@@ -110,8 +110,10 @@ impl H2Link {
         self.reset();
         let stream = connector.connect(stamps).await?;
         check_alpn(&stream)?;
+        let mut core = Core::new(tuning, self.wire.clone());
+        core.connected_on(stream.tally().port, stream.is_plain());
         let conn = Rc::new(Conn {
-            core: RefCell::new(Core::new(tuning, self.wire.clone())),
+            core: RefCell::new(core),
         });
         tokio::task::spawn_local(conn::drive(conn.clone(), stream));
         *self.conn.borrow_mut() = Some(conn.clone());
@@ -219,6 +221,8 @@ pub struct H2Response {
     pub server_closed: bool,
     /// On a request that opened the connection: the server's SETTINGS_MAX_CONCURRENT_STREAMS.
     pub max_streams: Option<usize>,
+    /// Where its request and its response lay on the connection.
+    pub wire: crate::model::Wire,
 }
 
 /// Where what a response says goes besides its status and counts: `timing` receives the
@@ -256,7 +260,7 @@ pub async fn exchange(
         sinks.timing.clear();
         let conn = link.conn(connector, tuning, stamps).await?;
         match stream(&conn, request, key, stamps, &mut sinks).await {
-            Ok((status, mut traffic)) => {
+            Ok((status, mut traffic, wire)) => {
                 let share = link.take_wire();
                 traffic.header = share.header;
                 // The request that opened the connection carries its handshake and limit.
@@ -275,6 +279,7 @@ pub async fn exchange(
                     // streams it refused): one close, told by one response.
                     server_closed: link.take_server_close(),
                     max_streams,
+                    wire,
                 });
             }
             Err(StreamError::Decode(e)) => {
@@ -395,7 +400,7 @@ async fn stream(
     key: Option<usize>,
     stamps: &mut Timestamps,
     sinks: &mut Sinks<'_>,
-) -> Result<(u16, Traffic), StreamError> {
+) -> Result<(u16, Traffic, crate::model::Wire), StreamError> {
     // The stream's turn among those waiting for the server's stream limit, once it waited:
     // then it opened at `stamps.stream_open` (the request's `stream_wait`), not when it could
     // be written.
@@ -447,7 +452,8 @@ async fn stream(
     if let Some(trailers) = conn.core.borrow().trailers(slot) {
         reception.trailers(trailers);
     }
+    let wire = conn.core.borrow().wire(slot);
     drop(opened);
     let traffic = reception.finish(stamps).map_err(StreamError::Decode)?;
-    Ok((head.status, traffic))
+    Ok((head.status, traffic, wire))
 }

@@ -38,6 +38,9 @@ pub struct InFlight {
     pub unmatched: Cell<u64>,
     /// A batch's reads end with a timeout error at this instant ([`WsConn`]'s read).
     pub deadline: Option<Instant>,
+    /// Where the messages' write and their replies lie on the connection (here, out of
+    /// every protocol's channel size).
+    pub placed: super::Placed,
 }
 
 /// One message in flight.
@@ -51,6 +54,8 @@ struct Slot {
     open: bool,
     /// Its frame's bytes (compressed or not).
     frame: u64,
+    /// Where its frame ends in the batch's write.
+    end: u64,
 }
 
 impl InFlight {
@@ -59,8 +64,9 @@ impl InFlight {
         self.n = 0;
     }
 
-    /// Puts the next message in flight, with its value (`None`: none) and its frame's length.
-    pub fn push(&mut self, value: Option<&[u8]>, frame: u64) {
+    /// Puts the next message in flight, with its value (`None`: none), its frame's length and
+    /// where the frame ends in the write.
+    pub fn push(&mut self, value: Option<&[u8]>, frame: u64, end: u64) {
         if self.n == self.slots.len() {
             self.slots.push(Slot::default());
         }
@@ -70,6 +76,7 @@ impl InFlight {
         slot.keyed = value.is_some();
         slot.open = true;
         slot.frame = frame;
+        slot.end = end;
         self.n += 1;
     }
 
@@ -103,6 +110,11 @@ impl InFlight {
     /// The bytes of message `i`'s frame (0 for one not sent).
     fn frame(&self, i: usize) -> u64 {
         self.slots[..self.n].get(i).map_or(0, |s| s.frame)
+    }
+
+    /// Where message `i`'s frame ends in the batch's write (0 for one not sent).
+    fn end(&self, i: usize) -> u64 {
+        self.slots[..self.n].get(i).map_or(0, |s| s.end)
     }
 
     /// Whether message `i` is in flight.
@@ -146,7 +158,7 @@ impl WsConn {
         for i in 0..batch.len() {
             self.add_frame(wire, batch.request(i));
         }
-        self.write_out().await?;
+        self.write_messages().await?;
         Ok(Instant::now())
     }
 }
@@ -276,6 +288,7 @@ impl Session {
             return false;
         };
         let mut reply = Reply::of(framing, payload, conn.inflight.frame(i));
+        reply.wire = conn.wire_of(conn.inflight.end(i), conn.rx_message_start());
         match conn.decoded(text, payload, &mut batch.stamps[i]) {
             Ok(decoded) => reply.traffic.body_decoded = decoded,
             Err(e) => {
@@ -295,6 +308,7 @@ impl Session {
             server_closed: false,
             grpc: None,
             max_streams: None,
+            wire: reply.wire,
         };
         self.ws_each(i, batch.stamps[i], &outcome, each);
         true
@@ -336,6 +350,7 @@ impl Session {
             server_closed: false,
             grpc: None,
             max_streams: None,
+            wire: crate::model::Wire::default(),
         };
         self.ws_each(i, stamps, &outcome, each);
     }

@@ -146,6 +146,11 @@ pub struct MessageReader {
     /// The data message in progress (or the last one) set RSV1: its payload is kept, to
     /// inflate ([`super::deflate`]), and not checked as UTF-8 here.
     compressed: bool,
+    /// Bytes taken since the reader was made or reset; where the frame in progress and the
+    /// data message in progress (or the last one) began among them.
+    taken: u64,
+    frame_start: u64,
+    message_start: u64,
 }
 
 impl MessageReader {
@@ -166,6 +171,9 @@ impl MessageReader {
             unmasked: 0,
             deflate: false,
             compressed: false,
+            taken: 0,
+            frame_start: 0,
+            message_start: 0,
         }
     }
 
@@ -196,6 +204,15 @@ impl MessageReader {
         self.state = State::Header { have: 0 };
         self.message = None;
         self.compressed = false;
+        (self.taken, self.frame_start, self.message_start) = (0, 0, 0);
+    }
+
+    /// Where the data message in progress (or the last one) began and where the bytes taken
+    /// end, counted in the bytes taken since the reader was made or reset: right after a
+    /// [`Step::Message`], that message's first byte (its first frame's header) and the
+    /// byte after its last.
+    pub fn message_span(&self) -> (u64, u64) {
+        (self.message_start, self.taken)
     }
 
     /// Whether a data message's first frame may set RSV1 (permessage-deflate agreed on this
@@ -228,15 +245,24 @@ impl MessageReader {
         while used < data.len() {
             let rest = &data[used..];
             let (took, step) = match self.state {
-                State::Header { have } => self.header(have, rest),
+                State::Header { have } => {
+                    if have == 0 {
+                        self.frame_start = self.taken + used as u64;
+                    }
+                    self.header(have, rest)
+                }
                 State::Payload { left, opcode, fin } => self.payload_bytes(left, opcode, fin, rest),
             };
             used += took;
             match step {
                 Ok(Step::More) => {}
-                other => return (used, other),
+                other => {
+                    self.taken += used as u64;
+                    return (used, other);
+                }
             }
         }
+        self.taken += used as u64;
         (used, Ok(Step::More))
     }
 
@@ -329,6 +355,7 @@ impl MessageReader {
             (CONTINUATION, Some(_)) => {}
             (TEXT | BINARY, None) => {
                 self.message = Some(opcode);
+                self.message_start = self.frame_start;
                 self.payload = 0;
                 self.framing = 0;
                 self.text.clear();

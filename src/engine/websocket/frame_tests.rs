@@ -217,3 +217,40 @@ fn a_message_has_begun_once_its_first_byte_is_in() {
     assert_eq!(r.feed(&[0x81]), (1, Ok(Step::More)));
     assert!(r.in_message());
 }
+
+#[test]
+fn a_message_s_span_runs_from_its_first_frame_s_header_to_its_last_byte() {
+    // A ping first, then a message in two fragments with a pong between, then another message.
+    let ping = server(true, PING, b"p");
+    let first = server(false, TEXT, b"ab");
+    let pong = server(true, PONG, b"");
+    let last = server(true, CONTINUATION, &[b'c'; 200]);
+    let second = server(true, BINARY, b"xyz");
+    let mut bytes = [ping.clone(), first.clone(), pong.clone(), last.clone()].concat();
+    let start = ping.len() as u64;
+    let end = bytes.len() as u64;
+    bytes.extend(&second);
+    for split in [1, 3, 7, bytes.len()] {
+        let mut r = MessageReader::new(1000);
+        let mut spans = Vec::new();
+        for piece in bytes.chunks(split) {
+            let mut at = 0;
+            while at < piece.len() {
+                let (used, step) = r.feed(&piece[at..]);
+                at += used;
+                if let Ok(Step::Message { .. }) = step {
+                    spans.push(r.message_span());
+                }
+            }
+        }
+        let total = bytes.len() as u64;
+        assert_eq!(
+            spans,
+            [(start, end), (end, total)],
+            "fed {split} bytes at a time"
+        );
+        // A new connection's reader counts from 0 again.
+        r.reset();
+        assert_eq!(r.message_span(), (0, 0));
+    }
+}

@@ -29,7 +29,7 @@ pub mod upgrade;
 use super::connect::Stream;
 use super::stream::StreamTracker;
 use super::{EngineError, WsWire};
-use crate::model::{ErrorKind, Timestamps, Traffic};
+use crate::model::{ErrorKind, Timestamps, Traffic, Wire};
 use crate::util::rng::SplitMix64;
 use base64::Engine;
 use batch::InFlight;
@@ -81,6 +81,18 @@ pub struct WsConn {
     inflight: Box<InFlight>,
 }
 
+/// What places a connection's messages and replies on it ([`Wire`]): the TCP bytes written
+/// before the last messages' write and after it, the TCP bytes read before it (under TLS, the
+/// lower bound of their replies' first bytes), and the offset on the connection of the
+/// reader's first byte (after the upgrade's answer).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Placed {
+    tx_before: u64,
+    tx_after: u64,
+    rx_floor: u64,
+    rx_base: u64,
+}
+
 /// A complete reply: a data message (or a subscription's messages).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reply {
@@ -92,6 +104,8 @@ pub struct Reply {
     pub traffic: Traffic,
     /// The connection is kept (`false`: the server closed it after the reply).
     pub keep_alive: bool,
+    /// Where the message's frame ended and the reply lay on the connection.
+    pub wire: Wire,
 }
 
 impl Reply {
@@ -108,6 +122,7 @@ impl Reply {
                 body_decoded: payload,
             },
             keep_alive: true,
+            wire: Wire::default(),
         }
     }
 }
@@ -185,6 +200,10 @@ impl WsConn {
         stamps.ws_upgraded = Some(Instant::now());
         self.at = head;
         self.reader.reset();
+        // The reader's first byte, the first after the upgrade's answer: on the connection,
+        // the bytes read less those still buffered past that answer.
+        let read = stream.tally().read;
+        self.inflight.placed.rx_base = read.saturating_sub((self.end - head) as u64);
         self.ping.connected();
         self.stream = Some(stream);
         Ok(())
@@ -214,7 +233,7 @@ impl WsConn {
         self.out.clear();
         self.inflight.clear();
         self.add_frame(wire, message);
-        self.write_out().await?;
+        self.write_messages().await?;
         let written = Instant::now();
         stamps.written = Some(written);
         let bytes_written = self.out.len() as u64;
@@ -245,6 +264,7 @@ impl WsConn {
                     }
                     stamps.done = Some(at);
                     let mut reply = Reply::of(framing, payload, bytes_written);
+                    reply.wire = self.wire_of(bytes_written, self.rx_message_start());
                     reply.traffic.body_decoded = self.decoded(text, payload, stamps)?;
                     return Ok(reply);
                 }
@@ -278,7 +298,7 @@ impl WsConn {
             None => None,
         };
         let frame = (self.out.len() - start) as u64;
-        self.inflight.push(value, frame);
+        self.inflight.push(value, frame, self.out.len() as u64);
     }
 
     /// The message in flight the data message just read answers, taken out of flight: the
@@ -297,6 +317,60 @@ impl WsConn {
             None => self.inflight.unmatched(),
         }
         i
+    }
+
+    /// Writes the messages' frames in `out` whole and flushes them, noting where they lie on
+    /// the connection ([`Placed`]).
+    async fn write_messages(&mut self) -> Result<(), EngineError> {
+        let before = self.stream.as_ref().map(Stream::tally).unwrap_or_default();
+        (
+            self.inflight.placed.tx_before,
+            self.inflight.placed.rx_floor,
+        ) = (before.written, before.read);
+        self.write_out().await?;
+        let after = self.stream.as_ref().map(Stream::tally).unwrap_or_default();
+        self.inflight.placed.tx_after = after.written;
+        Ok(())
+    }
+
+    /// Where a message whose frame ends `frame_end` bytes into the last messages' write, and
+    /// whose reply began at `rx_first` and ends with the bytes the reader took, lay on the
+    /// connection: exact on plain TCP; under TLS the write's TCP end and, for the reply, what
+    /// was read before the write and when the reply was complete. None on HTTP/2's streams.
+    fn wire_of(&self, frame_end: u64, rx_first: u64) -> Wire {
+        let Some(stream) = &self.stream else {
+            return Wire::default();
+        };
+        let tally = stream.tally();
+        if tally.port == 0 {
+            return Wire::default();
+        }
+        let p = &self.inflight.placed;
+        let exact = stream.is_plain();
+        Wire {
+            port: tally.port,
+            exact,
+            tx_end: if exact {
+                p.tx_before + frame_end
+            } else {
+                p.tx_after
+            },
+            rx_first,
+            rx_end: if exact {
+                p.rx_base + self.reader.message_span().1
+            } else {
+                tally.read
+            },
+        }
+    }
+
+    /// Where the data message the reader is in (or just completed) began on the connection:
+    /// under TLS, the lower bound (the TCP bytes read before the messages' write).
+    fn rx_message_start(&self) -> u64 {
+        match self.stream.as_ref().is_some_and(Stream::is_plain) {
+            true => self.inflight.placed.rx_base + self.reader.message_span().0,
+            false => self.inflight.placed.rx_floor,
+        }
     }
 
     /// Writes `out` whole and flushes it.
@@ -425,8 +499,12 @@ async fn read_stamped(
     stream: &mut Stream,
     buf: &mut [u8],
 ) -> std::io::Result<(usize, Option<Instant>)> {
-    if let Stream::Plain(tcp) = &*stream {
-        return crate::engine::arrival::read(tcp, buf).await;
+    if let Stream::Plain(counted) = stream {
+        let read = crate::engine::arrival::read(counted.get_ref(), buf).await;
+        if let Ok((n, _)) = &read {
+            counted.count_read(*n);
+        }
+        return read;
     }
     stream.read(buf).await.map(|n| (n, None))
 }

@@ -37,6 +37,8 @@ impl WsConn {
         let mut reply = Reply::of(0, 0, bytes_written);
         let mut count = 0u32;
         let mut arrived = written;
+        // Where the first pushed message began: the reply's first byte.
+        let mut rx_first = 0;
         loop {
             let (step, at) = self.next_step(&mut stamps.first_byte, arrived).await?;
             arrived = at;
@@ -47,6 +49,10 @@ impl WsConn {
                     framing,
                 } => {
                     count += 1;
+                    if count == 1 {
+                        rx_first = self.rx_message_start();
+                    }
+                    reply.wire = self.wire_of(bytes_written, rx_first);
                     // Compressed: inflated here (the last message's inflate is the
                     // request's `decode` phase).
                     let decoded = self.decoded(text, payload, stamps)?;

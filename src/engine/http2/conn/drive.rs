@@ -133,6 +133,10 @@ fn poll_drive(conn: &Conn, io: &mut Stream, turns: &mut Turns, cx: &mut Context<
                 reads += 1;
                 core.filled += n;
                 add(&core.wire.read, n);
+                if !io.is_plain() {
+                    // Under TLS the frames' offsets are not the TCP bytes': where they are.
+                    core.tcp_read(io.tally());
+                }
                 if let Err(f) = core.receive(Instant::now()) {
                     core.fail_all(f);
                 }
@@ -184,7 +188,12 @@ fn poll_out(
     }
     if *flush {
         match Pin::new(&mut *io).poll_flush(cx) {
-            Poll::Ready(Ok(())) => *flush = false,
+            Poll::Ready(Ok(())) => {
+                *flush = false;
+                if !io.is_plain() {
+                    core.flushed(io.tally());
+                }
+            }
             Poll::Ready(Err(e)) => return Err(io_failure(&e)),
             Poll::Pending => {}
         }

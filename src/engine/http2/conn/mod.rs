@@ -10,6 +10,7 @@
 //! open in large steps: the client announces large windows and tops them up when half is used.
 
 mod drive;
+mod place;
 mod receive;
 mod send;
 #[cfg(test)]
@@ -130,6 +131,8 @@ struct Slot {
     send_window: i64,
     /// DATA bytes received since the stream's window was last topped up.
     unacked: u32,
+    /// Where its request and response lie on the connection.
+    place: place::StreamPlace,
 }
 
 impl Slot {
@@ -212,6 +215,8 @@ pub(super) struct Core {
     /// Bytes read, header-block bytes among them (HEADERS and CONTINUATION payloads), bytes
     /// written: added to the link's counts, over all its connections.
     wire: Rc<WireStats>,
+    /// Where the connection's bytes lie on it, for each stream's [`crate::model::Wire`].
+    place: place::Place,
     /// Streams waiting for the stream limit, and the driver.
     waiting: Vec<Waker>,
     /// The turns of the streams waiting for the stream limit, first come first served: a
@@ -280,6 +285,7 @@ impl Core {
             block_bytes: Vec::new(),
             max_header_list: tuning.max_header_list as usize,
             wire,
+            place: place::Place::default(),
             waiting: Vec::new(),
             turns: std::collections::VecDeque::new(),
             next_turn: 0,
@@ -391,6 +397,7 @@ impl Core {
         s.body = Bytes::new();
         self.free.push(i);
         self.queued.retain(|&q| q != i);
+        self.place_free(i);
         if self.going_away || (!self.out.is_empty() && !self.held()) {
             self.wake_driver();
         }
@@ -433,6 +440,7 @@ impl Core {
 
     /// `out` was written whole.
     pub(super) fn written_out(&mut self, now: Instant) {
+        self.place_out_written();
         self.out.clear();
         self.out_done = 0;
         self.urgent = false;

@@ -40,6 +40,7 @@ impl Core {
                 break Ok(());
             }
             at += 9 + head.len;
+            self.place_frame(at, 9 + head.len);
             if let Err(f) = self.frame(head, &rest[9..9 + head.len], now) {
                 break Err(f);
             }
@@ -47,6 +48,7 @@ impl Core {
         let mut buffer = buffer;
         buffer.copy_within(at..self.filled, 0);
         self.filled -= at;
+        self.place_taken(at);
         self.buffer = buffer;
         result
     }
@@ -163,6 +165,7 @@ impl Core {
         if h.flags & frame::END_STREAM != 0 {
             s.ended = true;
             s.wake();
+            self.place_end(i);
             self.end_remote(k, i);
         } else {
             s.unacked += h.len as u32;
@@ -206,6 +209,7 @@ impl Core {
             return Err(self.too_large());
         }
         let end_stream = h.flags & frame::END_STREAM != 0;
+        self.place_headers(h.stream);
         if h.flags & frame::END_HEADERS != 0 {
             return self.header_block(h.stream, end_stream, fragment, now);
         }
@@ -325,6 +329,7 @@ impl Core {
             self.close(k);
         } else if end_stream {
             s.ended = true;
+            self.place_end(i);
             self.end_remote(k, i);
         }
         Ok(())

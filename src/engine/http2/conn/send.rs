@@ -80,6 +80,7 @@ impl Core {
         self.open.push((id, i));
         let end_stream = request.body.is_empty();
         self.put_headers(id, request, trace, key, end_stream);
+        self.place_start(i, end_stream);
         self.queued.push(i);
         self.held_since = Some(self.held_since.map_or(since, |h| h.min(since)));
         if !end_stream {
@@ -182,6 +183,7 @@ impl Core {
             self.send_window -= n as i64;
         }
         s.body = Bytes::new();
+        self.place_request_end(i);
     }
 
     /// Queues what the open streams' bodies still have to send, as the windows now allow.

@@ -748,3 +748,148 @@ fn a_header_list_over_the_limit_once_decoded_fails_its_stream() {
     // The connection goes on.
     assert!(core.usable());
 }
+
+/// Where each frame of `out` ends, by stream and kind (the preface skipped), counting from
+/// `base`.
+fn frame_ends(out: &[u8], base: u64) -> Vec<(u32, u8, u64)> {
+    let mut at = if out.starts_with(frame::PREFACE) {
+        frame::PREFACE.len()
+    } else {
+        0
+    };
+    let mut ends = Vec::new();
+    while at + 9 <= out.len() {
+        let h = FrameHead::parse(&out[at..]);
+        at += 9 + h.len;
+        ends.push((h.stream, h.kind, base + at as u64));
+    }
+    ends
+}
+
+#[test]
+fn each_stream_s_request_and_response_are_placed_on_the_connection() {
+    use crate::engine::tally::Tally;
+    use crate::model::Wire;
+    for split in [1, 7, 4096] {
+        for exact in [true, false] {
+            let mut core = new_core();
+            core.connected_on(40_000, exact);
+            // Under TLS: 500 TCP bytes read (the handshake's) before the streams open.
+            core.tcp_read(Tally {
+                port: 40_000,
+                written: 0,
+                read: 500,
+            });
+            let (get_a, post_b, get_c) = (
+                request("/a", b""),
+                request("/b", b"xyz"),
+                request("/c", b""),
+            );
+            // Streams 1, 3 and 5 in one write; 3's body waits for the server's SETTINGS.
+            let (s1, s3, s5) = (
+                open(&mut core, &get_a, None),
+                open(&mut core, &post_b, None),
+                open(&mut core, &get_c, None),
+            );
+            let first = frame_ends(&core.out, 0);
+            let out0 = core.out.len() as u64;
+            core.written_out(Instant::now());
+            core.flushed(Tally {
+                port: 40_000,
+                written: 1_000,
+                read: 500,
+            });
+            let headers_end = |id| {
+                first
+                    .iter()
+                    .find(|&&(s, k, _)| s == id && k == frame::HEADERS)
+                    .unwrap()
+                    .2
+            };
+            let mut server = hpack::Encoder::new();
+            let settings = frame(frame::SETTINGS, 0, 0, &[]);
+            feed(&mut core, &settings, split).unwrap();
+            // The SETTINGS' acknowledgement, then 3's body with END_STREAM.
+            let data_end = frame_ends(&core.out, out0)
+                .into_iter()
+                .find(|&(s, k, _)| s == 3 && k == frame::DATA)
+                .unwrap()
+                .2;
+            core.written_out(Instant::now());
+            core.flushed(Tally {
+                port: 40_000,
+                written: 1_100,
+                read: 600,
+            });
+            // Answers interleaved: 1's interim 103 first, 5's whole in one HEADERS, 1's final
+            // head over a CONTINUATION.
+            let early = block(&mut server, &[(":status", "103")]);
+            let ok = block(&mut server, &[(":status", "200")]);
+            let parts = [
+                frame(frame::HEADERS, frame::END_HEADERS, 1, &early),
+                frame(frame::HEADERS, frame::END_HEADERS, 3, &ok),
+                frame(
+                    frame::HEADERS,
+                    frame::END_HEADERS | frame::END_STREAM,
+                    5,
+                    &ok,
+                ),
+                frame(frame::HEADERS, 0, 1, &ok[..0]),
+                frame(frame::CONTINUATION, frame::END_HEADERS, 1, &ok),
+                frame(frame::DATA, frame::END_STREAM, 3, b"three"),
+                frame(frame::DATA, frame::END_STREAM, 1, b"one"),
+            ];
+            let mut at = settings.len() as u64;
+            let mut spans = Vec::new();
+            for p in &parts {
+                spans.push((at, at + p.len() as u64));
+                at += p.len() as u64;
+            }
+            // Under TLS the TCP bytes read when the ends come: 700, then 800.
+            core.tcp_read(Tally {
+                port: 40_000,
+                written: 1_100,
+                read: 700,
+            });
+            feed(&mut core, &parts[..5].concat(), split).unwrap();
+            core.tcp_read(Tally {
+                port: 40_000,
+                written: 1_100,
+                read: 800,
+            });
+            feed(&mut core, &parts[5..].concat(), split).unwrap();
+            let placed = |tx_end, rx_first, rx_end, tls: (u64, u64, u64)| match exact {
+                true => Wire {
+                    port: 40_000,
+                    exact,
+                    tx_end,
+                    rx_first,
+                    rx_end,
+                },
+                false => Wire {
+                    port: 40_000,
+                    exact,
+                    tx_end: tls.0,
+                    rx_first: tls.1,
+                    rx_end: tls.2,
+                },
+            };
+            let what = format!("exact {exact}, fed {split} bytes at a time");
+            assert_eq!(
+                core.wire(s1),
+                placed(headers_end(1), spans[0].0, spans[6].1, (1_000, 500, 800)),
+                "stream 1, {what}"
+            );
+            assert_eq!(
+                core.wire(s3),
+                placed(data_end, spans[1].0, spans[5].1, (1_100, 500, 800)),
+                "stream 3, {what}"
+            );
+            assert_eq!(
+                core.wire(s5),
+                placed(headers_end(5), spans[2].0, spans[2].1, (1_000, 500, 700)),
+                "stream 5, {what}"
+            );
+        }
+    }
+}
