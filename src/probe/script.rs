@@ -377,7 +377,9 @@ impl ScriptPlan {
             b.probe(
                 &Attach::Tracepoint("tcp", "tcp_sendmsg_locked"),
                 Some(&format!("{srv}[pid]")),
-                &format!("  {n}[{i}] = count(); if ({ws}[tid] == 0) {{ {ws}[tid] = nsecs; }}"),
+                &format!(
+                    "  $t = nsecs; {n}[{i}] = count(); if ({ws}[tid] == 0) {{ {ws}[tid] = $t; }}"
+                ),
             );
             format!("$w = {ws}[tid]; delete({ws}[tid]); if ($w == 0) {{ $w = nsecs; }}")
         } else {
