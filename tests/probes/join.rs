@@ -60,7 +60,7 @@ fn case(dir: &Path, name: &str, server: &[&str], args: &[&str], ws: bool) -> ser
     };
     Run::new()
         .args(args)
-        .args(&["--server-probes", "--log-requests"])
+        .args(["--server-probes", "--log-requests"])
         .arg(csv.to_str().unwrap())
         .arg("-o")
         .arg(out.to_str().unwrap())
@@ -182,9 +182,9 @@ fn the_tails_socket_share_is_the_servers_own() {
     let csv = dir.join("tail.csv");
     let out = dir.join("tail.json");
     Run::new()
-        .args(&["-c", "8", "-t", "1", "-n", "6000", "--server-probes"])
-        .args(&["--log-requests", csv.to_str().unwrap()])
-        .args(&["-o", out.to_str().unwrap()])
+        .args(["-c", "8", "-t", "1", "-n", "6000", "--server-probes"])
+        .args(["--log-requests", csv.to_str().unwrap()])
+        .args(["-o", out.to_str().unwrap()])
         .url(url(port))
         .ok();
     drop(guard);
