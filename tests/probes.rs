@@ -165,7 +165,10 @@ fn the_known_truth_servers_phases_come_out_as_chosen() {
             "{phase}: {p}"
         );
     }
-    // The chosen times, within 5% at p50.
+    // The chosen times at p50, within 5% or one probe hit as measured in this run (a phase
+    // between two functions' probes holds the rest of the first hit and the start of the
+    // second: 1.2 us a hit on the idle 2-core VM, 4 to 5 us with builds running beside it).
+    let hit_us = p["cost"]["uprobe_hit_ns"].as_f64().unwrap() / 1000.0;
     for (phase, us) in [
         ("fn:parse->handle", 50.0),
         ("fn:handle->respond", 200.0),
@@ -174,8 +177,8 @@ fn the_known_truth_servers_phases_come_out_as_chosen() {
     ] {
         let p50 = p["phases"][phase]["p50_us"].as_f64().unwrap();
         assert!(
-            (p50 - us).abs() / us <= 0.05,
-            "{phase}: p50 {p50} us, chosen {us}"
+            (p50 - us).abs() <= (0.05 * us).max(hit_us),
+            "{phase}: p50 {p50} us, chosen {us}, a hit {hit_us} us"
         );
     }
     // The kernel's phases account for the client's write + wait.
@@ -850,7 +853,6 @@ fn no_probe_is_left_after_a_signal() {
                 "30s",
                 "-c",
                 "1",
-                "-q",
                 "--server-fn",
                 "parse,finish",
                 "-o",
@@ -858,20 +860,26 @@ fn no_probe_is_left_after_a_signal() {
             .arg(&out)
             .arg(url(port))
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .process_group(0)
             .spawn()
             .unwrap();
-        // Attached (bpftrace compiles its script, then the probes' cost is measured) and
-        // running for a while.
-        wait_until("bpftrace started", Duration::from_secs(30), || {
-            bpftraces() > before
-        });
-        std::thread::sleep(Duration::from_secs(5));
+        // Attached (the probes' cost measured in a bpftrace of its own, then the run's
+        // compiled and attached: seconds with a debug build's symbols), then running a while.
+        let mut said = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while !line.contains("attached") {
+            line.clear();
+            let n = said.read_line(&mut line).unwrap();
+            assert!(n > 0, "{name}: reqlife ended before its probes attached");
+        }
+        let drain = std::thread::spawn(move || std::io::copy(&mut said, &mut std::io::sink()));
+        std::thread::sleep(Duration::from_secs(3));
         // The whole group, as a terminal's Ctrl-C or GNU timeout signals it.
         // SAFETY: a signal to our child's process group.
         unsafe { libc::kill(-(child.id() as i32), sig) };
         let status = child.wait().unwrap();
+        drain.join().unwrap().unwrap();
         wait_until(
             &format!("no bpftrace after {name}"),
             Duration::from_secs(10),

@@ -34,8 +34,9 @@
 //! syscalls' tracepoints: enabling one puts every system call of the machine on the slow path.
 //!
 //! `--server-sample N`: a connection's events are followed from an arrival drawn one in N
-//! until the client has its response and the server has read all that arrived (an
-//! episode); the offsets every event carries keep the join exact at the episode's edges.
+//! until a later arrival finds that the server has read all that came before it and written
+//! since the draw (an episode); the offsets every event carries keep the join exact at the
+//! episode's edges.
 
 use super::bpf::{go_g_register, Attach, Builder};
 use super::spec::{FnProbe, Site};
@@ -259,30 +260,29 @@ impl ScriptPlan {
             b.counter("kernel:sock_recv_length", false),
             b.counter("kernel:sock_send_length", false),
         );
-        // The episode of a sampled connection: drawn at an arrival, over once the client has
-        // what the server wrote and the server has read what arrived.
-        let (draw, active, episode_end, read_mark, write_mark) = if sampled {
+        // The episode of a sampled connection: drawn at an arrival; over at a later arrival
+        // once the server has read all that came before it and written in the episode. Not
+        // at the client's arrival: on loopback that fires inside the server's send, before the
+        // send's own event, which the episode would then miss.
+        let (draw, active, write_mark) = if sampled {
             let (act, rend, wend) = (b.map("act"), b.map("rend"), b.map("wend"));
             (
                 format!(
-                    "if ({act}[$p] == 0 && rand % {} == 0) {{ {act}[$p] = 1; }}\n      ",
+                    "if ({act}[$p] && {wend}[$p] && {rend}[$p] >= $v) {{ delete({act}[$p]); }}
+      if ({act}[$p] == 0 && rand % {} == 0) {{ {act}[$p] = 1; delete({wend}[$p]); }}
+      ",
                     self.sample
                 ),
                 format!("{act}[$p]"),
-                format!(
-                    "\n        if ($o >= {wend}[$p] && {rend}[$p] >= {ain}[$p]) {{ delete({act}[$p]); }}"
-                ),
-                format!("{rend}[$p] = $o; "),
                 format!("{wend}[$p] = $e; "),
             )
         } else {
-            (
-                String::new(),
-                "1".to_string(),
-                String::new(),
-                String::new(),
-                String::new(),
-            )
+            (String::new(), "1".to_string(), String::new())
+        };
+        let read_mark = if sampled {
+            format!("{}[$p] = $o; ", b.map("rend"))
+        } else {
+            String::new()
         };
         let other = match self.follow {
             Follow::Client(_) => format!(" else {{ {} = count(); }}", b.map("other")),
@@ -297,7 +297,7 @@ impl ScriptPlan {
       $tp = (struct tcp_sock *)args->skaddr;
       $o = $tp->bytes_received; $v = {cin}[$p]; {cin}[$p] = $o;
       if ({active}) {{
-        {delivered}{episode_end}
+        {delivered}
       }}
     }}
   }}"
@@ -404,8 +404,8 @@ impl ScriptPlan {
     if ({ours}) {{
       $tp = (struct tcp_sock *)args->sk;
       $e = $tp->bytes_acked + (($tp->write_seq - $tp->snd_una) & 0xffffffff);
-      {write_mark}if ({active}) {{
-        {n}[{iw}] = count(); {wrote}
+      if ({active}) {{
+        {write_mark}{n}[{iw}] = count(); {wrote}
       }}
     }}
   }}",
