@@ -131,13 +131,13 @@ impl Joining {
         }
         if self.events[0] > 0 && self.events[1] == 0 {
             out.push(
-                "server probes: reqlife's requests arrived in the server's sockets but no read of                  them was seen: the connections are served by reads the kernel's probes do not                  see (io_uring, or a splice)"
+                "server probes: reqlife's requests arrived in the server's sockets but no read of them was seen: the connections are served by reads the kernel's probes do not see (io_uring, or a splice)"
                     .into(),
             );
         }
         if self.held_back > 0 {
             out.push(format!(
-                "server probes: {} responses came in several writes and their last write                  reached the client {} after it was written (mean): held in the server's send                  queue (Nagle's algorithm, until the client's delayed ACK); the client's read                  is that wait",
+                "server probes: {} responses came in several writes and their last write reached the client {} after it was written (mean): held in the server's send queue (Nagle's algorithm, until the client's delayed ACK); the client's read is that wait",
                 self.held_back,
                 human_us(self.held_back_mean_us.unwrap_or(0.0))
             ));
@@ -145,20 +145,20 @@ impl Joining {
         for (phase, n) in &self.after_write {
             if self.joined > 0 && *n * 2 > self.joined {
                 out.push(format!(
-                    "server probes: {phase} ended after the response's write began in {n} of                      {} requests: that function runs after the response was sent, outside the                      client's wait",
+                    "server probes: {phase} ended after the response's write began in {n} of {} requests: that function runs after the response was sent, outside the client's wait",
                     self.joined
                 ));
             }
         }
         if self.lost_events > 0 {
             out.push(format!(
-                "server probes: the kernel dropped {} events (bpftrace's buffers were full):                  --server-sample N follows one request in N",
+                "server probes: the kernel dropped {} events (bpftrace's buffers were full): --server-sample N follows one request in N",
                 self.lost_events
             ));
         }
         if self.dropped > 0 {
             out.push(format!(
-                "server probes: {} requests could not be joined (the joiner fell behind the                  load){}",
+                "server probes: {} requests could not be joined (the joiner fell behind the load){}",
                 self.dropped,
                 if sample > 1 { "" } else { ": --server-sample N follows one in N" }
             ));
@@ -580,5 +580,48 @@ mod tests {
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(w[0].contains("6.0% of its CPU"));
         assert_eq!(f.explained, None);
+    }
+
+    #[test]
+    fn the_joins_warnings_name_each_cause_in_one_sentence() {
+        let mut j = Joining {
+            requests: 100,
+            joined: 80,
+            held_back: 3,
+            held_back_mean_us: Some(40_000.0),
+            lost_events: 7,
+            dropped: 2,
+            events: [100, 0, 100, 100, 0],
+            ..Joining::default()
+        };
+        j.unjoined.insert("no_read".into(), 15);
+        j.unjoined.insert("not_sampled".into(), 5);
+        j.after_write.insert("fn:a->b".into(), 70);
+        let w = j.warnings(1);
+        let has = |s: &str| w.iter().any(|l| l.contains(s));
+        assert!(
+            has("15 of 100 requests have no server phases (15 no read)"),
+            "{w:?}"
+        );
+        assert!(has("no read of them was seen"), "{w:?}");
+        assert!(has("3 responses came in several writes"), "{w:?}");
+        assert!(
+            has("fn:a->b ended after the response's write began in 70 of 80"),
+            "{w:?}"
+        );
+        assert!(has("dropped 7 events"), "{w:?}");
+        assert!(has("2 requests could not be joined"), "{w:?}");
+        // Words apart by one space: no line's wrapping left in a sentence.
+        for l in &w {
+            assert!(!l.contains("  "), "{l:?}");
+        }
+        // Under the bars: no warning.
+        let quiet = Joining {
+            requests: 100,
+            joined: 96,
+            events: [100, 100, 100, 100, 0],
+            ..Joining::default()
+        };
+        assert_eq!(quiet.warnings(1), Vec::<String>::new());
     }
 }
