@@ -33,7 +33,7 @@ use crate::engine::{ConnectGate, Session, SessionConfig};
 use crate::model::{ConnStage, LoadModel, Segment};
 use crate::plan::RunPlan;
 use crate::recorder::collector::{CollectorThread, Sinks};
-use crate::recorder::join::{JoinThread, TrailSink};
+use crate::recorder::join::{JoinInput, JoinThread, TrailSink};
 use crate::recorder::request_log::{LogWorker, RequestLog};
 use crate::recorder::{busy_share, thread_cpu, Measured, Recorder, WorkerLink};
 use crate::workload::request::Rendered;
@@ -90,16 +90,7 @@ pub fn start(
     let join_input = sinks.join.take();
     let probed = join_input.as_ref().map_or(Vec::new(), |j| j.phase_names());
     let (collector, links) = spawn_collector(plan, &gate, &phases, sinks)?;
-    let log = request_log(plan, &probed)?;
-    // --server-probes: the joiner writes the per-request log (each row with the server's
-    // phases of its request), the workers hand it their requests.
-    let join = match join_input {
-        Some(input) => Some(JoinThread::spawn(
-            input,
-            log.as_ref().map(RequestLog::worker),
-        )?),
-        None => None,
-    };
+    let (log, join) = log_and_join(plan, join_input, &probed)?;
     let mut handles = Vec::with_capacity(plan.threads);
     for (thread, link) in (0..plan.threads).zip(links) {
         // Thread i holds c/t connections, and one more for the first c%t threads.
@@ -131,10 +122,10 @@ pub fn start(
             pacer_slack: plan.pacer_slack,
             pacer_spin: plan.pacer_spin,
             done: done_tx.clone(),
-            log: match join {
-                Some(_) => None,
-                None => log.as_ref().map(RequestLog::worker),
-            },
+            log: log
+                .as_ref()
+                .filter(|_| join.is_none())
+                .map(RequestLog::worker),
             trails: join.as_ref().map(|j| j.source().sink()),
         };
         let handle = std::thread::Builder::new()
@@ -152,6 +143,25 @@ pub fn start(
         log,
         join,
     })
+}
+
+/// The per-request log (`--log-requests`) and, with `--server-probes`, the joiner that
+/// writes it (each row with the server's phases of its request), to which the workers hand
+/// their requests; without the joiner the workers write the log.
+fn log_and_join(
+    plan: &RunPlan,
+    input: Option<JoinInput>,
+    probed: &[String],
+) -> std::io::Result<(Option<RequestLog>, Option<JoinThread>)> {
+    let log = request_log(plan, probed)?;
+    let join = match input {
+        Some(input) => Some(JoinThread::spawn(
+            input,
+            log.as_ref().map(RequestLog::worker),
+        )?),
+        None => None,
+    };
+    Ok((log, join))
 }
 
 /// The gate the load starts by: an open loop's opens once every thread's connections are

@@ -142,7 +142,10 @@ pub fn cost(before: &[[f64; 3]], after: &[[f64; 3]]) -> ProbeCost {
         let lo = added.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = added.iter().copied().fold(0.0, f64::max);
         let range = (!added.is_empty()).then_some([lo, hi]);
-        (Some(median(added)), range)
+        // Nothing added by the median round: the hit's cost is below this machine's noise
+        // (other work moved the loops more than the probe), not free.
+        let m = median(added);
+        ((m > 0.0).then_some(m), range)
     };
     let (uprobe, uprobe_range) = of(0);
     let (stepped, _) = of(1);
@@ -161,6 +164,18 @@ pub fn cost(before: &[[f64; 3]], after: &[[f64; 3]]) -> ProbeCost {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cost_below_the_noise_is_not_called_free() {
+        // The rounds after ran faster than the median before: not measured, with its spread.
+        let c = cost(
+            &[[2.0, 1.0, 900.0], [2.0, 1.0, 1000.0], [2.0, 1.0, 1100.0]],
+            &[[800.0, 10_801.0, 950.0], [800.0, 10_801.0, 980.0]],
+        );
+        assert_eq!(c.tracepoint_hit_ns, None);
+        assert_eq!(c.tracepoint_hit_range_ns, Some([0.0, 0.0]));
+        assert_eq!(c.uprobe_hit_ns, Some(798.0));
+    }
 
     #[test]
     fn a_hit_costs_what_the_probed_loops_added() {

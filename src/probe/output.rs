@@ -43,7 +43,7 @@ pub fn line(line: &str) -> Option<Line> {
     if !line.starts_with('{') {
         return None;
     }
-    for map in ["\"@e0\": {", "\"@e1\": {"] {
+    for map in ["\"@e0\": {", "\"@e1\": {", "\"@e2\": {"] {
         if let Some(at) = line.find(map) {
             return Some(Line::Events(events(&line[at + map.len()..])));
         }

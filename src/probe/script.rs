@@ -98,12 +98,16 @@ pub const EV_DELIVERED: u64 = 4;
 pub const EV_FUNCTION: u64 = 5;
 
 /// The statement that records one event at `ns` (an expression) with its fields, into this
-/// tick's map (`@e0` or `@e1` by `@ep`'s parity: each tick flips `@ep`, then prints and
+/// tick's map (`@e0`, `@e1` or `@e2` by `@ep`: each tick moves `@ep` on, then prints and
 /// clears the map it left, so that no event waits on a print). A map, not a `printf`: a
 /// printed line wakes bpftrace's reader from the probed thread's context, which delayed the
-/// server's own read by 7 to 15 µs on the 2-core VM.
+/// server's own read by 7 to 15 µs on the 2-core VM. Three maps, not two: bpftrace prints and
+/// clears a map in its own process, later than the tick that asked; with two maps, a reader
+/// behind by a tick cleared events of the tick after (nginx over HTTP/2, 2-core VM: whole
+/// writes of 10 requests missing around the ticks, 4% of the requests); with three, a map is
+/// written again two ticks after it was left.
 fn record(b: &mut Builder, ns: &str, kind: u64, fields: [&str; 5]) -> String {
-    let (ep, e0, e1) = (b.map("ep"), b.map("e0"), b.map("e1"));
+    let (ep, e0, e1, e2) = (b.map("ep"), b.map("e0"), b.map("e1"), b.map("e2"));
     // Every field a u64 (the map's one value type), but one read from a map (`$v`: a u64
     // already, whose type bpftrace knows only on a later pass: a cast of it is refused).
     let v: Vec<String> = fields
@@ -114,7 +118,20 @@ fn record(b: &mut Builder, ns: &str, kind: u64, fields: [&str; 5]) -> String {
         })
         .collect();
     let value = format!("((uint64){kind}, {})", v.join(", "));
-    format!("if ({ep} & 1) {{ {e1}[{ns}, tid] = {value}; }} else {{ {e0}[{ns}, tid] = {value}; }}")
+    format!(
+        "if ({ep} == 0) {{ {e0}[{ns}, tid] = {value}; }} else if ({ep} == 1) {{ {e1}[{ns}, tid] = {value}; }} else {{ {e2}[{ns}, tid] = {value}; }}"
+    )
+}
+
+/// The parts of the kernel's probes that follow sampled episodes (see [`ScriptPlan`]).
+struct Episode {
+    /// At an arrival: ends the episode and draws the next.
+    draw: String,
+    /// Whether the connection `$p` is in an episode (a condition).
+    active: String,
+    /// At a write and a read: where the episode's last ended.
+    write_mark: String,
+    read_mark: String,
 }
 
 /// Linux's TCP states, as `sock:inet_sock_set_state` gives them.
@@ -167,17 +184,17 @@ impl ScriptPlan {
         self.connections(&mut b);
         self.kernel(&mut b);
         let labels = self.function_probes(&mut b);
-        let (ep, e0, e1) = (b.map("ep"), b.map("e0"), b.map("e1"));
+        let (ep, e0, e1, e2) = (b.map("ep"), b.map("e0"), b.map("e1"), b.map("e2"));
         b.probe(
             &Attach::IntervalMs(self.tick_ms),
             None,
             &format!(
-                "  {ep} = {ep} + 1; $now = nsecs;\n  if ({ep} & 1) {{ print({e0}); clear({e0}); }} else {{ print({e1}); clear({e1}); }}\n  printf(\"T %llu\\n\", $now);"
+                "  if ({ep} == 2) {{ {ep} = 0; }} else {{ {ep} = {ep} + 1; }}\n  $now = nsecs;\n  if ({ep} == 0) {{ print({e2}); clear({e2}); }} else if ({ep} == 1) {{ print({e0}); clear({e0}); }} else {{ print({e1}); clear({e1}); }}\n  printf(\"T %llu\\n\", $now);"
             ),
         );
         let other = b.map("other");
         b.at_end(format!(
-            "$now = nsecs; print({e0}); print({e1}); printf(\"T %llu\\n\", $now);"
+            "$now = nsecs; print({e0}); print({e1}); print({e2}); printf(\"T %llu\\n\", $now);"
         ));
         b.at_end(format!("print({n});"));
         if matches!(self.follow, Follow::Client(_)) {
@@ -249,17 +266,21 @@ impl ScriptPlan {
 
     /// The kernel's events: arrivals, reads, writes, the client's arrivals.
     fn kernel(&self, b: &mut Builder) {
-        let port = self.port;
-        let port_be = port.swap_bytes();
-        let n = b.map("n");
-        let sampled = self.sample > 1;
-        let ours = self.ours(b);
-        let (ain, cin) = (b.map("ain"), b.map("cin"));
-        let (ia, ir, iw) = (
+        let counters = [
             b.counter("kernel:sk_data_ready", false),
             b.counter("kernel:sock_recv_length", false),
             b.counter("kernel:sock_send_length", false),
-        );
+        ];
+        let ep = self.episode(b);
+        self.arrivals(b, counters[0], &ep);
+        self.reads(b, counters[1], &ep);
+        self.writes(b, counters[2], &ep);
+    }
+
+    /// What a probe adds to follow episodes (`--server-sample N`), empty when every request
+    /// is followed.
+    fn episode(&self, b: &mut Builder) -> Episode {
+        let sampled = self.sample > 1;
         // The episode of a sampled connection: drawn at an arrival; over at a later arrival
         // once the server has read all that came before it and written in the episode. Not
         // at the client's arrival: on loopback that fires inside the server's send, before the
@@ -284,6 +305,20 @@ impl ScriptPlan {
         } else {
             String::new()
         };
+        Episode {
+            draw,
+            active,
+            write_mark,
+            read_mark,
+        }
+    }
+
+    /// Arrivals in the server's socket (and in the client's, on this host).
+    fn arrivals(&self, b: &mut Builder, ia: usize, ep: &Episode) {
+        let (port, port_be) = (self.port, self.port.swap_bytes());
+        let (n, ours) = (b.map("n"), self.ours(b));
+        let (ain, cin) = (b.map("ain"), b.map("cin"));
+        let Episode { draw, active, .. } = ep;
         let other = match self.follow {
             Follow::Client(_) => format!(" else {{ {} = count(); }}", b.map("other")),
             Follow::All => String::new(),
@@ -325,6 +360,15 @@ impl ScriptPlan {
                 Self::PEER_PORT
             ),
         );
+    }
+
+    /// The server's reads of a followed connection.
+    fn reads(&self, b: &mut Builder, ir: usize, ep: &Episode) {
+        let (port, sampled) = (self.port, self.sample > 1);
+        let (n, ours) = (b.map("n"), self.ours(b));
+        let Episode {
+            active, read_mark, ..
+        } = ep;
         // A read: where it ended is what arrived less what is still unread.
         let srv = b.map("srv");
         let functions = self.functions.len() >= 2;
@@ -370,6 +414,15 @@ impl ScriptPlan {
                 self.read_key()
             ),
         );
+    }
+
+    /// The server's writes to a followed connection, each from the start of its send.
+    fn writes(&self, b: &mut Builder, iw: usize, ep: &Episode) {
+        let port = self.port;
+        let (n, ours, srv) = (b.map("n"), self.ours(b), b.map("srv"));
+        let Episode {
+            active, write_mark, ..
+        } = ep;
         // A write: where it ended is what was acknowledged plus what is queued.
         let start = if self.send_start {
             let ws = b.map("ws");

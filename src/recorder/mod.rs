@@ -12,6 +12,7 @@ pub mod exemplar;
 mod figures;
 pub mod hdrlog;
 pub mod hist;
+mod interval;
 pub mod join;
 pub mod knee;
 mod measured;
@@ -29,6 +30,7 @@ pub mod summary;
 pub use collector::{IntervalSet, WorkerLink};
 pub use error::RecordError;
 pub use figures::{Counters, PhaseHists, RequestAcc};
+pub use interval::{EncodedHists, IntervalSnapshot};
 pub use measured::Measured;
 pub use series::Series;
 
@@ -40,52 +42,6 @@ use std::time::{Duration, Instant};
 
 /// Highest status code counted individually; others fall in the last slot.
 const STATUS_SLOTS: usize = 1000;
-
-/// One finished interval of one thread: counters and its phase histograms compressed.
-#[derive(Debug, Clone)]
-pub struct IntervalSnapshot {
-    /// Interval number from the start of recording.
-    pub index: u64,
-    /// The interval's counters, all threads together.
-    pub counters: Counters,
-    /// V2+DEFLATE histograms per phase (empty phases left out).
-    pub hists: Vec<(Phase, Vec<u8>)>,
-    /// V2+DEFLATE histograms per `Server-Timing` metric.
-    pub server: Vec<(String, Vec<u8>)>,
-    /// The busiest worker's share of the time on a CPU (0..1), when measured.
-    pub busy_max: Option<f64>,
-    /// Where `hists` and `server` wait in the series' spill file (they are empty here then).
-    pub spilled: Option<(u64, u32)>,
-    /// Responses by status code, by code.
-    pub status: Vec<(u16, u64)>,
-    /// Per request name slot (runs that keep names apart): its counters and compressed phase
-    /// histograms. Given to the sinks only; the series keeps none.
-    pub by_request: Vec<(u16, Counters, EncodedHists)>,
-    /// The interval's slowest requests (by total, slowest first) and one per latency bucket
-    /// (fastest first), kept whole. The series keeps the slowest only.
-    pub exemplars: Vec<exemplar::Exemplar>,
-}
-
-/// Compressed (V2+DEFLATE) histograms by phase.
-pub type EncodedHists = Vec<(Phase, Vec<u8>)>;
-
-impl IntervalSnapshot {
-    /// The memory the snapshot takes: its compressed histograms, metric names and the
-    /// vectors that hold them (allocator overhead aside). Its slowest requests are left out:
-    /// they stay in memory (the series keeps at most 5 an entry, about 2.4 KiB), while this
-    /// figure decides which histograms wait in the spill file.
-    pub fn footprint(&self) -> u64 {
-        use std::mem::size_of;
-        let hists: usize = self.hists.iter().map(|(_, b)| b.len()).sum();
-        let server: usize = self.server.iter().map(|(n, b)| n.len() + b.len()).sum();
-        (size_of::<IntervalSnapshot>()
-            + self.hists.len() * size_of::<(Phase, Vec<u8>)>()
-            + self.server.len() * size_of::<(String, Vec<u8>)>()
-            + self.status.len() * size_of::<(u16, u64)>()
-            + hists
-            + server) as u64
-    }
-}
 
 /// The per-thread recorder.
 pub struct Recorder {
@@ -358,25 +314,7 @@ impl Recorder {
         if self.current.as_ref().is_none_or(|set| set.index != index) {
             self.roll(index);
         }
-        if let Some((trails, clock)) = &mut self.trails {
-            let from = self.record_from;
-            trails.push(join::Trail {
-                kept: exemplar::Exemplar::of(s, &d, timing, from),
-                wire: s.wire,
-                interval: index,
-                start_ns: s
-                    .stamps
-                    .dispatched
-                    .saturating_duration_since(from)
-                    .as_nanos() as u64,
-                bytes_read: s.bytes_read,
-                bytes_written: s.bytes_written,
-                write_ns: clock.ns(s.stamps.write_started()),
-                done_ns: clock.ns(ended),
-            });
-        } else if let Some(log) = &mut self.log {
-            log.row(s, &d, index, self.record_from);
-        }
+        self.trail_or_row(s, &d, timing, index, ended);
         if let Some(set) = self.current.as_mut() {
             set.exemplars.offer(s, &d, timing, self.record_from);
             set.counters.add(s);
@@ -395,6 +333,37 @@ impl Recorder {
             }
         }
         true
+    }
+
+    /// Hands the request to the joiner of the server's side (`--server-probes`), which writes
+    /// its row of the per-request log; else writes the row here.
+    fn trail_or_row(
+        &mut self,
+        s: &Sample,
+        d: &Durations,
+        timing: &[u8],
+        index: u64,
+        ended: Instant,
+    ) {
+        if let Some((trails, clock)) = &mut self.trails {
+            let from = self.record_from;
+            trails.push(join::Trail {
+                kept: exemplar::Exemplar::of(s, d, timing, from),
+                wire: s.wire,
+                interval: index,
+                start_ns: s
+                    .stamps
+                    .dispatched
+                    .saturating_duration_since(from)
+                    .as_nanos() as u64,
+                bytes_read: s.bytes_read,
+                bytes_written: s.bytes_written,
+                write_ns: clock.ns(s.stamps.write_started()),
+                done_ns: clock.ns(ended),
+            });
+        } else if let Some(log) = &mut self.log {
+            log.row(s, d, index, self.record_from);
+        }
     }
 
     /// Records a recorded sample's WebSocket ping round trips (`ws_ping`, nanoseconds), after

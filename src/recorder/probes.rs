@@ -325,11 +325,14 @@ impl ProbeAcc {
     }
 
     /// Probed CPU time, seconds: each probe's hits at its kind's measured cost (a uprobe's at
-    /// the cost on an emulated instruction), the calibration's own left out.
+    /// the cost on an emulated instruction), the calibration's own left out; `None` when a
+    /// kind that was hit has no cost measured (below the machine's noise).
     pub fn probe_cpu_s(&self) -> Option<f64> {
         let mut total = 0.0;
         let probes = self.hits.iter().zip(&self.uprobe);
-        for ((_, n), &up) in probes.filter(|((name, _), _)| !name.starts_with("calibration")) {
+        for ((_, n), &up) in
+            probes.filter(|((name, n), _)| *n > 0 && !name.starts_with("calibration"))
+        {
             let each = if up {
                 self.cost.uprobe_hit_ns?
             } else {

@@ -56,6 +56,9 @@ pub(super) struct Conn {
     pub hits: VecDeque<Hit>,
     /// The next read's number.
     pub next_read: u64,
+    /// Where the last arrival and the last read seen ended (`None` before the first).
+    pub arrived_to: Option<u64>,
+    pub read_to: Option<u64>,
     /// The last time the kernel said anything of it.
     pub last_ns: u64,
 }
@@ -68,8 +71,15 @@ fn drop_front<T>(q: &mut VecDeque<T>, old: impl Fn(&T) -> bool) {
 }
 
 impl Conn {
+    /// Whether an event that began at `from` leaves a hole after the last one of its kind
+    /// that ended at `to` (an event between them missing from the probes' output).
+    pub fn gap(to: Option<u64>, from: u64) -> bool {
+        to.is_some_and(|to| from > to)
+    }
+
     /// A read of the server's: its number.
     pub fn read(&mut self, start: u64, off: u64, ns: u64, pid: u32) -> u64 {
+        self.read_to = Some(off);
         let seq = self.next_read;
         self.next_read += 1;
         self.reads.push_back(Read {

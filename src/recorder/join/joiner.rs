@@ -91,6 +91,9 @@ pub struct JoinCounts {
     pub after_write: BTreeMap<usize, u64>,
     /// Events the kernel dropped.
     pub lost_events: u64,
+    /// Arrivals and reads missing from the probes' output: one began past the end of the
+    /// last of its connection seen.
+    pub missed_events: u64,
     /// Events of connections not reqlife's (the server's own to itself or others' on the
     /// port): counted apart by the probes, never joined.
     pub others: u64,
@@ -181,19 +184,47 @@ impl Joiner {
         self.watermark
     }
 
+    /// An arrival in the server's socket of bytes `prev..off`.
+    fn arrived(&mut self, port: u16, prev: u64, off: u64, ns: u64) {
+        // Sampled, a connection's events come in episodes: holes between them.
+        let whole = self.spec.sample <= 1;
+        let c = self.conn(port, ns);
+        let missed = whole && Conn::gap(c.arrived_to, prev);
+        c.arrived_to = Some(off);
+        c.arrivals.push_back(super::conn::At { prev, off, ns });
+        self.counts.missed_events += u64::from(missed);
+    }
+
+    /// A read of the server's of bytes `start..off`: its number on the connection.
+    fn read(&mut self, port: u16, start: u64, off: u64, ns: u64, pid: u32) -> u64 {
+        let whole = self.spec.sample <= 1;
+        let c = self.conn(port, ns);
+        let missed = whole && Conn::gap(c.read_to, start);
+        let seq = c.read(start, off, ns, pid);
+        self.counts.missed_events += u64::from(missed);
+        seq
+    }
+
+    /// A function's hit: the request its thread (goroutine) read last has it.
+    fn hit(&mut self, index: u16, key: u64, ns: u64) {
+        match self.last_read.get(&key).copied() {
+            Some((port, seq)) => {
+                if let Some(c) = self.conns.get_mut(&port) {
+                    c.hits.push_back(Hit { seq, index, ns });
+                }
+            }
+            None => self.counts.stray_hits += 1,
+        }
+    }
+
     /// One kernel event in.
     pub fn event(&mut self, e: KernelEvent) {
         use super::conn::At;
         match e {
             KernelEvent::Opened { port, ns } => {
                 // A new connection on a port: whatever an old one left is not its.
-                self.conns.insert(
-                    port,
-                    Conn {
-                        last_ns: ns,
-                        ..Conn::default()
-                    },
-                );
+                self.conns.insert(port, Conn::default());
+                self.conn(port, ns);
                 self.resolved.remove(&port);
             }
             KernelEvent::Arrived {
@@ -203,8 +234,7 @@ impl Joiner {
                 ns,
             } => {
                 self.counts.events[0] += 1;
-                let prev = prev.min(off);
-                self.conn(port, ns).arrivals.push_back(At { prev, off, ns });
+                self.arrived(port, prev.min(off), off, ns);
             }
             KernelEvent::Read {
                 port,
@@ -216,7 +246,7 @@ impl Joiner {
             } => {
                 self.counts.events[1] += 1;
                 self.pids.insert(pid);
-                let seq = self.conn(port, ns).read(start.min(off), off, ns, pid);
+                let seq = self.read(port, start.min(off), off, ns, pid);
                 self.last_read.insert(key, (port, seq));
             }
             KernelEvent::Wrote {
@@ -250,14 +280,7 @@ impl Joiner {
             }
             KernelEvent::Function { index, key, ns } => {
                 self.counts.events[4] += 1;
-                match self.last_read.get(&key).copied() {
-                    Some((port, seq)) => {
-                        if let Some(c) = self.conns.get_mut(&port) {
-                            c.hits.push_back(Hit { seq, index, ns });
-                        }
-                    }
-                    None => self.counts.stray_hits += 1,
-                }
+                self.hit(index, key, ns);
             }
             KernelEvent::Tick { ns } => {
                 self.watermark = self.watermark.max(ns);

@@ -12,6 +12,7 @@ mod build;
 pub mod config;
 mod counts;
 pub mod figures;
+mod joining;
 pub mod probes;
 pub mod slow;
 #[cfg(test)]
