@@ -191,8 +191,6 @@ fn answer(
         ("/finish", Some(_)) => {
             let acc = current.take().expect("matched Some").finish();
             let body = serde_json::to_string(&WireAcc::of(&acc)).unwrap_or_default();
-            say("a run ended; attaching afresh for the next");
-            *current = attach().map_err(|e| say(&e.to_string())).ok();
             ("200 OK", body)
         }
         ("/begin" | "/finish", None) => (
@@ -205,5 +203,16 @@ fn answer(
         "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
-    stream.write_all(response.as_bytes())
+    let sent = stream.write_all(response.as_bytes());
+    drop(stream);
+    // After a run's end is answered, not before: attaching takes seconds (bpftrace compiles
+    // and attaches, the cost is measured), which the run's end would wait for.
+    if path == "/finish" && current.is_none() && status.starts_with("200") {
+        say("a run ended; attaching afresh for the next");
+        *current = attach().map_err(|e| say(&e.to_string())).ok();
+        if current.is_some() {
+            say("attached again");
+        }
+    }
+    sent
 }

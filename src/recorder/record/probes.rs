@@ -256,11 +256,23 @@ impl ServerProbes {
                 }
                 match KERNEL_PHASES.contains(&name.as_str()) {
                     true => kernel.push((format!("server: {what}"), st)),
-                    false => functions.push((format!("server fn: {what}"), st)),
+                    false => functions.push((format!("server fn: {what}{}", self.after(name)), st)),
                 }
             }
         }
         (kernel, functions)
+    }
+
+    /// A function phase's mark when it ended after the response's write had begun in most
+    /// of the joined requests (it runs after the response was sent: not within the client's
+    /// wait), else nothing.
+    fn after(&self, name: &str) -> &'static str {
+        match &self.joining {
+            Some(j) if j.after_write.get(name).is_some_and(|n| n * 2 > j.joined) => {
+                " (ends after the response's write)"
+            }
+            _ => "",
+        }
     }
 
     /// How much of the client's write + wait the kernel's phases account for, in words.
