@@ -12,6 +12,8 @@
 mod common;
 #[path = "probes/join.rs"]
 mod join;
+#[path = "probes/servers.rs"]
+mod servers;
 
 use common::*;
 use std::io::{BufRead, BufReader};
@@ -340,9 +342,14 @@ fn an_agent_on_the_servers_host_serves_a_run_elsewhere() {
     assert!(line.contains("serving http://127.0.0.1:"), "{line}");
     // Two runs in turn against one agent: it attaches afresh after each.
     for round in 0..2 {
-        // The agent attaches afresh once it has answered a run's end: the next run waits
-        // for that (seconds, with a debug build's symbols on a busy machine).
-        while round > 0 && !line.contains("attached again") {
+        // The agent attaches at its start, and afresh once it has answered a run's end: a
+        // run waits for that (seconds, with a debug build's symbols on a busy machine).
+        let ready = if round == 0 {
+            "attached:"
+        } else {
+            "attached again"
+        };
+        while !line.contains(ready) {
             line.clear();
             assert!(said.read_line(&mut line).unwrap() > 0, "the agent ended");
         }

@@ -141,6 +141,7 @@ pub fn serve(
 ) -> Result<(), ProbeError> {
     use std::os::fd::AsRawFd;
     let mut current = Some(attach()?);
+    say("attached: a run may begin");
     while !stop.load(Ordering::SeqCst) {
         // Woken at once by a connection (a clock exchange must not wait for a poll's sleep),
         // and every 100 ms to look at `stop`.

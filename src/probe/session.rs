@@ -319,6 +319,9 @@ fn read(out: impl BufRead, shared: &(Mutex<Shared>, Condvar)) {
             Line::Ready => s.ready = true,
             Line::Probed => s.probed = true,
             Line::Calibration | Line::Event(_) | Line::Events(_) => {}
+            // After the script's end, bpftrace prints its maps once more on its own (some
+            // emptied): the script's own print before it counts.
+            Line::Hits(_) | Line::Others(_) if s.ended => {}
             Line::Hits(hits) => {
                 for (i, n) in hits {
                     if let Some(h) = s.acc.hits.get_mut(i) {

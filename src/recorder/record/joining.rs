@@ -105,6 +105,14 @@ impl Joining {
                 self.lost_events
             ));
         }
+        if self.other_events > 0 {
+            out.push(format!(
+                "server probes: the port also carried connections that are not reqlife's ({} \
+                 events: the server's own to itself, or other clients'): counted apart, in no \
+                 request's phases",
+                self.other_events
+            ));
+        }
         if self.missed_events > 0 {
             out.push(format!(
                 "server probes: {} of the kernel's arrivals and reads were missing from \
@@ -179,6 +187,7 @@ mod tests {
             held_back_mean_us: Some(40_000.0),
             lost_events: 7,
             dropped: 2,
+            other_events: 40,
             events: [100, 0, 100, 100, 0],
             ..Joining::default()
         };
@@ -199,6 +208,7 @@ mod tests {
         );
         assert!(has("dropped 7 events"), "{w:?}");
         assert!(has("2 requests could not be joined"), "{w:?}");
+        assert!(has("not reqlife's (40 events"), "{w:?}");
         // Words apart by one space: no line's wrapping left in a sentence.
         for l in &w {
             assert!(!l.contains("  "), "{l:?}");
