@@ -10,7 +10,7 @@ use common::*;
 use reqlife::server::ServerTls;
 use serde_json::Value;
 use std::io::{Read, Write};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[test]
 #[ignore = "timing: run alone by .ci/test's timing step"]
@@ -609,9 +609,192 @@ fn requests_due_while_every_connection_was_busy_are_counted_as_not_sent() {
     assert_eq!(total + in_flight + not_sent, 100, "{}", j["end"]);
     assert!(not_sent >= 85, "not sent {not_sent}");
     let w = j["warnings"].to_string();
-    assert!(w.contains("the server did not keep up"), "{w}");
+    // Each connection busy 400 ms a request carries 2.5 req/s: the limit is the connections'.
+    assert!(w.contains("2 connections at 4"), "{w}");
+    assert!(w.contains("req/s, under the 100 req/s offered"), "{w}");
+    assert!(w.contains("raise -c or lower -R"), "{w}");
     assert!(w.contains("requests due were never sent"), "{w}");
     assert!(!w.contains("the client, not the server"), "{w}");
+}
+
+/// A child reqlife run, its output collected as it comes: reaped with `wait4`, which gives
+/// the child's own peak resident memory.
+struct Child {
+    child: std::process::Child,
+    out: Collected,
+    err: Collected,
+}
+
+impl Child {
+    fn spawn(args: &[&str]) -> Child {
+        let mut child = reqlife()
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = collected(child.stdout.take().unwrap());
+        let err = collected(child.stderr.take().unwrap());
+        Child { child, out, err }
+    }
+
+    /// Waits for the child's exit, at most `timeout`: its exit code, its peak resident set
+    /// (MB), and how long after the call it exited.
+    fn reap(self, timeout: Duration) -> (Option<i32>, f64, Duration, String, String) {
+        let (pid, started) = (self.child.id() as libc::pid_t, Instant::now());
+        let exited = within(timeout, || {
+            // SAFETY: a child of this process, looked at without reaping it (WNOWAIT).
+            let mut info = unsafe { std::mem::zeroed::<libc::siginfo_t>() };
+            let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+            unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
+            let exited = unsafe { info.si_pid() };
+            exited == pid
+        });
+        let took = started.elapsed();
+        if !exited {
+            send_signal(&self.child, libc::SIGKILL);
+        }
+        let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+        // SAFETY: a child of this process, reaped once, with valid out-pointers.
+        assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+        let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+        let out = String::from_utf8_lossy(&self.out.all(Duration::from_secs(10))).into_owned();
+        let err = String::from_utf8_lossy(&self.err.all(Duration::from_secs(10))).into_owned();
+        assert!(exited, "not exited within {timeout:?}: {err}");
+        (code, usage.ru_maxrss as f64 / 1024.0, took, out, err)
+    }
+}
+
+/// 100 million requests a second on 2 connections (issue 46): the run took 17.5 s and 7.3 GB
+/// for its 3 s, storing each request due and not sent. Now they are counted, not stored:
+/// the run ends on time in under 100 MB, says at the start that the rate is out of reach and
+/// why, and counts every request due as sent or not sent.
+#[test]
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_a_rate_the_connections_cannot_carry_keeps_memory_flat() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("big.json");
+    let started = Instant::now();
+    let run = Child::spawn(&[
+        "run",
+        "-R",
+        "100M",
+        "-d",
+        "3s",
+        "-c",
+        "2",
+        "-o",
+        rec.to_str().unwrap(),
+    ]);
+    let (code, rss_mb, _, out, err) = run.reap(Duration::from_secs(30));
+    let took = started.elapsed();
+    eprintln!("-R 100M -c 2 -d 3s: {took:?}, peak RSS {rss_mb:.1} MB");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(rss_mb < 100.0, "peak RSS {rss_mb:.1} MB");
+    assert!(took < Duration::from_secs(6), "took {took:?}");
+    // Said as it ran, once the first second showed it, naming the connections' limit.
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("carry at most"))
+        .collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].contains("2 connections at "), "{err}");
+    assert!(
+        said[0].contains("under the 100M req/s asked: raise -c or lower -R"),
+        "{err}"
+    );
+    assert!(unwrapped(&out).contains("raise -c or lower -R"), "{out}");
+    let j = read_json(&rec);
+    let total = count(&j, "summary.requests.total")
+        + count(&j, "summary.end.in_flight")
+        + count(&j, "summary.end.not_sent");
+    // 300 million due in the 3 s window, each sent or counted (to the rounding of N(t)).
+    assert!(total.abs_diff(300_000_000) <= 2, "{total}");
+}
+
+/// SIGTERM stops a run at a rate its connections cannot carry within a second, its record
+/// written (issue 46: it went on 19 s after the signal, its memory growing). What the
+/// binary needs after any signal to build its report and record (some 0.1 s in a release
+/// build; 0.5-0.9 s for the tests' debug build on the loaded 2-core VM) is measured alike at
+/// a rate the connections carry, and the second counts beyond it; a release build of the
+/// tests (`cargo test --release`) is held to the second itself.
+#[test]
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_sigterm_stops_an_unreachable_rate_within_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("run.json");
+    let stopped = |rate: &str| {
+        let run = Child::spawn(&[
+            "run",
+            "-R",
+            rate,
+            "-d",
+            "10s",
+            "-c",
+            "2",
+            "-o",
+            rec.to_str().unwrap(),
+        ]);
+        // Where the signal falls is the test's design: 2 s into the run, well within it.
+        std::thread::sleep(Duration::from_secs(2));
+        send_signal(&run.child, libc::SIGTERM);
+        let (code, rss_mb, took, _, err) = run.reap(Duration::from_secs(60));
+        eprintln!("-R {rate}: exited {took:?} after SIGTERM, peak RSS {rss_mb:.1} MB");
+        assert_eq!(code, Some(143), "{err}");
+        assert_eq!(read_json(&rec)["interrupted"], true);
+        (took, rss_mb)
+    };
+    let (baseline, _) = stopped("1000");
+    let (took, rss_mb) = stopped("100M");
+    let bound = match cfg!(debug_assertions) {
+        true => baseline + Duration::from_secs(1),
+        false => Duration::from_secs(1),
+    };
+    assert!(
+        took < bound,
+        "exited {took:?} after SIGTERM (at 1000 req/s: {baseline:?})"
+    );
+    assert!(rss_mb < 100.0, "peak RSS {rss_mb:.1} MB");
+}
+
+/// At a rate beyond what its connections carry, the open loop sends as fast as they carry
+/// it, as the closed loop does on the same connections, and its thread does no more work to
+/// send (issue 46: `-R 200k -c 2` sent 8.9k req/s where the closed loop sent 20k, its thread
+/// busy queueing 200,000 tickets a second). A server answering in 5 ms: the connections
+/// carry some 400 req/s, whatever the build's speed (the tests' debug build is several times
+/// slower than a release one), so what differs is the generator's own work. Before: the open
+/// loop sent 0.88x the closed loop's rate with its thread on a CPU 65% of the run, against
+/// 12%.
+#[test]
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_an_open_loop_behind_sends_as_fast_as_the_closed_loop() {
+    let s = embedded(ServerTls::None);
+    let url = s.url("/delay/5");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "-d", "2s", "-c", "2", "-t", "1", "--json"];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let j = summary(&run_ok(&args));
+        let busy = j["generator"]["thread_busy"][0].as_f64().unwrap();
+        (num(&j, "throughput_rps"), busy)
+    };
+    // The best of two rounds each, taking turns: the machine's noise falls on both.
+    let (mut closed, mut open) = ((0.0f64, 1.0f64), (0.0f64, 1.0f64));
+    for _ in 0..2 {
+        let (c, o) = (run(&[]), run(&["-R", "200k"]));
+        closed = (closed.0.max(c.0), closed.1.min(c.1));
+        open = (open.0.max(o.0), open.1.min(o.1));
+    }
+    eprintln!(
+        "closed loop {:.0} req/s (thread busy {:.2}), open loop at 200k req/s {:.0} req/s \
+         (thread busy {:.2})",
+        closed.0, closed.1, open.0, open.1
+    );
+    assert!(
+        open.0 >= 0.95 * closed.0,
+        "open {open:?}, closed {closed:?}"
+    );
+    assert!(open.1 <= closed.1 + 0.2, "open {open:?}, closed {closed:?}");
 }
 
 /// The open loop's thread sleeps through responses (one wake-up per request due, not one more

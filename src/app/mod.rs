@@ -17,6 +17,7 @@ mod intervals;
 mod knee;
 mod limits;
 mod probes;
+mod reach;
 mod run;
 mod stats;
 

@@ -3,7 +3,7 @@
 
 use super::failfast::FailFast;
 use super::scheduler::Scheduler;
-use super::{open, Progress, StartGate, ThreadProgress};
+use super::{queue, Progress, StartGate, ThreadProgress};
 use crate::engine::pipeline::Batch;
 use crate::engine::{Send, Session};
 use crate::model::trace::TraceId;
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 #[derive(Clone)]
 pub(super) enum Feed {
     Closed(Arc<Scheduler>),
-    Open(Rc<open::OpenQueue>),
+    Open(Rc<queue::OpenQueue>),
 }
 
 impl Feed {
@@ -98,7 +98,13 @@ pub(super) fn record_outcome(
         recorder.count_grpc(code, session.grpc_message());
     }
     match &outcome.result {
-        Ok(_) => fail_fast.succeeded(),
+        Ok(_) => {
+            fail_fast.succeeded();
+            if let Some(done) = stamps.done {
+                progress
+                    .answered(done.saturating_duration_since(stamps.dispatched).as_nanos() as u64);
+            }
+        }
         Err(e) => fail_fast.failed(e.cause, &e.detail),
     }
     if grpc_failed {

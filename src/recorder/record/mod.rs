@@ -21,7 +21,8 @@ pub mod warnings;
 pub use config::{Config, Environment, Sweep};
 pub use figures::*;
 pub use warnings::{
-    http_errors_warning, step_warnings, warnings_of, BUSY_NEAR, BUSY_WARN, LAG_NEAR_US, LAG_WARN_US,
+    connections_carry, http_errors_warning, step_warnings, warnings_of, BUSY_NEAR, BUSY_WARN,
+    LAG_NEAR_US, LAG_WARN_US,
 };
 
 use crate::model::{ErrorKind, StopReason};

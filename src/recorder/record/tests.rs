@@ -443,3 +443,32 @@ fn the_counts_of_a_summary_follow_from_each_other() {
     let v = s.count_violations(10);
     assert_eq!(v.len(), 3, "{v:?}");
 }
+
+#[test]
+fn connections_that_cannot_carry_the_rate_are_named_with_the_fix() {
+    // 100M req/s on 2 connections answering in 96 us: 2 / 96 us, some 20.8k req/s at most,
+    // whatever the server's speed. The wait is the connections' limit, not the server's.
+    let r = record(&["-R", "100M", "-c", "2"], |m| {
+        m.counters.requests = 200_000;
+        m.counters.not_sent = 999_800_000;
+        for _ in 0..200 {
+            hist::record(&mut m.hists.0[Phase::Uncorrected.index()], 96_000);
+            hist::record(&mut m.hists.0[Phase::Queue.index()], 5_000_000_000);
+            hist::record(&mut m.hists.0[Phase::Lag.index()], 50_000);
+        }
+    });
+    let w = warnings_of(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].starts_with("2 connections at 96.0"), "{w:?}");
+    assert!(
+        w[0].contains(
+            "us carry at most ~20.8k req/s, under the 100M req/s offered: raise -c or lower -R"
+        ),
+        "{w:?}"
+    );
+    assert!(
+        w[0].contains("999800000 requests due were never sent"),
+        "{w:?}"
+    );
+    assert!(!w[0].contains("the server did not keep up"), "{w:?}");
+}

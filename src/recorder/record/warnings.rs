@@ -3,6 +3,7 @@
 
 use super::{Interval, RunRecord};
 use crate::model::{LoadKind, Phase, StopReason};
+use crate::util::units::{human_ns, human_rate};
 
 /// Schedule lag (p99) above which the generator is said to have fallen behind.
 pub const LAG_WARN_US: f64 = 1000.0;
@@ -222,8 +223,34 @@ fn open_loop_warning(r: &RunRecord) -> Option<String> {
     shortfall
 }
 
+/// What `takers` connections (`streams` each) carry at `mean_ns` a request, at most, req/s
+/// (Little's law: each one busy the whole time), with the words that say so (`2 connections
+/// at 97.00us carry at most ~20.6k req/s`).
+pub fn connections_carry(connections: u64, streams: u64, mean_ns: f64) -> (f64, String) {
+    let takers = connections * streams.max(1);
+    let most = if mean_ns > 0.0 {
+        takers as f64 * 1e9 / mean_ns
+    } else {
+        f64::INFINITY
+    };
+    let plural = if connections == 1 { "" } else { "s" };
+    let streams = match streams {
+        0 | 1 => String::new(),
+        n => format!(" x {n} streams"),
+    };
+    let verb = if takers == 1 { "carries" } else { "carry" };
+    let words = format!(
+        "{connections} connection{plural}{streams} at {} {verb} at most ~{} req/s",
+        human_ns(mean_ns),
+        human_rate(most)
+    );
+    (most, words)
+}
+
 /// When the requests of an open loop waited for a free connection far longer than the
-/// generator was late: the server did not keep up (with the rate's shortfall, if any).
+/// generator was late: the connections could not carry the rate (each busy its latency a
+/// request: the limit is theirs, raise -c or lower -R), or the server did not keep up (with
+/// the rate's shortfall, if any).
 fn queue_warning(r: &RunRecord) -> Option<String> {
     let s = &r.summary;
     let lag_p99 = s.latency.schedule_lag.p99_us.unwrap_or(0.0);
@@ -236,14 +263,26 @@ fn queue_warning(r: &RunRecord) -> Option<String> {
     if queue_p99 <= 1000.0 || queue_p99 <= 10.0 * lag_p99.max(1.0) {
         return None;
     }
-    let mut w = format!(
-        "requests waited for a free connection (queue p99 {:.2} ms) while the generator kept \
-         its schedule (lag p99 {lag_p99:.0} us): the server did not keep up with {:.0} req/s on \
-         {} connections; the corrected latency includes that wait",
-        queue_p99 / 1000.0,
-        s.generator.offered_rps.unwrap_or(0.0),
-        r.config.connections
-    );
+    let offered = s.generator.offered_rps.unwrap_or(0.0);
+    let mean_ns = s.latency.uncorrected.mean_us.unwrap_or(0.0) * 1e3;
+    let (most, carry) = connections_carry(r.config.connections, r.config.streams, mean_ns);
+    let mut w = if offered > most {
+        format!(
+            "{carry}, under the {} req/s offered: raise -c or lower -R; requests waited for a \
+             free connection (queue p99 {:.2} ms) and the corrected latency includes that wait",
+            human_rate(offered),
+            queue_p99 / 1000.0
+        )
+    } else {
+        format!(
+            "requests waited for a free connection (queue p99 {:.2} ms) while the generator \
+             kept its schedule (lag p99 {lag_p99:.0} us): the server did not keep up with {:.0} \
+             req/s on {} connections; the corrected latency includes that wait",
+            queue_p99 / 1000.0,
+            offered,
+            r.config.connections
+        )
+    };
     if let Some(f) = shortfall(r) {
         w += &format!("; {f}");
     }
