@@ -38,6 +38,14 @@ pub struct Counters {
     /// Open loop: requests due in the window that were never sent (every connection busy
     /// until the end): not in `requests`.
     pub not_sent: u64,
+    /// Of the drained requests, those that got a complete response.
+    pub drained_ok: u64,
+    /// When the last complete response ended, ns from the start of the window (merged by
+    /// maximum); 0 before one.
+    pub last_ok_ns: u64,
+    /// Requests that failed after the last complete response (each thread's after its own,
+    /// summed): a server that stopped answering.
+    pub failed_since_ok: u64,
 }
 
 impl Counters {
@@ -82,6 +90,20 @@ impl Counters {
         self.drain_ns = self.drain_ns.max(o.drain_ns);
         self.in_flight_at_end += o.in_flight_at_end;
         self.not_sent += o.not_sent;
+        self.drained_ok += o.drained_ok;
+        self.last_ok_ns = self.last_ok_ns.max(o.last_ok_ns);
+        self.failed_since_ok += o.failed_since_ok;
+    }
+
+    /// Notes a request of the run that ended `at_ns` into the window, answered (`ok`: a
+    /// complete response) or failed: when the answers stopped, and what failed after.
+    pub(super) fn note_answer(&mut self, ok: bool, at_ns: u64) {
+        if ok {
+            self.last_ok_ns = self.last_ok_ns.max(at_ns);
+            self.failed_since_ok = 0;
+        } else {
+            self.failed_since_ok += 1;
+        }
     }
 }
 

@@ -46,6 +46,8 @@ fn warnings_judged(r: &RunRecord, generator: Generator) -> Vec<String> {
         // (the busy share of a few milliseconds, connects cut short); the error says why.
         return out;
     }
+    // First: the figures after it describe a server that was no longer there.
+    out.extend(stopped_answering(r));
     if let Some(p) = &s.server_probes {
         out.extend(p.warnings());
     }
@@ -221,6 +223,42 @@ fn open_loop_warning(r: &RunRecord) -> Option<String> {
         ));
     }
     shortfall
+}
+
+/// Share of the window without a response, after the last one, from which a server that
+/// stopped answering is said to have (5%: 150 ms of a 3 s run).
+pub const SILENT_WARN: f64 = 0.05;
+
+/// The server stopped answering: the last response came well before the end of the window,
+/// and requests failed after it. When, how long it stayed silent, and what followed (the
+/// errors, of which kind mostly, and the reconnects' backoff).
+pub fn stopped_answering(r: &RunRecord) -> Option<String> {
+    let s = &r.summary;
+    let last = s.last_answer.as_ref()?;
+    let silent = last.silent_share(s.duration_s);
+    if silent < SILENT_WARN {
+        return None;
+    }
+    let (kind, _) = s.errors.iter().max_by_key(|(_, n)| **n)?;
+    let first = r.first_errors.get(kind).map_or("", String::as_str);
+    let backoff = match kind.as_str() {
+        "connect" | "addr_not_avail" => format!(
+            "; each connection tried again after a pause doubling from {} to {} while it \
+             could not connect",
+            human_ns(crate::model::RECONNECT_FIRST.as_nanos() as f64),
+            human_ns(crate::model::RECONNECT_MOST.as_nanos() as f64)
+        ),
+        _ => String::new(),
+    };
+    Some(format!(
+        "the server stopped answering {:.2}s into the {:.2}s window: no response after that \
+         ({:.0}% of the window), and the {} requests after it failed, mostly {kind} (first: \
+         {first}){backoff}; the figures describe the server until then",
+        last.at_s,
+        s.duration_s,
+        silent * 100.0,
+        last.failed_after
+    ))
 }
 
 /// What `takers` connections (`streams` each) carry at `mean_ns` a request, at most, req/s
