@@ -95,14 +95,23 @@ impl Counters {
         self.failed_since_ok += o.failed_since_ok;
     }
 
-    /// Notes a request of the run that ended `at_ns` into the window, answered (`ok`: a
-    /// complete response) or failed: when the answers stopped, and what failed after.
-    pub(super) fn note_answer(&mut self, ok: bool, at_ns: u64) {
+    /// Counts a recorded request that ended `at_ns` into the window, and `drained_ns` after
+    /// its end when it ended in the drain: when the answers stopped (a complete response, or
+    /// a failure after the last one), and what the drain took.
+    pub(super) fn ended(&mut self, s: &Sample, at_ns: u64, drained_ns: Option<u64>) {
+        self.add(s);
+        let ok = s.error.is_none();
         if ok {
             self.last_ok_ns = self.last_ok_ns.max(at_ns);
             self.failed_since_ok = 0;
         } else {
             self.failed_since_ok += 1;
+        }
+        if let Some(after) = drained_ns {
+            self.drained += 1;
+            self.drained_ok += u64::from(ok);
+            self.drain_ns = self.drain_ns.max(after);
+            self.drain_timeouts += u64::from(s.error == Some(ErrorKind::Timeout));
         }
     }
 }
