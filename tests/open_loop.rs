@@ -10,7 +10,7 @@ use common::*;
 use reqlife::server::ServerTls;
 use serde_json::Value;
 use std::io::{Read, Write};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[test]
 #[ignore = "timing: run alone by .ci/test's timing step"]
@@ -609,9 +609,313 @@ fn requests_due_while_every_connection_was_busy_are_counted_as_not_sent() {
     assert_eq!(total + in_flight + not_sent, 100, "{}", j["end"]);
     assert!(not_sent >= 85, "not sent {not_sent}");
     let w = j["warnings"].to_string();
-    assert!(w.contains("the server did not keep up"), "{w}");
+    // Each connection busy 400 ms a request carries 2.5 req/s: the limit is the connections'.
+    assert!(w.contains("2 connections at 4"), "{w}");
+    assert!(w.contains("req/s, under the 100 req/s offered"), "{w}");
+    assert!(w.contains("raise -c or lower -R"), "{w}");
     assert!(w.contains("requests due were never sent"), "{w}");
     assert!(!w.contains("the client, not the server"), "{w}");
+}
+
+/// A child reqlife run, its output collected as it comes, its peak resident memory followed
+/// while it runs.
+struct Child {
+    child: std::process::Child,
+    out: Collected,
+    err: Collected,
+    spawned: Instant,
+}
+
+/// What became of a [`Child`]: its exit code, its peak resident set (MB), how long after the
+/// call to [`Child::reap`] it exited, its stdout and stderr, and when (from its spawn) a line
+/// of its stderr first held the text looked for.
+struct Reaped {
+    code: Option<i32>,
+    peak_mb: f64,
+    took: Duration,
+    out: String,
+    err: String,
+    said_at: Option<Duration>,
+}
+
+/// The high-water mark of `pid`'s resident set, kB (`VmHWM`: the kernel's own peak of the
+/// process's memory since its exec; `None` once it has exited). Not `wait4`'s `ru_maxrss`:
+/// Linux carries a parent's high-water mark into a child across fork and exec, so a child
+/// of a test binary that has grown to 200 MB would report 200 MB, whatever it used.
+fn peak_kb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+impl Child {
+    fn spawn(args: &[&str]) -> Child {
+        let mut child = reqlife()
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = collected(child.stdout.take().unwrap());
+        let err = collected(child.stderr.take().unwrap());
+        Child {
+            child,
+            out,
+            err,
+            spawned: Instant::now(),
+        }
+    }
+
+    /// Waits for the child's exit, at most `timeout`, reading its peak memory every 10 ms
+    /// until then (what it grows by in its last 10 ms goes unseen: a bound of 100 MB is not
+    /// met by a leak of gigabytes that stops in time), and watching its stderr for `said`.
+    fn reap(mut self, timeout: Duration, said: &str) -> Reaped {
+        let (pid, started) = (self.child.id(), Instant::now());
+        let (mut peak, mut said_at) = (0, None);
+        let exited = within(timeout, || {
+            if let Some(kb) = peak_kb(pid) {
+                peak = peak.max(kb);
+            }
+            if said_at.is_none() && self.err.text().contains(said) {
+                said_at = Some(self.spawned.elapsed());
+            }
+            self.child.try_wait().unwrap().is_some()
+        });
+        let took = started.elapsed();
+        if !exited {
+            let _ = self.child.kill();
+        }
+        let status = self.child.wait().unwrap();
+        let out = String::from_utf8_lossy(&self.out.all(Duration::from_secs(10))).into_owned();
+        let err = String::from_utf8_lossy(&self.err.all(Duration::from_secs(10))).into_owned();
+        let mb = peak as f64 / 1024.0;
+        assert!(
+            exited,
+            "not exited within {timeout:?} (peak RSS {mb:.1} MB): {err}"
+        );
+        Reaped {
+            code: status.code(),
+            peak_mb: mb,
+            took,
+            out,
+            err,
+            said_at,
+        }
+    }
+}
+
+/// The figures of the line that names the connections' limit (`2 connections at 97.00us carry
+/// at most ~20.6k req/s`): the latency (µs) and the rate it says they carry (req/s).
+fn carry_figures(line: &str) -> (f64, f64) {
+    let after = |key: &str| line.split(key).nth(1).unwrap_or_default();
+    let latency = after(" connections at ")
+        .split(' ')
+        .next()
+        .unwrap_or_default();
+    let (digits, scale) = match latency {
+        l if l.ends_with("us") => (&l[..l.len() - 2], 1.0),
+        l if l.ends_with("ms") => (&l[..l.len() - 2], 1e3),
+        l if l.ends_with("ns") => (&l[..l.len() - 2], 1e-3),
+        l => panic!("no latency in {l:?}: {line}"),
+    };
+    let us = digits.parse::<f64>().unwrap() * scale;
+    let rate = after("carry at most ~")
+        .split(' ')
+        .next()
+        .unwrap_or_default();
+    let (digits, scale) = match rate.as_bytes().last() {
+        Some(b'k') => (&rate[..rate.len() - 1], 1e3),
+        Some(b'M') => (&rate[..rate.len() - 1], 1e6),
+        _ => (rate, 1.0),
+    };
+    (us, digits.parse::<f64>().unwrap() * scale)
+}
+
+/// 100 million requests a second on 2 connections (issue 46): the run took 17.5 s and 7.3 GB
+/// for its 3 s, storing each request due and not sent. Now they are counted, not stored:
+/// the run ends on time in under 100 MB, says while it runs, once the first second shows it,
+/// that the rate is out of reach and why (the limit is the connections': 2 at their latency),
+/// and counts every request due as sent or not sent. Against a target of this test process,
+/// so that the child's memory is the client's alone.
+#[test]
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_a_rate_the_connections_cannot_carry_keeps_memory_flat() {
+    let s = embedded(ServerTls::None);
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("big.json");
+    let url = s.url("/");
+    let args = ["run", "-R", "100M", "-d", "3s", "-c", "2"];
+    let run = Child::spawn(&[&args[..], &["-o", rec.to_str().unwrap(), &url]].concat());
+    let r = run.reap(Duration::from_secs(30), "carry at most");
+    let took = r.took;
+    eprintln!(
+        "-R 100M -c 2 -d 3s: exited after {took:?}, peak RSS {:.1} MB, the limit said {:?} \
+         after the start",
+        r.peak_mb, r.said_at
+    );
+    assert_eq!(r.code, Some(0), "{}", r.err);
+    assert!(r.peak_mb < 100.0, "peak RSS {:.1} MB", r.peak_mb);
+    assert!(r.peak_mb > 1.0, "the peak was read: {:.1} MB", r.peak_mb);
+    assert!(took < Duration::from_secs(6), "took {took:?}");
+    // Said as it ran, once the first second showed it (well before the run ended), naming
+    // the connections' limit.
+    let said: Vec<&str> = r
+        .err
+        .lines()
+        .filter(|l| l.contains("carry at most"))
+        .collect();
+    assert_eq!(said.len(), 1, "{}", r.err);
+    let said_at = r.said_at.expect("said while it ran");
+    assert!(
+        said_at + Duration::from_secs(1) < took,
+        "said {said_at:?}, exited {took:?}"
+    );
+    assert!(said[0].contains("reqlife: 2 connections at "), "{}", r.err);
+    assert!(
+        said[0].contains("under the 100M req/s asked: raise -c or lower -R"),
+        "{}",
+        r.err
+    );
+    // The limit named is 2 connections at the latency named, and the run sent no more than
+    // it: the connections' limit, not the generator's.
+    let (latency_us, carry) = carry_figures(said[0]);
+    let expected = 2.0 * 1e6 / latency_us;
+    assert!(
+        (carry / expected - 1.0).abs() < 0.01,
+        "{carry} for {expected:.0}: {}",
+        said[0]
+    );
+    let j = read_json(&rec);
+    let sent = num(&j, "summary.throughput_rps");
+    eprintln!("the limit said: ~{carry:.0} req/s at {latency_us} us; sent {sent:.0} req/s");
+    assert!(
+        sent <= 1.5 * carry,
+        "sent {sent} req/s, said at most ~{carry}"
+    );
+    assert!(
+        unwrapped(&r.out).contains("raise -c or lower -R"),
+        "{}",
+        r.out
+    );
+    let total = count(&j, "summary.requests.total")
+        + count(&j, "summary.end.in_flight")
+        + count(&j, "summary.end.not_sent");
+    // 300 million due in the 3 s window, each sent or counted (to the rounding of N(t)).
+    assert!(total.abs_diff(300_000_000) <= 2, "{total}");
+}
+
+/// SIGTERM and SIGINT stop a run at a rate its connections cannot carry within a second, its
+/// record written (issue 46: it went on 19 s after the signal, its memory growing). What the
+/// binary needs after any signal to build its report and record (some 0.1 s in a release
+/// build; 0.2-0.9 s for the tests' debug build on the loaded 2-core VM) is measured alike at
+/// a rate the connections carry, and the second counts beyond it; a release build of the
+/// tests (`cargo test --release`) is held to the second itself.
+#[test]
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_sigterm_stops_an_unreachable_rate_within_a_second() {
+    let s = embedded(ServerTls::None);
+    let url = s.url("/");
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("run.json");
+    let stopped = |rate: &str, signal: i32| {
+        let args = ["run", "-R", rate, "-d", "10s", "-c", "2"];
+        let run = Child::spawn(&[&args[..], &["-o", rec.to_str().unwrap(), &url]].concat());
+        // Where the signal falls is the test's design: 2 s into the run, well within it.
+        std::thread::sleep(Duration::from_secs(2));
+        send_signal(&run.child, signal);
+        let r = run.reap(Duration::from_secs(60), "carry at most");
+        eprintln!(
+            "-R {rate}: exited {:?} after signal {signal}, peak RSS {:.1} MB",
+            r.took, r.peak_mb
+        );
+        assert_eq!(r.code, Some(128 + signal), "{}", r.err);
+        assert_eq!(read_json(&rec)["interrupted"], true);
+        (r.took, r.peak_mb)
+    };
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let (baseline, _) = stopped("1000", signal);
+        let (took, peak_mb) = stopped("100M", signal);
+        let bound = match cfg!(debug_assertions) {
+            true => baseline + Duration::from_secs(1),
+            false => Duration::from_secs(1),
+        };
+        assert!(
+            took < bound,
+            "exited {took:?} after signal {signal} (at 1000 req/s: {baseline:?})"
+        );
+        assert!(peak_mb < 100.0, "peak RSS {peak_mb:.1} MB");
+    }
+}
+
+/// At a rate beyond what its connections carry, the open loop sends as fast as they carry
+/// it, as the closed loop does on the same connections, and its thread does no more work to
+/// send (issue 46: `-R 200k -c 2` sent 8.9k req/s where the closed loop sent 20k, its thread
+/// busy queueing 200,000 tickets a second). A server answering in 5 ms: the connections
+/// carry some 400 req/s, whatever the build's speed (the tests' debug build is several times
+/// slower than a release one), so what differs is the generator's own work. Before: the open
+/// loop sent 0.88x the closed loop's rate with its thread on a CPU 65% of the run, against
+/// 12%.
+#[test]
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_an_open_loop_behind_sends_as_fast_as_the_closed_loop() {
+    let s = embedded(ServerTls::None);
+    let url = s.url("/delay/5");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "-d", "2s", "-c", "2", "-t", "1", "--json"];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let j = summary(&run_ok(&args));
+        let busy = j["generator"]["thread_busy"][0].as_f64().unwrap();
+        (num(&j, "throughput_rps"), busy)
+    };
+    // The best of two rounds each, taking turns: the machine's noise falls on both.
+    let (mut closed, mut open) = ((0.0f64, 1.0f64), (0.0f64, 1.0f64));
+    for _ in 0..2 {
+        let (c, o) = (run(&[]), run(&["-R", "200k"]));
+        closed = (closed.0.max(c.0), closed.1.min(c.1));
+        open = (open.0.max(o.0), open.1.min(o.1));
+    }
+    eprintln!(
+        "closed loop {:.0} req/s (thread busy {:.2}), open loop at 200k req/s {:.0} req/s \
+         (thread busy {:.2})",
+        closed.0, closed.1, open.0, open.1
+    );
+    assert!(
+        open.0 >= 0.95 * closed.0,
+        "open {open:?}, closed {closed:?}"
+    );
+    assert!(open.1 <= closed.1 + 0.2, "open {open:?}, closed {closed:?}");
+}
+
+/// The same against a server that answers at once, where the client's own work is the limit
+/// (issue 46: `-R 200k -c 2` sent 8.9k req/s where the closed loop sent 20k): a rate no
+/// connection can reach (`-R 1M` on 2) sends at least 0.7 times what the closed loop sends on
+/// the same 2 connections, one thread each. The best of three rounds each, taking turns. On
+/// the 2-core VM under two other builds (load average 7-8, the tests' debug build, three runs
+/// of the test): 0.82-1.19x, and 0.32-0.48x with the build before (e8556ea).
+/// bench/unreachable_rate.py measures it on a release build, the server on a core of its own.
+#[test]
+#[ignore = "timing: run alone by .ci/test's timing step"]
+fn timing_an_unreachable_rate_sends_no_slower_than_the_closed_loop() {
+    let s = embedded(ServerTls::None);
+    let url = s.url("/");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "-d", "2s", "-c", "2", "-t", "1", "--json"];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        num(&summary(&run_ok(&args)), "throughput_rps")
+    };
+    let (mut closed, mut open) = (0.0f64, 0.0f64);
+    for _ in 0..3 {
+        closed = closed.max(run(&[]));
+        open = open.max(run(&["-R", "1M"]));
+    }
+    let ratio = open / closed;
+    eprintln!("closed loop {closed:.0} req/s, -R 1M {open:.0} req/s: {ratio:.2}x");
+    assert!(
+        ratio >= 0.7,
+        "open {open:.0} req/s, closed {closed:.0}: {ratio:.2}x"
+    );
 }
 
 /// The open loop's thread sleeps through responses (one wake-up per request due, not one more

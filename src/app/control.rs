@@ -303,6 +303,7 @@ impl Control {
             watch: &mut watch,
             quiet: reporting.quiet || view,
             bar: None,
+            reach: super::reach::Reach::new(plan),
         };
         let ran = executor::execute(plan, config, options, &mut watching)
             .map_err(|e| Failure::Failed(format!("cannot start worker threads: {e}")))?;
@@ -379,6 +380,8 @@ struct Watching<'a, 'w> {
     /// No progress bar (`--quiet`, or the view shows the run).
     quiet: bool,
     bar: Option<indicatif::ProgressBar>,
+    /// An open loop's rate out of reach, said once the first second shows it.
+    reach: super::reach::Reach,
 }
 
 impl executor::Observer for Watching<'_, '_> {
@@ -417,6 +420,12 @@ impl executor::Observer for Watching<'_, '_> {
         };
         control.view_tick(Some((elapsed, length)));
         self.watch.print_lines(&self.bar, elapsed);
+        if let Some(line) = self.reach.check(elapsed, progress).filter(|_| !self.quiet) {
+            match &self.bar {
+                Some(bar) => bar.println(line),
+                None => eprintln!("{line}"),
+            }
+        }
         new_snapshots && self.watch.lost_threshold()
     }
 

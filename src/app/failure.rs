@@ -2,7 +2,9 @@
 //! code by reading an error's text. Every lower layer's error becomes a [`Failure`] through
 //! `From`, of the kind its own [`ExitCode`] says (decided where the error was made).
 
-use crate::util::exit::{ExitCode, EXIT_FAILURE, EXIT_FAIL_FAST, EXIT_HTTP_ERRORS, EXIT_USAGE};
+use crate::util::exit::{
+    ExitCode, EXIT_FAILURE, EXIT_FAIL_FAST, EXIT_HTTP_ERRORS, EXIT_MOSTLY_FAILED, EXIT_USAGE,
+};
 
 /// A command's failure, with the one line to print.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,6 +17,9 @@ pub enum Failure {
     FailFast(String),
     /// Responses came back, but every one had an HTTP error status: exit 4.
     HttpErrors(String),
+    /// Most of the run failed: more than half of the requests failed without a response, or
+    /// the server stopped answering for more than half of the window: exit 5.
+    MostlyFailed(String),
     /// Anything else that went wrong (a server that could not start, no request succeeded,
     /// an output that could not be written): exit 1.
     Failed(String),
@@ -27,6 +32,7 @@ impl Failure {
             Failure::Usage(m)
             | Failure::FailFast(m)
             | Failure::HttpErrors(m)
+            | Failure::MostlyFailed(m)
             | Failure::Failed(m) => m,
         }
     }
@@ -59,6 +65,7 @@ impl ExitCode for Failure {
             Failure::Usage(_) => EXIT_USAGE,
             Failure::FailFast(_) => EXIT_FAIL_FAST,
             Failure::HttpErrors(_) => EXIT_HTTP_ERRORS,
+            Failure::MostlyFailed(_) => EXIT_MOSTLY_FAILED,
             Failure::Failed(_) => EXIT_FAILURE,
         }
     }
@@ -72,6 +79,7 @@ impl Failure {
             EXIT_USAGE => Failure::Usage(line),
             EXIT_FAIL_FAST => Failure::FailFast(line),
             EXIT_HTTP_ERRORS => Failure::HttpErrors(line),
+            EXIT_MOSTLY_FAILED => Failure::MostlyFailed(line),
             _ => Failure::Failed(line),
         }
     }
@@ -110,6 +118,7 @@ mod tests {
         assert_eq!(Failure::Usage("x".into()).exit_code(), 2);
         assert_eq!(Failure::FailFast("x".into()).exit_code(), 3);
         assert_eq!(Failure::HttpErrors("x".into()).exit_code(), 4);
+        assert_eq!(Failure::MostlyFailed("x".into()).exit_code(), 5);
         assert_eq!(Failure::Failed("x".into()).exit_code(), 1);
         assert_eq!(Failure::FailFast("refused".into()).message(), "refused");
         assert_eq!(Failure::Failed("gone".into()).into_usage().exit_code(), 2);

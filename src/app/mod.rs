@@ -2,8 +2,9 @@
 //! `serve` and `report`, and the mapping of outcomes to exit codes: 0 done, 1 the run failed (no request
 //! succeeded, or the record could not be written), 2 bad input, 3 stopped early or refused to
 //! start (every connection failed the same way, or the open-file limit is too low: one line
-//! names the fix), 4 every response was an HTTP error (none 2xx/3xx), 99 a `--threshold`
-//! failed, 130/143 interrupted by SIGINT/SIGTERM (after the report and the record were still
+//! names the fix), 4 every response was an HTTP error (none 2xx/3xx), 5 most of the run
+//! failed (over half the requests, or the server silent over half the window), 99 a
+//! `--threshold` failed, 130/143 interrupted by SIGINT/SIGTERM (after the report and the record were still
 //! written).
 
 mod calibrate;
@@ -17,6 +18,7 @@ mod intervals;
 mod knee;
 mod limits;
 mod probes;
+mod reach;
 mod run;
 mod stats;
 

@@ -381,16 +381,18 @@ fn level_label(plan: &RunPlan) -> String {
     }
 }
 
-/// Why a finished run failed as a whole, of its kind: no request succeeded (exit 1), or
-/// every response was an HTTP error (exit 4).
+/// Why a finished run failed as a whole, of its kind: no request succeeded (exit 1), every
+/// response was an HTTP error (exit 4), or most of the run failed (exit 5).
 fn failure(record: &RunRecord) -> Option<Failure> {
     let s = &record.summary;
     let url = &record.config.url;
     if s.requests.ok > 0 {
-        let why = crate::recorder::record::http_errors_warning(record)?;
-        return Some(Failure::HttpErrors(format!(
-            "no request succeeded against {url}: {why}"
-        )));
+        return match crate::recorder::record::http_errors_warning(record) {
+            Some(why) => Some(Failure::HttpErrors(format!(
+                "no request succeeded against {url}: {why}"
+            ))),
+            None => mostly_failed(record),
+        };
     }
     if s.requests.errors == 0 {
         return Some(Failure::Failed(format!(
@@ -407,4 +409,115 @@ fn failure(record: &RunRecord) -> Option<Failure> {
     Some(Failure::Failed(format!(
         "no request succeeded against {url}: {n} {kind} errors (first: {first})"
     )))
+}
+
+/// Most of the run failed, though some requests were answered: more than half of the requests
+/// that ended failed without a response, or the server stopped answering for more than half
+/// of the window (its last response that early, requests failing after it). The line says
+/// which, and what failed.
+fn mostly_failed(record: &RunRecord) -> Option<Failure> {
+    let s = &record.summary;
+    let url = &record.config.url;
+    let ended = s.requests.ok + s.requests.errors;
+    let (kind, _) = s.errors.iter().max_by_key(|(_, n)| **n)?;
+    let first = record.first_errors.get(kind).map_or("", String::as_str);
+    let silent = s
+        .last_answer
+        .as_ref()
+        .filter(|l| l.silent_share(s.duration_s) > 0.5);
+    let why = if let Some(last) = silent {
+        format!(
+            "the server stopped answering {:.2}s into the {:.2}s window ({:.0}% of it without a \
+             response) and {} requests failed after that",
+            last.at_s,
+            s.duration_s,
+            100.0 * last.silent_share(s.duration_s),
+            last.failed_after
+        )
+    } else if 2 * s.requests.errors > ended {
+        format!(
+            "{} of the {ended} requests failed ({:.0}%)",
+            s.requests.errors,
+            100.0 * s.requests.errors as f64 / ended as f64
+        )
+    } else {
+        return None;
+    };
+    Some(Failure::MostlyFailed(format!(
+        "most of the run against {url} failed: {why}, mostly {kind} (first: {first})"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{plan::build, Cli, Command};
+    use crate::model::ErrorKind;
+    use crate::util::exit::{ExitCode, EXIT_MOSTLY_FAILED, EXIT_OK};
+    use clap::Parser;
+    use std::time::{Duration, Instant};
+
+    /// The record of a 10 s run of `ok` responses and `failed` refusals, the last response
+    /// `last_ok_s` into it and every refusal after it.
+    fn record(ok: u64, failed: u64, last_ok_s: f64) -> RunRecord {
+        let argv = ["reqlife", "run", "-d", "10s", "-c", "4"];
+        let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {
+            unreachable!()
+        };
+        let plan = build(&args, "http://127.0.0.1:9/").unwrap();
+        let mut m = crate::recorder::Recorder::new(Instant::now(), Duration::from_secs(1)).finish();
+        m.counters.requests = ok + failed;
+        m.counters.ok = ok;
+        m.counters.errors[ErrorKind::Connect.index()] = failed;
+        m.counters.last_ok_ns = (last_ok_s * 1e9) as u64;
+        m.counters.failed_since_ok = failed;
+        m.status[200] = ok;
+        m.first_errors[ErrorKind::Connect.index()] = Some("Connection refused".into());
+        let ending = crate::recorder::record::Ending {
+            recorded: Duration::from_secs(10),
+            drained: Duration::ZERO,
+            stop_reason: StopReason::Duration,
+            interrupted: false,
+            start_time: String::new(),
+            command_line: vec![],
+            embedded_target: false,
+        };
+        RunRecord::build(&plan, &m, ending)
+    }
+
+    fn code(r: &RunRecord) -> i32 {
+        failure(r).map_or(EXIT_OK, |f| f.exit_code())
+    }
+
+    #[test]
+    fn most_of_a_run_failed_exits_5_saying_which_most() {
+        // (responses, refusals, last response s into the 10 s window, exit code)
+        let rows = [
+            (40_587, 200, 1.5, EXIT_MOSTLY_FAILED), // the server died 1.5 s in
+            (40_587, 200, 4.9, EXIT_MOSTLY_FAILED), // 51% of the window without a response
+            (40_587, 200, 5.0, EXIT_OK),            // half: said, not failed
+            (1_000, 1_001, 9.99, EXIT_MOSTLY_FAILED), // most requests refused
+            (1_000, 1_000, 9.99, EXIT_OK),          // half
+            (40_587, 0, 1.5, EXIT_OK),              // answered to the end (nothing failed after)
+        ];
+        for (ok, failed, last, want) in rows {
+            assert_eq!(
+                code(&record(ok, failed, last)),
+                want,
+                "{ok} {failed} {last}"
+            );
+        }
+        let line = failure(&record(40_587, 200, 1.5)).unwrap().to_string();
+        assert_eq!(
+            line,
+            "most of the run against http://127.0.0.1:9/ failed: the server stopped answering \
+             1.50s into the 10.00s window (85% of it without a response) and 200 requests \
+             failed after that, mostly connect (first: Connection refused)"
+        );
+        let line = failure(&record(1_000, 1_001, 9.99)).unwrap().to_string();
+        assert!(
+            line.contains("1001 of the 2001 requests failed (50%)"),
+            "{line}"
+        );
+    }
 }

@@ -24,6 +24,8 @@ pub(crate) const RUN_EXIT_CODES: &str = "Exit codes:
        port), or ulimit -n is too low
        to start; the error line names the fix
   4    responses came back, but every one was an HTTP error (no 2xx or 3xx)
+  5    most of the run failed: over half of the requests, or the server stopped
+       answering for over half of the window (killed mid-run); the error line says which
   99   a --threshold failed
   130, 143  interrupted by SIGINT, SIGTERM (the report and the record are still written)";
 

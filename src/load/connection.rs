@@ -3,11 +3,11 @@
 
 use super::failfast::FailFast;
 use super::scheduler::Scheduler;
-use super::{open, Progress, StartGate, ThreadProgress};
+use super::{queue, Progress, StartGate, ThreadProgress};
 use crate::engine::pipeline::Batch;
 use crate::engine::{Send, Session};
 use crate::model::trace::TraceId;
-use crate::model::{ConnStage, ErrorKind, Sample, Ticket, Timestamps};
+use crate::model::{ConnStage, ErrorKind, Reconnect, Sample, Ticket, Timestamps};
 use crate::recorder::Recorder;
 use crate::workload::request::Rendered;
 use crate::workload::Renderer;
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 #[derive(Clone)]
 pub(super) enum Feed {
     Closed(Arc<Scheduler>),
-    Open(Rc<open::OpenQueue>),
+    Open(Rc<queue::OpenQueue>),
 }
 
 impl Feed {
@@ -35,6 +35,21 @@ impl Feed {
             Feed::Open(q) => q.take().await,
         }
     }
+
+    /// Waits `pause` before the next request (a connection that could not connect: see
+    /// [`Reconnect`]), no later than a closed loop's end.
+    async fn pause(&self, pause: Duration) {
+        let mut until = Instant::now() + pause;
+        if let Feed::Closed(s) = self {
+            until = s.deadline().map_or(until, |end| end.min(until));
+        }
+        tokio::time::sleep_until(until.into()).await;
+    }
+}
+
+/// Whether `outcome` failed because its connection could not be opened.
+fn failed_connect(outcome: &crate::engine::Outcome) -> bool {
+    matches!(&outcome.result, Err(e) if matches!(e.kind, ErrorKind::Connect | ErrorKind::AddrNotAvail))
 }
 
 /// Which request a sample is: its name slot, its connection slot and its trace ids.
@@ -98,7 +113,13 @@ pub(super) fn record_outcome(
         recorder.count_grpc(code, session.grpc_message());
     }
     match &outcome.result {
-        Ok(_) => fail_fast.succeeded(),
+        Ok(_) => {
+            fail_fast.succeeded();
+            if let Some(done) = stamps.done {
+                progress
+                    .answered(done.saturating_duration_since(stamps.dispatched).as_nanos() as u64);
+            }
+        }
         Err(e) => fail_fast.failed(e.cause, &e.detail),
     }
     if grpc_failed {
@@ -212,6 +233,7 @@ impl Connection {
                 }
                 opening.done();
             }
+            let mut reconnect = Reconnect::default();
             loop {
                 if let Some(a) = &self.activity {
                     if !a.wait_active().await {
@@ -260,6 +282,9 @@ impl Connection {
                     &self.session,
                     who,
                 );
+                if let Some(pause) = reconnect.after(failed_connect(&outcome)) {
+                    self.feed.pause(pause).await;
+                }
             }
         }
     }
@@ -270,6 +295,7 @@ impl Connection {
     pub(super) fn run_pipelined(mut self, depth: usize) -> impl Future<Output = ()> {
         async move {
             let mut batch = Batch::default();
+            let mut reconnect = Reconnect::default();
             let mut slots: Vec<Who> = Vec::with_capacity(depth);
             // A request with its trace headers (capacity kept).
             let mut traced = Vec::new();
@@ -330,13 +356,18 @@ impl Connection {
                 self.recorder.borrow_mut().sending(batch.len() as u64);
                 let (recorder, fail_fast) = (&self.recorder, &self.fail_fast);
                 let progress = &self.progress.0[self.thread];
+                let mut unconnected = false;
                 self.session
                     .request_batch(&mut batch, |i, stamps, outcome, session| {
+                        unconnected |= failed_connect(outcome);
                         record_outcome(
                             recorder, progress, fail_fast, stamps, outcome, session, slots[i],
                         )
                     })
                     .await;
+                if let Some(pause) = reconnect.after(unconnected) {
+                    self.feed.pause(pause).await;
+                }
             }
         }
     }

@@ -18,6 +18,7 @@ pub mod executor;
 pub mod failfast;
 mod open;
 pub mod pacer;
+mod queue;
 mod scheduler;
 mod signals;
 pub mod timer;
@@ -389,7 +390,7 @@ impl WorkerCtx {
         let config = Rc::new(self.config.per_thread());
         let feed = match pacer {
             None => Feed::Closed(self.scheduler.clone()),
-            Some(_) => Feed::Open(Rc::new(open::OpenQueue::for_takers(
+            Some(_) => Feed::Open(Rc::new(queue::OpenQueue::for_takers(
                 self.connections * self.streams,
             ))),
         };
@@ -516,7 +517,7 @@ impl WorkerCtx {
     fn dispatch(
         &self,
         pacer: ThreadPacer,
-        queue: &Rc<open::OpenQueue>,
+        queue: &Rc<queue::OpenQueue>,
         recorder: &Rc<RefCell<Recorder>>,
         spun: &Rc<Cell<Duration>>,
     ) -> impl std::future::Future<Output = ()> + 'static {

@@ -10,100 +10,25 @@
 //! the due time. The thread's connections take tickets from the queue as they become free; the
 //! dispatcher wakes only connections that wait idle, one per ticket. A ticket that waits in
 //! the queue is a request due while every connection was busy: its wait is the `queue` phase.
-//! At the end of a timed run the tickets still waiting are withdrawn and counted as not sent,
-//! with those the dispatcher could not release before the window closed: nothing due in it
-//! goes uncounted.
+//! The queue holds a round of tickets (one per connection) and a batch at most: when more
+//! fall due, the thread is behind its schedule and its connections take the due requests
+//! from the schedule itself ([`super::queue`]): counted by its position, never stored, and
+//! sent as fast as the connections carry them. At the end of a timed run the tickets still
+//! waiting are withdrawn and counted as not sent, with those the dispatcher could not release
+//! before the window closed (counted from the schedule's `N(t)`, not drawn one by one:
+//! [`ThreadPacer::count_before`]): nothing due in it goes uncounted.
 
 use super::early::EarlyWake;
 use super::pacer::ThreadPacer;
+use super::queue::{Behind, OpenQueue};
 use super::timer::PreciseTimer;
 use super::Scheduler;
 use crate::engine::arrival;
 use crate::model::Ticket;
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::Notify;
-
-/// Tickets released and not yet taken, in due order, and the connections waiting for one.
-#[derive(Default)]
-pub struct OpenQueue {
-    tickets: RefCell<VecDeque<Ticket>>,
-    notify: Notify,
-    /// Connections waiting in `take` that no one has woken yet.
-    idle: Cell<usize>,
-    closed: Cell<bool>,
-    /// How many connections (HTTP/2 and HTTP/3: streams) take tickets from it; 0: not known.
-    takers: usize,
-}
-
-impl OpenQueue {
-    /// The queue of a thread whose `takers` connections (or streams) take its tickets: no
-    /// batch of the pacer holds more requests than they can take at once.
-    pub fn for_takers(takers: usize) -> Self {
-        OpenQueue {
-            takers,
-            ..OpenQueue::default()
-        }
-    }
-
-    /// Adds a ticket; `wake` lets the idle connections know.
-    fn push(&self, ticket: Ticket) {
-        self.tickets.borrow_mut().push_back(ticket);
-    }
-
-    /// Wakes one idle connection per waiting ticket (busy ones take tickets when they finish).
-    fn wake(&self) {
-        let n = self.tickets.borrow().len().min(self.idle.get());
-        self.idle.set(self.idle.get() - n);
-        for _ in 0..n {
-            self.notify.notify_one();
-        }
-    }
-
-    /// Withdraws the tickets not yet taken: how many there were.
-    pub fn withdraw(&self) -> u64 {
-        let mut tickets = self.tickets.borrow_mut();
-        let n = tickets.len() as u64;
-        tickets.clear();
-        n
-    }
-
-    /// No more tickets will come.
-    pub fn close(&self) {
-        self.closed.set(true);
-        self.idle.set(0);
-        self.notify.notify_waiters();
-    }
-
-    /// The next ticket, waiting for one, and when it was taken (its dispatch); `None` once
-    /// closed and empty. A ticket found waiting waited for a busy connection since its release
-    /// (its `queue`); one taken by a connection that was idle, woken for it, did not: its
-    /// `released` is moved to the dispatch, so that the moment the connection took to start
-    /// is the generator's lag and not the server's queue.
-    pub async fn take(&self) -> Option<(Ticket, Instant)> {
-        let mut idle = false;
-        loop {
-            if let Some(mut t) = self.tickets.borrow_mut().pop_front() {
-                let now = Instant::now();
-                if idle {
-                    t.released = now;
-                }
-                return Some((t, now));
-            }
-            if self.closed.get() {
-                return None;
-            }
-            idle = true;
-            // Counted before the first poll registers the waiter: nothing runs in between
-            // on this thread, so `wake` never notifies a connection that is not waiting.
-            self.idle.set(self.idle.get() + 1);
-            self.notify.notified().await;
-        }
-    }
-}
 
 /// Takes `first` and the requests due within `slack` after it (taken from `next`) into
 /// `batch`, at most `most` of them (0: no bound), to leave together in one wake-up at the last
@@ -133,7 +58,7 @@ fn gather<T>(
 
 /// The due times of one thread's share of the plan, ending with the schedule, at the
 /// deadline of a timed run, or when the request count is reached.
-struct DueTimes {
+pub(super) struct DueTimes {
     pacer: ThreadPacer,
     origin: Instant,
     scheduler: Arc<Scheduler>,
@@ -142,28 +67,39 @@ struct DueTimes {
 
 impl DueTimes {
     /// The next request's due time and sequence number, admitted under the stop rule.
-    fn next(&mut self) -> Option<(Instant, u64)> {
+    pub(super) fn next(&mut self) -> Option<(Instant, u64)> {
         let due = self.origin + self.pacer.next_due()?;
         if self.deadline.is_some_and(|d| due >= d) {
             return None;
         }
         Some((due, self.scheduler.admit(due)?))
     }
+
+    /// The requests still due in a timed run's window, counted, not drawn one by one
+    /// ([`ThreadPacer::count_before`]): nothing for a run ended by its request count.
+    fn count_rest(&mut self) -> u64 {
+        let Some(end) = self.deadline else { return 0 };
+        self.pacer
+            .count_before(end.saturating_duration_since(self.origin))
+    }
 }
 
 /// Releases `first` and every following request due by `now` (taken from `next`) through
-/// `release`; returns the first request not yet due, or `None` when the schedule is over.
+/// `release`, at most `room` of them; returns the first request not released (not yet due,
+/// or due with no room left for it), or `None` when the schedule is over.
 fn release_due<T>(
     first: (Instant, T),
     now: Instant,
+    mut room: usize,
     mut next: impl FnMut() -> Option<(Instant, T)>,
     mut release: impl FnMut(Instant, T),
 ) -> Option<(Instant, T)> {
     let mut pending = Some(first);
     while let Some((due, item)) = pending {
-        if due > now {
+        if due > now || room == 0 {
             return Some((due, item));
         }
+        room -= 1;
         release(due, item);
         pending = next();
     }
@@ -185,40 +121,49 @@ pub async fn dispatch(
     (slack, spin): (Duration, f64),
     spun: Rc<Cell<Duration>>,
 ) -> u64 {
-    let timer = PreciseTimer::new();
     let deadline = scheduler.deadline();
+    let mut d = Dispatcher {
+        timer: PreciseTimer::new(),
+        queue,
+        until: deadline.map(|d| d + slack),
+        naps: std::env::var_os("REQLIFE_NO_NAPS").is_none_or(|v| v != "1"),
+        early: EarlyWake::new(spin, slack, Instant::now()),
+        spun,
+    };
     let mut due_times = DueTimes {
         pacer,
         origin,
         deadline,
         scheduler,
     };
-    let naps = std::env::var_os("REQLIFE_NO_NAPS").is_none_or(|v| v != "1");
-    let mut early = EarlyWake::new(spin, slack, Instant::now());
     let mut not_sent = 0;
     let mut batch = Vec::new();
     let mut pending = due_times.next();
     while let Some(first) = pending {
+        if d.queue.room() == 0 {
+            match d.when_full(due_times, first).await {
+                Ok(back) => (due_times, pending) = back,
+                Err(never_sent) => {
+                    not_sent += never_sent;
+                    break;
+                }
+            }
+            continue;
+        }
         batch.clear();
-        let after = gather(
-            first,
-            (slack, queue.takers),
-            || due_times.next(),
-            &mut batch,
-        );
+        let most = (slack, d.queue.takers);
+        let after = gather(first, most, || due_times.next(), &mut batch);
         // The batch holds `first` at least: it leaves at its last request's due time.
-        let at = batch[batch.len() - 1].0;
-        wait_until(&timer, &queue, at, naps, &mut early).await;
+        d.wait(batch[batch.len() - 1].0).await;
         let released = Instant::now();
-        spun.set(early.spun);
-        if deadline.is_some_and(|d| released > d + slack) {
+        if d.closed(released) {
             // The window closed before these could leave: the batch, and all due after it.
-            not_sent += (batch.len() + usize::from(after.is_some())) as u64
-                + std::iter::from_fn(|| due_times.next()).count() as u64;
+            not_sent += (batch.len() + usize::from(after.is_some())) as u64;
+            not_sent += due_times.count_rest();
             break;
         }
         let push = |intended, seq| {
-            queue.push(Ticket {
+            d.queue.push(Ticket {
                 seq,
                 intended,
                 released,
@@ -227,18 +172,70 @@ pub async fn dispatch(
         for &(intended, seq) in &batch {
             push(intended, seq);
         }
-        // A late wake-up releases what fell due meanwhile too.
-        pending = after.and_then(|a| release_due(a, released, || due_times.next(), push));
-        queue.wake();
+        // A late wake-up releases what fell due meanwhile too, up to a round of tickets.
+        let room = d.queue.room();
+        pending = after.and_then(|a| release_due(a, released, room, || due_times.next(), push));
+        d.queue.wake();
     }
-    if let Some(end) = deadline {
-        wait_until(&timer, &queue, end + slack, naps, &mut early).await;
+    if let Some(end) = d.until {
+        d.wait(end).await;
         // The connections just woken take their tickets first.
         tokio::task::yield_now().await;
-        not_sent += queue.withdraw();
+        not_sent += d.queue.withdraw();
     }
-    queue.close();
+    d.queue.close();
     not_sent
+}
+
+/// The dispatcher's own state: its timer, the queue it fills, how it waits.
+struct Dispatcher {
+    timer: PreciseTimer,
+    queue: Rc<OpenQueue>,
+    /// The end of a timed run's window, with the slack: nothing is released after it.
+    until: Option<Instant>,
+    naps: bool,
+    early: EarlyWake,
+    /// The time spun so far, kept for the worker as it goes.
+    spun: Rc<Cell<Duration>>,
+}
+
+impl Dispatcher {
+    /// Waits until `at` ([`wait_until`]).
+    async fn wait(&mut self, at: Instant) {
+        wait_until(&self.timer, &self.queue, at, self.naps, &mut self.early).await;
+        self.spun.set(self.early.spun);
+    }
+
+    /// A round of tickets waits already: none is added. If `first` falls due with still no
+    /// room for it, the connections take it, and the rest, from the schedule until they
+    /// catch up ([`OpenQueue::fall_behind`]). The schedule back, with its next request; or,
+    /// the window closed first, the requests due in it that were never sent.
+    async fn when_full(
+        &mut self,
+        mut due_times: DueTimes,
+        first: (Instant, u64),
+    ) -> Result<(DueTimes, Option<(Instant, u64)>), u64> {
+        self.wait(first.0).await;
+        let now = Instant::now();
+        if self.closed(now) {
+            return Err(1 + due_times.count_rest());
+        }
+        if self.queue.room() > 0 {
+            return Ok((due_times, Some(first)));
+        }
+        let behind = Behind {
+            due_times,
+            next: Some(first),
+            since: now,
+            until: self.until,
+        };
+        Ok(self.queue.fall_behind(behind).await)
+    }
+
+    /// Whether the window has closed at `now`: nothing more is released.
+    fn closed(&self, now: Instant) -> bool {
+        self.until.is_some_and(|u| now > u)
+    }
 }
 
 /// The longest the thread sleeps without a look at its sockets and timers: how late, at
@@ -276,7 +273,7 @@ async fn wait_until(
             }
             return timer.sleep_until(at).await;
         }
-        if !naps || !queue.tickets.borrow().is_empty() || !arrival::awake::may_sleep() {
+        if !naps || !queue.is_empty() || !arrival::awake::may_sleep() {
             timer.sleep_until(aim).await;
             early.woke(aim, Instant::now());
             continue;
@@ -334,8 +331,9 @@ mod tests {
             );
             let woke = batch[batch.len() - 1].1 + lateness;
             let mut released: Vec<u64> = batch.iter().map(|b| b.1).collect();
-            pending = after
-                .and_then(|a| release_due(a, at(woke), || rest.next(), |_, d| released.push(d)));
+            let room = usize::MAX;
+            let (now, release) = (at(woke), |_, d| released.push(d));
+            pending = after.and_then(|a| release_due(a, now, room, || rest.next(), release));
             out.push((woke, released));
         }
         out
@@ -418,78 +416,125 @@ mod tests {
         );
     }
 
-    /// Runs `f` on a current-thread runtime's local set, as a worker thread does.
-    fn on_a_local_set(f: impl std::future::Future<Output = ()>) {
+    #[test]
+    fn a_late_wake_up_releases_no_more_than_the_room_left() {
+        let t0 = Instant::now();
+        let at = |us: u64| t0 + Duration::from_micros(us);
+        // (room, due times released of 0..=50 µs at 60 µs, the first left)
+        for (room, want, left) in [
+            (9, vec![0, 10, 20, 30, 40, 50], None),
+            (2, vec![0, 10], Some(20)),
+        ] {
+            let mut rest = (1..6).map(|i| (at(i * 10), i * 10));
+            let mut released = Vec::new();
+            let first = (at(0), 0);
+            let next = release_due(first, at(60), room, || rest.next(), |_, d| released.push(d));
+            assert_eq!(released, want, "room {room}");
+            assert_eq!(next.map(|n| n.1), left, "room {room}");
+        }
+    }
+
+    /// What a run of [`run_behind`] gives: the tickets taken (with their dispatch), the
+    /// requests counted as not sent, and the most tickets the queue held at once.
+    type Behind = (Vec<(Ticket, Instant)>, u64, usize);
+
+    /// A timed open loop of `flags` on one thread whose `takers` connections each take a
+    /// ticket and hold it for `busy(n)`, n the number of tickets taken before it.
+    fn run_behind(flags: &[&str], takers: usize, busy: fn(usize) -> Duration) -> Behind {
+        use crate::cli::{plan::build, Cli, Command};
+        use clap::Parser;
+        let mut argv = vec!["reqlife", "run", "-t", "1"];
+        argv.extend_from_slice(flags);
+        let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {
+            unreachable!()
+        };
+        let plan = build(&args, "http://127.0.0.1:9/").unwrap();
+        let pacer = super::super::thread_pacer(&plan, 0).unwrap();
+        let origin = Instant::now();
+        let scheduler = Arc::new(Scheduler::new(&plan, origin));
+        let queue = Rc::new(OpenQueue::for_takers(takers));
+        let taken = Rc::new(std::cell::RefCell::new(Vec::new()));
+        let most = Rc::new(Cell::new(0));
+        let mut not_sent = 0;
         let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
             .build()
             .unwrap();
-        tokio::task::LocalSet::new().block_on(&rt, f);
-    }
-
-    #[test]
-    fn a_ticket_queues_only_when_no_connection_was_idle() {
-        on_a_local_set(async {
-            let q = Rc::new(OpenQueue::default());
-            let released = Instant::now() - Duration::from_millis(5);
-            let ticket = |seq| Ticket {
-                seq,
-                intended: released,
-                released,
-            };
-            // Every connection busy: the ticket waits in the queue; the connection that comes
-            // free takes it, and the wait since its release is its `queue`.
-            q.push(ticket(0));
-            let (t, dispatched) = q.take().await.unwrap();
-            assert_eq!(
-                t.released, released,
-                "found waiting: released when released"
-            );
-            assert!(dispatched - t.released >= Duration::from_millis(5));
-            // An idle connection woken for a ticket: no queue, the moment it took to start is
-            // the generator's lag (released moves to the dispatch).
-            let taker = {
-                let q = q.clone();
-                tokio::task::spawn_local(async move { q.take().await.unwrap() })
-            };
-            tokio::task::yield_now().await;
-            assert_eq!(q.idle.get(), 1);
-            q.push(ticket(1));
-            q.wake();
-            let (t, dispatched) = taker.await.unwrap();
-            assert_eq!(t.released, dispatched, "taken by an idle connection");
-            assert!(t.released - t.intended >= Duration::from_millis(5));
-        });
-    }
-
-    #[test]
-    fn the_queue_wakes_only_idle_connections() {
-        on_a_local_set(async {
-            let q = Rc::new(OpenQueue::default());
-            let takers: Vec<_> = (0..3)
-                .map(|_| {
-                    let q = q.clone();
-                    tokio::task::spawn_local(async move { q.take().await.map(|(t, _)| t.seq) })
-                })
-                .collect();
-            tokio::task::yield_now().await;
-            assert_eq!(q.idle.get(), 3, "all three wait");
-            let now = Instant::now();
-            for seq in 0..2 {
-                q.push(Ticket {
-                    seq,
-                    intended: now,
-                    released: now,
+        tokio::task::LocalSet::new().block_on(&rt, async {
+            for _ in 0..takers {
+                let (q, taken, most) = (queue.clone(), taken.clone(), most.clone());
+                tokio::task::spawn_local(async move {
+                    while let Some(t) = q.take().await {
+                        most.set(most.get().max(q.len()));
+                        let n = taken.borrow().len();
+                        taken.borrow_mut().push(t);
+                        match busy(n) {
+                            // tokio's sleep rounds up to its 1 ms tick: a yield for none.
+                            d if d.is_zero() => tokio::task::yield_now().await,
+                            d => tokio::time::sleep(d).await,
+                        }
+                    }
                 });
             }
-            q.wake();
-            assert_eq!(q.idle.get(), 1, "two woken for two tickets");
-            q.close();
-            let mut got = Vec::new();
-            for t in takers {
-                got.push(t.await.unwrap());
-            }
-            got.sort();
-            assert_eq!(got, vec![None, Some(0), Some(1)]);
+            let spun = Rc::new(Cell::new(Duration::ZERO));
+            let slack = (Duration::from_micros(50), 0.0);
+            not_sent = dispatch(pacer, origin, scheduler, queue.clone(), slack, spun).await;
         });
+        let taken = taken.take();
+        (taken, not_sent, most.get())
+    }
+
+    #[test]
+    fn a_rate_the_connections_cannot_carry_is_counted_not_queued() {
+        // 100 million req/s for 50 ms on 2 connections busy 2 ms a request: 5 million due,
+        // a hundred or so sent. The queue never holds more than two rounds of tickets (it
+        // held every request due, 40 bytes each, growing by the million, before).
+        let (taken, not_sent, most) = run_behind(&["-R", "100M", "-d", "50ms"], 2, |_| {
+            Duration::from_millis(2)
+        });
+        assert!(most <= 4, "the queue held {most} tickets");
+        // Every request due in the window is sent or counted, once.
+        assert_eq!(taken.len() as u64 + not_sent, 5_000_000);
+        // Those sent are the schedule's first, in order, each timed from its due time.
+        let seqs: Vec<u64> = taken.iter().map(|(t, _)| t.seq).collect();
+        assert_eq!(seqs, (0..taken.len() as u64).collect::<Vec<_>>());
+        let first = taken[0].0.intended;
+        for (t, dispatched) in &taken {
+            let ns = (t.intended - first).as_nanos() as i128;
+            assert!(
+                (ns - 10 * t.seq as i128).abs() <= 1,
+                "request {} due at {ns} ns",
+                t.seq
+            );
+            assert!(t.intended <= t.released && t.released <= *dispatched);
+        }
+    }
+
+    #[test]
+    fn behind_its_schedule_a_thread_catches_up_and_never_sends_early() {
+        // 1000 req/s for 200 ms on one connection whose first request takes 50 ms, then
+        // none: some 50 fall due meanwhile, taken from the schedule as fast as the
+        // connection comes free; then the dispatcher times each request again.
+        let busy = |n| match n {
+            0 => Duration::from_millis(50),
+            _ => Duration::ZERO,
+        };
+        let (taken, not_sent, most) = run_behind(&["-R", "1000", "-d", "200ms"], 1, busy);
+        assert_eq!(taken.len() as u64 + not_sent, 200);
+        assert!(most <= 2, "{most}");
+        let waited = |(t, d): &(Ticket, Instant)| *d - t.intended;
+        assert!(
+            waited(&taken[1]) >= Duration::from_millis(40),
+            "the backlog"
+        );
+        for (t, dispatched) in &taken {
+            assert!(
+                t.intended <= t.released && t.released <= *dispatched,
+                "never early"
+            );
+        }
+        // Caught up: the backlog's last request waited less than its first.
+        let caught = taken.iter().skip(1).take(60).map(waited).min().unwrap();
+        assert!(caught < waited(&taken[1]) / 2, "{caught:?}");
     }
 }

@@ -46,6 +46,22 @@ pub struct ThreadProgress {
     pub requests: AtomicU64,
     /// Of them, those that failed.
     pub errors: AtomicU64,
+    /// Of them, those answered (a complete response).
+    pub answered: AtomicU64,
+    /// Their time from dispatch to the end of the response, added, ns: how long a
+    /// connection is busy with a request.
+    pub answered_ns: AtomicU64,
+}
+
+impl ThreadProgress {
+    /// Counts a request answered after `ns` from its dispatch. Only this thread writes its
+    /// counters: a load and a store, no locked instruction.
+    #[inline]
+    pub fn answered(&self, ns: u64) {
+        let add = |c: &AtomicU64, n: u64| c.store(c.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+        add(&self.answered, 1);
+        add(&self.answered_ns, ns);
+    }
 }
 
 /// Live counters of every worker thread.
@@ -57,6 +73,17 @@ impl Progress {
         Arc::new(Progress(
             (0..threads).map(|_| ThreadProgress::default()).collect(),
         ))
+    }
+
+    /// (requests answered, their time from dispatch to response added, ns) so far, by all
+    /// threads.
+    pub fn answered(&self) -> (u64, u64) {
+        self.0.iter().fold((0, 0), |(n, ns), t| {
+            (
+                n + t.answered.load(Ordering::Relaxed),
+                ns + t.answered_ns.load(Ordering::Relaxed),
+            )
+        })
     }
 
     /// (requests, errors) recorded so far by all threads.

@@ -38,6 +38,14 @@ pub struct Counters {
     /// Open loop: requests due in the window that were never sent (every connection busy
     /// until the end): not in `requests`.
     pub not_sent: u64,
+    /// Of the drained requests, those that got a complete response.
+    pub drained_ok: u64,
+    /// When the last complete response ended, ns from the start of the window (merged by
+    /// maximum); 0 before one.
+    pub last_ok_ns: u64,
+    /// Requests that failed after the last complete response (each thread's after its own,
+    /// summed): a server that stopped answering.
+    pub failed_since_ok: u64,
 }
 
 impl Counters {
@@ -82,6 +90,29 @@ impl Counters {
         self.drain_ns = self.drain_ns.max(o.drain_ns);
         self.in_flight_at_end += o.in_flight_at_end;
         self.not_sent += o.not_sent;
+        self.drained_ok += o.drained_ok;
+        self.last_ok_ns = self.last_ok_ns.max(o.last_ok_ns);
+        self.failed_since_ok += o.failed_since_ok;
+    }
+
+    /// Counts a recorded request that ended `at_ns` into the window, and `drained_ns` after
+    /// its end when it ended in the drain: when the answers stopped (a complete response, or
+    /// a failure after the last one), and what the drain took.
+    pub(super) fn ended(&mut self, s: &Sample, at_ns: u64, drained_ns: Option<u64>) {
+        self.add(s);
+        let ok = s.error.is_none();
+        if ok {
+            self.last_ok_ns = self.last_ok_ns.max(at_ns);
+            self.failed_since_ok = 0;
+        } else {
+            self.failed_since_ok += 1;
+        }
+        if let Some(after) = drained_ns {
+            self.drained += 1;
+            self.drained_ok += u64::from(ok);
+            self.drain_ns = self.drain_ns.max(after);
+            self.drain_timeouts += u64::from(s.error == Some(ErrorKind::Timeout));
+        }
     }
 }
 

@@ -274,16 +274,10 @@ impl Recorder {
         }
         let end = s.stamps.done.unwrap_or_else(Instant::now);
         let ended = end;
-        self.counters.add(s);
         let drained = self.record_until.filter(|until| end > *until);
-        if let Some(until) = drained {
-            self.counters.drained += 1;
-            let after = end.saturating_duration_since(until).as_nanos() as u64;
-            self.counters.drain_ns = self.counters.drain_ns.max(after);
-            if s.error == Some(ErrorKind::Timeout) {
-                self.counters.drain_timeouts += 1;
-            }
-        }
+        let ns = |from: Instant| end.saturating_duration_since(from).as_nanos() as u64;
+        self.counters
+            .ended(s, ns(self.record_from), drained.map(ns));
         // The series and the sample of responses cover the window: a request drained after it
         // counts in its last moment (so the intervals still add up to the run exactly).
         let end = drained.map_or(end, |until| until - Duration::from_nanos(1));

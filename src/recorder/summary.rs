@@ -5,8 +5,8 @@
 
 use super::hist::Stats;
 use super::record::{
-    BurstStats, Bursts, Bytes, Connections, EndOfRun, Generator, Latency, RequestFigures, Requests,
-    Summary,
+    BurstStats, Bursts, Bytes, Connections, EndOfRun, Generator, LastAnswer, Latency,
+    RequestFigures, Requests, Summary,
 };
 use crate::model::Phase;
 use hdrhistogram::Histogram;
@@ -144,6 +144,8 @@ pub(crate) fn summarize(parts: &[&Summary], h: &impl Lookup, duration_s: f64) ->
         },
         duration_s,
         throughput_rps: round3(per_s(sum(&|s| s.requests.total) - sum(&|s| s.end.drained))),
+        answered_rps: round3(per_s(sum(&|s| s.requests.ok) - sum(&|s| s.end.drained_ok))),
+        last_answer: last_answer(parts),
         end: end_of(parts),
         bytes: Bytes {
             read,
@@ -214,6 +216,19 @@ fn generator(parts: &[&Summary]) -> Generator {
     }
 }
 
+/// Parts side by side whose server stopped answering: every part's did (one that did not
+/// answered to the end), after the last answer of all, with every part's failures after.
+fn last_answer(parts: &[&Summary]) -> Option<LastAnswer> {
+    let each: Vec<&LastAnswer> = parts
+        .iter()
+        .filter_map(|s| s.last_answer.as_ref())
+        .collect();
+    (each.len() == parts.len()).then(|| LastAnswer {
+        at_s: each.iter().map(|l| l.at_s).fold(0.0, f64::max),
+        failed_after: each.iter().map(|l| l.failed_after).sum(),
+    })
+}
+
 /// How the parts' runs ended: what was drained, timed out, in flight and not sent, added; the
 /// longest drain.
 fn end_of(parts: &[&Summary]) -> EndOfRun {
@@ -221,6 +236,7 @@ fn end_of(parts: &[&Summary]) -> EndOfRun {
     EndOfRun {
         drained: sum(&|s| s.end.drained),
         drain_timeouts: sum(&|s| s.end.drain_timeouts),
+        drained_ok: sum(&|s| s.end.drained_ok),
         in_flight: sum(&|s| s.end.in_flight),
         not_sent: sum(&|s| s.end.not_sent),
         drain_s: parts.iter().map(|s| s.end.drain_s).fold(0.0, f64::max),

@@ -13,6 +13,10 @@ pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_FAIL_FAST: i32 = 3;
 /// Exit code: responses came back, but every one had an HTTP error status (not 2xx or 3xx).
 pub const EXIT_HTTP_ERRORS: i32 = 4;
+/// Exit code: the run went, but most of it failed: more than half of the requests that ended
+/// failed without a response, or the server stopped answering for more than half of the
+/// window (its last response came that early, and requests failed after it).
+pub const EXIT_MOSTLY_FAILED: i32 = 5;
 /// Exit code: a `--threshold` failed (k6's convention).
 pub const EXIT_THRESHOLD: i32 = 99;
 /// Exit code after SIGINT (128 + 2).

@@ -279,6 +279,27 @@ pub fn human_ns(ns: f64) -> String {
     }
 }
 
+/// Formats a rate (per second) with three significant digits at most and a metric prefix
+/// (`950`, `8.9k`, `20.7k`, `100M`).
+pub fn human_rate(per_s: f64) -> String {
+    let (v, unit) = match per_s.abs() {
+        x if x >= 1e9 => (per_s / 1e9, "G"),
+        x if x >= 1e6 => (per_s / 1e6, "M"),
+        x if x >= 1e3 => (per_s / 1e3, "k"),
+        _ => (per_s, ""),
+    };
+    let digits = match v.abs() {
+        x if x >= 99.95 => 0,
+        x if x >= 9.995 => 1,
+        _ => 2,
+    };
+    let mut text = format!("{v:.digits$}");
+    if text.contains('.') {
+        text = text.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    format!("{text}{unit}")
+}
+
 /// Formats a byte count with binary prefixes (`512B`, `1.50KiB`, `3.20MiB`).
 pub fn human_bytes(bytes: f64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -298,6 +319,23 @@ pub fn human_bytes(bytes: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_read_at_a_glance() {
+        // (req/s, as written)
+        let rows = [
+            (0.0, "0"),
+            (950.0, "950"),
+            (8_900.0, "8.9k"),
+            (20_672.0, "20.7k"),
+            (100_000_000.0, "100M"),
+            (1_234_567.0, "1.23M"),
+            (99_999.0, "100k"),
+        ];
+        for (rate, want) in rows {
+            assert_eq!(human_rate(rate), want, "{rate}");
+        }
+    }
 
     proptest::proptest! {
         // That no parser panics on any text: fuzz/fuzz_targets/units.rs.

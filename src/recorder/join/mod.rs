@@ -19,7 +19,7 @@
 //! nor order decides it: keep-alive, pipelining, HTTP/2 streams and WebSocket messages are
 //! joined alike, whichever of the server's processes reads and writes.
 //!
-//! What comes out, per request ([`Probed`]): `send` (the client's write to its last byte in
+//! What comes out, per request ([`Joined`]): `send` (the client's write to its last byte in
 //! the server's socket), `socket` (arrival → the read), `handle` (the read → the response's
 //! write), `return` (that write → the client's socket), `last_return` (a response in several
 //! writes: its last write → the client's socket), and the phases between the server's

@@ -121,6 +121,7 @@ pub(super) fn counts_of(plan: &RunPlan, measured: &Measured, end: &Ending) -> Su
             non_2xx_3xx,
         },
         duration_s: round6(secs),
+        last_answer: super::LastAnswer::of(c, secs),
         end: EndOfRun::of(c, end.drained),
         bytes: Bytes {
             read: c.bytes_read,

@@ -4,10 +4,9 @@
 
 use crate::model::{Phase, StopReason};
 use crate::recorder::hist::{IntervalStats, Stats};
-use crate::recorder::summary::{round3, round6};
+use crate::recorder::summary::round3;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 /// The figures of a run (or of one level of a sweep, or of a merge): counts, bytes, latencies, and
 /// what the generator and the server said.
@@ -20,9 +19,18 @@ pub struct Summary {
     /// Requests that ended (responses and errors) within the window, per second of it. Those
     /// that ended in the drain after it are in `requests` and `end.drained`, not here.
     pub throughput_rps: f64,
+    /// Of those, the complete responses (any status), per second of the window: the rate
+    /// the server answered at, apart from the attempts that failed (absent when 0, and from
+    /// records made before).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub answered_rps: f64,
+    /// Requests failed after the last response: when it ended, and how many (absent when
+    /// none failed after it, or nothing was answered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_answer: Option<super::LastAnswer>,
     /// What became of the requests that did not end within the window.
     #[serde(default)]
-    pub end: EndOfRun,
+    pub end: super::EndOfRun,
     /// Bytes read and written, headers and bodies.
     pub bytes: Bytes,
     /// Connections opened and closed by the server.
@@ -285,42 +293,8 @@ impl BurstStats {
     }
 }
 
-/// The end of a run. Every request sent is counted once: in `requests` (it ended within the
-/// window, or in the drain after it) or here as still in flight when the run ended; requests
-/// due but never sent are counted apart.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct EndOfRun {
-    /// Requests that ended after the window, while the run waited for those in flight
-    /// (`--drain`); they are in `requests` and in the latency figures.
-    pub drained: u64,
-    /// Of the drained requests, those that timed out.
-    pub drain_timeouts: u64,
-    /// Requests sent and still in flight when the run ended (the drain ran out, or a signal
-    /// stopped the run): not in `requests`.
-    pub in_flight: u64,
-    /// Open loop: requests due within the window that were never sent (every connection was
-    /// busy until its end): not in `requests`.
-    pub not_sent: u64,
-    /// How long after the window the drain ended, seconds.
-    pub drain_s: f64,
-}
-
-impl EndOfRun {
-    pub(super) fn of(c: &crate::recorder::Counters, drain: Duration) -> Self {
-        EndOfRun {
-            drained: c.drained,
-            drain_timeouts: c.drain_timeouts,
-            in_flight: c.in_flight_at_end,
-            not_sent: c.not_sent,
-            // The wait for requests that never came back, or the last one that did.
-            drain_s: round6(drain.as_secs_f64().max(c.drain_ns as f64 / 1e9)),
-        }
-    }
-
-    /// Whether anything is left to say.
-    pub fn is_empty(&self) -> bool {
-        self.drained + self.in_flight + self.not_sent == 0
-    }
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// The load generator's own figures, so that its limit is not mistaken for the server's.

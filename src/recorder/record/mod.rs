@@ -11,6 +11,7 @@
 mod build;
 pub mod config;
 mod counts;
+mod end;
 pub mod figures;
 mod joining;
 pub mod probes;
@@ -20,9 +21,11 @@ mod tests;
 pub mod warnings;
 
 pub use config::{Config, Environment, Sweep};
+pub use end::{EndOfRun, LastAnswer};
 pub use figures::*;
 pub use warnings::{
-    http_errors_warning, step_warnings, warnings_of, BUSY_NEAR, BUSY_WARN, LAG_NEAR_US, LAG_WARN_US,
+    connections_carry, http_errors_warning, step_warnings, stopped_answering, warnings_of,
+    BUSY_NEAR, BUSY_WARN, LAG_NEAR_US, LAG_WARN_US, SILENT_WARN,
 };
 
 use crate::model::{ErrorKind, StopReason};

@@ -443,3 +443,72 @@ fn the_counts_of_a_summary_follow_from_each_other() {
     let v = s.count_violations(10);
     assert_eq!(v.len(), 3, "{v:?}");
 }
+
+#[test]
+fn connections_that_cannot_carry_the_rate_are_named_with_the_fix() {
+    // 100M req/s on 2 connections answering in 96 us: 2 / 96 us, some 20.8k req/s at most,
+    // whatever the server's speed. The wait is the connections' limit, not the server's.
+    let r = record(&["-R", "100M", "-c", "2"], |m| {
+        m.counters.requests = 200_000;
+        m.counters.not_sent = 999_800_000;
+        for _ in 0..200 {
+            hist::record(&mut m.hists.0[Phase::Uncorrected.index()], 96_000);
+            hist::record(&mut m.hists.0[Phase::Queue.index()], 5_000_000_000);
+            hist::record(&mut m.hists.0[Phase::Lag.index()], 50_000);
+        }
+    });
+    let w = warnings_of(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].starts_with("2 connections at 96.0"), "{w:?}");
+    assert!(
+        w[0].contains(
+            "us carry at most ~20.8k req/s, under the 100M req/s offered: raise -c or lower -R"
+        ),
+        "{w:?}"
+    );
+    assert!(
+        w[0].contains("999800000 requests due were never sent"),
+        "{w:?}"
+    );
+    assert!(!w[0].contains("the server did not keep up"), "{w:?}");
+}
+
+#[test]
+fn a_server_that_stopped_answering_is_said_first_with_when_and_what_followed() {
+    let died = |last_ok_s: f64, failed: u64| {
+        record(&["-d", "10s", "-c", "4"], |m| {
+            m.counters.requests = 1_000 + failed;
+            m.counters.ok = 1_000;
+            m.counters.errors[ErrorKind::Connect.index()] = failed;
+            m.counters.last_ok_ns = (last_ok_s * 1e9) as u64;
+            m.counters.failed_since_ok = failed;
+            m.first_errors[ErrorKind::Connect.index()] =
+                Some("connect to 127.0.0.1:9: Connection refused".into());
+        })
+    };
+    // Answers for 1.5 s of the 10 s window, then 300 refusals.
+    let r = died(1.5, 300);
+    let last = r
+        .summary
+        .last_answer
+        .clone()
+        .expect("the last answer is kept");
+    assert_eq!((last.at_s, last.failed_after), (1.5, 300));
+    let w = &r.summary.warnings;
+    assert!(
+        w[0].starts_with(
+            "the server stopped answering 1.50s into the 10.00s window: no response after \
+             that (85% of the window), and the 300 requests after it failed, mostly connect \
+             (first: connect to 127.0.0.1:9: Connection refused); each connection tried \
+             again after a pause doubling from 1.00ms to 100.00ms"
+        ),
+        "{w:?}"
+    );
+    assert_eq!(stopped_answering(&r).as_ref(), Some(&w[0]));
+    // The last answer 9.9 s into the 10 s (1% of it silent): nothing said.
+    assert_eq!(stopped_answering(&died(9.9, 3)), None);
+    // Nothing failed after the last answer: no last answer kept, nothing said.
+    let r = died(1.5, 0);
+    assert_eq!(r.summary.last_answer, None);
+    assert_eq!(stopped_answering(&r), None);
+}

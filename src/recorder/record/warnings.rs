@@ -3,6 +3,7 @@
 
 use super::{Interval, RunRecord};
 use crate::model::{LoadKind, Phase, StopReason};
+use crate::util::units::{human_ns, human_rate};
 
 /// Schedule lag (p99) above which the generator is said to have fallen behind.
 pub const LAG_WARN_US: f64 = 1000.0;
@@ -45,6 +46,8 @@ fn warnings_judged(r: &RunRecord, generator: Generator) -> Vec<String> {
         // (the busy share of a few milliseconds, connects cut short); the error says why.
         return out;
     }
+    // First: the figures after it describe a server that was no longer there.
+    out.extend(stopped_answering(r));
     if let Some(p) = &s.server_probes {
         out.extend(p.warnings());
     }
@@ -222,8 +225,70 @@ fn open_loop_warning(r: &RunRecord) -> Option<String> {
     shortfall
 }
 
+/// Share of the window without a response, after the last one, from which a server that
+/// stopped answering is said to have (5%: 150 ms of a 3 s run).
+pub const SILENT_WARN: f64 = 0.05;
+
+/// The server stopped answering: the last response came well before the end of the window,
+/// and requests failed after it. When, how long it stayed silent, and what followed (the
+/// errors, of which kind mostly, and the reconnects' backoff).
+pub fn stopped_answering(r: &RunRecord) -> Option<String> {
+    let s = &r.summary;
+    let last = s.last_answer.as_ref()?;
+    let silent = last.silent_share(s.duration_s);
+    if silent < SILENT_WARN {
+        return None;
+    }
+    let (kind, _) = s.errors.iter().max_by_key(|(_, n)| **n)?;
+    let first = r.first_errors.get(kind).map_or("", String::as_str);
+    let backoff = match kind.as_str() {
+        "connect" | "addr_not_avail" => format!(
+            "; each connection tried again after a pause doubling from {} to {} while it \
+             could not connect",
+            human_ns(crate::model::RECONNECT_FIRST.as_nanos() as f64),
+            human_ns(crate::model::RECONNECT_MOST.as_nanos() as f64)
+        ),
+        _ => String::new(),
+    };
+    Some(format!(
+        "the server stopped answering {:.2}s into the {:.2}s window: no response after that \
+         ({:.0}% of the window), and the {} requests after it failed, mostly {kind} (first: \
+         {first}){backoff}; the figures describe the server until then",
+        last.at_s,
+        s.duration_s,
+        silent * 100.0,
+        last.failed_after
+    ))
+}
+
+/// What `takers` connections (`streams` each) carry at `mean_ns` a request, at most, req/s
+/// (Little's law: each one busy the whole time), with the words that say so (`2 connections
+/// at 97.00us carry at most ~20.6k req/s`).
+pub fn connections_carry(connections: u64, streams: u64, mean_ns: f64) -> (f64, String) {
+    let takers = connections * streams.max(1);
+    let most = if mean_ns > 0.0 {
+        takers as f64 * 1e9 / mean_ns
+    } else {
+        f64::INFINITY
+    };
+    let plural = if connections == 1 { "" } else { "s" };
+    let streams = match streams {
+        0 | 1 => String::new(),
+        n => format!(" x {n} streams"),
+    };
+    let verb = if takers == 1 { "carries" } else { "carry" };
+    let words = format!(
+        "{connections} connection{plural}{streams} at {} {verb} at most ~{} req/s",
+        human_ns(mean_ns),
+        human_rate(most)
+    );
+    (most, words)
+}
+
 /// When the requests of an open loop waited for a free connection far longer than the
-/// generator was late: the server did not keep up (with the rate's shortfall, if any).
+/// generator was late: the connections could not carry the rate (each busy its latency a
+/// request: the limit is theirs, raise -c or lower -R), or the server did not keep up (with
+/// the rate's shortfall, if any).
 fn queue_warning(r: &RunRecord) -> Option<String> {
     let s = &r.summary;
     let lag_p99 = s.latency.schedule_lag.p99_us.unwrap_or(0.0);
@@ -236,14 +301,26 @@ fn queue_warning(r: &RunRecord) -> Option<String> {
     if queue_p99 <= 1000.0 || queue_p99 <= 10.0 * lag_p99.max(1.0) {
         return None;
     }
-    let mut w = format!(
-        "requests waited for a free connection (queue p99 {:.2} ms) while the generator kept \
-         its schedule (lag p99 {lag_p99:.0} us): the server did not keep up with {:.0} req/s on \
-         {} connections; the corrected latency includes that wait",
-        queue_p99 / 1000.0,
-        s.generator.offered_rps.unwrap_or(0.0),
-        r.config.connections
-    );
+    let offered = s.generator.offered_rps.unwrap_or(0.0);
+    let mean_ns = s.latency.uncorrected.mean_us.unwrap_or(0.0) * 1e3;
+    let (most, carry) = connections_carry(r.config.connections, r.config.streams, mean_ns);
+    let mut w = if offered > most {
+        format!(
+            "{carry}, under the {} req/s offered: raise -c or lower -R; requests waited for a \
+             free connection (queue p99 {:.2} ms) and the corrected latency includes that wait",
+            human_rate(offered),
+            queue_p99 / 1000.0
+        )
+    } else {
+        format!(
+            "requests waited for a free connection (queue p99 {:.2} ms) while the generator \
+             kept its schedule (lag p99 {lag_p99:.0} us): the server did not keep up with {:.0} \
+             req/s on {} connections; the corrected latency includes that wait",
+            queue_p99 / 1000.0,
+            offered,
+            r.config.connections
+        )
+    };
     if let Some(f) = shortfall(r) {
         w += &format!("; {f}");
     }

@@ -37,6 +37,11 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
     let mut out = String::new();
     let wide = opts.detail;
     header(&mut out, record, opts.header_shown);
+    // A server that stopped answering is said first: every figure below depends on it.
+    let top = crate::recorder::record::stopped_answering(record);
+    if let Some(w) = &top {
+        let _ = writeln!(out, "\n  WARNING: {w}");
+    }
     totals(&mut out, record);
     if record.levels.is_empty() {
         repetitions(&mut out, record, wide);
@@ -55,7 +60,7 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
     stages(&mut out, record, wide);
     bursts(&mut out, record);
     statuses_and_errors(&mut out, record);
-    warnings(&mut out, record);
+    warnings(&mut out, record, top.as_deref());
     thresholds(&mut out, record);
     if opts.detail {
         detail(&mut out, record);
@@ -95,10 +100,20 @@ fn totals(out: &mut String, r: &RunRecord) {
         0 => String::new(),
         _ => format!(" (the {ended} that ended within the {:.2}s)", s.duration_s),
     };
+    // Some failed and some were answered: the answered rate first, the attempts' apart (a
+    // server refusing connections fails them fast, and would pass for a fast server).
+    let rate = if s.requests.errors == 0 || s.requests.ok == 0 {
+        format!("{:.2} req/s{basis}", s.throughput_rps)
+    } else {
+        format!(
+            "{:.2} req/s answered, {:.2} req/s attempted (the {ended} that ended within the \
+             {:.2}s; {} failed)",
+            s.answered_rps, s.throughput_rps, s.duration_s, s.requests.errors
+        )
+    };
     let _ = writeln!(
         out,
-        "  Throughput   {:.2} req/s{basis}; read {} ({}/s), written {}",
-        s.throughput_rps,
+        "  Throughput   {rate}; read {} ({}/s), written {}",
         human_bytes(s.bytes.read as f64),
         human_bytes(s.bytes.read_per_s),
         human_bytes(s.bytes.written as f64)
@@ -425,12 +440,16 @@ fn statuses_and_errors(out: &mut String, r: &RunRecord) {
     }
 }
 
-fn warnings(out: &mut String, r: &RunRecord) {
-    if r.summary.warnings.is_empty() {
+/// The record's warnings, but `shown` (said at the top already).
+fn warnings(out: &mut String, r: &RunRecord, shown: Option<&str>) {
+    let rest: Vec<&String> = (r.summary.warnings.iter())
+        .filter(|w| Some(w.as_str()) != shown)
+        .collect();
+    if rest.is_empty() {
         return;
     }
     let _ = writeln!(out);
-    for w in &r.summary.warnings {
+    for w in rest {
         let _ = writeln!(out, "  WARNING: {w}");
     }
 }
