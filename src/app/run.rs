@@ -346,13 +346,18 @@ fn finish(
     if signal != 0 {
         return code;
     }
+    // A lost threshold is the verdict the user asked for: it outranks "most of the run
+    // failed" (exit 5), not a run where nothing succeeded.
+    let verdict = super::thresholds_code(record);
+    let failed =
+        failure(record).filter(|f| !(matches!(f, Failure::MostlyFailed(_)) && verdict != EXIT_OK));
     if let Some(line) = levels.iter().find_map(|o| o.fail_fast.as_ref()) {
         Failure::FailFast(line.clone()).report()
-    } else if let Some(failed) = failure(record) {
+    } else if let Some(failed) = failed {
         failed.report()
     } else if code == EXIT_OK {
         // The thresholds' verdict gives the exit code, as it gives the banner and the JSON.
-        super::thresholds_code(record)
+        verdict
     } else {
         code
     }

@@ -183,8 +183,8 @@ mod tests {
         assert_eq!(c.uprobe_hit_ns, Some(798.0));
         assert_eq!(c.uprobe_stepped_hit_ns, Some(10_800.0));
         assert_eq!(c.tracepoint_hit_ns, Some(200.0));
-        // Noise that made a loop faster is no negative cost.
-        assert_eq!(cost(&[[5.0; 3]], &[[4.0; 3]]).uprobe_hit_ns, Some(0.0));
+        // Noise that made a loop faster is no negative cost, nor a measured zero.
+        assert_eq!(cost(&[[5.0; 3]], &[[4.0; 3]]).uprobe_hit_ns, None);
         let [push, step, raw] = loops();
         assert!(push >= 0.0 && step >= 0.0 && raw > 0.0);
     }
