@@ -13,6 +13,7 @@ pub use header::start_header;
 use std::fmt::Write as _;
 use steps::{bursts, by_request, knee, levels, repetitions, stages, thresholds};
 
+pub mod compare;
 mod header;
 mod probes;
 mod slow;
