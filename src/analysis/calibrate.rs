@@ -6,6 +6,7 @@
 use crate::model::{LoadKind, Sample, Timestamps, Traffic};
 use crate::recorder::record::{RunRecord, BUSY_WARN, LAG_WARN_US};
 use crate::recorder::Recorder;
+use crate::util::units::{counted, human_ns};
 use serde::Serialize;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -176,12 +177,12 @@ impl Calibration {
         };
         let mut v = format!(
             "one reqlife process on this machine generates up to {:.0} req/s over {} in a closed loop \
-             ({} connections, {} threads{sharing}), at {:.2} us of client CPU per request",
+             ({}, {}{sharing}), at {} of client CPU per request",
             self.closed.achieved_rps,
             self.protocol,
-            self.connections,
-            self.threads,
-            self.closed.client_cpu_us_per_request
+            counted(self.connections, "connection"),
+            counted(self.threads, "thread"),
+            human_ns(self.closed.client_cpu_us_per_request * 1e3)
         );
         match (self.open_max_rps, self.open_steps.last()) {
             (Some(max), Some(last)) if last.limit == Limit::Client => v.push_str(&format!(
@@ -202,11 +203,15 @@ impl Calibration {
         if let Some(low) = &self.low_load {
             match low.added_p50_us {
                 Some(added) => v.push_str(&format!(
-                    "; at low load the network and the client add {added:.1} us at p50 to what the server spends"
+                    "; at low load the network and the client add {} at p50 to what the server spends",
+                    human_ns(added * 1e3)
                 )),
                 None => {
                     if let Some(p50) = low.total_p50_us {
-                        v.push_str(&format!("; at low load the whole request takes {p50:.1} us at p50"))
+                        v.push_str(&format!(
+                            "; at low load the whole request takes {} at p50",
+                            human_ns(p50 * 1e3)
+                        ))
                     }
                 }
             }
@@ -285,7 +290,7 @@ mod tests {
             v.contains("above 112500 req/s the client, not the server, limits"),
             "{v}"
         );
-        assert!(v.contains("add 30.0 us at p50"), "{v}");
+        assert!(v.contains("add 30.00us at p50"), "{v}");
         c.open_steps[0].limit = Limit::Server;
         assert!(c.verdict_of().contains("the target fell behind first"));
         c.open_max_rps = None;

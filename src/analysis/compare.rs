@@ -256,8 +256,9 @@ pub fn compare(
         let n = r.intervals.iter().filter(|i| i.requests > 0).count();
         if n < MIN_INTERVALS {
             return Err(CompareError(format!(
-                "{name} has {n} intervals with requests: a single run needs at least {MIN_INTERVALS} to resample \
-                 (run longer, or with a shorter --interval, or repeat it with --repeat N)"
+                "{name} has {} with requests: a single run needs at least {MIN_INTERVALS} to resample \
+                 (run longer, or with a shorter --interval, or repeat it with --repeat N)",
+                crate::util::units::counted(n as u64, "interval")
             )));
         }
     }

@@ -167,10 +167,10 @@ fn side_by_side(a: &RunRecord, b: &RunRecord) -> Vec<(String, String, String)> {
         side_row("started", &|r| r.environment.start_time.clone()),
         side_row("load", &|r| {
             format!(
-                "{} loop, {} connections, {} threads{}",
+                "{} loop, {}, {}{}",
                 r.config.load_model,
-                r.config.connections,
-                r.config.threads,
+                crate::util::units::counted(r.config.connections, "connection"),
+                crate::util::units::counted(r.config.threads, "thread"),
                 r.config
                     .rate_rps
                     .map_or(String::new(), |x| format!(", {x} req/s offered"))

@@ -18,6 +18,8 @@ mod header;
 mod probes;
 mod slow;
 mod steps;
+#[cfg(test)]
+mod tests;
 pub mod wrap;
 
 /// What to include.
@@ -87,8 +89,12 @@ fn totals(out: &mut String, r: &RunRecord) {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "  Requests     {} total, {} ok, {} errors, {} non-2xx/3xx in {:.2}s",
-        s.requests.total, s.requests.ok, s.requests.errors, s.requests.non_2xx_3xx, s.duration_s
+        "  Requests     {} total, {} ok, {}, {} non-2xx/3xx in {:.2}s",
+        s.requests.total,
+        s.requests.ok,
+        crate::util::units::counted(s.requests.errors, "error"),
+        s.requests.non_2xx_3xx,
+        s.duration_s
     );
     // What the throughput divides: the requests that ended within the window (all of them
     // failures when none was answered: said, so that the rate is not taken for the server's).
