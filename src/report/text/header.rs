@@ -42,8 +42,9 @@ pub fn start_header(config: &crate::recorder::record::Config, levels: &[&str]) -
     out
 }
 
-/// The header's line on pipelining (`--pipeline`) and on an open loop's offered rate.
-fn pipeline_and_rate(out: &mut String, c: &crate::recorder::record::Config) {
+/// The header's line on pipelining (`--pipeline`) and on an open loop's offered rate (a knee
+/// search's steps each have their own, in its table: none here).
+fn pipeline_and_rate(out: &mut String, c: &crate::recorder::record::Config, knee: bool) {
     if c.pipeline > 1 {
         let ws = matches!(
             c.protocol,
@@ -70,7 +71,7 @@ fn pipeline_and_rate(out: &mut String, c: &crate::recorder::record::Config) {
             human_ns(s * 1e9)
         );
     }
-    if let (Some(rate), None) = (c.rate_rps, &c.sweep) {
+    if let (Some(rate), None, false) = (c.rate_rps, &c.sweep, knee) {
         let _ = writeln!(
             out,
             "  offered {rate:.0} req/s, {} arrivals (seed {})",
@@ -136,7 +137,7 @@ fn header_of(
             c.load_model
         );
     }
-    pipeline_and_rate(out, c);
+    pipeline_and_rate(out, c, knee);
     if let Some(seg) = &c.segment {
         let _ = writeln!(
             out,

@@ -87,6 +87,19 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
 fn totals(out: &mut String, r: &RunRecord) {
     let s = &r.summary;
     let _ = writeln!(out);
+    // A knee search's steps, a sweep's levels: the lines below add them up, as one run would
+    // not (each at its own rate or connections); their own figures are in the table after.
+    if !r.levels.is_empty() {
+        let (what, table) = match r.knee {
+            Some(_) => ("step", "the knee search's table"),
+            None => ("level", "the levels' table"),
+        };
+        let _ = writeln!(
+            out,
+            "  All {} together (each one's own rate, connections and latency: {table} below)",
+            crate::util::units::counted(r.levels.len() as u64, what)
+        );
+    }
     let _ = writeln!(
         out,
         "  Requests     {} total, {} ok, {}, {} non-2xx/3xx in {:.2}s",

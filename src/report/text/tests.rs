@@ -11,6 +11,41 @@ fn report(r: &RunRecord) -> String {
 }
 
 #[test]
+fn a_knee_search_s_first_block_says_it_adds_up_every_step() {
+    // A knee record: the steps are its levels; its config is the first step's plan, with its
+    // rate. Before, the header said "offered 124 req/s" (the first step's) and the totals
+    // read as one run's.
+    let mut r = fixture::sweep();
+    r.config.sweep = None;
+    r.config.rate_rps = Some(124.0);
+    r.knee = Some(crate::analysis::knee::KneeResult {
+        slos: vec!["p99<=20ms".into()],
+        precision: 0.05,
+        answer_rps: None,
+        confirmed: false,
+        limited_by: "server".into(),
+        steps: Vec::new(),
+        summary: String::new(),
+    });
+    let text = report(&r);
+    assert!(!text.contains("offered 124 req/s"), "{text}");
+    let lead = text
+        .lines()
+        .position(|l| l.starts_with("  All 2 steps together"))
+        .unwrap_or_else(|| panic!("no lead line:\n{text}"));
+    let requests = text
+        .lines()
+        .position(|l| l.starts_with("  Requests"))
+        .unwrap();
+    assert!(lead < requests, "{text}");
+    // A sweep says so of its levels.
+    let text = report(&fixture::sweep());
+    assert!(text.contains("  All 2 levels together"), "{text}");
+    // A single run has no such line.
+    assert!(!report(&fixture::plain()).contains("together (each one's own"));
+}
+
+#[test]
 fn one_of_a_thing_is_singular() {
     let r = fixture::record(
         &["-c", "1", "-t", "1", "-n", "300"],
