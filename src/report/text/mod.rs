@@ -333,13 +333,20 @@ fn breakdown(out: &mut String, r: &RunRecord, wide: bool) {
     );
     let (w, heads, cw) = breakdown_head(out, wide);
     // A phase that only some requests have (connect, with keep-alive) has no share of the
-    // typical request.
+    // typical request. The server's metrics are parts of its total when it sends one: their
+    // shares are in parentheses, not to be added again.
     let every = s.requests.ok;
-    let row = |out: &mut String, name: &str, st: &Stats| {
-        let share_cell = if st.count >= every {
-            share(st.p50_us)
-        } else {
+    let has_total = s
+        .server_timing
+        .get(&s.server_timing_total)
+        .is_some_and(|st| st.count > 0);
+    let row = |out: &mut String, name: &str, st: &Stats, part: bool| {
+        let share_cell = if st.count < every {
             format!("({} req)", st.count)
+        } else if part {
+            format!("({})", share(st.p50_us))
+        } else {
+            share(st.p50_us)
         };
         let name: String = match name.chars().count() {
             n if n > w => name.chars().take(w - 1).chain(['~']).collect(),
@@ -352,17 +359,18 @@ fn breakdown(out: &mut String, r: &RunRecord, wide: bool) {
         let _ = writeln!(out, "{share_cell:>10}");
     };
     for (p, st) in waits_and_opening(r) {
-        row(out, p.name(), st);
+        row(out, p.name(), st, false);
     }
     for name in &s.server_timing_order {
         if let Some(st) = s.server_timing.get(name) {
             if st.count > 0 {
-                let label = if *name == s.server_timing_total {
+                let total = *name == s.server_timing_total;
+                let label = if total {
                     format!("server {name} (server's total)")
                 } else {
                     format!("server {name}")
                 };
-                row(out, &label, st);
+                row(out, &label, st, has_total && !total);
             }
         }
     }
@@ -371,9 +379,9 @@ fn breakdown(out: &mut String, r: &RunRecord, wide: bool) {
     } else {
         "network+client"
     };
-    row(out, overhead, &s.server_timing_overhead);
+    row(out, overhead, &s.server_timing_overhead, false);
     if let Some(st) = s.latency.phases.get(&Phase::Read) {
-        row(out, "read", st);
+        row(out, "read", st, false);
     }
     if let Some(st) = s
         .latency
@@ -381,15 +389,25 @@ fn breakdown(out: &mut String, r: &RunRecord, wide: bool) {
         .get(&Phase::Decode)
         .filter(|st| st.count > 0)
     {
-        row(out, "decode", st);
+        row(out, "decode", st, false);
     }
-    row(out, "total", &s.latency.total);
+    row(out, "total", &s.latency.total, false);
     if !wide {
         let _ = writeln!(
             out,
             "  network+client = write + wait - the server's total: the time it did not count"
         );
     }
+    let _ = writeln!(
+        out,
+        "  p50 share: of the total's p50; those above it not in parentheses add up to about \
+         100% (medians of parts need not add up to their whole's){}",
+        if has_total {
+            "; (in parentheses): a part of the server's total, counted in its share already"
+        } else {
+            ""
+        }
+    );
     server_timing_notes(out, s);
 }
 

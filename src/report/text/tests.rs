@@ -10,6 +10,11 @@ fn report(r: &RunRecord) -> String {
     render(r, TextOptions::default())
 }
 
+/// `text` with every run of blanks and line ends one space: wrapped lines joined back.
+fn joined(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 #[test]
 fn a_knee_search_s_first_block_says_it_adds_up_every_step() {
     // A knee record: the steps are its levels; its config is the first step's plan, with its
@@ -43,6 +48,60 @@ fn a_knee_search_s_first_block_says_it_adds_up_every_step() {
     assert!(text.contains("  All 2 levels together"), "{text}");
     // A single run has no such line.
     assert!(!report(&fixture::plain()).contains("together (each one's own"));
+}
+
+/// The p50 share cells of the life of a request, by row name.
+fn shares(text: &str) -> Vec<(String, String)> {
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.contains("Life of a request"));
+    lines.next();
+    lines.next(); // the head
+    lines
+        .take_while(|l| !l.trim().is_empty() && !l.starts_with("  network+client ="))
+        .map(|l| {
+            // The name column: 31 wide after the indent of 2.
+            let name = l.chars().skip(2).take(31).collect::<String>();
+            let share = l.split_whitespace().last().unwrap();
+            (name.trim().to_string(), share.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn the_life_of_a_request_s_shares_count_the_server_s_parts_once() {
+    // The fixture's server sends parse, handler and total: parse and handler are parts of
+    // its total. Before, every share was a plain percentage, and those above the total's
+    // row added up to far more than 100%.
+    let text = report(&fixture::plain());
+    let rows = shares(&text);
+    let mut added = 0.0;
+    for (name, share) in &rows {
+        if name == "total" || share.starts_with('(') || share.ends_with(')') {
+            continue;
+        }
+        let v = share.trim_end_matches('%').parse::<f64>();
+        added += v.unwrap_or_else(|_| panic!("{name}: {share:?} in\n{text}"));
+    }
+    assert!(
+        (90.0..=110.0).contains(&added),
+        "{added}% of {rows:?}\n{text}"
+    );
+    for part in ["server parse", "server handler"] {
+        let (_, share) = rows
+            .iter()
+            .find(|(n, _)| n == part)
+            .unwrap_or_else(|| panic!("no {part}: {rows:?}"));
+        assert!(
+            share.starts_with('(') && share.ends_with("%)"),
+            "{part}: {share}"
+        );
+    }
+    assert!(
+        joined(&text)
+            .contains("(in parentheses): a part of the server's total, counted in its share"),
+        "{text}"
+    );
 }
 
 #[test]
