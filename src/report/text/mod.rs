@@ -158,7 +158,7 @@ fn totals(out: &mut String, r: &RunRecord) {
             e.not_sent
         );
     }
-    traffic(out, &s.bytes, r.config.protocol);
+    traffic(out, s, r.config.protocol);
     let _ = writeln!(
         out,
         "  Connections  {} opened, {} closed by the server after a response",
@@ -178,8 +178,11 @@ fn totals(out: &mut String, r: &RunRecord) {
 
 /// h2load's traffic line: all bytes read, the header bytes as received and (HTTP/2) what HPACK
 /// saved, the body bytes; with `--compressed`, what the bodies decoded to. HTTP/1.1 headers are
-/// not compressed: no savings to show.
-fn traffic(out: &mut String, b: &crate::recorder::record::Bytes, protocol: Protocol) {
+/// not compressed: no savings to show. Headers and data are counted as responses complete:
+/// when some did not (`/fault/drip`'s, cut by the timeout), the bytes read of them are said
+/// apart, not left to read as "0B headers".
+fn traffic(out: &mut String, s: &crate::recorder::record::Summary, protocol: Protocol) {
+    let b = &s.bytes;
     let both = |n: u64| format!("{} ({n})", human_bytes(n as f64));
     let _ = write!(
         out,
@@ -193,6 +196,14 @@ fn traffic(out: &mut String, b: &crate::recorder::record::Bytes, protocol: Proto
     let _ = write!(out, ", {} data", both(b.body));
     if b.body_decoded != b.body {
         let _ = write!(out, ", decoded to {}", both(b.body_decoded));
+    }
+    let rest = b.read.saturating_sub(b.headers + b.body);
+    if s.requests.errors > 0 && rest > 0 {
+        let _ = write!(
+            out,
+            ", {} more in responses that did not complete (and framing)",
+            both(rest)
+        );
     }
     out.push('\n');
 }

@@ -105,6 +105,26 @@ fn the_life_of_a_request_s_shares_count_the_server_s_parts_once() {
 }
 
 #[test]
+fn bytes_of_responses_that_never_completed_are_said() {
+    // /fault/drip's responses: headers and some body read, then the timeout, so no header
+    // or data byte was counted. Before: "153B (153) total, 0B (0) headers, 0B (0) data".
+    let mut r = fixture::plain();
+    r.summary.bytes.read = 153;
+    r.summary.bytes.headers = 0;
+    r.summary.bytes.body = 0;
+    r.summary.bytes.body_decoded = 0;
+    let text = report(&r);
+    assert!(
+        joined(&text).contains("0B (0) data, 153B (153) more in responses that did not complete"),
+        "{text}"
+    );
+    // Every response complete: nothing more to say.
+    let mut r = fixture::plain();
+    r.summary.requests.errors = 0;
+    assert!(!report(&r).contains("did not complete"));
+}
+
+#[test]
 fn one_of_a_thing_is_singular() {
     let r = fixture::record(
         &["-c", "1", "-t", "1", "-n", "300"],
