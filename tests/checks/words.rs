@@ -86,6 +86,7 @@ fn counts_of_one_are_singular() {
         "{errors} errors\"",
         "{kind} errors",
         "{local} connections",
+        "} values{unit}",
     ];
     let mut found = Vec::new();
     for (file, n, line) in output_lines() {
