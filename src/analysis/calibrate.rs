@@ -6,6 +6,7 @@
 use crate::model::{LoadKind, Sample, Timestamps, Traffic};
 use crate::recorder::record::{RunRecord, BUSY_WARN, LAG_WARN_US};
 use crate::recorder::Recorder;
+use crate::util::units::{counted, human_ns};
 use serde::Serialize;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -176,37 +177,26 @@ impl Calibration {
         };
         let mut v = format!(
             "one reqlife process on this machine generates up to {:.0} req/s over {} in a closed loop \
-             ({} connections, {} threads{sharing}), at {:.2} us of client CPU per request",
+             ({}, {}{sharing}), at {} of client CPU per request",
             self.closed.achieved_rps,
             self.protocol,
-            self.connections,
-            self.threads,
-            self.closed.client_cpu_us_per_request
+            counted(self.connections, "connection"),
+            counted(self.threads, "thread"),
+            human_ns(self.closed.client_cpu_us_per_request * 1e3)
         );
-        match (self.open_max_rps, self.open_steps.last()) {
-            (Some(max), Some(last)) if last.limit == Limit::Client => v.push_str(&format!(
-                "; in an open loop it keeps its schedule up to {max:.0} req/s: above {:.0} req/s the client, \
-                 not the server, limits a test",
-                last.offered_rps.unwrap_or(max)
-            )),
-            (Some(max), Some(last)) if last.limit == Limit::Server => v.push_str(&format!(
-                "; in an open loop it keeps its schedule up to {max:.0} req/s; at {:.0} req/s the target \
-                 fell behind first, so the client's own limit is higher than that",
-                last.offered_rps.unwrap_or(max)
-            )),
-            (Some(max), _) => v.push_str(&format!(
-                "; in an open loop it kept its schedule at every rate tried, up to {max:.0} req/s"
-            )),
-            (None, _) => v.push_str("; in an open loop it did not keep its schedule at any rate tried"),
-        }
+        v.push_str(&self.open_words());
         if let Some(low) = &self.low_load {
             match low.added_p50_us {
                 Some(added) => v.push_str(&format!(
-                    "; at low load the network and the client add {added:.1} us at p50 to what the server spends"
+                    "; at low load the network and the client add {} at p50 to what the server spends",
+                    human_ns(added * 1e3)
                 )),
                 None => {
                     if let Some(p50) = low.total_p50_us {
-                        v.push_str(&format!("; at low load the whole request takes {p50:.1} us at p50"))
+                        v.push_str(&format!(
+                            "; at low load the whole request takes {} at p50",
+                            human_ns(p50 * 1e3)
+                        ))
                     }
                 }
             }
@@ -215,9 +205,129 @@ impl Calibration {
     }
 }
 
+impl Calibration {
+    /// The open loop in words, from its table: the highest rate kept, and the lowest rate
+    /// above it that was not (the rates between are untried), with who fell behind there; and
+    /// a rate below the highest kept that was not kept, which says the machine's load moved.
+    fn open_words(&self) -> String {
+        let offered = |s: &&Step| s.offered_rps.unwrap_or(0.0);
+        let Some(max) = self.open_max_rps else {
+            return "; in an open loop it did not keep its schedule at any rate tried".into();
+        };
+        let missed = self.open_steps.iter().filter(|s| s.limit != Limit::None);
+        let above = missed
+            .clone()
+            .filter(|s| offered(s) > max)
+            .min_by(|a, b| offered(a).total_cmp(&offered(b)));
+        let mut v = match above {
+            Some(s) if s.limit == Limit::Client => format!(
+                "; in an open loop it keeps its schedule up to {max:.0} req/s and fell behind at \
+                 {:.0} req/s: from there on the client, not the server, limits a test",
+                offered(&s)
+            ),
+            Some(s) => format!(
+                "; in an open loop it keeps its schedule up to {max:.0} req/s; at {:.0} req/s the \
+                 target fell behind first, so the client's own limit is higher than that",
+                offered(&s)
+            ),
+            None => format!(
+                "; in an open loop it kept its schedule at every rate tried, up to {max:.0} req/s"
+            ),
+        };
+        if let Some(s) = missed
+            .filter(|s| offered(s) < max)
+            .min_by(|a, b| offered(a).total_cmp(&offered(b)))
+        {
+            v.push_str(&format!(
+                " (though it fell behind at {:.0} req/s, a lower rate, in another step: the \
+                 machine's own load moved between steps)",
+                offered(&s)
+            ));
+        }
+        v
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An open-loop step at `offered` req/s that `limit` stopped (or none).
+    fn open(offered: f64, limit: Limit) -> Step {
+        Step {
+            load: LoadKind::Open,
+            offered_rps: Some(offered),
+            achieved_rps: offered,
+            client_cpu_us_per_request: 10.0,
+            busiest_thread: 0.5,
+            lag_p99_us: Some(100.0),
+            total_p50_us: Some(100.0),
+            total_p99_us: Some(400.0),
+            added_p50_us: None,
+            added_p99_us: None,
+            limit,
+        }
+    }
+
+    #[test]
+    fn the_verdict_names_the_rate_its_table_shows_the_client_fell_behind_at() {
+        // The search of issue 46: half the closed loop's 37,450 req/s fell behind, then from
+        // half of that up by quarters until 22,860 fell behind. Before, the verdict said "up
+        // to 18288 req/s: above 22860 req/s the client ... limits", beside a table whose row
+        // at 18725 said "client".
+        let steps = [
+            (18725.0, Limit::Client),
+            (9362.0, Limit::None),
+            (11703.0, Limit::None),
+            (14629.0, Limit::None),
+            (18286.0, Limit::None),
+            (22858.0, Limit::Client),
+        ];
+        let mut c = Calibration {
+            protocol: "HTTP/1.1".into(),
+            embedded_target: true,
+            threads: 1,
+            connections: 1,
+            timestamp_ns: 20.0,
+            record_ns: 60.0,
+            closed: Step {
+                load: LoadKind::Closed,
+                offered_rps: None,
+                limit: Limit::None,
+                ..open(37450.0, Limit::None)
+            },
+            open_max_rps: Some(18286.0),
+            open_steps: steps.iter().map(|&(o, l)| open(o, l)).collect(),
+            low_load: None,
+            verdict: String::new(),
+        };
+        let v = c.verdict_of();
+        assert!(
+            v.contains("keeps its schedule up to 18286 req/s and fell behind at 18725 req/s"),
+            "{v}"
+        );
+        assert!(!v.contains("22858"), "{v}");
+        // One connection, one thread: singular.
+        assert!(
+            v.contains("(1 connection, 1 thread with the embedded target"),
+            "{v}"
+        );
+        // A lower rate that fell behind in another step is said too.
+        c.open_steps.push(open(10000.0, Limit::Client));
+        let v = c.verdict_of();
+        assert!(
+            v.contains("though it fell behind at 10000 req/s, a lower rate"),
+            "{v}"
+        );
+        // The server first: the client's limit is higher.
+        c.open_steps = vec![open(9362.0, Limit::None), open(11703.0, Limit::Server)];
+        c.open_max_rps = Some(9362.0);
+        let v = c.verdict_of();
+        assert!(
+            v.contains("at 11703 req/s the target fell behind first"),
+            "{v}"
+        );
+    }
 
     #[test]
     fn costs_are_measured_not_assumed() {
@@ -282,10 +392,12 @@ mod tests {
             "{v}"
         );
         assert!(
-            v.contains("above 112500 req/s the client, not the server, limits"),
+            v.contains(
+                "fell behind at 112500 req/s: from there on the client, not the server, limits"
+            ),
             "{v}"
         );
-        assert!(v.contains("add 30.0 us at p50"), "{v}");
+        assert!(v.contains("add 30.00us at p50"), "{v}");
         c.open_steps[0].limit = Limit::Server;
         assert!(c.verdict_of().contains("the target fell behind first"));
         c.open_max_rps = None;

@@ -1,43 +1,43 @@
 //! `reqlife compare A.json B.json`: for throughput and for p50, p90, p99 and p99.9 of the total,
 //! of each client phase and of each server metric both runs have: A, B, the change, a 95%
-//! confidence interval of the change, and a verdict.
+//! confidence interval of the change, a p, and a verdict.
 //!
 //! - Runs repeated (`--repeat N`, both records with two runs or more) or interleaved
-//!   (`compare --run A B --rounds N`): each run is one observation. One rule decides
-//!   ([`stats::verdict_of_runs`]): a change is called only when the exact rank test across
-//!   runs (a permutation test of the rank-sum on mid-ranks, whose p is printed) gives
-//!   p < 0.05 *and* the 95% bootstrap interval of the ratio of the medians lies wholly beyond
-//!   the noise band. When the design cannot reach p < 0.05 (3 against 3: the smallest exact
-//!   p is 0.1) the row says "too few runs" instead of a verdict.
-//! - Single runs: the runs' interval series are resampled by blocks ([`stats::block_bootstrap`]'s
-//!   scheme) and each replicate's figure is computed from the merged counts of its intervals, so
-//!   the interval respects the autocorrelation of latencies in time. Per interval, each
-//!   histogram is kept as counts in log buckets 1% wide (a replicate's quantile is within 1% of
-//!   the exact one; the A and B columns are the records' exact figures). A change is called
-//!   when the interval lies wholly beyond the noise band. Resampling blocks of one run sees the
-//!   noise inside that run, not the run-to-run variance of the machine: the output says so,
-//!   with each row's minimum detectable effect.
+//!   (`compare --run A B --rounds N`): each run is one observation. A change is called only
+//!   when the exact rank test across runs (a permutation test of the rank-sum on mid-ranks)
+//!   gives p < 0.05 once adjusted for the many rows (below) *and* the 95% bootstrap interval
+//!   of the ratio of the medians lies wholly beyond the noise band. When the design cannot
+//!   reach p < 0.05 (3 against 3: the smallest exact p is 0.1) the row says "too few runs"
+//!   instead of a verdict.
+//! - Single runs: the runs' interval series are resampled by blocks (`resample`); the
+//!   change's interval is `ln(B/A) ± t · se` and its p that the change lies beyond the noise
+//!   band ([`stats::band_p`]); a change is called when that p, adjusted for the many rows, is
+//!   below 0.05 (so the interval lies wholly beyond the band too). Resampling blocks of one
+//!   run sees the noise inside that run, not the run-to-run variance of the machine: the
+//!   output says so, with each row's minimum detectable effect.
 //!
-//! Every row also gives its minimum detectable effect (MDE, 5% two-sided, 80% power): the
-//! smallest change these data could have shown.
+//! Many rows: the p-values of all the rows of a comparison are adjusted together by
+//! Benjamini-Hochberg ([`stats::benjamini_hochberg`]), so that comparing a run with a rerun
+//! of itself calls a change in no more than one row in 20 (`tests/compare.rs` counts them
+//! over repeated pairs). Every quantile, of a run or of a replicate, is a mid-quantile
+//! ([`stats::mid_quantile`]): values rounded to a grid (100 ns) or tied do not make it jump.
+//! Every interval holds its estimate. Every row also gives its minimum detectable effect
+//! (MDE, 5% two-sided, 80% power, before the adjustment): the smallest change these data
+//! could have shown in that row.
 
-mod text;
+mod resample;
 
 use super::significance::{self as stats, Estimate, Verdict};
 use crate::model::Phase;
 use crate::recorder::hist;
-use crate::recorder::record::{Interval, RunRecord, Summary};
-use crate::util::rng::SplitMix64;
+use crate::recorder::record::{Interval, Level, RunRecord, Summary};
 use serde::Serialize;
-pub use text::render;
 
 /// Bootstrap replicates.
 pub const ITERATIONS: usize = 1000;
 /// Fewest intervals per run for the single-run method.
 pub const MIN_INTERVALS: usize = 8;
 const CONFIDENCE: f64 = 0.95;
-/// Relative width of a log bucket.
-const BUCKET: f64 = 1.01;
 const QUANTILES: [(&str, f64); 4] = [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99.9", 0.999)];
 
 /// One compared figure.
@@ -51,9 +51,13 @@ pub struct Row {
     pub b: f64,
     /// B/A − 1, and its interval.
     pub change: Estimate,
-    /// The rank test's two-sided p-value (runs only): exact by permutation, or Mann-Whitney's
-    /// normal approximation beyond 50 runs.
+    /// The row's two-sided p-value: across runs, the rank test's (exact by permutation, or
+    /// Mann-Whitney's normal approximation beyond 50 runs); of single runs, that the change
+    /// lies beyond the noise band ([`stats::band_p`]).
     pub p_value: Option<f64>,
+    /// `p_value` adjusted for the comparison's many rows (Benjamini-Hochberg): what the
+    /// verdict asks to be below 0.05.
+    pub p_adjusted: Option<f64>,
     /// What the change means: faster, slower, no significant change, too few runs.
     pub verdict: Verdict,
     /// Why no change was called, when none was (the p, the noise band, too few runs).
@@ -74,6 +78,8 @@ pub struct Comparison {
     pub n_b: usize,
     /// The noise band: a relative change within ±noise is not called a change.
     pub noise: f64,
+    /// How the rows' p-values are adjusted for their number (`benjamini-hochberg`).
+    pub adjustment: String,
     /// How a verdict is reached, in words.
     pub rule: String,
     /// What this design cannot see (single runs: the run-to-run variance).
@@ -85,7 +91,8 @@ pub struct Comparison {
 /// The rule across runs, in words.
 pub fn rule_of_runs(noise: f64) -> String {
     format!(
-        "a change is called when the exact rank test across runs gives p < {} and the 95% interval lies wholly beyond ±{:.0}%; \
+        "a change is called when the exact rank test across runs gives p < {} (adjusted for \
+         the many rows by Benjamini-Hochberg) and the 95% interval lies wholly beyond ±{:.0}%; \
          {} runs or more a side can reach p < {}",
         stats::ALPHA,
         noise * 100.0,
@@ -97,7 +104,9 @@ pub fn rule_of_runs(noise: f64) -> String {
 /// The rule of single runs, in words.
 pub fn rule_of_intervals(noise: f64) -> String {
     format!(
-        "a change is called when the 95% interval lies wholly beyond ±{:.0}%",
+        "a change is called when p < {} that it lies beyond ±{:.0}% (so its 95% interval does), \
+         adjusted for the many rows by Benjamini-Hochberg",
+        stats::ALPHA,
         noise * 100.0
     )
 }
@@ -155,15 +164,6 @@ struct Figure {
 impl Figure {
     fn stats<'a>(&self, s: &'a Summary) -> Option<&'a crate::recorder::hist::Stats> {
         self.key.as_ref()?.stats(s)
-    }
-
-    /// Throughput, or the total's median: the figures whose smallest detectable change the
-    /// caveat of single runs quotes.
-    fn is_headline(&self) -> bool {
-        match &self.key {
-            None => true,
-            Some(h) => *h == Hist::Total && self.q == 0.5,
-        }
     }
 
     /// Whether `s` has enough values for this figure to mean something: at least 10 above
@@ -256,8 +256,9 @@ pub fn compare(
         let n = r.intervals.iter().filter(|i| i.requests > 0).count();
         if n < MIN_INTERVALS {
             return Err(CompareError(format!(
-                "{name} has {n} intervals with requests: a single run needs at least {MIN_INTERVALS} to resample \
-                 (run longer, or with a shorter --interval, or repeat it with --repeat N)"
+                "{name} has {} with requests: a single run needs at least {MIN_INTERVALS} to resample \
+                 (run longer, or with a shorter --interval, or repeat it with --repeat N)",
+                crate::util::units::counted(n as u64, "interval")
             )));
         }
     }
@@ -272,48 +273,121 @@ fn relative(e: Estimate) -> Estimate {
     }
 }
 
+/// `e` with its interval reaching its point: a percentile bootstrap of few runs can leave
+/// the point just outside.
+fn holding(e: Estimate) -> Estimate {
+    Estimate {
+        point: e.point,
+        lo: e.lo.min(e.point),
+        hi: e.hi.max(e.point),
+    }
+}
+
+/// A row before its verdict: the figures, the change and its p.
+struct Measured {
+    figure: String,
+    higher_is_better: bool,
+    a: f64,
+    b: f64,
+    change: Estimate,
+    p: f64,
+    mde: Option<f64>,
+    /// Runs a side (across runs), for "too few runs".
+    runs: Option<(usize, usize)>,
+}
+
+/// The rows with their verdicts: every p adjusted together ([`stats::benjamini_hochberg`]).
+fn decide(measured: Vec<Measured>, noise: f64) -> Vec<Row> {
+    let p: Vec<f64> = measured.iter().map(|m| m.p).collect();
+    let adjusted = stats::benjamini_hochberg(&p);
+    measured
+        .into_iter()
+        .zip(adjusted)
+        .map(|(m, q)| {
+            let (verdict, note) = match m.runs {
+                Some((n1, n2)) => {
+                    stats::verdict_of_runs(m.change, (m.p, q), n1, n2, noise, m.higher_is_better)
+                }
+                None => {
+                    let by_interval = stats::verdict(m.change, noise, m.higher_is_better);
+                    if q < stats::ALPHA && by_interval != Verdict::NoSignificantChange {
+                        (by_interval, None)
+                    } else if m.p < stats::ALPHA {
+                        (Verdict::NoSignificantChange, Some(stats::not_below(m.p, q)))
+                    } else {
+                        let band =
+                            format!("the interval reaches the ±{:.0}% noise band", noise * 100.0);
+                        (Verdict::NoSignificantChange, Some(band))
+                    }
+                }
+            };
+            Row {
+                figure: m.figure,
+                a: m.a,
+                b: m.b,
+                change: m.change,
+                p_value: Some(m.p),
+                p_adjusted: Some(q),
+                verdict,
+                note,
+                mde: m.mde,
+            }
+        })
+        .collect()
+}
+
+/// A run's figure (a repetition's, or an interleaved round's): its throughput, or the
+/// mid-quantile of its histogram in µs (the summary's figure in a record without it).
+fn of_run(f: &Figure, run: &Level) -> Option<f64> {
+    let Some(key) = &f.key else {
+        return Some(run.summary.throughput_rps);
+    };
+    let Some(h) = run
+        .histograms
+        .get(&key.record_name())
+        .and_then(|t| hist::decode(t).ok())
+    else {
+        return f.of(&run.summary);
+    };
+    let points: Vec<(f64, u64)> = h
+        .iter_recorded()
+        .map(|v| (v.value_iterated_to() as f64, v.count_at_value()))
+        .collect();
+    Some(stats::mid_quantile(&points, f.q) / 1000.0).filter(|v| v.is_finite())
+}
+
 fn across_runs(a: &RunRecord, b: &RunRecord, figs: &[Figure], noise: f64, seed: u64) -> Comparison {
-    let rows = figs
+    let measured = figs
         .iter()
         .enumerate()
         .filter_map(|(i, f)| {
-            let va: Vec<f64> = a
-                .repetitions
-                .iter()
-                .filter_map(|l| f.of(&l.summary))
-                .collect();
-            let vb: Vec<f64> = b
-                .repetitions
-                .iter()
-                .filter_map(|l| f.of(&l.summary))
-                .collect();
+            let va: Vec<f64> = a.repetitions.iter().filter_map(|l| of_run(f, l)).collect();
+            let vb: Vec<f64> = b.repetitions.iter().filter_map(|l| of_run(f, l)).collect();
             // A figure that is zero (a closed loop's queue) has no relative change.
             if va.len() < 2 || vb.len() < 2 || va.iter().chain(&vb).all(|v| *v <= 0.0) {
                 return None;
             }
-            let change = relative(stats::bootstrap_median_ratio(
+            let change = holding(relative(stats::bootstrap_median_ratio(
                 &va,
                 &vb,
                 ITERATIONS,
                 CONFIDENCE,
                 seed ^ i as u64,
-            ));
+            )));
             if !(change.point.is_finite() && change.lo.is_finite() && change.hi.is_finite()) {
                 return None;
             }
             let p = stats::rank_permutation_p(&va, &vb)
                 .unwrap_or_else(|| stats::mann_whitney(&va, &vb).p_two_sided);
-            let (verdict, note) =
-                stats::verdict_of_runs(change, p, va.len(), vb.len(), noise, f.higher_is_better());
-            Some(Row {
+            Some(Measured {
                 figure: f.label.clone(),
+                higher_is_better: f.higher_is_better(),
                 a: stats::median(&mut va.clone()),
                 b: stats::median(&mut vb.clone()),
                 change,
-                p_value: Some(p),
-                verdict,
-                note,
+                p,
                 mde: stats::mde_of_runs(&va, &vb),
+                runs: Some((va.len(), vb.len())),
             })
         })
         .collect();
@@ -322,97 +396,15 @@ fn across_runs(a: &RunRecord, b: &RunRecord, figs: &[Figure], noise: f64, seed: 
         n_a: a.repetitions.len(),
         n_b: b.repetitions.len(),
         noise,
+        adjustment: ADJUSTMENT.into(),
         rule: rule_of_runs(noise),
         caveat: None,
-        rows,
+        rows: decide(measured, noise),
     }
 }
 
-/// One interval in resampling form: its requests, length, and per histogram key its counts in
-/// log buckets.
-struct Slice {
-    requests: u64,
-    duration_s: f64,
-    buckets: Vec<Vec<(u32, u64)>>,
-}
-
-fn bucket_of(ns: u64) -> u32 {
-    ((ns.max(1) as f64).ln() / BUCKET.ln()) as u32
-}
-
-fn value_of(bucket: u32) -> f64 {
-    BUCKET.powf(bucket as f64 + 0.5)
-}
-
-fn slices(intervals: &[Interval], keys: &[Hist]) -> Vec<Slice> {
-    // The keys' names in the record, made once rather than per interval.
-    let names: Vec<String> = keys.iter().map(Hist::record_name).collect();
-    intervals
-        .iter()
-        .map(|i| Slice {
-            requests: i.requests,
-            duration_s: i.duration_s,
-            buckets: names
-                .iter()
-                .map(|name| {
-                    let Some(h) = i.histograms.get(name).and_then(|t| hist::decode(t).ok()) else {
-                        return Vec::new();
-                    };
-                    let mut out: Vec<(u32, u64)> = Vec::new();
-                    for v in h.iter_recorded() {
-                        let b = bucket_of(v.value_iterated_to());
-                        match out.last_mut() {
-                            Some((last, n)) if *last == b => *n += v.count_at_value(),
-                            _ => out.push((b, v.count_at_value())),
-                        }
-                    }
-                    out
-                })
-                .collect(),
-        })
-        .collect()
-}
-
-/// The figures of one replicate (the slices `drawn`), in the order of `figs`.
-fn replicate(drawn: &[&Slice], figs: &[Figure], keys: &[Hist], dense: &mut Vec<u64>) -> Vec<f64> {
-    let requests: u64 = drawn.iter().map(|s| s.requests).sum();
-    let secs: f64 = drawn.iter().map(|s| s.duration_s).sum();
-    figs.iter()
-        .map(|f| {
-            let Some(key) = &f.key else {
-                return if secs > 0.0 {
-                    requests as f64 / secs
-                } else {
-                    0.0
-                };
-            };
-            let k = keys.iter().position(|x| x == key).unwrap_or(0);
-            dense.iter_mut().for_each(|c| *c = 0);
-            let mut total = 0u64;
-            for s in drawn {
-                for &(b, n) in &s.buckets[k] {
-                    if b as usize >= dense.len() {
-                        dense.resize(b as usize + 1, 0);
-                    }
-                    dense[b as usize] += n;
-                    total += n;
-                }
-            }
-            if total == 0 {
-                return f64::NAN;
-            }
-            let rank = ((f.q * total as f64).ceil() as u64).max(1);
-            let mut seen = 0;
-            for (b, &n) in dense.iter().enumerate() {
-                seen += n;
-                if seen >= rank {
-                    return value_of(b as u32) / 1000.0;
-                }
-            }
-            f64::NAN
-        })
-        .collect()
-}
+/// How the rows' p-values are adjusted, as the JSON names it.
+pub const ADJUSTMENT: &str = "benjamini-hochberg";
 
 fn across_intervals(
     a: &RunRecord,
@@ -432,112 +424,70 @@ fn across_intervals(
             .collect()
     };
     let (ia, ib) = (trim(a), trim(b));
-    let (sa, sb) = (slices(&ia, &keys), slices(&ib, &keys));
-    let mut ratios = bootstrap_ratios(&sa, &sb, figs, &keys, seed);
-    let rows: Vec<(&Figure, Row)> = figs
+    let mut values = resample::Values::default();
+    let (mut sa, mut sb) = (
+        resample::slices(&ia, &keys, &mut values),
+        resample::slices(&ib, &keys, &mut values),
+    );
+    values.compact([&mut sa, &mut sb]);
+    let spreads = resample::spreads(&sa, &sb, figs, &keys, &values, seed);
+    let measured: Vec<Measured> = figs
         .iter()
-        .zip(ratios.iter_mut())
-        .filter_map(|(f, reps)| Some((f, interval_row(f, &a.summary, &b.summary, reps, noise)?)))
+        .zip(&spreads)
+        .filter_map(|(f, s)| interval_row(f, s, noise))
         .collect();
-    let largest = rows
-        .iter()
-        .filter(|(f, _)| f.is_headline())
-        .filter_map(|(_, r)| r.mde)
-        .fold(0.0, f64::max);
-    let rows: Vec<Row> = rows.into_iter().map(|(_, r)| r).collect();
+    let mde_of = |label: &str| {
+        measured
+            .iter()
+            .find(|m| m.figure == label)
+            .and_then(|m| m.mde)
+            .map_or("-".to_string(), |m| format!("{:.1}%", m * 100.0))
+    };
+    let caveat = format!(
+        "single runs: the intervals see the noise inside each run, not the run-to-run \
+         variance of the machine (often a few percent on a shared one); within these runs the \
+         smallest detectable change (MDE column) of throughput is {} and of total p50 {}, and \
+         a change of a few percent cannot be told from drift between the two runs. Compare \
+         interleaved runs (`compare --run URL_A URL_B --rounds 6`) or {}+ repeated runs a \
+         side (`run --repeat N`)",
+        mde_of("throughput"),
+        mde_of("total p50"),
+        stats::runs_needed()
+    );
     Comparison {
         method: "intervals".into(),
         n_a: sa.len(),
         n_b: sb.len(),
         noise,
+        adjustment: ADJUSTMENT.into(),
         rule: rule_of_intervals(noise),
-        caveat: Some(format!(
-            "single runs: the intervals see the noise inside each run, not the run-to-run \
-             variance of the machine (often a few percent on a shared one); within each run the \
-             smallest detectable change of throughput and p50 is {:.1}% (MDE column), and a \
-             change of a few percent cannot be told from drift between the two runs. Compare \
-             interleaved runs (`compare --run URL_A URL_B --rounds 6`) or {}+ repeated runs a \
-             side (`run --repeat N`)",
-            largest * 100.0,
-            stats::runs_needed()
-        )),
-        rows,
+        caveat: Some(caveat),
+        rows: decide(measured, noise),
     }
 }
 
-/// The block bootstrap of B/A: for each figure, the ratios of [`ITERATIONS`] replicates, each
-/// drawn from both runs' slices in blocks (see [`stats::block_len`]); ratios that are not
-/// finite are left out.
-fn bootstrap_ratios(
-    sa: &[Slice],
-    sb: &[Slice],
-    figs: &[Figure],
-    keys: &[Hist],
-    seed: u64,
-) -> Vec<Vec<f64>> {
-    let (la, lb) = (stats::block_len(sa.len()), stats::block_len(sb.len()));
-    let mut rng = SplitMix64(seed);
-    let mut dense = Vec::new();
-    let mut ratios: Vec<Vec<f64>> = vec![Vec::with_capacity(ITERATIONS); figs.len()];
-    for _ in 0..ITERATIONS {
-        let da: Vec<&Slice> = draw_blocks(sa.len(), la, &mut rng)
-            .into_iter()
-            .map(|i| &sa[i])
-            .collect();
-        let db: Vec<&Slice> = draw_blocks(sb.len(), lb, &mut rng)
-            .into_iter()
-            .map(|i| &sb[i])
-            .collect();
-        let fa = replicate(&da, figs, keys, &mut dense);
-        let fb = replicate(&db, figs, keys, &mut dense);
-        for (k, (x, y)) in fa.iter().zip(&fb).enumerate() {
-            let r = y / x;
-            if r.is_finite() {
-                ratios[k].push(r);
-            }
-        }
-    }
-    ratios
-}
-
-/// `n` indices into `n` slices, drawn as blocks of `l` consecutive ones from random starts.
-fn draw_blocks(n: usize, l: usize, rng: &mut SplitMix64) -> Vec<usize> {
-    let starts = (n - l + 1) as u64;
-    let mut idx = Vec::with_capacity(n + l);
-    while idx.len() < n {
-        let s = (rng.next_u64() % starts) as usize;
-        idx.extend(s..s + l);
-    }
-    idx.truncate(n);
-    idx
-}
-
-/// A figure's row from the two summaries and its bootstrap ratios: the change with its
-/// interval, the verdict against `noise` and the smallest detectable change; none when the
-/// figure is missing or zero in A, or had no finite ratio.
-fn interval_row(f: &Figure, a: &Summary, b: &Summary, reps: &mut [f64], noise: f64) -> Option<Row> {
-    let (va, vb) = (f.of(a)?, f.of(b)?);
-    if va <= 0.0 || reps.is_empty() {
+/// A figure's row from its [`resample::Spread`]: the change `d = ln(B/A)` with its interval
+/// `d ± t · se`, its p against `noise` and the smallest detectable change; none when the
+/// figure is missing or zero in A or B, or its spread unknown.
+fn interval_row(f: &Figure, s: &resample::Spread, noise: f64) -> Option<Measured> {
+    let d = (s.b / s.a).ln();
+    if !(s.a > 0.0 && d.is_finite() && s.se.is_finite()) {
         return None;
     }
-    let mde = stats::mde_of_replicates(reps);
-    let (lo, hi) = stats::percentile_interval(reps, CONFIDENCE);
-    let change = relative(Estimate {
-        point: vb / va,
-        lo,
-        hi,
-    });
-    let verdict = stats::verdict(change, noise, f.higher_is_better());
-    Some(Row {
+    let t = stats::t_quantile(1.0 - (1.0 - CONFIDENCE) / 2.0, s.df);
+    Some(Measured {
         figure: f.label.clone(),
-        a: va,
-        b: vb,
-        change,
-        p_value: None,
-        verdict,
-        note: (verdict == Verdict::NoSignificantChange)
-            .then(|| format!("the interval reaches the ±{:.0}% noise band", noise * 100.0)),
-        mde,
+        higher_is_better: f.higher_is_better(),
+        a: s.a,
+        b: s.b,
+        change: Estimate {
+            point: d.exp() - 1.0,
+            lo: (d - t * s.se).exp() - 1.0,
+            hi: (d + t * s.se).exp() - 1.0,
+        },
+        p: stats::band_p(d, s.se, s.df, noise),
+        mde: stats::mde_of_log_se(s.se, s.df),
+        runs: None,
     })
 }
 

@@ -122,14 +122,14 @@ impl Description {
         );
         let _ = writeln!(
             out,
-            "  {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}   ({} values{unit})",
+            "  {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}   ({}{unit})",
             num(self.min),
             num(self.q1),
             num(self.median),
             num(self.mean),
             num(self.q3),
             num(self.max),
-            self.count
+            crate::util::units::counted(self.count, "value")
         );
         let heads: Vec<String> = self
             .quantiles
@@ -314,6 +314,18 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn one_value_is_one_value() {
+        // `stats` of one number said "(1 values)" (issue 46).
+        for (mut values, words) in [(vec![5.0], "(1 value)"), (vec![1.0, 2.0], "(2 values)")] {
+            let mut text = String::new();
+            Description::of_values(&mut values)
+                .unwrap()
+                .render(&mut text, "");
+            assert!(text.contains(words), "{text}");
+        }
     }
 
     #[test]

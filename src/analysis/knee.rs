@@ -134,8 +134,9 @@ pub fn judge(
         let mut h = Vec::new();
         if lagged {
             h.push(format!(
-                "the generator fell behind (schedule lag {} {lag:.0} us over {lag_samples} samples after the start-up)",
-                lag_quantile.unwrap_or("p99")
+                "the generator fell behind (schedule lag {} {} over {lag_samples} samples after the start-up)",
+                lag_quantile.unwrap_or("p99"),
+                crate::util::units::human_ns(lag * 1e3)
             ));
         }
         if let (Some(stall), true) = (slo.late_stall, explained && !lagged) {

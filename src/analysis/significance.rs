@@ -16,11 +16,22 @@
 //! - [`verdict`]: a change is called when its confidence interval lies wholly beyond the noise
 //!   band (which excludes zero); [`verdict_of_runs`] also asks the rank test for p < [`ALPHA`],
 //!   and says "too few runs" when the design cannot reach it.
+//! - [`band_p`]: the p that a change lies beyond the noise band, from its estimate on the log
+//!   scale and the estimate's standard error, by Student's t ([`student`]);
+//!   [`benjamini_hochberg`] adjusts the p of many rows ([`many`]); [`mid_quantile`] reads a
+//!   quantile of tied or rounded values without jumps ([`mid`]).
 //!
 //! Randomness comes from the seeded SplitMix64 the pacer uses, so results are reproducible.
 
 use crate::util::rng::SplitMix64;
 use serde::Serialize;
+
+pub mod many;
+pub mod mid;
+pub mod student;
+pub use many::benjamini_hochberg;
+pub use mid::mid_quantile;
+pub use student::{t_quantile, t_sf};
 
 /// The result of a Mann-Whitney U test.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -371,12 +382,13 @@ pub fn verdict(change: Estimate, noise: f64, higher_is_better: bool) -> Verdict 
 }
 
 /// The verdict across runs (repeated or interleaved): [`Verdict::TooFewRuns`] when `n1`
-/// against `n2` runs cannot reach p < [`ALPHA`]; a change only when the rank test's `p` is
-/// below [`ALPHA`] *and* the interval lies beyond the noise band ([`verdict`]); else no
-/// significant change, with the reason.
+/// against `n2` runs cannot reach p < [`ALPHA`]; a change only when the rank test's p, as
+/// adjusted for the comparison's many rows (`p_adjusted`, [`benjamini_hochberg`]), is below
+/// [`ALPHA`] *and* the interval lies beyond the noise band ([`verdict`]); else no significant
+/// change, with the reason.
 pub fn verdict_of_runs(
     change: Estimate,
-    p: f64,
+    (p, p_adjusted): (f64, f64),
     n1: usize,
     n2: usize,
     noise: f64,
@@ -392,12 +404,9 @@ pub fn verdict_of_runs(
         );
     }
     let by_interval = verdict(change, noise, higher_is_better);
-    match (p < ALPHA, by_interval) {
+    match (p_adjusted < ALPHA, by_interval) {
         (true, v) if v != Verdict::NoSignificantChange => (v, None),
-        (false, _) => (
-            Verdict::NoSignificantChange,
-            Some(format!("p = {p:.3} is not below {ALPHA}")),
-        ),
+        (false, _) => (Verdict::NoSignificantChange, Some(not_below(p, p_adjusted))),
         (true, _) => (
             Verdict::NoSignificantChange,
             Some(format!(
@@ -406,6 +415,36 @@ pub fn verdict_of_runs(
             )),
         ),
     }
+}
+
+/// Why a p did not call a change: it, and what the adjustment for many rows made of it.
+pub fn not_below(p: f64, p_adjusted: f64) -> String {
+    if p_adjusted > p {
+        format!("p = {p:.3}, {p_adjusted:.3} adjusted for the many rows, is not below {ALPHA}")
+    } else {
+        format!("p = {p:.3} is not below {ALPHA}")
+    }
+}
+
+/// The two-sided p that a relative change lies beyond the noise band `±noise`, from its
+/// estimate `log_ratio` = ln(B/A) and that estimate's standard error `se` with `df` degrees of
+/// freedom: with the band's nearer edge `e` (ln(1 + noise) above, ln(1 − noise) below),
+/// `p = 2 · P(T > (|log_ratio| − |e|) / se)`, capped at 1. Its 95% interval
+/// `log_ratio ± t(0.975, df) · se` lies wholly beyond the band exactly when p < 0.05.
+pub fn band_p(log_ratio: f64, se: f64, df: f64, noise: f64) -> f64 {
+    let edge = if log_ratio >= 0.0 {
+        (1.0 + noise).ln()
+    } else {
+        -(1.0 - noise).ln()
+    };
+    let beyond = log_ratio.abs() - edge;
+    if !beyond.is_finite() || !se.is_finite() {
+        return 1.0;
+    }
+    if se <= 0.0 {
+        return if beyond > 0.0 { 0.0 } else { 1.0 };
+    }
+    (2.0 * t_sf(beyond / se, df)).min(1.0)
 }
 
 /// The two-sided z for a 5% level and for 80% power: a minimum detectable effect is
@@ -434,16 +473,14 @@ pub fn mde_of_runs(a: &[f64], b: &[f64]) -> Option<f64> {
     Some((Z_ALPHA + Z_POWER) * (cv2n(a)? + cv2n(b)?).sqrt())
 }
 
-/// The minimum detectable relative change from bootstrap replicates of the ratio B/A:
-/// `(z + z_β) × sd(replicates)`.
-pub fn mde_of_replicates(ratios: &[f64]) -> Option<f64> {
-    if ratios.len() < 2 {
+/// The minimum detectable relative change (5% two-sided, 80% power) of a ratio estimated on
+/// the log scale with standard error `se` and `df` degrees of freedom:
+/// `exp((t(0.975, df) + t(0.8, df)) × se) − 1`.
+pub fn mde_of_log_se(se: f64, df: f64) -> Option<f64> {
+    if !se.is_finite() {
         return None;
     }
-    let n = ratios.len() as f64;
-    let mean = ratios.iter().sum::<f64>() / n;
-    let var = ratios.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    Some((Z_ALPHA + Z_POWER) * var.sqrt())
+    Some(((t_quantile(1.0 - ALPHA / 2.0, df) + t_quantile(0.8, df)) * se).exp() - 1.0)
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use super::{out, EXIT_OK, EXIT_SIGINT};
 use crate::analysis::calibrate::{self, Calibration, Limit, Step};
 use crate::cli::calibrate::CalibratePlans;
 use crate::cli::CalibrateArgs;
+use crate::util::units::human_ns;
 use crate::watch::tui::StepRow;
 use std::fmt::Write as _;
 
@@ -114,14 +115,17 @@ fn measure(
     let timestamp_ns = calibrate::timestamp_ns(1_000_000);
     let record_ns = calibrate::record_ns(200_000);
     say(format!(
-        "a timestamp costs {timestamp_ns:.1} ns, recording a sample {record_ns:.1} ns"
+        "a timestamp costs {}, recording a sample {}",
+        human_ns(timestamp_ns),
+        human_ns(record_ns)
     ));
 
     let c = args.connections;
     let closed = step(c, None)?;
     say(format!(
-        "closed loop: {:.0} req/s, {:.2} us client CPU per request",
-        closed.achieved_rps, closed.client_cpu_us_per_request
+        "closed loop: {:.0} req/s, {} client CPU per request",
+        closed.achieved_rps,
+        human_ns(closed.client_cpu_us_per_request * 1e3)
     ));
 
     let (open_steps, open_max) = open_loop(c, &closed, control, &step, &say)?;
@@ -169,9 +173,9 @@ fn open_loop(
         let s = step(c, Some(rate))?;
         let kept = s.limit == Limit::None;
         say(format!(
-            "open loop at {rate:.0} req/s: achieved {:.0}, lag p99 {:.0} us: {}",
+            "open loop at {rate:.0} req/s: achieved {:.0}, lag p99 {}: {}",
             s.achieved_rps,
-            s.lag_p99_us.unwrap_or(0.0),
+            human_ns(s.lag_p99_us.unwrap_or(0.0) * 1e3),
             if kept { "kept up" } else { "fell behind" }
         ));
         open_steps.push(s);
@@ -189,11 +193,13 @@ fn open_loop(
 fn render(c: &Calibration) -> String {
     let mut out = String::new();
     let us = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+    let human = |v: Option<f64>| v.map_or("-".to_string(), |v| human_ns(v * 1e3));
     let _ = writeln!(out, "Calibration of this client machine ({})", c.protocol);
     let _ = writeln!(
         out,
-        "  cost of a timestamp        {:>10.1} ns\n  cost of a recorded sample  {:>10.1} ns",
-        c.timestamp_ns, c.record_ns
+        "  cost of a timestamp        {:>10}\n  cost of a recorded sample  {:>10}",
+        human_ns(c.timestamp_ns),
+        human_ns(c.record_ns)
     );
     let _ = writeln!(out);
     let _ = writeln!(
@@ -225,11 +231,11 @@ fn render(c: &Calibration) -> String {
     if let Some(low) = &c.low_load {
         let _ = writeln!(
             out,
-            "\n  at low load: total p50 {} us, p99 {} us; network+client (write+wait - server) p50 {} us, p99 {} us",
-            us(low.total_p50_us),
-            us(low.total_p99_us),
-            us(low.added_p50_us),
-            us(low.added_p99_us)
+            "\n  at low load: total p50 {}, p99 {}; network+client (write+wait - server) p50 {}, p99 {}",
+            human(low.total_p50_us),
+            human(low.total_p99_us),
+            human(low.added_p50_us),
+            human(low.added_p99_us)
         );
     }
     let _ = writeln!(out, "\n  Verdict: {}.", c.verdict);

@@ -482,7 +482,10 @@ fn update_bar(
         StopRule::Duration(_) => elapsed.as_secs(),
         StopRule::Requests(_) => requests,
     });
-    bar.set_message(format!("{rate:.0} req/s, {errors} errors"));
+    bar.set_message(format!(
+        "{rate:.0} req/s, {}",
+        crate::util::units::counted(errors, "error")
+    ));
 }
 
 /// The embedded target started in-process on a free loopback port when no URL is given (with

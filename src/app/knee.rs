@@ -108,8 +108,8 @@ fn search(
             let (r, _) = run_plan(control, &plans.probe, command_line, embedded)?;
             let flat_out = r.summary.throughput_rps;
             say(format!(
-                "probe: {flat_out:.0} req/s in a closed loop of {} connections; starting at a quarter",
-                r.config.connections
+                "probe: {flat_out:.0} req/s in a closed loop of {}; starting at a quarter",
+                crate::util::units::counted(r.config.connections, "connection")
             ));
             (flat_out / 4.0).round().max(1.0)
         }

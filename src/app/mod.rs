@@ -233,10 +233,11 @@ fn compare(args: &crate::cli::CompareArgs, command_line: Vec<String>) -> Result<
         );
     } else {
         files::report(
-            &crate::analysis::compare::render(
+            &report::text::compare::render(
                 &c,
                 &args.a.display().to_string(),
                 &args.b.display().to_string(),
+                args.detail,
             ),
             to_stderr,
         );

@@ -382,7 +382,7 @@ fn level_label(plan: &RunPlan) -> String {
             schedule: crate::model::Schedule::Constant { rate },
             ..
         } => format!("{rate} req/s"),
-        _ => format!("{} connections", plan.connections()),
+        _ => crate::util::units::counted(plan.connections() as u64, "connection"),
     }
 }
 
@@ -412,7 +412,8 @@ fn failure(record: &RunRecord) -> Option<Failure> {
         .map(String::as_str)
         .unwrap_or("");
     Some(Failure::Failed(format!(
-        "no request succeeded against {url}: {n} {kind} errors (first: {first})"
+        "no request succeeded against {url}: {} (first: {first})",
+        crate::util::units::counted(*n, &format!("{kind} error"))
     )))
 }
 

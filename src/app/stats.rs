@@ -11,8 +11,11 @@ use super::failure::Failure;
 use super::{out, EXIT_OK};
 use crate::analysis::describe::{self as summary, num, Description, Log2Hist};
 use crate::cli::StatsArgs;
+use columns::Separator;
 use serde_json::{json, Value};
 use std::io::Read;
+
+mod columns;
 
 /// `reqlife stats`.
 pub fn stats(args: &StatsArgs) -> i32 {
@@ -41,7 +44,7 @@ pub fn stats(args: &StatsArgs) -> i32 {
             String::new()
         };
         return Failure::Usage(format!(
-            "no values in '{}'{na}: expected one number per line (or --column N of a delimited file)",
+            "no values in '{}'{na}: expected one number per line (or --column N or NAME of a delimited file)",
             args.file
         ))
         .report();
@@ -180,48 +183,123 @@ fn number(field: &str) -> Result<Option<f64>, ()> {
     }
 }
 
-/// The numbers of the input: each line (or its `--column`), blank lines skipped; a line
-/// that is not a number is bad input.
-pub(crate) fn parse_values(text: &str, args: &StatsArgs) -> Result<Values, Failure> {
-    if args.column == Some(0) {
-        return Err(Failure::Usage("--column counts from 1".into()));
-    }
-    let mut out = Values::default();
+/// The records of `text`: (the line each starts on, its text), blank lines and comments
+/// (`#`) left out, a quoted field's line breaks kept inside its record; a quote never closed
+/// is bad input.
+fn records(text: &str, sep: impl Fn(&str) -> Separator) -> Result<Vec<(usize, String)>, Failure> {
+    let mut out: Vec<(usize, String)> = Vec::new();
+    let mut open: Option<(usize, String)> = None;
+    let mut split: Option<Separator> = None;
     for (n, line) in lines(text) {
-        let line = line.trim();
-        if line.is_empty() {
+        if let Some((start, mut record)) = open.take() {
+            record.push('\n');
+            record.push_str(line);
+            match split.as_ref().is_some_and(|s| s.open_quote(&record)) {
+                true => open = Some((start, record)),
+                false => out.push((start, record)),
+            }
             continue;
         }
-        let field = match args.column {
-            None => Some(line),
-            Some(c) => match &args.delimiter {
-                Some(d) => line.split(d.as_str()).nth(c - 1),
-                None => line
-                    .split([',', '\t', ' '])
-                    .filter(|f| !f.is_empty())
-                    .nth(c - 1),
-            },
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let s = split.get_or_insert_with(|| sep(t));
+        match s.open_quote(t) {
+            true => open = Some((n, t.to_string())),
+            false => out.push((n, t.to_string())),
+        }
+    }
+    match open {
+        Some((n, _)) => Err(Failure::Usage(format!(
+            "line {n}: a quote opened on this line is never closed"
+        ))),
+        None => Ok(out),
+    }
+}
+
+/// Whether a field reads as a value (a number, `NA`, `NaN`).
+fn is_value(field: &str) -> bool {
+    number(field).is_ok()
+}
+
+/// The numbers of the input: each line (or its `--column`), blank lines, comments and the
+/// header skipped; a line that is not a number, or a row of another width than the first,
+/// is bad input.
+pub(crate) fn parse_values(text: &str, args: &StatsArgs) -> Result<Values, Failure> {
+    let given = args.delimiter.as_deref();
+    let records = records(text, |first| match &args.column {
+        Some(_) => Separator::of(given, first),
+        // One number per line: no field is split, so no quote spans lines.
+        None => Separator::Blanks,
+    })?;
+    let Some((first, first_line)) = records.first() else {
+        return Ok(Values::default());
+    };
+    let sep = Separator::of(given, first_line);
+    let head = sep.split(first_line);
+    let header = (!head.iter().any(|f| is_value(f))).then_some(head.clone());
+    let column = match &args.column {
+        Some(c) => Some(columns::index(
+            c,
+            header.as_deref(),
+            head.len(),
+            &sep,
+            *first,
+        )?),
+        None => None,
+    };
+    let mut out = Values::default();
+    let data = records.iter().skip(usize::from(header.is_some()));
+    for (n, line) in data {
+        let fields;
+        let field = match column {
+            None => line.as_str(),
+            Some(c) => {
+                fields = sep.split(line);
+                if fields.len() != head.len() {
+                    return Err(Failure::Usage(format!(
+                        "line {n} has {} field{} where line {first} has {} ({}): every row needs the same number",
+                        fields.len(),
+                        if fields.len() == 1 { "" } else { "s" },
+                        head.len(),
+                        sep.words()
+                    )));
+                }
+                fields[c].as_str()
+            }
         };
-        match field.map(|f| number(f.trim())) {
-            Some(Ok(Some(v))) => out.values.push(v),
-            Some(Ok(None)) => out.na += 1,
-            _ if args.skip_invalid => {
+        match number(field) {
+            Ok(Some(v)) => out.values.push(v),
+            Ok(None) => out.na += 1,
+            Err(()) if args.skip_invalid => {
                 out.skipped += 1;
-                out.first_skipped.get_or_insert(n);
+                out.first_skipped.get_or_insert(*n);
             }
-            _ => {
-                let what = match (field, args.column) {
-                    (None, Some(c)) => format!("has no column {c}"),
-                    (Some(f), _) => format!("'{}' is not a number", f.trim()),
-                    (None, None) => "is empty".into(),
-                };
-                return Err(Failure::Usage(format!(
-                    "line {n}: {what} (use --skip-invalid to skip such lines)"
-                )));
-            }
+            Err(()) => return Err(not_a_number(*n, field, column.is_none(), given, line)),
         }
     }
     Ok(out)
+}
+
+/// Line `n`'s field is not a number: what it is, and when a whole line of several fields was
+/// read as one number (no `--column`), the flag that picks one.
+fn not_a_number(n: usize, field: &str, whole: bool, given: Option<&str>, line: &str) -> Failure {
+    let what = match field {
+        "" => "is empty".to_string(),
+        f => format!("'{f}' is not a number"),
+    };
+    let sep = Separator::of(given, line);
+    let k = sep.split(line).len();
+    let hint = if whole && k > 1 {
+        format!(
+            "; it has {k} fields ({}): choose one with --column N or --column NAME",
+            sep.words()
+        )
+    } else {
+        " (use --skip-invalid to skip such lines)".to_string()
+    };
+    Failure::Usage(format!("line {n}: {what}{hint}"))
 }
 
 #[cfg(test)]

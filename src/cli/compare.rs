@@ -127,6 +127,10 @@ pub struct CompareArgs {
     #[arg(long = "json")]
     pub json: bool,
 
+    /// Under each row without a verdict, say why it has none.
+    #[arg(long = "detail")]
+    pub detail: bool,
+
     /// Also write the comparison as one self-contained HTML page: the table, the two runs'
     /// spectra overlaid, the runs side by side (- for standard output).
     #[arg(long = "html", value_name = "FILE")]

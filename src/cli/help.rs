@@ -71,16 +71,21 @@ generator runs once more before the search stops on a client limit.";
 
 /// `reqlife compare --help`: how a verdict is reached.
 pub(crate) const COMPARE_ABOUT: &str = "Is B faster than A, or is it noise? Throughput and p50/p90/p99/p99.9 of the total, of each \
-phase and server metric: A, B, the change B/A - 1, its 95% interval, the p of a rank test, the minimum detectable \
-effect (MDE: the smallest change these data could show, 5% two-sided, 80% power) and a verdict.
+phase and server metric: A, B, the change B/A - 1, its 95% interval, its p adjusted for the many rows, the minimum \
+detectable effect (MDE: the smallest change the row could show, 5% two-sided, 80% power) and a verdict (--detail: \
+why a row has none).
 
 How a verdict is reached. Across runs (both records made with `run --repeat N`, or `--run URL_A URL_B --rounds N` \
 here), each run is one observation: a change is called only when the exact rank test across runs (a permutation \
-test of the rank-sum, ties included) gives p < 0.05 and the 95% bootstrap interval of the ratio of the medians lies \
-wholly beyond the noise band (--noise). Anything else is \"no significant change\", with the reason. An exact test of \
-3 runs against 3 cannot give p below 0.1 whatever the data: such rows say \"too few runs: 4+ per side can show a \
-change\" instead of a verdict. Single runs are compared by resampling blocks of their intervals, and a change is \
-called when that interval lies wholly beyond the noise band; but one run cannot see the run-to-run variance of a \
-shared machine (often a few percent), so the output says so and gives the MDE. `--run URL_A URL_B --rounds N` runs \
-A and B in turn (AB, BA, AB, ...: a drift of the machine or the target in time falls on both sides alike) and \
-compares them across rounds; the flags of each run follow `--` (e.g. `-- -d 2s -c 8`).";
+test of the rank-sum, ties included) gives p < 0.05 once adjusted for the many rows, and the 95% bootstrap \
+interval of the ratio of the medians lies wholly beyond the noise band (--noise). Anything else is \"no change\", \
+with the reason. An exact test of 3 runs against 3 cannot give p below 0.1 whatever the data: such rows say \"too \
+few runs\" (4+ per side can show a change) instead of a verdict. Single runs are compared by resampling blocks of \
+their intervals, widened by each run's own drift between its quarters (at least its median's: the machine's): a \
+change is called when its p of lying \
+beyond the noise band, adjusted for the many rows, is below 0.05; but one run cannot see the run-to-run variance \
+of a shared machine, so the output says so and gives the MDE. The p-values of all rows are adjusted together by \
+Benjamini-Hochberg, so that a run compared with a rerun of itself sees no more than one row in 20 called changed; \
+quantiles are interpolated between tied values (mid-quantiles), so that values rounded to 100 ns do not jump. \
+`--run URL_A URL_B --rounds N` runs A and B in turn (AB, BA, AB, ...: a drift of the machine or the target in time \
+falls on both sides alike) and compares them across rounds; the flags of each run follow `--` (e.g. `-- -d 2s -c 8`).";

@@ -19,7 +19,7 @@ pub mod probes;
 pub mod protocol;
 mod records;
 pub mod reflect;
-pub use records::{MergeArgs, ReportArgs, ReportFormat, StatsArgs, ViewArgs};
+pub use records::{MergeArgs, ReportArgs, ReportFormat, StatsArgs, StatsColumn, ViewArgs};
 mod serve;
 pub use serve::{KvArgs, ServeArgs};
 pub mod resolve;

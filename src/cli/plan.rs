@@ -265,7 +265,8 @@ fn threads_asked(
         Some(0) => return err("-t/--threads must be at least 1"),
         Some(t) if strict && t as usize > local && local > 0 && segment.count > 1 => {
             return err(format!(
-                "-t/--threads {t} is more than this segment's {local} connections (of {connections}): each thread needs at least one connection"
+                "-t/--threads {t} is more than this segment's {} (of {connections}): each thread needs at least one connection",
+                crate::util::units::counted(local as u64, "connection")
             ))
         }
         Some(t) if strict && t as usize > connections => {

@@ -26,11 +26,13 @@ pub struct StatsArgs {
     /// The file of numbers, or - for standard input.
     pub file: String,
 
-    /// Take this column (1-based) of each line, split by --delimiter.
-    #[arg(long = "column")]
-    pub column: Option<usize>,
+    /// Take this column of each line: its number (from 1) or its name in the header line
+    /// (`--column total_ns`). Every row must have the first line's number of fields.
+    #[arg(long = "column", value_name = "N|NAME", value_parser = column_arg)]
+    pub column: Option<StatsColumn>,
 
-    /// Column delimiter [default: commas, tabs or spaces].
+    /// Column delimiter, each one a boundary (`1,,3` is three fields) [default: from the
+    /// first line: a comma if it has one, else a tab, else runs of spaces].
     #[arg(long = "delimiter")]
     pub delimiter: Option<String>,
 
@@ -43,6 +45,24 @@ pub struct StatsArgs {
     /// one value).
     #[arg(long = "json")]
     pub json: bool,
+}
+
+/// `stats --column`: a column by number (from 1) or by its name in the header line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatsColumn {
+    /// The n-th field, counted from 1.
+    Number(usize),
+    /// The field under this name in the header line.
+    Name(String),
+}
+
+/// `--column N` (digits) or `--column NAME`.
+fn column_arg(s: &str) -> Result<StatsColumn, String> {
+    match s.parse::<usize>() {
+        Ok(n) => Ok(StatsColumn::Number(n)),
+        Err(_) if s.trim().is_empty() => Err("give a column's number (from 1) or its name".into()),
+        Err(_) => Ok(StatsColumn::Name(s.to_string())),
+    }
 }
 
 /// Flags of `reqlife report`.

@@ -112,7 +112,7 @@ pub enum RecordError {
     },
     /// Records of different plans: the first field that differs, in words.
     #[error(
-        "{field} differs: {a} in {first}, {b} in {name}: not the same plan; merge only the records of one plan (its segments, or its repeated runs)"
+        "the records differ in {field}: {a} in {first}, {b} in {name}: not the same plan; merge only the records of one plan (its segments, or its repeated runs)"
     )]
     PlanDiffers {
         /// The plan's field that differs.

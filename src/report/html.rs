@@ -112,7 +112,9 @@ impl ComparePage {
                     show(r.b),
                     pct(r.change.point),
                     format!("[{}, {}]", pct(r.change.lo), pct(r.change.hi)),
-                    r.p_value.map_or("-".into(), |p| format!("{p:.3}")),
+                    r.p_adjusted
+                        .or(r.p_value)
+                        .map_or("-".into(), |p| format!("{p:.3}")),
                     r.verdict.words().to_string(),
                     class.to_string(),
                 ]
@@ -129,12 +131,12 @@ impl ComparePage {
             .collect();
         let side = side_by_side(a, b);
         let how = match c.method.as_str() {
-            "runs" => format!(
-                "Across repeated runs ({} and {}): 95% intervals by a bootstrap of the ratio of the medians; p by Mann-Whitney.",
+            "runs" | "interleaved" => format!(
+                "Across runs ({} and {}): 95% intervals by a bootstrap of the ratio of the medians; p by an exact rank test.",
                 c.n_a, c.n_b
             ),
             _ => format!(
-                "Single runs, resampled by blocks of their intervals ({} and {}): 95% intervals.",
+                "Single runs, resampled by blocks of their intervals ({} and {}): 95% intervals of ln(B/A) by Student's t; p that the change lies beyond the noise band.",
                 c.n_a, c.n_b
             ),
         };
@@ -143,8 +145,10 @@ impl ComparePage {
             title: "reqlife: compare".into(),
             tool_version: env!("CARGO_PKG_VERSION").into(),
             how: format!(
-                "{how} Changes within ±{:.0}% count as noise.",
-                c.noise * 100.0
+                "{how} Changes within ±{:.0}% count as noise. The p of every row is adjusted for the {} rows (Benjamini-Hochberg); quantiles are interpolated between tied values (mid-quantiles). {}.",
+                c.noise * 100.0,
+                c.rows.len(),
+                c.rule
             ),
             a: an.to_string(),
             b: bn.to_string(),
@@ -163,10 +167,10 @@ fn side_by_side(a: &RunRecord, b: &RunRecord) -> Vec<(String, String, String)> {
         side_row("started", &|r| r.environment.start_time.clone()),
         side_row("load", &|r| {
             format!(
-                "{} loop, {} connections, {} threads{}",
+                "{} loop, {}, {}{}",
                 r.config.load_model,
-                r.config.connections,
-                r.config.threads,
+                crate::util::units::counted(r.config.connections, "connection"),
+                crate::util::units::counted(r.config.threads, "thread"),
                 r.config
                     .rate_rps
                     .map_or(String::new(), |x| format!(", {x} req/s offered"))

@@ -300,6 +300,13 @@ pub fn human_rate(per_s: f64) -> String {
     format!("{text}{unit}")
 }
 
+/// `n` and a noun, singular for one: `1 thread`, `2 threads`, `0 errors` (every noun reqlife
+/// counts takes an `s`).
+pub fn counted(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
 /// Formats a byte count with binary prefixes (`512B`, `1.50KiB`, `3.20MiB`).
 pub fn human_bytes(bytes: f64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -334,6 +341,19 @@ mod tests {
         ];
         for (rate, want) in rows {
             assert_eq!(human_rate(rate), want, "{rate}");
+        }
+    }
+
+    #[test]
+    fn one_of_a_noun_is_singular() {
+        // (n, noun, words)
+        for (n, noun, want) in [
+            (1u64, "thread", "1 thread"),
+            (2, "thread", "2 threads"),
+            (0, "error", "0 errors"),
+            (1, "connection", "1 connection"),
+        ] {
+            assert_eq!(counted(n, noun), want);
         }
     }
 

@@ -395,8 +395,9 @@ fn head_of<'a>(s: &LiveState, v: &Shown<'a>) -> Paragraph<'a> {
         Line::from(vec![
             Span::styled(v.title, Style::default().add_modifier(Modifier::BOLD)),
             Span::raw(format!(
-                "   {time}   {} requests, {errors} errors",
-                s.requests
+                "   {time}   {}, {}",
+                crate::util::units::counted(s.requests, "request"),
+                crate::util::units::counted(errors, "error")
             )),
         ]),
         Line::from(Span::styled(

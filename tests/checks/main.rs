@@ -18,6 +18,7 @@ mod platform;
 mod readme;
 mod shape;
 mod timing;
+mod words;
 
 /// Every `.rs` file under `dir`, recursively, in order.
 fn rust_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

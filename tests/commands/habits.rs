@@ -264,7 +264,7 @@ fn the_header_comes_first_and_o_says_where_the_record_went() {
         format!("Running 100-request test @ {url}"),
         "{err}"
     );
-    assert!(lines[1].contains("1 threads and 2 connections"), "{err}");
+    assert!(lines[1].contains("1 thread and 2 connections"), "{err}");
     assert_eq!(
         lines.last().copied(),
         Some(format!("reqlife: wrote the record to {p}").as_str()),

@@ -371,7 +371,7 @@ fn a_plan_mismatch_is_said_in_words() {
     let err = stderr(&out);
     assert!(
         err.contains(&format!(
-            "the rate differs: 1000 req/s in '{open}', none (closed loop) in '{closed}'"
+            "the records differ in the rate: 1000 req/s in '{open}', none (closed loop) in '{closed}'"
         )),
         "{err}"
     );
@@ -388,10 +388,20 @@ fn a_plan_mismatch_is_said_in_words() {
     let err = stderr(&out);
     assert!(
         err.contains(&format!(
-            "the duration differs: none (a request count) in '{closed}', 200.00ms in '{timed}'"
+            "the records differ in the duration: none (a request count) in '{closed}', 200.00ms in '{timed}'"
         )),
         "{err}"
     );
+    // A plural field in a sentence that agrees with it (before: "the headers differs", "the
+    // connections differs").
+    let headed = small_record(d, "headed.json", &["-H", "x-a: 1"], &s.url("/"));
+    let out = run(&["merge", &closed, &headed]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("the records differ in the headers: none in "),
+        "{err}"
+    );
+    assert!(!err.contains("differs"), "{err}");
 }
 
 #[test]
@@ -420,7 +430,9 @@ fn records_of_different_stream_modes_are_refused_in_one_line() {
         let err = stderr(&out);
         assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
         assert!(
-            err.contains(&format!("the stream mode (--stream) differs: {want}")),
+            err.contains(&format!(
+                "the records differ in the stream mode (--stream): {want}"
+            )),
             "{err}"
         );
     }

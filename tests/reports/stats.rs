@@ -211,7 +211,10 @@ fn bad_input_names_the_line() {
             vec!["stats", f],
             "line 3: 'three' is not a number (use --skip-invalid",
         ),
-        (vec!["stats", f, "--column", "2"], "line 1: has no column 2"),
+        (
+            vec!["stats", f, "--column", "2"],
+            "--column 2: line 1 has 1 field (separated by spaces): give 1 to 1",
+        ),
         (vec!["stats", f, "--column", "0"], "--column counts from 1"),
         (vec!["stats", empty.to_str().unwrap()], "no values in"),
         (
@@ -239,6 +242,138 @@ fn bad_input_names_the_line() {
     let out = run(&["stats", na.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("(only 2 NA's)"), "{}", stderr(&out));
+}
+
+/// `reqlife stats ARGS` with `input` on standard input.
+fn with_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
+    let mut child = reqlife()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_csv_keeps_its_empty_fields_and_its_columns_have_names() {
+    // reqlife's own request log: most phases are empty fields (no TLS, no HTTP/2 handshake).
+    // Before, the default delimiter merged the commas, so `--column 10` read the status
+    // column (200 200 200 ...) as total_ns, and `--column 4` of `1,,,3` had no column 4.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("req.csv");
+    run_ok(&[
+        "run",
+        "-n",
+        "300",
+        "-c",
+        "2",
+        "--quiet",
+        "--log-requests",
+        log.to_str().unwrap(),
+    ]);
+    let csv = std::fs::read_to_string(&log).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = header.iter().position(|h| *h == "total_ns").unwrap();
+    // The column as the file has it, read apart: no field of this log is quoted.
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // Empty fields before total_ns: what a run of commas merged into one lost.
+    assert!(
+        rows.iter().all(|r| r[..at].contains(&"")),
+        "no empty field before total_ns: {:?}",
+        rows[0]
+    );
+    let mut total: Vec<f64> = rows.iter().map(|r| r[at].parse().unwrap()).collect();
+    total.sort_by(f64::total_cmp);
+    assert_eq!(total.len(), 300);
+    let number = (at + 1).to_string();
+    for column in [number.as_str(), "total_ns", "TOTAL_NS"] {
+        let out = run_ok(&["stats", log.to_str().unwrap(), "--column", column, "--json"]);
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(j["count"], 300, "--column {column}: {j}");
+        assert_eq!(j["min"].as_f64(), Some(total[0]), "--column {column}");
+        assert_eq!(j["max"].as_f64(), Some(total[299]), "--column {column}");
+        assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    }
+    // Empty fields count: the 4th field of 1,,,3 is 3; an empty field is no number.
+    let out = with_stdin(&["stats", "-", "--column", "4", "--json"], b"1,,,3\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (j["count"].as_u64(), j["max"].as_f64()),
+        (Some(1), Some(3.0))
+    );
+    // Quotes as CSV writes them (a request's name with a comma) and a tab-separated file.
+    let out = with_stdin(
+        &["stats", "-", "--column", "ms", "--json"],
+        b"name,ms\n\"GET /a,b\",2\n\"say \"\"hi\"\"\",4\n",
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (j["count"].as_u64(), j["mean"].as_f64()),
+        (Some(2), Some(3.0)),
+        "{j}"
+    );
+    let out = with_stdin(
+        &["stats", "-", "--column", "3", "--json"],
+        b"a\t\t5\nb\t\t7\n",
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["mean"].as_f64(), Some(6.0), "{j}");
+}
+
+#[test]
+fn a_row_of_another_width_or_an_unknown_column_is_named() {
+    // (input, arguments after `stats -`, the message)
+    let rows: [(&[u8], &[&str], &str); 6] = [
+        (
+            b"a,b,c\n1,2,3\n4,5\n",
+            &["--column", "2"],
+            "line 3 has 2 fields where line 1 has 3 (comma-separated): every row needs the same number",
+        ),
+        // --skip-invalid skips what is not a number, never a row cut short
+        (
+            b"1,2,3\n4,5,6,7\n",
+            &["--column", "1", "--skip-invalid"],
+            "line 2 has 4 fields where line 1 has 3",
+        ),
+        (
+            b"due_ns,total_ns\n1,2\n",
+            &["--column", "totl_ns"],
+            "--column totl_ns: no such column; the header (line 1) has due_ns, total_ns",
+        ),
+        (
+            b"1,2\n3,4\n",
+            &["--column", "total_ns"],
+            "--column total_ns: the file has no header line (line 1 has numbers): give the column's number, 1 to 2",
+        ),
+        (b"1,2\n", &["--column", "3"], "--column 3: line 1 has 2 fields (comma-separated): give 1 to 2"),
+        // one number a line asked of a file with several fields: the flag that picks one
+        (
+            b"1,2\n",
+            &[],
+            "line 1: '1,2' is not a number; it has 2 fields (comma-separated): choose one with --column N or --column NAME",
+        ),
+    ];
+    for (input, args, want) in rows {
+        let mut all = vec!["stats", "-"];
+        all.extend_from_slice(args);
+        let out = with_stdin(&all, input);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    // A header of one column, a comment line and a quote that never closes.
+    let out = with_stdin(&["stats", "-", "--json"], b"latency_ms\n# a note\n1\n3\n");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["mean"].as_f64(), Some(2.0), "{}", stderr(&out));
+    let out = with_stdin(&["stats", "-", "--column", "1"], b"\"1,2\n3\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("line 1: a quote opened on this line is never closed"));
 }
 
 #[test]

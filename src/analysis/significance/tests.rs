@@ -31,21 +31,52 @@ fn verdicts_across_runs_need_the_test_and_the_interval() {
     let e = |point, lo, hi| Estimate { point, lo, hi };
     let slow = e(0.3, 0.25, 0.35);
     assert_eq!(
-        verdict_of_runs(slow, 0.1, 3, 3, 0.02, false).0,
+        verdict_of_runs(slow, (0.1, 0.1), 3, 3, 0.02, false).0,
         Verdict::TooFewRuns
     );
     assert_eq!(
-        verdict_of_runs(slow, 0.008, 5, 5, 0.02, false).0,
+        verdict_of_runs(slow, (0.008, 0.008), 5, 5, 0.02, false).0,
         Verdict::Slower
     );
     // p says change, the interval does not (it reaches the noise band): no call.
-    let (v, why) = verdict_of_runs(e(0.03, 0.01, 0.05), 0.008, 5, 5, 0.02, false);
+    let (v, why) = verdict_of_runs(e(0.03, 0.01, 0.05), (0.008, 0.008), 5, 5, 0.02, false);
     assert_eq!(v, Verdict::NoSignificantChange);
     assert!(why.unwrap().contains("noise band"));
     // The interval says change, p does not: no call, the p named.
-    let (v, why) = verdict_of_runs(slow, 0.056, 5, 5, 0.02, false);
+    let (v, why) = verdict_of_runs(slow, (0.056, 0.056), 5, 5, 0.02, false);
     assert_eq!(v, Verdict::NoSignificantChange);
     assert!(why.unwrap().contains("0.056"));
+    // p below 0.05 alone, not once adjusted for the many rows: no call, both named.
+    let (v, why) = verdict_of_runs(slow, (0.008, 0.256), 5, 5, 0.02, false);
+    assert_eq!(v, Verdict::NoSignificantChange);
+    let why = why.unwrap();
+    assert!(
+        why.contains("0.008") && why.contains("0.256 adjusted"),
+        "{why}"
+    );
+}
+
+#[test]
+fn the_band_p_agrees_with_the_interval() {
+    // (ln B/A, se, df, noise): p < 0.05 exactly when the t interval clears the band.
+    for (d, se, df) in [
+        (0.10f64, 0.02, 10.0),
+        (0.05, 0.02, 10.0),
+        (-0.08, 0.03, 4.0),
+        (0.03, 0.001, 30.0),
+        (0.0, 0.01, 5.0),
+    ] {
+        let noise = 0.02;
+        let t = t_quantile(0.975, df);
+        let (lo, hi) = ((d - t * se).exp() - 1.0, (d + t * se).exp() - 1.0);
+        let clears = lo > noise || hi < -noise;
+        let p = band_p(d, se, df, noise);
+        assert_eq!(p < 0.05, clears, "{d} ± {se}: p {p}, [{lo}, {hi}]");
+    }
+    // Inside the band: p = 1; a zero standard error: 0 beyond the band, 1 within.
+    assert_eq!(band_p(0.01, 0.05, 10.0, 0.02), 1.0);
+    assert_eq!(band_p(0.5, 0.0, 10.0, 0.02), 0.0);
+    assert_eq!(band_p(0.01, 0.0, 10.0, 0.02), 1.0);
 }
 
 #[test]

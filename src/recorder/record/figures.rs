@@ -425,7 +425,7 @@ impl Latency {
                 0.002 * total + 0.001 * (self.phases.len() + 1) as f64 * self.total.count as f64;
             if (parts - total).abs() > slack {
                 out.push(format!(
-                    "the client phases add up to {parts:.3} us, the totals to {total:.3} us (within {slack:.3})"
+                    "the client phases add up to {parts:.3}us, the totals to {total:.3}us (within {slack:.3}us)"
                 ));
             }
         }

@@ -183,7 +183,7 @@ fn a_lagging_schedule_is_the_generator_s_fault() {
     let w = &r.summary.warnings;
     assert!(
         w.iter()
-            .any(|w| w.contains("near its limit: schedule lag p99 700 us")),
+            .any(|w| w.contains("near its limit: schedule lag p99 700.41us")),
         "{w:?}"
     );
     assert!(!w.iter().any(|w| w.contains("fell behind")), "{w:?}");
@@ -231,7 +231,7 @@ fn lagging_intervals_are_named_when_the_run_as_a_whole_kept_up() {
         w[0].starts_with("the generator fell behind in 3 of 10 intervals (0.0-2.0s, 5.0-6.0s)"),
         "{w:?}"
     );
-    assert!(w[0].contains("up to 9000 us"), "{w:?}");
+    assert!(w[0].contains("up to 9.00ms"), "{w:?}");
 }
 
 #[test]
@@ -245,7 +245,7 @@ fn a_run_that_lagged_throughout_names_its_intervals_and_blames_the_client() {
     lag_in(&mut r, 3, 3000.0, 3100.0);
     let w = warnings_of(&r);
     assert_eq!(w.len(), 1, "{w:?}");
-    assert!(w[0].contains("schedule lag p99 3000 us"), "{w:?}");
+    assert!(w[0].contains("schedule lag p99 3.00ms"), "{w:?}");
     assert!(w[0].contains("in 1 of 10 intervals (3.0-4.0s)"), "{w:?}");
     assert!(w[0].contains("the client, not the server, limited this run"));
     assert!(

@@ -3,7 +3,7 @@
 
 use super::{Interval, RunRecord};
 use crate::model::{LoadKind, Phase, StopReason};
-use crate::util::units::{human_ns, human_rate};
+use crate::util::units::{counted, human_ns, human_rate};
 
 /// Schedule lag (p99) above which the generator is said to have fallen behind.
 pub const LAG_WARN_US: f64 = 1000.0;
@@ -53,9 +53,9 @@ fn warnings_judged(r: &RunRecord, generator: Generator) -> Vec<String> {
     }
     if s.latency.total.clamped > 0 {
         out.push(format!(
-            "{} requests took an hour or more, beyond the histograms' range: they are counted at \
-             one hour, so the highest percentiles and the max are at least that",
-            s.latency.total.clamped
+            "{} took an hour or more, beyond the histograms' range: they are counted at one \
+             hour, so the highest percentiles and the max are at least that",
+            counted(s.latency.total.clamped, "request")
         ));
     }
     let open = r.config.load_model == LoadKind::Open;
@@ -86,18 +86,22 @@ fn warnings_judged(r: &RunRecord, generator: Generator) -> Vec<String> {
             false => format!(" ({:.2}s after the window)", e.drain_s),
         };
         out.push(format!(
-            "{} requests were still in flight {when}{after}: their latency is missing from the \
-             figures, and they are likely the slowest{fix}",
-            e.in_flight
+            "{} still in flight {when}{after}: their latency is missing from the figures, and \
+             they are likely the slowest{fix}",
+            match e.in_flight {
+                1 => "1 request was".to_string(),
+                n => format!("{n} requests were"),
+            }
         ));
     }
     out.extend(http_errors_warning(r));
     let ports = s.errors.get("addr_not_avail").copied().unwrap_or(0);
     if ports > 0 {
         out.push(format!(
-            "{ports} connections failed with 'Cannot assign requested address': the local ports ran out. \
+            "{} failed with 'Cannot assign requested address': the local ports ran out. \
              Reuse connections (drop --no-keepalive), open fewer per second (--max-connections-per-second), \
-             or widen net.ipv4.ip_local_port_range"
+             or widen net.ipv4.ip_local_port_range",
+            counted(ports, "connection")
         ));
     }
     out
@@ -197,8 +201,10 @@ fn open_loop_warning(r: &RunRecord) -> Option<String> {
     }
     if lag_p99 - slack_us > LAG_WARN_US {
         let mut w = format!(
-            "the generator fell behind its schedule: schedule lag p99 {lag_p99:.0} us (max \
-             {lag_max:.0} us){}; the client, not the server, limited this run",
+            "the generator fell behind its schedule: schedule lag p99 {} (max {}){}; the \
+             client, not the server, limited this run",
+            human_ns(lag_p99 * 1e3),
+            human_ns(lag_max * 1e3),
             lagging.named()
         );
         if let Some(f) = shortfall {
@@ -209,17 +215,19 @@ fn open_loop_warning(r: &RunRecord) -> Option<String> {
     }
     if lagging.count > 0 {
         return Some(format!(
-            "the generator fell behind{}: schedule lag up to {:.0} us there; the corrected tail \
+            "the generator fell behind{}: schedule lag up to {} there; the corrected tail \
              (p99.9, max) includes it",
             lagging.named(),
-            lagging.max
+            human_ns(lagging.max * 1e3)
         ));
     }
     if lag_p99 - slack_us > LAG_NEAR_US {
         return Some(format!(
-            "the generator is near its limit: schedule lag p99 {lag_p99:.0} us (the bound is \
-             {LAG_WARN_US:.0} us beyond the pacer's slack of {slack_us:.0} us); `reqlife \
-             calibrate` shows what this machine can generate"
+            "the generator is near its limit: schedule lag p99 {} (the bound is {} beyond the \
+             pacer's slack of {}); `reqlife calibrate` shows what this machine can generate",
+            human_ns(lag_p99 * 1e3),
+            human_ns(LAG_WARN_US * 1e3),
+            human_ns(slack_us * 1e3)
         ));
     }
     shortfall
@@ -307,18 +315,19 @@ fn queue_warning(r: &RunRecord) -> Option<String> {
     let mut w = if offered > most {
         format!(
             "{carry}, under the {} req/s offered: raise -c or lower -R; requests waited for a \
-             free connection (queue p99 {:.2} ms) and the corrected latency includes that wait",
+             free connection (queue p99 {}) and the corrected latency includes that wait",
             human_rate(offered),
-            queue_p99 / 1000.0
+            human_ns(queue_p99 * 1e3)
         )
     } else {
         format!(
-            "requests waited for a free connection (queue p99 {:.2} ms) while the generator \
-             kept its schedule (lag p99 {lag_p99:.0} us): the server did not keep up with {:.0} \
-             req/s on {} connections; the corrected latency includes that wait",
-            queue_p99 / 1000.0,
+            "requests waited for a free connection (queue p99 {}) while the generator kept its \
+             schedule (lag p99 {}): the server did not keep up with {:.0} req/s on {}; the \
+             corrected latency includes that wait",
+            human_ns(queue_p99 * 1e3),
+            human_ns(lag_p99 * 1e3),
             offered,
-            r.config.connections
+            counted(r.config.connections, "connection")
         )
     };
     if let Some(f) = shortfall(r) {
@@ -343,7 +352,11 @@ fn shortfall(r: &RunRecord) -> Option<String> {
         100.0 * s.throughput_rps / o
     );
     if s.end.not_sent > 0 {
-        f += &format!(", {} requests due were never sent", s.end.not_sent);
+        f += &format!(
+            ", {} due {} never sent",
+            counted(s.end.not_sent, "request"),
+            if s.end.not_sent == 1 { "was" } else { "were" }
+        );
     }
     Some(f)
 }
@@ -414,9 +427,9 @@ impl FlaggedIntervals {
             ranges.push("...".into());
         }
         format!(
-            " in {} of {} intervals ({})",
+            " in {} of {} ({})",
             self.count,
-            self.of,
+            counted(self.of as u64, "interval"),
             ranges.join(", ")
         )
     }

@@ -352,9 +352,9 @@ pub(super) fn bursts(r: &RunRecord) -> Option<Bursts> {
     .collect();
     Some(Bursts {
         note: format!(
-            "{} bursts of {} requests, {} apart (one thread).",
-            b.count,
-            b.size,
+            "{} of {}, {} apart (one thread).",
+            crate::util::units::counted(b.count, "burst"),
+            crate::util::units::counted(b.size, "request"),
             human(b.interval_s * 1e9)
         ),
         svg: (!boxes.is_empty()).then(|| plot::boxes::svg(&boxes, "per burst")),

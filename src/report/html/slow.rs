@@ -56,7 +56,7 @@ fn row(label: String, r: &SlowRequest, link: Option<&str>) -> SlowRow {
     SlowRow {
         label,
         total: human(r.total_ns() as f64),
-        due: format!("{:.3} s", r.due_s),
+        due: format!("{:.3}s", r.due_s),
         outcome: match (&r.error, r.status) {
             (Some(e), _) => e.clone(),
             (None, Some(code)) => code.to_string(),

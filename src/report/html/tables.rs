@@ -6,14 +6,15 @@ use crate::model::Phase;
 use crate::recorder::hist::Stats;
 use crate::recorder::record::RunRecord;
 use crate::report::plot::human;
+use crate::util::units::counted;
 
 pub(super) fn header_lines(r: &RunRecord) -> Vec<String> {
     let c = &r.config;
     let mut out = Vec::new();
     let what = match (c.duration_s, c.requests) {
         _ if r.knee.is_some() => format!(
-            "a knee search of {} steps of {}",
-            r.levels.len(),
+            "a knee search of {} of {}",
+            counted(r.levels.len() as u64, "step"),
             human(c.duration_s.unwrap_or(0.0) * 1e9)
         ),
         (Some(d), _) => format!("{} test", human(d * 1e9)),
@@ -30,8 +31,12 @@ pub(super) fn header_lines(r: &RunRecord) -> Vec<String> {
             c.load_model
         ),
         None => format!(
-            "{what}; {} threads and {} connections, {} {}, {} loop",
-            c.threads, c.connections, c.method, c.protocol, c.load_model
+            "{what}; {} and {}, {} {}, {} loop",
+            counted(c.threads, "thread"),
+            counted(c.connections, "connection"),
+            c.method,
+            c.protocol,
+            c.load_model
         ),
     });
     if let (Some(rate), None, None) = (c.rate_rps, &c.sweep, &r.knee) {
@@ -66,11 +71,14 @@ pub(super) fn summary(r: &RunRecord) -> Vec<(String, String)> {
         kv(
             "requests",
             format!(
-                "{} in all: {} responses, {} errors, {} not 2xx/3xx",
-                s.requests.total, s.requests.ok, s.requests.errors, s.requests.non_2xx_3xx
+                "{} in all: {}, {}, {} not 2xx/3xx",
+                s.requests.total,
+                counted(s.requests.ok, "response"),
+                counted(s.requests.errors, "error"),
+                s.requests.non_2xx_3xx
             ),
         ),
-        kv("recorded", format!("{:.2} s", s.duration_s)),
+        kv("recorded", human(s.duration_s * 1e9)),
         kv("throughput", format!("{:.1} req/s", s.throughput_rps)),
         kv(
             "latency (total)",
@@ -243,7 +251,7 @@ pub(super) fn stages(r: &RunRecord) -> Vec<Vec<String>> {
             let t = &s.latency.total;
             vec![
                 (i + 1).to_string(),
-                format!("{:.1} s", s.start_s),
+                format!("{:.1}s", s.start_s),
                 s.label.clone(),
                 s.requests.total.to_string(),
                 format!("{:.1}", s.throughput_rps),
@@ -320,13 +328,13 @@ pub(super) fn environment(r: &RunRecord) -> Vec<(String, String, bool)> {
         ("pipelined requests per connection", c.pipeline.to_string()),
         (
             "HTTP/2 coalescing (--h2-coalesce)",
-            opt(c.h2_coalesce_s.map(|s| format!("{s} s"))),
+            opt(c.h2_coalesce_s.map(|s| format!("{s}s"))),
         ),
-        ("duration", opt(c.duration_s.map(|d| format!("{d} s")))),
+        ("duration", opt(c.duration_s.map(|d| format!("{d}s")))),
         ("requests", opt(c.requests.map(|n| n.to_string()))),
-        ("warm-up", format!("{} s", c.warmup_s)),
-        ("timeout", format!("{} s", c.timeout_s)),
-        ("interval", format!("{} s", c.interval_s)),
+        ("warm-up", format!("{}s", c.warmup_s)),
+        ("timeout", format!("{}s", c.timeout_s)),
+        ("interval", format!("{}s", c.interval_s)),
         ("load model", c.load_model.to_string()),
         ("rate", opt(c.rate_rps.map(|r| format!("{r} req/s")))),
         ("arrival", opt(c.arrival.clone())),

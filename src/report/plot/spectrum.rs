@@ -71,6 +71,11 @@ fn percentile_label(x: f64) -> String {
     )
 }
 
+/// The width of a tick label in px, as the browser sets it: 0.6 em a character.
+fn label_px(text: &str) -> f64 {
+    text.chars().count() as f64 * super::LABEL_PX as f64 / 1.24 * 0.6
+}
+
 /// The plot of `curves`.
 pub fn svg(curves: &[Curve]) -> String {
     // Whole decades up to the deepest finite percentile of any curve.
@@ -86,6 +91,10 @@ pub fn svg(curves: &[Curve]) -> String {
         .flat_map(|c| c.points.iter().map(|p| p.1))
         .fold(0.0, f64::max);
     let unit = latency_unit(y_max);
+    // The last tick's label is centred on the right edge of the plot: the margin holds its
+    // right half (99.9999% is 62 px wide at the tick size; half of it is beyond 24 px).
+    let half_px = label_px(&percentile_label(x_max)) / 2.0;
+    let right = (half_px.ceil() as u32 + 4).max(24);
     let entries: Vec<(String, Mark)> = curves
         .iter()
         .enumerate()
@@ -95,7 +104,7 @@ pub fn svg(curves: &[Curve]) -> String {
         let (top, bottom) = with_legend_room(root, &entries);
         let mut chart = ChartBuilder::on(&top)
             .margin(12)
-            .margin_right(24)
+            .margin_right(right)
             .x_label_area_size(44)
             .y_label_area_size(64)
             .build_cartesian_2d(0.0..x_max, 0.0..upper(y_max / unit.ns))?;
@@ -156,6 +165,33 @@ mod tests {
         // p → x, and 100% at the right edge.
         assert!((x_of(0.99, 5.0) - 2.0).abs() < 1e-9);
         assert_eq!(x_of(1.0, 5.0), 5.0);
+    }
+
+    #[test]
+    fn the_last_percentile_label_fits_in_the_plot() {
+        // A million values reach the sixth decade: its label, 99.9999%, is centred on the
+        // right edge of the plot. Before, the margin was 24 px and the label's right half
+        // 31 px: its last characters were cut off by the SVG's edge.
+        let h = ramp(1_000_000, 100, 1100);
+        let svg = svg(&[Curve::of_hist("total", &h).unwrap()]);
+        let labels = crate::report::plot::tests::x_tick_labels(&svg);
+        let last = labels
+            .iter()
+            .find(|t| t.text == "99.9999%")
+            .expect("the 6th decade");
+        // Its right end as the browser sets it: 0.6 em a character, from its centre.
+        let right = last.x + last.text.chars().count() as f64 * last.size * 0.6 / 2.0;
+        assert!(
+            right <= SIZE.0 as f64,
+            "99.9999% ends at {right} px, past the plot's width of {} px",
+            SIZE.0
+        );
+        // The box the label must fit in is the SVG's own.
+        assert!(
+            svg.contains(&format!("width=\"{}\"", SIZE.0)),
+            "{}",
+            &svg[..200]
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use crate::model::Protocol;
 use crate::recorder::record::RunRecord;
-use crate::util::units::human_ns;
+use crate::util::units::{counted, human_ns};
 use std::fmt::Write as _;
 
 /// The run's header (unless `shown` already, on the same terminal), and how it ended if it
@@ -42,8 +42,9 @@ pub fn start_header(config: &crate::recorder::record::Config, levels: &[&str]) -
     out
 }
 
-/// The header's line on pipelining (`--pipeline`) and on an open loop's offered rate.
-fn pipeline_and_rate(out: &mut String, c: &crate::recorder::record::Config) {
+/// The header's line on pipelining (`--pipeline`) and on an open loop's offered rate (a knee
+/// search's steps each have their own, in its table: none here).
+fn pipeline_and_rate(out: &mut String, c: &crate::recorder::record::Config, knee: bool) {
     if c.pipeline > 1 {
         let ws = matches!(
             c.protocol,
@@ -65,12 +66,12 @@ fn pipeline_and_rate(out: &mut String, c: &crate::recorder::record::Config) {
     if let Some(s) = c.h2_coalesce_s {
         let _ = writeln!(
             out,
-            "  coalesced: a freed stream's request waits up to {} us for its connection's \
+            "  coalesced: a freed stream's request waits up to {} for its connection's \
              streams in flight (--h2-coalesce; counted in write)",
-            s * 1e6
+            human_ns(s * 1e9)
         );
     }
-    if let (Some(rate), None) = (c.rate_rps, &c.sweep) {
+    if let (Some(rate), None, false) = (c.rate_rps, &c.sweep, knee) {
         let _ = writeln!(
             out,
             "  offered {rate:.0} req/s, {} arrivals (seed {})",
@@ -119,17 +120,24 @@ fn header_of(
     if c.sweep.is_some() || !levels.is_empty() {
         let _ = writeln!(
             out,
-            "  up to {} threads, {} {}, {} loop",
-            c.threads, method, c.protocol, c.load_model
+            "  up to {}, {} {}, {} loop",
+            counted(c.threads, "thread"),
+            method,
+            c.protocol,
+            c.load_model
         );
     } else {
         let _ = writeln!(
             out,
-            "  {} threads and {} connections, {} {}, {} loop",
-            c.threads, c.connections, method, c.protocol, c.load_model
+            "  {} and {}, {} {}, {} loop",
+            counted(c.threads, "thread"),
+            counted(c.connections, "connection"),
+            method,
+            c.protocol,
+            c.load_model
         );
     }
-    pipeline_and_rate(out, c);
+    pipeline_and_rate(out, c, knee);
     if let Some(seg) = &c.segment {
         let _ = writeln!(
             out,
@@ -165,8 +173,8 @@ fn header_of(
 fn what_of(c: &crate::recorder::record::Config, levels: &[&str], knee: bool) -> String {
     match (c.duration_s, c.requests) {
         _ if knee => format!(
-            "knee search of {} steps of {}",
-            levels.len(),
+            "knee search of {} of {}",
+            counted(levels.len() as u64, "step"),
             human_ns(c.duration_s.unwrap_or(0.0) * 1e9)
         ),
         _ if c.workload.is_some() && c.sweep.is_none() && !levels.is_empty() => {

@@ -13,10 +13,13 @@ pub use header::start_header;
 use std::fmt::Write as _;
 use steps::{bursts, by_request, knee, levels, repetitions, stages, thresholds};
 
+pub mod compare;
 mod header;
 mod probes;
 mod slow;
 mod steps;
+#[cfg(test)]
+mod tests;
 pub mod wrap;
 
 /// What to include.
@@ -84,10 +87,27 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
 fn totals(out: &mut String, r: &RunRecord) {
     let s = &r.summary;
     let _ = writeln!(out);
+    // A knee search's steps, a sweep's levels: the lines below add them up, as one run would
+    // not (each at its own rate or connections); their own figures are in the table after.
+    if !r.levels.is_empty() {
+        let (what, table) = match r.knee {
+            Some(_) => ("step", "the knee search's table"),
+            None => ("level", "the levels' table"),
+        };
+        let _ = writeln!(
+            out,
+            "  All {} together (each one's own rate, connections and latency: {table} below)",
+            crate::util::units::counted(r.levels.len() as u64, what)
+        );
+    }
     let _ = writeln!(
         out,
-        "  Requests     {} total, {} ok, {} errors, {} non-2xx/3xx in {:.2}s",
-        s.requests.total, s.requests.ok, s.requests.errors, s.requests.non_2xx_3xx, s.duration_s
+        "  Requests     {} total, {} ok, {}, {} non-2xx/3xx in {:.2}s",
+        s.requests.total,
+        s.requests.ok,
+        crate::util::units::counted(s.requests.errors, "error"),
+        s.requests.non_2xx_3xx,
+        s.duration_s
     );
     // What the throughput divides: the requests that ended within the window (all of them
     // failures when none was answered: said, so that the rate is not taken for the server's).
@@ -138,7 +158,7 @@ fn totals(out: &mut String, r: &RunRecord) {
             e.not_sent
         );
     }
-    traffic(out, &s.bytes, r.config.protocol);
+    traffic(out, s, r.config.protocol);
     let _ = writeln!(
         out,
         "  Connections  {} opened, {} closed by the server after a response",
@@ -158,8 +178,11 @@ fn totals(out: &mut String, r: &RunRecord) {
 
 /// h2load's traffic line: all bytes read, the header bytes as received and (HTTP/2) what HPACK
 /// saved, the body bytes; with `--compressed`, what the bodies decoded to. HTTP/1.1 headers are
-/// not compressed: no savings to show.
-fn traffic(out: &mut String, b: &crate::recorder::record::Bytes, protocol: Protocol) {
+/// not compressed: no savings to show. Headers and data are counted as responses complete:
+/// when some did not (`/fault/drip`'s, cut by the timeout), the bytes read of them are said
+/// apart, not left to read as "0B headers".
+fn traffic(out: &mut String, s: &crate::recorder::record::Summary, protocol: Protocol) {
+    let b = &s.bytes;
     let both = |n: u64| format!("{} ({n})", human_bytes(n as f64));
     let _ = write!(
         out,
@@ -173,6 +196,14 @@ fn traffic(out: &mut String, b: &crate::recorder::record::Bytes, protocol: Proto
     let _ = write!(out, ", {} data", both(b.body));
     if b.body_decoded != b.body {
         let _ = write!(out, ", decoded to {}", both(b.body_decoded));
+    }
+    let rest = b.read.saturating_sub(b.headers + b.body);
+    if s.requests.errors > 0 && rest > 0 {
+        let _ = write!(
+            out,
+            ", {} more in responses that did not complete (and framing)",
+            both(rest)
+        );
     }
     out.push('\n');
 }
@@ -313,13 +344,20 @@ fn breakdown(out: &mut String, r: &RunRecord, wide: bool) {
     );
     let (w, heads, cw) = breakdown_head(out, wide);
     // A phase that only some requests have (connect, with keep-alive) has no share of the
-    // typical request.
+    // typical request. The server's metrics are parts of its total when it sends one: their
+    // shares are in parentheses, not to be added again.
     let every = s.requests.ok;
-    let row = |out: &mut String, name: &str, st: &Stats| {
-        let share_cell = if st.count >= every {
-            share(st.p50_us)
-        } else {
+    let has_total = s
+        .server_timing
+        .get(&s.server_timing_total)
+        .is_some_and(|st| st.count > 0);
+    let row = |out: &mut String, name: &str, st: &Stats, part: bool| {
+        let share_cell = if st.count < every {
             format!("({} req)", st.count)
+        } else if part {
+            format!("({})", share(st.p50_us))
+        } else {
+            share(st.p50_us)
         };
         let name: String = match name.chars().count() {
             n if n > w => name.chars().take(w - 1).chain(['~']).collect(),
@@ -332,17 +370,18 @@ fn breakdown(out: &mut String, r: &RunRecord, wide: bool) {
         let _ = writeln!(out, "{share_cell:>10}");
     };
     for (p, st) in waits_and_opening(r) {
-        row(out, p.name(), st);
+        row(out, p.name(), st, false);
     }
     for name in &s.server_timing_order {
         if let Some(st) = s.server_timing.get(name) {
             if st.count > 0 {
-                let label = if *name == s.server_timing_total {
+                let total = *name == s.server_timing_total;
+                let label = if total {
                     format!("server {name} (server's total)")
                 } else {
                     format!("server {name}")
                 };
-                row(out, &label, st);
+                row(out, &label, st, has_total && !total);
             }
         }
     }
@@ -351,9 +390,9 @@ fn breakdown(out: &mut String, r: &RunRecord, wide: bool) {
     } else {
         "network+client"
     };
-    row(out, overhead, &s.server_timing_overhead);
+    row(out, overhead, &s.server_timing_overhead, false);
     if let Some(st) = s.latency.phases.get(&Phase::Read) {
-        row(out, "read", st);
+        row(out, "read", st, false);
     }
     if let Some(st) = s
         .latency
@@ -361,15 +400,25 @@ fn breakdown(out: &mut String, r: &RunRecord, wide: bool) {
         .get(&Phase::Decode)
         .filter(|st| st.count > 0)
     {
-        row(out, "decode", st);
+        row(out, "decode", st, false);
     }
-    row(out, "total", &s.latency.total);
+    row(out, "total", &s.latency.total, false);
     if !wide {
         let _ = writeln!(
             out,
             "  network+client = write + wait - the server's total: the time it did not count"
         );
     }
+    let _ = writeln!(
+        out,
+        "  p50 share: of the total's p50; those above it not in parentheses add up to about \
+         100% (medians of parts need not add up to their whole's){}",
+        if has_total {
+            "; (in parentheses): a part of the server's total, counted in its share already"
+        } else {
+            ""
+        }
+    );
     server_timing_notes(out, s);
 }
 

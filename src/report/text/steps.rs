@@ -271,9 +271,9 @@ pub(super) fn bursts(out: &mut String, r: &RunRecord) {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "  {} bursts of {} requests, {} apart (one thread)",
-        b.count,
-        b.size,
+        "  {} of {}, {} apart (one thread)",
+        crate::util::units::counted(b.count, "burst"),
+        crate::util::units::counted(b.size, "request"),
         human_ns(b.interval_s * 1e9)
     );
     let _ = writeln!(
