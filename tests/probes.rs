@@ -671,15 +671,22 @@ fn etcds_go_functions_are_timed_from_its_gopclntab() {
     );
 }
 
-#[test]
-fn nginx_is_probed_without_changing_it() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+/// nginx (one worker, `return 200 'hello'`) on a free port, `listen`'s parameters added
+/// (`" http2"`), its turn taken: (the turn, its directory, its guard, its port); `None` where
+/// the probes or nginx are missing (said).
+fn probed_nginx(
+    listen: &str,
+) -> Option<(
+    std::sync::MutexGuard<'static, ()>,
+    tempfile::TempDir,
+    Stopped,
+    u16,
+)> {
+    let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     if !can_probe() {
-        return;
+        return None;
     }
-    let Some(nginx) = find_tool("nginx", "apt-get install nginx") else {
-        return;
-    };
+    let nginx = find_tool("nginx", "apt-get install nginx")?;
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let d = dir.path().display();
@@ -690,11 +697,11 @@ fn nginx_is_probed_without_changing_it() {
              events {{ worker_connections 1024; }}
              http {{ access_log off; client_body_temp_path {d}/cb; proxy_temp_path {d}/p;
                     fastcgi_temp_path {d}/f; uwsgi_temp_path {d}/u; scgi_temp_path {d}/s;
-                    server {{ listen 127.0.0.1:{port}; return 200 'hello'; }} }}"
+                    server {{ listen 127.0.0.1:{port}{listen}; return 200 'hello'; }} }}"
         ),
     )
     .unwrap();
-    let _nginx = Stopped(
+    let guard = Stopped(
         Command::new(nginx)
             .args(["-c", &format!("{d}/nginx.conf")])
             .stderr(Stdio::null())
@@ -704,6 +711,14 @@ fn nginx_is_probed_without_changing_it() {
     wait_until("nginx listening", Duration::from_secs(10), || {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
+    Some((turn, dir, guard, port))
+}
+
+#[test]
+fn nginx_is_probed_without_changing_it() {
+    let Some((_turn, dir, _nginx, port)) = probed_nginx("") else {
+        return;
+    };
     let out = dir.path().join("run.json");
     let report = Run::new()
         .n(5000)

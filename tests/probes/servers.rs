@@ -109,37 +109,9 @@ fn a_response_held_back_by_nagle_is_named() {
 
 #[test]
 fn nginx_over_http2_joins_each_stream() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_probe() {
-        return;
-    }
-    let Some(nginx) = find_tool("nginx", "apt-get install nginx") else {
+    let Some((_turn, dir, _nginx, port)) = probed_nginx(" http2") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let d = dir.path().display();
-    std::fs::write(
-        dir.path().join("nginx.conf"),
-        format!(
-            "worker_processes 1; daemon off; pid {d}/nginx.pid; error_log {d}/error.log;
-             events {{ worker_connections 1024; }}
-             http {{ access_log off; client_body_temp_path {d}/cb; proxy_temp_path {d}/p;
-                    fastcgi_temp_path {d}/f; uwsgi_temp_path {d}/u; scgi_temp_path {d}/s;
-                    server {{ listen 127.0.0.1:{port} http2; return 200 'hello'; }} }}"
-        ),
-    )
-    .unwrap();
-    let _nginx = Stopped(
-        Command::new(nginx)
-            .args(["-c", &format!("{d}/nginx.conf")])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_until("nginx listening", Duration::from_secs(10), || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
     let out = dir.path().join("h2.json");
     let report = Run::new()
         .n(4000)
