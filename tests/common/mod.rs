@@ -383,10 +383,8 @@ pub fn refused_addr() -> SocketAddr {
     l.local_addr().unwrap()
 }
 
-/// A TLS server (a self-signed certificate for 127.0.0.1, rustls) whose ALPN offers only
-/// `alpn` (none when empty) and that answers each HTTP/1.1 request with `200 OK`: a server
-/// with TLS but no HTTP/2.
-pub fn tls_server(alpn: &[&[u8]]) -> SocketAddr {
+/// A TLS server's configuration: a self-signed certificate for 127.0.0.1, ALPN `alpn`.
+pub fn tls_config(alpn: &[&[u8]]) -> std::sync::Arc<rustls::ServerConfig> {
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     use std::sync::Arc;
     let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
@@ -400,7 +398,14 @@ pub fn tls_server(alpn: &[&[u8]]) -> SocketAddr {
         .with_single_cert(vec![cert], key)
         .unwrap();
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    let config = Arc::new(config);
+    Arc::new(config)
+}
+
+/// A TLS server (a self-signed certificate for 127.0.0.1, rustls) whose ALPN offers only
+/// `alpn` (none when empty) and that answers each HTTP/1.1 request with `200 OK`: a server
+/// with TLS but no HTTP/2.
+pub fn tls_server(alpn: &[&[u8]]) -> SocketAddr {
+    let config = tls_config(alpn);
     raw_server(move |s| {
         let Ok(conn) = rustls::ServerConnection::new(config.clone()) else {
             return;

@@ -536,19 +536,7 @@ fn tls_http1(mut s: TcpStream, config: Arc<rustls::ServerConfig>, truths: Truths
 
 #[test]
 fn under_tls_a_request_s_end_is_exact_and_its_response_s_start_bounded() {
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
-    let cert = CertificateDer::from(ck.cert.der().to_vec());
-    let key = PrivateKeyDer::try_from(ck.key_pair.serialize_der()).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![cert], key)
-        .unwrap();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let config = Arc::new(config);
+    let config = tls_config(&[b"http/1.1"]);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let truths = Truths::default();
