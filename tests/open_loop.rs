@@ -511,9 +511,12 @@ fn timing_an_open_loop_starts_once_its_connections_are_open() {
     let first = p99s[0];
     p99s.sort_by(f64::total_cmp);
     let median = p99s[p99s.len() / 2];
-    // The target is 3x the median + 300 us; a shared 2-core CI machine gets 3 ms more.
+    // The target is 3x the median + 300 us. A shared 2-core CI machine gave a first
+    // interval of 7.2 ms over a median of 0.7 ms once (scheduling, not the connections): the
+    // bound keeps 20 ms for that, still far under the fault's size (74-147 ms, the 200 ms the
+    // connections take to open).
     assert!(
-        first <= 3.0 * median + 3300.0,
+        first <= 3.0 * median + 20_000.0,
         "first interval corrected p99 {first} us, median interval {median} us: {p99s:?}"
     );
 }
