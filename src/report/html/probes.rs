@@ -38,14 +38,7 @@ pub(super) fn probed(r: &RunRecord) -> Option<Probed> {
             })
             .collect()
     };
-    let tail_head = p
-        .tail
-        .iter()
-        .map(|t| match t.which.as_str() {
-            "p50" => "p45-p55".to_string(),
-            w => format!("slowest ≥ {w}"),
-        })
-        .collect();
+    let tail_head = p.tail.iter().map(|t| head(&t.which)).collect();
     let mut tail: Vec<Row> = crate::recorder::join::tail::part_names()
         .into_iter()
         .filter_map(|part| {
@@ -84,6 +77,16 @@ pub(super) fn probed(r: &RunRecord) -> Option<Probed> {
     })
 }
 
+/// A group's head in the tail's tables: `p45-p55`, `slowest ≥ p99`.
+fn head(which: &str) -> String {
+    let label = crate::recorder::join::tail::label(which);
+    if which == "p50" {
+        label
+    } else {
+        format!("slowest {label}")
+    }
+}
+
 /// How the tail's shares moved between two runs (the comparison's page).
 #[derive(Debug, Serialize)]
 pub(super) struct TailMovesSection {
@@ -99,14 +102,7 @@ pub(super) struct TailMovesSection {
 
 /// The section of `t`.
 pub(super) fn tail_moves(t: &crate::analysis::compare::tail::TailMoves) -> TailMovesSection {
-    let head = t
-        .groups
-        .iter()
-        .map(|g| match g.which.as_str() {
-            "p50" => "p45-p55".to_string(),
-            w => format!("slowest ≥ {w}"),
-        })
-        .collect();
+    let head = t.groups.iter().map(|g| head(&g.which)).collect();
     let names: Vec<String> = t.groups.first().map_or(Vec::new(), |g| {
         g.parts.iter().map(|p| p.part.clone()).collect()
     });

@@ -157,10 +157,7 @@ fn tail(out: &mut String, t: &TailMoves) {
     }
     let (mut head, mut sub) = (format!("  {:<PART$}", ""), format!("  {:<PART$}", "Part"));
     for g in &t.groups {
-        let label = match g.which.as_str() {
-            "p50" => "p45-p55".to_string(),
-            w => format!("≥ {w}"),
-        };
+        let label = crate::recorder::join::tail::label(&g.which);
         let _ = write!(head, " {label:^25}");
         let _ = write!(sub, " {:>8} {:>8} {:>7}", "A", "B", "move");
     }
