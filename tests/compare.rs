@@ -5,7 +5,9 @@
 //! whose p agrees with the verdict (3 against 3: "too few runs"; 6 against 6: a 30% slowdown
 //! called); interleaved rounds (`--run`) see no change in the same server, nor in a server
 //! that drifts; reruns of one run compared pair by pair call at most one row in 20 changed,
-//! and the table fits 100 columns; too few intervals to resample is a clear error.
+//! and the table fits 100 columns; too few intervals to resample is a clear error; two records
+//! with the tail's table (`--server-probes`) have its shares compared part by part, and one
+//! without it is named.
 
 mod common;
 
@@ -316,4 +318,102 @@ fn too_few_intervals_is_a_clear_error() {
     assert!(stderr(&out).contains("--repeat"), "{}", stderr(&out));
     let out = run(&["compare", &a, "/nonexistent.json"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// `record` (a file `run -o` wrote) as a run with `--server-probes` writes it, its tail's
+/// table of `p99`: the slowest 1%'s share in the server's socket and in its handling (the
+/// rest `wait left`), and their mean total, µs; written to `name` beside it.
+fn probed_copy(record: &str, name: &str, socket: f64, handle: f64, mean_us: f64) -> String {
+    let mut r: Value = serde_json::from_str(&std::fs::read_to_string(record).unwrap()).unwrap();
+    let shares = |socket: f64, handle: f64| {
+        serde_json::json!({
+            "send": 0.05, "server: socket": socket, "server: handle": handle,
+            "server: return": 0.02, "wait left": 0.93 - socket - handle
+        })
+    };
+    // The shape of nginx's probed run in docs/server-side.md, its phases' figures left out.
+    r["summary"]["server_probes"] = serde_json::json!({
+        "pids": [4242], "process": "nginx", "sample": 1, "phases": {}, "order": [],
+        "what": {}, "hits": {}, "notes": [],
+        "cost": {"uprobe_hit_ns": null, "tracepoint_hit_ns": 600.0, "probe_cpu_s": 0.01,
+                 "server_cpu_s": 1.2, "share_of_server_cpu": 0.008},
+        "joining": {"requests": 3000, "joined": 3000, "unjoined": {}, "dropped": 0,
+                    "shared_read": 0, "several_writes": 0, "held_back": 0,
+                    "lost_events": 0, "other_events": 0, "stray_hits": 0,
+                    "served_by": [4242], "events": [3000, 3000, 3000, 3000, 0]},
+        "tail": [
+            {"which": "p50", "requests": 300, "from_us": 160.0, "mean_us": 166.29,
+             "shares": shares(0.70, 0.07)},
+            {"which": "p99", "requests": 30, "from_us": 900.0, "mean_us": mean_us,
+             "shares": shares(socket, handle)},
+        ]
+    });
+    let p = Path::new(record).with_file_name(name);
+    std::fs::write(&p, serde_json::to_string(&r).unwrap()).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn the_tails_shares_are_compared_when_both_records_have_them() {
+    let s = embedded(ServerTls::None);
+    let dir = tempfile::tempdir().unwrap();
+    let plain = record(
+        dir.path(),
+        "plain.json",
+        &s.url("/"),
+        &["-d", "1s", "--interval", "100ms"],
+    );
+    // B's slowest 1% waited in the server's socket: 30% of their time in A, 80% in B.
+    let a = probed_copy(&plain, "a.json", 0.30, 0.20, 1_000.0);
+    let b = probed_copy(&plain, "b.json", 0.80, 0.05, 10_610.0);
+    let c = summary(&run_ok(&["compare", &a, &b, "--json"]));
+    let p99 = &c["tail"]["groups"][1];
+    assert_eq!(p99["which"], "p99", "{c}");
+    let socket = p99["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["part"] == "server: socket")
+        .unwrap_or_else(|| panic!("{p99}"));
+    assert_eq!(socket["points"], 50.0, "{socket}");
+    assert_eq!(
+        (p99["a_mean_us"].as_f64(), p99["b_mean_us"].as_f64()),
+        (Some(1000.0), Some(10610.0))
+    );
+    assert!(
+        c["tail"]["note"].as_str().unwrap().contains("no interval"),
+        "{c}"
+    );
+    let text = stdout(&run_ok(&["compare", &a, &b]));
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("  server: socket"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(
+        row.split_whitespace().collect::<Vec<_>>(),
+        ["server:", "socket", "70.0%", "70.0%", "+0.0pt", "30.0%", "80.0%", "+50.0pt"],
+        "{text}"
+    );
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("mean total 166.29us 166.29us +0.0% 1.00ms 10.61ms +961.0%"),
+        "{text}"
+    );
+    let html = dir.path().join("c.html");
+    run_ok(&["compare", &a, &b, "--html", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("<section id=\"tail\">") && page.contains("+50.0 pt"),
+        "{page}"
+    );
+
+    // Only one has it: one line says which lacks it, and why.
+    let text = stdout(&run_ok(&["compare", &a, &plain]));
+    assert!(
+        text.contains("B has no tail table: it was run without --server-probes"),
+        "{text}"
+    );
+    // Neither: nothing of it.
+    let c = summary(&run_ok(&["compare", &plain, &plain, "--json"]));
+    assert!(c.get("tail").is_none(), "{c}");
 }

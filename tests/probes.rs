@@ -278,6 +278,7 @@ fn the_metrics_endpoint_serves_the_probed_phases() {
             "-q",
             "--server-fn",
             "parse,finish",
+            "--trace-context",
         ])
         .args([
             "--metrics-addr",
@@ -312,6 +313,19 @@ fn the_metrics_endpoint_serves_the_probed_phases() {
         text.contains("reqlife_server_probe_seconds_count{phase=\"socket\"} 2000"),
         "{text}"
     );
+    // The server's phases' buckets carry exemplars as the client's do: a traced request
+    // joined in that phase, by its value there.
+    for phase in ["socket", "handle", "fn:parse->finish"] {
+        let head = format!("reqlife_server_probe_seconds_bucket{{phase=\"{phase}\",");
+        let exemplar = text
+            .lines()
+            .filter(|l| l.starts_with(&head))
+            .find_map(|l| l.split_once(" # {trace_id=\""))
+            .unwrap_or_else(|| panic!("no exemplar on {phase}'s buckets:\n{text}"));
+        let (trace, value) = exemplar.1.split_once("\"} ").unwrap();
+        assert!(trace.len() == 32 && trace != "0".repeat(32), "{exemplar:?}");
+        assert!(value.parse::<f64>().is_ok_and(|v| v >= 0.0), "{exemplar:?}");
+    }
     let _ = run.kill();
     let _ = run.wait();
 }

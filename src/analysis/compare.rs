@@ -24,8 +24,12 @@
 //! Every interval holds its estimate. Every row also gives its minimum detectable effect
 //! (MDE, 5% two-sided, 80% power, before the adjustment): the smallest change these data
 //! could have shown in that row.
+//!
+//! Runs probed with `--server-probes` also have, beside the rows, how the tail's shares moved
+//! ([`tail`]): descriptive figures, with no interval.
 
 mod resample;
+pub mod tail;
 
 use super::significance::{self as stats, Estimate, Verdict};
 use crate::model::Phase;
@@ -86,6 +90,10 @@ pub struct Comparison {
     pub caveat: Option<String>,
     /// One row per compared figure.
     pub rows: Vec<Row>,
+    /// How the tail's shares moved (runs with `--server-probes`); absent when neither record
+    /// has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tail: Option<tail::TailMoves>,
 }
 
 /// The rule across runs, in words.
@@ -250,7 +258,10 @@ pub fn compare(
         }
     }
     if a.repetitions.len() >= 2 && b.repetitions.len() >= 2 {
-        return Ok(across_runs(a, b, &figs, noise, seed));
+        return Ok(Comparison {
+            tail: tail::moves(a, b),
+            ..across_runs(a, b, &figs, noise, seed)
+        });
     }
     for (r, name) in [(a, "A"), (b, "B")] {
         let n = r.intervals.iter().filter(|i| i.requests > 0).count();
@@ -262,7 +273,10 @@ pub fn compare(
             )));
         }
     }
-    Ok(across_intervals(a, b, &figs, noise, seed))
+    Ok(Comparison {
+        tail: tail::moves(a, b),
+        ..across_intervals(a, b, &figs, noise, seed)
+    })
 }
 
 fn relative(e: Estimate) -> Estimate {
@@ -400,6 +414,7 @@ fn across_runs(a: &RunRecord, b: &RunRecord, figs: &[Figure], noise: f64, seed: 
         rule: rule_of_runs(noise),
         caveat: None,
         rows: decide(measured, noise),
+        tail: None,
     }
 }
 
@@ -463,6 +478,7 @@ fn across_intervals(
         rule: rule_of_intervals(noise),
         caveat: Some(caveat),
         rows: decide(measured, noise),
+        tail: None,
     }
 }
 

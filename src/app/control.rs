@@ -282,7 +282,7 @@ impl Control {
         // connections open (the probes learn them as they open).
         let join = self.probes.borrow().as_ref().and_then(|p| {
             let spec = p.join_spec(plan)?;
-            let watch = self.metrics.as_ref().map(|m| m.probe_sink());
+            let watch = self.metrics.as_ref().map(|m| m.joined_sink(&spec));
             let (input, events) = crate::recorder::join::JoinInput::new(spec, watch);
             p.join(events);
             Some(input)

@@ -166,9 +166,10 @@ pub fn slowest_of<'a>(all: impl IntoIterator<Item = &'a Exemplar>) -> Vec<Exempl
     out
 }
 
-/// The bucket of a total: quarter powers of two from 256 ns, the last open-ended.
+/// The bucket of a total (or of a phase): quarter powers of two from 256 ns, the last
+/// open-ended.
 #[inline]
-fn bucket(ns: u64) -> usize {
+pub fn bucket(ns: u64) -> usize {
     let ns = ns.max(256);
     let octave = 63 - ns.leading_zeros() as usize;
     let quarter = ((ns >> (octave - 2)) & 3) as usize;

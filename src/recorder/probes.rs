@@ -49,7 +49,7 @@ pub fn bucket_value(key: u64) -> Option<u64> {
 
 /// The interval snapshot of the probed phases `server` (named with [`PREFIX`]) in interval
 /// `index`: no request counted in it, only the server's histograms.
-fn snapshot(index: u64, server: Vec<(String, Vec<u8>)>) -> IntervalSnapshot {
+pub(crate) fn snapshot(index: u64, server: Vec<(String, Vec<u8>)>) -> IntervalSnapshot {
     IntervalSnapshot {
         index,
         counters: Default::default(),

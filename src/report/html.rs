@@ -80,6 +80,8 @@ struct ComparePage {
     spectrum: Option<String>,
     /// name, A, B
     side: Vec<(String, String, String)>,
+    /// How the tail's shares moved (runs with `--server-probes`).
+    tail: Option<probes::TailMovesSection>,
 }
 
 impl ComparePage {
@@ -155,6 +157,7 @@ impl ComparePage {
             rows,
             spectrum: (!curves.is_empty()).then(|| super::plot::spectrum::svg(&curves)),
             side,
+            tail: c.tail.as_ref().map(probes::tail_moves),
         }
     }
 }

@@ -76,7 +76,8 @@ struct Buckets {
     sum_ns: f64,
     count: u64,
     /// Per bucket, the newest kept request with a trace id that fell in it (trace id, ns):
-    /// its OpenMetrics exemplar. Empty until one comes (runs without `--trace-context`).
+    /// its OpenMetrics exemplar. Empty until one comes (runs without `--trace-context`). A
+    /// server phase's (`--server-probes`): the joined requests', by their value in it.
     exemplars: Vec<Option<(u128, u64)>>,
 }
 
@@ -91,16 +92,23 @@ impl Buckets {
     }
 
     /// Keeps each traced request of `kept` (an interval's: its slowest, then one per latency
-    /// bucket) as its bucket's exemplar: the newest interval's win, and within one its slowest
-    /// requests (which its record keeps) over the others.
-    fn add_exemplars(&mut self, kept: &[crate::recorder::exemplar::Exemplar]) {
+    /// bucket) with a `value` in this histogram (its total, or one of its server phases) as
+    /// the bucket of that value's exemplar: the newest interval's win, and within one its
+    /// slowest requests (which its record keeps) over the others.
+    fn add_exemplars(
+        &mut self,
+        kept: &[crate::recorder::exemplar::Exemplar],
+        value: impl Fn(&crate::recorder::exemplar::Exemplar) -> Option<u64>,
+    ) {
         for e in kept.iter().rev() {
-            let Some(t) = e.trace else { continue };
+            let (Some(t), Some(ns)) = (e.trace, value(e)) else {
+                continue;
+            };
             if self.exemplars.is_empty() {
                 self.exemplars = vec![None; BUCKETS + 1];
             }
-            let i = BOUNDS_NS.partition_point(|&b| b < e.total());
-            self.exemplars[i] = Some((t.trace, e.total()));
+            let i = BOUNDS_NS.partition_point(|&b| b < ns);
+            self.exemplars[i] = Some((t.trace, ns));
         }
     }
 
@@ -276,7 +284,7 @@ impl Metrics {
             let b = self.phases[phase.index()].get_or_insert_with(Buckets::new);
             b.add(&h);
             if *phase == Phase::Total {
-                b.add_exemplars(&snap.exemplars);
+                b.add_exemplars(&snap.exemplars, |e| Some(e.total()));
             }
         }
         let names = self.level.as_ref().map(|l| &l.names[..]).unwrap_or(&[]);
@@ -324,6 +332,18 @@ impl Metrics {
                     b.add(&h);
                     self.probed.push((phase.to_string(), b));
                 }
+            }
+        }
+    }
+
+    /// Folds in one interval of the server's phases joined to each request (`--server-probes`
+    /// here): their histograms, and its traced requests as exemplars of each phase they were
+    /// joined in, by their value in it; `names`: the phases by probed index.
+    pub fn add_joined(&mut self, snap: &IntervalSnapshot, names: &[String]) {
+        self.add_probed(snap);
+        for (i, name) in names.iter().enumerate() {
+            if let Some((_, b)) = self.probed.iter_mut().find(|(n, _)| n == name) {
+                b.add_exemplars(&snap.exemplars, |e| e.probed(i));
             }
         }
     }

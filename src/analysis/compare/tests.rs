@@ -163,3 +163,137 @@ fn a_run_twice_as_slow_is_called_slower() {
         }
     }
 }
+
+/// `r` probed and joined, its tail's table of `groups`: (which, requests, mean µs, the
+/// server's socket share, its handle share); the rest of each group's time is `wait left`.
+fn with_tail(mut r: RunRecord, groups: &[(&str, u64, f64, f64, f64)]) -> RunRecord {
+    use crate::recorder::record::probes::{Joining, ServerProbes, TailShares};
+    let tail = groups
+        .iter()
+        .map(|&(which, requests, mean_us, socket, handle)| TailShares {
+            which: which.into(),
+            requests,
+            from_us: mean_us,
+            mean_us,
+            shares: [
+                ("server: socket".to_string(), socket),
+                ("server: handle".to_string(), handle),
+                ("wait left".to_string(), 1.0 - socket - handle),
+            ]
+            .into(),
+        })
+        .collect();
+    r.summary.server_probes = Some(ServerProbes {
+        joining: Some(Joining {
+            requests: 3000,
+            joined: 3000,
+            ..Default::default()
+        }),
+        tail,
+        ..Default::default()
+    });
+    r
+}
+
+#[test]
+fn the_tails_shares_are_compared_part_by_part_in_points() {
+    // B's slowest 1% waited in the server's socket: 20% of their time in A, 65% in B.
+    let a = with_tail(
+        same_distribution(1),
+        &[
+            ("p50", 300, 100.0, 0.10, 0.50),
+            ("p99", 30, 900.0, 0.20, 0.30),
+        ],
+    );
+    let b = with_tail(
+        same_distribution(2),
+        &[
+            ("p50", 310, 104.0, 0.12, 0.50),
+            ("p99", 31, 3000.0, 0.65, 0.05),
+        ],
+    );
+    let c = compare(&a, &b, 0.02, 1).unwrap();
+    let t = c.tail.as_ref().expect("both records have the tail's table");
+    assert_eq!(t.missing, None);
+    assert_eq!(t.note, tail::DESCRIPTIVE);
+    let which: Vec<&str> = t.groups.iter().map(|g| g.which.as_str()).collect();
+    assert_eq!(which, ["p50", "p99"]);
+    let p99 = &t.groups[1];
+    assert_eq!((p99.a_requests, p99.b_requests), (30, 31));
+    assert_eq!((p99.a_mean_us, p99.b_mean_us), (900.0, 3000.0));
+    let part = |name: &str| p99.parts.iter().find(|p| p.part == name).unwrap();
+    assert_eq!(part("server: socket").points, 45.0);
+    assert_eq!(part("server: handle").points, -25.0);
+    assert_eq!(part("wait left").points, -20.0);
+    assert_eq!(
+        (part("server: socket").a, part("server: socket").b),
+        (0.2, 0.65)
+    );
+    // In the record's order of parts: the server's socket before its handling.
+    let names: Vec<&str> = p99.parts.iter().map(|p| p.part.as_str()).collect();
+    assert_eq!(names, ["server: socket", "server: handle", "wait left"]);
+
+    // The text: a row per part, A, B and the move of each group, and the mean totals.
+    let text = crate::report::text::compare::render(&c, "a.json", "b.json", false);
+    let line = |start: &str| {
+        text.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no {start:?} in\n{text}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert!(text.contains("Why the tail is slow, A and B"), "{text}");
+    assert!(text.contains("no interval and no verdict"), "{text}");
+    assert_eq!(
+        line("  server: socket"),
+        "server: socket 10.0% 12.0% +2.0pt 20.0% 65.0% +45.0pt"
+    );
+    assert_eq!(
+        line("  mean total"),
+        "mean total 100.00us 104.00us +4.0% 900.00us 3.00ms +233.3%"
+    );
+    assert_eq!(line("  requests"), "requests 300 310 30 31");
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    // The JSON has it, and the HTML page a section of it.
+    let json = serde_json::to_value(&c).unwrap();
+    assert_eq!(json["tail"]["groups"][1]["parts"][0]["points"], 45.0);
+    let page = crate::report::html::render_compare(&c, ("a.json", &a), ("b.json", &b)).unwrap();
+    assert!(page.contains("<section id=\"tail\">"), "{page}");
+    assert!(page.contains("+45.0 pt"), "{page}");
+}
+
+#[test]
+fn a_tail_table_in_one_record_only_says_which_lacks_it_and_why() {
+    let probed = with_tail(same_distribution(1), &[("p99", 30, 900.0, 0.2, 0.3)]);
+    let plain = same_distribution(2);
+    let c = compare(&probed, &plain, 0.02, 1).unwrap();
+    let t = c.tail.as_ref().unwrap();
+    assert!(t.groups.is_empty());
+    assert_eq!(
+        t.missing.as_deref(),
+        Some("B has no tail table: it was run without --server-probes")
+    );
+    let text = crate::report::text::compare::render(&c, "a", "b", false);
+    assert!(
+        text.contains("  B has no tail table: it was run without --server-probes"),
+        "{text}"
+    );
+    // Probed by an agent on the server's host: per read and write, never joined.
+    let mut agent = with_tail(same_distribution(2), &[]);
+    if let Some(p) = agent.summary.server_probes.as_mut() {
+        p.joining = None;
+    }
+    let c = compare(&agent, &probed, 0.02, 1).unwrap();
+    let missing = c.tail.unwrap().missing.unwrap();
+    assert!(
+        missing.starts_with("A has no tail table: its server's side was not joined"),
+        "{missing}"
+    );
+    // Neither has one: nothing is said of it.
+    let c = compare(&plain, &same_distribution(3), 0.02, 1).unwrap();
+    assert_eq!(c.tail, None);
+    let text = crate::report::text::compare::render(&c, "a", "b", false);
+    assert!(!text.contains("Why the tail"), "{text}");
+    assert!(serde_json::to_value(&c).unwrap().get("tail").is_none());
+}

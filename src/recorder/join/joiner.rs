@@ -8,12 +8,13 @@
 //! order) still find theirs; a connection quiet for [`QUIET_NS`] is let go whole.
 
 use super::conn::{Conn, Hit, Write};
+use super::open::Intervals;
 use super::tail::TailAcc;
 use super::{chain, slot, JoinSpec, KernelEvent, Trail};
 use crate::recorder::collector::Watch;
 use crate::recorder::exemplar::Exemplars;
 use crate::recorder::request_log::LogWorker;
-use crate::recorder::{hist, IntervalSnapshot, Series};
+use crate::recorder::{hist, Series};
 use hdrhistogram::Histogram;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
@@ -132,7 +133,8 @@ pub struct Joiner {
     pending: VecDeque<Trail>,
     watermark: u64,
     hists: Vec<Histogram<u64>>,
-    open: BTreeMap<u64, Vec<Histogram<u64>>>,
+    /// The intervals still filled (and, watched, their traced requests by phase).
+    open: Intervals,
     series: Series,
     kept: Exemplars,
     tail: TailAcc,
@@ -161,7 +163,7 @@ impl Joiner {
             pending: VecDeque::new(),
             watermark: 0,
             hists: (0..n).map(|_| hist::new_hist()).collect(),
-            open: BTreeMap::new(),
+            open: Intervals::new(n, watch.is_some()),
             series: Series::default(),
             kept: Exemplars::with_probed(n),
             tail: TailAcc::default(),
@@ -366,16 +368,12 @@ impl Joiner {
                 self.tail.add(total, &parts);
             }
         }
-        let interval = self
-            .open
-            .entry(t.interval)
-            .or_insert_with(|| (0..n).map(|_| hist::new_interval_hist()).collect());
-        for (i, ns) in probed.iter().enumerate() {
+        for (h, ns) in self.hists.iter_mut().zip(&probed) {
             if let Some(ns) = *ns {
-                hist::record(&mut self.hists[i], ns);
-                hist::record(&mut interval[i], ns);
+                hist::record(h, ns);
             }
         }
+        self.open.record(t.interval, &probed, &t.kept);
         self.kept.offer_kept(&t.kept);
         if let Some(log) = &mut self.log {
             log.trail_row(&t, &probed);
@@ -481,43 +479,15 @@ impl Joiner {
         }
     }
 
-    /// Gives the intervals' phases to the series (and the watch): those before the last
-    /// one open, or all of them at the end.
+    /// Gives the intervals' phases to the series and, with their traced requests as
+    /// exemplars, to the watch: those before the last one open, or all of them at the end.
     fn flush_intervals(&mut self, all: bool) {
-        let keep = if all {
-            None
-        } else {
-            self.open.keys().next_back().copied()
-        };
-        let done: Vec<u64> = self
-            .open
-            .keys()
-            .copied()
-            .filter(|i| Some(*i) != keep)
-            .collect();
-        for index in done {
-            let Some(hists) = self.open.remove(&index) else {
-                continue;
-            };
-            let server: Vec<(String, Vec<u8>)> = self
-                .names
-                .iter()
-                .zip(&hists)
-                .filter(|(_, h)| !h.is_empty())
-                .map(|((name, _), h)| {
-                    (
-                        format!("{}{name}", crate::recorder::probes::PREFIX),
-                        hist::encode_bytes(h),
-                    )
-                })
-                .collect();
-            if server.is_empty() {
-                continue;
-            }
-            let snap = probed_snapshot(index, server);
+        for mut snap in self.open.take_done(all, &self.names) {
             if let Some(watch) = &self.watch {
                 watch(&snap);
             }
+            // The record keeps its kept requests whole elsewhere (`kept`), not these.
+            snap.exemplars = Vec::new();
             self.series.push(snap);
         }
     }
@@ -563,19 +533,4 @@ fn read_users_before(c: &Conn, seq: u64, shared: bool) -> usize {
         .iter()
         .find(|r| r.seq == seq)
         .map_or(0, |r| r.users.saturating_sub(1) as usize)
-}
-
-/// The interval snapshot of probed phases only.
-fn probed_snapshot(index: u64, server: Vec<(String, Vec<u8>)>) -> IntervalSnapshot {
-    IntervalSnapshot {
-        index,
-        counters: Default::default(),
-        hists: Vec::new(),
-        server,
-        busy_max: None,
-        spilled: None,
-        status: Vec::new(),
-        by_request: Vec::new(),
-        exemplars: Vec::new(),
-    }
 }

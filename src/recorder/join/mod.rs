@@ -25,11 +25,13 @@
 //! writes: its last write → the client's socket), and the phases between the server's
 //! functions (those hit on the thread, or goroutine, that made the request's read). These go
 //! into per-request histograms and their interval series, into the slow requests kept whole,
-//! into the per-request log, and into the tail's shares ([`tail`]).
+//! into the per-request log, and into the tail's shares ([`tail`]); with the metrics endpoint
+//! watching, the traced ones stand as its server phases' exemplars ([`open`]).
 
 mod chain;
 mod conn;
 mod joiner;
+mod open;
 pub mod sink;
 pub mod tail;
 mod thread;
@@ -201,6 +203,11 @@ pub fn phases(functions: &[String]) -> Vec<(String, String)> {
         ));
     }
     out
+}
+
+/// The names of [`phases`], by probed index.
+pub fn phase_names(functions: &[String]) -> Vec<String> {
+    phases(functions).into_iter().map(|(n, _)| n).collect()
 }
 
 /// What the joiner is given at the start of a run.

@@ -166,6 +166,14 @@ impl TailAcc {
     }
 }
 
+/// A group's label in the reports' tables: `p45-p55`, `≥ p99`, `≥ p99.9`.
+pub fn label(which: &str) -> String {
+    match which {
+        "p50" => "p45-p55".to_string(),
+        w => format!("≥ {w}"),
+    }
+}
+
 fn round4(v: f64) -> f64 {
     (v * 10_000.0).round() / 10_000.0
 }

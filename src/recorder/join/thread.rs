@@ -56,10 +56,7 @@ impl JoinInput {
 
     /// The probed phases' names (the per-request log's extra columns).
     pub fn phase_names(&self) -> Vec<String> {
-        super::phases(&self.spec.functions)
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect()
+        super::phase_names(&self.spec.functions)
     }
 }
 

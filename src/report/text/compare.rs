@@ -1,8 +1,10 @@
 //! `reqlife compare`'s text: how the comparison was made, then one row per figure (A, B, the
 //! change, its 95% interval, the adjusted p, the minimum detectable effect and the verdict),
 //! within [`WIDTH`] columns; with `--detail`, under each row without a verdict, why it has
-//! none.
+//! none. Runs probed with `--server-probes`: then how the tail's shares moved, each group's
+//! parts in A, in B and the move in points (or which record lacks them, and why).
 
+use crate::analysis::compare::tail::TailMoves;
 use crate::analysis::compare::Comparison;
 use crate::analysis::significance::Verdict;
 use crate::util::units::human_ns;
@@ -71,6 +73,9 @@ pub fn render(c: &Comparison, a_name: &str, b_name: &str, detail: bool) -> Strin
     }
     out.push('\n');
     table(&mut out, c, detail);
+    if let Some(t) = &c.tail {
+        tail(&mut out, t);
+    }
     // The rows fit as they are; the prose around them is wrapped.
     super::wrap::fit(&out, WIDTH)
 }
@@ -131,4 +136,73 @@ fn table(out: &mut String, c: &Comparison, detail: bool) {
         "  adj. p: the row's p adjusted for the {} rows (Benjamini-Hochberg); MDE: the smallest change the row could show (80% power)",
         c.rows.len()
     );
+}
+
+/// The part column of the tail's table.
+const PART: usize = 15;
+
+/// How the tail's shares moved: per group, each part's share in A, in B and the move in
+/// points (parts under 0.05% everywhere left out), then the groups' requests and mean totals.
+fn tail(out: &mut String, t: &TailMoves) {
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "  Why the tail is slow, A and B: each part's share of the group's time; move: B - A in \
+         points"
+    );
+    let _ = writeln!(out, "  {}.", t.note);
+    if let Some(missing) = &t.missing {
+        let _ = writeln!(out, "  {missing}");
+        return;
+    }
+    let (mut head, mut sub) = (format!("  {:<PART$}", ""), format!("  {:<PART$}", "Part"));
+    for g in &t.groups {
+        let label = crate::recorder::join::tail::label(&g.which);
+        let _ = write!(head, " {label:^25}");
+        let _ = write!(sub, " {:>8} {:>8} {:>7}", "A", "B", "move");
+    }
+    let _ = writeln!(out, "{}", head.trim_end());
+    let _ = writeln!(out, "{sub}");
+    let names: Vec<&str> = t.groups.first().map_or(Vec::new(), |g| {
+        g.parts.iter().map(|p| p.part.as_str()).collect()
+    });
+    for name in names {
+        let moves: Vec<_> = t
+            .groups
+            .iter()
+            .filter_map(|g| g.parts.iter().find(|p| p.part == name))
+            .collect();
+        if moves
+            .iter()
+            .all(|m| m.a.abs() < 0.0005 && m.b.abs() < 0.0005)
+        {
+            continue;
+        }
+        let mut line = format!("  {name:<PART$}");
+        for m in moves {
+            let (a, b) = (
+                format!("{:.1}%", m.a * 100.0),
+                format!("{:.1}%", m.b * 100.0),
+            );
+            let _ = write!(line, " {a:>8} {b:>8} {:>7}", format!("{:+.1}pt", m.points));
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    let (mut n, mut mean) = (
+        format!("  {:<PART$}", "requests"),
+        format!("  {:<PART$}", "mean total"),
+    );
+    for g in &t.groups {
+        let _ = write!(n, " {:>8} {:>8} {:>7}", g.a_requests, g.b_requests, "");
+        let change = (g.a_mean_us > 0.0).then(|| pct(g.b_mean_us / g.a_mean_us - 1.0));
+        let _ = write!(
+            mean,
+            " {:>8} {:>8} {:>7}",
+            human_ns(g.a_mean_us * 1e3),
+            human_ns(g.b_mean_us * 1e3),
+            change.unwrap_or_default()
+        );
+    }
+    let _ = writeln!(out, "{}", n.trim_end());
+    let _ = writeln!(out, "{mean}");
 }

@@ -84,10 +84,7 @@ fn tail(out: &mut String, p: &ServerProbes) {
     );
     let mut head = format!("  {:<16}", "Part");
     for t in &p.tail {
-        let label = match t.which.as_str() {
-            "p50" => "p45-p55".to_string(),
-            w => format!("≥ {w}"),
-        };
+        let label = crate::recorder::join::tail::label(&t.which);
         let _ = write!(head, " {label:>10}");
     }
     let _ = writeln!(out, "{head}");

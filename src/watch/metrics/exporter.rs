@@ -16,6 +16,8 @@ enum Feed {
     Begin(Box<RunPlan>),
     Interval(Box<IntervalSnapshot>),
     Probed(Box<IntervalSnapshot>),
+    /// The joiner's interval, and its phases' names by probed index.
+    Joined(Box<IntervalSnapshot>, Arc<[String]>),
     End,
 }
 
@@ -79,11 +81,26 @@ impl Exporter {
 }
 
 impl Exporter {
-    /// What the server's probes call with each tick (`--server-probes`).
+    /// What the server's probes call with each tick (`--server-probes-from`: the agent's
+    /// phases, per read and write).
     pub fn probe_sink(&self) -> crate::recorder::collector::Watch {
         let tx = self.tx.clone();
         Box::new(move |snap| {
             let _ = tx.send(Feed::Probed(Box::new(snap.clone())));
+        })
+    }
+
+    /// What the joiner of `spec` calls with each interval (`--server-probes` here): its
+    /// phases, and its traced requests, the exemplars of those phases' buckets (the phases'
+    /// names by probed index tell which is which).
+    pub fn joined_sink(
+        &self,
+        spec: &crate::recorder::join::JoinSpec,
+    ) -> crate::recorder::collector::Watch {
+        let tx = self.tx.clone();
+        let names: Arc<[String]> = crate::recorder::join::phase_names(&spec.functions).into();
+        Box::new(move |snap| {
+            let _ = tx.send(Feed::Joined(Box::new(snap.clone()), names.clone()));
         })
     }
 }
@@ -105,6 +122,7 @@ fn serve(listener: TcpListener, rx: Receiver<Feed>, mut m: Metrics, stop: &Atomi
                 Feed::Begin(plan) => m.begin(&plan),
                 Feed::Interval(snap) => m.add(&snap),
                 Feed::Probed(snap) => m.add_probed(&snap),
+                Feed::Joined(snap, names) => m.add_joined(&snap, &names),
                 Feed::End => m.end(),
             }
         }
