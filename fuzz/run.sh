@@ -12,7 +12,8 @@ cd "$(dirname "$0")"
 seconds=${FUZZ_SECONDS:-60}
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(http1_response server_timing template scenario units expr framed_reply sse hpack h2_frames)
+  targets=(http1_response server_timing template scenario units expr framed_reply sse hpack h2_frames
+    ws_frames ws_match ws_deflate ws_upgrade)
 fi
 if ! cargo +nightly --version >/dev/null 2>&1; then
   echo "fuzz/run.sh: no nightly toolchain (rustup toolchain install nightly); nothing was fuzzed" >&2

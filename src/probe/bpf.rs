@@ -238,6 +238,59 @@ fn check(text: &str, declared: &[&str], assigned: &[&str]) -> Result<(), String>
     Ok(())
 }
 
+/// bpftrace's own word on a script, for the tests: its dry run (`-d`: parsed and compiled for
+/// this kernel, not attached), where bpftrace and root are here.
+#[cfg(test)]
+pub(crate) mod dry_run {
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, Output, Stdio};
+
+    /// bpftrace here, and root (its dry run reads the kernel's BTF); `None` prints the line
+    /// that the dry runs are skipped (CI has both).
+    pub fn bpftrace() -> Option<PathBuf> {
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        let found = root.then(|| super::super::in_path("bpftrace")).flatten();
+        if found.is_none() {
+            eprintln!("bpftrace or root missing here: the dry runs are skipped (CI has both)");
+        }
+        found
+    }
+
+    /// Starts the dry run of `text`.
+    pub fn start(bpftrace: &Path, text: &str) -> Child {
+        Command::new(bpftrace)
+            .args(["-d", "-e", text])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// What a finished dry run said of its script: `Err` with bpftrace's errors and warnings
+    /// where it refused the script or warned.
+    pub fn verdict(out: &Output) -> Result<(), String> {
+        let err = String::from_utf8_lossy(&out.stderr);
+        // bpftrace says these of its memory lock and of tracefs, not of the script.
+        let said: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains("ERROR") || l.contains("WARNING"))
+            .filter(|l| !l.contains("RLIMIT_MEMLOCK"))
+            .collect();
+        if out.status.success() && said.is_empty() {
+            Ok(())
+        } else {
+            Err(err.into_owned())
+        }
+    }
+
+    /// The dry run of one script, where bpftrace and root are here.
+    pub fn check(text: &str) -> Option<Result<(), String>> {
+        let out = start(&bpftrace()?, text).wait_with_output().unwrap();
+        Some(verdict(&out))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,8 +305,13 @@ mod tests {
             None,
             &format!("  $w = {ws}[tid]; delete({ws}[tid]); {n}[0] = count();"),
         );
+        let text = b.text.clone();
         let err = b.finish().unwrap_err();
         assert!(err.contains("@ws"), "{err}");
+        // bpftrace refuses it too.
+        if let Some(said) = dry_run::check(&text) {
+            assert!(said.unwrap_err().contains("Undefined map: @ws"), "{text}");
+        }
         // Assigned: accepted, and cleared at the end (the counter too).
         let mut b = Builder::new();
         let ws = b.map("ws");
@@ -270,6 +328,9 @@ mod tests {
         let s = b.finish().unwrap();
         assert!(s.text.contains("clear(@ws);"), "{}", s.text);
         assert!(s.text.contains("/args->ret > 0/"), "{}", s.text);
+        if let Some(said) = dry_run::check(&s.text) {
+            said.unwrap_or_else(|e| panic!("bpftrace -d refused it:\n{e}\n{}", s.text));
+        }
     }
 
     #[test]
@@ -288,7 +349,10 @@ mod tests {
         let mut b = Builder::new();
         let a = b.map("a");
         b.probe(&Attach::Special("BEGIN"), None, &format!("  {a}[1, 2]++;"));
-        assert!(b.finish().is_ok());
+        let s = b.finish().unwrap();
+        if let Some(said) = dry_run::check(&s.text) {
+            said.unwrap_or_else(|e| panic!("bpftrace -d refused it:\n{e}\n{}", s.text));
+        }
     }
 
     #[test]
@@ -317,5 +381,26 @@ mod tests {
             .to_string(),
             "usdt:/usr/bin/node:node:http__server__request"
         );
+        // bpftrace reads the quoted ones (a space, a quote in the path), which it refuses
+        // unquoted. The binaries: links to this test binary.
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Builder::new();
+        let x = b.map("x");
+        for odd in ["my app", "a\"b"] {
+            let binary = dir.path().join(odd).join("srv");
+            std::fs::create_dir(binary.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(std::fs::read_link("/proc/self/exe").unwrap(), &binary)
+                .unwrap();
+            let at = Attach::Uprobe {
+                binary: binary.display().to_string(),
+                symbol: "reqlife_calibrate_step".into(),
+                ret: false,
+            };
+            b.probe(&at, None, &format!("  {x} = 1;"));
+        }
+        let s = b.finish().unwrap();
+        if let Some(said) = dry_run::check(&s.text) {
+            said.unwrap_or_else(|e| panic!("bpftrace -d refused it:\n{e}\n{}", s.text));
+        }
     }
 }

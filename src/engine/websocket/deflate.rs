@@ -314,6 +314,51 @@ impl Inflater {
     }
 }
 
+/// The inflater over arbitrary bytes, for the fuzz target (`fuzz/`): `data`'s first byte
+/// sets the limit (0: 1 MiB, else 64 bytes a step), its second whether the messages are text
+/// (bit 0) and whether the server resets its window (bit 1); the rest is cut into messages,
+/// each after a byte of its length. Each message is inflated as it came (a failure starts a
+/// new connection, as it would), then [`deflated`] and inflated back, which must give its
+/// length, or fail for a message over the limit or text that is not UTF-8 (else this
+/// panics).
+#[doc(hidden)]
+pub fn inflate_any(data: &[u8]) {
+    let [limit, flags, rest @ ..] = data else {
+        return;
+    };
+    let max = if *limit == 0 {
+        1 << 20
+    } else {
+        u64::from(*limit) * 64
+    };
+    let text = flags & 1 != 0;
+    let agreed = Agreed {
+        server_no_context_takeover: flags & 2 != 0,
+        ..Agreed::default()
+    };
+    let (mut sent, mut back) = (Inflater::new(max), Inflater::new(max));
+    sent.start(agreed);
+    back.start(Agreed::default());
+    let mut rest = rest;
+    while let [len, tail @ ..] = rest {
+        let message = &tail[..tail.len().min(usize::from(*len))];
+        rest = &tail[message.len()..];
+        if sent.message(message, text).is_err() {
+            sent.start(agreed);
+        }
+        let got = back.message(&deflated(message), text);
+        let over = message.len() as u64 > max;
+        let not_utf8 = text && std::str::from_utf8(message).is_err();
+        match &got {
+            Ok(n) => assert!(*n == message.len() as u64 && !over && !not_utf8, "{got:?}"),
+            Err(e) => {
+                assert!(over || (not_utf8 && e == NOT_UTF8), "{e}");
+                back.start(Agreed::default());
+            }
+        }
+    }
+}
+
 /// The payload of the request's message on a connection that agreed `agreed` (`None`: not
 /// in effect), and whether it is compressed (RSV1 to set): the message deflated once for the
 /// run where it may be, else as given.

@@ -2,41 +2,13 @@ use super::*;
 
 /// A server frame (unmasked): FIN as given, `opcode`, `payload`.
 fn server(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
-    let mut v = vec![if fin { 0x80 } else { 0 } | opcode];
-    match payload.len() {
-        n if n < 126 => v.push(n as u8),
-        n if n <= 0xFFFF => {
-            v.push(126);
-            v.extend_from_slice(&(n as u16).to_be_bytes());
-        }
-        n => {
-            v.push(127);
-            v.extend_from_slice(&(n as u64).to_be_bytes());
-        }
-    }
-    v.extend_from_slice(payload);
-    v
+    any_frame((fin, false, opcode), payload, 0, None)
 }
 
 /// Every step `bytes` gives, fed in pieces of `split` bytes (an error ends it).
 fn steps(reader: &mut MessageReader, bytes: &[u8], split: usize) -> Vec<Result<Step, WsError>> {
-    let mut out = Vec::new();
-    for piece in bytes.chunks(split) {
-        let mut at = 0;
-        while at < piece.len() {
-            let (used, step) = reader.feed(&piece[at..]);
-            at += used;
-            match step {
-                Ok(Step::More) => assert_eq!(at, piece.len(), "More before the piece's end"),
-                Err(e) => {
-                    out.push(Err(e));
-                    return out;
-                }
-                ok => out.push(ok),
-            }
-        }
-    }
-    out
+    let fed = feed_in_pieces(reader, bytes, split);
+    fed.into_iter().map(|(step, _, _)| step).collect()
 }
 
 #[test]
@@ -252,5 +224,126 @@ fn a_message_s_span_runs_from_its_first_frame_s_header_to_its_last_byte() {
         // A new connection's reader counts from 0 again.
         r.reset();
         assert_eq!(r.message_span(), (0, 0));
+    }
+}
+
+/// A frame as the split proptests write it: FIN, RSV1, the opcode, the payload, the length's
+/// width (0: the shortest; 1 and 2: 16 and 64 bits, longer than needed but readable) and the
+/// masking key (a client's frame) or none (a server's).
+fn any_frame(
+    (fin, rsv1, opcode): (bool, bool, u8),
+    payload: &[u8],
+    width: u8,
+    mask: Option<[u8; 4]>,
+) -> Vec<u8> {
+    let mut v = vec![if fin { 0x80 } else { 0 } | if rsv1 { RSV1 } else { 0 } | opcode];
+    let m = if mask.is_some() { 0x80 } else { 0 };
+    match (payload.len(), width) {
+        (n, 0) if n < 126 => v.push(m | n as u8),
+        (n, 0 | 1) if n <= 0xFFFF => {
+            v.push(m | 126);
+            v.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        (n, _) => {
+            v.push(m | 127);
+            v.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    let key = mask.unwrap_or_default();
+    if mask.is_some() {
+        v.extend_from_slice(&key);
+    }
+    v.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i & 3]));
+    v
+}
+
+/// The steps of `bytes` fed in two pieces, split after byte `at`.
+fn split_at(reader: &mut MessageReader, bytes: &[u8], at: usize) -> Vec<Fed> {
+    let mut fed = feed_in_pieces(reader, &bytes[..at], at);
+    if !fed.last().is_some_and(|(step, _, _)| step.is_err()) {
+        fed.extend(feed_in_pieces(reader, &bytes[at..], bytes.len()));
+    }
+    fed
+}
+
+/// A data message as fragments (RSV1 on its first frame or not), each maybe followed by a
+/// control frame, then a byte of the whole stream maybe flipped: a stream that reads to the
+/// end, or breaks at some frame, for every reader.
+fn stream(mask: Option<[u8; 4]>) -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+    let control = (
+        prop_oneof![Just(PING), Just(PONG), Just(CLOSE)],
+        vec(any::<u8>(), 0..8),
+    );
+    let fragment = (
+        vec(any::<u8>(), 0..140),
+        0u8..3,
+        proptest::option::weighted(0.3, control),
+    );
+    let text = prop_oneof![
+        3 => ".{0,6}".prop_map(|s: String| s.into_bytes()),
+        1 => Just(Vec::new()),
+    ];
+    let message = (
+        any::<bool>(),
+        prop::bool::weighted(0.1),
+        text,
+        vec(fragment, 1..4),
+    );
+    let flip = proptest::option::weighted(0.2, (any::<prop::sample::Index>(), 1u8..=255));
+    (vec(message, 0..4), flip).prop_map(move |(messages, flip)| {
+        let mut out = Vec::new();
+        for (binary, rsv1, text, fragments) in messages {
+            let last = fragments.len() - 1;
+            for (i, (payload, width, control)) in fragments.into_iter().enumerate() {
+                let opcode = match (i, binary) {
+                    (0, true) => BINARY,
+                    (0, false) => TEXT,
+                    _ => CONTINUATION,
+                };
+                // A text message's first fragment is text; the rest any bytes (some not UTF-8).
+                let payload = if i == 0 && !binary { &text } else { &payload };
+                out.extend(any_frame(
+                    (i == last, rsv1 && i == 0, opcode),
+                    payload,
+                    width,
+                    mask,
+                ));
+                if let Some((opcode, payload)) = control {
+                    out.extend(any_frame((true, false, opcode), &payload, 0, mask));
+                }
+            }
+        }
+        if let (Some((at, by)), false) = (flip, out.is_empty()) {
+            let at = at.index(out.len());
+            out[at] ^= by;
+        }
+        out
+    })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    // Frames split at every byte, and fed byte by byte: the steps, what each kept and the
+    // spans are those of the whole stream fed at once, for each reader (a client's plain
+    // and keep-all with deflate agreed, a server's) and each side's frames.
+    #[test]
+    fn frames_read_alike_split_at_every_byte(
+        server_frames in stream(None),
+        client_frames in stream(Some([0x37, 0xfa, 0x21, 0x3d])),
+        max in proptest::prop_oneof![proptest::strategy::Just(1u64 << 20), 0u64..300],
+    ) {
+        for bytes in [&server_frames, &client_frames] {
+            read_any(bytes, 1, max);
+            for kind in 0..3 {
+                let whole = feed_in_pieces(&mut any_reader(kind, max), bytes, bytes.len());
+                for at in 1..bytes.len() {
+                    let split = split_at(&mut any_reader(kind, max), bytes, at);
+                    proptest::prop_assert_eq!(&split, &whole, "reader {} split at {}", kind, at);
+                }
+            }
+        }
     }
 }

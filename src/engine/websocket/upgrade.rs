@@ -96,9 +96,7 @@ pub async fn handshake(
     loop {
         let limit = buf.len().min(max_head.max(1024));
         if *end == limit {
-            return Err(refused(format!(
-                "the answer to the WebSocket upgrade has a head of more than {limit} bytes"
-            )));
+            return Err(too_long(limit));
         }
         let n = stream
             .read(&mut buf[*end..limit])
@@ -111,19 +109,71 @@ pub async fn handshake(
             ));
         }
         *end += n;
-        let mut headers = [httparse::EMPTY_HEADER; 32];
-        let mut resp = httparse::Response::new(&mut headers);
-        match resp.parse(&buf[..*end]) {
-            Ok(httparse::Status::Complete(len)) => {
-                check(&resp, key)?;
-                return Ok(len);
+        if let Some(len) = answer(&buf[..*end], key)? {
+            return Ok(len);
+        }
+    }
+}
+
+/// The answer to the upgrade with `key` as read so far (`read`): `Ok(Some(n))` once its head
+/// is whole, `n` bytes long, and a proper `101` ([`check`]); `Ok(None)` while the head is not
+/// whole.
+pub fn answer(read: &[u8], key: &str) -> Result<Option<usize>, EngineError> {
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut resp = httparse::Response::new(&mut headers);
+    match resp.parse(read) {
+        Ok(httparse::Status::Complete(len)) => check(&resp, key).map(|()| Some(len)),
+        Ok(httparse::Status::Partial) => Ok(None),
+        Err(e) => Err(refused(format!(
+            "the answer to the WebSocket upgrade is not HTTP/1.1: {e}"
+        ))),
+    }
+}
+
+/// An answer whose head is not whole within `limit` bytes.
+fn too_long(limit: usize) -> EngineError {
+    refused(format!(
+        "the answer to the WebSocket upgrade has a head of more than {limit} bytes"
+    ))
+}
+
+/// The key of RFC 6455's example (section 1.3), and the start of a proper `101` to it.
+const EXAMPLE_KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
+const EXAMPLE_101: &[u8] = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\
+    Connection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n";
+
+/// The answer to the upgrade over arbitrary bytes, for the fuzz target (`fuzz/`): `data` (after
+/// [`EXAMPLE_101`]'s start when its first byte is odd, so that its extensions' headers
+/// are reached) read as [`handshake`] reads it, in pieces of `split` bytes into a head of at
+/// most 1,024 bytes, and byte by byte, must come out as it does read at once (else this
+/// panics); a whole `101`'s extensions are then negotiated, permessage-deflate offered and
+/// not.
+#[doc(hidden)]
+pub fn answer_any(data: &[u8], split: usize) {
+    let Some((first, rest)) = data.split_first() else {
+        return;
+    };
+    let bytes = [if first & 1 == 1 { EXAMPLE_101 } else { b"" }, rest].concat();
+    let read = |split: usize| {
+        let mut buf = Vec::new();
+        for piece in bytes.chunks(split.max(1)) {
+            buf.extend_from_slice(&piece[..piece.len().min(1024 - buf.len())]);
+            if let Some(len) = answer(&buf, EXAMPLE_KEY)? {
+                return Ok(Some(len));
             }
-            Ok(httparse::Status::Partial) => continue,
-            Err(e) => {
-                return Err(refused(format!(
-                    "the answer to the WebSocket upgrade is not HTTP/1.1: {e}"
-                )))
+            // The next read would find the head's room full.
+            if buf.len() == 1024 {
+                return Err(too_long(1024));
             }
+        }
+        Ok(None)
+    };
+    let whole = read(bytes.len());
+    assert_eq!(read(split), whole, "in pieces of {split} bytes");
+    assert_eq!(read(1), whole, "byte by byte");
+    if let Ok(Some(len)) = whole {
+        for offered in [true, false] {
+            let _ = super::deflate::agreed_in(&bytes[..len], offered);
         }
     }
 }
@@ -173,6 +223,20 @@ mod tests {
             let e = checked(head, key).unwrap_err();
             assert!(e.contains(want), "{head:?}: {e}");
         }
+    }
+
+    #[test]
+    fn an_answer_reads_alike_in_any_pieces_and_whole() {
+        let mut head = EXAMPLE_101.to_vec();
+        head.extend_from_slice(b"Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n");
+        assert_eq!(answer(&head, EXAMPLE_KEY), Ok(Some(head.len())));
+        assert_eq!(answer(&head[..head.len() - 1], EXAMPLE_KEY), Ok(None));
+        // (The fuzz target's way: a first byte of 1 puts EXAMPLE_101 first.)
+        answer_any(&[&[1][..], &head[EXAMPLE_101.len()..]].concat(), 7);
+        let long = format!("HTTP/1.1 101 X\r\nX: {}\r\n\r\n", "a".repeat(2000));
+        let e = answer(long.as_bytes(), EXAMPLE_KEY).unwrap_err();
+        assert!(e.detail.contains("does not upgrade"), "{}", e.detail);
+        answer_any(&[&[0][..], long.as_bytes()].concat(), 100);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! not attached).
 
 use super::*;
+use crate::probe::bpf::dry_run;
 use crate::probe::spec::parse_list;
 
 /// The test binary itself, whose two calibration functions stand in for a server's.
@@ -110,19 +111,9 @@ fn the_calibration_script_is_checked_too() {
     );
 }
 
-/// bpftrace here, and root (its dry run reads the kernel's BTF).
-fn bpftrace() -> Option<std::path::PathBuf> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return None;
-    }
-    super::super::in_path("bpftrace")
-}
-
 #[test]
 fn bpftrace_accepts_every_variant() {
-    let Some(bpftrace) = bpftrace() else {
-        eprintln!("bpftrace or root missing here: the dry runs are skipped (CI has both)");
+    let Some(bpftrace) = dry_run::bpftrace() else {
         return;
     };
     let mut scripts: Vec<(String, String)> = variants()
@@ -135,28 +126,13 @@ fn bpftrace_accepts_every_variant() {
     for chunk in scripts.chunks(4) {
         let children: Vec<_> = chunk
             .iter()
-            .map(|(_, text)| {
-                std::process::Command::new(&bpftrace)
-                    .args(["-d", "-e", text])
-                    .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .unwrap()
-            })
+            .map(|(_, text)| dry_run::start(&bpftrace, text))
             .collect();
         outputs.extend(children.into_iter().map(|c| c.wait_with_output().unwrap()));
     }
     for ((name, text), out) in scripts.iter().zip(outputs) {
-        let err = String::from_utf8_lossy(&out.stderr);
-        // bpftrace says this of its memory lock, not of the script (a run raises the limit).
-        let said: Vec<&str> = err
-            .lines()
-            .filter(|l| l.contains("ERROR") || l.contains("WARNING"))
-            .filter(|l| !l.contains("RLIMIT_MEMLOCK"))
-            .collect();
-        assert!(
-            out.status.success() && said.is_empty(),
-            "{name}: bpftrace -d refused it or warned:\n{err}\n{text}"
-        );
+        if let Err(said) = dry_run::verdict(&out) {
+            panic!("{name}: bpftrace -d refused it or warned:\n{said}\n{text}");
+        }
     }
 }

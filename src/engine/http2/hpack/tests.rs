@@ -628,29 +628,6 @@ proptest! {
     }
 }
 
-/// A response as nginx sends it: `:status` indexed, the other values literals without
-/// indexing (static names), Huffman-coded.
-fn nginx_block() -> Vec<u8> {
-    let fields: [(usize, &[u8]); 7] = [
-        (54, b"nginx/1.27.4"),
-        (33, b"Tue, 08 Apr 2025 12:34:56 GMT"),
-        (31, b"text/html"),
-        (28, b"615"),
-        (44, b"Tue, 04 Feb 2025 16:01:51 GMT"),
-        (34, b"\"67a23a4f-267\""),
-        (18, b"bytes"),
-    ];
-    let mut block = vec![0x88];
-    for (index, value) in fields {
-        put_integer(&mut block, 0x00, 4, index);
-        let mut coded = Vec::new();
-        huffman::encode(value, &mut coded);
-        put_integer(&mut block, 0x80, 7, coded.len());
-        block.extend_from_slice(&coded);
-    }
-    block
-}
-
 #[test]
 fn a_repeated_block_is_replayed_with_its_insertions_and_one_that_refers_to_the_table_is_not() {
     // nginx's way: literals with incremental indexing, never referred to. Decoded four times
@@ -703,29 +680,6 @@ fn a_repeated_block_is_replayed_with_its_insertions_and_one_that_refers_to_the_t
     decode(&mut d, &update).unwrap();
     decode(&mut d, &update).unwrap();
     assert_eq!(table(&d), ["y: z"]);
-}
-
-/// `cargo test --release --lib hpack -- --ignored --nocapture`: the time to decode a typical
-/// response block.
-#[test]
-#[ignore]
-fn decode_speed() {
-    let block = nginx_block();
-    let mut d = Decoder::new(4096);
-    let mut total = 0usize;
-    let n = 1_000_000;
-    for _ in 0..3 {
-        let start = std::time::Instant::now();
-        for _ in 0..n {
-            d.decode(std::hint::black_box(&block), |name, value| {
-                total += name.len() + value.len()
-            })
-            .unwrap();
-        }
-        let ns = start.elapsed().as_nanos() as f64 / n as f64;
-        println!("{} bytes, 8 fields: {ns:.1} ns per block", block.len());
-    }
-    assert!(total > 0);
 }
 
 #[test]
