@@ -6,4 +6,5 @@ pub mod compare;
 pub mod describe;
 pub mod expr;
 pub mod knee;
+pub mod precision;
 pub mod significance;

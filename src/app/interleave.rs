@@ -88,7 +88,9 @@ fn repeated(
         .enumerate()
         .map(|(i, (r, _, p))| (format!("round {}", i + 1), p, r.clone()))
         .collect();
-    RunRecord::repeated(&plan, &measured, end, parts)
+    let mut record = RunRecord::repeated(&plan, &measured, end, parts);
+    crate::analysis::precision::annotate(&mut record);
+    record
 }
 
 #[cfg(test)]

@@ -198,6 +198,7 @@ fn step_rows(steps: &[KneeStep]) -> Vec<StepRow> {
 
 /// Checks the thresholds, writes `-o` and `--html`, prints the report: the exit code.
 fn write_and_report(run: &RunArgs, record: &mut RunRecord, to_stderr: bool) -> i32 {
+    crate::analysis::precision::annotate(record);
     run.view.check(record);
     let (output, html) = (run.output.as_deref(), run.html.as_deref());
     let code = files::write_record(record, output, html, run.quiet);

@@ -281,6 +281,7 @@ fn merge(args: &crate::cli::MergeArgs) -> Result<i32, Failure> {
     if let Some(w) = apart {
         eprintln!("warning: {w}");
     }
+    crate::analysis::precision::annotate(&mut merged);
     args.view.check(&mut merged);
     if let Some(path) = &args.output {
         let json = crate::report::record_json(&merged) + "\n";

@@ -100,6 +100,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     let signal = control.signal();
     let mut record = build_record(args, &prepared, &levels, signal != 0, command_line);
     record.run_id = Some(run_id);
+    crate::analysis::precision::annotate(&mut record);
     if let Some(server) = prepared.embedded.take() {
         server.shutdown();
     }

@@ -155,6 +155,8 @@ impl ViewArgs {
                     pass: c.pass,
                     no_data: c.no_data,
                     note: c.note,
+                    interval: c.interval,
+                    undecided: c.undecided,
                 }
             })
             .collect();

@@ -148,6 +148,43 @@ pub struct Stats {
     /// 0.1% precision): those beyond it are recorded there, still counted, never dropped.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub clamped: u64,
+    /// The 95% intervals of the percentiles, `[low, high]` in µs (a bound is null where too
+    /// few values lie beyond the percentile to bound it): set on a run's summaries by
+    /// `analysis::precision`, absent elsewhere and in records made before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ci_us: Option<Ci>,
+    /// p90's interval (as [`Stats::p50_ci_us`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p90_ci_us: Option<Ci>,
+    /// p99's interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ci_us: Option<Ci>,
+    /// p99.9's interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p999_ci_us: Option<Ci>,
+    /// p99.99's interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p9999_ci_us: Option<Ci>,
+    /// Where batch means over the run's intervals gave a wider interval than order
+    /// statistics (and so is the one kept): for which percentiles, and its batches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_batches: Option<CiBatches>,
+}
+
+/// A 95% interval, `[low, high]` (µs); a bound the values cannot give is `None`.
+pub type Ci = [Option<f64>; 2];
+
+/// The batches of a batch-means interval (`analysis::precision`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CiBatches {
+    /// Batches.
+    pub batches: u64,
+    /// The run's intervals in each batch (the last may hold a few more).
+    pub intervals_each: u64,
+    /// The lag-1 correlation of the batches' percentiles.
+    pub lag1: f64,
+    /// The percentiles whose interval is the batch means' (`p50` … `p99.99`).
+    pub percentiles: Vec<String>,
 }
 
 pub(crate) fn is_zero(n: &u64) -> bool {
@@ -210,6 +247,7 @@ impl Stats {
             p999_us: q(0.999),
             p9999_us: q(0.9999),
             max_us: Some(unit(h.max())),
+            ..Stats::default()
         }
     }
 }

@@ -11,6 +11,7 @@ mod html;
 mod invariants;
 mod merge;
 mod netns;
+mod precision;
 mod record;
 mod stats;
 mod thresholds;

@@ -293,19 +293,34 @@ impl Expr {
     /// compare).
     pub fn check(&self, record: &dyn Figures) -> Check {
         match self.measured(record) {
-            Measured::Value(v) => Check {
-                expr: self.clone(),
-                measured: Some(v),
-                pass: self.op.holds(v, self.threshold()),
-                no_data: false,
-                note: None,
-            },
+            Measured::Value(v) => {
+                let interval = self.interval(record);
+                let limit = self.threshold();
+                // Undecided: the limit lies inside the figure's 95% interval (an open bound
+                // reaches as far as it goes), so that the bounds judge it both ways.
+                let undecided = interval.is_some_and(|[lo, hi]| {
+                    let lo = lo.unwrap_or(f64::NEG_INFINITY);
+                    let hi = hi.unwrap_or(f64::INFINITY);
+                    self.op.holds(lo, limit) != self.op.holds(hi, limit)
+                });
+                Check {
+                    expr: self.clone(),
+                    measured: Some(v),
+                    pass: self.op.holds(v, limit),
+                    no_data: false,
+                    note: None,
+                    interval,
+                    undecided,
+                }
+            }
             Measured::NoData(e) => Check {
                 expr: self.clone(),
                 measured: None,
                 pass: false,
                 no_data: true,
                 note: Some(e),
+                interval: None,
+                undecided: false,
             },
             Measured::Invalid(e) => Check {
                 expr: self.clone(),
@@ -313,8 +328,27 @@ impl Expr {
                 pass: false,
                 no_data: false,
                 note: Some(e),
+                interval: None,
+                undecided: false,
             },
         }
+    }
+
+    /// A percentile's 95% interval (ns, order statistics on its histogram:
+    /// `analysis::precision`); `None` for other figures.
+    fn interval(&self, record: &dyn Figures) -> Option<[Option<f64>; 2]> {
+        let Figure::Percentile(p) = self.figure else {
+            return None;
+        };
+        let key = match &self.scope {
+            Scope::Phase(p) => p.name().to_string(),
+            Scope::Server(m) => format!("server_timing.{m}"),
+            Scope::Request(n) => format!("request.{n}.total"),
+            Scope::Run => return None,
+        };
+        let h = record.histogram(&key)?;
+        let [lo, hi] = crate::analysis::precision::order_interval(&h, p / 100.0);
+        Some([lo.map(|us| us * 1000.0), hi.map(|us| us * 1000.0)])
     }
 
     /// A measured value in the expression's own terms (`1.23ms`, `0.5%`, `120`).
@@ -371,4 +405,9 @@ pub struct Check {
     pub no_data: bool,
     /// Why it could not be measured.
     pub note: Option<String>,
+    /// A percentile's 95% interval (ns; a bound `None` where the run cannot give it).
+    pub interval: Option<[Option<f64>; 2]>,
+    /// The limit lies inside that interval: the run cannot tell pass from fail; `pass` is
+    /// still the measured figure's.
+    pub undecided: bool,
 }

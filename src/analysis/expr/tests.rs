@@ -212,3 +212,33 @@ fn an_expression_that_does_not_parse_is_bad_input() {
     let e = Expr::parse("p99<<5ms").unwrap_err();
     assert_eq!(e.exit_code(), crate::util::exit::EXIT_USAGE);
 }
+
+#[test]
+fn a_limit_inside_a_percentiles_interval_is_undecided_and_judged_by_the_figure() {
+    // 1000 values of 1..=1000 us: p99 is 990 us, its 95% interval the 983rd and 997th values.
+    let mut run = PartialRun::new(std::time::Duration::from_secs(1));
+    let mut h = hist::new_hist();
+    for us in 1..=1000u64 {
+        hist::record(&mut h, us * 1000);
+    }
+    run.hists.insert("total".into(), h);
+    // Far from the limit: decided.
+    let c = p("p99<2ms").check(&run);
+    assert!(c.pass && !c.undecided, "{c:?}");
+    let [lo, hi] = c.interval.unwrap();
+    assert!(lo.unwrap() < 990e3 && 990e3 < hi.unwrap(), "{c:?}");
+    // Inside the interval, on either side of the figure: undecided, the figure's verdict kept.
+    let c = p("p99<992us").check(&run);
+    assert!(c.pass && c.undecided, "{c:?}");
+    let c = p("p99<985us").check(&run);
+    assert!(!c.pass && c.undecided, "{c:?}");
+    // p99.9 of 1000 values has no high bound: any limit above its low bound is undecided.
+    let c = p("p99.9<10s").check(&run);
+    assert!(
+        c.pass && c.undecided && c.interval.unwrap()[1].is_none(),
+        "{c:?}"
+    );
+    // Not a percentile: no interval.
+    let c = p("mean<1s").check(&run);
+    assert!(c.interval.is_none() && !c.undecided, "{c:?}");
+}

@@ -206,6 +206,14 @@ pub struct ThresholdCheck {
     pub no_data: bool,
     /// Why it could not be measured.
     pub note: Option<String>,
+    /// A percentile's 95% interval, in the figure's unit (ns); a bound null where the run
+    /// cannot give it (absent for other figures and in records made before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<[Option<f64>; 2]>,
+    /// The limit lies inside the interval: the run cannot tell pass from fail, and `pass`
+    /// is the measured figure's (a rerun may fall either way).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub undecided: bool,
 }
 
 impl Summary {

@@ -15,6 +15,7 @@ use steps::{bursts, by_request, knee, levels, repetitions, stages, thresholds};
 
 pub mod compare;
 mod header;
+mod precision;
 mod probes;
 mod slow;
 mod steps;
@@ -49,6 +50,7 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
     if record.levels.is_empty() {
         repetitions(&mut out, record, wide);
         phases(&mut out, record, wide);
+        precision::precision(&mut out, record);
         breakdown(&mut out, record, wide);
         probes::server_probes(&mut out, record, wide);
         by_request(&mut out, "", &record.summary, wide);

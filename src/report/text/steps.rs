@@ -177,6 +177,14 @@ pub(super) fn thresholds(out: &mut String, r: &RunRecord) {
         if let Some(note) = &c.note {
             let _ = write!(out, " ({note})");
         }
+        if let (true, Some(ci)) = (c.undecided, c.interval) {
+            let us = |b: Option<f64>| b.map(|ns| ns / 1000.0);
+            let _ = write!(
+                out,
+                " (undecided: its 95% interval {} holds the limit; judged by the measured figure)",
+                super::precision::bounds(&[us(ci[0]), us(ci[1])])
+            );
+        }
         out.push('\n');
     }
     // The banner is the verdict's, as are the JSON's and the exit code.

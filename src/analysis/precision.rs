@@ -1,0 +1,342 @@
+//! How precise a run's percentiles are: a 95% interval on each printed percentile (p50 to
+//! p99.99) of the total and of every phase, written beside the figure in the record
+//! (`p99_us` and `p99_ci_us: [low, high]`).
+//!
+//! Two ways, and the wider is kept, its method named:
+//! - **Order statistics**, free of any distribution: the ranks of the sorted values that hold
+//!   the quantile with 95% probability come from Binomial(n, p) (scipy's
+//!   `quantile_test(...).confidence_interval()`: the low rank `ppf(0.025) − 1`, the high
+//!   `isf(0.025)`, 0-based), each mapped to its value in the run's histogram (the highest value
+//!   of its bucket, as the percentiles are: within 0.1% of the exact sorted value). A bound
+//!   with no rank (too few values beyond the percentile) is null: the run cannot bound it.
+//! - **Batch means** over the run's own intervals, because the latencies of one run are not
+//!   independent (a stall spans many requests): each batch of intervals gives the percentile of
+//!   its merged histogram; their mean ± t(0.975, k − 1) · s / √k. Batches are widened (twice as
+//!   many intervals each) while their lag-1 correlation is over [`LAG1_MAX`] or a batch holds
+//!   fewer than [`BEYOND_MIN`] values beyond the percentile, as long as [`MIN_BATCHES`] remain.
+//!
+//! Computed after the run from the record's histograms (the whole run's and each interval's):
+//! nothing on the hot path.
+
+use crate::analysis::significance::t_quantile;
+use crate::model::Phase;
+use crate::recorder::hist::{self, Ci, CiBatches, Stats};
+use crate::recorder::record::{Interval, Level, RunRecord, Summary};
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+
+/// The intervals' confidence.
+pub const LEVEL: f64 = 0.95;
+/// The fewest batches batch means is computed over.
+pub const MIN_BATCHES: usize = 5;
+/// The lag-1 correlation of the batches' percentiles above which they are widened.
+pub const LAG1_MAX: f64 = 0.2;
+/// The fewest values beyond the percentile a batch must hold for its percentile to count.
+pub const BEYOND_MIN: f64 = 10.0;
+
+/// The printed percentiles: their names and quantiles.
+pub const PERCENTILES: [(&str, f64); 5] = [
+    ("p50", 0.5),
+    ("p90", 0.9),
+    ("p99", 0.99),
+    ("p99.9", 0.999),
+    ("p99.99", 0.9999),
+];
+
+/// Fills the intervals of every percentile of `record`'s summaries: the run's, each level's and
+/// each repetition's.
+pub fn annotate(record: &mut RunRecord) {
+    annotate_summary(&mut record.summary, &record.histograms, &record.intervals);
+    for level in record
+        .levels
+        .iter_mut()
+        .chain(record.repetitions.iter_mut())
+    {
+        annotate_level(level);
+    }
+}
+
+fn annotate_level(level: &mut Level) {
+    annotate_summary(&mut level.summary, &level.histograms, &level.intervals);
+}
+
+/// The intervals of `summary`'s latency (total, uncorrected, lag, every phase) and
+/// `Server-Timing` metrics, from the histograms of the whole (`histograms`, by name) and of each
+/// interval.
+fn annotate_summary(
+    summary: &mut Summary,
+    histograms: &BTreeMap<String, String>,
+    intervals: &[Interval],
+) {
+    let l = &mut summary.latency;
+    let mut named: Vec<(String, &mut Stats)> = vec![
+        (Phase::Total.name().to_string(), &mut l.total),
+        (Phase::Uncorrected.name().to_string(), &mut l.uncorrected),
+        (Phase::Lag.name().to_string(), &mut l.schedule_lag),
+    ];
+    for (phase, st) in l.phases.iter_mut() {
+        // `events` holds counts per response, not times.
+        if *phase != Phase::Events {
+            named.push((phase.name().to_string(), st));
+        }
+    }
+    for (metric, st) in summary.server_timing.iter_mut() {
+        named.push((format!("server_timing.{metric}"), st));
+    }
+    for (name, st) in named {
+        let Some(whole) = histograms.get(&name).and_then(|t| hist::decode(t).ok()) else {
+            continue;
+        };
+        let parts: Vec<Histogram<u64>> = intervals
+            .iter()
+            .map(|i| {
+                i.histograms
+                    .get(&name)
+                    .and_then(|t| hist::decode(t).ok())
+                    .unwrap_or_else(hist::new_interval_hist)
+            })
+            .collect();
+        fill(st, &whole, &parts);
+    }
+}
+
+/// Sets `st`'s intervals from the whole run's histogram and its intervals' (`parts`, in order).
+pub fn fill(st: &mut Stats, whole: &Histogram<u64>, parts: &[Histogram<u64>]) {
+    if whole.is_empty() {
+        return;
+    }
+    let mut widened = Vec::new();
+    let mut shape = None;
+    for (name, p) in PERCENTILES {
+        let order = order_interval(whole, p);
+        let batched = batch_means(parts, p);
+        let ci = match &batched {
+            Some(b) if width(&b.ci) > width(&order) => {
+                widened.push(name.to_string());
+                shape = Some((b.batches, b.intervals_each, b.lag1));
+                b.ci
+            }
+            _ => order,
+        };
+        *slot(st, name) = Some(ci);
+    }
+    st.ci_batches = shape.map(|(batches, intervals_each, lag1)| CiBatches {
+        batches: batches as u64,
+        intervals_each: intervals_each as u64,
+        lag1: (lag1 * 1000.0).round() / 1000.0,
+        percentiles: widened,
+    });
+}
+
+/// The interval field of the percentile named `name`.
+fn slot<'a>(st: &'a mut Stats, name: &str) -> &'a mut Option<Ci> {
+    match name {
+        "p50" => &mut st.p50_ci_us,
+        "p90" => &mut st.p90_ci_us,
+        "p99" => &mut st.p99_ci_us,
+        "p99.9" => &mut st.p999_ci_us,
+        _ => &mut st.p9999_ci_us,
+    }
+}
+
+/// An interval's width; unbounded where a bound is null.
+fn width(ci: &Ci) -> f64 {
+    match ci {
+        [Some(lo), Some(hi)] => hi - lo,
+        _ => f64::INFINITY,
+    }
+}
+
+/// The 0-based ranks of the sorted values that bound quantile `p` of `n` values at `level`,
+/// scipy's `quantile_test(...).confidence_interval()`: `(ppf(α) − 1, isf(α))` of
+/// Binomial(n, p), α = (1 − level) / 2; `None` where the rank falls outside the values.
+pub fn order_ranks(n: u64, p: f64, level: f64) -> (Option<u64>, Option<u64>) {
+    if n == 0 {
+        return (None, None);
+    }
+    let alpha = (1.0 - level) / 2.0;
+    let b = Binomial::new(n, p);
+    let low = b.ppf(alpha).checked_sub(1);
+    let high = b.isf(alpha);
+    (low, (high < n).then_some(high))
+}
+
+/// The order-statistics interval of quantile `p` of `h`'s values, in µs.
+pub fn order_interval(h: &Histogram<u64>, p: f64) -> Ci {
+    let (low, high) = order_ranks(h.len(), p, LEVEL);
+    [low.map(|i| at_rank(h, i)), high.map(|i| at_rank(h, i))]
+}
+
+/// The `i`-th smallest value of `h` (0-based), µs: the highest value of its bucket, as
+/// HdrHistogram gives percentiles.
+fn at_rank(h: &Histogram<u64>, i: u64) -> f64 {
+    let mut seen = 0u64;
+    for v in h.iter_recorded() {
+        seen += v.count_since_last_iteration();
+        if seen > i {
+            return h.highest_equivalent(v.value_iterated_to()) as f64 / 1000.0;
+        }
+    }
+    h.highest_equivalent(h.max()) as f64 / 1000.0
+}
+
+/// A batch-means interval: its bounds, and the batches it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Batched {
+    /// The interval, µs.
+    pub ci: Ci,
+    /// Batches.
+    pub batches: usize,
+    /// Intervals in each batch (the last may hold a few more).
+    pub intervals_each: usize,
+    /// The lag-1 correlation of the batches' percentiles.
+    pub lag1: f64,
+}
+
+/// The batch-means interval of quantile `p` over `parts` (the run's intervals in order), or
+/// `None` when fewer than [`MIN_BATCHES`] batches hold enough values beyond `p`.
+pub fn batch_means(parts: &[Histogram<u64>], p: f64) -> Option<Batched> {
+    let mut each = 1;
+    loop {
+        let batches = batch(parts, each);
+        if batches.len() < MIN_BATCHES {
+            return None;
+        }
+        let enough = batches
+            .iter()
+            .all(|b| b.len() as f64 * (1.0 - p) >= BEYOND_MIN);
+        let q: Vec<f64> = batches
+            .iter()
+            .map(|b| b.value_at_quantile(p) as f64 / 1000.0)
+            .collect();
+        let r1 = lag1(&q);
+        let wider = batch(parts, each * 2).len() >= MIN_BATCHES;
+        if (!enough || r1 > LAG1_MAX) && wider {
+            each *= 2;
+            continue;
+        }
+        if !enough {
+            return None;
+        }
+        let k = q.len() as f64;
+        let mean = q.iter().sum::<f64>() / k;
+        let var = q.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (k - 1.0);
+        let half = t_quantile(0.5 + LEVEL / 2.0, k - 1.0) * (var / k).sqrt();
+        let round = |v: f64| (v * 1000.0).round() / 1000.0;
+        return Some(Batched {
+            ci: [
+                Some(round((mean - half).max(0.0))),
+                Some(round(mean + half)),
+            ],
+            batches: q.len(),
+            intervals_each: each,
+            lag1: r1,
+        });
+    }
+}
+
+/// `parts` merged `each` at a time, in order; what is left over goes into the last batch.
+fn batch(parts: &[Histogram<u64>], each: usize) -> Vec<Histogram<u64>> {
+    let k = parts.len() / each;
+    let mut out: Vec<Histogram<u64>> = Vec::with_capacity(k);
+    for (i, part) in parts.iter().enumerate() {
+        let at = (i / each).min(k.saturating_sub(1));
+        if out.len() <= at {
+            out.push(hist::new_interval_hist());
+        }
+        // Cannot fail: interval histograms grow as values arrive.
+        let _ = out[at].add(part);
+    }
+    out
+}
+
+/// The lag-1 autocorrelation of `q` (0 when it does not vary).
+fn lag1(q: &[f64]) -> f64 {
+    let k = q.len() as f64;
+    let mean = q.iter().sum::<f64>() / k;
+    let den: f64 = q.iter().map(|x| (x - mean).powi(2)).sum();
+    if den == 0.0 {
+        return 0.0;
+    }
+    let num: f64 = q.windows(2).map(|w| (w[0] - mean) * (w[1] - mean)).sum();
+    num / den
+}
+
+/// Binomial(n, p), its mass held around its mode: every term within 1e-30 of the largest is
+/// kept (beyond, the tails are below 1e-28 of the whole, far under the 2.5% sought), each
+/// relative to the mode's by the ratio of neighbouring terms, and the sum normalizes them (no
+/// Γ function needed, for any n).
+struct Binomial {
+    /// The first value kept.
+    start: u64,
+    /// P(X = start + i) for each i.
+    pmf: Vec<f64>,
+}
+
+impl Binomial {
+    fn new(n: u64, p: f64) -> Binomial {
+        let p = p.clamp(f64::MIN_POSITIVE, 1.0 - f64::EPSILON);
+        let odds = p / (1.0 - p);
+        let mode = (((n + 1) as f64 * p).floor() as u64).min(n);
+        let mut up = Vec::new();
+        let mut w = 1.0f64;
+        let mut k = mode;
+        while k < n {
+            w *= (n - k) as f64 / (k + 1) as f64 * odds;
+            if w < 1e-30 {
+                break;
+            }
+            up.push(w);
+            k += 1;
+        }
+        let mut down = Vec::new();
+        let (mut w, mut k) = (1.0f64, mode);
+        while k > 0 {
+            w *= k as f64 / (n - k + 1) as f64 / odds;
+            if w < 1e-30 {
+                break;
+            }
+            down.push(w);
+            k -= 1;
+        }
+        let start = mode - down.len() as u64;
+        let mut pmf: Vec<f64> = down.into_iter().rev().collect();
+        pmf.push(1.0);
+        pmf.extend(up);
+        let sum: f64 = pmf.iter().sum();
+        pmf.iter_mut().for_each(|x| *x /= sum);
+        Binomial { start, pmf }
+    }
+
+    /// The smallest k with P(X ≤ k) ≥ q.
+    fn ppf(&self, q: f64) -> u64 {
+        let mut cdf = 0.0;
+        for (i, m) in self.pmf.iter().enumerate() {
+            cdf += m;
+            if cdf >= q {
+                return self.start + i as u64;
+            }
+        }
+        self.start + self.pmf.len() as u64 - 1
+    }
+
+    /// The smallest k with P(X > k) ≤ q.
+    fn isf(&self, q: f64) -> u64 {
+        // Down from the top, the survival summed as it goes, so that small tails are not lost
+        // to rounding: `sf` is P(X > k).
+        let mut k = self.start + self.pmf.len() as u64 - 1;
+        let mut sf = 0.0;
+        for m in self.pmf.iter().rev() {
+            let below = sf + m;
+            if below > q || k == 0 {
+                return k;
+            }
+            sf = below;
+            k -= 1;
+        }
+        k
+    }
+}
+
+#[cfg(test)]
+mod tests;
