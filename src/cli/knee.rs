@@ -1,11 +1,12 @@
 //! `reqlife knee`'s flags ([`KneeArgs`]), checked, and its plans made: the flags of `run` knee
 //! refuses (it chooses the rates and each step's length itself), its own (`--slo`,
 //! `--precision`, `--step`), and the one plan of the flags every step is derived from
-//! ([`RunPlan::with_closed_loop`], [`RunPlan::with_rate`]).
+//! ([`RunPlan::with_closed_loop`], [`RunPlan::with_rate`]): the [`KneeCommand`] `app` runs.
 
+use super::command::OutputPlan;
 use super::error::{err, PrepareError};
 use super::plan::PlanError;
-use super::{duration_arg, percent_arg, rate_arg, RunArgs};
+use super::{duration_arg, percent_arg, rate_arg, RunArgs, TargetChoice, WatchPlan};
 use crate::model::load_spec::LoadError;
 use crate::plan::RunPlan;
 use clap::Args;
@@ -155,5 +156,85 @@ impl KneePlans {
     pub fn at(&self, rate: f64) -> Result<RunPlan, LoadError> {
         self.steps
             .with_rate(rate, self.steps.connections() as u64, self.step)
+    }
+}
+
+/// `reqlife knee`, checked and ready to start: the plans of its search, its own settings, and
+/// where its results go.
+pub struct KneeCommand {
+    /// The probe's plan and each step's.
+    pub plans: KneePlans,
+    /// The SLOs each step must meet (`--slo`).
+    pub slos: Vec<crate::analysis::expr::Expr>,
+    /// `--precision`, a fraction (0.05 for 5%).
+    pub precision: f64,
+    /// `--start-rate`: no probe then.
+    pub start_rate: Option<f64>,
+    /// `--max-rate`.
+    pub max_rate: Option<f64>,
+    /// `--max-lag`.
+    pub max_lag: Duration,
+    /// `--pause`: before every step.
+    pub pause: Duration,
+    /// The record's file, the page and the report.
+    pub output: OutputPlan,
+    /// `--live` and `--metrics-addr`.
+    pub watch: WatchPlan,
+}
+
+/// The first step of `reqlife knee`'s command: its flags checked, and where the requests go.
+pub struct KneeRequest<'a> {
+    args: &'a KneeArgs,
+    target: TargetChoice,
+    to_stderr: bool,
+}
+
+impl<'a> KneeRequest<'a> {
+    /// Checks the flags that need no URL ([`check`]) and the target.
+    pub fn new(args: &'a KneeArgs) -> Result<KneeRequest<'a>, PlanError> {
+        let to_stderr = check(args)?;
+        let target = TargetChoice::of(args.run.url.as_deref(), &args.run.kv, false)?;
+        Ok(KneeRequest {
+            args,
+            target,
+            to_stderr,
+        })
+    }
+
+    /// Where the requests go.
+    pub fn target(&self) -> &TargetChoice {
+        &self.target
+    }
+
+    /// The command at `url`: every flag checked once, into the one plan every step is derived
+    /// from (gRPC `--data` without `--proto-set`: the server's reflection, asked once).
+    pub fn command(&self, url: &str) -> Result<KneeCommand, PrepareError> {
+        let (args, run) = (self.args, &self.args.run);
+        let plans = KneePlans::new(args, url)?;
+        if let Some(path) = &run.html {
+            crate::report::html::check_writable(path)?;
+        }
+        let output = OutputPlan {
+            output: run.output.clone(),
+            html: run.html.clone(),
+            hdr_log: None,
+            to_stderr: self.to_stderr,
+            quiet: run.quiet,
+            every: None,
+            view: run.view.clone(),
+            abort: Vec::new(),
+        };
+        let title = format!("knee: {} {url}", run.method);
+        Ok(KneeCommand {
+            plans,
+            slos: args.slos.clone(),
+            precision: args.precision / 100.0,
+            start_rate: args.start_rate,
+            max_rate: args.max_rate,
+            max_lag: args.max_lag,
+            pause: run.pause,
+            output,
+            watch: run.watch.plan(title, run.segment, run.quiet),
+        })
     }
 }

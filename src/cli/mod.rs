@@ -1,7 +1,10 @@
 //! The command line: clap definitions of every subcommand and flag (wrk/oha habits), unit
-//! parsing ([`units`]) and the one place where raw flags become a validated plan ([`plan`]).
+//! parsing ([`units`]) and the one place where raw flags become a validated plan ([`plan`]),
+//! and that plan with everything around it a command `app` runs ([`command::RunCommand`],
+//! [`knee::KneeCommand`], [`calibrate::CalibrateCommand`], [`ServeCommand`]).
 
 pub mod calibrate;
+pub mod command;
 pub use calibrate::CalibrateArgs;
 pub mod compare;
 pub use compare::CompareArgs;
@@ -21,7 +24,7 @@ mod records;
 pub mod reflect;
 pub use records::{MergeArgs, ReportArgs, ReportFormat, StatsArgs, StatsColumn, ViewArgs};
 mod serve;
-pub use serve::{KvArgs, ServeArgs};
+pub use serve::{KvArgs, ServeArgs, ServeCommand, TargetChoice};
 pub mod resolve;
 pub mod run;
 mod short_help;
@@ -29,7 +32,7 @@ pub mod trace;
 mod watch;
 pub mod websocket;
 use crate::util::units;
-pub use watch::WatchArgs;
+pub use watch::{WatchArgs, WatchPlan};
 pub mod workload;
 
 use clap::{Args, Parser, Subcommand};

@@ -1,6 +1,8 @@
-//! Raw flags become a validated [`RunPlan`] here, and only here: every check of user input
-//! and every message about bad input lives in this file. A [`PlanError`] is one line naming
-//! what is wrong and what is valid; the binary exits with code 2 on it.
+//! Raw flags become a validated [`RunPlan`] here: the one conversion of a run's flags, which
+//! [`super::command`] calls once for the command `app` runs. Each protocol's and workload's
+//! flags are checked by their own file (`websocket`, `grpc`, `framed`, `protocol`, `pacing`,
+//! `workload`), called only from here; `app` never reads a flag. A [`PlanError`] is one line
+//! naming what is wrong and what is valid; the binary exits with code 2 on it.
 
 use super::error::err;
 use super::{ArrivalArg, PolicyArg, RunArgs};
