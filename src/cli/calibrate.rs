@@ -133,7 +133,7 @@ impl<'a> CalibrateRequest<'a> {
     pub fn new(args: &'a CalibrateArgs) -> Result<CalibrateRequest<'a>, PlanError> {
         check(args)?;
         let no_store = super::KvArgs {
-            kv_preload: 0,
+            kv_preload: None,
             value_size: 0,
         };
         let target = TargetChoice::of(args.external.as_deref(), &no_store, false)?;

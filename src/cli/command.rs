@@ -123,7 +123,8 @@ impl<'a> RunRequest<'a> {
             },
         };
         let target = url.unwrap_or("the targets of the list");
-        let title = format!("{} {target}", args.method);
+        let method = args.method.as_deref().unwrap_or("GET");
+        let title = format!("{method} {target}");
         Ok(RunCommand {
             plans,
             repeat,

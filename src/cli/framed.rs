@@ -117,7 +117,7 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<FramedPlan>, PlanError> 
 /// A tcp:// target refuses the HTTP flags: it sends the bytes of `--payload-file` as they are.
 fn refuse_http_flags(args: &RunArgs) -> Result<(), PlanError> {
     let http_flags: Vec<&str> = super::error::flags_given(&[
-        (args.method != "GET", "-m/--method"),
+        (args.method.is_some(), "-m/--method"),
         (!args.headers.is_empty(), "-H/--header"),
         (args.body.is_some(), "--body"),
         (args.body_file.is_some(), "--body-file"),

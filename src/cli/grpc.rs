@@ -140,7 +140,7 @@ fn call(args: &RunArgs, mut plan: RunPlan) -> Result<(RunPlan, String, String), 
         return err("a gRPC call needs --grpc SERVICE/METHOD");
     };
     let refused = [
-        (args.method != "GET", "-m/--method"),
+        (args.method.is_some(), "-m/--method"),
         (args.body.is_some(), "--body"),
         (args.body_file.is_some(), "--body-file"),
         (args.compressed, "--compressed"),

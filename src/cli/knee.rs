@@ -82,10 +82,7 @@ pub fn check(args: &KneeArgs) -> Result<bool, PlanError> {
         (run.targets.is_some(), "--targets"),
         // Hidden from `knee --help` too (cli::KneeArgs), as are the ones above.
         (run.bursts.is_some(), "--bursts"),
-        (
-            run.burst_interval != Duration::from_millis(10),
-            "--burst-interval",
-        ),
+        (run.burst_interval.is_some(), "--burst-interval"),
         (run.start_at.is_some(), "--start-at"),
         (
             run.abort_on_fail,
@@ -224,7 +221,8 @@ impl<'a> KneeRequest<'a> {
             view: run.view.clone(),
             abort: Vec::new(),
         };
-        let title = format!("knee: {} {url}", run.method);
+        let method = run.method.as_deref().unwrap_or("GET");
+        let title = format!("knee: {method} {url}");
         Ok(KneeCommand {
             plans,
             slos: args.slos.clone(),

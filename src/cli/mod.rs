@@ -190,14 +190,9 @@ pub struct RunArgs {
     /// target is started in-process on a free loopback port and tested.
     pub url: Option<String>,
 
-    /// HTTP method.
-    #[arg(
-        help_heading = "Target",
-        short = 'm',
-        long = "method",
-        default_value = "GET"
-    )]
-    pub method: String,
+    /// HTTP method [default: GET].
+    #[arg(help_heading = "Target", short = 'm', long = "method")]
+    pub method: Option<String>,
 
     /// A request header, `Name: value` (repeatable).
     #[arg(
@@ -243,9 +238,9 @@ pub struct RunArgs {
     #[command(flatten)]
     pub kv: KvArgs,
 
-    /// Connections to keep open, spread over the threads.
+    /// Connections to keep open, spread over the threads [default: 50].
     /// A list (`-c 100,200,500`) runs one level after another: a sweep.
-    #[arg(help_heading = "Load", short = 'c', long = "connections", value_name = "N", default_value = "50", value_parser = count_arg, value_delimiter = ',')]
+    #[arg(help_heading = "Load", short = 'c', long = "connections", value_name = "N", value_parser = count_arg, value_delimiter = ',')]
     pub connections: Vec<u64>,
 
     /// Worker threads, one single-threaded runtime each [default: the number of cores].
@@ -267,14 +262,9 @@ pub struct RunArgs {
     #[arg(help_heading = "Load", short = 'R', long = "rate", value_parser = rate_arg, value_delimiter = ',', allow_negative_numbers = true)]
     pub rate: Vec<f64>,
 
-    /// Arrival process of the open loop.
-    #[arg(
-        help_heading = "Load",
-        long = "arrival",
-        value_enum,
-        default_value = "constant"
-    )]
-    pub arrival: ArrivalArg,
+    /// Arrival process of the open loop [default: constant].
+    #[arg(help_heading = "Load", long = "arrival", value_enum)]
+    pub arrival: Option<ArrivalArg>,
 
     /// Open loop: requests due within this of each other (at most one per connection) leave in
     /// one wake-up, up to this late (schedule lag), never early: fewer wake-ups, less CPU. 0
@@ -304,17 +294,17 @@ pub struct RunArgs {
     #[arg(help_heading = "Load", long = "burst", value_parser = count_arg)]
     pub burst: Option<u64>,
 
-    /// Pause between bursts.
-    #[arg(help_heading = "Load", long = "burst-interval", default_value = "10ms", value_parser = duration_arg)]
-    pub burst_interval: Duration,
+    /// Pause between bursts [default: 10ms].
+    #[arg(help_heading = "Load", long = "burst-interval", value_parser = duration_arg)]
+    pub burst_interval: Option<Duration>,
 
     /// Number of bursts [default: 10, or as many as -d allows].
     #[arg(help_heading = "Load", long = "bursts", value_parser = count_arg)]
     pub bursts: Option<u64>,
 
-    /// A period at the start that is sent but not recorded.
-    #[arg(help_heading = "Load", long = "warmup", value_name = "DURATION", default_value = "0s", value_parser = duration_arg)]
-    pub warmup: Duration,
+    /// A period at the start that is sent but not recorded [default: 0s].
+    #[arg(help_heading = "Load", long = "warmup", value_name = "DURATION", value_parser = duration_arg)]
+    pub warmup: Option<Duration>,
 
     /// At the end of the duration, how long to wait for the requests in flight (they are
     /// recorded and counted as drained; those still in flight then are counted too)

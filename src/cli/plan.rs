@@ -9,7 +9,6 @@ use super::{ArrivalArg, PolicyArg, RunArgs};
 use crate::model::load_spec::{self as load, Fallback, Given, Load, LoadSpec};
 use crate::model::{io_reason, Arrival, LoadModel, Segment, Target, TlsPlan};
 use crate::plan::{Http1Plan, ProtocolPlan, RunPlan};
-use crate::util::units::StagesSpec;
 use std::time::Duration;
 
 pub use super::error::PlanError;
@@ -24,7 +23,6 @@ pub use super::pacing::{DEFAULT_PACER_SLACK, MAX_PACER_SLACK};
 /// (`-c 100,200,500` or `-R 5000,10000`), in the order given.
 pub fn build_levels(args: &RunArgs, url: &str) -> Result<Vec<RunPlan>, PlanError> {
     match (args.connections.len(), args.rate.len()) {
-        (0, _) => err("-c/--connections needs a value (e.g. -c 50)"),
         (c, r) if (c > 1 || r > 1) && args.hdr_log.is_some() => {
             err("--hdr-log records one run: drop the sweep, or run its levels one by one")
         }
@@ -64,7 +62,7 @@ pub fn build_levels(args: &RunArgs, url: &str) -> Result<Vec<RunPlan>, PlanError
 /// Builds the plan of one level of `reqlife run` for `url` (the user's, or the embedded
 /// target's); a sweep (a list of levels) is refused here: see [`build_levels`].
 pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
-    if args.connections.len() != 1 || args.rate.len() > 1 {
+    if args.connections.len() > 1 || args.rate.len() > 1 {
         return err("a sweep has several plans: build them with build_levels");
     }
     base(args, url)
@@ -119,7 +117,7 @@ fn connection_policy(args: &RunArgs) -> Result<(bool, Option<f64>), PlanError> {
 /// The plan of the flags of every protocol (gRPC's applied by [`base`]).
 fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     let target = super::resolve::target(url, &args.resolve.resolve)?;
-    if args.stages.is_some() && !args.warmup.is_zero() {
+    if args.stages.is_some() && args.warmup.is_some() {
         return err("--stages and --warmup conflict: make the first stage the warm-up");
     }
     let Load { model: load, stop } = load_spec(args).build()?;
@@ -166,7 +164,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         threads: 0,
         threads_asked,
         stop,
-        warmup: args.warmup,
+        warmup: args.warmup.unwrap_or_default(),
         drain: args.drain.unwrap_or(args.timeout),
         timeout: args.timeout,
         interval,
@@ -188,13 +186,14 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     .map_err(PlanError::from)
 }
 
-/// `-m/--method`, checked: an HTTP token, and not a number (h2load's `-m`).
+/// `-m/--method` (GET when not given), checked: an HTTP token, and not a number (h2load's
+/// `-m`).
 fn method(args: &RunArgs) -> Result<String, PlanError> {
-    let method = args.method.trim().to_string();
+    let given = args.method.as_deref().unwrap_or("GET");
+    let method = given.trim().to_string();
     if method.is_empty() || !method.bytes().all(is_token_byte) {
         return err(format!(
-            "invalid method '{}': expected a token such as GET, POST, PUT, DELETE, HEAD",
-            args.method
+            "invalid method '{given}': expected a token such as GET, POST, PUT, DELETE, HEAD"
         ));
     }
     if method.bytes().all(|b| b.is_ascii_digit()) {
@@ -261,7 +260,7 @@ fn threads_asked(
     let connections = load.connections();
     // This process holds its segment's share of the connections.
     let local = segment.share(connections as u64) as usize;
-    let strict = args.connections.len() == 1;
+    let strict = args.connections.len() <= 1;
     Ok(match args.threads {
         _ if args.burst.is_some() => None,
         Some(0) => return err("-t/--threads must be at least 1"),
@@ -328,10 +327,9 @@ fn output_folders(args: &RunArgs) -> Result<(), PlanError> {
 
 /// The load the flags ask for (the first level of a sweep), in the one load builder's terms
 /// ([`LoadSpec`]): the spec commands that run several plans change to derive each one
-/// ([`RunPlan::with_load`]). `-c` has a
-/// default, so it is taken as given except with connection stages (which set the
-/// connections); likewise `--arrival` only when it is not the default, and
-/// `--burst-interval` only with `--burst`.
+/// ([`RunPlan::with_load`]). Every flag is passed as given or not (their defaults are the
+/// load builder's), so the builder's rules see an explicit default too: `-c` with connection
+/// stages, `--arrival` without a rate, `--burst-interval` without `--burst`.
 pub fn load_spec(args: &RunArgs) -> LoadSpec {
     let mut spec = LoadSpec::new(
         load::FLAGS,
@@ -340,21 +338,19 @@ pub fn load_spec(args: &RunArgs) -> LoadSpec {
             bursts: DEFAULT_BURSTS,
         }),
     );
-    if !matches!(args.stages, Some(StagesSpec::Connections(_))) {
-        spec.connections = Some(Given::flag(args.connections[0]));
-    }
+    spec.connections = args.connections.first().copied().map(Given::flag);
     spec.rate = args.rate.first().copied().map(Given::flag);
     spec.stages = args.stages.clone().map(Given::flag);
-    spec.arrival = match args.arrival {
-        ArrivalArg::Constant => None,
-        ArrivalArg::Poisson => Some(Given::flag(Arrival::Poisson)),
-    };
+    spec.arrival = args.arrival.map(|a| {
+        Given::flag(match a {
+            ArrivalArg::Constant => Arrival::Constant,
+            ArrivalArg::Poisson => Arrival::Poisson,
+        })
+    });
     spec.count = args.requests.map(Given::flag);
     spec.duration = args.duration.map(Given::flag);
     spec.burst = args.burst.map(Given::flag);
-    if args.burst.is_some() {
-        spec.burst_interval = Some(Given::flag(args.burst_interval));
-    }
+    spec.burst_interval = args.burst_interval.map(Given::flag);
     spec.bursts = args.bursts.map(Given::flag);
     spec
 }

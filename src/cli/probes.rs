@@ -36,14 +36,10 @@ pub struct ProbeArgs {
     #[arg(help_heading = "Server side", long = "server-fn", value_name = "LIST")]
     pub server_fn: Option<String>,
 
-    /// Probe one request in N (long runs: the probes' memory and work stay flat).
-    #[arg(
-        help_heading = "Server side",
-        long = "server-sample",
-        value_name = "N",
-        default_value_t = 1
-    )]
-    pub server_sample: u64,
+    /// Probe one request in N (long runs: the probes' memory and work stay flat) [default:
+    /// 1]. Implies --server-probes.
+    #[arg(help_heading = "Server side", long = "server-sample", value_name = "N")]
+    pub server_sample: Option<u64>,
 
     /// The server's side from `reqlife probe` on the server's host (its --listen address,
     /// http://HOST:PORT): the clocks' offset measured, the phases pulled at the end.
@@ -66,7 +62,7 @@ impl ProbeArgs {
             || !self.server_pid.is_empty()
             || self.server_fn.is_some()
             || self.print_probe_script
-            || self.server_sample != 1
+            || self.server_sample.is_some()
             || self.server_probes_from.is_some()
     }
 
@@ -103,7 +99,10 @@ impl ProbeArgs {
             );
         }
         if let Some(url) = &self.server_probes_from {
-            if !self.server_pid.is_empty() || self.server_fn.is_some() || self.server_sample != 1 {
+            if !self.server_pid.is_empty()
+                || self.server_fn.is_some()
+                || self.server_sample.is_some()
+            {
                 return usage(
                     "with --server-probes-from, give --server-pid, --server-fn and --server-sample \
                      to `reqlife probe` on the server's host",
@@ -127,7 +126,7 @@ impl ProbeArgs {
             request: ProbeRequest {
                 pids: self.server_pid.clone(),
                 functions: self.server_fn.clone(),
-                sample: self.server_sample,
+                sample: self.server_sample.unwrap_or(1),
                 interval: plan.interval,
                 agent: false,
             },

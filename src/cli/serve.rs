@@ -45,9 +45,9 @@ pub struct ServeArgs {
 /// How the embedded target's `/kv` store starts (for `serve`, and `run` with no URL).
 #[derive(Debug, Clone, Args)]
 pub struct KvArgs {
-    /// Fill the embedded target's /kv store with keys 1..=N before serving.
-    #[arg(help_heading = "Embedded target", long = "kv-preload", default_value = "0", value_parser = count_arg)]
-    pub kv_preload: u64,
+    /// Fill the embedded target's /kv store with keys 1..=N before serving [default: 0].
+    #[arg(help_heading = "Embedded target", long = "kv-preload", value_parser = count_arg)]
+    pub kv_preload: Option<u64>,
 
     /// Bytes of each preloaded value (e.g. 100, 4k).
     #[arg(help_heading = "Embedded target", long = "value-size", default_value = "100", value_parser = count_arg)]
@@ -58,7 +58,7 @@ impl KvArgs {
     /// Checks that the store is filled only where there is one: the embedded target's, when
     /// a run names no URL.
     pub fn check(&self, url: Option<&str>) -> Result<(), super::plan::PlanError> {
-        if url.is_some() && self.kv_preload > 0 {
+        if url.is_some() && self.kv_preload.is_some() {
             return super::error::err(
                 "--kv-preload fills the embedded target's store: drop it, or drop the URL",
             );
@@ -89,7 +89,7 @@ impl TargetChoice {
         Ok(match url {
             Some(u) => TargetChoice::Url(u.to_string()),
             None => TargetChoice::Embedded(ServerConfig {
-                kv_preload: kv.kv_preload,
+                kv_preload: kv.kv_preload.unwrap_or(0),
                 kv_value_bytes: kv.value_size as usize,
                 http3,
                 ..ServerConfig::new(
@@ -115,7 +115,7 @@ impl ServeArgs {
     /// The command of the flags: `--faults` refuses the flags of the embedded target.
     pub fn command(&self) -> Result<ServeCommand, super::plan::PlanError> {
         if self.faults {
-            if self.tls || self.http3 || self.cert.is_some() || self.kv.kv_preload > 0 {
+            if self.tls || self.http3 || self.cert.is_some() || self.kv.kv_preload.is_some() {
                 return super::error::err(
                     "--faults serves plain HTTP without a store: drop --tls, --http3, --cert and --kv-preload",
                 );
@@ -132,7 +132,7 @@ impl ServeArgs {
             _ => ServerTls::None,
         };
         Ok(ServeCommand::Serve(ServerConfig {
-            kv_preload: self.kv.kv_preload,
+            kv_preload: self.kv.kv_preload.unwrap_or(0),
             kv_value_bytes: self.kv.value_size as usize,
             http3: self.http3,
             ..ServerConfig::new(self.addr, tls)

@@ -121,7 +121,7 @@ pub fn plan(args: &RunArgs, url: &str, keepalive: bool) -> Result<Option<WsPlan>
     }
     let limit = subscription(args)?;
     let refused: Vec<&str> = super::error::flags_given(&[
-        (args.method != "GET", "-m/--method"),
+        (args.method.is_some(), "-m/--method"),
         (args.http3, "--http3"),
         (super::grpc::is_grpc(args), "--grpc"),
         (args.grpc.data_file.is_some(), "--data-file"),

@@ -19,7 +19,7 @@ pub fn is_workload(args: &RunArgs) -> bool {
 /// The flags that describe the one fixed request, which a workload replaces.
 fn refuse_request_flags(args: &RunArgs, what: &str) -> Result<(), PlanError> {
     let given: Vec<&str> = super::error::flags_given(&[
-        (args.method != "GET", "-m/--method"),
+        (args.method.is_some(), "-m/--method"),
         (!args.headers.is_empty(), "-H/--header"),
         (args.body.is_some(), "--body"),
         (args.body_file.is_some(), "--body-file"),
