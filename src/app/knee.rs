@@ -29,7 +29,17 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
         Ok(t) => t,
         Err(e) => return e.report(),
     };
-    let command = match request.command(&url) {
+    // Every flag checked once, into the one plan every step is derived from (gRPC --data
+    // without --proto-set: the server's reflection, asked once).
+    let reflected = request
+        .reflection(&url)
+        .map_err(Failure::from)
+        .and_then(super::reflect::asked);
+    let reflected = match reflected {
+        Ok(r) => r,
+        Err(e) => return e.report(),
+    };
+    let command = match request.command(&url, reflected.as_ref()) {
         Ok(c) => c,
         Err(e) => return Failure::from(e).report(),
     };

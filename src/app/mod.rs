@@ -19,6 +19,7 @@ mod knee;
 mod limits;
 mod probes;
 mod reach;
+mod reflect;
 mod run;
 mod stats;
 

@@ -128,7 +128,9 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
         }
         None => (None, None),
     };
-    let mut command = request.command(url.as_deref())?;
+    // gRPC --data without --proto-set: the server's reflection, asked once.
+    let reflected = super::reflect::asked(request.reflection(url.as_deref())?)?;
+    let mut command = request.command(url.as_deref(), reflected.as_ref())?;
     command.plans = trusting(command.plans, embedded.as_ref());
     let configs = command
         .plans

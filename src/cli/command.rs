@@ -7,11 +7,13 @@
 use super::error::PrepareError;
 use super::plan::PlanError;
 use super::probes::ProbePlan;
+use super::reflect::Ask;
 use super::run::RunPlans;
 use super::{RunArgs, TargetChoice, ViewArgs, WatchPlan};
 use crate::analysis::expr::Expr;
 use crate::plan::RunPlan;
 use crate::util::units::StartAt;
+use prost_reflect::DescriptorPool;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -97,16 +99,29 @@ impl<'a> RunRequest<'a> {
         self.target.as_ref()
     }
 
+    /// What the server's gRPC reflection must be asked before the command is built at `url`
+    /// (a gRPC call's `--data` without `--proto-set`), if anything.
+    pub fn reflection(&self, url: Option<&str>) -> Result<Option<Ask>, PlanError> {
+        match url {
+            Some(u) => super::reflect::ask(self.args, u),
+            None => Ok(None),
+        }
+    }
+
     /// The command at `url` (the target's; `None` for a target list): every plan built and
-    /// checked (a gRPC call's `--data` without `--proto-set` encoded through the server's
-    /// reflection, asked here once).
-    pub fn command(&self, url: Option<&str>) -> Result<RunCommand, PrepareError> {
+    /// checked, a gRPC call's message encoded through `reflected` (the descriptors the
+    /// server's reflection gave, when [`RunRequest::reflection`] asked for them).
+    pub fn command(
+        &self,
+        url: Option<&str>,
+        reflected: Option<&DescriptorPool>,
+    ) -> Result<RunCommand, PrepareError> {
         let args = self.args;
         let RunPlans {
             plans,
             repeat,
             phased,
-        } = super::run::plans(args, url)?;
+        } = super::run::plans(args, url, reflected)?;
         let embedded = matches!(self.target, Some(TargetChoice::Embedded(_)));
         let probes = args.probes.plan(&plans, embedded, repeat)?;
         let output = OutputPlan {

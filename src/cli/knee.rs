@@ -10,6 +10,7 @@ use super::{duration_arg, percent_arg, rate_arg, RunArgs, TargetChoice, WatchPla
 use crate::model::load_spec::LoadError;
 use crate::plan::RunPlan;
 use clap::Args;
+use prost_reflect::DescriptorPool;
 use std::time::Duration;
 
 /// Flags of `reqlife knee` (and every flag of `run` that shapes a step). The flags of `run`
@@ -126,11 +127,15 @@ pub struct KneePlans {
 }
 
 impl KneePlans {
-    /// The plans of `args` at `url` (checked by [`check`]): the server's gRPC reflection is
-    /// asked here when the flags need it.
-    pub fn new(args: &KneeArgs, url: &str) -> Result<KneePlans, PrepareError> {
-        let run = super::reflect::resolve(&args.run, url)?;
-        let base = super::plan::build(&run, url)?;
+    /// The plans of `args` at `url` (checked by [`check`]), a gRPC call's message encoded
+    /// through `reflected` (the descriptors the server's reflection gave, if asked).
+    pub fn new(
+        args: &KneeArgs,
+        url: &str,
+        reflected: Option<&DescriptorPool>,
+    ) -> Result<KneePlans, PlanError> {
+        let run = &args.run;
+        let base = super::plan::build_with(run, url, reflected)?;
         let probe = base.with_closed_loop(
             base.connections() as u64,
             args.step.min(Duration::from_secs(3)),
@@ -203,11 +208,21 @@ impl<'a> KneeRequest<'a> {
         &self.target
     }
 
+    /// What the server's gRPC reflection must be asked before the command is built at `url`
+    /// (a gRPC call's `--data` without `--proto-set`), if anything.
+    pub fn reflection(&self, url: &str) -> Result<Option<super::reflect::Ask>, PlanError> {
+        super::reflect::ask(&self.args.run, url)
+    }
+
     /// The command at `url`: every flag checked once, into the one plan every step is derived
-    /// from (gRPC `--data` without `--proto-set`: the server's reflection, asked once).
-    pub fn command(&self, url: &str) -> Result<KneeCommand, PrepareError> {
+    /// from (a gRPC call's message encoded through `reflected`, if asked).
+    pub fn command(
+        &self,
+        url: &str,
+        reflected: Option<&DescriptorPool>,
+    ) -> Result<KneeCommand, PrepareError> {
         let (args, run) = (self.args, &self.args.run);
-        let plans = KneePlans::new(args, url)?;
+        let plans = KneePlans::new(args, url, reflected)?;
         if let Some(path) = &run.html {
             crate::report::html::check_writable(path)?;
         }

@@ -9,6 +9,7 @@ use super::{ArrivalArg, PolicyArg, RunArgs};
 use crate::model::load_spec::{self as load, Fallback, Given, Load, LoadSpec};
 use crate::model::{io_reason, Arrival, LoadModel, Segment, Target, TlsPlan};
 use crate::plan::{Http1Plan, ProtocolPlan, RunPlan};
+use prost_reflect::DescriptorPool;
 use std::time::Duration;
 
 pub use super::error::PlanError;
@@ -22,6 +23,16 @@ pub use super::pacing::{DEFAULT_PACER_SLACK, MAX_PACER_SLACK};
 /// Builds the plans of `reqlife run` for `url`: one, or one per level of a sweep
 /// (`-c 100,200,500` or `-R 5000,10000`), in the order given.
 pub fn build_levels(args: &RunArgs, url: &str) -> Result<Vec<RunPlan>, PlanError> {
+    build_levels_with(args, url, None)
+}
+
+/// [`build_levels`] with the descriptors the server's gRPC reflection gave (asked by `app`
+/// when [`super::reflect::ask`] says the flags need them).
+pub fn build_levels_with(
+    args: &RunArgs,
+    url: &str,
+    reflected: Option<&DescriptorPool>,
+) -> Result<Vec<RunPlan>, PlanError> {
     match (args.connections.len(), args.rate.len()) {
         (c, r) if (c > 1 || r > 1) && args.hdr_log.is_some() => {
             err("--hdr-log records one run: drop the sweep, or run its levels one by one")
@@ -37,7 +48,7 @@ pub fn build_levels(args: &RunArgs, url: &str) -> Result<Vec<RunPlan>, PlanError
                 ));
             }
             // One plan, and each level derived from it with its own load.
-            let base = base(args, url)?;
+            let base = base(args, url, reflected)?;
             let level = |set: &dyn Fn(&mut LoadSpec)| {
                 let mut spec = load_spec(args);
                 set(&mut spec);
@@ -55,24 +66,38 @@ pub fn build_levels(args: &RunArgs, url: &str) -> Result<Vec<RunPlan>, PlanError
                     .collect()
             }
         }
-        _ => Ok(vec![build(args, url)?]),
+        _ => Ok(vec![build_with(args, url, reflected)?]),
     }
 }
 
 /// Builds the plan of one level of `reqlife run` for `url` (the user's, or the embedded
 /// target's); a sweep (a list of levels) is refused here: see [`build_levels`].
 pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
+    build_with(args, url, None)
+}
+
+/// [`build`] with the descriptors the server's gRPC reflection gave.
+pub fn build_with(
+    args: &RunArgs,
+    url: &str,
+    reflected: Option<&DescriptorPool>,
+) -> Result<RunPlan, PlanError> {
     if args.connections.len() > 1 || args.rate.len() > 1 {
         return err("a sweep has several plans: build them with build_levels");
     }
-    base(args, url)
+    base(args, url, reflected)
 }
 
 /// The plan of the flags, with the first level of a sweep: the one plan the levels of a
 /// sweep are derived from. `-t` more than `-c` is refused unless `-c` is a sweep (whose
 /// levels take at most one thread per connection).
-fn base(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
-    super::websocket::apply(args, super::grpc::apply(args, flags_plan(args, url)?)?)
+fn base(
+    args: &RunArgs,
+    url: &str,
+    reflected: Option<&DescriptorPool>,
+) -> Result<RunPlan, PlanError> {
+    let plan = super::grpc::apply(args, reflected, flags_plan(args, url)?)?;
+    super::websocket::apply(args, plan)
 }
 
 /// The plan that gRPC server reflection is asked over (`--grpc` with `--data` and no
