@@ -45,6 +45,14 @@ pub fn main_with(args: Vec<std::ffi::OsString>) -> i32 {
     let cli = match Cli::try_parse_from(args.clone()) {
         Ok(cli) => cli,
         Err(e) => {
+            // A flag of `run` that a step of knee does not take: one line that says why.
+            let knee = args.get(1).is_some_and(|a| a == "knee");
+            if let Some(line) = knee
+                .then(|| crate::cli::knee::refused_run_flag(&e))
+                .flatten()
+            {
+                return Failure::Usage(line).report();
+            }
             let _ = e.print();
             return e.exit_code();
         }

@@ -75,7 +75,7 @@ impl CalibratePlans {
         let run = run_args(args);
         Ok(CalibratePlans {
             base: super::plan::build(&run, url)?,
-            step: run.duration.unwrap_or(args.step),
+            step: run.length.duration.unwrap_or(args.step),
         })
     }
 
@@ -95,7 +95,7 @@ fn run_args(args: &CalibrateArgs) -> RunArgs {
     let defaults = RunArgs::augment_args(clap::Command::new("run")).get_matches_from(["run"]);
     let mut run = RunArgs::from_arg_matches(&defaults).expect("run's defaults are valid flags");
     run.quiet = true;
-    run.duration = Some(Duration::from_millis(args.step.as_millis() as u64));
+    run.length.duration = Some(Duration::from_millis(args.step.as_millis() as u64));
     run.connections = vec![args.connections];
     run.threads = args.threads;
     run.http2 = args.http2;

@@ -78,10 +78,10 @@ impl<'a> RunRequest<'a> {
         let to_stderr = super::output::stdout_taken(&[
             ("-o", args.output.as_deref()),
             ("--html", args.html.as_deref()),
-            ("--hdr-log", args.hdr_log.as_deref()),
+            ("--hdr-log", args.intervals.hdr_log.as_deref()),
         ])?;
         // A target list without a URL names its own server.
-        let target = if args.targets.is_some() && args.url.is_none() {
+        let target = if args.workload.targets.is_some() && args.url.is_none() {
             None
         } else {
             Some(TargetChoice::of(args.url.as_deref(), &args.kv, args.http3)?)
@@ -127,12 +127,12 @@ impl<'a> RunRequest<'a> {
         let output = OutputPlan {
             output: args.output.clone(),
             html: args.html.clone(),
-            hdr_log: args.hdr_log.clone(),
+            hdr_log: args.intervals.hdr_log.clone(),
             to_stderr: self.to_stderr,
             quiet: args.quiet,
-            every: args.every,
+            every: args.intervals.every,
             view: args.view.clone(),
-            abort: match args.abort_on_fail {
+            abort: match args.intervals.abort_on_fail {
                 true => args.view.thresholds.clone(),
                 false => Vec::new(),
             },
@@ -147,9 +147,9 @@ impl<'a> RunRequest<'a> {
             output,
             probes,
             watch: args.watch.plan(title, args.segment, args.quiet),
-            start_at: args.start_at,
+            start_at: args.length.start_at,
             pause: args.pause,
-            workload: match (&args.scenario, &args.targets) {
+            workload: match (&args.workload.scenario, &args.workload.targets) {
                 (Some(p), _) => Some(format!("scenario {}", p.display())),
                 (None, Some(p)) => Some(format!("targets {}", p.display())),
                 (None, None) => None,

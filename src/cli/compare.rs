@@ -46,10 +46,9 @@ pub fn sides(args: &CompareArgs) -> Result<SidesRequest, PlanError> {
 impl SidesRequest {
     /// The run flags of `side` (0: A, 1: B), at its URL.
     fn side(&self, side: usize) -> RunArgs {
-        RunArgs {
-            url: Some(self.urls[side].clone()),
-            ..self.run.clone()
-        }
+        let mut run = self.run.clone();
+        run.url = Some(self.urls[side].clone());
+        run
     }
 
     /// What `side`'s server must be asked by gRPC reflection before its plan is built (gRPC
@@ -98,9 +97,12 @@ fn run_args(args: &CompareArgs, url: &str) -> Result<RunArgs, PlanError> {
         }
     };
     let refused: Vec<&str> = super::error::flags_given(&[
-        (run.repeat > 1, "--repeat (use --rounds)"),
+        (
+            run.length.repeat.unwrap_or(1) > 1,
+            "--repeat (use --rounds)",
+        ),
         (run.connections.len() > 1, "a sweep of -c"),
-        (run.rate.len() > 1, "a sweep of -R"),
+        (run.length.rate.len() > 1, "a sweep of -R"),
         (run.output.is_some(), "-o"),
         (run.html.is_some(), "--html (give it to compare)"),
         (run.view.json, "--json (give it to compare)"),

@@ -145,8 +145,8 @@ fn call(args: &RunArgs, mut plan: RunPlan) -> Result<(RunPlan, String, String), 
         (args.body_file.is_some(), "--body-file"),
         (args.compressed, "--compressed"),
         (args.stream.is_some(), "--stream"),
-        (args.scenario.is_some(), "--scenario"),
-        (args.targets.is_some(), "--targets"),
+        (args.workload.scenario.is_some(), "--scenario"),
+        (args.workload.targets.is_some(), "--targets"),
     ];
     if let Some(f) = given(&refused, ("conflicts", "conflict")) {
         return err(format!(

@@ -6,34 +6,18 @@
 use super::command::OutputPlan;
 use super::error::{err, PrepareError};
 use super::plan::PlanError;
-use super::{duration_arg, percent_arg, rate_arg, RunArgs, TargetChoice, WatchPlan};
+use super::{duration_arg, percent_arg, rate_arg, RunArgs, StepArgs, TargetChoice, WatchPlan};
 use crate::model::load_spec::LoadError;
 use crate::plan::RunPlan;
 use clap::Args;
 use prost_reflect::DescriptorPool;
 use std::time::Duration;
 
-/// Flags of `reqlife knee` (and every flag of `run` that shapes a step). The flags of `run`
-/// that knee refuses (it chooses the rates and each step's length, runs no burst, scenario or
-/// target list, writes no HdrHistogram log: `app::knee` says so and exits 2) are hidden from
-/// `knee --help`; keep the two lists together.
+/// Flags of `reqlife knee`, and the flags of `run` that shape a step ([`StepArgs`]): not
+/// `run`'s others ([`super::run_flags`]: knee chooses the rates and each step's length, runs
+/// no burst, scenario or target list, writes no HdrHistogram log), which clap refuses
+/// ([`refused_run_flag`] says why in one line).
 #[derive(Debug, Clone, Args)]
-#[command(
-    mut_arg("rate", |a| a.hide(true)),
-    mut_arg("duration", |a| a.hide(true)),
-    mut_arg("requests", |a| a.hide(true)),
-    mut_arg("stages", |a| a.hide(true)),
-    mut_arg("burst", |a| a.hide(true)),
-    mut_arg("burst_interval", |a| a.hide(true)),
-    mut_arg("bursts", |a| a.hide(true)),
-    mut_arg("repeat", |a| a.hide(true)),
-    mut_arg("scenario", |a| a.hide(true)),
-    mut_arg("targets", |a| a.hide(true)),
-    mut_arg("start_at", |a| a.hide(true)),
-    mut_arg("abort_on_fail", |a| a.hide(true)),
-    mut_arg("hdr_log", |a| a.hide(true)),
-    mut_arg("every", |a| a.hide(true))
-)]
 pub struct KneeArgs {
     /// A service level each step must meet (repeatable), as a --threshold: `p99<=2ms`,
     /// `mean<=1.5ms`, `errors<=0.1%`, `wait.p90<1ms`, `server.db.p99<1ms`.
@@ -64,40 +48,51 @@ pub struct KneeArgs {
 
     /// The run each step makes (its target, protocol and flags; the search sets the load).
     #[command(flatten)]
-    pub run: RunArgs,
+    pub run: StepArgs,
 }
 
-/// Checks the flags of `run` knee refuses, and its own: whether stdout is taken by an output
-/// file (`-`), or the one line that refuses them.
+/// Why knee refuses it (one line naming the flag, `-R/--rate`), for the error of a flag of `run`
+/// that a step does not take: clap refuses it, as a flag knee does not have; `None` for any
+/// other error (a flag `run` does not have either keeps clap's own message).
+pub fn refused_run_flag(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(given)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let flag = given.split('=').next().unwrap_or(given);
+    let run = <super::RunArgs as clap::Args>::augment_args(clap::Command::new("run"));
+    let arg = run
+        .get_arguments()
+        .find(|a| match flag.strip_prefix("--") {
+            Some(long) => a.get_long() == Some(long),
+            None => flag.len() == 2 && a.get_short() == flag.chars().nth(1),
+        })?;
+    let name = match (arg.get_short(), arg.get_long()) {
+        (Some(s), Some(l)) => format!("-{s}/--{l}"),
+        (None, Some(l)) => format!("--{l}"),
+        _ => flag.to_string(),
+    };
+    let why = match arg.get_id().as_str() {
+        "duration" => " (use --step)",
+        "abort_on_fail" => " (the SLOs decide each step)",
+        _ => "",
+    };
+    Some(format!(
+        "{name}{why} conflicts with knee: it chooses the rate and the length of each step itself, and takes only the flags `reqlife knee --help` lists"
+    ))
+}
+
+/// Checks knee's own flags, and a sweep of `-c` (one value per step): whether stdout is taken
+/// by an output file (`-`), or the one line that refuses them.
 pub fn check(args: &KneeArgs) -> Result<bool, PlanError> {
     let run = &args.run;
-    let given: Vec<&str> = super::error::flags_given(&[
-        (!run.rate.is_empty(), "-R/--rate"),
-        (run.duration.is_some(), "-d/--duration (use --step)"),
-        (run.requests.is_some(), "-n/--requests"),
-        (run.stages.is_some(), "--stages"),
-        (run.burst.is_some(), "--burst"),
-        (run.repeat > 1, "--repeat"),
-        (run.connections.len() > 1, "a sweep of -c"),
-        (run.scenario.is_some(), "--scenario"),
-        (run.targets.is_some(), "--targets"),
-        // Hidden from `knee --help` too (cli::KneeArgs), as are the ones above.
-        (run.bursts.is_some(), "--bursts"),
-        (run.burst_interval.is_some(), "--burst-interval"),
-        (run.start_at.is_some(), "--start-at"),
-        (
-            run.abort_on_fail,
-            "--abort-on-fail (the SLOs decide each step)",
-        ),
-        (run.hdr_log.is_some(), "--hdr-log"),
-        (run.every.is_some(), "--every"),
-    ]);
-    if !given.is_empty() {
-        return err(format!(
-            "{} conflict{} with knee: it chooses the rate and the length of each step itself, and takes only the flags `reqlife knee --help` lists",
-            given.join(", "),
-            if given.len() == 1 { "s" } else { "" }
-        ));
+    if run.connections.len() > 1 {
+        return err(
+            "a sweep of -c conflicts with knee: it chooses the rate and the length of each step itself, and takes only the flags `reqlife knee --help` lists",
+        );
     }
     let to_stderr = super::output::stdout_taken(&[
         ("-o", run.output.as_deref()),
@@ -134,8 +129,8 @@ impl KneePlans {
         url: &str,
         reflected: Option<&DescriptorPool>,
     ) -> Result<KneePlans, PlanError> {
-        let run = &args.run;
-        let base = super::plan::build_with(run, url, reflected)?;
+        let run = RunArgs::of_step(args.run.clone());
+        let base = super::plan::build_with(&run, url, reflected)?;
         let probe = base.with_closed_loop(
             base.connections() as u64,
             args.step.min(Duration::from_secs(3)),
@@ -143,7 +138,7 @@ impl KneePlans {
         let mut steps = base;
         // Intervals of a tenth of the step (100 ms to 1 s): the generator's health is judged
         // on those after the start-up.
-        if run.interval.is_none() && run.every.is_none() {
+        if run.interval.is_none() {
             steps.interval =
                 (args.step / 10).clamp(Duration::from_millis(100), Duration::from_secs(1));
         }
@@ -211,7 +206,7 @@ impl<'a> KneeRequest<'a> {
     /// What the server's gRPC reflection must be asked before the command is built at `url`
     /// (a gRPC call's `--data` without `--proto-set`), if anything.
     pub fn reflection(&self, url: &str) -> Result<Option<super::reflect::Ask>, PlanError> {
-        super::reflect::ask(&self.args.run, url)
+        super::reflect::ask(&RunArgs::of_step(self.args.run.clone()), url)
     }
 
     /// The command at `url`: every flag checked once, into the one plan every step is derived

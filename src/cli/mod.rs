@@ -27,6 +27,8 @@ mod serve;
 pub use serve::{KvArgs, ServeArgs, ServeCommand, TargetChoice};
 pub mod resolve;
 pub mod run;
+pub mod run_flags;
+pub use run_flags::{IntervalArgs, LengthArgs, WorkloadArgs};
 mod short_help;
 pub mod trace;
 mod watch;
@@ -181,11 +183,60 @@ pub enum PolicyArg {
     New,
 }
 
-/// Flags of `reqlife run`, in the order `--help` lists them, under headings in the order people
-/// look for them: Target (what is sent where), Embedded target, Load, Protocol, Output,
-/// Analysis (clap orders headings by their first flag, so keep each group together).
+/// Flags of `reqlife run`: those of one step of load ([`StepArgs`], which `knee` takes too),
+/// and the groups of `run` alone ([`run_flags`]). Every check reads a step's flags through
+/// `run`'s (`Deref`), and the others by their group (`args.length.rate`).
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
+    /// The flags of a step: the target, its protocol, the connections, the outputs.
+    #[command(flatten)]
+    pub step: StepArgs,
+
+    /// A workload instead of one request.
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+
+    /// How much load for how long, and how many times.
+    #[command(flatten)]
+    pub length: LengthArgs,
+
+    /// What a run does as each interval closes.
+    #[command(flatten)]
+    pub intervals: IntervalArgs,
+}
+
+impl RunArgs {
+    /// The flags of `run` made of a step's alone (`knee`'s): no workload, no length, nothing
+    /// per interval.
+    pub fn of_step(step: StepArgs) -> RunArgs {
+        RunArgs {
+            step,
+            workload: WorkloadArgs::default(),
+            length: LengthArgs::default(),
+            intervals: IntervalArgs::default(),
+        }
+    }
+}
+
+impl std::ops::Deref for RunArgs {
+    type Target = StepArgs;
+    fn deref(&self) -> &StepArgs {
+        &self.step
+    }
+}
+
+impl std::ops::DerefMut for RunArgs {
+    fn deref_mut(&mut self) -> &mut StepArgs {
+        &mut self.step
+    }
+}
+
+/// The flags of one step of load (`reqlife run`'s, and each step of `reqlife knee`), in the
+/// order `--help` lists them, under headings in the order people look for them: Target (what
+/// is sent where), Embedded target, Load, Protocol, Output, Analysis (clap orders headings by
+/// their first flag, so keep each group together).
+#[derive(Debug, Clone, Args)]
+pub struct StepArgs {
     /// The URL to load (http://, https://, tcp://, ws:// or wss://). Without one, the embedded
     /// target is started in-process on a free loopback port and tested.
     pub url: Option<String>,
@@ -217,23 +268,6 @@ pub struct RunArgs {
     #[arg(help_heading = "Target", long = "body-file", value_name = "FILE")]
     pub body_file: Option<PathBuf>,
 
-    /// Send the named requests of a scenario file (TOML: requests with templates and
-    /// weights, and optional phases each with its own load); see examples/kv.toml. Without a
-    /// URL, against the embedded target.
-    #[arg(help_heading = "Target", long = "scenario", value_name = "FILE")]
-    pub scenario: Option<PathBuf>,
-
-    /// Send the requests of a target list, one per entry in turn (vegeta's format: `METHOD
-    /// URL`, optional `Header: value` lines and `@bodyfile`, entries apart by blank lines; - reads
-    /// the list from standard input). The URLs name the server: give no URL argument.
-    #[arg(
-        help_heading = "Target",
-        long = "targets",
-        value_name = "FILE",
-        conflicts_with = "scenario"
-    )]
-    pub targets: Option<PathBuf>,
-
     /// How the embedded target's `/kv` store starts (a run with no URL).
     #[command(flatten)]
     pub kv: KvArgs,
@@ -246,21 +280,6 @@ pub struct RunArgs {
     /// Worker threads, one single-threaded runtime each [default: the number of cores].
     #[arg(help_heading = "Load", short = 't', long = "threads", value_name = "N", value_parser = count_arg)]
     pub threads: Option<u64>,
-
-    /// How long to send for (e.g. 10s, 2m, 1m30s) [default: 10s unless -n is given].
-    #[arg(help_heading = "Load", short = 'd', long = "duration", value_name = "DURATION", value_parser = duration_arg)]
-    pub duration: Option<Duration>,
-
-    /// How many requests to send in all (e.g. 100000, 10k); conflicts with -d.
-    #[arg(help_heading = "Load", short = 'n', long = "requests", value_name = "N", value_parser = count_arg)]
-    pub requests: Option<u64>,
-
-    /// Open loop: send at this total rate (req/s over all connections and threads, e.g.
-    /// 20000, 20k, 250/s, or so many per a duration: 50/1s, 100/10s), whether or not earlier requests were answered; latency is measured
-    /// from each request's intended send time.
-    /// A list (`-R 5000,10000,20000`) runs one level after another: a sweep.
-    #[arg(help_heading = "Load", short = 'R', long = "rate", value_parser = rate_arg, value_delimiter = ',', allow_negative_numbers = true)]
-    pub rate: Vec<f64>,
 
     /// Arrival process of the open loop [default: constant].
     #[arg(help_heading = "Load", long = "arrival", value_enum)]
@@ -283,25 +302,6 @@ pub struct RunArgs {
     #[arg(help_heading = "Load", long = "seed")]
     pub seed: Option<u64>,
 
-    /// Stages of load, one after another: rates ('10s:0->20000, 60s:20000, 10s:20000->0', an
-    /// open loop) or connections ('10s:1->200c, 30s:200c', a closed loop). Each stage's figures
-    /// are kept apart; the stages set the run's length.
-    #[arg(help_heading = "Load", long = "stages", value_parser = stages_arg)]
-    pub stages: Option<units::StagesSpec>,
-
-    /// Bursts: fire this many requests at once (one connection each), wait for all the
-    /// answers, pause --burst-interval, repeat --bursts times (or for -d). Runs on one thread.
-    #[arg(help_heading = "Load", long = "burst", value_parser = count_arg)]
-    pub burst: Option<u64>,
-
-    /// Pause between bursts [default: 10ms].
-    #[arg(help_heading = "Load", long = "burst-interval", value_parser = duration_arg)]
-    pub burst_interval: Option<Duration>,
-
-    /// Number of bursts [default: 10, or as many as -d allows].
-    #[arg(help_heading = "Load", long = "bursts", value_parser = count_arg)]
-    pub bursts: Option<u64>,
-
     /// A period at the start that is sent but not recorded [default: 0s].
     #[arg(help_heading = "Load", long = "warmup", value_name = "DURATION", value_parser = duration_arg)]
     pub warmup: Option<Duration>,
@@ -316,22 +316,11 @@ pub struct RunArgs {
     #[arg(help_heading = "Load", long = "pause", default_value = "1s", value_parser = duration_arg)]
     pub pause: Duration,
 
-    /// Run the same test this many times (with --pause between): the record keeps each run,
-    /// and the report gives the median and spread of each figure across runs (for
-    /// `reqlife compare` with statistics across runs).
-    #[arg(help_heading = "Load", long = "repeat", default_value = "1", value_parser = count_arg)]
-    pub repeat: u64,
-
     /// Run this process's part of a plan split over several generators (1-based, e.g. 2/3):
     /// its share of the rate, the connections and a request count, and every n-th sequence
     /// number. `reqlife merge` adds the parts' records up exactly.
     #[arg(help_heading = "Load", long = "segment", value_parser = segment_arg)]
     pub segment: Option<crate::model::Segment>,
-
-    /// Start at this time (RFC 3339, e.g. 2026-11-23T10:00:00Z) or after this long (+30s), so
-    /// that generators started apart begin together and their interval series align.
-    #[arg(help_heading = "Load", long = "start-at", value_parser = start_at_arg)]
-    pub start_at: Option<units::StartAt>,
 
     /// HTTP/2: h2 by ALPN over TLS; h2c with prior knowledge on http://; on ws:// or wss://,
     /// the WebSocket over an HTTP/2 stream (RFC 8441's extended CONNECT).
@@ -422,6 +411,7 @@ pub struct RunArgs {
     /// big-endian i32 (Thrift's seqid: 12 + the method name's length, frame header included).
     #[arg(help_heading = "Protocol", long = "seqid-offset")]
     pub seqid_offset: Option<u64>,
+
     /// Streamed responses: time the events of each response (`first_event`, `event_gap`,
     /// `events`): Server-Sent Events, chunks, lines, or a ws:// subscription's pushed
     /// messages. Without it, a `text/event-stream`
@@ -468,19 +458,9 @@ pub struct RunArgs {
     #[arg(help_heading = "Output", long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
 
-    /// Write the HdrHistogram interval log (one histogram per interval and phase, tagged) to
-    /// this file (- for standard output), for HistogramLogProcessor and friends.
-    #[arg(help_heading = "Output", long = "hdr-log")]
-    pub hdr_log: Option<PathBuf>,
-
     /// Interval of the time series kept in the record [default: 1s, or --every].
     #[arg(help_heading = "Output", long = "interval", value_parser = duration_arg)]
     pub interval: Option<Duration>,
-
-    /// Print one line per interval of this length while running (throughput, errors, p50/p99/max
-    /// of the total, wait and the server's total): the drift of a long run, as it happens.
-    #[arg(help_heading = "Output", long = "every", value_name = "DURATION", value_parser = duration_arg, conflicts_with = "live")]
-    pub every: Option<Duration>,
 
     /// No progress bar, no header at the start, no line saying where -o wrote.
     #[arg(help_heading = "Output", short = 'q', long = "quiet")]
@@ -494,11 +474,6 @@ pub struct RunArgs {
         default_value = "total"
     )]
     pub server_total: String,
-
-    /// Stop the run as soon as a --threshold fails on what was measured so far (checked as
-    /// each interval closes).
-    #[arg(help_heading = "Analysis", long = "abort-on-fail")]
-    pub abort_on_fail: bool,
 
     /// How the run is watched while it goes.
     #[command(flatten)]

@@ -33,15 +33,15 @@ pub fn build_levels_with(
     url: &str,
     reflected: Option<&DescriptorPool>,
 ) -> Result<Vec<RunPlan>, PlanError> {
-    match (args.connections.len(), args.rate.len()) {
-        (c, r) if (c > 1 || r > 1) && args.hdr_log.is_some() => {
+    match (args.connections.len(), args.length.rate.len()) {
+        (c, r) if (c > 1 || r > 1) && args.intervals.hdr_log.is_some() => {
             err("--hdr-log records one run: drop the sweep, or run its levels one by one")
         }
         (c, r) if c > 1 && r > 1 => err(
             "a sweep varies one thing: give a list to -c/--connections or to -R/--rate, not both",
         ),
         (c, r) if c > 1 || r > 1 => {
-            if args.stages.is_some() {
+            if args.length.stages.is_some() {
                 let list = if c > 1 { "-c" } else { "-R" };
                 return err(format!(
                     "--stages and a sweep ({list} a,b,...) conflict: give one of them"
@@ -60,7 +60,8 @@ pub fn build_levels_with(
                     .map(|&c| level(&|s| s.connections = Some(Given::flag(c))))
                     .collect()
             } else {
-                args.rate
+                args.length
+                    .rate
                     .iter()
                     .map(|&r| level(&|s| s.rate = Some(Given::flag(r))))
                     .collect()
@@ -82,7 +83,7 @@ pub fn build_with(
     url: &str,
     reflected: Option<&DescriptorPool>,
 ) -> Result<RunPlan, PlanError> {
-    if args.connections.len() > 1 || args.rate.len() > 1 {
+    if args.connections.len() > 1 || args.length.rate.len() > 1 {
         return err("a sweep has several plans: build them with build_levels");
     }
     base(args, url, reflected)
@@ -142,7 +143,7 @@ fn connection_policy(args: &RunArgs) -> Result<(bool, Option<f64>), PlanError> {
 /// The plan of the flags of every protocol (gRPC's applied by [`base`]).
 fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     let target = super::resolve::target(url, &args.resolve.resolve)?;
-    if args.stages.is_some() && args.warmup.is_some() {
+    if args.length.stages.is_some() && args.warmup.is_some() {
         return err("--stages and --warmup conflict: make the first stage the warm-up");
     }
     let Load { model: load, stop } = load_spec(args).build()?;
@@ -287,7 +288,7 @@ fn threads_asked(
     let local = segment.share(connections as u64) as usize;
     let strict = args.connections.len() <= 1;
     Ok(match args.threads {
-        _ if args.burst.is_some() => None,
+        _ if args.length.burst.is_some() => None,
         Some(0) => return err("-t/--threads must be at least 1"),
         Some(t) if strict && t as usize > local && local > 0 && segment.count > 1 => {
             return err(format!(
@@ -306,7 +307,7 @@ fn threads_asked(
 
 /// `--interval` (or `--every`, which sets it too): at least 10ms, 1s when not given.
 fn interval(args: &RunArgs) -> Result<Duration, PlanError> {
-    let interval = match (args.interval, args.every) {
+    let interval = match (args.interval, args.intervals.every) {
         (Some(i), Some(e)) if i != e => {
             return err("--interval and --every differ: --every sets the interval too; give one")
         }
@@ -337,7 +338,10 @@ fn body(args: &RunArgs) -> Result<Vec<u8>, PlanError> {
 
 /// Found out now, not after the run: the folders of the output files must exist.
 fn output_folders(args: &RunArgs) -> Result<(), PlanError> {
-    for (flag, path) in [("-o/--output", &args.output), ("--hdr-log", &args.hdr_log)] {
+    for (flag, path) in [
+        ("-o/--output", &args.output),
+        ("--hdr-log", &args.intervals.hdr_log),
+    ] {
         let Some(path) = path else { continue };
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
         if dir.is_some_and(|d| !d.is_dir()) {
@@ -364,19 +368,19 @@ pub fn load_spec(args: &RunArgs) -> LoadSpec {
         }),
     );
     spec.connections = args.connections.first().copied().map(Given::flag);
-    spec.rate = args.rate.first().copied().map(Given::flag);
-    spec.stages = args.stages.clone().map(Given::flag);
+    spec.rate = args.length.rate.first().copied().map(Given::flag);
+    spec.stages = args.length.stages.clone().map(Given::flag);
     spec.arrival = args.arrival.map(|a| {
         Given::flag(match a {
             ArrivalArg::Constant => Arrival::Constant,
             ArrivalArg::Poisson => Arrival::Poisson,
         })
     });
-    spec.count = args.requests.map(Given::flag);
-    spec.duration = args.duration.map(Given::flag);
-    spec.burst = args.burst.map(Given::flag);
-    spec.burst_interval = args.burst_interval.map(Given::flag);
-    spec.bursts = args.bursts.map(Given::flag);
+    spec.count = args.length.requests.map(Given::flag);
+    spec.duration = args.length.duration.map(Given::flag);
+    spec.burst = args.length.burst.map(Given::flag);
+    spec.burst_interval = args.length.burst_interval.map(Given::flag);
+    spec.bursts = args.length.bursts.map(Given::flag);
     spec
 }
 

@@ -32,10 +32,10 @@ pub fn plans(
     }
     let mut plans = built?;
     let phased = plans.iter().any(|p| p.phase.is_some());
-    if args.abort_on_fail && args.view.thresholds.is_empty() {
+    if args.intervals.abort_on_fail && args.view.thresholds.is_empty() {
         return refuse("--abort-on-fail stops on a failed --threshold: give at least one");
     }
-    let repeat = args.repeat as usize;
+    let repeat = args.length.repeat.unwrap_or(1) as usize;
     match (repeat, plans.len()) {
         (0, _) => return refuse("--repeat must be at least 1"),
         (r, n) if r > 1 && n > 1 => return refuse(
@@ -64,7 +64,7 @@ fn levels(
 ) -> Result<Vec<RunPlan>, PrepareError> {
     Ok(if super::workload::is_workload(args) {
         // The user's URL is refused with --targets: pass it on to say so.
-        let url = if args.targets.is_some() {
+        let url = if args.workload.targets.is_some() {
             args.url.as_deref()
         } else {
             url

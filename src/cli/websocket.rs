@@ -128,8 +128,8 @@ pub fn plan(args: &RunArgs, url: &str, keepalive: bool) -> Result<Option<WsPlan>
         (args.streams.is_some(), "--streams"),
         (args.h2_window.is_some(), "--h2-window"),
         (args.h2_coalesce.is_some(), "--h2-coalesce"),
-        (args.scenario.is_some(), "--scenario"),
-        (args.targets.is_some(), "--targets"),
+        (args.workload.scenario.is_some(), "--scenario"),
+        (args.workload.targets.is_some(), "--targets"),
         (args.trace.trace_context, "--trace-context"),
     ]);
     if !refused.is_empty() {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 /// Whether the run sends a workload rather than one fixed request.
 pub fn is_workload(args: &RunArgs) -> bool {
-    args.scenario.is_some() || args.targets.is_some()
+    args.workload.scenario.is_some() || args.workload.targets.is_some()
 }
 
 /// The flags that describe the one fixed request, which a workload replaces.
@@ -38,10 +38,10 @@ fn refuse_request_flags(args: &RunArgs, what: &str) -> Result<(), PlanError> {
 /// The plans of a workload run: `url` is the server (the user's, or the embedded target's);
 /// with `--targets` it is `None` and the list names the server.
 pub fn build(args: &RunArgs, url: Option<&str>) -> Result<Vec<RunPlan>, PlanError> {
-    if args.connections.len() > 1 || args.rate.len() > 1 {
+    if args.connections.len() > 1 || args.length.rate.len() > 1 {
         return err("a sweep (-c a,b,... or -R a,b,...) and a workload conflict: give one level");
     }
-    match (&args.scenario, &args.targets) {
+    match (&args.workload.scenario, &args.workload.targets) {
         (Some(path), _) => {
             refuse_request_flags(args, "--scenario")?;
             let url = url.ok_or_else(|| PlanError("--scenario needs a server URL".into()))?;
@@ -56,12 +56,12 @@ pub fn build(args: &RunArgs, url: Option<&str>) -> Result<Vec<RunPlan>, PlanErro
                 return Ok(vec![with_workload(base, &specs, sc.default_mix(), None)]);
             }
             let given: Vec<&str> = super::error::flags_given(&[
-                (!args.rate.is_empty(), "-R/--rate"),
-                (args.duration.is_some(), "-d/--duration"),
-                (args.requests.is_some(), "-n/--requests"),
-                (args.stages.is_some(), "--stages"),
-                (args.burst.is_some(), "--burst"),
-                (args.repeat > 1, "--repeat"),
+                (!args.length.rate.is_empty(), "-R/--rate"),
+                (args.length.duration.is_some(), "-d/--duration"),
+                (args.length.requests.is_some(), "-n/--requests"),
+                (args.length.stages.is_some(), "--stages"),
+                (args.length.burst.is_some(), "--burst"),
+                (args.length.repeat.unwrap_or(1) > 1, "--repeat"),
             ]);
             if !given.is_empty() {
                 return err(format!(

@@ -190,7 +190,7 @@ fn the_generators_command_lines_parse_and_cover_every_segment() {
             .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
         assert_eq!(plan.segment.count, n as u64);
         segments.push(plan.segment.index);
-        assert!(args.start_at.is_some(), "a common start");
+        assert!(args.length.start_at.is_some(), "a common start");
         // Prometheus's scrape annotations name the port each generator serves its metrics on.
         let notes = &load["spec"]["template"]["metadata"]["annotations"];
         assert_eq!(s(&notes["prometheus.io/scrape"]), "true");
