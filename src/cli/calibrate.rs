@@ -94,12 +94,12 @@ impl CalibratePlans {
 fn run_args(args: &CalibrateArgs) -> RunArgs {
     let defaults = RunArgs::augment_args(clap::Command::new("run")).get_matches_from(["run"]);
     let mut run = RunArgs::from_arg_matches(&defaults).expect("run's defaults are valid flags");
-    run.quiet = true;
+    run.files.quiet = true;
     run.length.duration = Some(Duration::from_millis(args.step.as_millis() as u64));
-    run.connections = vec![args.connections];
-    run.threads = args.threads;
-    run.http2 = args.http2;
-    run.insecure = args.insecure;
+    run.load.connections = vec![args.connections];
+    run.load.threads = args.threads;
+    run.http.http2 = args.http2;
+    run.tls.insecure = args.insecure;
     run
 }
 

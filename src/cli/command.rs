@@ -76,15 +76,19 @@ impl<'a> RunRequest<'a> {
     /// embedded one).
     pub fn new(args: &'a RunArgs) -> Result<RunRequest<'a>, PlanError> {
         let to_stderr = super::output::stdout_taken(&[
-            ("-o", args.output.as_deref()),
-            ("--html", args.html.as_deref()),
+            ("-o", args.files.output.as_deref()),
+            ("--html", args.files.html.as_deref()),
             ("--hdr-log", args.intervals.hdr_log.as_deref()),
         ])?;
         // A target list without a URL names its own server.
         let target = if args.workload.targets.is_some() && args.url.is_none() {
             None
         } else {
-            Some(TargetChoice::of(args.url.as_deref(), &args.kv, args.http3)?)
+            Some(TargetChoice::of(
+                args.url.as_deref(),
+                &args.kv,
+                args.http.http3,
+            )?)
         };
         Ok(RunRequest {
             args,
@@ -125,11 +129,11 @@ impl<'a> RunRequest<'a> {
         let embedded = matches!(self.target, Some(TargetChoice::Embedded(_)));
         let probes = args.probes.plan(&plans, embedded, repeat)?;
         let output = OutputPlan {
-            output: args.output.clone(),
-            html: args.html.clone(),
+            output: args.files.output.clone(),
+            html: args.files.html.clone(),
             hdr_log: args.intervals.hdr_log.clone(),
             to_stderr: self.to_stderr,
-            quiet: args.quiet,
+            quiet: args.files.quiet,
             every: args.intervals.every,
             view: args.view.clone(),
             abort: match args.intervals.abort_on_fail {
@@ -138,7 +142,7 @@ impl<'a> RunRequest<'a> {
             },
         };
         let target = url.unwrap_or("the targets of the list");
-        let method = args.method.as_deref().unwrap_or("GET");
+        let method = args.request.method.as_deref().unwrap_or("GET");
         let title = format!("{method} {target}");
         Ok(RunCommand {
             plans,
@@ -146,9 +150,9 @@ impl<'a> RunRequest<'a> {
             phased,
             output,
             probes,
-            watch: args.watch.plan(title, args.segment, args.quiet),
+            watch: args.watch.plan(title, args.load.segment, args.files.quiet),
             start_at: args.length.start_at,
-            pause: args.pause,
+            pause: args.load.pause,
             workload: match (&args.workload.scenario, &args.workload.targets) {
                 (Some(p), _) => Some(format!("scenario {}", p.display())),
                 (None, Some(p)) => Some(format!("targets {}", p.display())),

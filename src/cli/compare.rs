@@ -72,7 +72,7 @@ impl SidesRequest {
         Sides {
             urls: self.urls,
             plans,
-            pause: self.run.pause,
+            pause: self.run.load.pause,
         }
     }
 }
@@ -101,10 +101,10 @@ fn run_args(args: &CompareArgs, url: &str) -> Result<RunArgs, PlanError> {
             run.length.repeat.unwrap_or(1) > 1,
             "--repeat (use --rounds)",
         ),
-        (run.connections.len() > 1, "a sweep of -c"),
+        (run.load.connections.len() > 1, "a sweep of -c"),
         (run.length.rate.len() > 1, "a sweep of -R"),
-        (run.output.is_some(), "-o"),
-        (run.html.is_some(), "--html (give it to compare)"),
+        (run.files.output.is_some(), "-o"),
+        (run.files.html.is_some(), "--html (give it to compare)"),
         (run.view.json, "--json (give it to compare)"),
         (!run.view.thresholds.is_empty(), "--threshold"),
     ]);

@@ -140,11 +140,11 @@ fn call(args: &RunArgs, mut plan: RunPlan) -> Result<(RunPlan, String, String), 
         return err("a gRPC call needs --grpc SERVICE/METHOD");
     };
     let refused = [
-        (args.method.is_some(), "-m/--method"),
-        (args.body.is_some(), "--body"),
-        (args.body_file.is_some(), "--body-file"),
-        (args.compressed, "--compressed"),
-        (args.stream.is_some(), "--stream"),
+        (args.request.method.is_some(), "-m/--method"),
+        (args.request.body.is_some(), "--body"),
+        (args.request.body_file.is_some(), "--body-file"),
+        (args.response.compressed, "--compressed"),
+        (args.response.stream.is_some(), "--stream"),
         (args.workload.scenario.is_some(), "--scenario"),
         (args.workload.targets.is_some(), "--targets"),
     ];

@@ -89,14 +89,14 @@ pub fn refused_run_flag(e: &clap::Error) -> Option<String> {
 /// by an output file (`-`), or the one line that refuses them.
 pub fn check(args: &KneeArgs) -> Result<bool, PlanError> {
     let run = &args.run;
-    if run.connections.len() > 1 {
+    if run.load.connections.len() > 1 {
         return err(
             "a sweep of -c conflicts with knee: it chooses the rate and the length of each step itself, and takes only the flags `reqlife knee --help` lists",
         );
     }
     let to_stderr = super::output::stdout_taken(&[
-        ("-o", run.output.as_deref()),
-        ("--html", run.html.as_deref()),
+        ("-o", run.files.output.as_deref()),
+        ("--html", run.files.html.as_deref()),
     ])?;
     if args.slos.is_empty() {
         return err("knee needs at least one --slo (e.g. --slo 'p99<=2ms')");
@@ -138,7 +138,7 @@ impl KneePlans {
         let mut steps = base;
         // Intervals of a tenth of the step (100 ms to 1 s): the generator's health is judged
         // on those after the start-up.
-        if run.interval.is_none() {
+        if run.files.interval.is_none() {
             steps.interval =
                 (args.step / 10).clamp(Duration::from_millis(100), Duration::from_secs(1));
         }
@@ -218,20 +218,20 @@ impl<'a> KneeRequest<'a> {
     ) -> Result<KneeCommand, PrepareError> {
         let (args, run) = (self.args, &self.args.run);
         let plans = KneePlans::new(args, url, reflected)?;
-        if let Some(path) = &run.html {
+        if let Some(path) = &run.files.html {
             crate::report::html::check_writable(path)?;
         }
         let output = OutputPlan {
-            output: run.output.clone(),
-            html: run.html.clone(),
+            output: run.files.output.clone(),
+            html: run.files.html.clone(),
             hdr_log: None,
             to_stderr: self.to_stderr,
-            quiet: run.quiet,
+            quiet: run.files.quiet,
             every: None,
             view: run.view.clone(),
             abort: Vec::new(),
         };
-        let method = run.method.as_deref().unwrap_or("GET");
+        let method = run.request.method.as_deref().unwrap_or("GET");
         let title = format!("knee: {method} {url}");
         Ok(KneeCommand {
             plans,
@@ -240,9 +240,9 @@ impl<'a> KneeRequest<'a> {
             start_rate: args.start_rate,
             max_rate: args.max_rate,
             max_lag: args.max_lag,
-            pause: run.pause,
+            pause: run.load.pause,
             output,
-            watch: run.watch.plan(title, run.segment, run.quiet),
+            watch: run.watch.plan(title, run.load.segment, run.files.quiet),
         })
     }
 }

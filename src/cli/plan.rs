@@ -33,7 +33,7 @@ pub fn build_levels_with(
     url: &str,
     reflected: Option<&DescriptorPool>,
 ) -> Result<Vec<RunPlan>, PlanError> {
-    match (args.connections.len(), args.length.rate.len()) {
+    match (args.load.connections.len(), args.length.rate.len()) {
         (c, r) if (c > 1 || r > 1) && args.intervals.hdr_log.is_some() => {
             err("--hdr-log records one run: drop the sweep, or run its levels one by one")
         }
@@ -55,7 +55,8 @@ pub fn build_levels_with(
                 base.with_load(&spec).map_err(PlanError::from)
             };
             if c > 1 {
-                args.connections
+                args.load
+                    .connections
                     .iter()
                     .map(|&c| level(&|s| s.connections = Some(Given::flag(c))))
                     .collect()
@@ -83,7 +84,7 @@ pub fn build_with(
     url: &str,
     reflected: Option<&DescriptorPool>,
 ) -> Result<RunPlan, PlanError> {
-    if args.connections.len() > 1 || args.length.rate.len() > 1 {
+    if args.load.connections.len() > 1 || args.length.rate.len() > 1 {
         return err("a sweep has several plans: build them with build_levels");
     }
     base(args, url, reflected)
@@ -110,13 +111,13 @@ pub fn reflection_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> 
 
 /// `-k/--insecure` and `--cacert` (its certificates read now).
 fn tls_plan(args: &RunArgs) -> Result<TlsPlan, PlanError> {
-    let ca_certs = match &args.cacert {
+    let ca_certs = match &args.tls.cacert {
         Some(path) => read_cacert(path)?,
         None => Vec::new(),
     };
     Ok(TlsPlan {
-        insecure: args.insecure,
-        cacert: args.cacert.clone(),
+        insecure: args.tls.insecure,
+        cacert: args.tls.cacert.clone(),
         ca_certs,
     })
 }
@@ -124,14 +125,17 @@ fn tls_plan(args: &RunArgs) -> Result<TlsPlan, PlanError> {
 /// Whether connections are kept (`--no-keepalive`, `--connection-policy`), and the connect
 /// rate limit.
 fn connection_policy(args: &RunArgs) -> Result<(bool, Option<f64>), PlanError> {
-    let keepalive = match (args.no_keepalive, args.connection_policy) {
+    let keepalive = match (
+        args.connection.no_keepalive,
+        args.connection.connection_policy,
+    ) {
         (true, Some(PolicyArg::Reuse)) => {
             return err("--no-keepalive and --connection-policy reuse conflict: give one of them")
         }
         (true, _) | (false, Some(PolicyArg::New)) => false,
         (false, _) => true,
     };
-    let max_connects_per_s = match args.max_connects_per_s {
+    let max_connects_per_s = match args.connection.max_connects_per_s {
         Some(r) if r <= 0.0 => {
             return err("--max-connections-per-second must be more than 0 (e.g. 500)")
         }
@@ -143,13 +147,13 @@ fn connection_policy(args: &RunArgs) -> Result<(bool, Option<f64>), PlanError> {
 /// The plan of the flags of every protocol (gRPC's applied by [`base`]).
 fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     let target = super::resolve::target(url, &args.resolve.resolve)?;
-    if args.length.stages.is_some() && args.warmup.is_some() {
+    if args.length.stages.is_some() && args.load.warmup.is_some() {
         return err("--stages and --warmup conflict: make the first stage the warm-up");
     }
     let Load { model: load, stop } = load_spec(args).build()?;
-    let segment = args.segment.unwrap_or(Segment::WHOLE);
+    let segment = args.load.segment.unwrap_or(Segment::WHOLE);
     let threads_asked = threads_asked(args, &load, segment)?;
-    if args.timeout.is_zero() {
+    if args.connection.timeout.is_zero() {
         return err("--timeout must be more than 0 (e.g. 10s)");
     }
     let interval = interval(args)?;
@@ -158,6 +162,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     let websocket = super::websocket::plan(args, url, keepalive)?;
     let method = method(args)?;
     let headers = args
+        .request
         .headers
         .iter()
         .map(|h| parse_header(h))
@@ -170,11 +175,11 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         Some(w) => ProtocolPlan::WebSocket(w),
         None => protocol(args, &target, keepalive, framed)?,
     };
-    if args.max_body == 0 {
+    if args.response.max_body == 0 {
         return err("--max-body must be at least 1 byte (e.g. 64M)");
     }
     let max_header_bytes = super::protocol::max_header_list(args)?;
-    let seed = args.seed.unwrap_or_else(seed_from_clock);
+    let seed = args.load.seed.unwrap_or_else(seed_from_clock);
     let (trace, log) = super::trace::plan_parts(&args.trace, seed)?;
     RunPlan {
         target,
@@ -190,18 +195,18 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         threads: 0,
         threads_asked,
         stop,
-        warmup: args.warmup.unwrap_or_default(),
-        drain: args.drain.unwrap_or(args.timeout),
-        timeout: args.timeout,
+        warmup: args.load.warmup.unwrap_or_default(),
+        drain: args.load.drain.unwrap_or(args.connection.timeout),
+        timeout: args.connection.timeout,
         interval,
         pacer_slack,
         pacer_spin,
         tls,
         max_header_bytes,
         expect_continue: super::protocol::expect_continue(args)?,
-        compressed: args.compressed,
+        compressed: args.response.compressed,
         stream: stream_mode(args),
-        max_body_bytes: args.max_body,
+        max_body_bytes: args.response.max_body,
         segment,
         workload: None,
         phase: None,
@@ -215,7 +220,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
 /// `-m/--method` (GET when not given), checked: an HTTP token, and not a number (h2load's
 /// `-m`).
 fn method(args: &RunArgs) -> Result<String, PlanError> {
-    let given = args.method.as_deref().unwrap_or("GET");
+    let given = args.request.method.as_deref().unwrap_or("GET");
     let method = given.trim().to_string();
     if method.is_empty() || !method.bytes().all(is_token_byte) {
         return err(format!(
@@ -259,7 +264,7 @@ fn protocol(
 
 /// `--stream`: how a streamed response's events are told apart.
 fn stream_mode(args: &RunArgs) -> Option<crate::model::StreamMode> {
-    args.stream.map(|s| match s {
+    args.response.stream.map(|s| match s {
         super::StreamArg::Sse => crate::model::StreamMode::Sse,
         super::StreamArg::Chunks => crate::model::StreamMode::Chunks,
         super::StreamArg::Lines => crate::model::StreamMode::Lines,
@@ -286,8 +291,8 @@ fn threads_asked(
     let connections = load.connections();
     // This process holds its segment's share of the connections.
     let local = segment.share(connections as u64) as usize;
-    let strict = args.connections.len() <= 1;
-    Ok(match args.threads {
+    let strict = args.load.connections.len() <= 1;
+    Ok(match args.load.threads {
         _ if args.length.burst.is_some() => None,
         Some(0) => return err("-t/--threads must be at least 1"),
         Some(t) if strict && t as usize > local && local > 0 && segment.count > 1 => {
@@ -307,7 +312,7 @@ fn threads_asked(
 
 /// `--interval` (or `--every`, which sets it too): at least 10ms, 1s when not given.
 fn interval(args: &RunArgs) -> Result<Duration, PlanError> {
-    let interval = match (args.interval, args.intervals.every) {
+    let interval = match (args.files.interval, args.intervals.every) {
         (Some(i), Some(e)) if i != e => {
             return err("--interval and --every differ: --every sets the interval too; give one")
         }
@@ -322,7 +327,7 @@ fn interval(args: &RunArgs) -> Result<Duration, PlanError> {
 
 /// `--body` or `--body-file` (read now), or none.
 fn body(args: &RunArgs) -> Result<Vec<u8>, PlanError> {
-    Ok(match (&args.body, &args.body_file) {
+    Ok(match (&args.request.body, &args.request.body_file) {
         (Some(_), Some(_)) => return err("--body and --body-file conflict: give one of them"),
         (Some(b), None) => b.as_bytes().to_vec(),
         (None, Some(path)) => std::fs::read(path).map_err(|e| {
@@ -339,7 +344,7 @@ fn body(args: &RunArgs) -> Result<Vec<u8>, PlanError> {
 /// Found out now, not after the run: the folders of the output files must exist.
 fn output_folders(args: &RunArgs) -> Result<(), PlanError> {
     for (flag, path) in [
-        ("-o/--output", &args.output),
+        ("-o/--output", &args.files.output),
         ("--hdr-log", &args.intervals.hdr_log),
     ] {
         let Some(path) = path else { continue };
@@ -367,10 +372,10 @@ pub fn load_spec(args: &RunArgs) -> LoadSpec {
             bursts: DEFAULT_BURSTS,
         }),
     );
-    spec.connections = args.connections.first().copied().map(Given::flag);
+    spec.connections = args.load.connections.first().copied().map(Given::flag);
     spec.rate = args.length.rate.first().copied().map(Given::flag);
     spec.stages = args.length.stages.clone().map(Given::flag);
-    spec.arrival = args.arrival.map(|a| {
+    spec.arrival = args.load.arrival.map(|a| {
         Given::flag(match a {
             ArrivalArg::Constant => Arrival::Constant,
             ArrivalArg::Poisson => Arrival::Poisson,

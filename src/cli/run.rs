@@ -27,7 +27,7 @@ pub fn plans(
 ) -> Result<RunPlans, PrepareError> {
     let built = levels(args, url, reflected);
     // A page that cannot be written is known now, not after the run.
-    if let Some(path) = &args.html {
+    if let Some(path) = &args.files.html {
         crate::report::html::check_writable(path)?;
     }
     let mut plans = built?;
