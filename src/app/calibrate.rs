@@ -9,7 +9,7 @@ use super::control::{run_plan, target, Control};
 use super::failure::Failure;
 use super::{out, EXIT_OK, EXIT_SIGINT};
 use crate::analysis::calibrate::{self, Calibration, Limit, Step};
-use crate::cli::calibrate::CalibratePlans;
+use crate::cli::calibrate::{CalibrateCommand, CalibrateRequest};
 use crate::cli::CalibrateArgs;
 use crate::util::units::human_ns;
 use crate::watch::tui::StepRow;
@@ -20,47 +20,38 @@ const MAX_OPEN_STEPS: usize = 12;
 
 /// `reqlife calibrate`.
 pub fn calibrate(args: &CalibrateArgs, command_line: Vec<String>) -> i32 {
-    if let Err(e) = crate::cli::calibrate::check(args) {
-        return Failure::from(e).report();
-    }
-    let no_store = crate::cli::KvArgs {
-        kv_preload: 0,
-        value_size: 0,
+    let request = match CalibrateRequest::new(args) {
+        Ok(r) => r,
+        Err(e) => return Failure::from(e).report(),
     };
-    let (embedded, url) = match target(args.external.as_deref(), "/", &no_store, false) {
+    let (embedded, url) = match target(request.target(), "/") {
         Ok(t) => t,
         Err(e) => return e.report(),
     };
     // The one plan every step is derived from.
-    let steps = match CalibratePlans::new(args, &url) {
-        Ok(s) => s,
+    let command = match request.command(&url) {
+        Ok(c) => c,
         Err(e) => return Failure::from(e).report(),
     };
-    let title = format!("calibrate: GET {url}");
-    let control = Control::new().and_then(|c| c.watchers(&args.watch, None, args.quiet, title));
+    let control = Control::new().and_then(|c| c.watchers(&command.watch));
     let mut control = match control {
         Ok(c) => c,
         Err(e) => return e.report(),
     };
-    let result = measure(
-        args,
-        &steps,
-        &control,
-        &url,
-        &command_line,
-        embedded.is_some(),
-    );
+    let result = measure(&command, &control, &url, &command_line, embedded.is_some());
     control.close_view();
     if let Some(s) = embedded {
         s.shutdown();
     }
     match result {
-        Ok(c) if args.json => out(&(serde_json::to_string_pretty(&c).unwrap_or_default() + "\n")),
+        Ok(c) if command.json => {
+            out(&(serde_json::to_string_pretty(&c).unwrap_or_default() + "\n"))
+        }
         Ok(c) => out(&render(&c)),
         // Bad flags exit 2; a step the fail-fast rule stopped, 3 (its line names the fix).
         Err(e) => return e.report(),
     }
-    control.linger_metrics(args.watch.metrics_linger);
+    control.linger_metrics(command.watch.metrics_linger);
     if control.signal() != 0 {
         return EXIT_SIGINT;
     }
@@ -81,8 +72,7 @@ fn step_row(s: &Step) -> StepRow {
 }
 
 fn measure(
-    args: &CalibrateArgs,
-    steps: &CalibratePlans,
+    command: &CalibrateCommand,
     control: &Control,
     url: &str,
     command_line: &[String],
@@ -90,7 +80,7 @@ fn measure(
 ) -> Result<Calibration, Failure> {
     let say = |msg: String| {
         // The view lists the steps itself.
-        if !args.quiet && !control.viewing() {
+        if !command.quiet && !control.viewing() {
             eprintln!("reqlife calibrate: {msg}");
         }
     };
@@ -99,7 +89,7 @@ fn measure(
         let mut shown = rows.borrow().clone();
         shown.push(StepRow::running(rate.unwrap_or(0.0)));
         control.show_steps(" calibration: steps so far ", shown);
-        let plan = steps.at(connections, rate)?;
+        let plan = command.plans.at(connections, rate)?;
         let (r, _) = run_plan(control, &plan, command_line, embedded)?;
         if r.summary.requests.ok == 0 {
             return Err(Failure::Failed(format!(
@@ -120,7 +110,7 @@ fn measure(
         human_ns(record_ns)
     ));
 
-    let c = args.connections;
+    let c = command.connections;
     let closed = step(c, None)?;
     say(format!(
         "closed loop: {:.0} req/s, {} client CPU per request",
@@ -137,14 +127,14 @@ fn measure(
     } else {
         None
     };
-    let threads = args
+    let threads = command
         .threads
         .unwrap_or_else(|| crate::util::limits::default_threads() as u64);
     let mut cal = Calibration {
-        protocol: if args.http2 { "HTTP/2" } else { "HTTP/1.1" }.into(),
+        protocol: if command.http2 { "HTTP/2" } else { "HTTP/1.1" }.into(),
         embedded_target: embedded,
-        threads: threads.min(args.connections),
-        connections: args.connections,
+        threads: threads.min(command.connections),
+        connections: command.connections,
         timestamp_ns,
         record_ns,
         closed,

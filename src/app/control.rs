@@ -91,24 +91,18 @@ impl Control {
     /// The watchers a command asks for: the terminal view (`--live`, when stdout is a
     /// terminal; `title` heads it) and the Prometheus exporter (`--metrics-addr`, listening
     /// from now on; `segment` labels its series).
-    pub fn watchers(
-        mut self,
-        watch: &crate::cli::WatchArgs,
-        segment: Option<crate::model::Segment>,
-        quiet: bool,
-        title: String,
-    ) -> Result<Self, Failure> {
+    pub fn watchers(mut self, watch: &crate::cli::WatchPlan) -> Result<Self, Failure> {
         if watch.live {
             if std::io::stdout().is_terminal() {
-                self.live_title = Some(title);
+                self.live_title = Some(watch.title.clone());
             } else {
                 eprintln!("reqlife: --live needs a terminal on stdout: running without the view");
             }
         }
         if let Some(addr) = watch.metrics_addr {
-            let m = crate::watch::metrics::Exporter::start(addr, segment)
+            let m = crate::watch::metrics::Exporter::start(addr, watch.segment)
                 .map_err(|e| Failure::Failed(format!("--metrics-addr {addr}: {e}")))?;
-            if !quiet {
+            if !watch.quiet {
                 eprintln!(
                     "reqlife: metrics for Prometheus at http://{}/metrics",
                     m.addr()
@@ -488,29 +482,18 @@ fn update_bar(
     ));
 }
 
-/// The embedded target started in-process on a free loopback port when no URL is given (with
-/// `http3`, serving HTTP/3 too, over TLS with a self-signed certificate), and the URL to load:
-/// the user's, or the embedded target's `route`.
+/// The target of a command ([`TargetChoice`](crate::cli::TargetChoice)): the user's URL, or
+/// the embedded target started in-process on a free loopback port, and the URL to load (the
+/// embedded target's `route`).
 pub(crate) fn target(
-    url: Option<&str>,
+    choice: &crate::cli::TargetChoice,
     route: &str,
-    kv: &crate::cli::KvArgs,
-    http3: bool,
 ) -> Result<(Option<crate::server::RunningServer>, String), Failure> {
-    kv.check(url)?;
-    match url {
-        Some(u) => Ok((None, u.to_string())),
-        None => {
-            let s = crate::server::spawn(crate::server::ServerConfig {
-                kv_preload: kv.kv_preload,
-                kv_value_bytes: kv.value_size as usize,
-                http3,
-                ..crate::server::ServerConfig::new(
-                    "127.0.0.1:0".parse().expect("a valid address"),
-                    crate::server::ServerTls::None,
-                )
-            })
-            .map_err(|e| Failure::Failed(format!("cannot start the embedded target: {e}")))?;
+    match choice {
+        crate::cli::TargetChoice::Url(u) => Ok((None, u.clone())),
+        crate::cli::TargetChoice::Embedded(config) => {
+            let s = crate::server::spawn(config.clone())
+                .map_err(|e| Failure::Failed(format!("cannot start the embedded target: {e}")))?;
             let url = s.url(route);
             Ok((Some(s), url))
         }

@@ -29,8 +29,7 @@ pub(crate) fn run_rounds(
     command_line: &[String],
 ) -> Result<(RunRecord, RunRecord), i32> {
     // Every flag checked once, into each side's plan.
-    let Sides { urls, plans, pause } =
-        crate::cli::compare::sides(args).map_err(|e| Failure::from(e).report())?;
+    let Sides { urls, plans, pause } = sides(args).map_err(|e| e.report())?;
     let control = Control::new().map_err(|e| e.report())?;
     let quiet = args.json;
     let mut sides: [Vec<(RunRecord, crate::recorder::Measured, crate::plan::RunPlan)>; 2] =
@@ -64,6 +63,17 @@ pub(crate) fn run_rounds(
     }
     let [a, b] = sides.map(|runs| repeated(runs, command_line));
     Ok((a, b))
+}
+
+/// Each side's plan, its server asked by gRPC reflection first when the flags need it.
+fn sides(args: &CompareArgs) -> Result<Sides, Failure> {
+    let request = crate::cli::compare::sides(args)?;
+    let plan = |side: usize| -> Result<crate::plan::RunPlan, Failure> {
+        let reflected = super::reflect::asked(request.reflection(side)?)?;
+        Ok(request.plan(side, reflected.as_ref())?)
+    };
+    let plans = [plan(0)?, plan(1)?];
+    Ok(request.ready(plans))
 }
 
 /// One side's runs as the record of repeated runs.

@@ -9,50 +9,51 @@ use super::control::{run_plan, target, Control};
 use super::failure::Failure;
 use super::{files, EXIT_FAILURE, EXIT_SIGINT, EXIT_SIGTERM};
 use crate::analysis::knee::{self, KneeResult, KneeStep, Search, Verdict};
-use crate::cli::knee::KneePlans;
-use crate::cli::{KneeArgs, RunArgs};
+use crate::cli::command::OutputPlan;
+use crate::cli::knee::{KneeCommand, KneeRequest};
+use crate::cli::KneeArgs;
 use crate::model::StopReason;
 use crate::plan::RunPlan;
 use crate::recorder::record::{Ending, RunRecord};
-use crate::report;
 use crate::watch::tui::StepRow;
 use std::time::Duration;
 
 /// `reqlife knee`.
 pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
     let run_id = crate::recorder::record::new_run_id();
-    let run = &args.run;
-    let to_stderr = match crate::cli::knee::check(args) {
-        Ok(t) => t,
+    let request = match KneeRequest::new(args) {
+        Ok(r) => r,
         Err(e) => return Failure::from(e).report(),
     };
-    let (embedded, url) = match target(run.url.as_deref(), "/", &run.kv, false) {
+    let (embedded, url) = match target(request.target(), "/") {
         Ok(t) => t,
         Err(e) => return e.report(),
     };
     // Every flag checked once, into the one plan every step is derived from (gRPC --data
     // without --proto-set: the server's reflection, asked once).
-    let plans = match KneePlans::new(args, &url) {
-        Ok(p) => p,
+    let reflected = request
+        .reflection(&url)
+        .map_err(Failure::from)
+        .and_then(super::reflect::asked);
+    let reflected = match reflected {
+        Ok(r) => r,
+        Err(e) => return e.report(),
+    };
+    let command = match request.command(&url, reflected.as_ref()) {
+        Ok(c) => c,
         Err(e) => return Failure::from(e).report(),
     };
+    let plans = &command.plans;
     // Every step has the same connections: a low `ulimit -n` is raised or refused now.
     if let Err(e) = super::limits::check(std::slice::from_ref(&plans.probe), embedded.is_some()) {
         return e.report();
     }
-    if let Some(path) = &run.html {
-        if let Err(e) = report::html::check_writable(path) {
-            return Failure::from(e).report();
-        }
-    }
-    let title = format!("knee: {} {url}", run.method);
-    let control =
-        Control::new().and_then(|c| c.watchers(&run.watch, run.segment, run.quiet, title));
+    let control = Control::new().and_then(|c| c.watchers(&command.watch));
     let mut control = match control {
         Ok(c) => c,
         Err(e) => return e.report(),
     };
-    let searched = search(args, &plans, &control, &command_line, embedded.is_some());
+    let searched = search(&command, &control, &command_line, embedded.is_some());
     control.close_view();
     if let Some(s) = embedded {
         s.shutdown();
@@ -76,8 +77,8 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
         };
     };
     record.run_id = Some(run_id);
-    let code = write_and_report(run, &mut record, to_stderr);
-    control.linger_metrics(run.watch.metrics_linger);
+    let code = write_and_report(&command.output, &mut record);
+    control.linger_metrics(command.watch.metrics_linger);
     match signal {
         libc::SIGINT => EXIT_SIGINT,
         libc::SIGTERM => EXIT_SIGTERM,
@@ -89,23 +90,22 @@ pub fn knee(args: &KneeArgs, command_line: Vec<String>) -> i32 {
 /// The search: the probe (unless `--start-rate`), then one step per rate the search asks
 /// for, until it concludes or a signal stops it. The result and every step run.
 fn search(
-    args: &KneeArgs,
-    plans: &KneePlans,
+    command: &KneeCommand,
     control: &Control,
     command_line: &[String],
     embedded: bool,
 ) -> Result<(KneeResult, Vec<Part>), Failure> {
     let say = |msg: String| {
         // The view shows the steps itself.
-        if !args.run.quiet && !control.viewing() {
+        if !command.output.quiet && !control.viewing() {
             eprintln!("reqlife knee: {msg}");
         }
     };
-    let start = match args.start_rate {
+    let start = match command.start_rate {
         Some(r) => r,
         None => {
             control.show_steps(" knee search: the probe (closed loop) ", Vec::new());
-            let (r, _) = run_plan(control, &plans.probe, command_line, embedded)?;
+            let (r, _) = run_plan(control, &command.plans.probe, command_line, embedded)?;
             let flat_out = r.summary.throughput_rps;
             say(format!(
                 "probe: {flat_out:.0} req/s in a closed loop of {}; starting at a quarter",
@@ -114,8 +114,8 @@ fn search(
             (flat_out / 4.0).round().max(1.0)
         }
     };
-    let precision = args.precision / 100.0;
-    let mut search = Search::new(start, precision, args.max_rate);
+    let precision = command.precision;
+    let mut search = Search::new(start, precision, command.max_rate);
     let mut steps: Vec<KneeStep> = Vec::new();
     let mut parts: Vec<Part> = Vec::new();
     while let Some((rate, confirmation)) = search.next() {
@@ -124,21 +124,21 @@ fn search(
         }
         // A pause before every step (the probe's too): the server drains what the step before
         // left queued.
-        if (!parts.is_empty() || args.start_rate.is_none()) && !control.pause(args.run.pause) {
+        if (!parts.is_empty() || command.start_rate.is_none()) && !control.pause(command.pause) {
             break;
         }
         let mut rows = step_rows(&steps);
         rows.push(StepRow::running(rate));
         control.show_steps(" knee search: steps so far ", rows);
-        let plan = plans.at(rate)?;
+        let plan = command.plans.at(rate)?;
         let (mut record, measured) = run_plan(control, &plan, command_line, embedded)?;
         if control.signal() != 0 {
             // An interrupted step says nothing about its rate: kept, not judged.
             parts.push((rate, record, measured, plan));
             break;
         }
-        let max_lag_us = args.max_lag.as_secs_f64() * 1e6;
-        let (step, blamed) = knee::judge(&record, rate, &args.slos, confirmation, max_lag_us);
+        let max_lag_us = command.max_lag.as_secs_f64() * 1e6;
+        let (step, blamed) = knee::judge(&record, rate, &command.slos, confirmation, max_lag_us);
         // The step's generator is judged once, by the knee's rule: its warnings say that.
         record.summary.warnings = knee::step_warnings(&record, &blamed);
         say(step_line(steps.len() + 1, rate, &step, search.retrying()));
@@ -148,7 +148,7 @@ fn search(
         control.show_steps(" knee search: steps so far ", step_rows(&steps));
     }
     let mut result = KneeResult {
-        slos: args.slos.iter().map(|e| e.to_string()).collect(),
+        slos: command.slos.iter().map(|e| e.to_string()).collect(),
         precision,
         answer_rps: search.answer(),
         confirmed: search.confirmed,
@@ -197,18 +197,18 @@ fn step_rows(steps: &[KneeStep]) -> Vec<StepRow> {
 }
 
 /// Checks the thresholds, writes `-o` and `--html`, prints the report: the exit code.
-fn write_and_report(run: &RunArgs, record: &mut RunRecord, to_stderr: bool) -> i32 {
+fn write_and_report(output: &OutputPlan, record: &mut RunRecord) -> i32 {
     crate::analysis::precision::annotate(record);
-    run.view.check(record);
-    let (output, html) = (run.output.as_deref(), run.html.as_deref());
-    let code = files::write_record(record, output, html, run.quiet);
-    if run.view.json {
+    output.view.check(record);
+    let (file, html) = (output.output.as_deref(), output.html.as_deref());
+    let code = files::write_record(record, file, html, output.quiet);
+    if output.view.json {
         files::report(
             &(serde_json::to_string_pretty(&record.knee).unwrap_or_default() + "\n"),
-            to_stderr,
+            output.to_stderr,
         );
     } else {
-        files::report(&run.view.render(record), to_stderr);
+        files::report(&output.view.render(record), output.to_stderr);
     }
     code
 }

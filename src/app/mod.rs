@@ -19,13 +19,14 @@ mod knee;
 mod limits;
 mod probes;
 mod reach;
+mod reflect;
 mod run;
 mod stats;
 
-use crate::cli::{Cli, Command, ReportArgs, ReportFormat, ServeArgs};
+use crate::cli::{Cli, Command, ReportArgs, ReportFormat, ServeArgs, ServeCommand};
 use crate::recorder::record::RunRecord;
 use crate::report;
-use crate::server::{self, ServerConfig, ServerTls};
+use crate::server::{self, ServerTls};
 use clap::Parser;
 pub use failure::Failure;
 use std::io::Write;
@@ -44,6 +45,14 @@ pub fn main_with(args: Vec<std::ffi::OsString>) -> i32 {
     let cli = match Cli::try_parse_from(args.clone()) {
         Ok(cli) => cli,
         Err(e) => {
+            // A flag of `run` that a step of knee does not take: one line that says why.
+            let knee = args.get(1).is_some_and(|a| a == "knee");
+            if let Some(line) = knee
+                .then(|| crate::cli::knee::refused_run_flag(&e))
+                .flatten()
+            {
+                return Failure::Usage(line).report();
+            }
             let _ = e.print();
             return e.exit_code();
         }
@@ -74,14 +83,9 @@ pub(crate) fn now_rfc3339() -> String {
         .unwrap_or_default()
 }
 
-/// `reqlife serve --faults`: the fault target until SIGINT or SIGTERM.
-fn serve_faults(args: &ServeArgs) -> Result<i32, Failure> {
-    if args.tls || args.http3 || args.cert.is_some() || args.kv.kv_preload > 0 {
-        return Err(Failure::Usage(
-            "--faults serves plain HTTP without a store: drop --tls, --http3, --cert and --kv-preload".into(),
-        ));
-    }
-    let faults = server::faults::spawn(args.addr)?;
+/// `reqlife serve --faults`: the fault target on `addr` until SIGINT or SIGTERM.
+fn serve_faults(addr: std::net::SocketAddr) -> Result<i32, Failure> {
+    let faults = server::faults::spawn(addr)?;
     let mut text = format!(
         "reqlife serve --faults: HTTP/1.1 faults on http://{}/fault/NAME (Ctrl-C to stop)\n  NAME: {}\n  HTTP/2 faults (h2c, run with --http2):\n",
         faults.addr(),
@@ -115,26 +119,12 @@ fn serve_faults(args: &ServeArgs) -> Result<i32, Failure> {
 
 /// `reqlife serve`.
 fn serve(args: &ServeArgs) -> Result<i32, Failure> {
-    if args.faults {
-        return serve_faults(args);
-    }
-    let tls = match (&args.cert, &args.key, args.tls) {
-        (Some(cert), Some(key), _) => ServerTls::Files {
-            cert: cert.clone(),
-            key: key.clone(),
-        },
-        (_, _, true) => ServerTls::SelfSigned,
-        _ if args.http3 => ServerTls::SelfSigned,
-        _ => ServerTls::None,
+    let config = match args.command()? {
+        ServeCommand::Faults(addr) => return serve_faults(addr),
+        ServeCommand::Serve(config) => config,
     };
-    let self_signed = matches!(tls, ServerTls::SelfSigned);
-    let http3 = args.http3;
-    let config = ServerConfig {
-        kv_preload: args.kv.kv_preload,
-        kv_value_bytes: args.kv.value_size as usize,
-        http3,
-        ..ServerConfig::new(args.addr, tls)
-    };
+    let self_signed = matches!(config.tls, ServerTls::SelfSigned);
+    let http3 = config.http3;
     server::serve_until_signal(config, |addr, tls| {
         let scheme = if tls { "https" } else { "http" };
         // Not println!: a closed stdout (`| head -1`) must not end the server.

@@ -1,10 +1,9 @@
-//! `run --server-probes`: the checks of a run that probes its server (one level, a TCP target
-//! on this machine), the script printed for `--print-probe-script`, and the probes' errors as
-//! failures with their exit codes.
+//! `run --server-probes`: the probes of the run's plan made ready (checked against the machine,
+//! or the agent reached), the script printed for `--print-probe-script`, and the probes'
+//! errors as failures with their exit codes.
 
 use super::Failure;
-use crate::cli::RunArgs;
-use crate::plan::RunPlan;
+use crate::cli::probes::ProbePlan;
 use crate::probe::{self, Attached, ProbeError};
 
 impl From<ProbeError> for Failure {
@@ -66,65 +65,18 @@ impl Planned {
     }
 }
 
-/// The probes `args` ask for, checked against the run's `plans` and the machine, their script
-/// written; `None` when none are asked for.
-pub(super) fn prepare(
-    args: &RunArgs,
-    plans: &[RunPlan],
-    embedded: bool,
-    repeat: usize,
-) -> Result<Option<Planned>, Failure> {
-    let p = &args.probes;
-    if !p.asked() {
-        return Ok(None);
-    }
-    let usage = |line: &str| Err(Failure::Usage(format!("--server-probes: {line}")));
-    if embedded {
-        return usage(
-            "the embedded target runs inside reqlife: start it apart (`reqlife serve --addr \
-             127.0.0.1:8080`) and give its URL",
-        );
-    }
-    let [plan] = plans else {
-        return usage(
-            "a sweep or a target list probes one level at a time: give one -c or -R, and one URL",
-        );
-    };
-    if repeat > 1 {
-        return usage("--repeat runs several times: probe one run at a time");
-    }
-    if args.http3 {
-        return usage(
-            "the probes follow the server's TCP sockets: HTTP/3 (QUIC, over UDP) is not probed",
-        );
-    }
-    if let Some(url) = &p.server_probes_from {
-        if !p.server_pid.is_empty() || p.server_fn.is_some() || p.server_sample != 1 {
-            return usage(
-                "with --server-probes-from, give --server-pid, --server-fn and --server-sample \
-                 to `reqlife probe` on the server's host",
-            );
-        }
-        if p.print_probe_script {
-            return usage(
-                "the script of --server-probes-from is the agent's: drop --print-probe-script",
-            );
-        }
-        return Ok(Some(Planned::There(probe::remote::Remote::connect(url)?)));
-    }
-    if !plan.target.addr.ip().is_loopback() && p.server_pid.is_empty() {
-        return usage(&format!(
-            "the probes see a server on this machine; {} is not a loopback address (give \
-             --server-pid if the server runs here under another address)",
-            plan.target.addr.ip()
-        ));
-    }
-    let prepared = probe::prepare(
-        &p.request(plan.interval),
-        plan.target.port,
-        p.print_probe_script,
-    )?;
-    Ok(Some(Planned::Here(Box::new(prepared))))
+/// The probes of the run's plan ([`ProbePlan`], checked against its flags) made ready: here,
+/// checked against the machine and the server and their script written; there, the agent
+/// reached.
+pub(super) fn prepare(plan: &ProbePlan) -> Result<Planned, Failure> {
+    Ok(match plan {
+        ProbePlan::There(url) => Planned::There(probe::remote::Remote::connect(url)?),
+        ProbePlan::Here {
+            request,
+            port,
+            print_script,
+        } => Planned::Here(Box::new(probe::prepare(request, *port, *print_script)?)),
+    })
 }
 
 /// The agent's stop: set by SIGINT or SIGTERM.

@@ -5,7 +5,8 @@
 use super::control::{Control, Executed, Reporting};
 use super::failure::Failure;
 use super::{files, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
-use crate::cli::run::RunPlans;
+use crate::cli::command::{OutputPlan, RunCommand, RunRequest};
+use crate::cli::probes::ProbePlan;
 use crate::cli::RunArgs;
 use crate::engine::SessionConfig;
 use crate::model::StopReason;
@@ -30,19 +31,13 @@ fn trusting(
     plans
 }
 
-/// A run checked and ready to start: its plans (one per level, or per repetition) and their
-/// sessions' settings, the embedded target if it has one, and where its report goes.
+/// A run checked and ready to start: its command (the plans, one per level or per
+/// repetition, and where its results go), their sessions' settings, the embedded target if it
+/// has one, and its probes made ready.
 struct Prepared {
-    plans: Vec<RunPlan>,
+    command: RunCommand,
     configs: Vec<SessionConfig>,
     embedded: Option<crate::server::RunningServer>,
-    url: Option<String>,
-    /// `-`: a file goes to stdout; the report then goes to stderr.
-    to_stderr: bool,
-    /// `--repeat`.
-    repeat: usize,
-    /// A scenario's phases are the levels.
-    phased: bool,
     /// `--server-probes`: checked, the script written (or the agent reached).
     probes: Option<super::probes::Planned>,
 }
@@ -50,10 +45,10 @@ struct Prepared {
 impl Prepared {
     /// The label of level (or run) `i`: `run 2` of a repeated run, else the level's.
     fn label(&self, i: usize) -> String {
-        if self.repeat > 1 {
+        if self.command.repeat > 1 {
             format!("run {}", i + 1)
         } else {
-            level_label(&self.plans[i])
+            level_label(&self.command.plans[i])
         }
     }
 }
@@ -63,24 +58,32 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     // The run's identity, from its start: `reqlife merge` refuses a record given twice.
     let run_id = crate::recorder::record::new_run_id();
     let (mut prepared, mut control) = match prepare(args).and_then(|p| {
-        let c = start_control(args, &p)?;
+        let c = Control::new()?.watchers(&p.command.watch)?;
         Ok((p, c))
     }) {
         Ok(pc) => pc,
         Err(e) => return e.report(),
     };
+    let quiet = prepared.command.output.quiet;
     if let Some(p) = &prepared.probes {
-        if let (true, Some(script)) = (args.probes.print_probe_script, p.script()) {
+        let print_script = matches!(
+            prepared.command.probes,
+            Some(ProbePlan::Here {
+                print_script: true,
+                ..
+            })
+        );
+        if let (true, Some(script)) = (print_script, p.script()) {
             print!("{script}");
             return EXIT_OK;
         }
-        match p.attach(args.quiet) {
+        match p.attach(quiet) {
             Ok(attached) => control.attach_probes(attached),
             Err(e) => return e.report(),
         }
     }
-    if let Some(start) = args.start_at {
-        if !control.wait_start(start, args.quiet) {
+    if let Some(start) = prepared.command.start_at {
+        if !control.wait_start(start, quiet) {
             eprintln!("reqlife: interrupted before the start: nothing was measured");
             return match control.signal() {
                 libc::SIGTERM => EXIT_SIGTERM,
@@ -88,25 +91,26 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             };
         }
     }
-    if !args.quiet {
-        print_header(args, &prepared);
+    if !quiet {
+        print_header(&prepared);
     }
-    let levels = execute_levels(args, &mut prepared, &control);
+    let levels = execute_levels(&mut prepared, &control);
     control.close_view(); // The terminal back before the report.
     let levels = match levels {
         Ok(l) => l,
         Err(e) => return e.report(),
     };
     let signal = control.signal();
-    let mut record = build_record(args, &prepared, &levels, signal != 0, command_line);
+    let mut record = build_record(&prepared, &levels, signal != 0, command_line);
     record.run_id = Some(run_id);
     crate::analysis::precision::annotate(&mut record);
     if let Some(server) = prepared.embedded.take() {
         server.shutdown();
     }
-    args.view.check(&mut record);
-    let code = finish(args, &record, &levels, prepared.to_stderr, signal);
-    control.linger_metrics(args.watch.metrics_linger);
+    let output = &prepared.command.output;
+    output.view.check(&mut record);
+    let code = finish(output, &record, &levels, signal);
+    control.linger_metrics(prepared.command.watch.metrics_linger);
     match signal {
         libc::SIGINT => EXIT_SIGINT,
         libc::SIGTERM => EXIT_SIGTERM,
@@ -114,69 +118,54 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     }
 }
 
-/// Every check before the run: the outputs, the target (the embedded one started when there
-/// is no URL), the plans, `--html`'s file, `--repeat`, the sessions' settings and the
-/// open-file limit.
+/// Every check before the run: the flags into the command (the embedded target started when
+/// there is no URL), the sessions' settings, the probes and the open-file limit.
 fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
-    // `-`: one output on stdout at most; the report then goes to stderr.
-    let to_stderr = crate::cli::output::stdout_taken(&[
-        ("-o", args.output.as_deref()),
-        ("--html", args.html.as_deref()),
-        ("--hdr-log", args.hdr_log.as_deref()),
-    ])?;
-    // No URL: the embedded target, in-process, on a free loopback port (a target list names
-    // its own server).
-    let (embedded, url) = if args.targets.is_some() && args.url.is_none() {
-        (None, None)
-    } else {
-        let (server, url) = super::control::target(args.url.as_deref(), "/", &args.kv, args.http3)?;
-        (server, Some(url))
+    let request = RunRequest::new(args)?;
+    let (embedded, url) = match request.target() {
+        Some(choice) => {
+            let (server, url) = super::control::target(choice, "/")?;
+            (server, Some(url))
+        }
+        None => (None, None),
     };
-    let RunPlans {
-        plans,
-        repeat,
-        phased,
-    } = crate::cli::run::plans(args, url.as_deref())?;
-    let plans = trusting(plans, embedded.as_ref());
-    let configs = plans
+    // gRPC --data without --proto-set: the server's reflection, asked once.
+    let reflected = super::reflect::asked(request.reflection(url.as_deref())?)?;
+    let mut command = request.command(url.as_deref(), reflected.as_ref())?;
+    command.plans = trusting(command.plans, embedded.as_ref());
+    let configs = command
+        .plans
         .iter()
         .map(SessionConfig::new)
         .collect::<Result<Vec<_>, _>>()?;
-    let probes = super::probes::prepare(args, &plans, embedded.is_some(), repeat)?;
+    let probes = match &command.probes {
+        Some(p) => Some(super::probes::prepare(p)?),
+        None => None,
+    };
     // A low `ulimit -n` is raised, or refused now, not met by every connect failing.
-    super::limits::check(&plans, embedded.is_some())?;
+    super::limits::check(&command.plans, embedded.is_some())?;
     Ok(Prepared {
-        probes,
-        plans,
+        command,
         configs,
         embedded,
-        url,
-        to_stderr,
-        repeat,
-        phased,
+        probes,
     })
-}
-
-/// The control runtime of the run, with the watchers it asks for (`--live`, `--metrics-addr`).
-fn start_control(args: &RunArgs, prepared: &Prepared) -> Result<Control, Failure> {
-    let target = prepared.url.as_deref().unwrap_or("the targets of the list");
-    let title = format!("{} {target}", args.method);
-    Control::new()?.watchers(&args.watch, args.segment, args.quiet, title)
 }
 
 /// The header as the run starts (the report repeats it at the end): on stderr, with the
 /// progress bar, so that stdout keeps only the report (or the file given as `-`).
-fn print_header(args: &RunArgs, prepared: &Prepared) {
-    let plans = &prepared.plans;
+fn print_header(prepared: &Prepared) {
+    let command = &prepared.command;
+    let plans = &command.plans;
     let Some(mut c) = RunRecord::planned_config(plans, prepared.embedded.is_some()) else {
         return;
     };
-    c.repeat = prepared.repeat as u64;
-    if prepared.repeat > 1 || prepared.phased {
+    c.repeat = command.repeat as u64;
+    if command.repeat > 1 || command.phased {
         c.sweep = None;
     }
-    c.workload = workload_name(args);
-    let labels: Vec<String> = if prepared.phased {
+    c.workload = command.workload.clone();
+    let labels: Vec<String> = if command.phased {
         (0..plans.len()).map(|i| prepared.label(i)).collect()
     } else {
         Vec::new()
@@ -187,43 +176,36 @@ fn print_header(args: &RunArgs, prepared: &Prepared) {
 
 /// Runs the levels in turn, until the last, a signal, a lost threshold or the fail-fast rule;
 /// what each measured. The interval log (`--hdr-log`, one level only) is written as it goes.
-fn execute_levels(
-    args: &RunArgs,
-    prepared: &mut Prepared,
-    control: &Control,
-) -> Result<Vec<Executed>, Failure> {
-    let n = prepared.plans.len();
-    let mut log = match (&args.hdr_log, n) {
+fn execute_levels(prepared: &mut Prepared, control: &Control) -> Result<Vec<Executed>, Failure> {
+    let n = prepared.command.plans.len();
+    let output = &prepared.command.output;
+    let mut log = match (&output.hdr_log, n) {
         // The recorder's reason, as before: a log that cannot be created fails the run.
         (Some(path), 1) => Some(crate::recorder::hdrlog::create(path).map_err(Failure::from)?),
         _ => None,
     };
-    let abort = if args.abort_on_fail {
-        &args.view.thresholds[..]
-    } else {
-        &[]
-    };
     let configs = std::mem::take(&mut prepared.configs);
     let mut levels = Vec::new();
     for (i, config) in configs.into_iter().enumerate() {
-        if i > 0 && !control.pause(args.pause) {
+        if i > 0 && !control.pause(prepared.command.pause) {
             break;
         }
         // (Not over the view, which shows the level itself.)
-        if n > 1 && !args.quiet && !control.viewing() {
-            let (what, label) = match prepared.repeat {
+        let output = &prepared.command.output;
+        if n > 1 && !output.quiet && !control.viewing() {
+            let (what, label) = match prepared.command.repeat {
                 1 => ("level", format!(": {}", prepared.label(i))),
                 _ => ("run", String::new()),
             };
             eprintln!("reqlife: {what} {}/{n}{label}", i + 1);
         }
-        let json = args.view.json || prepared.to_stderr;
-        let plan = &prepared.plans[i];
+        let json = output.view.json || output.to_stderr;
+        let plan = &prepared.command.plans[i];
         let reporting = Reporting {
-            quiet: args.quiet,
-            every: args.every,
+            quiet: output.quiet,
+            every: output.every,
             json,
-            abort,
+            abort: &output.abort,
             log: log.take(),
         };
         let o = control.execute(plan, config, reporting)?;
@@ -240,13 +222,13 @@ fn execute_levels(
 /// The record of the levels that ran: one run's, or a sweep's (or repetitions') with each
 /// level's record.
 fn build_record(
-    args: &RunArgs,
     prepared: &Prepared,
     levels: &[Executed],
     interrupted: bool,
     command_line: Vec<String>,
 ) -> RunRecord {
-    let plans = &prepared.plans;
+    let command = &prepared.command;
+    let plans = &command.plans;
     let ending = |o: &Executed| Ending {
         recorded: o.recorded,
         drained: o.drained,
@@ -277,7 +259,7 @@ fn build_record(
         if let Some(last) = levels.last() {
             all.stop_reason = last.stop_reason.clone();
         }
-        let combine = if prepared.repeat > 1 {
+        let combine = if command.repeat > 1 {
             RunRecord::repeated
         } else {
             RunRecord::sweep
@@ -286,12 +268,12 @@ fn build_record(
         combine(&plans[0], &measured, all, parts)
     };
     // --repeat: the runs asked for (an interrupted series keeps those that ran).
-    record.config.repeat = prepared.repeat as u64;
-    if prepared.phased {
+    record.config.repeat = command.repeat as u64;
+    if command.phased {
         // A scenario's phases are levels of their own kind, not a sweep.
         record.config.sweep = None;
     }
-    record.config.workload = workload_name(args);
+    record.config.workload = command.workload.clone();
     record
 }
 
@@ -299,10 +281,10 @@ fn build_record(
 /// already where the report goes, where a second header would only repeat the first: the
 /// report goes to stderr too, or stdout and stderr are one terminal, or one pipe or file
 /// (`2>&1`).
-fn header_on_terminal(args: &RunArgs, to_stderr: bool) -> bool {
+fn header_on_terminal(output: &OutputPlan) -> bool {
     use std::io::IsTerminal;
     let terminals = std::io::stderr().is_terminal() && std::io::stdout().is_terminal();
-    !args.quiet && (to_stderr || terminals || same_open_file(1, 2))
+    !output.quiet && (output.to_stderr || terminals || same_open_file(1, 2))
 }
 
 /// Whether descriptors `a` and `b` are the same open file, pipe or socket (one device and
@@ -321,28 +303,20 @@ fn same_open_file(a: i32, b: i32) -> bool {
 /// Writes the record's files, prints the report, and gives the exit code of a run that was
 /// not interrupted: a failed output, the fail-fast rule, a run where nothing succeeded, or
 /// the thresholds' verdict.
-fn finish(
-    args: &RunArgs,
-    record: &RunRecord,
-    levels: &[Executed],
-    to_stderr: bool,
-    signal: i32,
-) -> i32 {
+fn finish(output: &OutputPlan, record: &RunRecord, levels: &[Executed], signal: i32) -> i32 {
     let mut code = EXIT_OK;
     if let Some(e) = levels.iter().find_map(|o| o.log_error.as_ref()) {
         // The recorder's reason, as before: the interval log is an output of the run.
         code = Failure::from(e.clone()).report();
     }
-    let (output, html) = (args.output.as_deref(), args.html.as_deref());
-    let written = files::write_record(record, output, html, args.quiet);
+    let (file, html) = (output.output.as_deref(), output.html.as_deref());
+    let written = files::write_record(record, file, html, output.quiet);
     if written != EXIT_OK {
         code = written;
     }
     files::report(
-        &args
-            .view
-            .render_after(record, header_on_terminal(args, to_stderr)),
-        to_stderr,
+        &output.view.render_after(record, header_on_terminal(output)),
+        output.to_stderr,
     );
     if signal != 0 {
         return code;
@@ -361,15 +335,6 @@ fn finish(
         verdict
     } else {
         code
-    }
-}
-
-/// What was sent when not one fixed request: `scenario FILE` or `targets FILE`.
-fn workload_name(args: &RunArgs) -> Option<String> {
-    match (&args.scenario, &args.targets) {
-        (Some(p), _) => Some(format!("scenario {}", p.display())),
-        (None, Some(p)) => Some(format!("targets {}", p.display())),
-        (None, None) => None,
     }
 }
 

@@ -1,11 +1,11 @@
 //! `reqlife calibrate`'s flags ([`CalibrateArgs`]), checked, and its plans made: one plan of
 //! `run`'s flags (a closed loop of `-c` connections for `--step`, with `-t`, `--http2` and `-k`
 //! as given), from which every step is derived ([`RunPlan::with_closed_loop`],
-//! [`RunPlan::with_rate`]).
+//! [`RunPlan::with_rate`]): the [`CalibrateCommand`] `app` runs.
 
 use super::error::err;
 use super::plan::PlanError;
-use super::{count_arg, duration_arg, RunArgs, WatchArgs};
+use super::{count_arg, duration_arg, RunArgs, TargetChoice, WatchArgs, WatchPlan};
 use crate::model::load_spec::LoadError;
 use crate::plan::RunPlan;
 use clap::{Args, FromArgMatches};
@@ -75,7 +75,7 @@ impl CalibratePlans {
         let run = run_args(args);
         Ok(CalibratePlans {
             base: super::plan::build(&run, url)?,
-            step: run.duration.unwrap_or(args.step),
+            step: run.length.duration.unwrap_or(args.step),
         })
     }
 
@@ -94,13 +94,71 @@ impl CalibratePlans {
 fn run_args(args: &CalibrateArgs) -> RunArgs {
     let defaults = RunArgs::augment_args(clap::Command::new("run")).get_matches_from(["run"]);
     let mut run = RunArgs::from_arg_matches(&defaults).expect("run's defaults are valid flags");
-    run.quiet = true;
-    run.duration = Some(Duration::from_millis(args.step.as_millis() as u64));
-    run.connections = vec![args.connections];
-    run.threads = args.threads;
-    run.http2 = args.http2;
-    run.insecure = args.insecure;
+    run.files.quiet = true;
+    run.length.duration = Some(Duration::from_millis(args.step.as_millis() as u64));
+    run.load.connections = vec![args.connections];
+    run.load.threads = args.threads;
+    run.http.http2 = args.http2;
+    run.tls.insecure = args.insecure;
     run
+}
+
+/// `reqlife calibrate`, checked and ready to start.
+pub struct CalibrateCommand {
+    /// Each step's plan.
+    pub plans: CalibratePlans,
+    /// `-c/--connections`.
+    pub connections: u64,
+    /// `-t/--threads`.
+    pub threads: Option<u64>,
+    /// `--http2`.
+    pub http2: bool,
+    /// `--json`.
+    pub json: bool,
+    /// `-q/--quiet`.
+    pub quiet: bool,
+    /// `--live` and `--metrics-addr`.
+    pub watch: WatchPlan,
+}
+
+/// The first step of `reqlife calibrate`'s command: its flags checked, and where the
+/// requests go (`--external`, or the embedded target without a store).
+pub struct CalibrateRequest<'a> {
+    args: &'a CalibrateArgs,
+    target: TargetChoice,
+}
+
+impl<'a> CalibrateRequest<'a> {
+    /// Checks calibrate's own flags ([`check`]).
+    pub fn new(args: &'a CalibrateArgs) -> Result<CalibrateRequest<'a>, PlanError> {
+        check(args)?;
+        let no_store = super::KvArgs {
+            kv_preload: None,
+            value_size: 0,
+        };
+        let target = TargetChoice::of(args.external.as_deref(), &no_store, false)?;
+        Ok(CalibrateRequest { args, target })
+    }
+
+    /// Where the requests go.
+    pub fn target(&self) -> &TargetChoice {
+        &self.target
+    }
+
+    /// The command at `url`: the one plan every step is derived from.
+    pub fn command(&self, url: &str) -> Result<CalibrateCommand, PlanError> {
+        let args = self.args;
+        let title = format!("calibrate: GET {url}");
+        Ok(CalibrateCommand {
+            plans: CalibratePlans::new(args, url)?,
+            connections: args.connections,
+            threads: args.threads,
+            http2: args.http2,
+            json: args.json,
+            quiet: args.quiet,
+            watch: args.watch.plan(title, None, args.quiet),
+        })
+    }
 }
 
 #[cfg(test)]

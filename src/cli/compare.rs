@@ -1,9 +1,9 @@
 //! `reqlife compare --run URL_A URL_B -- RUN FLAGS`'s input checked, and both sides' plans
 //! made: the `run` flags after `--`, parsed once (with those an interleaved run refuses), and
-//! each side's plan of them at its URL (its gRPC reflection asked of its own server). The
-//! command then runs the plans as they are ([`Sides`]).
+//! each side's plan of them at its URL (its gRPC reflection, asked by `app` of its own server,
+//! handed in: [`SidesRequest`]). The command then runs the plans as they are ([`Sides`]).
 
-use super::error::{err, PrepareError};
+use super::error::err;
 use super::plan::PlanError;
 use super::{count_arg, percent_arg, Cli, Command, RunArgs};
 use crate::plan::RunPlan;
@@ -21,34 +21,60 @@ pub struct Sides {
     pub pause: Duration,
 }
 
-/// Checks `--rounds` and the run flags after `--`, and builds each side's plan.
-pub fn sides(args: &CompareArgs) -> Result<Sides, PrepareError> {
+/// The run flags of an interleaved comparison, checked, before each side's plan is built:
+/// [`SidesRequest::plan`] builds them one at a time, after `app` asked each side's server
+/// for its gRPC reflection when the flags need it ([`SidesRequest::reflection`]).
+pub struct SidesRequest {
+    /// A's URL and B's, as given.
+    pub urls: [String; 2],
+    run: RunArgs,
+}
+
+/// Checks `--rounds` and the run flags after `--`.
+pub fn sides(args: &CompareArgs) -> Result<SidesRequest, PlanError> {
     if args.rounds < 2 {
-        return Err(
-            PlanError("--rounds must be at least 2 (4 or more can show a change)".into()).into(),
-        );
+        return err("--rounds must be at least 2 (4 or more can show a change)");
     }
     let urls = [
         args.a.to_string_lossy().into_owned(),
         args.b.to_string_lossy().into_owned(),
     ];
     let run = run_args(args, &urls[0])?;
-    // Each side's plan, built once: every round runs it again.
-    let plan = |url: &str| -> Result<RunPlan, PrepareError> {
-        let side = RunArgs {
-            url: Some(url.to_string()),
-            ..run.clone()
-        };
-        // gRPC --data without --proto-set: each side's server is asked by reflection, once.
-        let side = super::reflect::resolve(&side, url)?;
-        Ok(super::plan::build(&side, url)?)
-    };
-    let plans = [plan(&urls[0])?, plan(&urls[1])?];
-    Ok(Sides {
-        urls,
-        plans,
-        pause: run.pause,
-    })
+    Ok(SidesRequest { urls, run })
+}
+
+impl SidesRequest {
+    /// The run flags of `side` (0: A, 1: B), at its URL.
+    fn side(&self, side: usize) -> RunArgs {
+        let mut run = self.run.clone();
+        run.url = Some(self.urls[side].clone());
+        run
+    }
+
+    /// What `side`'s server must be asked by gRPC reflection before its plan is built (gRPC
+    /// --data without --proto-set: each side's server, once), if anything.
+    pub fn reflection(&self, side: usize) -> Result<Option<super::reflect::Ask>, PlanError> {
+        super::reflect::ask(&self.side(side), &self.urls[side])
+    }
+
+    /// `side`'s plan, built once (every round runs it again), its gRPC message encoded
+    /// through `reflected` when the reflection was asked.
+    pub fn plan(
+        &self,
+        side: usize,
+        reflected: Option<&prost_reflect::DescriptorPool>,
+    ) -> Result<RunPlan, PlanError> {
+        super::plan::build_with(&self.side(side), &self.urls[side], reflected)
+    }
+
+    /// The sides ready to run, with their `plans`.
+    pub fn ready(self, plans: [RunPlan; 2]) -> Sides {
+        Sides {
+            urls: self.urls,
+            plans,
+            pause: self.run.load.pause,
+        }
+    }
 }
 
 /// The `run` flags after `--`, for `url`.
@@ -71,11 +97,14 @@ fn run_args(args: &CompareArgs, url: &str) -> Result<RunArgs, PlanError> {
         }
     };
     let refused: Vec<&str> = super::error::flags_given(&[
-        (run.repeat > 1, "--repeat (use --rounds)"),
-        (run.connections.len() > 1, "a sweep of -c"),
-        (run.rate.len() > 1, "a sweep of -R"),
-        (run.output.is_some(), "-o"),
-        (run.html.is_some(), "--html (give it to compare)"),
+        (
+            run.length.repeat.unwrap_or(1) > 1,
+            "--repeat (use --rounds)",
+        ),
+        (run.load.connections.len() > 1, "a sweep of -c"),
+        (run.length.rate.len() > 1, "a sweep of -R"),
+        (run.files.output.is_some(), "-o"),
+        (run.files.html.is_some(), "--html (give it to compare)"),
         (run.view.json, "--json (give it to compare)"),
         (!run.view.thresholds.is_empty(), "--threshold"),
     ]);

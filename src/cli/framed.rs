@@ -56,10 +56,10 @@ pub fn tcp_target(url: &str) -> Result<Target, PlanError> {
 /// flags).
 pub fn plan(args: &RunArgs, url: &str) -> Result<Option<FramedPlan>, PlanError> {
     let framing_flags: Vec<&str> = super::error::flags_given(&[
-        (args.payload_file.is_some(), "--payload-file"),
-        (args.framing.is_some(), "--framing"),
-        (args.response_bytes.is_some(), "--response-bytes"),
-        (args.seqid_offset.is_some(), "--seqid-offset"),
+        (args.framed.payload_file.is_some(), "--payload-file"),
+        (args.framed.framing.is_some(), "--framing"),
+        (args.framed.response_bytes.is_some(), "--response-bytes"),
+        (args.framed.seqid_offset.is_some(), "--seqid-offset"),
     ]);
     if !is_tcp(url) {
         if framing_flags.is_empty() {
@@ -72,7 +72,7 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<FramedPlan>, PlanError> 
         )));
     }
     refuse_http_flags(args)?;
-    let Some(path) = &args.payload_file else {
+    let Some(path) = &args.framed.payload_file else {
         return Err(PlanError(format!(
             "a tcp:// target needs --payload-file FILE: the request bytes to send to {url}"
         )));
@@ -80,8 +80,8 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<FramedPlan>, PlanError> 
     let payload = read_payload(path)?;
     let framing =
         match (
-            args.framing.unwrap_or(FramingArg::U32be),
-            args.response_bytes,
+            args.framed.framing.unwrap_or(FramingArg::U32be),
+            args.framed.response_bytes,
         ) {
             (FramingArg::U32be, Some(_)) => return Err(PlanError(
                 "--response-bytes applies to --framing none: a u32be reply announces its length"
@@ -98,7 +98,7 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<FramedPlan>, PlanError> 
     if framing == Framing::U32Be {
         check_frame(&payload, path)?;
     }
-    let seqid_offset = match args.seqid_offset {
+    let seqid_offset = match args.framed.seqid_offset {
         Some(at) if at.saturating_add(4) > payload.len() as u64 => {
             return Err(PlanError(format!(
                 "--seqid-offset {at} does not fit: the payload file has {} bytes and the seqid takes 4 (Thrift framed binary: 12 + the method name's length)",
@@ -117,16 +117,16 @@ pub fn plan(args: &RunArgs, url: &str) -> Result<Option<FramedPlan>, PlanError> 
 /// A tcp:// target refuses the HTTP flags: it sends the bytes of `--payload-file` as they are.
 fn refuse_http_flags(args: &RunArgs) -> Result<(), PlanError> {
     let http_flags: Vec<&str> = super::error::flags_given(&[
-        (args.method != "GET", "-m/--method"),
-        (!args.headers.is_empty(), "-H/--header"),
-        (args.body.is_some(), "--body"),
-        (args.body_file.is_some(), "--body-file"),
-        (args.http2, "--http2"),
-        (args.http3, "--http3"),
+        (args.request.method.is_some(), "-m/--method"),
+        (!args.request.headers.is_empty(), "-H/--header"),
+        (args.request.body.is_some(), "--body"),
+        (args.request.body_file.is_some(), "--body-file"),
+        (args.http.http2, "--http2"),
+        (args.http.http3, "--http3"),
         (super::grpc::is_grpc(args), "--grpc"),
-        (args.compressed, "--compressed"),
-        (args.insecure, "-k/--insecure"),
-        (args.cacert.is_some(), "--cacert"),
+        (args.response.compressed, "--compressed"),
+        (args.tls.insecure, "-k/--insecure"),
+        (args.tls.cacert.is_some(), "--cacert"),
     ]);
     if !http_flags.is_empty() {
         return Err(PlanError(format!(

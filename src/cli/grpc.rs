@@ -49,11 +49,6 @@ pub struct GrpcArgs {
     /// gRPC: send `grpc-timeout`, the server's deadline for each call (e.g. 50ms, 2s).
     #[arg(help_heading = "gRPC", long = "grpc-timeout", value_name = "DURATION", value_parser = super::duration_arg)]
     pub grpc_timeout: Option<Duration>,
-
-    /// The descriptors the server gave by reflection (`--data` without `--proto-set`): asked
-    /// before the plan is built ([`reflection_service`]), not a flag.
-    #[arg(skip)]
-    pub reflected: Option<DescriptorPool>,
 }
 
 /// `a, b apply` or `a applies`: the flags given, joined, with the verb that fits.
@@ -69,11 +64,11 @@ pub fn is_grpc(args: &RunArgs) -> bool {
 }
 
 /// The service whose descriptors the server is asked for by reflection: `--grpc` with
-/// `--data` and neither `--proto-set` nor `--data-file` (nor descriptors already asked for).
+/// `--data` and neither `--proto-set` nor `--data-file`.
 pub fn reflection_service(args: &RunArgs) -> Option<&str> {
     let g = &args.grpc;
-    match (&g.grpc, &g.data, &g.proto_set, &g.data_file, &g.reflected) {
-        (Some(method), Some(_), None, None, None) => method
+    match (&g.grpc, &g.data, &g.proto_set, &g.data_file) {
+        (Some(method), Some(_), None, None) => method
             .trim_start_matches('/')
             .split_once('/')
             .map(|(service, _)| service)
@@ -82,15 +77,20 @@ pub fn reflection_service(args: &RunArgs) -> Option<&str> {
     }
 }
 
-/// `plan` made a gRPC run when `--grpc` is given (refusing the flags that do not apply);
-/// otherwise `plan` as it is, refusing the gRPC flags.
-pub fn apply(args: &RunArgs, plan: RunPlan) -> Result<RunPlan, PlanError> {
+/// `plan` made a gRPC run when `--grpc` is given (refusing the flags that do not apply), its
+/// message encoded through `--proto-set` or the descriptors the server's reflection gave
+/// (`reflected`, asked by `app`); otherwise `plan` as it is, refusing the gRPC flags.
+pub fn apply(
+    args: &RunArgs,
+    reflected: Option<&DescriptorPool>,
+    plan: RunPlan,
+) -> Result<RunPlan, PlanError> {
     let g = &args.grpc;
     if g.grpc.is_none() {
         return plan_without_grpc(args, plan);
     }
     let (mut plan, service, rpc) = call(args, plan)?;
-    let input = match (&g.proto_set, &g.reflected) {
+    let input = match (&g.proto_set, reflected) {
         (Some(path), _) => {
             let source = format!("'{}'", path.display());
             Some(input_of(&load_pool(path)?, &source, &service, &rpc)?)
@@ -140,13 +140,13 @@ fn call(args: &RunArgs, mut plan: RunPlan) -> Result<(RunPlan, String, String), 
         return err("a gRPC call needs --grpc SERVICE/METHOD");
     };
     let refused = [
-        (args.method != "GET", "-m/--method"),
-        (args.body.is_some(), "--body"),
-        (args.body_file.is_some(), "--body-file"),
-        (args.compressed, "--compressed"),
-        (args.stream.is_some(), "--stream"),
-        (args.scenario.is_some(), "--scenario"),
-        (args.targets.is_some(), "--targets"),
+        (args.request.method.is_some(), "-m/--method"),
+        (args.request.body.is_some(), "--body"),
+        (args.request.body_file.is_some(), "--body-file"),
+        (args.response.compressed, "--compressed"),
+        (args.response.stream.is_some(), "--stream"),
+        (args.workload.scenario.is_some(), "--scenario"),
+        (args.workload.targets.is_some(), "--targets"),
     ];
     if let Some(f) = given(&refused, ("conflicts", "conflict")) {
         return err(format!(

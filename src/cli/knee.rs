@@ -1,37 +1,23 @@
 //! `reqlife knee`'s flags ([`KneeArgs`]), checked, and its plans made: the flags of `run` knee
 //! refuses (it chooses the rates and each step's length itself), its own (`--slo`,
 //! `--precision`, `--step`), and the one plan of the flags every step is derived from
-//! ([`RunPlan::with_closed_loop`], [`RunPlan::with_rate`]).
+//! ([`RunPlan::with_closed_loop`], [`RunPlan::with_rate`]): the [`KneeCommand`] `app` runs.
 
+use super::command::OutputPlan;
 use super::error::{err, PrepareError};
 use super::plan::PlanError;
-use super::{duration_arg, percent_arg, rate_arg, RunArgs};
+use super::{duration_arg, percent_arg, rate_arg, RunArgs, StepArgs, TargetChoice, WatchPlan};
 use crate::model::load_spec::LoadError;
 use crate::plan::RunPlan;
 use clap::Args;
+use prost_reflect::DescriptorPool;
 use std::time::Duration;
 
-/// Flags of `reqlife knee` (and every flag of `run` that shapes a step). The flags of `run`
-/// that knee refuses (it chooses the rates and each step's length, runs no burst, scenario or
-/// target list, writes no HdrHistogram log: `app::knee` says so and exits 2) are hidden from
-/// `knee --help`; keep the two lists together.
+/// Flags of `reqlife knee`, and the flags of `run` that shape a step ([`StepArgs`]): not
+/// `run`'s others ([`super::run_flags`]: knee chooses the rates and each step's length, runs
+/// no burst, scenario or target list, writes no HdrHistogram log), which clap refuses
+/// ([`refused_run_flag`] says why in one line).
 #[derive(Debug, Clone, Args)]
-#[command(
-    mut_arg("rate", |a| a.hide(true)),
-    mut_arg("duration", |a| a.hide(true)),
-    mut_arg("requests", |a| a.hide(true)),
-    mut_arg("stages", |a| a.hide(true)),
-    mut_arg("burst", |a| a.hide(true)),
-    mut_arg("burst_interval", |a| a.hide(true)),
-    mut_arg("bursts", |a| a.hide(true)),
-    mut_arg("repeat", |a| a.hide(true)),
-    mut_arg("scenario", |a| a.hide(true)),
-    mut_arg("targets", |a| a.hide(true)),
-    mut_arg("start_at", |a| a.hide(true)),
-    mut_arg("abort_on_fail", |a| a.hide(true)),
-    mut_arg("hdr_log", |a| a.hide(true)),
-    mut_arg("every", |a| a.hide(true))
-)]
 pub struct KneeArgs {
     /// A service level each step must meet (repeatable), as a --threshold: `p99<=2ms`,
     /// `mean<=1.5ms`, `errors<=0.1%`, `wait.p90<1ms`, `server.db.p99<1ms`.
@@ -62,47 +48,55 @@ pub struct KneeArgs {
 
     /// The run each step makes (its target, protocol and flags; the search sets the load).
     #[command(flatten)]
-    pub run: RunArgs,
+    pub run: StepArgs,
 }
 
-/// Checks the flags of `run` knee refuses, and its own: whether stdout is taken by an output
-/// file (`-`), or the one line that refuses them.
+/// Why knee refuses it (one line naming the flag, `-R/--rate`), for the error of a flag of `run`
+/// that a step does not take: clap refuses it, as a flag knee does not have; `None` for any
+/// other error (a flag `run` does not have either keeps clap's own message).
+pub fn refused_run_flag(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(given)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let flag = given.split('=').next().unwrap_or(given);
+    let run = <super::RunArgs as clap::Args>::augment_args(clap::Command::new("run"));
+    let arg = run
+        .get_arguments()
+        .find(|a| match flag.strip_prefix("--") {
+            Some(long) => a.get_long() == Some(long),
+            None => flag.len() == 2 && a.get_short() == flag.chars().nth(1),
+        })?;
+    let name = match (arg.get_short(), arg.get_long()) {
+        (Some(s), Some(l)) => format!("-{s}/--{l}"),
+        (None, Some(l)) => format!("--{l}"),
+        _ => flag.to_string(),
+    };
+    let why = match arg.get_id().as_str() {
+        "duration" => " (use --step)",
+        "abort_on_fail" => " (the SLOs decide each step)",
+        _ => "",
+    };
+    Some(format!(
+        "{name}{why} conflicts with knee: it chooses the rate and the length of each step itself, and takes only the flags `reqlife knee --help` lists"
+    ))
+}
+
+/// Checks knee's own flags, and a sweep of `-c` (one value per step): whether stdout is taken
+/// by an output file (`-`), or the one line that refuses them.
 pub fn check(args: &KneeArgs) -> Result<bool, PlanError> {
     let run = &args.run;
-    let given: Vec<&str> = super::error::flags_given(&[
-        (!run.rate.is_empty(), "-R/--rate"),
-        (run.duration.is_some(), "-d/--duration (use --step)"),
-        (run.requests.is_some(), "-n/--requests"),
-        (run.stages.is_some(), "--stages"),
-        (run.burst.is_some(), "--burst"),
-        (run.repeat > 1, "--repeat"),
-        (run.connections.len() > 1, "a sweep of -c"),
-        (run.scenario.is_some(), "--scenario"),
-        (run.targets.is_some(), "--targets"),
-        // Hidden from `knee --help` too (cli::KneeArgs), as are the ones above.
-        (run.bursts.is_some(), "--bursts"),
-        (
-            run.burst_interval != Duration::from_millis(10),
-            "--burst-interval",
-        ),
-        (run.start_at.is_some(), "--start-at"),
-        (
-            run.abort_on_fail,
-            "--abort-on-fail (the SLOs decide each step)",
-        ),
-        (run.hdr_log.is_some(), "--hdr-log"),
-        (run.every.is_some(), "--every"),
-    ]);
-    if !given.is_empty() {
-        return err(format!(
-            "{} conflict{} with knee: it chooses the rate and the length of each step itself, and takes only the flags `reqlife knee --help` lists",
-            given.join(", "),
-            if given.len() == 1 { "s" } else { "" }
-        ));
+    if run.load.connections.len() > 1 {
+        return err(
+            "a sweep of -c conflicts with knee: it chooses the rate and the length of each step itself, and takes only the flags `reqlife knee --help` lists",
+        );
     }
     let to_stderr = super::output::stdout_taken(&[
-        ("-o", run.output.as_deref()),
-        ("--html", run.html.as_deref()),
+        ("-o", run.files.output.as_deref()),
+        ("--html", run.files.html.as_deref()),
     ])?;
     if args.slos.is_empty() {
         return err("knee needs at least one --slo (e.g. --slo 'p99<=2ms')");
@@ -128,11 +122,15 @@ pub struct KneePlans {
 }
 
 impl KneePlans {
-    /// The plans of `args` at `url` (checked by [`check`]): the server's gRPC reflection is
-    /// asked here when the flags need it.
-    pub fn new(args: &KneeArgs, url: &str) -> Result<KneePlans, PrepareError> {
-        let run = super::reflect::resolve(&args.run, url)?;
-        let base = super::plan::build(&run, url)?;
+    /// The plans of `args` at `url` (checked by [`check`]), a gRPC call's message encoded
+    /// through `reflected` (the descriptors the server's reflection gave, if asked).
+    pub fn new(
+        args: &KneeArgs,
+        url: &str,
+        reflected: Option<&DescriptorPool>,
+    ) -> Result<KneePlans, PlanError> {
+        let run = RunArgs::of_step(args.run.clone());
+        let base = super::plan::build_with(&run, url, reflected)?;
         let probe = base.with_closed_loop(
             base.connections() as u64,
             args.step.min(Duration::from_secs(3)),
@@ -140,7 +138,7 @@ impl KneePlans {
         let mut steps = base;
         // Intervals of a tenth of the step (100 ms to 1 s): the generator's health is judged
         // on those after the start-up.
-        if run.interval.is_none() && run.every.is_none() {
+        if run.files.interval.is_none() {
             steps.interval =
                 (args.step / 10).clamp(Duration::from_millis(100), Duration::from_secs(1));
         }
@@ -155,5 +153,96 @@ impl KneePlans {
     pub fn at(&self, rate: f64) -> Result<RunPlan, LoadError> {
         self.steps
             .with_rate(rate, self.steps.connections() as u64, self.step)
+    }
+}
+
+/// `reqlife knee`, checked and ready to start: the plans of its search, its own settings, and
+/// where its results go.
+pub struct KneeCommand {
+    /// The probe's plan and each step's.
+    pub plans: KneePlans,
+    /// The SLOs each step must meet (`--slo`).
+    pub slos: Vec<crate::analysis::expr::Expr>,
+    /// `--precision`, a fraction (0.05 for 5%).
+    pub precision: f64,
+    /// `--start-rate`: no probe then.
+    pub start_rate: Option<f64>,
+    /// `--max-rate`.
+    pub max_rate: Option<f64>,
+    /// `--max-lag`.
+    pub max_lag: Duration,
+    /// `--pause`: before every step.
+    pub pause: Duration,
+    /// The record's file, the page and the report.
+    pub output: OutputPlan,
+    /// `--live` and `--metrics-addr`.
+    pub watch: WatchPlan,
+}
+
+/// The first step of `reqlife knee`'s command: its flags checked, and where the requests go.
+pub struct KneeRequest<'a> {
+    args: &'a KneeArgs,
+    target: TargetChoice,
+    to_stderr: bool,
+}
+
+impl<'a> KneeRequest<'a> {
+    /// Checks the flags that need no URL ([`check`]) and the target.
+    pub fn new(args: &'a KneeArgs) -> Result<KneeRequest<'a>, PlanError> {
+        let to_stderr = check(args)?;
+        let target = TargetChoice::of(args.run.url.as_deref(), &args.run.kv, false)?;
+        Ok(KneeRequest {
+            args,
+            target,
+            to_stderr,
+        })
+    }
+
+    /// Where the requests go.
+    pub fn target(&self) -> &TargetChoice {
+        &self.target
+    }
+
+    /// What the server's gRPC reflection must be asked before the command is built at `url`
+    /// (a gRPC call's `--data` without `--proto-set`), if anything.
+    pub fn reflection(&self, url: &str) -> Result<Option<super::reflect::Ask>, PlanError> {
+        super::reflect::ask(&RunArgs::of_step(self.args.run.clone()), url)
+    }
+
+    /// The command at `url`: every flag checked once, into the one plan every step is derived
+    /// from (a gRPC call's message encoded through `reflected`, if asked).
+    pub fn command(
+        &self,
+        url: &str,
+        reflected: Option<&DescriptorPool>,
+    ) -> Result<KneeCommand, PrepareError> {
+        let (args, run) = (self.args, &self.args.run);
+        let plans = KneePlans::new(args, url, reflected)?;
+        if let Some(path) = &run.files.html {
+            crate::report::html::check_writable(path)?;
+        }
+        let output = OutputPlan {
+            output: run.files.output.clone(),
+            html: run.files.html.clone(),
+            hdr_log: None,
+            to_stderr: self.to_stderr,
+            quiet: run.files.quiet,
+            every: None,
+            view: run.view.clone(),
+            abort: Vec::new(),
+        };
+        let method = run.request.method.as_deref().unwrap_or("GET");
+        let title = format!("knee: {method} {url}");
+        Ok(KneeCommand {
+            plans,
+            slos: args.slos.clone(),
+            precision: args.precision / 100.0,
+            start_rate: args.start_rate,
+            max_rate: args.max_rate,
+            max_lag: args.max_lag,
+            pause: run.load.pause,
+            output,
+            watch: run.watch.plan(title, run.load.segment, run.files.quiet),
+        })
     }
 }

@@ -18,7 +18,7 @@ pub(super) fn pacing(args: &RunArgs, load: &LoadModel) -> Result<(Duration, f64)
 
 /// `--pacer-slack`: open loops only, 0 to 10ms.
 fn pacer_slack(args: &RunArgs, load: &LoadModel) -> Result<Duration, PlanError> {
-    match args.pacer_slack {
+    match args.load.pacer_slack {
         None => Ok(DEFAULT_PACER_SLACK),
         Some(_) if load.kind() != LoadKind::Open => {
             err("--pacer-slack applies to an open loop: give -R/--rate too")
@@ -32,7 +32,7 @@ fn pacer_slack(args: &RunArgs, load: &LoadModel) -> Result<Duration, PlanError> 
 
 /// `--pacer-spin`: open loops only, 0 to 100%, as a share of a core.
 fn pacer_spin(args: &RunArgs, load: &LoadModel) -> Result<f64, PlanError> {
-    match args.pacer_spin {
+    match args.load.pacer_spin {
         None => Ok(crate::load::early::DEFAULT_SPIN),
         Some(_) if load.kind() != LoadKind::Open => {
             err("--pacer-spin applies to an open loop: give -R/--rate too")

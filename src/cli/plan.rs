@@ -1,13 +1,15 @@
-//! Raw flags become a validated [`RunPlan`] here, and only here: every check of user input
-//! and every message about bad input lives in this file. A [`PlanError`] is one line naming
-//! what is wrong and what is valid; the binary exits with code 2 on it.
+//! Raw flags become a validated [`RunPlan`] here: the one conversion of a run's flags, which
+//! [`super::command`] calls once for the command `app` runs. Each protocol's and workload's
+//! flags are checked by their own file (`websocket`, `grpc`, `framed`, `protocol`, `pacing`,
+//! `workload`), called only from here; `app` never reads a flag. A [`PlanError`] is one line
+//! naming what is wrong and what is valid; the binary exits with code 2 on it.
 
 use super::error::err;
 use super::{ArrivalArg, PolicyArg, RunArgs};
 use crate::model::load_spec::{self as load, Fallback, Given, Load, LoadSpec};
 use crate::model::{io_reason, Arrival, LoadModel, Segment, Target, TlsPlan};
 use crate::plan::{Http1Plan, ProtocolPlan, RunPlan};
-use crate::util::units::StagesSpec;
+use prost_reflect::DescriptorPool;
 use std::time::Duration;
 
 pub use super::error::PlanError;
@@ -21,58 +23,83 @@ pub use super::pacing::{DEFAULT_PACER_SLACK, MAX_PACER_SLACK};
 /// Builds the plans of `reqlife run` for `url`: one, or one per level of a sweep
 /// (`-c 100,200,500` or `-R 5000,10000`), in the order given.
 pub fn build_levels(args: &RunArgs, url: &str) -> Result<Vec<RunPlan>, PlanError> {
-    match (args.connections.len(), args.rate.len()) {
-        (0, _) => err("-c/--connections needs a value (e.g. -c 50)"),
-        (c, r) if (c > 1 || r > 1) && args.hdr_log.is_some() => {
+    build_levels_with(args, url, None)
+}
+
+/// [`build_levels`] with the descriptors the server's gRPC reflection gave (asked by `app`
+/// when [`super::reflect::ask`] says the flags need them).
+pub fn build_levels_with(
+    args: &RunArgs,
+    url: &str,
+    reflected: Option<&DescriptorPool>,
+) -> Result<Vec<RunPlan>, PlanError> {
+    match (args.load.connections.len(), args.length.rate.len()) {
+        (c, r) if (c > 1 || r > 1) && args.intervals.hdr_log.is_some() => {
             err("--hdr-log records one run: drop the sweep, or run its levels one by one")
         }
         (c, r) if c > 1 && r > 1 => err(
             "a sweep varies one thing: give a list to -c/--connections or to -R/--rate, not both",
         ),
         (c, r) if c > 1 || r > 1 => {
-            if args.stages.is_some() {
+            if args.length.stages.is_some() {
                 let list = if c > 1 { "-c" } else { "-R" };
                 return err(format!(
                     "--stages and a sweep ({list} a,b,...) conflict: give one of them"
                 ));
             }
             // One plan, and each level derived from it with its own load.
-            let base = base(args, url)?;
+            let base = base(args, url, reflected)?;
             let level = |set: &dyn Fn(&mut LoadSpec)| {
                 let mut spec = load_spec(args);
                 set(&mut spec);
                 base.with_load(&spec).map_err(PlanError::from)
             };
             if c > 1 {
-                args.connections
+                args.load
+                    .connections
                     .iter()
                     .map(|&c| level(&|s| s.connections = Some(Given::flag(c))))
                     .collect()
             } else {
-                args.rate
+                args.length
+                    .rate
                     .iter()
                     .map(|&r| level(&|s| s.rate = Some(Given::flag(r))))
                     .collect()
             }
         }
-        _ => Ok(vec![build(args, url)?]),
+        _ => Ok(vec![build_with(args, url, reflected)?]),
     }
 }
 
 /// Builds the plan of one level of `reqlife run` for `url` (the user's, or the embedded
 /// target's); a sweep (a list of levels) is refused here: see [`build_levels`].
 pub fn build(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
-    if args.connections.len() != 1 || args.rate.len() > 1 {
+    build_with(args, url, None)
+}
+
+/// [`build`] with the descriptors the server's gRPC reflection gave.
+pub fn build_with(
+    args: &RunArgs,
+    url: &str,
+    reflected: Option<&DescriptorPool>,
+) -> Result<RunPlan, PlanError> {
+    if args.load.connections.len() > 1 || args.length.rate.len() > 1 {
         return err("a sweep has several plans: build them with build_levels");
     }
-    base(args, url)
+    base(args, url, reflected)
 }
 
 /// The plan of the flags, with the first level of a sweep: the one plan the levels of a
 /// sweep are derived from. `-t` more than `-c` is refused unless `-c` is a sweep (whose
 /// levels take at most one thread per connection).
-fn base(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
-    super::websocket::apply(args, super::grpc::apply(args, flags_plan(args, url)?)?)
+fn base(
+    args: &RunArgs,
+    url: &str,
+    reflected: Option<&DescriptorPool>,
+) -> Result<RunPlan, PlanError> {
+    let plan = super::grpc::apply(args, reflected, flags_plan(args, url)?)?;
+    super::websocket::apply(args, plan)
 }
 
 /// The plan that gRPC server reflection is asked over (`--grpc` with `--data` and no
@@ -84,13 +111,13 @@ pub fn reflection_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> 
 
 /// `-k/--insecure` and `--cacert` (its certificates read now).
 fn tls_plan(args: &RunArgs) -> Result<TlsPlan, PlanError> {
-    let ca_certs = match &args.cacert {
+    let ca_certs = match &args.tls.cacert {
         Some(path) => read_cacert(path)?,
         None => Vec::new(),
     };
     Ok(TlsPlan {
-        insecure: args.insecure,
-        cacert: args.cacert.clone(),
+        insecure: args.tls.insecure,
+        cacert: args.tls.cacert.clone(),
         ca_certs,
     })
 }
@@ -98,14 +125,17 @@ fn tls_plan(args: &RunArgs) -> Result<TlsPlan, PlanError> {
 /// Whether connections are kept (`--no-keepalive`, `--connection-policy`), and the connect
 /// rate limit.
 fn connection_policy(args: &RunArgs) -> Result<(bool, Option<f64>), PlanError> {
-    let keepalive = match (args.no_keepalive, args.connection_policy) {
+    let keepalive = match (
+        args.connection.no_keepalive,
+        args.connection.connection_policy,
+    ) {
         (true, Some(PolicyArg::Reuse)) => {
             return err("--no-keepalive and --connection-policy reuse conflict: give one of them")
         }
         (true, _) | (false, Some(PolicyArg::New)) => false,
         (false, _) => true,
     };
-    let max_connects_per_s = match args.max_connects_per_s {
+    let max_connects_per_s = match args.connection.max_connects_per_s {
         Some(r) if r <= 0.0 => {
             return err("--max-connections-per-second must be more than 0 (e.g. 500)")
         }
@@ -117,13 +147,13 @@ fn connection_policy(args: &RunArgs) -> Result<(bool, Option<f64>), PlanError> {
 /// The plan of the flags of every protocol (gRPC's applied by [`base`]).
 fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     let target = super::resolve::target(url, &args.resolve.resolve)?;
-    if args.stages.is_some() && !args.warmup.is_zero() {
+    if args.length.stages.is_some() && args.load.warmup.is_some() {
         return err("--stages and --warmup conflict: make the first stage the warm-up");
     }
     let Load { model: load, stop } = load_spec(args).build()?;
-    let segment = args.segment.unwrap_or(Segment::WHOLE);
+    let segment = args.load.segment.unwrap_or(Segment::WHOLE);
     let threads_asked = threads_asked(args, &load, segment)?;
-    if args.timeout.is_zero() {
+    if args.connection.timeout.is_zero() {
         return err("--timeout must be more than 0 (e.g. 10s)");
     }
     let interval = interval(args)?;
@@ -132,6 +162,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     let websocket = super::websocket::plan(args, url, keepalive)?;
     let method = method(args)?;
     let headers = args
+        .request
         .headers
         .iter()
         .map(|h| parse_header(h))
@@ -144,11 +175,11 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         Some(w) => ProtocolPlan::WebSocket(w),
         None => protocol(args, &target, keepalive, framed)?,
     };
-    if args.max_body == 0 {
+    if args.response.max_body == 0 {
         return err("--max-body must be at least 1 byte (e.g. 64M)");
     }
     let max_header_bytes = super::protocol::max_header_list(args)?;
-    let seed = args.seed.unwrap_or_else(seed_from_clock);
+    let seed = args.load.seed.unwrap_or_else(seed_from_clock);
     let (trace, log) = super::trace::plan_parts(&args.trace, seed)?;
     RunPlan {
         target,
@@ -164,18 +195,18 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         threads: 0,
         threads_asked,
         stop,
-        warmup: args.warmup,
-        drain: args.drain.unwrap_or(args.timeout),
-        timeout: args.timeout,
+        warmup: args.load.warmup.unwrap_or_default(),
+        drain: args.load.drain.unwrap_or(args.connection.timeout),
+        timeout: args.connection.timeout,
         interval,
         pacer_slack,
         pacer_spin,
         tls,
         max_header_bytes,
         expect_continue: super::protocol::expect_continue(args)?,
-        compressed: args.compressed,
+        compressed: args.response.compressed,
         stream: stream_mode(args),
-        max_body_bytes: args.max_body,
+        max_body_bytes: args.response.max_body,
         segment,
         workload: None,
         phase: None,
@@ -186,13 +217,14 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     .map_err(PlanError::from)
 }
 
-/// `-m/--method`, checked: an HTTP token, and not a number (h2load's `-m`).
+/// `-m/--method` (GET when not given), checked: an HTTP token, and not a number (h2load's
+/// `-m`).
 fn method(args: &RunArgs) -> Result<String, PlanError> {
-    let method = args.method.trim().to_string();
+    let given = args.request.method.as_deref().unwrap_or("GET");
+    let method = given.trim().to_string();
     if method.is_empty() || !method.bytes().all(is_token_byte) {
         return err(format!(
-            "invalid method '{}': expected a token such as GET, POST, PUT, DELETE, HEAD",
-            args.method
+            "invalid method '{given}': expected a token such as GET, POST, PUT, DELETE, HEAD"
         ));
     }
     if method.bytes().all(|b| b.is_ascii_digit()) {
@@ -232,7 +264,7 @@ fn protocol(
 
 /// `--stream`: how a streamed response's events are told apart.
 fn stream_mode(args: &RunArgs) -> Option<crate::model::StreamMode> {
-    args.stream.map(|s| match s {
+    args.response.stream.map(|s| match s {
         super::StreamArg::Sse => crate::model::StreamMode::Sse,
         super::StreamArg::Chunks => crate::model::StreamMode::Chunks,
         super::StreamArg::Lines => crate::model::StreamMode::Lines,
@@ -259,9 +291,9 @@ fn threads_asked(
     let connections = load.connections();
     // This process holds its segment's share of the connections.
     let local = segment.share(connections as u64) as usize;
-    let strict = args.connections.len() == 1;
-    Ok(match args.threads {
-        _ if args.burst.is_some() => None,
+    let strict = args.load.connections.len() <= 1;
+    Ok(match args.load.threads {
+        _ if args.length.burst.is_some() => None,
         Some(0) => return err("-t/--threads must be at least 1"),
         Some(t) if strict && t as usize > local && local > 0 && segment.count > 1 => {
             return err(format!(
@@ -280,7 +312,7 @@ fn threads_asked(
 
 /// `--interval` (or `--every`, which sets it too): at least 10ms, 1s when not given.
 fn interval(args: &RunArgs) -> Result<Duration, PlanError> {
-    let interval = match (args.interval, args.every) {
+    let interval = match (args.files.interval, args.intervals.every) {
         (Some(i), Some(e)) if i != e => {
             return err("--interval and --every differ: --every sets the interval too; give one")
         }
@@ -295,7 +327,7 @@ fn interval(args: &RunArgs) -> Result<Duration, PlanError> {
 
 /// `--body` or `--body-file` (read now), or none.
 fn body(args: &RunArgs) -> Result<Vec<u8>, PlanError> {
-    Ok(match (&args.body, &args.body_file) {
+    Ok(match (&args.request.body, &args.request.body_file) {
         (Some(_), Some(_)) => return err("--body and --body-file conflict: give one of them"),
         (Some(b), None) => b.as_bytes().to_vec(),
         (None, Some(path)) => std::fs::read(path).map_err(|e| {
@@ -311,7 +343,10 @@ fn body(args: &RunArgs) -> Result<Vec<u8>, PlanError> {
 
 /// Found out now, not after the run: the folders of the output files must exist.
 fn output_folders(args: &RunArgs) -> Result<(), PlanError> {
-    for (flag, path) in [("-o/--output", &args.output), ("--hdr-log", &args.hdr_log)] {
+    for (flag, path) in [
+        ("-o/--output", &args.files.output),
+        ("--hdr-log", &args.intervals.hdr_log),
+    ] {
         let Some(path) = path else { continue };
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
         if dir.is_some_and(|d| !d.is_dir()) {
@@ -326,10 +361,9 @@ fn output_folders(args: &RunArgs) -> Result<(), PlanError> {
 
 /// The load the flags ask for (the first level of a sweep), in the one load builder's terms
 /// ([`LoadSpec`]): the spec commands that run several plans change to derive each one
-/// ([`RunPlan::with_load`]). `-c` has a
-/// default, so it is taken as given except with connection stages (which set the
-/// connections); likewise `--arrival` only when it is not the default, and
-/// `--burst-interval` only with `--burst`.
+/// ([`RunPlan::with_load`]). Every flag is passed as given or not (their defaults are the
+/// load builder's), so the builder's rules see an explicit default too: `-c` with connection
+/// stages, `--arrival` without a rate, `--burst-interval` without `--burst`.
 pub fn load_spec(args: &RunArgs) -> LoadSpec {
     let mut spec = LoadSpec::new(
         load::FLAGS,
@@ -338,22 +372,20 @@ pub fn load_spec(args: &RunArgs) -> LoadSpec {
             bursts: DEFAULT_BURSTS,
         }),
     );
-    if !matches!(args.stages, Some(StagesSpec::Connections(_))) {
-        spec.connections = Some(Given::flag(args.connections[0]));
-    }
-    spec.rate = args.rate.first().copied().map(Given::flag);
-    spec.stages = args.stages.clone().map(Given::flag);
-    spec.arrival = match args.arrival {
-        ArrivalArg::Constant => None,
-        ArrivalArg::Poisson => Some(Given::flag(Arrival::Poisson)),
-    };
-    spec.count = args.requests.map(Given::flag);
-    spec.duration = args.duration.map(Given::flag);
-    spec.burst = args.burst.map(Given::flag);
-    if args.burst.is_some() {
-        spec.burst_interval = Some(Given::flag(args.burst_interval));
-    }
-    spec.bursts = args.bursts.map(Given::flag);
+    spec.connections = args.load.connections.first().copied().map(Given::flag);
+    spec.rate = args.length.rate.first().copied().map(Given::flag);
+    spec.stages = args.length.stages.clone().map(Given::flag);
+    spec.arrival = args.load.arrival.map(|a| {
+        Given::flag(match a {
+            ArrivalArg::Constant => Arrival::Constant,
+            ArrivalArg::Poisson => Arrival::Poisson,
+        })
+    });
+    spec.count = args.length.requests.map(Given::flag);
+    spec.duration = args.length.duration.map(Given::flag);
+    spec.burst = args.length.burst.map(Given::flag);
+    spec.burst_interval = args.length.burst_interval.map(Given::flag);
+    spec.bursts = args.length.bursts.map(Given::flag);
     spec
 }
 

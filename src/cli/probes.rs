@@ -1,8 +1,10 @@
 //! The flags of the server's side measured by probes (`--server-probes`, `--server-pid`,
 //! `--server-fn`, `--server-sample`, `--print-probe-script`), read into a
-//! [`crate::probe::ProbeRequest`]; what they need of the machine and of the
-//! server is checked by [`crate::probe::prepare`], before the run.
+//! [`ProbePlan`] with the checks of how they fit the run; what they need of the machine and of
+//! the server is checked by [`crate::probe::prepare`], before the run.
 
+use super::error::{err, PlanError};
+use crate::plan::{ProtocolPlan, RunPlan};
 use crate::probe::ProbeRequest;
 use clap::Args;
 use std::time::Duration;
@@ -34,14 +36,10 @@ pub struct ProbeArgs {
     #[arg(help_heading = "Server side", long = "server-fn", value_name = "LIST")]
     pub server_fn: Option<String>,
 
-    /// Probe one request in N (long runs: the probes' memory and work stay flat).
-    #[arg(
-        help_heading = "Server side",
-        long = "server-sample",
-        value_name = "N",
-        default_value_t = 1
-    )]
-    pub server_sample: u64,
+    /// Probe one request in N (long runs: the probes' memory and work stay flat) [default:
+    /// 1]. Implies --server-probes.
+    #[arg(help_heading = "Server side", long = "server-sample", value_name = "N")]
+    pub server_sample: Option<u64>,
 
     /// The server's side from `reqlife probe` on the server's host (its --listen address,
     /// http://HOST:PORT): the clocks' offset measured, the phases pulled at the end.
@@ -64,20 +62,95 @@ impl ProbeArgs {
             || !self.server_pid.is_empty()
             || self.server_fn.is_some()
             || self.print_probe_script
-            || self.server_sample != 1
+            || self.server_sample.is_some()
             || self.server_probes_from.is_some()
     }
 
-    /// What the probes are asked, for a run of `interval`.
-    pub fn request(&self, interval: Duration) -> ProbeRequest {
-        ProbeRequest {
-            pids: self.server_pid.clone(),
-            functions: self.server_fn.clone(),
-            sample: self.server_sample,
-            interval,
-            agent: false,
+    /// The probes these flags ask for, checked against the run's `plans` (one level, not
+    /// against the embedded target, not repeated, not over QUIC); `None` when none are asked
+    /// for. What they need of the machine and of the server is `app`'s to check.
+    pub fn plan(
+        &self,
+        plans: &[RunPlan],
+        embedded: bool,
+        repeat: usize,
+    ) -> Result<Option<ProbePlan>, PlanError> {
+        if !self.asked() {
+            return Ok(None);
         }
+        let usage = |line: &str| err(format!("--server-probes: {line}"));
+        if embedded {
+            return usage(
+                "the embedded target runs inside reqlife: start it apart (`reqlife serve --addr \
+                 127.0.0.1:8080`) and give its URL",
+            );
+        }
+        let [plan] = plans else {
+            return usage(
+                "a sweep or a target list probes one level at a time: give one -c or -R, and one URL",
+            );
+        };
+        if repeat > 1 {
+            return usage("--repeat runs several times: probe one run at a time");
+        }
+        if matches!(plan.protocol, ProtocolPlan::Http3(_)) {
+            return usage(
+                "the probes follow the server's TCP sockets: HTTP/3 (QUIC, over UDP) is not probed",
+            );
+        }
+        if let Some(url) = &self.server_probes_from {
+            if !self.server_pid.is_empty()
+                || self.server_fn.is_some()
+                || self.server_sample.is_some()
+            {
+                return usage(
+                    "with --server-probes-from, give --server-pid, --server-fn and --server-sample \
+                     to `reqlife probe` on the server's host",
+                );
+            }
+            if self.print_probe_script {
+                return usage(
+                    "the script of --server-probes-from is the agent's: drop --print-probe-script",
+                );
+            }
+            return Ok(Some(ProbePlan::There(url.clone())));
+        }
+        if !plan.target.addr.ip().is_loopback() && self.server_pid.is_empty() {
+            return usage(&format!(
+                "the probes see a server on this machine; {} is not a loopback address (give \
+                 --server-pid if the server runs here under another address)",
+                plan.target.addr.ip()
+            ));
+        }
+        Ok(Some(ProbePlan::Here {
+            request: ProbeRequest {
+                pids: self.server_pid.clone(),
+                functions: self.server_fn.clone(),
+                sample: self.server_sample.unwrap_or(1),
+                interval: plan.interval,
+                agent: false,
+            },
+            port: plan.target.port,
+            print_script: self.print_probe_script,
+        }))
     }
+}
+
+/// The probes of a run, checked: here, or on the server's host.
+#[derive(Debug, Clone)]
+pub enum ProbePlan {
+    /// On this machine: what they are asked, the server's port, and whether the script is
+    /// only printed (`--print-probe-script`).
+    Here {
+        /// What the probes are asked.
+        request: ProbeRequest,
+        /// The port the server's requests arrive on.
+        port: u16,
+        /// `--print-probe-script`.
+        print_script: bool,
+    },
+    /// `--server-probes-from`: the agent of `reqlife probe` at this URL.
+    There(String),
 }
 
 /// `reqlife probe`: the server's side measured on the server's host, for a `run` elsewhere

@@ -12,13 +12,13 @@ use crate::plan::{Http2Plan, Http3Plan};
 /// `--expect100-timeout` (1 s by default, curl's); `None` without that header. The timeout
 /// alone is refused: it would wait for nothing.
 pub(super) fn expect_continue(args: &RunArgs) -> Result<Option<std::time::Duration>, PlanError> {
-    let expects = args.headers.iter().any(|h| {
+    let expects = args.request.headers.iter().any(|h| {
         h.split_once(':').is_some_and(|(name, value)| {
             name.trim().eq_ignore_ascii_case("expect")
                 && value.trim().eq_ignore_ascii_case("100-continue")
         })
     });
-    match args.expect100_timeout {
+    match args.request.expect100_timeout {
         Some(_) if !expects => err("--expect100-timeout applies with -H 'Expect: 100-continue'"),
         Some(d) if d.is_zero() => {
             err("--expect100-timeout must be more than 0 (e.g. 1s; without the header, no wait)")
@@ -47,8 +47,8 @@ pub(super) fn http2_plan(
     keepalive: bool,
     http3: bool,
 ) -> Result<Option<Http2Plan>, PlanError> {
-    let on = args.http2 || super::grpc::is_grpc(args);
-    let coalesce = match args.h2_coalesce {
+    let on = args.http.http2 || super::grpc::is_grpc(args);
+    let coalesce = match args.http.h2_coalesce {
         Some(_) if !on && http3 => return err("--h2-coalesce applies to HTTP/2, not to --http3"),
         Some(_) if !on => return err("--h2-coalesce applies to HTTP/2: give --http2 too"),
         Some(d) if d > MAX_COALESCE => {
@@ -57,7 +57,7 @@ pub(super) fn http2_plan(
         Some(d) => Some(d).filter(|d| !d.is_zero()),
         None => None,
     };
-    Ok(match (on, args.streams, args.h2_window) {
+    Ok(match (on, args.http.streams, args.http.h2_window) {
         (false, _, None) if http3 => None,
         (false, None, None) => None,
         (false, _, None) => {
@@ -90,7 +90,7 @@ pub(super) fn pipeline(
     multiplexed: bool,
     framed: bool,
 ) -> Result<usize, PlanError> {
-    let Some(n) = args.pipeline else {
+    let Some(n) = args.http.pipeline else {
         return Ok(1);
     };
     if n == 0 || n > MAX_PIPELINE {
@@ -120,7 +120,7 @@ pub(super) fn pipeline(
 
 /// `--max-header-list`: the largest response head, from 1 KiB to 16 MiB.
 pub(super) fn max_header_list(args: &RunArgs) -> Result<usize, PlanError> {
-    match args.max_header_list {
+    match args.response.max_header_list {
         n if (MIN_HEADER_LIST..=MAX_HEADER_LIST).contains(&n) => Ok(n as usize),
         n => err(format!(
             "--max-header-list must be from 1KiB to 16MiB (got {n} bytes; e.g. 64KiB, 1MiB)"
@@ -144,8 +144,8 @@ pub(super) fn http3_plan(
     target: &Target,
     keepalive: bool,
 ) -> Result<Option<Http3Plan>, PlanError> {
-    if !args.http3 {
-        if args.zero_rtt {
+    if !args.http.http3 {
+        if args.http.zero_rtt {
             return err("--zero-rtt applies to HTTP/3: give --http3 too");
         }
         return Ok(None);
@@ -153,10 +153,10 @@ pub(super) fn http3_plan(
     if super::grpc::is_grpc(args) {
         return err("--grpc runs over HTTP/2 (h2c, or h2 over TLS), not HTTP/3: drop --http3");
     }
-    if args.http2 {
+    if args.http.http2 {
         return err("--http2 and --http3 conflict: give one of them");
     }
-    if args.h2_window.is_some() {
+    if args.http.h2_window.is_some() {
         return err(
             "--h2-window applies to HTTP/2, not to --http3 (QUIC has its own flow control)",
         );
@@ -167,13 +167,13 @@ pub(super) fn http3_plan(
             target.url
         ));
     }
-    match args.streams {
+    match args.http.streams {
         Some(0) => err("--streams must be at least 1"),
         streams => {
             shares_streams(streams, keepalive)?;
             Ok(Some(Http3Plan {
                 streams: streams.unwrap_or(1) as usize,
-                zero_rtt: args.zero_rtt,
+                zero_rtt: args.http.zero_rtt,
             }))
         }
     }

@@ -1,4 +1,5 @@
-//! The flags of what watches a run while it goes: the live view and the metrics endpoint.
+//! The flags of what watches a run while it goes (the live view and the metrics endpoint),
+//! and their [`WatchPlan`].
 
 use super::{addr_arg, duration_arg};
 use clap::Args;
@@ -25,4 +26,41 @@ pub struct WatchArgs {
     /// a terminal on stdout; the report prints after it closes.
     #[arg(help_heading = "Output", long = "live")]
     pub live: bool,
+}
+
+/// What watches a command's runs, checked: the flags of [`WatchArgs`], the title of the live
+/// view and the segment that labels the exporter's series.
+#[derive(Debug, Clone)]
+pub struct WatchPlan {
+    /// `--live`: the terminal view, headed by `title`.
+    pub live: bool,
+    /// `--metrics-addr`.
+    pub metrics_addr: Option<SocketAddr>,
+    /// `--metrics-linger`.
+    pub metrics_linger: Duration,
+    /// The live view's title (the command, the method and the target).
+    pub title: String,
+    /// `--segment`: the exporter labels its series with it.
+    pub segment: Option<crate::model::Segment>,
+    /// `-q/--quiet`: no line saying where the exporter listens.
+    pub quiet: bool,
+}
+
+impl WatchArgs {
+    /// The plan of these flags for a command titled `title`.
+    pub fn plan(
+        &self,
+        title: String,
+        segment: Option<crate::model::Segment>,
+        quiet: bool,
+    ) -> WatchPlan {
+        WatchPlan {
+            live: self.live,
+            metrics_addr: self.metrics_addr,
+            metrics_linger: self.metrics_linger,
+            title,
+            segment,
+            quiet,
+        }
+    }
 }

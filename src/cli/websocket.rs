@@ -65,7 +65,7 @@ pub fn as_http(url: &str) -> Option<String> {
 fn only_ws(args: &RunArgs, url: &str) -> Result<(), PlanError> {
     let given: Vec<&str> = super::error::flags_given(&[
         (
-            args.stream == Some(StreamArg::Messages),
+            args.response.stream == Some(StreamArg::Messages),
             "--stream messages",
         ),
         (args.ws.messages.is_some(), "--ws-messages"),
@@ -85,7 +85,7 @@ fn only_ws(args: &RunArgs, url: &str) -> Result<(), PlanError> {
 /// A WebSocket run's `--stream` (`messages` only), `--ws-messages` (with it, at least 1) and
 /// `--ws-ping` (at least 1ms) checked: the subscription's message limit.
 fn subscription(args: &RunArgs) -> Result<Option<u32>, PlanError> {
-    if let Some(other) = args.stream.filter(|s| *s != StreamArg::Messages) {
+    if let Some(other) = args.response.stream.filter(|s| *s != StreamArg::Messages) {
         let value = clap::ValueEnum::to_possible_value(&other);
         let name = value.as_ref().map_or("", |v| v.get_name());
         return err(format!(
@@ -98,7 +98,7 @@ fn subscription(args: &RunArgs) -> Result<Option<u32>, PlanError> {
     match args.ws.messages {
         None => Ok(None),
         Some(0) => err("--ws-messages must be at least 1 (the messages that end a subscription)"),
-        Some(_) if args.stream != Some(StreamArg::Messages) => {
+        Some(_) if args.response.stream != Some(StreamArg::Messages) => {
             err("--ws-messages ends a subscription: give --stream messages too")
         }
         Some(n) => u32::try_from(n).map(Some).map_err(|_| {
@@ -115,21 +115,21 @@ fn subscription(args: &RunArgs) -> Result<Option<u32>, PlanError> {
 /// protocols), `None` for any other URL. A message from `--data` is a template, rendered by
 /// the plan's workload ([`apply`]).
 pub fn plan(args: &RunArgs, url: &str, keepalive: bool) -> Result<Option<WsPlan>, PlanError> {
-    let messages = args.stream == Some(StreamArg::Messages);
+    let messages = args.response.stream == Some(StreamArg::Messages);
     if !is_ws(url) {
         return only_ws(args, url).map(|()| None);
     }
     let limit = subscription(args)?;
     let refused: Vec<&str> = super::error::flags_given(&[
-        (args.method != "GET", "-m/--method"),
-        (args.http3, "--http3"),
+        (args.request.method.is_some(), "-m/--method"),
+        (args.http.http3, "--http3"),
         (super::grpc::is_grpc(args), "--grpc"),
         (args.grpc.data_file.is_some(), "--data-file"),
-        (args.streams.is_some(), "--streams"),
-        (args.h2_window.is_some(), "--h2-window"),
-        (args.h2_coalesce.is_some(), "--h2-coalesce"),
-        (args.scenario.is_some(), "--scenario"),
-        (args.targets.is_some(), "--targets"),
+        (args.http.streams.is_some(), "--streams"),
+        (args.http.h2_window.is_some(), "--h2-window"),
+        (args.http.h2_coalesce.is_some(), "--h2-coalesce"),
+        (args.workload.scenario.is_some(), "--scenario"),
+        (args.workload.targets.is_some(), "--targets"),
         (args.trace.trace_context, "--trace-context"),
     ]);
     if !refused.is_empty() {
@@ -139,20 +139,20 @@ pub fn plan(args: &RunArgs, url: &str, keepalive: bool) -> Result<Option<WsPlan>
             if refused.len() == 1 { "es" } else { "" }
         ));
     }
-    if args.http2 && args.compressed {
+    if args.http.http2 && args.response.compressed {
         return err(
             "--compressed and --http2 conflict on a WebSocket target: permessage-deflate is offered on HTTP/1.1's upgrade only; drop --http2 to measure compressed messages",
         );
     }
     let given = [
         args.grpc.data.is_some(),
-        args.body.is_some(),
-        args.body_file.is_some(),
+        args.request.body.is_some(),
+        args.request.body_file.is_some(),
     ];
     if given.iter().filter(|g| **g).count() > 1 {
         return err("--data, --body and --body-file conflict: give one message");
     }
-    let (message, text) = match (&args.grpc.data, &args.body, &args.body_file) {
+    let (message, text) = match (&args.grpc.data, &args.request.body, &args.request.body_file) {
         (Some(t), _, _) | (None, Some(t), _) => (t.as_bytes().to_vec(), true),
         (None, None, Some(path)) => {
             let bytes = std::fs::read(path).map_err(|e| {
@@ -184,7 +184,7 @@ pub fn plan(args: &RunArgs, url: &str, keepalive: bool) -> Result<Option<WsPlan>
         ping: args.ws.ping,
         pipeline,
         match_path: match_path(args, text)?,
-        http2: args.http2,
+        http2: args.http.http2,
     }))
 }
 
@@ -204,10 +204,10 @@ fn match_path(args: &RunArgs, text: bool) -> Result<Option<Vec<String>>, PlanErr
             "--ws-match must name a JSON field: a name (id) or a dotted path (a.b), not '{name}'"
         ));
     };
-    if args.stream == Some(StreamArg::Messages) {
+    if args.response.stream == Some(StreamArg::Messages) {
         return err("--ws-match matches a reply to its message: a subscription (--stream messages) has no reply to match");
     }
-    if args.compressed {
+    if args.response.compressed {
         return err(format!(
             "--ws-match {name} reads each reply's JSON: not with --compressed (a compressed reply is inflated only to be counted)"
         ));

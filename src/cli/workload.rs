@@ -13,17 +13,17 @@ use std::sync::Arc;
 
 /// Whether the run sends a workload rather than one fixed request.
 pub fn is_workload(args: &RunArgs) -> bool {
-    args.scenario.is_some() || args.targets.is_some()
+    args.workload.scenario.is_some() || args.workload.targets.is_some()
 }
 
 /// The flags that describe the one fixed request, which a workload replaces.
 fn refuse_request_flags(args: &RunArgs, what: &str) -> Result<(), PlanError> {
     let given: Vec<&str> = super::error::flags_given(&[
-        (args.method != "GET", "-m/--method"),
-        (!args.headers.is_empty(), "-H/--header"),
-        (args.body.is_some(), "--body"),
-        (args.body_file.is_some(), "--body-file"),
-        (args.payload_file.is_some(), "--payload-file"),
+        (args.request.method.is_some(), "-m/--method"),
+        (!args.request.headers.is_empty(), "-H/--header"),
+        (args.request.body.is_some(), "--body"),
+        (args.request.body_file.is_some(), "--body-file"),
+        (args.framed.payload_file.is_some(), "--payload-file"),
     ]);
     if given.is_empty() {
         return Ok(());
@@ -38,30 +38,30 @@ fn refuse_request_flags(args: &RunArgs, what: &str) -> Result<(), PlanError> {
 /// The plans of a workload run: `url` is the server (the user's, or the embedded target's);
 /// with `--targets` it is `None` and the list names the server.
 pub fn build(args: &RunArgs, url: Option<&str>) -> Result<Vec<RunPlan>, PlanError> {
-    if args.connections.len() > 1 || args.rate.len() > 1 {
+    if args.load.connections.len() > 1 || args.length.rate.len() > 1 {
         return err("a sweep (-c a,b,... or -R a,b,...) and a workload conflict: give one level");
     }
-    match (&args.scenario, &args.targets) {
+    match (&args.workload.scenario, &args.workload.targets) {
         (Some(path), _) => {
             refuse_request_flags(args, "--scenario")?;
             let url = url.ok_or_else(|| PlanError("--scenario needs a server URL".into()))?;
             let sc = scenario::load(path).map_err(WorkloadError::from)?;
             let specs: Vec<_> = sc.requests.iter().map(|r| r.spec.clone()).collect();
             let mut args = args.clone();
-            if args.seed.is_none() {
-                args.seed = sc.seed;
+            if args.load.seed.is_none() {
+                args.load.seed = sc.seed;
             }
             let base = plan::build(&args, url)?;
             if sc.phases.is_empty() {
                 return Ok(vec![with_workload(base, &specs, sc.default_mix(), None)]);
             }
             let given: Vec<&str> = super::error::flags_given(&[
-                (!args.rate.is_empty(), "-R/--rate"),
-                (args.duration.is_some(), "-d/--duration"),
-                (args.requests.is_some(), "-n/--requests"),
-                (args.stages.is_some(), "--stages"),
-                (args.burst.is_some(), "--burst"),
-                (args.repeat > 1, "--repeat"),
+                (!args.length.rate.is_empty(), "-R/--rate"),
+                (args.length.duration.is_some(), "-d/--duration"),
+                (args.length.requests.is_some(), "-n/--requests"),
+                (args.length.stages.is_some(), "--stages"),
+                (args.length.burst.is_some(), "--burst"),
+                (args.length.repeat.unwrap_or(1) > 1, "--repeat"),
             ]);
             if !given.is_empty() {
                 return err(format!(

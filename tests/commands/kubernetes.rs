@@ -183,14 +183,14 @@ fn the_generators_command_lines_parse_and_cover_every_segment() {
         );
         // The cluster's Service name does not resolve here, nor is /results mounted: the plan
         // is built for loopback and a folder of this machine.
-        args.output = Some(std::env::temp_dir().join("segment.json"));
+        args.files.output = Some(std::env::temp_dir().join("segment.json"));
         let url = args.url.take().unwrap();
         assert_eq!(url, s(&run["data"]["target-url"]));
         let plan = reqlife::cli::plan::build(&args, "http://127.0.0.1:8080/")
             .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
         assert_eq!(plan.segment.count, n as u64);
         segments.push(plan.segment.index);
-        assert!(args.start_at.is_some(), "a common start");
+        assert!(args.length.start_at.is_some(), "a common start");
         // Prometheus's scrape annotations name the port each generator serves its metrics on.
         let notes = &load["spec"]["template"]["metadata"]["annotations"];
         assert_eq!(s(&notes["prometheus.io/scrape"]), "true");

@@ -403,3 +403,52 @@ fn unit_errors_come_from_clap_with_the_flag_named() {
     assert!(msg.contains("ns, us, ms, s, m or h"), "{msg}");
     assert_eq!(e.exit_code(), 2);
 }
+
+/// A flag given with its default value is given: the rules that refuse a flag where it does
+/// not apply refuse it too (no flag is told given by comparing it with its default), while
+/// leaving it out still means the default.
+#[test]
+fn an_explicit_default_is_given() {
+    let ws = |flags: &[&str]| build(&args(flags), "ws://127.0.0.1:9/").map_err(|e| e.0);
+    assert!(ws(&["--data", "a"]).is_ok());
+    let e = ws(&["--data", "a", "-m", "GET"]).unwrap_err();
+    assert!(e.contains("-m/--method does not apply to WebSocket"), "{e}");
+    // (flags, a part of the message)
+    for (flags, want) in [
+        (
+            &["--arrival", "constant"][..],
+            "--arrival applies to an open loop",
+        ),
+        (
+            &["--burst-interval", "10ms"][..],
+            "--burst-interval applies to bursts",
+        ),
+        (
+            &["--stages", "1s:5", "--warmup", "0s"][..],
+            "--warmup conflict",
+        ),
+        (
+            &["--stages", "1s:1->8c", "-c", "50"][..],
+            "connection stages set the connections",
+        ),
+    ] {
+        let e = plan(flags).unwrap_err().0;
+        assert!(e.contains(want), "{flags:?}: {e}");
+    }
+    // Left out, each is its default.
+    let p = plan(&["--stages", "1s:1->8c"]).unwrap();
+    assert_eq!(p.connections(), 8);
+    let p = plan(&["--burst", "4", "--bursts", "2"]).unwrap();
+    let crate::model::LoadModel::Burst { interval, .. } = p.load else {
+        panic!("{:?}", p.load)
+    };
+    assert_eq!(interval, Duration::from_millis(10));
+    assert_eq!(plan(&[]).unwrap().method, "GET");
+    let e =
+        crate::cli::TargetChoice::of(Some("http://x/"), &args(&["--kv-preload", "0"]).kv, false)
+            .unwrap_err();
+    assert!(
+        e.0.contains("--kv-preload fills the embedded target's store"),
+        "{e}"
+    );
+}
