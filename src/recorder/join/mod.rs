@@ -26,7 +26,7 @@
 //! functions (those hit on the thread, or goroutine, that made the request's read). These go
 //! into per-request histograms and their interval series, into the slow requests kept whole,
 //! into the per-request log, and into the tail's shares ([`tail`]); with the metrics endpoint
-//! watching, the traced ones stand as its server phases' exemplars ([`open`]).
+//! watching, the traced ones stand as its server phases' exemplars (`open`).
 
 mod chain;
 mod conn;
