@@ -43,7 +43,11 @@ fn shape(line: &str) -> String {
     plain
         .split_whitespace()
         .map(|w| {
-            let figure = w.starts_with(|c: char| c.is_ascii_digit())
+            // An interval's bounds (`[436.84us,`, `6.78ms]`, `-]` where it has none) are figures.
+            let bound = w.trim_start_matches('[');
+            let figure = bound.starts_with(|c: char| c.is_ascii_digit())
+                || (w.starts_with('[') || w.ends_with(']') || w.ends_with("],"))
+                    && bound.starts_with('-')
                 || w.starts_with("http://")
                 || w.starts_with("https://");
             if figure {
@@ -124,6 +128,10 @@ fn shapes_keep_labels_and_fields_not_figures() {
         (
             "  server total (server's total)   269.06us  331.52us  502.53us  798.72us    2.74ms     58.9%",
             "server total # # # # # #",
+        ),
+        (
+            "  Precision    total at 95%: p99.9 [4.22ms, 5.96ms], p99.99 [6.60ms, -] (order statistics)",
+            "Precision total at # p99.9 #, #, p99.99 #, #",
         ),
     ] {
         assert_eq!(shape(line), want, "{line}");
