@@ -14,15 +14,7 @@ use std::time::{Duration, Instant};
 
 /// Runs reqlife with `args` and `input` on its standard input.
 fn run_with_stdin(args: &[&str], input: &[u8]) -> Output {
-    let mut child = reqlife()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = run_with_input(args, input);
     assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
     out
 }

@@ -288,22 +288,8 @@ fn a_target_list_is_sent_in_turn() {
 /// there is one line naming "standard input", exit 2.
 #[test]
 fn a_target_list_on_standard_input_at_a_rate_per_a_duration() {
-    use std::io::Write;
-    use std::process::Stdio;
     let s = embedded(reqlife::server::ServerTls::None);
-    let with_stdin = |args: &[&str], input: &str| {
-        let mut child = reqlife()
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(input.as_bytes()).unwrap();
-        drop(stdin);
-        child.wait_with_output().unwrap()
-    };
+    let with_stdin = |args: &[&str], input: &str| run_with_input(args, input.as_bytes());
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
     let out = out.to_str().unwrap();

@@ -14,6 +14,19 @@ pub fn reqlife() -> Command {
     Command::new(env!("CARGO_BIN_EXE_reqlife"))
 }
 
+/// Runs reqlife with `args` and `input` on its standard input (closed after it).
+pub fn run_with_input(args: &[&str], input: &[u8]) -> Output {
+    let mut child = reqlife()
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 /// Runs reqlife with `args`, with a hard bound on its run time.
 pub fn run(args: &[&str]) -> Output {
     let out = reqlife()

@@ -246,15 +246,7 @@ fn bad_input_names_the_line() {
 
 /// `reqlife stats ARGS` with `input` on standard input.
 fn with_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
-    let mut child = reqlife()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().unwrap()
+    run_with_input(args, input)
 }
 
 #[test]
