@@ -181,9 +181,11 @@ fn replies_that_match_no_message_are_counted_apart() {
                 ("requests.ok", 40),
                 ("requests.errors", 0),
                 ("ws_unmatched", 40),
-                ("connections.opened", 2),
             ],
         );
+        // One connection may carry all 40 before the second has opened (CI saw it once, in 30 ms).
+        let opened = r["summary"]["connections"]["opened"].as_u64().unwrap();
+        assert!((1..=2).contains(&opened), "{opened} connections opened with -c 2");
         assert_eq!(r["config"]["ws_match"], "id");
         assert_valid_record(&r);
     }
