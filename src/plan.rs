@@ -86,6 +86,9 @@ pub struct RunPlan {
     pub trace: Option<crate::model::trace::TraceContext>,
     /// `--log-requests`: one row per request, streamed to a file as the run goes.
     pub log: Option<LogPlan>,
+    /// `--until`: the run stops once each of these percentiles is this precise (its stop rule
+    /// the cap); empty without it.
+    pub until: Vec<crate::model::until::Until>,
 }
 
 /// The per-request log (`--log-requests FILE`, `--log-sample N`).

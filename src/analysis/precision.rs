@@ -19,9 +19,10 @@
 //! nothing on the hot path.
 
 use crate::analysis::significance::t_quantile;
-use crate::model::Phase;
+use crate::model::until::Until;
+use crate::model::{Phase, StopReason};
 use crate::recorder::hist::{self, Ci, CiBatches, Stats};
-use crate::recorder::record::{Interval, Level, RunRecord, Summary};
+use crate::recorder::record::{self, Interval, Level, RunRecord, Summary, UntilTarget};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 
@@ -35,29 +36,69 @@ pub const LAG1_MAX: f64 = 0.2;
 pub const BEYOND_MIN: f64 = 10.0;
 
 /// The printed percentiles: their names and quantiles.
-pub const PERCENTILES: [(&str, f64); 5] = [
-    ("p50", 0.5),
-    ("p90", 0.9),
-    ("p99", 0.99),
-    ("p99.9", 0.999),
-    ("p99.99", 0.9999),
-];
+pub use crate::model::until::PERCENTILES;
 
 /// Fills the intervals of every percentile of `record`'s summaries: the run's, each level's and
 /// each repetition's.
+/// With `--until`, each summary also says how precise it got and whether that ended it.
 pub fn annotate(record: &mut RunRecord) {
+    let targets: Vec<Until> = record
+        .config
+        .until
+        .iter()
+        .filter_map(|t| Until::parse(t).ok())
+        .collect();
     annotate_summary(&mut record.summary, &record.histograms, &record.intervals);
+    until(&mut record.summary, &targets, &record.stop_reason);
     for level in record
         .levels
         .iter_mut()
         .chain(record.repetitions.iter_mut())
     {
-        annotate_level(level);
+        annotate_level(level, &targets);
     }
 }
 
-fn annotate_level(level: &mut Level) {
+fn annotate_level(level: &mut Level, targets: &[Until]) {
     annotate_summary(&mut level.summary, &level.histograms, &level.intervals);
+    until(&mut level.summary, targets, &level.stop_reason);
+}
+
+/// `--until`'s outcome in `summary`, from its intervals and how the run ended (`stop`): none
+/// without targets, or for a whole made of runs that each had their own (a knee search's,
+/// `compare --run`'s rounds).
+fn until(summary: &mut Summary, targets: &[Until], stop: &StopReason) {
+    if targets.is_empty() || matches!(stop, StopReason::KneeSearch | StopReason::Interleaved) {
+        summary.until = None;
+        return;
+    }
+    let converged = *stop == StopReason::Precise;
+    let targets = targets
+        .iter()
+        .map(|t| {
+            let l = &summary.latency;
+            let st = match t.phase {
+                Phase::Total => Some(&l.total),
+                p => l.phases.get(&p),
+            };
+            let half = st.and_then(|st| match st.named(t.percentile)? {
+                (Some(v), Some([Some(lo), Some(hi)])) if v > 0.0 => {
+                    Some((hi - lo) / 2.0 / v * 100.0)
+                }
+                _ => None,
+            });
+            UntilTarget {
+                target: t.to_string(),
+                half_width_pct: half.map(|h| (h * 100.0).round() / 100.0),
+                met: half.is_some_and(|h| h <= t.share * 100.0 + 1e-9),
+            }
+        })
+        .collect();
+    summary.until = Some(record::Until {
+        converged,
+        after_s: converged.then_some(summary.duration_s),
+        targets,
+    });
 }
 
 /// The intervals of `summary`'s latency (total, uncorrected, lag, every phase) and
@@ -126,6 +167,29 @@ pub fn fill(st: &mut Stats, whole: &Histogram<u64>, parts: &[Histogram<u64>]) {
         lag1: (lag1 * 1000.0).round() / 1000.0,
         percentiles: widened,
     });
+}
+
+/// The half-width of quantile `p`'s interval, a share of the percentile, from the histogram of
+/// the run so far (`whole`) and its intervals' (`parts`, in order), as the record will give it
+/// (the wider of the two ways); `None` while batch means cannot be computed yet (fewer than
+/// [`MIN_BATCHES`] batches with enough values beyond `p`) or a bound is missing: `--until`
+/// stops a run only once its own intervals vouch for it.
+pub fn half_share(whole: &Histogram<u64>, parts: &[Histogram<u64>], p: f64) -> Option<f64> {
+    if whole.is_empty() {
+        return None;
+    }
+    let batched = batch_means(parts, p)?;
+    let order = order_interval(whole, p);
+    let ci = if width(&batched.ci) > width(&order) {
+        batched.ci
+    } else {
+        order
+    };
+    let v = whole.value_at_quantile(p) as f64 / 1000.0;
+    match ci {
+        [Some(lo), Some(hi)] if v > 0.0 => Some((hi - lo) / 2.0 / v),
+        _ => None,
+    }
 }
 
 /// The interval field of the percentile named `name`.

@@ -397,9 +397,10 @@ impl executor::Observer for Watching<'_, '_> {
         self.bar = progress_bar(self.plan, self.quiet);
     }
 
-    /// The progress bar, the intervals closed since (to the view, `--every` and
-    /// `--abort-on-fail`), the view drawn. True when a threshold was lost.
-    fn tick(&mut self, window: &executor::Window, progress: &Progress) -> bool {
+    /// The progress bar, the intervals closed since (to the view, `--every`,
+    /// `--abort-on-fail` and `--until`), the view drawn. Stops when a threshold was lost; has
+    /// enough once `--until`'s percentiles are that precise.
+    fn tick(&mut self, window: &executor::Window, progress: &Progress) -> executor::Tick {
         let (plan, control) = (self.plan, self.control);
         update_bar(&self.bar, progress, plan.stop, window.from);
         let new_snapshots = self.watch.take(|snap| {
@@ -420,7 +421,11 @@ impl executor::Observer for Watching<'_, '_> {
                 None => eprintln!("{line}"),
             }
         }
-        new_snapshots && self.watch.lost_threshold()
+        match new_snapshots {
+            true if self.watch.lost_threshold() => executor::Tick::Stop,
+            true if self.watch.precise() => executor::Tick::Enough,
+            _ => executor::Tick::Go,
+        }
     }
 
     /// The view's keys are read meanwhile.

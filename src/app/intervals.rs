@@ -1,5 +1,6 @@
 //! The watchers of one run's closed intervals, fed from the collector's channel: `--every`'s
-//! lines and `--abort-on-fail`'s thresholds on what was measured so far.
+//! lines, `--abort-on-fail`'s thresholds on what was measured so far, and `--until`'s
+//! precision.
 
 use super::out;
 use crate::plan::RunPlan;
@@ -18,6 +19,8 @@ pub(super) struct Watch<'a> {
     final_below: Arc<AtomicU64>,
     final_seen: u64,
     partial: Option<crate::analysis::expr::PartialRun>,
+    /// `--until`: how precise the run is so far.
+    precise: Option<super::until::Precise>,
     rx: Option<std::sync::mpsc::Receiver<crate::recorder::IntervalSnapshot>>,
     abort: &'a [crate::analysis::expr::Expr],
     /// `--every` lines go to stderr (stdout carries `--json` or a file).
@@ -39,8 +42,9 @@ impl<'a> Watch<'a> {
         let live = every.map(|_| LivePrinter::new(plan.interval, &plan.server_total));
         let partial =
             (!abort.is_empty()).then(|| crate::analysis::expr::PartialRun::new(plan.interval));
+        let precise = super::until::Precise::new(&plan.until);
         let final_below = Arc::new(AtomicU64::new(0));
-        let (tx, rx) = if live.is_some() || partial.is_some() || view {
+        let (tx, rx) = if live.is_some() || partial.is_some() || precise.is_some() || view {
             let (tx, rx) = std::sync::mpsc::channel();
             let tx = crate::recorder::collector::Live {
                 tx,
@@ -55,6 +59,7 @@ impl<'a> Watch<'a> {
             final_below,
             final_seen: 0,
             partial,
+            precise,
             rx,
             abort,
             json,
@@ -75,6 +80,9 @@ impl<'a> Watch<'a> {
         while let Some(snap) = self.rx.as_ref().and_then(|rx| rx.try_recv().ok()) {
             any = true;
             if let Some(p) = &mut self.partial {
+                p.add(&snap);
+            }
+            if let Some(p) = &mut self.precise {
                 p.add(&snap);
             }
             view(&snap);
@@ -106,6 +114,12 @@ impl<'a> Watch<'a> {
             self.lost = Some(format!("{} (measured {v})", c.expr));
         }
         self.lost.is_some()
+    }
+
+    /// Whether every `--until` target is met on what was measured so far (never without
+    /// `--until`).
+    pub(super) fn precise(&mut self) -> bool {
+        self.precise.as_mut().is_some_and(|p| p.check())
     }
 
     /// The last `--every` lines, with the intervals that closed as the run ended.

@@ -22,6 +22,7 @@ mod reach;
 mod reflect;
 mod run;
 mod stats;
+mod until;
 
 use crate::cli::{Cli, Command, ReportArgs, ReportFormat, ServeArgs, ServeCommand};
 use crate::recorder::record::RunRecord;

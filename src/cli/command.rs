@@ -75,6 +75,7 @@ impl<'a> RunRequest<'a> {
     /// Checks the outputs (one `-` at most) and the target (`--kv-preload` only for the
     /// embedded one).
     pub fn new(args: &'a RunArgs) -> Result<RunRequest<'a>, PlanError> {
+        super::plan::until_cap(args)?;
         let to_stderr = super::output::stdout_taken(&[
             ("-o", args.files.output.as_deref()),
             ("--html", args.files.html.as_deref()),

@@ -114,6 +114,7 @@ fn run_args(args: &CompareArgs, url: &str) -> Result<RunArgs, PlanError> {
             refused.join(", ")
         ));
     }
+    super::plan::until_cap(&run)?;
     Ok(run)
 }
 

@@ -113,6 +113,10 @@ fn segment_arg(s: &str) -> Result<crate::model::Segment, String> {
     crate::model::Segment::parse(s).map_err(|e| e.to_string())
 }
 
+fn until_arg(s: &str) -> Result<crate::model::until::Until, String> {
+    crate::model::until::Until::parse(s)
+}
+
 fn start_at_arg(s: &str) -> Result<units::StartAt, String> {
     units::parse_start_at(s).map_err(|e| e.0)
 }

@@ -212,9 +212,34 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         phase: None,
         trace,
         log,
+        until: args.load.until.clone(),
     }
     .fit_threads(&load::FLAGS)
     .map_err(PlanError::from)
+}
+
+/// `--until` of `run` and `compare --run`: a cap given (-d or -n; a scenario's phases have
+/// their own lengths), and a load that a precision can end (not stages or bursts, whose
+/// schedules set their length). A knee's step is its own cap.
+pub fn until_cap(args: &RunArgs) -> Result<(), PlanError> {
+    if args.load.until.is_empty() {
+        return Ok(());
+    }
+    let length = &args.length;
+    if length.stages.is_some() || length.burst.is_some() {
+        let what = if length.stages.is_some() {
+            "--stages"
+        } else {
+            "--burst"
+        };
+        return err(format!(
+            "--until conflicts with {what}: its schedule sets the run's length; run until precise with -R or -c and -d as the cap"
+        ));
+    }
+    if length.duration.is_none() && length.requests.is_none() && args.workload.scenario.is_none() {
+        return err("--until needs a cap: give -d (e.g. -d 60s) or -n, the most the run may take if it never gets that precise");
+    }
+    Ok(())
 }
 
 /// `-m/--method` (GET when not given), checked: an HTTP token, and not a number (h2load's

@@ -91,6 +91,13 @@ pub struct LoadArgs {
     /// number. `reqlife merge` adds the parts' records up exactly.
     #[arg(help_heading = "Load", long = "segment", value_parser = super::segment_arg)]
     pub segment: Option<crate::model::Segment>,
+
+    /// Run until precise: until the 95% interval of each percentile named is within this
+    /// share of it (`p99:5%`; a phase's: `wait.p99:10%`; several: `p50:2%,p99:5%`), with -d or
+    /// -n as the cap (a knee step's length in `knee`). The record says whether it got there and
+    /// when.
+    #[arg(help_heading = "Load", long = "until", value_name = "PERCENTILE:SHARE", value_parser = super::until_arg, value_delimiter = ',')]
+    pub until: Vec<crate::model::until::Until>,
 }
 
 /// HTTP/2, HTTP/3 and HTTP/1.1's pipelining: the protocol spoken and what it puts in flight.

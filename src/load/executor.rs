@@ -48,13 +48,25 @@ impl Window {
     }
 }
 
+/// What an [`Observer`] says of the run at a tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tick {
+    /// It goes on.
+    Go,
+    /// It stops now, undrained (a threshold lost on the way).
+    Stop,
+    /// It has measured enough (`--until`): it ends as at its deadline, the requests in flight
+    /// drained.
+    Enough,
+}
+
 /// What watches a run while it goes: called on the runtime's thread, never the workers'.
 pub trait Observer {
     /// The recorded window has opened.
     fn opened(&mut self, window: &Window);
-    /// A tick while the load goes (`progress`: the workers' counters so far); true stops the
-    /// run now, undrained (a threshold lost on the way).
-    fn tick(&mut self, window: &Window, progress: &Progress) -> bool;
+    /// A tick while the load goes (`progress`: the workers' counters so far): whether the run
+    /// goes on.
+    fn tick(&mut self, window: &Window, progress: &Progress) -> Tick;
     /// A tick while waiting for the requests in flight after the deadline.
     fn draining(&mut self);
     /// The load is over: nothing more is sent (the workers are joined next).
@@ -73,6 +85,8 @@ pub struct Ran {
     pub log_error: Option<RecordError>,
     /// Why the fail-fast rule stopped the run, if it did.
     pub tripped: Option<Tripped>,
+    /// The observer had enough before the stop rule (`--until`): the window was closed early.
+    pub enough: bool,
 }
 
 impl Ran {
@@ -87,7 +101,7 @@ impl Ran {
     ) -> (StopReason, Option<String>) {
         let tripped = self.tripped.as_ref().filter(|_| signal == 0);
         (
-            stop_reason(signal, plan.stop, tripped, lost),
+            stop_reason(signal, plan.stop, tripped, lost, self.enough),
             tripped.map(|t| fail_fast_line(plan, t)),
         )
     }
@@ -120,12 +134,14 @@ pub fn execute(
     };
     observer.opened(&window);
     let (ended, drain) = run.watch(&window, &mut workers, observer);
+    let enough = workers.closed();
     if drain {
         run.drain(&mut workers, observer);
     }
-    // The drain ended this long after the window.
+    // The drain ended this long after the window (its deadline, or where it was closed).
     let drained = match (drain, window.deadline) {
-        (true, Some(end)) => Instant::now().saturating_duration_since(end),
+        (true, Some(end)) => Instant::now().saturating_duration_since(end.min(ended)),
+        (true, None) => Instant::now().saturating_duration_since(ended),
         _ => Duration::ZERO,
     };
     stop.stop();
@@ -144,6 +160,7 @@ pub fn execute(
         drained,
         log_error,
         tripped,
+        enough,
     })
 }
 
@@ -188,11 +205,15 @@ impl Running<'_> {
                     _ = sleep_until(deadline) => {
                         break (deadline.unwrap_or_else(Instant::now), true)
                     }
-                    _ = tick.tick() => {
-                        if observer.tick(window, &self.progress) {
-                            break (Instant::now(), false);
+                    _ = tick.tick() => match observer.tick(window, &self.progress) {
+                        Tick::Go => {}
+                        Tick::Stop => break (Instant::now(), false),
+                        Tick::Enough => {
+                            let now = Instant::now();
+                            workers.close(now);
+                            break (now, true);
                         }
-                    }
+                    },
                 }
             }
         })
@@ -231,6 +252,7 @@ fn stop_reason(
     rule: StopRule,
     tripped: Option<&Tripped>,
     lost: Option<String>,
+    enough: bool,
 ) -> StopReason {
     match (signal, rule) {
         _ if tripped.is_some() => {
@@ -238,6 +260,7 @@ fn stop_reason(
         }
         _ if lost.is_some() => StopReason::ThresholdLost(lost.unwrap_or_default()),
         (libc::SIGINT | libc::SIGTERM, _) => StopReason::Interrupted(Some(signal)),
+        _ if enough => StopReason::Precise,
         (_, StopRule::Duration(_)) => StopReason::Duration,
         (_, StopRule::Requests(_)) => StopReason::Requests,
     }

@@ -60,6 +60,8 @@ pub struct Workers {
     log: Option<RequestLog>,
     /// `--server-probes`: the joiner of the server's side to each request.
     join: Option<JoinThread>,
+    /// Whose window [`Workers::close`] ends early.
+    scheduler: Arc<Scheduler>,
 }
 
 /// Starts the worker threads of `plan`. The load starts at once in a closed loop, and once
@@ -116,7 +118,7 @@ pub fn start(
             fail_fast: fail_fast.clone(),
             progress: progress.clone(),
             record_from,
-            record_until: scheduler.deadline(),
+            record_until: scheduler.end(),
             gate: gate.clone(),
             warmup: plan.warmup,
             interval: plan.interval,
@@ -143,6 +145,7 @@ pub fn start(
         fail_fast,
         log,
         join,
+        scheduler,
     })
 }
 
@@ -254,6 +257,17 @@ impl Workers {
         self.gate.clone()
     }
 
+    /// Ends the recorded window at `at`, as a timed run's deadline would (`--until`): no
+    /// request is sent after it, and the requests in flight then are drained.
+    pub fn close(&self, at: Instant) {
+        self.scheduler.close(at);
+    }
+
+    /// Whether [`Workers::close`] ended the window.
+    pub fn closed(&self) -> bool {
+        self.scheduler.closed()
+    }
+
     /// Why the fail-fast rule stopped the run, if it did.
     pub fn tripped(&self) -> Option<failfast::Tripped> {
         self.fail_fast.tripped()
@@ -325,7 +339,8 @@ struct WorkerCtx {
     progress: Arc<Progress>,
     /// A closed loop's recorded window (an open loop's is known when its gate opens).
     record_from: Instant,
-    record_until: Option<Instant>,
+    /// The window's end, as the scheduler has it.
+    record_until: Arc<crate::model::WindowEnd>,
     gate: Arc<StartGate>,
     warmup: Duration,
     interval: Duration,
@@ -343,7 +358,7 @@ struct WorkerCtx {
 impl WorkerCtx {
     fn run(mut self) -> Measured {
         let mut recorder = Recorder::new(self.record_from, self.interval)
-            .until(self.record_until)
+            .sharing_end(self.record_until.clone())
             .server_total(&self.server_total)
             .with_segments(&self.stage_ends)
             .with_requests(self.workload.as_ref().map_or(0, |(w, _)| w.names.len()))

@@ -62,14 +62,14 @@ pub(super) struct DueTimes {
     pacer: ThreadPacer,
     origin: Instant,
     scheduler: Arc<Scheduler>,
-    deadline: Option<Instant>,
 }
 
 impl DueTimes {
-    /// The next request's due time and sequence number, admitted under the stop rule.
+    /// The next request's due time and sequence number, admitted under the stop rule (the
+    /// window's end read each time: `--until` may move it earlier).
     pub(super) fn next(&mut self) -> Option<(Instant, u64)> {
         let due = self.origin + self.pacer.next_due()?;
-        if self.deadline.is_some_and(|d| due >= d) {
+        if self.scheduler.deadline().is_some_and(|d| due >= d) {
             return None;
         }
         Some((due, self.scheduler.admit(due)?))
@@ -78,7 +78,9 @@ impl DueTimes {
     /// The requests still due in a timed run's window, counted, not drawn one by one
     /// ([`ThreadPacer::count_before`]): nothing for a run ended by its request count.
     fn count_rest(&mut self) -> u64 {
-        let Some(end) = self.deadline else { return 0 };
+        let Some(end) = self.scheduler.deadline() else {
+            return 0;
+        };
         self.pacer
             .count_before(end.saturating_duration_since(self.origin))
     }
@@ -121,11 +123,11 @@ pub async fn dispatch(
     (slack, spin): (Duration, f64),
     spun: Rc<Cell<Duration>>,
 ) -> u64 {
-    let deadline = scheduler.deadline();
     let mut d = Dispatcher {
         timer: PreciseTimer::new(),
         queue,
-        until: deadline.map(|d| d + slack),
+        scheduler: scheduler.clone(),
+        slack,
         naps: std::env::var_os("REQLIFE_NO_NAPS").is_none_or(|v| v != "1"),
         early: EarlyWake::new(spin, slack, Instant::now()),
         spun,
@@ -133,7 +135,6 @@ pub async fn dispatch(
     let mut due_times = DueTimes {
         pacer,
         origin,
-        deadline,
         scheduler,
     };
     let mut not_sent = 0;
@@ -177,7 +178,7 @@ pub async fn dispatch(
         pending = after.and_then(|a| release_due(a, released, room, || due_times.next(), push));
         d.queue.wake();
     }
-    if let Some(end) = d.until {
+    if let Some(end) = d.until() {
         d.wait(end).await;
         // The connections just woken take their tickets first.
         tokio::task::yield_now().await;
@@ -191,8 +192,9 @@ pub async fn dispatch(
 struct Dispatcher {
     timer: PreciseTimer,
     queue: Rc<OpenQueue>,
-    /// The end of a timed run's window, with the slack: nothing is released after it.
-    until: Option<Instant>,
+    /// Whose window's end, with the slack, nothing is released after.
+    scheduler: Arc<Scheduler>,
+    slack: Duration,
     naps: bool,
     early: EarlyWake,
     /// The time spun so far, kept for the worker as it goes.
@@ -200,6 +202,12 @@ struct Dispatcher {
 }
 
 impl Dispatcher {
+    /// The end of a timed run's window (or where `--until` closed it), with the slack:
+    /// nothing is released after it.
+    fn until(&self) -> Option<Instant> {
+        self.scheduler.deadline().map(|d| d + self.slack)
+    }
+
     /// Waits until `at` ([`wait_until`]).
     async fn wait(&mut self, at: Instant) {
         wait_until(&self.timer, &self.queue, at, self.naps, &mut self.early).await;
@@ -227,14 +235,14 @@ impl Dispatcher {
             due_times,
             next: Some(first),
             since: now,
-            until: self.until,
+            until: self.until(),
         };
         Ok(self.queue.fall_behind(behind).await)
     }
 
     /// Whether the window has closed at `now`: nothing more is released.
     fn closed(&self, now: Instant) -> bool {
-        self.until.is_some_and(|u| now > u)
+        self.until().is_some_and(|u| now > u)
     }
 }
 

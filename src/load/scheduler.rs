@@ -12,27 +12,31 @@
 //! plan's request `k·N + c`. Their count is in whole bursts: the burst pacer
 //! ([`super::pacer::BurstPacer`]) ends after K, so no request count is claimed for them.
 
-use crate::model::{Segment, StopRule, Ticket};
+use crate::model::{Segment, StopRule, Ticket, WindowEnd};
 use crate::plan::RunPlan;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 /// Issues tickets for every load model of the plan.
 pub struct Scheduler {
     /// Set once, when the load starts.
     window: OnceLock<Window>,
+    /// The window's end, shared with the recorders: a timed run's deadline, moved earlier when
+    /// the run has measured enough ([`Scheduler::close`]).
+    end: Arc<WindowEnd>,
+    /// [`Scheduler::close`] was called.
+    closed: AtomicBool,
     /// This process's stop rule (its segment's share of a request count).
     stop: StopRule,
     segment: Segment,
     claims: AtomicU64,
 }
 
-/// The recorded window: from the end of the warm-up to the end of the duration.
+/// The recorded window's start: the end of the warm-up.
 #[derive(Debug, Clone, Copy)]
 struct Window {
     record_from: Instant,
-    deadline: Option<Instant>,
 }
 
 impl Scheduler {
@@ -48,6 +52,8 @@ impl Scheduler {
     pub fn pending(plan: &RunPlan) -> Self {
         Scheduler {
             window: OnceLock::new(),
+            end: Arc::new(WindowEnd::open()),
+            closed: AtomicBool::new(false),
             stop: plan.local_stop(),
             segment: plan.segment,
             claims: AtomicU64::new(0),
@@ -56,19 +62,34 @@ impl Scheduler {
 
     /// Starts recording at `record_from` (the first call wins).
     pub fn begin(&self, record_from: Instant) {
-        let deadline = match self.stop {
-            StopRule::Duration(d) => Some(record_from + d),
-            StopRule::Requests(_) => None,
-        };
-        let _ = self.window.set(Window {
-            record_from,
-            deadline,
-        });
+        if self.window.set(Window { record_from }).is_ok() {
+            if let StopRule::Duration(d) = self.stop {
+                self.end.set(Some(record_from + d));
+            }
+        }
     }
 
-    /// The end of a timed run's recorded window (once begun).
+    /// The end of the recorded window: a timed run's deadline (once begun), or where
+    /// [`Scheduler::close`] moved it.
     pub fn deadline(&self) -> Option<Instant> {
-        self.window.get().and_then(|w| w.deadline)
+        self.end.get()
+    }
+
+    /// Ends the window at `at` (if it ended later): no request is issued after it, and what
+    /// ends after it was in flight (drained), as at a timed run's deadline.
+    pub fn close(&self, at: Instant) {
+        self.closed.store(true, Ordering::Relaxed);
+        self.end.close(at);
+    }
+
+    /// Whether [`Scheduler::close`] ended the window.
+    pub fn closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
+    /// The window's end, for the recorders.
+    pub fn end(&self) -> Arc<WindowEnd> {
+        self.end.clone()
     }
 
     /// The next ticket for a connection that is free now, or `None` when the run is over.
@@ -216,6 +237,27 @@ mod tests {
         let s = Scheduler::new(&plan(&["-d", "2s"]), t0);
         assert!(s.ticket_at(t0 + Duration::from_millis(1999)).is_some());
         assert!(s.ticket_at(t0 + Duration::from_secs(2)).is_none());
+    }
+
+    #[test]
+    fn a_closed_window_issues_nothing_after_it_and_the_recorders_see_its_end() {
+        let t0 = Instant::now();
+        for flags in [&["-d", "10s"][..], &["-n", "1000"]] {
+            let s = Scheduler::new(&plan(flags), t0);
+            let end = s.end();
+            assert!(!s.closed());
+            s.close(t0 + Duration::from_secs(1));
+            assert!(s.closed(), "{flags:?}");
+            assert_eq!(end.get(), Some(t0 + Duration::from_secs(1)), "{flags:?}");
+            assert!(s.ticket_at(t0 + Duration::from_millis(999)).is_some());
+            assert!(
+                s.ticket_at(t0 + Duration::from_secs(1)).is_none(),
+                "{flags:?}"
+            );
+            // Never later: a timed run's deadline does not come back.
+            s.close(t0 + Duration::from_secs(5));
+            assert_eq!(s.deadline(), Some(t0 + Duration::from_secs(1)));
+        }
     }
 
     #[test]

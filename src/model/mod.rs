@@ -46,6 +46,8 @@ mod reconnect;
 mod stamps;
 mod stop;
 pub mod trace;
+pub mod until;
+mod window_end;
 mod wire;
 
 pub use error::ModelError;
@@ -54,6 +56,7 @@ pub use protocol::Protocol;
 pub use reconnect::{Reconnect, RECONNECT_FIRST, RECONNECT_MOST};
 pub use stamps::Timestamps;
 pub use stop::StopReason;
+pub use window_end::WindowEnd;
 pub use wire::Wire;
 
 use std::net::SocketAddr;

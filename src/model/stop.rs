@@ -23,6 +23,8 @@ pub enum StopReason {
     KneeSearch,
     /// `compare --run`'s rounds.
     Interleaved,
+    /// `--until`: every percentile named became that precise before the cap.
+    Precise,
     /// Text this version does not know.
     Other(String),
 }
@@ -31,6 +33,7 @@ impl StopReason {
     const THRESHOLD_LOST: &'static str = "threshold lost: ";
     const FAIL_FAST: &'static str = "fail fast: ";
     const QUIT: &'static str = "stopped in the live view";
+    const PRECISE: &'static str = "precise (--until)";
 
     /// The first words of the report's line on a run that did not run its course:
     /// `INTERRUPTED by SIGINT`, `STOPPED in the live view (q)`; `None` for one that did.
@@ -57,6 +60,7 @@ impl StopReason {
             StopReason::FailFast(cause) => format!("{}{cause}", Self::FAIL_FAST),
             StopReason::KneeSearch => "knee search".into(),
             StopReason::Interleaved => "compare --run".into(),
+            StopReason::Precise => Self::PRECISE.into(),
             StopReason::Other(t) => t.clone(),
         }
     }
@@ -72,6 +76,7 @@ impl StopReason {
             Self::QUIT => StopReason::Quit,
             "knee search" => StopReason::KneeSearch,
             "compare --run" => StopReason::Interleaved,
+            Self::PRECISE => StopReason::Precise,
             t => match (
                 t.strip_prefix(Self::THRESHOLD_LOST),
                 t.strip_prefix(Self::FAIL_FAST),
@@ -120,6 +125,7 @@ mod tests {
             StopReason::FailFast("refused".into()),
             StopReason::KneeSearch,
             StopReason::Interleaved,
+            StopReason::Precise,
             StopReason::Other("made by a later version".into()),
         ] {
             let json = serde_json::to_string(&r).unwrap();

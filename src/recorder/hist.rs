@@ -262,6 +262,18 @@ pub fn clamped(h: &Histogram<u64>) -> u64 {
 }
 
 impl Stats {
+    /// The percentile named `name` (`p50` to `p99.99`) and its interval, µs.
+    pub fn named(&self, name: &str) -> Option<(Option<f64>, Option<Ci>)> {
+        Some(match name {
+            "p50" => (self.p50_us, self.p50_ci_us),
+            "p90" => (self.p90_us, self.p90_ci_us),
+            "p99" => (self.p99_us, self.p99_ci_us),
+            "p99.9" => (self.p999_us, self.p999_ci_us),
+            "p99.99" => (self.p9999_us, self.p9999_ci_us),
+            _ => return None,
+        })
+    }
+
     /// What breaks the invariants of a summary: every percentile within [min, max], the
     /// percentiles in order, the mean within [min, max], nothing but a zero count when empty,
     /// no more values clamped than counted. Empty when they hold.

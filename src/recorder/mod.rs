@@ -46,7 +46,8 @@ const STATUS_SLOTS: usize = 1000;
 /// The per-thread recorder.
 pub struct Recorder {
     record_from: Instant,
-    record_until: Option<Instant>,
+    /// The window's end (shared with the scheduler in a run: it may move earlier).
+    record_until: std::sync::Arc<crate::model::WindowEnd>,
     interval: Duration,
     counters: Counters,
     status: Vec<u64>,
@@ -113,7 +114,7 @@ impl Recorder {
     pub fn new(record_from: Instant, interval: Duration) -> Self {
         Recorder {
             record_from,
-            record_until: None,
+            record_until: std::sync::Arc::new(crate::model::WindowEnd::open()),
             interval,
             counters: Counters::default(),
             status: vec![0; STATUS_SLOTS],
@@ -227,8 +228,15 @@ impl Recorder {
     /// Counts requests that end after `until` (the end of a timed run) as drained: they were
     /// in flight when the recorded window closed, and are recorded all the same (the slow
     /// ones are the tail).
-    pub fn until(mut self, until: Option<Instant>) -> Self {
-        self.record_until = until;
+    pub fn until(self, until: Option<Instant>) -> Self {
+        self.record_until.set(until);
+        self
+    }
+
+    /// Counts requests that end after the window's `end` as drained: the scheduler's end,
+    /// read as each request is recorded (it moves earlier when `--until` ends the run).
+    pub fn sharing_end(mut self, end: std::sync::Arc<crate::model::WindowEnd>) -> Self {
+        self.record_until = end;
         self
     }
 
@@ -241,7 +249,7 @@ impl Recorder {
             *end += shift;
         }
         self.record_from = record_from;
-        self.record_until = until;
+        self.record_until.set(until);
     }
 
     /// Records a connection opened ahead of the load (see [`crate::load`]): its connect and
@@ -274,7 +282,7 @@ impl Recorder {
         }
         let end = s.stamps.done.unwrap_or_else(Instant::now);
         let ended = end;
-        let drained = self.record_until.filter(|until| end > *until);
+        let drained = self.record_until.get().filter(|until| end > *until);
         let ns = |from: Instant| end.saturating_duration_since(from).as_nanos() as u64;
         self.counters
             .ended(s, ns(self.record_from), drained.map(ns));

@@ -147,6 +147,7 @@ pub(crate) fn summarize(parts: &[&Summary], h: &impl Lookup, duration_s: f64) ->
         answered_rps: round3(per_s(sum(&|s| s.requests.ok) - sum(&|s| s.end.drained_ok))),
         last_answer: last_answer(parts),
         end: end_of(parts),
+        until: None,
         bytes: Bytes {
             read,
             written: sum(&|s| s.bytes.written),

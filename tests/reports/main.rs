@@ -15,4 +15,5 @@ mod precision;
 mod record;
 mod stats;
 mod thresholds;
+mod until;
 mod width;

@@ -123,6 +123,7 @@ pub(super) fn counts_of(plan: &RunPlan, measured: &Measured, end: &Ending) -> Su
         duration_s: round6(secs),
         last_answer: super::LastAnswer::of(c, secs),
         end: EndOfRun::of(c, end.drained),
+        until: None,
         bytes: Bytes {
             read: c.bytes_read,
             written: c.bytes_written,

@@ -109,6 +109,10 @@ pub struct Config {
     /// trace (`--trace-link`); absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_context: Option<TraceConfig>,
+    /// `--until`: the percentiles the run went on until precise, as given (`p99:5%`); absent
+    /// without it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub until: Vec<String>,
 }
 
 /// The trace context a run sent with its requests.
@@ -263,5 +267,6 @@ pub(super) fn config_of(plan: &RunPlan, end: &Ending) -> Config {
             link: t.link.clone(),
         }),
         command_line: end.command_line.clone(),
+        until: plan.until.iter().map(|u| u.to_string()).collect(),
     }
 }

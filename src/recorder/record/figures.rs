@@ -31,6 +31,9 @@ pub struct Summary {
     /// What became of the requests that did not end within the window.
     #[serde(default)]
     pub end: super::EndOfRun,
+    /// `--until`: how precise it got and whether that ended the run (absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<super::Until>,
     /// Bytes read and written, headers and bodies.
     pub bytes: Bytes,
     /// Connections opened and closed by the server.

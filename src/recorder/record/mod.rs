@@ -18,11 +18,13 @@ pub mod probes;
 pub mod slow;
 #[cfg(test)]
 mod tests;
+mod until;
 pub mod warnings;
 
 pub use config::{Config, Environment, Sweep};
 pub use end::{EndOfRun, LastAnswer};
 pub use figures::*;
+pub use until::{Until, UntilTarget};
 pub use warnings::{
     connections_carry, http_errors_warning, step_warnings, stopped_answering, warnings_of,
     BUSY_NEAR, BUSY_WARN, LAG_NEAR_US, LAG_WARN_US, SILENT_WARN,

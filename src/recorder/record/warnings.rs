@@ -342,10 +342,9 @@ fn queue_warning(r: &RunRecord) -> Option<String> {
 fn shortfall(r: &RunRecord) -> Option<String> {
     let s = &r.summary;
     let sent = s.generator.sent_rps.unwrap_or(s.throughput_rps);
-    let o = s
-        .generator
-        .offered_rps
-        .filter(|o| r.stop_reason == StopReason::Duration && sent < 0.99 * o)?;
+    let o = s.generator.offered_rps.filter(|o| {
+        matches!(r.stop_reason, StopReason::Duration | StopReason::Precise) && sent < 0.99 * o
+    })?;
     let mut f = format!(
         "achieved {:.1} req/s of the {o:.0} offered ({:.1}%)",
         s.throughput_rps,

@@ -180,6 +180,14 @@ fn what_of(c: &crate::recorder::record::Config, levels: &[&str], knee: bool) -> 
         _ if c.workload.is_some() && c.sweep.is_none() && !levels.is_empty() => {
             format!("{}-phase test", levels.len())
         }
+        (Some(d), _) if !c.until.is_empty() => format!(
+            "test of up to {}, until {}",
+            human_ns(d * 1e9),
+            c.until.join(", ")
+        ),
+        (None, Some(n)) if !c.until.is_empty() => {
+            format!("test of up to {n} requests, until {}", c.until.join(", "))
+        }
         (Some(d), _) => format!("{} test", human_ns(d * 1e9)),
         (None, Some(n)) => format!("{n}-request test"),
         (None, None) => "test".to_string(),

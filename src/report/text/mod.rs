@@ -51,6 +51,7 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
         repetitions(&mut out, record, wide);
         phases(&mut out, record, wide);
         precision::precision(&mut out, record);
+        precision::until(&mut out, "", &record.summary);
         breakdown(&mut out, record, wide);
         probes::server_probes(&mut out, record, wide);
         by_request(&mut out, "", &record.summary, wide);
@@ -58,6 +59,9 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
         knee(&mut out, k, wide);
     } else {
         levels(&mut out, record, wide);
+        for l in &record.levels {
+            precision::until(&mut out, &format!("{}: ", l.label), &l.summary);
+        }
         for l in &record.levels {
             by_request(&mut out, &format!("{}: ", l.label), &l.summary, wide);
         }

@@ -63,3 +63,25 @@ pub(super) fn precision(out: &mut String, r: &RunRecord) {
         list.join(", ")
     );
 }
+
+/// `--until`'s outcome in one labelled line (`label`: a level's, before its figures): reached
+/// and when, or not by the cap; each target's half-width.
+pub(super) fn until(out: &mut String, label: &str, summary: &crate::recorder::record::Summary) {
+    let Some(u) = &summary.until else { return };
+    let targets: Vec<String> = u
+        .targets
+        .iter()
+        .map(|t| {
+            let (figure, asked) = t.target.rsplit_once(':').unwrap_or((&t.target, "?"));
+            match t.half_width_pct {
+                Some(h) => format!("{figure} ±{h:.1}% (asked ±{asked})"),
+                None => format!("{figure} unbounded (asked ±{asked})"),
+            }
+        })
+        .collect();
+    let said = match u.after_s {
+        Some(s) if u.converged => format!("reached after {s:.2}s"),
+        _ => "NOT reached by the cap".to_string(),
+    };
+    let _ = writeln!(out, "  Until        {label}{said}: {}", targets.join(", "));
+}
