@@ -11,22 +11,14 @@ use super::Failure;
 use clap::CommandFactory;
 use std::ffi::OsString;
 
-/// The subcommands, and what clap answers on its own, as the first argument.
-const FIRST_WORDS: &[&str] = &[
-    "run",
-    "serve",
-    "report",
-    "stats",
-    "calibrate",
-    "merge",
-    "knee",
-    "compare",
-    "help",
-    "-h",
-    "--help",
-    "-V",
-    "--version",
-];
+/// The subcommands (clap's own list) and what clap answers on its own, as the first argument.
+fn first_words() -> Vec<String> {
+    let cli = crate::cli::Cli::command();
+    cli.get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .chain(["help", "-h", "--help", "-V", "--version"].map(String::from))
+        .collect()
+}
 
 /// Another tool's flag (without its value), what it is there, and reqlife's way (`{v}`: the
 /// value given, if the flag takes one).
@@ -126,9 +118,10 @@ pub(super) fn habits(mut args: Vec<OsString>) -> Result<Vec<OsString>, Failure> 
         if first == "attack" {
             return Err(Failure::Usage(ATTACK.into()));
         }
-        if !FIRST_WORDS.contains(&first.as_str()) {
+        let words = first_words();
+        if !words.contains(&first) {
             let bare = !first.starts_with('-') && !is_url(&args[1]);
-            if let Some(meant) = meant_subcommand(&first).filter(|_| bare) {
+            if let Some(meant) = meant_subcommand(&first, &words).filter(|_| bare) {
                 return Err(Failure::Usage(format!(
                     "no subcommand '{first}': did you mean '{meant}'? (reqlife {meant} …; reqlife --help lists them)"
                 )));
@@ -316,11 +309,11 @@ fn negative_value(text: &[String], i: usize) -> Option<String> {
 
 /// The subcommand `word` was probably meant to be: one within two edits (a swap counts as
 /// one) of a subcommand's name.
-fn meant_subcommand(word: &str) -> Option<&'static str> {
-    FIRST_WORDS
+fn meant_subcommand<'a>(word: &str, words: &'a [String]) -> Option<&'a str> {
+    words
         .iter()
         .filter(|w| !w.starts_with('-'))
-        .map(|w| (edits(word, w), *w))
+        .map(|w| (edits(word, w), w.as_str()))
         .filter(|(d, _)| *d <= 2.min(word.len().saturating_sub(1)).max(1))
         .min_by_key(|(d, _)| *d)
         .map(|(_, w)| w)
@@ -358,10 +351,39 @@ mod tests {
 
     #[test]
     fn typed_subcommands_are_found() {
-        assert_eq!(meant_subcommand("rnu"), Some("run"));
-        assert_eq!(meant_subcommand("serv"), Some("serve"));
-        assert_eq!(meant_subcommand("reprot"), Some("report"));
-        assert_eq!(meant_subcommand("example.com"), None);
-        assert_eq!(meant_subcommand("x"), None);
+        let words = first_words();
+        let meant = |w| meant_subcommand(w, &words);
+        assert_eq!(meant("rnu"), Some("run"));
+        assert_eq!(meant("serv"), Some("serve"));
+        assert_eq!(meant("reprot"), Some("report"));
+        assert_eq!(meant("prob"), Some("probe"));
+        assert_eq!(meant("example.com"), None);
+        assert_eq!(meant("x"), None);
+    }
+
+    #[test]
+    fn every_subcommand_is_a_first_word_and_keeps_its_url() {
+        // clap's list: a subcommand added later is known here without a second list.
+        let words = first_words();
+        for name in [
+            "run",
+            "serve",
+            "report",
+            "stats",
+            "calibrate",
+            "merge",
+            "knee",
+            "compare",
+            "probe",
+        ] {
+            assert!(words.iter().any(|w| w == name), "{name}: {words:?}");
+        }
+        // `probe` with a URL among its arguments stays `probe` (the hand-kept list lacked it,
+        // and such a line became `run probe ...`).
+        let line: Vec<OsString> = ["reqlife", "probe", "http://127.0.0.1:1/"]
+            .into_iter()
+            .map(OsString::from)
+            .collect();
+        assert_eq!(habits(line.clone()).ok(), Some(line));
     }
 }
