@@ -14,5 +14,6 @@ mod netns;
 mod precision;
 mod record;
 mod stats;
+mod switches;
 mod thresholds;
 mod width;
