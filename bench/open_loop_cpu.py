@@ -6,7 +6,7 @@ rounds; in each round every client runs once for --duration seconds, pinned to -
 at the same rate, one thread and the same connections: wrk2 (`wrk2 -R RATE -t1 -cC -dDs
 --latency`), reqlife `run -R RATE -t 1 -c C --pacer-slack S` for each slack of --slacks, and,
 with --reqlife-before, an older reqlife build (no --pacer-slack flag) for a before/after figure;
-with --woken SLACKS, this build again with REQLIFE_NO_NAPS=1 (its thread woken by every
+with --woken SLACKS, this build again with --pacer-naps off (its thread woken by every
 response, as before it slept through them) at those slacks.
 The order of the clients is reversed every other round. Each client is reaped with wait4(): its
 CPU is its own user+sys time.
@@ -93,12 +93,12 @@ def clients(a, url, rate):
         out.append((f"slack {s}", pin + [a.reqlife, "run", "-R", str(rate), "-t", "1", "-c", c,
                                          "-d", d, "--pacer-slack", s, "--quiet", "--json", url],
                     reqlife_figures))
-    # The same build with its thread woken by each response (REQLIFE_NO_NAPS=1): the figure
+    # The same build with its thread woken by each response (--pacer-naps off): the figure
     # before the open loop slept through responses.
     for s in filter(None, (a.woken or "").split(",")):
-        out.append((f"woken {s}", pin + ["env", "REQLIFE_NO_NAPS=1", a.reqlife, "run", "-R",
-                                         str(rate), "-t", "1", "-c", c, "-d", d, "--pacer-slack",
-                                         s, "--quiet", "--json", url], reqlife_figures))
+        out.append((f"woken {s}", pin + [a.reqlife, "run", "-R", str(rate), "-t", "1", "-c", c,
+                                         "-d", d, "--pacer-slack", s, "--pacer-naps", "off",
+                                         "--quiet", "--json", url], reqlife_figures))
     return out
 
 
@@ -148,7 +148,7 @@ def main():
     ap.add_argument("--before-slacks", metavar="SLACKS",
                     help="run --reqlife-before at these --pacer-slack values (a build that has it)")
     ap.add_argument("--woken", metavar="SLACKS",
-                    help="also reqlife with REQLIFE_NO_NAPS=1 (woken by each response) at these "
+                    help="also reqlife with --pacer-naps off (woken by each response) at these "
                          "--pacer-slack values, comma-separated")
     ap.add_argument("--wrk2", default="wrk2", help="the wrk2 binary (wrk2 on the PATH)")
     ap.add_argument("--server-cpu", default="0")

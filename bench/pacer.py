@@ -3,7 +3,7 @@
 
 Starts nginx (one worker, pinned to core 0, a 12-byte body) and runs `reqlife run -R RATE`
 pinned to core 1 (-t 1 -c 50) for each rate, several rounds, twice: with the precise timer
-(timerfd, the default) and with tokio's 1 ms timer (REQLIFE_COARSE_TIMER=1), which is about as
+(timerfd, the default) and with tokio's 1 ms timer (--pacer-timer coarse), which is about as
 coarse as wrk2's pacing; both with reqlife's default --pacer-slack, or the one given. Prints, per rate and timer, the medians over rounds of the schedule lag
 p50/p99/p99.9/max (how late each request left after its due time, waiting for a busy connection
 excluded) and of the achieved rate as a share of the offered one.
@@ -27,14 +27,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def one_run(reqlife, port, rate, duration, coarse, cpu, slack):
-    env = dict(os.environ)
-    if coarse:
-        env["REQLIFE_COARSE_TIMER"] = "1"
     cmd = ["taskset", "-c", cpu, reqlife, "run", "-R", str(rate), "-d", f"{duration:g}s",
            "-t", "1", "-c", "50", "--quiet", "--json", f"http://127.0.0.1:{port}/"]
+    if coarse:
+        cmd[-1:-1] = ["--pacer-timer", "coarse"]
     if slack is not None:
         cmd[-1:-1] = ["--pacer-slack", slack]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    p = subprocess.run(cmd, capture_output=True, text=True)
     j = json.loads(p.stdout)
     lag = j["latency"]["schedule_lag"]
     return {"lag_p50_us": lag["p50_us"], "lag_p99_us": lag["p99_us"], "lag_p999_us": lag["p999_us"],

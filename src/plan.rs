@@ -41,12 +41,8 @@ pub struct RunPlan {
     pub drain: Duration,
     /// Interval of the time series.
     pub interval: Duration,
-    /// Open loop: a wake-up of the pacer also releases the requests due within this after the
-    /// first, so they leave late by up to this (recorded as schedule lag), never early.
-    pub pacer_slack: Duration,
-    /// Open loop: the share of a core each thread's pacer may spin to send a request on time,
-    /// after waking early by the lateness it learnt (`--pacer-spin`; 0: never).
-    pub pacer_spin: f64,
+    /// Open loop: how the pacer batches, spins, waits and sleeps (`--pacer-*`).
+    pub pacing: Pacing,
     /// Whether and how certificates are checked.
     pub tls: TlsPlan,
     /// Response head size limit in bytes (`--max-header-list`): HTTP/1.1's head, HTTP/2's
@@ -89,6 +85,43 @@ pub struct RunPlan {
     /// `--until`: the run stops once each of these percentiles is this precise (its stop rule
     /// the cap); empty without it.
     pub until: Vec<crate::model::until::Until>,
+}
+
+/// The open-loop pacer's settings (`--pacer-slack`, `--pacer-spin`, `--pacer-timer`,
+/// `--pacer-naps`); a plan of another load model carries the defaults, unused.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pacing {
+    /// A wake-up of the pacer also releases the requests due within this after the first, so
+    /// they leave late by up to this (recorded as schedule lag), never early.
+    pub slack: Duration,
+    /// The share of a core each thread's pacer may spin to send a request on time, after
+    /// waking early by the lateness it learnt (0: never).
+    pub spin: f64,
+    /// What the pacer waits on.
+    pub timer: PacerTimer,
+    /// While nothing needs the thread awake, it sleeps through responses to the next due time
+    /// instead of being woken by each (`--pacer-naps off`: a benchmark's before figure).
+    pub naps: bool,
+}
+
+/// What the open-loop pacer waits on (`--pacer-timer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PacerTimer {
+    /// A timerfd armed to the nanosecond, woken through the thread's reactor.
+    Precise,
+    /// tokio's sleep, to its 1 ms tick (about as coarse as wrk2's pacing): a benchmark's
+    /// before figure.
+    Coarse,
+}
+
+impl PacerTimer {
+    /// The name used on the command line and in the record.
+    pub fn name(self) -> &'static str {
+        match self {
+            PacerTimer::Precise => "precise",
+            PacerTimer::Coarse => "coarse",
+        }
+    }
 }
 
 /// The per-request log (`--log-requests FILE`, `--log-sample N`).
@@ -216,6 +249,10 @@ pub struct Http2Plan {
     /// `--h2-coalesce`: how long a freed stream's request may wait for the connection's
     /// streams in flight (closed loops; `None`: not at all).
     pub coalesce: Option<Duration>,
+    /// New requests wait one turn of the runtime before their write, so that the answers read
+    /// meanwhile join their streams' next requests to it (`--h2-writes gather`, the default);
+    /// `false`: written at once (`--h2-writes at-once`, a benchmark's before figure).
+    pub gather: bool,
 }
 
 /// HTTP/3 settings.

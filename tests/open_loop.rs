@@ -925,7 +925,7 @@ fn timing_an_unreachable_rate_sends_no_slower_than_the_closed_loop() {
 /// per response) and still times them: a server answering in 2 ms, one request due every 5 ms.
 /// The thread sleeps from one due time to the next, so it reads each response about 3 ms after
 /// it came; its `wait` is the kernel's arrival stamp, 2 ms, not the reading's 5 ms. With
-/// `REQLIFE_NO_NAPS=1` (the thread woken by each response: the before figure) the times are
+/// `--pacer-naps off` (the thread woken by each response: the before figure) the times are
 /// the same and the thread blocks about twice as often.
 #[test]
 #[ignore = "timing: run alone by .ci/test's timing step"]
@@ -945,7 +945,7 @@ fn timing_the_thread_sleeps_through_responses_and_still_times_them() {
         let mut cmd = reqlife();
         cmd.args(["run", "-R", "200", "-d", "1s", "-c", "4", "-t", "1"])
             .args(["--pacer-slack", "0", "--json", &url])
-            .env("REQLIFE_NO_NAPS", if naps { "0" } else { "1" });
+            .args(["--pacer-naps", if naps { "on" } else { "off" }]);
         json_and_blocks(cmd)
     };
     let (napping, blocks) = run(true);

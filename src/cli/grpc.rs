@@ -185,6 +185,7 @@ fn call(args: &RunArgs, mut plan: RunPlan) -> Result<(RunPlan, String, String), 
             streams: 1,
             window: None,
             coalesce: None,
+            gather: true,
         },
     };
     plan.protocol = ProtocolPlan::Grpc(GrpcPlan {

@@ -159,6 +159,33 @@ pub enum ArrivalArg {
     Poisson,
 }
 
+/// `--pacer-timer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PacerTimerArg {
+    /// A timerfd armed to the nanosecond.
+    Precise,
+    /// tokio's sleep, to its 1 ms tick (about as coarse as wrk2's pacing).
+    Coarse,
+}
+
+/// `--pacer-naps`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NapsArg {
+    /// Sleep through responses to the next due time (timed by the kernel's arrival stamps).
+    On,
+    /// Be woken by each response.
+    Off,
+}
+
+/// `--h2-writes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum H2WritesArg {
+    /// After one turn of the runtime, joined by the next requests of the answers read meanwhile.
+    Gather,
+    /// Each as soon as it is queued.
+    AtOnce,
+}
+
 /// `--framing`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FramingArg {

@@ -170,7 +170,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
     let body = body(args)?;
     let tls = tls_plan(args)?;
     output_folders(args)?;
-    let (pacer_slack, pacer_spin) = super::pacing::pacing(args, &load)?;
+    let pacing = super::pacing::pacing(args, &load)?;
     let protocol = match websocket {
         Some(w) => ProtocolPlan::WebSocket(w),
         None => protocol(args, &target, keepalive, framed)?,
@@ -199,8 +199,7 @@ fn flags_plan(args: &RunArgs, url: &str) -> Result<RunPlan, PlanError> {
         drain: args.load.drain.unwrap_or(args.connection.timeout),
         timeout: args.connection.timeout,
         interval,
-        pacer_slack,
-        pacer_spin,
+        pacing,
         tls,
         max_header_bytes,
         expect_continue: super::protocol::expect_continue(args)?,

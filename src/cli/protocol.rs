@@ -1,10 +1,11 @@
 //! The protocol flags become the plan's HTTP/2 and HTTP/3 settings here (`--http2`, `--grpc`,
-//! `--http3`, `--streams`, `--h2-window`, `--zero-rtt`, `--max-header-list`): which of them
-//! apply together, and the one line that says so when they do not.
+//! `--http3`, `--streams`, `--h2-window`, `--h2-coalesce`, `--h2-writes`, `--zero-rtt`,
+//! `--max-header-list`): which of them apply together, and the one line that says so when they
+//! do not.
 
 use super::error::err;
 use super::plan::PlanError;
-use super::RunArgs;
+use super::{H2WritesArg, RunArgs};
 use crate::model::{Scheme, Target};
 use crate::plan::{Http2Plan, Http3Plan};
 
@@ -39,6 +40,25 @@ fn shares_streams(streams: Option<u64>, keepalive: bool) -> Result<(), PlanError
     }
 }
 
+/// `--h2-writes`: HTTP/2 only (`on`), and not with a hold of `--h2-coalesce` (`coalesce`),
+/// which gathers new requests instead; whether new requests gather before their write.
+fn gather(
+    args: &RunArgs,
+    on: bool,
+    http3: bool,
+    coalesce: Option<std::time::Duration>,
+) -> Result<bool, PlanError> {
+    match args.http.h2_writes {
+        None => Ok(true),
+        Some(_) if !on && http3 => err("--h2-writes applies to HTTP/2, not to --http3"),
+        Some(_) if !on => err("--h2-writes applies to HTTP/2: give --http2 too"),
+        Some(_) if coalesce.is_some() => err(
+            "--h2-writes and --h2-coalesce conflict: the hold of --h2-coalesce gathers new requests instead; give one of them",
+        ),
+        Some(w) => Ok(w == H2WritesArg::Gather),
+    }
+}
+
 /// `--http2` (or `--grpc`), `--streams` and `--h2-window` (`--streams` goes to HTTP/3 with
 /// `--http3`); a connection per request (`keepalive` off) opens one for each stream, so it
 /// shares none.
@@ -57,6 +77,7 @@ pub(super) fn http2_plan(
         Some(d) => Some(d).filter(|d| !d.is_zero()),
         None => None,
     };
+    let gather = gather(args, on, http3, coalesce)?;
     Ok(match (on, args.http.streams, args.http.h2_window) {
         (false, _, None) if http3 => None,
         (false, None, None) => None,
@@ -76,6 +97,7 @@ pub(super) fn http2_plan(
                 streams: streams.unwrap_or(1) as usize,
                 window: window.map(|w| w as u32),
                 coalesce,
+                gather,
             })
         }
     })

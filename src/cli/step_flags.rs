@@ -67,6 +67,16 @@ pub struct LoadArgs {
     #[arg(help_heading = "Load", long = "pacer-spin", value_parser = super::percent_arg)]
     pub pacer_spin: Option<f64>,
 
+    /// Open loop, for a benchmark's before figure: what the pacer waits on. The record keeps
+    /// `coarse` [default: precise].
+    #[arg(help_heading = "Load", long = "pacer-timer", value_enum)]
+    pub pacer_timer: Option<super::PacerTimerArg>,
+
+    /// Open loop, for a benchmark's before figure: whether the thread sleeps through responses
+    /// while nothing needs it awake. The record keeps `off` [default: on].
+    #[arg(help_heading = "Load", long = "pacer-naps", value_enum)]
+    pub pacer_naps: Option<super::NapsArg>,
+
     /// Seed of the random generators (poisson arrivals) [default: from the clock; the record
     /// keeps the one used].
     #[arg(help_heading = "Load", long = "seed")]
@@ -138,6 +148,11 @@ pub struct HttpArgs {
     /// client CPU per request; the wait counts in the write phase). Off by default (e.g. 1ms).
     #[arg(help_heading = "Protocol", long = "h2-coalesce", value_parser = super::duration_arg)]
     pub h2_coalesce: Option<Duration>,
+
+    /// HTTP/2, for a benchmark's before figure: when new requests are written; not with
+    /// --h2-coalesce. The record keeps `at-once` [default: gather].
+    #[arg(help_heading = "Protocol", long = "h2-writes", value_enum)]
+    pub h2_writes: Option<super::H2WritesArg>,
 }
 
 /// The connections: the timeout of a request, whether connections are kept, how fast new ones open.

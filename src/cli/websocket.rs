@@ -128,6 +128,7 @@ pub fn plan(args: &RunArgs, url: &str, keepalive: bool) -> Result<Option<WsPlan>
         (args.http.streams.is_some(), "--streams"),
         (args.http.h2_window.is_some(), "--h2-window"),
         (args.http.h2_coalesce.is_some(), "--h2-coalesce"),
+        (args.http.h2_writes.is_some(), "--h2-writes"),
         (args.workload.scenario.is_some(), "--scenario"),
         (args.workload.targets.is_some(), "--targets"),
         (args.trace.trace_context, "--trace-context"),

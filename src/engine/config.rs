@@ -177,6 +177,7 @@ impl Wire {
         let tuning = |h2: &crate::plan::Http2Plan| http2::Tuning {
             window: h2.window,
             coalesce: h2.coalesce,
+            gather: h2.gather,
             max_header_list: plan.max_header_bytes as u32,
         };
         Ok(match &plan.protocol {

@@ -122,8 +122,7 @@ pub fn start(
             gate: gate.clone(),
             warmup: plan.warmup,
             interval: plan.interval,
-            pacer_slack: plan.pacer_slack,
-            pacer_spin: plan.pacer_spin,
+            pacing: plan.pacing,
             done: done_tx.clone(),
             log: log
                 .as_ref()
@@ -344,10 +343,8 @@ struct WorkerCtx {
     gate: Arc<StartGate>,
     warmup: Duration,
     interval: Duration,
-    /// Open loop: requests due within this of each other leave in one wake-up.
-    pacer_slack: Duration,
-    /// Open loop: the share of a core the pacer may spin to send on time.
-    pacer_spin: f64,
+    /// Open loop: how the pacer batches, spins, waits and sleeps.
+    pacing: crate::plan::Pacing,
     done: tokio::sync::mpsc::UnboundedSender<()>,
     /// `--log-requests`: this thread's end of the log.
     log: Option<LogWorker>,
@@ -392,7 +389,7 @@ impl WorkerCtx {
         let recorder = recorder.replace(Recorder::new(self.record_from, self.interval));
         let mut measured = recorder.finish();
         measured.thread_busy = vec![busy];
-        if open_loop && self.pacer_spin > 0.0 {
+        if open_loop && self.pacing.spin > 0.0 {
             measured.pacer_spin = vec![spun.as_secs_f64() / wall_start.elapsed().as_secs_f64()];
         }
         measured
@@ -538,14 +535,13 @@ impl WorkerCtx {
     ) -> impl std::future::Future<Output = ()> + 'static {
         let (gate, scheduler, queue) = (self.gate.clone(), self.scheduler.clone(), queue.clone());
         let (recorder, warmup) = (recorder.clone(), self.warmup);
-        let (slack, spin, spun) = (self.pacer_slack, self.pacer_spin, spun.clone());
+        let (pacing, spun) = (self.pacing, spun.clone());
         async move {
             let origin = gate.opened().await;
             scheduler.begin(origin + warmup);
             recorder
                 .borrow_mut()
                 .begin(origin + warmup, scheduler.deadline());
-            let pacing = (slack, spin);
             let not_sent = open::dispatch(pacer, origin, scheduler, queue, pacing, spun).await;
             recorder.borrow_mut().not_sent(not_sent);
         }

@@ -25,6 +25,7 @@ use super::timer::PreciseTimer;
 use super::Scheduler;
 use crate::engine::arrival;
 use crate::model::Ticket;
+use crate::plan::{PacerTimer, Pacing};
 use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -108,11 +109,12 @@ fn release_due<T>(
     None
 }
 
-/// Releases the thread's tickets at their due times (from `origin`), batched within `slack`
-/// (the requests due within it of each other leave together, at the last one's due time),
-/// until the schedule, the duration or the request count ends; waking early and spinning the
-/// rest within `spin`, a share of a core ([`early`](super::early)), the time spun kept in
-/// `spun` as it goes. Gives the number of requests due in a timed run's window that were
+/// Releases the thread's tickets at their due times (from `origin`), batched within the
+/// pacing's slack (the requests due within it of each other leave together, at the last one's
+/// due time), until the schedule, the duration or the request count ends; waking early and
+/// spinning the rest within its spin, a share of a core ([`early`](super::early)), the time
+/// spun kept in `spun` as it goes; waiting on the pacing's timer, napping through responses
+/// if it naps ([`wait_until`]). Gives the number of requests due in a timed run's window that were
 /// never sent (the window closed, beyond the slack, before they could be released, or they
 /// were still queued at its end).
 pub async fn dispatch(
@@ -120,16 +122,20 @@ pub async fn dispatch(
     origin: Instant,
     scheduler: Arc<Scheduler>,
     queue: Rc<OpenQueue>,
-    (slack, spin): (Duration, f64),
+    pacing: Pacing,
     spun: Rc<Cell<Duration>>,
 ) -> u64 {
+    let slack = pacing.slack;
     let mut d = Dispatcher {
-        timer: PreciseTimer::new(),
+        timer: match pacing.timer {
+            PacerTimer::Precise => PreciseTimer::new(),
+            PacerTimer::Coarse => PreciseTimer::coarse(),
+        },
         queue,
         scheduler: scheduler.clone(),
         slack,
-        naps: std::env::var_os("REQLIFE_NO_NAPS").is_none_or(|v| v != "1"),
-        early: EarlyWake::new(spin, slack, Instant::now()),
+        naps: pacing.naps,
+        early: EarlyWake::new(pacing.spin, slack, Instant::now()),
         spun,
     };
     let mut due_times = DueTimes {
@@ -258,7 +264,7 @@ const LONGEST_NAP: Duration = Duration::from_millis(10);
 /// read together at the next wake-up (their `wait` and `read` are the kernel's, not the
 /// reading's). Otherwise (a ticket waits for a connection to come free, a connect or TLS or
 /// HTTP/2 exchange is under way) it waits on the precise timer, woken by any socket.
-/// `naps: false` (`REQLIFE_NO_NAPS=1`, for the benchmarks' before/after) always does that.
+/// `naps: false` (`--pacer-naps off`, for the benchmarks' before/after) always does that.
 async fn wait_until(
     timer: &PreciseTimer,
     queue: &OpenQueue,
@@ -485,8 +491,11 @@ mod tests {
                 });
             }
             let spun = Rc::new(Cell::new(Duration::ZERO));
-            let slack = (Duration::from_micros(50), 0.0);
-            not_sent = dispatch(pacer, origin, scheduler, queue.clone(), slack, spun).await;
+            let pacing = Pacing {
+                spin: 0.0,
+                ..plan.pacing
+            };
+            not_sent = dispatch(pacer, origin, scheduler, queue.clone(), pacing, spun).await;
         });
         let taken = taken.take();
         (taken, not_sent, most.get())

@@ -5,7 +5,8 @@
 //! rounding. The worker thread's timer slack is set to 1 ns so the kernel does not defer the
 //! wake-up (its default slack is 50 µs). A wake-up costs no syscall beyond the reactor's own:
 //! the expiry count is never read, and the timer is not armed again for the deadline it holds.
-//! Where a timerfd cannot be made, tokio's sleep is used and the lag it causes shows in the
+//! Where a timerfd cannot be made, or the plan asks for it (`--pacer-timer coarse`, a
+//! benchmark's before figure), tokio's sleep is used and the lag it causes shows in the
 //! schedule-lag figure.
 
 use std::cell::Cell;
@@ -30,17 +31,19 @@ pub struct PreciseTimer {
 }
 
 impl PreciseTimer {
-    /// A timer for the current runtime (call from within it). The environment variable
-    /// `REQLIFE_COARSE_TIMER=1` forces tokio's sleep instead, for the pacer benchmark's
-    /// before/after figure.
+    /// A timer for the current runtime (call from within it): a timerfd, or tokio's sleep
+    /// where one cannot be made.
     pub fn new() -> Self {
-        let fd = if std::env::var_os("REQLIFE_COARSE_TIMER").is_some_and(|v| v == "1") {
-            None
-        } else {
-            make_timerfd().ok()
-        };
         PreciseTimer {
-            fd,
+            fd: make_timerfd().ok(),
+            armed: Cell::new(None),
+        }
+    }
+
+    /// tokio's sleep, to its 1 ms tick (`--pacer-timer coarse`: a benchmark's before figure).
+    pub fn coarse() -> Self {
+        PreciseTimer {
+            fd: None,
             armed: Cell::new(None),
         }
     }
@@ -142,9 +145,8 @@ mod tests {
             .unwrap();
         rt.block_on(async {
             let timer = PreciseTimer::new();
-            if std::env::var_os("REQLIFE_COARSE_TIMER").is_none() {
-                assert!(timer.is_precise());
-            }
+            assert!(timer.is_precise());
+            assert!(!PreciseTimer::coarse().is_precise());
             let mut lateness = Vec::new();
             for i in 0..200u64 {
                 let due = Instant::now() + Duration::from_micros(100 + (i % 7) * 37);

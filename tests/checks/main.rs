@@ -1,8 +1,8 @@
 //! The static checks, one test binary: the help texts, the README and the manual (`docs/`)
-//! against the tool and their links, the shape of the source and its module layers, the
-//! timing group's names, the test command's steps and totals (`ci.rs`), and where reqlife
-//! builds (`platform.rs`). None needs a server or a network; sharing one binary saves linking
-//! the crate several times.
+//! against the tool and their links, the shape of the source and its module layers, no switch
+//! read outside the plan (`switches.rs`), the timing group's names, the test command's steps
+//! and totals (`ci.rs`), and where reqlife builds (`platform.rs`). None needs a server or a
+//! network; sharing one binary saves linking the crate several times.
 //! Each module is the test file it was (`cargo test --test checks layers::` runs the layers'
 //! tests alone).
 
@@ -17,6 +17,7 @@ mod layers;
 mod platform;
 mod readme;
 mod shape;
+mod switches;
 mod timing;
 mod words;
 

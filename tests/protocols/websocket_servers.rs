@@ -431,7 +431,7 @@ fn knee_thresholds_html_records_merge_and_every_work_on_a_ws_target() {
 /// so the open loop's thread sleeps through the replies and still times them: the embedded
 /// target answers in 2 ms, one message is due every 5 ms; the thread reads each reply about
 /// 3 ms after it came, and its `wait` is the kernel's 2 ms, not the reading's 5 ms. With
-/// `REQLIFE_NO_NAPS=1` (the thread woken by each reply) the times are the same and the thread
+/// `--pacer-naps off` (the thread woken by each reply) the times are the same and the thread
 /// blocks about twice as often.
 #[test]
 #[ignore = "timing: run alone by .ci/test's timing step"]
@@ -442,7 +442,7 @@ fn timing_ws_replies_are_stamped_by_the_kernel_and_slept_through() {
         let mut cmd = reqlife();
         cmd.args(["run", "-R", "200", "-d", "1s", "-c", "4", "-t", "1"])
             .args(["--pacer-slack", "0", "--data", "hi", "--json", &url])
-            .env("REQLIFE_NO_NAPS", if naps { "0" } else { "1" });
+            .args(["--pacer-naps", if naps { "on" } else { "off" }]);
         json_and_blocks(cmd)
     };
     let (napping, blocks) = run(true);

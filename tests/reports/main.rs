@@ -14,6 +14,7 @@ mod netns;
 mod precision;
 mod record;
 mod stats;
+mod switches;
 mod thresholds;
 mod until;
 mod width;

@@ -338,7 +338,7 @@ fn pacer_slack() {
         (&[], DEFAULT_PACER_SLACK), // a closed loop carries it, unused
     ];
     for (flags, want) in rows {
-        assert_eq!(plan(flags).unwrap().pacer_slack, *want, "{flags:?}");
+        assert_eq!(plan(flags).unwrap().pacing.slack, *want, "{flags:?}");
     }
     // (flags, the plan's spin budget, a share of a core)
     let spins: &[(&[&str], f64)] = &[
@@ -348,7 +348,69 @@ fn pacer_slack() {
         (&["-R", "1000", "--pacer-spin", "100"], 1.0),
     ];
     for (flags, want) in spins {
-        assert_eq!(plan(flags).unwrap().pacer_spin, *want, "{flags:?}");
+        assert_eq!(plan(flags).unwrap().pacing.spin, *want, "{flags:?}");
+    }
+}
+
+/// The benchmarks' before switches (environment variables before issue 47) are in the plan:
+/// the pacer's timer and naps, HTTP/2's gathering of new requests before their write.
+#[test]
+fn the_before_switches_are_in_the_plan() {
+    use crate::plan::PacerTimer;
+    // (flags, the plan's timer and naps)
+    let rows: &[(&[&str], PacerTimer, bool)] = &[
+        (&["-R", "1000"], PacerTimer::Precise, true),
+        (
+            &["-R", "1000", "--pacer-timer", "coarse"],
+            PacerTimer::Coarse,
+            true,
+        ),
+        (
+            &["-R", "1000", "--pacer-timer", "precise"],
+            PacerTimer::Precise,
+            true,
+        ),
+        (
+            &["-R", "1000", "--pacer-naps", "off"],
+            PacerTimer::Precise,
+            false,
+        ),
+        (
+            &["-R", "1000", "--pacer-naps", "on"],
+            PacerTimer::Precise,
+            true,
+        ),
+        (&[], PacerTimer::Precise, true), // a closed loop carries the defaults, unused
+    ];
+    for (flags, timer, naps) in rows {
+        let p = plan(flags).unwrap().pacing;
+        assert_eq!((p.timer, p.naps), (*timer, *naps), "{flags:?}");
+    }
+    // (flags, whether HTTP/2's new requests gather)
+    let rows: &[(&[&str], bool)] = &[
+        (&["--http2"], true),
+        (&["--http2", "--h2-writes", "gather"], true),
+        (&["--http2", "--h2-writes", "at-once"], false),
+        (
+            &["--http2", "--h2-coalesce", "0", "--h2-writes", "at-once"],
+            false,
+        ),
+        (&["--grpc", "s.S/M", "--data-file", "Cargo.toml"], true),
+        (
+            &[
+                "--grpc",
+                "s.S/M",
+                "--data-file",
+                "Cargo.toml",
+                "--h2-writes",
+                "at-once",
+            ],
+            false,
+        ),
+    ];
+    for (flags, gather) in rows {
+        let p = plan(flags).unwrap();
+        assert_eq!(p.http2().map(|h| h.gather), Some(*gather), "{flags:?}");
     }
 }
 
@@ -430,6 +492,18 @@ fn an_explicit_default_is_given() {
         (
             &["--stages", "1s:1->8c", "-c", "50"][..],
             "connection stages set the connections",
+        ),
+        (
+            &["--pacer-timer", "precise"][..],
+            "--pacer-timer applies to an open loop",
+        ),
+        (
+            &["--pacer-naps", "on"][..],
+            "--pacer-naps applies to an open loop",
+        ),
+        (
+            &["--h2-writes", "gather"][..],
+            "--h2-writes applies to HTTP/2",
         ),
     ] {
         let e = plan(flags).unwrap_err().0;

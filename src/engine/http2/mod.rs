@@ -42,6 +42,9 @@ pub struct Tuning {
     /// `--h2-coalesce`: how long new streams' frames may wait for the connection's streams
     /// in flight, to go out in one write (see `conn`'s `Core::hold`).
     pub coalesce: Option<std::time::Duration>,
+    /// New streams' frames wait one turn of the runtime for others before their write (see
+    /// `conn`'s `Core::gathers`); `false` (`--h2-writes at-once`): written at once.
+    pub gather: bool,
     /// `--max-header-list`: the largest header block the client takes, in bytes (as received,
     /// HEADERS and CONTINUATION; and as decoded, RFC 9113's list size), advertised as
     /// SETTINGS_MAX_HEADER_LIST_SIZE.
@@ -53,6 +56,7 @@ impl Default for Tuning {
         Tuning {
             window: None,
             coalesce: None,
+            gather: true,
             max_header_list: crate::plan::MAX_HEADER_BYTES as u32,
         }
     }

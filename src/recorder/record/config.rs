@@ -3,7 +3,7 @@
 
 use super::Ending;
 use crate::model::{LoadKind, LoadModel, Protocol, Schedule, Scheme, StopRule};
-use crate::plan::RunPlan;
+use crate::plan::{PacerTimer, RunPlan};
 use serde::{Deserialize, Serialize};
 
 /// A name the resolver looked up before the run.
@@ -61,6 +61,10 @@ pub struct Config {
     /// HTTP/2: `--h2-coalesce`, seconds (absent without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub h2_coalesce_s: Option<f64>,
+    /// HTTP/2: `--h2-writes` when not its default (`gather`): `at-once`, each new request
+    /// written as soon as it is queued (a benchmark's before figure); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2_writes: Option<String>,
     /// `closed`, `open` or `burst`.
     pub load_model: LoadKind,
     /// Open loop: the offered rate (req/s) of a constant schedule.
@@ -74,6 +78,14 @@ pub struct Config {
     /// time (absent in other load models and older records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pacer_spin: Option<f64>,
+    /// Open loop: `--pacer-timer` when not its default (`precise`): `coarse`, tokio's 1 ms
+    /// sleep (a benchmark's before figure); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacer_timer: Option<String>,
+    /// Open loop: `--pacer-naps` when not its default (`on`): `off`, the thread woken by each
+    /// response (a benchmark's before figure); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacer_naps: Option<String>,
     /// The seed of the random generators (`--seed`, or the one drawn from the clock).
     pub seed: u64,
     /// `reuse` (keep-alive) or `new` (a connection per request).
@@ -202,6 +214,7 @@ impl Environment {
 
 /// The config of `plan`, run as `end` says.
 pub(super) fn config_of(plan: &RunPlan, end: &Ending) -> Config {
+    let open = matches!(plan.load, LoadModel::Open { .. });
     let (duration_s, requests) = match plan.stop {
         StopRule::Duration(d) => (Some(d.as_secs_f64()), None),
         StopRule::Requests(n) => (None, Some(n)),
@@ -232,6 +245,10 @@ pub(super) fn config_of(plan: &RunPlan, end: &Ending) -> Config {
             .http2()
             .and_then(|h| h.coalesce)
             .map(|d| d.as_secs_f64()),
+        h2_writes: plan
+            .http2()
+            .is_some_and(|h| !h.gather)
+            .then(|| "at-once".into()),
         load_model: plan.load.kind(),
         rate_rps: match &plan.load {
             LoadModel::Open {
@@ -244,9 +261,11 @@ pub(super) fn config_of(plan: &RunPlan, end: &Ending) -> Config {
             LoadModel::Open { arrival, .. } => Some(arrival.name().into()),
             _ => None,
         },
-        pacer_slack_s: matches!(plan.load, LoadModel::Open { .. })
-            .then(|| plan.pacer_slack.as_secs_f64()),
-        pacer_spin: matches!(plan.load, LoadModel::Open { .. }).then_some(plan.pacer_spin),
+        pacer_slack_s: open.then_some(plan.pacing.slack.as_secs_f64()),
+        pacer_spin: open.then_some(plan.pacing.spin),
+        pacer_timer: (open && plan.pacing.timer != PacerTimer::Precise)
+            .then(|| plan.pacing.timer.name().into()),
+        pacer_naps: (open && !plan.pacing.naps).then(|| "off".into()),
         seed: plan.seed,
         connection_policy: if plan.keepalive { "reuse" } else { "new" }.into(),
         stream: plan.stream.map(|m| m.name().into()),

@@ -34,8 +34,6 @@ struct Turns {
     gathering: bool,
     /// ... and until the write that follows it.
     gathered: bool,
-    /// `REQLIFE_H2_NO_GATHER=1`: write at once (the benchmarks' before figure).
-    no_gather: bool,
 }
 
 /// How a turn of the driver ended.
@@ -52,10 +50,7 @@ enum Step {
 
 /// Moves the bytes of `conn` over `io` until the connection ends.
 pub(in crate::engine::http2) async fn drive(conn: Rc<Conn>, mut io: Stream) {
-    let mut turns = Turns {
-        no_gather: std::env::var_os("REQLIFE_H2_NO_GATHER").is_some_and(|v| v == "1"),
-        ..Turns::default()
-    };
+    let mut turns = Turns::default();
     loop {
         match std::future::poll_fn(|cx| poll_drive(&conn, &mut io, &mut turns, cx)).await {
             Step::Done => return,
@@ -90,7 +85,6 @@ fn poll_drive(conn: &Conn, io: &mut Stream, turns: &mut Turns, cx: &mut Context<
         timer,
         gathering,
         gathered,
-        no_gather,
     } = turns;
     let mut reads = 0;
     // Back from the I/O driver's turn: read first; answers read wake their streams, whose
@@ -101,7 +95,7 @@ fn poll_drive(conn: &Conn, io: &mut Stream, turns: &mut Turns, cx: &mut Context<
             return Poll::Ready(Step::Done);
         }
         let writes = core.out_done < core.out.len() && !read_first;
-        if writes && !*no_gather && !*gathered && core.out_done == 0 && core.gathers() {
+        if writes && !*gathered && core.out_done == 0 && core.gathers() {
             *gathering = true;
             *gathered = true;
             return Poll::Ready(Step::Gather);

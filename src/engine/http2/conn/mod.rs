@@ -170,6 +170,8 @@ pub(super) struct Core {
     queued: Vec<usize>,
     /// How long new streams' frames may wait for the streams in flight ([`Core::hold`]).
     coalesce: Option<std::time::Duration>,
+    /// New streams' frames may wait one turn for others ([`Core::gathers`]; `--h2-writes`).
+    gather: bool,
     /// `out` holds frames that must not wait: the preface, acknowledgements, window updates,
     /// resets, a body the server's window let go (anything but new streams' frames).
     urgent: bool,
@@ -258,6 +260,7 @@ impl Core {
             out_done: 0,
             queued: Vec::new(),
             coalesce: tuning.coalesce,
+            gather: tuning.gather,
             urgent: true,
             held_since: None,
             encoder: Encoder::new(),
@@ -433,9 +436,14 @@ impl Core {
 
     /// Whether the frames in `out` are new requests that may gather others before their write
     /// (the driver's `Step::Gather`): not while something must go at once (acknowledgements,
-    /// resets, window updates: `urgent`), nor with `--h2-coalesce`, whose hold gathers them.
+    /// resets, window updates: `urgent`), nor with `--h2-coalesce`, whose hold gathers them,
+    /// nor with `--h2-writes at-once` (the benchmarks' before figure).
     pub(super) fn gathers(&self) -> bool {
-        !self.urgent && self.coalesce.is_none() && !self.queued.is_empty() && self.usable()
+        self.gather
+            && !self.urgent
+            && self.coalesce.is_none()
+            && !self.queued.is_empty()
+            && self.usable()
     }
 
     /// `out` was written whole.

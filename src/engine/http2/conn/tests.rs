@@ -561,6 +561,24 @@ fn coalesced_streams_wait_for_those_in_flight_within_the_bound_and_nothing_else_
     }
 }
 
+/// New streams' frames gather others for one turn of the runtime before their write, unless
+/// the plan writes them at once (`--h2-writes at-once`).
+#[test]
+fn new_streams_gather_unless_written_at_once() {
+    for gather in [true, false] {
+        let tuning = crate::engine::http2::Tuning {
+            gather,
+            ..Default::default()
+        };
+        let mut core = Core::new(tuning, Rc::default());
+        feed(&mut core, &frame(frame::SETTINGS, 0, 0, &[]), 64).unwrap();
+        assert!(!core.gathers(), "the SETTINGS acknowledgement goes at once");
+        core.written_out(Instant::now());
+        open(&mut core, &request("/", b""), None);
+        assert_eq!(core.gathers(), gather, "gather {gather}");
+    }
+}
+
 #[test]
 fn a_hold_wakes_the_driver_when_it_begins_and_when_it_ends_not_for_each_stream() {
     use std::sync::atomic::{AtomicUsize, Ordering};
