@@ -6,8 +6,8 @@
    `--until p99:5%` (--target) with a cap of --cap (60) seconds: each run's length, how it
    ended, its p99 and interval, and the half-width the record gives (the issue: well before the
    cap, the half-width within 5%).
-2. Against the embedded target's /drift/2 (a delay that grows by a tenth of 2 ms each second),
-   `--until p50:5%` with a cap of --drift-cap (20) seconds, at --drift-rate (200) req/s: it must
+2. Against the embedded target's /drift/20 (a delay that grows by a tenth of 20 ms each second),
+   `--until p50:5%` with a cap of --drift-cap (20) seconds, at --drift-rate (20) req/s: it must
    run to the cap and say it did not converge.
 
 Prints each run's figures and the medians. It measures; it does not judge: exit 0 whenever it
@@ -63,7 +63,7 @@ def main():
     ap.add_argument("--target", default="p99:5%")
     ap.add_argument("--cap", type=int, default=60, help="seconds")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--drift-rate", type=int, default=200)
+    ap.add_argument("--drift-rate", type=int, default=20)
     ap.add_argument("--drift-cap", type=int, default=20, help="seconds")
     ap.add_argument("--reqlife", default=os.path.join(ROOT, "target", "release", "reqlife"))
     ap.add_argument("--server-cpu", default="0")
@@ -95,8 +95,8 @@ def main():
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.5)
-        r = run(a, f"http://127.0.0.1:{port}/drift/2", a.drift_rate, a.drift_cap, "p50:5%", rec)
-        print(f"/drift/2, {a.drift_rate} req/s, --until p50:5%, cap {a.drift_cap}s: {describe(r)}")
+        r = run(a, f"http://127.0.0.1:{port}/drift/20", a.drift_rate, a.drift_cap, "p50:5%", rec)
+        print(f"/drift/20, {a.drift_rate} req/s, --until p50:5%, cap {a.drift_cap}s: {describe(r)}")
     finally:
         server.terminate()
         server.wait()

@@ -172,13 +172,15 @@ pub fn fill(st: &mut Stats, whole: &Histogram<u64>, parts: &[Histogram<u64>]) {
 /// The half-width of quantile `p`'s interval, a share of the percentile, from the histogram of
 /// the run so far (`whole`) and its intervals' (`parts`, in order), as the record will give it
 /// (the wider of the two ways); `None` while batch means cannot be computed yet (fewer than
-/// [`MIN_BATCHES`] batches with enough values beyond `p`) or a bound is missing: `--until`
-/// stops a run only once its own intervals vouch for it.
+/// [`MIN_BATCHES`] batches with enough values beyond `p`, or their lag-1 correlation still over
+/// [`LAG1_MAX`]) or a bound is missing: `--until` stops a run only once its own intervals vouch
+/// for it.
 pub fn half_share(whole: &Histogram<u64>, parts: &[Histogram<u64>], p: f64) -> Option<f64> {
     if whole.is_empty() {
         return None;
     }
-    let batched = batch_means(parts, p)?;
+    // Batches that still look dependent (a trend, a drift) vouch for nothing yet.
+    let batched = batch_means(parts, p).filter(|b| b.lag1 <= LAG1_MAX)?;
     let order = order_interval(whole, p);
     let ci = if width(&batched.ci) > width(&order) {
         batched.ci
