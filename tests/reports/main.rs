@@ -15,4 +15,5 @@ mod precision;
 mod record;
 mod stats;
 mod thresholds;
+mod validity;
 mod width;

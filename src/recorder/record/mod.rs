@@ -18,6 +18,7 @@ pub mod probes;
 pub mod slow;
 #[cfg(test)]
 mod tests;
+pub mod validity;
 pub mod warnings;
 
 pub use config::{Config, Environment, Sweep};
@@ -98,6 +99,14 @@ pub struct RunRecord {
     /// `--log-requests`: the per-request log, where it is and what it holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_log: Option<slow::RequestLogInfo>,
+    /// An open loop at a constant rate: the first gaps between its sends, for the arrival
+    /// test (absent otherwise, and in records made before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<validity::Arrivals>,
+    /// The verdict on the load itself (`analysis::validity`): each check, passed or not
+    /// (absent in records made before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validity: Option<validity::Validity>,
 }
 
 /// A new run id: 128 random bits (from the OS) as 32 hex digits.
@@ -261,6 +270,14 @@ impl RunRecord {
                 slow::SlowRequests::of(&measured.exemplars, names, t, &probed)
             }),
             request_log: slow::RequestLogInfo::of(plan, measured.request_log.as_ref()),
+            arrivals: match &plan.load {
+                crate::model::LoadModel::Open {
+                    schedule: crate::model::Schedule::Constant { .. },
+                    ..
+                } => validity::Arrivals::of(&measured.sends),
+                _ => None,
+            },
+            validity: None,
         }
         .with_probes(measured)
         .with_warnings()
@@ -293,6 +310,7 @@ impl RunRecord {
                 m.segments.clear();
                 // Each level's samples are timed from its own start: joined below.
                 m.samples = crate::recorder::reservoir::Reservoir::new(0, 0);
+                m.sends = Default::default();
                 m
             })
             .collect();
