@@ -185,7 +185,10 @@ fn replies_that_match_no_message_are_counted_apart() {
         );
         // One connection may carry all 40 before the second has opened (CI saw it once, in 30 ms).
         let opened = r["summary"]["connections"]["opened"].as_u64().unwrap();
-        assert!((1..=2).contains(&opened), "{opened} connections opened with -c 2");
+        assert!(
+            (1..=2).contains(&opened),
+            "{opened} connections opened with -c 2"
+        );
         assert_eq!(r["config"]["ws_match"], "id");
         assert_valid_record(&r);
     }
