@@ -8,3 +8,4 @@ pub mod expr;
 pub mod knee;
 pub mod precision;
 pub mod significance;
+pub mod validity;

@@ -100,6 +100,7 @@ fn repeated(
         .collect();
     let mut record = RunRecord::repeated(&plan, &measured, end, parts);
     crate::analysis::precision::annotate(&mut record);
+    crate::analysis::validity::annotate(&mut record);
     record
 }
 

@@ -199,6 +199,7 @@ fn step_rows(steps: &[KneeStep]) -> Vec<StepRow> {
 /// Checks the thresholds, writes `-o` and `--html`, prints the report: the exit code.
 fn write_and_report(output: &OutputPlan, record: &mut RunRecord) -> i32 {
     crate::analysis::precision::annotate(record);
+    crate::analysis::validity::annotate(record);
     output.view.check(record);
     let (file, html) = (output.output.as_deref(), output.html.as_deref());
     let code = files::write_record(record, file, html, output.quiet);

@@ -273,6 +273,7 @@ fn merge(args: &crate::cli::MergeArgs) -> Result<i32, Failure> {
         eprintln!("warning: {w}");
     }
     crate::analysis::precision::annotate(&mut merged);
+    crate::analysis::validity::annotate(&mut merged);
     args.view.check(&mut merged);
     if let Some(path) = &args.output {
         let json = crate::report::record_json(&merged) + "\n";

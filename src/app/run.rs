@@ -104,6 +104,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
     let mut record = build_record(&prepared, &levels, signal != 0, command_line);
     record.run_id = Some(run_id);
     crate::analysis::precision::annotate(&mut record);
+    crate::analysis::validity::annotate(&mut record);
     if let Some(server) = prepared.embedded.take() {
         server.shutdown();
     }
@@ -330,11 +331,25 @@ fn finish(output: &OutputPlan, record: &RunRecord, levels: &[Executed], signal: 
         Failure::FailFast(line.clone()).report()
     } else if let Some(failed) = failed {
         failed.report()
-    } else if code == EXIT_OK {
+    } else if code != EXIT_OK {
+        code
+    } else if verdict != EXIT_OK {
         // The thresholds' verdict gives the exit code, as it gives the banner and the JSON.
         verdict
     } else {
-        code
+        strict_code(output.strict, record)
+    }
+}
+
+/// `--strict`: [`EXIT_NOT_VALID`] when the load was not valid (the validity's line on stderr,
+/// naming the checks that failed), else 0.
+fn strict_code(strict: bool, record: &RunRecord) -> i32 {
+    match &record.validity {
+        Some(v) if strict && !v.valid => {
+            eprintln!("reqlife: --strict: {}", v.line);
+            crate::util::exit::EXIT_NOT_VALID
+        }
+        _ => EXIT_OK,
     }
 }
 

@@ -37,6 +37,8 @@ pub struct OutputPlan {
     /// The thresholds that stop the run as soon as one fails (`--abort-on-fail`); empty
     /// without it.
     pub abort: Vec<Expr>,
+    /// `--strict`: a load that was not valid fails the run (exit 6).
+    pub strict: bool,
 }
 
 /// `reqlife run`, checked and ready to start: the plans of its levels (one, one per level of
@@ -141,6 +143,7 @@ impl<'a> RunRequest<'a> {
                 true => args.view.thresholds.clone(),
                 false => Vec::new(),
             },
+            strict: args.verdict.strict,
         };
         let target = url.unwrap_or("the targets of the list");
         let method = args.request.method.as_deref().unwrap_or("GET");

@@ -26,7 +26,8 @@ pub(crate) const RUN_EXIT_CODES: &str = "Exit codes:
   4    responses came back, but every one was an HTTP error (no 2xx or 3xx)
   5    most of the run failed: over half of the requests, or the server stopped
        answering for over half of the window (killed mid-run); the error line says which
-  99   a --threshold failed
+  6    --strict, and the load was not valid (the report's top line names the checks)
+  99   a --threshold failed (outranks 5 and 6)
   130, 143  interrupted by SIGINT, SIGTERM (the report and the record are still written)";
 
 /// The end of `reqlife serve --help`: the embedded target's routes, from the router's own list,

@@ -230,6 +230,8 @@ impl<'a> KneeRequest<'a> {
             every: None,
             view: run.view.clone(),
             abort: Vec::new(),
+            // A knee's steps are judged by the knee (its generator rule), not by --strict.
+            strict: false,
         };
         let method = run.request.method.as_deref().unwrap_or("GET");
         let title = format!("knee: {method} {url}");

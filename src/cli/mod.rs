@@ -29,7 +29,7 @@ pub mod resolve;
 pub mod run;
 pub mod run_flags;
 mod step_flags;
-pub use run_flags::{IntervalArgs, LengthArgs, WorkloadArgs};
+pub use run_flags::{IntervalArgs, LengthArgs, VerdictArgs, WorkloadArgs};
 pub use step_flags::{
     ConnectionArgs, FramedArgs, HttpArgs, LoadArgs, OutputArgs, RequestArgs, ResponseArgs, TlsArgs,
 };
@@ -237,6 +237,10 @@ pub struct RunArgs {
     /// What a run does as each interval closes.
     #[command(flatten)]
     pub intervals: IntervalArgs,
+
+    /// `--strict`: a load that was not valid fails the run.
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
 }
 
 impl RunArgs {
@@ -248,6 +252,7 @@ impl RunArgs {
             workload: WorkloadArgs::default(),
             length: LengthArgs::default(),
             intervals: IntervalArgs::default(),
+            verdict: VerdictArgs::default(),
         }
     }
 }

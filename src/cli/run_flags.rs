@@ -1,8 +1,10 @@
 //! The flags of `reqlife run` that a step of `reqlife knee` does not take, in groups by meaning:
 //! what is sent instead of one request ([`WorkloadArgs`]), how much load for how long
-//! ([`LengthArgs`]: knee chooses the rate and each step's length itself), and what a run does at
-//! each interval ([`IntervalArgs`]: knee's SLOs judge each step). `run` flattens them beside
-//! the flags of a step ([`super::StepArgs`]); knee flattens only those, so clap refuses these.
+//! ([`LengthArgs`]: knee chooses the rate and each step's length itself), what a run does at
+//! each interval ([`IntervalArgs`]: knee's SLOs judge each step), and whether a load that was
+//! not valid fails the run ([`VerdictArgs`]: a knee's steps are judged by the knee). `run`
+//! flattens them beside the flags of a step ([`super::StepArgs`]); knee flattens only those, so
+//! clap refuses these.
 
 use clap::Args;
 use std::path::PathBuf;
@@ -97,4 +99,15 @@ pub struct IntervalArgs {
     /// each interval closes).
     #[arg(help_heading = "Analysis", long = "abort-on-fail")]
     pub abort_on_fail: bool,
+}
+
+/// The verdict on the load itself (`validity` in the record): whether a failed check fails the
+/// run.
+#[derive(Debug, Clone, Default, Args)]
+pub struct VerdictArgs {
+    /// Exit 6 when the load was not valid: the record's validity check failed (the client fell
+    /// behind or sent under the rate offered, the sends were not the process asked for, a
+    /// warm-up or a drift in the figures); the report's top line names which.
+    #[arg(help_heading = "Analysis", long = "strict")]
+    pub strict: bool,
 }

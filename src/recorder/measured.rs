@@ -49,6 +49,8 @@ pub struct Measured {
     /// A bounded uniform sample of the responses: (end time since the start of recording in
     /// µs, total latency in ns).
     pub samples: reservoir::Reservoir,
+    /// The earliest send instants of each thread (`sends`), for the arrival test.
+    pub sends: super::sends::Sends,
     /// The server's phases from probes (`--server-probes`), when asked for: gathered beside
     /// the threads, not by them.
     pub probes: Option<super::probes::ProbeAcc>,
@@ -81,6 +83,7 @@ impl Measured {
             h2_max_streams: None,
             by_request: Vec::new(),
             samples: reservoir::Reservoir::new(0, 0),
+            sends: super::sends::Sends::default(),
             probes: None,
             exemplars: super::exemplar::Exemplars::new(),
             request_log: None,
@@ -93,6 +96,7 @@ impl Measured {
     pub fn merge(parts: Vec<Measured>) -> Measured {
         let mut out = Measured::empty();
         let mut samples = Vec::with_capacity(parts.len());
+        let mut sends = Vec::with_capacity(parts.len());
         for part in parts {
             out.counters.merge(&part.counters);
             for (a, b) in out.status.iter_mut().zip(part.status.iter()) {
@@ -142,6 +146,7 @@ impl Measured {
             out.series.merge(part.series);
             out.exemplars.merge(&part.exemplars);
             samples.push(part.samples);
+            sends.push(part.sends);
             if out.probes.is_none() {
                 out.probes = part.probes;
             }
@@ -150,6 +155,7 @@ impl Measured {
             .iter()
             .map(|r| r.seen())
             .fold(0x5EED_u64, |a, n| a.wrapping_mul(31).wrapping_add(n));
+        out.sends = super::sends::Sends::merge(sends);
         out.samples = reservoir::Reservoir::merge(samples, reservoir::DEFAULT_CAPACITY, seed);
         out
     }

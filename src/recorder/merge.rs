@@ -564,6 +564,9 @@ pub fn merge(records: Vec<RunRecord>, names: &[String]) -> Result<RunRecord, Rec
         knee: None,
         slow_requests: merged_slow(&records, &offsets, h.get("total")),
         request_log: None,
+        // The parts' sends are timed by clocks of their own: no one sample of them.
+        arrivals: None,
+        validity: None,
     };
     of_the_parts(&mut out, &records, &offsets);
     // The merged figures' own warnings, then each part's, named by its part.

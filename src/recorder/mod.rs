@@ -22,6 +22,7 @@ pub mod probes;
 pub mod record;
 pub mod request_log;
 pub mod reservoir;
+pub mod sends;
 pub mod series;
 pub mod server_timing;
 pub mod spill;
@@ -79,6 +80,8 @@ pub struct Recorder {
     by_request: Vec<RequestAcc>,
     /// A bounded uniform sample of the responses (end time, total latency).
     samples: reservoir::Reservoir,
+    /// The earliest send instants, for the arrival test.
+    sends: sends::Sends,
     /// Requests sent whose outcome has not come back yet.
     in_flight: u64,
     /// `--log-requests`: this thread's end of the per-request log.
@@ -135,6 +138,7 @@ impl Recorder {
             h2_max_streams: None,
             by_request: Vec::new(),
             samples: reservoir::Reservoir::per_thread(),
+            sends: sends::Sends::default(),
             in_flight: 0,
             log: None,
             trails: None,
@@ -280,6 +284,7 @@ impl Recorder {
         if s.stamps.intended < self.record_from {
             return false;
         }
+        self.sends.offer(s.stamps.dispatched, self.record_from);
         let end = s.stamps.done.unwrap_or_else(Instant::now);
         let ended = end;
         let drained = self.record_until.get().filter(|until| end > *until);
@@ -534,6 +539,7 @@ impl Recorder {
             h2_max_streams: self.h2_max_streams,
             by_request: self.by_request,
             samples: self.samples,
+            sends: self.sends,
             probes: None,
             exemplars,
             request_log: None,

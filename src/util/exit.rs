@@ -17,6 +17,11 @@ pub const EXIT_HTTP_ERRORS: i32 = 4;
 /// failed without a response, or the server stopped answering for more than half of the
 /// window (its last response came that early, and requests failed after it).
 pub const EXIT_MOSTLY_FAILED: i32 = 5;
+/// Exit code: `run --strict`, and the load was not valid: a check of the record's `validity`
+/// failed (the client fell behind, the sends were not the process asked for, a warm-up or a
+/// drift in the figures). A failed `--threshold` (99) and a run that failed (1, 3, 4, 5)
+/// outrank it.
+pub const EXIT_NOT_VALID: i32 = 6;
 /// Exit code: a `--threshold` failed (k6's convention).
 pub const EXIT_THRESHOLD: i32 = 99;
 /// Exit code after SIGINT (128 + 2).

@@ -44,7 +44,8 @@ fn shape(line: &str) -> String {
         .split_whitespace()
         .map(|w| {
             // An interval's bounds (`[436.84us,`, `6.78ms]`, `-]` where it has none) are figures.
-            let bound = w.trim_start_matches('[');
+            // A rough figure (`~1.91ms`: too few values beyond it) is one too.
+            let bound = w.trim_start_matches(['[', '~']);
             let figure = bound.starts_with(|c: char| c.is_ascii_digit())
                 || (w.starts_with('[') || w.ends_with(']') || w.ends_with("],"))
                     && bound.starts_with('-')
@@ -69,8 +70,8 @@ fn shape(line: &str) -> String {
         .replace(" ;", ";")
 }
 
-/// The report's lines as shapes: blank lines and warnings (which depend on the machine) left
-/// out. A line the report wrapped to fit 80 columns is joined back first (its continuations
+/// The report's lines as shapes: blank lines, warnings, the verdict on the load and the
+/// footnote of rough figures (which depend on the machine) left out. A line the report wrapped to fit 80 columns is joined back first (its continuations
 /// are indented 6 or more, deeper than any table row): where it breaks depends on the
 /// figures' widths.
 fn shapes<S: AsRef<str>>(lines: &[S]) -> Vec<String> {
@@ -88,7 +89,12 @@ fn shapes<S: AsRef<str>>(lines: &[S]) -> Vec<String> {
     joined
         .iter()
         .map(|l| l.trim())
-        .filter(|l| !l.is_empty() && !l.starts_with("WARNING"))
+        .filter(|l| {
+            !l.is_empty()
+                && !l.starts_with("WARNING")
+                && !l.starts_with("Load ")
+                && !l.starts_with("~:")
+        })
         .map(shape)
         .collect()
 }

@@ -17,4 +17,5 @@ mod stats;
 mod switches;
 mod thresholds;
 mod until;
+mod validity;
 mod width;

@@ -19,6 +19,7 @@ pub mod slow;
 #[cfg(test)]
 mod tests;
 mod until;
+pub mod validity;
 pub mod warnings;
 
 pub use config::{Config, Environment, Sweep};
@@ -100,6 +101,14 @@ pub struct RunRecord {
     /// `--log-requests`: the per-request log, where it is and what it holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_log: Option<slow::RequestLogInfo>,
+    /// An open loop at a constant rate: the first gaps between its sends, for the arrival
+    /// test (absent otherwise, and in records made before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<validity::Arrivals>,
+    /// The verdict on the load itself (`analysis::validity`): each check, passed or not
+    /// (absent in records made before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validity: Option<validity::Validity>,
 }
 
 /// A new run id: 128 random bits (from the OS) as 32 hex digits.
@@ -263,6 +272,14 @@ impl RunRecord {
                 slow::SlowRequests::of(&measured.exemplars, names, t, &probed)
             }),
             request_log: slow::RequestLogInfo::of(plan, measured.request_log.as_ref()),
+            arrivals: match &plan.load {
+                crate::model::LoadModel::Open {
+                    schedule: crate::model::Schedule::Constant { .. },
+                    ..
+                } => validity::Arrivals::of(&measured.sends),
+                _ => None,
+            },
+            validity: None,
         }
         .with_probes(measured)
         .with_warnings()
@@ -295,6 +312,7 @@ impl RunRecord {
                 m.segments.clear();
                 // Each level's samples are timed from its own start: joined below.
                 m.samples = crate::recorder::reservoir::Reservoir::new(0, 0);
+                m.sends = Default::default();
                 m
             })
             .collect();

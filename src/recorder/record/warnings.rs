@@ -183,54 +183,106 @@ pub fn http_errors_warning(r: &RunRecord) -> Option<String> {
     ))
 }
 
-/// The one warning an open loop's schedule calls for, if any. Requests can be late for two
-/// reasons: the generator released them late (schedule lag: the client's fault), or every
-/// connection was busy so they waited in the queue (the server's). When both show, the larger
-/// delay decides which it was, and the warning says so once (never "the client limited this
-/// run" beside "the server did not keep up").
-fn open_loop_warning(r: &RunRecord) -> Option<String> {
-    let s = &r.summary;
-    let lag = &s.latency.schedule_lag;
-    let (lag_p99, lag_max) = (lag.p99_us.unwrap_or(0.0), lag.max_us.unwrap_or(0.0));
-    let shortfall = shortfall(r);
-    // The pacer's slack is lateness by design: only the lag beyond it is falling behind.
-    let slack_us = r.config.pacer_slack_s.unwrap_or(0.0) * 1e6;
-    let lagging = FlaggedIntervals::lagging(r, LAG_WARN_US + slack_us);
-    if let Some(w) = queue_warning(r) {
-        return Some(w);
+/// Who limited an open loop, by the run's rule ([`open_loop_limit`]): the one rule behind the
+/// report's warning and the validity's `client` check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenLoopLimit {
+    /// Requests waited for a free connection, and the connections could not carry the rate
+    /// offered (the client's pool: raise -c).
+    Pool,
+    /// Requests waited for a free connection while the generator kept its schedule: the
+    /// server did not keep up.
+    Server,
+    /// The generator fell behind its schedule: lag p99 beyond the pacer's slack over
+    /// [`LAG_WARN_US`].
+    Behind,
+    /// The generator fell behind in some intervals (their lag p99 over the bound).
+    BehindInPart,
+    /// The generator is near its limit: lag p99 beyond the slack over [`LAG_NEAR_US`].
+    Near,
+}
+
+impl OpenLoopLimit {
+    /// The client, not the server, limited the run (or part of it).
+    pub fn is_client(self) -> bool {
+        matches!(
+            self,
+            OpenLoopLimit::Pool | OpenLoopLimit::Behind | OpenLoopLimit::BehindInPart
+        )
     }
+}
+
+/// The schedule lag's p99 and max (µs), and the pacer's slack (µs): only the lag beyond the
+/// slack is falling behind, the slack being lateness by design.
+pub fn lag_beyond_slack(r: &RunRecord) -> (f64, f64, f64) {
+    let lag = &r.summary.latency.schedule_lag;
+    (
+        lag.p99_us.unwrap_or(0.0),
+        lag.max_us.unwrap_or(0.0),
+        r.config.pacer_slack_s.unwrap_or(0.0) * 1e6,
+    )
+}
+
+/// Who limited an open loop's schedule, if anyone. Requests can be late for two reasons: the
+/// generator released them late (schedule lag: the client's fault), or every connection was
+/// busy so they waited in the queue (the server's, or the pool's when the connections cannot
+/// carry the rate). When both show, the larger delay decides which it was.
+pub fn open_loop_limit(r: &RunRecord) -> Option<OpenLoopLimit> {
+    if let Some((pool, _)) = queued(r) {
+        return Some(match pool {
+            true => OpenLoopLimit::Pool,
+            false => OpenLoopLimit::Server,
+        });
+    }
+    let (lag_p99, _, slack_us) = lag_beyond_slack(r);
     if lag_p99 - slack_us > LAG_WARN_US {
-        let mut w = format!(
-            "the generator fell behind its schedule: schedule lag p99 {} (max {}){}; the \
-             client, not the server, limited this run",
-            human_ns(lag_p99 * 1e3),
-            human_ns(lag_max * 1e3),
-            lagging.named()
-        );
-        if let Some(f) = shortfall {
-            w += &format!(" ({f})");
-        }
-        w += ": use more threads (-t), a lower rate, or more generators";
-        return Some(w);
+        Some(OpenLoopLimit::Behind)
+    } else if FlaggedIntervals::lagging(r, LAG_WARN_US + slack_us).count > 0 {
+        Some(OpenLoopLimit::BehindInPart)
+    } else if lag_p99 - slack_us > LAG_NEAR_US {
+        Some(OpenLoopLimit::Near)
+    } else {
+        None
     }
-    if lagging.count > 0 {
-        return Some(format!(
+}
+
+/// The one warning an open loop's schedule calls for, if any ([`open_loop_limit`]), said once
+/// (never "the client limited this run" beside "the server did not keep up").
+fn open_loop_warning(r: &RunRecord) -> Option<String> {
+    let (lag_p99, lag_max, slack_us) = lag_beyond_slack(r);
+    let shortfall = shortfall(r);
+    let lagging = FlaggedIntervals::lagging(r, LAG_WARN_US + slack_us);
+    match open_loop_limit(r) {
+        Some(OpenLoopLimit::Pool | OpenLoopLimit::Server) => queue_warning(r),
+        Some(OpenLoopLimit::Behind) => {
+            let mut w = format!(
+                "the generator fell behind its schedule: schedule lag p99 {} (max {}){}; the \
+                 client, not the server, limited this run",
+                human_ns(lag_p99 * 1e3),
+                human_ns(lag_max * 1e3),
+                lagging.named()
+            );
+            if let Some(f) = shortfall {
+                w += &format!(" ({f})");
+            }
+            w += ": use more threads (-t), a lower rate, or more generators";
+            Some(w)
+        }
+        Some(OpenLoopLimit::BehindInPart) => Some(format!(
             "the generator fell behind{}: schedule lag up to {} there; the corrected tail \
              (p99.9, max) includes it",
             lagging.named(),
             human_ns(lagging.max * 1e3)
-        ));
-    }
-    if lag_p99 - slack_us > LAG_NEAR_US {
-        return Some(format!(
+        )),
+        Some(OpenLoopLimit::Near) => Some(format!(
             "the generator is near its limit: schedule lag p99 {} (the bound is {} beyond the \
              pacer's slack of {}); `reqlife calibrate` shows what this machine can generate",
             human_ns(lag_p99 * 1e3),
             human_ns(LAG_WARN_US * 1e3),
             human_ns(slack_us * 1e3)
-        ));
+        )),
+        None => shortfall,
     }
-    shortfall
 }
 
 /// Share of the window without a response, after the last one, from which a server that
@@ -294,10 +346,10 @@ pub fn connections_carry(connections: u64, streams: u64, mean_ns: f64) -> (f64, 
 }
 
 /// When the requests of an open loop waited for a free connection far longer than the
-/// generator was late: the connections could not carry the rate (each busy its latency a
-/// request: the limit is theirs, raise -c or lower -R), or the server did not keep up (with
-/// the rate's shortfall, if any).
-fn queue_warning(r: &RunRecord) -> Option<String> {
+/// generator was late (queue p99 over 1 ms and over 10 times the lag p99): whether the
+/// connections could not carry the rate offered (each busy its latency a request: the pool's
+/// limit), and the words that say what they carry.
+pub fn queued(r: &RunRecord) -> Option<(bool, String)> {
     let s = &r.summary;
     let lag_p99 = s.latency.schedule_lag.p99_us.unwrap_or(0.0);
     let queue_p99 = s
@@ -312,7 +364,21 @@ fn queue_warning(r: &RunRecord) -> Option<String> {
     let offered = s.generator.offered_rps.unwrap_or(0.0);
     let mean_ns = s.latency.uncorrected.mean_us.unwrap_or(0.0) * 1e3;
     let (most, carry) = connections_carry(r.config.connections, r.config.streams, mean_ns);
-    let mut w = if offered > most {
+    Some((offered > most, carry))
+}
+
+/// When the requests of an open loop waited for a free connection far longer than the
+/// generator was late ([`queued`]): the connections could not carry the rate (the limit is
+/// theirs, raise -c or lower -R), or the server did not keep up (with the rate's shortfall, if
+/// any).
+fn queue_warning(r: &RunRecord) -> Option<String> {
+    let (pool, carry) = queued(r)?;
+    let s = &r.summary;
+    let lag_p99 = s.latency.schedule_lag.p99_us.unwrap_or(0.0);
+    let queue_p99 = s.latency.phases.get(&Phase::Queue).and_then(|q| q.p99_us);
+    let queue_p99 = queue_p99.unwrap_or(0.0);
+    let offered = s.generator.offered_rps.unwrap_or(0.0);
+    let mut w = if pool {
         format!(
             "{carry}, under the {} req/s offered: raise -c or lower -R; requests waited for a \
              free connection (queue p99 {}) and the corrected latency includes that wait",
@@ -336,14 +402,32 @@ fn queue_warning(r: &RunRecord) -> Option<String> {
     Some(w)
 }
 
-/// An open loop whose generator sent under 99% of the offered rate (the run's rule), in the
-/// words of the report: the rate achieved (`throughput_rps`, the report's and a knee step's
-/// one figure), of the offered, and the requests due that were never sent.
-fn shortfall(r: &RunRecord) -> Option<String> {
+/// An open loop's sending rate: the requests sent (recorded, or in flight at the end) per
+/// second of the window, and their share of those due in it (those sent and those due but
+/// never sent): the schedule's own count, which a poisson schedule draws at random around the
+/// offered rate × the window (±2% at 200 req/s for 10 s), so that chance is no shortfall.
+/// `None` without an offered rate.
+pub fn sent_share(r: &RunRecord) -> Option<(f64, f64)> {
     let s = &r.summary;
+    s.generator.offered_rps?;
     let sent = s.generator.sent_rps.unwrap_or(s.throughput_rps);
-    let o = s.generator.offered_rps.filter(|o| {
-        matches!(r.stop_reason, StopReason::Duration | StopReason::Precise) && sent < 0.99 * o
+    let never = match s.duration_s > 0.0 {
+        true => s.end.not_sent as f64 / s.duration_s,
+        false => 0.0,
+    };
+    let due = sent + never;
+    Some((sent, if due > 0.0 { sent / due } else { 1.0 }))
+}
+
+/// An open loop whose generator sent under 99% of the requests due in the window (the run's
+/// rule, [`sent_share`]), in the words of the report: the rate achieved (`throughput_rps`, the
+/// report's and a knee step's one figure), of the offered, and the requests due that were never
+/// sent.
+pub fn shortfall(r: &RunRecord) -> Option<String> {
+    let s = &r.summary;
+    let (_, share) = sent_share(r)?;
+    let o = s.generator.offered_rps.filter(|_| {
+        matches!(r.stop_reason, StopReason::Duration | StopReason::Precise) && share < 0.99
     })?;
     let mut f = format!(
         "achieved {:.1} req/s of the {o:.0} offered ({:.1}%)",

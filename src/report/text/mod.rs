@@ -21,6 +21,7 @@ mod slow;
 mod steps;
 #[cfg(test)]
 mod tests;
+mod validity;
 pub mod wrap;
 
 /// What to include.
@@ -41,6 +42,7 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
     let mut out = String::new();
     let wide = opts.detail;
     header(&mut out, record, opts.header_shown);
+    validity::line(&mut out, record);
     // A server that stopped answering is said first: every figure below depends on it.
     let top = crate::recorder::record::stopped_answering(record);
     if let Some(w) = &top {
@@ -263,6 +265,7 @@ fn phases(out: &mut String, r: &RunRecord, wide: bool) {
         &["mean", "p50", "p90", "p99", "p99.9", "max"]
     };
     let cw = if wide { 10 } else { 9 };
+    let counts: Vec<u64> = rows.iter().map(|(_, s)| s.count).collect();
     let mut head = format!("  {:<w$}", "Phase");
     for h in heads {
         let _ = write!(head, "{h:>cw$}");
@@ -276,10 +279,15 @@ fn phases(out: &mut String, r: &RunRecord, wide: bool) {
         };
         let _ = write!(out, "  {name:<w$}");
         for h in heads {
-            let _ = write!(out, "{:>cw$}", cell(figure(s, h)));
+            let _ = write!(
+                out,
+                "{:>cw$}",
+                validity::mark(cell(figure(s, h)), s.count, h, cw)
+            );
         }
         let _ = writeln!(out, "{:>n$}", s.count, n = cw + 1);
     }
+    validity::footnote(out, &counts, heads);
 }
 
 /// The rows of the life of a request before the server's metrics: each wait apart, whose it
