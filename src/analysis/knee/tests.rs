@@ -174,6 +174,8 @@ fn step_of(n: u64, offered: f64, achieved: f64, sent: f64) -> RunRecord {
     s.throughput_rps = achieved;
     s.generator.offered_rps = Some(offered);
     s.generator.sent_rps = Some(sent);
+    // What was due and never sent, as a real run counts it (the schedule's count).
+    s.end.not_sent = ((offered - sent) * s.duration_s).round().max(0.0) as u64;
     s.requests.total = achieved as u64;
     s.requests.ok = achieved as u64;
     s.latency.total.p99_us = Some(5_000.0);
