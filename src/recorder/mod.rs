@@ -229,14 +229,6 @@ impl Recorder {
         self
     }
 
-    /// Counts requests that end after `until` (the end of a timed run) as drained: they were
-    /// in flight when the recorded window closed, and are recorded all the same (the slow
-    /// ones are the tail).
-    pub fn until(self, until: Option<Instant>) -> Self {
-        self.record_until.set(until);
-        self
-    }
-
     /// Counts requests that end after the window's `end` as drained: the scheduler's end,
     /// read as each request is recorded (it moves earlier when `--until` ends the run).
     pub fn sharing_end(mut self, end: std::sync::Arc<crate::model::WindowEnd>) -> Self {

@@ -66,7 +66,9 @@ fn warmup_samples_are_ignored() {
 fn samples_ending_after_the_window_are_drained_and_kept() {
     let base = Instant::now();
     let until = base + Duration::from_millis(100);
-    let mut r = Recorder::new(base, Duration::from_secs(1)).until(Some(until));
+    let mut r = Recorder::new(base, Duration::from_secs(1)).sharing_end(std::sync::Arc::new(
+        crate::model::WindowEnd::at(Some(until)),
+    ));
     // (intended ms, total µs, error): ends inside, ends in the drain, times out in it
     let rows = [
         (50, 40_000, None),

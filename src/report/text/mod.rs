@@ -61,9 +61,7 @@ pub fn render(record: &RunRecord, opts: TextOptions) -> String {
         knee(&mut out, k, wide);
     } else {
         levels(&mut out, record, wide);
-        for l in &record.levels {
-            precision::until(&mut out, &format!("{}: ", l.label), &l.summary);
-        }
+        precision::levels_until(&mut out, record);
         for l in &record.levels {
             by_request(&mut out, &format!("{}: ", l.label), &l.summary, wide);
         }

@@ -85,3 +85,10 @@ pub(super) fn until(out: &mut String, label: &str, summary: &crate::recorder::re
     };
     let _ = writeln!(out, "  Until        {label}{said}: {}", targets.join(", "));
 }
+
+/// `--until`'s line of each level of a sweep.
+pub(super) fn levels_until(out: &mut String, r: &RunRecord) {
+    for l in &r.levels {
+        until(out, &format!("{}: ", l.label), &l.summary);
+    }
+}
