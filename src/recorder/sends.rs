@@ -44,7 +44,9 @@ impl Sends {
     fn keep(&mut self, at: Instant, from: Instant) {
         let ns = at.saturating_duration_since(from).as_nanos() as u64;
         if self.kept.len() < CAPACITY {
-            self.kept.reserve_exact(CAPACITY);
+            if self.kept.capacity() == 0 {
+                self.kept.reserve_exact(CAPACITY);
+            }
             self.kept.push(ns);
             if self.latest.is_none_or(|l| at > l) {
                 self.latest = Some(at);
