@@ -120,8 +120,13 @@ fn node_s_ws_echo_server_is_driven_by_reqlife() {
 }
 
 /// The wait p50 of 200 messages against `url_at(delay_ms)`, at 0 (the loopback floor) and 20
-/// ms: within 2% of 20 ms once the floor is taken off.
-fn wait_is_20ms_plus_the_floor(what: &str, url_at: impl Fn(&str) -> (Option<Stopped>, String)) {
+/// ms: within 2% of 20 ms once the floor is taken off, and `late_us` more where the server's
+/// own timer fires late by design.
+fn wait_is_20ms_plus_the_floor(
+    what: &str,
+    late_us: f64,
+    url_at: impl Fn(&str) -> (Option<Stopped>, String),
+) {
     let wait_p50 = |delay: &str| {
         let (_server, url) = url_at(delay);
         let j = ws_run(&url).n(200).c(1).json();
@@ -136,8 +141,8 @@ fn wait_is_20ms_plus_the_floor(what: &str, url_at: impl Fn(&str) -> (Option<Stop
     );
     assert!(floor < 2_000.0, "{what}: loopback floor {floor} us");
     assert!(
-        (server - 20_000.0).abs() <= 400.0,
-        "{what}: wait p50 {wait} us less the floor {floor} us is not within 2% of 20 ms"
+        (-400.0..=400.0 + late_us).contains(&(server - 20_000.0)),
+        "{what}: wait p50 {wait} us less the floor {floor} us is not within 2% of 20 ms (+{late_us} us late allowed)"
     );
 }
 
@@ -145,7 +150,7 @@ fn wait_is_20ms_plus_the_floor(what: &str, url_at: impl Fn(&str) -> (Option<Stop
 #[ignore = "timing: run alone by .ci/test's timing step"]
 fn timing_a_20ms_reply_of_the_embedded_target_is_20ms_plus_the_floor() {
     let s = embedded(ServerTls::None);
-    wait_is_20ms_plus_the_floor("the embedded target", |delay| {
+    wait_is_20ms_plus_the_floor("the embedded target", 0.0, |delay| {
         (None, ws_url(&s, &format!("/ws/delay/{delay}")))
     });
 }
@@ -188,7 +193,9 @@ fn timing_a_20ms_reply_of_node_s_ws_is_20ms_plus_the_floor() {
     if !have_node_ws() {
         return;
     }
-    wait_is_20ms_plus_the_floor("Node's ws", |delay| {
+    // libuv's timers count whole milliseconds from the loop's cached time: up to 1 ms late
+    // (CI saw 20,433 us).
+    wait_is_20ms_plus_the_floor("Node's ws", 1_000.0, |delay| {
         let (server, url) = scripted("node", "ws_server.js", &["--delay-ms", delay]);
         (Some(server), url)
     });
