@@ -114,7 +114,6 @@ impl Precise {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::recorder::Counters;
 
     fn snap(index: u64, values: impl Iterator<Item = u64>) -> IntervalSnapshot {
         let mut h = hist::new_interval_hist();
@@ -122,15 +121,8 @@ mod tests {
             h.record(v).unwrap();
         }
         IntervalSnapshot {
-            index,
-            counters: Counters::default(),
             hists: vec![(Phase::Total, hist::encode_bytes(&h))],
-            server: Vec::new(),
-            busy_max: None,
-            spilled: None,
-            status: Vec::new(),
-            by_request: Vec::new(),
-            exemplars: Vec::new(),
+            ..IntervalSnapshot::empty(index)
         }
     }
 

@@ -32,6 +32,21 @@ pub struct IntervalSnapshot {
 pub type EncodedHists = Vec<(Phase, Vec<u8>)>;
 
 impl IntervalSnapshot {
+    /// Interval `index` with nothing in it.
+    pub fn empty(index: u64) -> IntervalSnapshot {
+        IntervalSnapshot {
+            index,
+            counters: Counters::default(),
+            hists: Vec::new(),
+            server: Vec::new(),
+            busy_max: None,
+            spilled: None,
+            status: Vec::new(),
+            by_request: Vec::new(),
+            exemplars: Vec::new(),
+        }
+    }
+
     /// The memory the snapshot takes: its compressed histograms, metric names and the
     /// vectors that hold them (allocator overhead aside). Its slowest requests are left out:
     /// they stay in memory (the series keeps at most 5 an entry, about 2.4 KiB), while this

@@ -83,7 +83,7 @@ impl Series {
         if !self.narrow.is_empty() {
             let half = base / (self.span / 2);
             if let Ok(at) = self.narrow.binary_search_by_key(&half, |e| e.index) {
-                let old = std::mem::replace(&mut self.narrow[at], empty(half));
+                let old = std::mem::replace(&mut self.narrow[at], IntervalSnapshot::empty(half));
                 self.bytes = self.bytes.saturating_sub(old.footprint());
                 let merged = merge_snapshots(half, vec![self.load(&old), snap]);
                 self.bytes += merged.footprint();
@@ -100,7 +100,8 @@ impl Series {
     fn insert(&mut self, snap: IntervalSnapshot) {
         match self.entries.binary_search_by_key(&snap.index, |e| e.index) {
             Ok(at) => {
-                let old = std::mem::replace(&mut self.entries[at], empty(snap.index));
+                let old =
+                    std::mem::replace(&mut self.entries[at], IntervalSnapshot::empty(snap.index));
                 self.bytes = self.bytes.saturating_sub(old.footprint());
                 let merged = merge_snapshots(snap.index, vec![self.load(&old), snap]);
                 self.bytes += merged.footprint();
@@ -218,20 +219,6 @@ impl Series {
     /// Bytes the entries take (see [`IntervalSnapshot::footprint`]).
     pub fn footprint(&self) -> u64 {
         self.bytes
-    }
-}
-
-fn empty(index: u64) -> IntervalSnapshot {
-    IntervalSnapshot {
-        index,
-        counters: Counters::default(),
-        hists: Vec::new(),
-        server: Vec::new(),
-        busy_max: None,
-        spilled: None,
-        status: Vec::new(),
-        by_request: Vec::new(),
-        exemplars: Vec::new(),
     }
 }
 

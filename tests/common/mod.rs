@@ -684,3 +684,17 @@ pub fn assert_valid_record(record: &serde_json::Value) {
         .collect();
     assert!(errors.is_empty(), "the record is not valid: {errors:?}");
 }
+
+/// Runs `args` (a run) writing its record, which is checked against the schema: the exit code,
+/// the record and the report (unwrapped).
+pub fn run_recorded(args: &[&str]) -> (i32, serde_json::Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["-o", path.to_str().unwrap()]);
+    let out = run(&all);
+    let record = read_json(&path);
+    assert_valid_record(&record);
+    let code = out.status.code().unwrap_or(-1);
+    (code, record, unwrapped(&stdout(&out)))
+}

@@ -5,16 +5,11 @@ use crate::common::*;
 use reqlife::server::ServerTls;
 use serde_json::Value;
 
-/// The record of `reqlife run` with `args`, written to a temporary file.
+/// The record and report of `reqlife run` with `args`, which must exit 0.
 fn record_of(args: &[&str]) -> (Value, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("r.json");
-    let mut all: Vec<&str> = args.to_vec();
-    all.extend(["-o", path.to_str().unwrap()]);
-    let out = run_ok(&all);
-    let r = read_json(&path);
-    assert_valid_record(&r);
-    (r, unwrapped(&stdout(&out)))
+    let (code, r, text) = run_recorded(args);
+    assert_eq!(code, 0, "{args:?}: {text}");
+    (r, text)
 }
 
 #[test]

@@ -6,18 +6,9 @@ use crate::common::*;
 use reqlife::server::ServerTls;
 use serde_json::Value;
 
-/// Runs `args` (a run) writing its record, which is checked against the schema: the exit
-/// code, the record and the report.
+/// A run's exit code, record and report ([`run_recorded`]).
 fn judged(args: &[&str]) -> (i32, Value, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("r.json");
-    let mut all: Vec<&str> = args.to_vec();
-    all.extend(["-o", path.to_str().unwrap()]);
-    let out = run(&all);
-    let record = read_json(&path);
-    assert_valid_record(&record);
-    let code = out.status.code().unwrap_or(-1);
-    (code, record, unwrapped(&stdout(&out)))
+    run_recorded(args)
 }
 
 /// The state of check `name` in `record`'s validity.
