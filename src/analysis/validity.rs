@@ -26,8 +26,8 @@
 //!   its size by Theil-Sen's line: drifting when p < [`DRIFT_P`] and the line moved by
 //!   [`DRIFT_CHANGE`] or more over the run.
 //! - **samples**: the printed percentiles of the total with fewer than
-//!   [`BEYOND_MIN`](crate::analysis::precision::BEYOND_MIN) values beyond them: marked in the
-//!   report (`~`), not hidden; the run stays valid.
+//!   [`BEYOND_MIN`] values beyond them: marked in the report (`~`), not hidden; the run
+//!   stays valid.
 //!
 //! Computed after the run from the record: nothing on the hot path but the workers' bounded
 //! keeping of their first sends.
