@@ -123,12 +123,14 @@ pub fn judge(
     // would hold if each latency were lower by the lag at the SLO's quantile, a shortfall of
     // the rate within `lag` of the step's length.
     let mut explained = true;
-    if let Some((reason, within_lag)) = rate_shortfall(s, offered, lag) {
-        reasons.push(reason);
-        explained &= lagged && within_lag;
+    let shortfall = rate_shortfall(s, offered, lag);
+    if let Some((reason, within_lag)) = &shortfall {
+        reasons.push(reason.clone());
+        explained &= lagged && *within_lag;
     }
-    let slo = slo_failures(record, slos, (max_lag_us + slack_us) * 1000.0);
-    reasons.extend(slo.reasons);
+    let mut slo = slo_failures(record, slos, (max_lag_us + slack_us) * 1000.0);
+    let failed_slos = slo.reasons.len();
+    reasons.append(&mut slo.reasons);
     explained &= slo.explained;
     let health = {
         let mut h = Vec::new();
@@ -139,7 +141,7 @@ pub fn judge(
                 crate::util::units::human_ns(lag * 1e3)
             ));
         }
-        if let (Some(stall), true) = (slo.late_stall, explained && !lagged) {
+        if let (Some(stall), true) = (slo.late_stall.clone(), explained && !lagged) {
             h.push(stall);
         }
         if saturated {
@@ -151,6 +153,7 @@ pub fn judge(
         h
     };
     let (verdict, reasons, blamed) = verdict_of(reasons, health, saturated || explained, lagged);
+    let undecided = resting_on(verdict, &slo, shortfall.is_some(), failed_slos);
     let step = KneeStep {
         offered_rps: offered,
         achieved_rps: s.throughput_rps,
@@ -165,6 +168,8 @@ pub fn judge(
         lag_us,
         lag_quantile: lag_quantile.map(String::from),
         lag_samples,
+        measurements: 1,
+        undecided,
     };
     (step, blamed)
 }
@@ -250,6 +255,10 @@ struct SloFailures {
     explained: bool,
     /// The lateness that explained one, in words.
     late_stall: Option<String>,
+    /// The SLOs whose 95% interval held their limit, in words: those that failed and those
+    /// that passed.
+    undecided_failed: Vec<String>,
+    undecided_passed: Vec<String>,
 }
 
 /// Checks `slos` on a step's record. A failed latency SLO is explained by lateness when the
@@ -259,10 +268,19 @@ fn slo_failures(record: &RunRecord, slos: &[Expr], bound_ns: f64) -> SloFailures
         reasons: Vec::new(),
         explained: true,
         late_stall: None,
+        undecided_failed: Vec::new(),
+        undecided_passed: Vec::new(),
     };
     // The whole step's lag, start-up included, as the SLOs see the whole step.
     let lag_hist = record.histogram("schedule_lag").ok();
     for c in slos.iter().map(|e| e.check(record)) {
+        if c.undecided {
+            let words = undecided(&c);
+            match c.pass {
+                true => out.undecided_passed.push(words),
+                false => out.undecided_failed.push(words),
+            }
+        }
         if !c.pass {
             out.reasons.push(failed(&c));
             let latency = matches!(
@@ -295,6 +313,32 @@ fn slo_failures(record: &RunRecord, slos: &[Expr], bound_ns: f64) -> SloFailures
         }
     }
     out
+}
+
+/// An undecided SLO in words: `p99<=2ms (measured 1.9ms, 95% interval 1.7ms to 2.4ms)`.
+fn undecided(c: &Check) -> String {
+    let bound = |b: Option<f64>| b.map_or("unbounded".to_string(), |v| c.expr.show(v));
+    let [lo, hi] = c.interval.unwrap_or([None, None]);
+    format!(
+        "{} (measured {}, 95% interval {} to {})",
+        c.expr,
+        c.measured.map_or("nothing".to_string(), |v| c.expr.show(v)),
+        bound(lo),
+        bound(hi)
+    )
+}
+
+/// The undecided SLOs a verdict rests on: with a pass, any that held (one of them may not);
+/// with a failure, the undecided failed ones when they are its only reasons (no rate
+/// shortfall, no SLO decidedly failed); none for the generator's verdict.
+fn resting_on(verdict: Verdict, slo: &SloFailures, shortfall: bool, failed: usize) -> Vec<String> {
+    match verdict {
+        Verdict::Pass => slo.undecided_passed.clone(),
+        Verdict::Fail if !shortfall && slo.undecided_failed.len() == failed => {
+            slo.undecided_failed.clone()
+        }
+        _ => Vec::new(),
+    }
 }
 
 fn failed(c: &Check) -> String {
@@ -464,6 +508,22 @@ impl Search {
             Stage::Done => {}
         }
     }
+}
+
+/// What a step's row adds to its verdict: how many runs it took when re-measured, and the
+/// SLOs it could not decide (judged by the measured figures then).
+pub fn step_notes(s: &KneeStep) -> Vec<String> {
+    let mut notes = Vec::new();
+    if s.measurements > 1 {
+        notes.push(format!("judged on {} runs together", s.measurements));
+    }
+    if !s.undecided.is_empty() {
+        notes.push(format!(
+            "undecided, judged by the measured figure: {}",
+            s.undecided.join("; ")
+        ));
+    }
+    notes
 }
 
 /// The answer in plain words.

@@ -149,16 +149,11 @@ pub fn fill(st: &mut Stats, whole: &Histogram<u64>, parts: &[Histogram<u64>]) {
     let mut widened = Vec::new();
     let mut shape = None;
     for (name, p) in PERCENTILES {
-        let order = order_interval(whole, p);
-        let batched = batch_means(parts, p);
-        let ci = match &batched {
-            Some(b) if width(&b.ci) > width(&order) => {
-                widened.push(name.to_string());
-                shape = Some((b.batches, b.intervals_each, b.lag1));
-                b.ci
-            }
-            _ => order,
-        };
+        let (ci, batched) = wider(whole, parts, p);
+        if let Some(b) = batched {
+            widened.push(name.to_string());
+            shape = Some((b.batches, b.intervals_each, b.lag1));
+        }
         *slot(st, name) = Some(ci);
     }
     st.ci_batches = shape.map(|(batches, intervals_each, lag1)| CiBatches {
@@ -167,6 +162,17 @@ pub fn fill(st: &mut Stats, whole: &Histogram<u64>, parts: &[Histogram<u64>]) {
         lag1: (lag1 * 1000.0).round() / 1000.0,
         percentiles: widened,
     });
+}
+
+/// The 95% interval of quantile `p` (µs) as the record gives it: the wider of order statistics
+/// on the whole run's histogram (`whole`) and batch means over its intervals' (`parts`, in
+/// order), with the batches when theirs is the wider.
+pub fn wider(whole: &Histogram<u64>, parts: &[Histogram<u64>], p: f64) -> (Ci, Option<Batched>) {
+    let order = order_interval(whole, p);
+    match batch_means(parts, p) {
+        Some(b) if width(&b.ci) > width(&order) => (b.ci, Some(b)),
+        _ => (order, None),
+    }
 }
 
 /// The half-width of quantile `p`'s interval, a share of the percentile, from the histogram of

@@ -15,6 +15,7 @@ use crate::cli::KneeArgs;
 use crate::model::StopReason;
 use crate::plan::RunPlan;
 use crate::recorder::record::{Ending, RunRecord};
+use crate::recorder::Measured;
 use crate::watch::tui::StepRow;
 use std::time::Duration;
 
@@ -131,21 +132,23 @@ fn search(
         rows.push(StepRow::running(rate));
         control.show_steps(" knee search: steps so far ", rows);
         let plan = command.plans.at(rate)?;
-        let (mut record, measured) = run_plan(control, &plan, command_line, embedded)?;
+        let run = run_plan(control, &plan, command_line, embedded)?;
         if control.signal() != 0 {
             // An interrupted step says nothing about its rate: kept, not judged.
-            parts.push((rate, record, measured, plan));
+            parts.push(part(rate, plan, vec![run]));
             break;
         }
-        let max_lag_us = command.max_lag.as_secs_f64() * 1e6;
-        let (step, blamed) = knee::judge(&record, rate, &command.slos, confirmation, max_lag_us);
-        // The step's generator is judged once, by the knee's rule: its warnings say that.
-        record.summary.warnings = knee::step_warnings(&record, &blamed);
-        say(step_line(steps.len() + 1, rate, &step, search.retrying()));
+        let n = steps.len() + 1;
+        let how = (command_line, embedded, &say as &dyn Fn(String));
+        let (part, step) = measure(command, control, (n, rate, confirmation), plan, run, how)?;
+        say(step_line(n, rate, &step, search.retrying()));
         search.record(step.verdict);
         steps.push(step);
-        parts.push((rate, record, measured, plan));
+        parts.push(part);
         control.show_steps(" knee search: steps so far ", step_rows(&steps));
+        if control.signal() != 0 {
+            break;
+        }
     }
     let mut result = KneeResult {
         slos: command.slos.iter().map(|e| e.to_string()).collect(),
@@ -160,11 +163,87 @@ fn search(
     Ok((result, parts))
 }
 
+/// A step at `rate` judged from its `first` run, run again while its verdict is undecided (it
+/// rests on an SLO whose 95% interval holds the limit), up to `--remeasure` more times: each
+/// time judged on all its runs together, whose intervals' batches span them all. A signal
+/// during a re-measurement keeps that run in the part, the verdict the runs before it gave.
+fn measure(
+    command: &KneeCommand,
+    control: &Control,
+    (n, rate, confirmation): (usize, f64, bool),
+    plan: RunPlan,
+    first: (RunRecord, Measured),
+    (line, embedded, say): (&[String], bool, &dyn Fn(String)),
+) -> Result<(Part, KneeStep), Failure> {
+    let max_lag_us = command.max_lag.as_secs_f64() * 1e6;
+    let mut runs = vec![first];
+    loop {
+        let mut part = part(rate, plan.clone(), runs.clone());
+        let (mut step, blamed) =
+            knee::judge(&part.1, rate, &command.slos, confirmation, max_lag_us);
+        step.measurements = runs.len() as u64;
+        // The step's generator is judged once, by the knee's rule: its warnings say that.
+        part.1.summary.warnings = knee::step_warnings(&part.1, &blamed);
+        let more = runs.len() <= command.remeasure as usize;
+        if step.undecided.is_empty() || !more || control.signal() != 0 {
+            return Ok((part, step));
+        }
+        say(format!(
+            "step {n}: {rate:.0} req/s: undecided ({}): measuring it again",
+            step.undecided.join("; ")
+        ));
+        if !control.pause(command.pause) {
+            return Ok((part, step));
+        }
+        runs.push(run_plan(control, &plan, line, embedded)?);
+        if control.signal() != 0 {
+            return Ok((self::part(rate, plan, runs), step));
+        }
+    }
+}
+
+/// The part of the record a step's `runs` make: one run's record as it is; several runs'
+/// together, their measurements merged and their intervals one after the other.
+fn part(rate: f64, plan: RunPlan, runs: Vec<(RunRecord, Measured)>) -> Part {
+    let measured: Vec<Measured> = runs.iter().map(|(_, m)| m.clone()).collect();
+    if runs.len() == 1 {
+        let record = runs.into_iter().next().expect("one run").0;
+        return (rate, record, measured, plan);
+    }
+    let (first, last) = (&runs[0].0, &runs[runs.len() - 1].0);
+    let end = Ending {
+        recorded: Duration::from_secs_f64(runs.iter().map(|r| r.0.summary.duration_s).sum()),
+        drained: Duration::ZERO,
+        interrupted: last.interrupted,
+        stop_reason: last.stop_reason.clone(),
+        start_time: first.environment.start_time.clone(),
+        command_line: first.config.command_line.clone(),
+        embedded_target: first.config.embedded_target,
+    };
+    let pieces: Vec<(String, &RunPlan, RunRecord)> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, (r, _))| (format!("run {}", i + 1), &plan, r.clone()))
+        .collect();
+    let mut record = RunRecord::sweep(&plan, &measured, end, pieces);
+    // One step, measured several times: not a sweep's levels.
+    record.levels.clear();
+    record.config.sweep = None;
+    record.summary.generator.offered_rps = first.summary.generator.offered_rps;
+    (rate, record, measured, plan)
+}
+
 /// The line said on stderr as a step ends.
 fn step_line(n: usize, rate: f64, step: &KneeStep, retrying: bool) -> String {
     let again = if retrying { " (again)" } else { "" };
+    let runs = match (step.measurements, step.undecided.is_empty()) {
+        (1, true) => String::new(),
+        (1, false) => " (undecided: judged by the measured figures)".to_string(),
+        (m, true) => format!(" (decided by {m} runs together)"),
+        (m, false) => format!(" (undecided after {m} runs: judged by the measured figures)"),
+    };
     format!(
-        "step {n}: {rate:.0} req/s{again}: {}{}",
+        "step {n}: {rate:.0} req/s{again}: {}{}{runs}",
         match step.verdict {
             Verdict::Pass => "pass",
             Verdict::Fail => "fail",
@@ -214,8 +293,8 @@ fn write_and_report(output: &OutputPlan, record: &mut RunRecord) -> i32 {
     code
 }
 
-/// One step: its rate, record, measurements and plan.
-type Part = (f64, RunRecord, crate::recorder::Measured, RunPlan);
+/// One step: its rate, record (of its runs together), each run's measurements and plan.
+type Part = (f64, RunRecord, Vec<Measured>, RunPlan);
 
 /// The record of a search: its steps as the levels of a sweep of rates (the top level adds
 /// them up exactly), and the search; `stopped`: how, if a signal or `q` stopped it.
@@ -236,7 +315,7 @@ fn knee_record(
         embedded_target: first.config.embedded_target,
     };
     let first_plan = first_plan.clone();
-    let measured: Vec<crate::recorder::Measured> = parts.iter().map(|p| p.2.clone()).collect();
+    let measured: Vec<Measured> = parts.iter().flat_map(|p| p.2.iter().cloned()).collect();
     let pieces: Vec<(String, &RunPlan, RunRecord)> = parts
         .iter()
         .map(|(rate, r, _, p)| (format!("{rate:.0} req/s"), p, r.clone()))

@@ -68,7 +68,12 @@ lag over --max-lag), a rate shortfall is within the lag's share of the step. The
 (its first fifth, at most 2 s) is read at the highest quantile the step has samples for, 10 beyond it: p99 needs \
 1,000 samples, p90 100, p50 20, and under 20 it does not judge. A lagging generator cannot make a step look \
 better (latencies count from the intended send times), so a step that passes passes; a step blamed on the \
-generator runs once more before the search stops on a client limit.";
+generator runs once more before the search stops on a client limit.
+
+A step whose verdict rests on an SLO whose 95% interval holds its limit (as the record gives it: the wider of \
+order statistics and batch means over the step's intervals) is undecided: it runs again at its rate, up to \
+--remeasure more times, and is judged on its runs together (their intervals' batches span them all) until that \
+decides it; still undecided then, it is judged by the measured figures, and its row says so.";
 
 /// `reqlife compare --help`: how a verdict is reached.
 pub(crate) const COMPARE_ABOUT: &str = "Is B faster than A, or is it noise? Throughput and p50/p90/p99/p99.9 of the total, of each \

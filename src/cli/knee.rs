@@ -46,6 +46,12 @@ pub struct KneeArgs {
     #[arg(help_heading = "Search", long = "max-lag", default_value = "1ms", value_parser = duration_arg)]
     pub max_lag: Duration,
 
+    /// A step whose verdict rests on an SLO whose 95% interval holds its limit (undecided) is
+    /// run again at its rate, up to this many more times, until its measurements together
+    /// decide it; still undecided then, it is judged by the measured figures. 0: never.
+    #[arg(help_heading = "Search", long = "remeasure", value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=10))]
+    pub remeasure: u32,
+
     /// The run each step makes (its target, protocol and flags; the search sets the load).
     #[command(flatten)]
     pub run: StepArgs,
@@ -173,6 +179,8 @@ pub struct KneeCommand {
     pub max_lag: Duration,
     /// `--pause`: before every step.
     pub pause: Duration,
+    /// `--remeasure`: the more runs an undecided step may take.
+    pub remeasure: u32,
     /// The record's file, the page and the report.
     pub output: OutputPlan,
     /// `--live` and `--metrics-addr`.
@@ -243,6 +251,7 @@ impl<'a> KneeRequest<'a> {
             max_rate: args.max_rate,
             max_lag: args.max_lag,
             pause: run.load.pause,
+            remeasure: args.remeasure,
             output,
             watch: run.watch.plan(title, run.load.segment, run.files.quiet),
         })

@@ -50,6 +50,20 @@ pub struct KneeStep {
     /// The lag samples the judgement rests on.
     #[serde(default)]
     pub lag_samples: u64,
+    /// The runs of this rate the verdict rests on, their measurements combined: more than 1
+    /// when the first one's verdict was undecided (`undecided`) and the step was re-measured.
+    #[serde(default = "one")]
+    pub measurements: u64,
+    /// The SLOs the verdict rests on whose 95% interval held their limit at the last
+    /// measurement (with that interval): the step could not tell pass from fail there, and is
+    /// judged by the measured figures. Empty when the verdict is decided.
+    #[serde(default)]
+    pub undecided: Vec<String>,
+}
+
+/// A step of an older record was measured once.
+fn one() -> u64 {
+    1
 }
 
 /// The answer of a search.

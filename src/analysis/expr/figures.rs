@@ -2,7 +2,9 @@
 //! the part of a run measured so far ([`PartialRun`]).
 
 use super::Scope;
+use crate::analysis::precision;
 use crate::model::Phase;
+use crate::recorder::hist::Ci;
 use crate::recorder::record::RunRecord;
 use crate::recorder::{hist, Counters, IntervalSnapshot};
 use hdrhistogram::Histogram;
@@ -20,6 +22,12 @@ pub trait Figures {
     fn rps(&self) -> f64;
     /// The names available of a scope kind, for messages.
     fn available(&self, scope: &Scope) -> Vec<String>;
+    /// The 95% interval (µs) of quantile `p` of the histogram named `key`: order statistics on
+    /// it, unless the figures know better (a record: the wider of that and batch means over
+    /// its intervals, as `analysis::precision` writes it).
+    fn interval(&self, key: &str, p: f64) -> Option<Ci> {
+        Some(precision::order_interval(&self.histogram(key)?, p))
+    }
 }
 
 impl Figures for RunRecord {
@@ -34,6 +42,21 @@ impl Figures for RunRecord {
 
     fn rps(&self) -> f64 {
         self.summary.throughput_rps
+    }
+
+    fn interval(&self, key: &str, p: f64) -> Option<Ci> {
+        let whole = Figures::histogram(self, key)?;
+        let parts: Vec<Histogram<u64>> = self
+            .intervals
+            .iter()
+            .map(|i| {
+                i.histograms
+                    .get(key)
+                    .and_then(|t| hist::decode(t).ok())
+                    .unwrap_or_else(hist::new_interval_hist)
+            })
+            .collect();
+        Some(precision::wider(&whole, &parts, p).0)
     }
 
     fn available(&self, scope: &Scope) -> Vec<String> {

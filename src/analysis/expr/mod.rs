@@ -334,8 +334,8 @@ impl Expr {
         }
     }
 
-    /// A percentile's 95% interval (ns, order statistics on its histogram:
-    /// `analysis::precision`); `None` for other figures.
+    /// A percentile's 95% interval (ns, as the record gives it: `analysis::precision`);
+    /// `None` for other figures.
     fn interval(&self, record: &dyn Figures) -> Option<[Option<f64>; 2]> {
         let Figure::Percentile(p) = self.figure else {
             return None;
@@ -346,8 +346,7 @@ impl Expr {
             Scope::Request(n) => format!("request.{n}.total"),
             Scope::Run => return None,
         };
-        let h = record.histogram(&key)?;
-        let [lo, hi] = crate::analysis::precision::order_interval(&h, p / 100.0);
+        let [lo, hi] = record.interval(&key, p / 100.0)?;
         Some([lo.map(|us| us * 1000.0), hi.map(|us| us * 1000.0)])
     }
 

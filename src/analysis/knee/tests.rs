@@ -282,3 +282,77 @@ fn a_step_s_row_and_its_warning_give_one_achieved_figure() {
     );
     assert!(!w[0].contains("527"), "{w:?}");
 }
+
+/// A step of 123 req/s whose total latency is 1 ms in each of its 10 intervals of 100
+/// requests but `slow` of them, which took 60 ms.
+fn noisy_step(slow: &[usize]) -> RunRecord {
+    use crate::recorder::record::Interval;
+    let mut r = step_of(62, 123.0, 123.0, 123.0);
+    let mut whole = hist::new_hist();
+    r.intervals = (0..10)
+        .map(|i| {
+            let mut h = hist::new_interval_hist();
+            let ms = if slow.contains(&i) { 60 } else { 1 };
+            for k in 0..100u64 {
+                hist::record(&mut h, ms * 1_000_000 + k * 1_000);
+            }
+            let _ = whole.add(&h);
+            let mut one: Interval = serde_json::from_value(serde_json::json!({
+                "start_s": i as f64 * 0.1, "duration_s": 0.1, "requests": 100, "ok": 100,
+                "errors": 0, "throughput_rps": 1000.0, "bytes_read": 0, "latency": {},
+                "server_timing": {}, "histograms": {}
+            }))
+            .unwrap();
+            one.histograms.insert("total".into(), hist::encode(&h));
+            one
+        })
+        .collect();
+    r.histograms.insert("total".into(), hist::encode(&whole));
+    r
+}
+
+#[test]
+fn a_verdict_resting_on_an_slo_its_interval_cannot_decide_says_so() {
+    // One interval in ten at 60 ms: the step's p90 is 1.1 ms and passes p90<=10ms, but its
+    // intervals' p90s (batch means: nine at 1.1 ms, one at 60 ms) give an interval that holds
+    // 10 ms: the pass rests on an undecided SLO.
+    let (step, _) = judge(&noisy_step(&[4]), 123.0, &slos(&["p90<=10ms"]), false, 1e3);
+    assert_eq!(step.verdict, Verdict::Pass, "{:?}", step.reasons);
+    assert_eq!(step.undecided.len(), 1, "{:?}", step.undecided);
+    assert!(
+        step.undecided[0].starts_with("p90<=10ms (measured 1.1"),
+        "{:?}",
+        step.undecided
+    );
+    // Two in ten: the p90 is 60 ms, a failure that rests on that SLO alone.
+    let (step, _) = judge(
+        &noisy_step(&[4, 5]),
+        123.0,
+        &slos(&["p90<=10ms"]),
+        false,
+        1e3,
+    );
+    assert_eq!(step.verdict, Verdict::Fail, "{:?}", step.reasons);
+    assert_eq!(step.undecided.len(), 1, "{:?}", step.undecided);
+    // A steady step decides it: nothing undecided.
+    let (step, _) = judge(&noisy_step(&[]), 123.0, &slos(&["p90<=10ms"]), false, 1e3);
+    assert_eq!((step.verdict, step.undecided.len()), (Verdict::Pass, 0));
+    // A failure that also has a decided reason (the rate not achieved) does not rest on the
+    // undecided SLO: re-measuring could not change it.
+    let mut r = noisy_step(&[4, 5]);
+    r.summary.throughput_rps = 60.0;
+    let (step, _) = judge(&r, 123.0, &slos(&["p90<=10ms"]), false, 1e3);
+    assert_eq!(step.verdict, Verdict::Fail, "{:?}", step.reasons);
+    assert!(step.undecided.is_empty(), "{:?}", step.undecided);
+    // The notes of a re-measured row say so.
+    let mut s = step.clone();
+    s.measurements = 3;
+    s.undecided = vec!["p90<=10ms (…)".into()];
+    assert_eq!(
+        step_notes(&s),
+        [
+            "judged on 3 runs together",
+            "undecided, judged by the measured figure: p90<=10ms (…)"
+        ]
+    );
+}

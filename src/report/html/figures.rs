@@ -384,7 +384,13 @@ pub(super) fn knee(r: &RunRecord) -> Option<Knee> {
     let mut passed = Vec::new();
     let mut failed = Vec::new();
     for (i, s) in k.steps.iter().enumerate() {
-        let confirmation = if s.confirmation { "confirmation" } else { "" };
+        let notes = crate::analysis::knee::step_notes(s);
+        let mut said: Vec<String> = s
+            .confirmation
+            .then(|| "confirmation".to_string())
+            .into_iter()
+            .collect();
+        said.extend(notes.iter().cloned());
         if s.verdict == Verdict::Pass {
             passed.push((
                 (i + 1).to_string(),
@@ -396,7 +402,7 @@ pub(super) fn knee(r: &RunRecord) -> Option<Knee> {
                     cell(s.p99_us),
                     cell(s.mean_us),
                     s.errors.to_string(),
-                    confirmation.to_string(),
+                    said.join("; "),
                 ],
             ));
         } else {
@@ -417,10 +423,10 @@ pub(super) fn knee(r: &RunRecord) -> Option<Knee> {
                 } else {
                     ""
                 },
-                reasons: if s.reasons.is_empty() {
+                reasons: if s.reasons.is_empty() && notes.is_empty() {
                     vec!["-".into()]
                 } else {
-                    s.reasons.clone()
+                    s.reasons.iter().chain(&notes).cloned().collect()
                 },
             });
         }

@@ -316,6 +316,8 @@ fn knee_record() -> RunRecord {
         lag_us: None,
         lag_quantile: None,
         lag_samples: 0,
+        measurements: 1,
+        undecided: Vec::new(),
     };
     let mut r = fixture::sweep();
     let mut steps = vec![

@@ -88,13 +88,15 @@ pub(super) fn knee(out: &mut String, k: &crate::analysis::knee::KneeResult, wide
         }
         let again = if s.confirmation { " (confirm)" } else { "" };
         let _ = write!(out, " {:>6}  {verdict}{again}", s.errors);
-        match (s.reasons.is_empty(), wide) {
+        let mut why = s.reasons.clone();
+        why.extend(crate::analysis::knee::step_notes(s));
+        match (why.is_empty(), wide) {
             (true, _) => {}
             (false, true) => {
-                let _ = write!(out, ": {}", s.reasons.join("; "));
+                let _ = write!(out, ": {}", why.join("; "));
             }
             (false, false) => {
-                let _ = write!(out, "\n        {}", s.reasons.join("; "));
+                let _ = write!(out, "\n        {}", why.join("; "));
             }
         }
         out.push('\n');
