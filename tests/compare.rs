@@ -128,6 +128,25 @@ fn verdicts_agree_with_their_statistics(c: &Value) {
             }
             v => panic!("verdict {v}: {r}"),
         }
+        // A latency row carries each side's interval as its record gives it, and one that
+        // calls no change over disjoint intervals says so.
+        if r["figure"] == "throughput" {
+            continue;
+        }
+        let bounds = |side: &str| {
+            let ci = r[side].as_array().unwrap_or_else(|| panic!("no {side}: {r}"));
+            (ci[0].as_f64(), ci[1].as_f64())
+        };
+        let disjoint = match (bounds("a_ci"), bounds("b_ci")) {
+            ((Some(alo), Some(ahi)), (Some(blo), Some(bhi))) => ahi < blo || bhi < alo,
+            _ => false,
+        };
+        if disjoint && r["verdict"] == "no_significant_change" {
+            assert!(
+                r["note"].as_str().unwrap().contains("do not overlap"),
+                "{r}"
+            );
+        }
     }
 }
 

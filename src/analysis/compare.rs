@@ -28,6 +28,7 @@
 //! Runs probed with `--server-probes` also have, beside the rows, how the tail's shares moved
 //! ([`tail`]): descriptive figures, with no interval.
 
+mod agree;
 mod resample;
 pub mod tail;
 
@@ -68,6 +69,13 @@ pub struct Row {
     pub note: Option<String>,
     /// The minimum detectable relative change (5% two-sided, 80% power) of these data.
     pub mde: Option<f64>,
+    /// A percentile row's 95% interval in A as A's record gives it (`analysis::precision`),
+    /// µs; absent for throughput and for records without intervals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub a_ci: Option<crate::recorder::hist::Ci>,
+    /// The same in B.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub b_ci: Option<crate::recorder::hist::Ci>,
 }
 
 /// The comparison.
@@ -258,9 +266,10 @@ pub fn compare(
         }
     }
     if a.repetitions.len() >= 2 && b.repetitions.len() >= 2 {
+        let c = across_runs(a, b, &figs, noise, seed);
         return Ok(Comparison {
             tail: tail::moves(a, b),
-            ..across_runs(a, b, &figs, noise, seed)
+            ..with_intervals(c, &figs, a, b)
         });
     }
     for (r, name) in [(a, "A"), (b, "B")] {
@@ -273,10 +282,29 @@ pub fn compare(
             )));
         }
     }
+    let c = across_intervals(a, b, &figs, noise, seed);
     Ok(Comparison {
         tail: tail::moves(a, b),
-        ..across_intervals(a, b, &figs, noise, seed)
+        ..with_intervals(c, &figs, a, b)
     })
+}
+
+/// `c`'s percentile rows with A's and B's own intervals ([`agree`]).
+fn with_intervals(mut c: Comparison, figs: &[Figure], a: &RunRecord, b: &RunRecord) -> Comparison {
+    for row in c.rows.iter_mut() {
+        let Some(f) = figs
+            .iter()
+            .find(|f| f.label == row.figure && f.key.is_some())
+        else {
+            continue;
+        };
+        let q = QUANTILES
+            .iter()
+            .find(|(_, q)| *q == f.q)
+            .map_or("p50", |(n, _)| n);
+        agree::agree(row, [f.stats(&a.summary), f.stats(&b.summary)], q);
+    }
+    c
 }
 
 fn relative(e: Estimate) -> Estimate {
@@ -345,6 +373,8 @@ fn decide(measured: Vec<Measured>, noise: f64) -> Vec<Row> {
                 verdict,
                 note,
                 mde: m.mde,
+                a_ci: None,
+                b_ci: None,
             }
         })
         .collect()
