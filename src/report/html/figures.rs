@@ -367,14 +367,25 @@ pub(super) fn bursts(r: &RunRecord) -> Option<Bursts> {
 pub(super) fn knee(r: &RunRecord) -> Option<Knee> {
     use crate::analysis::knee::Verdict;
     let k = r.knee.as_ref()?;
+    // Step i is level i of the record (an interrupted last step has a level and no row).
+    let bar = |i: usize, q: &str| {
+        let st = &r.levels.get(i)?.summary.latency.total;
+        match st.named(q)?.1? {
+            [Some(lo), Some(hi)] => Some((lo * 1e3, hi * 1e3)),
+            _ => None,
+        }
+    };
     let steps: Vec<plot::knee::Step> = k
         .steps
         .iter()
-        .map(|s| plot::knee::Step {
+        .enumerate()
+        .map(|(i, s)| plot::knee::Step {
             offered_rps: s.offered_rps,
             achieved_rps: s.achieved_rps,
             p50_ns: s.p50_us.unwrap_or(0.0) * 1e3,
             p99_ns: s.p99_us.unwrap_or(0.0) * 1e3,
+            p50_ci_ns: bar(i, "p50"),
+            p99_ci_ns: bar(i, "p99"),
             pass: s.verdict == Verdict::Pass,
         })
         .collect();
