@@ -265,8 +265,9 @@ fn interval_cell(text: String, v: Option<f64>, ci: crate::recorder::hist::Ci) ->
         (Some(v), [Some(lo), Some(hi)]) if v > 0.0 => {
             format!("±{:.0}%", (hi - lo) / 2.0 / v * 100.0)
         }
+        // A figure of zero has no share to give.
+        (Some(_), [Some(_), Some(_)]) | (None, _) => String::new(),
         (Some(_), _) => "±?".to_string(),
-        _ => String::new(),
     };
     PhaseCell { text, pm, title }
 }
