@@ -69,6 +69,17 @@ fn a_client_that_cannot_keep_up_is_not_valid_and_strict_exits_6() {
     // A lost threshold outranks it.
     strict.extend(["--threshold", "p50<1us"]);
     assert_eq!(run(&strict).status.code(), Some(99));
+    // `report --strict` judges a saved record the same way, a threshold outranking it too.
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("r.json");
+    std::fs::write(&saved, serde_json::to_string(&r).unwrap()).unwrap();
+    let saved = saved.to_str().unwrap();
+    assert_eq!(run(&["report", saved]).status.code(), Some(0));
+    let out = run(&["report", saved, "--strict"]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert!(stderr(&out).contains("reqlife: --strict: Load NOT VALID: "));
+    let out = run(&["report", saved, "--strict", "--threshold", "p50<1us"]);
+    assert_eq!(out.status.code(), Some(99), "{}", stderr(&out));
 }
 
 #[test]

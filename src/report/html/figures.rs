@@ -362,12 +362,10 @@ pub(super) fn bursts(r: &RunRecord) -> Option<Bursts> {
     })
 }
 
-/// A knee search: latency and achieved rate against the offered rate, a row per step, the
-/// answer.
-pub(super) fn knee(r: &RunRecord) -> Option<Knee> {
+/// A knee's steps as its plot draws them, each with the intervals of its level (step i is
+/// level i of the record: an interrupted last step has a level and no row).
+fn plotted_steps(r: &RunRecord, k: &crate::analysis::knee::KneeResult) -> Vec<plot::knee::Step> {
     use crate::analysis::knee::Verdict;
-    let k = r.knee.as_ref()?;
-    // Step i is level i of the record (an interrupted last step has a level and no row).
     let bar = |i: usize, q: &str| {
         let st = &r.levels.get(i)?.summary.latency.total;
         match st.named(q)?.1? {
@@ -375,8 +373,7 @@ pub(super) fn knee(r: &RunRecord) -> Option<Knee> {
             _ => None,
         }
     };
-    let steps: Vec<plot::knee::Step> = k
-        .steps
+    k.steps
         .iter()
         .enumerate()
         .map(|(i, s)| plot::knee::Step {
@@ -388,7 +385,15 @@ pub(super) fn knee(r: &RunRecord) -> Option<Knee> {
             p99_ci_ns: bar(i, "p99"),
             pass: s.verdict == Verdict::Pass,
         })
-        .collect();
+        .collect()
+}
+
+/// A knee search: latency and achieved rate against the offered rate, a row per step, the
+/// answer.
+pub(super) fn knee(r: &RunRecord) -> Option<Knee> {
+    use crate::analysis::knee::Verdict;
+    let k = r.knee.as_ref()?;
+    let steps = plotted_steps(r, k);
     let (slos, drawn) = latency_slos(&k.slos);
     // The steps that passed apart from those that did not, each in search order: which
     // passed, which failed and why.

@@ -139,24 +139,7 @@ fn latency_chart(
         .enumerate()
     {
         let color = super::color(i);
-        // Each step's 95% interval, an error bar with caps 8 px wide.
-        let cap = x_max * 4.0 / w.max(1.0);
-        for s in sorted.iter().filter(|s| pick(s) > 0.0) {
-            let bar = if i == 0 { s.p50_ci_ns } else { s.p99_ci_ns };
-            let Some((lo, hi)) = bar.filter(|(lo, hi)| *lo > 0.0 && hi >= lo) else {
-                continue;
-            };
-            let (x, ylo, yhi) = (s.offered_rps, y(lo), y(hi));
-            // Caps within the axis: plotters leaves out a line that leaves it.
-            let (l, r) = ((x - cap).max(0.0), (x + cap).min(x_max));
-            for line in [
-                [(x, ylo), (x, yhi)],
-                [(l, ylo), (r, ylo)],
-                [(l, yhi), (r, yhi)],
-            ] {
-                chart.draw_series(LineSeries::new(line, color.mix(0.6).stroke_width(1)))?;
-            }
-        }
+        error_bars(&mut chart, sorted, i, (x_max, w), &y)?;
         let points: Vec<(f64, f64)> = sorted
             .iter()
             .filter(|s| pick(s) > 0.0)
@@ -167,6 +150,39 @@ fn latency_chart(
             let c = if s.pass { color } else { RED };
             Circle::new((s.offered_rps, y(pick(s))), 4, c.filled())
         }))?;
+    }
+    Ok(())
+}
+
+/// Each step's 95% interval of p50 (`which` 0) or p99 (1), an error bar with caps 8 px wide
+/// (`x_max` over `w` px), within the axis.
+fn error_bars(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<super::Ticked, super::Ticked>>,
+    sorted: &[&Step],
+    which: usize,
+    (x_max, w): (f64, f64),
+    y: &dyn Fn(f64) -> f64,
+) -> DrawResult {
+    let color = super::color(which);
+    let cap = x_max * 4.0 / w.max(1.0);
+    for s in sorted {
+        let (v, bar) = match which {
+            0 => (s.p50_ns, s.p50_ci_ns),
+            _ => (s.p99_ns, s.p99_ci_ns),
+        };
+        let Some((lo, hi)) = bar.filter(|(lo, hi)| v > 0.0 && *lo > 0.0 && hi >= lo) else {
+            continue;
+        };
+        let (x, ylo, yhi) = (s.offered_rps, y(lo), y(hi));
+        // Caps within the axis: plotters leaves out a line that leaves it.
+        let (l, r) = ((x - cap).max(0.0), (x + cap).min(x_max));
+        for line in [
+            [(x, ylo), (x, yhi)],
+            [(l, ylo), (r, ylo)],
+            [(l, yhi), (r, yhi)],
+        ] {
+            chart.draw_series(LineSeries::new(line, color.mix(0.6).stroke_width(1)))?;
+        }
     }
     Ok(())
 }
