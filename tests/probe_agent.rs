@@ -332,6 +332,52 @@ fn run_fails_in_one_line_when_the_agent_has_a_run_open() {
 }
 
 #[test]
+fn a_run_whose_start_the_agent_refuses_stops_and_fails_in_one_line() {
+    let agent = Running::start(None, Limits::default());
+    // The run reaches the agent through a proxy that lets another run begin there just
+    // before the run's own /begin: the agent was ready when the run started.
+    let first = Arc::new(Mutex::new(Remote::connect(&agent.url(), None).unwrap()));
+    let (to, other) = (agent.addr, first.clone());
+    let proxy = raw_server(move |mut s| {
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            if s.read(&mut byte).unwrap_or(0) == 0 {
+                return;
+            }
+            head.push(byte[0]);
+        }
+        if head.starts_with(b"GET /begin") {
+            let mut other = other.lock().unwrap();
+            other.begin(Instant::now(), Duration::from_secs(1)).unwrap();
+        }
+        let mut agent = TcpStream::connect(to).unwrap();
+        agent.write_all(&head).unwrap();
+        let mut answer = Vec::new();
+        let _ = agent.read_to_end(&mut answer);
+        let _ = s.write_all(&answer);
+    });
+    let target = embedded(reqlife::server::ServerTls::None);
+    let out = reqlife()
+        .args(["run", "-n", "20", "-c", "1", "--server-probes-from"])
+        .args([format!("http://{proxy}"), target.url("/")])
+        .env_remove(reqlife::probe::remote::TOKEN_ENV)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = one_error_line(&out);
+    assert!(
+        line.contains("another run is open here (run 1 from"),
+        "{line}"
+    );
+    // The other run's probes were left alone.
+    assert_eq!(agent.count(|s| &s.begun), 1);
+    assert_eq!(agent.count(|s| &s.finished), 0);
+    let first = first.lock().unwrap().clone();
+    first.finish().unwrap();
+}
+
+#[test]
 fn bad_tokens_and_an_open_agent_without_one_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
     let short = dir.path().join("short");
