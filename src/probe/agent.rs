@@ -117,11 +117,22 @@ enum Slot<P> {
     Stopped,
 }
 
+/// A run's end, for the agent's own thread: its probes to stop, where what they measured
+/// goes (the `/finish` that asked), and the end of that connection, to wait for before
+/// attaching afresh.
+struct Ending<P> {
+    probes: P,
+    measured: tokio::sync::oneshot::Sender<String>,
+    answered: mpsc::Receiver<()>,
+}
+
 /// The agent's state, shared by the connections.
 struct Shared<P> {
     agent: Agent<P>,
     slot: Mutex<Slot<P>>,
     next_run: AtomicU64,
+    /// To the agent's own thread, which attached the probes and stops them.
+    endings: mpsc::Sender<Ending<P>>,
 }
 
 /// An answer: its status and body.
@@ -214,6 +225,20 @@ impl<P: AgentProbes> Shared<P> {
         };
         *slot = Slot::Finishing(run);
         Ok(probes)
+    }
+
+    /// A run's end, on the agent's own thread: its probes stopped, what they measured handed
+    /// to the `/finish` that asked; once that answer is out, the probes attached afresh,
+    /// unless the agent is stopping.
+    fn end(&self, ending: Ending<P>, stop: &AtomicBool) {
+        let acc = ending.probes.finish();
+        let body = serde_json::to_string(&WireAcc::of(&acc)).unwrap_or_default();
+        let _ = ending.measured.send(body);
+        // Until the connection has ended and dropped its sender.
+        let _ = ending.answered.recv_timeout(self.agent.limits.deadline);
+        if !stop.load(Ordering::SeqCst) {
+            self.reattach();
+        }
     }
 
     /// Attaches afresh for the next run, unless the agent is stopping.
@@ -333,9 +358,9 @@ async fn answer<P: AgentProbes>(
     Ok(respond(ans))
 }
 
-/// Stops `probes` and hands what they measured; then, on the same blocking thread, once the
-/// answer is out (the connection ended), attaches afresh: attaching takes seconds, which the
-/// run's end must not wait for.
+/// Has the agent's own thread stop `probes` and hand what they measured; it attaches afresh
+/// once the answer is out (the connection ended): attaching takes seconds, which the run's
+/// end must not wait for.
 async fn finish<P: AgentProbes>(
     shared: &Arc<Shared<P>>,
     probes: P,
@@ -343,20 +368,23 @@ async fn finish<P: AgentProbes>(
 ) -> Answer {
     let (sent, out) = mpsc::channel::<()>();
     *answered.lock().unwrap_or_else(|e| e.into_inner()) = Some(sent);
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let cycle = shared.clone();
-    tokio::task::spawn_blocking(move || {
-        let acc = probes.finish();
-        let _ = tx.send(serde_json::to_string(&WireAcc::of(&acc)).unwrap_or_default());
-        // Waits until the connection has ended and dropped its sender.
-        let _ = out.recv_timeout(cycle.agent.limits.deadline);
-        cycle.reattach();
-    });
+    let (measured, rx) = tokio::sync::oneshot::channel();
+    let ending = Ending {
+        probes,
+        measured,
+        answered: out,
+    };
+    if shared.endings.send(ending).is_err() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the agent is stopping".into(),
+        );
+    }
     match rx.await {
         Ok(body) => (StatusCode::OK, body),
         Err(_) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the probes did not stop".into(),
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the agent is stopping".into(),
         ),
     }
 }
@@ -389,30 +417,45 @@ fn spawn_connection<P: AgentProbes>(
 }
 
 /// Serves `agent` on `listener` until `stop`: its probes attached first (an error then is
-/// the agent's), afresh after each run.
+/// the agent's), afresh after each run. The connections are served on a thread of their
+/// own; the probes are attached and stopped on this one, which lives as long as the agent:
+/// bpftrace is started with `PR_SET_PDEATHSIG`, which ends it with the thread that started
+/// it (a pool's thread would end it when idle).
 pub fn serve<P: AgentProbes>(
     listener: TcpListener,
     agent: Agent<P>,
     stop: &AtomicBool,
 ) -> Result<(), ProbeError> {
     let first = (agent.attach)()?;
+    let (endings, ends) = mpsc::channel();
     let shared = Arc::new(Shared {
         slot: Mutex::new(Slot::Ready(first)),
         next_run: AtomicU64::new(1),
         agent,
+        endings,
     });
     shared.say("attached: a run may begin");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| ProbeError::Failed(format!("the agent cannot start: {e}")))?;
-    let served = runtime.block_on(accept(listener, &shared, stop));
-    // The probes detached now; an attach under way drops its own (it sees Stopped), and the
-    // runtime's end waits for it.
-    let held = std::mem::replace(&mut *shared.slot(), Slot::Stopped);
-    drop(held);
-    drop(runtime);
-    served
+    std::thread::scope(|scope| {
+        let server = scope.spawn(|| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| ProbeError::Failed(format!("the agent cannot start: {e}")))?;
+            runtime.block_on(accept(listener, &shared, stop))
+        });
+        while !stop.load(Ordering::SeqCst) && !server.is_finished() {
+            if let Ok(ending) = ends.recv_timeout(Duration::from_millis(100)) {
+                shared.end(ending, stop);
+            }
+        }
+        let served = server
+            .join()
+            .unwrap_or_else(|_| Err(ProbeError::Failed("the agent's server panicked".into())));
+        // The probes detached (bpftrace stopped) before the agent ends.
+        let held = std::mem::replace(&mut *shared.slot(), Slot::Stopped);
+        drop(held);
+        served
+    })
 }
 
 /// Accepts connections until `stop` (looked at every 100 ms).
