@@ -485,8 +485,15 @@ fn warmup(r: &RunRecord) -> Judged {
         };
         return judged("warmup", CheckState::Pass, Some(0.0), None).says(says);
     }
+    // A start slower than the rest is a warm-up; a faster one is a start unlike the rest all
+    // the same, not to be called a warm-up.
+    let what = if before < after {
+        format!("a first {secs:.1}s faster than the rest")
+    } else {
+        format!("{secs:.1}s of warm-up")
+    };
     let short = format!(
-        "the figures include {secs:.1}s of warm-up (p50 {} then {})",
+        "the figures include {what} (p50 {} then {})",
         human_ns(before * 1e3),
         human_ns(after * 1e3)
     );
