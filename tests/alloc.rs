@@ -32,9 +32,13 @@ static GLOBAL: Counting = Counting;
 /// The tests of this binary count the process's allocations: one at a time.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// The allocations of one run of `reqlife ARGS`, which must exit 0.
+/// The allocations of one run of `reqlife ARGS` (`run …`), which must exit 0: one interval
+/// (`--interval 1h`, see [`assert_flat`]).
 fn allocations_of(args: &[&str]) -> u64 {
-    let argv = std::iter::once("reqlife").chain(args.iter().copied());
+    let (command, rest) = args.split_first().expect("a subcommand");
+    let argv = ["reqlife", command, "--interval", "1h"]
+        .into_iter()
+        .chain(rest.iter().copied());
     let before = ALLOCATIONS.load(Ordering::Relaxed);
     let code = reqlife::app::main_with(argv.map(Into::into).collect());
     assert_eq!(code, 0, "{args:?}");
@@ -64,18 +68,7 @@ fn allocations_do_not_grow_with_the_request_count() {
     let url = format!("http://{addr}/");
     assert_flat("HTTP/1.1", ("2000", "20000"), |n| {
         allocations_of(&[
-            "run",
-            "-n",
-            n,
-            "-c",
-            "4",
-            "-t",
-            "2",
-            "--quiet",
-            "--json",
-            "--interval",
-            "1h",
-            &url,
+            "run", "-n", n, "-c", "4", "-t", "2", "--quiet", "--json", &url,
         ])
     });
 }
@@ -155,19 +148,7 @@ fn http2_allocations_do_not_grow_with_the_request_count() {
     let url = format!("http://{addr}/");
     assert_flat("HTTP/2", ("2000", "20000"), |n| {
         let streams = ["--http2", "--streams", "8"];
-        let rest = [
-            "-n",
-            n,
-            "-c",
-            "2",
-            "-t",
-            "1",
-            "--quiet",
-            "--json",
-            "--interval",
-            "1h",
-            &url,
-        ];
+        let rest = ["-n", n, "-c", "2", "-t", "1", "--quiet", "--json", &url];
         allocations_of(&[&["run"][..], &streams, &rest].concat())
     });
 }
@@ -266,19 +247,7 @@ fn websocket_inflating_allocations_do_not_grow_with_the_message_count() {
     // allocations a second) make the slack.
     assert_flat("WebSocket (inflating)", ("1000", "10000"), |n| {
         let data = ["--data", "hello", "--compressed"];
-        let rest = [
-            "-n",
-            n,
-            "-c",
-            "2",
-            "-t",
-            "1",
-            "--quiet",
-            "--json",
-            "--interval",
-            "1h",
-            &url,
-        ];
+        let rest = ["-n", n, "-c", "2", "-t", "1", "--quiet", "--json", &url];
         allocations_of(&[&["run"][..], &data, &rest].concat())
     });
 }
@@ -365,19 +334,7 @@ fn websocket_allocations_do_not_grow_with_the_message_count() {
             &format!("WebSocket, --pipeline {depth}"),
             ("2000", "20000"),
             |n| {
-                let rest = [
-                    "-n",
-                    n,
-                    "-c",
-                    "2",
-                    "-t",
-                    "1",
-                    "--quiet",
-                    "--json",
-                    "--interval",
-                    "1h",
-                    &url,
-                ];
+                let rest = ["-n", n, "-c", "2", "-t", "1", "--quiet", "--json", &url];
                 allocations_of(&[&["run"][..], &matched, &rest].concat())
             },
         );
