@@ -181,7 +181,7 @@ pub struct CiBatches {
     pub batches: u64,
     /// The run's intervals in each batch (the last may hold a few more).
     pub intervals_each: u64,
-    /// The lag-1 correlation of the batches' percentiles.
+    /// The lag-1 correlation of the batches' shares at or below the percentile.
     pub lag1: f64,
     /// The percentiles whose interval is the batch means' (`p50` … `p99.99`).
     pub percentiles: Vec<String>,

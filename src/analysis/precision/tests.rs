@@ -87,10 +87,19 @@ fn spread(i: usize, j: u64) -> u64 {
     100 + rng.below(1000)
 }
 
+/// `parts` merged into one histogram: the whole run.
+fn merged(parts: &[Histogram<u64>]) -> Histogram<u64> {
+    let mut whole = new_hist();
+    for p in parts {
+        whole.add(p).unwrap();
+    }
+    whole
+}
+
 #[test]
 fn batch_means_of_steady_intervals_hold_the_percentile_tightly() {
     let parts = intervals(20, 1000, spread);
-    let b = batch_means(&parts, 0.99).unwrap();
+    let b = batch_means(&merged(&parts), &parts, 0.99).unwrap();
     assert_eq!(b.batches * b.intervals_each, 20, "{b:?}");
     let [lo, hi] = b.ci;
     let (lo, hi) = (lo.unwrap(), hi.unwrap());
@@ -103,14 +112,14 @@ fn batch_means_of_steady_intervals_hold_the_percentile_tightly() {
 fn batch_means_widen_correlated_batches_and_give_up_when_too_few() {
     // A slow drift: each interval's values 10 µs over the one before's.
     let parts = intervals(40, 1000, |i, j| spread(i, j) + 10 * i as u64);
-    let b = batch_means(&parts, 0.99).unwrap();
+    let b = batch_means(&merged(&parts), &parts, 0.99).unwrap();
     assert!(b.intervals_each > 1, "{b:?}");
     assert!(b.batches >= MIN_BATCHES, "{b:?}");
     // Four intervals: fewer than the fewest batches.
-    assert_eq!(batch_means(&parts[..4], 0.5), None);
-    // 100 values an interval: fewer than 10 beyond p99.9 in any batch of 5 or more.
+    assert_eq!(batch_means(&merged(&parts[..4]), &parts[..4], 0.5), None);
+    // 100 values an interval, 2,000 in all: 2 beyond p99.9, under 10 a batch of 5.
     let small = intervals(20, 100, spread);
-    assert_eq!(batch_means(&small, 0.999), None);
+    assert_eq!(batch_means(&merged(&small), &small, 0.999), None);
 }
 
 #[test]
@@ -144,4 +153,34 @@ fn fill_keeps_the_wider_and_names_batch_means_where_it_is_kept() {
         let ci = ci.unwrap();
         assert!(width(&ci) >= width(&order_interval(&whole, p)), "{name}");
     }
+}
+
+#[test]
+fn batch_means_of_independent_intervals_are_near_order_statistics_and_a_stall_widens_them() {
+    // 25 intervals of 400 values (5 s at 2,000 req/s in 200 ms intervals), drawn alike: the
+    // batches' spread is the sampling's own, so batch means is about as wide as order
+    // statistics (before, each batch's own p99, on 4 values beyond it, was several times wider).
+    let parts = intervals(25, 400, spread);
+    let whole = merged(&parts);
+    let width_of = |ci: &Ci| ci[1].unwrap() - ci[0].unwrap();
+    let order = width_of(&order_interval(&whole, 0.99));
+    let b = batch_means(&whole, &parts, 0.99).unwrap();
+    assert!(width_of(&b.ci) < 2.0 * order, "{b:?} against {order}");
+    let p99 = whole.value_at_quantile(0.99) as f64 / 1000.0;
+    assert!(
+        b.ci[0].unwrap() <= p99 && p99 <= b.ci[1].unwrap(),
+        "{b:?} {p99}"
+    );
+    // Two intervals of a stall (every value 3 ms later): the run's p99 is the stall's, and the
+    // batches say how little of the run holds it: far wider than order statistics.
+    let stalled = intervals(25, 400, |i, j| {
+        spread(i, j) + if (10..12).contains(&i) { 3000 } else { 0 }
+    });
+    let whole = merged(&stalled);
+    let b = batch_means(&whole, &stalled, 0.99).unwrap();
+    let order = order_interval(&whole, 0.99);
+    assert!(
+        width(&b.ci) > 3.0 * width(&order),
+        "{b:?} against {order:?}"
+    );
 }
