@@ -14,12 +14,13 @@
 //!   values at or below the run's percentile; the run's share (all batches' values together) ±
 //!   t(0.975, k − 1) times its batch-means standard error (the ratio estimator's, so that a
 //!   batch of few requests weighs as little as it holds), on the log-odds scale, gives a band
-//!   of quantiles around `p`, read off the run's histogram. Batches are widened (twice as many intervals each) while the
-//!   shares' lag-1 correlation is over [`LAG1_MAX`], as long as [`MIN_BATCHES`] remain; the
+//!   of quantiles around `p`, read off the run's histogram. Batches are widened (twice as
+//!   many intervals each) while the shares' lag-1 correlation is over [`LAG1_MAX`], as long as [`MIN_BATCHES`] remain; the
 //!   run must hold [`BEYOND_MIN`] values beyond the percentile per batch of the fewest. The
-//!   shares, not each batch's own percentile: a batch's p99 rests on its few slowest values,
-//!   and their spread made the intervals of 5 s runs at 2,000 req/s a median ±40% of p99
-//!   (±31% this way, on the same data, holding the long run's p99 in 9 of 10 runs, not 7).
+//!   shares, not each batch's own percentile, which rests on a batch's few slowest values:
+//!   5 s runs at 2,000 req/s against nginx (bench/precision.py, side by side) had p99
+//!   intervals of a median ±40% that way, ±19% this way, and a 30 s run ±44% that way, ±7%
+//!   this way.
 //!
 //! Computed after the run from the record's histograms (the whole run's and each interval's):
 //! nothing on the hot path.
