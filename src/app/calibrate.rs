@@ -11,7 +11,7 @@ use super::{out, EXIT_OK, EXIT_SIGINT};
 use crate::analysis::calibrate::{self, Calibration, Limit, Step};
 use crate::cli::calibrate::{CalibrateCommand, CalibrateRequest};
 use crate::cli::CalibrateArgs;
-use crate::util::units::human_ns;
+use crate::util::units::{counted, human_ns};
 use crate::watch::tui::StepRow;
 use std::fmt::Write as _;
 
@@ -115,35 +115,7 @@ fn measure(
     ));
 
     let c = command.connections;
-    let mut closed = step(c, None)?;
-    let mut tries = 1;
-    while closed.stalled(command.plans.step()) && tries < CLOSED_TRIES && control.signal() == 0 {
-        say(match closed.total_max_us {
-            Some(max) => format!(
-                "closed loop: {} in the step, the slowest {}: a stall? measuring it again",
-                crate::util::units::counted(closed.requests, "request"),
-                human_ns(max * 1e3)
-            ),
-            None => "closed loop: no request answered in the step: measuring it again".into(),
-        });
-        let again = step(c, None)?;
-        if again.achieved_rps > closed.achieved_rps {
-            closed = again;
-        }
-        tries += 1;
-    }
-    if closed.stalled(command.plans.step()) && control.signal() == 0 {
-        return Err(Failure::Failed(format!(
-            "the closed loop against {url} answered {} in the best of {tries} steps of {}{}: too \
-             few to measure this client by; lengthen --step or raise -c",
-            crate::util::units::counted(closed.requests, "request"),
-            human_ns(command.plans.step().as_nanos() as f64),
-            closed.total_max_us.map_or(String::new(), |max| format!(
-                ", the slowest {}",
-                human_ns(max * 1e3)
-            ))
-        )));
-    }
+    let closed = closed_loop(command, control, url, &step, &say)?;
     say(format!(
         "closed loop: {:.0} req/s, {} client CPU per request",
         closed.achieved_rps,
@@ -177,6 +149,49 @@ fn measure(
     };
     cal.verdict = cal.verdict_of();
     Ok(cal)
+}
+
+/// The closed loop's step on `-c` connections: measured again while it looks stalled
+/// ([`Step::stalled`]), up to [`CLOSED_TRIES`] times, the best kept; still so, an error that
+/// names the fix.
+fn closed_loop(
+    command: &CalibrateCommand,
+    control: &Control,
+    url: &str,
+    step: &impl Fn(u64, Option<f64>) -> Result<Step, Failure>,
+    say: &impl Fn(String),
+) -> Result<Step, Failure> {
+    let (c, length) = (command.connections, command.plans.step());
+    let mut closed = step(c, None)?;
+    let mut tries = 1;
+    while closed.stalled(length) && tries < CLOSED_TRIES && control.signal() == 0 {
+        say(match closed.total_max_us {
+            Some(max) => format!(
+                "closed loop: {} in the step, the slowest {}: a stall? measuring it again",
+                counted(closed.requests, "request"),
+                human_ns(max * 1e3)
+            ),
+            None => "closed loop: no request answered in the step: measuring it again".into(),
+        });
+        let again = step(c, None)?;
+        if again.achieved_rps > closed.achieved_rps {
+            closed = again;
+        }
+        tries += 1;
+    }
+    if closed.stalled(length) && control.signal() == 0 {
+        let slowest = closed.total_max_us.map_or(String::new(), |max| {
+            format!(", the slowest {}", human_ns(max * 1e3))
+        });
+        return Err(Failure::Failed(format!(
+            "the closed loop against {url} answered {} in the best of {} of {}{slowest}: too \
+             few to measure this client by; lengthen --step or raise -c",
+            counted(closed.requests, "request"),
+            counted(tries as u64, "step"),
+            human_ns(length.as_nanos() as f64),
+        )));
+    }
+    Ok(closed)
 }
 
 /// The open loop's steps on `c` connections, from half the closed loop's rate up (or down)
