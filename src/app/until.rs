@@ -148,10 +148,23 @@ mod tests {
     }
 
     #[test]
-    fn a_run_whose_tail_moves_is_not_precise() {
+    fn a_run_whose_tail_moves_across_the_percentile_is_not_precise() {
         let targets = [Until::parse("p99:5%").unwrap()];
+        // Every other interval, 2% of the values take 3 ms: 1% of the run in all, so whether
+        // p99 is 100 µs or 3 ms rests on how many such intervals a run holds.
         let mut w = Precise::new(&targets).unwrap();
-        // Every other interval's tail is ten times longer.
+        for i in 0..40u64 {
+            let slow = if i % 2 == 0 { 2000 } else { 1960 };
+            w.add(&snap(
+                i,
+                (0..2000u64).map(move |j| if j >= slow { 3_000_000 } else { 100_000 }),
+            ));
+        }
+        assert!(!w.check());
+        // Every interval's slowest 1.5% move between 300 µs and 3 ms, but beyond p99: p99 is
+        // 300 µs however many there are, and the run says so (each interval's own p99 moves
+        // tenfold: the batch means of those, before, called it imprecise).
+        let mut w = Precise::new(&targets).unwrap();
         for i in 0..40u64 {
             let tail = if i % 2 == 0 { 1 } else { 10 };
             w.add(&snap(
@@ -159,7 +172,7 @@ mod tests {
                 (0..2000u64).map(move |j| if j >= 1970 { 300_000 * tail } else { 100_000 }),
             ));
         }
-        assert!(!w.check());
+        assert!(w.check());
     }
 
     #[test]
