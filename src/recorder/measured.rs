@@ -1,7 +1,7 @@
 //! What one or more threads measured: the [`Measured`] of a run, and its exact merge across
 //! threads (counters summed, histograms added, intervals of the same index combined).
 
-use super::codes::{CodeCounts, WsCounts};
+use super::codes::Tallies;
 use super::{
     hist, reservoir, server_timing, BurstHists, Counters, PhaseHists, RequestAcc, Series,
     STATUS_SLOTS,
@@ -35,15 +35,8 @@ pub struct Measured {
     pub bursts: Option<BurstHists>,
     /// `Server-Timing` figures.
     pub server: server_timing::ServerTimingAcc,
-    /// HTTP/2 RST_STREAM counts by error code; gRPC statuses by code (with first messages).
-    pub reset_codes: CodeCounts,
-    /// gRPC calls by status code (with each code's first message).
-    pub grpc_codes: CodeCounts,
-    /// WebSocket's counts: connections' ends by kind, the connections that agreed
-    /// permessage-deflate or not (`--compressed`), replies that matched no message.
-    pub ws: WsCounts,
-    /// HTTP/2: the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced.
-    pub h2_max_streams: Option<u64>,
+    /// The protocols' tallies of the requests' extras, each folded by its rule.
+    pub tallies: Tallies,
     /// Per request name, when the run sent named requests.
     pub by_request: Vec<RequestAcc>,
     /// A bounded uniform sample of the responses: (end time since the start of recording in
@@ -77,10 +70,7 @@ impl Measured {
             segments: Vec::new(),
             bursts: None,
             server: server_timing::ServerTimingAcc::new("total"),
-            reset_codes: CodeCounts::default(),
-            grpc_codes: CodeCounts::default(),
-            ws: WsCounts::default(),
-            h2_max_streams: None,
+            tallies: Tallies::default(),
             by_request: Vec::new(),
             samples: reservoir::Reservoir::new(0, 0),
             sends: super::sends::Sends::default(),
@@ -107,12 +97,7 @@ impl Measured {
             out.pacer_spin.extend_from_slice(&part.pacer_spin);
             out.snapshot_bytes += part.snapshot_bytes;
             out.server.merge(&part.server);
-            if let Some(n) = part.h2_max_streams {
-                out.h2_max_streams = Some(out.h2_max_streams.map_or(n, |m| m.min(n)));
-            }
-            out.reset_codes.merge(&part.reset_codes);
-            out.grpc_codes.merge(&part.grpc_codes);
-            out.ws.merge(&part.ws);
+            out.tallies.merge(&part.tallies);
             if let Some(b) = &part.bursts {
                 match &mut out.bursts {
                     None => out.bursts = Some(b.clone()),

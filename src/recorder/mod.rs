@@ -35,8 +35,9 @@ pub use interval::{EncodedHists, IntervalSnapshot};
 pub use measured::Measured;
 pub use series::Series;
 
+use crate::engine::extras::Extras;
 use crate::model::{ErrorKind, Phase, Sample};
-use codes::{CodeCounts, WsCounts};
+use codes::Tallies;
 use figures::{durations, Durations};
 use hdrhistogram::Histogram;
 use std::time::{Duration, Instant};
@@ -70,12 +71,8 @@ pub struct Recorder {
     bursts: Option<BurstHists>,
     /// What the server said of its own time (`Server-Timing`).
     server: server_timing::ServerTimingAcc,
-    /// HTTP/2 RST_STREAM counts by error code; gRPC statuses by code; WebSocket's counts.
-    reset_codes: CodeCounts,
-    grpc_codes: CodeCounts,
-    ws: WsCounts,
-    /// HTTP/2: the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced.
-    h2_max_streams: Option<u64>,
+    /// The protocols' tallies of the requests' extras ([`Recorder::fold`]).
+    tallies: Tallies,
     /// Per request name (`Sample::request`), when the run sends named requests.
     by_request: Vec<RequestAcc>,
     /// A bounded uniform sample of the responses (end time, total latency).
@@ -132,10 +129,7 @@ impl Recorder {
             segments: Vec::new(),
             bursts: None,
             server: server_timing::ServerTimingAcc::new("total"),
-            reset_codes: CodeCounts::default(),
-            grpc_codes: CodeCounts::default(),
-            ws: WsCounts::default(),
-            h2_max_streams: None,
+            tallies: Tallies::default(),
             by_request: Vec::new(),
             samples: reservoir::Reservoir::per_thread(),
             sends: sends::Sends::default(),
@@ -365,11 +359,28 @@ impl Recorder {
         }
     }
 
-    /// Records a recorded sample's WebSocket ping round trips (`ws_ping`, nanoseconds), after
-    /// [`Recorder::record_response`]; a failed request's too (they are its connection's).
-    pub fn record_pings(&mut self, s: &Sample, rtts: &[u64]) {
-        if s.stamps.intended >= self.record_from {
-            self.record_values(s, Phase::WsPing, rtts);
+    /// Folds in what a request's protocol told besides its sample ([`Extras`]), after
+    /// [`Recorder::record_response`]: its events into the tallies (a warm-up request's too:
+    /// its connection's end counts), its protocol's status (a failed one's detail kept as its
+    /// kind's first), and its values of a phase if the sample is recorded (a failed
+    /// request's too: they are its connection's). Nothing here names a protocol.
+    #[inline]
+    pub fn fold(&mut self, s: &Sample, extras: &Extras) {
+        for e in extras.events.iter() {
+            self.tallies.add(e);
+        }
+        if let Some(status) = &extras.status {
+            self.tallies.add_status(status);
+            if let Some(kind) = status.failed {
+                if self.first_errors[kind.index()].is_none() {
+                    self.note_error(kind, &status.detail());
+                }
+            }
+        }
+        if let Some((phase, values)) = extras.values {
+            if s.stamps.intended >= self.record_from {
+                self.record_values(s, phase, values);
+            }
         }
     }
 
@@ -393,28 +404,6 @@ impl Recorder {
                 hist::record(h, ns);
             }
         }
-    }
-
-    /// Notes the stream limit an HTTP/2 server announced (the smallest seen is kept).
-    pub fn note_h2_max_streams(&mut self, n: u64) {
-        self.h2_max_streams = Some(self.h2_max_streams.map_or(n, |m| m.min(n)));
-    }
-
-    /// Counts an HTTP/2 RST_STREAM by its error code.
-    pub fn count_reset(&mut self, code: u32) {
-        self.reset_codes.count(code);
-    }
-
-    /// WebSocket's counts, to count into: how connections ended (kinds of
-    /// [`crate::engine::websocket::close`]), whether those upgraded with `--compressed` agreed
-    /// permessage-deflate ([`crate::engine::websocket::deflate`]), unmatched replies.
-    pub fn ws_counts(&mut self) -> &mut WsCounts {
-        &mut self.ws
-    }
-
-    /// Counts a gRPC call's status code, keeping the first message of each code.
-    pub fn count_grpc(&mut self, code: u32, message: &str) {
-        self.grpc_codes.count_with(code, message);
     }
 
     /// Keeps the first detail seen of each error kind (for the report's explanation).
@@ -525,10 +514,7 @@ impl Recorder {
             segments: self.segments.into_iter().map(|(_, c, h)| (c, h)).collect(),
             bursts: self.bursts,
             server: self.server,
-            reset_codes: self.reset_codes,
-            grpc_codes: self.grpc_codes,
-            ws: self.ws,
-            h2_max_streams: self.h2_max_streams,
+            tallies: self.tallies,
             by_request: self.by_request,
             samples: self.samples,
             sends: self.sends,

@@ -148,6 +148,47 @@ fn failed_request_keeps_its_connect_time() {
 }
 
 #[test]
+fn extras_fold_into_tallies_and_a_failed_status_notes_its_first_detail() {
+    use crate::engine::extras::{Extras, Status, Tally};
+    let base = Instant::now();
+    let from = base + Duration::from_millis(5);
+    let mut r = Recorder::new(from, Duration::from_secs(1));
+    let pings = [2_000_000, 3_000_000];
+    // (intended ms, grpc message): a warm-up call (its counts still count, its pings not),
+    // then two recorded ones.
+    for (ms, message) in [(0, "warm"), (10, "down"), (20, "still down")] {
+        let mut extras = Extras {
+            status: Some(Status {
+                tally: Tally::Grpc,
+                code: 14,
+                message,
+                failed: Some(ErrorKind::Grpc),
+            }),
+            values: Some((Phase::WsPing, &pings)),
+            ..Extras::default()
+        };
+        extras.events.push(Tally::Reset, 7);
+        let s = sample(base, ms, 100, extras.failed());
+        r.record_response(&s, &[], &[]);
+        r.fold(&s, &extras);
+    }
+    let m = r.finish();
+    assert_eq!(m.tallies.by_name(Tally::Reset)["REFUSED_STREAM"], 3);
+    assert_eq!(m.tallies.by_name(Tally::Grpc)["UNAVAILABLE"], 3);
+    assert_eq!(m.tallies.messages(Tally::Grpc)["UNAVAILABLE"], "warm");
+    assert_eq!(
+        m.first_errors[ErrorKind::Grpc.index()].as_deref(),
+        Some("UNAVAILABLE: warm")
+    );
+    assert_eq!(m.counters.errors[ErrorKind::Grpc.index()], 2);
+    assert_eq!(
+        m.hists.get(Phase::WsPing).len(),
+        4,
+        "the recorded calls' pings"
+    );
+}
+
+#[test]
 fn a_streams_gaps_go_where_its_phases_go() {
     let base = Instant::now();
     let mut r = Recorder::new(base, Duration::from_millis(100))
