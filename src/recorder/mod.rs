@@ -7,6 +7,7 @@
 
 pub mod codes;
 pub mod collector;
+mod counts;
 mod error;
 pub mod exemplar;
 mod figures;
@@ -29,6 +30,7 @@ pub mod spill;
 pub mod summary;
 
 pub use collector::{IntervalSet, WorkerLink};
+pub use counts::Counts;
 pub use error::RecordError;
 pub use figures::{Counters, PhaseHists, RequestAcc};
 pub use interval::{EncodedHists, IntervalSnapshot};
@@ -37,13 +39,9 @@ pub use series::Series;
 
 use crate::engine::extras::Extras;
 use crate::model::{ErrorKind, Phase, Sample};
-use codes::Tallies;
 use figures::{durations, Durations};
 use hdrhistogram::Histogram;
 use std::time::{Duration, Instant};
-
-/// Highest status code counted individually; others fall in the last slot.
-const STATUS_SLOTS: usize = 1000;
 
 /// The per-thread recorder.
 pub struct Recorder {
@@ -51,14 +49,14 @@ pub struct Recorder {
     /// The window's end (shared with the scheduler in a run: it may move earlier).
     record_until: std::sync::Arc<crate::model::WindowEnd>,
     interval: Duration,
-    counters: Counters,
-    status: Vec<u64>,
+    /// Counters, status counts, first errors and tallies: handed over whole in the
+    /// [`Measured`].
+    counts: Counts,
     /// The connections opened ahead of the load (see [`Recorder::record_connection`]): the
     /// requests' phases are recorded into the current interval only, and the run's histograms
     /// are the sum of the intervals, added up by the collector (one record per phase and
     /// request on the worker, not two).
     hists: PhaseHists,
-    first_errors: [Option<String>; ErrorKind::ALL.len()],
     /// The interval being recorded.
     current: Option<Box<IntervalSet>>,
     /// Where closed intervals go.
@@ -71,8 +69,6 @@ pub struct Recorder {
     bursts: Option<BurstHists>,
     /// What the server said of its own time (`Server-Timing`).
     server: server_timing::ServerTimingAcc,
-    /// The protocols' tallies of the requests' extras ([`Recorder::fold`]).
-    tallies: Tallies,
     /// Per request name (`Sample::request`), when the run sends named requests.
     by_request: Vec<RequestAcc>,
     /// A bounded uniform sample of the responses (end time, total latency).
@@ -116,10 +112,8 @@ impl Recorder {
             record_from,
             record_until: std::sync::Arc::new(crate::model::WindowEnd::open()),
             interval,
-            counters: Counters::default(),
-            status: vec![0; STATUS_SLOTS],
+            counts: Counts::default(),
             hists: PhaseHists::new(hist::new_interval_hist),
-            first_errors: Default::default(),
             current: None,
             link: Link::Inline {
                 collector: Box::new(collector::Collector::new(1, record_from, interval)),
@@ -129,7 +123,6 @@ impl Recorder {
             segments: Vec::new(),
             bursts: None,
             server: server_timing::ServerTimingAcc::new("total"),
-            tallies: Tallies::default(),
             by_request: Vec::new(),
             samples: reservoir::Reservoir::per_thread(),
             sends: sends::Sends::default(),
@@ -248,7 +241,7 @@ impl Recorder {
         if !stamps.opened() {
             return;
         }
-        self.counters.connections_opened += 1;
+        self.counts.counters.connections_opened += 1;
         let d = stamps.durations();
         for phase in Phase::OPENING {
             if let Some(ns) = d[phase.index()] {
@@ -275,14 +268,15 @@ impl Recorder {
         let ended = end;
         let drained = self.record_until.get().filter(|until| end > *until);
         let ns = |from: Instant| end.saturating_duration_since(from).as_nanos() as u64;
-        self.counters
+        self.counts
+            .counters
             .ended(s, ns(self.record_from), drained.map(ns));
         // The series and the sample of responses cover the window: a request drained after it
         // counts in its last moment (so the intervals still add up to the run exactly).
         let end = drained.map_or(end, |until| until - Duration::from_nanos(1));
         let d = durations(s);
         if let Some(code) = s.status {
-            self.status[(code as usize).min(STATUS_SLOTS - 1)] += 1;
+            self.counts.count_status(code);
         }
         if let Some(acc) = self.by_request.get_mut(s.request as usize) {
             acc.add(s, &d);
@@ -367,14 +361,12 @@ impl Recorder {
     #[inline]
     pub fn fold(&mut self, s: &Sample, extras: &Extras) {
         for e in extras.events.iter() {
-            self.tallies.add(e);
+            self.counts.tallies.add(e);
         }
         if let Some(status) = &extras.status {
-            self.tallies.add_status(status);
-            if let Some(kind) = status.failed {
-                if self.first_errors[kind.index()].is_none() {
-                    self.note_error(kind, &status.detail());
-                }
+            self.counts.tallies.add_status(status);
+            if let Some(kind) = status.failed.filter(|k| !self.counts.has_error(*k)) {
+                self.counts.note_error(kind, &status.detail());
             }
         }
         if let Some((phase, values)) = extras.values {
@@ -408,10 +400,7 @@ impl Recorder {
 
     /// Keeps the first detail seen of each error kind (for the report's explanation).
     pub fn note_error(&mut self, kind: ErrorKind, detail: &str) {
-        let slot = &mut self.first_errors[kind.index()];
-        if slot.is_none() {
-            *slot = Some(detail.to_string());
-        }
+        self.counts.note_error(kind, detail);
     }
 
     /// `n` requests are being sent (each outcome comes back through
@@ -422,17 +411,17 @@ impl Recorder {
 
     /// Counts requests due in the window that were never sent.
     pub fn not_sent(&mut self, n: u64) {
-        self.counters.not_sent += n;
+        self.counts.counters.not_sent += n;
     }
 
     /// Requests recorded so far.
     pub fn requests(&self) -> u64 {
-        self.counters.requests
+        self.counts.counters.requests
     }
 
     /// Errors recorded so far.
     pub fn errors(&self) -> u64 {
-        self.counters.error_total()
+        self.counts.counters.error_total()
     }
 
     /// Closes the current interval (if any) and opens `index` in a spare set: a swap, no
@@ -485,7 +474,7 @@ impl Recorder {
 
     /// Ends recording: what this thread measured (its series, when merged here).
     pub fn finish(mut self) -> Measured {
-        self.counters.in_flight_at_end += self.in_flight;
+        self.counts.counters.in_flight_at_end += self.in_flight;
         // The last interval, or an empty set: either says the thread is done.
         let last = match self.current.take() {
             Some(set) => set,
@@ -503,10 +492,8 @@ impl Recorder {
         };
         let snapshot_bytes = series.footprint();
         Measured {
-            counters: self.counters,
-            status: self.status,
+            counts: self.counts,
             hists,
-            first_errors: self.first_errors,
             series,
             thread_busy: Vec::new(),
             pacer_spin: Vec::new(),
@@ -514,7 +501,6 @@ impl Recorder {
             segments: self.segments.into_iter().map(|(_, c, h)| (c, h)).collect(),
             bursts: self.bursts,
             server: self.server,
-            tallies: self.tallies,
             by_request: self.by_request,
             samples: self.samples,
             sends: self.sends,

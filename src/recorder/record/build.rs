@@ -100,10 +100,17 @@ fn request_counts_of(plan: &RunPlan, measured: &Measured) -> BTreeMap<String, Re
 /// The counts of a run, as a summary whose derived figures (rates, statistics) are left for
 /// [`summarize`]: the one part of its own summary.
 pub(super) fn counts_of(plan: &RunPlan, measured: &Measured, end: &Ending) -> Summary {
-    let (c, t) = (&measured.counters, &measured.tallies);
+    let (c, t) = (&measured.counts.counters, &measured.counts.tallies);
     let secs = end.recorded.as_secs_f64();
     let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
-    let (status, non_2xx_3xx) = status_of(measured.status.iter().enumerate().map(|(c, n)| (c, *n)));
+    let (status, non_2xx_3xx) = status_of(
+        measured
+            .counts
+            .status
+            .iter()
+            .enumerate()
+            .map(|(c, n)| (c, *n)),
+    );
     let by_request = request_counts_of(plan, measured);
     let st = &measured.server;
     let mut labels: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
