@@ -134,7 +134,9 @@ fn verdicts_agree_with_their_statistics(c: &Value) {
             continue;
         }
         let bounds = |side: &str| {
-            let ci = r[side].as_array().unwrap_or_else(|| panic!("no {side}: {r}"));
+            let ci = r[side]
+                .as_array()
+                .unwrap_or_else(|| panic!("no {side}: {r}"));
             (ci[0].as_f64(), ci[1].as_f64())
         };
         let disjoint = match (bounds("a_ci"), bounds("b_ci")) {

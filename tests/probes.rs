@@ -339,6 +339,9 @@ fn an_agent_on_the_servers_host_serves_a_run_elsewhere() {
     let before = bpftraces();
     let listen = free_port();
     let agent_url = format!("http://127.0.0.1:{listen}");
+    let token = dir.path().join("token");
+    std::fs::write(&token, "a-token-the-two-sides-share\n").unwrap();
+    let token = token.to_str().unwrap();
     let agent = reqlife()
         .args([
             "probe",
@@ -347,7 +350,8 @@ fn an_agent_on_the_servers_host_serves_a_run_elsewhere() {
             "--port",
             &port.to_string(),
         ])
-        .args(["--server-fn", "parse,handle"])
+        .args(["--server-fn", "parse,handle", "--token-file", token])
+        .env_remove("REQLIFE_PROBE_TOKEN")
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -356,6 +360,7 @@ fn an_agent_on_the_servers_host_serves_a_run_elsewhere() {
     let mut line = String::new();
     said.read_line(&mut line).unwrap();
     assert!(line.contains("serving http://127.0.0.1:"), "{line}");
+    assert!(line.contains("to those with its token"), "{line}");
     // Two runs in turn against one agent: it attaches afresh after each.
     for round in 0..2 {
         // The agent attaches at its start, and afresh once it has answered a run's end: a
@@ -374,7 +379,12 @@ fn an_agent_on_the_servers_host_serves_a_run_elsewhere() {
             &format!("remote{round}.json"),
             port,
             1500,
-            &["--server-probes-from", &agent_url],
+            &[
+                "--server-probes-from",
+                &agent_url,
+                "--server-probes-token-file",
+                token,
+            ],
         );
         let p = probes_of(&v);
         assert_eq!(p["pids"][0].as_u64(), Some(u64::from(pid)));
@@ -394,6 +404,27 @@ fn an_agent_on_the_servers_host_serves_a_run_elsewhere() {
         );
         assert_eq!(p["remote"]["agent"], format!("127.0.0.1:{listen}"));
     }
+    // Without the token: refused in one line, and the agent says so.
+    let out = reqlife()
+        .args([
+            "run",
+            "-n",
+            "1",
+            "--server-probes-from",
+            &agent_url,
+            &url(port),
+        ])
+        .env_remove("REQLIFE_PROBE_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(one_error_line(&out).contains("refuses a request without its token"));
+    // Said before the answer: in the pipe by now.
+    while !line.starts_with("reqlife probe: refused") {
+        line.clear();
+        assert!(said.read_line(&mut line).unwrap() > 0, "the agent ended");
+    }
+    assert!(line.contains("GET /clock with no token"), "{line}");
     // SAFETY: a signal to our child.
     unsafe { libc::kill(agent.0.id() as i32, libc::SIGINT) };
     assert!(agent.0.wait().unwrap().success());

@@ -75,6 +75,8 @@ pub struct Step {
     pub offered_rps: Option<f64>,
     /// The rate answered, req/s.
     pub achieved_rps: f64,
+    /// The requests the step completed.
+    pub requests: u64,
     /// Worker threads' CPU time per request, µs.
     pub client_cpu_us_per_request: f64,
     /// The busiest worker thread's share of the step on a CPU.
@@ -85,6 +87,8 @@ pub struct Step {
     pub total_p50_us: Option<f64>,
     /// The 99th percentile total latency, µs.
     pub total_p99_us: Option<f64>,
+    /// The slowest total latency, µs.
+    pub total_max_us: Option<f64>,
     /// Per response, from the start of its write to its first byte, minus the server's own
     /// total: the network and the client (when the server reports `Server-Timing`).
     pub added_p50_us: Option<f64>,
@@ -113,6 +117,7 @@ impl Step {
             load: r.config.load_model,
             offered_rps: offered,
             achieved_rps: s.throughput_rps,
+            requests: s.requests.total,
             client_cpu_us_per_request: if s.requests.total > 0 {
                 cpu_s * 1e6 / s.requests.total as f64
             } else {
@@ -122,10 +127,25 @@ impl Step {
             lag_p99_us: lag_p99.filter(|_| offered.is_some()),
             total_p50_us: s.latency.total.p50_us,
             total_p99_us: s.latency.total.p99_us,
+            total_max_us: s.latency.total.max_us,
             added_p50_us: overhead.p50_us,
             added_p99_us: overhead.p99_us,
             limit,
         }
+    }
+}
+
+/// A closed-loop step that completed fewer requests than this, or whose slowest request took
+/// over half the step, is measured again ([`Step::stalled`]).
+pub const CLOSED_MIN_REQUESTS: u64 = 100;
+
+impl Step {
+    /// Whether this closed-loop step of `length` says more of a stall than of the client: fewer
+    /// than [`CLOSED_MIN_REQUESTS`] requests, or one that took over half the step (CI once saw 8
+    /// requests of 300 ms in a 300 ms step, and a verdict of "up to 0 req/s").
+    pub fn stalled(&self, length: std::time::Duration) -> bool {
+        self.requests < CLOSED_MIN_REQUESTS
+            || self.total_max_us.unwrap_or(0.0) > length.as_secs_f64() * 0.5e6
     }
 }
 
@@ -259,14 +279,35 @@ mod tests {
             offered_rps: Some(offered),
             achieved_rps: offered,
             client_cpu_us_per_request: 10.0,
+            requests: 1000,
             busiest_thread: 0.5,
             lag_p99_us: Some(100.0),
             total_p50_us: Some(100.0),
             total_p99_us: Some(400.0),
+            total_max_us: Some(900.0),
             added_p50_us: None,
             added_p99_us: None,
             limit,
         }
+    }
+
+    #[test]
+    fn a_closed_step_with_few_requests_or_one_over_half_the_step_is_a_stall() {
+        let step = std::time::Duration::from_millis(300);
+        let closed = |requests, max_us| Step {
+            load: LoadKind::Closed,
+            offered_rps: None,
+            requests,
+            total_max_us: max_us,
+            ..open(1000.0, Limit::None)
+        };
+        assert!(!closed(2000, Some(900.0)).stalled(step));
+        assert!(!closed(CLOSED_MIN_REQUESTS, Some(150_000.0)).stalled(step));
+        // CI's: 8 requests of 300 ms in 300 ms.
+        assert!(closed(8, Some(302_000.0)).stalled(step));
+        assert!(closed(0, None).stalled(step));
+        // Many requests, but one waited through a 160 ms stall.
+        assert!(closed(1500, Some(160_000.0)).stalled(step));
     }
 
     #[test]
@@ -357,10 +398,12 @@ mod tests {
             offered_rps: offered,
             achieved_rps: achieved,
             client_cpu_us_per_request: 4.0,
+            requests: 1000,
             busiest_thread: 0.5,
             lag_p99_us: None,
             total_p50_us: Some(80.0),
             total_p99_us: Some(200.0),
+            total_max_us: Some(500.0),
             added_p50_us: Some(30.0),
             added_p99_us: Some(90.0),
             limit,

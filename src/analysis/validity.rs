@@ -92,6 +92,60 @@ impl Judged {
 /// Sets `record.validity`.
 pub fn annotate(record: &mut RunRecord) {
     record.validity = Some(judge(record));
+    annotate_parts(record);
+}
+
+/// Each level of a sweep or knee search, and each repetition, judged as a run of its own: its
+/// figures, its series and its offered rate (its send gaps are not kept: the arrivals check
+/// does not apply).
+fn annotate_parts(record: &mut RunRecord) {
+    let mut levels = std::mem::take(&mut record.levels);
+    let mut repetitions = std::mem::take(&mut record.repetitions);
+    let knee = record.knee.take();
+    let arrivals = record.arrivals.take();
+    for level in levels.iter_mut().chain(repetitions.iter_mut()) {
+        level.validity = Some(alone(record, level));
+    }
+    // A sweep's or a repetition's load is valid when each level's was (a knee search's steps
+    // beyond its answer fail to carry their rate by design: the knee judges them itself).
+    let failed: Vec<&str> = levels
+        .iter()
+        .chain(repetitions.iter())
+        .filter(|l| l.validity.as_ref().is_some_and(|v| !v.valid))
+        .map(|l| l.label.as_str())
+        .collect();
+    if let (None, false, Some(v)) = (&knee, failed.is_empty(), record.validity.as_mut()) {
+        v.valid = false;
+        v.line = format!(
+            "Load NOT VALID in {} of {}: {} (each under the table, with why)",
+            failed.len(),
+            counted(
+                (levels.len() + repetitions.len()) as u64,
+                if levels.is_empty() { "run" } else { "level" }
+            ),
+            failed.join(", ")
+        );
+    }
+    record.levels = levels;
+    record.repetitions = repetitions;
+    record.knee = knee;
+    record.arrivals = arrivals;
+}
+
+/// The verdict on `level` alone: `r` (its levels taken out) with the level's figures in place
+/// of its own while it is judged.
+fn alone(r: &mut RunRecord, level: &mut crate::recorder::record::Level) -> Validity {
+    let swap = |r: &mut RunRecord, l: &mut crate::recorder::record::Level| {
+        std::mem::swap(&mut r.summary, &mut l.summary);
+        std::mem::swap(&mut r.intervals, &mut l.intervals);
+        std::mem::swap(&mut r.histograms, &mut l.histograms);
+    };
+    swap(r, level);
+    let rate = std::mem::replace(&mut r.config.rate_rps, level.offered_rps);
+    let v = judge(r);
+    r.config.rate_rps = rate;
+    swap(r, level);
+    v
 }
 
 /// The verdict on `r`'s load: every check, and the line that sums them up.
@@ -431,8 +485,15 @@ fn warmup(r: &RunRecord) -> Judged {
         };
         return judged("warmup", CheckState::Pass, Some(0.0), None).says(says);
     }
+    // A start slower than the rest is a warm-up; a faster one is a start unlike the rest all
+    // the same, not to be called a warm-up.
+    let what = if before < after {
+        format!("a first {secs:.1}s faster than the rest")
+    } else {
+        format!("{secs:.1}s of warm-up")
+    };
     let short = format!(
-        "the figures include {secs:.1}s of warm-up (p50 {} then {})",
+        "the figures include {what} (p50 {} then {})",
         human_ns(before * 1e3),
         human_ns(after * 1e3)
     );

@@ -18,6 +18,9 @@ use std::fmt::Write as _;
 /// Open-loop steps tried at most.
 const MAX_OPEN_STEPS: usize = 12;
 
+/// Closed-loop steps tried at most; the one with the highest throughput is kept.
+const CLOSED_TRIES: usize = 3;
+
 /// `reqlife calibrate`.
 pub fn calibrate(args: &CalibrateArgs, command_line: Vec<String>) -> i32 {
     let request = match CalibrateRequest::new(args) {
@@ -91,10 +94,11 @@ fn measure(
         control.show_steps(" calibration: steps so far ", shown);
         let plan = command.plans.at(connections, rate)?;
         let (r, _) = run_plan(control, &plan, command_line, embedded)?;
-        if r.summary.requests.ok == 0 {
+        // None succeeded and some failed: the target is wrong. None answered at all (a stall,
+        // or a server slower than a step): the closed loop is measured again, below.
+        if let (0, Some(error)) = (r.summary.requests.ok, r.first_errors.values().next()) {
             return Err(Failure::Failed(format!(
-                "no request succeeded against {url}: {}",
-                r.first_errors.values().next().cloned().unwrap_or_default()
+                "no request succeeded against {url}: {error}"
             )));
         }
         let s = calibrate::Step::of(&r);
@@ -111,7 +115,35 @@ fn measure(
     ));
 
     let c = command.connections;
-    let closed = step(c, None)?;
+    let mut closed = step(c, None)?;
+    let mut tries = 1;
+    while closed.stalled(command.plans.step()) && tries < CLOSED_TRIES && control.signal() == 0 {
+        say(match closed.total_max_us {
+            Some(max) => format!(
+                "closed loop: {} in the step, the slowest {}: a stall? measuring it again",
+                crate::util::units::counted(closed.requests, "request"),
+                human_ns(max * 1e3)
+            ),
+            None => "closed loop: no request answered in the step: measuring it again".into(),
+        });
+        let again = step(c, None)?;
+        if again.achieved_rps > closed.achieved_rps {
+            closed = again;
+        }
+        tries += 1;
+    }
+    if closed.stalled(command.plans.step()) && control.signal() == 0 {
+        return Err(Failure::Failed(format!(
+            "the closed loop against {url} answered {} in the best of {tries} steps of {}{}: too \
+             few to measure this client by; lengthen --step or raise -c",
+            crate::util::units::counted(closed.requests, "request"),
+            human_ns(command.plans.step().as_nanos() as f64),
+            closed.total_max_us.map_or(String::new(), |max| format!(
+                ", the slowest {}",
+                human_ns(max * 1e3)
+            ))
+        )));
+    }
     say(format!(
         "closed loop: {:.0} req/s, {} client CPU per request",
         closed.achieved_rps,

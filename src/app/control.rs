@@ -255,6 +255,34 @@ impl Control {
         *self.probes.borrow_mut() = Some(probes);
     }
 
+    /// The run has ended: what its probes measured, into `measured`; or, when the agent of
+    /// another host `refused` its start, the run's failure (nothing to finish there).
+    fn finish_probes(
+        &self,
+        refused: Option<crate::probe::ProbeError>,
+        measured: &mut crate::recorder::Measured,
+    ) -> Result<(), Failure> {
+        let probes = self.probes.borrow_mut().take();
+        if let Some(e) = refused {
+            return Err(e.into());
+        }
+        let Some(p) = probes else { return Ok(()) };
+        match p.finish() {
+            Ok(mut acc) => {
+                // Per request: the joined phases, their series, and the kept requests with
+                // their server phases.
+                if let Some(joined) = measured.joined.take() {
+                    measured.exemplars = joined.kept.clone();
+                    acc.use_joined(*joined);
+                }
+                measured.series.merge(std::mem::take(&mut acc.series));
+                measured.probes = Some(acc);
+            }
+            Err(e) => eprintln!("reqlife: the server's phases are lost: {e}"),
+        }
+        Ok(())
+    }
+
     /// Runs the workers of `plan` until the stop rule, a signal, or a threshold of
     /// `reporting`'s lost on the way ends the run, shown as `reporting` says.
     pub fn execute(
@@ -298,25 +326,13 @@ impl Control {
             quiet: reporting.quiet || view,
             bar: None,
             reach: super::reach::Reach::new(plan),
+            refused: None,
         };
         let ran = executor::execute(plan, config, options, &mut watching)
             .map_err(|e| Failure::Failed(format!("cannot start worker threads: {e}")))?;
+        let refused = watching.refused.take();
         let (mut measured, recorded) = (ran.measured, ran.recorded);
-        if let Some(p) = self.probes.borrow_mut().take() {
-            match p.finish() {
-                Ok(mut acc) => {
-                    // Per request: the joined phases, their series, and the kept requests
-                    // with their server phases.
-                    if let Some(joined) = measured.joined.take() {
-                        measured.exemplars = joined.kept.clone();
-                        acc.use_joined(*joined);
-                    }
-                    measured.series.merge(std::mem::take(&mut acc.series));
-                    measured.probes = Some(acc);
-                }
-                Err(e) => eprintln!("reqlife: the server's phases are lost: {e}"),
-            }
-        }
+        self.finish_probes(refused, &mut measured)?;
         if let Some(m) = &self.metrics {
             // Every interval is in (the collector has ended): the load is over.
             m.end();
@@ -376,6 +392,9 @@ struct Watching<'a, 'w> {
     bar: Option<indicatif::ProgressBar>,
     /// An open loop's rate out of reach, said once the first second shows it.
     reach: super::reach::Reach,
+    /// Why the probes' agent of another host refused the run's start (another run open
+    /// there): the run stops, and fails with it.
+    refused: Option<crate::probe::ProbeError>,
 }
 
 impl executor::Observer for Watching<'_, '_> {
@@ -391,7 +410,7 @@ impl executor::Observer for Watching<'_, '_> {
                 crate::probe::Attached::Here(_) => None,
             };
             if let Err(e) = p.begin(window.from, self.plan.interval, sink) {
-                eprintln!("reqlife: {e}");
+                self.refused = Some(e);
             }
         }
         self.bar = progress_bar(self.plan, self.quiet);
@@ -402,6 +421,9 @@ impl executor::Observer for Watching<'_, '_> {
     /// enough once `--until`'s percentiles are that precise.
     fn tick(&mut self, window: &executor::Window, progress: &Progress) -> executor::Tick {
         let (plan, control) = (self.plan, self.control);
+        if self.refused.is_some() {
+            return executor::Tick::Stop;
+        }
         update_bar(&self.bar, progress, plan.stop, window.from);
         let new_snapshots = self.watch.take(|snap| {
             if let Some(v) = control.view.borrow_mut().as_mut() {

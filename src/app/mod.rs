@@ -157,13 +157,21 @@ fn report(args: &ReportArgs) -> Result<i32, Failure> {
     let mut record = load_record(&args.file)?;
     let to_stderr = crate::cli::output::stdout_taken(&[("--html", args.html.as_deref())])?;
     args.view.check(&mut record);
+    if args.verdict.strict && record.validity.is_none() {
+        // A record older than the verdict on the load: judged now, from what it kept.
+        crate::analysis::validity::annotate(&mut record);
+    }
     if let Some(path) = &args.html {
         let page = report::html::render(&record)?;
         // The page is all this command writes: a path it cannot write is the user's to fix.
         files::write_text(path, &page, "the HTML report", false).map_err(Failure::into_usage)?;
     }
     files::report(&printed(args, &record)?, to_stderr);
-    Ok(thresholds_code(&record))
+    // A lost threshold outranks a load that was not valid, as in `run`.
+    Ok(match thresholds_code(&record) {
+        EXIT_OK => run::strict_code(args.verdict.strict, &record),
+        code => code,
+    })
 }
 
 /// The exit code of the thresholds' verdict: 0, or [`EXIT_THRESHOLD`] when a `--threshold`

@@ -70,7 +70,14 @@ impl Planned {
 /// reached.
 pub(super) fn prepare(plan: &ProbePlan) -> Result<Planned, Failure> {
     Ok(match plan {
-        ProbePlan::There(url) => Planned::There(probe::remote::Remote::connect(url)?),
+        ProbePlan::There { url, token_file } => {
+            let token = probe::remote::token_from(
+                token_file.as_deref(),
+                "--server-probes-token-file",
+                std::env::var_os(probe::remote::TOKEN_ENV),
+            )?;
+            Planned::There(probe::remote::Remote::connect(url, token)?)
+        }
         ProbePlan::Here {
             request,
             port,
@@ -87,8 +94,22 @@ extern "C" fn on_signal(_: libc::c_int) {
 }
 
 /// `reqlife probe`: the probes on this host, served to a `run --server-probes-from` elsewhere,
-/// until SIGINT or SIGTERM.
+/// until SIGINT or SIGTERM. Without a token (`--token-file`, or REQLIFE_PROBE_TOKEN) it
+/// listens on a loopback address only.
 pub(super) fn agent(args: &crate::cli::probes::ProbeAgentArgs) -> Result<i32, Failure> {
+    use probe::remote::TOKEN_ENV;
+    let token = probe::remote::token_from(
+        args.token_file.as_deref(),
+        "--token-file",
+        std::env::var_os(TOKEN_ENV),
+    )?;
+    if token.is_none() && !args.listen.ip().is_loopback() {
+        return Err(Failure::Usage(format!(
+            "--listen {}: not a loopback address, and no token: give the agent one (--token-file \
+             FILE, or {TOKEN_ENV}) for `run --server-probes-token-file`, or listen on 127.0.0.1",
+            args.listen
+        )));
+    }
     let req = args.request();
     let prepared = probe::prepare(&req, args.port, false)?;
     let listener = std::net::TcpListener::bind(args.listen).map_err(|e| {
@@ -104,14 +125,19 @@ pub(super) fn agent(args: &crate::cli::probes::ProbeAgentArgs) -> Result<i32, Fa
     }
     let pids: Vec<String> = prepared.server.pids.iter().map(u32::to_string).collect();
     eprintln!(
-        "reqlife probe: {} (pid {}) on port {}; serving http://{}/ for `run --server-probes-from` (Ctrl-C to stop)",
+        "reqlife probe: {} (pid {}) on port {}; serving http://{}/ for `run --server-probes-from`, {} (Ctrl-C to stop)",
         prepared.server.name,
         pids.join(", "),
         args.port,
-        listener.local_addr().unwrap_or(args.listen)
+        listener.local_addr().unwrap_or(args.listen),
+        if token.is_some() { "to those with its token" } else { "without a token (this host only)" }
     );
-    probe::remote::serve(listener, &|| prepared.start(), &STOP, &|line| {
-        eprintln!("reqlife probe: {line}")
-    })?;
+    let agent = probe::agent::Agent {
+        attach: Box::new(move || prepared.start()),
+        token,
+        limits: probe::agent::Limits::default(),
+        say: Box::new(|line| eprintln!("reqlife probe: {line}")),
+    };
+    probe::agent::serve(listener, agent, &STOP)?;
     Ok(crate::util::exit::EXIT_OK)
 }

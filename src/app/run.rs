@@ -343,7 +343,7 @@ fn finish(output: &OutputPlan, record: &RunRecord, levels: &[Executed], signal: 
 
 /// `--strict`: [`EXIT_NOT_VALID`] when the load was not valid (the validity's line on stderr,
 /// naming the checks that failed), else 0.
-fn strict_code(strict: bool, record: &RunRecord) -> i32 {
+pub(super) fn strict_code(strict: bool, record: &RunRecord) -> i32 {
     match &record.validity {
         Some(v) if strict && !v.valid => {
             eprintln!("reqlife: --strict: {}", v.line);

@@ -79,6 +79,11 @@ impl CalibratePlans {
         })
     }
 
+    /// Each step's length.
+    pub fn step(&self) -> Duration {
+        self.step
+    }
+
     /// The plan of a step of `connections`, closed or at `rate`.
     pub fn at(&self, connections: u64, rate: Option<f64>) -> Result<RunPlan, LoadError> {
         match rate {

@@ -50,6 +50,16 @@ pub struct ProbeArgs {
     )]
     pub server_probes_from: Option<String>,
 
+    /// The file that holds the token of the agent's --token-file, sent with each request to
+    /// it [default: the environment's REQLIFE_PROBE_TOKEN]. A file or the environment, never
+    /// a flag's value: the command line is anyone's to read (ps).
+    #[arg(
+        help_heading = "Server side",
+        long = "server-probes-token-file",
+        value_name = "FILE"
+    )]
+    pub server_probes_token_file: Option<std::path::PathBuf>,
+
     /// Print the bpftrace script the probes would run, and exit.
     #[arg(help_heading = "Server side", long = "print-probe-script")]
     pub print_probe_script: bool,
@@ -64,6 +74,7 @@ impl ProbeArgs {
             || self.print_probe_script
             || self.server_sample.is_some()
             || self.server_probes_from.is_some()
+            || self.server_probes_token_file.is_some()
     }
 
     /// The probes these flags ask for, checked against the run's `plans` (one level, not
@@ -79,6 +90,12 @@ impl ProbeArgs {
             return Ok(None);
         }
         let usage = |line: &str| err(format!("--server-probes: {line}"));
+        if self.server_probes_token_file.is_some() && self.server_probes_from.is_none() {
+            return err(
+                "--server-probes-token-file is the token of an agent: give it with \
+                 --server-probes-from URL",
+            );
+        }
         if embedded {
             return usage(
                 "the embedded target runs inside reqlife: start it apart (`reqlife serve --addr \
@@ -113,7 +130,10 @@ impl ProbeArgs {
                     "the script of --server-probes-from is the agent's: drop --print-probe-script",
                 );
             }
-            return Ok(Some(ProbePlan::There(url.clone())));
+            return Ok(Some(ProbePlan::There {
+                url: url.clone(),
+                token_file: self.server_probes_token_file.clone(),
+            }));
         }
         if !plan.target.addr.ip().is_loopback() && self.server_pid.is_empty() {
             return usage(&format!(
@@ -150,14 +170,20 @@ pub enum ProbePlan {
         print_script: bool,
     },
     /// `--server-probes-from`: the agent of `reqlife probe` at this URL.
-    There(String),
+    There {
+        /// The agent's URL.
+        url: String,
+        /// `--server-probes-token-file`: where its token is (read when the run starts).
+        token_file: Option<std::path::PathBuf>,
+    },
 }
 
 /// `reqlife probe`: the server's side measured on the server's host, for a `run` elsewhere
 /// (`--server-probes-from`).
 #[derive(Debug, Clone, Args)]
 pub struct ProbeAgentArgs {
-    /// Serve the probes' figures on this address (HOST:PORT) for `run --server-probes-from`.
+    /// Serve the probes' figures on this address (HOST:PORT) for `run --server-probes-from`;
+    /// an address other than loopback needs a token (--token-file).
     #[arg(long = "listen", default_value = "127.0.0.1:9465")]
     pub listen: std::net::SocketAddr,
 
@@ -176,6 +202,13 @@ pub struct ProbeAgentArgs {
     /// Probe one request in N.
     #[arg(long = "server-sample", value_name = "N", default_value_t = 1)]
     pub server_sample: u64,
+
+    /// The file that holds the token every request must carry (`run
+    /// --server-probes-token-file` sends it) [default: the environment's REQLIFE_PROBE_TOKEN].
+    /// A file or the environment, never a flag's value: the command line is anyone's to read
+    /// (ps). Without a token the agent listens on a loopback address only.
+    #[arg(long = "token-file", value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
 }
 
 impl ProbeAgentArgs {

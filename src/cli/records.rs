@@ -95,6 +95,10 @@ pub struct ReportArgs {
     /// file (- for standard output).
     #[arg(long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
+
+    /// `--strict`: exit 6 when the record's load was not valid, as `run --strict` does.
+    #[command(flatten)]
+    pub verdict: super::run_flags::VerdictArgs,
 }
 
 /// `reqlife report --format`.

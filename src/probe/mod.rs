@@ -17,6 +17,7 @@
 //! bpftrace (its probes detached) when the run ends. The probe agent of another host has no
 //! requests to join: it folds the events by order, per read and write.
 
+pub mod agent;
 pub mod bpf;
 mod calibrate;
 pub mod output;

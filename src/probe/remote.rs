@@ -1,14 +1,18 @@
 //! The probes on another host: `reqlife probe` runs on the server's host, attaches the probes
-//! and serves what they measure ([`serve`]); `run --server-probes-from URL` on the
-//! generator's host ([`Remote`]) measures the two clocks' offset, gives the agent the run's
+//! and serves what they measure ([`super::agent::serve`]); `run --server-probes-from URL` on
+//! the generator's host ([`Remote`]) measures the two clocks' offset, gives the agent the run's
 //! window in the agent's clock, and pulls the phases at the end, as a Prometheus scrape pulls.
 //!
-//! The protocol, HTTP/1.1 GETs, one per connection:
+//! The protocol, HTTP/1.1 GETs, one per connection, each with `Authorization: Bearer TOKEN`
+//! when the agent has a token ([`Token`]; any other request is refused with a 401):
 //!
 //! ```text
 //! GET /clock                      the agent's CLOCK_MONOTONIC, ns
-//! GET /begin?from=NS&interval=NS  the run's window starts at NS (the agent's clock)
-//! GET /finish                     the run has ended: its phases (JSON, recorder::probes::WireAcc);
+//! GET /ready                      200 when a run may begin; 409 naming the run open, 503
+//!                                 while the probes attach
+//! GET /begin?from=NS&interval=NS  the run's window starts at NS (the agent's clock): its id;
+//!                                 409 naming the run open (one run at a time)
+//! GET /finish?run=ID              run ID has ended: its phases (JSON, recorder::probes::WireAcc);
 //!                                 the agent attaches afresh for the next run
 //! ```
 //!
@@ -16,34 +20,151 @@
 //! trip, the agent's clock against the middle of it; it is within half that round trip.
 
 use super::session::{mono_now_ns, mono_ns};
-use super::{ProbeError, Probes};
+use super::ProbeError;
 use crate::recorder::probes::{ProbeAcc, RemoteClock, WireAcc};
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Exchanges of the clock measure.
 const CLOCK_EXCHANGES: usize = 8;
 /// How long a request to the agent may take (`/finish` stops bpftrace: up to 5 s).
 const TIMEOUT: Duration = Duration::from_secs(15);
+/// The environment variable either side reads its token from when no file is given.
+pub const TOKEN_ENV: &str = "REQLIFE_PROBE_TOKEN";
+/// The shortest token taken: a guessable one is no lock.
+const TOKEN_MIN: usize = 16;
+/// The longest token taken (it travels in a request head the agent caps).
+const TOKEN_MAX: usize = 1024;
 
-/// One GET to the agent: its body, or why not.
-fn get(agent: SocketAddr, path: &str) -> Result<String, String> {
-    let mut s = TcpStream::connect_timeout(&agent, TIMEOUT).map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(TIMEOUT))
-        .map_err(|e| e.to_string())?;
-    s.set_nodelay(true).map_err(|e| e.to_string())?;
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {agent}\r\nConnection: close\r\n\r\n");
-    s.write_all(req.as_bytes()).map_err(|e| e.to_string())?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).map_err(|e| e.to_string())?;
-    let (head, body) = text.split_once("\r\n\r\n").ok_or("no HTTP answer")?;
-    let status = head.split_whitespace().nth(1).unwrap_or("");
-    if status != "200" {
-        return Err(format!("{} {}", status, body.trim()));
+/// The secret the agent and `run` share: sent as `Authorization: Bearer TOKEN`, compared in
+/// constant time. Its `Debug` does not show it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(…)")
     }
-    Ok(body.to_string())
+}
+
+impl Token {
+    /// `text` (from `source`, for the line that says what is wrong) as a token: trimmed of
+    /// the white space around it (a file's last newline), 16 to 1024 visible ASCII characters.
+    pub fn parse(text: &str, source: &str) -> Result<Token, ProbeError> {
+        let t = text.trim();
+        let how = "write a secret of 16 to 1024 visible ASCII characters (no spaces) there, \
+                   e.g. `head -c 32 /dev/urandom | base64`";
+        let why = if t.is_empty() {
+            "it is empty"
+        } else if !t.bytes().all(|b| b.is_ascii_graphic()) {
+            "it has a space or a character that is not visible ASCII"
+        } else if t.len() < TOKEN_MIN {
+            "it is shorter than 16 characters"
+        } else if t.len() > TOKEN_MAX {
+            "it is longer than 1024 characters"
+        } else {
+            return Ok(Token(t.to_string()));
+        };
+        Err(ProbeError::Input(format!(
+            "{source}: not a token: {why}; {how}"
+        )))
+    }
+
+    /// The token in the file at `path`, given by `flag`.
+    pub fn read(path: &Path, flag: &str) -> Result<Token, ProbeError> {
+        let source = format!("{flag} {}", path.display());
+        let bytes = std::fs::read(path).map_err(|e| {
+            ProbeError::Input(format!(
+                "{source}: cannot read it ({e}); give a file that holds the token"
+            ))
+        })?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            ProbeError::Input(format!(
+                "{source}: not a token: it is not text; write a secret of 16 to 1024 visible \
+                 ASCII characters there"
+            ))
+        })?;
+        Token::parse(&text, &source)
+    }
+
+    /// Whether `given` is this token: their SHA-256 digests compared in constant time (the
+    /// time taken says nothing of how much of the token a guess got right, nor its length).
+    pub fn matches(&self, given: &[u8]) -> bool {
+        use ring::digest::{digest, SHA256};
+        let (a, b) = (digest(&SHA256, self.0.as_bytes()), digest(&SHA256, given));
+        let diff = a
+            .as_ref()
+            .iter()
+            .zip(b.as_ref())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y));
+        std::hint::black_box(diff) == 0
+    }
+
+    /// The request header that carries it.
+    fn header(&self) -> String {
+        format!("Authorization: Bearer {}\r\n", self.0)
+    }
+}
+
+/// The token of a side: the file `flag` names, else the environment's [`TOKEN_ENV`] (`env`,
+/// set but empty is an error), else none.
+pub fn token_from(
+    file: Option<&Path>,
+    flag: &str,
+    env: Option<std::ffi::OsString>,
+) -> Result<Option<Token>, ProbeError> {
+    if let Some(path) = file {
+        return Token::read(path, flag).map(Some);
+    }
+    let Some(value) = env else { return Ok(None) };
+    let text = value.into_string().map_err(|_| {
+        ProbeError::Input(format!(
+            "{TOKEN_ENV}: not a token: it is not text; give 16 to 1024 visible ASCII characters"
+        ))
+    })?;
+    Token::parse(&text, TOKEN_ENV).map(Some)
+}
+
+/// Why a GET to the agent got no answer of 200.
+#[derive(Debug)]
+enum GetError {
+    /// No HTTP answer: the connection, or what came back.
+    Unreachable(String),
+    /// An answer of another status, with its body.
+    Status(u16, String),
+}
+
+impl std::fmt::Display for GetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GetError::Unreachable(e) => f.write_str(e),
+            GetError::Status(s, body) => write!(f, "{s} {body}"),
+        }
+    }
+}
+
+/// One GET to the agent, with `token`: its body, or why not.
+fn get(agent: SocketAddr, path: &str, token: Option<&Token>) -> Result<String, GetError> {
+    let io = |e: std::io::Error| GetError::Unreachable(e.to_string());
+    let mut s = TcpStream::connect_timeout(&agent, TIMEOUT).map_err(io)?;
+    s.set_read_timeout(Some(TIMEOUT)).map_err(io)?;
+    s.set_nodelay(true).map_err(io)?;
+    let auth = token.map(Token::header).unwrap_or_default();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {agent}\r\n{auth}Connection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).map_err(io)?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).map_err(io)?;
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| GetError::Unreachable("no HTTP answer".into()))?;
+    let status = head.split_whitespace().nth(1).unwrap_or("");
+    match status.parse::<u16>() {
+        Ok(200) => Ok(body.to_string()),
+        Ok(s) => Err(GetError::Status(s, body.trim().to_string())),
+        Err(_) => Err(GetError::Unreachable("no HTTP answer".into())),
+    }
 }
 
 /// The probes' agent on the server's host, as the generator sees it.
@@ -51,11 +172,15 @@ fn get(agent: SocketAddr, path: &str) -> Result<String, String> {
 pub struct Remote {
     agent: SocketAddr,
     clock: RemoteClock,
+    token: Option<Token>,
+    /// The run begun there (its id), once begun.
+    run: Option<u64>,
 }
 
 impl Remote {
-    /// The agent at `url` (`http://HOST:PORT`), its clock measured.
-    pub fn connect(url: &str) -> Result<Remote, ProbeError> {
+    /// The agent at `url` (`http://HOST:PORT`), reached with `token`: its clock measured, and
+    /// ready for a run (none open there).
+    pub fn connect(url: &str, token: Option<Token>) -> Result<Remote, ProbeError> {
         let bad = |why: &str| {
             ProbeError::Input(format!(
                 "--server-probes-from {url}: {why}; give the address `reqlife probe --listen` \
@@ -71,15 +196,26 @@ impl Remote {
             .map_err(|e| bad(&format!("cannot resolve it ({e})")))?
             .next()
             .ok_or_else(|| bad("no address"))?;
+        let refused = |e: GetError| match e {
+            GetError::Status(401, _) => ProbeError::Input(format!(
+                "--server-probes-from {url}: the agent refuses {}: give the token of its \
+                 --token-file with --server-probes-token-file FILE or {TOKEN_ENV}",
+                if token.is_some() {
+                    "the token sent (not its own)"
+                } else {
+                    "a request without its token"
+                }
+            )),
+            GetError::Status(..) => bad(&format!("not a reqlife probe agent ({e})")),
+            GetError::Unreachable(e) => ProbeError::Failed(format!(
+                "--server-probes-from {url}: no probe agent answers there ({e}); start \
+                 `reqlife probe --listen ADDR --port PORT` on the server's host"
+            )),
+        };
         let mut best: Option<(u64, i64)> = None;
         for _ in 0..CLOCK_EXCHANGES {
             let t0 = mono_now_ns();
-            let body = get(agent, "/clock").map_err(|e| {
-                ProbeError::Failed(format!(
-                    "--server-probes-from {url}: no probe agent answers there ({e}); start \
-                     `reqlife probe --listen ADDR --port PORT` on the server's host"
-                ))
-            })?;
+            let body = get(agent, "/clock", token.as_ref()).map_err(refused)?;
             let t2 = mono_now_ns();
             let theirs: u64 = body
                 .trim()
@@ -91,6 +227,12 @@ impl Remote {
                 best = Some((rtt, offset));
             }
         }
+        get(agent, "/ready", token.as_ref()).map_err(|e| match e {
+            GetError::Status(409 | 503, why) => {
+                ProbeError::Failed(format!("the probe agent at {agent}: {why}"))
+            }
+            e => refused(e),
+        })?;
         let (rtt, offset) = best.expect("CLOCK_EXCHANGES > 0");
         Ok(Remote {
             agent,
@@ -99,6 +241,8 @@ impl Remote {
                 offset_us: offset as f64 / 1e3,
                 rtt_us: rtt as f64 / 1e3,
             },
+            token,
+            run: None,
         })
     }
 
@@ -107,113 +251,97 @@ impl Remote {
         &self.clock
     }
 
-    /// The run's window starts at `from` (here), in intervals of `interval`.
-    pub fn begin(&self, from: Instant, interval: Duration) -> Result<(), ProbeError> {
+    /// The run's window starts at `from` (here), in intervals of `interval`; refused while
+    /// another run is open there (the line names it).
+    pub fn begin(&mut self, from: Instant, interval: Duration) -> Result<(), ProbeError> {
         let theirs = mono_ns(from) as i64 + (self.clock.offset_us * 1e3).round() as i64;
         let path = format!(
             "/begin?from={}&interval={}",
             theirs.max(0),
             interval.as_nanos()
         );
-        get(self.agent, &path)
-            .map(|_| ())
-            .map_err(|e| ProbeError::Failed(format!("the probe agent at {}: {e}", self.agent)))
+        let failed =
+            |e: String| ProbeError::Failed(format!("the probe agent at {}: {e}", self.agent));
+        let body = get(self.agent, &path, self.token.as_ref()).map_err(|e| match e {
+            GetError::Status(409, why) => failed(why),
+            e => failed(e.to_string()),
+        })?;
+        let id = body
+            .trim()
+            .parse()
+            .map_err(|_| failed(format!("no run id in {body:?}")))?;
+        self.run = Some(id);
+        Ok(())
     }
 
     /// The run has ended: what the agent's probes measured in its window.
     pub fn finish(self) -> Result<ProbeAcc, ProbeError> {
         let failed =
             |e: String| ProbeError::Failed(format!("the probe agent at {}: {e}", self.agent));
-        let body = get(self.agent, "/finish").map_err(failed)?;
+        let Some(run) = self.run else {
+            return Err(failed("no run began there".into()));
+        };
+        let path = format!("/finish?run={run}");
+        let body =
+            get(self.agent, &path, self.token.as_ref()).map_err(|e| failed(e.to_string()))?;
         let wire: WireAcc = serde_json::from_str(&body).map_err(|e| failed(e.to_string()))?;
         wire.into_acc(Some(self.clock))
             .ok_or_else(|| failed("a histogram it sent does not decode".into()))
     }
 }
 
-/// Serves the probes' agent on `listener` until `stop`: `attach` attaches fresh probes (at
-/// the start, and after each run); `say` prints what happens.
-pub fn serve(
-    listener: TcpListener,
-    attach: &dyn Fn() -> Result<Probes, ProbeError>,
-    stop: &AtomicBool,
-    say: &dyn Fn(&str),
-) -> Result<(), ProbeError> {
-    use std::os::fd::AsRawFd;
-    let mut current = Some(attach()?);
-    say("attached: a run may begin");
-    while !stop.load(Ordering::SeqCst) {
-        // Woken at once by a connection (a clock exchange must not wait for a poll's sleep),
-        // and every 100 ms to look at `stop`.
-        let mut fd = libc::pollfd {
-            fd: listener.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        if unsafe { libc::poll(&mut fd, 1, 100) } <= 0 {
-            continue;
-        }
-        if let Ok((stream, _)) = listener.accept() {
-            let _ = answer(stream, &mut current, attach, say);
-        }
-    }
-    Ok(())
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Answers one request of the protocol above.
-fn answer(
-    mut stream: TcpStream,
-    current: &mut Option<Probes>,
-    attach: &dyn Fn() -> Result<Probes, ProbeError>,
-    say: &dyn Fn(&str),
-) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-    let head = crate::util::http_head::read(&mut stream)?;
-    let target = head.split_whitespace().nth(1).unwrap_or("");
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let param = |k: &str| {
-        query
-            .split('&')
-            .find_map(|kv| kv.strip_prefix(k)?.strip_prefix('='))
-            .and_then(|v| v.parse::<u64>().ok())
-    };
-    let (status, body) = match (path, current.as_mut()) {
-        ("/clock", _) => ("200 OK", mono_now_ns().to_string()),
-        ("/begin", Some(p)) => match (param("from"), param("interval")) {
-            (Some(from), Some(interval)) => {
-                p.begin_ns(from, Duration::from_nanos(interval.max(1)), None);
-                say("a run began");
-                ("200 OK", "ok".into())
-            }
-            _ => ("400 Bad Request", "from=NS&interval=NS".into()),
-        },
-        ("/finish", Some(_)) => {
-            let acc = current.take().expect("matched Some").finish();
-            let body = serde_json::to_string(&WireAcc::of(&acc)).unwrap_or_default();
-            ("200 OK", body)
+    #[test]
+    fn a_token_is_16_to_1024_visible_characters_trimmed() {
+        let t = Token::parse("  0123456789abcdef\n", "F").unwrap();
+        assert!(t.matches(b"0123456789abcdef"));
+        assert!(!t.matches(b"0123456789abcdeg"));
+        assert!(!t.matches(b"0123456789abcdef0"));
+        assert!(!t.matches(b""));
+        for (text, why) in [
+            ("", "it is empty"),
+            (" \n", "it is empty"),
+            ("0123456789 abcdef", "a space"),
+            ("0123456789abcdé", "not visible ASCII"),
+            ("short", "shorter than 16"),
+            (&"x".repeat(1025), "longer than 1024"),
+        ] {
+            let e = Token::parse(text, "--token-file t").unwrap_err();
+            let ProbeError::Input(line) = e else {
+                panic!("{e:?}")
+            };
+            assert!(line.starts_with("--token-file t: not a token: "), "{line}");
+            assert!(line.contains(why), "{line}");
+            assert!(!line.contains('\n'), "{line}");
         }
-        ("/begin" | "/finish", None) => (
-            "409 Conflict",
-            "the probes are not attached (see the agent's output)".into(),
-        ),
-        _ => ("404 Not Found", "GET /clock, /begin, /finish".into()),
-    };
-    let response = format!(
-        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let sent = stream.write_all(response.as_bytes());
-    drop(stream);
-    // After a run's end is answered, not before: attaching takes seconds (bpftrace compiles
-    // and attaches, the cost is measured), which the run's end would wait for.
-    if path == "/finish" && current.is_none() && status.starts_with("200") {
-        say("a run ended; attaching afresh for the next");
-        *current = attach().map_err(|e| say(&e.to_string())).ok();
-        if current.is_some() {
-            say("attached again");
-        }
+        assert_eq!(format!("{t:?}"), "Token(…)");
     }
-    sent
+
+    #[test]
+    fn a_side_takes_its_file_else_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "from-the-file-0123\n").unwrap();
+        let env = || Some(std::ffi::OsString::from("from-the-environment"));
+        let t = token_from(Some(&file), "--token-file", env())
+            .unwrap()
+            .unwrap();
+        assert!(t.matches(b"from-the-file-0123"));
+        let t = token_from(None, "--token-file", env()).unwrap().unwrap();
+        assert!(t.matches(b"from-the-environment"));
+        assert_eq!(token_from(None, "--token-file", None).unwrap(), None);
+        let e = token_from(None, "--token-file", Some("".into())).unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("REQLIFE_PROBE_TOKEN: not a token: it is empty"));
+        let gone = dir.path().join("none");
+        let e = token_from(Some(&gone), "--token-file", env()).unwrap_err();
+        assert!(e.to_string().contains("cannot read it"), "{e}");
+        std::fs::write(&file, [0xff, 0xfe]).unwrap();
+        let e = token_from(Some(&file), "--token-file", None).unwrap_err();
+        assert!(e.to_string().contains("it is not text"), "{e}");
+    }
 }

@@ -107,7 +107,14 @@ pub const EV_FUNCTION: u64 = 5;
 /// writes of 10 requests missing around the ticks, 4% of the requests); with three, a map is
 /// written again two ticks after it was left.
 fn record(b: &mut Builder, ns: &str, kind: u64, fields: [&str; 5]) -> String {
-    let (ep, e0, e1, e2) = (b.map("ep"), b.map("e0"), b.map("e1"), b.map("e2"));
+    let ep = b.map("ep");
+    record_at(b, ns, kind, fields, &ep.to_string())
+}
+
+/// As [`record`], with the map in turn read already (`ep`: the map, or a variable that holds
+/// it), so that a probe that stamps last has only the store after its stamp.
+fn record_at(b: &mut Builder, ns: &str, kind: u64, fields: [&str; 5], ep: &str) -> String {
+    let (e0, e1, e2) = (b.map("e0"), b.map("e1"), b.map("e2"));
     // Every field a u64 (the map's one value type), but one read from a map (`$v`: a u64
     // already, whose type bpftrace knows only on a later pass: a cast of it is refused).
     let v: Vec<String> = fields
@@ -382,11 +389,13 @@ impl ScriptPlan {
         } else {
             String::new()
         };
-        let read = record(
+        let ep = b.map("ep");
+        let read = record_at(
             b,
             "$t",
             EV_READ,
             ["$p", "$o - (uint64)args->ret", "$o", "pid", "$k"],
+            "$turn",
         );
         b.probe(
             &Attach::Tracepoint("sock", "sock_recv_length"),
@@ -403,8 +412,9 @@ impl ScriptPlan {
       $o = $tp->bytes_received - (($tp->rcv_nxt - $tp->copied_seq) & 0xffffffff);
       $k = {};{mark_fn}
       {read_mark}if ({active}) {{
-        {n}[{ir}] = count();
-        // Stamped last: the program's own work before it is not the server's.
+        {n}[{ir}] = count(); $turn = {ep};
+        // Stamped last: the program's own work before it is not the server's (after it,
+        // only the event's store).
         $t = nsecs;
         {read}
       }}
@@ -427,11 +437,13 @@ impl ScriptPlan {
         let start = if self.send_start {
             let ws = b.map("ws");
             let i = b.counter("kernel:tcp_sendmsg_locked", false);
+            // Stamped first, before even the check of whose send it is: the program's work
+            // before the stamp would be counted as the server's.
             b.probe(
                 &Attach::Tracepoint("tcp", "tcp_sendmsg_locked"),
-                Some(&format!("{srv}[pid]")),
+                None,
                 &format!(
-                    "  $t = nsecs; {n}[{i}] = count(); if ({ws}[tid] == 0) {{ {ws}[tid] = $t; }}"
+                    "  $t = nsecs;\n  if ({srv}[pid]) {{ {n}[{i}] = count(); if ({ws}[tid] == 0) {{ {ws}[tid] = $t; }} }}"
                 ),
             );
             format!("$w = {ws}[tid]; delete({ws}[tid]); if ($w == 0) {{ $w = nsecs; }}")

@@ -469,6 +469,8 @@ fn levels(parts: &[&[Level]], offsets: &[f64], interval_s: f64) -> Result<Vec<Le
                 summary: summarize(&sums, &h, duration_s),
                 intervals: intervals(&series, &offs, interval_s)?,
                 histograms: encode_all(&h),
+                // Judged again on the merged figures, as the whole is.
+                validity: None,
             })
         })
         .collect()

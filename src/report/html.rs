@@ -277,7 +277,16 @@ struct Toc {
 #[derive(Debug, Serialize)]
 struct PhaseRow {
     name: String,
-    cells: Vec<String>,
+    cells: Vec<PhaseCell>,
+}
+
+/// A figure of the phase table, with a percentile's 95% interval: its half-width as a share
+/// of the figure (`±4%`, empty when the run cannot bound it) and, on hover, its bounds.
+#[derive(Debug, Serialize)]
+struct PhaseCell {
+    text: String,
+    pm: String,
+    title: String,
 }
 
 #[derive(Debug, Serialize)]

@@ -2,6 +2,7 @@
 //! as text; bad input and an unreachable --external target are clear errors.
 
 use crate::common::*;
+use std::io::Write;
 
 #[test]
 fn calibrate_measures_and_gives_a_verdict() {
@@ -84,4 +85,38 @@ fn calibrate_bad_input_is_a_clear_error() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn a_server_slower_than_every_step_is_named_not_measured_as_a_few_req_s() {
+    // It answers each request after 300 ms: a 200 ms step holds a few requests, each slower
+    // than half the step. Three closed-loop steps in turn (a stall is measured again), then one
+    // line naming the fix; no verdict of "up to 5 req/s".
+    let slow = raw_server(|mut s| {
+        while read_request(&mut s) {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            if s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    let out = run(&[
+        "calibrate",
+        "--step",
+        "200ms",
+        "-c",
+        "2",
+        "--external",
+        &format!("http://{slow}/"),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.matches("measuring it again").count(), 2, "{err}");
+    assert!(
+        err.contains("too few to measure this client by; lengthen --step or raise -c"),
+        "{err}"
+    );
+    assert!(!stdout(&out).contains("Verdict"), "{}", stdout(&out));
 }

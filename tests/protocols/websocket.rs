@@ -224,7 +224,9 @@ fn pushed_messages_are_a_subscriptions_events() {
     // Every subscription had its 10 messages (`events` holds counts in its `_us` fields).
     assert_eq!(num(&j, "latency.phases.events.min_us"), 10.0);
     assert_eq!(num(&j, "latency.phases.events.max_us"), 10.0);
-    assert!(num(&j, "latency.phases.first_event.min_us") > 0.0);
+    // The first message is timed. On a loaded machine the client may read it with the
+    // upgrade's answer in one read (a first event of 0, seen beside the suite): not all 20.
+    assert!(num(&j, "latency.phases.first_event.max_us") > 0.0);
     // The server pushes on a fixed schedule 2 ms apart, catching up after a late wake-up (a
     // burst of short gaps on a loaded machine): the mean gap holds where the median need not.
     let mean_gap = num(&j, "latency.phases.event_gap.mean_us");

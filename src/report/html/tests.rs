@@ -106,6 +106,21 @@ fn tables_hold_the_record_s_figures() {
         html.contains("(connect) are in the table only") || html.contains("through (connect)"),
         "{html}"
     );
+    // Each percentile with its interval: ±half-width beside it, the bounds on hover; one
+    // that cannot be bounded says so.
+    let mut r = r.clone();
+    let t = &mut r.summary.latency.total;
+    (t.p99_us, t.p99_ci_us) = (Some(1000.0), Some([Some(900.0), Some(1100.0)]));
+    (t.p999_us, t.p999_ci_us) = (Some(2000.0), Some([Some(1500.0), None]));
+    let html = page(&r);
+    assert!(
+        html.contains(r#"title="95% interval 900µs to 1.1ms">1ms <span class="pm">±10%</span>"#),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"title="95% interval 1.5ms to unbounded">2ms <span class="pm">±?</span>"#),
+        "{html}"
+    );
     // The environment says how to run it again.
     assert!(html.contains(&r.environment.kernel));
     assert!(html.contains(&format!("<td>{}</td>", r.config.seed)));

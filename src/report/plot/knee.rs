@@ -21,6 +21,11 @@ pub struct Step {
     pub p50_ns: f64,
     /// The 99th percentile total latency, ns.
     pub p99_ns: f64,
+    /// The 95% intervals of the median and of p99 (ns, low and high), as the step's record
+    /// gives them: drawn as error bars where both bounds are known.
+    pub p50_ci_ns: Option<(f64, f64)>,
+    /// The same of p99.
+    pub p99_ci_ns: Option<(f64, f64)>,
     /// The step met every SLO.
     pub pass: bool,
 }
@@ -82,7 +87,12 @@ fn latency_chart(
 ) -> DrawResult {
     let values = sorted
         .iter()
-        .flat_map(|s| [s.p50_ns, s.p99_ns])
+        .flat_map(|s| {
+            let bars = [s.p50_ci_ns, s.p99_ci_ns].into_iter().flatten();
+            [s.p50_ns, s.p99_ns]
+                .into_iter()
+                .chain(bars.flat_map(|(lo, hi)| [lo, hi]))
+        })
         .chain(slos.iter().map(|s| s.1))
         .filter(|v| *v > 0.0);
     let (lo, hi) = values.fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
@@ -129,6 +139,7 @@ fn latency_chart(
         .enumerate()
     {
         let color = super::color(i);
+        error_bars(&mut chart, sorted, i, (x_max, w), &y)?;
         let points: Vec<(f64, f64)> = sorted
             .iter()
             .filter(|s| pick(s) > 0.0)
@@ -139,6 +150,39 @@ fn latency_chart(
             let c = if s.pass { color } else { RED };
             Circle::new((s.offered_rps, y(pick(s))), 4, c.filled())
         }))?;
+    }
+    Ok(())
+}
+
+/// Each step's 95% interval of p50 (`which` 0) or p99 (1), an error bar with caps 8 px wide
+/// (`x_max` over `w` px), within the axis.
+fn error_bars(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<super::Ticked, super::Ticked>>,
+    sorted: &[&Step],
+    which: usize,
+    (x_max, w): (f64, f64),
+    y: &dyn Fn(f64) -> f64,
+) -> DrawResult {
+    let color = super::color(which);
+    let cap = x_max * 4.0 / w.max(1.0);
+    for s in sorted {
+        let (v, bar) = match which {
+            0 => (s.p50_ns, s.p50_ci_ns),
+            _ => (s.p99_ns, s.p99_ci_ns),
+        };
+        let Some((lo, hi)) = bar.filter(|(lo, hi)| v > 0.0 && *lo > 0.0 && hi >= lo) else {
+            continue;
+        };
+        let (x, ylo, yhi) = (s.offered_rps, y(lo), y(hi));
+        // Caps within the axis: plotters leaves out a line that leaves it.
+        let (l, r) = ((x - cap).max(0.0), (x + cap).min(x_max));
+        for line in [
+            [(x, ylo), (x, yhi)],
+            [(l, ylo), (r, ylo)],
+            [(l, yhi), (r, yhi)],
+        ] {
+            chart.draw_series(LineSeries::new(line, color.mix(0.6).stroke_width(1)))?;
+        }
     }
     Ok(())
 }
@@ -187,6 +231,8 @@ mod tests {
             achieved_rps: achieved,
             p50_ns: p50_ms * 1e6,
             p99_ns: p99_ms * 1e6,
+            p50_ci_ns: None,
+            p99_ci_ns: None,
             pass,
         }
     }
@@ -215,6 +261,37 @@ mod tests {
             ],
         );
         insta::assert_snapshot!(svg);
+    }
+
+    #[test]
+    fn each_steps_interval_is_an_error_bar() {
+        let plain = [
+            step(100.0, 100.0, 2.0, 3.0, true),
+            step(200.0, 199.0, 2.5, 6.0, true),
+        ];
+        let mut barred = plain.clone();
+        barred[0].p99_ci_ns = Some((2.6e6, 3.5e6));
+        barred[1].p99_ci_ns = Some((4.0e6, 9.0e6));
+        // An unbounded interval draws nothing.
+        barred[1].p50_ci_ns = Some((2.0e6, f64::NAN));
+        // The bars' lines: the only ones drawn at 60% opacity.
+        let lines = |svg: &str| svg.matches("opacity=\"0.6\"").count();
+        let (a, b) = (svg(&plain, &[], None), svg(&barred, &[], None));
+        assert_eq!(
+            (lines(&a), lines(&b)),
+            (0, 6),
+            "two bars of three lines each"
+        );
+        // The axis reaches the top of the highest bar (9 ms), beyond the highest p99 (6 ms).
+        let top = |svg: &str| {
+            // The latency chart's (left), not the rate chart's.
+            y_tick_labels(svg)
+                .iter()
+                .filter(|t| t.x < 300.0)
+                .filter_map(|t| t.text.parse::<f64>().ok())
+                .fold(0.0, f64::max)
+        };
+        assert!(top(&a) < 8.0 && top(&b) >= 8.0, "{} {}", top(&a), top(&b));
     }
 
     #[test]

@@ -41,6 +41,18 @@ pub(super) fn levels(out: &mut String, r: &RunRecord, wide: bool) {
         }
         let _ = writeln!(out, " {:>7}", l.summary.requests.errors);
     }
+    not_valid(out, &r.levels);
+}
+
+/// Under a table of levels or runs, each whose own load was not valid, with why.
+fn not_valid(out: &mut String, parts: &[crate::recorder::record::Level]) {
+    for (label, v) in parts
+        .iter()
+        .filter_map(|l| Some((&l.label, l.validity.as_ref()?)))
+        .filter(|(_, v)| !v.valid)
+    {
+        let _ = writeln!(out, "  {label}: {}", v.line);
+    }
 }
 
 /// `reqlife knee`: one row per step (offered, achieved, latency, errors, verdict; why on the
@@ -261,6 +273,7 @@ pub(super) fn repetitions(out: &mut String, r: &RunRecord, wide: bool) {
             100.0 * (hi - lo) / median(col).max(f64::MIN_POSITIVE)
         )
     });
+    not_valid(out, &r.repetitions);
 }
 
 /// The median of some values (the mean of the middle two for an even count).
