@@ -127,7 +127,7 @@ fn an_interval_close_allocates_nothing_on_the_worker() {
     let series = collector.join().series;
     // Every sample is in the series, exactly.
     let total: u64 = series.entries.iter().map(|e| e.counters.requests).sum();
-    assert_eq!(total, measured.counters.requests);
+    assert_eq!(total, measured.counts.counters.requests);
     assert_eq!(total, 3000 * 5);
     assert!(series.entries.len() <= 2000);
 }

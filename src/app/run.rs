@@ -453,13 +453,13 @@ mod tests {
         };
         let plan = build(&args, "http://127.0.0.1:9/").unwrap();
         let mut m = crate::recorder::Recorder::new(Instant::now(), Duration::from_secs(1)).finish();
-        m.counters.requests = ok + failed;
-        m.counters.ok = ok;
-        m.counters.errors[ErrorKind::Connect.index()] = failed;
-        m.counters.last_ok_ns = (last_ok_s * 1e9) as u64;
-        m.counters.failed_since_ok = failed;
-        m.status[200] = ok;
-        m.first_errors[ErrorKind::Connect.index()] = Some("Connection refused".into());
+        m.counts.counters.requests = ok + failed;
+        m.counts.counters.ok = ok;
+        m.counts.counters.errors[ErrorKind::Connect.index()] = failed;
+        m.counts.counters.last_ok_ns = (last_ok_s * 1e9) as u64;
+        m.counts.counters.failed_since_ok = failed;
+        m.counts.status[200] = ok;
+        m.counts.first_errors[ErrorKind::Connect.index()] = Some("Connection refused".into());
         let ending = crate::recorder::record::Ending {
             recorded: Duration::from_secs(10),
             drained: Duration::ZERO,

@@ -3,6 +3,7 @@
 //! protocol's own response type becomes.
 
 use super::config::{FramedWire, GrpcWire, H2Wire, H3Wire, Http1Wire, Wire, WsWire};
+use super::extras::Extras;
 use super::framed::FramedConn;
 use super::http1::{self, Http1Conn};
 use super::stream::StreamTracker;
@@ -105,6 +106,17 @@ impl Channel {
             Channel::WebSocket { wire, .. } => {
                 Channel::new(&Wire::WebSocket(wire.clone()), max_body_bytes)
             }
+        }
+    }
+
+    /// What the last request's protocol told besides its outcome, into `extras`
+    /// (`answered`: it got a complete response): a WebSocket connection's events and pings, a
+    /// gRPC call's status; nothing for the other protocols.
+    pub(super) fn extras<'a>(&'a self, answered: bool, extras: &mut Extras<'a>) {
+        match self {
+            Channel::WebSocket { conn, .. } => conn.extras(extras),
+            Channel::Grpc { status, .. } if answered => extras.status = status.told(),
+            _ => {}
         }
     }
 
@@ -235,8 +247,9 @@ pub(super) struct Answer {
     pub(super) traffic: Traffic,
     /// The connection may carry another request (else the server ended it).
     pub(super) keep_alive: bool,
-    /// HTTP/2: the server's stream limit, when this request opened the connection.
-    pub(super) max_streams: Option<usize>,
+    /// What the protocol counted of it (HTTP/2: the server's stream limit, when this request
+    /// opened the connection).
+    pub(super) events: super::extras::Events,
     /// Where its bytes lay on the connection.
     pub(super) wire: crate::model::Wire,
 }
@@ -249,7 +262,7 @@ impl From<http1::Response> for Answer {
             bytes_written: r.bytes_written,
             traffic: r.traffic,
             keep_alive: r.keep_alive,
-            max_streams: None,
+            events: Default::default(),
             wire: r.wire,
         }
     }
@@ -264,7 +277,7 @@ impl From<http2::H2Response> for Answer {
             traffic: r.traffic,
             // The server's end of the connection before this one (GOAWAY, or a close), told once.
             keep_alive: !r.server_closed,
-            max_streams: r.max_streams,
+            events: r.events(),
             wire: r.wire,
         }
     }
@@ -278,7 +291,7 @@ impl From<http3::H3Response> for Answer {
             bytes_written: r.bytes_written,
             traffic: r.traffic,
             keep_alive: !r.server_closed,
-            max_streams: None,
+            events: Default::default(),
             // QUIC: not TCP, no port to join by.
             wire: crate::model::Wire::default(),
         }
@@ -294,7 +307,7 @@ impl From<super::websocket::Reply> for Answer {
             bytes_written: r.bytes_written,
             traffic: r.traffic,
             keep_alive: r.keep_alive,
-            max_streams: None,
+            events: Default::default(),
             wire: r.wire,
         }
     }
@@ -309,7 +322,7 @@ impl From<super::framed::Reply> for Answer {
             bytes_written: r.bytes_written,
             traffic: r.traffic,
             keep_alive: true,
-            max_streams: None,
+            events: Default::default(),
             wire: r.wire,
         }
     }

@@ -6,7 +6,9 @@
 //! in flight, `--pipeline`). HTTP/2 ([`http2`]) and HTTP/3 ([`http3`]) send
 //! protocol-neutral [`request::Request`]s, and [`grpc`] makes unary gRPC calls over HTTP/2.
 //! The protocol is one [`Wire`] variant at the engine's edge, each with its own parts; each
-//! protocol's response becomes the protocol-neutral [`Outcome`] the recorder takes.
+//! protocol's response becomes the protocol-neutral [`Outcome`] the recorder takes, and what
+//! the protocol tells besides it travels as its [`extras::Extras`] (events by tally, a status,
+//! values of a phase), which the recorder folds without naming the protocol.
 //! Errors come back as values with a kind, never panics.
 
 pub mod arrival;
@@ -18,6 +20,7 @@ mod config;
 pub mod connect;
 pub mod deadline;
 pub mod decode;
+pub mod extras;
 pub mod framed;
 pub mod grpc;
 pub mod http1;
@@ -104,11 +107,10 @@ pub struct Outcome {
     /// The server closed the connection after a complete response (this one, or over
     /// HTTP/1.1 the one before: this request found its kept connection closed, and replaced it).
     pub server_closed: bool,
-    /// A gRPC call's status code (its message: [`Session::grpc_message`]).
-    pub grpc: Option<u32>,
-    /// The server's limit of concurrent streams (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS),
-    /// when this request opened the connection and the server announced one.
-    pub max_streams: Option<usize>,
+    /// What its protocol counted of it (an HTTP/2 server's stream limit, when this request
+    /// opened the connection and the server announced one): the start of its
+    /// [`extras::Extras`] ([`Session::extras`]).
+    pub events: extras::Events,
     /// Where the request's and the response's bytes lay on the connection (port 0: not
     /// known, as for a failed request).
     pub wire: crate::model::Wire,

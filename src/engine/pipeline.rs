@@ -277,8 +277,7 @@ impl Session {
                 bytes_written: response.bytes_written,
                 traffic: response.traffic,
                 server_closed,
-                grpc: None,
-                max_streams: None,
+                events: Default::default(),
                 wire: response.wire,
             };
             each(i, batch.stamps[i], &outcome, self);
@@ -317,8 +316,7 @@ impl Session {
                 },
                 traffic: Traffic::default(),
                 server_closed: false,
-                grpc: None,
-                max_streams: None,
+                events: Default::default(),
                 wire: crate::model::Wire::default(),
             };
             each(i, stamps, &outcome, self);

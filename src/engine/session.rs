@@ -6,6 +6,7 @@
 
 use super::channel::{Answer, Channel, Kept};
 use super::config::Http1Wire;
+use super::extras::{Extras, Tally};
 use super::http1::{self, Http1Conn};
 use super::request::Request;
 use super::stream::StreamTracker;
@@ -140,54 +141,29 @@ impl Session {
         &self.kept.timing
     }
 
-    /// The `grpc-message` of the last gRPC call (empty when it gave none).
-    pub fn grpc_message(&self) -> &str {
-        match &self.channel {
-            Channel::Grpc { status, .. } => status.message.as_str(),
-            _ => "",
-        }
-    }
-
     /// The gaps between the events of the last response, in nanoseconds (empty unless it was
     /// a tracked stream).
     pub fn event_gaps(&self) -> &[u64] {
         self.kept.stream.gaps()
     }
 
-    /// WebSocket: how the connection ended during the last request (a kind of
-    /// [`super::websocket::close`]); `None` for the other protocols, or when it did not end.
-    pub fn ws_close(&self) -> Option<u32> {
-        match &self.channel {
-            Channel::WebSocket { conn, .. } => conn.ended,
-            _ => None,
+    /// What the last request's protocol told besides its `outcome` ([`Extras`]): the events
+    /// it counted (an HTTP/2 stream's reset code among them; a WebSocket connection's are
+    /// taken, told once), a gRPC call's status and a WebSocket connection's pings, borrowed
+    /// until the next request. Ask once per outcome.
+    pub fn extras(&self, outcome: &Outcome) -> Extras<'_> {
+        let mut extras = Extras {
+            events: outcome.events,
+            ..Extras::default()
+        };
+        if let Err(EngineError {
+            code: Some(code), ..
+        }) = &outcome.result
+        {
+            extras.events.push(Tally::Reset, u64::from(*code));
         }
-    }
-
-    /// WebSocket: the replies that matched no message in flight (`--ws-match`) since the
-    /// last call, each counted once; 0 for the other protocols.
-    pub fn ws_unmatched(&self) -> u64 {
-        match &self.channel {
-            Channel::WebSocket { conn, .. } => conn.take_unmatched(),
-            _ => 0,
-        }
-    }
-
-    /// WebSocket with `--compressed`: whether a connection upgraded for the last request
-    /// agreed permessage-deflate (a kind of [`super::websocket::deflate`], taken: told once).
-    pub fn ws_deflate(&self) -> Option<u32> {
-        match &self.channel {
-            Channel::WebSocket { conn, .. } => conn.negotiated.take(),
-            _ => None,
-        }
-    }
-
-    /// WebSocket with `--ws-ping`: the pings' round trips timed during the last request, in
-    /// nanoseconds (empty for the other protocols).
-    pub fn ping_rtts(&self) -> &[u64] {
-        match &self.channel {
-            Channel::WebSocket { conn, .. } => conn.ping.rtts(),
-            _ => &[],
-        }
+        self.channel.extras(outcome.result.is_ok(), &mut extras);
+        extras
     }
 
     /// Opens this session's connection ahead of its first request, within the timeout,
@@ -303,8 +279,7 @@ impl Session {
             bytes_read,
             traffic: Traffic::default(),
             server_closed: false,
-            grpc: None,
-            max_streams: None,
+            events: Default::default(),
             wire: crate::model::Wire::default(),
         }
     }
@@ -316,17 +291,16 @@ impl Session {
         if !answer.keep_alive {
             self.channel.close();
         }
+        if let Channel::Grpc { status, .. } = &mut self.channel {
+            status.finish(answer.status);
+        }
         Outcome {
             result: Ok(answer.status),
             bytes_read: answer.bytes_read,
             bytes_written: answer.bytes_written,
             traffic: answer.traffic,
             server_closed,
-            grpc: match &mut self.channel {
-                Channel::Grpc { status, .. } => Some(status.finish(answer.status)),
-                _ => None,
-            },
-            max_streams: answer.max_streams,
+            events: answer.events,
             wire: answer.wire,
         }
     }

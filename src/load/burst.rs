@@ -252,9 +252,9 @@ mod tests {
         for (flags, want_bursts, want_requests) in rows {
             let (m, _) = burst_run("/", flags);
             assert_eq!(bursts(&m), want_bursts, "{flags:?}");
-            assert_eq!(m.counters.requests, want_requests, "{flags:?}");
-            assert_eq!(m.counters.ok, want_requests, "{flags:?}");
-            assert_eq!(m.counters.in_flight_at_end, 0, "{flags:?}");
+            assert_eq!(m.counts.counters.requests, want_requests, "{flags:?}");
+            assert_eq!(m.counts.counters.ok, want_requests, "{flags:?}");
+            assert_eq!(m.counts.counters.in_flight_at_end, 0, "{flags:?}");
         }
     }
 
@@ -269,10 +269,10 @@ mod tests {
         println!(
             "{} bursts, {} requests, ended after {ran:?}",
             bursts(&m),
-            m.counters.requests
+            m.counts.counters.requests
         );
         assert_eq!(bursts(&m), 2);
-        assert_eq!(m.counters.requests, 6);
+        assert_eq!(m.counts.counters.requests, 6);
         assert!(ran >= Duration::from_millis(1500), "ended early: {ran:?}");
         assert!(
             ran < Duration::from_secs(2),

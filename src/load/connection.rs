@@ -71,15 +71,14 @@ pub(super) fn record_outcome(
     session: &Session,
     who: Who,
 ) {
-    // A gRPC call that did not end OK failed, whatever its HTTP status.
-    let grpc_failed = outcome.grpc.is_some_and(|code| code != 0);
+    let extras = session.extras(outcome);
     let sample = Sample {
         stamps,
         status: outcome.result.as_ref().ok().copied(),
+        // A complete response may fail by its protocol's status (a gRPC call not OK).
         error: match &outcome.result {
             Err(e) => Some(e.kind),
-            Ok(_) if grpc_failed => Some(ErrorKind::Grpc),
-            Ok(_) => None,
+            Ok(_) => extras.failed(),
         },
         bytes_read: outcome.bytes_read,
         bytes_written: outcome.bytes_written,
@@ -92,26 +91,10 @@ pub(super) fn record_outcome(
     };
     let mut recorder = recorder.borrow_mut();
     recorder.record_response(&sample, session.server_timing(), session.event_gaps());
-    if !session.ping_rtts().is_empty() {
-        recorder.record_pings(&sample, session.ping_rtts());
-    }
-    let ws = recorder.ws_counts();
-    if let Some(kind) = session.ws_close() {
-        ws.closes.count(kind);
-    }
-    if let Some(kind) = session.ws_deflate() {
-        ws.deflate.count(kind);
-    }
-    ws.unmatched += session.ws_unmatched();
-    if let Some(n) = outcome.max_streams {
-        recorder.note_h2_max_streams(n as u64);
-    }
+    recorder.fold(&sample, &extras);
     progress
         .requests
         .store(recorder.requests(), Ordering::Relaxed);
-    if let Some(code) = outcome.grpc {
-        recorder.count_grpc(code, session.grpc_message());
-    }
     match &outcome.result {
         Ok(_) => {
             fail_fast.succeeded();
@@ -120,21 +103,12 @@ pub(super) fn record_outcome(
                     .answered(done.saturating_duration_since(stamps.dispatched).as_nanos() as u64);
             }
         }
-        Err(e) => fail_fast.failed(e.cause, &e.detail),
-    }
-    if grpc_failed {
-        let name = crate::engine::grpc::code_name(outcome.grpc.unwrap_or(0));
-        recorder.note_error(
-            ErrorKind::Grpc,
-            &format!("{name}: {}", session.grpc_message()),
-        );
-        progress.errors.store(recorder.errors(), Ordering::Relaxed);
-    }
-    if let Err(e) = &outcome.result {
-        recorder.note_error(e.kind, &e.detail);
-        if let Some(code) = e.code {
-            recorder.count_reset(code);
+        Err(e) => {
+            fail_fast.failed(e.cause, &e.detail);
+            recorder.note_error(e.kind, &e.detail);
         }
+    }
+    if sample.error.is_some() {
         progress.errors.store(recorder.errors(), Ordering::Relaxed);
     }
 }

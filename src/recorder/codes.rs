@@ -1,7 +1,9 @@
-//! Counts by code, for the codes a protocol gives a request's end: HTTP/2's RST_STREAM error
-//! codes and gRPC's status codes, each with the message of its first occurrence (gRPC's
-//! `grpc-message`). A handful of codes at most: a short list, searched in place.
+//! The protocols' [`Tallies`]: each [`Tally`] of a request's extras folded by its rule, codes
+//! counted by code with the message of each code's first occurrence (gRPC's `grpc-message`),
+//! amounts summed, limits at their least. A handful of codes at most: a short list, searched
+//! in place.
 
+use crate::engine::extras::{Event, Rule, Status, Tally};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -18,12 +20,11 @@ pub struct GrpcStatuses {
 }
 
 impl GrpcStatuses {
-    /// The statuses counted in `codes`.
-    pub fn of(codes: &CodeCounts) -> Self {
-        let name = crate::engine::grpc::code_name;
+    /// The statuses counted in `tallies`.
+    pub fn of(tallies: &Tallies) -> Self {
         GrpcStatuses {
-            grpc_status: codes.by_name(name),
-            grpc_messages: codes.messages(name),
+            grpc_status: tallies.by_name(Tally::Grpc),
+            grpc_messages: tallies.messages(Tally::Grpc),
         }
     }
 
@@ -101,30 +102,66 @@ impl CodeCounts {
     }
 }
 
-/// WebSocket's counts: how connections ended, by kind, whether they agreed permessage-deflate
-/// (`--compressed`), and the replies that matched no message in flight (`--ws-match`).
+/// The protocols' tallies of a thread's or a run's requests, by [`Tally::index`]: what their
+/// extras counted, folded by each tally's [`Rule`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WsCounts {
-    /// Connections' ends by kind ([`crate::engine::websocket::close`]).
-    pub closes: CodeCounts,
-    /// Connections upgraded with `--compressed`, by whether they agreed permessage-deflate.
-    pub deflate: CodeCounts,
-    /// Replies that matched no message in flight.
-    pub unmatched: u64,
+pub struct Tallies {
+    /// The counts by code of the tallies that count codes.
+    codes: [CodeCounts; Tally::ALL.len()],
+    /// The sums and least values of the others (`None`: no event).
+    amounts: [Option<u64>; Tally::ALL.len()],
 }
 
-impl WsCounts {
-    /// Adds another thread's counts.
-    pub fn merge(&mut self, o: &WsCounts) {
-        self.closes.merge(&o.closes);
-        self.deflate.merge(&o.deflate);
-        self.unmatched += o.unmatched;
+impl Tallies {
+    /// Folds in one event by its tally's rule.
+    #[inline]
+    pub fn add(&mut self, e: Event) {
+        self.add_value(e.tally, e.value.into());
     }
-}
 
-/// The name of an HTTP/2 error code (RFC 9113, section 7), or its number in hex.
-pub fn h2_code_name(code: u32) -> String {
-    crate::engine::http2::code_name(code).map_or_else(|| format!("0x{code:x}"), str::to_string)
+    /// Folds `value` into `tally` by its rule (a code for a tally that counts codes).
+    fn add_value(&mut self, tally: Tally, value: u64) {
+        let i = tally.index();
+        self.amounts[i] = match tally.rule() {
+            Rule::ByCode => {
+                self.codes[i].count(value as u32);
+                return;
+            }
+            Rule::Sum => Some(self.amounts[i].unwrap_or(0) + value),
+            Rule::Least => Some(self.amounts[i].map_or(value, |m| m.min(value))),
+        };
+    }
+
+    /// Counts a status's code in its tally, keeping its message if it is the code's first.
+    pub fn add_status(&mut self, s: &Status) {
+        self.codes[s.tally.index()].count_with(s.code, s.message);
+    }
+
+    /// Adds another thread's tallies (a message already kept stays).
+    pub fn merge(&mut self, o: &Tallies) {
+        for t in Tally::ALL {
+            let i = t.index();
+            self.codes[i].merge(&o.codes[i]);
+            if let Some(v) = o.amounts[i] {
+                self.add_value(t, v);
+            }
+        }
+    }
+
+    /// A tally's counts by the names of its codes (empty: none counted).
+    pub fn by_name(&self, t: Tally) -> BTreeMap<String, u64> {
+        self.codes[t.index()].by_name(|c| t.code_name(c))
+    }
+
+    /// A tally's first non-empty message of each code, by the codes' names.
+    pub fn messages(&self, t: Tally) -> BTreeMap<String, String> {
+        self.codes[t.index()].messages(|c| t.code_name(c))
+    }
+
+    /// A tally's sum or least value (`None`: no event).
+    pub fn amount(&self, t: Tally) -> Option<u64> {
+        self.amounts[t.index()]
+    }
 }
 
 #[cfg(test)]
@@ -158,5 +195,37 @@ mod tests {
         assert_eq!(messages.len(), 2);
         assert_eq!(messages["c14"], "down");
         assert_eq!(messages["c4"], "late");
+    }
+
+    #[test]
+    fn tallies_fold_and_merge_each_by_its_rule() {
+        let ev = |tally, value| Event { tally, value };
+        let mut a = Tallies::default();
+        a.add(ev(Tally::WsClose, 1006));
+        a.add(ev(Tally::WsUnmatched, 2));
+        a.add(ev(Tally::MaxStreams, 100));
+        a.add(ev(Tally::MaxStreams, 250));
+        let mut b = Tallies::default();
+        b.add(ev(Tally::WsClose, 1006));
+        b.add(ev(Tally::WsClose, 1000));
+        b.add(ev(Tally::WsUnmatched, 3));
+        b.add(ev(Tally::MaxStreams, 50));
+        b.add_status(&Status {
+            tally: Tally::Grpc,
+            code: 14,
+            message: "down",
+            failed: None,
+        });
+        a.merge(&b);
+        let closes: Vec<_> = a.by_name(Tally::WsClose).into_iter().collect();
+        assert_eq!(closes, [("1000".into(), 1), ("abnormal".into(), 2)]);
+        assert_eq!(a.amount(Tally::WsUnmatched), Some(5), "summed");
+        assert_eq!(a.amount(Tally::MaxStreams), Some(50), "the least");
+        assert_eq!(a.amount(Tally::WsClose), None, "counted by code, no amount");
+        assert_eq!(a.amount(Tally::Reset), None);
+        assert!(a.by_name(Tally::Reset).is_empty());
+        let grpc = GrpcStatuses::of(&a);
+        assert_eq!(grpc.grpc_status["UNAVAILABLE"], 1);
+        assert_eq!(grpc.grpc_messages["UNAVAILABLE"], "down");
     }
 }

@@ -1,24 +1,18 @@
 //! What one or more threads measured: the [`Measured`] of a run, and its exact merge across
 //! threads (counters summed, histograms added, intervals of the same index combined).
 
-use super::codes::{CodeCounts, WsCounts};
 use super::{
-    hist, reservoir, server_timing, BurstHists, Counters, PhaseHists, RequestAcc, Series,
-    STATUS_SLOTS,
+    hist, reservoir, server_timing, BurstHists, Counters, Counts, PhaseHists, RequestAcc, Series,
 };
-use crate::model::ErrorKind;
 
 /// What one or more threads measured.
 #[derive(Debug, Clone)]
 pub struct Measured {
-    /// Counts of requests, errors and bytes.
-    pub counters: Counters,
-    /// Count per status code (index = code; the last slot holds codes ≥ 999).
-    pub status: Vec<u64>,
+    /// Counters, status counts, the first error of each kind and the protocols' tallies: the
+    /// recorders' own, merged by [`Counts::merge`].
+    pub counts: Counts,
     /// The histogram of each phase.
     pub hists: PhaseHists,
-    /// The detail of the first error of each kind, by [`ErrorKind::index`].
-    pub first_errors: [Option<String>; ErrorKind::ALL.len()],
     /// The interval series, bounded (merged across threads by the collector, or by
     /// [`Measured::merge`]).
     pub series: Series,
@@ -35,15 +29,6 @@ pub struct Measured {
     pub bursts: Option<BurstHists>,
     /// `Server-Timing` figures.
     pub server: server_timing::ServerTimingAcc,
-    /// HTTP/2 RST_STREAM counts by error code; gRPC statuses by code (with first messages).
-    pub reset_codes: CodeCounts,
-    /// gRPC calls by status code (with each code's first message).
-    pub grpc_codes: CodeCounts,
-    /// WebSocket's counts: connections' ends by kind, the connections that agreed
-    /// permessage-deflate or not (`--compressed`), replies that matched no message.
-    pub ws: WsCounts,
-    /// HTTP/2: the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced.
-    pub h2_max_streams: Option<u64>,
     /// Per request name, when the run sent named requests.
     pub by_request: Vec<RequestAcc>,
     /// A bounded uniform sample of the responses: (end time since the start of recording in
@@ -66,10 +51,8 @@ impl Measured {
     /// Nothing measured yet: what [`Measured::merge`] adds the parts to.
     fn empty() -> Measured {
         Measured {
-            counters: Counters::default(),
-            status: vec![0; STATUS_SLOTS],
+            counts: Counts::default(),
             hists: PhaseHists::new(hist::new_hist),
-            first_errors: Default::default(),
             series: Series::default(),
             thread_busy: Vec::new(),
             pacer_spin: Vec::new(),
@@ -77,10 +60,6 @@ impl Measured {
             segments: Vec::new(),
             bursts: None,
             server: server_timing::ServerTimingAcc::new("total"),
-            reset_codes: CodeCounts::default(),
-            grpc_codes: CodeCounts::default(),
-            ws: WsCounts::default(),
-            h2_max_streams: None,
             by_request: Vec::new(),
             samples: reservoir::Reservoir::new(0, 0),
             sends: super::sends::Sends::default(),
@@ -98,21 +77,12 @@ impl Measured {
         let mut samples = Vec::with_capacity(parts.len());
         let mut sends = Vec::with_capacity(parts.len());
         for part in parts {
-            out.counters.merge(&part.counters);
-            for (a, b) in out.status.iter_mut().zip(part.status.iter()) {
-                *a += b;
-            }
+            out.counts.merge(&part.counts);
             out.hists.merge(&part.hists);
             out.thread_busy.extend_from_slice(&part.thread_busy);
             out.pacer_spin.extend_from_slice(&part.pacer_spin);
             out.snapshot_bytes += part.snapshot_bytes;
             out.server.merge(&part.server);
-            if let Some(n) = part.h2_max_streams {
-                out.h2_max_streams = Some(out.h2_max_streams.map_or(n, |m| m.min(n)));
-            }
-            out.reset_codes.merge(&part.reset_codes);
-            out.grpc_codes.merge(&part.grpc_codes);
-            out.ws.merge(&part.ws);
             if let Some(b) = &part.bursts {
                 match &mut out.bursts {
                     None => out.bursts = Some(b.clone()),
@@ -137,11 +107,6 @@ impl Measured {
                     out.by_request.push(RequestAcc::new());
                 }
                 out.by_request[i].merge(acc);
-            }
-            for (slot, e) in out.first_errors.iter_mut().zip(part.first_errors) {
-                if slot.is_none() {
-                    *slot = e;
-                }
             }
             out.series.merge(part.series);
             out.exemplars.merge(&part.exemplars);

@@ -7,6 +7,7 @@
 
 pub mod codes;
 pub mod collector;
+mod counts;
 mod error;
 pub mod exemplar;
 mod figures;
@@ -29,20 +30,18 @@ pub mod spill;
 pub mod summary;
 
 pub use collector::{IntervalSet, WorkerLink};
+pub use counts::Counts;
 pub use error::RecordError;
 pub use figures::{Counters, PhaseHists, RequestAcc};
 pub use interval::{EncodedHists, IntervalSnapshot};
 pub use measured::Measured;
 pub use series::Series;
 
+use crate::engine::extras::Extras;
 use crate::model::{ErrorKind, Phase, Sample};
-use codes::{CodeCounts, WsCounts};
 use figures::{durations, Durations};
 use hdrhistogram::Histogram;
 use std::time::{Duration, Instant};
-
-/// Highest status code counted individually; others fall in the last slot.
-const STATUS_SLOTS: usize = 1000;
 
 /// The per-thread recorder.
 pub struct Recorder {
@@ -50,14 +49,14 @@ pub struct Recorder {
     /// The window's end (shared with the scheduler in a run: it may move earlier).
     record_until: std::sync::Arc<crate::model::WindowEnd>,
     interval: Duration,
-    counters: Counters,
-    status: Vec<u64>,
+    /// Counters, status counts, first errors and tallies: handed over whole in the
+    /// [`Measured`].
+    counts: Counts,
     /// The connections opened ahead of the load (see [`Recorder::record_connection`]): the
     /// requests' phases are recorded into the current interval only, and the run's histograms
     /// are the sum of the intervals, added up by the collector (one record per phase and
     /// request on the worker, not two).
     hists: PhaseHists,
-    first_errors: [Option<String>; ErrorKind::ALL.len()],
     /// The interval being recorded.
     current: Option<Box<IntervalSet>>,
     /// Where closed intervals go.
@@ -70,12 +69,6 @@ pub struct Recorder {
     bursts: Option<BurstHists>,
     /// What the server said of its own time (`Server-Timing`).
     server: server_timing::ServerTimingAcc,
-    /// HTTP/2 RST_STREAM counts by error code; gRPC statuses by code; WebSocket's counts.
-    reset_codes: CodeCounts,
-    grpc_codes: CodeCounts,
-    ws: WsCounts,
-    /// HTTP/2: the smallest SETTINGS_MAX_CONCURRENT_STREAMS a server announced.
-    h2_max_streams: Option<u64>,
     /// Per request name (`Sample::request`), when the run sends named requests.
     by_request: Vec<RequestAcc>,
     /// A bounded uniform sample of the responses (end time, total latency).
@@ -119,10 +112,8 @@ impl Recorder {
             record_from,
             record_until: std::sync::Arc::new(crate::model::WindowEnd::open()),
             interval,
-            counters: Counters::default(),
-            status: vec![0; STATUS_SLOTS],
+            counts: Counts::default(),
             hists: PhaseHists::new(hist::new_interval_hist),
-            first_errors: Default::default(),
             current: None,
             link: Link::Inline {
                 collector: Box::new(collector::Collector::new(1, record_from, interval)),
@@ -132,10 +123,6 @@ impl Recorder {
             segments: Vec::new(),
             bursts: None,
             server: server_timing::ServerTimingAcc::new("total"),
-            reset_codes: CodeCounts::default(),
-            grpc_codes: CodeCounts::default(),
-            ws: WsCounts::default(),
-            h2_max_streams: None,
             by_request: Vec::new(),
             samples: reservoir::Reservoir::per_thread(),
             sends: sends::Sends::default(),
@@ -254,7 +241,7 @@ impl Recorder {
         if !stamps.opened() {
             return;
         }
-        self.counters.connections_opened += 1;
+        self.counts.counters.connections_opened += 1;
         let d = stamps.durations();
         for phase in Phase::OPENING {
             if let Some(ns) = d[phase.index()] {
@@ -281,14 +268,15 @@ impl Recorder {
         let ended = end;
         let drained = self.record_until.get().filter(|until| end > *until);
         let ns = |from: Instant| end.saturating_duration_since(from).as_nanos() as u64;
-        self.counters
+        self.counts
+            .counters
             .ended(s, ns(self.record_from), drained.map(ns));
         // The series and the sample of responses cover the window: a request drained after it
         // counts in its last moment (so the intervals still add up to the run exactly).
         let end = drained.map_or(end, |until| until - Duration::from_nanos(1));
         let d = durations(s);
         if let Some(code) = s.status {
-            self.status[(code as usize).min(STATUS_SLOTS - 1)] += 1;
+            self.counts.count_status(code);
         }
         if let Some(acc) = self.by_request.get_mut(s.request as usize) {
             acc.add(s, &d);
@@ -365,11 +353,26 @@ impl Recorder {
         }
     }
 
-    /// Records a recorded sample's WebSocket ping round trips (`ws_ping`, nanoseconds), after
-    /// [`Recorder::record_response`]; a failed request's too (they are its connection's).
-    pub fn record_pings(&mut self, s: &Sample, rtts: &[u64]) {
-        if s.stamps.intended >= self.record_from {
-            self.record_values(s, Phase::WsPing, rtts);
+    /// Folds in what a request's protocol told besides its sample ([`Extras`]), after
+    /// [`Recorder::record_response`]: its events into the tallies (a warm-up request's too:
+    /// its connection's end counts), its protocol's status (a failed one's detail kept as its
+    /// kind's first), and its values of a phase if the sample is recorded (a failed
+    /// request's too: they are its connection's). Nothing here names a protocol.
+    #[inline]
+    pub fn fold(&mut self, s: &Sample, extras: &Extras) {
+        for e in extras.events.iter() {
+            self.counts.tallies.add(e);
+        }
+        if let Some(status) = &extras.status {
+            self.counts.tallies.add_status(status);
+            if let Some(kind) = status.failed.filter(|k| !self.counts.has_error(*k)) {
+                self.counts.note_error(kind, &status.detail());
+            }
+        }
+        if let Some((phase, values)) = extras.values {
+            if s.stamps.intended >= self.record_from {
+                self.record_values(s, phase, values);
+            }
         }
     }
 
@@ -395,34 +398,9 @@ impl Recorder {
         }
     }
 
-    /// Notes the stream limit an HTTP/2 server announced (the smallest seen is kept).
-    pub fn note_h2_max_streams(&mut self, n: u64) {
-        self.h2_max_streams = Some(self.h2_max_streams.map_or(n, |m| m.min(n)));
-    }
-
-    /// Counts an HTTP/2 RST_STREAM by its error code.
-    pub fn count_reset(&mut self, code: u32) {
-        self.reset_codes.count(code);
-    }
-
-    /// WebSocket's counts, to count into: how connections ended (kinds of
-    /// [`crate::engine::websocket::close`]), whether those upgraded with `--compressed` agreed
-    /// permessage-deflate ([`crate::engine::websocket::deflate`]), unmatched replies.
-    pub fn ws_counts(&mut self) -> &mut WsCounts {
-        &mut self.ws
-    }
-
-    /// Counts a gRPC call's status code, keeping the first message of each code.
-    pub fn count_grpc(&mut self, code: u32, message: &str) {
-        self.grpc_codes.count_with(code, message);
-    }
-
     /// Keeps the first detail seen of each error kind (for the report's explanation).
     pub fn note_error(&mut self, kind: ErrorKind, detail: &str) {
-        let slot = &mut self.first_errors[kind.index()];
-        if slot.is_none() {
-            *slot = Some(detail.to_string());
-        }
+        self.counts.note_error(kind, detail);
     }
 
     /// `n` requests are being sent (each outcome comes back through
@@ -433,17 +411,17 @@ impl Recorder {
 
     /// Counts requests due in the window that were never sent.
     pub fn not_sent(&mut self, n: u64) {
-        self.counters.not_sent += n;
+        self.counts.counters.not_sent += n;
     }
 
     /// Requests recorded so far.
     pub fn requests(&self) -> u64 {
-        self.counters.requests
+        self.counts.counters.requests
     }
 
     /// Errors recorded so far.
     pub fn errors(&self) -> u64 {
-        self.counters.error_total()
+        self.counts.counters.error_total()
     }
 
     /// Closes the current interval (if any) and opens `index` in a spare set: a swap, no
@@ -496,7 +474,7 @@ impl Recorder {
 
     /// Ends recording: what this thread measured (its series, when merged here).
     pub fn finish(mut self) -> Measured {
-        self.counters.in_flight_at_end += self.in_flight;
+        self.counts.counters.in_flight_at_end += self.in_flight;
         // The last interval, or an empty set: either says the thread is done.
         let last = match self.current.take() {
             Some(set) => set,
@@ -514,10 +492,8 @@ impl Recorder {
         };
         let snapshot_bytes = series.footprint();
         Measured {
-            counters: self.counters,
-            status: self.status,
+            counts: self.counts,
             hists,
-            first_errors: self.first_errors,
             series,
             thread_busy: Vec::new(),
             pacer_spin: Vec::new(),
@@ -525,10 +501,6 @@ impl Recorder {
             segments: self.segments.into_iter().map(|(_, c, h)| (c, h)).collect(),
             bursts: self.bursts,
             server: self.server,
-            reset_codes: self.reset_codes,
-            grpc_codes: self.grpc_codes,
-            ws: self.ws,
-            h2_max_streams: self.h2_max_streams,
             by_request: self.by_request,
             samples: self.samples,
             sends: self.sends,

@@ -37,16 +37,16 @@ fn counts_statuses_errors_and_phases() {
     r.note_error(ErrorKind::Timeout, "first");
     r.note_error(ErrorKind::Timeout, "second");
     let m = r.finish();
-    assert_eq!(m.counters.requests, 11);
-    assert_eq!(m.counters.ok, 10);
-    assert_eq!(m.counters.errors[ErrorKind::Timeout.index()], 1);
-    assert_eq!(m.counters.bytes_read, 1000);
-    assert_eq!(m.status[200], 10);
+    assert_eq!(m.counts.counters.requests, 11);
+    assert_eq!(m.counts.counters.ok, 10);
+    assert_eq!(m.counts.counters.errors[ErrorKind::Timeout.index()], 1);
+    assert_eq!(m.counts.counters.bytes_read, 1000);
+    assert_eq!(m.counts.status[200], 10);
     assert_eq!(m.hists.get(Phase::Total).len(), 10);
     assert_eq!(m.hists.get(Phase::Wait).len(), 10);
     assert_eq!(m.hists.get(Phase::Connect).len(), 0);
     assert_eq!(
-        m.first_errors[ErrorKind::Timeout.index()].as_deref(),
+        m.counts.first_errors[ErrorKind::Timeout.index()].as_deref(),
         Some("first")
     );
 }
@@ -86,7 +86,7 @@ fn samples_ending_after_the_window_are_drained_and_kept() {
     r.sending(1); // one more never comes back
     r.not_sent(2);
     let m = r.finish();
-    let c = &m.counters;
+    let c = &m.counts.counters;
     assert_eq!(
         (c.requests, c.ok),
         (3, 2),
@@ -122,7 +122,7 @@ fn intervals_split_by_end_time_and_merge_across_threads() {
         .map(|s| (s.index, s.counters.requests))
         .collect();
     assert_eq!(counts, vec![(0, 7), (2, 2)]);
-    assert_eq!(m.counters.requests, 9);
+    assert_eq!(m.counts.counters.requests, 9);
     assert_eq!(m.hists.get(Phase::Total).len(), 9);
     let total0 = &m.series.entries[0]
         .hists
@@ -144,7 +144,51 @@ fn failed_request_keeps_its_connect_time() {
     let m = r.finish();
     assert_eq!(m.hists.get(Phase::Connect).len(), 1);
     assert_eq!(m.hists.get(Phase::Total).len(), 0);
-    assert_eq!(m.counters.connections_opened, 1);
+    assert_eq!(m.counts.counters.connections_opened, 1);
+}
+
+#[test]
+fn extras_fold_into_tallies_and_a_failed_status_notes_its_first_detail() {
+    use crate::engine::extras::{Extras, Status, Tally};
+    let base = Instant::now();
+    let from = base + Duration::from_millis(5);
+    let mut r = Recorder::new(from, Duration::from_secs(1));
+    let pings = [2_000_000, 3_000_000];
+    // (intended ms, grpc message): a warm-up call (its counts still count, its pings not),
+    // then two recorded ones.
+    for (ms, message) in [(0, "warm"), (10, "down"), (20, "still down")] {
+        let mut extras = Extras {
+            status: Some(Status {
+                tally: Tally::Grpc,
+                code: 14,
+                message,
+                failed: Some(ErrorKind::Grpc),
+            }),
+            values: Some((Phase::WsPing, &pings)),
+            ..Extras::default()
+        };
+        extras.events.push(Tally::Reset, 7);
+        let s = sample(base, ms, 100, extras.failed());
+        r.record_response(&s, &[], &[]);
+        r.fold(&s, &extras);
+    }
+    let m = r.finish();
+    assert_eq!(m.counts.tallies.by_name(Tally::Reset)["REFUSED_STREAM"], 3);
+    assert_eq!(m.counts.tallies.by_name(Tally::Grpc)["UNAVAILABLE"], 3);
+    assert_eq!(
+        m.counts.tallies.messages(Tally::Grpc)["UNAVAILABLE"],
+        "warm"
+    );
+    assert_eq!(
+        m.counts.first_errors[ErrorKind::Grpc.index()].as_deref(),
+        Some("UNAVAILABLE: warm")
+    );
+    assert_eq!(m.counts.counters.errors[ErrorKind::Grpc.index()], 2);
+    assert_eq!(
+        m.hists.get(Phase::WsPing).len(),
+        4,
+        "the recorded calls' pings"
+    );
 }
 
 #[test]

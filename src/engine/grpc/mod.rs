@@ -8,6 +8,8 @@
 
 pub mod reflect;
 
+use super::extras::{self, Tally};
+use crate::model::ErrorKind;
 use prost::Message;
 use prost_reflect::{DynamicMessage, MessageDescriptor};
 use std::time::Duration;
@@ -32,6 +34,9 @@ pub const CODES: [&str; 17] = [
     "DATA_LOSS",
     "UNAUTHENTICATED",
 ];
+
+/// OK: the one status of a call that succeeded.
+const OK: u32 = 0;
 
 /// UNKNOWN: what a response that says nothing valid about its status counts as.
 const UNKNOWN: u32 = 2;
@@ -165,6 +170,17 @@ impl Status {
                 c
             }
         }
+    }
+
+    /// The call's status as its extras tell it ([`Tally::Grpc`]), once [`Status::finish`]ed:
+    /// a code other than OK fails the call, whatever its HTTP status.
+    pub fn told(&self) -> Option<extras::Status<'_>> {
+        self.code.map(|code| extras::Status {
+            tally: Tally::Grpc,
+            code,
+            message: &self.message,
+            failed: (code != OK).then_some(ErrorKind::Grpc),
+        })
     }
 }
 

@@ -16,6 +16,7 @@ mod wire;
 
 use super::connect::{Connector, SharedConnect, Stream};
 use super::decode::BodyDecoder;
+use super::extras::{Events, Tally};
 use super::grpc::Status;
 use super::request::Request;
 use super::stream::StreamTracker;
@@ -227,6 +228,18 @@ pub struct H2Response {
     pub max_streams: Option<usize>,
     /// Where its request and its response lay on the connection.
     pub wire: crate::model::Wire,
+}
+
+impl H2Response {
+    /// What the response tells besides its counts: the server's stream limit, when the
+    /// request opened the connection ([`Tally::MaxStreams`]).
+    pub fn events(&self) -> Events {
+        let mut events = Events::default();
+        if let Some(n) = self.max_streams {
+            events.push(Tally::MaxStreams, n as u64);
+        }
+        events
+    }
 }
 
 /// Where what a response says goes besides its status and counts: `timing` receives the

@@ -306,8 +306,7 @@ impl Session {
             bytes_written: reply.bytes_written,
             traffic: reply.traffic,
             server_closed: false,
-            grpc: None,
-            max_streams: None,
+            events: Default::default(),
             wire: reply.wire,
         };
         self.ws_each(i, batch.stamps[i], &outcome, each);
@@ -348,8 +347,7 @@ impl Session {
             bytes_written: if stamps.written.is_some() { frame } else { 0 },
             traffic: Traffic::default(),
             server_closed: false,
-            grpc: None,
-            max_streams: None,
+            events: Default::default(),
             wire: crate::model::Wire::default(),
         };
         self.ws_each(i, stamps, &outcome, each);

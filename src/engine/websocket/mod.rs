@@ -8,7 +8,7 @@
 //! answered with a pong, a close frame ending the connection), stamping written, first byte
 //! and done as HTTP's exchanges do. With `--ws-match FIELD` the reply is the next message whose
 //! JSON FIELD holds the value the message sent did ([`field`]); those before it answer nothing
-//! and are counted ([`WsConn::take_unmatched`]). With `--pipeline N` a connection sends N
+//! and are counted ([`WsConn::extras`]). With `--pipeline N` a connection sends N
 //! messages in one write and matches their replies ([`batch`]). Once warm a message allocates
 //! nothing: the frames, the read buffer, a kept message's bytes (a text message's, for the
 //! UTF-8 check, or any reply's when matched) and the values of the messages in flight reuse
@@ -27,9 +27,10 @@ pub mod push;
 pub mod upgrade;
 
 use super::connect::Stream;
+use super::extras::{Extras, Tally};
 use super::stream::StreamTracker;
 use super::{EngineError, WsWire};
-use crate::model::{ErrorKind, Timestamps, Traffic, Wire};
+use crate::model::{ErrorKind, Phase, Timestamps, Traffic, Wire};
 use crate::util::rng::SplitMix64;
 use base64::Engine;
 use batch::InFlight;
@@ -154,9 +155,25 @@ impl WsConn {
         }
     }
 
-    /// The replies that matched no message in flight since the last call (counted once).
-    pub fn take_unmatched(&self) -> u64 {
-        self.inflight.unmatched.replace(0)
+    /// What the last request told besides its outcome, into `extras`: how the connection
+    /// ended ([`Tally::WsClose`]), whether one upgraded for it agreed permessage-deflate
+    /// ([`Tally::WsDeflate`], taken: told once), the replies that matched no message in flight
+    /// since the last call ([`Tally::WsUnmatched`], taken), and its pings' round trips.
+    pub fn extras<'a>(&'a self, extras: &mut Extras<'a>) {
+        if let Some(kind) = self.ended {
+            extras.events.push(Tally::WsClose, kind.into());
+        }
+        if let Some(kind) = self.negotiated.take() {
+            extras.events.push(Tally::WsDeflate, kind.into());
+        }
+        let unmatched = self.inflight.unmatched.replace(0);
+        if unmatched > 0 {
+            extras.events.push(Tally::WsUnmatched, unmatched);
+        }
+        let rtts = self.ping.rtts();
+        if !rtts.is_empty() {
+            extras.values = Some((Phase::WsPing, rtts));
+        }
     }
 
     /// Opens the connection and upgrades it, stamping connect (and TLS) and `ws_upgraded`

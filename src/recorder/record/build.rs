@@ -6,6 +6,7 @@ use super::{
     BurstStats, Bursts, Bytes, Connections, EndOfRun, Ending, Generator, Interval, Latency,
     RequestFigures, Requests, Stage, Summary,
 };
+use crate::engine::extras::Tally;
 use crate::model::{ErrorKind, LoadModel, Phase, Schedule};
 use crate::plan::RunPlan;
 use crate::recorder::hist;
@@ -99,10 +100,17 @@ fn request_counts_of(plan: &RunPlan, measured: &Measured) -> BTreeMap<String, Re
 /// The counts of a run, as a summary whose derived figures (rates, statistics) are left for
 /// [`summarize`]: the one part of its own summary.
 pub(super) fn counts_of(plan: &RunPlan, measured: &Measured, end: &Ending) -> Summary {
-    let c = &measured.counters;
+    let (c, t) = (&measured.counts.counters, &measured.counts.tallies);
     let secs = end.recorded.as_secs_f64();
     let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
-    let (status, non_2xx_3xx) = status_of(measured.status.iter().enumerate().map(|(c, n)| (c, *n)));
+    let (status, non_2xx_3xx) = status_of(
+        measured
+            .counts
+            .status
+            .iter()
+            .enumerate()
+            .map(|(c, n)| (c, *n)),
+    );
     let by_request = request_counts_of(plan, measured);
     let st = &measured.server;
     let mut labels: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
@@ -158,20 +166,12 @@ pub(super) fn counts_of(plan: &RunPlan, measured: &Measured, end: &Ending) -> Su
         server_timing_responses: st.responses,
         server_timing_invalid: st.invalid,
         server_timing_total: plan.server_total.clone(),
-        resets: measured
-            .reset_codes
-            .by_name(crate::recorder::codes::h2_code_name),
-        grpc: crate::recorder::codes::GrpcStatuses::of(&measured.grpc_codes),
-        ws_closes: measured
-            .ws
-            .closes
-            .by_name(crate::engine::websocket::close::name),
-        ws_deflate: measured
-            .ws
-            .deflate
-            .by_name(crate::engine::websocket::deflate::name),
-        ws_unmatched: measured.ws.unmatched,
-        h2_max_concurrent_streams: measured.h2_max_streams,
+        resets: t.by_name(Tally::Reset),
+        grpc: crate::recorder::codes::GrpcStatuses::of(t),
+        ws_closes: t.by_name(Tally::WsClose),
+        ws_deflate: t.by_name(Tally::WsDeflate),
+        ws_unmatched: t.amount(Tally::WsUnmatched).unwrap_or(0),
+        h2_max_concurrent_streams: t.amount(Tally::MaxStreams),
         bursts: bursts_of(plan, measured),
         by_request,
         ..Summary::default()

@@ -232,7 +232,7 @@ impl RunRecord {
         let first_errors = ErrorKind::ALL
             .iter()
             .filter_map(|k| {
-                measured.first_errors[k.index()]
+                measured.counts.first_errors[k.index()]
                     .as_ref()
                     .map(|e| (k.name().to_string(), e.clone()))
             })

@@ -103,8 +103,8 @@ proptest::proptest! {
 #[test]
 fn port_exhaustion_is_one_warning_with_what_to_do() {
     let r = record(&[], |m| {
-        m.counters.errors[ErrorKind::AddrNotAvail.index()] = 5000;
-        m.counters.requests = 5000;
+        m.counts.counters.errors[ErrorKind::AddrNotAvail.index()] = 5000;
+        m.counts.counters.requests = 5000;
     });
     let w: Vec<_> = r
         .summary
@@ -144,8 +144,8 @@ fn generator_warnings() {
     assert!(near[0].contains("near its limit"));
     // An open loop that sent 50% of the requests due: the rest never sent.
     let r = record(&["-R", "1000"], |m| {
-        m.counters.requests = 5000;
-        m.counters.not_sent = 5000;
+        m.counts.counters.requests = 5000;
+        m.counts.counters.not_sent = 5000;
     });
     assert!(r
         .summary
@@ -154,14 +154,14 @@ fn generator_warnings() {
         .any(|w| w.contains("achieved 500.0 req/s of the 1000 offered")));
     // A quiet run has none.
     let r = record(&["-R", "1000"], |m| {
-        m.counters.requests = 10_000;
+        m.counts.counters.requests = 10_000;
         m.thread_busy = vec![0.2];
     });
     assert!(r.summary.warnings.is_empty(), "{:?}", r.summary.warnings);
     // A poisson schedule that drew 1.5% fewer requests than the offered rate × the window,
     // every one of them sent: chance, not a shortfall.
     let r = record(&["-R", "1000", "--arrival", "poisson"], |m| {
-        m.counters.requests = 9_850;
+        m.counts.counters.requests = 9_850;
     });
     assert!(r.summary.warnings.is_empty(), "{:?}", r.summary.warnings);
 }
@@ -169,7 +169,7 @@ fn generator_warnings() {
 #[test]
 fn a_lagging_schedule_is_the_generator_s_fault() {
     let r = record(&["-R", "1000"], |m| {
-        m.counters.requests = 10_000;
+        m.counts.counters.requests = 10_000;
         for _ in 0..100 {
             hist::record(&mut m.hists.0[Phase::Lag.index()], 5_000_000); // 5 ms late
         }
@@ -184,7 +184,7 @@ fn a_lagging_schedule_is_the_generator_s_fault() {
     );
     // 700 us late: near the limit, not over it.
     let r = record(&["-R", "1000"], |m| {
-        m.counters.requests = 10_000;
+        m.counts.counters.requests = 10_000;
         for _ in 0..100 {
             hist::record(&mut m.hists.0[Phase::Lag.index()], 700_000);
         }
@@ -198,7 +198,7 @@ fn a_lagging_schedule_is_the_generator_s_fault() {
     assert!(!w.iter().any(|w| w.contains("fell behind")), "{w:?}");
     // 5 ms late with a 5 ms pacer slack: lateness by design, no warning.
     let r = record(&["-R", "1000", "--pacer-slack", "5ms"], |m| {
-        m.counters.requests = 10_000;
+        m.counts.counters.requests = 10_000;
         for _ in 0..100 {
             hist::record(&mut m.hists.0[Phase::Lag.index()], 5_000_000);
         }
@@ -222,7 +222,7 @@ fn lag_in(r: &mut RunRecord, i: usize, p99_us: f64, max_us: f64) {
 
 #[test]
 fn lagging_intervals_are_named_when_the_run_as_a_whole_kept_up() {
-    let mut r = record(&["-R", "1000"], |m| m.counters.requests = 10_000);
+    let mut r = record(&["-R", "1000"], |m| m.counts.counters.requests = 10_000);
     assert_eq!(r.intervals.len(), 10);
     // (interval, lag p99 µs, max µs): two adjacent intervals over the bound, one apart,
     // one under it.
@@ -246,8 +246,8 @@ fn lagging_intervals_are_named_when_the_run_as_a_whole_kept_up() {
 #[test]
 fn a_run_that_lagged_throughout_names_its_intervals_and_blames_the_client() {
     let mut r = record(&["-R", "1000"], |m| {
-        m.counters.requests = 9_000;
-        m.counters.not_sent = 1_000;
+        m.counts.counters.requests = 9_000;
+        m.counts.counters.not_sent = 1_000;
         for _ in 0..200 {
             hist::record(&mut m.hists.0[Phase::Lag.index()], 3_000_000);
         }
@@ -269,8 +269,8 @@ fn a_full_queue_with_some_lag_is_the_server_s_doing_said_once() {
     // The generator was 2 ms late at p99, but requests waited 50 ms for a free
     // connection: the server did not keep up, and only that is said.
     let r = record(&["-R", "1000", "-c", "10"], |m| {
-        m.counters.requests = 8_000;
-        m.counters.not_sent = 2_000;
+        m.counts.counters.requests = 8_000;
+        m.counts.counters.not_sent = 2_000;
         for _ in 0..200 {
             hist::record(&mut m.hists.0[Phase::Lag.index()], 2_000_000);
             hist::record(&mut m.hists.0[Phase::Queue.index()], 50_000_000);
@@ -286,9 +286,9 @@ fn a_full_queue_with_some_lag_is_the_server_s_doing_said_once() {
 #[test]
 fn requests_left_in_flight_are_named_with_the_fix() {
     let r = record(&["-R", "1000"], |m| {
-        m.counters.requests = 10_000;
-        m.counters.in_flight_at_end = 7;
-        m.counters.drained = 40;
+        m.counts.counters.requests = 10_000;
+        m.counts.counters.in_flight_at_end = 7;
+        m.counts.counters.drained = 40;
     });
     let e = &r.summary.end;
     assert_eq!((e.in_flight, e.drained, e.drain_s), (7, 40, 0.25));
@@ -304,7 +304,7 @@ fn requests_left_in_flight_are_named_with_the_fix() {
 #[test]
 fn intervals_with_a_saturated_worker_are_named() {
     let mut r = record(&["-R", "1000"], |m| {
-        m.counters.requests = 10_000;
+        m.counts.counters.requests = 10_000;
         m.thread_busy = vec![0.5];
     });
     // (interval, busiest worker's CPU share): two saturated, one near but under.
@@ -423,22 +423,22 @@ fn unknown_phases_are_left_out_and_unknown_protocols_refused() {
 fn the_counts_of_a_summary_follow_from_each_other() {
     // A run's own counts keep the relations (-c 10: 10 connections may exist before it).
     let consistent = record(&["-c", "10"], |m| {
-        m.counters.requests = 120;
-        m.counters.ok = 100;
-        m.counters.errors[ErrorKind::Timeout.index()] = 20;
-        m.counters.bytes_read = 5000;
-        m.counters.connections_opened = 30;
-        m.counters.server_closes = 25;
+        m.counts.counters.requests = 120;
+        m.counts.counters.ok = 100;
+        m.counts.counters.errors[ErrorKind::Timeout.index()] = 20;
+        m.counts.counters.bytes_read = 5000;
+        m.counts.counters.connections_opened = 30;
+        m.counts.counters.server_closes = 25;
     });
     let v = consistent.summary.count_violations(10);
     assert!(v.is_empty(), "{v:?}");
     assert_eq!(consistent.summary.throughput_rps, 12.0);
     // What issue 37 saw: more server closes than connections; responses, no byte read.
     let broken = record(&["-c", "10"], |m| {
-        m.counters.requests = 400;
-        m.counters.ok = 400;
-        m.counters.connections_opened = 122;
-        m.counters.server_closes = 309;
+        m.counts.counters.requests = 400;
+        m.counts.counters.ok = 400;
+        m.counts.counters.connections_opened = 122;
+        m.counts.counters.server_closes = 309;
     });
     let v = broken.summary.count_violations(10);
     assert!(
@@ -459,8 +459,8 @@ fn connections_that_cannot_carry_the_rate_are_named_with_the_fix() {
     // 100M req/s on 2 connections answering in 96 us: 2 / 96 us, some 20.8k req/s at most,
     // whatever the server's speed. The wait is the connections' limit, not the server's.
     let r = record(&["-R", "100M", "-c", "2"], |m| {
-        m.counters.requests = 200_000;
-        m.counters.not_sent = 999_800_000;
+        m.counts.counters.requests = 200_000;
+        m.counts.counters.not_sent = 999_800_000;
         for _ in 0..200 {
             hist::record(&mut m.hists.0[Phase::Uncorrected.index()], 96_000);
             hist::record(&mut m.hists.0[Phase::Queue.index()], 5_000_000_000);
@@ -487,12 +487,12 @@ fn connections_that_cannot_carry_the_rate_are_named_with_the_fix() {
 fn a_server_that_stopped_answering_is_said_first_with_when_and_what_followed() {
     let died = |last_ok_s: f64, failed: u64| {
         record(&["-d", "10s", "-c", "4"], |m| {
-            m.counters.requests = 1_000 + failed;
-            m.counters.ok = 1_000;
-            m.counters.errors[ErrorKind::Connect.index()] = failed;
-            m.counters.last_ok_ns = (last_ok_s * 1e9) as u64;
-            m.counters.failed_since_ok = failed;
-            m.first_errors[ErrorKind::Connect.index()] =
+            m.counts.counters.requests = 1_000 + failed;
+            m.counts.counters.ok = 1_000;
+            m.counts.counters.errors[ErrorKind::Connect.index()] = failed;
+            m.counts.counters.last_ok_ns = (last_ok_s * 1e9) as u64;
+            m.counts.counters.failed_since_ok = failed;
+            m.counts.first_errors[ErrorKind::Connect.index()] =
                 Some("connect to 127.0.0.1:9: Connection refused".into());
         })
     };
