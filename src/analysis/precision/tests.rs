@@ -126,10 +126,7 @@ fn batch_means_widen_correlated_batches_and_give_up_when_too_few() {
 fn fill_keeps_the_wider_and_names_batch_means_where_it_is_kept() {
     // Drifting intervals: the batches' spread is far wider than the order statistics'.
     let parts = intervals(40, 1000, |i, j| spread(i, j) + 10 * i as u64);
-    let mut whole = new_hist();
-    for p in &parts {
-        whole.add(p).unwrap();
-    }
+    let whole = merged(&parts);
     let mut st = Stats::of(&whole);
     fill(&mut st, &whole, &parts);
     let ci = st.p50_ci_us.unwrap();
@@ -142,10 +139,7 @@ fn fill_keeps_the_wider_and_names_batch_means_where_it_is_kept() {
     assert!(!b.percentiles.contains(&"p99.99".to_string()));
     // Steady intervals: order statistics are kept where batch means are not wider.
     let steady = intervals(20, 1000, spread);
-    let mut whole = new_hist();
-    for p in &steady {
-        whole.add(p).unwrap();
-    }
+    let whole = merged(&steady);
     let mut st = Stats::of(&whole);
     fill(&mut st, &whole, &steady);
     for (name, p) in PERCENTILES {
