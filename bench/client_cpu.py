@@ -216,6 +216,35 @@ def against_nginx(server_cpu, measure):
         return 130
 
 
+def against_server(spec, server_cpu, reqlife, measure):
+    """Runs `measure(url)` against the server `spec` names, on core `server_cpu`: `nginx` (its
+    `/`), or `random:MS`, the embedded target (`reqlife serve`) at its `/random/MS` route, a delay
+    drawn from the exponential distribution of mean MS milliseconds: a latency distribution known
+    in advance that stays the same all run long. Exit status as `against_nginx`'s."""
+    if spec == "nginx":
+        return against_nginx(server_cpu, lambda port: measure(f"http://127.0.0.1:{port}/"))
+    kind, _, mean = spec.partition(":")
+    if kind != "random" or not mean:
+        raise SystemExit(f"--server {spec}: expected nginx or random:MS (e.g. random:10)")
+    from soak import free_port
+    port = free_port()
+    server = subprocess.Popen(["taskset", "-c", server_cpu, reqlife, "serve", "--addr",
+                               f"127.0.0.1:{port}"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        return measure(f"http://127.0.0.1:{port}/random/{mean}")
+    except ClientFailed as e:
+        print(e, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\ninterrupted; the server stopped", file=sys.stderr)
+        return 130
+    finally:
+        server.terminate()
+        server.wait()
+
+
 def measure(a, port):
     url = f"http://127.0.0.1:{port}/"
     d = a.duration

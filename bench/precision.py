@@ -2,7 +2,9 @@
 """How good are the percentiles' 95% intervals (issue 48): coverage over short runs, and the same
 data through scipy.
 
-Starts nginx (one worker, pinned to --server-cpu, 0), then, the client pinned to --client-cpu (1),
+Starts nginx (one worker, pinned to --server-cpu, 0), or with --server random:MS the embedded
+target, whose /random/MS route answers after a delay drawn from the exponential distribution of
+mean MS ms (a latency distribution that does not change from run to run), then, the client pinned to --client-cpu (1),
 one thread, --connections (4) connections, an open loop at --rate (2000) req/s:
 1. one long run (--long seconds, 30): its p99 stands for the server's;
 2. --short (10) short runs (--short-seconds, 5; intervals of --interval, 200ms): each one's p99 interval (`p99_ci_us`) holds the
@@ -19,7 +21,7 @@ from scipy in buckets. It measures; it does not judge: exit 0 whenever it ran (1
 failed, 2 if a tool is missing: scipy, nginx, the binary).
 
     python3 bench/precision.py [--rate 2000] [--long 30] [--short 10] [--short-seconds 5]
-        [--datasets 20] [--reqlife target/release/reqlife] [--json-out FILE]
+        [--datasets 20] [--server nginx|random:MS] [--reqlife target/release/reqlife] [--json-out FILE]
 """
 
 import argparse
@@ -32,7 +34,7 @@ import sys
 import tempfile
 
 sys.dont_write_bytecode = True  # no bench/__pycache__ churn from a run
-from client_cpu import against_nginx  # noqa: E402
+from client_cpu import against_server  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAMES = {"p50": (0.5, "p50_ci_us", "p50_us"), "p90": (0.9, "p90_ci_us", "p90_us"),
@@ -66,6 +68,10 @@ def main():
     ap.add_argument("--interval", default="200ms", help="the runs' --interval: batch means' batches")
     ap.add_argument("--datasets", type=int, default=20, help="runs compared with scipy")
     ap.add_argument("--reqlife", default=os.path.join(ROOT, "target", "release", "reqlife"))
+    ap.add_argument("--server", default="nginx",
+                    help="nginx, or random:MS: the embedded target's /random/MS (an exponential "
+                         "delay of mean MS ms, a distribution that stays the same all run long; "
+                         "give enough --connections: rate x 1.1 x MS / 1000 are in flight)")
     ap.add_argument("--server-cpu", default="0")
     ap.add_argument("--client-cpu", default="1")
     ap.add_argument("--json-out", default=None)
@@ -80,8 +86,7 @@ def main():
         print(f"{a.reqlife} not found: build it first (cargo build --release)", file=sys.stderr)
         return 2
 
-    def measure(port):
-        url = f"http://127.0.0.1:{port}/"
+    def measure(url):
         tmp = tempfile.mkdtemp(prefix="reqlife-precision-")
         rec = os.path.join(tmp, "r.json")
         long = run(a, url, a.long, rec)
@@ -132,7 +137,7 @@ def main():
                            "median_half_width_share": median_half, "scipy_buckets_max": worst}, f)
         return 0
 
-    return against_nginx(a.server_cpu, measure)
+    return against_server(a.server, a.server_cpu, a.reqlife, measure)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """How long `--until` takes, and that it stops only when precise (issue 48, point 2).
 
-1. Against nginx (one worker, pinned to --server-cpu, 0), the client pinned to --client-cpu (1),
+1. Against nginx (one worker, pinned to --server-cpu, 0), or with --server random:MS the embedded
+   target's /random/MS (a delay drawn from the exponential distribution of mean MS ms), the client pinned to --client-cpu (1),
    one thread, --connections (4), an open loop at --rate (2000) req/s, --runs (3) runs of
    `--until p99:5%` (--target) with a cap of --cap (60) seconds: each run's length, how it
    ended, its p99 and interval, and the half-width the record gives (the issue: well before the
@@ -27,7 +28,7 @@ import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no bench/__pycache__ churn from a run
-from client_cpu import against_nginx  # noqa: E402
+from client_cpu import against_server  # noqa: E402
 from soak import free_port  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -66,6 +67,9 @@ def main():
     ap.add_argument("--drift-rate", type=int, default=20)
     ap.add_argument("--drift-cap", type=int, default=20, help="seconds")
     ap.add_argument("--reqlife", default=os.path.join(ROOT, "target", "release", "reqlife"))
+    ap.add_argument("--server", default="nginx",
+                    help="nginx, or random:MS: the embedded target's /random/MS (an exponential "
+                         "delay of mean MS ms; give enough --connections)")
     ap.add_argument("--server-cpu", default="0")
     ap.add_argument("--client-cpu", default="1")
     a = ap.parse_args()
@@ -75,18 +79,17 @@ def main():
     tmp = tempfile.mkdtemp(prefix="reqlife-until-")
     rec = os.path.join(tmp, "r.json")
 
-    def steady(port):
-        url = f"http://127.0.0.1:{port}/"
+    def steady(url):
         took = []
         for i in range(a.runs):
             r = run(a, url, a.rate, a.cap, a.target, rec)
             took.append(r["summary"]["duration_s"])
-            print(f"nginx run {i + 1}, {a.rate} req/s, --until {a.target}, cap {a.cap}s: {describe(r)}",
+            print(f"{a.server} run {i + 1}, {a.rate} req/s, --until {a.target}, cap {a.cap}s: {describe(r)}",
                   flush=True)
         print(f"median length: {statistics.median(took):.2f}s of a {a.cap}s cap")
         return 0
 
-    code = against_nginx(a.server_cpu, steady)
+    code = against_server(a.server, a.server_cpu, a.reqlife, steady)
     if code != 0:
         return code
     port = free_port()

@@ -6,7 +6,9 @@
 //! of known capacity, 1000/ms requests per second, for finding a knee); and
 //! `/drift/{ms}` (a delay of `ms` that grows by a tenth of `ms` each second since the process's
 //! first `/drift` request, to 4× `ms` at most: a server whose speed drifts over time, to show
-//! that `compare --run` does not call a drift a change); and
+//! that `compare --run` does not call a drift a change); `/random/{ms}` (a delay drawn from the
+//! exponential distribution of mean `ms`: a latency distribution known in advance and the same
+//! all run long, to measure how often a percentile's interval holds the true one); and
 //! `/sse/{n}/{gap_ms}[/{jitter_ms}]` and `/chunks/{n}/{gap_ms}[/{jitter_ms}]` (a streamed
 //! response of `n` Server-Sent Events or chunks, the first one gap after the head and each
 //! next one a gap later on a fixed schedule, each gap moved by up to ±jitter; a `stream`
@@ -20,6 +22,7 @@
 //! to a task of its own, as thread-pool servers do), `handler` (the route's work), `serialize`
 //! (building the response) and `total`.
 
+mod delays;
 mod path;
 
 use super::compress;
@@ -72,7 +75,7 @@ pub(super) const SERVER_TIMING: HeaderName = HeaderName::from_static("server-tim
 /// The routes `route_of` knows, as `serve` lists them when it starts, `serve --help` ends with
 /// them and a 404 names them (a unit test routes each one and checks that every route is here;
 /// `tests/checks/drift.rs` checks the manual's list against it).
-pub const ROUTES: [&str; 15] = [
+pub const ROUTES: [&str; 16] = [
     "/",
     "/delay/{ms}",
     "/echo",
@@ -82,6 +85,7 @@ pub const ROUTES: [&str; 15] = [
     "/kv/{key}",
     "/serial/{ms}",
     "/drift/{ms}",
+    "/random/{ms}",
     "/stall/{ms}",
     "/sse/{n}/{gap_ms}[/{jitter_ms}]",
     "/chunks/{n}/{gap_ms}[/{jitter_ms}]",
@@ -92,41 +96,6 @@ pub const ROUTES: [&str; 15] = [
 
 /// The end of the current stall, in nanoseconds since [`origin`] (0: none).
 static STALL_UNTIL_NS: AtomicU64 = AtomicU64::new(0);
-
-/// When the one server behind `/serial/{ms}` is next free, in nanoseconds since [`origin`].
-static SERIAL_FREE_AT_NS: AtomicU64 = AtomicU64::new(0);
-
-/// `/serial/{ms}`: takes a place in the one line (first come, first served) and answers when
-/// its service ends. Each request's service starts when the previous one's ends, or when it
-/// arrives if the server is idle: start = max(arrival, free_at), done = start + service. The
-/// response waits until `done` (a timer late by up to a millisecond delays that response, never
-/// the next one's start, so the capacity is exactly 1/service).
-async fn serial(service: Duration) {
-    let arrival = nanos(Instant::now().duration_since(origin()));
-    let service = nanos(service);
-    let mut free_at = SERIAL_FREE_AT_NS.load(Ordering::Relaxed);
-    let done = loop {
-        let done = free_at.max(arrival) + service;
-        match SERIAL_FREE_AT_NS.compare_exchange_weak(
-            free_at,
-            done,
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        ) {
-            Ok(_) => break done,
-            Err(now) => free_at = now,
-        }
-    };
-    tokio::time::sleep_until((origin() + Duration::from_nanos(done)).into()).await;
-}
-
-/// `/drift/{ms}`'s delay now: `ms × (1 + t/10 s)`, t the time since the process's first
-/// `/drift` request, at most `4 × ms` (after 30 s).
-fn drift(base: Duration) -> Duration {
-    static FIRST: OnceLock<Instant> = OnceLock::new();
-    let t = FIRST.get_or_init(Instant::now).elapsed().as_secs_f64();
-    base.mul_f64((1.0 + t / 10.0).min(4.0))
-}
 
 pub(super) fn origin() -> Instant {
     static ORIGIN: OnceLock<Instant> = OnceLock::new();
@@ -396,11 +365,15 @@ async fn run_plain_route(route: Route, body: impl RequestBody) -> (StatusCode, B
             (StatusCode::OK, Body::full(Bytes::from_static(HELLO)), false)
         }
         Route::Drift(d) => {
-            tokio::time::sleep(drift(d)).await;
+            tokio::time::sleep(delays::drift(d)).await;
+            (StatusCode::OK, Body::full(Bytes::from_static(HELLO)), false)
+        }
+        Route::Random(mean) => {
+            tokio::time::sleep(delays::random(mean)).await;
             (StatusCode::OK, Body::full(Bytes::from_static(HELLO)), false)
         }
         Route::Serial(d) => {
-            serial(d).await;
+            delays::serial(d).await;
             (StatusCode::OK, Body::full(Bytes::from_static(HELLO)), false)
         }
         Route::Status(s) if s == StatusCode::NO_CONTENT || s == StatusCode::NOT_MODIFIED => {

@@ -589,6 +589,7 @@ fn the_route_list_is_the_router() {
                 Route::Kv(_) => "kv",
                 Route::Serial(_) => "serial",
                 Route::Drift(_) => "drift",
+                Route::Random(_) => "random",
                 Route::Stall(_) => "stall",
                 Route::Stream(s) if s.sse => "sse",
                 Route::Stream(_) => "chunks",
@@ -601,7 +602,7 @@ fn the_route_list_is_the_router() {
     }
     // One name per route the match above knows (it has no wildcard: a new route is a
     // compile error there until it is named, and then a failure here until it is listed).
-    assert_eq!(seen.len(), 15, "{seen:?}");
+    assert_eq!(seen.len(), 16, "{seen:?}");
     assert_eq!(ROUTES.len(), seen.len(), "a route listed twice: {ROUTES:?}");
 }
 

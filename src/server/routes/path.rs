@@ -18,6 +18,7 @@ pub(in crate::server) enum Route {
     Kv(String),
     Serial(Duration),
     Drift(Duration),
+    Random(Duration),
     Stall(Duration),
     Stream(StreamSpec),
     WebSocket(WsRoute),
@@ -35,6 +36,7 @@ const PREFIXED: &[(&str, Parse)] = &[
     ("/kv/", kv),
     ("/serial/", serial),
     ("/drift/", drift),
+    ("/random/", random),
     ("/sse/", sse),
     ("/chunks/", chunks),
     ("/stall/", stall),
@@ -157,6 +159,19 @@ fn bytes(v: &str) -> Route {
         Some(n) => Route::Bytes(n),
         None => Route::BadRequest(format!(
             "bad size '{v}': expected /bytes/{{n}} with n from 0 to {MAX_BYTES}\n"
+        )),
+    }
+}
+
+/// `/random/{ms}`: the mean of the exponential delay.
+fn random(v: &str) -> Route {
+    match v.parse::<f64>() {
+        Ok(ms) if ms > 0.0 && ms <= MAX_DELAY_MS / 20.0 => {
+            Route::Random(Duration::from_secs_f64(ms / 1000.0))
+        }
+        _ => Route::BadRequest(format!(
+            "bad mean '{v}': expected /random/{{ms}} with ms a number above 0, at most {}\n",
+            MAX_DELAY_MS / 20.0
         )),
     }
 }
