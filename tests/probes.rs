@@ -10,6 +10,8 @@
 
 #[path = "common/mod.rs"]
 mod common;
+#[path = "probes/cost.rs"]
+mod cost;
 #[path = "probes/join.rs"]
 mod join;
 #[path = "probes/servers.rs"]

@@ -17,7 +17,7 @@
 //!   band (which excludes zero); [`verdict_of_runs`] also asks the rank test for p < [`ALPHA`],
 //!   and says "too few runs" when the design cannot reach it.
 //! - [`band_p`]: the p that a change lies beyond the noise band, from its estimate on the log
-//!   scale and the estimate's standard error, by Student's t ([`student`]);
+//!   scale and the estimate's standard error, by Student's t ([`crate::util::student`]);
 //!   [`benjamini_hochberg`] adjusts the p of many rows ([`many`]); [`mid_quantile`] reads a
 //!   quantile of tied or rounded values without jumps ([`mid`]).
 //!
@@ -28,10 +28,9 @@ use serde::Serialize;
 
 pub mod many;
 pub mod mid;
-pub mod student;
+pub use crate::util::student::{normal_sf, t_quantile, t_sf};
 pub use many::benjamini_hochberg;
 pub use mid::mid_quantile;
-pub use student::{t_quantile, t_sf};
 
 /// The result of a Mann-Whitney U test.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -170,26 +169,6 @@ fn u_counts(n1: usize, n2: usize) -> Vec<f64> {
     let mut out = prev[n2].clone();
     out.resize(max + 1, 0.0);
     out
-}
-
-/// The standard normal's upper tail, 1 − Φ(x), from erfc (W. J. Cody's rational
-/// approximation through Numerical Recipes' `erfcc`: fractional error below 1.2e-7).
-pub fn normal_sf(x: f64) -> f64 {
-    let z = x / std::f64::consts::SQRT_2;
-    let t = 1.0 / (1.0 + 0.5 * z.abs());
-    let erfc = t
-        * (-z * z - 1.265_512_23
-            + t * (1.000_023_68
-                + t * (0.374_091_96
-                    + t * (0.096_784_18
-                        + t * (-0.186_288_06
-                            + t * (0.278_868_07
-                                + t * (-1.135_203_98
-                                    + t * (1.488_515_87
-                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
-            .exp();
-    let erfc = if z >= 0.0 { erfc } else { 2.0 - erfc };
-    erfc / 2.0
 }
 
 /// The Mann-Whitney U test of `a` against `b`, two-sided.

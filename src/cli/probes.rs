@@ -60,6 +60,13 @@ pub struct ProbeArgs {
     )]
     pub server_probes_token_file: Option<std::path::PathBuf>,
 
+    /// Follow half of the client's connections (picked by their port, in the kernel) and
+    /// leave the others untraced at the same load: the report gives the latency difference
+    /// of the two halves with its 95% interval, what the probes cost the requests they
+    /// measure. Implies --server-probes.
+    #[arg(help_heading = "Server side", long = "server-probes-cost")]
+    pub server_probes_cost: bool,
+
     /// Print the bpftrace script the probes would run, and exit.
     #[arg(help_heading = "Server side", long = "print-probe-script")]
     pub print_probe_script: bool,
@@ -75,6 +82,7 @@ impl ProbeArgs {
             || self.server_sample.is_some()
             || self.server_probes_from.is_some()
             || self.server_probes_token_file.is_some()
+            || self.server_probes_cost
     }
 
     /// The probes these flags ask for, checked against the run's `plans` (one level, not
@@ -119,10 +127,12 @@ impl ProbeArgs {
             if !self.server_pid.is_empty()
                 || self.server_fn.is_some()
                 || self.server_sample.is_some()
+                || self.server_probes_cost
             {
                 return usage(
                     "with --server-probes-from, give --server-pid, --server-fn and --server-sample \
-                     to `reqlife probe` on the server's host",
+                     to `reqlife probe` on the server's host (--server-probes-cost: the probes \
+                     follow the client's connections here only)",
                 );
             }
             if self.print_probe_script {
@@ -134,6 +144,9 @@ impl ProbeArgs {
                 url: url.clone(),
                 token_file: self.server_probes_token_file.clone(),
             }));
+        }
+        if self.server_probes_cost && plan.connections() < 2 {
+            return usage(HALVES);
         }
         if !plan.target.addr.ip().is_loopback() && self.server_pid.is_empty() {
             return usage(&format!(
@@ -149,12 +162,18 @@ impl ProbeArgs {
                 sample: self.server_sample.unwrap_or(1),
                 interval: plan.interval,
                 agent: false,
+                split: self.server_probes_cost,
             },
             port: plan.target.port,
             print_script: self.print_probe_script,
         }))
     }
 }
+
+/// `--server-probes-cost` with one connection.
+const HALVES: &str = "--server-probes-cost compares the requests of the connections it follows \
+                      with those of the others: give -c 2 or more (16 or more for halves of \
+                      about one size)";
 
 /// The probes of a run, checked: here, or on the server's host.
 #[derive(Debug, Clone)]
@@ -220,6 +239,7 @@ impl ProbeAgentArgs {
             sample: self.server_sample,
             interval: Duration::from_secs(1),
             agent: true,
+            split: false,
         }
     }
 }

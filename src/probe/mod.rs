@@ -60,6 +60,9 @@ pub struct ProbeRequest {
     /// The probe agent (`reqlife probe`): the client is on another host, so every
     /// connection to the port is followed.
     pub agent: bool,
+    /// `--server-probes-cost`: half of the client's connections followed, the others
+    /// untraced, and the latency of the two halves compared.
+    pub split: bool,
 }
 
 /// Everything checked, and the script written: ready to attach.
@@ -71,6 +74,7 @@ pub struct Prepared {
     pub script: script::Script,
     bpftrace: PathBuf,
     sample: u64,
+    split: bool,
     tick: Duration,
     /// bpftrace runs with `--unsafe`: a function is attached by its offset in the file.
     unsafe_attach: bool,
@@ -181,6 +185,7 @@ pub fn prepare(req: &ProbeRequest, port: u16, printing: bool) -> Result<Prepared
         go,
         send_start: send_start(),
         sample: req.sample,
+        split: req.split,
         tick_ms,
     };
     // The calibration runs in a bpftrace of its own, stopped before the run: uprobes left in
@@ -193,6 +198,7 @@ pub fn prepare(req: &ProbeRequest, port: u16, printing: bool) -> Result<Prepared
         server,
         bpftrace,
         sample: req.sample,
+        split: req.split,
         tick: Duration::from_millis(tick_ms),
         unsafe_attach,
     })
@@ -238,6 +244,7 @@ pub struct Probes {
     pids: Vec<u32>,
     functions: Vec<String>,
     sample: u64,
+    split: bool,
     tick: Duration,
 }
 
@@ -286,6 +293,7 @@ impl Prepared {
             pids: self.server.pids.clone(),
             functions: self.script.functions.clone(),
             sample: self.sample,
+            split: self.split,
             tick: self.tick,
         })
     }
@@ -367,6 +375,7 @@ impl Attached {
             Attached::Here(p) => Some(crate::recorder::join::JoinSpec {
                 functions: p.functions.clone(),
                 sample: p.sample,
+                split: p.split,
                 interval: plan.interval,
                 tick: p.tick,
             }),

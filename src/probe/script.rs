@@ -68,6 +68,8 @@ pub struct ScriptPlan {
     pub send_start: bool,
     /// One request in this many is followed (drawn in the kernel).
     pub sample: u64,
+    /// `--server-probes-cost`: half followed ([`crate::recorder::join::halves::traced`]).
+    pub split: bool,
     /// How often the probes' clock ticks, milliseconds.
     pub tick_ms: u64,
 }
@@ -108,6 +110,10 @@ struct Episode {
     write_mark: String,
     read_mark: String,
 }
+
+/// [`crate::recorder::join::halves::traced`] in bpftrace, of the client port `$p`: 1 for a
+/// followed connection (the others are known, so not counted as others', and left untraced).
+const TRACED_BPF: &str = "((((uint64)$p * 40503) >> 15) & 1)";
 
 /// Linux's TCP states, as `sock:inet_sock_set_state` gives them.
 const TCP_ESTABLISHED: u8 = 1;
@@ -208,6 +214,14 @@ impl ScriptPlan {
             let (ain, cin) = (b.map("ain"), b.map("cin"));
             format!(" delete({ain}[$p]); delete({cin}[$p]);")
         };
+        let (untraced, untraced_end) = if self.split {
+            (
+                format!(" if ({TRACED_BPF} == 0) {{ {ours}[$p] = 2; }} else {{"),
+                " }",
+            )
+        } else {
+            (String::new(), "")
+        };
         b.probe(
             &Attach::Tracepoint("sock", "inet_sock_set_state"),
             Some(&format!(
@@ -218,8 +232,8 @@ impl ScriptPlan {
                 "  $p = args->sport;
   if (args->newstate == {TCP_SYN_SENT} && pid == {me}) {{ {conn}[args->skaddr] = 1; }}
   else if (args->newstate == {TCP_ESTABLISHED} && {conn}[args->skaddr]) {{
-    delete({conn}[args->skaddr]); {ours}[$p] = 1;
-    {opened}
+    delete({conn}[args->skaddr]);{untraced} {ours}[$p] = 1;
+    {opened}{untraced_end}
   }} else if (args->newstate == {TCP_CLOSE}) {{
     delete({conn}[args->skaddr]); delete({ours}[$p]);{forget_sampled}
   }}"
@@ -230,6 +244,7 @@ impl ScriptPlan {
     /// Whether the connection `$p` is one the script follows (a condition).
     fn ours(&self, b: &mut Builder) -> String {
         match self.follow {
+            Follow::Client(_) if self.split => format!("{}[$p] == 1", b.map("ours")),
             Follow::Client(_) => format!("{}[$p]", b.map("ours")),
             Follow::All => "1".into(),
         }
@@ -294,8 +309,14 @@ impl ScriptPlan {
         let (n, ours) = (b.map("n"), self.ours(b));
         let (ain, cin) = (b.map("ain"), b.map("cin"));
         let Episode { draw, active, .. } = ep;
+        // Not others': the listening socket's (no peer: port 0), the untraced half's.
         let other = match self.follow {
-            Follow::Client(_) => format!(" else {{ {} = count(); }}", b.map("other")),
+            Follow::Client(_) if self.split => format!(
+                " else if ($p != 0 && {}[$p] != 2) {{ {} = count(); }}",
+                b.map("ours"),
+                b.map("other")
+            ),
+            Follow::Client(_) => format!(" else if ($p != 0) {{ {} = count(); }}", b.map("other")),
             Follow::All => String::new(),
         };
         let delivered = record(b, "$t", EV_DELIVERED, ["$p", "$v", "$o", "0", "0"]);

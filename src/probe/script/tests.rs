@@ -8,6 +8,7 @@
 use super::*;
 use crate::probe::bpf::dry_run;
 use crate::probe::spec::parse_list;
+use crate::recorder::join::halves::traced;
 
 /// The test binary itself, whose two calibration functions stand in for a server's.
 fn exe() -> PathBuf {
@@ -32,6 +33,7 @@ fn plan(follow: Follow, functions: &str, send_start: bool, sample: u64, go: bool
         go,
         send_start,
         sample,
+        split: false,
         tick_ms: 100,
     }
 }
@@ -52,7 +54,47 @@ fn variants() -> Vec<(String, ScriptPlan)> {
             }
         }
     }
+    // --server-probes-cost: half of the client's connections followed.
+    let split = ScriptPlan {
+        split: true,
+        ..plan(Follow::Client(42), "", true, 1, false)
+    };
+    out.push(("split".into(), split));
     out
+}
+
+#[test]
+fn the_split_follows_the_ports_its_rust_twin_picks_and_knows_the_others() {
+    let s = ScriptPlan {
+        split: true,
+        ..plan(Follow::Client(42), "", true, 1, false)
+    }
+    .write();
+    assert!(
+        s.text
+            .contains("if (((((uint64)$p * 40503) >> 15) & 1) == 0) { @ours[$p] = 2; }"),
+        "{}",
+        s.text
+    );
+    assert!(s.text.contains("@ours[$p] == 1"), "{}", s.text);
+    assert!(
+        s.text
+            .contains("else if ($p != 0 && @ours[$p] != 2) { @other = count(); }"),
+        "{}",
+        s.text
+    );
+    // The Rust twin: about half of the ports a kernel gives `connect` (even ones, in a row)
+    // are followed, and of any 16 in a row, some of each.
+    let even: Vec<u16> = (32768..60999).step_by(2).collect();
+    let followed = even.iter().filter(|p| traced(**p)).count() as f64 / even.len() as f64;
+    assert!((followed - 0.5).abs() < 0.01, "{followed}");
+    for w in even.windows(16) {
+        let n = w.iter().filter(|p| traced(**p)).count();
+        assert!((2..=14).contains(&n), "{w:?}: {n}");
+    }
+    // The arithmetic as bpftrace does it, in u64: 40503 × port, bit 15.
+    assert!(!traced(0));
+    assert_eq!(traced(1), (40503u64 >> 15) & 1 == 1);
 }
 
 #[test]

@@ -8,6 +8,7 @@
 //! order) still find theirs; a connection quiet for [`QUIET_NS`] is let go whole.
 
 use super::conn::{Conn, Hit, Write};
+use super::halves::{traced, Halves, MeasuredCost};
 use super::open::Intervals;
 use super::tail::TailAcc;
 use super::{chain, slot, JoinSpec, KernelEvent, Trail};
@@ -49,6 +50,8 @@ pub enum Unjoined {
     NoWrite,
     /// Its events were let go before it came (a request joined too late).
     Late,
+    /// Its connection is of the half left untraced (`--server-probes-cost`).
+    Untraced,
 }
 
 impl Unjoined {
@@ -63,6 +66,7 @@ impl Unjoined {
             Unjoined::NoRead => "no_read",
             Unjoined::NoWrite => "no_write",
             Unjoined::Late => "late",
+            Unjoined::Untraced => "untraced",
         }
     }
 }
@@ -119,6 +123,8 @@ pub struct Joined {
     pub counts: JoinCounts,
     /// The server's processes that read or wrote reqlife's connections.
     pub pids: BTreeSet<u32>,
+    /// `--server-probes-cost`: the traced half of the connections against the untraced.
+    pub cost: Option<MeasuredCost>,
 }
 
 /// The join's state.
@@ -143,6 +149,8 @@ pub struct Joiner {
     log: Option<LogWorker>,
     watch: Option<Watch>,
     last_prune: u64,
+    /// `--server-probes-cost`: the two halves' requests.
+    halves: Option<Halves>,
 }
 
 impl Joiner {
@@ -155,6 +163,7 @@ impl Joiner {
     pub fn new(spec: JoinSpec, log: Option<LogWorker>, watch: Option<Watch>) -> Joiner {
         let names = super::phases(&spec.functions);
         let n = names.len();
+        let halves = spec.split.then(Halves::default);
         Joiner {
             spec,
             conns: HashMap::new(),
@@ -172,6 +181,7 @@ impl Joiner {
             log,
             watch,
             last_prune: 0,
+            halves,
             names,
         }
     }
@@ -350,9 +360,19 @@ impl Joiner {
         self.counts.requests += 1;
         let n = self.names.len();
         let mut probed: Vec<Option<u64>> = vec![None; n];
-        match self.find(&t, &mut probed) {
+        let untraced = self.spec.split && t.wire.port != 0 && !traced(t.wire.port);
+        let found = match untraced {
+            true => Err(Unjoined::Untraced),
+            false => self.find(&t, &mut probed),
+        };
+        match found {
             Ok(()) => self.counts.joined += 1,
             Err(why) => *self.counts.unjoined.entry(why.name()).or_default() += 1,
+        }
+        let total = t.kept.phases[crate::model::Phase::Total.index()];
+        if let (Some(halves), Some(total), Some(_)) = (&mut self.halves, total, t.kept.status) {
+            let port = t.wire.port;
+            halves.record(port, traced(port), t.interval, total);
         }
         for (i, ns) in probed.iter().enumerate() {
             t.kept.set_probed(i, *ns);
@@ -512,6 +532,7 @@ impl Joiner {
             tail: self.tail,
             counts: self.counts,
             pids: self.pids,
+            cost: self.halves.and_then(Halves::finish),
         }
     }
 }

@@ -30,6 +30,7 @@
 
 mod chain;
 mod conn;
+pub mod halves;
 mod joiner;
 mod open;
 pub mod sink;
@@ -217,6 +218,10 @@ pub struct JoinSpec {
     pub functions: Vec<String>,
     /// One request in this many is followed (drawn in the kernel).
     pub sample: u64,
+    /// `--server-probes-cost`: only the connections whose port
+    /// [`halves::traced`] picks are followed; the latency of the requests on
+    /// the others is compared with theirs ([`halves`]).
+    pub split: bool,
     /// The run's interval.
     pub interval: std::time::Duration,
     /// How often the probes' clock ticks.

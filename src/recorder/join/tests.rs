@@ -38,6 +38,7 @@ fn spec(functions: &[&str], sample: u64) -> JoinSpec {
     JoinSpec {
         functions: functions.iter().map(|f| f.to_string()).collect(),
         sample,
+        split: false,
         interval: Duration::from_secs(1),
         tick: Duration::from_millis(100),
     }

@@ -16,7 +16,8 @@ pub struct Joining {
     /// Of those, the requests joined (their server phases measured).
     pub joined: u64,
     /// The others, by why (`failed`, `not_sampled`, `connection_not_seen`, `no_arrival`,
-    /// `no_read`, `no_write`, `late`, `no_connection`).
+    /// `no_read`, `no_write`, `late`, `no_connection`, `untraced`: of the half of the
+    /// connections `--server-probes-cost` leaves untraced).
     pub unjoined: BTreeMap<String, u64>,
     /// Requests the joiner could not take (it fell behind the workers).
     pub dropped: u64,
@@ -62,14 +63,14 @@ impl Joining {
         let missing: u64 = self
             .unjoined
             .iter()
-            .filter(|(why, _)| !matches!(why.as_str(), "failed" | "not_sampled"))
+            .filter(|(why, _)| !matches!(why.as_str(), "failed" | "not_sampled" | "untraced"))
             .map(|(_, n)| n)
             .sum();
         if self.requests > 0 && missing * 20 > self.requests {
             let why: Vec<String> = self
                 .unjoined
                 .iter()
-                .filter(|(w, _)| !matches!(w.as_str(), "failed" | "not_sampled"))
+                .filter(|(w, _)| !matches!(w.as_str(), "failed" | "not_sampled" | "untraced"))
                 .map(|(w, n)| format!("{n} {}", w.replace('_', " ")))
                 .collect();
             out.push(format!(

@@ -105,6 +105,10 @@ pub struct Cost {
     pub server_cpu_s: Option<f64>,
     /// probe_cpu_s / server_cpu_s.
     pub share_of_server_cpu: Option<f64>,
+    /// `--server-probes-cost`: the requests of the connections the probes followed against
+    /// those of the others, at the same load: what the probes cost the requests they measure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<crate::recorder::join::halves::MeasuredCost>,
 }
 
 pub(super) fn round3(v: f64) -> f64 {
@@ -164,6 +168,7 @@ impl ServerProbes {
                 probe_cpu_s: probe_cpu_s.map(|v| round3(v * 1000.0) / 1000.0),
                 server_cpu_s: server_cpu_s.map(|v| round3(v * 1000.0) / 1000.0),
                 share_of_server_cpu: share,
+                measured: joined.and_then(|j| j.cost.clone()),
             },
             notes: acc.notes.clone(),
             remote: acc.remote.clone(),
@@ -212,10 +217,13 @@ impl ServerProbes {
             _ => &self.pids,
         };
         let pids: Vec<String> = served.iter().map(u32::to_string).collect();
-        let drawn = match self.sample {
+        let mut drawn = match self.sample {
             1 => String::new(),
             n => format!(" (one request in {n} followed)"),
         };
+        if self.cost.measured.is_some() {
+            drawn.push_str(" (half of the connections followed: --server-probes-cost)");
+        }
         let sampled = match (&self.joining, self.sample) {
             (Some(j), _) => format!(
                 "{} of {} requests joined by their bytes{drawn}",
@@ -334,6 +342,11 @@ impl ServerProbes {
             _ => String::new(),
         };
         let mut out = vec![format!("probes: {hits} hits{each}{share}")];
+        out.extend(
+            c.measured
+                .as_ref()
+                .map(crate::recorder::join::halves::MeasuredCost::line),
+        );
         if self
             .order
             .iter()
