@@ -10,7 +10,7 @@
 //! search), `repetitions` (`--repeat N`), `levels` (a sweep, or a knee search's steps),
 //! `bursts`, `status`, `errors`, `thresholds`, `warnings`, `environment`.
 
-mod figures;
+mod page_plots;
 mod probes;
 mod slow;
 mod tables;
@@ -20,7 +20,7 @@ use super::plot::human;
 use super::ReportError;
 use crate::model::LoadKind;
 use crate::recorder::record::RunRecord;
-use figures::*;
+use page_plots::*;
 use serde::Serialize;
 use tables::*;
 
