@@ -11,8 +11,8 @@ mod conn;
 pub(in crate::engine) mod crate_link;
 mod frame;
 pub mod hpack;
+mod link_bytes;
 mod reception;
-mod wire;
 
 use super::connect::{Connector, SharedConnect, Stream};
 use super::decode::BodyDecoder;
@@ -23,12 +23,12 @@ use super::stream::StreamTracker;
 use super::EngineError;
 use crate::model::{ErrorKind, Timestamps, Traffic};
 use conn::{BodyError, Conn, ConnFailure, Core, Failure, Start};
+use link_bytes::{ByteShare, LinkBytes};
 pub(in crate::engine) use reception::HeaderFields;
 pub(super) use reception::Reception;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Instant;
-use wire::{WireShare, WireStats};
 
 #[doc(hidden)]
 pub use conn::receive_any;
@@ -70,8 +70,8 @@ pub struct H2Link {
     /// One stream connects at a time; the others wait for it.
     connect: SharedConnect,
     /// What the link's connections read and wrote (over all of them).
-    wire: Rc<WireStats>,
-    /// The totals (read, header, written) at the last take ([`H2Link::take_wire`]).
+    bytes: Rc<LinkBytes>,
+    /// The totals (read, header, written) at the last take ([`H2Link::take_bytes`]).
     taken: Cell<(u64, u64, u64)>,
     /// The server ended the link's last connection (GOAWAY, or its close), not yet told by
     /// a response ([`H2Link::take_server_close`]): one count per connection, not per stream.
@@ -115,7 +115,7 @@ impl H2Link {
         self.reset();
         let stream = connector.connect(stamps).await?;
         check_alpn(&stream)?;
-        let mut core = Core::new(tuning, self.wire.clone());
+        let mut core = Core::new(tuning, self.bytes.clone());
         core.connected_on(stream.tally().port, stream.is_plain());
         let conn = Rc::new(Conn {
             core: RefCell::new(core),
@@ -139,11 +139,11 @@ impl H2Link {
     /// The bytes read (and the header-block bytes among them) and written since the last
     /// take: a stream's share of the connection's traffic (all of it, frames of other kinds
     /// included, goes to some stream, so the run's totals are exact).
-    fn take_wire(&self) -> WireShare {
-        let w = &self.wire;
+    fn take_bytes(&self) -> ByteShare {
+        let w = &self.bytes;
         let now = (w.read.get(), w.header.get(), w.written.get());
         let before = self.taken.replace(now);
-        WireShare {
+        ByteShare {
             read: now.0 - before.0,
             header: now.1 - before.1,
             written: now.2 - before.2,
@@ -153,7 +153,7 @@ impl H2Link {
     /// The bytes read and written since the last take, taken: a failed stream's share (the
     /// header-block bytes among them are not a response's).
     pub(super) fn take_failed(&self) -> (u64, u64) {
-        let share = self.take_wire();
+        let share = self.take_bytes();
         (share.read, share.written)
     }
 
@@ -278,7 +278,7 @@ pub async fn exchange(
         let conn = link.conn(connector, tuning, stamps).await?;
         match stream(&conn, request, key, stamps, &mut sinks).await {
             Ok((status, mut traffic, wire)) => {
-                let share = link.take_wire();
+                let share = link.take_bytes();
                 traffic.header = share.header;
                 // The request that opened the connection carries its handshake and limit.
                 let mut max_streams = None;

@@ -126,7 +126,7 @@ fn poll_drive(conn: &Conn, io: &mut Stream, turns: &mut Turns, cx: &mut Context<
                 }
                 reads += 1;
                 core.filled += n;
-                add(&core.wire.read, n);
+                add(&core.bytes.read, n);
                 if !io.is_plain() {
                     // Under TLS the frames' offsets are not the TCP bytes': where they are.
                     core.tcp_read(io.tally());
@@ -167,7 +167,7 @@ fn poll_out(
         match Pin::new(&mut *io).poll_write(cx, &core.out[from..]) {
             Poll::Ready(Ok(0)) => return Err(closed("the server closed the connection".into())),
             Poll::Ready(Ok(n)) => {
-                add(&core.wire.written, n);
+                add(&core.bytes.written, n);
                 core.out_done += n;
                 if core.out_done == core.out.len() {
                     core.written_out(Instant::now());
