@@ -72,7 +72,7 @@ impl Exporter {
 
     /// What the collector calls with each final interval: a send on an unbounded channel,
     /// which never blocks.
-    pub fn sink(&self) -> crate::recorder::collector::Watch {
+    pub fn sink(&self) -> crate::recorder::collector::IntervalSink {
         let tx = self.tx.clone();
         Box::new(move |snap| {
             let _ = tx.send(Feed::Interval(Box::new(snap.clone())));
@@ -83,7 +83,7 @@ impl Exporter {
 impl Exporter {
     /// What the server's probes call with each tick (`--server-probes-from`: the agent's
     /// phases, per read and write).
-    pub fn probe_sink(&self) -> crate::recorder::collector::Watch {
+    pub fn probe_sink(&self) -> crate::recorder::collector::IntervalSink {
         let tx = self.tx.clone();
         Box::new(move |snap| {
             let _ = tx.send(Feed::Probed(Box::new(snap.clone())));
@@ -96,7 +96,7 @@ impl Exporter {
     pub fn joined_sink(
         &self,
         spec: &crate::recorder::join::JoinSpec,
-    ) -> crate::recorder::collector::Watch {
+    ) -> crate::recorder::collector::IntervalSink {
         let tx = self.tx.clone();
         let names: Arc<[String]> = crate::recorder::join::phase_names(&spec.functions).into();
         Box::new(move |snap| {
