@@ -11,7 +11,7 @@ mod head;
 use super::chunked::ChunkDecoder;
 use super::connect::Stream;
 use super::decode::{BodyDecoder, Codings};
-use super::stream::StreamTracker;
+use super::events::EventTracker;
 use super::EngineError;
 use crate::model::{ErrorKind, Timestamps, Traffic, Wire};
 use body::Body;
@@ -64,7 +64,7 @@ pub struct Sinks<'a> {
     /// Decodes an encoded body (`--compressed`); `None`: bodies are counted, not kept.
     pub decoder: Option<&'a mut BodyDecoder>,
     /// Counts a streamed response's events (`--stream`).
-    pub stream: &'a mut StreamTracker,
+    pub stream: &'a mut EventTracker,
 }
 
 /// What the server said to a head sent with `Expect: 100-continue`
@@ -284,7 +284,7 @@ impl Http1Conn {
         let Sinks {
             timing,
             decoder,
-            stream,
+            stream: events,
         } = sinks;
         timing.clear();
         let want_codings = decoder.is_some();
@@ -302,7 +302,7 @@ impl Http1Conn {
             }
             _ => None,
         };
-        let mut tracker = stream.begin(head.event_stream).then_some(stream);
+        let mut tracker = events.begin(head.event_stream).then_some(events);
         let (k, t) = (&mut keeper, &mut tracker);
         let body = match head.framing {
             Framing::None => Body {
@@ -329,7 +329,7 @@ impl Http1Conn {
             carried = b - a;
         }
         self.carried = carried;
-        tracker.map(StreamTracker::finish);
+        tracker.map(EventTracker::finish);
         stamps.done = stamps.first_byte.map(|f| self.arrived().max(f));
         let header_bytes = (got.interim_bytes + head.len) as u64;
         let mut traffic = Traffic {

@@ -16,10 +16,10 @@ mod reception;
 
 use super::connect::{Connector, SharedConnect, Stream};
 use super::decode::BodyDecoder;
+use super::events::EventTracker;
 use super::extras::{Events, Tally};
 use super::grpc::Status;
 use super::request::Request;
-use super::stream::StreamTracker;
 use super::EngineError;
 use crate::model::{ErrorKind, Timestamps, Traffic};
 use conn::{BodyError, Conn, ConnFailure, Core, Failure, Start};
@@ -252,7 +252,7 @@ pub struct Sinks<'a> {
     /// Keeps and decodes an encoded body (`--compressed`); `None`: bodies are counted, not kept.
     pub decoder: Option<&'a mut BodyDecoder>,
     /// Counts a streamed response's events (one DATA frame is one unit).
-    pub tracker: &'a mut StreamTracker,
+    pub tracker: &'a mut EventTracker,
     /// A gRPC call's `grpc-status` and `grpc-message`; `None` for plain HTTP/2.
     pub grpc: Option<&'a mut Status>,
     /// The trace headers the request carries (`--trace-context`), added to its header block.

@@ -27,8 +27,8 @@ pub mod push;
 pub mod upgrade;
 
 use super::connect::Stream;
+use super::events::EventTracker;
 use super::extras::{Extras, Tally};
-use super::stream::StreamTracker;
 use super::{EngineError, WsWire};
 use crate::model::{ErrorKind, Phase, Timestamps, Traffic, Wire};
 use crate::util::rng::SplitMix64;
@@ -237,7 +237,7 @@ impl WsConn {
         message: &[u8],
         max_head: usize,
         stamps: &mut Timestamps,
-        tracker: &mut StreamTracker,
+        tracker: &mut EventTracker,
     ) -> Result<Reply, EngineError> {
         self.ended = None;
         self.ping.begin();

@@ -8,10 +8,10 @@
 //! (an event may straddle reads) that keeps no bytes: an [`SseSink`] sees the field values,
 //! for those who want them ([`Collect`], the reference the tests read); the engine only counts.
 //!
-//! A [`StreamTracker`] follows one response: it stamps the first event, keeps the gaps
+//! A [`EventTracker`] follows one response: it stamps the first event, keeps the gaps
 //! between events (nanoseconds, capacity kept across responses, at most [`MAX_GAPS`] per
 //! response) and the count. Events that complete in the same read share its time (gap 0).
-//! A stream that never ends is bounded by `--timeout` (a timeout) and by `--max-body`: a
+//! Events that never end are bounded by `--timeout` (a timeout) and by `--max-body`: a
 //! tracked body longer than that is cut there, a protocol error ([`TOO_LONG`]), as a
 //! `--compressed` body over it is.
 
@@ -336,7 +336,7 @@ pub fn parse_all(bytes: &[u8], split: usize) -> Vec<Event> {
 
 /// Gives a read of a body (not chunked: one unit) to the tracker, if the response is
 /// tracked; an error once the body went past `--max-body`.
-pub fn track(tracker: &mut Option<&mut StreamTracker>, data: &[u8]) -> Result<(), EngineError> {
+pub fn track(tracker: &mut Option<&mut EventTracker>, data: &[u8]) -> Result<(), EngineError> {
     if let Some(t) = tracker.as_deref_mut().filter(|_| !data.is_empty()) {
         t.body(data)
             .map_err(|e| EngineError::new(ErrorKind::Protocol, e.into()))?;
@@ -361,7 +361,7 @@ pub fn is_event_stream(value: &[u8]) -> bool {
 
 /// What one streamed response gave: events, when they completed, the gaps between them.
 #[derive(Debug, Default)]
-pub struct StreamTracker {
+pub struct EventTracker {
     /// The run's `--stream` mode, if any.
     mode: Option<StreamMode>,
     /// `--max-body`: the most body bytes of one tracked response.
@@ -379,10 +379,10 @@ pub struct StreamTracker {
     gaps: Vec<u64>,
 }
 
-impl StreamTracker {
+impl EventTracker {
     /// A tracker for the run's `--stream` `mode`, cutting a body past `max_body` bytes.
     pub fn new(mode: Option<StreamMode>, max_body: u64) -> Self {
-        StreamTracker {
+        EventTracker {
             mode,
             max_body,
             ..Default::default()
