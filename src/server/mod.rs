@@ -6,11 +6,11 @@
 //! bound on how long in-flight connections may take.
 
 mod compress;
+mod events;
 pub mod faults;
 mod h3;
 pub mod kv;
 pub mod routes;
-mod stream;
 #[cfg(test)]
 mod tests;
 mod tls;
