@@ -433,7 +433,7 @@ fn stream_request<'a>(
 /// A kept HTTP/1.1 connection the server closed while idle is dropped before the next
 /// send (which opens a new one); true when it was.
 pub(super) fn drop_if_peer_closed(conn: &mut Option<Http1Conn>) -> bool {
-    let closed = conn.as_ref().is_some_and(|c| c.stream.peer_closed());
+    let closed = conn.as_ref().is_some_and(|c| c.socket.peer_closed());
     if closed {
         *conn = None;
     }
@@ -506,8 +506,8 @@ impl Http1<'_> {
             Some(c) => c,
             None => {
                 let _awake = arrival::awake::Needed::new();
-                let stream = self.wire.connector.connect(stamps).await?;
-                conn.insert(Http1Conn::new(stream))
+                let socket = self.wire.connector.connect(stamps).await?;
+                conn.insert(Http1Conn::new(socket))
             }
         };
         let sinks = self.kept.http1();

@@ -37,12 +37,12 @@ impl CrateLink {
             return Ok(live.sender.clone());
         }
         *self.sender.borrow_mut() = None;
-        let stream = connector.connect(stamps).await?;
-        super::check_alpn(&stream)?;
+        let socket = connector.connect(stamps).await?;
+        super::check_alpn(&socket)?;
         let not_h2 = Rc::new(Cell::new(false));
-        let stream = FirstBytes::new(stream, not_h2.clone());
+        let socket = FirstBytes::new(socket, not_h2.clone());
         let (sr, conn) = h2::client::Builder::new()
-            .handshake::<_, Bytes>(stream)
+            .handshake::<_, Bytes>(socket)
             .await
             .map_err(|e| h2_error(&e, "HTTP/2 handshake"))?;
         let alive = Rc::new(Cell::new(true));

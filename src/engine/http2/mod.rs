@@ -14,7 +14,7 @@ pub mod hpack;
 mod link_bytes;
 mod reception;
 
-use super::connect::{Connector, SharedConnect, Stream};
+use super::connect::{Connector, SharedConnect, Socket};
 use super::decode::BodyDecoder;
 use super::events::EventTracker;
 use super::extras::{Events, Tally};
@@ -113,14 +113,14 @@ impl H2Link {
         stamps: &mut Timestamps,
     ) -> Result<Rc<Conn>, EngineError> {
         self.reset();
-        let stream = connector.connect(stamps).await?;
-        check_alpn(&stream)?;
+        let socket = connector.connect(stamps).await?;
+        check_alpn(&socket)?;
         let mut core = Core::new(tuning, self.bytes.clone());
-        core.connected_on(stream.tally().port, stream.is_plain());
+        core.connected_on(socket.tally().port, socket.is_plain());
         let conn = Rc::new(Conn {
             core: RefCell::new(core),
         });
-        tokio::task::spawn_local(conn::drive(conn.clone(), stream));
+        tokio::task::spawn_local(conn::drive(conn.clone(), socket));
         *self.conn.borrow_mut() = Some(conn.clone());
         Ok(conn)
     }
@@ -184,8 +184,8 @@ impl Drop for H2Link {
 
 /// Over TLS, HTTP/2 needs the server to agree to h2 in ALPN: an HTTP/1.1 server that ignores
 /// ALPN would take the preface for a bad request.
-pub(in crate::engine) fn check_alpn(stream: &Stream) -> Result<(), EngineError> {
-    let Stream::Tls(tls) = stream else {
+pub(in crate::engine) fn check_alpn(socket: &Socket) -> Result<(), EngineError> {
+    let Socket::Tls(tls) = socket else {
         return Ok(());
     };
     let chosen = tls.get_ref().1.alpn_protocol();

@@ -130,9 +130,9 @@ fn serve(listener: TcpListener, rx: Receiver<Feed>, mut m: Metrics, stop: &Atomi
     while !stop.load(Ordering::SeqCst) {
         take(&mut m);
         match listener.accept() {
-            Ok((stream, _)) => {
+            Ok((socket, _)) => {
                 take(&mut m);
-                let _ = answer(stream, &m);
+                let _ = answer(socket, &m);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
             Err(_) => std::thread::sleep(POLL),
@@ -141,11 +141,11 @@ fn serve(listener: TcpListener, rx: Receiver<Feed>, mut m: Metrics, stop: &Atomi
 }
 
 /// Answers one HTTP/1.x request: `GET /metrics` (any query), or 404; then closes.
-fn answer(mut stream: TcpStream, m: &Metrics) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
-    let head = crate::util::http_head::read(&mut stream)?;
+fn answer(mut socket: TcpStream, m: &Metrics) -> std::io::Result<()> {
+    socket.set_nonblocking(false)?;
+    socket.set_read_timeout(Some(Duration::from_secs(2)))?;
+    socket.set_write_timeout(Some(Duration::from_secs(5)))?;
+    let head = crate::util::http_head::read(&mut socket)?;
     let mut words = head.split_whitespace();
     let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
     let path = target.split('?').next().unwrap_or("");
@@ -173,6 +173,6 @@ fn answer(mut stream: TcpStream, m: &Metrics) -> std::io::Result<()> {
     if method != "HEAD" {
         response.push_str(&body);
     }
-    stream.write_all(response.as_bytes())?;
-    stream.flush()
+    socket.write_all(response.as_bytes())?;
+    socket.flush()
 }
