@@ -183,7 +183,7 @@ fn run(
         None => (None, None),
     };
     let on_interval = sinks.on_interval;
-    let (late, log_error) = crate::recorder::hdrlog::stream(sinks.log, base, interval, |write| {
+    let (late, log_error) = crate::recorder::hdrlog::logged(sinks.log, base, interval, |write| {
         let mut emit = |snap: IntervalSnapshot| {
             write(&snap);
             if let Some(on_interval) = &on_interval {
