@@ -126,7 +126,7 @@ proptest::proptest! {
 
 #[test]
 fn the_tracker_counts_gaps_between_events() {
-    let mut t = EventTracker::new(Some(StreamMode::Lines), u64::MAX);
+    let mut t = EventTracker::new(Some(EventMode::Lines), u64::MAX);
     assert!(t.begin(false));
     t.body(b"a\nb").unwrap();
     t.body(b"\nc\nd").unwrap();
@@ -158,7 +158,7 @@ fn the_tracker_counts_gaps_between_events() {
 #[test]
 fn a_tracked_body_past_max_body_is_cut() {
     // 10 bytes at most: two SSE events of 9 bytes each go past it in the second read.
-    let mut t = EventTracker::new(Some(StreamMode::Sse), 10);
+    let mut t = EventTracker::new(Some(EventMode::Sse), 10);
     assert!(t.begin(false));
     assert_eq!(t.body(b"data: a\n\n"), Ok(()));
     assert_eq!(t.body(b"data: b\n\n"), Err(TOO_LONG));
