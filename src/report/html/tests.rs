@@ -175,7 +175,7 @@ fn sections_without_data_are_left_out() {
             error_every: 1,
             status_503_every: 0,
             server_timing: false,
-            stream: false,
+            events: false,
         },
     );
     assert_eq!(r.summary.requests.ok, 0);
@@ -200,7 +200,7 @@ fn sections_without_data_are_left_out() {
             error_every: 0,
             status_503_every: 0,
             server_timing: false,
-            stream: false,
+            events: false,
         },
     );
     let ids = sections(&page(&r));
