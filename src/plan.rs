@@ -66,7 +66,7 @@ pub struct RunPlan {
     pub compressed: bool,
     /// `--stream`: time the events of streamed responses (`text/event-stream` responses are
     /// timed as SSE without it).
-    pub stream: Option<crate::model::StreamMode>,
+    pub stream: Option<crate::model::EventMode>,
     /// Largest response body kept for decoding, in bytes (`--max-body`); a larger one is a
     /// protocol error. Bodies that are not decoded are counted, never kept.
     pub max_body_bytes: u64,

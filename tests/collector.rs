@@ -87,7 +87,7 @@ fn an_interval_close_allocates_nothing_on_the_worker() {
     let sinks = Sinks {
         live: None,
         log: None,
-        watch: None,
+        on_interval: None,
         join: None,
     };
     let start = Start {
@@ -286,7 +286,7 @@ fn a_workers_sets_start_the_runs_phases_full_size_and_the_rest_small() {
     let sinks = Sinks {
         live: None,
         log: None,
-        watch: None,
+        on_interval: None,
         join: None,
     };
     let start = Start {

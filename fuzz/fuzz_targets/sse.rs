@@ -2,7 +2,7 @@
 //! same events, the counting parser agrees with the collecting one, and nothing panics.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use reqlife::engine::stream::{parse_all, Count, SseParser};
+use reqlife::engine::events::{parse_all, Count, SseParser};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&split, stream)) = data.split_first() else {

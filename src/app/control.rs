@@ -7,7 +7,7 @@
 
 use super::failure::Failure;
 use super::interrupt;
-use super::intervals::Watch;
+use super::intervals::IntervalFeed;
 use super::now_rfc3339;
 use crate::engine::SessionConfig;
 use crate::load::executor::{self, RunOptions};
@@ -295,8 +295,8 @@ impl Control {
         // --live: drawn from the collector's intervals (never the workers'), on this thread.
         self.view_begin(plan)?;
         let view = self.view.borrow().is_some();
-        let (mut watch, live_tx) =
-            Watch::new(plan, reporting.every, reporting.abort, reporting.json, view);
+        let (mut feed, live_tx) =
+            IntervalFeed::new(plan, reporting.every, reporting.abort, reporting.json, view);
         if let Some(m) = &self.metrics {
             m.begin(plan);
         }
@@ -304,8 +304,8 @@ impl Control {
         // connections open (the probes learn them as they open).
         let join = self.probes.borrow().as_ref().and_then(|p| {
             let spec = p.join_spec(plan)?;
-            let watch = self.metrics.as_ref().map(|m| m.joined_sink(&spec));
-            let (input, events) = crate::recorder::join::JoinInput::new(spec, watch);
+            let sink = self.metrics.as_ref().map(|m| m.joined_sink(&spec));
+            let (input, events) = crate::recorder::join::JoinInput::new(spec, sink);
             p.join(events);
             Some(input)
         });
@@ -315,31 +315,31 @@ impl Control {
             sinks: crate::recorder::collector::Sinks {
                 live: live_tx,
                 log: reporting.log,
-                watch: self.metrics.as_ref().map(|m| m.sink()),
+                on_interval: self.metrics.as_ref().map(|m| m.sink()),
                 join,
             },
         };
-        let mut watching = Watching {
+        let mut observer = RunObserver {
             control: self,
             plan,
-            watch: &mut watch,
+            feed: &mut feed,
             quiet: reporting.quiet || view,
             bar: None,
             reach: super::reach::Reach::new(plan),
             refused: None,
         };
-        let ran = executor::execute(plan, config, options, &mut watching)
+        let ran = executor::execute(plan, config, options, &mut observer)
             .map_err(|e| Failure::Failed(format!("cannot start worker threads: {e}")))?;
-        let refused = watching.refused.take();
+        let refused = observer.refused.take();
         let (mut measured, recorded) = (ran.measured, ran.recorded);
         self.finish_probes(refused, &mut measured)?;
         if let Some(m) = &self.metrics {
             // Every interval is in (the collector has ended): the load is over.
             m.end();
         }
-        watch.last_lines(recorded);
+        feed.last_lines(recorded);
         let ran = executor::Ran { measured, ..ran };
-        let (stop_reason, fail_fast) = ran.ending(plan, self.signal(), watch.lost.take());
+        let (stop_reason, fail_fast) = ran.ending(plan, self.signal(), feed.lost.take());
         Ok(Executed {
             stop_reason: match stop_reason {
                 StopReason::Interrupted(_) if self.quit.get() => StopReason::Quit,
@@ -381,12 +381,12 @@ impl Reporting<'_> {
     }
 }
 
-/// What watches one run for the control, as the executor calls it: the probes given the
-/// window, the progress bar, the view and the watchers of the closed intervals.
-struct Watching<'a, 'w> {
+/// What observes one run for the control, as the executor calls it: the probes given the
+/// window, the progress bar, the view and the feed of the closed intervals.
+struct RunObserver<'a, 'w> {
     control: &'a Control,
     plan: &'a RunPlan,
-    watch: &'a mut Watch<'w>,
+    feed: &'a mut IntervalFeed<'w>,
     /// No progress bar (`--quiet`, or the view shows the run).
     quiet: bool,
     bar: Option<indicatif::ProgressBar>,
@@ -397,7 +397,7 @@ struct Watching<'a, 'w> {
     refused: Option<crate::probe::ProbeError>,
 }
 
-impl executor::Observer for Watching<'_, '_> {
+impl executor::Observer for RunObserver<'_, '_> {
     fn opened(&mut self, window: &executor::Window) {
         let control = self.control;
         if let Some(p) = control.probes.borrow_mut().as_mut() {
@@ -425,7 +425,7 @@ impl executor::Observer for Watching<'_, '_> {
             return executor::Tick::Stop;
         }
         update_bar(&self.bar, progress, plan.stop, window.from);
-        let new_snapshots = self.watch.take(|snap| {
+        let new_snapshots = self.feed.take(|snap| {
             if let Some(v) = control.view.borrow_mut().as_mut() {
                 v.state.push(snap);
             }
@@ -436,7 +436,7 @@ impl executor::Observer for Watching<'_, '_> {
             StopRule::Requests(_) => None,
         };
         control.view_tick(Some((elapsed, length)));
-        self.watch.print_lines(&self.bar, elapsed);
+        self.feed.print_lines(&self.bar, elapsed);
         if let Some(line) = self.reach.check(elapsed, progress).filter(|_| !self.quiet) {
             match &self.bar {
                 Some(bar) => bar.println(line),
@@ -444,8 +444,8 @@ impl executor::Observer for Watching<'_, '_> {
             }
         }
         match new_snapshots {
-            true if self.watch.lost_threshold() => executor::Tick::Stop,
-            true if self.watch.precise() => executor::Tick::Enough,
+            true if self.feed.lost_threshold() => executor::Tick::Stop,
+            true if self.feed.precise() => executor::Tick::Enough,
             _ => executor::Tick::Go,
         }
     }

@@ -1,5 +1,5 @@
-//! The watchers of one run's closed intervals, fed from the collector's channel: `--every`'s
-//! lines, `--abort-on-fail`'s thresholds on what was measured so far, and `--until`'s
+//! The feed of one run's closed intervals from the collector's channel, and what reads it:
+//! `--every`'s lines, `--abort-on-fail`'s thresholds on what was measured so far, and `--until`'s
 //! precision.
 
 use super::out;
@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The watchers of one run's closed intervals: `--every` lines, `--abort-on-fail`'s
+/// The feed of one run's closed intervals and what reads it: `--every` lines, `--abort-on-fail`'s
 /// thresholds on what was measured so far (and the one lost, if one was), fed from the
 /// collector's channel.
-pub(super) struct Watch<'a> {
+pub(super) struct IntervalFeed<'a> {
     live: Option<LivePrinter>,
     /// How far the collector's intervals are final, as it says, and as read before the
     /// channel's snapshots were last taken: the `--every` lines print up to there.
@@ -29,9 +29,9 @@ pub(super) struct Watch<'a> {
     pub(super) lost: Option<String>,
 }
 
-impl<'a> Watch<'a> {
-    /// The watchers of a run of `plan`, and the sender the collector feeds them by (none when
-    /// nothing watches: not `--every`, `--abort-on-fail` or the view).
+impl<'a> IntervalFeed<'a> {
+    /// The feed of a run of `plan`, and the sender the collector feeds it by (none when
+    /// nothing reads it: not `--every`, `--abort-on-fail` or the view).
     pub(super) fn new(
         plan: &RunPlan,
         every: Option<Duration>,
@@ -54,7 +54,7 @@ impl<'a> Watch<'a> {
         } else {
             (None, None)
         };
-        let watch = Watch {
+        let feed = IntervalFeed {
             live,
             final_below,
             final_seen: 0,
@@ -65,7 +65,7 @@ impl<'a> Watch<'a> {
             json,
             lost: None,
         };
-        (watch, tx)
+        (feed, tx)
     }
 
     /// Takes the intervals closed since the last call, each shown to `view` too; whether

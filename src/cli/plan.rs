@@ -287,12 +287,12 @@ fn protocol(
 }
 
 /// `--stream`: how a streamed response's events are told apart.
-fn stream_mode(args: &RunArgs) -> Option<crate::model::StreamMode> {
+fn stream_mode(args: &RunArgs) -> Option<crate::model::EventMode> {
     args.response.stream.map(|s| match s {
-        super::StreamArg::Sse => crate::model::StreamMode::Sse,
-        super::StreamArg::Chunks => crate::model::StreamMode::Chunks,
-        super::StreamArg::Lines => crate::model::StreamMode::Lines,
-        super::StreamArg::Messages => crate::model::StreamMode::Messages,
+        super::StreamArg::Sse => crate::model::EventMode::Sse,
+        super::StreamArg::Chunks => crate::model::EventMode::Chunks,
+        super::StreamArg::Lines => crate::model::EventMode::Lines,
+        super::StreamArg::Messages => crate::model::EventMode::Messages,
     })
 }
 

@@ -8,7 +8,7 @@
 //! so neither a burst nor a large response leaves memory behind. Buffers come back from the
 //! pool: no allocation per request in the steady state.
 
-use super::connect::Stream;
+use super::connect::Socket;
 use std::cell::RefCell;
 use std::io;
 use std::ops::{Deref, DerefMut};
@@ -84,17 +84,17 @@ impl DerefMut for ReadBuf {
     }
 }
 
-/// Reads from `stream` into `buf` at `at`: the byte count and, on plain TCP, the instant the
+/// Reads from `socket` into `buf` at `at`: the byte count and, on plain TCP, the instant the
 /// kernel received the last of them ([`super::arrival`]; `None` on TLS, whose bytes are the
 /// decryption's). Without a buffer held, it first waits until the socket is readable (plain
 /// TCP: the wait costs no syscall and no buffer; TLS borrows one at once), then borrows one.
 /// A short read tells tokio the socket is drained: no extra `EAGAIN` read per response.
 pub async fn read_at(
-    stream: &mut Stream,
+    socket: &mut Socket,
     buf: &mut ReadBuf,
     at: usize,
 ) -> io::Result<(usize, Option<Instant>)> {
-    if let Stream::Plain(counted) = stream {
+    if let Socket::Plain(counted) = socket {
         let tcp = counted.get_ref();
         if !buf.is_held() {
             super::arrival::read_ready(tcp).await?;
@@ -106,7 +106,7 @@ pub async fn read_at(
         return Ok((n, arrival));
     }
     buf.acquire();
-    let n = stream.read(&mut buf[at..]).await?;
+    let n = socket.read(&mut buf[at..]).await?;
     super::arrival::note(None);
     Ok((n, None))
 }

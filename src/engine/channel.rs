@@ -3,10 +3,10 @@
 //! protocol's own response type becomes.
 
 use super::config::{FramedWire, GrpcWire, H2Wire, H3Wire, Http1Wire, Wire, WsWire};
+use super::events::EventTracker;
 use super::extras::Extras;
 use super::framed::FramedConn;
 use super::http1::{self, Http1Conn};
-use super::stream::StreamTracker;
 use super::websocket::WsConn;
 use super::{decode, grpc, http2, http3, Send};
 use crate::model::trace::TraceHeaders;
@@ -209,7 +209,7 @@ pub(super) struct Kept {
     /// The last response's `Server-Timing` values.
     pub(super) timing: Vec<u8>,
     pub(super) decoder: Option<decode::BodyDecoder>,
-    pub(super) stream: StreamTracker,
+    pub(super) stream: EventTracker,
 }
 
 impl Kept {

@@ -3,7 +3,7 @@
 //! the trailer section, whose `Server-Timing` the exchange reads.
 
 use super::decode::BodyDecoder;
-use super::stream::StreamTracker;
+use super::events::EventTracker;
 
 /// Where a chunked-body decoder is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,19 +72,19 @@ impl ChunkDecoder {
         self.feed_tracked(data, trailers, keeper, &mut None)
     }
 
-    /// [`ChunkDecoder::feed`], chunk data going to `stream` too when a streamed response is
+    /// [`ChunkDecoder::feed`], chunk data going to `tracker` too when a streamed response is
     /// tracked (a chunk's end is a unit's end).
     pub fn feed_tracked(
         &mut self,
         data: &[u8],
         trailers: &mut Vec<u8>,
         keeper: &mut Option<&mut BodyDecoder>,
-        stream: &mut Option<&mut StreamTracker>,
+        tracker: &mut Option<&mut EventTracker>,
     ) -> Result<usize, &'static str> {
         let mut i = 0;
         while i < data.len() && self.state != Chunk::Done {
             if self.state == Chunk::Data {
-                i += self.take_data(&data[i..], keeper, stream)?;
+                i += self.take_data(&data[i..], keeper, tracker)?;
                 continue;
             }
             let b = data[i];
@@ -140,14 +140,14 @@ impl ChunkDecoder {
         Ok(i)
     }
 
-    /// Takes what `data` holds of the current chunk's data (to `keeper` and `stream` too):
+    /// Takes what `data` holds of the current chunk's data (to `keeper` and `tracker` too):
     /// how many bytes.
     #[inline]
     fn take_data(
         &mut self,
         data: &[u8],
         keeper: &mut Option<&mut BodyDecoder>,
-        stream: &mut Option<&mut StreamTracker>,
+        tracker: &mut Option<&mut EventTracker>,
     ) -> Result<usize, &'static str> {
         let take = data.len().min(self.size as usize) as u64;
         let take = take.min(self.size);
@@ -155,14 +155,14 @@ impl ChunkDecoder {
             d.keep(&data[..take as usize])
                 .map_err(|_| "chunked body larger than --max-body")?;
         }
-        if let Some(t) = stream {
+        if let Some(t) = tracker {
             t.body(&data[..take as usize])?;
         }
         self.size -= take;
         self.data += take;
         if self.size == 0 {
             self.state = Chunk::DataCr;
-            if let Some(t) = stream {
+            if let Some(t) = tracker {
                 t.unit_end();
             }
         }

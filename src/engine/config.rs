@@ -36,7 +36,7 @@ pub struct SessionConfig {
     /// The most bytes a body (or a framed reply) may have.
     pub max_body_bytes: u64,
     /// `--stream`: what counts as an event of a streamed response.
-    pub stream: Option<crate::model::StreamMode>,
+    pub stream: Option<crate::model::EventMode>,
     /// `--trace-context`: how each request's trace ids are made (the load gives each request
     /// its ids with [`super::Session::trace_next`]).
     pub trace: Option<crate::model::trace::TraceContext>,

@@ -19,10 +19,10 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-/// A connected byte stream, plain or TLS. Reads from it yield application bytes: a TLS
+/// A connected socket, plain or TLS. Reads from it yield application bytes: a TLS
 /// record that carries no application data (a session ticket) is not a response byte. The
-/// TCP bytes under it are counted ([`Stream::tally`]).
-pub enum Stream {
+/// TCP bytes under it are counted ([`Socket::tally`]).
+pub enum Socket {
     /// A plain TCP connection.
     Plain(Counted<TcpStream>),
     /// A TLS session over TCP.
@@ -31,67 +31,67 @@ pub enum Stream {
     WsH2(Box<super::websocket::over_h2::Tunnel>),
 }
 
-impl AsyncRead for Stream {
+impl AsyncRead for Socket {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-            Stream::WsH2(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Socket::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Socket::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Socket::WsH2(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
 }
 
-impl AsyncWrite for Stream {
+impl AsyncWrite for Socket {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-            Stream::WsH2(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Socket::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Socket::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Socket::WsH2(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-            Stream::WsH2(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Socket::Plain(s) => Pin::new(s).poll_flush(cx),
+            Socket::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Socket::WsH2(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-            Stream::WsH2(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Socket::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Socket::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Socket::WsH2(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
 }
 
-impl Stream {
+impl Socket {
     /// The TCP bytes written and read on the connection so far, and its local port (a
     /// WebSocket's HTTP/2 stream: none, port 0).
     #[inline]
     pub fn tally(&self) -> Tally {
         match self {
-            Stream::Plain(t) => t.tally(),
-            Stream::Tls(s) => s.get_ref().0.tally(),
-            Stream::WsH2(_) => Tally::default(),
+            Socket::Plain(t) => t.tally(),
+            Socket::Tls(s) => s.get_ref().0.tally(),
+            Socket::WsH2(_) => Tally::default(),
         }
     }
 
-    /// Whether the bytes read from this stream are the TCP bytes themselves (plain TCP): a
+    /// Whether the bytes read from this socket are the TCP bytes themselves (plain TCP): a
     /// response's offsets on the connection are then exact.
     #[inline]
     pub fn is_plain(&self) -> bool {
-        matches!(self, Stream::Plain(_))
+        matches!(self, Socket::Plain(_))
     }
 
     /// Whether the server closed this kept connection while it was idle: its FIN (or reset)
@@ -102,9 +102,9 @@ impl Stream {
     /// A WebSocket's HTTP/2 stream is not a kept connection of this kind: `false`.
     pub fn peer_closed(&self) -> bool {
         let (tcp, tls) = match self {
-            Stream::Plain(t) => (t.get_ref(), false),
-            Stream::Tls(s) => (s.get_ref().0.get_ref(), true),
-            Stream::WsH2(_) => return false,
+            Socket::Plain(t) => (t.get_ref(), false),
+            Socket::Tls(s) => (s.get_ref().0.get_ref(), true),
+            Socket::WsH2(_) => return false,
         };
         // The common case, nothing seen since the last read: tokio's cached readiness says so
         // without a future (whose waiter would be listed and unlisted, ~250 instructions).
@@ -166,7 +166,7 @@ impl Connector {
     }
 
     /// Opens a connection, stamping its phases on `stamps`.
-    pub async fn connect(&self, stamps: &mut Timestamps) -> Result<Stream, EngineError> {
+    pub async fn connect(&self, stamps: &mut Timestamps) -> Result<Socket, EngineError> {
         stamps.connect_start = Some(Instant::now());
         let tcp = TcpStream::connect(self.addr).await.map_err(|e| {
             EngineError::io(
@@ -184,7 +184,7 @@ impl Connector {
         match &self.tls {
             None => {
                 super::arrival::stamp_arrivals(&tcp);
-                Ok(Stream::Plain(Counted::new(tcp, port)))
+                Ok(Socket::Plain(Counted::new(tcp, port)))
             }
             Some((connector, name)) => {
                 // Boxed: the handshake's future is large, and inline it would size every
@@ -195,7 +195,7 @@ impl Connector {
                         .with_cause(super::cause::of_tls(&e))
                 })?;
                 stamps.tls_end = Some(Instant::now());
-                Ok(Stream::Tls(Box::new(tls)))
+                Ok(Socket::Tls(Box::new(tls)))
             }
         }
     }

@@ -6,7 +6,7 @@
 //! machine over the bytes received (fuzzed in `fuzz/`), holding only the length prefix.
 //! Connections, keep-alive and the timestamps are the HTTP/1.1 path's ([`super::Session`]).
 
-use super::connect::Stream;
+use super::connect::Socket;
 use super::EngineError;
 use crate::model::{ErrorKind, Timestamps, Traffic, Wire};
 use crate::plan::{FramedPlan, Framing};
@@ -137,7 +137,7 @@ impl FrameReader {
 /// seqid slot rewritten per request) and the read buffer.
 pub struct FramedConn {
     /// The connection; `None` before the first connect or after a failure closed it.
-    pub stream: Option<Stream>,
+    pub stream: Option<Socket>,
     request: Vec<u8>,
     buf: Vec<u8>,
     /// Bytes read for the last request (also when it failed).
@@ -166,7 +166,7 @@ impl FramedConn {
         stamps: &mut Timestamps,
     ) -> Result<Reply, EngineError> {
         let plan = &wire.plan;
-        let stream = match &mut self.stream {
+        let socket = match &mut self.stream {
             Some(s) => s,
             None => self.stream.insert(wire.connector.connect(stamps).await?),
         };
@@ -174,16 +174,16 @@ impl FramedConn {
             self.request[at..at + 4].copy_from_slice(&(seq as u32).to_be_bytes());
         }
         let write = |e: std::io::Error| EngineError::io(ErrorKind::Write, "write".into(), &e);
-        stream.write_all(&self.request).await.map_err(write)?;
-        stream.flush().await.map_err(write)?;
+        socket.write_all(&self.request).await.map_err(write)?;
+        socket.flush().await.map_err(write)?;
         stamps.written = Some(Instant::now());
         // A reply is read whole and nothing past it (more is an error): it starts at the TCP
         // bytes read so far (under TLS, a lower bound).
-        let sent = stream.tally();
+        let sent = socket.tally();
         let mut reader = FrameReader::new(plan.framing, max_body_bytes);
         self.read = 0;
         loop {
-            let n = stream
+            let n = socket
                 .read(&mut self.buf)
                 .await
                 .map_err(|e| EngineError::io(ErrorKind::Read, "read".into(), &e))?;
@@ -205,10 +205,10 @@ impl FramedConn {
         let body = reader.got() - header;
         let wire = Wire {
             port: sent.port,
-            exact: stream.is_plain(),
+            exact: socket.is_plain(),
             tx_end: sent.written,
             rx_first: sent.read,
-            rx_end: stream.tally().read,
+            rx_end: socket.tally().read,
         };
         Ok(Reply {
             wire,

@@ -231,7 +231,7 @@ impl H3Link {
     /// The UDP bytes read and written since the last take: a stream's share of the
     /// connection's traffic (handshake, control streams and acknowledgements included, so
     /// the run's totals are the connection's).
-    fn take_wire(&self) -> (u64, u64) {
+    fn take_bytes(&self) -> (u64, u64) {
         let Some(live) = self.live.borrow().as_ref().map(|l| l.conn.stats()) else {
             return (0, 0);
         };
@@ -245,7 +245,7 @@ impl H3Link {
 
     /// The UDP bytes read and written since the last take, taken: a failed stream's share.
     pub(super) fn take_failed(&self) -> (u64, u64) {
-        self.take_wire()
+        self.take_bytes()
     }
 
     /// Forgets the connection (after a connection error, the server's GOAWAY, or a request
@@ -303,7 +303,7 @@ pub async fn exchange(
         let sender = link.sender(connector, stamps).await?;
         match stream(sender, request, stamps, &mut sinks).await {
             Ok((status, traffic)) => {
-                let (read, written) = link.take_wire();
+                let (read, written) = link.take_bytes();
                 return Ok(H3Response {
                     status,
                     bytes_read: read,

@@ -192,7 +192,7 @@ impl Session {
             let _awake = arrival::awake::Needed::new();
             let connect = wire.connector.connect(&mut batch.stamps[from]);
             match tokio::time::timeout_at(deadline.into(), connect).await {
-                Ok(Ok(stream)) => *conn = Some(Http1Conn::new(stream)),
+                Ok(Ok(socket)) => *conn = Some(Http1Conn::new(socket)),
                 Ok(Err(e)) => return Sent::Failed(e),
                 Err(_) => return Sent::Failed(timed_out(timeout)),
             }

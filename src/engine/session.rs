@@ -6,10 +6,10 @@
 
 use super::channel::{Answer, Channel, Kept};
 use super::config::Http1Wire;
+use super::events::EventTracker;
 use super::extras::{Extras, Tally};
 use super::http1::{self, Http1Conn};
 use super::request::Request;
-use super::stream::StreamTracker;
 use super::{arrival, deadline, decode, grpc, http2, http3};
 use super::{ConnectGate, EngineError, Outcome, Send, SessionConfig};
 use crate::model::trace::{TraceHeaders, TraceId};
@@ -83,7 +83,7 @@ impl Session {
             kept: Kept {
                 timing: Vec::new(),
                 decoder: config.decode_max_bytes.map(decode::BodyDecoder::new),
-                stream: StreamTracker::new(config.stream, config.max_body_bytes),
+                stream: EventTracker::new(config.stream, config.max_body_bytes),
             },
             found_closed: false,
             timer: None,
@@ -142,7 +142,7 @@ impl Session {
     }
 
     /// The gaps between the events of the last response, in nanoseconds (empty unless it was
-    /// a tracked stream).
+    /// a tracked response).
     pub fn event_gaps(&self) -> &[u64] {
         self.kept.stream.gaps()
     }
@@ -254,7 +254,7 @@ impl Session {
             deadline::within(&mut timer, deadline, exchange).await
         };
         self.timer = timer;
-        // A stream's events, also of one cut short by the timeout.
+        // A streamed response's events, also of one cut short by the timeout.
         if let Some((first, events)) = self.kept.stream.stamps() {
             stamps.first_event = first;
             stamps.events = Some(events);
@@ -433,7 +433,7 @@ fn stream_request<'a>(
 /// A kept HTTP/1.1 connection the server closed while idle is dropped before the next
 /// send (which opens a new one); true when it was.
 pub(super) fn drop_if_peer_closed(conn: &mut Option<Http1Conn>) -> bool {
-    let closed = conn.as_ref().is_some_and(|c| c.stream.peer_closed());
+    let closed = conn.as_ref().is_some_and(|c| c.socket.peer_closed());
     if closed {
         *conn = None;
     }
@@ -506,8 +506,8 @@ impl Http1<'_> {
             Some(c) => c,
             None => {
                 let _awake = arrival::awake::Needed::new();
-                let stream = self.wire.connector.connect(stamps).await?;
-                conn.insert(Http1Conn::new(stream))
+                let socket = self.wire.connector.connect(stamps).await?;
+                conn.insert(Http1Conn::new(socket))
             }
         };
         let sinks = self.kept.http1();

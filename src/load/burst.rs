@@ -184,7 +184,7 @@ mod tests {
         let sinks = Sinks {
             live: None,
             log: None,
-            watch: None,
+            on_interval: None,
             join: None,
         };
         let stop = StopSignal::default();

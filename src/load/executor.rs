@@ -1,6 +1,6 @@
 //! The life of one run, from its start to what it measured: the worker threads started, the
 //! recorded window opened (an open loop's once its connections are open, then the warm-up),
-//! the run watched until the workers finish, its deadline, an interrupt or its observer's
+//! the run followed until the workers finish, its deadline, an interrupt or its observer's
 //! stop; after a deadline, the requests in flight drained (for the plan's `drain`); then the
 //! workers stopped and joined, and why the run ended. What shows the run as it goes (a
 //! progress bar, live lines, a terminal view, thresholds checked on the way) is the caller's,
@@ -60,7 +60,7 @@ pub enum Tick {
     Enough,
 }
 
-/// What watches a run while it goes: called on the runtime's thread, never the workers'.
+/// What observes a run while it goes: called on the runtime's thread, never the workers'.
 pub trait Observer {
     /// The recorded window has opened.
     fn opened(&mut self, window: &Window);
@@ -133,7 +133,7 @@ pub fn execute(
         },
     };
     observer.opened(&window);
-    let (ended, drain) = run.watch(&window, &mut workers, observer);
+    let (ended, drain) = run.follow(&window, &mut workers, observer);
     let enough = workers.closed();
     if drain {
         run.drain(&mut workers, observer);
@@ -187,9 +187,9 @@ impl Running<'_> {
         from.unwrap_or_else(Instant::now)
     }
 
-    /// Watches the run until the workers finish, an interrupt, the deadline (then it drains)
+    /// Follows the run until the workers finish, an interrupt, the deadline (then it drains)
     /// or the observer's stop: when it ended, and whether to drain.
-    fn watch(
+    fn follow(
         &self,
         window: &Window,
         workers: &mut Workers,

@@ -137,8 +137,8 @@ impl ThreadPacer {
         segment: Segment,
         seed: u64,
     ) -> Self {
-        // Every (segment, thread) pair draws its own poisson stream from the one seed.
-        let stream = (thread as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        // Every (segment, thread) pair draws its own poisson sequence from the one seed.
+        let salt = (thread as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
             ^ segment.index.wrapping_mul(0xD1B5_4A32_D192_ED03);
         ThreadPacer {
             schedule,
@@ -147,7 +147,7 @@ impl ThreadPacer {
             segment,
             k: 0,
             arrival,
-            rng: SplitMix64(seed ^ stream),
+            rng: SplitMix64(seed ^ salt),
             clock_s: 0.0,
         }
     }

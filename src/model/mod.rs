@@ -148,7 +148,7 @@ pub struct Ticket {
 
 /// What counts as an event of a streamed response (`--stream`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StreamMode {
+pub enum EventMode {
     /// Server-Sent Events (the HTML standard's event-stream format): an event is dispatched by
     /// an empty line after at least one `data` field.
     Sse,
@@ -162,15 +162,15 @@ pub enum StreamMode {
     Messages,
 }
 
-impl StreamMode {
+impl EventMode {
     /// The mode's name as `--stream` takes it and the record writes it: `sse`, `chunks`,
     /// `lines` or `messages`.
     pub fn name(self) -> &'static str {
         match self {
-            StreamMode::Sse => "sse",
-            StreamMode::Chunks => "chunks",
-            StreamMode::Lines => "lines",
-            StreamMode::Messages => "messages",
+            EventMode::Sse => "sse",
+            EventMode::Chunks => "chunks",
+            EventMode::Lines => "lines",
+            EventMode::Messages => "messages",
         }
     }
 }

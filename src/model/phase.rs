@@ -40,7 +40,7 @@ pub enum Phase {
     /// HTTP/2: connection (and TLS) ready → the server's first frame, its SETTINGS (only on
     /// requests that opened a connection).
     H2Handshake,
-    /// Streamed responses: written → the first complete event (see [`StreamMode`](super::StreamMode)).
+    /// Streamed responses: written → the first complete event (see [`EventMode`](super::EventMode)).
     FirstEvent,
     /// Streamed responses: the time between two events, one sample per gap (recorded from the
     /// engine's gaps, not from [`Timestamps`](super::Timestamps)).

@@ -389,14 +389,14 @@ async fn finish<P: AgentProbes>(
     }
 }
 
-/// Serves the connection `stream` from `peer` in a task of its own, holding `permit`.
+/// Serves the connection `socket` from `peer` in a task of its own, holding `permit`.
 fn spawn_connection<P: AgentProbes>(
-    stream: tokio::net::TcpStream,
+    socket: tokio::net::TcpStream,
     peer: SocketAddr,
     shared: &Arc<Shared<P>>,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) {
-    let _ = stream.set_nodelay(true);
+    let _ = socket.set_nodelay(true);
     let limits = shared.agent.limits;
     let shared = shared.clone();
     let answered = Arc::new(Mutex::new(None));
@@ -409,7 +409,7 @@ fn spawn_connection<P: AgentProbes>(
         .max_buf_size(HEAD_MAX)
         .max_headers(32)
         .keep_alive(false);
-    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    let conn = builder.serve_connection(TokioIo::new(socket), service);
     tokio::spawn(async move {
         let _ = tokio::time::timeout(limits.deadline, conn).await;
         drop(permit);
@@ -475,14 +475,14 @@ async fn accept<P: AgentProbes>(
         tokio::select! {
             _ = look.tick() => {}
             accepted = listener.accept() => {
-                let Ok((stream, peer)) = accepted else {
+                let Ok((socket, peer)) = accepted else {
                     // EMFILE and friends: back off, serve on.
                     tokio::time::sleep(Duration::from_millis(10)).await;
                     continue;
                 };
                 // At the cap the connection is closed at once: none waits behind a silent one.
                 if let Ok(permit) = slots.clone().try_acquire_owned() {
-                    spawn_connection(stream, peer, shared, permit);
+                    spawn_connection(socket, peer, shared, permit);
                 }
             }
         }

@@ -311,15 +311,15 @@ impl Probes {
         &self.functions
     }
 
-    /// The run's recorded window starts at `from`; `watch` (the metrics endpoint) is given
-    /// each tick's phases (the agent's: a run here gets them from its joiner).
+    /// The run's recorded window starts at `from`; `on_interval` (the metrics endpoint) is
+    /// given each tick's phases (the agent's: a run here gets them from its joiner).
     pub fn begin(
         &mut self,
         from: Instant,
         interval: Duration,
-        watch: Option<crate::recorder::collector::Watch>,
+        on_interval: Option<crate::recorder::collector::IntervalSink>,
     ) {
-        self.begin_ns(session::mono_ns(from), interval, watch);
+        self.begin_ns(session::mono_ns(from), interval, on_interval);
     }
 
     /// [`Probes::begin`] at `from_ns` (CLOCK_MONOTONIC: another host's run, its clock
@@ -328,10 +328,10 @@ impl Probes {
         &mut self,
         from_ns: u64,
         interval: Duration,
-        watch: Option<crate::recorder::collector::Watch>,
+        on_interval: Option<crate::recorder::collector::IntervalSink>,
     ) {
         self.server_cpu_from = target::tree_cpu_s(&self.pids);
-        self.session.begin(from_ns, interval, watch);
+        self.session.begin(from_ns, interval, on_interval);
     }
 
     /// The run has ended: the probes detached, what they measured.
@@ -395,11 +395,11 @@ impl Attached {
         &mut self,
         from: Instant,
         interval: Duration,
-        watch: Option<crate::recorder::collector::Watch>,
+        on_interval: Option<crate::recorder::collector::IntervalSink>,
     ) -> Result<(), ProbeError> {
         match self {
             Attached::Here(p) => {
-                p.begin(from, interval, watch);
+                p.begin(from, interval, on_interval);
                 Ok(())
             }
             Attached::There(r) => r.begin(from, interval),

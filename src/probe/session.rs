@@ -58,7 +58,7 @@ struct Shared {
     /// When the server's processes were all found gone (CLOCK_MONOTONIC ns).
     gone_ns: Option<u64>,
     /// Given each tick's snapshot (the metrics endpoint).
-    watch: Option<crate::recorder::collector::Watch>,
+    on_interval: Option<crate::recorder::collector::IntervalSink>,
     /// Where the events go.
     into: Into,
     /// The functions probed (the agent folds their chain).
@@ -121,7 +121,7 @@ impl Session {
                 window: None,
                 last_tick_ns: mono_now_ns(),
                 gone_ns: None,
-                watch: None,
+                on_interval: None,
                 into: Into::Nowhere,
                 functions: 0,
             }),
@@ -222,10 +222,10 @@ impl Session {
         &self,
         from_ns: u64,
         interval: Duration,
-        watch: Option<crate::recorder::collector::Watch>,
+        on_interval: Option<crate::recorder::collector::IntervalSink>,
     ) {
         self.with(|s| {
-            s.watch = watch;
+            s.on_interval = on_interval;
             if !matches!(s.into, Into::Join(_)) {
                 s.into = Into::ByOrder(ByOrder::new(s.functions));
             }
@@ -475,7 +475,7 @@ fn tick(s: &mut Shared, ns: u64, counts: &[(usize, u64, u64)]) {
         let middle = (prev / 2 + ns / 2).max(w.from_ns);
         overlaps.then(|| (middle - w.from_ns) / w.interval_ns)
     });
-    if let (Some(snap), Some(watch)) = (s.acc.add_tick(index, counts), &s.watch) {
-        watch(&snap);
+    if let (Some(snap), Some(on_interval)) = (s.acc.add_tick(index, counts), &s.on_interval) {
+        on_interval(&snap);
     }
 }

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-pub use thread::{most_sets, Collected, CollectorThread, Live, Sinks, Start, Watch};
+pub use thread::{most_sets, Collected, CollectorThread, IntervalSink, Live, Sinks, Start};
 
 /// Sets made per worker before the run: one recording, the others on their way back.
 pub const POOL: usize = 3;

@@ -46,7 +46,7 @@ pub fn create(path: &Path) -> Result<LogFile, RecordError> {
 /// Runs `body` with a writer of final intervals (of `interval`, recording from `base`) to
 /// `log`, its header written first; gives what `body` gave and the first error writing,
 /// after which nothing more is written. Without a log the writer does nothing.
-pub fn stream<R>(
+pub fn logged<R>(
     log: Option<LogFile>,
     base: SystemTime,
     interval: Duration,

@@ -5,12 +5,12 @@
 //! bounded [`series::Series`]. At the end the threads' recorders are merged exactly
 //! ([`Measured::merge`]) and become a [`record::RunRecord`].
 
+mod accumulators;
 pub mod codes;
 pub mod collector;
 mod counts;
 mod error;
 pub mod exemplar;
-mod figures;
 pub mod hdrlog;
 pub mod hist;
 mod interval;
@@ -29,17 +29,17 @@ pub mod server_timing;
 pub mod spill;
 pub mod summary;
 
+pub use accumulators::{Counters, PhaseHists, RequestAcc};
 pub use collector::{IntervalSet, WorkerLink};
 pub use counts::Counts;
 pub use error::RecordError;
-pub use figures::{Counters, PhaseHists, RequestAcc};
 pub use interval::{EncodedHists, IntervalSnapshot};
 pub use measured::Measured;
 pub use series::Series;
 
 use crate::engine::extras::Extras;
 use crate::model::{ErrorKind, Phase, Sample};
-use figures::{durations, Durations};
+use accumulators::{durations, Durations};
 use hdrhistogram::Histogram;
 use std::time::{Duration, Instant};
 

@@ -22,9 +22,9 @@ pub struct Shape {
     pub status_503_every: u64,
     /// Responses carry `Server-Timing`.
     pub server_timing: bool,
-    /// Responses are streams of 5 events (`--stream`): the first at the first byte, then
-    /// gaps of 1 ms + (i mod 7)·100 µs, 10 ms for one response in fifty (i mod 50 = 25).
-    pub stream: bool,
+    /// Responses of 5 events each (`--stream`): the first at the first byte, then gaps of
+    /// 1 ms + (i mod 7)·100 µs, 10 ms for one response in fifty (i mod 50 = 25).
+    pub events: bool,
 }
 
 impl Default for Shape {
@@ -35,7 +35,7 @@ impl Default for Shape {
             error_every: 50,
             status_503_every: 30,
             server_timing: true,
-            stream: false,
+            events: false,
         }
     }
 }
@@ -84,7 +84,7 @@ pub fn measured(shape: Shape, interval: Duration) -> Measured {
         } else {
             1_000_000 + (i % 7) * 100_000
         };
-        let gaps: &[u64] = if shape.stream && !failed {
+        let gaps: &[u64] = if shape.events && !failed {
             st.first_event = st.first_byte;
             st.events = Some(5);
             st.done = st.done.map(|d| d + Duration::from_nanos(4 * gap_ns));
@@ -154,7 +154,7 @@ pub fn plain() -> RunRecord {
 /// A streamed run (`--stream sse`): a plain run whose responses are streams of 5 events.
 pub fn streamed() -> RunRecord {
     let shape = Shape {
-        stream: true,
+        events: true,
         ..Shape::default()
     };
     record(&["-d", "3s", "--interval", "1s", "--stream", "sse"], shape)

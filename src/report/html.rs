@@ -10,7 +10,7 @@
 //! search), `repetitions` (`--repeat N`), `levels` (a sweep, or a knee search's steps),
 //! `bursts`, `status`, `errors`, `thresholds`, `warnings`, `environment`.
 
-mod figures;
+mod page_plots;
 mod probes;
 mod slow;
 mod tables;
@@ -20,7 +20,7 @@ use super::plot::human;
 use super::ReportError;
 use crate::model::LoadKind;
 use crate::recorder::record::RunRecord;
-use figures::*;
+use page_plots::*;
 use serde::Serialize;
 use tables::*;
 
@@ -252,7 +252,8 @@ struct Page {
     breakdown: Option<Breakdown>,
     probed: Option<probes::Probed>,
     histograms: Vec<String>,
-    streams: Option<Streams>,
+    /// The `streams` section (its id and heading as the page has always named them).
+    streams: Option<EventGaps>,
     throughput: Option<String>,
     levels: Option<Levels>,
     knee: Option<Knee>,
@@ -301,11 +302,11 @@ struct Breakdown {
 
 /// Streamed responses: the gaps between events.
 #[derive(Debug, Serialize)]
-struct Streams {
+struct EventGaps {
     histogram: String,
     /// Per interval: p50, p99 and max of the gaps.
     over_time: Option<String>,
-    /// Counts, the stream mode and the first event, in words.
+    /// Counts, the `--stream` mode and the first event, in words.
     note: String,
 }
 
@@ -400,7 +401,7 @@ impl Page {
             breakdown: breakdown(r),
             probed: probes::probed(r),
             histograms: histograms(r),
-            streams: streams(r),
+            streams: event_gaps(r),
             throughput: throughput(r),
             levels: levels(r),
             knee: knee(r),

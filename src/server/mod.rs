@@ -6,11 +6,11 @@
 //! bound on how long in-flight connections may take.
 
 mod compress;
+mod events;
 pub mod faults;
 mod h3;
 pub mod kv;
 pub mod routes;
-mod stream;
 #[cfg(test)]
 mod tests;
 mod tls;
@@ -428,8 +428,8 @@ async fn serve(
         tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
+                let socket = match accepted {
+                    Ok((socket, _)) => socket,
                     Err(e) => {
                         // EMFILE and friends: say it once, back off, keep serving.
                         if !accept_error_shown {
@@ -442,7 +442,7 @@ async fn serve(
                         continue;
                     }
                 };
-                let _ = stream.set_nodelay(true);
+                let _ = socket.set_nodelay(true);
                 let kv = kv.clone();
                 // The slot is the connection's, and an upgraded WebSocket's after it.
                 let slot = std::sync::Arc::new(slot);
@@ -450,7 +450,7 @@ async fn serve(
                 let service = hyper::service::service_fn(move |req| ws::handle(req, kv.clone(), held.clone()));
                 match &tls {
                     None => {
-                        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
+                        let conn = builder.serve_connection_with_upgrades(TokioIo::new(socket), service).into_owned();
                         let conn = graceful.watch(conn);
                         tokio::spawn(async move {
                             let _ = conn.await;
@@ -463,11 +463,11 @@ async fn serve(
                         let watcher = graceful.watcher();
                         tokio::spawn(async move {
                             // A failed handshake only drops this connection.
-                            if let Ok(Ok(stream)) = tokio::time::timeout(
+                            if let Ok(Ok(socket)) = tokio::time::timeout(
                                 TLS_HANDSHAKE_TIMEOUT,
-                                acceptor.accept(stream),
+                                acceptor.accept(socket),
                             ).await {
-                                let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
+                                let conn = builder.serve_connection_with_upgrades(TokioIo::new(socket), service).into_owned();
                                 let _ = watcher.watch(conn).await;
                             }
                             drop(slot);

@@ -26,8 +26,8 @@ mod delays;
 mod path;
 
 use super::compress;
+use super::events::{EventSpec, Events};
 use super::kv::Kv;
-use super::stream::{Events, StreamSpec};
 use crate::engine::decode::Coding;
 use bytes::Bytes;
 use http::{header, HeaderName, Request, Response, StatusCode};
@@ -148,7 +148,7 @@ impl Body {
         Body::Full(None)
     }
 
-    fn stream(spec: StreamSpec) -> Self {
+    fn events(spec: EventSpec) -> Self {
         Body::Events(Box::new(Events::new(spec)))
     }
 }
@@ -387,7 +387,7 @@ async fn run_plain_route(route: Route, body: impl RequestBody) -> (StatusCode, B
             let body = Body::full(format!("stalling for {d:?}\n"));
             (StatusCode::OK, body, false)
         }
-        Route::Stream(spec) => (StatusCode::OK, Body::stream(spec), false),
+        Route::Events(spec) => (StatusCode::OK, Body::events(spec), false),
         Route::WebSocket(_) => super::ws::not_upgraded(),
         Route::BadRequest(msg) => (StatusCode::BAD_REQUEST, Body::full(msg), false),
         Route::NotFound => (

@@ -298,17 +298,17 @@ async fn self_signed_tls_serves_and_negotiates_alpn() {
         format!("https://127.0.0.1:{}/echo", server.addr().port())
     );
     // The IP SAN: verified against 127.0.0.1 itself.
-    let stream = tls_connect(&server, "127.0.0.1", &[b"http/1.1"]).await;
-    assert_eq!(stream.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
-    let mut client = Client::new(stream);
+    let tls = tls_connect(&server, "127.0.0.1", &[b"http/1.1"]).await;
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
+    let mut client = Client::new(tls);
     let r = client.get("/").await;
     assert_eq!((r.status, r.text()), (200, "Hello World!"));
     assert!(r.timing_ms("total") >= 0.0);
     assert_eq!(client.get("/bytes/70000").await.body.len(), 70_000);
 
     // The DNS name, and h2 preferred when offered.
-    let stream = tls_connect(&server, "localhost", &[b"h2", b"http/1.1"]).await;
-    assert_eq!(stream.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    let tls = tls_connect(&server, "localhost", &[b"h2", b"http/1.1"]).await;
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
     server.shutdown();
 }
 
@@ -591,8 +591,8 @@ fn the_route_list_is_the_router() {
                 Route::Drift(_) => "drift",
                 Route::Random(_) => "random",
                 Route::Stall(_) => "stall",
-                Route::Stream(s) if s.sse => "sse",
-                Route::Stream(_) => "chunks",
+                Route::Events(s) if s.sse => "sse",
+                Route::Events(_) => "chunks",
                 Route::WebSocket(ws) => ws.name(),
                 Route::BadRequest(why) => panic!("{pattern}: {path} is a bad request: {why}"),
                 Route::NotFound => panic!("{pattern}: {path} is not found"),

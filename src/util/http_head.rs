@@ -3,13 +3,13 @@
 
 use std::io::Read;
 
-/// The request's head, as text (lossy), read up to its blank line, the end of the stream or
+/// The request's head, as text (lossy), read up to its blank line, the end of the input or
 /// 4 KiB, whichever comes first.
-pub fn read(stream: &mut impl Read) -> std::io::Result<String> {
+pub fn read(socket: &mut impl Read) -> std::io::Result<String> {
     let mut buf = [0u8; 4096];
     let mut len = 0;
     while !buf[..len].windows(4).any(|w| w == b"\r\n\r\n") && len < buf.len() {
-        let n = stream.read(&mut buf[len..])?;
+        let n = socket.read(&mut buf[len..])?;
         if n == 0 {
             break;
         }

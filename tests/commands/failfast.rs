@@ -303,9 +303,9 @@ fn refusals_after_a_success_keep_the_run_going() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
-        for stream in listener.incoming().take(20).flatten() {
+        for socket in listener.incoming().take(20).flatten() {
             std::thread::spawn(move || {
-                let mut s = stream;
+                let mut s = socket;
                 if read_request(&mut s) {
                     use std::io::Write;
                     let _ = s.write_all(

@@ -349,9 +349,9 @@ where
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
+        for socket in listener.incoming().flatten() {
             let h = handler.clone();
-            std::thread::spawn(move || h(stream));
+            std::thread::spawn(move || h(socket));
         }
     });
     addr
@@ -616,9 +616,9 @@ pub fn thread_per_connection(serve: fn(std::net::TcpStream)) -> std::net::Socket
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let _ = stream.set_nodelay(true);
-            std::thread::spawn(move || serve(stream));
+        for socket in listener.incoming().flatten() {
+            let _ = socket.set_nodelay(true);
+            std::thread::spawn(move || serve(socket));
         }
     });
     addr

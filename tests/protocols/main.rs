@@ -8,6 +8,7 @@
 mod common;
 
 mod compressed;
+mod events;
 mod expect;
 mod grpc;
 mod http2;
@@ -16,7 +17,6 @@ mod keepalive;
 mod pipeline;
 mod real_servers;
 mod server_timing;
-mod stream;
 mod thrift;
 mod trace;
 mod websocket;

@@ -22,15 +22,15 @@
 //! nanoseconds), [`Expr::check`] says whether it holds.
 
 //!
-//! By concern: `parse` reads an expression, `figures` gives the figures it is measured
+//! By concern: `parse` reads an expression, `source` gives the figures it is measured
 //! on, and this file holds the expression itself, its measurement and its check.
 
-mod figures;
 mod parse;
+mod source;
 #[cfg(test)]
 mod tests;
 
-pub use figures::{Figures, PartialRun};
+pub use source::{Figures, PartialRun};
 
 use crate::model::Phase;
 use crate::util::units::human_ns;

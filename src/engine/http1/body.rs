@@ -5,7 +5,7 @@ use super::head::trailer_timing;
 use super::Http1Conn;
 use crate::engine::chunked::ChunkDecoder;
 use crate::engine::decode::BodyDecoder;
-use crate::engine::stream::{track, StreamTracker};
+use crate::engine::events::{track, EventTracker};
 use crate::engine::EngineError;
 use crate::model::ErrorKind;
 
@@ -32,7 +32,7 @@ impl Http1Conn {
         buffered: usize,
         len: u64,
         keeper: &mut Option<&mut BodyDecoder>,
-        tracker: &mut Option<&mut StreamTracker>,
+        tracker: &mut Option<&mut EventTracker>,
         pipelined: bool,
     ) -> Result<Body, EngineError> {
         if buffered as u64 > len && !pipelined {
@@ -84,7 +84,7 @@ impl Http1Conn {
         max_header_bytes: usize,
         timing: &mut Vec<u8>,
         keeper: &mut Option<&mut BodyDecoder>,
-        tracker: &mut Option<&mut StreamTracker>,
+        tracker: &mut Option<&mut EventTracker>,
         pipelined: bool,
     ) -> Result<Body, EngineError> {
         let mut decoder = ChunkDecoder::new(max_header_bytes);
@@ -131,7 +131,7 @@ impl Http1Conn {
         start: usize,
         filled: usize,
         keeper: &mut Option<&mut BodyDecoder>,
-        tracker: &mut Option<&mut StreamTracker>,
+        tracker: &mut Option<&mut EventTracker>,
     ) -> Result<Body, EngineError> {
         keep(keeper, &self.buf[start..filled])?;
         track(tracker, &self.buf[start..filled])?;

@@ -195,7 +195,7 @@ impl Fields {
                 f.codings = Codings::parse(h.value)
                     .map_err(|e| EngineError::new(ErrorKind::Protocol, e))?;
             } else if name.eq_ignore_ascii_case(b"content-type") {
-                f.event_stream = crate::engine::stream::is_event_stream(h.value);
+                f.event_stream = crate::engine::events::is_event_stream(h.value);
             } else if name.eq_ignore_ascii_case(b"connection") {
                 for token in h.value.split(|&b| b == b',') {
                     let token = token.trim_ascii();

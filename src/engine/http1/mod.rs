@@ -9,9 +9,9 @@ mod body;
 mod head;
 
 use super::chunked::ChunkDecoder;
-use super::connect::Stream;
+use super::connect::Socket;
 use super::decode::{BodyDecoder, Codings};
-use super::stream::StreamTracker;
+use super::events::EventTracker;
 use super::EngineError;
 use crate::model::{ErrorKind, Timestamps, Traffic, Wire};
 use body::Body;
@@ -64,7 +64,7 @@ pub struct Sinks<'a> {
     /// Decodes an encoded body (`--compressed`); `None`: bodies are counted, not kept.
     pub decoder: Option<&'a mut BodyDecoder>,
     /// Counts a streamed response's events (`--stream`).
-    pub stream: &'a mut StreamTracker,
+    pub stream: &'a mut EventTracker,
 }
 
 /// What the server said to a head sent with `Expect: 100-continue`
@@ -93,7 +93,7 @@ struct HeadRead {
 /// One HTTP/1.1 connection and its read buffer, held only while a response is read: the
 /// session releases it once an exchange is over.
 pub struct Http1Conn {
-    pub(super) stream: Stream,
+    pub(super) socket: Socket,
     pub(super) buf: super::buffer::ReadBuf,
     /// The trailer section of the last chunked response (kept for its capacity).
     trailers: Vec<u8>,
@@ -113,10 +113,10 @@ pub struct Http1Conn {
 }
 
 impl Http1Conn {
-    /// An idle connection over `stream`.
-    pub fn new(stream: Stream) -> Self {
+    /// An idle connection over `socket`.
+    pub fn new(socket: Socket) -> Self {
         Http1Conn {
-            stream,
+            socket,
             buf: Default::default(),
             trailers: Vec::new(),
             arrival: None,
@@ -137,16 +137,16 @@ impl Http1Conn {
     /// response).
     pub async fn send_all(&mut self, requests: &[u8]) -> Result<Instant, EngineError> {
         self.read_since_send = 0;
-        self.rx_floor = self.stream.tally().read;
-        self.stream
+        self.rx_floor = self.socket.tally().read;
+        self.socket
             .write_all(requests)
             .await
             .map_err(|e| EngineError::io(ErrorKind::Write, "write".into(), &e))?;
-        self.stream
+        self.socket
             .flush()
             .await
             .map_err(|e| EngineError::io(ErrorKind::Write, "write".into(), &e))?;
-        self.tx_after = self.stream.tally().written;
+        self.tx_after = self.socket.tally().written;
         Ok(Instant::now())
     }
 
@@ -284,7 +284,7 @@ impl Http1Conn {
         let Sinks {
             timing,
             decoder,
-            stream,
+            stream: events,
         } = sinks;
         timing.clear();
         let want_codings = decoder.is_some();
@@ -302,7 +302,7 @@ impl Http1Conn {
             }
             _ => None,
         };
-        let mut tracker = stream.begin(head.event_stream).then_some(stream);
+        let mut tracker = events.begin(head.event_stream).then_some(events);
         let (k, t) = (&mut keeper, &mut tracker);
         let body = match head.framing {
             Framing::None => Body {
@@ -329,7 +329,7 @@ impl Http1Conn {
             carried = b - a;
         }
         self.carried = carried;
-        tracker.map(StreamTracker::finish);
+        tracker.map(EventTracker::finish);
         stamps.done = stamps.first_byte.map(|f| self.arrived().max(f));
         let header_bytes = (got.interim_bytes + head.len) as u64;
         let mut traffic = Traffic {
@@ -359,7 +359,7 @@ impl Http1Conn {
     /// response's end: only what was read before the request went is surely before it.
     #[inline]
     fn rx_first(&self) -> u64 {
-        match self.stream.is_plain() {
+        match self.socket.is_plain() {
             true => self.rx_offset(self.carried),
             false => self.rx_floor,
         }
@@ -370,8 +370,8 @@ impl Http1Conn {
     #[inline]
     fn placed(&self, rx_first: u64, carried: usize) -> Wire {
         Wire {
-            port: self.stream.tally().port,
-            exact: self.stream.is_plain(),
+            port: self.socket.tally().port,
+            exact: self.socket.is_plain(),
             tx_end: self.tx_after,
             rx_first,
             rx_end: self.rx_offset(carried),
@@ -383,8 +383,8 @@ impl Http1Conn {
     /// buffered bytes are the decryption's, the TCP bytes read.
     #[inline]
     fn rx_offset(&self, unparsed: usize) -> u64 {
-        let read = self.stream.tally().read;
-        match self.stream.is_plain() {
+        let read = self.socket.tally().read;
+        match self.socket.is_plain() {
             true => read - unparsed as u64,
             false => read,
         }
@@ -460,7 +460,7 @@ impl Http1Conn {
 
     /// Reads into the buffer at `at` (borrowing one once the socket is readable).
     async fn read_at(&mut self, at: usize) -> Result<usize, EngineError> {
-        let (n, arrival) = super::buffer::read_at(&mut self.stream, &mut self.buf, at)
+        let (n, arrival) = super::buffer::read_at(&mut self.socket, &mut self.buf, at)
             .await
             .map_err(|e| EngineError::io(ErrorKind::Read, "read".into(), &e))?;
         if n > 0 {

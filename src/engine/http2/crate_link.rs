@@ -1,8 +1,8 @@
 //! The h2 crate's HTTP/2 client, kept for gRPC reflection (`--proto-reflect`): a call that
 //! streams messages both ways on one stream, asked once before a run. The load's streams go
-//! over reqlife's own client ([`super::conn`]).
+//! over reqlife's own client ([`super::conn`]). `FirstBytes` tells a server that does not
+//! speak HTTP/2 on this connection.
 
-use super::wire::FirstBytes;
 use super::EngineError;
 use crate::engine::connect::Connector;
 use crate::model::{ErrorKind, Timestamps};
@@ -37,12 +37,12 @@ impl CrateLink {
             return Ok(live.sender.clone());
         }
         *self.sender.borrow_mut() = None;
-        let stream = connector.connect(stamps).await?;
-        super::check_alpn(&stream)?;
+        let socket = connector.connect(stamps).await?;
+        super::check_alpn(&socket)?;
         let not_h2 = Rc::new(Cell::new(false));
-        let stream = FirstBytes::new(stream, not_h2.clone());
+        let socket = FirstBytes::new(socket, not_h2.clone());
         let (sr, conn) = h2::client::Builder::new()
-            .handshake::<_, Bytes>(stream)
+            .handshake::<_, Bytes>(socket)
             .await
             .map_err(|e| h2_error(&e, "HTTP/2 handshake"))?;
         let alive = Rc::new(Cell::new(true));
@@ -95,4 +95,64 @@ pub(in crate::engine) fn h2_error(e: &h2::Error, what: &str) -> EngineError {
         ErrorKind::Protocol
     };
     EngineError::new(kind, format!("{what}: {e}"))
+}
+
+/// A connection that looks at the server's first bytes: a server's preface is a SETTINGS
+/// frame (RFC 9113, section 3.4), whose fourth byte is its type, 4; `HTTP/1.1 400`'s is 'P'.
+/// When it is not, `not_h2` is set.
+struct FirstBytes<S> {
+    inner: S,
+    seen: bool,
+    not_h2: Rc<Cell<bool>>,
+}
+
+impl<S> FirstBytes<S> {
+    fn new(inner: S, not_h2: Rc<Cell<bool>>) -> Self {
+        FirstBytes {
+            inner,
+            seen: false,
+            not_h2,
+        }
+    }
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for FirstBytes<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        let first = &buf.filled()[before..];
+        if !self.seen && !first.is_empty() {
+            self.seen = true;
+            self.not_h2.set(first.len() >= 4 && first[3] != 0x4);
+        }
+        r
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for FirstBytes<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
 }

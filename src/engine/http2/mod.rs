@@ -11,24 +11,24 @@ mod conn;
 pub(in crate::engine) mod crate_link;
 mod frame;
 pub mod hpack;
+mod link_bytes;
 mod reception;
-mod wire;
 
-use super::connect::{Connector, SharedConnect, Stream};
+use super::connect::{Connector, SharedConnect, Socket};
 use super::decode::BodyDecoder;
+use super::events::EventTracker;
 use super::extras::{Events, Tally};
 use super::grpc::Status;
 use super::request::Request;
-use super::stream::StreamTracker;
 use super::EngineError;
 use crate::model::{ErrorKind, Timestamps, Traffic};
 use conn::{BodyError, Conn, ConnFailure, Core, Failure, Start};
+use link_bytes::{ByteShare, LinkBytes};
 pub(in crate::engine) use reception::HeaderFields;
 pub(super) use reception::Reception;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Instant;
-use wire::{WireShare, WireStats};
 
 #[doc(hidden)]
 pub use conn::receive_any;
@@ -70,8 +70,8 @@ pub struct H2Link {
     /// One stream connects at a time; the others wait for it.
     connect: SharedConnect,
     /// What the link's connections read and wrote (over all of them).
-    wire: Rc<WireStats>,
-    /// The totals (read, header, written) at the last take ([`H2Link::take_wire`]).
+    bytes: Rc<LinkBytes>,
+    /// The totals (read, header, written) at the last take ([`H2Link::take_bytes`]).
     taken: Cell<(u64, u64, u64)>,
     /// The server ended the link's last connection (GOAWAY, or its close), not yet told by
     /// a response ([`H2Link::take_server_close`]): one count per connection, not per stream.
@@ -113,14 +113,14 @@ impl H2Link {
         stamps: &mut Timestamps,
     ) -> Result<Rc<Conn>, EngineError> {
         self.reset();
-        let stream = connector.connect(stamps).await?;
-        check_alpn(&stream)?;
-        let mut core = Core::new(tuning, self.wire.clone());
-        core.connected_on(stream.tally().port, stream.is_plain());
+        let socket = connector.connect(stamps).await?;
+        check_alpn(&socket)?;
+        let mut core = Core::new(tuning, self.bytes.clone());
+        core.connected_on(socket.tally().port, socket.is_plain());
         let conn = Rc::new(Conn {
             core: RefCell::new(core),
         });
-        tokio::task::spawn_local(conn::drive(conn.clone(), stream));
+        tokio::task::spawn_local(conn::drive(conn.clone(), socket));
         *self.conn.borrow_mut() = Some(conn.clone());
         Ok(conn)
     }
@@ -139,11 +139,11 @@ impl H2Link {
     /// The bytes read (and the header-block bytes among them) and written since the last
     /// take: a stream's share of the connection's traffic (all of it, frames of other kinds
     /// included, goes to some stream, so the run's totals are exact).
-    fn take_wire(&self) -> WireShare {
-        let w = &self.wire;
+    fn take_bytes(&self) -> ByteShare {
+        let w = &self.bytes;
         let now = (w.read.get(), w.header.get(), w.written.get());
         let before = self.taken.replace(now);
-        WireShare {
+        ByteShare {
             read: now.0 - before.0,
             header: now.1 - before.1,
             written: now.2 - before.2,
@@ -153,7 +153,7 @@ impl H2Link {
     /// The bytes read and written since the last take, taken: a failed stream's share (the
     /// header-block bytes among them are not a response's).
     pub(super) fn take_failed(&self) -> (u64, u64) {
-        let share = self.take_wire();
+        let share = self.take_bytes();
         (share.read, share.written)
     }
 
@@ -184,8 +184,8 @@ impl Drop for H2Link {
 
 /// Over TLS, HTTP/2 needs the server to agree to h2 in ALPN: an HTTP/1.1 server that ignores
 /// ALPN would take the preface for a bad request.
-pub(in crate::engine) fn check_alpn(stream: &Stream) -> Result<(), EngineError> {
-    let Stream::Tls(tls) = stream else {
+pub(in crate::engine) fn check_alpn(socket: &Socket) -> Result<(), EngineError> {
+    let Socket::Tls(tls) = socket else {
         return Ok(());
     };
     let chosen = tls.get_ref().1.alpn_protocol();
@@ -252,7 +252,7 @@ pub struct Sinks<'a> {
     /// Keeps and decodes an encoded body (`--compressed`); `None`: bodies are counted, not kept.
     pub decoder: Option<&'a mut BodyDecoder>,
     /// Counts a streamed response's events (one DATA frame is one unit).
-    pub tracker: &'a mut StreamTracker,
+    pub tracker: &'a mut EventTracker,
     /// A gRPC call's `grpc-status` and `grpc-message`; `None` for plain HTTP/2.
     pub grpc: Option<&'a mut Status>,
     /// The trace headers the request carries (`--trace-context`), added to its header block.
@@ -278,7 +278,7 @@ pub async fn exchange(
         let conn = link.conn(connector, tuning, stamps).await?;
         match stream(&conn, request, key, stamps, &mut sinks).await {
             Ok((status, mut traffic, wire)) => {
-                let share = link.take_wire();
+                let share = link.take_bytes();
                 traffic.header = share.header;
                 // The request that opened the connection carries its handshake and limit.
                 let mut max_streams = None;

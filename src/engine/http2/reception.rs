@@ -5,8 +5,8 @@
 
 use super::Sinks;
 use crate::engine::decode::{BodyDecoder, Codings};
+use crate::engine::events::EventTracker;
 use crate::engine::grpc::Status;
-use crate::engine::stream::StreamTracker;
 use crate::model::{Timestamps, Traffic};
 use std::time::Instant;
 
@@ -18,7 +18,7 @@ pub(in crate::engine) struct Reception<'a> {
     body_bytes: u64,
     codings: Option<Codings>,
     keeper: Option<&'a mut BodyDecoder>,
-    tracker: Option<&'a mut StreamTracker>,
+    tracker: Option<&'a mut EventTracker>,
 }
 
 impl<'a> Reception<'a> {
@@ -42,7 +42,7 @@ impl<'a> Reception<'a> {
                 b"server-timing" => append(timing, value),
                 b"content-encoding" => coding = Some(value),
                 b"content-type" => {
-                    event_stream = crate::engine::stream::is_event_stream(value);
+                    event_stream = crate::engine::events::is_event_stream(value);
                 }
                 _ => {}
             }
@@ -56,7 +56,7 @@ impl<'a> Reception<'a> {
             (Some(_), Some(v)) => Codings::parse(v)?,
             _ => None,
         };
-        let tracker: &'a mut StreamTracker = tracker;
+        let tracker: &'a mut EventTracker = tracker;
         let tracker = tracker.begin(event_stream).then_some(tracker);
         let keeper = match (codings, decoder.as_deref_mut()) {
             (Some(_), Some(d)) => {
@@ -83,7 +83,7 @@ impl<'a> Reception<'a> {
         if let Some(d) = self.keeper.as_deref_mut() {
             d.keep(chunk)?;
         }
-        crate::engine::stream::track(&mut self.tracker, chunk).map_err(|e| e.detail)
+        crate::engine::events::track(&mut self.tracker, chunk).map_err(|e| e.detail)
     }
 
     /// The body ended (before any trailers).

@@ -100,12 +100,12 @@ impl WsConn {
     /// broken frame (`false`).
     async fn await_close(&mut self) -> bool {
         use tokio::io::AsyncReadExt;
-        let Some(stream) = self.stream.as_mut() else {
+        let Some(socket) = self.stream.as_mut() else {
             return false;
         };
         loop {
             if self.at == self.end {
-                match stream.read(&mut self.buf).await {
+                match socket.read(&mut self.buf).await {
                     Ok(0) | Err(_) => return false,
                     Ok(n) => (self.at, self.end) = (0, n),
                 }

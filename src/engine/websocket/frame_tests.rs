@@ -269,7 +269,7 @@ fn split_at(reader: &mut MessageReader, bytes: &[u8], at: usize) -> Vec<Fed> {
 /// A data message as fragments (RSV1 on its first frame or not), each maybe followed by a
 /// control frame, then a byte of the whole stream maybe flipped: a stream that reads to the
 /// end, or breaks at some frame, for every reader.
-fn stream(mask: Option<[u8; 4]>) -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+fn frames(mask: Option<[u8; 4]>) -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
     use proptest::collection::vec;
     use proptest::prelude::*;
     let control = (
@@ -331,8 +331,8 @@ proptest::proptest! {
     // and keep-all with deflate agreed, a server's) and each side's frames.
     #[test]
     fn frames_read_alike_split_at_every_byte(
-        server_frames in stream(None),
-        client_frames in stream(Some([0x37, 0xfa, 0x21, 0x3d])),
+        server_frames in frames(None),
+        client_frames in frames(Some([0x37, 0xfa, 0x21, 0x3d])),
         max in proptest::prop_oneof![proptest::strategy::Just(1u64 << 20), 0u64..300],
     ) {
         for bytes in [&server_frames, &client_frames] {

@@ -26,9 +26,9 @@ pub mod ping;
 pub mod push;
 pub mod upgrade;
 
-use super::connect::Stream;
+use super::connect::Socket;
+use super::events::EventTracker;
 use super::extras::{Extras, Tally};
-use super::stream::StreamTracker;
 use super::{EngineError, WsWire};
 use crate::model::{ErrorKind, Phase, Timestamps, Traffic, Wire};
 use crate::util::rng::SplitMix64;
@@ -47,7 +47,7 @@ const BUF_BYTES: usize = 16 * 1024;
 /// its pings, and how it ended.
 pub struct WsConn {
     /// The upgraded connection; `None` before the first connect or after a failure closed it.
-    pub stream: Option<Stream>,
+    pub stream: Option<Socket>,
     buf: Vec<u8>,
     /// The bytes of `buf` read but not yet taken: `buf[at..end]`.
     at: usize,
@@ -187,7 +187,7 @@ impl WsConn {
         let _awake = crate::engine::arrival::awake::Needed::new();
         self.stream = None;
         self.closing = false;
-        let mut stream = wire.connector.connect(stamps).await?;
+        let mut socket = wire.connector.connect(stamps).await?;
         let mut random = [0u8; 24];
         ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut random).map_err(
             |_| EngineError::new(ErrorKind::Write, "no random bytes for the key".into()),
@@ -200,7 +200,7 @@ impl WsConn {
             // connection's task for it (as the TLS handshake's is boxed). No extension is
             // offered over HTTP/2 (--compressed is refused with --http2).
             Some(connect) => {
-                stream = Box::pin(over_h2::open(stream, connect, max_head, stamps)).await?;
+                socket = Box::pin(over_h2::open(socket, connect, max_head, stamps)).await?;
                 self.end = 0;
                 self.deflate = None;
                 0
@@ -208,7 +208,7 @@ impl WsConn {
             None => {
                 let (buf, end) = (&mut self.buf, &mut self.end);
                 let head =
-                    upgrade::handshake(&mut stream, &wire.head, &key, buf, end, max_head).await?;
+                    upgrade::handshake(&mut socket, &wire.head, &key, buf, end, max_head).await?;
                 self.deflate = deflate::agreed_in(&self.buf[..head], wire.deflated.is_some())?;
                 head
             }
@@ -219,10 +219,10 @@ impl WsConn {
         self.reader.reset();
         // The reader's first byte, the first after the upgrade's answer: on the connection,
         // the bytes read less those still buffered past that answer.
-        let read = stream.tally().read;
+        let read = socket.tally().read;
         self.inflight.placed.rx_base = read.saturating_sub((self.end - head) as u64);
         self.ping.connected();
-        self.stream = Some(stream);
+        self.stream = Some(socket);
         Ok(())
     }
 
@@ -237,7 +237,7 @@ impl WsConn {
         message: &[u8],
         max_head: usize,
         stamps: &mut Timestamps,
-        tracker: &mut StreamTracker,
+        tracker: &mut EventTracker,
     ) -> Result<Reply, EngineError> {
         self.ended = None;
         self.ping.begin();
@@ -339,13 +339,13 @@ impl WsConn {
     /// Writes the messages' frames in `out` whole and flushes them, noting where they lie on
     /// the connection ([`Placed`]).
     async fn write_messages(&mut self) -> Result<(), EngineError> {
-        let before = self.stream.as_ref().map(Stream::tally).unwrap_or_default();
+        let before = self.stream.as_ref().map(Socket::tally).unwrap_or_default();
         (
             self.inflight.placed.tx_before,
             self.inflight.placed.rx_floor,
         ) = (before.written, before.read);
         self.write_out().await?;
-        let after = self.stream.as_ref().map(Stream::tally).unwrap_or_default();
+        let after = self.stream.as_ref().map(Socket::tally).unwrap_or_default();
         self.inflight.placed.tx_after = after.written;
         Ok(())
     }
@@ -355,15 +355,15 @@ impl WsConn {
     /// connection: exact on plain TCP; under TLS the write's TCP end and, for the reply, what
     /// was read before the write and when the reply was complete. None on HTTP/2's streams.
     fn wire_of(&self, frame_end: u64, rx_first: u64) -> Wire {
-        let Some(stream) = &self.stream else {
+        let Some(socket) = &self.stream else {
             return Wire::default();
         };
-        let tally = stream.tally();
+        let tally = socket.tally();
         if tally.port == 0 {
             return Wire::default();
         }
         let p = &self.inflight.placed;
-        let exact = stream.is_plain();
+        let exact = socket.is_plain();
         Wire {
             port: tally.port,
             exact,
@@ -384,7 +384,7 @@ impl WsConn {
     /// Where the data message the reader is in (or just completed) began on the connection:
     /// under TLS, the lower bound (the TCP bytes read before the messages' write).
     fn rx_message_start(&self) -> u64 {
-        match self.stream.as_ref().is_some_and(Stream::is_plain) {
+        match self.stream.as_ref().is_some_and(Socket::is_plain) {
             true => self.inflight.placed.rx_base + self.reader.message_span().0,
             false => self.inflight.placed.rx_floor,
         }
@@ -393,9 +393,9 @@ impl WsConn {
     /// Writes `out` whole and flushes it.
     async fn write_out(&mut self) -> Result<(), EngineError> {
         let write = |e: std::io::Error| EngineError::io(ErrorKind::Write, "write".into(), &e);
-        let stream = self.stream.as_mut().expect("an open connection");
-        stream.write_all(&self.out).await.map_err(write)?;
-        stream.flush().await.map_err(write)
+        let socket = self.stream.as_mut().expect("an open connection");
+        socket.write_all(&self.out).await.map_err(write)?;
+        socket.flush().await.map_err(write)
     }
 
     /// Sends a control frame of `opcode` with `payload` (at most 125 bytes).
@@ -464,11 +464,11 @@ impl WsConn {
     async fn fill(&mut self) -> Result<(usize, Option<Instant>), EngineError> {
         loop {
             let due = self.ping.due(Instant::now());
-            let stream = self.stream.as_mut().expect("an open connection");
+            let socket = self.stream.as_mut().expect("an open connection");
             let read = match (due, self.inflight.deadline) {
-                (None, None) => Some(read_stamped(stream, &mut self.buf).await),
+                (None, None) => Some(read_stamped(socket, &mut self.buf).await),
                 (due, deadline) => {
-                    let read = read_stamped(stream, &mut self.buf);
+                    let read = read_stamped(socket, &mut self.buf);
                     let now = Instant::now();
                     let ping = self.ping.wait(due.unwrap_or(now));
                     let end = tokio::time::sleep_until(deadline.unwrap_or(now).into());
@@ -513,15 +513,15 @@ impl WsConn {
 /// Reads into `buf`: on plain TCP with the kernel's arrival stamp of the bytes read
 /// ([`arrival::read`](crate::engine::arrival::read)), otherwise (TLS, an HTTP/2 stream) with none.
 async fn read_stamped(
-    stream: &mut Stream,
+    socket: &mut Socket,
     buf: &mut [u8],
 ) -> std::io::Result<(usize, Option<Instant>)> {
-    if let Stream::Plain(counted) = stream {
+    if let Socket::Plain(counted) = socket {
         let read = crate::engine::arrival::read(counted.get_ref(), buf).await;
         if let Ok((n, _)) = &read {
             counted.count_read(*n);
         }
         return read;
     }
-    stream.read(buf).await.map(|n| (n, None))
+    socket.read(buf).await.map(|n| (n, None))
 }

@@ -16,7 +16,7 @@
 //! bytes are read.
 
 use crate::engine::cause::Cause;
-use crate::engine::connect::Stream;
+use crate::engine::connect::Socket;
 use crate::engine::http2::{self, crate_link::h2_error};
 use crate::engine::request::RequestTemplate;
 use crate::engine::{EngineError, SetupError};
@@ -82,10 +82,10 @@ enum First {
     Settings { at: Instant, connect: bool },
 }
 
-/// A stream that reads the server's first frame as it passes (a server's preface is its
+/// A socket that reads the server's first frame as it passes (a server's preface is its
 /// SETTINGS, RFC 9113 section 3.4) into [`First`]; then only passes bytes.
 struct Sniff {
-    inner: Stream,
+    inner: Socket,
     /// The first frame's bytes so far (dropped once it is whole).
     head: Vec<u8>,
     first: Rc<Cell<First>>,
@@ -151,18 +151,18 @@ impl AsyncWrite for Sniff {
     }
 }
 
-/// Sends HTTP/2's preface on `stream` and waits for the server's SETTINGS: the connection's
+/// Sends HTTP/2's preface on `socket` and waits for the server's SETTINGS: the connection's
 /// sender (the connection then driven by a task of its own) and when the SETTINGS came. A
 /// server that does not speak HTTP/2, or whose SETTINGS do not enable the extended CONNECT,
 /// fails it with the cause that names the fix.
 async fn preface(
-    stream: Stream,
+    socket: Socket,
     max_head: usize,
 ) -> Result<(h2::client::SendRequest<Bytes>, Instant), EngineError> {
-    crate::engine::http2::check_alpn(&stream)?;
+    crate::engine::http2::check_alpn(&socket)?;
     let first = Rc::new(Cell::new(First::Waiting));
     let sniff = Sniff {
-        inner: stream,
+        inner: socket,
         head: Vec::new(),
         first: first.clone(),
     };
@@ -212,16 +212,16 @@ async fn preface(
     Ok((sender, at))
 }
 
-/// Opens a WebSocket over HTTP/2 on `stream` (connected, and stamped, by the caller): the
+/// Opens a WebSocket over HTTP/2 on `socket` (connected, and stamped, by the caller): the
 /// preface, the server's SETTINGS (stamped `h2_settings`), the extended CONNECT and its 2xx;
 /// the stream's DATA as a byte stream. Answers of at most `max_head` header bytes are taken.
 pub async fn open(
-    stream: Stream,
+    socket: Socket,
     connect: &Connect,
     max_head: usize,
     stamps: &mut Timestamps,
-) -> Result<Stream, EngineError> {
-    let (sender, settings) = preface(stream, max_head).await?;
+) -> Result<Socket, EngineError> {
+    let (sender, settings) = preface(socket, max_head).await?;
     stamps.h2_settings = Some(settings);
     let mut sender = sender
         .ready()
@@ -245,7 +245,7 @@ pub async fn open(
         )
         .with_cause(Some(Cause::NotWebSocket)));
     }
-    Ok(Stream::WsH2(Box::new(Tunnel {
+    Ok(Socket::WsH2(Box::new(Tunnel {
         send,
         recv: response.into_body(),
         pending: Bytes::new(),

@@ -1,6 +1,6 @@
 //! Server-pushed messages (`--stream messages`): a request is a subscription. Its message is
 //! sent, then the data messages the server pushes are read, each an event of the request's
-//! stream ([`StreamTracker::message`]: `first_event`, `event_gap`, `events`, as SSE's events
+//! stream ([`EventTracker::message`]: `first_event`, `event_gap`, `events`, as SSE's events
 //! are timed). `first_byte` is the first pushed message's first byte, `done` the last one's
 //! arrival. A subscription ends after `--ws-messages N` messages, with our close handshake
 //! (the frame goes at once; the server's answer is awaited after the request,
@@ -13,7 +13,7 @@
 
 use super::frame::Step;
 use super::{Reply, WsConn};
-use crate::engine::stream::StreamTracker;
+use crate::engine::events::EventTracker;
 use crate::engine::{EngineError, WsWire};
 use crate::model::{Timestamps, Traffic};
 use std::time::Instant;
@@ -28,7 +28,7 @@ impl WsConn {
         &mut self,
         wire: &WsWire,
         stamps: &mut Timestamps,
-        tracker: &mut StreamTracker,
+        tracker: &mut EventTracker,
         written: Instant,
         bytes_written: u64,
     ) -> Result<Reply, EngineError> {

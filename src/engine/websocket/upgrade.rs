@@ -5,7 +5,7 @@
 //! ([`Cause::NotWebSocket`]), its status named.
 
 use crate::engine::cause::Cause;
-use crate::engine::connect::Stream;
+use crate::engine::connect::Socket;
 use crate::engine::EngineError;
 use crate::model::ErrorKind;
 use base64::Engine;
@@ -78,11 +78,11 @@ pub fn check(resp: &httparse::Response<'_, '_>, key: &str) -> Result<(), EngineE
     }
 }
 
-/// Sends the upgrade request on `stream` and reads the answer's head into `buf`, within
+/// Sends the upgrade request on `socket` and reads the answer's head into `buf`, within
 /// `max_head` bytes: `Ok(n)` once a proper `101` came, its head `n` bytes long; the bytes read
 /// past it (the server's first frames) are `buf[n..end]`, `end` set.
 pub async fn handshake(
-    stream: &mut Stream,
+    socket: &mut Socket,
     head: &[u8],
     key: &str,
     buf: &mut [u8],
@@ -90,15 +90,15 @@ pub async fn handshake(
     max_head: usize,
 ) -> Result<usize, EngineError> {
     let write = |e: std::io::Error| EngineError::io(ErrorKind::Write, "upgrade request".into(), &e);
-    stream.write_all(&request(head, key)).await.map_err(write)?;
-    stream.flush().await.map_err(write)?;
+    socket.write_all(&request(head, key)).await.map_err(write)?;
+    socket.flush().await.map_err(write)?;
     *end = 0;
     loop {
         let limit = buf.len().min(max_head.max(1024));
         if *end == limit {
             return Err(too_long(limit));
         }
-        let n = stream
+        let n = socket
             .read(&mut buf[*end..limit])
             .await
             .map_err(|e| EngineError::io(ErrorKind::Read, "upgrade answer".into(), &e))?;

@@ -106,7 +106,7 @@ fn a_worker_with_no_set_back_raises_the_collector() {
     let sinks = Sinks {
         live: None,
         log: None,
-        watch: None,
+        on_interval: None,
         join: None,
     };
     let (collector, mut links) =

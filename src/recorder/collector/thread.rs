@@ -20,7 +20,7 @@ pub struct Sinks {
     /// `--hdr-log`.
     pub log: Option<crate::recorder::hdrlog::LogFile>,
     /// `--metrics-addr`: called with each (must not block).
-    pub watch: Option<Watch>,
+    pub on_interval: Option<IntervalSink>,
     /// `--server-probes`: the joiner's input (the run starts its thread beside the workers'
     /// and gives it each recorded request; the collector does not use it).
     pub join: Option<crate::recorder::join::JoinInput>,
@@ -37,8 +37,8 @@ pub struct Live {
     pub final_below: Arc<AtomicU64>,
 }
 
-/// A watcher of the final intervals, called on the collector thread.
-pub type Watch = Box<dyn Fn(&IntervalSnapshot) + Send>;
+/// What is given each final interval, called on the collector thread.
+pub type IntervalSink = Box<dyn Fn(&IntervalSnapshot) + Send>;
 
 /// When the series starts: once the run's gate opens (an open loop opens its connections
 /// first), after the warm-up.
@@ -182,12 +182,12 @@ fn run(
         Some(l) => (Some(l.tx), Some(l.final_below)),
         None => (None, None),
     };
-    let watch = sinks.watch;
-    let (late, log_error) = crate::recorder::hdrlog::stream(sinks.log, base, interval, |write| {
+    let on_interval = sinks.on_interval;
+    let (late, log_error) = crate::recorder::hdrlog::logged(sinks.log, base, interval, |write| {
         let mut emit = |snap: IntervalSnapshot| {
             write(&snap);
-            if let Some(watch) = &watch {
-                watch(&snap);
+            if let Some(on_interval) = &on_interval {
+                on_interval(&snap);
             }
             if let Some(live) = &live {
                 let _ = live.send(snap);

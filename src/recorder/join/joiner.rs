@@ -12,7 +12,7 @@ use super::halves::{traced, Halves, MeasuredCost};
 use super::open::Intervals;
 use super::tail::TailAcc;
 use super::{chain, slot, JoinSpec, KernelEvent, Trail};
-use crate::recorder::collector::Watch;
+use crate::recorder::collector::IntervalSink;
 use crate::recorder::exemplar::Exemplars;
 use crate::recorder::request_log::LogWorker;
 use crate::recorder::{hist, Series};
@@ -147,7 +147,7 @@ pub struct Joiner {
     counts: JoinCounts,
     pids: BTreeSet<u32>,
     log: Option<LogWorker>,
-    watch: Option<Watch>,
+    on_interval: Option<IntervalSink>,
     last_prune: u64,
     /// `--server-probes-cost`: the two halves' requests.
     halves: Option<Halves>,
@@ -159,8 +159,12 @@ impl Joiner {
     pub const SLACK_NS: u64 = 200_000_000;
 
     /// A joiner for a run of `spec`; `log`: the per-request log's writer (the joiner writes
-    /// its rows, the server's phases with them); `watch`: given each interval's phases.
-    pub fn new(spec: JoinSpec, log: Option<LogWorker>, watch: Option<Watch>) -> Joiner {
+    /// its rows, the server's phases with them); `on_interval`: given each interval's phases.
+    pub fn new(
+        spec: JoinSpec,
+        log: Option<LogWorker>,
+        on_interval: Option<IntervalSink>,
+    ) -> Joiner {
         let names = super::phases(&spec.functions);
         let n = names.len();
         let halves = spec.split.then(Halves::default);
@@ -172,14 +176,14 @@ impl Joiner {
             pending: VecDeque::new(),
             watermark: 0,
             hists: (0..n).map(|_| hist::new_hist()).collect(),
-            open: Intervals::new(n, watch.is_some()),
+            open: Intervals::new(n, on_interval.is_some()),
             series: Series::default(),
             kept: Exemplars::with_probed(n),
             tail: TailAcc::default(),
             counts: JoinCounts::default(),
             pids: BTreeSet::new(),
             log,
-            watch,
+            on_interval,
             last_prune: 0,
             halves,
             names,
@@ -500,11 +504,11 @@ impl Joiner {
     }
 
     /// Gives the intervals' phases to the series and, with their traced requests as
-    /// exemplars, to the watch: those before the last one open, or all of them at the end.
+    /// exemplars, to the on_interval: those before the last one open, or all of them at the end.
     fn flush_intervals(&mut self, all: bool) {
         for mut snap in self.open.take_done(all, &self.names) {
-            if let Some(watch) = &self.watch {
-                watch(&snap);
+            if let Some(on_interval) = &self.on_interval {
+                on_interval(&snap);
             }
             // The record keeps its kept requests whole elsewhere (`kept`), not these.
             snap.exemplars = Vec::new();

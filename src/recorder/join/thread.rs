@@ -5,7 +5,7 @@
 
 use super::sink::{EventSink, Pool, TrailSource};
 use super::{JoinSpec, Joined, Joiner, KernelEvent, Trail};
-use crate::recorder::collector::Watch;
+use crate::recorder::collector::IntervalSink;
 use crate::recorder::request_log::LogWorker;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -34,13 +34,13 @@ pub struct JoinInput {
     spec: JoinSpec,
     tx: SyncSender<JoinMsg>,
     rx: Receiver<JoinMsg>,
-    watch: Option<Watch>,
+    on_interval: Option<IntervalSink>,
 }
 
 impl JoinInput {
-    /// The channel of a run of `spec`, and the probes' end of it; `watch`: given each
+    /// The channel of a run of `spec`, and the probes' end of it; `on_interval`: given each
     /// interval's phases (the metrics endpoint).
-    pub fn new(spec: JoinSpec, watch: Option<Watch>) -> (JoinInput, EventSink) {
+    pub fn new(spec: JoinSpec, on_interval: Option<IntervalSink>) -> (JoinInput, EventSink) {
         let (tx, rx) = mpsc::sync_channel(QUEUE);
         let events = EventSink::new(tx.clone());
         (
@@ -48,7 +48,7 @@ impl JoinInput {
                 spec,
                 tx,
                 rx,
-                watch,
+                on_interval,
             },
             events,
         )
@@ -75,13 +75,13 @@ impl JoinThread {
             spec,
             tx,
             rx,
-            watch,
+            on_interval,
         } = input;
         let pool: Pool = Arc::new(Mutex::new(Vec::new()));
         let back = pool.clone();
         let handle = std::thread::Builder::new()
             .name("reqlife-join".into())
-            .spawn(move || run(Joiner::new(spec, log, watch), &rx, &back))?;
+            .spawn(move || run(Joiner::new(spec, log, on_interval), &rx, &back))?;
         Ok(JoinThread {
             source: TrailSource {
                 tx: tx.clone(),

@@ -1,7 +1,7 @@
 //! The relations between a summary's counts (issue 37): every count follows from the others.
 //! Checked on real runs (`tests/reports/invariants.rs`) and on synthetic counters (unit tests).
 
-use super::figures::Summary;
+use super::sections::Summary;
 
 impl Summary {
     /// What breaks the relations between this summary's counts, of a run with `connections`

@@ -4,7 +4,7 @@
 //! and later tools work from it alone.
 //!
 //! By concern: this file holds the record itself and how it is built from a run, a sweep or
-//! repetitions; [`config`] what was asked for and where it ran; [`figures`] the summary's
+//! repetitions; [`config`] what was asked for and where it ran; [`sections`] the summary's
 //! types and the threshold verdicts; `build` derives those figures from what was measured;
 //! [`warnings`] the plain-words warnings the figures call for.
 
@@ -12,9 +12,9 @@ mod build;
 pub mod config;
 mod counts;
 mod end;
-pub mod figures;
 mod joining;
 pub mod probes;
+pub mod sections;
 pub mod slow;
 #[cfg(test)]
 mod tests;
@@ -24,7 +24,7 @@ pub mod warnings;
 
 pub use config::{Config, Environment, Sweep};
 pub use end::{EndOfRun, LastAnswer};
-pub use figures::*;
+pub use sections::*;
 pub use until::{Until, UntilTarget};
 pub use warnings::{
     connections_carry, http_errors_warning, step_warnings, stopped_answering, warnings_of,

@@ -175,7 +175,7 @@ fn sections_without_data_are_left_out() {
             error_every: 1,
             status_503_every: 0,
             server_timing: false,
-            stream: false,
+            events: false,
         },
     );
     assert_eq!(r.summary.requests.ok, 0);
@@ -200,7 +200,7 @@ fn sections_without_data_are_left_out() {
             error_every: 0,
             status_503_every: 0,
             server_timing: false,
-            stream: false,
+            events: false,
         },
     );
     let ids = sections(&page(&r));
@@ -480,7 +480,7 @@ fn a_streamed_run_shows_its_gaps_as_a_histogram_and_over_time() {
     // Over time: one band per interval of 1 s, and a fourth for the streams that ended
     // after 3 s; gaps of 1.0 to 1.6 ms, 10 ms in one response of fifty (2% of the gaps:
     // the p99).
-    let bands = figures::bands(&r, crate::model::Phase::EventGap);
+    let bands = page_plots::bands(&r, crate::model::Phase::EventGap);
     assert_eq!(bands.len(), 4);
     for b in &bands[..3] {
         assert!((1.0e6..=1.61e6).contains(&b.p50_ns), "{b:?}");

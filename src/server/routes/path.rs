@@ -2,7 +2,7 @@
 //! with what was expected.
 
 use super::{MAX_BYTES, MAX_DELAY_MS, MAX_TEXT_BYTES};
-use crate::server::stream::{stream_route, StreamSpec};
+use crate::server::events::{events_route, EventSpec};
 use crate::server::ws::{self, WsRoute};
 use http::StatusCode;
 use std::time::Duration;
@@ -20,7 +20,7 @@ pub(in crate::server) enum Route {
     Drift(Duration),
     Random(Duration),
     Stall(Duration),
-    Stream(StreamSpec),
+    Events(EventSpec),
     WebSocket(WsRoute),
     BadRequest(String),
     NotFound,
@@ -123,12 +123,12 @@ fn drift(v: &str) -> Route {
 
 /// `/sse/{n}/{gap_ms}[/{jitter_ms}]`.
 fn sse(v: &str) -> Route {
-    stream_route(true, v)
+    events_route(true, v)
 }
 
 /// `/chunks/{n}/{gap_ms}[/{jitter_ms}]`.
 fn chunks(v: &str) -> Route {
-    stream_route(false, v)
+    events_route(false, v)
 }
 
 /// `/stall/{ms}`.

@@ -12,12 +12,12 @@ fn routes_and_bad_parameters() {
     assert!(matches!(route_of("/nope"), Route::NotFound));
     assert!(matches!(
         route_of("/sse/20/5"),
-        Route::Stream(StreamSpec { sse: true, n: 20, gap, jitter })
+        Route::Events(EventSpec { sse: true, n: 20, gap, jitter })
             if gap == Duration::from_millis(5) && jitter.is_zero()
     ));
     assert!(matches!(
         route_of("/chunks/3/10/2"),
-        Route::Stream(StreamSpec { sse: false, n: 3, jitter, .. })
+        Route::Events(EventSpec { sse: false, n: 3, jitter, .. })
             if jitter == Duration::from_millis(2)
     ));
     // (path, a part of the message)

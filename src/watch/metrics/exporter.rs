@@ -72,7 +72,7 @@ impl Exporter {
 
     /// What the collector calls with each final interval: a send on an unbounded channel,
     /// which never blocks.
-    pub fn sink(&self) -> crate::recorder::collector::Watch {
+    pub fn sink(&self) -> crate::recorder::collector::IntervalSink {
         let tx = self.tx.clone();
         Box::new(move |snap| {
             let _ = tx.send(Feed::Interval(Box::new(snap.clone())));
@@ -83,7 +83,7 @@ impl Exporter {
 impl Exporter {
     /// What the server's probes call with each tick (`--server-probes-from`: the agent's
     /// phases, per read and write).
-    pub fn probe_sink(&self) -> crate::recorder::collector::Watch {
+    pub fn probe_sink(&self) -> crate::recorder::collector::IntervalSink {
         let tx = self.tx.clone();
         Box::new(move |snap| {
             let _ = tx.send(Feed::Probed(Box::new(snap.clone())));
@@ -96,7 +96,7 @@ impl Exporter {
     pub fn joined_sink(
         &self,
         spec: &crate::recorder::join::JoinSpec,
-    ) -> crate::recorder::collector::Watch {
+    ) -> crate::recorder::collector::IntervalSink {
         let tx = self.tx.clone();
         let names: Arc<[String]> = crate::recorder::join::phase_names(&spec.functions).into();
         Box::new(move |snap| {
@@ -130,9 +130,9 @@ fn serve(listener: TcpListener, rx: Receiver<Feed>, mut m: Metrics, stop: &Atomi
     while !stop.load(Ordering::SeqCst) {
         take(&mut m);
         match listener.accept() {
-            Ok((stream, _)) => {
+            Ok((socket, _)) => {
                 take(&mut m);
-                let _ = answer(stream, &m);
+                let _ = answer(socket, &m);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
             Err(_) => std::thread::sleep(POLL),
@@ -141,11 +141,11 @@ fn serve(listener: TcpListener, rx: Receiver<Feed>, mut m: Metrics, stop: &Atomi
 }
 
 /// Answers one HTTP/1.x request: `GET /metrics` (any query), or 404; then closes.
-fn answer(mut stream: TcpStream, m: &Metrics) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
-    let head = crate::util::http_head::read(&mut stream)?;
+fn answer(mut socket: TcpStream, m: &Metrics) -> std::io::Result<()> {
+    socket.set_nonblocking(false)?;
+    socket.set_read_timeout(Some(Duration::from_secs(2)))?;
+    socket.set_write_timeout(Some(Duration::from_secs(5)))?;
+    let head = crate::util::http_head::read(&mut socket)?;
     let mut words = head.split_whitespace();
     let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
     let path = target.split('?').next().unwrap_or("");
@@ -173,6 +173,6 @@ fn answer(mut stream: TcpStream, m: &Metrics) -> std::io::Result<()> {
     if method != "HEAD" {
         response.push_str(&body);
     }
-    stream.write_all(response.as_bytes())?;
-    stream.flush()
+    socket.write_all(response.as_bytes())?;
+    socket.flush()
 }

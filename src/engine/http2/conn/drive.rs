@@ -4,7 +4,7 @@
 //! the answers wake the driver, and its timer ends a hold that no answer ends.
 
 use super::{add, register, ConnFailure, Core};
-use crate::engine::connect::Stream;
+use crate::engine::connect::Socket;
 use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
@@ -49,7 +49,7 @@ enum Step {
 }
 
 /// Moves the bytes of `conn` over `io` until the connection ends.
-pub(in crate::engine::http2) async fn drive(conn: Rc<Conn>, mut io: Stream) {
+pub(in crate::engine::http2) async fn drive(conn: Rc<Conn>, mut io: Socket) {
     let mut turns = Turns::default();
     loop {
         match std::future::poll_fn(|cx| poll_drive(&conn, &mut io, &mut turns, cx)).await {
@@ -77,7 +77,7 @@ fn holding(core: &Core, timer: &mut Option<Pin<Box<Sleep>>>, cx: &mut Context<'_
     timer.as_mut().poll(cx).is_pending()
 }
 
-fn poll_drive(conn: &Conn, io: &mut Stream, turns: &mut Turns, cx: &mut Context<'_>) -> Poll<Step> {
+fn poll_drive(conn: &Conn, io: &mut Socket, turns: &mut Turns, cx: &mut Context<'_>) -> Poll<Step> {
     let mut core = conn.core.borrow_mut();
     register(&mut core.driver, cx);
     let Turns {
@@ -126,7 +126,7 @@ fn poll_drive(conn: &Conn, io: &mut Stream, turns: &mut Turns, cx: &mut Context<
                 }
                 reads += 1;
                 core.filled += n;
-                add(&core.wire.read, n);
+                add(&core.bytes.read, n);
                 if !io.is_plain() {
                     // Under TLS the frames' offsets are not the TCP bytes': where they are.
                     core.tcp_read(io.tally());
@@ -155,7 +155,7 @@ fn poll_drive(conn: &Conn, io: &mut Stream, turns: &mut Turns, cx: &mut Context<
 #[inline]
 fn poll_out(
     core: &mut Core,
-    io: &mut Stream,
+    io: &mut Socket,
     write: bool,
     flush: &mut bool,
     gathered: &mut bool,
@@ -167,7 +167,7 @@ fn poll_out(
         match Pin::new(&mut *io).poll_write(cx, &core.out[from..]) {
             Poll::Ready(Ok(0)) => return Err(closed("the server closed the connection".into())),
             Poll::Ready(Ok(n)) => {
-                add(&core.wire.written, n);
+                add(&core.bytes.written, n);
                 core.out_done += n;
                 if core.out_done == core.out.len() {
                     core.written_out(Instant::now());

@@ -18,7 +18,7 @@ mod tests;
 
 use super::frame;
 use super::hpack::{Decoder, Encoder};
-use super::wire::WireStats;
+use super::link_bytes::LinkBytes;
 use bytes::Bytes;
 pub(super) use drive::{drive, Conn};
 pub use receive::receive_any;
@@ -216,7 +216,7 @@ pub(super) struct Core {
     max_header_list: usize,
     /// Bytes read, header-block bytes among them (HEADERS and CONTINUATION payloads), bytes
     /// written: added to the link's counts, over all its connections.
-    wire: Rc<WireStats>,
+    bytes: Rc<LinkBytes>,
     /// Where the connection's bytes lie on it, for each stream's [`crate::model::Wire`].
     place: place::Place,
     /// Streams waiting for the stream limit, and the driver.
@@ -232,9 +232,9 @@ pub(super) struct Core {
 
 impl Core {
     /// A new connection's state, its preface and SETTINGS (and its window top-up) queued:
-    /// `window` is `--h2-window`, for streams and (at least 65,535) the connection; `wire` the
+    /// `window` is `--h2-window`, for streams and (at least 65,535) the connection; `bytes` the
     /// link's counts.
-    pub(super) fn new(tuning: super::Tuning, wire: Rc<WireStats>) -> Core {
+    pub(super) fn new(tuning: super::Tuning, bytes: Rc<LinkBytes>) -> Core {
         let (stream_window, connection_window) = match tuning.window {
             // A stream's window may be as small as the user likes; the connection's starts at
             // 65,535 and SETTINGS cannot shrink it (RFC 9113, 6.9.2): it is only topped up.
@@ -287,7 +287,7 @@ impl Core {
             block: None,
             block_bytes: Vec::new(),
             max_header_list: tuning.max_header_list as usize,
-            wire,
+            bytes,
             place: place::Place::default(),
             waiting: Vec::new(),
             turns: std::collections::VecDeque::new(),

@@ -192,7 +192,7 @@ impl Core {
     }
 
     fn headers(&mut self, h: Head, payload: &[u8], now: Instant) -> Result<(), ConnFailure> {
-        add(&self.wire.header, h.len);
+        add(&self.bytes.header, h.len);
         if h.stream == 0 {
             return Err(self.broken(frame::PROTOCOL_ERROR, "HEADERS on stream 0"));
         }
@@ -220,7 +220,7 @@ impl Core {
     }
 
     fn continuation(&mut self, h: Head, payload: &[u8], now: Instant) -> Result<(), ConnFailure> {
-        add(&self.wire.header, h.len);
+        add(&self.bytes.header, h.len);
         let Some((stream, end_stream)) = self.block.filter(|(s, _)| *s == h.stream) else {
             return Err(self.broken(frame::PROTOCOL_ERROR, "CONTINUATION out of a header block"));
         };

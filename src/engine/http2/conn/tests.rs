@@ -203,7 +203,7 @@ fn a_stream_is_answered_in_pieces_of_any_size() {
             .collect();
         assert_eq!(acks, [(frame::SETTINGS, frame::ACK)]);
         assert_eq!(
-            core.wire.header.get(),
+            core.bytes.header.get(),
             (interim.len() + fields.len()) as u64
         );
         core.finish(i);

@@ -1,4 +1,4 @@
-//! The figures of a record: the summary and its parts (requests, bytes, connections,
+//! The sections of a record's figures: the summary and its parts (requests, bytes, connections,
 //! latency, bursts, the generator's own figures), the threshold verdicts, and the per-level,
 //! per-stage and per-interval figures.
 

@@ -1,4 +1,4 @@
-//! The figures a recorder keeps of a run or an interval: the [`Counters`], one histogram per
+//! What a recorder accumulates of a run or an interval: the [`Counters`], one histogram per
 //! phase ([`PhaseHists`]), a request name's own ([`RequestAcc`]), and the phases a sample
 //! reached.
 

@@ -19,7 +19,7 @@ pub const MAX_EVENTS: u64 = 10_000_000;
 
 /// `/sse/…` and `/chunks/…`: what to stream and when.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct StreamSpec {
+pub struct EventSpec {
     /// Server-Sent Events (else plain chunks).
     pub sse: bool,
     pub n: u64,
@@ -30,7 +30,7 @@ pub struct StreamSpec {
 
 /// A timed stream of events (see the module's documentation).
 pub struct Events {
-    spec: StreamSpec,
+    spec: EventSpec,
     sent: u64,
     start: Instant,
     due: Instant,
@@ -41,7 +41,7 @@ pub struct Events {
 }
 
 impl Events {
-    pub(super) fn new(spec: StreamSpec) -> Self {
+    pub(super) fn new(spec: EventSpec) -> Self {
         let start = Instant::now();
         let mut e = Events {
             spec,
@@ -115,7 +115,7 @@ impl Events {
 }
 
 /// `/sse/{n}/{gap_ms}[/{jitter_ms}]` (`sse`) or `/chunks/…`, from the part after the prefix.
-pub(super) fn stream_route(sse: bool, v: &str) -> Route {
+pub(super) fn events_route(sse: bool, v: &str) -> Route {
     let what = if sse { "/sse" } else { "/chunks" };
     let ms = |s: &str| {
         s.parse::<f64>()
@@ -132,7 +132,7 @@ pub(super) fn stream_route(sse: bool, v: &str) -> Route {
             .zip(ms(gap))
             .zip(parts.get(2).map_or(Some(Duration::ZERO), |j| ms(j)))
             .filter(|((_, gap), jitter)| jitter <= gap)
-            .map(|((n, gap), jitter)| StreamSpec {
+            .map(|((n, gap), jitter)| EventSpec {
                 sse,
                 n,
                 gap,
@@ -141,7 +141,7 @@ pub(super) fn stream_route(sse: bool, v: &str) -> Route {
         _ => None,
     };
     match spec {
-        Some(spec) => Route::Stream(spec),
+        Some(spec) => Route::Events(spec),
         None => Route::BadRequest(format!(
             "bad stream '{v}': expected {what}/{{n}}/{{gap_ms}}[/{{jitter_ms}}] with n from 0 to {MAX_EVENTS}, gap_ms from 0 to {MAX_DELAY_MS} and jitter_ms at most gap_ms\n"
         )),

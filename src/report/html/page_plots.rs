@@ -2,7 +2,7 @@
 //! levels, bursts) and calls the plot of [`crate::report::plot`]; the breakdown's table goes
 //! with its bars.
 
-use super::{cell, open_loop, Breakdown, Bursts, Knee, Levels, Repetitions, Streams};
+use super::{cell, open_loop, Breakdown, Bursts, EventGaps, Knee, Levels, Repetitions};
 use crate::analysis::describe::Log2Hist;
 use crate::model::Phase;
 use crate::recorder::hist::Stats;
@@ -59,7 +59,7 @@ pub(super) fn bands(r: &RunRecord, phase: Phase) -> Vec<plot::latency_time::Band
 
 /// Streamed responses: the gaps between events as a histogram and over time (per interval),
 /// when the run has any.
-pub(super) fn streams(r: &RunRecord) -> Option<Streams> {
+pub(super) fn event_gaps(r: &RunRecord) -> Option<EventGaps> {
     let h = r.histogram("event_gap").ok().filter(|h| !h.is_empty())?;
     let bands = bands(r, Phase::EventGap);
     let over_time = (!bands.is_empty()).then(|| {
@@ -72,7 +72,7 @@ pub(super) fn streams(r: &RunRecord) -> Option<Streams> {
         Some(m) => format!("--stream {m}"),
         None => "Server-Sent Events, by their content type".into(),
     };
-    Some(Streams {
+    Some(EventGaps {
         histogram: plot::histogram::svg("event gap", &Log2Hist::of_hist(&h)),
         over_time,
         note: format!(

@@ -126,7 +126,7 @@ proptest::proptest! {
 
 #[test]
 fn the_tracker_counts_gaps_between_events() {
-    let mut t = StreamTracker::new(Some(StreamMode::Lines), u64::MAX);
+    let mut t = EventTracker::new(Some(EventMode::Lines), u64::MAX);
     assert!(t.begin(false));
     t.body(b"a\nb").unwrap();
     t.body(b"\nc\nd").unwrap();
@@ -136,7 +136,7 @@ fn the_tracker_counts_gaps_between_events() {
     assert_eq!(n, 4);
     assert_eq!(t.gaps().len(), 3);
     // Not tracked without a mode unless the content type says SSE.
-    let mut t = StreamTracker::new(None, u64::MAX);
+    let mut t = EventTracker::new(None, u64::MAX);
     assert!(!t.begin(false));
     t.body(b"data: a\n\n").unwrap();
     assert_eq!(t.stamps(), None);
@@ -158,7 +158,7 @@ fn the_tracker_counts_gaps_between_events() {
 #[test]
 fn a_tracked_body_past_max_body_is_cut() {
     // 10 bytes at most: two SSE events of 9 bytes each go past it in the second read.
-    let mut t = StreamTracker::new(Some(StreamMode::Sse), 10);
+    let mut t = EventTracker::new(Some(EventMode::Sse), 10);
     assert!(t.begin(false));
     assert_eq!(t.body(b"data: a\n\n"), Ok(()));
     assert_eq!(t.body(b"data: b\n\n"), Err(TOO_LONG));
@@ -170,7 +170,7 @@ fn a_tracked_body_past_max_body_is_cut() {
     // Each response has its own count; up to the limit exactly is fine.
     assert!(t.begin(false));
     assert_eq!(t.body(b"data: 1234"), Ok(()));
-    let mut tracked: Option<&mut StreamTracker> = Some(&mut t);
+    let mut tracked: Option<&mut EventTracker> = Some(&mut t);
     let e = track(&mut tracked, b"\n\n").unwrap_err();
     assert_eq!((e.kind, e.detail.as_str()), (ErrorKind::Protocol, TOO_LONG));
 }

@@ -8,15 +8,15 @@
 //! (an event may straddle reads) that keeps no bytes: an [`SseSink`] sees the field values,
 //! for those who want them ([`Collect`], the reference the tests read); the engine only counts.
 //!
-//! A [`StreamTracker`] follows one response: it stamps the first event, keeps the gaps
+//! A [`EventTracker`] follows one response: it stamps the first event, keeps the gaps
 //! between events (nanoseconds, capacity kept across responses, at most [`MAX_GAPS`] per
 //! response) and the count. Events that complete in the same read share its time (gap 0).
-//! A stream that never ends is bounded by `--timeout` (a timeout) and by `--max-body`: a
+//! Events that never end are bounded by `--timeout` (a timeout) and by `--max-body`: a
 //! tracked body longer than that is cut there, a protocol error ([`TOO_LONG`]), as a
 //! `--compressed` body over it is.
 
 use super::EngineError;
-use crate::model::{ErrorKind, StreamMode};
+use crate::model::{ErrorKind, EventMode};
 use std::time::Instant;
 
 /// Most gaps kept for one response; later ones are counted as events but not as gaps.
@@ -336,7 +336,7 @@ pub fn parse_all(bytes: &[u8], split: usize) -> Vec<Event> {
 
 /// Gives a read of a body (not chunked: one unit) to the tracker, if the response is
 /// tracked; an error once the body went past `--max-body`.
-pub fn track(tracker: &mut Option<&mut StreamTracker>, data: &[u8]) -> Result<(), EngineError> {
+pub fn track(tracker: &mut Option<&mut EventTracker>, data: &[u8]) -> Result<(), EngineError> {
     if let Some(t) = tracker.as_deref_mut().filter(|_| !data.is_empty()) {
         t.body(data)
             .map_err(|e| EngineError::new(ErrorKind::Protocol, e.into()))?;
@@ -361,15 +361,15 @@ pub fn is_event_stream(value: &[u8]) -> bool {
 
 /// What one streamed response gave: events, when they completed, the gaps between them.
 #[derive(Debug, Default)]
-pub struct StreamTracker {
+pub struct EventTracker {
     /// The run's `--stream` mode, if any.
-    mode: Option<StreamMode>,
+    mode: Option<EventMode>,
     /// `--max-body`: the most body bytes of one tracked response.
     max_body: u64,
     /// Body bytes of this response so far.
     body_bytes: u64,
     /// This response's mode (`--stream`, or SSE by its content type), while tracking.
-    active: Option<StreamMode>,
+    active: Option<EventMode>,
     sse: Option<SseParser>,
     /// Lines mode: bytes since the last line end.
     line_open: bool,
@@ -379,10 +379,10 @@ pub struct StreamTracker {
     gaps: Vec<u64>,
 }
 
-impl StreamTracker {
+impl EventTracker {
     /// A tracker for the run's `--stream` `mode`, cutting a body past `max_body` bytes.
-    pub fn new(mode: Option<StreamMode>, max_body: u64) -> Self {
-        StreamTracker {
+    pub fn new(mode: Option<EventMode>, max_body: u64) -> Self {
+        EventTracker {
             mode,
             max_body,
             ..Default::default()
@@ -392,7 +392,7 @@ impl StreamTracker {
     /// A response begins; `event_stream`: its content type is `text/event-stream`. Returns
     /// whether it is tracked (with `--stream`, or by its content type).
     pub fn begin(&mut self, event_stream: bool) -> bool {
-        self.active = self.mode.or(event_stream.then_some(StreamMode::Sse));
+        self.active = self.mode.or(event_stream.then_some(EventMode::Sse));
         if self.active.is_some() {
             super::arrival::awake::from_now_on();
         }
@@ -402,7 +402,7 @@ impl StreamTracker {
         self.gaps.clear();
         self.line_open = false;
         self.body_bytes = 0;
-        if self.active == Some(StreamMode::Sse) {
+        if self.active == Some(EventMode::Sse) {
             self.sse = Some(SseParser::new());
         }
         self.active.is_some()
@@ -424,11 +424,11 @@ impl StreamTracker {
             return Err(TOO_LONG);
         }
         let n = match self.active {
-            Some(StreamMode::Sse) => match &mut self.sse {
+            Some(EventMode::Sse) => match &mut self.sse {
                 Some(p) => p.feed(data, &mut Count),
                 None => 0,
             },
-            Some(StreamMode::Lines) => {
+            Some(EventMode::Lines) => {
                 let n = data.iter().filter(|&&b| b == b'\n').count() as u32;
                 if !data.is_empty() {
                     self.line_open = data.last() != Some(&b'\n');
@@ -436,7 +436,7 @@ impl StreamTracker {
                 n
             }
             // Chunks: counted by `unit_end`; WebSocket messages: by `message`.
-            Some(StreamMode::Chunks | StreamMode::Messages) | None => 0,
+            Some(EventMode::Chunks | EventMode::Messages) | None => 0,
         };
         if n > 0 {
             self.events_at(n, arrived());
@@ -447,7 +447,7 @@ impl StreamTracker {
     /// A transport unit ended: an HTTP/1.1 chunk, an HTTP/2 DATA frame, or a read of a body
     /// that is not chunked (`--stream chunks` counts them).
     pub fn unit_end(&mut self) {
-        if self.active == Some(StreamMode::Chunks) {
+        if self.active == Some(EventMode::Chunks) {
             self.events_at(1, arrived());
         }
     }
@@ -455,14 +455,14 @@ impl StreamTracker {
     /// A WebSocket message of a subscription (`--stream messages`) completed, its bytes
     /// arrived `at`: one event.
     pub fn message(&mut self, at: Instant) {
-        if self.active == Some(StreamMode::Messages) {
+        if self.active == Some(EventMode::Messages) {
             self.events_at(1, at);
         }
     }
 
     /// The body ended: lines mode counts an unterminated last line.
     pub fn finish(&mut self) {
-        if self.active == Some(StreamMode::Lines) && self.line_open {
+        if self.active == Some(EventMode::Lines) && self.line_open {
             self.line_open = false;
             self.events_at(1, arrived());
         }
