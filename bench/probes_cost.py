@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""What the kernel's probes cost nginx's requests, measured in the run (issue 49, point 2).
+
+nginx (one worker, pinned to --server-cpu, 0), the client pinned to --client-cpu (1), one
+thread, release build, as root (the probes need it):
+1. nginx's capacity: a closed loop of --connections (10) without probes, --seconds (10);
+2. open loops at 50% and 90% of it, --open-connections (32), with `--server-probes-cost` (half
+   of the connections traced, half not, at the same load): each half's p50, and the traced
+   half's difference at p50 and p90 with its 95% interval, from the record;
+3. saturated: the closed loop of 1 with --server-probes, with --server-probes-cost, and
+   without probes, in turns, --rounds (3) times: throughput of each against without (the aim
+   of issue 49: a loss of 15% at most).
+
+Prints each run's figures and the medians. It measures; it does not judge: exit 0 whenever it
+ran (1 if a client failed, 2 if a tool is missing).
+
+    sudo python3 bench/probes_cost.py [--seconds 10] [--rounds 3] [--reqlife target/release/reqlife]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True  # no bench/__pycache__ churn from a run
+from client_cpu import against_nginx  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(a, url, out, args):
+    cmd = ["taskset", "-c", a.client_cpu, a.reqlife, "run", "-t", "1", "-d", f"{a.seconds}s",
+           "--quiet", "-o", out, *args, url]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"reqlife failed ({p.returncode}): {p.stderr.strip()}")
+    with open(out) as f:
+        return json.load(f)
+
+
+def rate(v):
+    return v["summary"]["throughput_rps"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--connections", type=int, default=10, help="the closed loop's")
+    ap.add_argument("--open-connections", type=int, default=32)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--reqlife", default=os.path.join(ROOT, "target", "release", "reqlife"))
+    ap.add_argument("--server-cpu", default="0")
+    ap.add_argument("--client-cpu", default="1")
+    a = ap.parse_args()
+    if not os.access(a.reqlife, os.X_OK):
+        print(f"{a.reqlife} not found: build it first (cargo build --release)", file=sys.stderr)
+        return 2
+    out = os.path.join(tempfile.mkdtemp(prefix="reqlife-probes-cost-"), "r.json")
+
+    def measure(port):
+        url = f"http://127.0.0.1:{port}/"
+        closed = ["-c", str(a.connections)]
+        capacity = rate(run(a, url, out, closed))
+        print(f"capacity (closed loop -c {a.connections}, no probes): {capacity:.0f} req/s", flush=True)
+        for share in (0.5, 0.9):
+            r = int(capacity * share)
+            v = run(a, url, out, ["-R", str(r), "-c", str(a.open_connections), "--interval",
+                                  "500ms", "--server-probes-cost"])
+            m = v["summary"]["server_probes"]["cost"]["measured"]
+            t, u = m["traced"], m["untraced"]
+            gaps = "; ".join(f"{g['percentile']} {g['diff_us']:+.2f} us {g['ci_us']}"
+                             for g in m["gaps"])
+            print(f"{share:.0%} ({r} req/s, achieved {rate(v):.0f}): traced {t['connections']} "
+                  f"conns {t['requests']} req p50 {t['p50_us']} us p90 {t['p90_us']} us; untraced "
+                  f"{u['connections']} conns {u['requests']} req p50 {u['p50_us']} us p90 "
+                  f"{u['p90_us']} us; traced - untraced: {gaps}", flush=True)
+        kinds = {"none": [], "probes": ["--server-probes"], "half": ["--server-probes-cost"]}
+        got = {k: [] for k in kinds}
+        for i in range(a.rounds):
+            for k, extra in kinds.items():
+                got[k].append(rate(run(a, url, out, closed + extra)))
+            print(f"round {i + 1}: " + ", ".join(f"{k} {got[k][-1]:.0f} req/s" for k in kinds),
+                  flush=True)
+        base = statistics.median(got["none"])
+        for k in ("probes", "half"):
+            m = statistics.median(got[k])
+            print(f"saturated, {k}: median {m:.0f} req/s against {base:.0f} without: "
+                  f"{m / base - 1:+.1%}")
+        return 0
+
+    return against_nginx(a.server_cpu, measure)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
