@@ -5,7 +5,9 @@
 //! error) and the per-request timeout ([`pipeline`]: several requests of one connection
 //! in flight, `--pipeline`). HTTP/2 ([`http2`]) and HTTP/3 ([`http3`]) send
 //! protocol-neutral [`request::Request`]s, and [`grpc`] makes unary gRPC calls over HTTP/2.
-//! The protocol is one [`Wire`] variant at the engine's edge, each with its own parts; each
+//! The protocol is one [`Wire`] variant at the engine's edge, each with its own parts, and
+//! each protocol's module implements one interface (its shared part, its connection state:
+//! `protocol`), dispatched by one `match` per method in one file; each
 //! protocol's response becomes the protocol-neutral [`Outcome`] the recorder takes, and what
 //! the protocol tells besides it travels as its [`extras::Extras`] (events by tally, a status,
 //! values of a phase), which the recorder folds without naming the protocol.
@@ -27,6 +29,7 @@ pub mod http1;
 pub mod http2;
 pub mod http3;
 pub mod pipeline;
+mod protocol;
 pub mod request;
 pub mod server_timing;
 mod session;
@@ -35,8 +38,15 @@ pub mod tally;
 pub mod trace;
 pub mod websocket;
 
-pub use config::{FramedWire, GrpcWire, H2Wire, H3Wire, Http1Wire, SessionConfig, Wire, WsWire};
+pub use config::SessionConfig;
+pub use framed::FramedWire;
+pub use grpc::GrpcWire;
+pub use http1::Http1Wire;
+pub use http2::H2Wire;
+pub use http3::H3Wire;
+pub use protocol::Wire;
 pub use session::Session;
+pub use websocket::WsWire;
 
 use crate::model::{ErrorKind, Timestamps, Traffic};
 use crate::workload::request::Rendered;
