@@ -39,14 +39,8 @@ pub mod trace;
 pub mod websocket;
 
 pub use config::SessionConfig;
-pub use framed::FramedWire;
-pub use grpc::GrpcWire;
-pub use http1::Http1Wire;
-pub use http2::H2Wire;
-pub use http3::H3Wire;
 pub use protocol::Wire;
 pub use session::Session;
-pub use websocket::WsWire;
 
 use crate::model::{ErrorKind, Timestamps, Traffic};
 use crate::workload::request::Rendered;
