@@ -3,11 +3,16 @@
 //! (it holds the templated requests to send) and below the engine (which prepares its fixed
 //! request from it).
 
+mod protocol;
+
 use crate::model::load_spec::{Given, Load, LoadError, LoadSpec, Names};
-use crate::model::{LoadModel, Schedule, Segment, StopRule, Target, TlsPlan};
+use crate::model::{LoadModel, Protocol, Schedule, Segment, StopRule, Target, TlsPlan};
 use crate::workload::Workload;
 use std::sync::Arc;
 use std::time::Duration;
+
+// The protocols' settings are the plan's own items.
+pub use protocol::*;
 
 /// The largest response head accepted when `--max-header-list` is not given (64 KiB).
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
@@ -135,161 +140,15 @@ pub struct LogPlan {
     pub every: u64,
 }
 
-/// The protocol of a run, one variant per protocol with its own settings: a plan cannot
-/// speak two at once, nor hold the settings of one it does not speak.
-#[derive(Debug, Clone)]
-pub enum ProtocolPlan {
-    /// HTTP/1.1 (over TLS on `https://`).
-    Http1(Http1Plan),
-    /// HTTP/2 (`--http2`): h2 by ALPN over TLS, h2c with prior knowledge on `http://`.
-    Http2(Http2Plan),
-    /// HTTP/3 (`--http3`): over QUIC, on `https://` URLs only.
-    Http3(Http3Plan),
-    /// `--grpc SERVICE/METHOD`: unary gRPC calls over HTTP/2 (`method` is POST, the path is
-    /// `/SERVICE/METHOD`, the body one length-prefixed message).
-    Grpc(GrpcPlan),
-    /// `tcp://` targets: a pre-built binary request and how its reply is delimited
-    /// (`--payload-file`, `--framing`); no HTTP (`method`, `headers` and `body` unused).
-    Framed(FramedPlan),
-    /// `ws://` and `wss://` targets: WebSocket messages (RFC 6455) over a connection upgraded
-    /// from HTTP/1.1, or over an HTTP/2 stream (RFC 8441, `--http2`) (`method` GET, `headers`
-    /// sent with the upgrade request, `body` unused: the message is the plan's own).
-    WebSocket(WsPlan),
-}
-
-/// A WebSocket run: the message every request sends, and how its reply is read (the next
-/// data message, or the one carrying its `--ws-match` value; at most `--max-body` bytes).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WsPlan {
-    /// The message's payload (a templated message's first rendering: the run's `workload`
-    /// renders each).
-    pub message: Vec<u8>,
-    /// A text frame (`--data`, `--body`: UTF-8) or a binary one (`--body-file`).
-    pub text: bool,
-    /// `--stream messages`: a request is a subscription, the messages the server pushes after
-    /// the request's timed as a stream's events, instead of one reply.
-    pub subscribe: bool,
-    /// `--ws-messages N`: a subscription ends after N messages (the client closes the
-    /// connection); `None`: when the server closes it normally.
-    pub messages: Option<u32>,
-    /// `--ws-ping INTERVAL`: each connection pings the server this often while a request is
-    /// on it, and times the pong (`ws_ping`).
-    pub ping: Option<std::time::Duration>,
-    /// `--pipeline N`: messages in flight per connection, sent in one write (closed loops
-    /// only); 1: one at a time.
-    pub pipeline: usize,
-    /// `--ws-match FIELD`: the names of the JSON path whose value matches a reply to its
-    /// message, in any order; `None`: the replies answer the messages in order.
-    pub match_path: Option<Vec<String>>,
-    /// `--http2`: each WebSocket connection is a stream of an HTTP/2 connection of its own,
-    /// opened by an extended CONNECT (RFC 8441), instead of an HTTP/1.1 upgrade.
-    pub http2: bool,
-}
-
-/// HTTP/1.1 settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Http1Plan {
-    /// Requests in flight per connection, sent back to back in one write and answered in
-    /// order (`--pipeline`; closed loops only): 1 without pipelining.
-    pub pipeline: usize,
-}
-
-/// A gRPC run: which method is called, and how its request message is made.
-#[derive(Debug, Clone)]
-pub struct GrpcPlan {
-    /// `package.Service/Method`.
-    pub method: String,
-    /// The request message's type when the message is JSON with generators, encoded on every
-    /// send from the rendered text (the run's `workload` renders it); `None` when the message
-    /// was encoded once into the body (static JSON, `--data-file`).
-    pub encode: Option<prost_reflect::MessageDescriptor>,
-    /// The HTTP/2 settings the calls go with.
-    pub http2: Http2Plan,
-}
-
-/// A framed binary run (`tcp://HOST:PORT --payload-file FILE`): the same bytes sent on every
-/// request (its sequence number written at `seqid_offset`, if given), and a reply read as
-/// `framing` says, its length limited by `--max-body`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FramedPlan {
-    /// The request, sent as it is (with `u32be`, a whole frame: its length prefix included).
-    pub payload: Vec<u8>,
-    /// How the reply is delimited.
-    pub framing: Framing,
-    /// Where the request's sequence number goes, as a big-endian i32 (Thrift's seqid).
-    pub seqid_offset: Option<usize>,
-}
-
-/// How a framed reply is delimited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
-    /// A 4-byte big-endian length, then that many bytes (Thrift's framed transport).
-    U32Be,
-    /// No framing: the reply is exactly this many bytes (`--response-bytes`).
-    Fixed(u64),
-}
-
-impl Framing {
-    /// The name used on the command line and in the record.
-    pub fn name(self) -> &'static str {
-        match self {
-            Framing::U32Be => "u32be",
-            Framing::Fixed(_) => "none",
-        }
-    }
-}
-
-/// HTTP/2 settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Http2Plan {
-    /// Concurrent streams per connection.
-    pub streams: usize,
-    /// Initial flow-control window (stream and connection), bytes.
-    pub window: Option<u32>,
-    /// `--h2-coalesce`: how long a freed stream's request may wait for the connection's
-    /// streams in flight (closed loops; `None`: not at all).
-    pub coalesce: Option<Duration>,
-    /// New requests wait one turn of the runtime before their write, so that the answers read
-    /// meanwhile join their streams' next requests to it (`--h2-writes gather`, the default);
-    /// `false`: written at once (`--h2-writes at-once`, a benchmark's before figure).
-    pub gather: bool,
-}
-
-/// HTTP/3 settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Http3Plan {
-    /// Concurrent streams per connection.
-    pub streams: usize,
-    /// `--zero-rtt`: resume connections with 0-RTT where the server allows it.
-    pub zero_rtt: bool,
-}
-
 impl RunPlan {
     /// The protocol's name in records (`http/1.1`, `h2`, `h2c`, `h3`, `tcp`, `ws` or `wss`).
-    pub fn protocol_name(&self) -> crate::model::Protocol {
-        use crate::model::{Protocol, Scheme};
-        match (&self.protocol, self.target.scheme) {
-            (ProtocolPlan::Http1(_), _) => Protocol::Http1,
-            (ProtocolPlan::Http3(_), _) => Protocol::H3,
-            (ProtocolPlan::Framed(_), _) => Protocol::Tcp,
-            (ProtocolPlan::WebSocket(w), Scheme::Http) if w.http2 => Protocol::WsH2c,
-            (ProtocolPlan::WebSocket(w), Scheme::Https) if w.http2 => Protocol::WssH2,
-            (ProtocolPlan::WebSocket(_), Scheme::Http) => Protocol::Ws,
-            (ProtocolPlan::WebSocket(_), Scheme::Https) => Protocol::Wss,
-            (ProtocolPlan::Http2(_) | ProtocolPlan::Grpc(_), Scheme::Https) => Protocol::H2,
-            (ProtocolPlan::Http2(_) | ProtocolPlan::Grpc(_), Scheme::Http) => Protocol::H2c,
-        }
+    pub fn protocol_name(&self) -> Protocol {
+        self.protocol.settings().name(self.target.scheme)
     }
 
     /// Sessions (streams) sharing one connection: `--streams` over HTTP/2 or HTTP/3, else 1.
     pub fn streams(&self) -> usize {
-        match &self.protocol {
-            ProtocolPlan::Http2(h2) | ProtocolPlan::Grpc(GrpcPlan { http2: h2, .. }) => {
-                h2.streams.max(1)
-            }
-            ProtocolPlan::Http3(h3) => h3.streams.max(1),
-            ProtocolPlan::Http1(_) | ProtocolPlan::Framed(_) | ProtocolPlan::WebSocket(_) => 1,
-        }
+        self.protocol.settings().streams()
     }
 
     /// The HTTP/2 settings of an HTTP/2 or gRPC run.
@@ -311,33 +170,23 @@ impl RunPlan {
     /// HTTP/1.1 requests or WebSocket messages in flight per connection (`--pipeline`): 1 for
     /// every other protocol.
     pub fn pipeline(&self) -> usize {
-        match &self.protocol {
-            ProtocolPlan::Http1(h1) => h1.pipeline,
-            ProtocolPlan::WebSocket(ws) => ws.pipeline,
-            _ => 1,
-        }
+        self.protocol.settings().pipeline()
     }
 
     /// Whether streams carry the requests (HTTP/2, gRPC, HTTP/3): each stream's request is
     /// built from a templated request's rendered parts, not from HTTP/1.1 bytes.
     pub fn multiplexed(&self) -> bool {
-        matches!(
-            self.protocol,
-            ProtocolPlan::Http2(_) | ProtocolPlan::Grpc(_) | ProtocolPlan::Http3(_)
-        )
+        self.protocol.settings().multiplexed()
     }
 
     /// What the record and the reports name the requests by: the HTTP method, a framed
     /// run's framing (`u32be-framed`, `unframed`; "u32be-framed tcp"), or a WebSocket
     /// message's kind (`text`, `binary`).
     pub fn method_label(&self) -> &str {
-        match &self.protocol {
-            ProtocolPlan::Framed(f) if f.framing == Framing::U32Be => "u32be-framed",
-            ProtocolPlan::Framed(_) => "unframed",
-            ProtocolPlan::WebSocket(w) if w.text => "text",
-            ProtocolPlan::WebSocket(_) => "binary",
-            _ => &self.method,
-        }
+        self.protocol
+            .settings()
+            .method_label()
+            .unwrap_or(self.method.as_str())
     }
 
     /// This plan with the load `spec` asks for (the load model and its stop rule), checked by

@@ -1,15 +1,16 @@
-//! What every session of a run shares ([`SessionConfig`]), and the protocol at the engine's
-//! edge ([`Wire`]): one variant per protocol, each with what its requests need (HTTP/1.1's
-//! prepared bytes, HTTP/2's and HTTP/3's request, a gRPC call's codec, a framed payload), so
-//! that no session holds the parts of a protocol it does not speak.
+//! What every session of a run shares ([`SessionConfig`]): the protocol at the engine's
+//! edge ([`Wire`]: one variant per protocol, each with what its requests need, so that no
+//! session holds the parts of a protocol it does not speak; see [`super::protocol`]), and the
+//! settings every protocol's sessions read.
 
-use super::connect::Connector;
-use super::request::{Request, RequestTemplate};
-use super::{grpc, http2, http3, websocket, SetupError};
-use crate::model::Phase;
-use crate::plan::{FramedPlan, ProtocolPlan, RunPlan, WsPlan};
+use super::protocol::Wire;
+use super::request::Request;
+use super::{grpc, EngineError, Send, SetupError};
+use crate::model::{ErrorKind, Phase};
+use crate::plan::RunPlan;
 use crate::workload::request::Rendered;
 use crate::workload::Workload;
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,192 +43,6 @@ pub struct SessionConfig {
     pub trace: Option<crate::model::trace::TraceContext>,
 }
 
-/// The protocol of a run's sessions, with what its requests need. The parts are shared by
-/// the sessions of a thread (see [`SessionConfig::per_thread`]), each holding its own.
-#[derive(Clone)]
-pub enum Wire {
-    /// HTTP/1.1: a session holds its own connection.
-    Http1(Arc<Http1Wire>),
-    /// HTTP/2: the sessions of a connection slot are streams of one connection.
-    Http2(Arc<H2Wire>),
-    /// Unary gRPC calls over HTTP/2.
-    Grpc(Arc<GrpcWire>),
-    /// HTTP/3 over QUIC: streams of one connection, as HTTP/2's.
-    Http3(Arc<H3Wire>),
-    /// Framed binary requests on a `tcp://` target.
-    Framed(Arc<FramedWire>),
-    /// WebSocket messages on a `ws://` or `wss://` target.
-    WebSocket(Arc<WsWire>),
-}
-
-/// HTTP/1.1: the fixed request's bytes, prepared once.
-#[derive(Clone)]
-pub struct Http1Wire {
-    /// Opens the connections (TCP, and TLS for `https`).
-    pub connector: Connector,
-    /// The fixed request, rendered once.
-    pub template: RequestTemplate,
-    /// `--pipeline`: requests in flight per connection ([`super::pipeline`]).
-    pub pipeline: usize,
-}
-
-/// HTTP/2: the request of every stream (the fixed one; templated requests take its scheme,
-/// authority and default headers) and the connection's settings.
-#[derive(Clone)]
-pub struct H2Wire {
-    /// Opens the connections (TCP, and TLS with ALPN `h2` for `https`).
-    pub connector: Connector,
-    /// The fixed request, or the defaults of templated ones.
-    pub request: Request,
-    /// The connection's settings and windows.
-    pub tuning: http2::Tuning,
-}
-
-/// gRPC: an HTTP/2 run whose calls' statuses are read; with a codec, a rendered body is
-/// JSON to encode.
-#[derive(Clone)]
-pub struct GrpcWire {
-    /// The HTTP/2 side of the calls.
-    pub h2: H2Wire,
-    /// The codec that encodes a JSON body as the method's input message; `None`: bodies go as
-    /// given.
-    pub codec: Option<grpc::Codec>,
-}
-
-/// HTTP/3: QUIC connections, and the request of every stream (as HTTP/2's).
-#[derive(Clone)]
-pub struct H3Wire {
-    /// Opens the QUIC connections.
-    pub connector: http3::H3Connector,
-    /// The request of every stream.
-    pub request: Request,
-}
-
-/// `tcp://`: the framed binary request and its reply's framing.
-#[derive(Clone)]
-pub struct FramedWire {
-    /// Opens the connections to the framed target.
-    pub connector: Connector,
-    /// The request's bytes and how the reply is framed.
-    pub plan: FramedPlan,
-}
-
-/// `ws://`, `wss://`: the upgrade request's head and the message.
-#[derive(Clone)]
-pub struct WsWire {
-    /// Opens the connections (TCP, and TLS with ALPN `http/1.1` for `wss://`, `h2` with
-    /// `--http2`).
-    pub connector: Connector,
-    /// The upgrade request's request line, Host, User-Agent and the user's headers (each line
-    /// ended; the WebSocket headers and the key are added per connection).
-    pub head: Vec<u8>,
-    /// The message and its kind.
-    pub plan: WsPlan,
-    /// `--http2`: the extended CONNECT (RFC 8441) that opens each connection's stream, instead
-    /// of the HTTP/1.1 upgrade of `head`.
-    pub connect: Option<super::websocket::over_h2::Connect>,
-    /// `--compressed`: the message deflated once for the run, sent compressed where a
-    /// connection agreed permessage-deflate (the upgrade offers it: [`websocket::deflate`]).
-    pub deflated: Option<Vec<u8>>,
-}
-
-impl WsWire {
-    /// The WebSocket wire of `plan`: its head is HTTP/1.1's fixed GET request, without body.
-    fn new(plan: &RunPlan, ws: &WsPlan) -> Result<WsWire, SetupError> {
-        let get = RunPlan {
-            method: "GET".into(),
-            body: Vec::new(),
-            keepalive: true,
-            compressed: false,
-            ..plan.clone()
-        };
-        let mut head = RequestTemplate::http1(&get).bytes().to_vec();
-        // Without the blank line that ends it: the upgrade's headers go after.
-        head.truncate(head.len().saturating_sub(2));
-        let (alpn, connect): (&[u8], _) = if ws.http2 {
-            (b"h2", Some(super::websocket::over_h2::Connect::new(&get)?))
-        } else {
-            (b"http/1.1", None)
-        };
-        if plan.compressed {
-            head.extend_from_slice(websocket::deflate::OFFER);
-        }
-        Ok(WsWire {
-            connector: Connector::new(plan, &[alpn])?,
-            head,
-            plan: ws.clone(),
-            connect,
-            deflated: plan
-                .compressed
-                .then(|| websocket::deflate::deflated(&ws.message)),
-        })
-    }
-}
-
-impl Wire {
-    /// The wire of `plan`'s protocol.
-    fn new(plan: &RunPlan) -> Result<Wire, SetupError> {
-        let h2 = |tuning: http2::Tuning| -> Result<H2Wire, SetupError> {
-            Ok(H2Wire {
-                connector: Connector::new(plan, &[b"h2"])?,
-                request: RequestTemplate::http2(plan)?,
-                tuning,
-            })
-        };
-        let tuning = |h2: &crate::plan::Http2Plan| http2::Tuning {
-            window: h2.window,
-            coalesce: h2.coalesce,
-            gather: h2.gather,
-            max_header_list: plan.max_header_bytes as u32,
-        };
-        Ok(match &plan.protocol {
-            ProtocolPlan::Http1(h1) => Wire::Http1(Arc::new(Http1Wire {
-                connector: Connector::new(plan, &[b"http/1.1"])?,
-                template: RequestTemplate::http1(plan),
-                pipeline: h1.pipeline,
-            })),
-            ProtocolPlan::Http2(p) => Wire::Http2(Arc::new(h2(tuning(p))?)),
-            ProtocolPlan::Grpc(g) => Wire::Grpc(Arc::new(GrpcWire {
-                h2: h2(tuning(&g.http2))?,
-                codec: g.encode.clone().map(grpc::Codec::new),
-            })),
-            ProtocolPlan::Http3(h3) => Wire::Http3(Arc::new(H3Wire {
-                connector: http3::H3Connector::new(plan, h3)?,
-                request: RequestTemplate::http2(plan)?,
-            })),
-            ProtocolPlan::Framed(f) => Wire::Framed(Arc::new(FramedWire {
-                connector: Connector::new(plan, &[b"http/1.1"])?,
-                plan: f.clone(),
-            })),
-            ProtocolPlan::WebSocket(ws) => Wire::WebSocket(Arc::new(WsWire::new(plan, ws)?)),
-        })
-    }
-
-    /// The same wire, its parts copied: a thread's own.
-    fn copied(&self) -> Wire {
-        match self {
-            Wire::Http1(w) => Wire::Http1(Arc::new(Http1Wire::clone(w))),
-            Wire::Http2(w) => Wire::Http2(Arc::new(H2Wire::clone(w))),
-            Wire::Grpc(w) => Wire::Grpc(Arc::new(GrpcWire::clone(w))),
-            Wire::Http3(w) => Wire::Http3(Arc::new(H3Wire::clone(w))),
-            Wire::Framed(w) => Wire::Framed(Arc::new(FramedWire::clone(w))),
-            Wire::WebSocket(w) => Wire::WebSocket(Arc::new(WsWire::clone(w))),
-        }
-    }
-
-    /// Connections are TLS (QUIC's always are).
-    pub fn is_tls(&self) -> bool {
-        match self {
-            Wire::Http1(w) => w.connector.is_tls(),
-            Wire::Http2(w) => w.connector.is_tls(),
-            Wire::Grpc(w) => w.h2.connector.is_tls(),
-            Wire::Http3(_) => true,
-            Wire::Framed(w) => w.connector.is_tls(),
-            Wire::WebSocket(w) => w.connector.is_tls(),
-        }
-    }
-}
-
 impl SessionConfig {
     /// The phases this run's requests record besides [`Phase::EVERY_REQUEST`]: a connection's
     /// opening (TCP and TLS, HTTP/2's handshake, QUIC's, a WebSocket's upgrade), decoding and a stream's events. The
@@ -237,22 +52,7 @@ impl SessionConfig {
         if self.wire.is_tls() {
             phases.push(Phase::Tls);
         }
-        match &self.wire {
-            Wire::Http3(_) => phases.extend([Phase::QuicHandshake, Phase::Quic0Rtt]),
-            Wire::Http2(_) | Wire::Grpc(_) => {
-                phases.extend([Phase::H2Handshake, Phase::StreamWait])
-            }
-            Wire::WebSocket(w) => {
-                phases.push(Phase::WsUpgrade);
-                if w.connect.is_some() {
-                    phases.push(Phase::H2Handshake);
-                }
-                if w.plan.ping.is_some() {
-                    phases.push(Phase::WsPing);
-                }
-            }
-            Wire::Http1(_) | Wire::Framed(_) => {}
-        }
+        self.wire.phases(&mut phases);
         if self.decode_max_bytes.is_some() {
             phases.push(Phase::Decode);
         }
@@ -294,16 +94,30 @@ impl SessionConfig {
 
     /// The pipeline depth (`--pipeline`): 1 for every protocol but HTTP/1.1 and WebSocket.
     pub fn pipeline(&self) -> usize {
-        match &self.wire {
-            Wire::Http1(w) => w.pipeline,
-            Wire::WebSocket(w) => w.plan.pipeline,
-            _ => 1,
+        self.wire.pipeline()
+    }
+
+    /// A stream's request: the run's fixed one (`true`: its header block is replayed), or one
+    /// built from a rendered request (a few allocations, as h2 needs; a gRPC call's rendered
+    /// JSON framed by `codec`).
+    pub(super) fn stream_request<'a>(
+        &self,
+        fixed: &'a Request,
+        codec: Option<&grpc::Codec>,
+        send: Send<'_>,
+    ) -> Result<(Cow<'a, Request>, bool), EngineError> {
+        match send {
+            Send::Fixed { .. } => Ok((Cow::Borrowed(fixed), true)),
+            Send::Rendered { rendered, .. } => self
+                .request_of(fixed, codec, rendered)
+                .map(|r| (Cow::Owned(r), false))
+                .map_err(|e| EngineError::new(ErrorKind::Write, e)),
         }
     }
 
     /// The HTTP/2 or HTTP/3 request of a templated request `rendered` as parts, on the fixed
     /// request's authority; a gRPC call's rendered JSON becomes its framed message (`codec`).
-    pub(super) fn request_of(
+    fn request_of(
         &self,
         fixed: &Request,
         codec: Option<&grpc::Codec>,

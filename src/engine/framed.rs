@@ -6,12 +6,17 @@
 //! machine over the bytes received (fuzzed in `fuzz/`), holding only the length prefix.
 //! Connections, keep-alive and the timestamps are the HTTP/1.1 path's ([`super::Session`]).
 
+mod channel;
+
 use super::connect::Socket;
 use super::EngineError;
 use crate::model::{ErrorKind, Timestamps, Traffic, Wire};
 use crate::plan::{FramedPlan, Framing};
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+pub(in crate::engine) use channel::FramedChannel;
+pub use channel::FramedWire;
 
 /// Size of a framed connection's read buffer (replies are counted through it, not kept).
 const BUF_BYTES: usize = 16 * 1024;
@@ -160,7 +165,7 @@ impl FramedConn {
     /// one reply, stamping written, first byte and done.
     pub async fn exchange(
         &mut self,
-        wire: &super::FramedWire,
+        wire: &FramedWire,
         max_body_bytes: u64,
         seq: u64,
         stamps: &mut Timestamps,

@@ -15,6 +15,8 @@
 //! beside the handshake sees it as `ECONNREFUSED`, so the run fails fast (`connect`, cause
 //! refused) instead of waiting out the handshake.
 
+mod channel;
+
 use super::cause::Cause;
 use super::connect::SharedConnect;
 use super::http2::{Reception, Sinks};
@@ -28,6 +30,9 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+pub(in crate::engine) use channel::H3Channel;
+pub use channel::H3Wire;
 
 type Sender = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 

@@ -5,7 +5,9 @@
 //! error) and the per-request timeout ([`pipeline`]: several requests of one connection
 //! in flight, `--pipeline`). HTTP/2 ([`http2`]) and HTTP/3 ([`http3`]) send
 //! protocol-neutral [`request::Request`]s, and [`grpc`] makes unary gRPC calls over HTTP/2.
-//! The protocol is one [`Wire`] variant at the engine's edge, each with its own parts; each
+//! The protocol is one [`Wire`] variant at the engine's edge, each with its own parts, and
+//! each protocol's module implements one interface (its shared part, its connection state:
+//! `protocol`), dispatched by one `match` per method in one file; each
 //! protocol's response becomes the protocol-neutral [`Outcome`] the recorder takes, and what
 //! the protocol tells besides it travels as its [`extras::Extras`] (events by tally, a status,
 //! values of a phase), which the recorder folds without naming the protocol.
@@ -28,6 +30,7 @@ pub mod http1;
 pub mod http2;
 pub mod http3;
 pub mod pipeline;
+mod protocol;
 pub mod request;
 pub mod server_timing;
 mod session;
@@ -35,7 +38,8 @@ pub mod tally;
 pub mod trace;
 pub mod websocket;
 
-pub use config::{FramedWire, GrpcWire, H2Wire, H3Wire, Http1Wire, SessionConfig, Wire, WsWire};
+pub use config::SessionConfig;
+pub use protocol::Wire;
 pub use session::Session;
 
 use crate::model::{ErrorKind, Timestamps, Traffic};

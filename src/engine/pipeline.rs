@@ -8,8 +8,7 @@
 //! (`retry_on_a_new_connection`). Any other failure fails the request it hit and
 //! every later one of the batch (they were behind it on the connection), with its kind.
 
-use super::http1::{Http1Conn, Response};
-use super::session::drop_if_peer_closed;
+use super::http1::{drop_if_peer_closed, Http1Conn, Response};
 use super::{arrival, EngineError, Outcome, Session};
 use crate::model::{ErrorKind, Timestamps, Traffic};
 use std::time::Instant;

@@ -1,20 +1,19 @@
 //! A [`Session`]: one connection slot of a worker, applying the connection policy
 //! (keep-alive, reconnect after `Connection: close` or an error) and the per-request timeout
-//! over its [`Channel`]: the connection state of the one protocol the run speaks. Each
+//! over its [`Channel`]: the connection state of the one protocol the run speaks, whose
+//! methods the session calls without naming the protocol ([`super::protocol`]). Each
 //! protocol's exchange gives its own response type, an [`Answer`] to the session, which
 //! makes it the protocol-neutral [`Outcome`] the recorder takes.
 
-use super::channel::{Answer, Channel, Kept};
-use super::config::Http1Wire;
+use super::channel::{Answer, Kept};
 use super::events::EventTracker;
 use super::extras::{Extras, Tally};
-use super::http1::{self, Http1Conn};
-use super::request::Request;
-use super::{arrival, deadline, decode, grpc, http2, http3};
+use super::http1::{Http1Conn, Http1Wire};
+use super::protocol::{each_channel, Channel, Connection};
+use super::{arrival, deadline, decode};
 use super::{ConnectGate, EngineError, Outcome, Send, SessionConfig};
 use crate::model::trace::{TraceHeaders, TraceId};
 use crate::model::{ErrorKind, Timestamps, Traffic};
-use std::borrow::Cow;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -28,14 +27,10 @@ pub struct Session {
     pub(super) gate: Option<Rc<ConnectGate>>,
     pub(super) channel: Channel,
     pub(super) kept: Kept,
-    /// HTTP/1.1: this request found its kept connection closed by the server, and replaced it.
-    found_closed: bool,
     /// The requests' timeout ([`deadline`]): armed once, moved when it fires.
     timer: deadline::Timer,
     /// `--trace-context`: the ids of the next request (set by the load before each send).
     trace: Option<TraceId>,
-    /// HTTP/1.1 with trace context: the request with its trace headers (capacity kept).
-    traced: Vec<u8>,
 }
 
 impl Session {
@@ -85,10 +80,8 @@ impl Session {
                 decoder: config.decode_max_bytes.map(decode::BodyDecoder::new),
                 stream: EventTracker::new(config.stream, config.max_body_bytes),
             },
-            found_closed: false,
             timer: None,
             trace: None,
-            traced: Vec::new(),
             config,
         }
     }
@@ -110,7 +103,7 @@ impl Session {
         &mut Kept,
     )> {
         match &mut self.channel {
-            Channel::Http1 { wire, conn } => Some((&self.config, wire, conn, &mut self.kept)),
+            Channel::Http1(c) => Some((&self.config, &c.wire, &mut c.conn, &mut self.kept)),
             _ => None,
         }
     }
@@ -124,16 +117,12 @@ impl Session {
     /// HTTP/1.1's request, or a WebSocket's message; `None` for the other protocols, which do
     /// not pipeline.
     pub fn pipelined_request(&self) -> Option<(&[u8], bool)> {
-        match &self.channel {
-            Channel::Http1 { wire, .. } => Some((wire.template.bytes(), wire.template.head)),
-            Channel::WebSocket { wire, .. } => Some((&wire.plan.message, false)),
-            _ => None,
-        }
+        self.channel.pipelined_request()
     }
 
     /// Whether the session sends WebSocket messages.
     pub(super) fn is_websocket(&self) -> bool {
-        matches!(self.channel, Channel::WebSocket { .. })
+        matches!(self.channel, Channel::WebSocket(_))
     }
 
     /// The `Server-Timing` values of the last complete response (headers and trailers).
@@ -142,7 +131,7 @@ impl Session {
     }
 
     /// The gaps between the events of the last response, in nanoseconds (empty unless it was
-    /// a tracked response).
+    /// a tracked stream).
     pub fn event_gaps(&self) -> &[u64] {
         self.kept.stream.gaps()
     }
@@ -180,30 +169,7 @@ impl Session {
         }
         let timeout = self.config.timeout;
         let _awake = arrival::awake::Needed::new();
-        let opening = async {
-            match &mut self.channel {
-                // HTTP/3's futures are large (quinn, h3): boxed, so that they do not size the
-                // task of every connection of every protocol.
-                Channel::Http3 { wire, link } => Box::pin(link.open(&wire.connector, stamps)).await,
-                Channel::Http2 { wire, link } => {
-                    link.open(&wire.connector, wire.tuning, stamps).await
-                }
-                Channel::Grpc { wire, link, .. } => {
-                    link.open(&wire.h2.connector, wire.h2.tuning, stamps).await
-                }
-                Channel::Http1 { wire, conn } => {
-                    *conn = Some(Http1Conn::new(wire.connector.connect(stamps).await?));
-                    Ok(())
-                }
-                Channel::Framed { wire, conn } => {
-                    conn.stream = Some(wire.connector.connect(stamps).await?);
-                    Ok(())
-                }
-                Channel::WebSocket { wire, conn } => {
-                    conn.open(wire, self.config.max_header_bytes, stamps).await
-                }
-            }
-        };
+        let opening = self.channel.open(&self.config, stamps);
         match tokio::time::timeout(timeout, opening).await {
             Ok(r) => r,
             Err(_) => Err(EngineError::new(
@@ -249,10 +215,17 @@ impl Session {
         let _awake = self.needs_thread_awake().then(arrival::awake::Needed::new);
         self.kept.stream.idle();
         let mut timer = self.timer.take();
-        let result = {
-            let exchange = std::pin::pin!(self.exchange(stamps, send));
-            deadline::within(&mut timer, deadline, exchange).await
+        let (config, kept) = (&*self.config, &mut self.kept);
+        let trace = match (&self.trace, &config.trace) {
+            (Some(id), Some(ctx)) => Some(TraceHeaders::new(ctx, id)),
+            _ => None,
         };
+        // One arm per protocol, each its own exchange within the deadline: no future around
+        // the exchange's but the deadline's.
+        let result = each_channel!(&mut self.channel, c => {
+            let exchange = std::pin::pin!(c.exchange(config, kept, trace, stamps, send));
+            deadline::within(&mut timer, deadline, exchange).await
+        });
         self.timer = timer;
         // A streamed response's events, also of one cut short by the timeout.
         if let Some((first, events)) = self.kept.stream.stamps() {
@@ -287,13 +260,11 @@ impl Session {
     /// The outcome of a complete response.
     fn answered(&mut self, answer: Answer) -> Outcome {
         // With keep-alive off the close is ours, not the server's.
-        let server_closed = (!answer.keep_alive && self.config.keepalive) || self.found_closed;
+        let server_closed = (!answer.keep_alive && self.config.keepalive) || answer.found_closed;
         if !answer.keep_alive {
             self.channel.close();
         }
-        if let Channel::Grpc { status, .. } = &mut self.channel {
-            status.finish(answer.status);
-        }
+        self.channel.answered(answer.status);
         Outcome {
             result: Ok(answer.status),
             bytes_read: answer.bytes_read,
@@ -311,227 +282,6 @@ impl Session {
     /// subscription, pings, deflate or batch), whose bytes the kernel stamps ([`arrival`]; its
     /// connect or upgrade, if it opens one, keeps the thread awake by itself).
     pub(super) fn needs_thread_awake(&self) -> bool {
-        let stamped = match &self.channel {
-            Channel::Http1 { wire, .. } => {
-                self.kept.decoder.is_none()
-                    && self.config.stream.is_none()
-                    && !wire.connector.is_tls()
-            }
-            // ws:// over TCP reads with the kernel's stamps too; a subscription's messages,
-            // pings, inflating and a batch in flight are timed as they are read.
-            Channel::WebSocket { wire, .. } => {
-                let ws = &wire.plan;
-                !wire.connector.is_tls()
-                    && !ws.http2
-                    && !ws.subscribe
-                    && ws.ping.is_none()
-                    && ws.pipeline <= 1
-                    && wire.deflated.is_none()
-            }
-            _ => false,
-        };
-        !stamped
-    }
-
-    async fn exchange(
-        &mut self,
-        stamps: &mut Timestamps,
-        send: Send<'_>,
-    ) -> Result<Answer, EngineError> {
-        let Session {
-            config,
-            channel,
-            kept,
-            found_closed,
-            trace,
-            traced,
-            ..
-        } = self;
-        let trace = match (&*trace, &config.trace) {
-            (Some(id), Some(ctx)) => Some(TraceHeaders::new(ctx, id)),
-            _ => None,
-        };
-        match channel {
-            Channel::Http1 { wire, conn } => {
-                let (bytes, head) = http1_bytes(wire, send, trace.as_ref(), traced);
-                let mut h1 = Http1 { config, wire, kept };
-                h1.exchange_or_retry(conn, stamps, bytes, head, found_closed)
-                    .await
-                    .map(Answer::from)
-            }
-            Channel::Framed { wire, conn } => {
-                let Send::Fixed { seq } = send else {
-                    return Err(EngineError::new(
-                        ErrorKind::Write,
-                        "internal: a tcp:// target sends its payload, not a rendered request"
-                            .into(),
-                    ));
-                };
-                conn.exchange(wire, config.max_body_bytes, seq, stamps)
-                    .await
-                    .map(Answer::from)
-            }
-            Channel::WebSocket { wire, conn } => {
-                let (message, max_head) =
-                    (send.body_or(&wire.plan.message), config.max_header_bytes);
-                conn.exchange(wire, message, max_head, stamps, &mut kept.stream)
-                    .await
-                    .map(Answer::from)
-            }
-            Channel::Http2 { wire, link } => {
-                let (request, fixed) = stream_request(config, &wire.request, None, send)?;
-                let sinks = kept.streams(None, trace);
-                let connector = &wire.connector;
-                http2::exchange(link, connector, wire.tuning, &request, fixed, stamps, sinks)
-                    .await
-                    .map(Answer::from)
-            }
-            Channel::Grpc { wire, link, status } => {
-                let codec = wire.codec.as_ref();
-                let (request, fixed) = stream_request(config, &wire.h2.request, codec, send)?;
-                status.clear();
-                let sinks = kept.streams(Some(status), trace);
-                let (connector, tuning) = (&wire.h2.connector, wire.h2.tuning);
-                http2::exchange(link, connector, tuning, &request, fixed, stamps, sinks)
-                    .await
-                    .map(Answer::from)
-            }
-            Channel::Http3 { wire, link } => {
-                let (request, _) = stream_request(config, &wire.request, None, send)?;
-                let sinks = kept.streams(None, trace);
-                Box::pin(http3::exchange(
-                    link,
-                    &wire.connector,
-                    &request,
-                    stamps,
-                    sinks,
-                ))
-                .await
-                .map(Answer::from)
-            }
-        }
-    }
-}
-
-/// A stream's request: the run's fixed one (`true`: its header block is replayed), or one
-/// built from a rendered request (a few allocations, as h2 needs).
-fn stream_request<'a>(
-    config: &SessionConfig,
-    fixed: &'a Request,
-    codec: Option<&grpc::Codec>,
-    send: Send<'_>,
-) -> Result<(Cow<'a, Request>, bool), EngineError> {
-    match send {
-        Send::Fixed { .. } => Ok((Cow::Borrowed(fixed), true)),
-        Send::Rendered { rendered, .. } => config
-            .request_of(fixed, codec, rendered)
-            .map(|r| (Cow::Owned(r), false))
-            .map_err(|e| EngineError::new(ErrorKind::Write, e)),
-    }
-}
-
-/// A kept HTTP/1.1 connection the server closed while idle is dropped before the next
-/// send (which opens a new one); true when it was.
-pub(super) fn drop_if_peer_closed(conn: &mut Option<Http1Conn>) -> bool {
-    let closed = conn.as_ref().is_some_and(|c| c.socket.peer_closed());
-    if closed {
-        *conn = None;
-    }
-    closed
-}
-
-/// The bytes of an HTTP/1.1 request (the run's fixed one, or one rendered for this send),
-/// with the trace headers when there are (written into `traced`), and whether it is a HEAD.
-fn http1_bytes<'a>(
-    wire: &'a Http1Wire,
-    send: Send<'a>,
-    trace: Option<&TraceHeaders<'_>>,
-    traced: &'a mut Vec<u8>,
-) -> (&'a [u8], bool) {
-    let (bytes, head) = match send {
-        Send::Fixed { .. } => (wire.template.bytes(), wire.template.head),
-        Send::Rendered { rendered, head } => (rendered.bytes.as_slice(), head),
-    };
-    let bytes = match trace {
-        Some(headers) => {
-            super::trace::http1_into(traced, bytes, headers);
-            traced.as_slice()
-        }
-        None => bytes,
-    };
-    (bytes, head)
-}
-
-/// What an HTTP/1.1 exchange reads besides its connection.
-struct Http1<'a> {
-    config: &'a SessionConfig,
-    wire: &'a Http1Wire,
-    kept: &'a mut Kept,
-}
-
-impl Http1<'_> {
-    /// [`Http1::exchange`], tried again on a new connection when a kept one turned out closed
-    /// before anything came back (`found_closed`: the kept one was found closed).
-    async fn exchange_or_retry(
-        &mut self,
-        conn: &mut Option<Http1Conn>,
-        stamps: &mut Timestamps,
-        bytes: &[u8],
-        head: bool,
-        found_closed: &mut bool,
-    ) -> Result<http1::Response, EngineError> {
-        *found_closed = drop_if_peer_closed(conn);
-        let reused = conn.is_some();
-        match self.exchange(conn, stamps, bytes, head).await {
-            Err(e) if reused && super::retry_on_a_new_connection(&e, stamps, bytes) => {
-                *found_closed = true;
-                *conn = None;
-                stamps.written = None;
-                self.exchange(conn, stamps, bytes, head).await
-            }
-            result => result,
-        }
-    }
-
-    /// Sends `bytes` on `conn` (opened first if none is open) and reads the response.
-    async fn exchange(
-        &mut self,
-        conn: &mut Option<Http1Conn>,
-        stamps: &mut Timestamps,
-        bytes: &[u8],
-        head: bool,
-    ) -> Result<http1::Response, EngineError> {
-        let config = self.config;
-        let conn = match conn {
-            Some(c) => c,
-            None => {
-                let _awake = arrival::awake::Needed::new();
-                let socket = self.wire.connector.connect(stamps).await?;
-                conn.insert(Http1Conn::new(socket))
-            }
-        };
-        let sinks = self.kept.http1();
-        if let Some(bound) = config.expect_continue {
-            let max = config.max_header_bytes;
-            let response = conn
-                .exchange_expecting(bound, max, stamps, bytes, head, sinks)
-                .await;
-            conn.buf.release();
-            return response;
-        }
-        // Send, then read: one future each, none around them (a nested one costs).
-        let response = match conn.send_all(bytes).await {
-            Ok(written) => {
-                stamps.written = Some(written);
-                conn.read_response(head, config.max_header_bytes, stamps, sinks, false)
-                    .await
-                    .map(|r| r.written(bytes.len() as u64))
-            }
-            Err(e) => Err(e),
-        };
-        // Idle again: the read buffer goes back to the thread's pool (on an error the
-        // connection is dropped, and its buffer with it goes back too).
-        conn.buf.release();
-        response
+        !self.channel.stamped(&self.config, &self.kept)
     }
 }

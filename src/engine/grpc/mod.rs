@@ -6,6 +6,7 @@
 //! `grpc-status` is mapped to a code as the gRPC spec says). [`reflect`] asks a server for
 //! the descriptors of a service (gRPC server reflection) when no descriptor set is given.
 
+mod channel;
 pub mod reflect;
 
 use super::extras::{self, Tally};
@@ -13,6 +14,9 @@ use crate::model::ErrorKind;
 use prost::Message;
 use prost_reflect::{DynamicMessage, MessageDescriptor};
 use std::time::Duration;
+
+pub(in crate::engine) use channel::GrpcChannel;
+pub use channel::GrpcWire;
 
 /// The names of the gRPC status codes, by number (grpc/doc/statuscodes.md).
 pub const CODES: [&str; 17] = [

@@ -6,6 +6,7 @@
 //! server encoded is kept (bounded) and decoded once complete ([`super::decode`]).
 
 mod body;
+mod channel;
 mod head;
 
 use super::chunked::ChunkDecoder;
@@ -18,6 +19,9 @@ use body::Body;
 use head::{parse_head, parse_loop, trailer_timing, Framing, Head};
 use std::time::Instant;
 use tokio::io::AsyncWriteExt;
+
+pub use channel::Http1Wire;
+pub(in crate::engine) use channel::{drop_if_peer_closed, Http1Channel};
 
 /// A complete response, as far as the load tester cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

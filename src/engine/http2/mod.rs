@@ -7,6 +7,7 @@
 //! payloads (the compressed header bytes). gRPC reflection, a call that streams both ways,
 //! keeps the h2 crate (`crate_link`).
 
+mod channel;
 mod conn;
 pub(in crate::engine) mod crate_link;
 mod frame;
@@ -30,6 +31,8 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Instant;
 
+pub(in crate::engine) use channel::H2Channel;
+pub use channel::H2Wire;
 #[doc(hidden)]
 pub use conn::receive_any;
 pub use frame::code_name;

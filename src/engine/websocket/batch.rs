@@ -20,9 +20,10 @@
 
 use super::frame::Step;
 use super::{Reply, WsConn};
-use crate::engine::channel::Channel;
 use crate::engine::pipeline::Batch;
-use crate::engine::{EngineError, Outcome, Session, WsWire};
+use crate::engine::protocol::Channel;
+use crate::engine::websocket::WsWire;
+use crate::engine::{EngineError, Outcome, Session};
 use crate::model::{ErrorKind, Timestamps, Traffic};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -167,7 +168,7 @@ impl Session {
     /// This session's WebSocket wire and connection (`None` for the other protocols).
     fn ws_parts(&mut self) -> Option<(&WsWire, &mut WsConn)> {
         match &mut self.channel {
-            Channel::WebSocket { wire, conn } => Some((wire, conn)),
+            Channel::WebSocket(c) => Some((&c.wire, &mut c.conn)),
             _ => None,
         }
     }

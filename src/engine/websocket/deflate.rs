@@ -18,7 +18,8 @@
 
 use super::WsConn;
 use crate::engine::cause::Cause;
-use crate::engine::{EngineError, WsWire};
+use crate::engine::websocket::WsWire;
+use crate::engine::EngineError;
 use crate::model::{ErrorKind, Timestamps};
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 use std::time::Instant;

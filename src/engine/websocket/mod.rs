@@ -17,6 +17,7 @@
 //! from message to message.
 
 pub mod batch;
+mod channel;
 pub mod close;
 pub mod deflate;
 pub mod field;
@@ -29,7 +30,7 @@ pub mod upgrade;
 use super::connect::Socket;
 use super::events::EventTracker;
 use super::extras::{Extras, Tally};
-use super::{EngineError, WsWire};
+use super::EngineError;
 use crate::model::{ErrorKind, Phase, Timestamps, Traffic, Wire};
 use crate::util::rng::SplitMix64;
 use base64::Engine;
@@ -37,6 +38,9 @@ use batch::InFlight;
 use frame::{MessageReader, Step};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+pub(in crate::engine) use channel::WsChannel;
+pub use channel::WsWire;
 
 /// Size of a connection's read buffer (replies are counted through it; the answer to the
 /// upgrade must fit in it).

@@ -14,7 +14,8 @@
 use super::frame::Step;
 use super::{Reply, WsConn};
 use crate::engine::events::EventTracker;
-use crate::engine::{EngineError, WsWire};
+use crate::engine::websocket::WsWire;
+use crate::engine::EngineError;
 use crate::model::{Timestamps, Traffic};
 use std::time::Instant;
 
