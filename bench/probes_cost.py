@@ -3,8 +3,10 @@
 
 nginx (one worker, pinned to --server-cpu, 0), the client pinned to --client-cpu (1), one
 thread, release build, as root (the probes need it):
-1. nginx's capacity: a closed loop of --connections (10) without probes, --seconds (10);
-2. open loops at 50% and 90% of it, --open-connections (32), with `--server-probes-cost` (half
+1. nginx's capacity: a closed loop of --connections (10) without probes, --seconds (10), and
+   with `--server-probes-cost`;
+2. open loops at 50% and 90% of the latter (beyond it the halves' latency is the client's
+   queue), --open-connections (32), with `--server-probes-cost` (half
    of the connections traced, half not, at the same load): each half's p50, and the traced
    half's difference at p50 and p90 with its 95% interval, from the record;
 3. saturated: the closed loop of 1 with --server-probes, with --server-probes-cost, and
@@ -65,6 +67,10 @@ def main():
         closed = ["-c", str(a.connections)]
         capacity = rate(run(a, url, out, closed))
         print(f"capacity (closed loop -c {a.connections}, no probes): {capacity:.0f} req/s", flush=True)
+        # The open loops are shares of the capacity with the probes on (half of the
+        # connections traced): beyond it, both halves' latency is the client's queue.
+        capacity = rate(run(a, url, out, closed + ["--server-probes-cost"]))
+        print(f"capacity with --server-probes-cost: {capacity:.0f} req/s", flush=True)
         for share in (0.5, 0.9):
             r = int(capacity * share)
             v = run(a, url, out, ["-R", str(r), "-c", str(a.open_connections), "--interval",
@@ -84,6 +90,8 @@ def main():
                 got[k].append(rate(run(a, url, out, closed + extra)))
             print(f"round {i + 1}: " + ", ".join(f"{k} {got[k][-1]:.0f} req/s" for k in kinds),
                   flush=True)
+        if not a.rounds:
+            return 0
         base = statistics.median(got["none"])
         for k in ("probes", "half"):
             m = statistics.median(got[k])
