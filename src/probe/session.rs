@@ -286,13 +286,19 @@ impl Drop for Session {
 fn read(out: impl BufRead, shared: &(Mutex<Shared>, Condvar)) {
     let (lock, cv) = shared;
     let mut batch: Vec<KernelEvent> = Vec::with_capacity(BATCH);
+    let mut ended = false;
     for text in out.lines() {
         let Ok(text) = text else { break };
         let Some(line) = output::line(&text) else {
             continue;
         };
-        // A tick's events: handed over whole.
+        ended |= line == Line::End;
+        // A tick's events: handed over whole. After the script's end bpftrace prints its
+        // maps once more on its own: the event maps the script printed last, again.
         if let Line::Events(events) = line {
+            if ended {
+                continue;
+            }
             batch.extend(events);
             if batch.len() >= BATCH {
                 hand_over(lock, &mut batch);
