@@ -30,6 +30,7 @@ use crate::model::until::Until;
 use crate::model::{Phase, StopReason};
 use crate::recorder::hist::{self, Ci, CiBatches, Stats};
 use crate::recorder::record::{self, Interval, Level, RunRecord, Summary, UntilTarget};
+use crate::util::lag::lag1;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 
@@ -346,18 +347,6 @@ fn batch(parts: &[Histogram<u64>], each: usize) -> Vec<Histogram<u64>> {
         let _ = out[at].add(part);
     }
     out
-}
-
-/// The lag-1 autocorrelation of `q` (0 when it does not vary).
-fn lag1(q: &[f64]) -> f64 {
-    let k = q.len() as f64;
-    let mean = q.iter().sum::<f64>() / k;
-    let den: f64 = q.iter().map(|x| (x - mean).powi(2)).sum();
-    if den == 0.0 {
-        return 0.0;
-    }
-    let num: f64 = q.windows(2).map(|w| (w[0] - mean) * (w[1] - mean)).sum();
-    num / den
 }
 
 /// Binomial(n, p), its mass held around its mode: every term within 1e-30 of the largest is

@@ -11,6 +11,7 @@
 //! long as 5 remain). The run's own percentiles of each half are given beside it.
 
 use crate::recorder::hist;
+use crate::util::lag::lag1;
 use crate::util::student::t_quantile;
 use crate::util::units::{counted, human_ns};
 use hdrhistogram::Histogram;
@@ -212,16 +213,6 @@ fn gap(name: &str, d: &[f64]) -> Gap {
         intervals: d.len() as u64,
         batch: batch as u64,
     }
-}
-
-/// The lag-1 autocorrelation of `x` (0 when it has no spread).
-fn lag1(x: &[f64]) -> f64 {
-    let m = x.iter().sum::<f64>() / x.len() as f64;
-    let var: f64 = x.iter().map(|v| (v - m).powi(2)).sum();
-    if var == 0.0 {
-        return 0.0;
-    }
-    x.windows(2).map(|w| (w[0] - m) * (w[1] - m)).sum::<f64>() / var
 }
 
 /// ns → µs, to 0.001.
