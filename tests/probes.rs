@@ -16,6 +16,8 @@ mod cost;
 mod join;
 #[path = "probes/servers.rs"]
 mod servers;
+#[path = "probes/upstream.rs"]
+mod upstream;
 
 use common::*;
 use std::io::{BufRead, BufReader};
@@ -729,6 +731,21 @@ fn probed_nginx(
     Stopped,
     u16,
 )> {
+    probed_nginx_serving(listen, "return 200 'hello';", "")
+}
+
+/// As [`probed_nginx`], its server block's directives `serve` (a `location` that proxies)
+/// and `http`, those of its `http` block (an `upstream`).
+fn probed_nginx_serving(
+    listen: &str,
+    serve: &str,
+    http: &str,
+) -> Option<(
+    std::sync::MutexGuard<'static, ()>,
+    tempfile::TempDir,
+    Stopped,
+    u16,
+)> {
     let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     if !can_probe() {
         return None;
@@ -743,8 +760,8 @@ fn probed_nginx(
             "worker_processes 1; daemon off; pid {d}/nginx.pid; error_log {d}/error.log;
              events {{ worker_connections 1024; }}
              http {{ access_log off; client_body_temp_path {d}/cb; proxy_temp_path {d}/p;
-                    fastcgi_temp_path {d}/f; uwsgi_temp_path {d}/u; scgi_temp_path {d}/s;
-                    server {{ listen 127.0.0.1:{port}{listen}; return 200 'hello'; }} }}"
+                    fastcgi_temp_path {d}/f; uwsgi_temp_path {d}/u; scgi_temp_path {d}/s; {http}
+                    server {{ listen 127.0.0.1:{port}{listen}; {serve} }} }}"
         ),
     )
     .unwrap();

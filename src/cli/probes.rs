@@ -67,6 +67,17 @@ pub struct ProbeArgs {
     #[arg(help_heading = "Server side", long = "server-probes-cost")]
     pub server_probes_cost: bool,
 
+    /// The port of a service the server calls while it serves a request (a proxy's upstream,
+    /// an application's database, on this host or another): each call timed per request, its
+    /// write there to its reply's arrival, as the `upstream` phase, inside the server's read
+    /// to its write. Implies --server-probes.
+    #[arg(
+        help_heading = "Server side",
+        long = "server-upstream",
+        value_name = "PORT"
+    )]
+    pub server_upstream: Option<u16>,
+
     /// Print the bpftrace script the probes would run, and exit.
     #[arg(help_heading = "Server side", long = "print-probe-script")]
     pub print_probe_script: bool,
@@ -83,6 +94,7 @@ impl ProbeArgs {
             || self.server_probes_from.is_some()
             || self.server_probes_token_file.is_some()
             || self.server_probes_cost
+            || self.server_upstream.is_some()
     }
 
     /// The probes these flags ask for, checked against the run's `plans` (one level, not
@@ -124,30 +136,12 @@ impl ProbeArgs {
             );
         }
         if let Some(url) = &self.server_probes_from {
-            if !self.server_pid.is_empty()
-                || self.server_fn.is_some()
-                || self.server_sample.is_some()
-                || self.server_probes_cost
-            {
-                return usage(
-                    "with --server-probes-from, give --server-pid, --server-fn and --server-sample \
-                     to `reqlife probe` on the server's host (--server-probes-cost: the probes \
-                     follow the client's connections here only)",
-                );
-            }
-            if self.print_probe_script {
-                return usage(
-                    "the script of --server-probes-from is the agent's: drop --print-probe-script",
-                );
-            }
-            return Ok(Some(ProbePlan::There {
-                url: url.clone(),
-                token_file: self.server_probes_token_file.clone(),
-            }));
+            return self.there(url).map(Some);
         }
         if self.server_probes_cost && plan.connections() < 2 {
             return usage(HALVES);
         }
+        self.check_upstream(plan.target.port)?;
         if !plan.target.addr.ip().is_loopback() && self.server_pid.is_empty() {
             return usage(&format!(
                 "the probes see a server on this machine; {} is not a loopback address (give \
@@ -163,10 +157,53 @@ impl ProbeArgs {
                 interval: plan.interval,
                 agent: false,
                 split: self.server_probes_cost,
+                upstream: self.server_upstream,
             },
             port: plan.target.port,
             print_script: self.print_probe_script,
         }))
+    }
+}
+
+impl ProbeArgs {
+    /// `--server-probes-from URL`: the probes of the agent there, with the flags it takes.
+    fn there(&self, url: &str) -> Result<ProbePlan, PlanError> {
+        let usage = |line: &str| err(format!("--server-probes: {line}"));
+        if !self.server_pid.is_empty()
+            || self.server_fn.is_some()
+            || self.server_sample.is_some()
+            || self.server_probes_cost
+            || self.server_upstream.is_some()
+        {
+            return usage(
+                "with --server-probes-from, give --server-pid, --server-fn and --server-sample \
+                 to `reqlife probe` on the server's host (--server-probes-cost and \
+                 --server-upstream: the probes follow the client's connections here only)",
+            );
+        }
+        if self.print_probe_script {
+            return usage(
+                "the script of --server-probes-from is the agent's: drop --print-probe-script",
+            );
+        }
+        Ok(ProbePlan::There {
+            url: url.to_string(),
+            token_file: self.server_probes_token_file.clone(),
+        })
+    }
+
+    /// `--server-upstream`: a port, not the server's own (`port`).
+    fn check_upstream(&self, port: u16) -> Result<(), PlanError> {
+        match self.server_upstream {
+            Some(0) => {
+                err("--server-upstream: 0 is not a port: give the port the server calls (1-65535)")
+            }
+            Some(p) if p == port => err(format!(
+                "--server-upstream: {p} is the server's own port (the URL's): give the port of \
+                 the service the server calls"
+            )),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -240,6 +277,7 @@ impl ProbeAgentArgs {
             interval: Duration::from_secs(1),
             agent: true,
             split: false,
+            upstream: None,
         }
     }
 }

@@ -63,6 +63,9 @@ pub struct ProbeRequest {
     /// `--server-probes-cost`: half of the client's connections followed, the others
     /// untraced, and the latency of the two halves compared.
     pub split: bool,
+    /// `--server-upstream`: the port of the service the server calls while it serves a
+    /// request (its calls timed per request).
+    pub upstream: Option<u16>,
 }
 
 /// Everything checked, and the script written: ready to attach.
@@ -75,6 +78,7 @@ pub struct Prepared {
     bpftrace: PathBuf,
     sample: u64,
     split: bool,
+    upstream: Option<u16>,
     tick: Duration,
     /// bpftrace runs with `--unsafe`: a function is attached by its offset in the file.
     unsafe_attach: bool,
@@ -187,6 +191,7 @@ pub fn prepare(req: &ProbeRequest, port: u16, printing: bool) -> Result<Prepared
         sample: req.sample,
         split: req.split,
         tick_ms,
+        upstream: req.upstream,
     };
     // The calibration runs in a bpftrace of its own, stopped before the run: uprobes left in
     // reqlife's executable, though never hit, cost the run a third of its requests a second
@@ -199,6 +204,7 @@ pub fn prepare(req: &ProbeRequest, port: u16, printing: bool) -> Result<Prepared
         bpftrace,
         sample: req.sample,
         split: req.split,
+        upstream: req.upstream,
         tick: Duration::from_millis(tick_ms),
         unsafe_attach,
     })
@@ -230,7 +236,7 @@ pub fn agent_phases(functions: &[String]) -> Vec<(String, String)> {
         ),
     ];
     out.extend(
-        crate::recorder::join::phases(functions)
+        crate::recorder::join::phases(functions, false)
             .into_iter()
             .skip(crate::recorder::join::KERNEL.len()),
     );
@@ -245,6 +251,7 @@ pub struct Probes {
     functions: Vec<String>,
     sample: u64,
     split: bool,
+    upstream: Option<u16>,
     tick: Duration,
 }
 
@@ -294,6 +301,7 @@ impl Prepared {
             functions: self.script.functions.clone(),
             sample: self.sample,
             split: self.split,
+            upstream: self.upstream,
             tick: self.tick,
         })
     }
@@ -376,6 +384,7 @@ impl Attached {
                 functions: p.functions.clone(),
                 sample: p.sample,
                 split: p.split,
+                upstream: p.upstream.is_some(),
                 interval: plan.interval,
                 tick: p.tick,
             }),

@@ -5,7 +5,9 @@
 //! without a JSON parser (the script's lines hold no quotes), the event maps by a scanner of
 //! their one shape, anything else with a JSON parser.
 
-use super::script::{EV_ARRIVED, EV_DELIVERED, EV_FUNCTION, EV_OPENED, EV_READ, EV_WROTE};
+use super::script::{
+    EV_ARRIVED, EV_BACKEND, EV_DELIVERED, EV_FUNCTION, EV_OPENED, EV_READ, EV_UPSTREAM, EV_WROTE,
+};
 use crate::recorder::join::KernelEvent;
 
 /// What one line of output was.
@@ -142,6 +144,20 @@ fn event(ns: u64, [kind, a, b, c, d, e]: [u64; 6]) -> Option<KernelEvent> {
             prev: b,
             off: c,
             ns,
+        },
+        EV_UPSTREAM => KernelEvent::Upstream {
+            port,
+            start: b,
+            end: c,
+            sent_ns: ns,
+            arrived_ns: d,
+        },
+        EV_BACKEND => KernelEvent::Backend {
+            port,
+            start: b,
+            arrived_ns: ns,
+            read_ns: c,
+            wrote_ns: d,
         },
         EV_FUNCTION => KernelEvent::Function {
             index: a as u16,

@@ -72,6 +72,8 @@ pub struct ScriptPlan {
     pub split: bool,
     /// How often the probes' clock ticks, milliseconds.
     pub tick_ms: u64,
+    /// `--server-upstream`: the port of the service the server calls ([`upstream`]).
+    pub upstream: Option<u16>,
 }
 
 /// A script and what its indices mean.
@@ -99,6 +101,10 @@ pub const EV_WROTE: u64 = 3;
 pub const EV_DELIVERED: u64 = 4;
 /// A function was hit.
 pub const EV_FUNCTION: u64 = 5;
+/// A response's write carried the reply of a call upstream (`--server-upstream`).
+pub const EV_UPSTREAM: u64 = 6;
+/// The upstream on this host: its own arrival, read and write of that call.
+pub const EV_BACKEND: u64 = 7;
 
 /// The parts of the kernel's probes that follow sampled episodes (see [`ScriptPlan`]).
 struct Episode {
@@ -155,11 +161,12 @@ impl ScriptPlan {
         // The offsets' maps typed first (u64): the events' map takes values read from them,
         // and bpftrace knows a map's type on its first assignment in the text.
         let (ain, cin) = (b.map("ain"), b.map("cin"));
+        let typed = self.upstream_typed(&mut b);
         b.probe(
             &Attach::Special("BEGIN"),
             None,
             &format!(
-                "  {ain}[0] = (uint64)0; {cin}[0] = (uint64)0; delete({ain}[0]); delete({cin}[0]);\n  printf(\"B\\n\");"
+                "  {ain}[0] = (uint64)0; {cin}[0] = (uint64)0; delete({ain}[0]); delete({cin}[0]);{typed}\n  printf(\"B\\n\");"
             ),
         );
         self.connections(&mut b);
@@ -222,21 +229,22 @@ impl ScriptPlan {
         } else {
             (String::new(), "")
         };
+        let (up_filter, up_open, up_close) = self.upstream_closed(b);
         b.probe(
             &Attach::Tracepoint("sock", "inet_sock_set_state"),
             Some(&format!(
-                "args->protocol == 6 && args->dport == {}",
+                "args->protocol == 6 && (args->dport == {}{up_filter})",
                 self.port
             )),
             &format!(
-                "  $p = args->sport;
+                "  {up_open}$p = args->sport;
   if (args->newstate == {TCP_SYN_SENT} && pid == {me}) {{ {conn}[args->skaddr] = 1; }}
   else if (args->newstate == {TCP_ESTABLISHED} && {conn}[args->skaddr]) {{
     delete({conn}[args->skaddr]);{untraced} {ours}[$p] = 1;
     {opened}{untraced_end}
   }} else if (args->newstate == {TCP_CLOSE}) {{
     delete({conn}[args->skaddr]); delete({ours}[$p]);{forget_sampled}
-  }}"
+  }}{up_close}"
             ),
         );
     }
@@ -336,6 +344,7 @@ impl ScriptPlan {
             Follow::All => String::new(),
         };
         let arrived = record(b, "$t", EV_ARRIVED, ["$p", "$v", "$o", "0", "0"]);
+        let upstream = self.upstream_arrival(b);
         b.probe(
             &Attach::Tracepoint("sock", "sk_data_ready"),
             Some("args->protocol == 6"),
@@ -352,7 +361,7 @@ impl ScriptPlan {
         {n}[{ia}] = count(); {arrived}
       }}
     }}{other}
-  }}{client_side}",
+  }}{client_side}{upstream}",
                 Self::PEER_PORT
             ),
         );
@@ -386,6 +395,7 @@ impl ScriptPlan {
             ["$p", "$o - (uint64)args->ret", "$o", "pid", "$k"],
             "$turn",
         );
+        let upstream = self.upstream_read(b);
         b.probe(
             &Attach::Tracepoint("sock", "sock_recv_length"),
             Some(&format!(
@@ -408,7 +418,7 @@ impl ScriptPlan {
         {read}
       }}
     }}
-  }}",
+  }}{upstream}",
                 Self::PEER_PORT,
                 self.read_key()
             ),
@@ -445,6 +455,7 @@ impl ScriptPlan {
             EV_WROTE,
             ["$p", "$e - (uint64)args->ret", "$e", "pid", "0"],
         );
+        let (take, upstream, upstream_write) = self.upstream_write(b);
         b.probe(
             &Attach::Tracepoint("sock", "sock_send_length"),
             Some(&format!(
@@ -455,14 +466,14 @@ impl ScriptPlan {
   $sk = (struct sock *)args->sk;
   if ($sk->__sk_common.skc_num == {port}) {{
     {}
-    if ({ours}) {{
+    {take}if ({ours}) {{
       $tp = (struct tcp_sock *)args->sk;
       $e = $tp->bytes_acked + (($tp->write_seq - $tp->snd_una) & 0xffffffff);
       if ({active}) {{
-        {write_mark}{n}[{iw}] = count(); {wrote}
+        {write_mark}{n}[{iw}] = count(); {wrote}{upstream}
       }}
     }}
-  }}",
+  }}{upstream_write}",
                 Self::PEER_PORT
             ),
         );
@@ -530,5 +541,6 @@ mod calibration;
 mod record;
 #[cfg(test)]
 mod tests;
+mod upstream;
 
 pub use calibration::calibration;

@@ -132,7 +132,10 @@ fn uses() -> Vec<(String, String, usize, String)> {
     let test_only = test_only_files(&files);
     let mut out = Vec::new();
     for file in files {
-        if test_only.contains(&file) {
+        // A test-only module's file, or a file of its folder (`tests/mod.rs`'s submodules).
+        let under =
+            |t: &PathBuf| t.ends_with("mod.rs") && t.parent().is_some_and(|d| file.starts_with(d));
+        if test_only.contains(&file) || test_only.iter().any(under) {
             continue;
         }
         let rel = file.strip_prefix(&src).unwrap();

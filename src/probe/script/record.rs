@@ -26,12 +26,13 @@ pub(super) fn record_at(
     ep: &str,
 ) -> String {
     let (e0, e1, e2) = (b.map("e0"), b.map("e1"), b.map("e2"));
-    // Every field a u64 (the map's one value type), but one read from a map (`$v`: a u64
-    // already, whose type bpftrace knows only on a later pass: a cast of it is refused).
+    // Every field a u64 (the map's one value type), but one read from a map (`$v`, `$va`,
+    // …: a u64 already, whose type bpftrace knows only on a later pass: a cast of it is
+    // refused).
     let v: Vec<String> = fields
         .iter()
         .map(|f| match *f {
-            "$v" => f.to_string(),
+            f if f.starts_with("$v") => f.to_string(),
             f => format!("(uint64)({f})"),
         })
         .collect();

@@ -35,6 +35,7 @@ fn plan(follow: Follow, functions: &str, send_start: bool, sample: u64, go: bool
         sample,
         split: false,
         tick_ms: 100,
+        upstream: None,
     }
 }
 
@@ -60,6 +61,19 @@ fn variants() -> Vec<(String, ScriptPlan)> {
         ..plan(Follow::Client(42), "", true, 1, false)
     };
     out.push(("split".into(), split));
+    // --server-upstream: the server's calls to port 5432 timed.
+    for follow_fns in ["", "reqlife_calibrate_push,reqlife_calibrate_step"] {
+        let upstream = ScriptPlan {
+            upstream: Some(5432),
+            ..plan(Follow::Client(42), follow_fns, true, 1, false)
+        };
+        out.push((format!("upstream fns={}", !follow_fns.is_empty()), upstream));
+    }
+    let older = ScriptPlan {
+        upstream: Some(5432),
+        ..plan(Follow::Client(42), "", false, 100, false)
+    };
+    out.push(("upstream pre-6.11 sampled".into(), older));
     out
 }
 
@@ -177,4 +191,62 @@ fn bpftrace_accepts_every_variant() {
             panic!("{name}: bpftrace -d refused it or warned:\n{said}\n{text}");
         }
     }
+}
+
+#[test]
+fn the_upstream_calls_are_tied_to_the_next_write_to_a_client() {
+    let s = ScriptPlan {
+        upstream: Some(5432),
+        ..plan(Follow::Client(42), "", true, 1, false)
+    }
+    .write()
+    .text;
+    // 5432 = 0x1538, in network order 0x3815: the server's connections to the upstream.
+    let up = format!("skc_dport == {}", 0x3815);
+    // The exchange: its first write (the send's start), the reply's first arrival after it,
+    // both handed to the thread at its read of the reply, which ends the exchange.
+    assert!(s.contains(&format!("{up}) {{\n    $u = (uint64)$sk->__sk_common.skc_num;\n    if (@uw[$u] == 0) {{ @uw[$u] = $w; }} @upc[$u] = 1;")), "{s}");
+    assert!(
+        s.contains("if (@uw[$u] && @ua[$u] == 0) { @ua[$u] = $t; }"),
+        "{s}"
+    );
+    assert!(s.contains(&format!("{up} && @srv[pid])")), "{s}");
+    assert!(
+        s.contains("@utw[tid] = @uw[$u]; @uta[tid] = @ua[$u]; delete(@uw[$u]); delete(@ua[$u]);"),
+        "{s}"
+    );
+    // Any write of the thread to a client takes it; a followed one prints it with its bytes.
+    let take = s
+        .find("$vw = @utw[tid]; $va = @uta[tid]; delete(@utw[tid]); delete(@uta[tid]);")
+        .expect("taken");
+    let ours = s[take..]
+        .find("if (@ours[$p])")
+        .expect("before the check of whose")
+        + take;
+    let event = s.find(&format!("if ($vw) {{ if (@ep == 0) {{ @e0[$vw, tid] = ((uint64){EV_UPSTREAM}, (uint64)($p), (uint64)($e - (uint64)args->ret), (uint64)($e), $va, (uint64)(0)); }}")).expect("the U event");
+    assert!(take < ours && ours < event, "{s}");
+    // A closed upstream connection's unanswered exchange is forgotten.
+    assert!(
+        s.contains("args->dport == 8080 || args->dport == 5432"),
+        "{s}"
+    );
+    assert!(
+        s.contains("if (args->newstate == 2 && @srv[pid]) { @upk[args->skaddr] = 1; }\n    else if (args->newstate == 1 && @upk[args->skaddr]) {\n      delete(@upk[args->skaddr]); @upc[$u] = 1;\n    } else if (args->newstate == 7) {\n      delete(@upk[args->skaddr]); delete(@upc[$u]); delete(@uw[$u]); delete(@ua[$u]);\n      delete(@ba[$u]); delete(@br[$u]); delete(@bw[$u]);"),
+        "{s}"
+    );
+    // The upstream here: its own side of the call (its port 5432, its peer the server's),
+    // the first arrival, read (its process's writes followed from then) and write.
+    assert!(s.contains("skc_num == 5432) {\n    $q = $sk->__sk_common.skc_dport; $u = (uint64)((($q & 255) << 8) | ($q >> 8));\n    if (@upc[$u] && @ba[$u] == 0) { @ba[$u] = $t; }"), "{s}");
+    assert!(
+        s.contains("if (@ba[$u] && @br[$u] == 0) { @br[$u] = nsecs; @srv[pid] = 1; }"),
+        "{s}"
+    );
+    assert!(
+        s.contains("if (@br[$u] && @bw[$u] == 0) { @bw[$u] = $w; }"),
+        "{s}"
+    );
+    assert!(s.contains(&format!("if ($vb && $vx) {{ if (@ep == 0) {{ @e0[$vb, tid] = ((uint64){EV_BACKEND}, (uint64)($p), (uint64)($e - (uint64)args->ret), $vr, $vx, (uint64)(0)); }}")), "{s}");
+    // Without the flag, none of it.
+    let plain = plan(Follow::Client(42), "", true, 1, false).write().text;
+    assert!(!plain.contains("@uw") && !plain.contains("@utw"), "{plain}");
 }

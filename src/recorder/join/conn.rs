@@ -1,7 +1,7 @@
 //! One connection's kernel events, waiting for the requests they belong to: its arrivals in
-//! the server's socket, the server's reads and writes, its arrivals in the client's socket
-//! and the function hits of the threads that read it, each in the order the kernel saw
-//! them. A resolved request lets go of the events only it and those before it could use
+//! the server's socket, the server's reads and writes, its arrivals in the client's socket,
+//! the function hits of the threads that read it and the calls upstream its writes carried
+//! the replies of, each in the order the kernel saw them. A resolved request lets go of the events only it and those before it could use
 //! ([`Conn::forget_before`]); a connection that has seen nothing for a while is dropped whole.
 
 use std::collections::VecDeque;
@@ -46,6 +46,18 @@ pub(super) struct Hit {
     pub ns: u64,
 }
 
+/// A call upstream whose reply a write to the client carried (`--server-upstream`): the
+/// write's bytes, when the call's write began and when its reply arrived; with the upstream
+/// on this host, when the call arrived there, was read and answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Call {
+    pub start: u64,
+    pub end: u64,
+    pub sent_ns: u64,
+    pub arrived_ns: u64,
+    pub backend: Option<[u64; 3]>,
+}
+
 /// One connection's events.
 #[derive(Debug, Default)]
 pub(super) struct Conn {
@@ -54,6 +66,7 @@ pub(super) struct Conn {
     pub writes: VecDeque<Write>,
     pub delivered: VecDeque<At>,
     pub hits: VecDeque<Hit>,
+    pub calls: VecDeque<Call>,
     /// The next read's number.
     pub next_read: u64,
     /// Where the last arrival and the last read seen ended (`None` before the first).
@@ -143,6 +156,18 @@ impl Conn {
         (a.prev <= off).then_some(*a)
     }
 
+    /// The upstream's own stamps of the call of the write that begins at `start`.
+    pub fn backend(&mut self, start: u64, stamps: [u64; 3]) {
+        if let Some(c) = self.calls.iter_mut().rev().find(|c| c.start == start) {
+            c.backend = Some(stamps);
+        }
+    }
+
+    /// The call upstream whose reply the write that begins at `start` carried.
+    pub fn call_of(&self, start: u64) -> Option<Call> {
+        self.calls.iter().find(|c| c.start == start).copied()
+    }
+
     /// The function hits after read `seq` (in the order the kernel saw them).
     pub fn hits_of(&self, seq: u64) -> impl Iterator<Item = &Hit> {
         self.hits.iter().filter(move |h| h.seq == seq)
@@ -161,6 +186,7 @@ impl Conn {
         let first_read = self.reads.front().map_or(self.next_read, |r| r.seq);
         drop_front(&mut self.hits, |h| h.seq < first_read);
         drop_front(&mut self.writes, |w| w.end <= rx_first);
+        drop_front(&mut self.calls, |c| c.end <= rx_first);
         drop_front(&mut self.delivered, |a| a.off <= rx_first);
         gone
     }
@@ -172,5 +198,6 @@ impl Conn {
             + self.writes.len()
             + self.delivered.len()
             + self.hits.len()
+            + self.calls.len()
     }
 }

@@ -7,7 +7,8 @@
 //! that requests of one connection joined a little out of order (HTTP/2's streams end in any
 //! order) still find theirs; a connection quiet for [`QUIET_NS`] is let go whole.
 
-use super::conn::{Conn, Hit, Write};
+use super::conn::{Call, Conn, Hit, Write};
+pub use super::counts::{JoinCounts, Unjoined};
 use super::halves::{traced, Halves, MeasuredCost};
 use super::open::Intervals;
 use super::tail::TailAcc;
@@ -17,7 +18,7 @@ use crate::recorder::exemplar::Exemplars;
 use crate::recorder::request_log::LogWorker;
 use crate::recorder::{hist, Series};
 use hdrhistogram::Histogram;
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 /// Requests of a connection joined whose events stay (see the module's doc).
 const KEEP_RESOLVED: usize = 64;
@@ -27,86 +28,6 @@ const QUIET_NS: u64 = 10_000_000_000;
 /// last write waiting in the server's send queue (Nagle's algorithm, until the client's
 /// delayed ACK).
 const HELD_NS: u64 = 1_000_000;
-
-/// Why a request has no server phases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Unjoined {
-    /// It failed before its response: nothing of the server's to join.
-    Failed,
-    /// Its connection is not a TCP connection of this client's the probes could see
-    /// (HTTP/3, a WebSocket over HTTP/2, a request that never had a connection).
-    NoConnection,
-    /// The probes never saw its connection: opened before they were attached, or not
-    /// reqlife's own.
-    NotSeen,
-    /// Not drawn (`--server-sample N`).
-    NotSampled,
-    /// Its bytes' arrival in the server's socket was not seen.
-    NoArrival,
-    /// The server's read of it was not seen (a read the kernel's probes do not see:
-    /// io_uring, or a process not probed).
-    NoRead,
-    /// The server's write of its response was not seen.
-    NoWrite,
-    /// Its events were let go before it came (a request joined too late).
-    Late,
-    /// Its connection is of the half left untraced (`--server-probes-cost`).
-    Untraced,
-}
-
-impl Unjoined {
-    /// The reason's key in the record.
-    pub fn name(self) -> &'static str {
-        match self {
-            Unjoined::Failed => "failed",
-            Unjoined::NoConnection => "no_connection",
-            Unjoined::NotSeen => "connection_not_seen",
-            Unjoined::NotSampled => "not_sampled",
-            Unjoined::NoArrival => "no_arrival",
-            Unjoined::NoRead => "no_read",
-            Unjoined::NoWrite => "no_write",
-            Unjoined::Late => "late",
-            Unjoined::Untraced => "untraced",
-        }
-    }
-}
-
-/// What the join came to, in counts.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct JoinCounts {
-    /// Requests the workers handed over.
-    pub requests: u64,
-    /// Requests the workers could not hand over (the joiner was behind).
-    pub dropped: u64,
-    /// Requests joined (their server phases measured).
-    pub joined: u64,
-    /// Requests not joined, by why.
-    pub unjoined: BTreeMap<&'static str, u64>,
-    /// Joined requests whose read carried other requests too (pipelining, HTTP/2).
-    pub shared_read: u64,
-    /// Joined requests whose response took several writes.
-    pub several_writes: u64,
-    /// Of those, the ones whose last write reached the client more than 1 ms after it was
-    /// written (held back in the server's send queue), and the sum of those delays, ns.
-    pub held_back: u64,
-    /// The held-back delays' sum, ns.
-    pub held_back_ns: u64,
-    /// Per function phase (by probed index): joined requests where it ended after the
-    /// response's first write had begun.
-    pub after_write: BTreeMap<usize, u64>,
-    /// Events the kernel dropped.
-    pub lost_events: u64,
-    /// Arrivals and reads missing from the probes' output: one began past the end of the
-    /// last of its connection seen.
-    pub missed_events: u64,
-    /// Events of connections not reqlife's (the server's own to itself or others' on the
-    /// port): counted apart by the probes, never joined.
-    pub others: u64,
-    /// Function hits on threads that read none of reqlife's connections.
-    pub stray_hits: u64,
-    /// The kernel's events seen, by kind (arrivals, reads, writes, deliveries, functions).
-    pub events: [u64; 5],
-}
 
 /// What the join produced.
 #[derive(Debug, Clone)]
@@ -125,6 +46,8 @@ pub struct Joined {
     pub pids: BTreeSet<u32>,
     /// `--server-probes-cost`: the traced half of the connections against the untraced.
     pub cost: Option<MeasuredCost>,
+    /// `--server-upstream`: the server's calls upstream were timed.
+    pub upstream: bool,
 }
 
 /// The join's state.
@@ -165,7 +88,7 @@ impl Joiner {
         log: Option<LogWorker>,
         on_interval: Option<IntervalSink>,
     ) -> Joiner {
-        let names = super::phases(&spec.functions);
+        let names = super::phases(&spec.functions, spec.upstream);
         let n = names.len();
         let halves = spec.split.then(Halves::default);
         Joiner {
@@ -294,6 +217,7 @@ impl Joiner {
                     .delivered
                     .push_back(At { prev, off, ns });
             }
+            KernelEvent::Upstream { .. } | KernelEvent::Backend { .. } => self.call(e),
             KernelEvent::Function { index, key, ns } => {
                 self.counts.events[4] += 1;
                 self.hit(index, key, ns);
@@ -303,6 +227,38 @@ impl Joiner {
                 self.resolve(self.watermark.saturating_sub(Self::SLACK_NS));
             }
             KernelEvent::Lost { n } => self.counts.lost_events += n,
+        }
+    }
+
+    /// A call upstream (`--server-upstream`), or the upstream's own stamps of one.
+    fn call(&mut self, e: KernelEvent) {
+        match e {
+            KernelEvent::Upstream {
+                port,
+                start,
+                end,
+                sent_ns,
+                arrived_ns,
+            } => {
+                self.counts.upstream_events += 1;
+                self.conn(port, arrived_ns).calls.push_back(Call {
+                    start,
+                    end,
+                    sent_ns,
+                    arrived_ns,
+                    backend: None,
+                });
+            }
+            KernelEvent::Backend {
+                port,
+                start,
+                arrived_ns,
+                read_ns,
+                wrote_ns,
+            } => self
+                .conn(port, arrived_ns)
+                .backend(start, [arrived_ns, read_ns, wrote_ns]),
+            _ => {}
         }
     }
 
@@ -381,14 +337,19 @@ impl Joiner {
         for (i, ns) in probed.iter().enumerate() {
             t.kept.set_probed(i, *ns);
         }
+        let upstream = self
+            .spec
+            .upstream
+            .then(|| probed[n - super::UPSTREAM.len()])
+            .flatten();
         if let [Some(send), Some(socket), Some(handle), Some(ret)] = [
             probed[slot::SEND],
             probed[slot::SOCKET],
             probed[slot::HANDLE],
             probed[slot::RETURN],
         ] {
-            if let Some((total, parts)) = TailAcc::parts(&t.kept.phases, send, socket, handle, ret)
-            {
+            let server = [send, socket, handle, ret];
+            if let Some((total, parts)) = TailAcc::parts(&t.kept.phases, server, upstream) {
                 self.tail.add(total, &parts);
             }
         }
@@ -407,28 +368,24 @@ impl Joiner {
     /// The server phases of `t` into `probed`, or why it has none.
     fn find(&mut self, t: &Trail, probed: &mut [Option<u64>]) -> Result<(), Unjoined> {
         let w = t.wire;
-        if t.kept.status.is_none() {
-            return Err(Unjoined::Failed);
-        }
-        if w.port == 0 {
-            return Err(Unjoined::NoConnection);
+        match (t.kept.status, w.port) {
+            (None, _) => return Err(Unjoined::Failed),
+            (_, 0) => return Err(Unjoined::NoConnection),
+            _ => {}
         }
         let sampled = self.spec.sample > 1;
         let late = self
             .resolved
             .get(&w.port)
             .is_some_and(|(_, forgotten)| w.tx_end <= *forgotten);
-        let Some(c) = self.conns.get_mut(&w.port) else {
-            return Err(if sampled {
-                Unjoined::NotSampled
-            } else {
-                Unjoined::NotSeen
-            });
-        };
+        let missing = |why| if sampled { Unjoined::NotSampled } else { why };
+        let c = self
+            .conns
+            .get_mut(&w.port)
+            .ok_or(missing(Unjoined::NotSeen))?;
         if late {
             return Err(Unjoined::Late);
         }
-        let missing = |why| if sampled { Unjoined::NotSampled } else { why };
         let arrival = c.arrival_by(w.tx_end).ok_or(missing(Unjoined::NoArrival))?;
         let read = c.read_by(w.tx_end).ok_or(missing(Unjoined::NoRead))?;
         read.users += 1;
@@ -447,20 +404,24 @@ impl Joiner {
         probed[slot::SEND] = Some(arrival.ns.saturating_sub(t.write_ns));
         probed[slot::SOCKET] = Some(read_ns.saturating_sub(arrival.ns));
         probed[slot::HANDLE] = Some(first.ns.saturating_sub(read_ns));
+        if self.spec.upstream {
+            let at = probed.len() - super::UPSTREAM.len();
+            match timed_call(c.call_of(first.start), read_ns, first.ns, &mut probed[at..]) {
+                Some(true) => self.counts.upstream_calls += 1,
+                Some(false) => self.counts.upstream_misplaced += 1,
+                None => {}
+            }
+        }
         if let Some(at) = c.delivered_holding(first.start) {
             probed[slot::RETURN] = Some(at.ns.saturating_sub(first.ns));
         }
         if writes > 1 {
             self.counts.several_writes += 1;
-            if let Some(last) = last {
-                if let Some(at) = c.delivered_holding(last.end.saturating_sub(1)) {
-                    let ns = at.ns.saturating_sub(last.ns);
-                    probed[slot::LAST_RETURN] = Some(ns);
-                    if ns > HELD_NS {
-                        self.counts.held_back += 1;
-                        self.counts.held_back_ns += ns;
-                    }
-                }
+            let held = last.and_then(|last| last_return(c, &last));
+            probed[slot::LAST_RETURN] = held;
+            if let Some(ns) = held.filter(|ns| *ns > HELD_NS) {
+                self.counts.held_back += 1;
+                self.counts.held_back_ns += ns;
             }
         }
         // The functions: the chain's pass of this request among those its read completed.
@@ -537,8 +498,41 @@ impl Joiner {
             counts: self.counts,
             pids: self.pids,
             cost: self.halves.and_then(Halves::finish),
+            upstream: self.spec.upstream,
         }
     }
+}
+
+/// A response's last write `last` → its bytes in the client's socket, ns.
+fn last_return(c: &Conn, last: &Write) -> Option<u64> {
+    let at = c.delivered_holding(last.end.saturating_sub(1))?;
+    Some(at.ns.saturating_sub(last.ns))
+}
+
+/// The phases of `call` (`--server-upstream`) into `probed` (the call's, the upstream's
+/// socket and handle), when it lies inside the request's read (`read_ns`) → the response's
+/// first write (`write_ns`): `Some(true)`; else (another request's) `Some(false)`; `None`
+/// without a call.
+fn timed_call(
+    call: Option<Call>,
+    read_ns: u64,
+    write_ns: u64,
+    probed: &mut [Option<u64>],
+) -> Option<bool> {
+    let call = call?;
+    if !(read_ns <= call.sent_ns && call.sent_ns <= call.arrived_ns && call.arrived_ns <= write_ns)
+    {
+        return Some(false);
+    }
+    probed[0] = Some(call.arrived_ns - call.sent_ns);
+    // The upstream's own, its stamps in the call's order.
+    if let Some([a, r, w]) = call.backend {
+        if call.sent_ns <= a && a <= r && r <= w && w <= call.arrived_ns {
+            probed[1] = Some(r - a);
+            probed[2] = Some(w - r);
+        }
+    }
+    Some(true)
 }
 
 /// Requests that shared their read with others, of `reads`.

@@ -23,13 +23,16 @@
 //! the server's socket), `socket` (arrival → the read), `handle` (the read → the response's
 //! write), `return` (that write → the client's socket), `last_return` (a response in several
 //! writes: its last write → the client's socket), and the phases between the server's
-//! functions (those hit on the thread, or goroutine, that made the request's read). These go
+//! functions (those hit on the thread, or goroutine, that made the request's read), and
+//! `upstream` (`--server-upstream`: the server's call to another service whose reply the
+//! response's first write carried, from its write there to the reply's arrival). These go
 //! into per-request histograms and their interval series, into the slow requests kept whole,
 //! into the per-request log, and into the tail's shares ([`tail`]); with the metrics endpoint
 //! watching, the traced ones stand as its server phases' exemplars (`open`).
 
 mod chain;
 mod conn;
+mod counts;
 pub mod halves;
 mod joiner;
 mod open;
@@ -121,6 +124,36 @@ pub enum KernelEvent {
         /// When.
         ns: u64,
     },
+    /// The server's write `start..end` to the client carried the reply of its call upstream
+    /// (`--server-upstream`): its write there began at `sent_ns`, the reply's first bytes
+    /// arrived at `arrived_ns`.
+    Upstream {
+        /// The client's port.
+        port: u16,
+        /// The offset of the client write's first byte.
+        start: u64,
+        /// The offset just past its last byte.
+        end: u64,
+        /// When the server's write upstream began.
+        sent_ns: u64,
+        /// When the reply's first bytes arrived in the server's upstream socket.
+        arrived_ns: u64,
+    },
+    /// The upstream on this host (`--server-upstream`): the call whose reply the server's
+    /// write from `start` carried arrived in its socket at `arrived_ns`, was read at
+    /// `read_ns`, answered from `wrote_ns`.
+    Backend {
+        /// The client's port.
+        port: u16,
+        /// The offset of the client write's first byte.
+        start: u64,
+        /// When the call's bytes arrived in the upstream's socket.
+        arrived_ns: u64,
+        /// When the upstream read them.
+        read_ns: u64,
+        /// When its reply's write began.
+        wrote_ns: u64,
+    },
     /// The probes' clock reached `ns`: every event before it has been read.
     Tick {
         /// When.
@@ -183,9 +216,24 @@ pub const KERNEL: [(&str, &str); 5] = [
     ),
 ];
 
+/// The phases of a call upstream (`--server-upstream`), the last three probed: the call,
+/// then, with the upstream on this host, its own socket and read → write.
+pub const UPSTREAM: [(&str, &str); 3] = [
+    (
+        "upstream",
+        "its call upstream: the server's write there → the reply's arrival",
+    ),
+    (
+        "upstream_socket",
+        "the upstream's socket (the call's arrival → its read)",
+    ),
+    ("upstream_handle", "the upstream's read → its write"),
+];
+
 /// The probed phases of a run: the kernel's ([`KERNEL`]), then one per pair of consecutive
-/// functions of `functions` and, with three or more, their total: (name, what).
-pub fn phases(functions: &[String]) -> Vec<(String, String)> {
+/// functions of `functions` and, with three or more, their total, then the call upstream's
+/// (`upstream`: `--server-upstream`): (name, what).
+pub fn phases(functions: &[String], upstream: bool) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = KERNEL
         .iter()
         .map(|(n, w)| (n.to_string(), w.to_string()))
@@ -203,12 +251,18 @@ pub fn phases(functions: &[String]) -> Vec<(String, String)> {
             format!("{a} → {b} (the functions' total)"),
         ));
     }
+    if upstream {
+        out.extend(UPSTREAM.iter().map(|(n, w)| (n.to_string(), w.to_string())));
+    }
     out
 }
 
 /// The names of [`phases`], by probed index.
-pub fn phase_names(functions: &[String]) -> Vec<String> {
-    phases(functions).into_iter().map(|(n, _)| n).collect()
+pub fn phase_names(functions: &[String], upstream: bool) -> Vec<String> {
+    phases(functions, upstream)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect()
 }
 
 /// What the joiner is given at the start of a run.
@@ -222,6 +276,8 @@ pub struct JoinSpec {
     /// [`halves::traced`] picks are followed; the latency of the requests on
     /// the others is compared with theirs ([`halves`]).
     pub split: bool,
+    /// `--server-upstream`: the server's calls upstream are timed (the last probed phase).
+    pub upstream: bool,
     /// The run's interval.
     pub interval: std::time::Duration,
     /// How often the probes' clock ticks.

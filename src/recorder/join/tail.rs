@@ -18,11 +18,13 @@ use crate::recorder::probes::{bucket_key, bucket_value};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The parts that are not client phases, after them.
-pub const SERVER_PARTS: [&str; 5] = [
+/// The parts that are not client phases, after them. With the server's calls upstream timed
+/// (`--server-upstream`), `server: handle` is its own time, without `server: upstream`.
+pub const SERVER_PARTS: [&str; 6] = [
     "send",
     "server: socket",
     "server: handle",
+    "server: upstream",
     "server: return",
     "wait left",
 ];
@@ -58,13 +60,12 @@ pub type Parts = Vec<f64>;
 
 impl TailAcc {
     /// The parts of a request of client phases `d` whose server phases were `send`, `socket`,
-    /// `handle`, `ret` (ns), or `None` when its total or write + wait is missing.
+    /// `handle`, `ret` (ns), and its call `upstream` inside `handle`, or `None` when its
+    /// total or write + wait is missing.
     pub fn parts(
         d: &crate::recorder::Durations,
-        send: u64,
-        socket: u64,
-        handle: u64,
-        ret: u64,
+        [send, socket, handle, ret]: [u64; 4],
+        upstream: Option<u64>,
     ) -> Option<(u64, Parts)> {
         let total = d[Phase::Total.index()]?;
         let ww = d[Phase::Write.index()]? + d[Phase::Wait.index()]?;
@@ -72,10 +73,12 @@ impl TailAcc {
             .map(|p| d[p.index()].unwrap_or(0) as f64)
             .collect();
         let server = send + socket + handle + ret;
+        let upstream = upstream.unwrap_or(0).min(handle);
         out.extend([
             send as f64,
             socket as f64,
-            handle as f64,
+            (handle - upstream) as f64,
+            upstream as f64,
             ret as f64,
             ww as f64 - server as f64,
         ]);
@@ -138,9 +141,11 @@ impl TailAcc {
         if count <= 0.0 || total <= 0.0 {
             return None;
         }
+        // A run without calls upstream timed has no `server: upstream` part.
         let shares = part_names()
             .into_iter()
             .zip(&sums)
+            .filter(|(name, s)| **s != 0.0 || name != "server: upstream")
             .map(|(name, s)| (name, round4(s / total)))
             .collect();
         Some(TailShares {

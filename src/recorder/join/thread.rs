@@ -56,7 +56,7 @@ impl JoinInput {
 
     /// The probed phases' names (the per-request log's extra columns).
     pub fn phase_names(&self) -> Vec<String> {
-        super::phase_names(&self.spec.functions)
+        super::phase_names(&self.spec.functions, self.spec.upstream)
     }
 }
 

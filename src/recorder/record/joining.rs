@@ -52,6 +52,21 @@ pub struct Joining {
     /// The kernel's events seen: arrivals, reads, writes, the client's arrivals, function
     /// hits.
     pub events: [u64; 5],
+    /// `--server-upstream`: how the server's calls upstream were tied to the requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<UpstreamJoin>,
+}
+
+/// How the server's calls upstream (`--server-upstream`) were tied to the requests.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct UpstreamJoin {
+    /// The server's writes to the client that carried the reply of a call upstream.
+    pub events: u64,
+    /// Joined requests whose response carried one: their `upstream` phase timed.
+    pub calls: u64,
+    /// Calls a request's response carried that did not lie inside its read → its write (a
+    /// thread that wrote another client's response after reading the reply): not counted.
+    pub misplaced: u64,
 }
 
 impl Joining {
@@ -122,6 +137,7 @@ impl Joining {
                 self.missed_events
             ));
         }
+        out.extend(self.upstream_warning());
         if self.dropped > 0 {
             out.push(format!(
                 "server probes: {} requests could not be joined (the joiner fell behind the load){}",
@@ -130,6 +146,29 @@ impl Joining {
             ));
         }
         out
+    }
+
+    /// `--server-upstream`: the joined requests whose response carried no call, when more
+    /// than 5% of them.
+    fn upstream_warning(&self) -> Option<String> {
+        let u = self.upstream.as_ref()?;
+        if self.joined == 0 || u.calls * 20 >= self.joined * 19 {
+            return None;
+        }
+        let misplaced = match u.misplaced {
+            0 => String::new(),
+            n => {
+                format!("; {n} calls lay outside their request's read → write and were not counted")
+            }
+        };
+        Some(format!(
+            "server probes: {} of {} joined requests show no call upstream (--server-upstream): \
+             their responses carried no reply read from that port on the thread that wrote them \
+             (not proxied, an upstream down, or a server that hands the reply to another \
+             thread: see docs/server-side.md){misplaced}",
+            self.joined - u.calls,
+            self.joined,
+        ))
     }
 
     /// The share of the requests joined (0 when none was handed over).
@@ -167,6 +206,11 @@ pub(super) fn joining(acc: &ProbeAcc, j: &Joined) -> Joining {
         stray_hits: c.stray_hits,
         served_by: j.pids.iter().copied().collect(),
         events: c.events,
+        upstream: j.upstream.then_some(UpstreamJoin {
+            events: c.upstream_events,
+            calls: c.upstream_calls,
+            misplaced: c.upstream_misplaced,
+        }),
     }
 }
 

@@ -19,8 +19,19 @@ pub const COST_WARN_SHARE: f64 = 0.03;
 
 /// The kernel's phases, which follow a request from the client's write to the response's
 /// arrival at the client: `socket`, `handle` and `return` span the client's write + wait
-/// (with `send` before them, per request; `last_return` is a response's last write's).
-pub const KERNEL_PHASES: [&str; 5] = ["send", "socket", "handle", "return", "last_return"];
+/// (with `send` before them, per request; `last_return` is a response's last write's;
+/// `upstream`, `--server-upstream`'s, lies inside `handle`, and the upstream's own
+/// `upstream_socket` and `upstream_handle` inside it).
+pub const KERNEL_PHASES: [&str; 8] = [
+    "send",
+    "socket",
+    "handle",
+    "upstream",
+    "upstream_socket",
+    "upstream_handle",
+    "return",
+    "last_return",
+];
 
 /// The phases that add up to the server's share of the client's write + wait.
 const EXPLAINING: [&str; 3] = ["socket", "handle", "return"];
@@ -257,7 +268,10 @@ impl ServerProbes {
             }
         }
         let mut functions = Vec::new();
-        for name in &self.order {
+        // The kernel's in a request's order (the call upstream inside the read → write).
+        let mut order: Vec<&String> = self.order.iter().collect();
+        order.sort_by_key(|n| KERNEL_PHASES.iter().position(|k| k == n));
+        for name in order {
             if let (Some(st), Some(what)) = (self.phases.get(name), self.what.get(name)) {
                 if st.count == 0 {
                     continue;
@@ -377,10 +391,15 @@ fn explained_per_request(j: &Joined) -> Option<Explained> {
             .position(|p| p == name)
             .map_or(0.0, |i| sums[i])
     };
-    let server: f64 = ["server: socket", "server: handle", "server: return"]
-        .iter()
-        .map(|p| part(p))
-        .sum();
+    let server: f64 = [
+        "server: socket",
+        "server: handle",
+        "server: upstream",
+        "server: return",
+    ]
+    .iter()
+    .map(|p| part(p))
+    .sum();
     let client = server + part("send") + part("wait left");
     if client <= 0.0 {
         return None;

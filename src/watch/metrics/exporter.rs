@@ -98,7 +98,8 @@ impl Exporter {
         spec: &crate::recorder::join::JoinSpec,
     ) -> crate::recorder::collector::IntervalSink {
         let tx = self.tx.clone();
-        let names: Arc<[String]> = crate::recorder::join::phase_names(&spec.functions).into();
+        let names: Arc<[String]> =
+            crate::recorder::join::phase_names(&spec.functions, spec.upstream).into();
         Box::new(move |snap| {
             let _ = tx.send(Feed::Joined(Box::new(snap.clone()), names.clone()));
         })
