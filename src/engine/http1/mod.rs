@@ -6,6 +6,7 @@
 //! server encoded is kept (bounded) and decoded once complete ([`super::decode`]).
 
 mod any_bytes;
+mod batch;
 mod body;
 mod channel;
 mod head;
