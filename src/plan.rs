@@ -153,18 +153,12 @@ impl RunPlan {
 
     /// The HTTP/2 settings of an HTTP/2 or gRPC run.
     pub fn http2(&self) -> Option<&Http2Plan> {
-        match &self.protocol {
-            ProtocolPlan::Http2(h2) | ProtocolPlan::Grpc(GrpcPlan { http2: h2, .. }) => Some(h2),
-            _ => None,
-        }
+        self.protocol.http2()
     }
 
     /// The call of a gRPC run.
     pub fn grpc(&self) -> Option<&GrpcPlan> {
-        match &self.protocol {
-            ProtocolPlan::Grpc(g) => Some(g),
-            _ => None,
-        }
+        self.protocol.grpc()
     }
 
     /// HTTP/1.1 requests or WebSocket messages in flight per connection (`--pipeline`): 1 for

@@ -5,20 +5,22 @@
 //! ended) as [`Reporting`] says, shows its progress, `--every` lines and the live view, and
 //! hands back what was measured ([`Executed`]).
 
+mod observer;
+
 use super::failure::Failure;
 use super::interrupt;
 use super::intervals::IntervalFeed;
 use super::now_rfc3339;
 use crate::engine::SessionConfig;
 use crate::load::executor::{self, RunOptions};
-use crate::load::{Progress, StopSignal};
+use crate::load::StopSignal;
 use crate::model::StopReason;
-use crate::model::StopRule;
 use crate::plan::RunPlan;
 use crate::watch::tui::{Key, LiveState, LiveView, StepRow};
+use observer::RunObserver;
 use std::cell::RefCell;
 use std::io::IsTerminal;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What a run gave, before it becomes a record.
 pub(crate) struct Executed {
@@ -319,15 +321,7 @@ impl Control {
                 join,
             },
         };
-        let mut observer = RunObserver {
-            control: self,
-            plan,
-            feed: &mut feed,
-            quiet: reporting.quiet || view,
-            bar: None,
-            reach: super::reach::Reach::new(plan),
-            refused: None,
-        };
+        let mut observer = RunObserver::new(self, plan, &mut feed, reporting.quiet || view);
         let ran = executor::execute(plan, config, options, &mut observer)
             .map_err(|e| Failure::Failed(format!("cannot start worker threads: {e}")))?;
         let refused = observer.refused.take();
@@ -379,134 +373,6 @@ impl Reporting<'_> {
             ..Reporting::default()
         }
     }
-}
-
-/// What observes one run for the control, as the executor calls it: the probes given the
-/// window, the progress bar, the view and the feed of the closed intervals.
-struct RunObserver<'a, 'w> {
-    control: &'a Control,
-    plan: &'a RunPlan,
-    feed: &'a mut IntervalFeed<'w>,
-    /// No progress bar (`--quiet`, or the view shows the run).
-    quiet: bool,
-    bar: Option<indicatif::ProgressBar>,
-    /// An open loop's rate out of reach, said once the first second shows it.
-    reach: super::reach::Reach,
-    /// Why the probes' agent of another host refused the run's start (another run open
-    /// there): the run stops, and fails with it.
-    refused: Option<crate::probe::ProbeError>,
-}
-
-impl executor::Observer for RunObserver<'_, '_> {
-    fn opened(&mut self, window: &executor::Window) {
-        let control = self.control;
-        if let Some(p) = control.probes.borrow_mut().as_mut() {
-            // The agent's phases go to the metrics endpoint by tick; a run here's by its
-            // joiner.
-            let sink = match p {
-                crate::probe::Attached::There(_) => {
-                    control.metrics.as_ref().map(|m| m.probe_sink())
-                }
-                crate::probe::Attached::Here(_) => None,
-            };
-            if let Err(e) = p.begin(window.from, self.plan.interval, sink) {
-                self.refused = Some(e);
-            }
-        }
-        self.bar = progress_bar(self.plan, self.quiet);
-    }
-
-    /// The progress bar, the intervals closed since (to the view, `--every`,
-    /// `--abort-on-fail` and `--until`), the view drawn. Stops when a threshold was lost; has
-    /// enough once `--until`'s percentiles are that precise.
-    fn tick(&mut self, window: &executor::Window, progress: &Progress) -> executor::Tick {
-        let (plan, control) = (self.plan, self.control);
-        if self.refused.is_some() {
-            return executor::Tick::Stop;
-        }
-        update_bar(&self.bar, progress, plan.stop, window.from);
-        let new_snapshots = self.feed.take(|snap| {
-            if let Some(v) = control.view.borrow_mut().as_mut() {
-                v.state.push(snap);
-            }
-        });
-        let elapsed = window.elapsed();
-        let length = match plan.stop {
-            StopRule::Duration(d) => Some(d),
-            StopRule::Requests(_) => None,
-        };
-        control.view_tick(Some((elapsed, length)));
-        self.feed.print_lines(&self.bar, elapsed);
-        if let Some(line) = self.reach.check(elapsed, progress).filter(|_| !self.quiet) {
-            match &self.bar {
-                Some(bar) => bar.println(line),
-                None => eprintln!("{line}"),
-            }
-        }
-        match new_snapshots {
-            true if self.feed.lost_threshold() => executor::Tick::Stop,
-            true if self.feed.precise() => executor::Tick::Enough,
-            _ => executor::Tick::Go,
-        }
-    }
-
-    /// The view's keys are read meanwhile.
-    fn draining(&mut self) {
-        self.control.view_tick(None);
-    }
-
-    fn stopped(&mut self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
-    }
-}
-
-fn progress_bar(plan: &RunPlan, quiet: bool) -> Option<indicatif::ProgressBar> {
-    if quiet || !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let (len, template) = match plan.stop {
-        StopRule::Duration(d) => (
-            d.as_secs().max(1),
-            "{elapsed_precise} [{wide_bar}] {pos}/{len}s {msg}",
-        ),
-        StopRule::Requests(n) => (n, "{elapsed_precise} [{wide_bar}] {pos}/{len} {msg}"),
-    };
-    let bar = indicatif::ProgressBar::with_draw_target(
-        Some(len),
-        indicatif::ProgressDrawTarget::stderr(),
-    );
-    if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.set_length(len);
-    Some(bar)
-}
-
-fn update_bar(
-    bar: &Option<indicatif::ProgressBar>,
-    progress: &Progress,
-    stop: StopRule,
-    record_from: Instant,
-) {
-    let Some(bar) = bar else { return };
-    let (requests, errors) = progress.totals();
-    let elapsed = Instant::now().saturating_duration_since(record_from);
-    let secs = elapsed.as_secs_f64();
-    let rate = if secs > 0.0 {
-        requests as f64 / secs
-    } else {
-        0.0
-    };
-    bar.set_position(match stop {
-        StopRule::Duration(_) => elapsed.as_secs(),
-        StopRule::Requests(_) => requests,
-    });
-    bar.set_message(format!(
-        "{rate:.0} req/s, {}",
-        crate::util::units::counted(errors, "error")
-    ));
 }
 
 /// The target of a command ([`TargetChoice`](crate::cli::TargetChoice)): the user's URL, or

@@ -103,7 +103,7 @@ pub fn apply(
         plan.workload = Some(Arc::new(call_workload(&plan, template)));
         input
     });
-    if let ProtocolPlan::Grpc(grpc) = &mut plan.protocol {
+    if let Some(grpc) = plan.protocol.grpc_mut() {
         grpc.encode = encode;
     }
     Ok(plan)
@@ -119,7 +119,7 @@ pub fn reflection_plan(args: &RunArgs, plan: RunPlan) -> Result<RunPlan, PlanErr
 fn plan_without_grpc(args: &RunArgs, plan: RunPlan) -> Result<RunPlan, PlanError> {
     let g = &args.grpc;
     // A WebSocket run's message may be `--data`.
-    let ws = matches!(plan.protocol, ProtocolPlan::WebSocket(_));
+    let ws = plan.protocol.settings().message_of_data();
     let flags = [
         (g.proto_set.is_some(), "--proto-set"),
         (g.data.is_some() && !ws, "--data"),
@@ -179,15 +179,12 @@ fn call(args: &RunArgs, mut plan: RunPlan) -> Result<(RunPlan, String, String), 
         }
     }
     // `--grpc` turns HTTP/2 on (`--http3` and tcp:// targets are refused before).
-    let http2 = match plan.protocol {
-        ProtocolPlan::Http2(h2) => h2,
-        _ => Http2Plan {
-            streams: 1,
-            window: None,
-            coalesce: None,
-            gather: true,
-        },
-    };
+    let http2 = plan.http2().copied().unwrap_or(Http2Plan {
+        streams: 1,
+        window: None,
+        coalesce: None,
+        gather: true,
+    });
     plan.protocol = ProtocolPlan::Grpc(GrpcPlan {
         method: format!("{service}/{rpc}"),
         encode: None,

@@ -4,7 +4,7 @@
 //! the server is checked by [`crate::probe::prepare`], before the run.
 
 use super::error::{err, PlanError};
-use crate::plan::{ProtocolPlan, RunPlan};
+use crate::plan::RunPlan;
 use crate::probe::ProbeRequest;
 use clap::Args;
 use std::time::Duration;
@@ -130,7 +130,7 @@ impl ProbeArgs {
         if repeat > 1 {
             return usage("--repeat runs several times: probe one run at a time");
         }
-        if matches!(plan.protocol, ProtocolPlan::Http3(_)) {
+        if plan.protocol.settings().over_quic() {
             return usage(
                 "the probes follow the server's TCP sockets: HTTP/3 (QUIC, over UDP) is not probed",
             );

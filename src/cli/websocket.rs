@@ -11,7 +11,7 @@ use super::plan::PlanError;
 use super::{RunArgs, StreamArg};
 use crate::engine::websocket::field;
 use crate::model::io_reason;
-use crate::plan::{ProtocolPlan, RunPlan, WsPlan};
+use crate::plan::{RunPlan, WsPlan};
 use crate::workload::gen::GenState;
 use clap::Args;
 use std::sync::Arc;
@@ -225,7 +225,7 @@ fn match_path(args: &RunArgs, text: bool) -> Result<Option<Vec<String>>, PlanErr
 /// no generator, else by a workload per message (`plan.message` its first rendering); the
 /// `--ws-match` field checked in its renderings. Any other plan as it is.
 pub fn apply(args: &RunArgs, mut plan: RunPlan) -> Result<RunPlan, PlanError> {
-    let ProtocolPlan::WebSocket(ws) = &plan.protocol else {
+    let Some(ws) = plan.protocol.websocket() else {
         return Ok(plan);
     };
     let Some(data) = &args.grpc.data else {
@@ -255,7 +255,7 @@ pub fn apply(args: &RunArgs, mut plan: RunPlan) -> Result<RunPlan, PlanError> {
             renders[0].clone()
         }
     };
-    if let ProtocolPlan::WebSocket(ws) = &mut plan.protocol {
+    if let Some(ws) = plan.protocol.websocket_mut() {
         ws.message = message;
     }
     Ok(plan)
@@ -293,7 +293,6 @@ fn check_match(data: &str, path: &[String], renders: &[Vec<u8>]) -> Result<(), P
 mod tests {
     use crate::cli::plan::build;
     use crate::cli::{Cli, Command};
-    use crate::plan::ProtocolPlan;
     use clap::Parser;
 
     fn build_ws(url: &str, flags: &[&str]) -> Result<crate::plan::RunPlan, String> {
@@ -311,9 +310,7 @@ mod tests {
         assert_eq!(p.target.path_and_query, "/chat?room=1");
         assert_eq!(p.target.port, 9);
         assert_eq!(p.protocol_name().name(), "ws");
-        let ProtocolPlan::WebSocket(ws) = &p.protocol else {
-            panic!("{:?}", p.protocol)
-        };
+        let ws = p.protocol.websocket().expect("a WebSocket plan");
         assert_eq!((ws.message.as_slice(), ws.text), (&b"hi"[..], true));
         assert!(!ws.subscribe && ws.messages.is_none() && ws.ping.is_none() && !ws.http2);
         let p = build_ws("WSS://127.0.0.1/", &["--body", "x"]).unwrap();
@@ -329,9 +326,7 @@ mod tests {
             "250ms",
         ];
         let p = build_ws("ws://127.0.0.1:9/", &flags).unwrap();
-        let ProtocolPlan::WebSocket(ws) = &p.protocol else {
-            panic!("{:?}", p.protocol)
-        };
+        let ws = p.protocol.websocket().expect("a WebSocket plan");
         assert!(ws.subscribe);
         assert_eq!(ws.messages, Some(7));
         assert_eq!(ws.ping, Some(std::time::Duration::from_millis(250)));
@@ -341,9 +336,7 @@ mod tests {
             ("wss://127.0.0.1/", "wss+h2"),
         ] {
             let p = build_ws(url, &["--data", "a", "--http2"]).unwrap();
-            let ProtocolPlan::WebSocket(ws) = &p.protocol else {
-                panic!("{:?}", p.protocol)
-            };
+            let ws = p.protocol.websocket().expect("a WebSocket plan");
             assert!(ws.http2);
             assert_eq!(p.protocol_name().name(), name);
         }
@@ -421,9 +414,7 @@ mod tests {
     fn a_message_with_generators_is_rendered_per_message() {
         let p =
             build_seeded(&["--data", r#"{"id":{seq},"op":"quote"}"#, "--ws-match", "id"]).unwrap();
-        let ProtocolPlan::WebSocket(ws) = &p.protocol else {
-            panic!("{:?}", p.protocol)
-        };
+        let ws = p.protocol.websocket().expect("a WebSocket plan");
         assert_eq!(ws.message, br#"{"id":0,"op":"quote"}"#);
         assert_eq!(ws.match_path.as_deref(), Some(&["id".to_string()][..]));
         let w = p
@@ -433,9 +424,7 @@ mod tests {
         assert!(w.parts);
         // A static message: rendered once (a literal brace of a string unescaped), no workload.
         let p = build_seeded(&["--data", r#"{"t":"{{x}}"}"#, "--pipeline", "4"]).unwrap();
-        let ProtocolPlan::WebSocket(ws) = &p.protocol else {
-            panic!()
-        };
+        let ws = p.protocol.websocket().expect("a WebSocket plan");
         assert_eq!(
             (ws.message.as_slice(), ws.pipeline),
             (&br#"{"t":"{x}"}"#[..], 4)
@@ -444,9 +433,7 @@ mod tests {
         assert_eq!(p.pipeline(), 4);
         // --body is sent as it is.
         let p = build_seeded(&["--body", "{seq}"]).unwrap();
-        let ProtocolPlan::WebSocket(ws) = &p.protocol else {
-            panic!()
-        };
+        let ws = p.protocol.websocket().expect("a WebSocket plan");
         assert_eq!(ws.message, b"{seq}");
         // A nested path, a string value.
         assert!(

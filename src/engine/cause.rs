@@ -3,7 +3,7 @@
 //! fail-fast rule ([`crate::load::failfast`]) stops a run whose connections all fail with one
 //! of these before any request succeeded, and prints the cause's hint.
 
-use crate::plan::{ProtocolPlan, RunPlan};
+use crate::plan::RunPlan;
 use rustls::{AlertDescription, CertificateError};
 use std::io;
 
@@ -100,11 +100,10 @@ impl Cause {
         } else {
             format!("{}:{}", t.host, t.port)
         };
-        let h3 = matches!(plan.protocol, ProtocolPlan::Http3(_));
-        let grpc = matches!(plan.protocol, ProtocolPlan::Grpc(_));
-        let ws_h2 = matches!(&plan.protocol, ProtocolPlan::WebSocket(w) if w.http2);
+        let protocol = plan.protocol.settings();
+        let quic = protocol.over_quic();
         match self {
-            Cause::Refused if h3 => format!(
+            Cause::Refused if quic => format!(
                 "nothing listens on UDP port {} of {} (ICMP port unreachable): \
                  is an HTTP/3 server running on {host}?",
                 t.port, t.addr.ip()
@@ -127,38 +126,13 @@ impl Cause {
             | Cause::CertInvalid
             | Cause::NotTls
             | Cause::SpeaksTls => self.tls_hint(&host, plan),
-            Cause::Alpn if h3 => format!(
-                "{host} does not offer HTTP/3 (h3) in ALPN: drop --http3, or enable HTTP/3 on the server"
-            ),
-            Cause::Alpn if grpc => format!(
-                "{host} does not offer HTTP/2 (h2) in ALPN, which gRPC needs: check that a gRPC server listens there"
-            ),
-            Cause::Alpn if matches!(plan.protocol, ProtocolPlan::Http2(_)) => format!(
-                "{host} does not offer HTTP/2 (h2) in ALPN: drop --http2, or enable h2 on the server"
-            ),
-            Cause::Alpn if ws_h2 => format!(
-                "{host} does not offer HTTP/2 (h2) in ALPN: drop --http2 to upgrade over HTTP/1.1"
-            ),
-            Cause::Alpn => format!(
-                "{host} does not offer HTTP/1.1 in ALPN: try --http2"
-            ),
+            Cause::Alpn => format!("{host} does not offer {}", protocol.alpn_missing()),
             Cause::QuicVersion => format!(
                 "{host} speaks no QUIC version reqlife does (QUIC v1, RFC 9000): drop --http3, \
                  or enable QUIC v1 on the server"
             ),
-            Cause::TlsHandshake if h3 => quic_handshake_hint(&host, t),
-            Cause::NotH2 if grpc => format!(
-                "{host} does not speak HTTP/2 (it answered the connection preface with something else, HTTP/1.1?): gRPC needs a server that speaks h2c (HTTP/2 without TLS) \
-                 on http://, or h2 on https://; check the port and the scheme"
-            ),
-            Cause::NotH2 if ws_h2 => format!(
-                "{host} does not speak HTTP/2 without TLS (h2c) on this port (it answered the connection preface \
-                 with something else, HTTP/1.1?): drop --http2 to upgrade over HTTP/1.1, or use wss:// if it offers h2 over TLS"
-            ),
-            Cause::NotH2 => format!(
-                "{host} does not speak HTTP/2 without TLS (h2c) on this port (it answered the connection preface \
-                 with something else, HTTP/1.1?): drop --http2, or use https:// if it offers h2 over TLS"
-            ),
+            Cause::TlsHandshake if quic => quic_handshake_hint(&host, t),
+            Cause::NotH2 => protocol.not_h2_hint(&host),
             Cause::NotWebSocket | Cause::NoWsOverH2 | Cause::WsExtension => {
                 self.ws_hint(&host, &t.url)
             }
@@ -351,11 +325,71 @@ mod hint_tests {
     use clap::Parser;
 
     fn hint(url: &str) -> String {
-        let argv = ["reqlife", "run", "--http3", url];
+        hint_of(Cause::TlsHandshake, url, &["--http3"])
+    }
+
+    /// The hint of `cause` for a run of `url` with `flags` (a WebSocket's with a message).
+    fn hint_of(cause: Cause, url: &str, flags: &[&str]) -> String {
+        let mut argv = vec!["reqlife", "run"];
+        argv.extend(flags);
+        if url.starts_with("ws") {
+            // A WebSocket run sends a message of its own.
+            argv.extend(["--data", "hi"]);
+        }
+        argv.push(url);
         let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {
             unreachable!()
         };
-        Cause::TlsHandshake.hint(&build(&args, url).unwrap())
+        cause.hint(&build(&args, url).unwrap())
+    }
+
+    /// Each protocol says what a server's ALPN lacks for it, and what a server that answered
+    /// HTTP/2's preface with something else means for it.
+    #[test]
+    fn each_protocol_words_its_alpn_and_preface_hints() {
+        let host = "127.0.0.1:8443";
+        let alpn = [
+            ("https", &[][..], "HTTP/1.1 in ALPN: try --http2"),
+            (
+                "https",
+                &["--http2"][..],
+                "HTTP/2 (h2) in ALPN: drop --http2, or enable h2 on the server",
+            ),
+            (
+                "https",
+                &["--http3"][..],
+                "HTTP/3 (h3) in ALPN: drop --http3, or enable HTTP/3 on the server",
+            ),
+            (
+                "https",
+                &["--grpc", "s.S/M", "--data-file", "/dev/null"][..],
+                "HTTP/2 (h2) in ALPN, which gRPC needs: check that a gRPC server listens there",
+            ),
+            ("wss", &[][..], "HTTP/1.1 in ALPN: try --http2"),
+            (
+                "wss",
+                &["--http2"][..],
+                "HTTP/2 (h2) in ALPN: drop --http2 to upgrade over HTTP/1.1",
+            ),
+        ];
+        for (scheme, flags, says) in alpn {
+            let url = format!("{scheme}://{host}/");
+            assert_eq!(
+                hint_of(Cause::Alpn, &url, flags),
+                format!("{host} does not offer {says}"),
+                "{flags:?}"
+            );
+        }
+        let preface = "does not speak HTTP/2 without TLS (h2c) on this port (it answered the connection preface with something else, HTTP/1.1?): ";
+        let not_h2 = [
+            ("http", &["--http2"][..], format!("{host} {preface}drop --http2, or use https:// if it offers h2 over TLS")),
+            ("ws", &["--http2"][..], format!("{host} {preface}drop --http2 to upgrade over HTTP/1.1, or use wss:// if it offers h2 over TLS")),
+            ("http", &["--grpc", "s.S/M", "--data-file", "/dev/null"][..], format!("{host} does not speak HTTP/2 (it answered the connection preface with something else, HTTP/1.1?): gRPC needs a server that speaks h2c (HTTP/2 without TLS) on http://, or h2 on https://; check the port and the scheme")),
+        ];
+        for (scheme, flags, says) in not_h2 {
+            let url = format!("{scheme}://{host}/");
+            assert_eq!(hint_of(Cause::NotH2, &url, flags), says, "{flags:?}");
+        }
     }
 
     /// HTTP/3 to an IP address: the server may need a name (issue 37: caddy's alert 80).

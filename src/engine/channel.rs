@@ -1,10 +1,10 @@
-//! What a session's responses leave besides their counts ([`Kept`]), and the
-//! protocol-neutral [`Answer`] each protocol's own response type becomes (each protocol's
-//! module says how: `impl From<…> for Answer`).
+//! What a session's responses leave besides their counts ([`Kept`]: each protocol's module
+//! says where its responses' parts go in it), and the protocol-neutral [`Answer`] each
+//! protocol's own response type becomes (each protocol's module says how:
+//! `impl From<…> for Answer`).
 
+use super::decode;
 use super::events::EventTracker;
-use super::{decode, grpc, http1, http2};
-use crate::model::trace::TraceHeaders;
 use crate::model::Traffic;
 
 /// What a response leaves besides its counts: its `Server-Timing` values, the decoder of an
@@ -14,33 +14,6 @@ pub(super) struct Kept {
     pub(super) timing: Vec<u8>,
     pub(super) decoder: Option<decode::BodyDecoder>,
     pub(super) stream: EventTracker,
-}
-
-impl Kept {
-    /// Where an HTTP/1.1 response's parts go.
-    pub(super) fn http1(&mut self) -> http1::Sinks<'_> {
-        http1::Sinks {
-            timing: &mut self.timing,
-            decoder: self.decoder.as_mut(),
-            stream: &mut self.stream,
-        }
-    }
-
-    /// Where a stream's response parts go (a gRPC call's status to `grpc`).
-    /// (`trace`: the request's trace headers, added to its header block).
-    pub(super) fn streams<'a>(
-        &'a mut self,
-        grpc: Option<&'a mut grpc::Status>,
-        trace: Option<TraceHeaders<'a>>,
-    ) -> http2::Sinks<'a> {
-        http2::Sinks {
-            timing: &mut self.timing,
-            decoder: self.decoder.as_mut(),
-            tracker: &mut self.stream,
-            grpc,
-            trace,
-        }
-    }
 }
 
 /// A complete response of any protocol, as the session counts it.

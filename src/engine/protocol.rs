@@ -6,8 +6,8 @@
 //! their methods are one line each, a `match` with one arm per protocol that calls that
 //! protocol's own function directly (enum dispatch: no `dyn` call, no allocation per request).
 //! A new protocol adds its module, a variant to each enum and an arm to each list here
-//! ([`Wire::new`], [`Wire::copied`], [`Channel::new`], [`Channel::sibling`] and the two
-//! dispatch macros). The session's request runs its protocol's exchange through
+//! ([`Wire::new`], [`Wire::copied`], [`Channel::new`], [`Channel::sibling`], the two
+//! dispatch macros, and the pipelined batch's, `Session::protocol_batch`). The session's request runs its protocol's exchange through
 //! `each_channel!` itself, inside its deadline, so that no future stands between the two.
 
 use super::channel::{Answer, Kept};
@@ -17,8 +17,9 @@ use super::grpc::{GrpcChannel, GrpcWire};
 use super::http1::{Http1Channel, Http1Wire};
 use super::http2::{H2Channel, H2Wire};
 use super::http3::{H3Channel, H3Wire};
+use super::pipeline::Batch;
 use super::websocket::{WsChannel, WsWire};
-use super::{EngineError, Send, SessionConfig, SetupError};
+use super::{EngineError, Outcome, Send, Session, SessionConfig, SetupError};
 use crate::model::trace::TraceHeaders;
 use crate::model::{Phase, Timestamps};
 use crate::plan::{ProtocolPlan, RunPlan};
@@ -305,4 +306,34 @@ impl Channel {
     pub(super) fn pipelined_request(&self) -> Option<(&[u8], bool)> {
         each_channel!(self, c => c.pipelined_request())
     }
+}
+
+impl Session {
+    /// `batch` sent pipelined in the session's protocol's own way
+    /// ([`Session::request_batch`]): HTTP/1.1's requests written on its connection, a
+    /// WebSocket's messages; in a protocol that does not pipeline every request of it fails
+    /// (the load pipelines only where [`Session::pipeline`] is above 1). One `match` per
+    /// batch: no `dyn` call, no allocation.
+    pub(super) async fn protocol_batch(
+        &mut self,
+        batch: &mut Batch,
+        each: &mut impl FnMut(usize, Timestamps, &Outcome, &Session),
+    ) {
+        match self.channel {
+            Channel::Http1(_) => self.http1_batch(batch, each).await,
+            Channel::WebSocket(_) => self.ws_batch(batch, each).await,
+            Channel::Http2(_) | Channel::Grpc(_) | Channel::Http3(_) | Channel::Framed(_) => {
+                self.fail_from(batch, 0, &not_pipelined(), each)
+            }
+        }
+    }
+}
+
+/// A batch given to a session of a protocol that does not pipeline (the load layer pipelines
+/// only where [`Session::pipeline`] is above 1).
+pub(super) fn not_pipelined() -> EngineError {
+    EngineError::new(
+        crate::model::ErrorKind::Write,
+        "internal: pipelining is HTTP/1.1's, not this run's protocol".into(),
+    )
 }

@@ -8,7 +8,6 @@
 use super::channel::{Answer, Kept};
 use super::events::EventTracker;
 use super::extras::{Extras, Tally};
-use super::http1::{Http1Conn, Http1Wire};
 use super::protocol::{each_channel, Channel, Connection};
 use super::{arrival, deadline, decode};
 use super::{ConnectGate, EngineError, Outcome, Send, SessionConfig};
@@ -92,22 +91,6 @@ impl Session {
         self.trace = id;
     }
 
-    /// An HTTP/1.1 session's parts, for pipelining ([`super::pipeline`]): the config, the
-    /// wire, the connection and what responses leave; `None` for the other protocols.
-    pub(super) fn http1_parts(
-        &mut self,
-    ) -> Option<(
-        &SessionConfig,
-        &Http1Wire,
-        &mut Option<Http1Conn>,
-        &mut Kept,
-    )> {
-        match &mut self.channel {
-            Channel::Http1(c) => Some((&self.config, &c.wire, &mut c.conn, &mut self.kept)),
-            _ => None,
-        }
-    }
-
     /// What every session of the run shares.
     pub fn config(&self) -> &SessionConfig {
         &self.config
@@ -118,11 +101,6 @@ impl Session {
     /// not pipeline.
     pub fn pipelined_request(&self) -> Option<(&[u8], bool)> {
         self.channel.pipelined_request()
-    }
-
-    /// Whether the session sends WebSocket messages.
-    pub(super) fn is_websocket(&self) -> bool {
-        matches!(self.channel, Channel::WebSocket(_))
     }
 
     /// The `Server-Timing` values of the last complete response (headers and trailers).

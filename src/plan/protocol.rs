@@ -1,7 +1,10 @@
 //! The protocol of a plan ([`ProtocolPlan`]): one variant per protocol, each with its own
 //! settings, and what every protocol's settings tell the layers above the plan
 //! ([`ProtocolSettings`]: its name in records, its streams, its pipeline, what its requests
-//! are named by), each protocol answering for itself.
+//! are named by, whether `--data` is its message, whether it goes over QUIC, how the hints of
+//! a connection it could not open read), each protocol answering for itself; and the one
+//! place that reads a variant's own settings ([`ProtocolPlan::http2`], [`ProtocolPlan::grpc`],
+//! [`ProtocolPlan::websocket`]).
 
 use crate::model::{Protocol, Scheme};
 use std::time::Duration;
@@ -156,6 +159,37 @@ pub trait ProtocolSettings {
     fn method_label(&self) -> Option<&'static str> {
         None
     }
+    /// `--data` may give the protocol's own message (a WebSocket's), not only a gRPC call's.
+    fn message_of_data(&self) -> bool {
+        false
+    }
+    /// Connections go over QUIC, on UDP: no TCP socket to probe, and a refused connection or
+    /// a failed handshake is QUIC's.
+    fn over_quic(&self) -> bool {
+        false
+    }
+    /// What a server's ALPN lacks for this protocol, and the fix: the end of the hint
+    /// "{host} does not offer …".
+    fn alpn_missing(&self) -> &'static str {
+        "HTTP/1.1 in ALPN: try --http2"
+    }
+    /// The hint for `host` when it answered HTTP/2's connection preface with something else
+    /// (asked of the protocols that speak HTTP/2).
+    fn not_h2_hint(&self, host: &str) -> String {
+        not_h2c(host, H2C_FIX)
+    }
+}
+
+/// What to do when an `http://` server does not speak HTTP/2 in the clear.
+const H2C_FIX: &str = "drop --http2, or use https:// if it offers h2 over TLS";
+
+/// The hint for `host` when it answered HTTP/2's connection preface in the clear with
+/// something else, with the `fix`.
+fn not_h2c(host: &str, fix: &str) -> String {
+    format!(
+        "{host} does not speak HTTP/2 without TLS (h2c) on this port (it answered the connection preface \
+         with something else, HTTP/1.1?): {fix}"
+    )
 }
 
 impl ProtocolPlan {
@@ -169,6 +203,46 @@ impl ProtocolPlan {
             ProtocolPlan::Grpc(p) => p,
             ProtocolPlan::Framed(p) => p,
             ProtocolPlan::WebSocket(p) => p,
+        }
+    }
+
+    /// The HTTP/2 settings of an HTTP/2 or gRPC run.
+    pub fn http2(&self) -> Option<&Http2Plan> {
+        match self {
+            ProtocolPlan::Http2(h2) | ProtocolPlan::Grpc(GrpcPlan { http2: h2, .. }) => Some(h2),
+            _ => None,
+        }
+    }
+
+    /// The call of a gRPC run.
+    pub fn grpc(&self) -> Option<&GrpcPlan> {
+        match self {
+            ProtocolPlan::Grpc(g) => Some(g),
+            _ => None,
+        }
+    }
+
+    /// The call of a gRPC run, to complete while the plan is built.
+    pub fn grpc_mut(&mut self) -> Option<&mut GrpcPlan> {
+        match self {
+            ProtocolPlan::Grpc(g) => Some(g),
+            _ => None,
+        }
+    }
+
+    /// The settings of a WebSocket run.
+    pub fn websocket(&self) -> Option<&WsPlan> {
+        match self {
+            ProtocolPlan::WebSocket(w) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// The settings of a WebSocket run, to complete while the plan is built.
+    pub fn websocket_mut(&mut self) -> Option<&mut WsPlan> {
+        match self {
+            ProtocolPlan::WebSocket(w) => Some(w),
+            _ => None,
         }
     }
 }
@@ -199,6 +273,10 @@ impl ProtocolSettings for Http2Plan {
     fn multiplexed(&self) -> bool {
         true
     }
+
+    fn alpn_missing(&self) -> &'static str {
+        "HTTP/2 (h2) in ALPN: drop --http2, or enable h2 on the server"
+    }
 }
 
 impl ProtocolSettings for Http3Plan {
@@ -213,9 +291,17 @@ impl ProtocolSettings for Http3Plan {
     fn multiplexed(&self) -> bool {
         true
     }
+
+    fn over_quic(&self) -> bool {
+        true
+    }
+
+    fn alpn_missing(&self) -> &'static str {
+        "HTTP/3 (h3) in ALPN: drop --http3, or enable HTTP/3 on the server"
+    }
 }
 
-/// gRPC answers as the HTTP/2 its calls go over.
+/// gRPC answers as the HTTP/2 its calls go over, its hints naming what gRPC needs.
 impl ProtocolSettings for GrpcPlan {
     fn name(&self, scheme: Scheme) -> Protocol {
         self.http2.name(scheme)
@@ -227,6 +313,17 @@ impl ProtocolSettings for GrpcPlan {
 
     fn multiplexed(&self) -> bool {
         true
+    }
+
+    fn alpn_missing(&self) -> &'static str {
+        "HTTP/2 (h2) in ALPN, which gRPC needs: check that a gRPC server listens there"
+    }
+
+    fn not_h2_hint(&self, host: &str) -> String {
+        format!(
+            "{host} does not speak HTTP/2 (it answered the connection preface with something else, HTTP/1.1?): gRPC needs a server that speaks h2c (HTTP/2 without TLS) \
+             on http://, or h2 on https://; check the port and the scheme"
+        )
     }
 }
 
@@ -260,5 +357,27 @@ impl ProtocolSettings for WsPlan {
 
     fn method_label(&self) -> Option<&'static str> {
         Some(if self.text { "text" } else { "binary" })
+    }
+
+    fn message_of_data(&self) -> bool {
+        true
+    }
+
+    /// Over HTTP/2 (`--http2`), the fix is to upgrade over HTTP/1.1 instead.
+    fn alpn_missing(&self) -> &'static str {
+        if self.http2 {
+            "HTTP/2 (h2) in ALPN: drop --http2 to upgrade over HTTP/1.1"
+        } else {
+            "HTTP/1.1 in ALPN: try --http2"
+        }
+    }
+
+    fn not_h2_hint(&self, host: &str) -> String {
+        let fix = if self.http2 {
+            "drop --http2 to upgrade over HTTP/1.1, or use wss:// if it offers h2 over TLS"
+        } else {
+            H2C_FIX
+        };
+        not_h2c(host, fix)
     }
 }

@@ -1,6 +1,7 @@
-//! One thread's finished interval, as it leaves the recorder for the collector.
+//! One thread's finished interval, as it leaves the recorder for the collector, and its
+//! compression ([`snapshot`]).
 
-use super::{exemplar, Counters};
+use super::{exemplar, hist, Counters, PhaseHists};
 use crate::model::Phase;
 
 /// One finished interval of one thread: counters and its phase histograms compressed.
@@ -61,5 +62,37 @@ impl IntervalSnapshot {
             + self.status.len() * size_of::<(u16, u64)>()
             + hists
             + server) as u64
+    }
+}
+
+/// The compressed snapshot of one interval's counters and histograms.
+pub(crate) fn snapshot(
+    index: u64,
+    counters: Counters,
+    hists: &PhaseHists,
+    mut server: Vec<(String, Vec<u8>)>,
+) -> IntervalSnapshot {
+    // Kept for the whole run: no spare capacity anywhere.
+    let mut hists: Vec<(Phase, Vec<u8>)> = Phase::ALL
+        .iter()
+        .filter(|p| !hists.get(**p).is_empty())
+        .map(|&p| {
+            let mut b = hist::encode_bytes(hists.get(p));
+            b.shrink_to_fit();
+            (p, b)
+        })
+        .collect();
+    hists.shrink_to_fit();
+    server.shrink_to_fit();
+    IntervalSnapshot {
+        index,
+        counters,
+        hists,
+        server,
+        busy_max: None,
+        spilled: None,
+        status: Vec::new(),
+        by_request: Vec::new(),
+        exemplars: Vec::new(),
     }
 }

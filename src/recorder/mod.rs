@@ -28,14 +28,17 @@ pub mod series;
 pub mod server_timing;
 pub mod spill;
 pub mod summary;
+mod thread_cpu;
 
 pub use accumulators::{Counters, PhaseHists, RequestAcc};
 pub use collector::{IntervalSet, WorkerLink};
 pub use counts::Counts;
 pub use error::RecordError;
+pub(crate) use interval::snapshot;
 pub use interval::{EncodedHists, IntervalSnapshot};
 pub use measured::Measured;
 pub use series::Series;
+pub(crate) use thread_cpu::{busy_share, thread_cpu};
 
 use crate::engine::extras::Extras;
 use crate::model::{ErrorKind, Phase, Sample};
@@ -510,57 +513,6 @@ impl Recorder {
             joined: None,
         }
     }
-}
-
-/// The compressed snapshot of one interval's counters and histograms.
-pub(crate) fn snapshot(
-    index: u64,
-    counters: Counters,
-    hists: &PhaseHists,
-    mut server: Vec<(String, Vec<u8>)>,
-) -> IntervalSnapshot {
-    // Kept for the whole run: no spare capacity anywhere.
-    let mut hists: Vec<(Phase, Vec<u8>)> = Phase::ALL
-        .iter()
-        .filter(|p| !hists.get(**p).is_empty())
-        .map(|&p| {
-            let mut b = hist::encode_bytes(hists.get(p));
-            b.shrink_to_fit();
-            (p, b)
-        })
-        .collect();
-    hists.shrink_to_fit();
-    server.shrink_to_fit();
-    IntervalSnapshot {
-        index,
-        counters,
-        hists,
-        server,
-        busy_max: None,
-        spilled: None,
-        status: Vec::new(),
-        by_request: Vec::new(),
-        exemplars: Vec::new(),
-    }
-}
-
-/// The share of `wall` that a thread whose CPU time went from `start` to `end` was on a CPU.
-pub(crate) fn busy_share(start: Duration, end: Duration, wall: Duration) -> f64 {
-    if wall.is_zero() {
-        return 0.0;
-    }
-    (end.saturating_sub(start).as_secs_f64() / wall.as_secs_f64()).min(1.0)
-}
-
-/// The CPU time used by the calling thread (`CLOCK_THREAD_CPUTIME_ID`).
-pub(crate) fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid clock id and a valid timespec to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 #[cfg(test)]

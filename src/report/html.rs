@@ -10,6 +10,7 @@
 //! search), `repetitions` (`--repeat N`), `levels` (a sweep, or a knee search's steps),
 //! `bursts`, `status`, `errors`, `thresholds`, `warnings`, `environment`.
 
+mod page_knee;
 mod page_plots;
 mod probes;
 mod slow;
@@ -20,6 +21,7 @@ use super::plot::human;
 use super::ReportError;
 use crate::model::LoadKind;
 use crate::recorder::record::RunRecord;
+use page_knee::knee;
 use page_plots::*;
 use serde::Serialize;
 use tables::*;

@@ -22,25 +22,24 @@
 //! to a task of its own, as thread-pool servers do), `handler` (the route's work), `serialize`
 //! (building the response) and `total`.
 
+mod body;
 mod delays;
 mod path;
 
 use super::compress;
-use super::events::{EventSpec, Events};
 use super::kv::Kv;
 use crate::engine::decode::Coding;
+pub use body::Body;
 use bytes::Bytes;
 use http::{header, HeaderName, Request, Response, StatusCode};
 use http_body_util::BodyExt;
-use hyper::body::{Body as HttpBody, Frame, SizeHint};
+use hyper::body::Body as HttpBody;
 pub(super) use path::{route_of, Route};
 use std::convert::Infallible;
 use std::fmt::Write as _;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::sync::OnceLock;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 /// A request body the routes read: hyper's, or an HTTP/3 request's (read whole first).
@@ -111,83 +110,6 @@ async fn wait_out_stall() {
     let until = origin() + Duration::from_nanos(until);
     if Instant::now() < until {
         tokio::time::sleep_until(until.into()).await;
-    }
-}
-
-/// 64 KiB of a repeated pattern, the chunks of `/bytes/{n}`.
-static PATTERN: [u8; 65536] = {
-    let mut a = [0u8; 65536];
-    let mut i = 0;
-    while i < a.len() {
-        a[i] = b'a' + (i % 26) as u8;
-        i += 1;
-    }
-    a
-};
-
-/// A response body: all at once, `n` bytes streamed in 64 KiB chunks, or a timed stream of
-/// events.
-pub enum Body {
-    /// The whole body at once (`None`: no body).
-    Full(Option<Bytes>),
-    /// A body of a repeated pattern, streamed in 64 KiB chunks.
-    Pattern {
-        /// Bytes still to send.
-        remaining: u64,
-    },
-    /// A timed stream of events.
-    Events(Box<Events>),
-}
-
-impl Body {
-    fn full(b: impl Into<Bytes>) -> Self {
-        Body::Full(Some(b.into()))
-    }
-
-    fn empty() -> Self {
-        Body::Full(None)
-    }
-
-    fn events(spec: EventSpec) -> Self {
-        Body::Events(Box::new(Events::new(spec)))
-    }
-}
-impl HttpBody for Body {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        match self.get_mut() {
-            Body::Events(e) => e.poll_frame(cx).map(|f| f.map(Ok)),
-            Body::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
-            Body::Pattern { remaining } => {
-                if *remaining == 0 {
-                    return Poll::Ready(None);
-                }
-                let n = (*remaining).min(PATTERN.len() as u64) as usize;
-                *remaining -= n as u64;
-                Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(&PATTERN[..n])))))
-            }
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        match self {
-            Body::Full(b) => b.is_none(),
-            Body::Pattern { remaining } => *remaining == 0,
-            Body::Events(e) => e.ended(),
-        }
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self {
-            Body::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
-            Body::Pattern { remaining } => SizeHint::with_exact(*remaining),
-            Body::Events(_) => SizeHint::default(),
-        }
     }
 }
 

@@ -136,6 +136,17 @@ impl Connection for Http1Channel {
     }
 }
 
+impl Kept {
+    /// Where an HTTP/1.1 response's parts go.
+    pub(in crate::engine) fn http1(&mut self) -> super::Sinks<'_> {
+        super::Sinks {
+            timing: &mut self.timing,
+            decoder: self.decoder.as_mut(),
+            stream: &mut self.stream,
+        }
+    }
+}
+
 impl From<Response> for Answer {
     fn from(r: Response) -> Self {
         Answer {

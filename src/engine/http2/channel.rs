@@ -151,3 +151,21 @@ impl From<H2Response> for Answer {
         }
     }
 }
+
+impl Kept {
+    /// Where a stream's response parts go (a gRPC call's status to `grpc`).
+    /// (`trace`: the request's trace headers, added to its header block).
+    pub(in crate::engine) fn streams<'a>(
+        &'a mut self,
+        grpc: Option<&'a mut crate::engine::grpc::Status>,
+        trace: Option<TraceHeaders<'a>>,
+    ) -> super::Sinks<'a> {
+        super::Sinks {
+            timing: &mut self.timing,
+            decoder: self.decoder.as_mut(),
+            tracker: &mut self.stream,
+            grpc,
+            trace,
+        }
+    }
+}

@@ -1,3 +1,4 @@
+use super::failure::{reset, transport};
 use super::*;
 
 #[test]

@@ -1,3 +1,4 @@
+use super::pieces::any_reader;
 use super::*;
 
 /// A server frame (unmasked): FIN as given, `opcode`, `payload`.

@@ -25,13 +25,14 @@ pub mod frame;
 pub mod over_h2;
 pub mod ping;
 pub mod push;
+mod reply;
 pub mod upgrade;
 
 use super::connect::Socket;
 use super::events::EventTracker;
 use super::extras::{Extras, Tally};
 use super::EngineError;
-use crate::model::{ErrorKind, Phase, Timestamps, Traffic, Wire};
+use crate::model::{ErrorKind, Phase, Timestamps, Wire};
 use crate::util::rng::SplitMix64;
 use base64::Engine;
 use batch::InFlight;
@@ -41,6 +42,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 pub(in crate::engine) use channel::WsChannel;
 pub use channel::WsWire;
+pub use reply::{Placed, Reply};
 
 /// Size of a connection's read buffer (replies are counted through it; the answer to the
 /// upgrade must fit in it).
@@ -84,52 +86,6 @@ pub struct WsConn {
     /// The messages in flight, their `--ws-match` values, the replies that matched none
     /// (boxed: made once per connection slot, kept out of every protocol's channel size).
     inflight: Box<InFlight>,
-}
-
-/// What places a connection's messages and replies on it ([`Wire`]): the TCP bytes written
-/// before the last messages' write and after it, the TCP bytes read before it (under TLS, the
-/// lower bound of their replies' first bytes), and the offset on the connection of the
-/// reader's first byte (after the upgrade's answer).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Placed {
-    tx_before: u64,
-    tx_after: u64,
-    rx_floor: u64,
-    rx_base: u64,
-}
-
-/// A complete reply: a data message (or a subscription's messages).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Reply {
-    /// The reply's bytes: its frames' headers and its payload.
-    pub bytes_read: u64,
-    /// Bytes written for the request's frame.
-    pub bytes_written: u64,
-    /// The frames' headers (as header bytes) and the payload (as body bytes).
-    pub traffic: Traffic,
-    /// The connection is kept (`false`: the server closed it after the reply).
-    pub keep_alive: bool,
-    /// Where the message's frame ended and the reply lay on the connection.
-    pub wire: Wire,
-}
-
-impl Reply {
-    /// A message of `framing` header bytes and `payload` bytes, answering a request frame of
-    /// `bytes_written`.
-    fn of(framing: u64, payload: u64, bytes_written: u64) -> Reply {
-        Reply {
-            bytes_read: framing + payload,
-            bytes_written,
-            traffic: Traffic {
-                header: framing,
-                header_decoded: framing,
-                body: payload,
-                body_decoded: payload,
-            },
-            keep_alive: true,
-            wire: Wire::default(),
-        }
-    }
 }
 
 impl WsConn {

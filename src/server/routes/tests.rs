@@ -1,4 +1,7 @@
 use super::*;
+use crate::server::events::EventSpec;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 #[test]
 fn routes_and_bad_parameters() {

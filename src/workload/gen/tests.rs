@@ -1,5 +1,6 @@
 use super::*;
 use crate::util::rng::chi_square;
+use std::path::Path;
 
 #[test]
 fn uniform_integers_are_flat_and_inclusive() {
