@@ -40,6 +40,7 @@
 
 use super::bpf::{go_g_register, Attach, Builder};
 use super::spec::{FnProbe, Site};
+use episode::Episode;
 use record::{record, record_at};
 use std::path::PathBuf;
 
@@ -72,7 +73,7 @@ pub struct ScriptPlan {
     pub split: bool,
     /// How often the probes' clock ticks, milliseconds.
     pub tick_ms: u64,
-    /// `--server-upstream`: the port of the service the server calls ([`upstream`]).
+    /// `--server-upstream`: the port of the service the server calls (see the `upstream` module).
     pub upstream: Option<u16>,
 }
 
@@ -105,17 +106,6 @@ pub const EV_FUNCTION: u64 = 5;
 pub const EV_UPSTREAM: u64 = 6;
 /// The upstream on this host: its own arrival, read and write of that call.
 pub const EV_BACKEND: u64 = 7;
-
-/// The parts of the kernel's probes that follow sampled episodes (see [`ScriptPlan`]).
-struct Episode {
-    /// At an arrival: ends the episode and draws the next.
-    draw: String,
-    /// Whether the connection `$p` is in an episode (a condition).
-    active: String,
-    /// At a write and a read: where the episode's last ended.
-    write_mark: String,
-    read_mark: String,
-}
 
 /// [`crate::recorder::join::halves::traced`] in bpftrace, of the client port `$p`: 1 for a
 /// followed connection (the others are known, so not counted as others', and left untraced).
@@ -273,42 +263,6 @@ impl ScriptPlan {
         self.arrivals(b, counters[0], &ep);
         self.reads(b, counters[1], &ep);
         self.writes(b, counters[2], &ep);
-    }
-
-    /// What a probe adds to follow episodes (`--server-sample N`), empty when every request
-    /// is followed.
-    fn episode(&self, b: &mut Builder) -> Episode {
-        let sampled = self.sample > 1;
-        // The episode of a sampled connection: drawn at an arrival; over at a later arrival
-        // once the server has read all that came before it and written in the episode. Not
-        // at the client's arrival: on loopback that fires inside the server's send, before the
-        // send's own event, which the episode would then miss.
-        let (draw, active, write_mark) = if sampled {
-            let (act, rend, wend) = (b.map("act"), b.map("rend"), b.map("wend"));
-            (
-                format!(
-                    "if ({act}[$p] && {wend}[$p] && {rend}[$p] >= $v) {{ delete({act}[$p]); }}
-      if ({act}[$p] == 0 && rand % {} == 0) {{ {act}[$p] = 1; delete({wend}[$p]); }}
-      ",
-                    self.sample
-                ),
-                format!("{act}[$p]"),
-                format!("{wend}[$p] = $e; "),
-            )
-        } else {
-            (String::new(), "1".to_string(), String::new())
-        };
-        let read_mark = if sampled {
-            format!("{}[$p] = $o; ", b.map("rend"))
-        } else {
-            String::new()
-        };
-        Episode {
-            draw,
-            active,
-            write_mark,
-            read_mark,
-        }
     }
 
     /// Arrivals in the server's socket (and in the client's, on this host).
@@ -538,6 +492,7 @@ fn attach_point(site: &Site) -> Attach {
 }
 
 mod calibration;
+mod episode;
 mod record;
 #[cfg(test)]
 mod tests;

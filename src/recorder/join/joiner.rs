@@ -7,7 +7,10 @@
 //! that requests of one connection joined a little out of order (HTTP/2's streams end in any
 //! order) still find theirs; a connection quiet for [`QUIET_NS`] is let go whole.
 
-use super::conn::{Call, Conn, Hit, Write};
+use super::conn::{Conn, Hit, Write};
+use calls::timed_call;
+mod calls;
+
 pub use super::counts::{JoinCounts, Unjoined};
 use super::halves::{traced, Halves, MeasuredCost};
 use super::open::Intervals;
@@ -227,38 +230,6 @@ impl Joiner {
                 self.resolve(self.watermark.saturating_sub(Self::SLACK_NS));
             }
             KernelEvent::Lost { n } => self.counts.lost_events += n,
-        }
-    }
-
-    /// A call upstream (`--server-upstream`), or the upstream's own stamps of one.
-    fn call(&mut self, e: KernelEvent) {
-        match e {
-            KernelEvent::Upstream {
-                port,
-                start,
-                end,
-                sent_ns,
-                arrived_ns,
-            } => {
-                self.counts.upstream_events += 1;
-                self.conn(port, arrived_ns).calls.push_back(Call {
-                    start,
-                    end,
-                    sent_ns,
-                    arrived_ns,
-                    backend: None,
-                });
-            }
-            KernelEvent::Backend {
-                port,
-                start,
-                arrived_ns,
-                read_ns,
-                wrote_ns,
-            } => self
-                .conn(port, arrived_ns)
-                .backend(start, [arrived_ns, read_ns, wrote_ns]),
-            _ => {}
         }
     }
 
@@ -507,32 +478,6 @@ impl Joiner {
 fn last_return(c: &Conn, last: &Write) -> Option<u64> {
     let at = c.delivered_holding(last.end.saturating_sub(1))?;
     Some(at.ns.saturating_sub(last.ns))
-}
-
-/// The phases of `call` (`--server-upstream`) into `probed` (the call's, the upstream's
-/// socket and handle), when it lies inside the request's read (`read_ns`) → the response's
-/// first write (`write_ns`): `Some(true)`; else (another request's) `Some(false)`; `None`
-/// without a call.
-fn timed_call(
-    call: Option<Call>,
-    read_ns: u64,
-    write_ns: u64,
-    probed: &mut [Option<u64>],
-) -> Option<bool> {
-    let call = call?;
-    if !(read_ns <= call.sent_ns && call.sent_ns <= call.arrived_ns && call.arrived_ns <= write_ns)
-    {
-        return Some(false);
-    }
-    probed[0] = Some(call.arrived_ns - call.sent_ns);
-    // The upstream's own, its stamps in the call's order.
-    if let Some([a, r, w]) = call.backend {
-        if call.sent_ns <= a && a <= r && r <= w && w <= call.arrived_ns {
-            probed[1] = Some(r - a);
-            probed[2] = Some(w - r);
-        }
-    }
-    Some(true)
 }
 
 /// Requests that shared their read with others, of `reads`.

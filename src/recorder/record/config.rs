@@ -276,10 +276,11 @@ pub(super) fn config_of(plan: &RunPlan, end: &Ending) -> Config {
             .then(|| format!("{}/{}", plan.segment.index + 1, plan.segment.count)),
         workload: None,
         grpc: plan.grpc().map(|g| g.method.clone()),
-        ws_match: match &plan.protocol {
-            crate::plan::ProtocolPlan::WebSocket(ws) => ws.match_path.as_ref().map(|p| p.join(".")),
-            _ => None,
-        },
+        ws_match: plan
+            .protocol
+            .websocket()
+            .and_then(|ws| ws.match_path.as_ref())
+            .map(|p| p.join(".")),
         trace_context: plan.trace.as_ref().map(|t| TraceConfig {
             sample: t.sample,
             tracestate: t.tracestate.clone(),

@@ -18,6 +18,7 @@ pub mod sections;
 pub mod slow;
 #[cfg(test)]
 mod tests;
+pub mod thresholds;
 mod until;
 pub mod validity;
 pub mod warnings;
@@ -25,6 +26,7 @@ pub mod warnings;
 pub use config::{Config, Environment, Sweep};
 pub use end::{EndOfRun, LastAnswer};
 pub use sections::*;
+pub use thresholds::*;
 pub use until::{Until, UntilTarget};
 pub use warnings::{
     connections_carry, http_errors_warning, step_warnings, stopped_answering, warnings_of,
