@@ -334,6 +334,6 @@ impl Session {
 pub(super) fn not_pipelined() -> EngineError {
     EngineError::new(
         crate::model::ErrorKind::Write,
-        "internal: pipelining is HTTP/1.1's, not this run's protocol".into(),
+        "internal: pipelining is HTTP/1.1's and WebSocket's, not this run's protocol".into(),
     )
 }
