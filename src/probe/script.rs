@@ -21,6 +21,10 @@
 //! W PORT START END NS PID    the server wrote START..END (NS: the send's start)
 //! C PORT PREV OFF NS         bytes arrived in the client's socket
 //! F I K NS                   function I of --server-fn's list hit on thread (goroutine) K
+//! U PORT START END NS AT     the write START..END carried the reply of a call upstream
+//!                            (--server-upstream) sent at NS, arrived at AT
+//! V PORT START NS RD WR      the upstream here: that call arrived at NS, was read at RD,
+//!                            answered from WR
 //! T NS                       the probes' clock
 //! @n, @other (maps)          at the end: each probe's hits, the other connections' events
 //! Z                          the end
