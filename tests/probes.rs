@@ -118,7 +118,13 @@ fn build(dir: &Path, compiler: &str, flags: &[&str], src: &str) -> Option<std::p
 
 /// A built known-truth server started: (its guard, its port, its pid).
 fn start(bin: &Path) -> (Stopped, u16, u32) {
+    start_with(bin, &[])
+}
+
+/// As [`start`], with the server's arguments `args`.
+fn start_with(bin: &Path, args: &[&str]) -> (Stopped, u16, u32) {
     let mut child = Command::new(bin)
+        .args(args)
         .stdout(Stdio::piped())
         .spawn()
         .expect("the probe server starts");

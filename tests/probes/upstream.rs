@@ -11,19 +11,8 @@ use super::*;
 /// busy wait of `handle_us`): its guard and port.
 fn backend(dir: &Path, handle_us: u64) -> (Stopped, u16) {
     let bin = build(dir, "cc", &["-O2"], "probe_server.c").expect("cc runs");
-    let mut child = Command::new(&bin)
-        .args(["0", &handle_us.to_string(), "0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the backend starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    (
-        Stopped(child),
-        line.trim().parse().expect("it prints its port"),
-    )
+    let (guard, port, _) = start_with(&bin, &["0", &handle_us.to_string(), "0"]);
+    (guard, port)
 }
 
 /// nginx proxying every path to 127.0.0.1:`up` (one worker), over one kept-alive connection

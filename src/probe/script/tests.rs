@@ -217,7 +217,7 @@ fn the_upstream_calls_are_tied_to_the_next_write_to_a_client() {
     );
     // Any write of the thread to a client takes it; a followed one prints it with its bytes.
     let take = s
-        .find("$vw = @utw[tid]; $va = @uta[tid]; delete(@utw[tid]); delete(@uta[tid]);")
+        .find("$vw = @utw[tid];\n    if ($vw) {\n      $va = @uta[tid]; $vb = @utb[tid]; $vr = @utr[tid]; $vx = @utx[tid];\n      delete(@utw[tid]); delete(@uta[tid]); delete(@utb[tid]); delete(@utr[tid]); delete(@utx[tid]);")
         .expect("taken");
     let ours = s[take..]
         .find("if (@ours[$p])")

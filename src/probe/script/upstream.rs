@@ -111,7 +111,7 @@ impl ScriptPlan {
     }
 
     /// The upstream's part of the probe of the server's writes: (at any write to a client,
-    /// before the check of whose: the thread's last exchange taken; inside a followed write
+    /// before the check of whose: the thread's last exchange taken, if it has one; inside a followed write
     /// (`$p`, `$e`): its `U` event; a branch for a write upstream (`$w`: its send's start)).
     pub(super) fn upstream_write(&self, b: &mut Builder) -> (String, String, String) {
         let Some(up) = self.upstream_be() else {
@@ -139,12 +139,14 @@ impl ScriptPlan {
         );
         (
             format!(
-                "$vw = {utw}[tid]; $va = {uta}[tid]; delete({utw}[tid]); delete({uta}[tid]);
-    $vb = {utb}[tid]; $vr = {utr}[tid]; $vx = {utx}[tid];
-    delete({utb}[tid]); delete({utr}[tid]); delete({utx}[tid]);
+                "$vw = {utw}[tid];
+    if ($vw) {{
+      $va = {uta}[tid]; $vb = {utb}[tid]; $vr = {utr}[tid]; $vx = {utx}[tid];
+      delete({utw}[tid]); delete({uta}[tid]); delete({utb}[tid]); delete({utr}[tid]); delete({utx}[tid]);
+    }}
     "
             ),
-            format!(" if ($vw) {{ {event} }} if ($vb && $vx) {{ {backend} }}"),
+            format!(" if ($vw) {{ {event} if ($vb && $vx) {{ {backend} }} }}"),
             format!(
                 " else if ($sk->__sk_common.skc_dport == {up}) {{
     $u = (uint64)$sk->__sk_common.skc_num;
