@@ -11,12 +11,15 @@ thread, release build, as root (the probes need it):
    half's difference at p50 and p90 with its 95% interval, from the record;
 3. saturated: the closed loop of 1 with --server-probes, with --server-probes-cost, and
    without probes, in turns, --rounds (3) times: throughput of each against without (the aim
-   of issue 49: a loss of 15% at most).
+   of issue 49: a loss of 15% at most), and the share of the requests joined; with
+   --before BIN, that build's probed runs too, in the same turns (before and after side by
+   side). --saturated-only skips 1 and 2.
 
 Prints each run's figures and the medians. It measures; it does not judge: exit 0 whenever it
 ran (1 if a client failed, 2 if a tool is missing).
 
     sudo python3 bench/probes_cost.py [--seconds 10] [--rounds 3] [--reqlife target/release/reqlife]
+        [--before OLD_BUILD] [--saturated-only]
 """
 
 import argparse
@@ -33,8 +36,8 @@ from client_cpu import against_nginx  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run(a, url, out, args):
-    cmd = ["taskset", "-c", a.client_cpu, a.reqlife, "run", "-t", "1", "-d", f"{a.seconds}s",
+def run(a, url, out, args, reqlife=None):
+    cmd = ["taskset", "-c", a.client_cpu, reqlife or a.reqlife, "run", "-t", "1", "-d", f"{a.seconds}s",
            "--quiet", "-o", out, *args, url]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
@@ -47,6 +50,34 @@ def rate(v):
     return v["summary"]["throughput_rps"]
 
 
+def joined(v):
+    """The share of the requests joined to their server phases, or None without probes."""
+    j = (v["summary"].get("server_probes") or {}).get("joining")
+    return j["joined"] / j["requests"] if j and j["requests"] else None
+
+
+def open_loops(a, url, out, closed):
+    """Steps 1 and 2: the capacity, and the halves' difference at 50% and 90% of it."""
+    capacity = rate(run(a, url, out, closed))
+    print(f"capacity (closed loop -c {a.connections}, no probes): {capacity:.0f} req/s", flush=True)
+    # The open loops are shares of the capacity with the probes on (half of the
+    # connections traced): beyond it, both halves' latency is the client's queue.
+    capacity = rate(run(a, url, out, closed + ["--server-probes-cost"]))
+    print(f"capacity with --server-probes-cost: {capacity:.0f} req/s", flush=True)
+    for share in (0.5, 0.9):
+        r = int(capacity * share)
+        v = run(a, url, out, ["-R", str(r), "-c", str(a.open_connections), "--interval",
+                              "500ms", "--server-probes-cost"])
+        m = v["summary"]["server_probes"]["cost"]["measured"]
+        t, u = m["traced"], m["untraced"]
+        gaps = "; ".join(f"{g['percentile']} {g['diff_us']:+.2f} us {g['ci_us']}"
+                         for g in m["gaps"])
+        print(f"{share:.0%} ({r} req/s, achieved {rate(v):.0f}): traced {t['connections']} "
+              f"conns {t['requests']} req p50 {t['p50_us']} us p90 {t['p90_us']} us; untraced "
+              f"{u['connections']} conns {u['requests']} req p50 {u['p50_us']} us p90 "
+              f"{u['p90_us']} us; traced - untraced: {gaps}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=int, default=10)
@@ -56,6 +87,8 @@ def main():
     ap.add_argument("--reqlife", default=os.path.join(ROOT, "target", "release", "reqlife"))
     ap.add_argument("--server-cpu", default="0")
     ap.add_argument("--client-cpu", default="1")
+    ap.add_argument("--before", help="an earlier build: its probed runs in the same turns")
+    ap.add_argument("--saturated-only", action="store_true", help="only the saturated rounds")
     a = ap.parse_args()
     if not os.access(a.reqlife, os.X_OK):
         print(f"{a.reqlife} not found: build it first (cargo build --release)", file=sys.stderr)
@@ -65,38 +98,33 @@ def main():
     def measure(port):
         url = f"http://127.0.0.1:{port}/"
         closed = ["-c", str(a.connections)]
-        capacity = rate(run(a, url, out, closed))
-        print(f"capacity (closed loop -c {a.connections}, no probes): {capacity:.0f} req/s", flush=True)
-        # The open loops are shares of the capacity with the probes on (half of the
-        # connections traced): beyond it, both halves' latency is the client's queue.
-        capacity = rate(run(a, url, out, closed + ["--server-probes-cost"]))
-        print(f"capacity with --server-probes-cost: {capacity:.0f} req/s", flush=True)
-        for share in (0.5, 0.9):
-            r = int(capacity * share)
-            v = run(a, url, out, ["-R", str(r), "-c", str(a.open_connections), "--interval",
-                                  "500ms", "--server-probes-cost"])
-            m = v["summary"]["server_probes"]["cost"]["measured"]
-            t, u = m["traced"], m["untraced"]
-            gaps = "; ".join(f"{g['percentile']} {g['diff_us']:+.2f} us {g['ci_us']}"
-                             for g in m["gaps"])
-            print(f"{share:.0%} ({r} req/s, achieved {rate(v):.0f}): traced {t['connections']} "
-                  f"conns {t['requests']} req p50 {t['p50_us']} us p90 {t['p90_us']} us; untraced "
-                  f"{u['connections']} conns {u['requests']} req p50 {u['p50_us']} us p90 "
-                  f"{u['p90_us']} us; traced - untraced: {gaps}", flush=True)
-        kinds = {"none": [], "probes": ["--server-probes"], "half": ["--server-probes-cost"]}
+        if not a.saturated_only:
+            open_loops(a, url, out, closed)
+        kinds = {"none": ([], None), "probes": (["--server-probes"], None),
+                 "half": (["--server-probes-cost"], None)}
+        if a.before:
+            kinds["probes (before)"] = (["--server-probes"], a.before)
+            kinds["half (before)"] = (["--server-probes-cost"], a.before)
         got = {k: [] for k in kinds}
+        shares = {k: [] for k in kinds}
         for i in range(a.rounds):
-            for k, extra in kinds.items():
-                got[k].append(rate(run(a, url, out, closed + extra)))
-            print(f"round {i + 1}: " + ", ".join(f"{k} {got[k][-1]:.0f} req/s" for k in kinds),
-                  flush=True)
+            for k, (extra, build) in kinds.items():
+                v = run(a, url, out, closed + extra, build)
+                got[k].append(rate(v))
+                shares[k].append(joined(v))
+            print(f"round {i + 1}: " + ", ".join(
+                f"{k} {got[k][-1]:.0f} req/s" + (f" ({shares[k][-1]:.1%} joined)"
+                                                 if shares[k][-1] is not None else "")
+                for k in kinds), flush=True)
         if not a.rounds:
             return 0
         base = statistics.median(got["none"])
-        for k in ("probes", "half"):
+        for k in kinds:
+            if k == "none":
+                continue
             m = statistics.median(got[k])
             print(f"saturated, {k}: median {m:.0f} req/s against {base:.0f} without: "
-                  f"{m / base - 1:+.1%}")
+                  f"{m / base - 1:+.1%}; joined: median {statistics.median(shares[k]):.1%}")
         return 0
 
     return against_nginx(a.server_cpu, measure)

@@ -106,6 +106,8 @@ pub struct Builder {
     /// Each probe's hit counter: (name, is a uprobe).
     counters: Vec<(String, bool)>,
     end: Vec<String>,
+    /// Maps the END probe leaves as they are (the script's own END statements clear them).
+    kept: Vec<&'static str>,
 }
 
 /// A script written and checked.
@@ -151,8 +153,13 @@ impl Builder {
         self.end.push(statement.into());
     }
 
+    /// Map `name` is not cleared by the END probe: the script's END statements say when.
+    pub fn keep_at_end(&mut self, name: &'static str) {
+        self.kept.push(name);
+    }
+
     /// The script: the END probe written (its statements, then every assigned map cleared:
-    /// bpftrace would print them all otherwise), and checked.
+    /// bpftrace would print them all otherwise, but those kept), and checked.
     pub fn finish(mut self) -> Result<Built, String> {
         let assigned: Vec<&'static str> = self
             .maps
@@ -161,7 +168,7 @@ impl Builder {
             .filter(|m| is_assigned(&self.text, m))
             .collect();
         let mut end = self.end.join("\n  ");
-        for m in &assigned {
+        for m in assigned.iter().filter(|m| !self.kept.contains(m)) {
             let _ = write!(end, "\n  clear(@{m});");
         }
         let _ = writeln!(self.text, "END {{\n  {}\n}}", end.trim_start());

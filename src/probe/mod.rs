@@ -20,6 +20,7 @@
 pub mod agent;
 pub mod bpf;
 mod calibrate;
+mod maps;
 pub mod output;
 pub mod remote;
 pub mod script;

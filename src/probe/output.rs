@@ -21,6 +21,14 @@ pub enum Line {
     Event(KernelEvent),
     /// A tick's kernel events, in time order.
     Events(Vec<KernelEvent>),
+    /// The probes' clock at a tick that left event map `left` (0 to 2) to be read: the
+    /// events before it are in that map, or printed before this line.
+    Turn {
+        /// The clock.
+        ns: u64,
+        /// The map the tick left.
+        left: usize,
+    },
     /// A calibration probe's hit.
     Calibration,
     /// The end's hit counts: (probe index, hits).
@@ -77,9 +85,20 @@ fn printed(text: &str) -> Option<Line> {
         "U" => Some(Line::Probed),
         "K" => Some(Line::Calibration),
         "Z" => Some(Line::End),
-        "T" => Some(Line::Event(KernelEvent::Tick {
-            ns: f.next()?.parse().ok()?,
-        })),
+        "T" => {
+            let ns = f.next()?.parse().ok()?;
+            match f.next() {
+                None => Some(Line::Event(KernelEvent::Tick { ns })),
+                Some(ep) => {
+                    // The map in turn now: the tick left the one before it.
+                    let ep: usize = ep.parse().ok().filter(|&e| e < 3)?;
+                    Some(Line::Turn {
+                        ns,
+                        left: (ep + 2) % 3,
+                    })
+                }
+            }
+        }
         _ => None,
     }
 }
@@ -114,7 +133,7 @@ fn events(mut s: &str) -> Vec<KernelEvent> {
 }
 
 /// One event map entry: at `ns`, (kind, and five fields by kind).
-fn event(ns: u64, [kind, a, b, c, d, e]: [u64; 6]) -> Option<KernelEvent> {
+pub(super) fn event(ns: u64, [kind, a, b, c, d, e]: [u64; 6]) -> Option<KernelEvent> {
     let port = a as u16;
     Some(match kind {
         EV_OPENED => KernelEvent::Opened { port, ns },
@@ -183,6 +202,9 @@ mod tests {
             line(&p("T 77")),
             Some(Line::Event(KernelEvent::Tick { ns: 77 }))
         );
+        // A tick that moved the map in turn to 0: it left map 2.
+        assert_eq!(line(&p("T 78 0")), Some(Line::Turn { ns: 78, left: 2 }));
+        assert_eq!(line(&p("T 79 2")), Some(Line::Turn { ns: 79, left: 1 }));
         // A tick's map, its entries in any order: the events in time order.
         let map = "{\"type\": \"map\", \"data\": {\"@e1\": {\"140,7\": [3,40000,0,153,77,0], \"123,9\": [1,40000,0,80,0,0], \"130,7\": [2,40000,0,80,77,78], \"135,7\": [5,1,0,0,77,78], \"150,2\": [4,40000,0,153,0,0], \"99,1\": [0,40000,0,0,0,0]}}}";
         assert_eq!(
@@ -250,6 +272,7 @@ mod tests {
             &p("R 1 2"),
             &p("Q 1 2 3"),
             &p("T x"),
+            &p("T 5 3"),
             "{\"type\": \"printf\", \"data\": \"A 1 2",
         ] {
             assert_eq!(line(l), None, "{l}");

@@ -25,7 +25,8 @@
 //!                            (--server-upstream) sent at NS, arrived at AT
 //! V PORT START NS RD WR      the upstream here: that call arrived at NS, was read at RD,
 //!                            answered from WR
-//! T NS                       the probes' clock
+//! T NS EP                    the probes' clock at a tick, the event map now in turn
+//! T NS                       the probes' clock at the end
 //! @n, @other (maps)          at the end: each probe's hits, the other connections' events
 //! Z                          the end
 //! ```
@@ -156,11 +157,13 @@ impl ScriptPlan {
         // and bpftrace knows a map's type on its first assignment in the text.
         let (ain, cin) = (b.map("ain"), b.map("cin"));
         let typed = self.upstream_typed(&mut b);
+        // 1 once reqlife reads the event maps itself (`super::maps`): not printed then.
+        let direct = b.map("direct");
         b.probe(
             &Attach::Special("BEGIN"),
             None,
             &format!(
-                "  {ain}[0] = (uint64)0; {cin}[0] = (uint64)0; delete({ain}[0]); delete({cin}[0]);{typed}\n  printf(\"B\\n\");"
+                "  {ain}[0] = (uint64)0; {cin}[0] = (uint64)0; delete({ain}[0]); delete({cin}[0]);{typed}\n  {direct} = (uint64)0;\n  printf(\"B\\n\");"
             ),
         );
         self.connections(&mut b);
@@ -171,12 +174,16 @@ impl ScriptPlan {
             &Attach::IntervalMs(self.tick_ms),
             None,
             &format!(
-                "  if ({ep} == 2) {{ {ep} = 0; }} else {{ {ep} = {ep} + 1; }}\n  $now = nsecs;\n  if ({ep} == 0) {{ print({e2}); clear({e2}); }} else if ({ep} == 1) {{ print({e0}); clear({e0}); }} else {{ print({e1}); clear({e1}); }}\n  printf(\"T %llu\\n\", $now);"
+                "  if ({ep} == 2) {{ {ep} = 0; }} else {{ {ep} = {ep} + 1; }}\n  $now = nsecs;\n  if ({direct} == 0) {{\n    if ({ep} == 0) {{ print({e2}); clear({e2}); }} else if ({ep} == 1) {{ print({e0}); clear({e0}); }} else {{ print({e1}); clear({e1}); }}\n  }}\n  printf(\"T %llu %llu\\n\", $now, {ep});"
             ),
         );
         let other = b.map("other");
+        // Read by reqlife: left for it (the three maps, at the end's `T`), not cleared.
+        for m in ["e0", "e1", "e2"] {
+            b.keep_at_end(m);
+        }
         b.at_end(format!(
-            "$now = nsecs; print({e0}); print({e1}); print({e2}); printf(\"T %llu\\n\", $now);"
+            "$now = nsecs; if ({direct} == 0) {{ print({e0}); print({e1}); print({e2}); clear({e0}); clear({e1}); clear({e2}); }} printf(\"T %llu\\n\", $now);"
         ));
         b.at_end(format!("print({n});"));
         if matches!(self.follow, Follow::Client(_)) {

@@ -6,6 +6,7 @@
 //! stopped by SIGINT, which makes it print its last counts and detach, then SIGKILL if it
 //! has not ended 5 s later.
 
+use super::maps::EventMaps;
 use super::output::{self, Line};
 use super::target;
 use super::ProbeError;
@@ -137,10 +138,11 @@ impl Session {
             });
         }
         let out = child.stdout.take().expect("piped");
+        let pid = child.id();
         let reading = shared.clone();
         std::thread::Builder::new()
             .name("reqlife-probes".into())
-            .spawn(move || read(BufReader::new(out), &reading))
+            .spawn(move || read(BufReader::new(out), &reading, pid))
             .map_err(|e| ProbeError::Failed(format!("cannot start the probes' reader: {e}")))?;
         let session = Session {
             child,
@@ -282,17 +284,34 @@ impl Drop for Session {
     }
 }
 
-/// Reads bpftrace's output into `shared` until it ends.
-fn read(out: impl BufRead, shared: &(Mutex<Shared>, Condvar)) {
+/// Reads bpftrace's output (process `pid`) into `shared` until it ends; its event maps read
+/// from the kernel once its BEGIN ran, where they can be ([`EventMaps`]).
+fn read(out: impl BufRead, shared: &(Mutex<Shared>, Condvar), pid: u32) {
     let (lock, cv) = shared;
     let mut batch: Vec<KernelEvent> = Vec::with_capacity(BATCH);
     let mut ended = false;
+    let mut maps: Option<EventMaps> = None;
     for text in out.lines() {
         let Ok(text) = text else { break };
-        let Some(line) = output::line(&text) else {
+        let Some(mut line) = output::line(&text) else {
             continue;
         };
         ended |= line == Line::End;
+        if line == Line::Ready && maps.is_none() {
+            maps = EventMaps::take_over(pid);
+            if maps.is_some() {
+                lock.lock().unwrap_or_else(|e| e.into_inner()).acc.maps_read = true;
+            }
+        }
+        // A tick: the map it left, then the clock; the end's: the three maps.
+        if let Line::Turn { ns, left } = line {
+            if let Some(m) = &mut maps {
+                m.drain(Some(left), &mut batch);
+            }
+            line = Line::Event(KernelEvent::Tick { ns });
+        } else if let (Line::Event(KernelEvent::Tick { .. }), Some(m)) = (&line, &mut maps) {
+            m.drain(None, &mut batch);
+        }
         // A tick's events: handed over whole. After the script's end bpftrace prints its
         // maps once more on its own: the event maps the script printed last, again.
         if let Line::Events(events) = line {
@@ -324,7 +343,7 @@ fn read(out: impl BufRead, shared: &(Mutex<Shared>, Condvar)) {
         match line {
             Line::Ready => s.ready = true,
             Line::Probed => s.probed = true,
-            Line::Calibration | Line::Event(_) | Line::Events(_) => {}
+            Line::Calibration | Line::Event(_) | Line::Events(_) | Line::Turn { .. } => {}
             // After the script's end, bpftrace prints its maps once more on its own (some
             // emptied): the script's own print before it counts.
             Line::Hits(_) | Line::Others(_) if s.ended => {}

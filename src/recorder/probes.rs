@@ -128,6 +128,9 @@ pub struct ProbeAcc {
     pub others: u64,
     /// Events the kernel dropped (bpftrace's buffers full).
     pub lost_events: u64,
+    /// The event maps were read by reqlife from the kernel ([`crate::probe`]'s `maps`), not
+    /// printed by bpftrace.
+    pub maps_read: bool,
     /// Per request: the server's side joined to each (a run here; `None` for the agent's,
     /// whose phases are per read and write).
     pub joined: Option<Box<super::join::Joined>>,
@@ -241,6 +244,7 @@ impl WireAcc {
             remote,
             others: 0,
             lost_events: 0,
+            maps_read: false,
             joined: None,
         })
     }
@@ -276,6 +280,7 @@ impl ProbeAcc {
             remote: None,
             others: 0,
             lost_events: 0,
+            maps_read: false,
             joined: None,
         }
     }

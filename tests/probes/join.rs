@@ -73,6 +73,11 @@ fn case(dir: &Path, name: &str, server: &[&str], args: &[&str], ws: bool) -> ser
         "{name}: the record's join {}; checker {}",
         record["summary"]["server_probes"]["joining"], v
     );
+    // The events came from the kernel's maps, read by reqlife, not from bpftrace's print.
+    assert_eq!(
+        record["summary"]["server_probes"]["joining"]["maps_read"], true,
+        "{name}"
+    );
     v
 }
 

@@ -38,6 +38,10 @@ pub struct Joining {
     pub after_write: BTreeMap<String, u64>,
     /// Events the kernel dropped (bpftrace's buffers were full).
     pub lost_events: u64,
+    /// The probes' event maps were read by reqlife from the kernel, in batches (false:
+    /// printed by bpftrace as JSON: where the maps were not found).
+    #[serde(default)]
+    pub maps_read: bool,
     /// Arrivals and reads missing from the probes' output (one began past the end of the
     /// last of its connection seen: bpftrace's reader fell behind).
     #[serde(default)]
@@ -201,6 +205,7 @@ pub(super) fn joining(acc: &ProbeAcc, j: &Joined) -> Joining {
             .then(|| round3(c.held_back_ns as f64 / c.held_back as f64 / 1e3)),
         after_write: c.after_write.iter().map(|(i, n)| (name(*i), *n)).collect(),
         lost_events: c.lost_events.max(acc.lost_events),
+        maps_read: acc.maps_read,
         missed_events: c.missed_events,
         other_events: c.others.max(acc.others),
         stray_hits: c.stray_hits,
