@@ -293,25 +293,11 @@ fn read(out: impl BufRead, shared: &(Mutex<Shared>, Condvar), pid: u32) {
     let mut maps: Option<EventMaps> = None;
     for text in out.lines() {
         let Ok(text) = text else { break };
-        let Some(mut line) = output::line(&text) else {
+        let Some(line) = output::line(&text) else {
             continue;
         };
         ended |= line == Line::End;
-        if line == Line::Ready && maps.is_none() {
-            maps = EventMaps::take_over(pid);
-            if maps.is_some() {
-                lock.lock().unwrap_or_else(|e| e.into_inner()).acc.maps_read = true;
-            }
-        }
-        // A tick: the map it left, then the clock; the end's: the three maps.
-        if let Line::Turn { ns, left } = line {
-            if let Some(m) = &mut maps {
-                m.drain(Some(left), &mut batch);
-            }
-            line = Line::Event(KernelEvent::Tick { ns });
-        } else if let (Line::Event(KernelEvent::Tick { .. }), Some(m)) = (&line, &mut maps) {
-            m.drain(None, &mut batch);
-        }
+        let line = from_maps(line, &mut maps, pid, lock, &mut batch);
         // A tick's events: handed over whole. After the script's end bpftrace prints its
         // maps once more on its own: the event maps the script printed last, again.
         if let Line::Events(events) = line {
@@ -372,6 +358,37 @@ fn read(out: impl BufRead, shared: &(Mutex<Shared>, Condvar), pid: u32) {
     let mut s = lock.lock().unwrap_or_else(|e| e.into_inner());
     s.closed = true;
     cv.notify_all();
+}
+
+/// The event maps' part of a line: at BEGIN's, the maps taken over from bpftrace (`pid`); at
+/// a tick's, the map it left read into `batch` (at the end's, the three), then the tick as the
+/// clock's event.
+fn from_maps(
+    line: Line,
+    maps: &mut Option<EventMaps>,
+    pid: u32,
+    lock: &Mutex<Shared>,
+    batch: &mut Vec<KernelEvent>,
+) -> Line {
+    if line == Line::Ready && maps.is_none() {
+        *maps = EventMaps::take_over(pid);
+        if maps.is_some() {
+            lock.lock().unwrap_or_else(|e| e.into_inner()).acc.maps_read = true;
+        }
+    }
+    match (line, maps) {
+        (Line::Turn { ns, left }, m) => {
+            if let Some(m) = m {
+                m.drain(Some(left), batch);
+            }
+            Line::Event(KernelEvent::Tick { ns })
+        }
+        (line @ Line::Event(KernelEvent::Tick { .. }), Some(m)) => {
+            m.drain(None, batch);
+            line
+        }
+        (line, _) => line,
+    }
 }
 
 /// Gives the batched events where they go: to the joiner (sent outside the lock), or folded
