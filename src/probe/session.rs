@@ -379,7 +379,11 @@ fn from_maps(
     match (line, maps) {
         (Line::Turn { ns, left }, m) => {
             if let Some(m) = m {
+                let full = m.full;
                 m.drain(Some(left), batch);
+                if m.full > full {
+                    lock.lock().unwrap_or_else(|e| e.into_inner()).acc.maps_full = m.full;
+                }
             }
             Line::Event(KernelEvent::Tick { ns })
         }

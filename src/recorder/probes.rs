@@ -131,6 +131,8 @@ pub struct ProbeAcc {
     /// The event maps were read by reqlife from the kernel ([`crate::probe`]'s `maps`), not
     /// printed by bpftrace.
     pub maps_read: bool,
+    /// Ticks whose event map was full when reqlife took it (events past it were lost).
+    pub maps_full: u64,
     /// Per request: the server's side joined to each (a run here; `None` for the agent's,
     /// whose phases are per read and write).
     pub joined: Option<Box<super::join::Joined>>,
@@ -245,6 +247,7 @@ impl WireAcc {
             others: 0,
             lost_events: 0,
             maps_read: false,
+            maps_full: 0,
             joined: None,
         })
     }
@@ -281,6 +284,7 @@ impl ProbeAcc {
             others: 0,
             lost_events: 0,
             maps_read: false,
+            maps_full: 0,
             joined: None,
         }
     }

@@ -42,6 +42,10 @@ pub struct Joining {
     /// printed by bpftrace as JSON: where the maps were not found).
     #[serde(default)]
     pub maps_read: bool,
+    /// Ticks whose event map reqlife found full (`BPFTRACE_MAP_KEYS_MAX` events): the
+    /// probes' stores past it failed, their events lost.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub maps_full: u64,
     /// Arrivals and reads missing from the probes' output (one began past the end of the
     /// last of its connection seen: bpftrace's reader fell behind).
     #[serde(default)]
@@ -119,12 +123,7 @@ impl Joining {
                 ));
             }
         }
-        if self.lost_events > 0 {
-            out.push(format!(
-                "server probes: the kernel dropped {} events (bpftrace's buffers were full): --server-sample N follows one request in N",
-                self.lost_events
-            ));
-        }
+        out.extend(self.events_warnings());
         if self.other_events > 0 {
             out.push(format!(
                 "server probes: the port also carried connections that are not reqlife's ({} \
@@ -133,20 +132,41 @@ impl Joining {
                 self.other_events
             ));
         }
-        if self.missed_events > 0 {
-            out.push(format!(
-                "server probes: {} of the kernel's arrivals and reads were missing from \
-                 bpftrace's output (its reader fell behind); the requests they carried have no \
-                 server phases",
-                self.missed_events
-            ));
-        }
         out.extend(self.upstream_warning());
         if self.dropped > 0 {
             out.push(format!(
                 "server probes: {} requests could not be joined (the joiner fell behind the load){}",
                 self.dropped,
                 if sample > 1 { "" } else { ": --server-sample N follows one in N" }
+            ));
+        }
+        out
+    }
+
+    /// The kernel's events lost on their way: dropped by the kernel, past a full map, or
+    /// missing when read.
+    fn events_warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.lost_events > 0 {
+            out.push(format!(
+                "server probes: the kernel dropped {} events (bpftrace's buffers were full): --server-sample N follows one request in N",
+                self.lost_events
+            ));
+        }
+        if self.maps_full > 0 {
+            out.push(format!(
+                "server probes: in {} ticks the probes' event map was full when read: the events \
+                 past its size were lost and their requests have no server phases; \
+                 --server-sample N follows one request in N",
+                self.maps_full
+            ));
+        }
+        if self.missed_events > 0 {
+            out.push(format!(
+                "server probes: {} of the kernel's arrivals and reads were missing from \
+                 the probes' output (their reader fell behind); the requests they carried have no \
+                 server phases",
+                self.missed_events
             ));
         }
         out
@@ -185,6 +205,10 @@ impl Joining {
     }
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// How the join went, for the record.
 pub(super) fn joining(acc: &ProbeAcc, j: &Joined) -> Joining {
     let c = &j.counts;
@@ -206,6 +230,7 @@ pub(super) fn joining(acc: &ProbeAcc, j: &Joined) -> Joining {
         after_write: c.after_write.iter().map(|(i, n)| (name(*i), *n)).collect(),
         lost_events: c.lost_events.max(acc.lost_events),
         maps_read: acc.maps_read,
+        maps_full: acc.maps_full,
         missed_events: c.missed_events,
         other_events: c.others.max(acc.others),
         stray_hits: c.stray_hits,
@@ -238,6 +263,7 @@ mod tests {
             lost_events: 7,
             dropped: 2,
             other_events: 40,
+            maps_full: 2,
             events: [100, 0, 100, 100, 0],
             ..Joining::default()
         };
@@ -259,6 +285,7 @@ mod tests {
         assert!(has("dropped 7 events"), "{w:?}");
         assert!(has("2 requests could not be joined"), "{w:?}");
         assert!(has("not reqlife's (40 events"), "{w:?}");
+        assert!(has("in 2 ticks the probes' event map was full"), "{w:?}");
         // Words apart by one space: no line's wrapping left in a sentence.
         for l in &w {
             assert!(!l.contains("  "), "{l:?}");
