@@ -65,6 +65,7 @@ impl Running {
             }),
             token: token.map(|t| Token::parse(t, "test").unwrap()),
             limits,
+            ring: 1000,
             say: Box::new(move |line| s2.said.lock().unwrap().push(line.to_string())),
         };
         let halt = stop.clone();

@@ -8,10 +8,17 @@
 //! (more are closed at once). With a token ([`Token`]) every request must carry it, or is
 //! refused (401) with nothing attached, begun or handed out. One run at a time: a `/begin`
 //! while a run is open is refused (409) naming it.
+//!
+//! The kernel's events of every connection to the port go into a bounded ring
+//! ([`EventRing`], [`Agent::ring`] events) from the probes' attach on; `POST /events` answers
+//! a run's asks from it, its body read into [`EVENTS_MAX`] bytes at most (413 beyond).
 
 use super::remote::Token;
+use super::ring::EventRing;
 use super::session::mono_now_ns;
 use super::{ProbeError, Probes};
+use crate::recorder::join::remote::{AgentSpec, Ask};
+use crate::recorder::join::KernelEvent;
 use crate::recorder::probes::{ProbeAcc, WireAcc};
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -27,6 +34,12 @@ use std::time::{Duration, Instant};
 /// with a token of 1024 characters.
 pub const HEAD_MAX: usize = 8192;
 
+/// The largest body of a `POST /events` read: some 50,000 requests asked at once.
+pub const EVENTS_MAX: usize = 4 << 20;
+
+/// Where the probes hand the kernel's events for the agent's ring.
+pub type RingFeed = Arc<dyn Fn(&[KernelEvent]) + Send + Sync>;
+
 /// What the agent drives: probes attached and waiting for a run, given its window, then
 /// finished. [`Probes`] on a real host; a fake one in tests.
 pub trait AgentProbes: Send + 'static {
@@ -35,6 +48,17 @@ pub trait AgentProbes: Send + 'static {
     fn begin_ns(&mut self, from_ns: u64, interval: Duration);
     /// The run has ended: the probes detached, what they measured.
     fn finish(self) -> ProbeAcc;
+    /// The kernel's events go to `ring` from now on, as they come (none by default).
+    fn feed(&mut self, ring: RingFeed) {
+        let _ = ring;
+    }
+    /// What the probes follow, for the run's joiner.
+    fn spec(&self) -> AgentSpec {
+        AgentSpec {
+            sample: 1,
+            ..AgentSpec::default()
+        }
+    }
 }
 
 impl AgentProbes for Probes {
@@ -44,6 +68,18 @@ impl AgentProbes for Probes {
 
     fn finish(self) -> ProbeAcc {
         Probes::finish(self)
+    }
+
+    fn feed(&mut self, ring: RingFeed) {
+        self.session.tee(ring);
+    }
+
+    fn spec(&self) -> AgentSpec {
+        AgentSpec {
+            functions: self.functions.clone(),
+            upstream: self.upstream.is_some(),
+            sample: self.sample,
+        }
     }
 }
 
@@ -77,6 +113,8 @@ pub struct Agent<P> {
     pub token: Option<Token>,
     /// The bounds on a client.
     pub limits: Limits,
+    /// The ring's capacity, events (`--ring`).
+    pub ring: usize,
     /// Says what happens, one line each.
     pub say: Box<dyn Fn(&str) + Send + Sync>,
 }
@@ -133,6 +171,8 @@ struct Shared<P> {
     next_run: AtomicU64,
     /// To the agent's own thread, which attached the probes and stops them.
     endings: mpsc::Sender<Ending<P>>,
+    /// The kernel's events, the last [`Agent::ring`] of them.
+    ring: Arc<Mutex<EventRing>>,
 }
 
 /// An answer: its status and body.
@@ -173,9 +213,58 @@ impl<P: AgentProbes> Shared<P> {
         }
     }
 
-    /// `/ready`: whether a run may begin.
+    /// `/ready`: whether a run may begin; then what the probes follow (JSON).
     fn ready(&self) -> Answer {
-        Self::not_ready(&self.slot()).unwrap_or((StatusCode::OK, "ready".into()))
+        let slot = self.slot();
+        if let Some(refused) = Self::not_ready(&slot) {
+            return refused;
+        }
+        let Slot::Ready(p) = &*slot else {
+            unreachable!("not_ready is None only when Ready");
+        };
+        let spec = serde_json::to_string(&p.spec()).unwrap_or_default();
+        (StatusCode::OK, format!("ready\n{spec}"))
+    }
+
+    /// Probes attached: their events into the ring.
+    fn feed(&self, probes: &mut P) {
+        let ring = self.ring.clone();
+        probes.feed(Arc::new(move |events| {
+            ring.lock().unwrap_or_else(|e| e.into_inner()).push(events)
+        }));
+    }
+
+    /// `POST /events?run=ID`: the events of the requests asked for in `body`, from the ring,
+    /// while run ID is open.
+    fn events(&self, query: &str, body: &[u8]) -> Answer {
+        let bad = |why: String| (StatusCode::BAD_REQUEST, why);
+        let Some(id) = param(query, "run") else {
+            return bad("run=ID (of /begin)".into());
+        };
+        match &*self.slot() {
+            Slot::Open(_, run) if run.id == id => {}
+            Slot::Open(_, run) => {
+                let why = format!("run {id} is not the one open here ({})", run.described());
+                return (StatusCode::CONFLICT, why);
+            }
+            _ => return (StatusCode::CONFLICT, format!("run {id} is not open here")),
+        }
+        let Ok(text) = std::str::from_utf8(body) else {
+            return bad("the body is not text: one ask a line".into());
+        };
+        let asks = match Ask::parse_all(text, EVENTS_MAX / 12) {
+            Ok(a) => a,
+            Err(why) => return bad(why),
+        };
+        let pulled = self
+            .ring
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .answer(&asks);
+        (
+            StatusCode::OK,
+            serde_json::to_string(&pulled).unwrap_or_default(),
+        )
     }
 
     /// `/begin?from=NS&interval=NS` from `peer`.
@@ -191,6 +280,7 @@ impl<P: AgentProbes> Shared<P> {
             unreachable!("not_ready is None only when Ready");
         };
         probes.begin_ns(from, Duration::from_nanos(interval.max(1)));
+        self.ring.lock().unwrap_or_else(|e| e.into_inner()).clear();
         let run = OpenRun {
             id: self.next_run.fetch_add(1, Ordering::SeqCst),
             peer,
@@ -259,7 +349,8 @@ impl<P: AgentProbes> Shared<P> {
             return;
         }
         match attached {
-            Ok(p) => {
+            Ok(mut p) => {
+                self.feed(&mut p);
                 *slot = Slot::Ready(p);
                 drop(slot);
                 self.say("attached again");
@@ -334,14 +425,26 @@ async fn answer<P: AgentProbes>(
             )));
         }
     }
-    if req.method() != http::Method::GET {
-        let ans = (
-            StatusCode::METHOD_NOT_ALLOWED,
-            "GET /clock, /ready, /begin, /finish".into(),
-        );
+    let query = req.uri().query().unwrap_or("").to_string();
+    let routes = "GET /clock, /ready, /begin, /finish; POST /events";
+    if (req.method() == http::Method::POST) != (path == "/events")
+        || !matches!(*req.method(), http::Method::GET | http::Method::POST)
+    {
+        return Ok(respond((StatusCode::METHOD_NOT_ALLOWED, routes.into())));
+    }
+    if path == "/events" {
+        use http_body_util::BodyExt;
+        let limited = http_body_util::Limited::new(req.into_body(), EVENTS_MAX);
+        let ans = match limited.collect().await {
+            Ok(body) => shared.events(&query, &body.to_bytes()),
+            Err(_) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("a body of {EVENTS_MAX} bytes at most: ask for fewer requests at once"),
+            ),
+        };
         return Ok(respond(ans));
     }
-    let query = req.uri().query().unwrap_or("");
+    let query = query.as_str();
     let ans = match path.as_str() {
         "/clock" => (StatusCode::OK, mono_now_ns().to_string()),
         "/ready" => shared.ready(),
@@ -350,10 +453,7 @@ async fn answer<P: AgentProbes>(
             Ok(probes) => finish(&shared, probes, &answered).await,
             Err(refused) => refused,
         },
-        _ => (
-            StatusCode::NOT_FOUND,
-            "GET /clock, /ready, /begin, /finish".into(),
-        ),
+        _ => (StatusCode::NOT_FOUND, routes.into()),
     };
     Ok(respond(ans))
 }
@@ -426,14 +526,17 @@ pub fn serve<P: AgentProbes>(
     agent: Agent<P>,
     stop: &AtomicBool,
 ) -> Result<(), ProbeError> {
-    let first = (agent.attach)()?;
+    let mut first = (agent.attach)()?;
     let (endings, ends) = mpsc::channel();
     let shared = Arc::new(Shared {
-        slot: Mutex::new(Slot::Ready(first)),
+        slot: Mutex::new(Slot::Attaching),
         next_run: AtomicU64::new(1),
+        ring: Arc::new(Mutex::new(EventRing::new(agent.ring))),
         agent,
         endings,
     });
+    shared.feed(&mut first);
+    *shared.slot() = Slot::Ready(first);
     shared.say("attached: a run may begin");
     std::thread::scope(|scope| {
         let server = scope.spawn(|| {

@@ -22,6 +22,7 @@ pub mod bpf;
 mod calibrate;
 pub mod output;
 pub mod remote;
+pub mod ring;
 pub mod script;
 pub mod session;
 pub mod spec;
@@ -374,7 +375,7 @@ pub enum Attached {
 }
 
 impl Attached {
-    /// What the run's joiner is given (probed here; `None` on another host: no join).
+    /// What the run's joiner is given (on another host, of what its agent's probes follow).
     pub fn join_spec(
         &self,
         plan: &crate::plan::RunPlan,
@@ -388,7 +389,22 @@ impl Attached {
                 interval: plan.interval,
                 tick: p.tick,
             }),
-            Attached::There(_) => None,
+            Attached::There(r) => Some(crate::recorder::join::JoinSpec {
+                functions: r.spec().functions.clone(),
+                sample: r.spec().sample.max(1),
+                split: false,
+                upstream: r.spec().upstream,
+                interval: plan.interval,
+                tick: Duration::from_millis(100),
+            }),
+        }
+    }
+
+    /// On another host: the run's way to its agent's ring and the agent's clock's offset, ns.
+    pub fn puller(&self) -> Option<(Box<dyn crate::recorder::join::remote::Puller>, i64)> {
+        match self {
+            Attached::Here(_) => None,
+            Attached::There(r) => Some((Box::new(r.puller()), r.offset_ns())),
         }
     }
 

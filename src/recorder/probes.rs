@@ -143,6 +143,10 @@ pub struct RemoteClock {
     pub offset_us: f64,
     /// That exchange's round trip, µs: the offset is within half of it.
     pub rtt_us: f64,
+    /// Per request: the requests kept or logged, their server events pulled from the agent,
+    /// and the clocks' offset their four stamps give.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_request: Option<super::join::remote::PerRequest>,
 }
 
 /// What the probes measured, as the agent of another host sends it (`reqlife probe`): the
@@ -324,6 +328,18 @@ impl ProbeAcc {
         self.joined = Some(Box::new(joined));
     }
 
+    /// Per request, probed on another host: the joined requests (those kept or logged)
+    /// with their counts, and the clocks their stamps give, said in the notes; the phases and
+    /// their series stay the agent's (every request's, per read and write).
+    pub fn use_remote_joined(&mut self, mut joined: super::join::Joined) {
+        if let (Some(r), Some(mut per)) = (&mut self.remote, joined.remote.take()) {
+            per.finish_bytes = r.per_request.as_ref().map_or(0, |p| p.finish_bytes);
+            self.notes.extend(remote_notes(&per, r.offset_us));
+            r.per_request = Some(per);
+        }
+        self.joined = Some(Box::new(joined));
+    }
+
     /// Probed CPU time, seconds: each probe's hits at its kind's measured cost (a uprobe's at
     /// the cost on an emulated instruction), the calibration's own left out; `None` when a
     /// kind that was hit has no cost measured (below the machine's noise).
@@ -342,6 +358,29 @@ impl ProbeAcc {
         }
         Some(total)
     }
+}
+
+/// The lines the report says of a run probed on another host: the clocks per request, the
+/// bytes pulled, and the requests whose events had left the agent's ring.
+pub fn remote_notes(per: &super::join::remote::PerRequest, exchange_us: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    if let (Some(m), Some(lo), Some(hi)) =
+        (per.offset_median_us, per.offset_p10_us, per.offset_p90_us)
+    {
+        out.push(format!(
+            "per request: {} kept or logged requests' four stamps put the agent's clock {m:+.1} µs              from ours (median; p10 {lo:+.1}, p90 {hi:+.1}), the clock exchange {exchange_us:+.1}              µs; their server events: {} bytes in {} pulls (the histograms at the end: {} bytes)",
+            per.count, per.events_bytes, per.pulls, per.finish_bytes
+        ));
+    }
+    if per.left_ring > 0 {
+        out.push(format!(
+            "{} of {} kept or logged requests' server events had left the agent's ring before              they were asked for: they have no server phases; give `reqlife probe` a bigger              --ring EVENTS (default {})",
+            per.left_ring,
+            per.asked,
+            super::join::remote::RING_DEFAULT
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -402,6 +441,7 @@ mod tests {
             agent: "h:1".into(),
             offset_us: 5.0,
             rtt_us: 80.0,
+            per_request: None,
         };
         let b = back.into_acc(Some(clock.clone())).unwrap();
         assert_eq!(

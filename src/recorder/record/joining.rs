@@ -78,14 +78,24 @@ impl Joining {
         let missing: u64 = self
             .unjoined
             .iter()
-            .filter(|(why, _)| !matches!(why.as_str(), "failed" | "not_sampled" | "untraced"))
+            .filter(|(why, _)| {
+                !matches!(
+                    why.as_str(),
+                    "failed" | "not_sampled" | "untraced" | "not_kept"
+                )
+            })
             .map(|(_, n)| n)
             .sum();
         if self.requests > 0 && missing * 20 > self.requests {
             let why: Vec<String> = self
                 .unjoined
                 .iter()
-                .filter(|(w, _)| !matches!(w.as_str(), "failed" | "not_sampled" | "untraced"))
+                .filter(|(w, _)| {
+                    !matches!(
+                        w.as_str(),
+                        "failed" | "not_sampled" | "untraced" | "not_kept"
+                    )
+                })
                 .map(|(w, n)| format!("{n} {}", w.replace('_', " ")))
                 .collect();
             out.push(format!(
