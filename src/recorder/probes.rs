@@ -368,13 +368,17 @@ pub fn remote_notes(per: &super::join::remote::PerRequest, exchange_us: f64) -> 
         (per.offset_median_us, per.offset_p10_us, per.offset_p90_us)
     {
         out.push(format!(
-            "per request: {} kept or logged requests' four stamps put the agent's clock {m:+.1} µs              from ours (median; p10 {lo:+.1}, p90 {hi:+.1}), the clock exchange {exchange_us:+.1}              µs; their server events: {} bytes in {} pulls (the histograms at the end: {} bytes)",
+            "per request: {} kept or logged requests' four stamps put the agent's clock {m:+.1} µs \
+             from ours (median; p10 {lo:+.1}, p90 {hi:+.1}), the clock exchange {exchange_us:+.1} \
+             µs; their server events: {} bytes in {} pulls (the histograms at the end: {} bytes)",
             per.count, per.events_bytes, per.pulls, per.finish_bytes
         ));
     }
     if per.left_ring > 0 {
         out.push(format!(
-            "{} of {} kept or logged requests' server events had left the agent's ring before              they were asked for: they have no server phases; give `reqlife probe` a bigger              --ring EVENTS (default {})",
+            "{} of {} kept or logged requests' server events had left the agent's ring before \
+             they were asked for: they have no server phases; give `reqlife probe` a bigger \
+             --ring EVENTS (default {})",
             per.left_ring,
             per.asked,
             super::join::remote::RING_DEFAULT
