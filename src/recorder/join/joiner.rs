@@ -402,9 +402,7 @@ impl Joiner {
         } else {
             (1, Some(first))
         };
-        if let Some(clocks) = &mut self.clocks {
-            clocks.extend(four_stamps(t, arrival.ns, first.ns));
-        }
+        note_clocks(&mut self.clocks, t, arrival.ns, first.ns);
         probed[slot::SEND] = Some(arrival.ns.saturating_sub(t.write_ns));
         probed[slot::SOCKET] = Some(read_ns.saturating_sub(arrival.ns));
         probed[slot::HANDLE] = Some(first.ns.saturating_sub(read_ns));
@@ -505,6 +503,14 @@ impl Joiner {
             upstream: self.spec.upstream,
             remote: None,
         }
+    }
+}
+
+/// On another host (`clocks` kept): the clocks' offset and round trip of request `t`, its
+/// bytes arrived at `t2` and its response written at `t3` ([`four_stamps`]).
+fn note_clocks(clocks: &mut Option<Vec<(i64, i64)>>, t: &Trail, t2: u64, t3: u64) {
+    if let Some(clocks) = clocks {
+        clocks.extend(four_stamps(t, t2, t3));
     }
 }
 
