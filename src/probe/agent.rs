@@ -17,7 +17,7 @@ use super::remote::Token;
 use super::ring::EventRing;
 use super::session::mono_now_ns;
 use super::{ProbeError, Probes};
-use crate::recorder::join::remote::{AgentSpec, Ask};
+use crate::recorder::join::remote::AgentSpec;
 use crate::recorder::join::KernelEvent;
 use crate::recorder::probes::{ProbeAcc, WireAcc};
 use bytes::Bytes;
@@ -29,6 +29,8 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
+
+mod events;
 
 /// The largest request head read (hyper's smallest buffer): the protocol's are under 1 KiB
 /// with a token of 1024 characters.
@@ -226,47 +228,6 @@ impl<P: AgentProbes> Shared<P> {
         (StatusCode::OK, format!("ready\n{spec}"))
     }
 
-    /// Probes attached: their events into the ring.
-    fn feed(&self, probes: &mut P) {
-        let ring = self.ring.clone();
-        probes.feed(Arc::new(move |events| {
-            ring.lock().unwrap_or_else(|e| e.into_inner()).push(events)
-        }));
-    }
-
-    /// `POST /events?run=ID`: the events of the requests asked for in `body`, from the ring,
-    /// while run ID is open.
-    fn events(&self, query: &str, body: &[u8]) -> Answer {
-        let bad = |why: String| (StatusCode::BAD_REQUEST, why);
-        let Some(id) = param(query, "run") else {
-            return bad("run=ID (of /begin)".into());
-        };
-        match &*self.slot() {
-            Slot::Open(_, run) if run.id == id => {}
-            Slot::Open(_, run) => {
-                let why = format!("run {id} is not the one open here ({})", run.described());
-                return (StatusCode::CONFLICT, why);
-            }
-            _ => return (StatusCode::CONFLICT, format!("run {id} is not open here")),
-        }
-        let Ok(text) = std::str::from_utf8(body) else {
-            return bad("the body is not text: one ask a line".into());
-        };
-        let asks = match Ask::parse_all(text, EVENTS_MAX / 12) {
-            Ok(a) => a,
-            Err(why) => return bad(why),
-        };
-        let pulled = self
-            .ring
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .answer(&asks);
-        (
-            StatusCode::OK,
-            serde_json::to_string(&pulled).unwrap_or_default(),
-        )
-    }
-
     /// `/begin?from=NS&interval=NS` from `peer`.
     fn begin(&self, query: &str, peer: SocketAddr) -> Answer {
         let (Some(from), Some(interval)) = (param(query, "from"), param(query, "interval")) else {
@@ -433,16 +394,7 @@ async fn answer<P: AgentProbes>(
         return Ok(respond((StatusCode::METHOD_NOT_ALLOWED, routes.into())));
     }
     if path == "/events" {
-        use http_body_util::BodyExt;
-        let limited = http_body_util::Limited::new(req.into_body(), EVENTS_MAX);
-        let ans = match limited.collect().await {
-            Ok(body) => shared.events(&query, &body.to_bytes()),
-            Err(_) => (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("a body of {EVENTS_MAX} bytes at most: ask for fewer requests at once"),
-            ),
-        };
-        return Ok(respond(ans));
+        return Ok(respond(events::post(req, &query, &shared).await));
     }
     let query = query.as_str();
     let ans = match path.as_str() {

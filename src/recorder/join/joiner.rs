@@ -402,7 +402,7 @@ impl Joiner {
         } else {
             (1, Some(first))
         };
-        note_clocks(&mut self.clocks, t, arrival.ns, first.ns);
+        super::remote::note_clocks(&mut self.clocks, t, arrival.ns, first.ns);
         probed[slot::SEND] = Some(arrival.ns.saturating_sub(t.write_ns));
         probed[slot::SOCKET] = Some(read_ns.saturating_sub(arrival.ns));
         probed[slot::HANDLE] = Some(first.ns.saturating_sub(read_ns));
@@ -504,26 +504,6 @@ impl Joiner {
             remote: None,
         }
     }
-}
-
-/// On another host (`clocks` kept): the clocks' offset and round trip of request `t`, its
-/// bytes arrived at `t2` and its response written at `t3` ([`four_stamps`]).
-fn note_clocks(clocks: &mut Option<Vec<(i64, i64)>>, t: &Trail, t2: u64, t3: u64) {
-    if let Some(clocks) = clocks {
-        clocks.extend(four_stamps(t, t2, t3));
-    }
-}
-
-/// The clocks' offset and the round trip of request `t`, as NTP has them: t1 its write's
-/// start, t2 its bytes' arrival in the server's socket, t3 the server's write of its response,
-/// t4 the response's first byte at the client: θ = ((t2 − t1) + (t3 − t4)) / 2, δ = (t4 − t1)
-/// − (t3 − t2), ns (the server's stamps as given: in the client's clock, θ is what is left).
-fn four_stamps(t: &Trail, t2: u64, t3: u64) -> Option<(i64, i64)> {
-    use crate::model::Phase;
-    let p = &t.kept.phases;
-    let t4 = t.write_ns + p[Phase::Write.index()]? + p[Phase::Wait.index()]?;
-    let (t1, t2, t3, t4) = (t.write_ns as i64, t2 as i64, t3 as i64, t4 as i64);
-    Some((((t2 - t1) + (t3 - t4)) / 2, (t4 - t1) - (t3 - t2)))
 }
 
 /// A response's last write `last` → its bytes in the client's socket, ns.
