@@ -16,6 +16,7 @@ use reqlife::probe::ProbeError;
 use reqlife::recorder::join::KernelEvent::{self, *};
 use reqlife::recorder::probes::{bucket_key, ProbeAcc};
 use reqlife::util::clock::mono_now_ns;
+use std::collections::HashMap;
 use std::io::{Read as _, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -58,17 +59,22 @@ impl AgentProbes for Stamped {
     }
 }
 
-/// A server that answers `ok` to each request head, stamping its reads and writes; its
-/// probes' clock ticks every 100 ms.
-fn stamped_server(slot: &Slot) -> SocketAddr {
+/// What the server measured of each request, by (client port, the end of its bytes): its
+/// read → its response's write, ns (what `handle` must be).
+type Truth = Arc<Mutex<HashMap<(u16, u64), u64>>>;
+
+/// A server that answers `ok` to each request head after 100 to 900 µs, stamping its reads
+/// and writes; its probes' clock ticks every 100 ms.
+fn stamped_server(slot: &Slot, truth: &Truth) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let keys = Arc::new(AtomicU64::new(1));
-    let (s, t) = (slot.clone(), slot.clone());
+    let (s, t, truth) = (slot.clone(), slot.clone(), truth.clone());
     std::thread::spawn(move || {
         for socket in listener.incoming().flatten() {
-            let (slot, key) = (s.clone(), keys.fetch_add(1, Ordering::SeqCst));
-            std::thread::spawn(move || connection(socket, &slot, key));
+            let (slot, truth) = (s.clone(), truth.clone());
+            let key = keys.fetch_add(1, Ordering::SeqCst);
+            std::thread::spawn(move || connection(socket, &slot, &truth, key));
         }
     });
     std::thread::spawn(move || loop {
@@ -78,69 +84,70 @@ fn stamped_server(slot: &Slot) -> SocketAddr {
     addr
 }
 
-fn connection(mut s: TcpStream, slot: &Slot, key: u64) {
+fn connection(mut s: TcpStream, slot: &Slot, truth: &Truth, key: u64) {
     const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
     let _ = s.set_nodelay(true);
     let port = s.peer_addr().unwrap().port();
     let pid = std::process::id();
-    push(
-        slot,
-        &[Opened {
-            port,
-            ns: mono_now_ns(),
-        }],
-    );
-    let (mut rx, mut tx) = (0u64, 0u64);
+    let ns = mono_now_ns();
+    push(slot, &[Opened { port, ns }]);
+    let (mut rx, mut tx, mut done, mut read_ns) = (0u64, 0u64, 0u64, 0u64);
     let (mut buf, mut head) = ([0u8; 4096], Vec::new());
     while let Ok(n @ 1..) = s.read(&mut buf) {
         let (start, off, ns) = (rx, rx + n as u64, mono_now_ns());
+        read_ns = mono_now_ns();
+        let read = KernelEvent::Read {
+            port,
+            start,
+            off,
+            ns: read_ns,
+            pid,
+            key,
+        };
+        let prev = start;
         push(
             slot,
-            &[Arrived {
-                port,
-                prev: start,
-                off,
-                ns,
-            }],
-        );
-        push(
-            slot,
-            &[KernelEvent::Read {
-                port,
-                start,
-                off,
-                ns: mono_now_ns(),
-                pid,
-                key,
-            }],
+            &[
+                Arrived {
+                    port,
+                    prev,
+                    off,
+                    ns,
+                },
+                read,
+            ],
         );
         rx = off;
         head.extend_from_slice(&buf[..n]);
         while let Some(at) = head.windows(4).position(|w| w == b"\r\n\r\n") {
             head.drain(..at + 4);
+            done += at as u64 + 4;
+            std::thread::sleep(Duration::from_micros(100 + done % 5 * 200));
             let (start, end) = (tx, tx + OK.len() as u64);
             let ns = mono_now_ns();
             if s.write_all(OK).is_err() {
                 return;
             }
+            truth.lock().unwrap().insert((port, done), ns - read_ns);
+            let wrote = Wrote {
+                port,
+                start,
+                end,
+                ns,
+                pid,
+            };
+            let (prev, off, ns) = (start, end, mono_now_ns());
             push(
                 slot,
-                &[Wrote {
-                    port,
-                    start,
-                    end,
-                    ns,
-                    pid,
-                }],
-            );
-            push(
-                slot,
-                &[Delivered {
-                    port,
-                    prev: start,
-                    off: end,
-                    ns: mono_now_ns(),
-                }],
+                &[
+                    wrote,
+                    Delivered {
+                        port,
+                        prev,
+                        off,
+                        ns,
+                    },
+                ],
             );
             tx = end;
         }
@@ -193,7 +200,13 @@ impl Drop for Running {
 
 /// `reqlife run` (its own process) for `secs` at 1000 requests a second against the server,
 /// probed through the agent: its record and its text.
-fn run(agent: &Running, server: SocketAddr, secs: u64) -> (serde_json::Value, String) {
+/// With `log`: every request logged there (so asked for).
+fn run(
+    agent: &Running,
+    server: SocketAddr,
+    secs: u64,
+    log: Option<&std::path::Path>,
+) -> (serde_json::Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run.json");
     let o = reqlife()
@@ -207,6 +220,7 @@ fn run(agent: &Running, server: SocketAddr, secs: u64) -> (serde_json::Value, St
             "1000",
         ])
         .args(["--server-probes-from", &format!("http://{}", agent.addr)])
+        .args(log.map(|l| format!("--log-requests={}", l.display())))
         .arg("-o")
         .arg(&out)
         .arg(format!("http://{server}/"))
@@ -217,13 +231,37 @@ fn run(agent: &Running, server: SocketAddr, secs: u64) -> (serde_json::Value, St
     (read_json(&out), unwrapped(&stdout(&o)))
 }
 
-fn agent_and_server(ring: usize) -> (Running, SocketAddr) {
+fn agent_and_server(ring: usize) -> (Running, SocketAddr, Truth) {
     let slot: Slot = Arc::new(Mutex::new(None));
     let agent = Running::start(&slot, ring);
     wait_until("attached", Duration::from_secs(5), || {
         slot.lock().unwrap().is_some()
     });
-    (agent, stamped_server(&slot))
+    let truth = Truth::default();
+    let server = stamped_server(&slot, &truth);
+    (agent, server, truth)
+}
+
+/// The logged requests with server phases, each checked against what the server measured of
+/// it (its `handle`, to the ns: its own events, never another's): how many.
+fn logged_handles_are_their_own(log: &std::path::Path, truth: &Truth) -> u64 {
+    let text = std::fs::read_to_string(log).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let (port, tx_end, handle) = (col("port"), col("tx_end"), col("server_handle_ns"));
+    let truth = truth.lock().unwrap();
+    let mut checked = 0;
+    for row in lines {
+        let f: Vec<&str> = row.split(',').collect();
+        let Ok(ns) = f[handle].parse::<u64>() else {
+            continue;
+        };
+        let key = (f[port].parse().unwrap(), f[tx_end].parse().unwrap());
+        assert_eq!(Some(&ns), truth.get(&key), "{key:?}: {row}");
+        checked += 1;
+    }
+    checked
 }
 
 /// The record's per-request figures of the remote join.
@@ -259,7 +297,7 @@ fn kept_phases_inside(v: &serde_json::Value) -> usize {
 
 #[test]
 fn kept_requests_get_their_server_phases_and_the_clocks_offset_per_request() {
-    let (agent, server) = agent_and_server(reqlife::probe::ring::RING_DEFAULT);
+    let (agent, server, _) = agent_and_server(reqlife::probe::ring::RING_DEFAULT);
     let secs: Vec<u64> = std::env::var("REQLIFE_TEST_REMOTE_SECS")
         .unwrap_or_else(|_| "3,15".into())
         .split(',')
@@ -267,7 +305,7 @@ fn kept_requests_get_their_server_phases_and_the_clocks_offset_per_request() {
         .collect();
     let mut figures = Vec::new();
     for &s in &secs {
-        let (v, text) = run(&agent, server, s);
+        let (v, text) = run(&agent, server, s, None);
         let per = per_request(&v);
         let requests = count(&v, "summary.requests.total");
         let joined = count(&v, "summary.server_probes.joining.joined");
@@ -280,7 +318,7 @@ fn kept_requests_get_their_server_phases_and_the_clocks_offset_per_request() {
         // One host, one clock: the offset per request is near 0.
         let median = per["offset_median_us"].as_f64().unwrap();
         assert!(median.abs() < 1000.0, "{per}");
-        assert!(text.contains("four stamps put the agent's clock"), "{text}");
+        assert!(text.contains("by the four stamps of"), "{text}");
         let (events, finish) = (
             per["events_bytes"].as_u64().unwrap(),
             per["finish_bytes"].as_u64().unwrap(),
@@ -310,23 +348,35 @@ fn kept_requests_get_their_server_phases_and_the_clocks_offset_per_request() {
 
 #[test]
 fn a_ring_too_small_for_the_load_is_said_and_its_requests_get_nothing() {
-    // 40 events: some 8 requests; a request is asked for a second or more after it ended.
-    let (agent, server) = agent_and_server(40);
-    let (v, text) = run(&agent, server, 3);
+    // 3000 events: some 0.4 s of the load; every request logged, so asked for, 0.2 to 1.2 s
+    // after it ended: some still in the ring, most gone.
+    let (agent, server, truth) = agent_and_server(3000);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.csv");
+    let (v, text) = run(&agent, server, 3, Some(&log));
     let per = per_request(&v);
     let gone = per["left_ring"].as_u64().unwrap();
     let asked = per["asked"].as_u64().unwrap();
-    assert!(gone > 0 && gone <= asked, "{per}");
+    let requests = count(&v, "summary.requests.total");
+    assert_eq!(asked, requests, "{per}");
+    assert!(gone > 0 && gone < asked, "{per}");
     let unjoined = &v["summary"]["server_probes"]["joining"]["unjoined"];
     assert_eq!(unjoined["left_ring"].as_u64(), Some(gone), "{unjoined}");
-    // None of them carries server phases it could have taken from another.
-    let with = kept_phases_inside(&v);
     let joined = count(&v, "summary.server_probes.joining.joined");
     assert_eq!(joined + gone, asked, "{per}");
+    // Those joined have their own server phases, to the ns; those gone none.
+    let checked = logged_handles_are_their_own(&log, &truth);
+    assert_eq!(checked, joined, "{per}");
+    let with = kept_phases_inside(&v);
     let line = text
         .lines()
         .find(|l| l.contains("had left the agent's ring"))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(line.contains("a bigger --ring EVENTS"), "{line}");
-    println!("ring of 40 events: {gone} of {asked} asked-for requests had left it; {joined} joined; kept with server phases: {with}; said: {line}");
+    println!(
+        "ring of 3000 events: {gone} of {asked} asked-for requests had left it; {joined} joined, \
+         each handle its own to the ns ({checked} logged rows checked); kept with server phases: \
+         {with}; said: {}",
+        line.trim()
+    );
 }

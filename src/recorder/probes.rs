@@ -334,7 +334,7 @@ impl ProbeAcc {
     pub fn use_remote_joined(&mut self, mut joined: super::join::Joined) {
         if let (Some(r), Some(mut per)) = (&mut self.remote, joined.remote.take()) {
             per.finish_bytes = r.per_request.as_ref().map_or(0, |p| p.finish_bytes);
-            self.notes.extend(remote_notes(&per, r.offset_us));
+            self.notes.extend(remote_notes(&per));
             r.per_request = Some(per);
         }
         self.joined = Some(Box::new(joined));
@@ -360,20 +360,10 @@ impl ProbeAcc {
     }
 }
 
-/// The lines the report says of a run probed on another host: the clocks per request, the
-/// bytes pulled, and the requests whose events had left the agent's ring.
-pub fn remote_notes(per: &super::join::remote::PerRequest, exchange_us: f64) -> Vec<String> {
+/// What the report must say of a run probed on another host: the requests whose events had
+/// left the agent's ring (the clocks per request are in the report's line of the agent).
+pub fn remote_notes(per: &super::join::remote::PerRequest) -> Vec<String> {
     let mut out = Vec::new();
-    if let (Some(m), Some(lo), Some(hi)) =
-        (per.offset_median_us, per.offset_p10_us, per.offset_p90_us)
-    {
-        out.push(format!(
-            "per request: {} kept or logged requests' four stamps put the agent's clock {m:+.1} µs \
-             from ours (median; p10 {lo:+.1}, p90 {hi:+.1}), the clock exchange {exchange_us:+.1} \
-             µs; their server events: {} bytes in {} pulls (the histograms at the end: {} bytes)",
-            per.count, per.events_bytes, per.pulls, per.finish_bytes
-        ));
-    }
     if per.left_ring > 0 {
         out.push(format!(
             "{} of {} kept or logged requests' server events had left the agent's ring before \

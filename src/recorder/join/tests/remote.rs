@@ -185,7 +185,7 @@ fn a_request_whose_events_left_the_ring_is_counted_and_joined_to_nothing() {
         let own = e.phases[crate::model::Phase::Total.index()].unwrap() / 100_000 - 1;
         assert_eq!(e.is_probed(), ![2, 5].contains(&own), "request {own}");
     }
-    let notes = crate::recorder::probes::remote_notes(&per, 5.0);
+    let notes = crate::recorder::probes::remote_notes(&per);
     let line = notes
         .iter()
         .find(|l| l.contains("left the agent's ring"))
