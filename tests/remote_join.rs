@@ -91,11 +91,11 @@ fn connection(mut s: TcpStream, slot: &Slot, truth: &Truth, key: u64) {
     let pid = std::process::id();
     let ns = mono_now_ns();
     push(slot, &[Opened { port, ns }]);
-    let (mut rx, mut tx, mut done, mut read_ns) = (0u64, 0u64, 0u64, 0u64);
+    let (mut rx, mut tx, mut done) = (0u64, 0u64, 0u64);
     let (mut buf, mut head) = ([0u8; 4096], Vec::new());
     while let Ok(n @ 1..) = s.read(&mut buf) {
         let (start, off, ns) = (rx, rx + n as u64, mono_now_ns());
-        read_ns = mono_now_ns();
+        let read_ns = mono_now_ns();
         let read = KernelEvent::Read {
             port,
             start,
