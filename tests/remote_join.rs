@@ -312,7 +312,8 @@ fn kept_requests_get_their_server_phases_and_the_clocks_offset_per_request() {
         let asked = per["asked"].as_u64().unwrap();
         // The slowest kept whole carry their own server phases.
         assert!(kept_phases_inside(&v) >= 5, "{}", v["slow_requests"]);
-        assert_eq!(joined, asked, "{per}");
+        let joining = &v["summary"]["server_probes"]["joining"];
+        assert_eq!(joined, asked, "{per} {joining}");
         assert_eq!(per["left_ring"].as_u64(), Some(0), "{per}");
         assert!(asked * 10 < requests, "{asked} of {requests} asked for");
         // One host, one clock: the offset per request is near 0.
@@ -336,10 +337,15 @@ fn kept_requests_get_their_server_phases_and_the_clocks_offset_per_request() {
         );
         figures.push((requests, events, finish));
     }
-    // The requests grew with the run's length; the agent's events bytes did not.
+    // The requests grew with the run's length (five or six times); the agent's events bytes
+    // with the requests kept, which grow as the logarithm of the requests (a request is kept
+    // when it beats those kept before it): less than half as fast.
     let ((r0, e0, f0), (r1, e1, f1)) = (figures[0], figures[figures.len() - 1]);
     assert!(r1 > r0 * 3, "{figures:?}");
-    assert!(e1 < e0 * 2, "events bytes {e0} then {e1}: {figures:?}");
+    assert!(
+        e1 * r0 * 2 < e0 * r1,
+        "events bytes {e0} then {e1}: {figures:?}"
+    );
     assert!(
         f1 > f0,
         "the per-tick histograms grow with the run: {figures:?}"

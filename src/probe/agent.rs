@@ -241,7 +241,10 @@ impl<P: AgentProbes> Shared<P> {
             unreachable!("not_ready is None only when Ready");
         };
         probes.begin_ns(from, Duration::from_nanos(interval.max(1)));
-        self.ring.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.ring
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .begin_run();
         let run = OpenRun {
             id: self.next_run.fetch_add(1, Ordering::SeqCst),
             peer,

@@ -74,11 +74,10 @@ impl EventRing {
         }
     }
 
-    /// Forgets every event (a run begins): what was handed out and let go counted afresh.
-    pub fn clear(&mut self) {
-        let (capacity, tick_ns) = (self.capacity, self.tick_ns);
-        *self = EventRing::new(capacity);
-        self.tick_ns = tick_ns;
+    /// A run begins: the events let go counted afresh. The events held stay: a run's
+    /// connections open, and its first requests may be sent, before its `/begin` arrives.
+    pub fn begin_run(&mut self) {
+        self.evicted = 0;
     }
 
     /// Events held.
@@ -91,7 +90,7 @@ impl EventRing {
         self.held == 0
     }
 
-    /// Events let go for room since the last [`EventRing::clear`].
+    /// Events let go for room since the run began ([`EventRing::begin_run`]).
     pub fn evicted(&self) -> u64 {
         self.evicted
     }

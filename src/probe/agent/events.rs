@@ -1,5 +1,5 @@
 //! The agent's ring of the kernel's events, as the agent serves it: fed by the probes from
-//! their attach on, cleared when a run begins, and read by `POST /events?run=ID` (its body
+//! their attach on (its count of events let go afresh for each run), and read by `POST /events?run=ID` (its body
 //! read into [`EVENTS_MAX`] bytes at most) for the requests that run keeps or logs.
 
 use super::{param, AgentProbes, Answer, Shared, Slot, EVENTS_MAX};
