@@ -184,7 +184,7 @@ impl EventRing {
                 gone.push(i as u32);
                 continue;
             }
-            picked.extend(of_ask(c, a).map(|seq| (seq, a.port)));
+            picked.extend(of_ask(c, a).into_iter().map(|seq| (seq, a.port)));
         }
         let mut events = Vec::with_capacity(picked.len());
         for (seq, port) in picked {
@@ -208,50 +208,68 @@ impl EventRing {
     }
 }
 
+/// How far past a request's end (in the agent's clock, as the run says it) its events are
+/// looked for: the clocks' offset is known to far better.
+const LATE_NS: u64 = 100_000_000;
+
+/// When an event happened (the time it is ordered by).
+fn ns_of(e: &KernelEvent) -> u64 {
+    encode(e).map_or(0, |w| w[1])
+}
+
 /// The sequence numbers of the events of `c` that request `a` needs: its connection's
 /// opening, its bytes' arrivals and reads, its response's writes and arrivals at the client
 /// and the calls upstream they carried, and the function hits between its first read and
-/// its response's last write.
-fn of_ask<'a>(c: &'a Conn, a: &'a Ask) -> impl Iterator<Item = u64> + 'a {
+/// its response's last write. Looked for from its end back to the arrival before its bytes
+/// (a connection's events are in time order), not through the whole connection.
+fn of_ask(c: &Conn, a: &Ask) -> Vec<u64> {
     use KernelEvent as K;
     // Bytes from..to (to past the last) hold some of lo..hi (or reach hi: an empty request).
     let over =
         |from: u64, to: u64, (lo, hi): (u64, u64)| from < hi.max(lo + 1) && (to > lo || to >= hi);
+    let end = c
+        .events
+        .partition_point(|(_, e)| ns_of(e) <= a.done_ns.saturating_add(LATE_NS));
+    let mut start = end;
+    while start > 0 && !matches!(c.events[start - 1].1, K::Arrived { off, .. } if off <= a.tx.0) {
+        start -= 1;
+    }
+    let window = c.events.range(start..end);
     let mut span: Option<(u64, u64)> = None;
-    let mut mine = Vec::new();
-    for (seq, e) in &c.events {
-        let (take, ns) = match *e {
-            K::Opened { ns, .. } => (true, ns),
-            K::Arrived { prev, off, ns, .. } => (over(prev, off, a.tx), ns),
-            K::Read { start, off, ns, .. } => (over(start, off, a.tx), ns),
-            K::Wrote { start, end, ns, .. } => (over(start, end, a.rx), ns),
-            K::Delivered { prev, off, ns, .. } => (over(prev, off, a.rx), ns),
-            K::Upstream { start, sent_ns, .. }
-            | K::Backend {
-                start,
-                arrived_ns: sent_ns,
-                ..
-            } => (start >= a.rx.0 && start < a.rx.1, sent_ns),
-            K::Function { .. } => (false, 0),
-            K::Tick { .. } | K::Lost { .. } => (false, 0),
+    let mut mine: Vec<u64> = c
+        .events
+        .front()
+        .filter(|(_, e)| matches!(e, K::Opened { .. }))
+        .map(|(seq, _)| *seq)
+        .into_iter()
+        .collect();
+    for (seq, e) in window.clone() {
+        let take = match *e {
+            K::Arrived { prev, off, .. } => over(prev, off, a.tx),
+            K::Read { start, off, .. } => over(start, off, a.tx),
+            K::Wrote { start, end, .. } => over(start, end, a.rx),
+            K::Delivered { prev, off, .. } => over(prev, off, a.rx),
+            K::Upstream { start, .. } | K::Backend { start, .. } => {
+                start >= a.rx.0 && start < a.rx.1
+            }
+            _ => false,
         };
         if take {
             mine.push(*seq);
             if matches!(e, K::Read { .. } | K::Wrote { .. }) {
+                let ns = ns_of(e);
                 span = Some(span.map_or((ns, ns), |(a, b)| (a.min(ns), b.max(ns))));
             }
         }
     }
     if let Some((from, to)) = span {
-        for (seq, e) in &c.events {
-            if let K::Function { ns, .. } = e {
-                if *ns >= from && *ns <= to {
-                    mine.push(*seq);
-                }
+        for (seq, e) in window {
+            if matches!(e, K::Function { ns, .. } if *ns >= from && *ns <= to) {
+                mine.push(*seq);
             }
         }
     }
-    mine.into_iter()
+    mine
 }
 
 #[cfg(test)]

@@ -159,3 +159,32 @@ fn asks_are_read_from_lines_and_bad_ones_named() {
         .unwrap_err()
         .contains("more than 2"));
 }
+
+#[test]
+fn a_request_on_a_long_connection_is_found_from_its_end_back() {
+    let mut r = EventRing::new(100_000);
+    r.push(&[Opened { port: 5, ns: 1 }]);
+    for i in 0..10_000u64 {
+        r.push(&request(
+            5,
+            (i * 10, i * 10 + 10),
+            (i * 100, i * 100 + 100),
+            1_000 + i * 1_000,
+        ));
+    }
+    let (i, t) = (5_000u64, 1_000 + 5_000 * 1_000);
+    let p = r.answer(&[ask(
+        5,
+        (i * 10, i * 10 + 10),
+        (i * 100, i * 100 + 100),
+        t + 40,
+    )]);
+    let mut want = vec![Opened { port: 5, ns: 1 }];
+    want.extend(request(
+        5,
+        (i * 10, i * 10 + 10),
+        (i * 100, i * 100 + 100),
+        t,
+    ));
+    assert_eq!(events(&p), want);
+}
