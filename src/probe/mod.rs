@@ -15,7 +15,9 @@
 //! session hands the kernel's events ([`output`]) to the run's joiner
 //! ([`crate::recorder::join`]), which ties each to a request by its bytes, and stops
 //! bpftrace (its probes detached) when the run ends. The probe agent of another host has no
-//! requests to join: it folds the events by order, per read and write.
+//! requests to join: it folds the events by order, per read and write, and keeps the last of
+//! them in a bounded ring ([`ring`]) for the run to pull those of the requests it keeps or
+//! logs, which the run joins ([`remote`]).
 
 pub mod agent;
 pub mod bpf;

@@ -128,8 +128,9 @@ pub struct ProbeAcc {
     pub others: u64,
     /// Events the kernel dropped (bpftrace's buffers full).
     pub lost_events: u64,
-    /// Per request: the server's side joined to each (a run here; `None` for the agent's,
-    /// whose phases are per read and write).
+    /// Per request: the server's side joined to each (a run here; from an agent, the
+    /// requests kept or logged only, its phases staying per read and write; `None` on the
+    /// agent itself).
     pub joined: Option<Box<super::join::Joined>>,
 }
 

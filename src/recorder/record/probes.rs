@@ -253,6 +253,13 @@ impl ServerProbes {
         if self.cost.measured.is_some() {
             drawn.push_str(" (half of the connections followed: --server-probes-cost)");
         }
+        if self
+            .remote
+            .as_ref()
+            .is_some_and(|r| r.per_request.is_some())
+        {
+            drawn.push_str(" (those kept or logged), the table per read and write");
+        }
         let sampled = match (&self.joining, self.sample) {
             (Some(j), _) => format!(
                 "{} of {} requests joined by their bytes{drawn}",
