@@ -304,6 +304,7 @@ fn kept_requests_get_their_server_phases_and_the_clocks_offset_per_request() {
     let mut figures = Vec::new();
     for &s in &secs {
         let (v, text) = run(&agent, server, s, None);
+        assert_valid_record(&v);
         let per = per_request(&v);
         let requests = count(&v, "summary.requests.total");
         let joined = count(&v, "summary.server_probes.joining.joined");
