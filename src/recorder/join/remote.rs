@@ -17,8 +17,9 @@ use serde::{Deserialize, Serialize};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-/// The agent's ring's capacity when `reqlife probe --ring` is not given, events: about 36 MB,
-/// some seconds of a busy server's events.
+/// The agent's ring's capacity when `reqlife probe --ring` is not given, events: 64 bytes
+/// each (an event and its place in the order), some 32 MB, some seconds of a busy server's
+/// events.
 pub const RING_DEFAULT: usize = 500_000;
 
 /// How often the run asks the agent.
