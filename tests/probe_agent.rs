@@ -65,6 +65,7 @@ impl Running {
             }),
             token: token.map(|t| Token::parse(t, "test").unwrap()),
             limits,
+            ring: 1000,
             say: Box::new(move |line| s2.said.lock().unwrap().push(line.to_string())),
         };
         let halt = stop.clone();
@@ -432,4 +433,57 @@ fn bad_tokens_and_an_open_agent_without_one_are_usage_errors() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(one_error_line(&out).contains("REQLIFE_PROBE_TOKEN: not a token: it is empty"));
+}
+
+#[test]
+fn events_are_handed_to_the_open_run_only_with_the_token_and_a_bounded_body() {
+    let agent = Running::start(Some(TOKEN), Limits::default());
+    let auth = format!("Authorization: Bearer {TOKEN}\r\n");
+    let post = |path: &str, auth: &str, body: &str| {
+        raw(
+            agent.addr,
+            &format!(
+                "POST {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: {}\r\n\
+                 Connection: close\r\n\r\n{body}",
+                body.len()
+            ),
+        )
+        .expect("an answer")
+    };
+    let ask = "40000 0 80 0 150 123\n";
+    // Without the token, or before a run: nothing handed out.
+    assert_eq!(post("/events?run=1", "", ask).0, 401);
+    let (status, body) = post("/events?run=1", &auth, ask);
+    assert_eq!((status, body.as_str()), (409, "run 1 is not open here"));
+    // A GET of it, a POST elsewhere: not the protocol.
+    assert_eq!(get(agent.addr, "/events?run=1", &auth).unwrap().0, 405);
+    assert_eq!(post("/begin?from=1&interval=1", &auth, "").0, 405);
+    let (status, id) = get(agent.addr, "/begin?from=1&interval=1000", &auth).unwrap();
+    assert_eq!(status, 200);
+    let path = format!("/events?run={id}");
+    // The run's asks: answered from the ring (empty: the fake probes feed none).
+    let (status, body) = post(&path, &auth, ask);
+    assert_eq!(status, 200, "{body}");
+    let pulled: reqlife::recorder::join::remote::Pulled = serde_json::from_str(&body).unwrap();
+    assert!(pulled.events.is_empty() && pulled.gone.is_empty(), "{body}");
+    // Another run's id, a line not an ask, a body over the cap: refused in one line each.
+    let (status, body) = post("/events?run=99", &auth, ask);
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body.starts_with("run 99 is not the one open here (run "),
+        "{body}"
+    );
+    let (status, body) = post(&path, &auth, "40000 0 80\n");
+    assert_eq!(status, 400);
+    assert!(
+        body.starts_with("line 1: not `PORT TX_FROM TX_TO RX_FROM RX_TO DONE_NS`"),
+        "{body}"
+    );
+    let big = ask.repeat(reqlife::probe::agent::EVENTS_MAX / ask.len() + 1);
+    let (status, body) = post(&path, &auth, &big);
+    assert_eq!(status, 413, "{body}");
+    assert!(body.contains("ask for fewer requests at once"), "{body}");
+    // The run goes on: its end is still handed out.
+    let (status, _) = get(agent.addr, &format!("/finish?run={id}"), &auth).unwrap();
+    assert_eq!(status, 200);
 }

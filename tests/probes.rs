@@ -413,6 +413,24 @@ fn an_agent_on_the_servers_host_serves_a_run_elsewhere() {
             "offset {offset} us, rtt {rtt} us"
         );
         assert_eq!(p["remote"]["agent"], format!("127.0.0.1:{listen}"));
+        // The kept requests carry their own server phases, their events pulled from the
+        // agent's ring during the run (not `return`: the client's socket is on its own host);
+        // the clocks' offset per request is near 0.
+        let slow = &v["slow_requests"]["slowest"][0];
+        for phase in ["send", "socket", "handle", "fn:parse->handle"] {
+            assert!(slow["server_ns"][phase].is_u64(), "{round} {phase}: {slow}");
+        }
+        let per = &p["remote"]["per_request"];
+        let asked = count(per, "asked");
+        assert!(asked > 0 && asked < 1500, "{per}");
+        assert_eq!(
+            count(&v, "summary.server_probes.joining.joined"),
+            asked,
+            "{per}"
+        );
+        let median = num(per, "offset_median_us");
+        assert!(median.abs() < 1000.0, "{per}");
+        println!("remote round {round}: {per}");
     }
     // Without the token: refused in one line, and the agent says so.
     let out = reqlife()

@@ -275,7 +275,10 @@ impl Control {
                 // their server phases.
                 if let Some(joined) = measured.joined.take() {
                     measured.exemplars = joined.kept.clone();
-                    acc.use_joined(*joined);
+                    match joined.remote {
+                        Some(_) => acc.use_remote_joined(*joined),
+                        None => acc.use_joined(*joined),
+                    }
                 }
                 measured.series.merge(std::mem::take(&mut acc.series));
                 measured.probes = Some(acc);
@@ -304,12 +307,21 @@ impl Control {
         }
         // --server-probes here: the kernel's events go to the run's joiner from before its
         // connections open (the probes learn them as they open).
+        // On another host, the joiner pulls the kept or logged requests' events from the
+        // agent (the metrics endpoint gets the agent's ticks).
         let join = self.probes.borrow().as_ref().and_then(|p| {
             let spec = p.join_spec(plan)?;
-            let sink = self.metrics.as_ref().map(|m| m.joined_sink(&spec));
+            let remote = p.puller();
+            let sink = match remote {
+                Some(_) => None,
+                None => self.metrics.as_ref().map(|m| m.joined_sink(&spec)),
+            };
             let (input, events) = crate::recorder::join::JoinInput::new(spec, sink);
             p.join(events);
-            Some(input)
+            Some(match remote {
+                Some((puller, offset_ns)) => input.remote(puller, offset_ns),
+                None => input,
+            })
         });
         let options = RunOptions {
             runtime: self.runtime.handle(),

@@ -21,7 +21,7 @@ impl From<ProbeError> for Failure {
 /// agent reached, the clocks' offset measured).
 pub(super) enum Planned {
     Here(Box<probe::Prepared>),
-    There(probe::remote::Remote),
+    There(Box<probe::remote::Remote>),
 }
 
 impl Planned {
@@ -59,7 +59,7 @@ impl Planned {
                         c.rtt_us / 2.0
                     );
                 }
-                Ok(Attached::There(r.clone()))
+                Ok(Attached::There((**r).clone()))
             }
         }
     }
@@ -76,7 +76,7 @@ pub(super) fn prepare(plan: &ProbePlan) -> Result<Planned, Failure> {
                 "--server-probes-token-file",
                 std::env::var_os(probe::remote::TOKEN_ENV),
             )?;
-            Planned::There(probe::remote::Remote::connect(url, token)?)
+            Planned::There(Box::new(probe::remote::Remote::connect(url, token)?))
         }
         ProbePlan::Here {
             request,
@@ -136,6 +136,7 @@ pub(super) fn agent(args: &crate::cli::probes::ProbeAgentArgs) -> Result<i32, Fa
         attach: Box::new(move || prepared.start()),
         token,
         limits: probe::agent::Limits::default(),
+        ring: args.ring as usize,
         say: Box::new(|line| eprintln!("reqlife probe: {line}")),
     };
     probe::agent::serve(listener, agent, &STOP)?;

@@ -265,6 +265,13 @@ pub struct ProbeAgentArgs {
     /// (ps). Without a token the agent listens on a loopback address only.
     #[arg(long = "token-file", value_name = "FILE")]
     pub token_file: Option<std::path::PathBuf>,
+
+    /// The kernel's events kept for `run` to ask for those of the requests it keeps or logs:
+    /// the last EVENTS of them, 1 to 100000000 (64 bytes each). Give more when the
+    /// report says kept requests' events had left the ring.
+    #[arg(long = "ring", value_name = "EVENTS", default_value_t = 500_000,
+          value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub ring: u64,
 }
 
 impl ProbeAgentArgs {

@@ -8,10 +8,17 @@
 //! (more are closed at once). With a token ([`Token`]) every request must carry it, or is
 //! refused (401) with nothing attached, begun or handed out. One run at a time: a `/begin`
 //! while a run is open is refused (409) naming it.
+//!
+//! The kernel's events of every connection to the port go into a bounded ring
+//! ([`EventRing`], [`Agent::ring`] events) from the probes' attach on; `POST /events` answers
+//! a run's asks from it, its body read into [`EVENTS_MAX`] bytes at most (413 beyond).
 
 use super::remote::Token;
+use super::ring::EventRing;
 use super::session::mono_now_ns;
 use super::{ProbeError, Probes};
+use crate::recorder::join::remote::AgentSpec;
+use crate::recorder::join::KernelEvent;
 use crate::recorder::probes::{ProbeAcc, WireAcc};
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -23,9 +30,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod events;
+
 /// The largest request head read (hyper's smallest buffer): the protocol's are under 1 KiB
 /// with a token of 1024 characters.
 pub const HEAD_MAX: usize = 8192;
+
+/// The largest body of a `POST /events` read: some 50,000 requests asked at once.
+pub const EVENTS_MAX: usize = 4 << 20;
+
+/// Where the probes hand the kernel's events for the agent's ring.
+pub type RingFeed = Arc<dyn Fn(&[KernelEvent]) + Send + Sync>;
 
 /// What the agent drives: probes attached and waiting for a run, given its window, then
 /// finished. [`Probes`] on a real host; a fake one in tests.
@@ -35,6 +50,17 @@ pub trait AgentProbes: Send + 'static {
     fn begin_ns(&mut self, from_ns: u64, interval: Duration);
     /// The run has ended: the probes detached, what they measured.
     fn finish(self) -> ProbeAcc;
+    /// The kernel's events go to `ring` from now on, as they come (none by default).
+    fn feed(&mut self, ring: RingFeed) {
+        let _ = ring;
+    }
+    /// What the probes follow, for the run's joiner.
+    fn spec(&self) -> AgentSpec {
+        AgentSpec {
+            sample: 1,
+            ..AgentSpec::default()
+        }
+    }
 }
 
 impl AgentProbes for Probes {
@@ -44,6 +70,18 @@ impl AgentProbes for Probes {
 
     fn finish(self) -> ProbeAcc {
         Probes::finish(self)
+    }
+
+    fn feed(&mut self, ring: RingFeed) {
+        self.session.tee(ring);
+    }
+
+    fn spec(&self) -> AgentSpec {
+        AgentSpec {
+            functions: self.functions.clone(),
+            upstream: self.upstream.is_some(),
+            sample: self.sample,
+        }
     }
 }
 
@@ -77,6 +115,8 @@ pub struct Agent<P> {
     pub token: Option<Token>,
     /// The bounds on a client.
     pub limits: Limits,
+    /// The ring's capacity, events (`--ring`).
+    pub ring: usize,
     /// Says what happens, one line each.
     pub say: Box<dyn Fn(&str) + Send + Sync>,
 }
@@ -133,6 +173,8 @@ struct Shared<P> {
     next_run: AtomicU64,
     /// To the agent's own thread, which attached the probes and stops them.
     endings: mpsc::Sender<Ending<P>>,
+    /// The kernel's events, the last [`Agent::ring`] of them.
+    ring: Arc<Mutex<EventRing>>,
 }
 
 /// An answer: its status and body.
@@ -173,9 +215,17 @@ impl<P: AgentProbes> Shared<P> {
         }
     }
 
-    /// `/ready`: whether a run may begin.
+    /// `/ready`: whether a run may begin; then what the probes follow (JSON).
     fn ready(&self) -> Answer {
-        Self::not_ready(&self.slot()).unwrap_or((StatusCode::OK, "ready".into()))
+        let slot = self.slot();
+        if let Some(refused) = Self::not_ready(&slot) {
+            return refused;
+        }
+        let Slot::Ready(p) = &*slot else {
+            unreachable!("not_ready is None only when Ready");
+        };
+        let spec = serde_json::to_string(&p.spec()).unwrap_or_default();
+        (StatusCode::OK, format!("ready\n{spec}"))
     }
 
     /// `/begin?from=NS&interval=NS` from `peer`.
@@ -191,6 +241,10 @@ impl<P: AgentProbes> Shared<P> {
             unreachable!("not_ready is None only when Ready");
         };
         probes.begin_ns(from, Duration::from_nanos(interval.max(1)));
+        self.ring
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .begin_run();
         let run = OpenRun {
             id: self.next_run.fetch_add(1, Ordering::SeqCst),
             peer,
@@ -259,7 +313,8 @@ impl<P: AgentProbes> Shared<P> {
             return;
         }
         match attached {
-            Ok(p) => {
+            Ok(mut p) => {
+                self.feed(&mut p);
                 *slot = Slot::Ready(p);
                 drop(slot);
                 self.say("attached again");
@@ -334,14 +389,17 @@ async fn answer<P: AgentProbes>(
             )));
         }
     }
-    if req.method() != http::Method::GET {
-        let ans = (
-            StatusCode::METHOD_NOT_ALLOWED,
-            "GET /clock, /ready, /begin, /finish".into(),
-        );
-        return Ok(respond(ans));
+    let query = req.uri().query().unwrap_or("").to_string();
+    let routes = "GET /clock, /ready, /begin, /finish; POST /events";
+    if (req.method() == http::Method::POST) != (path == "/events")
+        || !matches!(*req.method(), http::Method::GET | http::Method::POST)
+    {
+        return Ok(respond((StatusCode::METHOD_NOT_ALLOWED, routes.into())));
     }
-    let query = req.uri().query().unwrap_or("");
+    if path == "/events" {
+        return Ok(respond(events::post(req, &query, &shared).await));
+    }
+    let query = query.as_str();
     let ans = match path.as_str() {
         "/clock" => (StatusCode::OK, mono_now_ns().to_string()),
         "/ready" => shared.ready(),
@@ -350,10 +408,7 @@ async fn answer<P: AgentProbes>(
             Ok(probes) => finish(&shared, probes, &answered).await,
             Err(refused) => refused,
         },
-        _ => (
-            StatusCode::NOT_FOUND,
-            "GET /clock, /ready, /begin, /finish".into(),
-        ),
+        _ => (StatusCode::NOT_FOUND, routes.into()),
     };
     Ok(respond(ans))
 }
@@ -426,14 +481,17 @@ pub fn serve<P: AgentProbes>(
     agent: Agent<P>,
     stop: &AtomicBool,
 ) -> Result<(), ProbeError> {
-    let first = (agent.attach)()?;
+    let mut first = (agent.attach)()?;
     let (endings, ends) = mpsc::channel();
     let shared = Arc::new(Shared {
-        slot: Mutex::new(Slot::Ready(first)),
+        slot: Mutex::new(Slot::Attaching),
         next_run: AtomicU64::new(1),
+        ring: Arc::new(Mutex::new(EventRing::new(agent.ring))),
         agent,
         endings,
     });
+    shared.feed(&mut first);
+    *shared.slot() = Slot::Ready(first);
     shared.say("attached: a run may begin");
     std::thread::scope(|scope| {
         let server = scope.spawn(|| {

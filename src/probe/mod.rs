@@ -15,7 +15,9 @@
 //! session hands the kernel's events ([`output`]) to the run's joiner
 //! ([`crate::recorder::join`]), which ties each to a request by its bytes, and stops
 //! bpftrace (its probes detached) when the run ends. The probe agent of another host has no
-//! requests to join: it folds the events by order, per read and write.
+//! requests to join: it folds the events by order, per read and write, and keeps the last of
+//! them in a bounded ring ([`ring`]) for the run to pull those of the requests it keeps or
+//! logs, which the run joins ([`remote`]).
 
 pub mod agent;
 pub mod bpf;
@@ -23,6 +25,7 @@ mod calibrate;
 mod maps;
 pub mod output;
 pub mod remote;
+pub mod ring;
 pub mod script;
 pub mod session;
 pub mod spec;
@@ -375,7 +378,7 @@ pub enum Attached {
 }
 
 impl Attached {
-    /// What the run's joiner is given (probed here; `None` on another host: no join).
+    /// What the run's joiner is given (on another host, of what its agent's probes follow).
     pub fn join_spec(
         &self,
         plan: &crate::plan::RunPlan,
@@ -389,7 +392,22 @@ impl Attached {
                 interval: plan.interval,
                 tick: p.tick,
             }),
-            Attached::There(_) => None,
+            Attached::There(r) => Some(crate::recorder::join::JoinSpec {
+                functions: r.spec().functions.clone(),
+                sample: r.spec().sample.max(1),
+                split: false,
+                upstream: r.spec().upstream,
+                interval: plan.interval,
+                tick: Duration::from_millis(100),
+            }),
+        }
+    }
+
+    /// On another host: the run's way to its agent's ring and the agent's clock's offset, ns.
+    pub fn puller(&self) -> Option<(Box<dyn crate::recorder::join::remote::Puller>, i64)> {
+        match self {
+            Attached::Here(_) => None,
+            Attached::There(r) => Some((Box::new(r.puller()), r.offset_ns())),
         }
     }
 

@@ -14,17 +14,30 @@
 //!                                 409 naming the run open (one run at a time)
 //! GET /finish?run=ID              run ID has ended: its phases (JSON, recorder::probes::WireAcc);
 //!                                 the agent attaches afresh for the next run
+//! POST /events?run=ID             while run ID is open: the kernel's events of the requests
+//!                                 the body asks for, one a line, `PORT TX_FROM TX_TO RX_FROM
+//!                                 RX_TO DONE_NS` (where its bytes lay on its connection, when
+//!                                 it ended in the agent's clock), from the agent's ring (JSON,
+//!                                 recorder::join::remote::Pulled: those asks whose events had
+//!                                 left the ring named); 4 MiB of body at most
 //! ```
+//!
+//! `/ready` answers `ready`, then a line of what the probes follow (JSON,
+//! recorder::join::remote::AgentSpec). During the run, `run` asks for the requests it keeps
+//! or logs once a second ([`Puller`]), so the agent's bounded ring still holds them.
 //!
 //! The offset is measured as NTP does: of several exchanges, the one with the shortest round
 //! trip, the agent's clock against the middle of it; it is within half that round trip.
 
 use super::session::{mono_now_ns, mono_ns};
 use super::ProbeError;
+use crate::recorder::join::remote::{AgentSpec, Ask, Pulled, Puller};
 use crate::recorder::probes::{ProbeAcc, RemoteClock, WireAcc};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Exchanges of the clock measure.
@@ -147,12 +160,28 @@ impl std::fmt::Display for GetError {
 
 /// One GET to the agent, with `token`: its body, or why not.
 fn get(agent: SocketAddr, path: &str, token: Option<&Token>) -> Result<String, GetError> {
+    exchange(agent, path, None, token)
+}
+
+/// One request to the agent, with `token`: a GET, or a POST of `body`: the answer's body,
+/// or why not.
+fn exchange(
+    agent: SocketAddr,
+    path: &str,
+    body: Option<&str>,
+    token: Option<&Token>,
+) -> Result<String, GetError> {
     let io = |e: std::io::Error| GetError::Unreachable(e.to_string());
     let mut s = TcpStream::connect_timeout(&agent, TIMEOUT).map_err(io)?;
     s.set_read_timeout(Some(TIMEOUT)).map_err(io)?;
     s.set_nodelay(true).map_err(io)?;
     let auth = token.map(Token::header).unwrap_or_default();
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {agent}\r\n{auth}Connection: close\r\n\r\n");
+    let (method, sent) = match body {
+        Some(b) => ("POST", format!("Content-Length: {}\r\n\r\n{b}", b.len())),
+        None => ("GET", "\r\n".to_string()),
+    };
+    let req =
+        format!("{method} {path} HTTP/1.1\r\nHost: {agent}\r\n{auth}Connection: close\r\n{sent}");
     s.write_all(req.as_bytes()).map_err(io)?;
     let mut text = String::new();
     s.read_to_string(&mut text).map_err(io)?;
@@ -173,8 +202,38 @@ pub struct Remote {
     agent: SocketAddr,
     clock: RemoteClock,
     token: Option<Token>,
-    /// The run begun there (its id), once begun.
-    run: Option<u64>,
+    /// The run begun there (its id), once begun; 0 before (shared with its [`Puller`]).
+    run: Arc<AtomicU64>,
+    /// What its probes follow.
+    spec: AgentSpec,
+}
+
+/// The run's pulls of its requests' events from the agent ([`Remote::puller`]).
+#[derive(Debug)]
+pub struct EventPuller {
+    agent: SocketAddr,
+    token: Option<Token>,
+    run: Arc<AtomicU64>,
+    bytes: u64,
+}
+
+impl Puller for EventPuller {
+    fn pull(&mut self, asks: &[Ask]) -> Result<Pulled, String> {
+        let run = self.run.load(Ordering::SeqCst);
+        if run == 0 {
+            return Err("the run has not begun there".into());
+        }
+        let body: String = asks.iter().map(Ask::line).collect();
+        let path = format!("/events?run={run}");
+        let text = exchange(self.agent, &path, Some(&body), self.token.as_ref())
+            .map_err(|e| e.to_string())?;
+        self.bytes += text.len() as u64;
+        serde_json::from_str(&text).map_err(|e| e.to_string())
+    }
+
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
 }
 
 impl Remote {
@@ -227,12 +286,20 @@ impl Remote {
                 best = Some((rtt, offset));
             }
         }
-        get(agent, "/ready", token.as_ref()).map_err(|e| match e {
+        let ready = get(agent, "/ready", token.as_ref()).map_err(|e| match e {
             GetError::Status(409 | 503, why) => {
                 ProbeError::Failed(format!("the probe agent at {agent}: {why}"))
             }
             e => refused(e),
         })?;
+        let spec = ready
+            .lines()
+            .nth(1)
+            .and_then(|l| serde_json::from_str(l).ok())
+            .unwrap_or(AgentSpec {
+                sample: 1,
+                ..AgentSpec::default()
+            });
         let (rtt, offset) = best.expect("CLOCK_EXCHANGES > 0");
         Ok(Remote {
             agent,
@@ -240,10 +307,32 @@ impl Remote {
                 agent: agent.to_string(),
                 offset_us: offset as f64 / 1e3,
                 rtt_us: rtt as f64 / 1e3,
+                per_request: None,
             },
             token,
-            run: None,
+            run: Arc::new(AtomicU64::new(0)),
+            spec,
         })
+    }
+
+    /// What the agent's probes follow.
+    pub fn spec(&self) -> &AgentSpec {
+        &self.spec
+    }
+
+    /// The run's way to the agent's ring (it pulls once the run has begun there).
+    pub fn puller(&self) -> EventPuller {
+        EventPuller {
+            agent: self.agent,
+            token: self.token.clone(),
+            run: self.run.clone(),
+            bytes: 0,
+        }
+    }
+
+    /// The agent's clock minus ours, ns.
+    pub fn offset_ns(&self) -> i64 {
+        (self.clock.offset_us * 1e3).round() as i64
     }
 
     /// The clocks as measured.
@@ -270,7 +359,7 @@ impl Remote {
             .trim()
             .parse()
             .map_err(|_| failed(format!("no run id in {body:?}")))?;
-        self.run = Some(id);
+        self.run.store(id, Ordering::SeqCst);
         Ok(())
     }
 
@@ -278,14 +367,22 @@ impl Remote {
     pub fn finish(self) -> Result<ProbeAcc, ProbeError> {
         let failed =
             |e: String| ProbeError::Failed(format!("the probe agent at {}: {e}", self.agent));
-        let Some(run) = self.run else {
+        let run = self.run.load(Ordering::SeqCst);
+        if run == 0 {
             return Err(failed("no run began there".into()));
-        };
+        }
         let path = format!("/finish?run={run}");
         let body =
             get(self.agent, &path, self.token.as_ref()).map_err(|e| failed(e.to_string()))?;
         let wire: WireAcc = serde_json::from_str(&body).map_err(|e| failed(e.to_string()))?;
-        wire.into_acc(Some(self.clock))
+        let clock = RemoteClock {
+            per_request: Some(crate::recorder::join::remote::PerRequest {
+                finish_bytes: body.len() as u64,
+                ..Default::default()
+            }),
+            ..self.clock
+        };
+        wire.into_acc(Some(clock))
             .ok_or_else(|| failed("a histogram it sent does not decode".into()))
     }
 }

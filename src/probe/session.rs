@@ -64,6 +64,8 @@ struct Shared {
     into: Into,
     /// The functions probed (the agent folds their chain).
     functions: usize,
+    /// The agent's ring: given every event as well, from its attach on.
+    tee: Option<super::agent::RingFeed>,
 }
 
 /// A running bpftrace and what it has measured.
@@ -125,6 +127,7 @@ impl Session {
                 on_interval: None,
                 into: Into::Nowhere,
                 functions: 0,
+                tee: None,
             }),
             Condvar::new(),
         ));
@@ -210,6 +213,11 @@ impl Session {
     /// The agent's fold follows a chain of `n` functions.
     pub fn functions(&self, n: usize) {
         self.with(|s| s.functions = n);
+    }
+
+    /// The kernel's events go to `ring` too from now on (the agent's).
+    pub fn tee(&self, ring: super::agent::RingFeed) {
+        self.with(|s| s.tee = Some(ring));
     }
 
     /// The kernel's events go to the run's joiner from now on.
@@ -402,6 +410,9 @@ fn hand_over(lock: &Mutex<Shared>, batch: &mut Vec<KernelEvent>) {
         return;
     }
     let mut s = lock.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(tee) = &s.tee {
+        tee(batch);
+    }
     match &mut s.into {
         Into::Nowhere => batch.clear(),
         Into::Join(sink) => {

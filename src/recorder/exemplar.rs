@@ -214,6 +214,22 @@ impl Exemplars {
         }
     }
 
+    /// Whether [`Exemplars::offer_kept`] would keep `e` by its client phases (its total,
+    /// a client phase, or its bucket's first): the requests whose server events a run probed
+    /// on another host asks its agent for.
+    pub fn would_keep(&self, e: &Exemplar) -> bool {
+        let Some(total) = e.phases[Phase::Total.index()] else {
+            return false;
+        };
+        self.slowest.beats(total)
+            || self.buckets[bucket(total)].is_none()
+            || self
+                .by_phase
+                .iter()
+                .zip(&e.phases)
+                .any(|(list, ns)| ns.is_some_and(|ns| ns > 0 && list.beats(ns)))
+    }
+
     /// Keeps request `e` (already made whole, its server phases joined) where it beats the
     /// kept ones, by its total, each client phase and each probed phase.
     pub fn offer_kept(&mut self, e: &Exemplar) {

@@ -133,8 +133,9 @@ pub struct ProbeAcc {
     pub maps_read: bool,
     /// Ticks whose event map was full when reqlife took it (events past it were lost).
     pub maps_full: u64,
-    /// Per request: the server's side joined to each (a run here; `None` for the agent's,
-    /// whose phases are per read and write).
+    /// Per request: the server's side joined to each (a run here; from an agent, the
+    /// requests kept or logged only, its phases staying per read and write; `None` on the
+    /// agent itself).
     pub joined: Option<Box<super::join::Joined>>,
 }
 
@@ -148,6 +149,10 @@ pub struct RemoteClock {
     pub offset_us: f64,
     /// That exchange's round trip, µs: the offset is within half of it.
     pub rtt_us: f64,
+    /// Per request: the requests kept or logged, their server events pulled from the agent,
+    /// and the clocks' offset their four stamps give.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_request: Option<super::join::remote::PerRequest>,
 }
 
 /// What the probes measured, as the agent of another host sends it (`reqlife probe`): the
@@ -333,6 +338,18 @@ impl ProbeAcc {
         self.joined = Some(Box::new(joined));
     }
 
+    /// Per request, probed on another host: the joined requests (those kept or logged)
+    /// with their counts, and the clocks their stamps give, said in the notes; the phases and
+    /// their series stay the agent's (every request's, per read and write).
+    pub fn use_remote_joined(&mut self, mut joined: super::join::Joined) {
+        if let (Some(r), Some(mut per)) = (&mut self.remote, joined.remote.take()) {
+            per.finish_bytes = r.per_request.as_ref().map_or(0, |p| p.finish_bytes);
+            self.notes.extend(remote_notes(&per));
+            r.per_request = Some(per);
+        }
+        self.joined = Some(Box::new(joined));
+    }
+
     /// Probed CPU time, seconds: each probe's hits at its kind's measured cost (a uprobe's at
     /// the cost on an emulated instruction), the calibration's own left out; `None` when a
     /// kind that was hit has no cost measured (below the machine's noise).
@@ -351,6 +368,23 @@ impl ProbeAcc {
         }
         Some(total)
     }
+}
+
+/// What the report must say of a run probed on another host: the requests whose events had
+/// left the agent's ring (the clocks per request are in the report's line of the agent).
+pub fn remote_notes(per: &super::join::remote::PerRequest) -> Vec<String> {
+    let mut out = Vec::new();
+    if per.left_ring > 0 {
+        out.push(format!(
+            "{} of {} kept or logged requests' server events had left the agent's ring before \
+             they were asked for: they have no server phases; give `reqlife probe` a bigger \
+             --ring EVENTS (default {})",
+            per.left_ring,
+            per.asked,
+            super::join::remote::RING_DEFAULT
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -411,6 +445,7 @@ mod tests {
             agent: "h:1".into(),
             offset_us: 5.0,
             rtt_us: 80.0,
+            per_request: None,
         };
         let b = back.into_acc(Some(clock.clone())).unwrap();
         assert_eq!(

@@ -277,6 +277,12 @@ impl LogWorker {
         });
     }
 
+    /// Where the log's turn stands: the requests to come before the next logged one (1: the
+    /// next is), and one in how many is logged.
+    pub fn turn(&self) -> (u64, u64) {
+        (self.countdown, self.every)
+    }
+
     /// Logs request `t` (the joiner's, its server phases `probed`) when its turn comes.
     pub fn trail_row(&mut self, t: &super::join::Trail, probed: &[Option<u64>]) {
         self.countdown -= 1;

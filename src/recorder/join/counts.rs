@@ -26,6 +26,13 @@ pub enum Unjoined {
     Late,
     /// Its connection is of the half left untraced (`--server-probes-cost`).
     Untraced,
+    /// Probed on another host: neither kept nor logged, so its server events stayed there.
+    NotKept,
+    /// Probed on another host: its server events had left the agent's ring (`--ring`).
+    LeftRing,
+    /// Probed on another host: the agent did not answer for it (gone, or its clock had not
+    /// passed the request by the run's end).
+    NotPulled,
 }
 
 impl Unjoined {
@@ -41,6 +48,9 @@ impl Unjoined {
             Unjoined::NoWrite => "no_write",
             Unjoined::Late => "late",
             Unjoined::Untraced => "untraced",
+            Unjoined::NotKept => "not_kept",
+            Unjoined::LeftRing => "left_ring",
+            Unjoined::NotPulled => "not_pulled",
         }
     }
 }

@@ -51,6 +51,8 @@ pub struct Joined {
     pub cost: Option<MeasuredCost>,
     /// `--server-upstream`: the server's calls upstream were timed.
     pub upstream: bool,
+    /// Probed on another host: the requests asked for and the clocks per request.
+    pub remote: Option<super::remote::PerRequest>,
 }
 
 /// The join's state.
@@ -77,6 +79,9 @@ pub struct Joiner {
     last_prune: u64,
     /// `--server-probes-cost`: the two halves' requests.
     halves: Option<Halves>,
+    /// Probed on another host ([`Joiner::remote`]): per joined request, the clocks' offset
+    /// and the round trip its four stamps give, ns.
+    clocks: Option<Vec<(i64, i64)>>,
 }
 
 impl Joiner {
@@ -113,12 +118,30 @@ impl Joiner {
             last_prune: 0,
             halves,
             names,
+            clocks: None,
         }
+    }
+
+    /// Joins the requests of a run probed on another host: their events come only for the
+    /// requests asked (a connection's are sparse: no gap counted as missed), and each joined
+    /// request's four stamps give the clocks' offset.
+    pub fn remote(&mut self) {
+        self.clocks = Some(Vec::new());
+    }
+
+    /// Per joined request (probed on another host): the clocks' offset and round trip, ns.
+    pub fn clocks(&self) -> &[(i64, i64)] {
+        self.clocks.as_deref().unwrap_or(&[])
     }
 
     /// The probed phases: (name, what).
     pub fn names(&self) -> &[(String, String)] {
         &self.names
+    }
+
+    /// Where the per-request log's turn stands ([`LogWorker::turn`]), when the run keeps one.
+    pub fn log_turn(&self) -> Option<(u64, u64)> {
+        self.log.as_ref().map(LogWorker::turn)
     }
 
     /// The probes' clock, ns.
@@ -129,7 +152,7 @@ impl Joiner {
     /// An arrival in the server's socket of bytes `prev..off`.
     fn arrived(&mut self, port: u16, prev: u64, off: u64, ns: u64) {
         // Sampled, a connection's events come in episodes: holes between them.
-        let whole = self.spec.sample <= 1;
+        let whole = self.spec.sample <= 1 && self.clocks.is_none();
         let c = self.conn(port, ns);
         let missed = whole && Conn::gap(c.arrived_to, prev);
         c.arrived_to = Some(off);
@@ -139,7 +162,7 @@ impl Joiner {
 
     /// A read of the server's of bytes `start..off`: its number on the connection.
     fn read(&mut self, port: u16, start: u64, off: u64, ns: u64, pid: u32) -> u64 {
-        let whole = self.spec.sample <= 1;
+        let whole = self.spec.sample <= 1 && self.clocks.is_none();
         let c = self.conn(port, ns);
         let missed = whole && Conn::gap(c.read_to, start);
         let seq = c.read(start, off, ns, pid);
@@ -287,14 +310,21 @@ impl Joiner {
     }
 
     /// One request: its server phases found, recorded, logged.
-    fn join(&mut self, mut t: Trail) {
+    fn join(&mut self, t: Trail) {
+        self.join_as(t, None);
+    }
+
+    /// One request joined now, or (`why`) recorded and logged without server phases: a run
+    /// probed on another host joins the requests it asked for as their events come.
+    pub fn join_as(&mut self, mut t: Trail, why: Option<Unjoined>) {
         self.counts.requests += 1;
         let n = self.names.len();
         let mut probed: Vec<Option<u64>> = vec![None; n];
         let untraced = self.spec.split && t.wire.port != 0 && !traced(t.wire.port);
-        let found = match untraced {
-            true => Err(Unjoined::Untraced),
-            false => self.find(&t, &mut probed),
+        let found = match (why, untraced) {
+            (Some(why), _) => Err(why),
+            (None, true) => Err(Unjoined::Untraced),
+            (None, false) => self.find(&t, &mut probed),
         };
         match found {
             Ok(()) => self.counts.joined += 1,
@@ -372,6 +402,7 @@ impl Joiner {
         } else {
             (1, Some(first))
         };
+        super::remote::note_clocks(&mut self.clocks, t, arrival.ns, first.ns);
         probed[slot::SEND] = Some(arrival.ns.saturating_sub(t.write_ns));
         probed[slot::SOCKET] = Some(read_ns.saturating_sub(arrival.ns));
         probed[slot::HANDLE] = Some(first.ns.saturating_sub(read_ns));
@@ -470,6 +501,7 @@ impl Joiner {
             pids: self.pids,
             cost: self.halves.and_then(Halves::finish),
             upstream: self.spec.upstream,
+            remote: None,
         }
     }
 }

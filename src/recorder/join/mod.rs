@@ -36,6 +36,7 @@ mod counts;
 pub mod halves;
 mod joiner;
 mod open;
+pub mod remote;
 pub mod sink;
 pub mod tail;
 mod thread;

@@ -3,6 +3,7 @@
 //! the probes' clock has passed the last request (at most [`FINISH_WAIT`] later: probes
 //! that stopped ticking), and gives what it joined.
 
+use super::remote::{Puller, RemoteJoin};
 use super::sink::{EventSink, Pool, TrailSource};
 use super::{JoinSpec, Joined, Joiner, KernelEvent, Trail};
 use crate::recorder::collector::IntervalSink;
@@ -35,6 +36,8 @@ pub struct JoinInput {
     tx: SyncSender<JoinMsg>,
     rx: Receiver<JoinMsg>,
     on_interval: Option<IntervalSink>,
+    /// Probed on another host: the way to its agent and its clock's offset, ns.
+    remote: Option<(Box<dyn Puller>, i64)>,
 }
 
 impl JoinInput {
@@ -49,9 +52,17 @@ impl JoinInput {
                 tx,
                 rx,
                 on_interval,
+                remote: None,
             },
             events,
         )
+    }
+
+    /// Probed on another host: the events come from its agent through `puller`, its clock
+    /// `offset_ns` ahead of ours ([`super::remote`]).
+    pub fn remote(mut self, puller: Box<dyn Puller>, offset_ns: i64) -> JoinInput {
+        self.remote = Some((puller, offset_ns));
+        self
     }
 
     /// The probed phases' names (the per-request log's extra columns).
@@ -76,12 +87,22 @@ impl JoinThread {
             tx,
             rx,
             on_interval,
+            remote,
         } = input;
         let pool: Pool = Arc::new(Mutex::new(Vec::new()));
         let back = pool.clone();
         let handle = std::thread::Builder::new()
             .name("reqlife-join".into())
-            .spawn(move || run(Joiner::new(spec, log, on_interval), &rx, &back))?;
+            .spawn(move || {
+                let joiner = Joiner::new(spec, log, on_interval);
+                match remote {
+                    Some((puller, offset)) => {
+                        let join = RemoteJoin::new(joiner, puller, offset);
+                        super::remote::run(join, &rx, &back, FINISH_WAIT)
+                    }
+                    None => run(joiner, &rx, &back),
+                }
+            })?;
         Ok(JoinThread {
             source: TrailSource {
                 tx: tx.clone(),

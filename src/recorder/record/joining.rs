@@ -77,6 +77,12 @@ pub struct UpstreamJoin {
     pub misplaced: u64,
 }
 
+/// Whether requests without server phases for `why` are as the run asked (failed, not
+/// drawn, of the untraced half, or on another host neither kept nor logged): no warning.
+fn expected(why: &str) -> bool {
+    matches!(why, "failed" | "not_sampled" | "untraced" | "not_kept")
+}
+
 impl Joining {
     /// What the report must say of the join: the requests left without server phases and
     /// why, responses held back in the server's send queue, functions that ran after the
@@ -86,14 +92,14 @@ impl Joining {
         let missing: u64 = self
             .unjoined
             .iter()
-            .filter(|(why, _)| !matches!(why.as_str(), "failed" | "not_sampled" | "untraced"))
+            .filter(|(why, _)| !expected(why))
             .map(|(_, n)| n)
             .sum();
         if self.requests > 0 && missing * 20 > self.requests {
             let why: Vec<String> = self
                 .unjoined
                 .iter()
-                .filter(|(w, _)| !matches!(w.as_str(), "failed" | "not_sampled" | "untraced"))
+                .filter(|(w, _)| !expected(w))
                 .map(|(w, n)| format!("{n} {}", w.replace('_', " ")))
                 .collect();
             out.push(format!(

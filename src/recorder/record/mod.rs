@@ -268,8 +268,12 @@ impl RunRecord {
                     .probes
                     .as_ref()
                     .filter(|p| p.joined.is_some())
-                    .map_or(Vec::new(), |p| {
-                        p.phases.iter().map(|ph| ph.name.clone()).collect()
+                    .map_or(Vec::new(), |p| match p.joined.as_ref().map(|j| &j.phases) {
+                        // On another host the joined phases stay apart from the agent's.
+                        Some(joined) if !joined.is_empty() => {
+                            joined.iter().map(|(n, _, _)| n.clone()).collect()
+                        }
+                        _ => p.phases.iter().map(|ph| ph.name.clone()).collect(),
                     });
                 slow::SlowRequests::of(&measured.exemplars, names, t, &probed)
             }),

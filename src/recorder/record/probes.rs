@@ -211,6 +211,24 @@ impl ServerProbes {
     }
 }
 
+/// The clocks by the kept requests' four stamps and what their events took, for the report's
+/// line of the agent.
+fn per_request(p: &crate::recorder::join::remote::PerRequest) -> String {
+    let Some((m, lo, hi)) = p
+        .offset_median_us
+        .zip(p.offset_p10_us)
+        .zip(p.offset_p90_us)
+        .map(|((m, lo), hi)| (m, lo, hi))
+    else {
+        return String::new();
+    };
+    format!(
+        "; by the four stamps of {} kept requests {m:+.1} µs (p10 {lo:+.1}, p90 {hi:+.1}), \
+         their events {} bytes in {} pulls",
+        p.count, p.events_bytes, p.pulls
+    )
+}
+
 /// Microseconds in human units (`1.23us`).
 fn human_us(us: f64) -> String {
     human_ns(us * 1000.0)
@@ -235,6 +253,13 @@ impl ServerProbes {
         if self.cost.measured.is_some() {
             drawn.push_str(" (half of the connections followed: --server-probes-cost)");
         }
+        if self
+            .remote
+            .as_ref()
+            .is_some_and(|r| r.per_request.is_some())
+        {
+            drawn.push_str(" (those kept or logged), the table per read and write");
+        }
         let sampled = match (&self.joining, self.sample) {
             (Some(j), _) => format!(
                 "{} of {} requests joined by their bytes{drawn}",
@@ -245,10 +270,11 @@ impl ServerProbes {
         };
         let host = match &self.remote {
             Some(r) => format!(
-                " on {} (reqlife probe; its clock {:+.1} µs from ours, within {:.1} µs)",
+                " on {} (reqlife probe; its clock {:+.1} µs from ours, within {:.1} µs{})",
                 r.agent,
                 r.offset_us,
-                r.rtt_us / 2.0
+                r.rtt_us / 2.0,
+                r.per_request.as_ref().map_or(String::new(), per_request)
             ),
             None => String::new(),
         };

@@ -505,4 +505,5 @@ fn the_tails_shares_add_up_and_name_the_socket() {
 }
 
 mod exemplars;
+mod remote;
 mod upstream;
