@@ -18,6 +18,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 const EVENT_MAPS: [&str; 3] = ["AT_e0", "AT_e1", "AT_e2"];
 /// The script's switch: 1 once reqlife reads the event maps.
 const DIRECT: &str = "AT_direct";
+/// The event map in turn (0 to 2), turned by reqlife once it reads them.
+const TURN: &str = "AT_ep";
 /// An event map's key and value sizes.
 const KEY: usize = 16;
 const VALUE: usize = 48;
@@ -116,6 +118,13 @@ impl MapFd {
 /// The script's event maps, opened by reqlife.
 pub struct EventMaps {
     maps: [MapFd; 3],
+    /// `@ep`: the map in turn.
+    turn: MapFd,
+    /// Turns made, and when the last was (CLOCK_MONOTONIC ns).
+    turns: u64,
+    turned_ns: u64,
+    /// The end took the three maps: no turn after it.
+    pub done: bool,
     /// The batch call is refused (a kernel before 5.6): one key at a time.
     one_by_one: bool,
     /// Maps found full when taken: the probes' stores past that failed, their events lost.
@@ -140,6 +149,10 @@ impl EventMaps {
             maps.push(m);
         }
         let maps: [MapFd; 3] = maps.try_into().ok()?;
+        let turn = found.swap_remove(found.iter().position(|m| m.name == TURN)?);
+        if turn.key_size > 8 || turn.value_size != 8 {
+            return None;
+        }
         let switch = found.iter().find(|m| m.name == DIRECT)?;
         if switch.key_size > 8 || switch.value_size != 8 {
             return None;
@@ -150,6 +163,10 @@ impl EventMaps {
         bpf(BPF_MAP_UPDATE_ELEM, &mut attr).ok()?;
         Some(EventMaps {
             maps,
+            turn,
+            turns: 0,
+            turned_ns: super::session::mono_now_ns(),
+            done: false,
             one_by_one: false,
             full: 0,
             keys: vec![0; BATCH * KEY],
@@ -175,6 +192,32 @@ impl EventMaps {
         }
         taken.sort_by_key(|(ns, _)| *ns);
         out.extend(taken.into_iter().map(|(_, e)| e));
+    }
+
+    /// A tick: the next map in turn (`@ep`, from reqlife's clock: a timer's program in the
+    /// kernel is skipped while another BPF program runs on its CPU, and one CPU's timer,
+    /// bpftrace's `interval`, lost a tick in five at saturation, its map then holding two
+    /// ticks' events, past its size), and the map left a turn before taken into `out` (no
+    /// store can still be on its way to it). Gives the clock the events before which are in:
+    /// when that map was left; `None` on the first turn (the map left then holds events from
+    /// before the maps were taken over) or when `@ep` cannot be turned.
+    pub fn turn(&mut self, out: &mut Vec<KernelEvent>) -> Option<u64> {
+        let key = [0u8; 8];
+        let mut now = [0u8; 8];
+        let mut attr = self.turn.elem(key.as_ptr(), now.as_mut_ptr(), 0);
+        // Not there yet: 0 (bpftrace's reading of a map never assigned).
+        if bpf(BPF_MAP_LOOKUP_ELEM, &mut attr).is_err() {
+            now = [0; 8];
+        }
+        let next = (u64::from_ne_bytes(now) + 1) % 3;
+        let value = next.to_ne_bytes();
+        let mut attr = self.turn.elem(key.as_ptr(), value.as_ptr() as *mut u8, 0);
+        bpf(BPF_MAP_UPDATE_ELEM, &mut attr).ok()?;
+        let (left_ns, now_ns) = (self.turned_ns, super::session::mono_now_ns());
+        self.turned_ns = now_ns;
+        self.turns += 1;
+        self.drain(Some(((next + 1) % 3) as usize), out);
+        (self.turns >= 2).then_some(left_ns)
     }
 
     /// By batches; false when the kernel refuses the call (nothing taken then).

@@ -265,8 +265,9 @@ impl Prepared {
     fn calibrate(&self, script: &script::Script) -> Result<ProbeCost, String> {
         let base = calibrate::rounds();
         let empty = ProbeAcc::new(Vec::new(), String::new(), 1, &[], &script.probes);
-        let session = session::Session::start(&self.bpftrace, &script.text, false, empty)
-            .map_err(|e| e.to_string())?;
+        let session =
+            session::Session::start(&self.bpftrace, &script.text, false, empty, self.tick)
+                .map_err(|e| e.to_string())?;
         if !session.wait_probed(Duration::from_secs(10), calibrate::poke) {
             return Err("the calibration's probe did not fire within 10 s".into());
         }
@@ -295,8 +296,13 @@ impl Prepared {
             ),
         }
         // bpftrace says BEGIN once every probe is attached.
-        let session =
-            session::Session::start(&self.bpftrace, &self.script.text, self.unsafe_attach, acc)?;
+        let session = session::Session::start(
+            &self.bpftrace,
+            &self.script.text,
+            self.unsafe_attach,
+            acc,
+            self.tick,
+        )?;
         session.functions(self.script.functions.len());
         Ok(Probes {
             session,

@@ -170,11 +170,13 @@ impl ScriptPlan {
         self.kernel(&mut b);
         let labels = self.function_probes(&mut b);
         let (ep, e0, e1, e2) = (b.map("ep"), b.map("e0"), b.map("e1"), b.map("e2"));
+        // bpftrace turns the maps until reqlife reads them itself (`@direct`): reqlife turns
+        // them then (`super::maps::EventMaps::turn`), its timer never skipped.
         b.probe(
             &Attach::IntervalMs(self.tick_ms),
-            None,
+            Some(&format!("{direct} == 0")),
             &format!(
-                "  if ({ep} == 2) {{ {ep} = 0; }} else {{ {ep} = {ep} + 1; }}\n  $now = nsecs;\n  if ({direct} == 0) {{\n    if ({ep} == 0) {{ print({e2}); clear({e2}); }} else if ({ep} == 1) {{ print({e0}); clear({e0}); }} else {{ print({e1}); clear({e1}); }}\n  }}\n  printf(\"T %llu %llu\\n\", $now, {ep});"
+                "  if ({ep} == 2) {{ {ep} = 0; }} else {{ {ep} = {ep} + 1; }}\n  $now = nsecs;\n  if ({ep} == 0) {{ print({e2}); clear({e2}); }} else if ({ep} == 1) {{ print({e0}); clear({e0}); }} else {{ print({e1}); clear({e1}); }}\n  printf(\"T %llu %llu\\n\", $now, {ep});"
             ),
         );
         let other = b.map("other");

@@ -86,31 +86,9 @@ impl Session {
         script: &str,
         unsafe_attach: bool,
         acc: ProbeAcc,
+        tick: Duration,
     ) -> Result<Session, ProbeError> {
-        let mut cmd = Command::new(bpftrace);
-        if unsafe_attach {
-            cmd.arg("--unsafe");
-        }
-        cmd.args(["-B", "none", "-f", "json", "-e", script])
-            .env("BPFTRACE_MAP_KEYS_MAX", "65536")
-            // 4 MiB a CPU: room for the events of a busy tick (bpftrace drops past it).
-            .env("BPFTRACE_PERF_RB_PAGES", "1024")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                let inf = libc::rlimit {
-                    rlim_cur: libc::RLIM_INFINITY,
-                    rlim_max: libc::RLIM_INFINITY,
-                };
-                libc::setrlimit(libc::RLIMIT_MEMLOCK, &inf);
-                Ok(())
-            });
-        }
+        let mut cmd = command(bpftrace, script, unsafe_attach);
         let mut child = cmd.spawn().map_err(|e| {
             ProbeError::Missing(format!("cannot start {}: {e}", bpftrace.display()))
         })?;
@@ -145,7 +123,7 @@ impl Session {
         let reading = shared.clone();
         std::thread::Builder::new()
             .name("reqlife-probes".into())
-            .spawn(move || read(BufReader::new(out), &reading, pid))
+            .spawn(move || read(BufReader::new(out), reading, pid, tick))
             .map_err(|e| ProbeError::Failed(format!("cannot start the probes' reader: {e}")))?;
         let session = Session {
             child,
@@ -283,6 +261,36 @@ impl Session {
     }
 }
 
+/// bpftrace on `script`, in a process group of its own, ended with reqlife, its memory
+/// unlocked, its output piped.
+fn command(bpftrace: &Path, script: &str, unsafe_attach: bool) -> Command {
+    let mut cmd = Command::new(bpftrace);
+    if unsafe_attach {
+        cmd.arg("--unsafe");
+    }
+    cmd.args(["-B", "none", "-f", "json", "-e", script])
+        .env("BPFTRACE_MAP_KEYS_MAX", "65536")
+        // 4 MiB a CPU: room for the events of a busy tick (bpftrace drops past it).
+        .env("BPFTRACE_PERF_RB_PAGES", "1024")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            let inf = libc::rlimit {
+                rlim_cur: libc::RLIM_INFINITY,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            libc::setrlimit(libc::RLIMIT_MEMLOCK, &inf);
+            Ok(())
+        });
+    }
+    cmd
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
@@ -293,19 +301,19 @@ impl Drop for Session {
 }
 
 /// Reads bpftrace's output (process `pid`) into `shared` until it ends; its event maps read
-/// from the kernel once its BEGIN ran, where they can be ([`EventMaps`]).
-fn read(out: impl BufRead, shared: &(Mutex<Shared>, Condvar), pid: u32) {
-    let (lock, cv) = shared;
+/// from the kernel once its BEGIN ran, where they can be ([`EventMaps`]), turned each `tick`.
+fn read(out: impl BufRead, shared: Arc<(Mutex<Shared>, Condvar)>, pid: u32, tick: Duration) {
+    let (lock, cv) = &*shared;
     let mut batch: Vec<KernelEvent> = Vec::with_capacity(BATCH);
     let mut ended = false;
-    let mut maps: Option<EventMaps> = None;
+    let mut maps: Option<Arc<Mutex<EventMaps>>> = None;
     for text in out.lines() {
         let Ok(text) = text else { break };
         let Some(line) = output::line(&text) else {
             continue;
         };
         ended |= line == Line::End;
-        let line = from_maps(line, &mut maps, pid, lock, &mut batch);
+        let line = from_maps(line, &mut maps, (pid, tick), &shared, &mut batch);
         // A tick's events: handed over whole. After the script's end bpftrace prints its
         // maps once more on its own: the event maps the script printed last, again.
         if let Line::Events(events) = line {
@@ -320,16 +328,11 @@ fn read(out: impl BufRead, shared: &(Mutex<Shared>, Condvar), pid: u32) {
         }
         // The clock: the events before it are in.
         if let Line::Event(e) = line {
-            let tick = matches!(e, KernelEvent::Tick { .. });
             batch.push(e);
-            if tick || batch.len() >= BATCH {
+            if let KernelEvent::Tick { ns } = e {
+                ticked(lock, &mut batch, ns);
+            } else if batch.len() >= BATCH {
                 hand_over(lock, &mut batch);
-            }
-            if let (true, KernelEvent::Tick { ns }) = (tick, e) {
-                let mut s = lock.lock().unwrap_or_else(|e| e.into_inner());
-                if s.gone_ns.is_none() && !s.acc.pids.iter().any(|&p| target::alive(p)) {
-                    s.gone_ns = Some(ns);
-                }
             }
             continue;
         }
@@ -368,38 +371,85 @@ fn read(out: impl BufRead, shared: &(Mutex<Shared>, Condvar), pid: u32) {
     cv.notify_all();
 }
 
-/// The event maps' part of a line: at BEGIN's, the maps taken over from bpftrace (`pid`); at
-/// a tick's, the map it left read into `batch` (at the end's, the three), then the tick as the
-/// clock's event.
+/// The events up to a tick (its clock last) handed over; the server's processes looked at.
+fn ticked(lock: &Mutex<Shared>, batch: &mut Vec<KernelEvent>, ns: u64) {
+    hand_over(lock, batch);
+    let mut s = lock.lock().unwrap_or_else(|e| e.into_inner());
+    if s.gone_ns.is_none() && !s.acc.pids.iter().any(|&p| target::alive(p)) {
+        s.gone_ns = Some(ns);
+    }
+}
+
+/// The event maps' part of a line: at BEGIN's, the maps taken over from bpftrace (`pid`) and
+/// turned each `tick` by a thread of reqlife's ([`turning`]); at a tick's of bpftrace's (maps
+/// it still turns), the map it left read into `batch`; at the end's, the three, the turning
+/// stopped; then the tick as the clock's event.
 fn from_maps(
     line: Line,
-    maps: &mut Option<EventMaps>,
-    pid: u32,
-    lock: &Mutex<Shared>,
+    maps: &mut Option<Arc<Mutex<EventMaps>>>,
+    (pid, tick): (u32, Duration),
+    shared: &Arc<(Mutex<Shared>, Condvar)>,
     batch: &mut Vec<KernelEvent>,
 ) -> Line {
+    let lock = &shared.0;
     if line == Line::Ready && maps.is_none() {
-        *maps = EventMaps::take_over(pid);
-        if maps.is_some() {
+        *maps = EventMaps::take_over(pid).map(|m| Arc::new(Mutex::new(m)));
+        if let Some(m) = maps {
             lock.lock().unwrap_or_else(|e| e.into_inner()).acc.maps_read = true;
+            let (m, shared) = (m.clone(), shared.clone());
+            let _ = std::thread::Builder::new()
+                .name("reqlife-turns".into())
+                .spawn(move || turning(&m, &shared.0, tick));
         }
     }
+    let take = |m: &Arc<Mutex<EventMaps>>, which: Option<usize>, batch: &mut Vec<KernelEvent>| {
+        let mut m = m.lock().unwrap_or_else(|e| e.into_inner());
+        m.drain(which, batch);
+        m.done |= which.is_none();
+        let full = m.full;
+        drop(m);
+        if full > 0 {
+            lock.lock().unwrap_or_else(|e| e.into_inner()).acc.maps_full = full;
+        }
+    };
     match (line, maps) {
         (Line::Turn { ns, left }, m) => {
             if let Some(m) = m {
-                let full = m.full;
-                m.drain(Some(left), batch);
-                if m.full > full {
-                    lock.lock().unwrap_or_else(|e| e.into_inner()).acc.maps_full = m.full;
-                }
+                take(m, Some(left), batch);
             }
             Line::Event(KernelEvent::Tick { ns })
         }
         (line @ Line::Event(KernelEvent::Tick { .. }), Some(m)) => {
-            m.drain(None, batch);
+            take(m, None, batch);
             line
         }
         (line, _) => line,
+    }
+}
+
+/// reqlife's turning of the event maps, each `tick` until the end took them: the map left a
+/// turn before handed over, then its clock.
+fn turning(maps: &Mutex<EventMaps>, lock: &Mutex<Shared>, tick: Duration) {
+    let mut batch = Vec::new();
+    loop {
+        std::thread::sleep(tick);
+        let mut m = maps.lock().unwrap_or_else(|e| e.into_inner());
+        if m.done {
+            return;
+        }
+        let left = m.turn(&mut batch);
+        let full = m.full;
+        drop(m);
+        if full > 0 {
+            lock.lock().unwrap_or_else(|e| e.into_inner()).acc.maps_full = full;
+        }
+        match left {
+            Some(ns) => {
+                batch.push(KernelEvent::Tick { ns });
+                ticked(lock, &mut batch, ns);
+            }
+            None => hand_over(lock, &mut batch),
+        }
     }
 }
 
