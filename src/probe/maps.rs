@@ -3,7 +3,8 @@
 //! `BPF_MAP_LOOKUP_AND_DELETE_BATCH` (a few system calls a tick, whatever the load), instead
 //! of bpftrace printing it as JSON and clearing it one key at a time (three system calls and
 //! a JSON entry an event, read back by reqlife: at saturation, most of a core). Once the maps
-//! are found, reqlife sets the script's `@direct` and the script stops printing them.
+//! are found, reqlife sets the script's `@direct`, the script stops turning and printing them,
+//! and reqlife turns them ([`EventMaps::turn`]).
 //!
 //! An event map's entry is bpftrace's tuple key `(NS, TID)` (16 bytes) and its tuple value
 //! `(KIND, a, b, c, d, e)` (six u64s, 48 bytes); a map of another shape is not taken (the
@@ -396,6 +397,9 @@ mod tests {
         assert!(EventMaps::take_over(me).is_none());
         let direct = create(DIRECT, 8, 8, 1);
         put(&direct, &[0; 8], &0u64.to_ne_bytes());
+        // Not yet the map in turn: not taken.
+        assert!(EventMaps::take_over(me).is_none());
+        let ep = create(TURN, 8, 8, 1);
         // Map 1 filled to its size (4), out of time order; map 2 one event.
         for (ns, tid) in [(40, 1), (10, 2), (30, 1), (20, 3)] {
             put(
@@ -445,5 +449,37 @@ mod tests {
             out[..],
             [KernelEvent::Wrote { ns: 7, end: 5, .. }]
         ));
+        // reqlife's turns: `@ep` (never assigned: 0) moved on, the map left a turn before
+        // taken, and the clock given from the second turn on (the first map left holds
+        // events from before the take-over).
+        let ep_now = || {
+            let mut v = [0u8; 8];
+            let key = [0u8; 8];
+            let mut attr = Attr([0; 9]);
+            attr.0[0] = u64::from(ep.as_raw_fd() as u32);
+            attr.0[1] = key.as_ptr() as u64;
+            attr.0[2] = v.as_mut_ptr() as u64;
+            bpf(BPF_MAP_LOOKUP_ELEM, &mut attr).expect("lookup");
+            u64::from_ne_bytes(v)
+        };
+        put(&_e[2], &words(&[60, 1]), &words(&[1, 40000, 0, 9, 0, 0]));
+        out.clear();
+        let start = maps.turned_ns;
+        assert_eq!(maps.turn(&mut out), None);
+        assert_eq!(ep_now(), 1);
+        assert!(matches!(out[..], [KernelEvent::Arrived { ns: 60, .. }]));
+        put(&_e[0], &words(&[70, 1]), &words(&[1, 40000, 9, 20, 0, 0]));
+        put(&_e[1], &words(&[80, 1]), &words(&[1, 40000, 20, 30, 0, 0]));
+        out.clear();
+        let first = maps.turned_ns;
+        assert!(first >= start);
+        // Turned to 2: map 1 just left (stores may be on their way), map 0 taken.
+        assert_eq!(maps.turn(&mut out), Some(first));
+        assert_eq!(ep_now(), 2);
+        assert!(matches!(out[..], [KernelEvent::Arrived { ns: 70, .. }]));
+        out.clear();
+        maps.turn(&mut out);
+        assert_eq!(ep_now(), 0);
+        assert!(matches!(out[..], [KernelEvent::Arrived { ns: 80, .. }]));
     }
 }

@@ -3,9 +3,10 @@
 use crate::probe::bpf::Builder;
 
 /// The statement that records one event at `ns` (an expression) with its fields, into this
-/// tick's map (`@e0`, `@e1` or `@e2` by `@ep`: each tick moves `@ep` on, and the map it left
-/// is read whole, by reqlife from the kernel ([`crate::probe`]'s `maps`), or printed and
-/// cleared by bpftrace where reqlife could not open it, so that no event waits on a print). A map, not a `printf`: a
+/// tick's map (`@e0`, `@e1` or `@e2` by `@ep`: each tick moves `@ep` on, and a map left is
+/// read whole, by reqlife from the kernel, which then turns `@ep` itself ([`crate::probe`]'s
+/// `maps`), or printed and cleared by bpftrace where reqlife could not open it, so that no
+/// event waits on a print). A map, not a `printf`: a
 /// printed line wakes bpftrace's reader from the probed thread's context, which delayed the
 /// server's own read by 7 to 15 µs on the 2-core VM. Three maps, not two: bpftrace prints and
 /// clears a map in its own process, later than the tick that asked; with two maps, a reader
