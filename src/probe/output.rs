@@ -5,9 +5,7 @@
 //! without a JSON parser (the script's lines hold no quotes), the event maps by a scanner of
 //! their one shape, anything else with a JSON parser.
 
-use super::script::{
-    EV_ARRIVED, EV_BACKEND, EV_DELIVERED, EV_FUNCTION, EV_OPENED, EV_READ, EV_UPSTREAM, EV_WROTE,
-};
+pub(super) use crate::recorder::join::fields::event;
 use crate::recorder::join::KernelEvent;
 
 /// What one line of output was.
@@ -130,61 +128,6 @@ fn events(mut s: &str) -> Vec<KernelEvent> {
     }
     out.sort_by_key(|(ns, _)| *ns);
     out.into_iter().map(|(_, e)| e).collect()
-}
-
-/// One event map entry: at `ns`, (kind, and five fields by kind).
-pub(super) fn event(ns: u64, [kind, a, b, c, d, e]: [u64; 6]) -> Option<KernelEvent> {
-    let port = a as u16;
-    Some(match kind {
-        EV_OPENED => KernelEvent::Opened { port, ns },
-        EV_ARRIVED => KernelEvent::Arrived {
-            port,
-            prev: b,
-            off: c,
-            ns,
-        },
-        EV_READ => KernelEvent::Read {
-            port,
-            start: b,
-            off: c,
-            ns,
-            pid: d as u32,
-            key: e,
-        },
-        EV_WROTE => KernelEvent::Wrote {
-            port,
-            start: b,
-            end: c,
-            ns,
-            pid: d as u32,
-        },
-        EV_DELIVERED => KernelEvent::Delivered {
-            port,
-            prev: b,
-            off: c,
-            ns,
-        },
-        EV_UPSTREAM => KernelEvent::Upstream {
-            port,
-            start: b,
-            end: c,
-            sent_ns: ns,
-            arrived_ns: d,
-        },
-        EV_BACKEND => KernelEvent::Backend {
-            port,
-            start: b,
-            arrived_ns: ns,
-            read_ns: c,
-            wrote_ns: d,
-        },
-        EV_FUNCTION => KernelEvent::Function {
-            index: a as u16,
-            key: e,
-            ns,
-        },
-        _ => return None,
-    })
 }
 
 #[cfg(test)]

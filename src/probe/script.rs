@@ -95,22 +95,9 @@ pub struct Script {
     pub calibration: Option<usize>,
 }
 
-/// The kinds of event, as the event maps' first field has them.
-pub const EV_OPENED: u64 = 0;
-/// Bytes arrived in the server's socket.
-pub const EV_ARRIVED: u64 = 1;
-/// The server read.
-pub const EV_READ: u64 = 2;
-/// The server wrote.
-pub const EV_WROTE: u64 = 3;
-/// Bytes arrived in the client's socket.
-pub const EV_DELIVERED: u64 = 4;
-/// A function was hit.
-pub const EV_FUNCTION: u64 = 5;
-/// A response's write carried the reply of a call upstream (`--server-upstream`).
-pub const EV_UPSTREAM: u64 = 6;
-/// The upstream on this host: its own arrival, read and write of that call.
-pub const EV_BACKEND: u64 = 7;
+pub use crate::recorder::join::fields::{
+    EV_ARRIVED, EV_BACKEND, EV_DELIVERED, EV_FUNCTION, EV_OPENED, EV_READ, EV_UPSTREAM, EV_WROTE,
+};
 
 /// [`crate::recorder::join::halves::traced`] in bpftrace, of the client port `$p`: 1 for a
 /// followed connection (the others are known, so not counted as others', and left untraced).

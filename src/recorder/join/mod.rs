@@ -33,6 +33,7 @@
 mod chain;
 mod conn;
 mod counts;
+pub mod fields;
 pub mod halves;
 mod joiner;
 mod open;

@@ -119,114 +119,48 @@ fn shift(ns: u64, by: i64) -> u64 {
     ns.saturating_add_signed(by)
 }
 
-/// A kernel event as the agent sends it: `[kind, ns, a, b, c, d, e]` (the probes' own, a tick
-/// or lost events, are not sent: `None`).
+/// A kernel event as the agent sends it: `[kind, ns, a, b, c, d, e]`, the probes' own layout
+/// ([`super::fields`]) with its time second (a tick or lost events are not sent: `None`).
 pub fn encode(e: &KernelEvent) -> Option<[u64; 7]> {
-    use KernelEvent as K;
-    let p = |port: u16| u64::from(port);
-    Some(match *e {
-        K::Opened { port, ns } => [0, ns, p(port), 0, 0, 0, 0],
-        K::Arrived {
-            port,
-            prev,
-            off,
-            ns,
-        } => [1, ns, p(port), prev, off, 0, 0],
-        K::Read {
-            port,
-            start,
-            off,
-            ns,
-            pid,
-            key,
-        } => [2, ns, p(port), start, off, u64::from(pid), key],
-        K::Wrote {
-            port,
-            start,
-            end,
-            ns,
-            pid,
-        } => [3, ns, p(port), start, end, u64::from(pid), 0],
-        K::Delivered {
-            port,
-            prev,
-            off,
-            ns,
-        } => [4, ns, p(port), prev, off, 0, 0],
-        K::Function { index, key, ns } => [5, ns, u64::from(index), 0, 0, 0, key],
-        K::Upstream {
-            port,
-            start,
-            end,
-            sent_ns,
-            arrived_ns,
-        } => [6, sent_ns, p(port), start, end, arrived_ns, 0],
-        K::Backend {
-            port,
-            start,
-            arrived_ns,
-            read_ns,
-            wrote_ns,
-        } => [7, arrived_ns, p(port), start, read_ns, wrote_ns, 0],
-        K::Tick { .. } | K::Lost { .. } => return None,
-    })
+    let (ns, [kind, a, b, c, d, e]) = super::fields::fields(e)?;
+    Some([kind, ns, a, b, c, d, e])
 }
 
 /// An event the agent sent, its times moved by `by` (into the run's clock); `None`: not one.
 pub fn decode([kind, ns, a, b, c, d, e]: [u64; 7], by: i64) -> Option<KernelEvent> {
     use KernelEvent as K;
-    let port = u16::try_from(a).ok()?;
-    let ns = shift(ns, by);
-    Some(match kind {
-        0 => K::Opened { port, ns },
-        1 => K::Arrived {
-            port,
-            prev: b,
-            off: c,
-            ns,
+    u16::try_from(a).ok()?;
+    Some(
+        match super::fields::event(shift(ns, by), [kind, a, b, c, d, e])? {
+            K::Upstream {
+                port,
+                start,
+                end,
+                sent_ns,
+                arrived_ns,
+            } => K::Upstream {
+                port,
+                start,
+                end,
+                sent_ns,
+                arrived_ns: shift(arrived_ns, by),
+            },
+            K::Backend {
+                port,
+                start,
+                arrived_ns,
+                read_ns,
+                wrote_ns,
+            } => K::Backend {
+                port,
+                start,
+                arrived_ns,
+                read_ns: shift(read_ns, by),
+                wrote_ns: shift(wrote_ns, by),
+            },
+            other => other,
         },
-        2 => K::Read {
-            port,
-            start: b,
-            off: c,
-            ns,
-            pid: d as u32,
-            key: e,
-        },
-        3 => K::Wrote {
-            port,
-            start: b,
-            end: c,
-            ns,
-            pid: d as u32,
-        },
-        4 => K::Delivered {
-            port,
-            prev: b,
-            off: c,
-            ns,
-        },
-        5 => K::Function {
-            index: port,
-            key: e,
-            ns,
-        },
-        6 => K::Upstream {
-            port,
-            start: b,
-            end: c,
-            sent_ns: ns,
-            arrived_ns: shift(d, by),
-        },
-        7 => K::Backend {
-            port,
-            start: b,
-            arrived_ns: ns,
-            read_ns: shift(c, by),
-            wrote_ns: shift(d, by),
-        },
-        _ => return None,
-    })
+    )
 }
 
 /// The run's way to the agent: one pull of the events of `asks` (or only its clock, with
