@@ -313,8 +313,7 @@ fn run_fails_in_one_line_when_the_agent_has_a_run_open() {
         reqlife()
             .args(&args)
             .env_remove(reqlife::probe::remote::TOKEN_ENV)
-            .output()
-            .unwrap()
+            .bounded()
     };
     let mut first = Remote::connect(&agent.url(), token()).unwrap();
     first.begin(Instant::now(), Duration::from_secs(1)).unwrap();
@@ -363,8 +362,7 @@ fn a_run_whose_start_the_agent_refuses_stops_and_fails_in_one_line() {
         .args(["run", "-n", "20", "-c", "1", "--server-probes-from"])
         .args([format!("http://{proxy}"), target.url("/")])
         .env_remove(reqlife::probe::remote::TOKEN_ENV)
-        .output()
-        .unwrap();
+        .bounded();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let line = one_error_line(&out);
     assert!(

@@ -443,8 +443,7 @@ fn an_agent_on_the_servers_host_serves_a_run_elsewhere() {
             &url(port),
         ])
         .env_remove("REQLIFE_PROBE_TOKEN")
-        .output()
-        .unwrap();
+        .bounded();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(one_error_line(&out).contains("refuses a request without its token"));
     // Said before the answer: in the pipe by now.
@@ -936,8 +935,7 @@ fn bad_input_gets_one_line_and_its_exit_code() {
     let out = reqlife()
         .env("PATH", empty.path())
         .args(["run", "-n", "1", "--server-probes", &u])
-        .output()
-        .unwrap();
+        .bounded();
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("apt-get install bpftrace"),

@@ -225,8 +225,7 @@ fn run(
         .arg(&out)
         .arg(format!("http://{server}/"))
         .env_remove(reqlife::probe::remote::TOKEN_ENV)
-        .output()
-        .unwrap();
+        .bounded();
     assert!(o.status.success(), "{}", stderr(&o));
     (read_json(&out), unwrapped(&stdout(&o)))
 }

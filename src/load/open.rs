@@ -242,6 +242,7 @@ impl Dispatcher {
             next: Some(first),
             since: now,
             until: self.until(),
+            given_back: false,
         };
         Ok(self.queue.fall_behind(behind).await)
     }

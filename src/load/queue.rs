@@ -48,6 +48,10 @@ pub(super) struct Behind {
     /// The end of a timed run's window, with the slack: nothing is taken after it (the
     /// dispatcher counts what is left as not sent).
     pub until: Option<Instant>,
+    /// A connection found nothing due and went idle: the dispatcher takes the schedule back
+    /// whatever the time when it looks (its next request may have fallen due meanwhile, and
+    /// the idle connections wait for the dispatcher to wake them).
+    pub given_back: bool,
 }
 
 impl OpenQueue {
@@ -126,7 +130,7 @@ impl OpenQueue {
                 },
                 None => self.caught_up.notified().await,
             }
-            if self.behind.borrow().as_ref().is_none_or(Behind::caught_up) {
+            if self.behind.borrow().as_ref().is_none_or(|b| b.given_back) {
                 break;
             }
         }
@@ -188,18 +192,11 @@ impl OpenQueue {
                 ))
             }
             _ => {
+                b.given_back = true;
                 self.caught_up.notify_one();
                 None
             }
         }
-    }
-}
-
-impl Behind {
-    /// Nothing is due now: the schedule is over or its next request lies ahead.
-    fn caught_up(&self) -> bool {
-        let now = Instant::now();
-        self.next.is_none_or(|(due, _)| due > now) || self.until.is_some_and(|u| now > u)
     }
 }
 

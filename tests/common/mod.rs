@@ -27,15 +27,74 @@ pub fn run_with_input(args: &[&str], input: &[u8]) -> Output {
     child.wait_with_output().unwrap()
 }
 
-/// Runs reqlife with `args`, with a hard bound on its run time.
+/// The longest any one reqlife command of the tests may take: the longest runs are a minute,
+/// a knee's steps a few more; past it the command hangs, and is killed.
+pub const HANG: Duration = Duration::from_secs(300);
+
+/// Runs reqlife with `args`, with a hard bound on its run time ([`HANG`]: killed past it,
+/// and the test fails naming the command and what it printed).
 pub fn run(args: &[&str]) -> Output {
-    let out = reqlife()
-        .args(args)
-        .output()
-        .expect("the reqlife binary runs");
+    let out = output_within(reqlife().args(args), HANG);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "reqlife panicked: {stderr}");
     out
+}
+
+/// Runs `cmd` to its end as `Command::output` does, for at most `bound`: past it the child is
+/// killed and the test panics with the command and its output so far.
+pub fn output_within(cmd: &mut Command, bound: Duration) -> Output {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the command runs");
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let deadline = Instant::now() + bound;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("the child can be waited for") {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let (stdout, stderr) = (out.join().unwrap(), err.join().unwrap());
+    let Some(status) = status else {
+        panic!(
+            "{cmd:?} still ran after {bound:?}: killed; stderr: {}",
+            String::from_utf8_lossy(&stderr)
+        );
+    };
+    Output {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+/// `Command::output` bounded by [`HANG`] ([`output_within`]), for the commands that make load.
+pub trait Bounded {
+    /// Runs it to its end, for at most [`HANG`].
+    fn bounded(&mut self) -> Output;
+}
+
+impl Bounded for Command {
+    fn bounded(&mut self) -> Output {
+        output_within(self, HANG)
+    }
 }
 
 /// Runs reqlife with `args` and asserts that it succeeded (showing its stderr if not).

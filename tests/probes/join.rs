@@ -239,8 +239,7 @@ fn the_older_kernels_script_runs_and_joins() {
             .args(["run", "-c", "4", "-t", "1", "-n", "2000", "--server-probes"])
             .args(args)
             .arg(url(port))
-            .output()
-            .unwrap()
+            .bounded()
     };
     let script = pre(&["--print-probe-script"]);
     let text = String::from_utf8_lossy(&script.stdout);

@@ -129,11 +129,11 @@ fn a_late_wake_up_releases_no_more_than_the_room_left() {
 
 /// What a run of [`run_behind`] gives: the tickets taken (with their dispatch), the
 /// requests counted as not sent, and the most tickets the queue held at once.
-type Behind = (Vec<(Ticket, Instant)>, u64, usize);
+type RunBehind = (Vec<(Ticket, Instant)>, u64, usize);
 
 /// A timed open loop of `flags` on one thread whose `takers` connections each take a
 /// ticket and hold it for `busy(n)`, n the number of tickets taken before it.
-fn run_behind(flags: &[&str], takers: usize, busy: fn(usize) -> Duration) -> Behind {
+fn run_behind(flags: &[&str], takers: usize, busy: fn(usize) -> Duration) -> RunBehind {
     use crate::cli::{plan::build, Cli, Command};
     use clap::Parser;
     let mut argv = vec!["reqlife", "run", "-t", "1"];
@@ -232,4 +232,61 @@ fn behind_its_schedule_a_thread_catches_up_and_never_sends_early() {
     // Caught up: the backlog's last request waited less than its first.
     let caught = taken.iter().skip(1).take(60).map(waited).min().unwrap();
     assert!(caught < waited(&taken[1]) / 2, "{caught:?}");
+}
+
+#[test]
+fn the_schedule_given_back_is_taken_back_even_if_its_next_request_fell_due_since() {
+    // A run ended by its count (no window's end): a connection finds the next request not
+    // yet due, gives the schedule back and waits idle; the dispatcher looks only after that
+    // request fell due (the thread was busy meanwhile). It takes the schedule back all the
+    // same: the idle connection waits for it to release that request (it waited for ever,
+    // the run with it, when the dispatcher judged by the clock whether to take it back).
+    use crate::cli::{plan::build, Cli, Command};
+    use clap::Parser;
+    let argv = ["reqlife", "run", "-t", "1", "-R", "1000", "-n", "10"];
+    let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {
+        unreachable!()
+    };
+    let plan = build(&args, "http://127.0.0.1:9/").unwrap();
+    let origin = Instant::now();
+    let due_times = DueTimes {
+        pacer: super::super::thread_pacer(&plan, 0).unwrap(),
+        origin,
+        scheduler: Arc::new(Scheduler::new(&plan, origin)),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    tokio::task::LocalSet::new().block_on(&rt, async {
+        let queue = Rc::new(OpenQueue::for_takers(1));
+        let due = Instant::now() + Duration::from_millis(5);
+        let behind = Behind {
+            due_times,
+            next: Some((due, 7)),
+            since: origin,
+            until: None,
+            given_back: false,
+        };
+        let q = queue.clone();
+        let back = tokio::task::spawn_local(async move { q.fall_behind(behind).await.1 });
+        tokio::task::yield_now().await;
+        // The connection runs first, then a task that holds the thread past the due time,
+        // then the dispatcher it woke (a local set runs its tasks in the order they woke).
+        let q = queue.clone();
+        let taker = tokio::task::spawn_local(async move { q.take().await.map(|(t, _)| t.seq) });
+        tokio::task::spawn_local(async { std::thread::sleep(Duration::from_millis(20)) });
+        let next = tokio::time::timeout(Duration::from_secs(2), back).await;
+        let next = next
+            .expect("the dispatcher took the schedule back")
+            .unwrap();
+        assert_eq!(next, Some((due, 7)), "from the request given back");
+        assert!(Instant::now() > due, "which fell due before it looked");
+        queue.close();
+        assert_eq!(
+            taker.await.unwrap(),
+            None,
+            "the idle connection was waiting"
+        );
+    });
 }
