@@ -208,8 +208,9 @@ impl Control {
         self.quit.get()
     }
 
-    /// Waits until `--start-at` (at once if that time has passed); false if interrupted.
-    pub fn wait_start(&self, start: crate::util::units::StartAt, quiet: bool) -> bool {
+    /// Waits until `--start-at` or the start `--coordinator` gave (`flag`, for its lines; at
+    /// once if that time has passed); false if interrupted.
+    pub fn wait_start(&self, start: crate::util::units::StartAt, quiet: bool, flag: &str) -> bool {
         let wait = match start {
             crate::util::units::StartAt::In(d) => d,
             crate::util::units::StartAt::At(t) => {
@@ -217,7 +218,7 @@ impl Control {
                     Ok(d) => d,
                     Err(late) => {
                         eprintln!(
-                            "reqlife: --start-at was {:.3}s ago: starting now",
+                            "reqlife: {flag} was {:.3}s ago: starting now",
                             late.duration().as_secs_f64()
                         );
                         Duration::ZERO
@@ -226,10 +227,7 @@ impl Control {
             }
         };
         if !quiet && !wait.is_zero() {
-            eprintln!(
-                "reqlife: starting in {:.3}s (--start-at)",
-                wait.as_secs_f64()
-            );
+            eprintln!("reqlife: starting in {:.3}s ({flag})", wait.as_secs_f64());
         }
         self.pause(wait)
     }

@@ -22,6 +22,7 @@ mod reach;
 mod reflect;
 mod run;
 mod stats;
+mod together;
 mod until;
 
 use crate::cli::{Cli, Command, ReportArgs, ReportFormat, ServeArgs, ServeCommand};

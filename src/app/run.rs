@@ -4,6 +4,7 @@
 
 use super::control::{Control, Executed, Reporting};
 use super::failure::Failure;
+use super::together::Together;
 use super::{files, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM};
 use crate::cli::command::{OutputPlan, RunCommand, RunRequest};
 use crate::cli::probes::ProbePlan;
@@ -82,15 +83,10 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
             Err(e) => return e.report(),
         }
     }
-    if let Some(start) = prepared.command.start_at {
-        if !control.wait_start(start, quiet) {
-            eprintln!("reqlife: interrupted before the start: nothing was measured");
-            return match control.signal() {
-                libc::SIGTERM => EXIT_SIGTERM,
-                _ => EXIT_SIGINT,
-            };
-        }
-    }
+    let together = match wait_start(&prepared.command, &control, quiet) {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
     if !quiet {
         print_header(&prepared);
     }
@@ -109,14 +105,50 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> i32 {
         server.shutdown();
     }
     let output = &prepared.command.output;
-    output.view.check(&mut record);
-    let code = finish(output, &record, &levels, signal);
+    let code = match together {
+        Some(t) => t.end(record, output, |o, r| finish(o, r, &levels, signal)),
+        None => {
+            output.view.check(&mut record);
+            finish(output, &record, &levels, signal)
+        }
+    };
     control.linger_metrics(prepared.command.watch.metrics_linger);
     match signal {
         libc::SIGINT => EXIT_SIGINT,
         libc::SIGTERM => EXIT_SIGTERM,
         _ => code,
     }
+}
+
+/// Waits for the start: `--start-at`'s, or the one `--coordinator` gives once every segment
+/// is ready (segment 1 listens, the others reach it): this segment's side of the plan's
+/// coordination, or the exit code of a run that cannot start.
+fn wait_start(
+    command: &RunCommand,
+    control: &Control,
+    quiet: bool,
+) -> Result<Option<Together>, i32> {
+    let stop = || control.signal() != 0;
+    let mut together = match command.together.as_ref().map(|p| Together::open(p, &stop)) {
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => return Err(e.report()),
+        None => None,
+    };
+    let (start, flag) = match together.as_mut().map(|t| t.start(&stop, quiet)) {
+        Some(Ok(at)) => (Some(at), "--coordinator"),
+        Some(Err(e)) => return Err(e.report()),
+        None => (command.start_at, "--start-at"),
+    };
+    if let Some(start) = start {
+        if !control.wait_start(start, quiet, flag) {
+            eprintln!("reqlife: interrupted before the start: nothing was measured");
+            return Err(match control.signal() {
+                libc::SIGTERM => EXIT_SIGTERM,
+                _ => EXIT_SIGINT,
+            });
+        }
+    }
+    Ok(together)
 }
 
 /// Every check before the run: the flags into the command (the embedded target started when

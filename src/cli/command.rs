@@ -59,6 +59,8 @@ pub struct RunCommand {
     pub watch: WatchPlan,
     /// `--start-at`.
     pub start_at: Option<StartAt>,
+    /// `--coordinator`: this segment starts with the plan's others and merges with them.
+    pub together: Option<Together>,
     /// `--pause`: between the levels and the repetitions.
     pub pause: Duration,
     /// What was sent when not one fixed request: `scenario FILE` or `targets FILE`.
@@ -156,6 +158,7 @@ impl<'a> RunRequest<'a> {
             probes,
             watch: args.watch.plan(title, args.load.segment, args.files.quiet),
             start_at: args.length.start_at,
+            together: together(args)?,
             pause: args.load.pause,
             workload: match (&args.workload.scenario, &args.workload.targets) {
                 (Some(p), _) => Some(format!("scenario {}", p.display())),
@@ -164,4 +167,53 @@ impl<'a> RunRequest<'a> {
             },
         })
     }
+}
+
+/// `--segment K/N --coordinator HOST:PORT`, checked.
+#[derive(Debug, Clone)]
+pub struct Together {
+    /// This process's segment.
+    pub segment: crate::model::Segment,
+    /// Where segment 1 listens, as the others reach it (`HOST:PORT`).
+    pub addr: String,
+    /// What segment 1 binds: the address if its host is an IP, else every address at the port.
+    pub listen: String,
+    /// `--coordinator-timeout`.
+    pub timeout: Duration,
+}
+
+/// `--coordinator`'s plan, its address checked: `None` without it.
+fn together(args: &RunArgs) -> Result<Option<Together>, PlanError> {
+    let (Some(addr), Some(segment)) = (&args.length.coordinator, args.load.segment) else {
+        return Ok(None);
+    };
+    let bad = |why: &str| {
+        PlanError(format!(
+            "invalid --coordinator '{addr}': {why}; expected HOST:PORT, e.g. 10.0.0.5:9470 or \
+             reqlife-load-0.reqlife-load:9470"
+        ))
+    };
+    let (host, port) = addr.rsplit_once(':').ok_or_else(|| bad("no port"))?;
+    let port: u16 = port
+        .parse()
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| bad("the port is not 1 to 65535"))?;
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if bare.is_empty() {
+        return Err(bad("no host"));
+    }
+    let listen = match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => std::net::SocketAddr::new(ip, port).to_string(),
+        Err(_) => format!("0.0.0.0:{port}"),
+    };
+    Ok(Some(Together {
+        segment,
+        addr: addr.clone(),
+        listen,
+        timeout: args
+            .length
+            .coordinator_timeout
+            .unwrap_or(Duration::from_secs(60)),
+    }))
 }

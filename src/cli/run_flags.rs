@@ -79,6 +79,24 @@ pub struct LengthArgs {
     /// that generators started apart begin together and their interval series align.
     #[arg(help_heading = "Load", long = "start-at", value_parser = super::start_at_arg)]
     pub start_at: Option<crate::util::units::StartAt>,
+
+    /// With --segment: start with the plan's other segments and merge here. Segment 1 listens
+    /// on this port (on this address if it is an IP) and the others connect to it; all start
+    /// at one instant once every one is ready, then send their records to segment 1, which
+    /// merges them, checks the thresholds and writes -o; each exits with the merged verdict.
+    #[arg(
+        help_heading = "Load",
+        long = "coordinator",
+        value_name = "HOST:PORT",
+        requires = "segment",
+        conflicts_with = "start_at"
+    )]
+    pub coordinator: Option<String>,
+
+    /// How long --coordinator waits for every segment at the start, and for their records
+    /// after this one's end [default: 60s].
+    #[arg(help_heading = "Load", long = "coordinator-timeout", value_parser = super::duration_arg, requires = "coordinator")]
+    pub coordinator_timeout: Option<Duration>,
 }
 
 /// What a run does as each interval closes: print a line (`--every`), log its histograms

@@ -16,6 +16,7 @@ mod record;
 mod stats;
 mod switches;
 mod thresholds;
+mod together;
 mod until;
 mod validity;
 mod width;

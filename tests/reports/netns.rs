@@ -9,8 +9,11 @@ use reqlife::recorder::hist;
 use reqlife::server::{ServerConfig, ServerTls};
 use std::process::{Command, Stdio};
 
-/// A private subnet for the test's bridge (RFC 1918, unlikely to be in use).
-const SUBNET: &str = "10.213.77";
+/// The private subnet of test `which`'s bridge (RFC 1918, unlikely to be in use): each test
+/// its own, as its bridge and namespaces have names of their own, so that they run at once.
+fn subnet(which: u8) -> String {
+    format!("10.213.{}", 77 + which)
+}
 
 fn ip(args: &[&str]) -> Result<(), String> {
     let out = Command::new("ip")
@@ -30,6 +33,7 @@ fn ip(args: &[&str]) -> Result<(), String> {
 
 /// The namespaces, veths and bridge of one test; removed when dropped.
 struct Net {
+    subnet: String,
     bridge: String,
     namespaces: Vec<String>,
     /// The veths' ends in this namespace.
@@ -49,17 +53,19 @@ impl Drop for Net {
     }
 }
 
-/// A bridge at `SUBNET.1` and `n` namespaces at `SUBNET.(10+i)`, each joined by a veth pair.
-fn build(n: usize) -> Result<Net, String> {
-    let tag = std::process::id() % 100_000;
+/// Test `which`'s bridge at `subnet.1` and `n` namespaces at `subnet.(10+i)`, each joined by
+/// a veth pair.
+fn build(n: usize, which: u8) -> Result<Net, String> {
+    let tag = format!("{}{which}", std::process::id() % 100_000);
     let mut net = Net {
+        subnet: subnet(which),
         bridge: format!("rlbr{tag}"),
         namespaces: Vec::new(),
         veths: Vec::new(),
     };
     let br = net.bridge.clone();
     ip(&["link", "add", &br, "type", "bridge"])?;
-    ip(&["addr", "add", &format!("{SUBNET}.1/24"), "dev", &br])?;
+    ip(&["addr", "add", &format!("{}.1/24", net.subnet), "dev", &br])?;
     ip(&["link", "set", &br, "up"])?;
     for i in 0..n {
         let ns = format!("rl{tag}n{i}");
@@ -71,7 +77,7 @@ fn build(n: usize) -> Result<Net, String> {
         ip(&["link", "set", &host, "master", &br])?;
         ip(&["link", "set", &host, "up"])?;
         ip(&["link", "set", &inner, "netns", &ns])?;
-        let addr = format!("{SUBNET}.{}/24", 10 + i);
+        let addr = format!("{}.{}/24", net.subnet, 10 + i);
         ip(&["-n", &ns, "addr", "add", &addr, "dev", &inner])?;
         ip(&["-n", &ns, "link", "set", &inner, "up"])?;
         ip(&["-n", &ns, "link", "set", "lo", "up"])?;
@@ -81,7 +87,7 @@ fn build(n: usize) -> Result<Net, String> {
 
 #[test]
 fn segments_in_namespaces_of_their_own_merge_into_the_whole_plan() {
-    let net = match build(3) {
+    let net = match build(3, 0) {
         Ok(net) => net,
         Err(why) => {
             eprintln!("network namespaces cannot be made here ({why}): not run");
@@ -89,7 +95,7 @@ fn segments_in_namespaces_of_their_own_merge_into_the_whole_plan() {
         }
     };
     let server = reqlife::server::spawn(ServerConfig::new(
-        format!("{SUBNET}.1:0").parse().unwrap(),
+        format!("{}.1:0", net.subnet).parse().unwrap(),
         ServerTls::None,
     ))
     .expect("the embedded target listens on the bridge");
@@ -109,8 +115,7 @@ fn segments_in_namespaces_of_their_own_merge_into_the_whole_plan() {
         ])
         .args(flags)
         .args(["-o", whole.to_str().unwrap(), &url])
-        .output()
-        .unwrap();
+        .bounded();
     assert!(out.status.success(), "{}", stderr(&out));
 
     // Its three segments, one per namespace, at once.
@@ -170,6 +175,67 @@ fn segments_in_namespaces_of_their_own_merge_into_the_whole_plan() {
     }
     // Each segment came from its own address on the bridge.
     assert_eq!(m.config.url, url);
+    drop(server);
+    drop(net);
+}
+
+#[test]
+fn segments_in_namespaces_start_together_and_merge_at_the_coordinator() {
+    // The same without Kubernetes: `--coordinator` across the bridge, segment 1 in the first
+    // namespace listening on its address there; no files shared, the records sent over.
+    let net = match build(3, 1) {
+        Ok(net) => net,
+        Err(why) => {
+            eprintln!("network namespaces cannot be made here ({why}): not run");
+            return;
+        }
+    };
+    let server = reqlife::server::spawn(ServerConfig::new(
+        format!("{}.1:0", net.subnet).parse().unwrap(),
+        ServerTls::None,
+    ))
+    .expect("the embedded target listens on the bridge");
+    let url = server.url("/");
+    let dir = tempfile::tempdir().unwrap();
+    let coordinator = format!("{}.10:{}", net.subnet, free_port());
+    let children: Vec<_> = (0..3)
+        .rev()
+        .map(|i| {
+            let path = dir.path().join(format!("s{}.json", i + 1));
+            Command::new("ip")
+                .args(["netns", "exec", &net.namespaces[i]])
+                .args([
+                    env!("CARGO_BIN_EXE_reqlife"),
+                    "run",
+                    "-n",
+                    "3000",
+                    "-c",
+                    "6",
+                ])
+                .args(["--segment", &format!("{}/3", i + 1)])
+                .args(["--coordinator", &coordinator, "--quiet"])
+                .args(["-o", path.to_str().unwrap(), &url])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        let status = exit_within(&mut child, "a segment", HANG);
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert!(status.success(), "{err}");
+    }
+    let m = reqlife::app::load_record(&dir.path().join("s1.json")).unwrap();
+    assert_eq!(m.summary.requests.total, 3000);
+    assert_eq!(m.summary.requests.ok, 3000);
+    assert_eq!(m.merged_run_ids.len(), 3);
+    let g = &m.environment.generators;
+    assert_eq!(g.len(), 3);
+    let late: Vec<f64> = g.iter().map(|g| g.start_late_ms.unwrap()).collect();
+    eprintln!("across namespaces, start late (ms): {late:?}; generators {g:?}");
+    assert!(late.iter().all(|&l| (0.0..100.0).contains(&l)), "{late:?}");
     drop(server);
     drop(net);
 }

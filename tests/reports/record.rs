@@ -4,7 +4,7 @@
 use crate::common::*;
 use serde_json::Value;
 
-fn validator() -> jsonschema::Validator {
+pub(crate) fn validator() -> jsonschema::Validator {
     let schema: Value =
         serde_json::from_str(include_str!("../../schema/runrecord.schema.json")).unwrap();
     jsonschema::validator_for(&schema).expect("the schema compiles")

@@ -190,6 +190,29 @@ pub struct Environment {
     pub hostname: String,
     /// RFC 3339 wall-clock time at which recording started.
     pub start_time: String,
+    /// `run --coordinator`: each segment's start against the one they were all given, and
+    /// its clock against the coordinator's (empty otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generators: Vec<GeneratorStart>,
+}
+
+/// One segment of a plan run `--coordinator`, as its start went.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GeneratorStart {
+    /// `k/n`.
+    pub segment: String,
+    /// Its host's name.
+    pub hostname: String,
+    /// Its clock's offset: the coordinator's clock minus its own, µs (0 for segment 1), from
+    /// the least delayed of its clock exchanges.
+    pub clock_offset_us: f64,
+    /// That exchange's round trip less the coordinator's own time, µs: the offset is within
+    /// half of it.
+    pub exchange_delay_us: f64,
+    /// How long after the start given its recording started, on the coordinator's clock, ms
+    /// (its connections' opening and any warm-up included); `None` where its record has no
+    /// start time.
+    pub start_late_ms: Option<f64>,
 }
 
 impl Environment {
@@ -208,6 +231,7 @@ impl Environment {
             kernel: read("/proc/sys/kernel/osrelease"),
             hostname: read("/proc/sys/kernel/hostname"),
             start_time,
+            generators: Vec::new(),
         }
     }
 }

@@ -23,7 +23,7 @@ mod until;
 pub mod validity;
 pub mod warnings;
 
-pub use config::{Config, Environment, Sweep};
+pub use config::{Config, Environment, GeneratorStart, Sweep};
 pub use end::{EndOfRun, LastAnswer};
 pub use sections::*;
 pub use thresholds::*;
