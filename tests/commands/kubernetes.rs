@@ -1,9 +1,9 @@
 //! The Kubernetes files under deploy/kubernetes: they parse as YAML and pass yamllint, the
-//! Jobs have the shape docs/several-generators.md promises (an Indexed Job of N generators
-//! sharing a volume with the merge Job), and the command lines their shells produce are ones
-//! reqlife accepts: each generator's argv, with JOB_COMPLETION_INDEX 0..N-1 and the
-//! ConfigMap's values, goes through reqlife's own parser and plan builder. The Dockerfile
-//! builds the binary and runs it as a non-root user.
+//! Job has the shape docs/several-generators.md promises (an Indexed Job of N generators, pod
+//! 0 their coordinator reached through a headless Service, no shared volume), and the
+//! command lines their shells produce are ones reqlife accepts: each generator's argv, with
+//! JOB_COMPLETION_INDEX 0..N-1 and the ConfigMap's values, goes through reqlife's own parser
+//! and plan builder. The Dockerfile builds the binary and runs it as a non-root user.
 
 use crate::common::missing;
 
@@ -54,7 +54,7 @@ fn manifests_lint_clean() {
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
         .collect();
-    assert!(files.len() >= 5, "{files:?}");
+    assert!(files.len() >= 4, "{files:?}");
     let out = Command::new(lint)
         .arg("-c")
         .arg(dir().join(".yamllint"))
@@ -89,22 +89,33 @@ fn the_jobs_have_the_promised_shape() {
         .find(|e| s(&e["name"]) == "SEGMENTS")
         .map(|e| s(&e["value"]).parse::<i64>().unwrap());
     assert_eq!(segments, Some(n), "SEGMENTS = completions");
-    // The generators and the merge Job share the results volume, mounted at /results.
-    let merge = one("merge-job.yaml", "Job");
-    let pvc = one("pvc.yaml", "PersistentVolumeClaim");
-    let claim = s(&pvc["metadata"]["name"]);
-    for job in [&load, &merge] {
-        let pod = &job["spec"]["template"]["spec"];
-        assert_eq!(
-            s(&pod["volumes"][0]["persistentVolumeClaim"]["claimName"]),
-            claim
-        );
-        let mount = &pod["containers"][0]["volumeMounts"][0];
-        assert_eq!(s(&mount["mountPath"]), "/results");
-        assert_eq!(s(&mount["name"]), s(&pod["volumes"][0]["name"]));
+    // Pod 0 is reached through the headless Service the pods' subdomain names, on the port
+    // the coordinator's address gives; /results is each pod's own: no volume to share.
+    let svc = docs("load-job.yaml")
+        .into_iter()
+        .find(|d| d["kind"].as_str() == Some("Service"))
+        .expect("the coordinator's Service");
+    assert_eq!(s(&svc["spec"]["clusterIP"]), "None", "headless");
+    assert_eq!(s(&pod["subdomain"]), s(&svc["metadata"]["name"]));
+    let labels = &spec["template"]["metadata"]["labels"];
+    for (k, v) in svc["spec"]["selector"].as_hash().unwrap() {
+        assert_eq!(labels[s(k)].as_str(), v.as_str());
     }
-    // Every value the generators read from the ConfigMap is in it.
     let run = one("run.yaml", "ConfigMap");
+    let coordinator = s(&run["data"]["coordinator"]);
+    let pod0 = format!(
+        "{}-0.{}:",
+        s(&load["metadata"]["name"]),
+        s(&svc["metadata"]["name"])
+    );
+    assert!(coordinator.starts_with(&pod0), "{coordinator}");
+    let port = svc["spec"]["ports"][0]["port"].as_i64().unwrap();
+    assert!(coordinator.ends_with(&format!(":{port}")), "{coordinator}");
+    assert!(!pod["volumes"][0]["emptyDir"].is_badvalue());
+    let mount = &c["volumeMounts"][0];
+    assert_eq!(s(&mount["mountPath"]), "/results");
+    assert_eq!(s(&mount["name"]), s(&pod["volumes"][0]["name"]));
+    // Every value the generators read from the ConfigMap is in it.
     for e in env.iter().filter(|e| !e["valueFrom"].is_badvalue()) {
         let r = &e["valueFrom"]["configMapKeyRef"];
         assert_eq!(s(&r["name"]), s(&run["metadata"]["name"]));
@@ -177,10 +188,12 @@ fn the_generators_command_lines_parse_and_cover_every_segment() {
         let reqlife::cli::Command::Run(mut args) = cli.command else {
             panic!("not a run: {argv:?}")
         };
-        assert!(
-            argv.contains(&format!("/results/segment-{}.json", index + 1)),
-            "{argv:?}"
-        );
+        // Pod 0 writes the merged record; the others their own.
+        let out = match index {
+            0 => "/results/all.json".to_string(),
+            k => format!("/results/segment-{}.json", k + 1),
+        };
+        assert!(argv.contains(&out), "{argv:?}");
         // The cluster's Service name does not resolve here, nor is /results mounted: the plan
         // is built for loopback and a folder of this machine.
         args.files.output = Some(std::env::temp_dir().join("segment.json"));
@@ -190,7 +203,16 @@ fn the_generators_command_lines_parse_and_cover_every_segment() {
             .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
         assert_eq!(plan.segment.count, n as u64);
         segments.push(plan.segment.index);
-        assert!(args.length.start_at.is_some(), "a common start");
+        assert_eq!(
+            args.length.coordinator.as_deref(),
+            run["data"]["coordinator"].as_str(),
+            "a common start, and the merge at pod 0"
+        );
+        assert_eq!(
+            args.view.thresholds.len(),
+            1,
+            "the threshold the Job is decided by"
+        );
         // Prometheus's scrape annotations name the port each generator serves its metrics on.
         let notes = &load["spec"]["template"]["metadata"]["annotations"];
         assert_eq!(s(&notes["prometheus.io/scrape"]), "true");
@@ -207,25 +229,6 @@ fn the_generators_command_lines_parse_and_cover_every_segment() {
         (0..n as u64).collect::<Vec<_>>(),
         "each segment once"
     );
-}
-
-#[test]
-fn the_merge_command_lines_parse() {
-    let merge = one("merge-job.yaml", "Job");
-    let line = s(&merge["spec"]["template"]["spec"]["containers"][0]["args"][0]);
-    // The line runs reqlife twice (merge, then report): each call's argv must parse.
-    let calls: Vec<Vec<String>> = line
-        .split(';')
-        .map(str::trim)
-        .filter(|part| part.starts_with("reqlife "))
-        .map(|part| argv_of(part, &[]))
-        .collect();
-    assert_eq!(calls.len(), 2, "{line}");
-    assert_eq!(calls[0][1], "merge");
-    assert_eq!(calls[1][1], "report");
-    for argv in calls {
-        reqlife::cli::Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
-    }
 }
 
 #[test]

@@ -51,14 +51,14 @@ impl Together {
         if index == 1 {
             let listener = std::net::TcpListener::bind(&plan.listen).map_err(|e| {
                 Failure::Failed(format!(
-                    "reqlife: --coordinator: segment 1 cannot listen on {}: {e}",
+                    "--coordinator: segment 1 cannot listen on {}: {e}",
                     plan.listen
                 ))
             })?;
             return Ok(Together::Lead(Lead::listen(listener, count), plan.clone()));
         }
         let follow = Follow::join(&plan.addr, (index, count), plan.timeout, stop)
-            .map_err(|e| Failure::Failed(format!("reqlife: segment {index}/{count}: {e}")))?;
+            .map_err(|e| Failure::Failed(format!("segment {index}/{count}: {e}")))?;
         Ok(Together::Follow(follow, plan.clone()))
     }
 
@@ -75,11 +75,11 @@ impl Together {
                 }
                 lead.barrier(plan.timeout, LEAD, stop)
                     .map(wire::time_of)
-                    .map_err(|e| format!("reqlife: {e}"))
+                    .map_err(|e| format!("segment 1/{}: {e}", plan.segment.count))
             }
             Together::Follow(follow, plan) => follow.start(stop).map_err(|e| {
                 format!(
-                    "reqlife: segment {}/{}: {e}",
+                    "segment {}/{}: {e}",
                     plan.segment.index + 1,
                     plan.segment.count
                 )
@@ -113,7 +113,7 @@ impl Together {
                     Ok(merged) if code == EXIT_OK => merged,
                     Ok(_) => code,
                     Err(e) => Failure::Failed(format!(
-                        "reqlife: segment {}/{}: its record did not reach the merge: {e}",
+                        "segment {}/{}: its record did not reach the merge: {e}",
                         plan.segment.index + 1,
                         plan.segment.count
                     ))
