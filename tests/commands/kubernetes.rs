@@ -115,6 +115,24 @@ fn the_jobs_have_the_promised_shape() {
     let mount = &c["volumeMounts"][0];
     assert_eq!(s(&mount["mountPath"]), "/results");
     assert_eq!(s(&mount["name"]), s(&pod["volumes"][0]["name"]));
+    // The Prometheus Operator's PodMonitor selects the generators and scrapes their metrics
+    // port.
+    let monitor = one("podmonitor.yaml", "PodMonitor");
+    for (k, v) in monitor["spec"]["selector"]["matchLabels"]
+        .as_hash()
+        .unwrap()
+    {
+        assert_eq!(labels[s(k)].as_str(), v.as_str());
+    }
+    let port = s(&monitor["spec"]["podMetricsEndpoints"][0]["port"]);
+    assert!(
+        c["ports"]
+            .as_vec()
+            .unwrap()
+            .iter()
+            .any(|p| s(&p["name"]) == port),
+        "{port}"
+    );
     // Every value the generators read from the ConfigMap is in it.
     for e in env.iter().filter(|e| !e["valueFrom"].is_badvalue()) {
         let r = &e["valueFrom"]["configMapKeyRef"];
