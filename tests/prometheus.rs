@@ -7,7 +7,8 @@
 //! linear interpolation inside it is usually much closer). `.ci/run` installs Prometheus; in
 //! CI (`CI` set) its absence fails the test, elsewhere the test says so and does not run.
 //! Also: every query of the Grafana dashboard in `deploy/grafana/` names a series reqlife
-//! exports.
+//! exports, and the three generators of one plan (`--coordinator`) scraped at once sum to
+//! their merged record's request count exactly.
 
 mod common;
 
@@ -117,29 +118,27 @@ fn wait_ended(port: u16) {
     );
 }
 
-#[test]
-fn prometheus_scrapes_the_run_and_agrees_on_its_p99() {
-    let Some(bin) = find_tool("prometheus", "apt-get install prometheus") else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let metrics_port = free_port();
+/// A real Prometheus on a free loopback port, scraping reqlife on `targets` (loopback ports)
+/// every second, its files in `dir`, ready: its process (stopped when dropped) and its port.
+fn prometheus(bin: &std::path::Path, dir: &std::path::Path, targets: &[u16]) -> (Stopped, u16) {
     let prom_port = free_port();
-    let config = dir.path().join("prometheus.yml");
+    let config = dir.join("prometheus.yml");
+    let targets: Vec<String> = targets.iter().map(|p| format!("'127.0.0.1:{p}'")).collect();
     std::fs::write(
         &config,
         format!(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
-             scrape_configs:\n  - job_name: reqlife\n    static_configs:\n      - targets: ['127.0.0.1:{metrics_port}']\n"
+             scrape_configs:\n  - job_name: reqlife\n    static_configs:\n      - targets: [{}]\n",
+            targets.join(", ")
         ),
     )
     .unwrap();
-    let _prom = Stopped(
+    let prom = Stopped(
         Command::new(bin)
             .arg(format!("--config.file={}", config.display()))
             .arg(format!(
                 "--storage.tsdb.path={}",
-                dir.path().join("data").display()
+                dir.join("data").display()
             ))
             .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
             .arg("--log.level=warn")
@@ -155,6 +154,17 @@ fn prometheus_scrapes_the_run_and_agrees_on_its_p99() {
             .is_some_and(|(s, _)| s == 200)),
         "Prometheus did not get ready"
     );
+    (prom, prom_port)
+}
+
+#[test]
+fn prometheus_scrapes_the_run_and_agrees_on_its_p99() {
+    let Some(bin) = find_tool("prometheus", "apt-get install prometheus") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let metrics_port = free_port();
+    let (_prom, prom_port) = prometheus(&bin, dir.path(), &[metrics_port]);
     let record = dir.path().join("run.json");
     let addr = format!("127.0.0.1:{metrics_port}");
     let mut run = Stopped(
@@ -529,4 +539,68 @@ fn knee_and_calibrate_serve_their_metrics_with_the_segment_label() {
         "{requests} requests, closed loop {closed}: {text}"
     );
     assert!(text.contains("reqlife_latency_seconds_count{phase=\"total\"}"));
+}
+
+#[test]
+fn prometheus_sums_the_segments_of_a_plan_to_its_merged_record() {
+    // Three generators of one plan (`--coordinator`), each serving its segment's figures:
+    // the sum of their last scrapes is the merged record's request count, exactly.
+    let Some(bin) = find_tool("prometheus", "apt-get install prometheus") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let (_prom, prom_port) = prometheus(&bin, dir.path(), &ports);
+    let server = embedded(reqlife::server::ServerTls::None);
+    let url = server.url("/");
+    let coordinator = format!("127.0.0.1:{}", free_port());
+    let children: Vec<Stopped> = (1..=3)
+        .rev()
+        .map(|k| {
+            let metrics = format!("127.0.0.1:{}", ports[k - 1]);
+            Stopped(
+                reqlife()
+                    .args(["run", "-R", "300", "-d", "6s", "-c", "3", "-q"])
+                    .args([
+                        "--segment",
+                        &format!("{k}/3"),
+                        "--coordinator",
+                        &coordinator,
+                    ])
+                    .args(["--metrics-addr", &metrics, "--metrics-linger", "4s"])
+                    .arg("-o")
+                    .arg(dir.path().join(format!("s{k}.json")))
+                    .arg(&url)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    for mut child in children {
+        let status = exit_within(&mut child.0, "a segment", HANG);
+        let mut err = String::new();
+        child
+            .0
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert!(status.success(), "{err}");
+    }
+    let merged: serde_json::Value = read_json(&dir.path().join("s1.json"));
+    let total = merged["summary"]["requests"]["total"].as_f64().unwrap();
+    let summed = one(prom_port, "sum(last_over_time(reqlife_requests_total[1m]))");
+    let generators = one(prom_port, "count(last_over_time(reqlife_running[1m]))");
+    eprintln!(
+        "{generators} generators scraped; Prometheus's sum {summed}, the merged record {total}"
+    );
+    assert_eq!(generators, 3.0);
+    assert_eq!(
+        summed, total,
+        "Prometheus's sum vs the merged record's count"
+    );
 }
