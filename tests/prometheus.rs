@@ -591,7 +591,7 @@ fn prometheus_sums_the_segments_of_a_plan_to_its_merged_record() {
             .unwrap();
         assert!(status.success(), "{err}");
     }
-    let merged: serde_json::Value = read_json(&dir.path().join("s1.json"));
+    let merged: serde_json::Value = read_json(dir.path().join("s1.json"));
     let total = merged["summary"]["requests"]["total"].as_f64().unwrap();
     let summed = one(prom_port, "sum(last_over_time(reqlife_requests_total[1m]))");
     let generators = one(prom_port, "count(last_over_time(reqlife_running[1m]))");
