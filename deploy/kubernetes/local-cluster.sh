@@ -181,7 +181,7 @@ cert() {
         echo "basicConstraints=critical,CA:FALSE"
         echo "keyUsage=critical,digitalSignature,keyEncipherment"
         echo "extendedKeyUsage=$eku"
-        [[ -n $sans ]] && echo "subjectAltName=$sans"
+        if [[ -n $sans ]]; then echo "subjectAltName=$sans"; fi
     } >"$ext"
     openssl genrsa -out "$PKI/$name.key" 2048 2>/dev/null
     openssl req -new -key "$PKI/$name.key" -subj "$subj" -out "$PKI/$name.csr" 2>/dev/null
@@ -451,9 +451,13 @@ env_() {
 # down
 
 mounts_under() { # mount points under any of the given prefixes, deepest first
+    local m p
     awk '{print $5}' /proc/self/mountinfo | while read -r m; do
-        for p in "$@"; do [[ $m == "$p"/* || $m == "$p" ]] && printf '%s\n' "$m"; done
+        for p in "$@"; do
+            if [[ $m == "$p"/* || $m == "$p" ]]; then printf '%s\n' "$m"; fi
+        done
     done | awk '{print length, $0}' | sort -rn | cut -d' ' -f2- | uniq
+    return 0
 }
 
 down() {
@@ -486,7 +490,7 @@ down() {
         [[ -f $f ]] || continue
         pid=$(cat "$f")
         if [[ -d /proc/$pid ]] && grep -qa containerd-shim "/proc/$pid/cmdline"; then
-            kill -KILL "$pid" 2>/dev/null && say "killed shim $pid"
+            if kill -KILL "$pid" 2>/dev/null; then say "killed shim $pid"; fi
         fi
     done
     stop kube-scheduler kube-scheduler
@@ -499,7 +503,9 @@ down() {
     ip link delete reqlife0 2>/dev/null || true
     rm -rf "$STATE/etcd" /var/lib/kubelet/pods /var/lib/kubelet/plugins /var/lib/kubelet/pod-resources \
         /run/reqlife-k8s 2>/dev/null || true
-    for f in "$PIDS"/*.pid; do [[ -f $f ]] && { say "still running: $f ($(cat "$f"))"; leftover=1; }; done
+    for f in "$PIDS"/*.pid; do
+        if [[ -f $f ]]; then say "still running: $f ($(cat "$f"))"; leftover=1; fi
+    done
     m=$(mounts_under "${prefixes[@]}")
     [[ -z $m ]] || { say "still mounted: $m"; leftover=1; }
     ((leftover == 0)) || die "down left something behind (above)"
@@ -663,6 +669,9 @@ try_() {
     adapt "$MANIFESTS/merge-job.yaml" "$results" "$man/merge-args" >"$man/merge-job.yaml"
     kubectl_ apply -f "$man/merge-job.yaml" >/dev/null
     verdict=$(wait_job reqlife-merge 300)
+    local code
+    code=$(kubectl_ get pods -l batch.kubernetes.io/job-name=reqlife-merge \
+        -o jsonpath='{.items[0].status.containerStatuses[0].state.terminated.exitCode}' 2>/dev/null || true)
     kubectl_ logs job/reqlife-merge >"$results/merge.log" 2>&1 || true
     cp -r "$results/." "$out/"
     cp -r "$man" "$out/manifests"
@@ -670,7 +679,9 @@ try_() {
     say "try: merged record $out/all.json; report $out/report.txt, $out/report.html"
     if [[ $verdict != Complete ]]; then
         tail -n 5 "$out/merge.log" >&2 || true
-        die "the merge Job failed ($verdict): a threshold failed, or the merge; read $out/merge.log"
+        say "error: the merge Job failed ($verdict, reqlife's exit code ${code:-unknown}): a threshold failed, or the merge; read $out/merge.log"
+        [[ $code =~ ^[1-9][0-9]*$ ]] && exit "$code"
+        exit 1
     fi
     say "try: passed"
 }
