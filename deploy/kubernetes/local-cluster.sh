@@ -75,9 +75,12 @@ build_kubernetes() {
         done
         local targets=()
         for b in "${bins[@]}"; do targets+=("./cmd/$b"); done
-        (cd "$src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
+        # A Go build cache of its own (~3 GB), dropped once the binaries are there: they are
+        # the cache. REQLIFE_K8S_KEEP_GOCACHE=1 keeps it, for rebuilding with other flags.
+        (cd "$src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 GOCACHE="$CACHE/go-build" \
             go build -trimpath -ldflags "-s -w$ld" -o "$BIN/" "${targets[@]}")
     } >"$CACHE/build.log" 2>&1 || die "building Kubernetes failed; read $CACHE/build.log"
+    [[ ${REQLIFE_K8S_KEEP_GOCACHE:-0} == 1 ]] || rm -rf "$CACHE/go-build"
     "$BIN/kubelet" --version | grep -q "$K8S_VERSION" || die "the kubelet built does not say $K8S_VERSION; read $CACHE/build.log"
     say "built: ${bins[*]} in $BIN"
 }
