@@ -268,10 +268,10 @@ wait_for() {
     local name=$1 what=$2 secs=$3 desc=$4 i; shift 4
     for ((i = 0; i < secs * 2; i++)); do
         "$@" >/dev/null 2>&1 && return 0
-        alive "$name" "$what" || die "$name exited before $desc; read $LOGS/$name.log"
+        alive "$name" "$what" || die "$name exited before $desc; read $LOGS/$name.log ($0 down stops the rest)"
         sleep 0.5
     done
-    die "$desc: not within ${secs}s; read $LOGS/$name.log"
+    die "$desc: not within ${secs}s; read $LOGS/$name.log ($0 down stops the rest)"
 }
 
 port_free() { ! ss -Hltn "sport = :$1" | grep -q .; }
