@@ -149,15 +149,14 @@ build_images() {
     fi
     local bin sum root
     bin=$(reqlife_binary)
-    sum=$(cat "$bin" /bin/dash | sha256sum | cut -c1-16)
+    # The image is remade when the binary, the shell or this recipe (image-2) changes.
+    sum=$({ cat "$bin" /bin/dash; echo image-2; } | sha256sum | cut -c1-16)
     if [[ ! -f $IMAGES/reqlife-$sum.tar ]]; then
         root=$(mktemp -d)
         copy_with_libs "$root" /bin/dash
         mkdir -p "$root/usr/local/bin" "$root/tmp" "$root/etc" "$root/results"
         ln -s dash "$root/bin/sh"
         cp -L "$bin" "$root/usr/local/bin/reqlife"
-        copy_with_libs "$root" "$root/usr/local/bin/reqlife" 2>/dev/null || true
-        # copy_with_libs copied the binary onto itself; its libraries are what matters
         for lib in $(ldd "$bin" 2>/dev/null | grep -o '/[^ ]*' || true); do
             mkdir -p "$root$(dirname "$lib")"; [[ -e $root$lib ]] || cp -L "$lib" "$root$lib"
         done
