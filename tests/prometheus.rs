@@ -553,7 +553,7 @@ fn prometheus_sums_the_segments_of_a_plan_to_its_merged_record() {
     let (_prom, prom_port) = prometheus(&bin, dir.path(), &ports);
     let server = embedded(reqlife::server::ServerTls::None);
     let url = server.url("/");
-    let coordinator = format!("127.0.0.1:{}", free_port());
+    let coordinator = format!("127.0.0.1:{}", free_fixed_port());
     let children: Vec<Stopped> = (1..=3)
         .rev()
         .map(|k| {

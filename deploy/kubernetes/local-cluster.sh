@@ -629,8 +629,10 @@ try_() {
 
     # The plan: run.yaml, with this run's values; the coordinator (pod 0) on a free loopback
     # port (the pods share the host's network: no Service names them).
+    # Below the ephemeral range: the other pods try to connect before pod 0 listens, and a
+    # port of that range could meanwhile be one of their sockets' own.
     local cport
-    for ((cport = port + 1; ; cport++)); do port_free "$cport" && break; done
+    for ((cport = 20000 + RANDOM % 12000; ; cport++)); do port_free "$cport" && break; done
     sed -e "s|^  target-url: .*|  target-url: \"http://127.0.0.1:$port/\"|" \
         -e "s|^  rate: .*|  rate: \"$rate\"|" \
         -e "s|^  duration: .*|  duration: \"$duration\"|" \

@@ -316,6 +316,24 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// A free loopback port below the kernel's ephemeral range (32768 and up by default), for a
+/// server that others connect to while it is not up yet: a port of that range can be given,
+/// meanwhile, to one of their own sockets as its local port (connected to itself), and the
+/// server could not bind it.
+pub fn free_fixed_port() -> u16 {
+    // Each call of this process from a place of its own (the tests run at once), each process
+    // from one of its own.
+    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let from = std::process::id()
+        .wrapping_mul(97)
+        .wrapping_add(call * 1009);
+    (0..1000)
+        .map(|i| 20_000 + (from.wrapping_add(i * 7) % 12_000) as u16)
+        .find(|&p| TcpListener::bind(("127.0.0.1", p)).is_ok())
+        .expect("a free port in 20000-31999")
+}
+
 /// How many TCP sockets of this network namespace are in SYN_SENT towards `to`
 /// (`/proc/net/tcp`): a connect under way that has no answer yet, as to [a full accept
 /// queue](https://man7.org/linux/man-pages/man2/listen.2.html) that drops SYNs. A test that

@@ -197,7 +197,7 @@ fn segments_in_namespaces_start_together_and_merge_at_the_coordinator() {
     .expect("the embedded target listens on the bridge");
     let url = server.url("/");
     let dir = tempfile::tempdir().unwrap();
-    let coordinator = format!("{}.10:{}", net.subnet, free_port());
+    let coordinator = format!("{}.10:{}", net.subnet, free_fixed_port());
     let children: Vec<_> = (0..3)
         .rev()
         .map(|i| {

@@ -41,7 +41,7 @@ fn ended(mut child: Child) -> (i32, String) {
 /// `n` segments of `flags` started in reverse order (segment 1 last: the others wait for
 /// it), each's record in `dir` (`s1.json` is the merged one): their exit codes and stderr.
 fn together(n: usize, flags: &[&str], url: &str, dir: &Path) -> Vec<(i32, String)> {
-    let addr = format!("127.0.0.1:{}", free_port());
+    let addr = format!("127.0.0.1:{}", free_fixed_port());
     let children: Vec<Child> = (1..=n)
         .rev()
         .map(|k| segment(k, n, &addr, flags, url, &dir.join(format!("s{k}.json"))))
@@ -137,7 +137,7 @@ fn a_threshold_the_merged_record_fails_is_every_segments_exit_code() {
 fn a_segment_killed_mid_run_is_named_missing_and_fails_the_run() {
     let server = embedded(ServerTls::None);
     let dir = tempfile::tempdir().unwrap();
-    let addr = format!("127.0.0.1:{}", free_port());
+    let addr = format!("127.0.0.1:{}", free_fixed_port());
     let flags = ["-d", "3s", "-R", "200", "-c", "3", "-t", "1"];
     let url = server.url("/");
     let out = |k: usize| dir.path().join(format!("s{k}.json"));
@@ -181,7 +181,7 @@ fn a_segment_killed_mid_run_is_named_missing_and_fails_the_run() {
 fn a_segment_that_never_comes_fails_the_start_naming_it() {
     let server = embedded(ServerTls::None);
     let dir = tempfile::tempdir().unwrap();
-    let addr = format!("127.0.0.1:{}", free_port());
+    let addr = format!("127.0.0.1:{}", free_fixed_port());
     let flags = ["-n", "100", "-c", "3", "--coordinator-timeout", "2s"];
     let url = server.url("/");
     let second = segment(2, 3, &addr, &flags, &url, &dir.path().join("s2.json"));
@@ -205,7 +205,7 @@ fn a_segment_that_never_comes_fails_the_start_naming_it() {
 fn a_segment_given_twice_of_another_plan_or_late_is_refused_in_one_line() {
     let server = embedded(ServerTls::None);
     let dir = tempfile::tempdir().unwrap();
-    let addr = format!("127.0.0.1:{}", free_port());
+    let addr = format!("127.0.0.1:{}", free_fixed_port());
     let flags = [
         "-d",
         "2s",
@@ -286,4 +286,31 @@ fn a_segment_given_twice_of_another_plan_or_late_is_refused_in_one_line() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
     }
+}
+
+#[test]
+fn a_segment_interrupted_on_its_own_is_named_short_and_fails_the_run() {
+    // SIGTERM to segment 2 alone (a pod deleted: its container is signalled): its record
+    // still comes, and is merged, but its part is short of its share.
+    let server = embedded(ServerTls::None);
+    let dir = tempfile::tempdir().unwrap();
+    let addr = format!("127.0.0.1:{}", free_fixed_port());
+    let flags = ["-d", "3s", "-R", "200", "-c", "2", "-t", "1"];
+    let url = server.url("/");
+    let out = |k: usize| dir.path().join(format!("s{k}.json"));
+    let second = segment(2, 2, &addr, &flags, &url, &out(2));
+    let first = segment(1, 2, &addr, &flags, &url, &out(1));
+    std::thread::sleep(Duration::from_millis(2500));
+    send_signal(&second, libc::SIGTERM);
+    let (code, err) = ended(first);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("segment 2/2 is short in the merge: it was interrupted after"),
+        "{err}"
+    );
+    let (code2, err2) = ended(second);
+    assert_eq!(code2, 143, "{err2}");
+    let merged = load(out(1));
+    assert!(merged.interrupted);
+    assert_eq!(merged.merged_run_ids.len(), 2, "its record came");
 }

@@ -141,6 +141,12 @@ fn connect(addr: &str, timeout: Duration, stop: &impl Fn() -> bool) -> Result<Tc
                 let mut last = "it resolves to no address".to_string();
                 for a in addrs {
                     match TcpStream::connect_timeout(&a, Duration::from_secs(2)) {
+                        // A port in the ephemeral range can be given to this very socket as
+                        // its own while nothing listens there: connected to itself (and
+                        // keeping segment 1 from binding it). Let go and try again.
+                        Ok(s) if s.local_addr().ok() == Some(a) => {
+                            last = format!("connected to itself ({a}: segment 1 not up)")
+                        }
                         Ok(s) => return Ok(s),
                         Err(e) => last = e.to_string(),
                     }

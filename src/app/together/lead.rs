@@ -177,7 +177,7 @@ impl Lead {
 
     /// Waits until every other segment's record came or its connection ended, `timeout` at
     /// most: the segments joined (their records, offsets and delays) and those missing
-    /// (segment index and why).
+    /// (segment index, and what is said of it: `is missing from the merge: …`).
     pub fn collect(&self, timeout: Duration) -> (Vec<Joined>, Vec<(u64, String)>) {
         let until = Instant::now() + timeout;
         let (lock, cond) = &*self.shared;
@@ -212,15 +212,21 @@ impl Lead {
                 Some(Peer::Lost { why, at }) => missing.push((
                     k,
                     match at {
-                        Some(at) => format!("its connection ended {at:.1}s after the start: {why}"),
-                        None => format!("its connection ended before the start: {why}"),
+                        Some(at) => format!(
+                            "is missing from the merge: its connection ended {at:.1}s after \
+                             the start: {why}"
+                        ),
+                        None => format!(
+                            "is missing from the merge: its connection ended before the \
+                             start: {why}"
+                        ),
                     },
                 )),
                 _ => missing.push((
                     k,
                     format!(
-                        "no record within {:.0}s of this segment's end \
-                         (--coordinator-timeout)",
+                        "is missing from the merge: no record within {:.0}s of this \
+                         segment's end (--coordinator-timeout)",
                         timeout.as_secs_f64()
                     ),
                 )),

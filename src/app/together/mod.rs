@@ -121,7 +121,20 @@ impl Together {
                 }
             }
             Together::Lead(lead, plan) => {
-                let (joined, missing) = lead.collect(plan.timeout);
+                let (joined, mut missing) = lead.collect(plan.timeout);
+                // A part interrupted on its own (its process signalled, its pod deleted) is
+                // short of its share: said as a missing one is, unless this one was too.
+                if !record.interrupted {
+                    missing.extend(joined.iter().filter(|j| j.record.interrupted).map(|j| {
+                        (
+                            j.index,
+                            format!(
+                                "is short in the merge: it was interrupted after {:.1}s of its run",
+                                j.record.summary.duration_s
+                            ),
+                        )
+                    }));
+                }
                 let start = lead.start().unwrap_or(0);
                 let mut merged = match merged(record.clone(), joined, (start, plan.segment.count)) {
                     Ok(m) => m,
@@ -134,7 +147,7 @@ impl Together {
                 let n = plan.segment.count;
                 let lines: Vec<String> = missing
                     .iter()
-                    .map(|(k, why)| format!("segment {k}/{n} is missing from the merge: {why}"))
+                    .map(|(k, what)| format!("segment {k}/{n} {what}"))
                     .collect();
                 merged.summary.warnings.extend(lines.iter().cloned());
                 crate::analysis::precision::annotate(&mut merged);
