@@ -75,8 +75,16 @@ fn proxied(keepalive: bool) {
     assert_eq!(j["upstream"]["misplaced"].as_u64(), Some(0), "{j}");
     for phase in ["upstream", "upstream_socket", "upstream_handle"] {
         let n = p["phases"][phase]["count"].as_u64().unwrap_or(0);
-        // Kept alive, the connection's first call may precede the probes' learning it.
-        assert!(n + 1 >= joined && n <= joined, "{phase}: {n} of {joined}");
+        // Kept alive, the connection's first call may precede the probes' learning it. A new
+        // connection per call is learnt from its state change each time, and the kernel
+        // skips a BPF program that fires while another runs on its CPU: on a busy machine
+        // the odd one is not learnt (198 of 200 beside a release build). Never more than
+        // joined, and never one misplaced (above).
+        let learnt = if keepalive { 1 } else { 1 + joined / 50 };
+        assert!(
+            n + learnt >= joined && n <= joined,
+            "{phase}: {n} of {joined}"
+        );
     }
     let (call, own, handle) = (
         us(p, "upstream", "p50_us"),
