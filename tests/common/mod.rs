@@ -306,6 +306,18 @@ pub fn exit_within(
     status.expect("it exited")
 }
 
+/// Waits for `child` (spawned with its stderr piped), [`HANG`] at most: its exit code (-1
+/// for a signal) and its stderr.
+#[track_caller]
+pub fn ended(mut child: std::process::Child) -> (i32, String) {
+    let status = exit_within(&mut child, "the child", HANG);
+    let mut err = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut err);
+    }
+    (status.code().unwrap_or(-1), err)
+}
+
 /// A free loopback port (bound once, then let go) for a server that takes its port on the
 /// command line rather than binding port 0 itself.
 pub fn free_port() -> u16 {

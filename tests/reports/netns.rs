@@ -85,13 +85,14 @@ fn build(n: usize, which: u8) -> Result<Net, String> {
     Ok(net)
 }
 
-#[test]
-fn segments_in_namespaces_of_their_own_merge_into_the_whole_plan() {
-    let net = match build(3, 0) {
+/// Test `which`'s three namespaces ([`build`]) and the embedded target on their bridge;
+/// `None`, said in one line, where namespaces cannot be made.
+fn bridged(which: u8) -> Option<(Net, reqlife::server::RunningServer)> {
+    let net = match build(3, which) {
         Ok(net) => net,
         Err(why) => {
             eprintln!("network namespaces cannot be made here ({why}): not run");
-            return;
+            return None;
         }
     };
     let server = reqlife::server::spawn(ServerConfig::new(
@@ -99,6 +100,14 @@ fn segments_in_namespaces_of_their_own_merge_into_the_whole_plan() {
         ServerTls::None,
     ))
     .expect("the embedded target listens on the bridge");
+    Some((net, server))
+}
+
+#[test]
+fn segments_in_namespaces_of_their_own_merge_into_the_whole_plan() {
+    let Some((net, server)) = bridged(0) else {
+        return;
+    };
     let url = server.url("/");
     let dir = tempfile::tempdir().unwrap();
     let flags = ["-n", "3000", "-c", "6", "-t", "1", "--quiet"];
@@ -183,18 +192,9 @@ fn segments_in_namespaces_of_their_own_merge_into_the_whole_plan() {
 fn segments_in_namespaces_start_together_and_merge_at_the_coordinator() {
     // The same without Kubernetes: `--coordinator` across the bridge, segment 1 in the first
     // namespace listening on its address there; no files shared, the records sent over.
-    let net = match build(3, 1) {
-        Ok(net) => net,
-        Err(why) => {
-            eprintln!("network namespaces cannot be made here ({why}): not run");
-            return;
-        }
+    let Some((net, server)) = bridged(1) else {
+        return;
     };
-    let server = reqlife::server::spawn(ServerConfig::new(
-        format!("{}.1:0", net.subnet).parse().unwrap(),
-        ServerTls::None,
-    ))
-    .expect("the embedded target listens on the bridge");
     let url = server.url("/");
     let dir = tempfile::tempdir().unwrap();
     let coordinator = format!("{}.10:{}", net.subnet, free_fixed_port());
@@ -221,11 +221,9 @@ fn segments_in_namespaces_start_together_and_merge_at_the_coordinator() {
                 .unwrap()
         })
         .collect();
-    for mut child in children {
-        let status = exit_within(&mut child, "a segment", HANG);
-        let mut err = String::new();
-        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-        assert!(status.success(), "{err}");
+    for child in children {
+        let (code, err) = ended(child);
+        assert_eq!(code, 0, "{err}");
     }
     let m = reqlife::app::load_record(&dir.path().join("s1.json")).unwrap();
     assert_eq!(m.summary.requests.total, 3000);

@@ -7,60 +7,81 @@
 
 use crate::common::*;
 use reqlife::server::ServerTls;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-/// Segment `k` of `n` of `flags` against `url`, coordinated at `addr`, its record to `out`.
-fn segment(k: usize, n: usize, addr: &str, flags: &[&str], url: &str, out: &Path) -> Child {
-    reqlife()
-        .args([
-            "run",
-            "--segment",
-            &format!("{k}/{n}"),
-            "--coordinator",
-            addr,
-        ])
-        .args(flags)
-        .args(["-o", out.to_str().unwrap(), url])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+/// One plan's segments against the embedded target, coordinated on a port of their own, each
+/// one's record in the plan's folder (`s1.json`: the merged one).
+struct Plan {
+    _server: reqlife::server::RunningServer,
+    dir: tempfile::TempDir,
+    addr: String,
+    url: String,
+    flags: Vec<String>,
 }
 
-/// Waits for `child` ([`HANG`] at most): its exit code and stderr.
-fn ended(mut child: Child) -> (i32, String) {
-    let status = exit_within(&mut child, "a segment", HANG);
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-    (status.code().unwrap_or(-1), err)
-}
+impl Plan {
+    /// A plan of `flags`.
+    fn new(flags: &[&str]) -> Plan {
+        let server = embedded(ServerTls::None);
+        Plan {
+            url: server.url("/"),
+            _server: server,
+            dir: tempfile::tempdir().unwrap(),
+            addr: format!("127.0.0.1:{}", free_fixed_port()),
+            flags: flags.iter().map(|f| f.to_string()).collect(),
+        }
+    }
 
-/// `n` segments of `flags` started in reverse order (segment 1 last: the others wait for
-/// it), each's record in `dir` (`s1.json` is the merged one): their exit codes and stderr.
-fn together(n: usize, flags: &[&str], url: &str, dir: &Path) -> Vec<(i32, String)> {
-    let addr = format!("127.0.0.1:{}", free_fixed_port());
-    let children: Vec<Child> = (1..=n)
-        .rev()
-        .map(|k| segment(k, n, &addr, flags, url, &dir.join(format!("s{k}.json"))))
-        .collect();
-    let mut ends: Vec<_> = children.into_iter().map(ended).collect();
-    ends.reverse();
-    ends
-}
+    /// `name` in the plan's folder.
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
 
-fn load(path: PathBuf) -> reqlife::recorder::record::RunRecord {
-    reqlife::app::load_record(&path).unwrap()
+    /// Segment `k`'s record (`s1.json`: the merged one).
+    fn record(&self, k: usize) -> reqlife::recorder::record::RunRecord {
+        reqlife::app::load_record(&self.path(&format!("s{k}.json"))).unwrap()
+    }
+
+    /// Segment `k` of `n`, its record to `s<k>.json`.
+    fn segment(&self, k: usize, n: usize) -> Child {
+        self.segment_to(k, n, &format!("s{k}.json"))
+    }
+
+    /// Segment `k` of `n`, its record to `name`.
+    fn segment_to(&self, k: usize, n: usize, name: &str) -> Child {
+        reqlife()
+            .args([
+                "run",
+                "--segment",
+                &format!("{k}/{n}"),
+                "--coordinator",
+                &self.addr,
+            ])
+            .args(&self.flags)
+            .args(["-o", self.path(name).to_str().unwrap(), &self.url])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// All `n` segments started in reverse order (segment 1 last: the others wait for it):
+    /// their exit codes and stderr, segment 1's first.
+    fn together(&self, n: usize) -> Vec<(i32, String)> {
+        let children: Vec<Child> = (1..=n).rev().map(|k| self.segment(k, n)).collect();
+        let mut ends: Vec<_> = children.into_iter().map(ended).collect();
+        ends.reverse();
+        ends
+    }
 }
 
 #[test]
 fn three_segments_start_together_and_segment_1_writes_the_whole_plan() {
-    let server = embedded(ServerTls::None);
-    let dir = tempfile::tempdir().unwrap();
-    let flags = ["-n", "3000", "-R", "3000", "-c", "6", "-t", "1"];
-    let ends = together(3, &flags, &server.url("/"), dir.path());
+    let plan = Plan::new(&["-n", "3000", "-R", "3000", "-c", "6", "-t", "1"]);
+    let ends = plan.together(3);
     for (k, (code, err)) in ends.iter().enumerate() {
         assert_eq!(*code, 0, "segment {}: {err}", k + 1);
     }
@@ -69,19 +90,19 @@ fn three_segments_start_together_and_segment_1_writes_the_whole_plan() {
         "{}",
         ends[0].1
     );
-    let text = std::fs::read_to_string(dir.path().join("s1.json")).unwrap();
+    let text = std::fs::read_to_string(plan.path("s1.json")).unwrap();
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
     let schema = crate::record::validator();
     let errors: Vec<String> = schema.iter_errors(&json).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
-    let merged = load(dir.path().join("s1.json"));
+    let merged = plan.record(1);
     assert_eq!(merged.summary.requests.total, 3000);
     assert_eq!(merged.summary.requests.ok, 3000);
     assert_eq!(merged.config.segment, None, "the whole plan's record");
     assert_eq!(merged.merged_run_ids.len(), 3);
     // Every other segment's own record: its share, no more.
     for k in [2, 3] {
-        let own = load(dir.path().join(format!("s{k}.json")));
+        let own = plan.record(k);
         assert_eq!(own.summary.requests.total, 1000);
         assert_eq!(
             own.config.segment.as_deref(),
@@ -111,14 +132,12 @@ fn three_segments_start_together_and_segment_1_writes_the_whole_plan() {
 
 #[test]
 fn a_threshold_the_merged_record_fails_is_every_segments_exit_code() {
-    let server = embedded(ServerTls::None);
-    let dir = tempfile::tempdir().unwrap();
-    let flags = ["-n", "600", "-c", "2", "-t", "1", "--threshold", "p50<1ns"];
-    let ends = together(2, &flags, &server.url("/"), dir.path());
+    let plan = Plan::new(&["-n", "600", "-c", "2", "-t", "1", "--threshold", "p50<1ns"]);
+    let ends = plan.together(2);
     for (k, (code, err)) in ends.iter().enumerate() {
         assert_eq!(*code, 99, "segment {}: {err}", k + 1);
     }
-    let merged = load(dir.path().join("s1.json"));
+    let merged = plan.record(1);
     assert_eq!(merged.summary.requests.total, 600);
     assert_eq!(merged.summary.thresholds.len(), 1);
     assert!(
@@ -127,23 +146,15 @@ fn a_threshold_the_merged_record_fails_is_every_segments_exit_code() {
         merged.summary.thresholds
     );
     // A segment's own record is judged by no threshold: they are the whole plan's.
-    assert!(load(dir.path().join("s2.json"))
-        .summary
-        .thresholds
-        .is_empty());
+    assert!(plan.record(2).summary.thresholds.is_empty());
 }
 
 #[test]
 fn a_segment_killed_mid_run_is_named_missing_and_fails_the_run() {
-    let server = embedded(ServerTls::None);
-    let dir = tempfile::tempdir().unwrap();
-    let addr = format!("127.0.0.1:{}", free_fixed_port());
-    let flags = ["-d", "3s", "-R", "200", "-c", "3", "-t", "1"];
-    let url = server.url("/");
-    let out = |k: usize| dir.path().join(format!("s{k}.json"));
-    let third = segment(3, 3, &addr, &flags, &url, &out(3));
-    let second = segment(2, 3, &addr, &flags, &url, &out(2));
-    let first = segment(1, 3, &addr, &flags, &url, &out(1));
+    let plan = Plan::new(&["-d", "3s", "-R", "200", "-c", "3", "-t", "1"]);
+    let third = plan.segment(3, 3);
+    let second = plan.segment(2, 3);
+    let first = plan.segment(1, 3);
     // Killed a second into its run (the start is given within a second or so of segment 1's
     // launch).
     std::thread::sleep(Duration::from_millis(2500));
@@ -163,7 +174,7 @@ fn a_segment_killed_mid_run_is_named_missing_and_fails_the_run() {
     let (code2, err2) = ended(second);
     assert_eq!(code2, 1, "{err2}");
     // What was measured is kept: the two segments' requests, the loss said in the record.
-    let merged = load(out(1));
+    let merged = plan.record(1);
     assert!(merged.summary.requests.total > 0);
     assert!(
         merged
@@ -179,13 +190,9 @@ fn a_segment_killed_mid_run_is_named_missing_and_fails_the_run() {
 
 #[test]
 fn a_segment_that_never_comes_fails_the_start_naming_it() {
-    let server = embedded(ServerTls::None);
-    let dir = tempfile::tempdir().unwrap();
-    let addr = format!("127.0.0.1:{}", free_fixed_port());
-    let flags = ["-n", "100", "-c", "3", "--coordinator-timeout", "2s"];
-    let url = server.url("/");
-    let second = segment(2, 3, &addr, &flags, &url, &dir.path().join("s2.json"));
-    let first = segment(1, 3, &addr, &flags, &url, &dir.path().join("s1.json"));
+    let plan = Plan::new(&["-n", "100", "-c", "3", "--coordinator-timeout", "2s"]);
+    let second = plan.segment(2, 3);
+    let first = plan.segment(1, 3);
     let (code, err) = ended(first);
     assert_eq!(code, 1, "{err}");
     assert!(
@@ -198,15 +205,12 @@ fn a_segment_that_never_comes_fails_the_start_naming_it() {
         err2.contains("gave no start: segment 3/3 never came"),
         "{err2}"
     );
-    assert!(!dir.path().join("s1.json").exists(), "nothing was measured");
+    assert!(!plan.path("s1.json").exists(), "nothing was measured");
 }
 
 #[test]
 fn a_segment_given_twice_of_another_plan_or_late_is_refused_in_one_line() {
-    let server = embedded(ServerTls::None);
-    let dir = tempfile::tempdir().unwrap();
-    let addr = format!("127.0.0.1:{}", free_fixed_port());
-    let flags = [
+    let plan = Plan::new(&[
         "-d",
         "2s",
         "-R",
@@ -215,36 +219,34 @@ fn a_segment_given_twice_of_another_plan_or_late_is_refused_in_one_line() {
         "4",
         "--coordinator-timeout",
         "10s",
-    ];
-    let url = server.url("/");
-    let out = |name: &str| dir.path().join(name);
-    let first = segment(1, 3, &addr, &flags, &url, &out("s1.json"));
-    let second = segment(2, 3, &addr, &flags, &url, &out("s2.json"));
+    ]);
+    let first = plan.segment(1, 3);
+    let second = plan.segment(2, 3);
     std::thread::sleep(Duration::from_millis(1500));
     // A second 2/3 (Kubernetes may start two pods for one index), and a 2/4.
-    let (code, err) = ended(segment(2, 3, &addr, &flags, &url, &out("x.json")));
+    let (code, err) = ended(plan.segment_to(2, 3, "x.json"));
     assert_eq!(code, 1, "{err}");
     assert!(
         err.contains("refused this segment: segment 2/3 is here already"),
         "{err}"
     );
-    let (code, err) = ended(segment(2, 4, &addr, &flags, &url, &out("y.json")));
+    let (code, err) = ended(plan.segment_to(2, 4, "y.json"));
     assert_eq!(code, 1, "{err}");
     assert!(
         err.contains("segment 2/4 is not of this plan: it has 3 segments"),
         "{err}"
     );
-    let third = segment(3, 3, &addr, &flags, &url, &out("s3.json"));
+    let third = plan.segment(3, 3);
     // Once started, a segment that comes (a pod restarted) is refused: the run began.
     std::thread::sleep(Duration::from_millis(1500));
-    let (code, err) = ended(segment(3, 3, &addr, &flags, &url, &out("z.json")));
+    let (code, err) = ended(plan.segment_to(3, 3, "z.json"));
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("segment 3/3 came after the start"), "{err}");
     let ends = [ended(first), ended(second), ended(third)];
     for (k, (code, err)) in ends.iter().enumerate() {
         assert_eq!(*code, 0, "segment {}: {err}", k + 1);
     }
-    assert_eq!(load(out("s1.json")).merged_run_ids.len(), 3);
+    assert_eq!(plan.record(1).merged_run_ids.len(), 3);
 
     for (args, says) in [
         (
@@ -292,14 +294,9 @@ fn a_segment_given_twice_of_another_plan_or_late_is_refused_in_one_line() {
 fn a_segment_interrupted_on_its_own_is_named_short_and_fails_the_run() {
     // SIGTERM to segment 2 alone (a pod deleted: its container is signalled): its record
     // still comes, and is merged, but its part is short of its share.
-    let server = embedded(ServerTls::None);
-    let dir = tempfile::tempdir().unwrap();
-    let addr = format!("127.0.0.1:{}", free_fixed_port());
-    let flags = ["-d", "3s", "-R", "200", "-c", "2", "-t", "1"];
-    let url = server.url("/");
-    let out = |k: usize| dir.path().join(format!("s{k}.json"));
-    let second = segment(2, 2, &addr, &flags, &url, &out(2));
-    let first = segment(1, 2, &addr, &flags, &url, &out(1));
+    let plan = Plan::new(&["-d", "3s", "-R", "200", "-c", "2", "-t", "1"]);
+    let second = plan.segment(2, 2);
+    let first = plan.segment(1, 2);
     std::thread::sleep(Duration::from_millis(2500));
     send_signal(&second, libc::SIGTERM);
     let (code, err) = ended(first);
@@ -310,7 +307,7 @@ fn a_segment_interrupted_on_its_own_is_named_short_and_fails_the_run() {
     );
     let (code2, err2) = ended(second);
     assert_eq!(code2, 143, "{err2}");
-    let merged = load(out(1));
+    let merged = plan.record(1);
     assert!(merged.interrupted);
     assert_eq!(merged.merged_run_ids.len(), 2, "its record came");
 }
