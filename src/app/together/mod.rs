@@ -98,7 +98,7 @@ impl Together {
     /// the merged verdict.
     pub fn end(
         self,
-        mut record: RunRecord,
+        record: RunRecord,
         output: &OutputPlan,
         report: impl Fn(&OutputPlan, &RunRecord) -> i32,
     ) -> i32 {
@@ -136,7 +136,7 @@ impl Together {
                     }));
                 }
                 let start = lead.start().unwrap_or(0);
-                let mut merged = match merged(record.clone(), joined, (start, plan.segment.count)) {
+                let mut merged = match merged(record, joined, (start, plan.segment.count)) {
                     Ok(m) => m,
                     Err(e) => {
                         let code = Failure::from(e).report();
@@ -160,7 +160,6 @@ impl Together {
                 }
                 let mut code = report(output, &merged);
                 if !lines.is_empty() {
-                    record.summary.warnings.clear();
                     eprintln!(
                         "reqlife: {}: the merged record is not the whole plan",
                         lines.join("; ")
