@@ -15,7 +15,8 @@
 #
 # Environment: K8S_VERSION (v1.34.2), REQLIFE_K8S_CACHE (/var/cache/reqlife-k8s: binaries,
 # images), REQLIFE_K8S_STATE (/var/lib/reqlife-k8s: certificates, logs, pid files, etcd data),
-# REQLIFE_BIN (the reqlife binary put in the image; default: cargo build --release here).
+# REQLIFE_BIN (the reqlife binary put in the image; default: cargo build --release here),
+# REQLIFE_K8S_NODE (the node's name: the host's if it resolves to loopback, else localhost).
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-v1.34.2}
@@ -28,7 +29,17 @@ IMAGES=$CACHE/images
 LOGS=$STATE/logs
 PIDS=$STATE/pids
 PKI=$STATE/pki
-NODE=$(hostname)
+# The node's name: the host's when it resolves to a loopback address (the apiserver reaches the
+# kubelet on 127.0.0.1 by it), else localhost; REQLIFE_K8S_NODE to choose.
+node_name() {
+    local h
+    h=$(hostname)
+    case $(getent hosts "$h" | awk '{print $1; exit}') in
+        127.* | ::1) printf '%s\n' "$h" ;;
+        *) echo localhost ;;
+    esac
+}
+NODE=${REQLIFE_K8S_NODE:-$(node_name)}
 APISERVER_PORT=${REQLIFE_K8S_APISERVER_PORT:-6443}
 ETCD_PORT=${REQLIFE_K8S_ETCD_PORT:-2379}
 CONTAINERD_SOCK=/run/reqlife-k8s/containerd/containerd.sock
@@ -364,8 +375,10 @@ up() {
         need "$c" "apt-get install -y containerd runc etcd-server containernetworking-plugins curl"
     done
     [[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local ]] || die "CNI plugins missing (apt-get install -y containernetworking-plugins)"
-    [[ $(getent hosts "$NODE" | awk '{print $1}') == 127.* ]] ||
-        die "the node name $NODE must resolve to a loopback address (/etc/hosts) so that the apiserver reaches the kubelet on 127.0.0.1"
+    case $(getent hosts "$NODE" | awk '{print $1; exit}') in
+        127.* | ::1) ;;
+        *) die "the node name $NODE must resolve to a loopback address (/etc/hosts) so that the apiserver reaches the kubelet on 127.0.0.1" ;;
+    esac
     mkdir -p "$STATE" "$LOGS" "$PIDS"
     if alive kube-apiserver kube-apiserver && alive kubelet kubelet; then
         say "already up; $0 down first to restart"; env_; return 0
@@ -465,6 +478,7 @@ mounts_under() { # mount points under any of the given prefixes, deepest first
 down() {
     local prefixes=(/var/lib/kubelet "$CONTAINERD_ROOT" /run/reqlife-k8s) leftover=0 m id pid f
     mkdir -p "$PIDS"
+    stop prometheus prometheus
     stop kubelet kubelet
     if [[ -S $CONTAINERD_SOCK ]] && alive containerd containerd; then
         local ctr_=(timeout 20 ctr --address "$CONTAINERD_SOCK" -n k8s.io)
@@ -526,17 +540,22 @@ status_() {
 # try: docs/several-generators.md's walk-through, on this cluster.
 
 # The generators' command line, the one place it is written (the repository's load-job.yaml
-# has its own; this one differs only where a one-node cluster must: no metrics port, which
-# the N pods would share on the host's network, a request count when the plan has one, the
-# thresholds given to try, and pod 0's HTML page). Pod 0 is the coordinator: the others
+# has its own; this one differs only where a one-node cluster must: a metrics port of each
+# pod's own (METRICS_BASE + its index, with try --prometheus) or none, since the N pods share
+# the host's network, a request count when the plan has one, the thresholds given to try, and
+# pod 0's HTML page). Pod 0 is the coordinator: the others
 # reach it at $COORDINATOR, all start together once all are ready, and it merges their
 # records into /results/all.json, prints the merged report in its log and exits with the
 # verdict, which decides the Job. $SEGMENTS, $TARGET_URL, $RATE, $DURATION, $CONNECTIONS,
 # $COORDINATOR and $REQUESTS come from the pod's environment (the plan's ConfigMap);
 # JOB_COMPLETION_INDEX from the Indexed Job.
 generator_args() {
-    local t thresholds=""
+    local t thresholds="" metrics=""
     for t in "$@"; do thresholds+=" --threshold '$t'"; done
+    if [[ -n ${METRICS_BASE:-} ]]; then
+        metrics="
+              --metrics-addr \"127.0.0.1:\$(($METRICS_BASE + JOB_COMPLETION_INDEX))\" --metrics-linger 5s"
+    fi
     cat <<ARGS
           args:
             - >-
@@ -548,10 +567,89 @@ generator_args() {
               --coordinator "\$COORDINATOR"$thresholds
               \${RATE:+-R "\$RATE"} \${DURATION:+-d "\$DURATION"} \${REQUESTS:+-n "\$REQUESTS"}
               -c "\$CONNECTIONS"
-              --quiet
+              --quiet$metrics
               -o "\$out" \$page
               "\$TARGET_URL"
 ARGS
+}
+
+# ---------------------------------------------------------------------------------------------
+# try --prometheus: Debian's Prometheus scrapes each generator during the run; once the Job has
+# ended, the sum of their last scrapes must be the merged record's request count. Debian builds
+# Prometheus without its Kubernetes discovery, so try does that part: it lists the Job's pods
+# through the API, keeps those with the prometheus.io/scrape annotation (as the usual pod
+# discovery does), and writes them as file_sd targets, labelled with the pod's name and index.
+# On a real cluster each pod has its own address and the annotation's port; here every pod
+# shares the host's network, so pod k serves on METRICS_BASE + k.
+
+# free_ports N: the first of N consecutive free ports, below the ephemeral range.
+free_ports() {
+    local n=$1 base i
+    for ((base = 20000 + RANDOM % 12000; ; base += n)); do
+        for ((i = 0; i < n; i++)); do port_free $((base + i)) || continue 2; done
+        printf '%s\n' "$base"; return
+    done
+}
+
+# prometheus_start RUN_DIR: starts Prometheus on a free loopback port, its targets from
+# RUN_DIR/pods.json; prints the port.
+prometheus_start() {
+    local dir=$1 port
+    need prometheus "apt-get install -y prometheus"
+    port=$(free_ports 1)
+    echo '[]' >"$dir/pods.json"
+    cat >"$dir/prometheus.yml" <<CONFIG
+global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
+scrape_configs:
+  - job_name: reqlife-load
+    file_sd_configs: [{files: ["$dir/pods.json"], refresh_interval: 1s}]
+CONFIG
+    start prometheus prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/prometheus-data" \
+        --web.listen-address="127.0.0.1:$port" --log.level=warn
+    wait_for prometheus prometheus 60 "Prometheus ready" curl -fsS "http://127.0.0.1:$port/-/ready"
+    printf '%s\n' "$port"
+}
+
+# prometheus_discover RUN_DIR SEGMENTS METRICS_BASE: waits (60 s at most) until the Job's
+# SEGMENTS pods exist, and writes those annotated prometheus.io/scrape: "true" into
+# RUN_DIR/pods.json.
+prometheus_discover() {
+    local dir=$1 segments=$2 base=$3 i pods
+    for ((i = 0; i < 120; i++)); do
+        pods=$(kubectl_ get pods -l batch.kubernetes.io/job-name=reqlife-load -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.labels.batch\.kubernetes\.io/job-completion-index} {.metadata.annotations.prometheus\.io/scrape}{"\n"}{end}')
+        (($(grep -c . <<<"$pods") >= segments)) && break
+        sleep 0.5
+    done
+    awk -v base="$base" '$3 == "true" {
+            printf "%s{\"targets\": [\"127.0.0.1:%d\"], \"labels\": {\"pod\": \"%s\", \"index\": \"%s\"}}", n++ ? ", " : "[", base + $2, $1, $2 }
+        END { print n ? "]" : "[]" }' <<<"$pods" >"$dir/pods.json.tmp"
+    mv "$dir/pods.json.tmp" "$dir/pods.json"
+    say "try: Prometheus's targets: $(grep -o '"pod": "[^"]*"' "$dir/pods.json" | cut -d'"' -f4 | paste -sd' ')"
+}
+
+# prometheus_value PORT QUERY: the first value of an instant query's result, or "none".
+prometheus_value() {
+    curl -fsS "http://127.0.0.1:$1/api/v1/query" --data-urlencode "query=$2" |
+        python3 -c 'import json, sys; r = json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "none")'
+}
+
+# prometheus_check PORT SEGMENTS RECORD: the pods scraped and the sum of their last scrapes
+# against the merged record's request count; one line, written to prometheus.txt beside the
+# record; fails when they differ.
+prometheus_check() {
+    local port=$1 segments=$2 record=$3 pods running scrapes summed total line
+    pods=$(prometheus_value "$port" 'count(last_over_time(reqlife_running{job="reqlife-load"}[30m]))')
+    running=$(prometheus_value "$port" 'sum(max_over_time(reqlife_running{job="reqlife-load"}[30m]))')
+    scrapes=$(prometheus_value "$port" 'sum(count_over_time(reqlife_running{job="reqlife-load"}[30m]))')
+    summed=$(prometheus_value "$port" 'sum(last_over_time(reqlife_requests_total{job="reqlife-load"}[30m]))')
+    total=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["summary"]["requests"]["total"])' "$record")
+    line="Prometheus scraped $pods of $segments pods ($scrapes scrapes, $running pods seen running); the sum of their last scrapes $summed requests, the merged record $total"
+    printf '%s\n' "$line" >"$(dirname "$record")/prometheus.txt"
+    say "try: $line"
+    [[ $pods == "$segments" ]] || die "Prometheus scraped $pods of the $segments pods (its targets: $(dirname "$record")/pods.json)"
+    [[ $running == "$segments" ]] ||
+        die "Prometheus saw $running of the $segments pods while they ran: a run shorter than a few scrapes (1s)? give try --rate so that it lasts"
+    [[ $summed == "$total" ]] || die "Prometheus's sum ($summed) is not the merged record's count ($total)"
 }
 
 # adapt FILE RESULTS_DIR ARGS_FILE: a manifest of the repository for this cluster: the local
@@ -579,7 +677,7 @@ adapt() {
 }
 
 try_() {
-    local segments="" count="" rate="" duration="" connections="" out="" timeout=900
+    local segments="" count="" rate="" duration="" connections="" out="" timeout=900 prom=0
     local thresholds=()
     while (($#)); do
         case $1 in
@@ -591,7 +689,8 @@ try_() {
             --threshold) thresholds+=("$2"); shift 2 ;;
             --out) out=$2; shift 2 ;;
             --timeout) timeout=$2; shift 2 ;;
-            *) die "try: unknown argument $1 (--segments N --count C [--rate R] [--duration D] [--connections C] [--threshold EXPR]... [--timeout S] --out DIR)" ;;
+            --prometheus) prom=1; shift ;;
+            *) die "try: unknown argument $1 (--segments N --count C [--rate R] [--duration D] [--connections C] [--threshold EXPR]... [--prometheus] [--timeout S] --out DIR)" ;;
         esac
     done
     [[ $segments =~ ^[1-9][0-9]*$ ]] || die "try: --segments N is required"
@@ -642,6 +741,15 @@ try_() {
     grep -q "127.0.0.1:$cport" "$man/run.yaml" || die "run.yaml changed shape: its coordinator was not found"
     kubectl_ apply -f "$man/run.yaml" >/dev/null
 
+    # Prometheus, when asked: it finds the pods through the API and scrapes them as they run.
+    local prom_port="" METRICS_BASE=""
+    if ((prom)); then
+        METRICS_BASE=$(free_ports "$segments")
+        prom_port=$(prometheus_start "$run") || die "Prometheus did not start; read $LOGS/prometheus.log"
+        trap 'stop prometheus prometheus' EXIT
+        say "try: Prometheus on 127.0.0.1:$prom_port, the pods' metrics on 127.0.0.1:$METRICS_BASE-$((METRICS_BASE + segments - 1))"
+    fi
+
     # The generators: load-job.yaml, N segments, the command line of generator_args.
     generator_args "${thresholds[@]}" >"$man/load-args"
     adapt "$MANIFESTS/load-job.yaml" "$results" "$man/load-args" |
@@ -652,6 +760,7 @@ try_() {
             >"$man/load-job.yaml"
     say "try: $segments generators, pod 0 coordinating on 127.0.0.1:$cport (count ${count:-none}, rate ${rate:-closed loop}, duration ${duration:-none}, $connections connections)"
     kubectl_ apply -f "$man/load-job.yaml" >/dev/null
+    ((prom)) && prometheus_discover "$run" "$segments" "$METRICS_BASE"
     local verdict
     verdict=$(wait_job reqlife-load "$timeout")
     local i pod code=""
@@ -666,10 +775,15 @@ try_() {
     kubectl_ get pods -o wide >"$results/pods.txt" 2>&1 || true
     cp -r "$results/." "$out/"
     cp -r "$man" "$out/manifests"
+    if ((prom)); then cp "$run/pods.json" "$run/prometheus.yml" "$out/"; fi
     # Pod 0's log is the merged report (the run's report goes to stdout, its lines to stderr).
     [[ -f $out/segment-1.log ]] && cp "$out/segment-1.log" "$out/report.txt"
     [[ -f $out/all.json ]] || die "pod 0 wrote no merged record ($verdict); its log: $out/segment-1.log"
     say "try: merged record $out/all.json; report $out/report.txt, $out/report.html"
+    if ((prom)); then
+        prometheus_check "$prom_port" "$segments" "$out/all.json"
+        stop prometheus prometheus
+    fi
     if [[ $verdict != Complete ]]; then
         tail -n 5 "$out/segment-1.log" >&2 || true
         say "error: the load Job failed ($verdict, pod 0's exit code ${code:-unknown}): a threshold failed, or a segment; read $out/segment-*.log"

@@ -1,7 +1,8 @@
-//! `.ci/steps`, the test command's two steps (`bash .ci/test` runs it once what the tests need
-//! is installed): run with a stand-in `cargo` on the PATH that prints captured `cargo test`
-//! output and exits as told, it ends with one line of the totals, the timing group's and the
-//! rest's, and a failed step still fails it with that step's exit code, the line printed.
+//! `.ci/steps`, the test command's three steps (`bash .ci/test` runs it once what the tests
+//! need is installed): run with a stand-in `cargo` on the PATH that prints captured `cargo
+//! test` output and exits as told, and a stand-in cluster step (`CI_CLUSTER_STEP`), it ends with
+//! one line of the totals, the timing group's and the rest's, and a failed step still fails it
+//! with that step's exit code, the line printed.
 
 use std::path::Path;
 use std::process::Command;
@@ -44,9 +45,10 @@ running 0 tests
 test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s
 ";
 
-/// Runs `.ci/steps` with a `cargo` that prints the captured outputs and exits with the codes
-/// given (the timing step's, the rest's): its exit code, stdout and stderr.
-fn steps(timing_code: i32, rest_code: i32) -> (Option<i32>, String, String) {
+/// Runs `.ci/steps` with a `cargo` that prints the captured outputs and a cluster step that
+/// prints one line, exiting with the codes given (the timing step's, the rest's, the
+/// cluster's): its exit code, stdout and stderr.
+fn steps(timing_code: i32, rest_code: i32, cluster_code: i32) -> (Option<i32>, String, String) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("timing.out"), TIMING).unwrap();
     std::fs::write(dir.path().join("rest.out"), REST).unwrap();
@@ -59,6 +61,12 @@ fn steps(timing_code: i32, rest_code: i32) -> (Option<i32>, String, String) {
     std::fs::write(&cargo, script).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cluster = dir.path().join("cluster");
+    std::fs::write(
+        &cluster,
+        format!("echo 'the cluster step ran'\nexit {cluster_code}\n"),
+    )
+    .unwrap();
     let path = format!(
         "{}:{}",
         dir.path().display(),
@@ -68,6 +76,7 @@ fn steps(timing_code: i32, rest_code: i32) -> (Option<i32>, String, String) {
     let out = Command::new("bash")
         .arg(root.join(".ci/steps"))
         .env("PATH", path)
+        .env("CI_CLUSTER_STEP", &cluster)
         .output()
         .unwrap();
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
@@ -81,33 +90,58 @@ const TOTALS: &str = ".ci/test: 19 passed, 1 failed in all; the timing group 3 p
 
 #[test]
 fn the_test_command_ends_with_the_totals_and_fails_as_its_steps_do() {
-    // (the timing step's exit code, the rest's, the script's, what stderr says)
-    let rows: [(i32, i32, i32, &[&str]); 4] = [
-        (0, 0, 0, &[]),
+    // (the timing step's exit code, the rest's, the cluster's, the script's, what stderr says)
+    let rows: [(i32, i32, i32, i32, &[&str]); 6] = [
+        (0, 0, 0, 0, &[]),
         (
             0,
             101,
+            0,
             101,
             &["the rest of the suite failed (exit 101, above)"],
         ),
-        (101, 0, 101, &["the timing group failed (exit 101, above)"]),
+        (
+            101,
+            0,
+            0,
+            101,
+            &["the timing group failed (exit 101, above)"],
+        ),
         (
             3,
             101,
+            0,
             101,
             &[
                 "the timing group failed (exit 3, above)",
                 "the rest of the suite failed (exit 101, above)",
             ],
         ),
+        (0, 0, 1, 1, &["the cluster step failed (exit 1, above)"]),
+        (
+            3,
+            0,
+            1,
+            3,
+            &[
+                "the timing group failed (exit 3, above)",
+                "the cluster step failed (exit 1, above)",
+            ],
+        ),
     ];
-    for (timing_code, rest_code, want, said) in rows {
-        let (code, stdout, stderr) = steps(timing_code, rest_code);
-        let case = format!("timing {timing_code}, rest {rest_code}");
+    for (timing_code, rest_code, cluster_code, want, said) in rows {
+        let (code, stdout, stderr) = steps(timing_code, rest_code, cluster_code);
+        let case = format!("timing {timing_code}, rest {rest_code}, cluster {cluster_code}");
         assert_eq!(code, Some(want), "{case}: {stdout}{stderr}");
         // The steps' output goes through, and the totals are its last line.
         assert!(stdout.contains("test timing_c ... ok"), "{case}: {stdout}");
         assert!(stdout.contains("   Doc-tests reqlife"), "{case}: {stdout}");
+        assert!(stdout.contains("the cluster step ran"), "{case}: {stdout}");
+        assert_eq!(
+            stdout.contains(".ci/test: the cluster step passed"),
+            cluster_code == 0,
+            "{case}: {stdout}"
+        );
         assert_eq!(stdout.lines().last(), Some(TOTALS), "{case}: {stdout}");
         for line in said {
             assert!(stderr.contains(line), "{case}: {stderr}");
