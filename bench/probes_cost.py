@@ -13,7 +13,10 @@ thread, release build, as root (the probes need it):
    without probes, in turns, --rounds (3) times: throughput of each against without (the aim
    of issue 49: a loss of 15% at most), and the share of the requests joined; with
    --before BIN, that build's probed runs too, in the same turns (before and after side by
-   side). --saturated-only skips 1 and 2.
+   side). --saturated-only skips 1 and 2. With bpftool, as root: each probed run's BPF
+   programs' own run time a request, and each program's time a hit and hits a request (the
+   kernel's bpf_stats_enabled, turned on): what the probes cost the machine per hit, which
+   the machine's noise on a throughput hides.
 
 Prints each run's figures and the medians. It measures; it does not judge: exit 0 whenever it
 ran (1 if a client failed, 2 if a tool is missing).
@@ -29,6 +32,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 sys.dont_write_bytecode = True  # no bench/__pycache__ churn from a run
 from client_cpu import against_nginx  # noqa: E402
@@ -36,10 +41,64 @@ from client_cpu import against_nginx  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run(a, url, out, args, reqlife=None):
+class BpfTime:
+    """The BPF programs' own run time while a command runs (the kernel's `bpf_stats_enabled`,
+    read with `bpftool prog show` every 0.3 s: the last reading of each program before bpftrace
+    unloads it), by program name: [ns, runs]. What the probes' programs cost per hit, which the
+    machine's noise on a throughput hides."""
+
+    def __init__(self):
+        self.last, self.stop = {}, threading.Event()
+        self.thread = threading.Thread(target=self.poll, daemon=True)
+
+    def poll(self):
+        while not self.stop.is_set():
+            p = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True)
+            try:
+                progs = json.loads(p.stdout or "[]")
+            except ValueError:
+                progs = []
+            for g in progs:
+                if g.get("type") == "tracepoint" and g.get("run_cnt"):
+                    self.last[g["id"]] = (g.get("name", "?"), g.get("run_time_ns", 0), g["run_cnt"])
+            time.sleep(0.3)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_):
+        self.stop.set()
+        self.thread.join()
+
+    def by_name(self):
+        by = {}
+        for name, ns, runs in self.last.values():
+            b = by.setdefault(name, [0, 0])
+            b[0] += ns
+            b[1] += runs
+        return by
+
+
+def bpf_stats_on():
+    """Turns the kernel's BPF run-time statistics on; False where it cannot (no bpftool, not
+    root)."""
+    try:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("1")
+        return subprocess.run(["bpftool", "version"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+def run(a, url, out, args, reqlife=None, bpf=None):
     cmd = ["taskset", "-c", a.client_cpu, reqlife or a.reqlife, "run", "-t", "1", "-d", f"{a.seconds}s",
            "--quiet", "-o", out, *args, url]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    if bpf is not None:
+        with bpf:
+            p = subprocess.run(cmd, capture_output=True, text=True)
+    else:
+        p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"reqlife failed ({p.returncode}): {p.stderr.strip()}")
     with open(out) as f:
@@ -107,11 +166,23 @@ def main():
             kinds["half (before)"] = (["--server-probes-cost"], a.before)
         got = {k: [] for k in kinds}
         shares = {k: [] for k in kinds}
+        bpf_ns = {k: [] for k in kinds}
+        stats = bpf_stats_on()
+        if not stats:
+            print("(no BPF run time: bpftool missing, or not root)", file=sys.stderr)
         for i in range(a.rounds):
             for k, (extra, build) in kinds.items():
-                v = run(a, url, out, closed + extra, build)
+                bpf = BpfTime() if stats and extra else None
+                v = run(a, url, out, closed + extra, build, bpf)
                 got[k].append(rate(v))
                 shares[k].append(joined(v))
+                if bpf is not None:
+                    n = v["summary"]["requests"]["total"]
+                    by = bpf.by_name()
+                    bpf_ns[k].append(sum(t for t, _ in by.values()) / n)
+                    print(f"  {k}: BPF {bpf_ns[k][-1]:.0f} ns a request; " + ", ".join(
+                        f"{name} {t / runs:.0f} ns x{runs / n:.2f}"
+                        for name, (t, runs) in sorted(by.items())), flush=True)
             print(f"round {i + 1}: " + ", ".join(
                 f"{k} {got[k][-1]:.0f} req/s" + (f" ({shares[k][-1]:.1%} joined)"
                                                  if shares[k][-1] is not None else "")
@@ -124,7 +195,8 @@ def main():
                 continue
             m = statistics.median(got[k])
             print(f"saturated, {k}: median {m:.0f} req/s against {base:.0f} without: "
-                  f"{m / base - 1:+.1%}; joined: median {statistics.median(shares[k]):.1%}")
+                  f"{m / base - 1:+.1%}; joined: median {statistics.median(shares[k]):.1%}"
+                  + (f"; BPF median {statistics.median(bpf_ns[k]):.0f} ns a request" if bpf_ns[k] else ""))
         return 0
 
     return against_nginx(a.server_cpu, measure)

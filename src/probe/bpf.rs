@@ -148,6 +148,11 @@ impl Builder {
         let _ = writeln!(self.text, "{{\n{}\n}}", body.trim_end());
     }
 
+    /// Whether the script so far assigns map `name`.
+    pub fn assigns(&self, name: &str) -> bool {
+        is_assigned(&self.text, name)
+    }
+
     /// A statement of the END probe, before the maps are cleared.
     pub fn at_end(&mut self, statement: impl Into<String>) {
         self.end.push(statement.into());

@@ -266,7 +266,7 @@ impl Prepared {
         let base = calibrate::rounds();
         let empty = ProbeAcc::new(Vec::new(), String::new(), 1, &[], &script.probes);
         let session =
-            session::Session::start(&self.bpftrace, &script.text, false, empty, self.tick)
+            session::Session::start(&self.bpftrace, &script.text, false, empty, &[], self.tick)
                 .map_err(|e| e.to_string())?;
         if !session.wait_probed(Duration::from_secs(10), calibrate::poke) {
             return Err("the calibration's probe did not fire within 10 s".into());
@@ -301,6 +301,7 @@ impl Prepared {
             &self.script.text,
             self.unsafe_attach,
             acc,
+            &self.script.counted,
             self.tick,
         )?;
         session.functions(self.script.functions.len());

@@ -27,7 +27,10 @@
 //!                            answered from WR
 //! T NS EP                    the probes' clock at a tick, the event map now in turn
 //! T NS                       the probes' clock at the end
-//! @n, @other (maps)          at the end: each probe's hits, the other connections' events
+//! @n, @other (maps)          at the end: the functions' hits (counted in the kernel), the
+//!                            other connections' events; the kernel's probes count none there:
+//!                            their hits are their events, counted by reqlife
+//!                            ([`Script::counted`])
 //! Z                          the end
 //! ```
 //!
@@ -93,6 +96,47 @@ pub struct Script {
     pub functions: Vec<String>,
     /// The first probe index of the calibration's (a uprobe, a stepped one, a tracepoint).
     pub calibration: Option<usize>,
+    /// The probes whose hits are their events, counted by reqlife as it reads them: no count
+    /// in the kernel, where each would cost the server a map update a hit.
+    pub counted: Vec<(usize, Counted)>,
+}
+
+/// What a probe's hits are counted from ([`Script::counted`]): its events of this kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    /// `A`: arrivals in the server's socket (`sk_data_ready`).
+    Arrived,
+    /// `R`: the server's reads (`sock_recv_length`).
+    Read,
+    /// `W`: the server's writes (`sock_send_length`, and the send's start stamped by
+    /// `tcp_sendmsg_locked`, once a write).
+    Wrote,
+}
+
+impl Counted {
+    /// Adds to `hits` (by probe) the events of `batch` of each probe counted by its events.
+    pub fn count(
+        counted: &[(usize, Counted)],
+        batch: &[crate::recorder::join::KernelEvent],
+        hits: &mut [(String, u64)],
+    ) {
+        for &(probe, kind) in counted {
+            if let Some(h) = hits.get_mut(probe) {
+                h.1 += batch.iter().filter(|e| kind.is(e)).count() as u64;
+            }
+        }
+    }
+
+    /// Whether `event` is one of this kind.
+    pub fn is(self, event: &crate::recorder::join::KernelEvent) -> bool {
+        use crate::recorder::join::KernelEvent as E;
+        matches!(
+            (self, event),
+            (Counted::Arrived, E::Arrived { .. })
+                | (Counted::Read, E::Read { .. })
+                | (Counted::Wrote, E::Wrote { .. })
+        )
+    }
 }
 
 pub use crate::recorder::join::fields::{
@@ -139,6 +183,7 @@ impl ScriptPlan {
     /// The script, or what is wrong with it (a variant that reads a map it never assigns).
     pub fn try_write(&self) -> Result<Script, String> {
         let mut b = Builder::new();
+        let mut counted = Vec::new();
         let n = b.map("n");
         // The offsets' maps typed first (u64): the events' map takes values read from them,
         // and bpftrace knows a map's type on its first assignment in the text.
@@ -154,7 +199,7 @@ impl ScriptPlan {
             ),
         );
         self.connections(&mut b);
-        self.kernel(&mut b);
+        self.kernel(&mut b, &mut counted);
         let labels = self.function_probes(&mut b);
         let (ep, e0, e1, e2) = (b.map("ep"), b.map("e0"), b.map("e1"), b.map("e2"));
         // bpftrace turns the maps until reqlife reads them itself (`@direct`): reqlife turns
@@ -174,7 +219,10 @@ impl ScriptPlan {
         b.at_end(format!(
             "$now = nsecs; if ({direct} == 0) {{ print({e0}); print({e1}); print({e2}); clear({e0}); clear({e1}); clear({e2}); }} printf(\"T %llu\\n\", $now);"
         ));
-        b.at_end(format!("print({n});"));
+        // The hits counted in the kernel (the functions'), if any probe counts there.
+        if b.assigns("n") {
+            b.at_end(format!("print({n});"));
+        }
         if matches!(self.follow, Follow::Client(_)) {
             b.at_end(format!("print({other});"));
         }
@@ -185,6 +233,7 @@ impl ScriptPlan {
             probes: built.counters,
             functions: labels,
             calibration: None,
+            counted,
         })
     }
 
@@ -252,23 +301,26 @@ impl ScriptPlan {
     const PEER_PORT: &'static str =
         "$q = $sk->__sk_common.skc_dport; $p = (($q & 255) << 8) | ($q >> 8);";
 
-    /// The kernel's events: arrivals, reads, writes, the client's arrivals.
-    fn kernel(&self, b: &mut Builder) {
-        let counters = [
-            b.counter("kernel:sk_data_ready", false),
-            b.counter("kernel:sock_recv_length", false),
-            b.counter("kernel:sock_send_length", false),
-        ];
+    /// The kernel's events: arrivals, reads, writes, the client's arrivals. Their hits are
+    /// their events, counted by reqlife (`counted`).
+    fn kernel(&self, b: &mut Builder, counted: &mut Vec<(usize, Counted)>) {
+        for (name, kind) in [
+            ("kernel:sk_data_ready", Counted::Arrived),
+            ("kernel:sock_recv_length", Counted::Read),
+            ("kernel:sock_send_length", Counted::Wrote),
+        ] {
+            counted.push((b.counter(name, false), kind));
+        }
         let ep = self.episode(b);
-        self.arrivals(b, counters[0], &ep);
-        self.reads(b, counters[1], &ep);
-        self.writes(b, counters[2], &ep);
+        self.arrivals(b, &ep);
+        self.reads(b, &ep);
+        self.writes(b, &ep, counted);
     }
 
     /// Arrivals in the server's socket (and in the client's, on this host).
-    fn arrivals(&self, b: &mut Builder, ia: usize, ep: &Episode) {
+    fn arrivals(&self, b: &mut Builder, ep: &Episode) {
         let (port, port_be) = (self.port, self.port.swap_bytes());
-        let (n, ours) = (b.map("n"), self.ours(b));
+        let ours = self.ours(b);
         let (ain, cin) = (b.map("ain"), b.map("cin"));
         let Episode { draw, active, .. } = ep;
         // Not others': the listening socket's (no peer: port 0), the untraced half's.
@@ -312,7 +364,7 @@ impl ScriptPlan {
       $tp = (struct tcp_sock *)args->skaddr;
       $o = $tp->bytes_received; $v = {ain}[$p]; {ain}[$p] = $o;
       {draw}if ({active}) {{
-        {n}[{ia}] = count(); {arrived}
+        {arrived}
       }}
     }}{other}
   }}{client_side}{upstream}",
@@ -322,9 +374,9 @@ impl ScriptPlan {
     }
 
     /// The server's reads of a followed connection.
-    fn reads(&self, b: &mut Builder, ir: usize, ep: &Episode) {
+    fn reads(&self, b: &mut Builder, ep: &Episode) {
         let (port, sampled) = (self.port, self.sample > 1);
-        let (n, ours) = (b.map("n"), self.ours(b));
+        let ours = self.ours(b);
         let Episode {
             active, read_mark, ..
         } = ep;
@@ -360,12 +412,12 @@ impl ScriptPlan {
   if ($sk->__sk_common.skc_num == {port}) {{
     {}
     if ({ours}) {{
-      {srv}[pid] = 1;
+      if ({srv}[pid] == 0) {{ {srv}[pid] = 1; }}
       $tp = (struct tcp_sock *)args->sk;
       $o = $tp->bytes_received - (($tp->rcv_nxt - $tp->copied_seq) & 0xffffffff);
       $k = {};{mark_fn}
       {read_mark}if ({active}) {{
-        {n}[{ir}] = count(); $turn = {ep};
+        $turn = {ep};
         // Stamped last: the program's own work before it is not the server's (after it,
         // only the event's store).
         $t = nsecs;
@@ -380,23 +432,27 @@ impl ScriptPlan {
     }
 
     /// The server's writes to a followed connection, each from the start of its send.
-    fn writes(&self, b: &mut Builder, iw: usize, ep: &Episode) {
+    fn writes(&self, b: &mut Builder, ep: &Episode, counted: &mut Vec<(usize, Counted)>) {
         let port = self.port;
-        let (n, ours, srv) = (b.map("n"), self.ours(b), b.map("srv"));
+        let (ours, srv) = (self.ours(b), b.map("srv"));
         let Episode {
             active, write_mark, ..
         } = ep;
         // A write: where it ended is what was acknowledged plus what is queued.
         let start = if self.send_start {
             let ws = b.map("ws");
-            let i = b.counter("kernel:tcp_sendmsg_locked", false);
+            // Its hits: the writes it stamped (one a write, however many calls it took).
+            counted.push((
+                b.counter("kernel:tcp_sendmsg_locked", false),
+                Counted::Wrote,
+            ));
             // Stamped first, before even the check of whose send it is: the program's work
             // before the stamp would be counted as the server's.
             b.probe(
                 &Attach::Tracepoint("tcp", "tcp_sendmsg_locked"),
                 None,
                 &format!(
-                    "  $t = nsecs;\n  if ({srv}[pid]) {{ {n}[{i}] = count(); if ({ws}[tid] == 0) {{ {ws}[tid] = $t; }} }}"
+                    "  $t = nsecs;\n  if ({srv}[pid]) {{ if ({ws}[tid] == 0) {{ {ws}[tid] = $t; }} }}"
                 ),
             );
             format!("$w = {ws}[tid]; delete({ws}[tid]); if ($w == 0) {{ $w = nsecs; }}")
@@ -424,7 +480,7 @@ impl ScriptPlan {
       $tp = (struct tcp_sock *)args->sk;
       $e = $tp->bytes_acked + (($tp->write_seq - $tp->snd_una) & 0xffffffff);
       if ({active}) {{
-        {write_mark}{n}[{iw}] = count(); {wrote}{upstream}
+        {write_mark}{wrote}{upstream}
       }}
     }}
   }}{upstream_write}",

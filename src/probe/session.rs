@@ -8,6 +8,7 @@
 
 use super::maps::EventMaps;
 use super::output::{self, Line};
+use super::script::Counted;
 use super::target;
 use super::ProbeError;
 use crate::recorder::join::{EventSink, KernelEvent};
@@ -66,6 +67,8 @@ struct Shared {
     functions: usize,
     /// The agent's ring: given every event as well, from its attach on.
     tee: Option<super::agent::RingFeed>,
+    /// The probes whose hits are their events, counted here ([`super::script::Script::counted`]).
+    counted: Vec<(usize, Counted)>,
 }
 
 /// A running bpftrace and what it has measured.
@@ -86,6 +89,7 @@ impl Session {
         script: &str,
         unsafe_attach: bool,
         acc: ProbeAcc,
+        counted: &[(usize, Counted)],
         tick: Duration,
     ) -> Result<Session, ProbeError> {
         let mut cmd = command(bpftrace, script, unsafe_attach);
@@ -106,6 +110,7 @@ impl Session {
                 into: Into::Nowhere,
                 functions: 0,
                 tee: None,
+                counted: counted.to_vec(),
             }),
             Condvar::new(),
         ));
@@ -460,6 +465,8 @@ fn hand_over(lock: &Mutex<Shared>, batch: &mut Vec<KernelEvent>) {
         return;
     }
     let mut s = lock.lock().unwrap_or_else(|e| e.into_inner());
+    let shared = &mut *s;
+    Counted::count(&shared.counted, batch, &mut shared.acc.hits);
     if let Some(tee) = &s.tee {
         tee(batch);
     }

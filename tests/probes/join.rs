@@ -81,6 +81,34 @@ fn case(dir: &Path, name: &str, server: &[&str], args: &[&str], ws: bool) -> ser
     v
 }
 
+/// The kernel probes' hits, counted by reqlife from their events (not in the kernel), in a
+/// closed loop kept alive: one arrival, one read and one write a request at least (a read or a
+/// write may be split), and as many stamped send starts as writes.
+fn kernel_hits_are_the_events(record: &serde_json::Value) {
+    let p = &record["summary"]["server_probes"];
+    let requests = record["summary"]["requests"]["total"].as_u64().unwrap();
+    let hits = |probe: &str| p["hits"][probe].as_u64().unwrap_or(0);
+    eprintln!("keep-alive: {requests} requests; hits {}", p["hits"]);
+    for probe in [
+        "kernel:sk_data_ready",
+        "kernel:sock_recv_length",
+        "kernel:sock_send_length",
+    ] {
+        let n = hits(probe);
+        assert!(
+            n >= requests && n <= 2 * requests,
+            "{probe}: {n} hits for {requests} requests: {}",
+            p["hits"]
+        );
+    }
+    if p["hits"].get("kernel:tcp_sendmsg_locked").is_some() {
+        assert_eq!(
+            hits("kernel:tcp_sendmsg_locked"),
+            hits("kernel:sock_send_length")
+        );
+    }
+}
+
 #[test]
 fn every_request_is_joined_to_the_servers_own_figures() {
     let Some((_turn, dir)) = turn() else {
@@ -138,6 +166,9 @@ fn every_request_is_joined_to_the_servers_own_figures() {
     let (mut table, mut failures) = (Vec::new(), Vec::new());
     for (name, args, ws, handle_bar) in cases {
         let v = case(dir, name, &[], args, ws);
+        if name == "keep-alive" {
+            kernel_hits_are_the_events(&read_json(dir.join("keep-alive.json")));
+        }
         let joined = v["with_server_phases_share"].as_f64().unwrap_or(0.0);
         let keyed = v["joined_share"].as_f64().unwrap_or(0.0);
         let handle = v["handle"]["within_share"].as_f64().unwrap_or(0.0);

@@ -70,5 +70,6 @@ pub fn calibration(me: u32, exe: &std::path::Path) -> Script {
         probes: built.counters,
         functions: Vec::new(),
         calibration: first,
+        counted: Vec::new(),
     }
 }

@@ -134,13 +134,23 @@ fn every_variant_is_written_and_checked_by_the_builder() {
         if p.go && !p.functions.is_empty() {
             assert!(s.text.contains("reg(\"r14\")"), "{name}");
         }
-        // Every probe's counter is counted somewhere.
+        // Every probe's hits are counted, once: in the kernel, or by reqlife from its events
+        // (the kernel's probes: no map update a hit in the server).
         for i in 0..s.probes.len() {
-            assert!(
-                s.text.contains(&format!("@n[{i}] = count()")),
+            let in_kernel = s.text.contains(&format!("@n[{i}] = count()"));
+            let from_events = s.counted.iter().any(|&(probe, _)| probe == i);
+            assert!(in_kernel != from_events, "{name}: {i} ({:?})", s.probes[i]);
+            assert_eq!(
+                from_events,
+                s.probes[i].0.starts_with("kernel:"),
                 "{name}: {i}"
             );
         }
+        assert_eq!(
+            s.text.contains("print(@n)"),
+            s.text.contains("@n["),
+            "{name}"
+        );
         assert!(s.text.contains("interval:ms:100"), "{name}");
     }
 }
@@ -249,4 +259,47 @@ fn the_upstream_calls_are_tied_to_the_next_write_to_a_client() {
     // Without the flag, none of it.
     let plain = plan(Follow::Client(42), "", true, 1, false).write().text;
     assert!(!plain.contains("@uw") && !plain.contains("@utw"), "{plain}");
+}
+
+#[test]
+fn the_kernel_probes_hits_are_their_events_counted() {
+    use crate::recorder::join::KernelEvent as E;
+    let s = plan(Follow::Client(42), "", true, 1, false).write();
+    let mut hits: Vec<(String, u64)> = s.probes.iter().map(|(n, _)| (n.clone(), 0)).collect();
+    let arrived = E::Arrived {
+        port: 1,
+        prev: 0,
+        off: 10,
+        ns: 1,
+    };
+    let read = E::Read {
+        port: 1,
+        start: 0,
+        off: 10,
+        ns: 2,
+        pid: 7,
+        key: 7,
+    };
+    let wrote = E::Wrote {
+        port: 1,
+        start: 0,
+        end: 20,
+        ns: 3,
+        pid: 7,
+    };
+    let delivered = E::Delivered {
+        port: 1,
+        prev: 0,
+        off: 20,
+        ns: 4,
+    };
+    let batch = [arrived, read, wrote, delivered, arrived, read];
+    Counted::count(&s.counted, &batch, &mut hits);
+    Counted::count(&s.counted, &batch[..1], &mut hits);
+    let of = |name: &str| hits.iter().find(|h| h.0 == name).map(|h| h.1);
+    // The client's arrivals (delivered) are no probe's hits of their own.
+    assert_eq!(of("kernel:sk_data_ready"), Some(3));
+    assert_eq!(of("kernel:sock_recv_length"), Some(2));
+    assert_eq!(of("kernel:sock_send_length"), Some(1));
+    assert_eq!(of("kernel:tcp_sendmsg_locked"), Some(1));
 }
