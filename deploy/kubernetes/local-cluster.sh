@@ -286,6 +286,18 @@ wait_for() {
 
 port_free() { ! ss -Hltn "sport = :$1" | grep -q .; }
 
+# free_ports N: the first of N consecutive free ports, from a random one in 20000-31999: below
+# the ephemeral range, since others connect to them before they listen (the coordinator), and
+# a port of that range could meanwhile be one of their sockets' own.
+free_ports() {
+    local n=$1 base i
+    for ((base = 20000 + RANDOM % 12000; ; base += n)); do
+        ((base + n <= 32000)) || base=20000
+        for ((i = 0; i < n; i++)); do port_free $((base + i)) || continue 2; done
+        printf '%s\n' "$base"; return
+    done
+}
+
 kubectl_() { "$BIN/kubectl" --kubeconfig "$STATE/admin.kubeconfig" --request-timeout=20s "$@"; }
 
 # ---------------------------------------------------------------------------------------------
@@ -582,15 +594,6 @@ ARGS
 # On a real cluster each pod has its own address and the annotation's port; here every pod
 # shares the host's network, so pod k serves on METRICS_BASE + k.
 
-# free_ports N: the first of N consecutive free ports, below the ephemeral range.
-free_ports() {
-    local n=$1 base i
-    for ((base = 20000 + RANDOM % 12000; ; base += n)); do
-        for ((i = 0; i < n; i++)); do port_free $((base + i)) || continue 2; done
-        printf '%s\n' "$base"; return
-    done
-}
-
 # prometheus_start RUN_DIR: starts Prometheus on a free loopback port, its targets from
 # RUN_DIR/pods.json; prints the port.
 prometheus_start() {
@@ -709,7 +712,7 @@ try_() {
     run=$STATE/runs/$(date -u +%Y%m%d-%H%M%S)
     local results=$run/results man=$run/manifests
     mkdir -p "$results" "$man" "$out"
-    for ((port = 20000 + RANDOM % 20000; ; port++)); do port_free "$port" && break; done
+    port=$(free_ports 1)
     say "try: run dir $run; the demo target on 127.0.0.1:$port"
 
     # Whatever a previous try left in the namespace.
@@ -728,10 +731,8 @@ try_() {
 
     # The plan: run.yaml, with this run's values; the coordinator (pod 0) on a free loopback
     # port (the pods share the host's network: no Service names them).
-    # Below the ephemeral range: the other pods try to connect before pod 0 listens, and a
-    # port of that range could meanwhile be one of their sockets' own.
     local cport
-    for ((cport = 20000 + RANDOM % 12000; ; cport++)); do port_free "$cport" && break; done
+    cport=$(free_ports 1)
     sed -e "s|^  target-url: .*|  target-url: \"http://127.0.0.1:$port/\"|" \
         -e "s|^  rate: .*|  rate: \"$rate\"|" \
         -e "s|^  duration: .*|  duration: \"$duration\"|" \

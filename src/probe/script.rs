@@ -114,28 +114,38 @@ pub enum Counted {
 }
 
 impl Counted {
-    /// Adds to `hits` (by probe) the events of `batch` of each probe counted by its events.
+    /// Adds to `hits` (by probe) the events of `batch` of each probe counted by its events:
+    /// one pass over the batch (this runs on reqlife's reader of the events, at their rate).
     pub fn count(
         counted: &[(usize, Counted)],
         batch: &[crate::recorder::join::KernelEvent],
         hits: &mut [(String, u64)],
     ) {
+        if counted.is_empty() {
+            return;
+        }
+        let mut by_kind = [0u64; 3];
+        for e in batch {
+            if let Some(kind) = Counted::of(e) {
+                by_kind[kind as usize] += 1;
+            }
+        }
         for &(probe, kind) in counted {
             if let Some(h) = hits.get_mut(probe) {
-                h.1 += batch.iter().filter(|e| kind.is(e)).count() as u64;
+                h.1 += by_kind[kind as usize];
             }
         }
     }
 
-    /// Whether `event` is one of this kind.
-    pub fn is(self, event: &crate::recorder::join::KernelEvent) -> bool {
+    /// The kind of `event`, if it is one of the counted ones.
+    fn of(event: &crate::recorder::join::KernelEvent) -> Option<Counted> {
         use crate::recorder::join::KernelEvent as E;
-        matches!(
-            (self, event),
-            (Counted::Arrived, E::Arrived { .. })
-                | (Counted::Read, E::Read { .. })
-                | (Counted::Wrote, E::Wrote { .. })
-        )
+        match event {
+            E::Arrived { .. } => Some(Counted::Arrived),
+            E::Read { .. } => Some(Counted::Read),
+            E::Wrote { .. } => Some(Counted::Wrote),
+            _ => None,
+        }
     }
 }
 
