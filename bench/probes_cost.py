@@ -80,6 +80,74 @@ class BpfTime:
         return by
 
 
+class ThreadCpu:
+    """The CPU time (user and system) of a process's threads, by name (`reqlife-worker-0` and
+    the like counted as `worker`), polled from /proc every 0.1 s while it runs (the last
+    reading of each thread before it ends), and of nginx's workers over the same span: where
+    the CPU of a saturated run goes, per request."""
+
+    TCK = os.sysconf("SC_CLK_TCK")
+
+    def __init__(self):
+        self.last, self.stop = {}, threading.Event()
+        self.nginx = [self.nginx_cpu(), None]
+        self.thread, self.pid = None, None
+
+    @staticmethod
+    def cpu(stat):
+        f = stat.rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / ThreadCpu.TCK
+
+    @staticmethod
+    def nginx_cpu():
+        pids = subprocess.run(["pgrep", "-f", "nginx: worker"], capture_output=True,
+                              text=True).stdout.split()
+        total = 0.0
+        for p in pids:
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    total += ThreadCpu.cpu(f.read())
+            except OSError:
+                pass
+        return total
+
+    def follow(self, pid):
+        self.pid = pid
+        self.thread = threading.Thread(target=self.poll, daemon=True)
+        self.thread.start()
+
+    def poll(self):
+        while not self.stop.is_set():
+            try:
+                tids = os.listdir(f"/proc/{self.pid}/task")
+            except OSError:
+                tids = []
+            for t in tids:
+                try:
+                    with open(f"/proc/{self.pid}/task/{t}/stat") as f:
+                        s = f.read()
+                except OSError:
+                    continue
+                name = s[s.index("(") + 1:s.rindex(")")].rstrip("0123456789").rstrip("-")
+                self.last[t] = (name.removeprefix("reqlife-"), self.cpu(s))
+            time.sleep(0.1)
+
+    def end(self):
+        self.stop.set()
+        if self.thread:
+            self.thread.join()
+        self.nginx[1] = self.nginx_cpu()
+
+    def per_request(self, n):
+        """µs a request: nginx's workers, and reqlife's threads by name (its main thread,
+        which only calibrates and reports, left out)."""
+        by = {"nginx": (self.nginx[1] - self.nginx[0])}
+        for name, cpu in self.last.values():
+            if name in ("worker", "join", "turns", "collect", "probes"):
+                by[name] = by.get(name, 0.0) + cpu
+        return {k: v / n * 1e6 for k, v in by.items()}
+
+
 def bpf_stats_on():
     """Turns the kernel's BPF run-time statistics on; False where it cannot (no bpftool, not
     root)."""
@@ -91,16 +159,26 @@ def bpf_stats_on():
         return False
 
 
-def run(a, url, out, args, reqlife=None, bpf=None):
+def run(a, url, out, args, reqlife=None, bpf=None, cpu=None):
     cmd = ["taskset", "-c", a.client_cpu, reqlife or a.reqlife, "run", "-t", "1", "-d", f"{a.seconds}s",
            "--quiet", "-o", out, *args, url]
+
+    def go():
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if cpu is not None:
+            cpu.follow(p.pid)
+        _, err = p.communicate()
+        if cpu is not None:
+            cpu.end()
+        return p.returncode, err
+
     if bpf is not None:
         with bpf:
-            p = subprocess.run(cmd, capture_output=True, text=True)
+            rc, err = go()
     else:
-        p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise SystemExit(f"reqlife failed ({p.returncode}): {p.stderr.strip()}")
+        rc, err = go()
+    if rc != 0:
+        raise SystemExit(f"reqlife failed ({rc}): {err.strip()}")
     with open(out) as f:
         return json.load(f)
 
@@ -167,15 +245,21 @@ def main():
         got = {k: [] for k in kinds}
         shares = {k: [] for k in kinds}
         bpf_ns = {k: [] for k in kinds}
+        cpus = {k: [] for k in kinds}
         stats = bpf_stats_on()
         if not stats:
             print("(no BPF run time: bpftool missing, or not root)", file=sys.stderr)
         for i in range(a.rounds):
             for k, (extra, build) in kinds.items():
                 bpf = BpfTime() if stats and extra else None
-                v = run(a, url, out, closed + extra, build, bpf)
+                cpu = ThreadCpu()
+                v = run(a, url, out, closed + extra, build, bpf, cpu)
                 got[k].append(rate(v))
                 shares[k].append(joined(v))
+                cpus[k].append(cpu.per_request(v["summary"]["requests"]["total"]))
+                print(f"  {k}: CPU a request: " + ", ".join(
+                    f"{name} {us:.2f} us" for name, us in sorted(cpus[k][-1].items())
+                    if us >= 0.01), flush=True)
                 if bpf is not None:
                     n = v["summary"]["requests"]["total"]
                     by = bpf.by_name()
@@ -190,6 +274,10 @@ def main():
         if not a.rounds:
             return 0
         base = statistics.median(got["none"])
+
+        def cpu_median(k, name):
+            return statistics.median(c.get(name, 0.0) for c in cpus[k])
+
         for k in kinds:
             if k == "none":
                 continue
@@ -197,6 +285,16 @@ def main():
             print(f"saturated, {k}: median {m:.0f} req/s against {base:.0f} without: "
                   f"{m / base - 1:+.1%}; joined: median {statistics.median(shares[k]):.1%}"
                   + (f"; BPF median {statistics.median(bpf_ns[k]):.0f} ns a request" if bpf_ns[k] else ""))
+            # Where the CPU went, per request (medians): nginx's core, and the client's, whose
+            # part for the probes is reqlife's own reading and joining of the events beside
+            # the kernel's work in its worker. nginx alone saturated (a client to spare)
+            # would serve 1 / its CPU a request: its capacity against without the probes.
+            srv, srv0 = cpu_median(k, "nginx"), cpu_median("none", "nginx")
+            own = {n: cpu_median(k, n) for n in ("worker", "join", "turns")}
+            print(f"  CPU a request, medians: nginx {srv:.2f} us against {srv0:.2f} without "
+                  f"(nginx alone saturated: {srv0 / srv - 1:+.1%}); reqlife worker "
+                  f"{own['worker']:.2f} us against {cpu_median('none', 'worker'):.2f}, "
+                  f"join {own['join']:.2f} us, turns {own['turns']:.2f} us", flush=True)
         return 0
 
     return against_nginx(a.server_cpu, measure)

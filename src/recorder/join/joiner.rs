@@ -64,7 +64,11 @@ pub struct Joiner {
     resolved: HashMap<u16, (VecDeque<(u64, u64)>, u64)>,
     /// Per thread (goroutine): its connection and read number.
     last_read: HashMap<u64, (u16, u64)>,
-    pending: VecDeque<Trail>,
+    /// Requests waiting for the probes' clock to pass their end: the workers' batches as
+    /// they came (in order), each with the index of its next request; `spent`: batches joined
+    /// whole, for the workers' pool.
+    pending: VecDeque<(Vec<Trail>, usize)>,
+    spent: Vec<Vec<Trail>>,
     watermark: u64,
     hists: Vec<Histogram<u64>>,
     /// The intervals still filled (and, watched, their traced requests by phase).
@@ -105,6 +109,7 @@ impl Joiner {
             resolved: HashMap::new(),
             last_read: HashMap::new(),
             pending: VecDeque::new(),
+            spent: Vec::new(),
             watermark: 0,
             hists: (0..n).map(|_| hist::new_hist()).collect(),
             open: Intervals::new(n, on_interval.is_some()),
@@ -269,16 +274,44 @@ impl Joiner {
 
     /// Requests in (`dropped`: those a worker could not hand over).
     pub fn trails(&mut self, trails: &[Trail], dropped: u64) {
+        self.batch(trails.to_vec(), dropped);
+    }
+
+    /// A worker's batch of requests in, kept as it is (not copied: the join runs at the
+    /// requests' rate); it comes back from [`Joiner::spent`] once joined.
+    pub fn batch(&mut self, trails: Vec<Trail>, dropped: u64) {
         self.counts.dropped += dropped;
-        self.pending.extend(trails.iter().copied());
+        if trails.is_empty() {
+            self.spent.push(trails);
+        } else {
+            self.pending.push_back((trails, 0));
+        }
+    }
+
+    /// Whether batches wait to be given back ([`Joiner::spent`]).
+    pub fn has_spent(&self) -> bool {
+        !self.spent.is_empty()
+    }
+
+    /// The batches joined whole since the last call (emptied), for reuse.
+    pub fn spent(&mut self) -> std::vec::Drain<'_, Vec<Trail>> {
+        self.spent.drain(..)
     }
 
     /// Joins every request that ended before `until` (CLOCK_MONOTONIC ns).
     pub fn resolve(&mut self, until: u64) {
-        while self.pending.front().is_some_and(|t| t.done_ns <= until) {
-            if let Some(t) = self.pending.pop_front() {
-                self.join(t);
+        while let Some((batch, next)) = self.pending.front_mut() {
+            let Some(&t) = batch.get(*next).filter(|t| t.done_ns <= until) else {
+                break;
+            };
+            *next += 1;
+            if *next == batch.len() {
+                if let Some((mut batch, _)) = self.pending.pop_front() {
+                    batch.clear();
+                    self.spent.push(batch);
+                }
             }
+            self.join(t);
         }
         if until > self.last_prune + 1_000_000_000 {
             self.last_prune = until;
@@ -306,7 +339,8 @@ impl Joiner {
 
     /// Events held now (for the memory's bound).
     pub fn held(&self) -> usize {
-        self.conns.values().map(Conn::held).sum::<usize>() + self.pending.len()
+        let pending: usize = self.pending.iter().map(|(b, next)| b.len() - next).sum();
+        self.conns.values().map(Conn::held).sum::<usize>() + pending
     }
 
     /// One request: its server phases found, recorded, logged.
@@ -319,12 +353,20 @@ impl Joiner {
     pub fn join_as(&mut self, mut t: Trail, why: Option<Unjoined>) {
         self.counts.requests += 1;
         let n = self.names.len();
-        let mut probed: Vec<Option<u64>> = vec![None; n];
+        // On the stack (the join runs at the requests' rate); a longer chain of functions than
+        // a kept request holds takes the heap.
+        let (mut stack, mut heap) = ([None; crate::recorder::exemplar::PROBED], Vec::new());
+        let probed: &mut [Option<u64>] = if n <= stack.len() {
+            &mut stack[..n]
+        } else {
+            heap.resize(n, None);
+            &mut heap
+        };
         let untraced = self.spec.split && t.wire.port != 0 && !traced(t.wire.port);
         let found = match (why, untraced) {
             (Some(why), _) => Err(why),
             (None, true) => Err(Unjoined::Untraced),
-            (None, false) => self.find(&t, &mut probed),
+            (None, false) => self.find(&t, probed),
         };
         match found {
             Ok(()) => self.counts.joined += 1,
@@ -354,15 +396,15 @@ impl Joiner {
                 self.tail.add(total, &parts);
             }
         }
-        for (h, ns) in self.hists.iter_mut().zip(&probed) {
+        for (h, ns) in self.hists.iter_mut().zip(probed.iter()) {
             if let Some(ns) = *ns {
                 hist::record(h, ns);
             }
         }
-        self.open.record(t.interval, &probed, &t.kept);
+        self.open.record(t.interval, probed, &t.kept);
         self.kept.offer_kept(&t.kept);
         if let Some(log) = &mut self.log {
-            log.trail_row(&t, &probed);
+            log.trail_row(&t, probed);
         }
     }
 

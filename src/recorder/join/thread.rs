@@ -137,19 +137,18 @@ fn run(mut joiner: Joiner, rx: &Receiver<JoinMsg>, pool: &Pool) -> Joined {
             }
         };
         match msg {
-            Ok(JoinMsg::Trails(mut v, dropped)) => {
-                joiner.trails(&v, dropped);
-                v.clear();
-                if let Ok(mut p) = pool.lock() {
-                    p.push(v);
-                }
-            }
+            Ok(JoinMsg::Trails(v, dropped)) => joiner.batch(v, dropped),
             Ok(JoinMsg::Events(v)) => v.into_iter().for_each(|e| joiner.event(e)),
             Ok(JoinMsg::Others(n)) => joiner.others(n),
             Ok(JoinMsg::Finish(until)) => {
                 finishing = Some((until, Instant::now() + FINISH_WAIT));
             }
             Err(_) => break,
+        }
+        if joiner.has_spent() {
+            if let Ok(mut p) = pool.lock() {
+                p.extend(joiner.spent());
+            }
         }
         if let Some((until, _)) = finishing {
             if joiner.watermark() >= until.saturating_add(Joiner::SLACK_NS) {
