@@ -197,9 +197,17 @@ impl ServerProbes {
             .share_of_server_cpu
             .filter(|s| *s > COST_WARN_SHARE)
         {
+            // A ratio, not a share of the server's own time: with the client on this host,
+            // some hits run on its side (loopback delivers on the sender's core: the server
+            // socket's arrivals in the client's sends).
+            let here = if self.remote.is_none() {
+                " (with the client on this host, some of it on the client's side)"
+            } else {
+                ""
+            };
             out.push(format!(
-                "the server's probes took about {:.1}% of its CPU: its latency measured here \
-                 includes them (--server-sample N probes one request in N)",
+                "the server's probes cost CPU time about {:.1}% of the server's own{here}: its \
+                 latency measured here includes them (--server-sample N probes one request in N)",
                 share * 100.0
             ));
         }
@@ -523,7 +531,8 @@ mod tests {
         assert_eq!(f.phases["socket"].count, 4);
         let w = f.warnings();
         assert_eq!(w.len(), 2, "{w:?}");
-        assert!(w[0].contains("6.0% of its CPU"));
+        assert!(w[0].contains("6.0% of the server's own"), "{w:?}");
+        assert!(w[0].contains("some of it on the client's side"), "{w:?}");
         assert_eq!(f.explained, None);
     }
 }
