@@ -282,7 +282,11 @@ impl Joiner {
     pub fn batch(&mut self, trails: Vec<Trail>, dropped: u64) {
         self.counts.dropped += dropped;
         if trails.is_empty() {
-            self.spent.push(trails);
+            // Only a buffer worth reusing comes back (a count alone, as a run probed on
+            // another host hands over, leaves nothing to give back).
+            if trails.capacity() > 0 {
+                self.spent.push(trails);
+            }
         } else {
             self.pending.push_back((trails, 0));
         }

@@ -504,6 +504,46 @@ fn the_tails_shares_add_up_and_name_the_socket() {
     let _ = Phase::Total;
 }
 
+#[test]
+fn batches_are_joined_in_order_and_come_back_once_joined_whole() {
+    let mut j = joiner(&[], 1);
+    let p = 40010;
+    // Two workers' batches of two requests, ending 1, 2, 3 and 4 ms in (no events: each is
+    // counted unjoined, which is all this needs).
+    let t = |i: u64| {
+        trail(
+            p,
+            50 * (i + 1),
+            (100 * i, 100 * (i + 1)),
+            0,
+            1_000_000 * (i + 1),
+        )
+    };
+    let mut first = Vec::with_capacity(8);
+    first.extend([t(0), t(1)]);
+    j.batch(first, 0);
+    j.batch(vec![t(2), t(3)], 2);
+    assert_eq!(j.held(), 4);
+    j.resolve(1_500_000);
+    assert_eq!(j.held(), 3, "the first request only");
+    assert!(!j.has_spent(), "a batch comes back only once joined whole");
+    j.resolve(3_000_000);
+    assert_eq!(j.held(), 1, "the second and third");
+    let spent: Vec<Vec<Trail>> = j.spent().collect();
+    assert_eq!(spent.len(), 1);
+    assert!(
+        spent[0].is_empty() && spent[0].capacity() >= 8,
+        "emptied, its buffer kept"
+    );
+    assert!(!j.has_spent());
+    // A count alone (what a run probed on another host hands over) leaves nothing to give.
+    j.batch(Vec::new(), 1);
+    assert!(!j.has_spent());
+    let out = j.finish();
+    assert_eq!(out.counts.requests, 4);
+    assert_eq!(out.counts.dropped, 3);
+}
+
 mod exemplars;
 mod remote;
 mod upstream;
