@@ -453,14 +453,18 @@ mod tests {
             }
         }
         let out = log.finish();
-        assert_eq!((out.rows, out.dropped, out.cut), (25_000, 0, None));
+        // Each kept row written, or counted as dropped where the writer fell behind (a busy
+        // machine's writer thread can: 6,640 of 25,000 once, with the other core loaded).
+        assert_eq!(out.rows + out.dropped, 25_000, "{out:?}");
+        assert!(out.rows >= BUFFER as u64 / 200, "{out:?}");
+        assert_eq!(out.cut, None);
         let mut text = String::new();
         File::open(&path)
             .unwrap()
             .read_to_string(&mut text)
             .unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 25_001);
+        assert_eq!(lines.len() as u64, out.rows + 1);
         assert_eq!(format!("{}\n", lines[0]), header());
         let columns = lines[0].split(',').count();
         // The name with a comma is quoted: one more comma than columns; no connection known,

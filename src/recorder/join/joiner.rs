@@ -287,6 +287,14 @@ impl Joiner {
             if trails.capacity() > 0 {
                 self.spent.push(trails);
             }
+        } else if trails.len() * 2 < trails.capacity() {
+            // Mostly empty (flushed at an interval's close): its requests wait in a buffer of
+            // their size, its own goes back at once, so that what waits stays within twice
+            // the requests however long the probes' clock keeps them.
+            let mut trails = trails;
+            self.pending.push_back((trails.to_vec(), 0));
+            trails.clear();
+            self.spent.push(trails);
         } else {
             self.pending.push_back((trails, 0));
         }

@@ -508,8 +508,8 @@ fn the_tails_shares_add_up_and_name_the_socket() {
 fn batches_are_joined_in_order_and_come_back_once_joined_whole() {
     let mut j = joiner(&[], 1);
     let p = 40010;
-    // Two workers' batches of two requests, ending 1, 2, 3 and 4 ms in (no events: each is
-    // counted unjoined, which is all this needs).
+    // Two workers' batches of two requests, ending 1, 2, 3 and 4 ms in, then one of one (no
+    // events: each is counted unjoined, which is all this needs).
     let t = |i: u64| {
         trail(
             p,
@@ -519,7 +519,7 @@ fn batches_are_joined_in_order_and_come_back_once_joined_whole() {
             1_000_000 * (i + 1),
         )
     };
-    let mut first = Vec::with_capacity(8);
+    let mut first = Vec::with_capacity(4);
     first.extend([t(0), t(1)]);
     j.batch(first, 0);
     j.batch(vec![t(2), t(3)], 2);
@@ -532,15 +532,24 @@ fn batches_are_joined_in_order_and_come_back_once_joined_whole() {
     let spent: Vec<Vec<Trail>> = j.spent().collect();
     assert_eq!(spent.len(), 1);
     assert!(
-        spent[0].is_empty() && spent[0].capacity() >= 8,
+        spent[0].is_empty() && spent[0].capacity() >= 4,
         "emptied, its buffer kept"
     );
     assert!(!j.has_spent());
+    // A mostly empty batch (an interval's close): its buffer comes back at once, its request
+    // waits in one of its size.
+    let mut last = Vec::with_capacity(64);
+    last.push(t(4));
+    j.batch(last, 0);
+    let spent: Vec<Vec<Trail>> = j.spent().collect();
+    assert_eq!(spent.len(), 1);
+    assert!(spent[0].is_empty() && spent[0].capacity() >= 64);
+    assert_eq!(j.held(), 2);
     // A count alone (what a run probed on another host hands over) leaves nothing to give.
     j.batch(Vec::new(), 1);
     assert!(!j.has_spent());
     let out = j.finish();
-    assert_eq!(out.counts.requests, 4);
+    assert_eq!(out.counts.requests, 5);
     assert_eq!(out.counts.dropped, 3);
 }
 
