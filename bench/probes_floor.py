@@ -120,6 +120,15 @@ class Program:
         self.to_end.append((self.here(), code, dst, imm))
         self.code.append(None)
 
+    def skip(self, code, dst, imm):
+        """A conditional jump over what follows, to where `land` is called: its index."""
+        self.code.append(None)
+        return self.here() - 1, code, dst, imm
+
+    def land(self, jump):
+        at, code, dst, imm = jump
+        self.code[at] = ins(code, dst, 0, self.here() - at - 1, imm)
+
     def finish(self):
         end = self.here()
         self.add(mov_imm(0, 0), ins(0x95))
@@ -185,11 +194,10 @@ def map_work(p, maps, client_key_is_peer):
     p.add(ins(0x79, 1, 0, 0), ins(0x7b, 10, 1, -72), ins(0x7b, 0, 1, 0))
     p.add(call(PID_TGID), ins(0x77, 0, 0, 0, 32), ins(0x63, 10, 0, -16))
     lookup(p, maps["srv"], -16)
-    at = p.here()
-    p.code.append(None)
+    unset = p.skip(JNE, 0, 0)
     p.add(ins(0x7a, 10, 0, -24, 1), ld_map(1, maps["srv"]), stack(2, -16), stack(3, -24),
           mov_imm(4, 0), call(UPDATE))
-    p.code[at] = ins(JNE, 0, 0, p.here() - at - 1, 0)
+    p.land(unset)
 
 
 def emit(p, maps, kind, field, has_ret, work):
@@ -221,16 +229,13 @@ def program(name, port, offs, maps, work):
     read_kernel(p, -8, 4, ports)
     p.add(ins(0x61, 1, 10, -8), mov(2, 1), ins(0x77, 2, 0, 0, 16))  # r2 = skc_num
     if name == "sk_data_ready":  # the server's socket (arrival), else the client's
-        at = p.here()
-        p.code.append(None)
+        client = p.skip(JNE, 2, port)
         emit(p, maps, 1, received, False, work)
-        to_end = p.here()
-        p.code.append(None)
-        p.code[at] = ins(JNE, 2, 0, p.here() - at - 1, port)
+        p.jump_to_end(0x05, 0, 0)  # always
+        p.land(client)
         p.add(ins(0x57, 1, 0, 0, 0xffff))
         p.jump_to_end(JNE, 1, peer_be)
         emit(p, maps, 4, received, False, work)
-        p.to_end.append((to_end, 0x05, 0, 0))
     else:
         p.jump_to_end(JNE, 2, port)
         kind, field = {"sock_recv_length": (2, received), "sock_send_length": (3, acked),

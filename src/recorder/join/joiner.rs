@@ -279,23 +279,19 @@ impl Joiner {
 
     /// A worker's batch of requests in, kept as it is (not copied: the join runs at the
     /// requests' rate); it comes back from [`Joiner::spent`] once joined.
-    pub fn batch(&mut self, trails: Vec<Trail>, dropped: u64) {
+    pub fn batch(&mut self, mut trails: Vec<Trail>, dropped: u64) {
         self.counts.dropped += dropped;
-        if trails.is_empty() {
-            // Only a buffer worth reusing comes back (a count alone, as a run probed on
-            // another host hands over, leaves nothing to give back).
-            if trails.capacity() > 0 {
-                self.spent.push(trails);
-            }
-        } else if trails.len() * 2 < trails.capacity() {
+        if trails.len() * 2 < trails.capacity() {
             // Mostly empty (flushed at an interval's close): its requests wait in a buffer of
             // their size, its own goes back at once, so that what waits stays within twice
-            // the requests however long the probes' clock keeps them.
-            let mut trails = trails;
-            self.pending.push_back((trails.to_vec(), 0));
+            // the requests however long the probes' clock keeps them. (A count alone, as a
+            // run probed on another host hands over, has no buffer to give back.)
+            if !trails.is_empty() {
+                self.pending.push_back((trails.to_vec(), 0));
+            }
             trails.clear();
             self.spent.push(trails);
-        } else {
+        } else if !trails.is_empty() {
             self.pending.push_back((trails, 0));
         }
     }
