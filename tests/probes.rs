@@ -14,6 +14,8 @@ mod common;
 mod cost;
 #[path = "probes/join.rs"]
 mod join;
+#[path = "probes/own.rs"]
+mod own;
 #[path = "probes/servers.rs"]
 mod servers;
 #[path = "probes/upstream.rs"]

@@ -41,10 +41,11 @@ impl Planned {
                 if !quiet {
                     let pids: Vec<String> = p.server.pids.iter().map(u32::to_string).collect();
                     eprintln!(
-                        "reqlife: {} probes on {} (pid {}) attached",
+                        "reqlife: {} probes on {} (pid {}) attached ({})",
                         p.script.probes.len(),
                         p.server.name,
-                        pids.join(", ")
+                        pids.join(", "),
+                        session.programs()
                     );
                 }
                 Ok(Attached::Here(session))

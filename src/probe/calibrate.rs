@@ -156,8 +156,7 @@ pub fn cost(before: &[[f64; 3]], after: &[[f64; 3]]) -> ProbeCost {
         tracepoint_hit_ns: tracepoint,
         uprobe_hit_range_ns: uprobe_range,
         tracepoint_hit_range_ns: tracepoint_range,
-        server_cpu_s: None,
-        bpftrace_cpu_s: None,
+        ..ProbeCost::default()
     }
 }
 

@@ -39,10 +39,10 @@ const BPF_MAP_LOOKUP_AND_DELETE_BATCH: i64 = 25;
 /// bpf(2)'s argument: a union whose fields each command reads from its start; larger than
 /// any field used, its tail zero (as the kernel requires).
 #[repr(C, align(8))]
-struct Attr([u64; 9]);
+pub(super) struct Attr(pub(super) [u64; 9]);
 
 /// `bpf(cmd, attr)`: the result, or the error's `errno`.
-fn bpf(cmd: i64, attr: &mut Attr) -> Result<i64, i32> {
+pub(super) fn bpf(cmd: i64, attr: &mut Attr) -> Result<i64, i32> {
     // SAFETY: `attr` is a valid, writable buffer of the size passed; the pointers it holds
     // point to live buffers of the sizes the command's map (or info) has.
     let r = unsafe {
@@ -61,7 +61,7 @@ fn bpf(cmd: i64, attr: &mut Attr) -> Result<i64, i32> {
 }
 
 /// Two u32s in one u64 of the union, in memory order.
-fn pair(lo: u32, hi: u32) -> u64 {
+pub(super) fn pair(lo: u32, hi: u32) -> u64 {
     if cfg!(target_endian = "little") {
         (u64::from(hi) << 32) | u64::from(lo)
     } else {

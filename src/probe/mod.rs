@@ -6,7 +6,11 @@
 //! time (reqlife builds and runs where it is absent, and says how to get it when asked for
 //! probes), it compiles the probes for the running kernel itself, and the script it runs can
 //! be printed (`--print-probe-script`) and run by hand. A Rust eBPF library (aya, libbpf-rs)
-//! would need a BPF toolchain in the build and a program of ours per kernel feature.
+//! would need a BPF toolchain in the build and a program of ours per kernel feature. The
+//! default plan alone (the kernel's tracepoints, a client here, every request) runs as
+//! reqlife's own programs ([`own`]: BPF instructions written here, offsets from the kernel's
+//! BTF, no toolchain), where the kernel has what they need: at saturation bpftrace's path cost
+//! nginx three times what they do.
 //!
 //! The pipeline: [`prepare`] checks what the probes need (Linux, root, bpftrace, tracefs,
 //! BTF), finds the server ([`target`]), resolves the functions named ([`spec`], [`symbols`])
@@ -24,6 +28,7 @@ pub mod bpf;
 mod calibrate;
 mod maps;
 pub mod output;
+mod own;
 pub mod remote;
 pub mod ring;
 pub mod script;
@@ -88,6 +93,9 @@ pub struct Prepared {
     unsafe_attach: bool,
     /// The calibration's own script (see [`calibrate`]).
     calibration: Option<script::Script>,
+    /// The default plan, for reqlife's own programs ([`own`]) where this kernel has what
+    /// they need: the server's port, and whether a send's start is stamped.
+    own: Option<(u16, bool)>,
 }
 
 /// `name` found in `PATH`.
@@ -182,6 +190,12 @@ pub fn prepare(req: &ProbeRequest, port: u16, printing: bool) -> Result<Prepared
     }
     let unsafe_attach = spec::needs_unsafe(&functions);
     let tick_ms = (req.interval.as_millis() as u64 / 10).clamp(10, 100);
+    let default_plan = functions.is_empty()
+        && !req.agent
+        && !req.split
+        && req.sample == 1
+        && req.upstream.is_none();
+    let own = (default_plan && own::wanted()).then(|| (port, send_start()));
     let plan = script::ScriptPlan {
         port,
         follow: if req.agent {
@@ -211,6 +225,7 @@ pub fn prepare(req: &ProbeRequest, port: u16, printing: bool) -> Result<Prepared
         upstream: req.upstream,
         tick: Duration::from_millis(tick_ms),
         unsafe_attach,
+        own,
     })
 }
 
@@ -250,6 +265,8 @@ pub fn agent_phases(functions: &[String]) -> Vec<(String, String)> {
 /// A running probe session: attached, calibrated, waiting for the run's window.
 pub struct Probes {
     session: session::Session,
+    /// The probes are reqlife's own programs (not bpftrace's).
+    own: bool,
     server_cpu_from: Option<f64>,
     pids: Vec<u32>,
     functions: Vec<String>,
@@ -276,9 +293,9 @@ impl Prepared {
         Ok(cost)
     }
 
-    /// Measures what a hit costs here, then attaches the probes.
+    /// Measures what a hit costs here, then attaches the probes: reqlife's own programs for
+    /// the default plan where they load (the kernel counts their cost), else bpftrace's.
     pub fn start(&self) -> Result<Probes, ProbeError> {
-        let cost = self.calibration.as_ref().map(|c| self.calibrate(c));
         let mut acc = ProbeAcc::new(
             self.server.pids.clone(),
             self.server.name.clone(),
@@ -286,6 +303,40 @@ impl Prepared {
             &agent_phases(&self.script.functions),
             &self.script.probes,
         );
+        let own = self
+            .own
+            .map(|(port, send_start)| own::Own::load(port, send_start));
+        let ours = matches!(own, Some(Ok(_)));
+        let session = match own {
+            Some(Ok(own)) => {
+                session::Session::start_own(own, acc, &self.script.counted, self.tick)?
+            }
+            Some(Err(why)) => {
+                acc.notes.push(format!(
+                    "the kernel's probes ran as bpftrace's programs, which cost the server \
+                     more: reqlife's own could not load ({why})"
+                ));
+                self.start_bpftrace(acc)?
+            }
+            None => self.start_bpftrace(acc)?,
+        };
+        session.functions(self.script.functions.len());
+        Ok(Probes {
+            session,
+            own: ours,
+            server_cpu_from: None,
+            pids: self.server.pids.clone(),
+            functions: self.script.functions.clone(),
+            sample: self.sample,
+            split: self.split,
+            upstream: self.upstream,
+            tick: self.tick,
+        })
+    }
+
+    /// The calibration, then bpftrace on the script.
+    fn start_bpftrace(&self, mut acc: ProbeAcc) -> Result<session::Session, ProbeError> {
+        let cost = self.calibration.as_ref().map(|c| self.calibrate(c));
         match cost {
             Some(Ok(c)) => acc.cost = c,
             Some(Err(why)) => acc
@@ -296,25 +347,14 @@ impl Prepared {
             ),
         }
         // bpftrace says BEGIN once every probe is attached.
-        let session = session::Session::start(
+        session::Session::start(
             &self.bpftrace,
             &self.script.text,
             self.unsafe_attach,
             acc,
             &self.script.counted,
             self.tick,
-        )?;
-        session.functions(self.script.functions.len());
-        Ok(Probes {
-            session,
-            server_cpu_from: None,
-            pids: self.server.pids.clone(),
-            functions: self.script.functions.clone(),
-            sample: self.sample,
-            split: self.split,
-            upstream: self.upstream,
-            tick: self.tick,
-        })
+        )
     }
 }
 
@@ -323,6 +363,15 @@ impl Probes {
     /// open: the probes learn them as they open).
     pub fn join(&self, events: crate::recorder::join::EventSink) {
         self.session.join(events);
+    }
+
+    /// Whose programs the probes are: "reqlife's own programs" or "bpftrace".
+    pub fn programs(&self) -> &'static str {
+        if self.own {
+            "reqlife's own programs"
+        } else {
+            "bpftrace"
+        }
     }
 
     /// The functions' labels (the joiner's chain).

@@ -8,18 +8,24 @@
 
 use super::maps::EventMaps;
 use super::output::{self, Line};
+use super::own::{Own, Runs};
 use super::script::Counted;
 use super::target;
 use super::ProbeError;
 use crate::recorder::join::{EventSink, KernelEvent};
-use crate::recorder::probes::{bucket_key, ProbeAcc};
-use std::collections::HashMap;
+use crate::recorder::probes::ProbeAcc;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+
+mod by_order;
+mod own;
+
+use by_order::by_order;
+pub use by_order::ByOrder;
 
 /// How long bpftrace may take to attach its probes.
 const ATTACH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -69,11 +75,17 @@ struct Shared {
     tee: Option<super::agent::RingFeed>,
     /// The probes whose hits are their events, counted here ([`super::script::Script::counted`]).
     counted: Vec<(usize, Counted)>,
+    /// reqlife's own programs: their reader is to stop.
+    stop: bool,
 }
 
-/// A running bpftrace and what it has measured.
+/// A running bpftrace, or reqlife's own programs ([`Own`]), and what they have measured.
 pub struct Session {
-    child: Child,
+    /// bpftrace (none: reqlife's own programs).
+    child: Option<Child>,
+    /// reqlife's own programs (shared with their reader), and their runs when the recorded
+    /// window began.
+    own: Option<(Arc<Mutex<Own>>, Runs)>,
     shared: Arc<(Mutex<Shared>, Condvar)>,
     stderr: Arc<Mutex<String>>,
 }
@@ -96,24 +108,7 @@ impl Session {
         let mut child = cmd.spawn().map_err(|e| {
             ProbeError::Missing(format!("cannot start {}: {e}", bpftrace.display()))
         })?;
-        let shared = Arc::new((
-            Mutex::new(Shared {
-                ready: false,
-                probed: false,
-                closed: false,
-                ended: false,
-                acc,
-                window: None,
-                last_tick_ns: mono_now_ns(),
-                gone_ns: None,
-                on_interval: None,
-                into: Into::Nowhere,
-                functions: 0,
-                tee: None,
-                counted: counted.to_vec(),
-            }),
-            Condvar::new(),
-        ));
+        let shared = Shared::new(acc, counted);
         let stderr = Arc::new(Mutex::new(String::new()));
         if let Some(mut err) = child.stderr.take() {
             let into = stderr.clone();
@@ -131,7 +126,8 @@ impl Session {
             .spawn(move || read(BufReader::new(out), reading, pid, tick))
             .map_err(|e| ProbeError::Failed(format!("cannot start the probes' reader: {e}")))?;
         let session = Session {
-            child,
+            child: Some(child),
+            own: None,
             shared,
             stderr,
         };
@@ -143,6 +139,31 @@ impl Session {
             return Err(ProbeError::Failed(why));
         }
         Ok(session)
+    }
+
+    /// Reads the events of reqlife's own programs, attached, each `tick`.
+    pub fn start_own(
+        own: Own,
+        acc: ProbeAcc,
+        counted: &[(usize, Counted)],
+        tick: Duration,
+    ) -> Result<Session, ProbeError> {
+        let mut acc = acc;
+        acc.own_programs = true;
+        let shared = Shared::new(acc, counted);
+        let own = Arc::new(Mutex::new(own));
+        let (reading, programs) = (shared.clone(), own.clone());
+        std::thread::Builder::new()
+            .name("reqlife-probes".into())
+            .spawn(move || own::read(programs, reading, tick))
+            .map_err(|e| ProbeError::Failed(format!("cannot start the probes' reader: {e}")))?;
+        let runs = own.lock().unwrap_or_else(|e| e.into_inner()).runs();
+        Ok(Session {
+            child: None,
+            own: Some((own, runs)),
+            shared,
+            stderr: Arc::new(Mutex::new(String::new())),
+        })
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Shared) -> T) -> T {
@@ -158,10 +179,12 @@ impl Session {
 
     /// bpftrace did not attach: it is stopped, and its first error given in one line.
     fn stop_and_explain(&mut self, closed: bool) -> String {
-        if !closed {
-            let _ = self.child.kill();
+        if let Some(child) = &mut self.child {
+            if !closed {
+                let _ = child.kill();
+            }
+            let _ = child.wait();
         }
-        let _ = self.child.wait();
         std::thread::sleep(Duration::from_millis(50));
         let err = self.stderr.lock().map(|s| s.clone()).unwrap_or_default();
         let first = err
@@ -212,11 +235,14 @@ impl Session {
     /// events folded by order (the agent's; a run here joins them to its requests): ticks
     /// before it are left out, and each later one lands in the interval of its middle.
     pub fn begin(
-        &self,
+        &mut self,
         from_ns: u64,
         interval: Duration,
         on_interval: Option<crate::recorder::collector::IntervalSink>,
     ) {
+        if let Some((own, runs)) = &mut self.own {
+            *runs = own.lock().unwrap_or_else(|e| e.into_inner()).runs();
+        }
         self.with(|s| {
             s.on_interval = on_interval;
             if !matches!(s.into, Into::Join(_)) {
@@ -239,20 +265,33 @@ impl Session {
                 w.until_ns = Some(until);
             }
         });
-        // SAFETY: signals a child of ours, not yet reaped.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        self.stop();
         self.wait_for(STOP_TIMEOUT, |s| s.ended || s.closed);
         let ended = self.with(|s| s.ended);
-        if !ended {
-            let _ = self.child.kill();
+        if let Some(child) = &mut self.child {
+            if !ended {
+                let _ = child.kill();
+            }
+            let _ = child.wait();
         }
-        let _ = self.child.wait();
+        let runs = self.own.take().map(|(own, from)| {
+            let to = own.lock().unwrap_or_else(|e| e.into_inner()).runs();
+            // Detached here (the reader has let its share go).
+            drop(own);
+            (from, to)
+        });
         let (lock, _) = &*self.shared;
         let mut g = lock.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((from, to)) = runs {
+            g.acc.cost.count_runs(
+                to.count.saturating_sub(from.count),
+                to.ns.saturating_sub(from.ns),
+            );
+        }
         if !ended {
             g.acc
                 .notes
-                .push("bpftrace did not print its last counts: the last tick is missing".into());
+                .push("the probes did not give their last events: the last tick is missing".into());
         }
         if let (Some(gone), Some(w)) = (g.gone_ns, g.window) {
             let at = gone.saturating_sub(w.from_ns) as f64 / 1e9;
@@ -263,6 +302,47 @@ impl Session {
             ));
         }
         g.acc.clone()
+    }
+}
+
+impl Shared {
+    fn new(acc: ProbeAcc, counted: &[(usize, Counted)]) -> Arc<(Mutex<Shared>, Condvar)> {
+        Arc::new((
+            Mutex::new(Shared {
+                ready: false,
+                probed: false,
+                closed: false,
+                ended: false,
+                acc,
+                window: None,
+                last_tick_ns: mono_now_ns(),
+                gone_ns: None,
+                on_interval: None,
+                into: Into::Nowhere,
+                functions: 0,
+                tee: None,
+                counted: counted.to_vec(),
+                stop: false,
+            }),
+            Condvar::new(),
+        ))
+    }
+}
+
+impl Session {
+    /// Asks the probes to stop: bpftrace by SIGINT (it prints its last counts), reqlife's
+    /// own programs' reader by its flag (it reads their last events).
+    fn stop(&self) {
+        match &self.child {
+            // SAFETY: signals a child of ours, not yet reaped.
+            Some(child) => unsafe {
+                libc::kill(child.id() as i32, libc::SIGINT);
+            },
+            None => {
+                self.with(|s| s.stop = true);
+                self.shared.1.notify_all();
+            }
+        }
     }
 }
 
@@ -298,9 +378,14 @@ fn command(bpftrace: &Path, script: &str, unsafe_attach: bool) -> Command {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        match &mut self.child {
+            Some(child) => {
+                if let Ok(None) = child.try_wait() {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
+            }
+            None => self.stop(),
         }
     }
 }
@@ -487,109 +572,5 @@ fn hand_over(lock: &Mutex<Shared>, batch: &mut Vec<KernelEvent>) {
                 by_order(&mut s, e);
             }
         }
-    }
-}
-
-/// The agent's fold of one event: per connection, the first arrival after the server's last
-/// read to its next read (`socket`), that read to its next write (`handle`): per read and
-/// write, not per request (the requests are on the client's host).
-#[derive(Debug, Default)]
-pub struct ByOrder {
-    /// Per client port: the first arrival since the last read, and the last read not yet
-    /// followed by a write.
-    ports: HashMap<u16, (Option<u64>, Option<u64>)>,
-    /// The functions of the chain (`--server-fn`'s list).
-    functions: usize,
-    /// Per thread (goroutine): the next function of its chain, the chain's start and its
-    /// last hit.
-    chains: HashMap<u64, (usize, u64, u64)>,
-    /// This tick's (phase, bucket key, count).
-    counts: Vec<(usize, u64, u64)>,
-}
-
-impl ByOrder {
-    /// A fold of `functions` functions' chain beside the kernel's phases.
-    pub fn new(functions: usize) -> ByOrder {
-        ByOrder {
-            functions,
-            ..ByOrder::default()
-        }
-    }
-
-    /// A function hit: each pairs with the one before it in the chain, once (phases from
-    /// index 2: the pairs, then the total of three or more).
-    fn function(&mut self, index: usize, key: u64, ns: u64) {
-        let n = self.functions;
-        if n < 2 {
-            return;
-        }
-        let chain = self.chains.entry(key).or_insert((0, 0, 0));
-        if index == 0 {
-            // A second entry of the first function (a Go stack's growth) starts nothing.
-            if chain.0 != 1 {
-                *chain = (1, ns, ns);
-            }
-            return;
-        }
-        if chain.0 != index {
-            return;
-        }
-        self.counts
-            .push((2 + index - 1, bucket_key(ns.saturating_sub(chain.2)), 1));
-        if index == n - 1 {
-            if n > 2 {
-                self.counts
-                    .push((2 + n - 1, bucket_key(ns.saturating_sub(chain.1)), 1));
-            }
-            *chain = (0, 0, 0);
-        } else {
-            *chain = (index + 1, chain.1, ns);
-        }
-    }
-}
-
-fn by_order(s: &mut Shared, e: KernelEvent) {
-    let Into::ByOrder(f) = &mut s.into else {
-        return;
-    };
-    match e {
-        KernelEvent::Arrived { port, ns, .. } => {
-            let p = f.ports.entry(port).or_default();
-            p.0.get_or_insert(ns);
-        }
-        KernelEvent::Read { port, ns, .. } => {
-            let p = f.ports.entry(port).or_default();
-            if let Some(a) = p.0.take() {
-                f.counts.push((0, bucket_key(ns.saturating_sub(a)), 1));
-            }
-            p.1 = Some(ns);
-        }
-        KernelEvent::Wrote { port, ns, .. } => {
-            if let Some(r) = f.ports.get_mut(&port).and_then(|p| p.1.take()) {
-                f.counts.push((1, bucket_key(ns.saturating_sub(r)), 1));
-            }
-        }
-        KernelEvent::Function { index, key, ns } => f.function(index as usize, key, ns),
-        KernelEvent::Tick { ns } => {
-            let counts = std::mem::take(&mut f.counts);
-            tick(s, ns, &counts);
-        }
-        _ => {}
-    }
-}
-
-/// One tick's counts into the interval of its middle, when it overlaps the window.
-fn tick(s: &mut Shared, ns: u64, counts: &[(usize, u64, u64)]) {
-    let prev = std::mem::replace(&mut s.last_tick_ns, ns);
-    if s.gone_ns.is_none() && !s.acc.pids.iter().any(|&p| target::alive(p)) {
-        s.gone_ns = Some(ns);
-    }
-    let index = s.window.and_then(|w| {
-        let overlaps = ns > w.from_ns && w.until_ns.is_none_or(|u| prev < u);
-        let middle = (prev / 2 + ns / 2).max(w.from_ns);
-        overlaps.then(|| (middle - w.from_ns) / w.interval_ns)
-    });
-    if let (Some(snap), Some(on_interval)) = (s.acc.add_tick(index, counts), &s.on_interval) {
-        on_interval(&snap);
     }
 }

@@ -97,6 +97,26 @@ pub struct ProbeCost {
     /// recorded, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpftrace_cpu_s: Option<f64>,
+    /// reqlife's own programs: their runs while the run was recorded, as the kernel counted
+    /// them (with `tracepoint_hit_ns` their mean run time): the probes' CPU time is then
+    /// theirs, counted, not hits × a calibrated cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program_runs: Option<u64>,
+    /// Their run time then, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub programs_cpu_s: Option<f64>,
+}
+
+impl ProbeCost {
+    /// reqlife's own programs ran `runs` times for `ns` in all while the run was recorded
+    /// (nothing counted: the kernel's statistics were off).
+    pub fn count_runs(&mut self, runs: u64, ns: u64) {
+        if runs > 0 && ns > 0 {
+            self.program_runs = Some(runs);
+            self.programs_cpu_s = Some(ns as f64 / 1e9);
+            self.tracepoint_hit_ns = Some(ns as f64 / runs as f64);
+        }
+    }
 }
 
 /// What the probes measured in one run (or one level of a sweep).
@@ -131,6 +151,9 @@ pub struct ProbeAcc {
     /// The event maps were read by reqlife from the kernel ([`crate::probe`]'s `maps`), not
     /// printed by bpftrace.
     pub maps_read: bool,
+    /// The kernel's events came from reqlife's own programs, through their ring
+    /// ([`crate::probe`]'s `own`), not from bpftrace's.
+    pub own_programs: bool,
     /// Ticks whose event map was full when reqlife took it (events past it were lost).
     pub maps_full: u64,
     /// Per request: the server's side joined to each (a run here; from an agent, the
@@ -252,6 +275,7 @@ impl WireAcc {
             others: 0,
             lost_events: 0,
             maps_read: false,
+            own_programs: false,
             maps_full: 0,
             joined: None,
         })
@@ -289,6 +313,7 @@ impl ProbeAcc {
             others: 0,
             lost_events: 0,
             maps_read: false,
+            own_programs: false,
             maps_full: 0,
             joined: None,
         }
@@ -354,6 +379,9 @@ impl ProbeAcc {
     /// the cost on an emulated instruction), the calibration's own left out; `None` when a
     /// kind that was hit has no cost measured (below the machine's noise).
     pub fn probe_cpu_s(&self) -> Option<f64> {
+        if let Some(counted) = self.cost.programs_cpu_s {
+            return Some(counted);
+        }
         let mut total = 0.0;
         let probes = self.hits.iter().zip(&self.uprobe);
         for ((_, n), &up) in

@@ -42,6 +42,10 @@ pub struct Joining {
     /// printed by bpftrace as JSON: where the maps were not found).
     #[serde(default)]
     pub maps_read: bool,
+    /// The kernel's events came from reqlife's own programs through their ring buffer (the
+    /// default plan where the kernel has what they need), not from bpftrace's.
+    #[serde(default)]
+    pub own_programs: bool,
     /// Ticks whose event map reqlife found full (`BPFTRACE_MAP_KEYS_MAX` events): the
     /// probes' stores past it failed, their events lost.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -236,6 +240,7 @@ pub(super) fn joining(acc: &ProbeAcc, j: &Joined) -> Joining {
         after_write: c.after_write.iter().map(|(i, n)| (name(*i), *n)).collect(),
         lost_events: c.lost_events.max(acc.lost_events),
         maps_read: acc.maps_read,
+        own_programs: acc.own_programs,
         maps_full: acc.maps_full,
         missed_events: c.missed_events,
         other_events: c.others.max(acc.others),

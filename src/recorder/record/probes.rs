@@ -110,6 +110,10 @@ pub struct Cost {
     /// bpftrace's own CPU (reading the kernel's events out), seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpftrace_cpu_s: Option<f64>,
+    /// reqlife's own programs' runs, as the kernel counted them (a tracepoint hit is then
+    /// their mean run time, and the CPU below their run time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program_runs: Option<u64>,
     /// Hits × their cost, seconds of CPU.
     pub probe_cpu_s: Option<f64>,
     /// The server's processes' CPU time during the run, seconds.
@@ -176,6 +180,7 @@ impl ServerProbes {
                 bpftrace_cpu_s: acc.cost.bpftrace_cpu_s.map(|v| round3(v * 1000.0) / 1000.0),
                 uprobe_stepped_hit_ns: acc.cost.uprobe_stepped_hit_ns.map(round3),
                 tracepoint_hit_ns: acc.cost.tracepoint_hit_ns.map(round3),
+                program_runs: acc.cost.program_runs,
                 probe_cpu_s: probe_cpu_s.map(|v| round3(v * 1000.0) / 1000.0),
                 server_cpu_s: server_cpu_s.map(|v| round3(v * 1000.0) / 1000.0),
                 share_of_server_cpu: share,
@@ -366,7 +371,12 @@ impl ServerProbes {
             || c.uprobe_stepped_hit_ns.is_some()
             || c.tracepoint_hit_ns.is_some()
             || c.tracepoint_hit_range_ns.is_some();
-        let each = if measured {
+        let each = if let (Some(runs), Some(each)) = (c.program_runs, c.tracepoint_hit_ns) {
+            format!(
+                " (reqlife's own programs: {runs} runs, {each:.0} ns each on average, as the \
+                 kernel counted them)"
+            )
+        } else if measured {
             format!(
                 " (measured here: a uprobe hit {}, {} where the kernel single-steps; a \
                  tracepoint hit {})",

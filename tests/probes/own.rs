@@ -1,0 +1,81 @@
+//! reqlife's own programs (the default plan's probes): no bpftrace started, the programs
+//! attached while the run lasts and gone after it however it ends (SIGINT, SIGKILL): the
+//! kernel detaches them when reqlife's descriptors close.
+
+use super::*;
+
+/// The BPF programs loaded now whose names are reqlife's (`reqlife_…`), from `bpftool`.
+fn reqlife_programs() -> usize {
+    let out = Command::new("bpftool")
+        .args(["prog", "show"])
+        .output()
+        .expect("bpftool runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(" name reqlife_"))
+        .count()
+}
+
+#[test]
+fn reqlifes_own_programs_are_gone_after_a_signal() {
+    let Some((_turn, dir)) = turn() else {
+        return;
+    };
+    if find_tool("bpftool", "apt-get install bpftool").is_none() {
+        return;
+    }
+    let (_server, port, _) = probe_server(dir.path());
+    let (bpftrace_before, before) = (bpftraces(), reqlife_programs());
+    for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGKILL, "SIGKILL")] {
+        let out = dir.path().join(format!("own-{name}.json"));
+        let mut child = reqlife()
+            .args(["run", "-d", "30s", "-c", "1", "--server-probes", "-o"])
+            .arg(&out)
+            .arg(url(port))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut said = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while !line.contains("attached") {
+            line.clear();
+            let n = said.read_line(&mut line).unwrap();
+            assert!(n > 0, "{name}: reqlife ended before its probes attached");
+        }
+        assert!(line.contains("(reqlife's own programs)"), "{line}");
+        let drain = std::thread::spawn(move || std::io::copy(&mut said, &mut std::io::sink()));
+        std::thread::sleep(Duration::from_secs(2));
+        // Attached: the five programs (four before Linux 6.11), and no bpftrace.
+        let running = reqlife_programs() - before;
+        assert!(running == 4 || running == 5, "{name}: {running} programs");
+        assert_eq!(bpftraces(), bpftrace_before, "{name}: no bpftrace started");
+        // SAFETY: a signal to our child's process group.
+        unsafe { libc::kill(-(child.id() as i32), sig) };
+        let status = child.wait().unwrap();
+        drain.join().unwrap().unwrap();
+        wait_until(
+            &format!("reqlife's programs gone after {name}"),
+            Duration::from_secs(10),
+            || reqlife_programs() == before,
+        );
+        if sig != libc::SIGKILL {
+            assert!(status.code().is_some(), "{name}: {status:?}");
+            let v = read_json(&out);
+            assert_eq!(v["interrupted"], true, "{name}");
+            let p = probes_of(&v);
+            assert_eq!(p["joining"]["own_programs"], true, "{}", p["joining"]);
+            let socket = p["phases"]["socket"]["count"].as_u64().unwrap();
+            let requests = v["summary"]["requests"]["total"].as_u64().unwrap();
+            assert!(socket > 0 && socket <= requests, "{socket} of {requests}");
+            // Their cost counted by the kernel, not calibrated.
+            assert!(
+                p["cost"]["program_runs"].as_u64().unwrap() > 0,
+                "{}",
+                p["cost"]
+            );
+            assert!(p["cost"]["probe_cpu_s"].as_f64().unwrap() > 0.0);
+        }
+    }
+}
