@@ -275,18 +275,29 @@ impl Session {
             let _ = child.wait();
         }
         let runs = self.own.take().map(|(own, from)| {
-            let to = own.lock().unwrap_or_else(|e| e.into_inner()).runs();
-            // Detached here (the reader has let its share go).
+            let (to, counting) = {
+                let o = own.lock().unwrap_or_else(|e| e.into_inner());
+                (o.runs(), o.counting())
+            };
+            // Detached here, once the reader has let its share go (it has, unless it did not
+            // end within the stop's time: then when it does).
             drop(own);
-            (from, to)
+            (from, to, counting)
         });
         let (lock, _) = &*self.shared;
         let mut g = lock.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((from, to)) = runs {
+        if let Some((from, to, counting)) = runs {
             g.acc.cost.count_runs(
                 to.count.saturating_sub(from.count),
                 to.ns.saturating_sub(from.ns),
             );
+            if !counting {
+                g.acc.notes.push(
+                    "the probes' CPU was not counted: the kernel's run-time statistics of \
+                     reqlife's own programs could not be turned on"
+                        .into(),
+                );
+            }
         }
         if !ended {
             g.acc

@@ -37,7 +37,9 @@ const OPENING: u32 = 65536;
 /// Whether the default plan's probes may run as reqlife's own programs (not asked for
 /// bpftrace's by `REQLIFE_PROBES_WITH=bpftrace`).
 pub fn wanted() -> bool {
-    std::env::var("REQLIFE_PROBES_WITH").map_or(true, |v| v != "bpftrace")
+    // The programs read the ports' word as a little-endian machine lays it out.
+    cfg!(target_endian = "little")
+        && std::env::var("REQLIFE_PROBES_WITH").map_or(true, |v| v != "bpftrace")
 }
 
 /// The offsets the programs read, from this kernel's BTF.
@@ -59,6 +61,7 @@ fn fields(btf: &btf::Btf) -> Result<programs::Fields, String> {
     Ok(programs::Fields {
         ports: dport,
         protocol: at("sock", "sk_protocol", 2)?,
+        sport: at("inet_sock", "inet_sport", 2)?,
         bytes_received: at("tcp_sock", "bytes_received", 8)?,
         bytes_acked: at("tcp_sock", "bytes_acked", 8)?,
         rcv_nxt: at("tcp_sock", "rcv_nxt", 4)?,
@@ -172,14 +175,34 @@ impl Own {
         u64::from_ne_bytes(value)
     }
 
-    /// Events the ring had no room for, and hits the kernel skipped: lost.
+    /// Events the ring had no room for, and hits the kernel skipped of the programs that
+    /// write events (a send's start skipped loses no event: its send is stamped at its end).
     pub fn lost(&self) -> u64 {
-        self.counter(programs::LOST) + self.runs().missed
+        let missed: u64 = self
+            .progs
+            .iter()
+            .filter(|(name, _)| *name != "tcp_sendmsg_locked")
+            .map(|(_, p)| sys::runs(p).2)
+            .sum();
+        self.counter(programs::LOST) + missed
+    }
+
+    /// Whether the connection of client port `port` is followed now.
+    #[cfg(test)]
+    fn followed(&self, port: u16) -> bool {
+        let mut value = [0u8; programs::PORT_VALUE as usize];
+        sys::lookup(&self._maps[0], &u32::from(port).to_ne_bytes(), &mut value);
+        value[..8] != [0; 8]
     }
 
     /// Arrivals on the server's port of connections not followed (another client's).
     pub fn others(&self) -> u64 {
         self.counter(programs::OTHERS)
+    }
+
+    /// Whether the kernel counts their run time (reqlife holds its statistics switch).
+    pub fn counting(&self) -> bool {
+        self._stats.is_some()
     }
 
     /// The programs' runs so far, summed.
@@ -239,6 +262,7 @@ mod tests {
         let mut client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         let cport = client.local_addr().unwrap().port();
         let (mut server, _) = listener.accept().unwrap();
+        assert!(own.followed(cport));
         let mut buf = [0u8; 100];
         for _ in 0..2 {
             client.write_all(&[7; 100]).unwrap();
@@ -303,6 +327,18 @@ mod tests {
         // Each written once; the kernel counted the programs' runs.
         assert_eq!(own.lost(), 0);
         assert!(own.runs().count >= 9, "{:?}", own.runs());
+        // Closed (the server first, then the client): no longer followed, whatever process
+        // takes its port next (at its CLOSE a socket's skc_num is already 0).
+        drop(server);
+        drop(client);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while own.followed(cport) && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(
+            !own.followed(cport),
+            "port {cport} still followed after its close"
+        );
     }
 
     #[test]

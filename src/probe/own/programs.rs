@@ -30,6 +30,9 @@ pub struct Fields {
     pub ports: i32,
     /// `sock`'s `sk_protocol` (a u16).
     pub protocol: i32,
+    /// `inet_sock`'s `inet_sport` (big-endian): a socket's own port, still there at its
+    /// `CLOSE`, where `skc_num` is already 0 (its port was put back first).
+    pub sport: i32,
     /// `tcp_sock`'s u64s.
     pub bytes_received: i32,
     pub bytes_acked: i32,
@@ -285,15 +288,19 @@ const READ: i32 = 2;
 const WROTE: i32 = 3;
 const DELIVERED: i32 = 4;
 
-/// `inet_sock_set_state(sk, oldstate, newstate)`.
+/// `inet_sock_set_state(sk, oldstate, newstate)`: the client's port from `inet_sport`, as
+/// the tracepoint's `sport` (at `CLOSE`, `skc_num` is 0).
 pub fn set_state(plan: &Plan) -> Vec<u64> {
     let mut w = W::new(plan);
     let (syn, established, close) = (w.a.label(), w.a.label(), w.a.label());
     w.ports();
-    w.a.mov(CLIENT, 2);
     w.a.and_imm(1, 0xffff);
     w.a.jump_imm(Cond::Ne, 1, i32::from(plan.port.swap_bytes()), w.out);
     w.tcp();
+    // CLIENT = inet_sport, swapped (as a peer's port is).
+    w.read(SEQ_A, 2, plan.fields.sport);
+    w.a.load(Size::H, 1, FP, SEQ_A);
+    w.peer_port();
     w.a.load(Size::DW, 1, CTX, 16);
     w.a.jump32_imm(Cond::Eq, 1, 2, syn);
     w.a.jump32_imm(Cond::Eq, 1, 1, established);
@@ -417,17 +424,19 @@ pub fn send_start(plan: &Plan) -> Vec<u64> {
     w.done()
 }
 
-/// `sock_send_length(sk, ret, flags)`: bytes sent, stamped at their send's start (else now).
+/// `sock_send_length(sk, ret, flags)`: bytes sent, stamped at their send's start (else at
+/// the program's start).
 pub fn send(plan: &Plan) -> Vec<u64> {
     let mut w = W::new(plan);
     let stamped = w.a.label();
     w.moved_bytes();
+    w.a.call(KTIME);
+    w.a.store(Size::DW, FP, T, 0);
     server_socket(&mut w);
     w.a.load(Size::DW, 1, ENTRY, WS);
     w.a.store_imm(Size::DW, ENTRY, WS, 0);
     w.a.jump_imm(Cond::Ne, 1, 0, stamped);
-    w.a.call(KTIME);
-    w.a.mov(1, 0);
+    w.a.load(Size::DW, 1, FP, T);
     w.a.place(stamped);
     w.a.store(Size::DW, FP, EV, 1);
     let f = plan.fields;

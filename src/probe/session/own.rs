@@ -41,7 +41,8 @@ pub(super) fn read(own: Arc<Mutex<Own>>, shared: Arc<(Mutex<Shared>, Condvar)>, 
         };
         // At the end, every event read is handed over: the run has ended before `now`.
         let clock = if stop { now } else { last };
-        waiting.sort_unstable_by_key(|(ns, _)| *ns);
+        // Stable: events of one stamp keep the ring's order.
+        waiting.sort_by_key(|(ns, _)| *ns);
         let due = waiting.partition_point(|(ns, _)| *ns < clock);
         batch.extend(waiting.drain(..due).map(|(_, e)| e));
         if lost_now > lost {
@@ -56,7 +57,13 @@ pub(super) fn read(own: Arc<Mutex<Own>>, shared: Arc<(Mutex<Shared>, Condvar)>, 
             others = others_now;
             let mut s = lock.lock().unwrap_or_else(|e| e.into_inner());
             s.acc.others = others;
-            if let Into::Join(sink) = &s.into {
+            // Sent outside the lock: the joiner's channel may be full.
+            let sink = match &s.into {
+                Into::Join(sink) => Some(sink.clone()),
+                _ => None,
+            };
+            drop(s);
+            if let Some(sink) = sink {
                 sink.others(others);
             }
         }
