@@ -932,11 +932,20 @@ fn bad_input_gets_one_line_and_its_exit_code() {
     assert!(stderr(&out).contains(&format!(
         "no process on this machine listens on port {free}"
     )));
-    // No bpftrace: what to install (exit 3: the run cannot succeed, the line names the fix).
+    // No bpftrace for a plan that needs it (the default plan runs without: own.rs): what
+    // to install (exit 3: the run cannot succeed, the line names the fix).
     let empty = tempfile::tempdir().unwrap();
     let out = reqlife()
         .env("PATH", empty.path())
-        .args(["run", "-n", "1", "--server-probes", &u])
+        .args([
+            "run",
+            "-n",
+            "1",
+            "--server-probes",
+            "--server-sample",
+            "10",
+            &u,
+        ])
         .bounded();
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(

@@ -106,21 +106,22 @@ fn in_path(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// The bpftrace that tells how to get it.
+const NO_BPFTRACE: &str = "bpftrace, which is not in PATH: `apt-get install bpftrace` (Debian, \
+                           Ubuntu), `dnf install bpftrace` (Fedora)";
+
 /// What the machine lacks for probes, in one line with how to get it; `printing`: only what
-/// writing the script needs (no root).
-fn missing(printing: bool) -> Option<String> {
+/// writing the script needs (no root); `own`: the plan may run as reqlife's own programs
+/// (bpftrace then needed only where they do not load).
+fn missing(printing: bool, own: bool) -> Option<String> {
     if !cfg!(target_os = "linux") {
         return Some(
             "--server-probes: eBPF probes need Linux; run reqlife on the server's Linux host"
                 .into(),
         );
     }
-    if in_path("bpftrace").is_none() {
-        return Some(
-            "--server-probes needs bpftrace, which is not in PATH: `apt-get install bpftrace` \
-             (Debian, Ubuntu), `dnf install bpftrace` (Fedora)"
-                .into(),
-        );
+    if (printing || !own) && in_path("bpftrace").is_none() {
+        return Some(format!("--server-probes needs {NO_BPFTRACE}"));
     }
     if printing {
         return None;
@@ -154,7 +155,14 @@ fn missing(printing: bool) -> Option<String> {
 /// Checks what the probes need, finds the server on `port` (or as `req.pids`) and writes the
 /// script. `printing`: for `--print-probe-script` (root not needed).
 pub fn prepare(req: &ProbeRequest, port: u16, printing: bool) -> Result<Prepared, ProbeError> {
-    if let Some(line) = missing(printing) {
+    // The default plan: the kernel's tracepoints alone, a client here, every request.
+    let default_plan = req.functions.is_none()
+        && !req.agent
+        && !req.split
+        && req.sample == 1
+        && req.upstream.is_none();
+    let own_plan = default_plan && own::wanted();
+    if let Some(line) = missing(printing, own_plan) {
         return Err(ProbeError::Missing(line));
     }
     if req.sample == 0 {
@@ -162,7 +170,8 @@ pub fn prepare(req: &ProbeRequest, port: u16, printing: bool) -> Result<Prepared
             "--server-sample must be at least 1 (1: every request; 100: one in 100)".into(),
         ));
     }
-    let bpftrace = in_path("bpftrace").expect("checked above");
+    // Absent only where the plan runs as reqlife's own programs (a fallback then says so).
+    let bpftrace = in_path("bpftrace").unwrap_or_else(|| PathBuf::from("bpftrace"));
     let mut functions = match &req.functions {
         Some(list) => spec::parse_list(list)?,
         None => Vec::new(),
@@ -190,12 +199,7 @@ pub fn prepare(req: &ProbeRequest, port: u16, printing: bool) -> Result<Prepared
     }
     let unsafe_attach = spec::needs_unsafe(&functions);
     let tick_ms = (req.interval.as_millis() as u64 / 10).clamp(10, 100);
-    let default_plan = functions.is_empty()
-        && !req.agent
-        && !req.split
-        && req.sample == 1
-        && req.upstream.is_none();
-    let own = (default_plan && own::wanted()).then(|| (port, send_start()));
+    let own = (own_plan && functions.is_empty()).then(|| (port, send_start()));
     let plan = script::ScriptPlan {
         port,
         follow: if req.agent {
@@ -310,6 +314,12 @@ impl Prepared {
         let session = match own {
             Some(Ok(own)) => {
                 session::Session::start_own(own, acc, &self.script.counted, self.tick)?
+            }
+            Some(Err(why)) if in_path("bpftrace").is_none() => {
+                return Err(ProbeError::Missing(format!(
+                    "--server-probes: reqlife's own programs could not load ({why}), and the \
+                     script needs {NO_BPFTRACE}"
+                )));
             }
             Some(Err(why)) => {
                 acc.notes.push(format!(

@@ -8,7 +8,7 @@
 
 use super::maps::EventMaps;
 use super::output::{self, Line};
-use super::own::{Own, Runs};
+use super::own::Own;
 use super::script::Counted;
 use super::target;
 use super::ProbeError;
@@ -83,9 +83,8 @@ struct Shared {
 pub struct Session {
     /// bpftrace (none: reqlife's own programs).
     child: Option<Child>,
-    /// reqlife's own programs (shared with their reader), and their runs when the recorded
-    /// window began.
-    own: Option<(Arc<Mutex<Own>>, Runs)>,
+    /// reqlife's own programs (shared with their reader).
+    own: Option<Arc<Mutex<Own>>>,
     shared: Arc<(Mutex<Shared>, Condvar)>,
     stderr: Arc<Mutex<String>>,
 }
@@ -157,10 +156,9 @@ impl Session {
             .name("reqlife-probes".into())
             .spawn(move || own::read(programs, reading, tick))
             .map_err(|e| ProbeError::Failed(format!("cannot start the probes' reader: {e}")))?;
-        let runs = own.lock().unwrap_or_else(|e| e.into_inner()).runs();
         Ok(Session {
             child: None,
-            own: Some((own, runs)),
+            own: Some(own),
             shared,
             stderr: Arc::new(Mutex::new(String::new())),
         })
@@ -235,14 +233,11 @@ impl Session {
     /// events folded by order (the agent's; a run here joins them to its requests): ticks
     /// before it are left out, and each later one lands in the interval of its middle.
     pub fn begin(
-        &mut self,
+        &self,
         from_ns: u64,
         interval: Duration,
         on_interval: Option<crate::recorder::collector::IntervalSink>,
     ) {
-        if let Some((own, runs)) = &mut self.own {
-            *runs = own.lock().unwrap_or_else(|e| e.into_inner()).runs();
-        }
         self.with(|s| {
             s.on_interval = on_interval;
             if !matches!(s.into, Into::Join(_)) {
@@ -274,31 +269,11 @@ impl Session {
             }
             let _ = child.wait();
         }
-        let runs = self.own.take().map(|(own, from)| {
-            let (to, counting) = {
-                let o = own.lock().unwrap_or_else(|e| e.into_inner());
-                (o.runs(), o.counting())
-            };
-            // Detached here, once the reader has let its share go (it has, unless it did not
-            // end within the stop's time: then when it does).
-            drop(own);
-            (from, to, counting)
-        });
+        // Detached here, once the reader has let its share go (it has, unless it did not end
+        // within the stop's time: then when it does).
+        drop(self.own.take());
         let (lock, _) = &*self.shared;
         let mut g = lock.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((from, to, counting)) = runs {
-            g.acc.cost.count_runs(
-                to.count.saturating_sub(from.count),
-                to.ns.saturating_sub(from.ns),
-            );
-            if !counting {
-                g.acc.notes.push(
-                    "the probes' CPU was not counted: the kernel's run-time statistics of \
-                     reqlife's own programs could not be turned on"
-                        .into(),
-                );
-            }
-        }
         if !ended {
             g.acc
                 .notes

@@ -105,16 +105,22 @@ pub struct ProbeCost {
     /// Their run time then, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub programs_cpu_s: Option<f64>,
+    /// The kernel counted them over the window's first this many seconds (its count costs
+    /// the server two clock readings a run); the figures above are the window's, by its
+    /// events against the sample's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub programs_sample_s: Option<f64>,
 }
 
 impl ProbeCost {
-    /// reqlife's own programs ran `runs` times for `ns` in all while the run was recorded
-    /// (nothing counted: the kernel's statistics were off).
-    pub fn count_runs(&mut self, runs: u64, ns: u64) {
+    /// reqlife's own programs ran `runs` times for `ns` in all while the run was recorded,
+    /// as the kernel counted them over its first `sample_s` (nothing counted: none).
+    pub fn count_runs(&mut self, runs: u64, ns: u64, sample_s: f64) {
         if runs > 0 && ns > 0 {
             self.program_runs = Some(runs);
             self.programs_cpu_s = Some(ns as f64 / 1e9);
             self.tracepoint_hit_ns = Some(ns as f64 / runs as f64);
+            self.programs_sample_s = Some(sample_s);
         }
     }
 }

@@ -79,3 +79,35 @@ fn reqlifes_own_programs_are_gone_after_a_signal() {
         }
     }
 }
+
+/// The default plan needs no bpftrace (reqlife's own programs); a plan of bpftrace's says it
+/// needs it, in one line.
+#[test]
+fn the_default_plan_runs_without_bpftrace_in_path() {
+    let Some((_turn, dir)) = turn() else {
+        return;
+    };
+    let (_server, port, _) = probe_server(dir.path());
+    let out = dir.path().join("no-bpftrace.json");
+    let without = |args: &[&str]| {
+        reqlife()
+            .env("PATH", "/usr/sbin:/sbin")
+            .args(["run", "-n", "300", "-c", "1", "--server-probes"])
+            .args(args)
+            .arg(url(port))
+            .bounded()
+    };
+    let ran = without(&["-o", out.to_str().unwrap()]);
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    let p = probes_of(&read_json(&out)).clone();
+    assert_eq!(p["joining"]["own_programs"], true, "{}", p["joining"]);
+    assert_eq!(p["phases"]["socket"]["count"].as_u64(), Some(300), "{p}");
+    let refused = without(&["--server-fn", "parse,finish"]);
+    assert!(!refused.status.success());
+    let err = stderr(&refused);
+    assert!(
+        err.contains("needs bpftrace, which is not in PATH"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -136,6 +136,16 @@ impl Btf {
         Some(Member { offset, size })
     }
 
+    /// The id of the first type of `kind` (8: a typedef) named `name`.
+    pub fn type_id(&self, kind: u32, name: &str) -> Option<u32> {
+        (1..=self.starts.len())
+            .filter_map(|id| u32::try_from(id).ok())
+            .find(|&id| {
+                self.ty(id)
+                    .is_some_and(|t| t.kind == kind && self.name(t.name_off) == name.as_bytes())
+            })
+    }
+
     /// `name` among the members of struct or union `t` (which starts `base` bits into the
     /// outer struct) or inside its anonymous members: its bit offset from the outer struct's
     /// start, and its size in bytes (`None` for a bitfield).

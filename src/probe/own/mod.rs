@@ -71,6 +71,35 @@ fn fields(btf: &btf::Btf) -> Result<programs::Fields, String> {
     })
 }
 
+/// The programs of `plan` loaded (not attached), by their tracepoints' names: a typed one
+/// for the kernel's `btf_trace_NAME`.
+fn loaded(
+    plan: &programs::Plan,
+    btf: &btf::Btf,
+    send_start: bool,
+) -> Result<Vec<(&'static str, OwnedFd)>, String> {
+    let mut written: Vec<(&'static str, Vec<u64>)> = vec![
+        ("inet_sock_set_state", programs::set_state(plan)),
+        ("sk_data_ready", programs::data_ready(plan)),
+        ("sock_recv_length", programs::recv(plan)),
+        ("sock_send_length", programs::send(plan)),
+    ];
+    if send_start {
+        written.push(("tcp_sendmsg_locked", programs::send_start(plan)));
+    }
+    let mut progs = Vec::new();
+    for (name, code) in &written {
+        let id = if plan.typed {
+            let id = btf.type_id(8, &format!("btf_trace_{name}"));
+            Some(id.ok_or_else(|| format!("the kernel's BTF has no btf_trace_{name}"))?)
+        } else {
+            None
+        };
+        progs.push((*name, sys::load(name, code, id)?));
+    }
+    Ok(progs)
+}
+
 /// The programs loaded and attached, their ring mapped: detached when dropped.
 pub struct Own {
     ring: sys::Ring,
@@ -80,8 +109,10 @@ pub struct Own {
     progs: Vec<(&'static str, OwnedFd)>,
     /// Their attachments (last: detached first).
     links: Vec<OwnedFd>,
-    /// The kernel's statistics switch, held.
-    _stats: Option<OwnedFd>,
+    /// The kernel's statistics switch, held while their run time is counted.
+    stats: Option<OwnedFd>,
+    /// Why the programs are raw tracepoints, not typed ones (the kernel refused those).
+    pub untyped: Option<String>,
 }
 
 /// A program's runs, their run time and the hits skipped, summed.
@@ -97,14 +128,19 @@ impl Own {
     /// send's start stamped where the kernel has `tcp_sendmsg_locked` (`send_start`). Why
     /// not, in one line, when this kernel lacks what they need.
     pub fn load(port: u16, send_start: bool) -> Result<Own, String> {
+        Own::load_as(port, send_start, true)
+    }
+
+    /// [`Own::load`], typed programs tried first or not (`typed`).
+    fn load_as(port: u16, send_start: bool, typed: bool) -> Result<Own, String> {
         let btf = btf::Btf::read(Path::new("/sys/kernel/btf/vmlinux"))?;
         let fields = fields(&btf)?;
-        drop(btf);
         let ring = sys::Ring::new(RING)?;
         let ports = sys::map(sys::ARRAY, 4, programs::PORT_VALUE, PORTS, "reqlife_ports")?;
         let conn = sys::map(sys::HASH, 8, 8, OPENING, "reqlife_conn")?;
         let counters = sys::map(sys::ARRAY, 4, 8, 2, "reqlife_counts")?;
-        let plan = programs::Plan {
+        let mut plan = programs::Plan {
+            typed,
             port,
             client: std::process::id(),
             fields,
@@ -115,19 +151,17 @@ impl Own {
                 counters: counters.as_raw_fd(),
             },
         };
-        let mut written: Vec<(&'static str, Vec<u64>)> = vec![
-            ("inet_sock_set_state", programs::set_state(&plan)),
-            ("sk_data_ready", programs::data_ready(&plan)),
-            ("sock_recv_length", programs::recv(&plan)),
-            ("sock_send_length", programs::send(&plan)),
-        ];
-        if send_start {
-            written.push(("tcp_sendmsg_locked", programs::send_start(&plan)));
-        }
-        let mut progs = Vec::new();
-        for (name, code) in &written {
-            progs.push((*name, sys::load(name, code)?));
-        }
+        // Typed where the kernel takes them all, else raw.
+        let (progs, untyped) = match loaded(&plan, &btf, send_start) {
+            Ok(progs) if typed => (progs, None),
+            Ok(progs) => (progs, Some("raw tracepoints asked for".into())),
+            Err(why) if !typed => return Err(why),
+            Err(why) => {
+                plan.typed = false;
+                (loaded(&plan, &btf, send_start)?, Some(why))
+            }
+        };
+        drop(btf);
         let stats = sys::stats();
         let mut own = Own {
             ring,
@@ -135,18 +169,22 @@ impl Own {
             _maps: vec![ports, conn],
             progs,
             links: Vec::new(),
-            _stats: stats,
+            stats,
+            untyped,
         };
         // The state changes first: no connection is followed before they are watched.
         for (name, prog) in &own.progs {
-            own.links.push(sys::attach(name, prog)?);
+            own.links.push(sys::attach(name, prog, plan.typed)?);
         }
         Ok(own)
     }
 
-    /// The events written since the last read, with their times, appended to `out`.
-    pub fn read(&mut self, out: &mut Vec<(u64, KernelEvent)>) {
+    /// The events written since the last read, with their times, appended to `out`: how
+    /// many records were read.
+    pub fn read(&mut self, out: &mut Vec<(u64, KernelEvent)>) -> u64 {
+        let mut n = 0;
         self.ring.read(|r| {
+            n += 1;
             if r.len() < programs::EVENT {
                 return;
             }
@@ -166,6 +204,7 @@ impl Own {
             ];
             out.extend(event(ns, fields).map(|e| (ns, e)));
         });
+        n
     }
 
     /// Counter `index` ([`programs::LOST`], [`programs::OTHERS`]).
@@ -202,7 +241,13 @@ impl Own {
 
     /// Whether the kernel counts their run time (reqlife holds its statistics switch).
     pub fn counting(&self) -> bool {
-        self._stats.is_some()
+        self.stats.is_some()
+    }
+
+    /// The kernel no longer counts their run time (two clock readings a run, which the
+    /// server pays too).
+    pub fn stop_counting(&mut self) {
+        self.stats = None;
     }
 
     /// The programs' runs so far, summed.
@@ -234,13 +279,13 @@ mod tests {
 
     /// Own's programs loaded for a listener of this process, or why not (not root, a kernel
     /// without BTF or ring buffers): skipped then, said.
-    fn loaded(port: u16) -> Option<Own> {
+    fn loaded(port: u16, typed: bool) -> Option<Own> {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             eprintln!("skipped: reqlife's own programs need root");
             return None;
         }
-        match Own::load(port, super::super::send_start()) {
+        match Own::load_as(port, super::super::send_start(), typed) {
             Ok(own) => Some(own),
             Err(why) if std::env::var_os("CI").is_some() => panic!("{why}"),
             Err(why) => {
@@ -252,11 +297,24 @@ mod tests {
 
     #[test]
     fn a_requests_life_on_its_connection_comes_out_as_the_scripts_events() {
+        life(true);
+    }
+
+    #[test]
+    fn the_raw_programs_give_the_same_life() {
+        life(false);
+    }
+
+    /// A connection's life through the typed programs or the raw ones (`typed`).
+    fn life(typed: bool) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let Some(mut own) = loaded(port) else {
+        let Some(mut own) = loaded(port, typed) else {
             return;
         };
+        // Typed programs wherever these load at all (their tracepoints came with 6.3; typed
+        // tracepoints with 5.5, bpf_skc_to_tcp_sock with 5.9).
+        assert_eq!(own.untyped.is_none(), typed, "{:?}", own.untyped);
         // This process is the client (it opens the connection) and the server (it reads the
         // request and writes the response): 100 bytes in, then 50 out, twice.
         let mut client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -345,7 +403,7 @@ mod tests {
     fn arrivals_of_a_connection_not_reqlifes_are_counted_not_followed() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let Some(mut own) = loaded(port) else {
+        let Some(mut own) = loaded(port, true) else {
             return;
         };
         // Opened by another process (a child's connect): not followed.

@@ -60,6 +60,11 @@ pub struct Maps {
 /// What the programs are written for.
 #[derive(Debug, Clone, Copy)]
 pub struct Plan {
+    /// Typed programs (`tp_btf`, Linux 5.5 on): the socket's fields loaded directly, checked
+    /// by the verifier against the kernel's BTF (a TCP socket found by
+    /// `bpf_skc_to_tcp_sock`, 5.9). Else raw tracepoints, each field read by
+    /// `bpf_probe_read_kernel`, a helper's call each (the fallback).
+    pub typed: bool,
     /// The server's port.
     pub port: u16,
     /// reqlife's process.
@@ -104,6 +109,7 @@ const KTIME: i32 = 5;
 const PID_TGID: i32 = 14;
 const READ_KERNEL: i32 = 113;
 const RINGBUF_OUTPUT: i32 = 130;
+const SKC_TO_TCP_SOCK: i32 = 137;
 
 /// The registers kept across calls: the tracepoint's arguments, the port's entry, the
 /// socket, the client's port.
@@ -136,8 +142,20 @@ impl<'a> W<'a> {
             .expect("every label placed, every jump in reach")
     }
 
-    /// `bpf_probe_read_kernel(fp + at, size, socket + field)`.
+    /// The socket's field at `field` (`size` bytes) into the stack at `at`: loaded directly
+    /// (typed), else `bpf_probe_read_kernel(fp + at, size, socket + field)`.
     fn read(&mut self, at: i16, size: i32, field: i32) {
+        if self.plan.typed {
+            let sz = match size {
+                2 => Size::H,
+                4 => Size::W,
+                _ => Size::DW,
+            };
+            let off = i16::try_from(field).expect("a socket's field within 32 KiB");
+            self.a.load(sz, 1, SOCK, off);
+            self.a.store(sz, FP, at, 1);
+            return;
+        }
         self.a.stack(1, at);
         self.a.mov_imm(2, size);
         self.a.mov(3, SOCK);
@@ -145,10 +163,11 @@ impl<'a> W<'a> {
         self.a.call(READ_KERNEL);
     }
 
-    /// The socket (argument 0), its ports word into r1 (skc_dport, big-endian, in the low
-    /// half; skc_num in the high half), skc_num into r2.
+    /// The socket (argument 0; on to the end if none), its ports word into r1 (skc_dport,
+    /// big-endian, in the low half; skc_num in the high half), skc_num into r2.
     fn ports(&mut self) {
         self.a.load(Size::DW, SOCK, CTX, 0);
+        self.a.jump_imm(Cond::Eq, SOCK, 0, self.out);
         self.read(PORTS, 4, self.plan.fields.ports);
         self.a.load(Size::W, 1, FP, PORTS);
         self.a.mov(2, 1);
@@ -165,8 +184,16 @@ impl<'a> W<'a> {
         self.a.or(CLIENT, 1);
     }
 
-    /// On to the end unless the socket is TCP's.
+    /// On to the end unless the socket is TCP's (typed: a full TCP socket, SOCK then typed
+    /// as one).
     fn tcp(&mut self) {
+        if self.plan.typed {
+            self.a.mov(1, SOCK);
+            self.a.call(SKC_TO_TCP_SOCK);
+            self.a.jump_imm(Cond::Eq, 0, 0, self.out);
+            self.a.mov(SOCK, 0);
+            return;
+        }
         self.read(PROTO, 2, self.plan.fields.protocol);
         self.a.load(Size::H, 1, FP, PROTO);
         self.a.jump_imm(Cond::Ne, 1, 6, self.out);

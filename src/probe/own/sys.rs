@@ -18,6 +18,22 @@ pub const ARRAY: u32 = 2;
 pub const RINGBUF: u32 = 27;
 /// `BPF_PROG_TYPE_RAW_TRACEPOINT`.
 const RAW_TRACEPOINT: u32 = 17;
+/// `BPF_PROG_TYPE_TRACING`, attached as `BPF_TRACE_RAW_TP` (a typed tracepoint, `tp_btf`).
+const TRACING: u32 = 26;
+const TRACE_RAW_TP: u32 = 23;
+
+/// bpf(2) on an attr longer than [`Attr`] (a program's load reaches `attach_btf_id`, at
+/// byte 108).
+fn bpf_long(cmd: i64, attr: &mut [u64; 16]) -> Result<i64, i32> {
+    // SAFETY: `attr` is a valid, writable buffer of the size passed; the pointers it holds
+    // point to live buffers of the sizes given beside them.
+    let r = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.as_mut_ptr(), 128usize) };
+    if r < 0 {
+        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    } else {
+        Ok(r as i64)
+    }
+}
 
 /// A fd the kernel just gave.
 fn owned(fd: i64) -> OwnedFd {
@@ -35,7 +51,7 @@ pub fn map(kind: u32, key: u32, value: u32, entries: u32, name: &str) -> Result<
     attr.0[0] = pair(kind, key);
     attr.0[1] = pair(value, entries);
     // map_flags, inner_map_fd, numa_node: 0; map_name at byte 28.
-    name_at(&mut attr, 28, name);
+    name_at(&mut attr.0, 28, name);
     bpf(BPF_MAP_CREATE, &mut attr)
         .map(owned)
         .map_err(|e| format!("the kernel refused the map {name}: {}", errno(e)))
@@ -50,36 +66,48 @@ pub fn lookup(map: &OwnedFd, key: &[u8], value: &mut [u8]) -> bool {
     bpf(BPF_MAP_LOOKUP_ELEM, &mut attr).is_ok()
 }
 
-/// `name` into the 16 bytes of `attr` from byte `at` (15 at most, NUL-ended).
-fn name_at(attr: &mut Attr, at: usize, name: &str) {
-    // SAFETY: `Attr` is 72 plain bytes; the caller's `at` + 16 is within them.
-    let raw = unsafe { std::slice::from_raw_parts_mut(attr.0.as_mut_ptr() as *mut u8, 72) };
+/// `name` into the 16 bytes of `words` from byte `at` (15 at most, NUL-ended).
+fn name_at(words: &mut [u64], at: usize, name: &str) {
+    let len = words.len() * 8;
+    // SAFETY: `words` is `len` plain bytes; the caller's `at` + 16 is within them.
+    let raw = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr() as *mut u8, len) };
     for (b, c) in raw[at..at + 15].iter_mut().zip(name.bytes()) {
         *b = c;
     }
 }
 
-/// Loads a raw tracepoint program for the tracepoint `name` (named `reqlife_` and its first
-/// letters); refused, the verifier's last lines.
-pub fn load(name: &str, code: &[u64]) -> Result<OwnedFd, String> {
+/// Loads a program for the tracepoint `name` (named `reqlife_` and its first letters): a
+/// typed one where `btf_id` (of the kernel's `btf_trace_NAME`) is given, else a raw one;
+/// refused, the verifier's last lines.
+pub fn load(name: &str, code: &[u64], btf_id: Option<u32>) -> Result<OwnedFd, String> {
     let license = b"GPL\0";
     let shown: String = format!("reqlife_{name}")
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
     let attempt = |log: &mut [u8]| {
-        let mut attr = Attr([0; 9]);
+        let mut attr = [0u64; 16];
         name_at(&mut attr, 48, &shown);
-        attr.0[0] = pair(RAW_TRACEPOINT, code.len() as u32);
-        attr.0[1] = code.as_ptr() as u64;
-        attr.0[2] = license.as_ptr() as u64;
-        attr.0[3] = pair(u32::from(!log.is_empty()), log.len() as u32);
-        attr.0[4] = if log.is_empty() {
+        let kind = if btf_id.is_some() {
+            TRACING
+        } else {
+            RAW_TRACEPOINT
+        };
+        attr[0] = pair(kind, code.len() as u32);
+        attr[1] = code.as_ptr() as u64;
+        attr[2] = license.as_ptr() as u64;
+        attr[3] = pair(u32::from(!log.is_empty()), log.len() as u32);
+        attr[4] = if log.is_empty() {
             0
         } else {
             log.as_mut_ptr() as u64
         };
-        bpf(BPF_PROG_LOAD, &mut attr)
+        if let Some(id) = btf_id {
+            // expected_attach_type at byte 68, attach_btf_id at 108.
+            attr[8] = pair(0, TRACE_RAW_TP);
+            attr[13] = pair(0, id);
+        }
+        bpf_long(BPF_PROG_LOAD, &mut attr)
     };
     match attempt(&mut []) {
         Ok(fd) => Ok(owned(fd)),
@@ -102,11 +130,12 @@ pub fn load(name: &str, code: &[u64]) -> Result<OwnedFd, String> {
     }
 }
 
-/// Attaches program `prog` to the raw tracepoint `name`: attached while the fd lives.
-pub fn attach(name: &str, prog: &OwnedFd) -> Result<OwnedFd, String> {
+/// Attaches program `prog` to the tracepoint `name` (a typed program: to the one it was
+/// loaded for): attached while the fd lives.
+pub fn attach(name: &str, prog: &OwnedFd, typed: bool) -> Result<OwnedFd, String> {
     let tp = std::ffi::CString::new(name).map_err(|_| format!("bad tracepoint name {name}"))?;
     let mut attr = Attr([0; 9]);
-    attr.0[0] = tp.as_ptr() as u64;
+    attr.0[0] = if typed { 0 } else { tp.as_ptr() as u64 };
     attr.0[1] = u64::from(prog.as_raw_fd() as u32);
     bpf(BPF_RAW_TRACEPOINT_OPEN, &mut attr)
         .map(owned)

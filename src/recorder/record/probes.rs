@@ -114,6 +114,9 @@ pub struct Cost {
     /// their mean run time, and the CPU below their run time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program_runs: Option<u64>,
+    /// Counted over the run's first this many seconds (the rest by its events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub programs_sample_s: Option<f64>,
     /// Hits × their cost, seconds of CPU.
     pub probe_cpu_s: Option<f64>,
     /// The server's processes' CPU time during the run, seconds.
@@ -181,6 +184,7 @@ impl ServerProbes {
                 uprobe_stepped_hit_ns: acc.cost.uprobe_stepped_hit_ns.map(round3),
                 tracepoint_hit_ns: acc.cost.tracepoint_hit_ns.map(round3),
                 program_runs: acc.cost.program_runs,
+                programs_sample_s: acc.cost.programs_sample_s.map(round3),
                 probe_cpu_s: probe_cpu_s.map(|v| round3(v * 1000.0) / 1000.0),
                 server_cpu_s: server_cpu_s.map(|v| round3(v * 1000.0) / 1000.0),
                 share_of_server_cpu: share,
@@ -373,8 +377,9 @@ impl ServerProbes {
             || c.tracepoint_hit_range_ns.is_some();
         let each = if let (Some(runs), Some(each)) = (c.program_runs, c.tracepoint_hit_ns) {
             format!(
-                " (reqlife's own programs: {runs} runs, {each:.0} ns each on average, as the \
-                 kernel counted them)"
+                " (reqlife's own programs: about {runs} runs, {each:.0} ns each on average, as \
+                 the kernel counted them over the first {:.1} s)",
+                c.programs_sample_s.unwrap_or(0.0)
             )
         } else if measured {
             format!(
