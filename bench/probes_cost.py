@@ -59,7 +59,7 @@ class BpfTime:
             except ValueError:
                 progs = []
             for g in progs:
-                if g.get("type") in ("tracepoint", "raw_tracepoint") and g.get("run_cnt"):
+                if g.get("type") in ("tracepoint", "raw_tracepoint", "tracing") and g.get("run_cnt"):
                     self.last[g["id"]] = (g.get("name", "?"), g.get("run_time_ns", 0), g["run_cnt"])
             time.sleep(0.3)
 
