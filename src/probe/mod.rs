@@ -8,7 +8,7 @@
 //! be printed (`--print-probe-script`) and run by hand. A Rust eBPF library (aya, libbpf-rs)
 //! would need a BPF toolchain in the build and a program of ours per kernel feature. The
 //! default plan alone (the kernel's tracepoints, a client here, every request) runs as
-//! reqlife's own programs ([`own`]: BPF instructions written here, offsets from the kernel's
+//! reqlife's own programs (`own`: BPF instructions written here, offsets from the kernel's
 //! BTF, no toolchain), where the kernel has what they need: at saturation bpftrace's path cost
 //! nginx three times what they do.
 //!

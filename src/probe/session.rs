@@ -79,7 +79,7 @@ struct Shared {
     stop: bool,
 }
 
-/// A running bpftrace, or reqlife's own programs ([`Own`]), and what they have measured.
+/// A running bpftrace, or reqlife's own programs (`own::Own`), and what they have measured.
 pub struct Session {
     /// bpftrace (none: reqlife's own programs).
     child: Option<Child>,
