@@ -1010,40 +1010,11 @@ fn no_probe_is_left_after_a_signal() {
         (libc::SIGKILL, "SIGKILL"),
     ] {
         let out = dir.path().join(format!("{name}.json"));
-        let mut child = reqlife()
-            .args([
-                "run",
-                "-d",
-                "30s",
-                "-c",
-                "1",
-                "--server-fn",
-                "parse,finish",
-                "-o",
-            ])
-            .arg(&out)
-            .arg(url(port))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .unwrap();
         // Attached (the probes' cost measured in a bpftrace of its own, then the run's
         // compiled and attached: seconds with a debug build's symbols), then running a while.
-        let mut said = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        while !line.contains("attached") {
-            line.clear();
-            let n = said.read_line(&mut line).unwrap();
-            assert!(n > 0, "{name}: reqlife ended before its probes attached");
-        }
-        let drain = std::thread::spawn(move || std::io::copy(&mut said, &mut std::io::sink()));
+        let run = AttachedRun::start(&["--server-fn", "parse,finish"], &out, port, name);
         std::thread::sleep(Duration::from_secs(3));
-        // The whole group, as a terminal's Ctrl-C or GNU timeout signals it.
-        // SAFETY: a signal to our child's process group.
-        unsafe { libc::kill(-(child.id() as i32), sig) };
-        let status = child.wait().unwrap();
-        drain.join().unwrap().unwrap();
+        let status = run.signal(sig);
         wait_until(
             &format!("no bpftrace after {name}"),
             Duration::from_secs(10),
@@ -1064,3 +1035,48 @@ fn no_probe_is_left_after_a_signal() {
 }
 
 use std::os::unix::process::CommandExt;
+
+/// `reqlife run -d 30s -c 1 ARGS -o OUT URL` in a process group of its own, its probes
+/// attached: the child, the line that said so, and the thread draining its stderr.
+struct AttachedRun {
+    child: std::process::Child,
+    line: String,
+    drain: std::thread::JoinHandle<std::io::Result<u64>>,
+}
+
+impl AttachedRun {
+    /// Started against the server on `port`, returned once reqlife said its probes attached
+    /// (`name`: the case, for a failure's message).
+    fn start(args: &[&str], out: &Path, port: u16, name: &str) -> AttachedRun {
+        let mut child = reqlife()
+            .args(["run", "-d", "30s", "-c", "1"])
+            .args(args)
+            .arg("-o")
+            .arg(out)
+            .arg(url(port))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut said = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while !line.contains("attached") {
+            line.clear();
+            let n = said.read_line(&mut line).unwrap();
+            assert!(n > 0, "{name}: reqlife ended before its probes attached");
+        }
+        let drain = std::thread::spawn(move || std::io::copy(&mut said, &mut std::io::sink()));
+        AttachedRun { child, line, drain }
+    }
+
+    /// `sig` to the whole group, as a terminal's Ctrl-C or GNU timeout signals it: how
+    /// reqlife ended.
+    fn signal(mut self, sig: i32) -> std::process::ExitStatus {
+        // SAFETY: a signal to our child's process group.
+        unsafe { libc::kill(-(self.child.id() as i32), sig) };
+        let status = self.child.wait().unwrap();
+        self.drain.join().unwrap().unwrap();
+        status
+    }
+}

@@ -28,33 +28,18 @@ fn reqlifes_own_programs_are_gone_after_a_signal() {
     let (bpftrace_before, before) = (bpftraces(), reqlife_programs());
     for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGKILL, "SIGKILL")] {
         let out = dir.path().join(format!("own-{name}.json"));
-        let mut child = reqlife()
-            .args(["run", "-d", "30s", "-c", "1", "--server-probes", "-o"])
-            .arg(&out)
-            .arg(url(port))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        let mut said = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        while !line.contains("attached") {
-            line.clear();
-            let n = said.read_line(&mut line).unwrap();
-            assert!(n > 0, "{name}: reqlife ended before its probes attached");
-        }
-        assert!(line.contains("(reqlife's own programs)"), "{line}");
-        let drain = std::thread::spawn(move || std::io::copy(&mut said, &mut std::io::sink()));
+        let run = AttachedRun::start(&["--server-probes"], &out, port, name);
+        assert!(
+            run.line.contains("(reqlife's own programs)"),
+            "{}",
+            run.line
+        );
         std::thread::sleep(Duration::from_secs(2));
         // Attached: the five programs (four before Linux 6.11), and no bpftrace.
         let running = reqlife_programs() - before;
         assert!(running == 4 || running == 5, "{name}: {running} programs");
         assert_eq!(bpftraces(), bpftrace_before, "{name}: no bpftrace started");
-        // SAFETY: a signal to our child's process group.
-        unsafe { libc::kill(-(child.id() as i32), sig) };
-        let status = child.wait().unwrap();
-        drain.join().unwrap().unwrap();
+        let status = run.signal(sig);
         wait_until(
             &format!("reqlife's programs gone after {name}"),
             Duration::from_secs(10),

@@ -209,6 +209,14 @@ impl<'a> W<'a> {
         self.a.mov(ENTRY, 0);
     }
 
+    /// The arguments of a call on the opening connections' map, keyed by the socket: r1 the
+    /// map, r2 the key (the socket's address, on the stack).
+    fn conn_key(&mut self) {
+        self.a.store(Size::DW, FP, SK, SOCK);
+        self.a.map(1, self.plan.maps.conn);
+        self.a.stack(2, SK);
+    }
+
     /// On to the end unless the connection is followed.
     fn followed(&mut self) {
         self.a.load(Size::DW, 1, ENTRY, OURS);
@@ -338,23 +346,18 @@ pub fn set_state(plan: &Plan) -> Vec<u64> {
     w.a.call(PID_TGID);
     w.a.rsh_imm(0, 32);
     w.a.jump_imm(Cond::Ne, 0, plan.client as i32, w.out);
-    w.a.store(Size::DW, FP, SK, SOCK);
     w.a.store_imm(Size::DW, FP, ONE, 1);
-    w.a.map(1, plan.maps.conn);
-    w.a.stack(2, SK);
+    w.conn_key();
     w.a.stack(3, ONE);
     w.a.mov_imm(4, 0);
     w.a.call(UPDATE);
     w.a.goto(w.out);
     // ESTABLISHED, remembered: followed by its port from now on.
     w.a.place(established);
-    w.a.store(Size::DW, FP, SK, SOCK);
-    w.a.map(1, plan.maps.conn);
-    w.a.stack(2, SK);
+    w.conn_key();
     w.a.call(LOOKUP);
     w.a.jump_imm(Cond::Eq, 0, 0, w.out);
-    w.a.map(1, plan.maps.conn);
-    w.a.stack(2, SK);
+    w.conn_key();
     w.a.call(DELETE);
     w.entry();
     w.reset(1);
@@ -367,9 +370,7 @@ pub fn set_state(plan: &Plan) -> Vec<u64> {
     w.a.goto(w.out);
     // CLOSE: forgotten.
     w.a.place(close);
-    w.a.store(Size::DW, FP, SK, SOCK);
-    w.a.map(1, plan.maps.conn);
-    w.a.stack(2, SK);
+    w.conn_key();
     w.a.call(DELETE);
     w.entry();
     w.reset(0);
